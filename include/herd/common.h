@@ -1,0 +1,118 @@
+/*
+ * herd/common.h - the error model, versions and memory rules shared by every
+ * part of libherd.
+ *
+ * Every fallible function returns a herd_status: HERD_OK (0) on success, a
+ * negative code otherwise.  The code says what kind of failure it was; the
+ * message from herd_last_error() says what a person needs to act on it (which
+ * file, host, rank, key or value, and what was expected instead).
+ */
+#ifndef HERD_COMMON_H
+#define HERD_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(HERD_STATIC) || !defined(__GNUC__)
+#define HERD_EXTERN
+#else
+#define HERD_EXTERN __attribute__((visibility("default")))
+#endif
+
+/* Version of the headers; herd_version() gives that of the library. */
+#define HERD_VERSION_MAJOR 0
+#define HERD_VERSION_MINOR 1
+#define HERD_VERSION_PATCH 0
+#define HERD_VERSION_STRING "0.1.0"
+#define HERD_VERSION_NUMBER \
+	(HERD_VERSION_MAJOR * 10000 + HERD_VERSION_MINOR * 100 + HERD_VERSION_PATCH)
+
+/*
+ * The status codes, from one list: X(NAME, value, description).
+ * Values are stable once released; new codes are appended.
+ */
+#define HERD_STATUS_MAP(X)                                                    \
+	X(OK, 0, "success")                                                   \
+	X(EINVAL, -1, "invalid argument")                                     \
+	X(ENOMEM, -2, "out of memory")                                        \
+	X(EIO, -3, "input/output error")                                      \
+	X(EFORMAT, -4, "malformed data")                                      \
+	X(EVERSION, -5, "unsupported format version")                         \
+	X(ENOTFOUND, -6, "not found")                                         \
+	X(EUNAVAIL, -7, "not available on this system")                       \
+	X(ESYS, -8, "system call failed")                                     \
+	X(ETIMEDOUT, -9, "deadline expired")                                  \
+	X(EPEER, -10, "peer failed")                                          \
+	X(EMISMATCH, -11, "mismatched calls between ranks")                   \
+	X(ENORESOURCE, -12, "request cannot be satisfied")                    \
+	X(EABORTED, -13, "operation aborted")                                 \
+	X(EAUTH, -14, "authentication failed")                                \
+	X(ECLOSED, -15, "connection closed")                                  \
+	X(EEXIST, -16, "already exists")                                      \
+	X(EBUSY, -17, "resource busy")                                        \
+	X(EINTERNAL, -18, "internal error")
+
+typedef enum herd_status {
+#define HERD_STATUS_ENUM_(name, value, desc) HERD_##name = (value),
+	HERD_STATUS_MAP(HERD_STATUS_ENUM_)
+#undef HERD_STATUS_ENUM_
+} herd_status;
+
+/*
+ * A short description of a status code ("deadline expired").  Never NULL;
+ * unknown codes give "unknown status".  Thread-safe, static storage.
+ */
+HERD_EXTERN const char *herd_status_str(herd_status status);
+
+/*
+ * The code's name as written in C ("HERD_ETIMEDOUT").  Never NULL;
+ * unknown codes give "HERD_UNKNOWN".  Thread-safe, static storage.
+ */
+HERD_EXTERN const char *herd_status_name(herd_status status);
+
+/*
+ * The message of the last error raised on the calling thread: what was wrong
+ * and where.  Never NULL (empty when no error has been raised).  The string
+ * belongs to the thread and stays valid until the thread's next herd call
+ * that fails.  A successful call does not clear it.
+ */
+HERD_EXTERN const char *herd_last_error(void);
+
+/* Forgets the calling thread's last error message. */
+HERD_EXTERN void herd_clear_error(void);
+
+/* The library's version string ("0.1.0"); static storage. */
+HERD_EXTERN const char *herd_version(void);
+
+/*
+ * Frees memory that a herd function handed to the caller as a plain buffer
+ * (for example the bytes of herd_cluster_encode).  Accepts NULL.
+ */
+HERD_EXTERN void herd_free(void *ptr);
+
+/* Log levels for HERD_LOG=error|warn|info|debug (default warn). */
+typedef enum herd_log_level {
+	HERD_LOG_ERROR = 0,
+	HERD_LOG_WARN = 1,
+	HERD_LOG_INFO = 2,
+	HERD_LOG_DEBUG = 3
+} herd_log_level;
+
+/*
+ * Sets the level of the messages libherd writes to stderr, overriding
+ * HERD_LOG.  Thread-safe.  libherd never writes to stdout.
+ */
+HERD_EXTERN void herd_log_set_level(herd_log_level level);
+
+/* The level in force: herd_log_set_level's, else HERD_LOG's, else WARN. */
+HERD_EXTERN herd_log_level herd_log_get_level(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HERD_COMMON_H */

@@ -1,0 +1,78 @@
+/*
+ * sdk/base/base.h - internal helpers every module of libherd uses: raising
+ * errors, propagating them, logging.  Not part of the public API.
+ */
+#ifndef HERD_BASE_H
+#define HERD_BASE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "herd/common.h"
+
+#define HERD_PRINTF(fmt_idx, arg_idx) \
+	__attribute__((format(printf, fmt_idx, arg_idx)))
+
+/*
+ * Records a message for herd_last_error() on the calling thread and returns
+ * code, so that a failure is raised in one statement:
+ *     return herd__error(HERD_EFORMAT, "%s: field \"gpus\": expected an array", path);
+ */
+herd_status herd__error(herd_status code, const char *fmt, ...) HERD_PRINTF(2, 3);
+
+/* Like herd__error, with ": <strerror(err)>" appended. */
+herd_status herd__error_errno(herd_status code, int err, const char *fmt, ...)
+	HERD_PRINTF(3, 4);
+
+/*
+ * Prefixes the current thread's error message with more context
+ * ("loading x.json: " + message) and returns code unchanged.
+ */
+herd_status herd__error_wrap(herd_status code, const char *fmt, ...) HERD_PRINTF(2, 3);
+
+/* Return the status of expr from the calling function when it fails. */
+#define HERD_CHECK(expr)                                  \
+	do {                                              \
+		herd_status herd_check_st_ = (expr);      \
+		if (herd_check_st_ != HERD_OK)            \
+			return herd_check_st_;            \
+	} while (0)
+
+/* Store the status of expr in st and jump to label when it fails. */
+#define HERD_CHECK_GOTO(expr, st, label)      \
+	do {                                  \
+		(st) = (expr);                \
+		if ((st) != HERD_OK)          \
+			goto label;           \
+	} while (0)
+
+/* Logging to stderr, filtered by herd_log_get_level(). */
+void herd__log(herd_log_level level, const char *fmt, ...) HERD_PRINTF(2, 3);
+#define herd__log_error(...) herd__log(HERD_LOG_ERROR, __VA_ARGS__)
+#define herd__log_warn(...) herd__log(HERD_LOG_WARN, __VA_ARGS__)
+#define herd__log_info(...) herd__log(HERD_LOG_INFO, __VA_ARGS__)
+#define herd__log_debug(...) herd__log(HERD_LOG_DEBUG, __VA_ARGS__)
+
+/* Allocation that raises HERD_ENOMEM (with what for) instead of returning NULL. */
+herd_status herd__calloc(void *out_ptr, size_t n, size_t size, const char *what);
+
+/* strdup that raises HERD_ENOMEM. s may be NULL (then *out is NULL). */
+herd_status herd__strdup(char **out, const char *s);
+
+/* Copies src into dst[cap], truncating; always NUL-terminates. */
+void herd__strlcpy(char *dst, const char *src, size_t cap);
+
+/*
+ * Reads a whole file into a fresh buffer (NUL-terminated, the NUL not
+ * counted in *len).  Refuses files larger than max_len with HERD_EFORMAT.
+ */
+herd_status herd__read_file(const char *path, size_t max_len, char **out, size_t *len);
+
+/*
+ * Writes data to path atomically: a temporary file beside it, fsync,
+ * rename, fsync of the directory.
+ */
+herd_status herd__write_file_atomic(const char *path, const void *data, size_t len);
+
+#endif /* HERD_BASE_H */

@@ -1,0 +1,90 @@
+/*
+ * sdk/base/error.c - status codes and the per-thread last-error message.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base.h"
+
+#define HERD_ERROR_MSG_LEN 1024
+
+static _Thread_local char last_error[HERD_ERROR_MSG_LEN];
+
+const char *herd_status_str(herd_status status)
+{
+	switch (status) {
+#define HERD_STATUS_STR_(name, value, desc) \
+	case HERD_##name:                   \
+		return desc;
+		HERD_STATUS_MAP(HERD_STATUS_STR_)
+#undef HERD_STATUS_STR_
+	}
+	return "unknown status";
+}
+
+const char *herd_status_name(herd_status status)
+{
+	switch (status) {
+#define HERD_STATUS_NAME_(name, value, desc) \
+	case HERD_##name:                    \
+		return "HERD_" #name;
+		HERD_STATUS_MAP(HERD_STATUS_NAME_)
+#undef HERD_STATUS_NAME_
+	}
+	return "HERD_UNKNOWN";
+}
+
+const char *herd_last_error(void)
+{
+	return last_error;
+}
+
+void herd_clear_error(void)
+{
+	last_error[0] = '\0';
+}
+
+const char *herd_version(void)
+{
+	return HERD_VERSION_STRING;
+}
+
+herd_status herd__error(herd_status code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	herd__log_debug("error %s: %s", herd_status_name(code), last_error);
+	return code;
+}
+
+herd_status herd__error_errno(herd_status code, int err, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	n = strlen(last_error);
+	snprintf(last_error + n, sizeof(last_error) - n, ": %s", strerror(err));
+	herd__log_debug("error %s: %s", herd_status_name(code), last_error);
+	return code;
+}
+
+herd_status herd__error_wrap(herd_status code, const char *fmt, ...)
+{
+	char prefix[HERD_ERROR_MSG_LEN];
+	char old[HERD_ERROR_MSG_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	memcpy(old, last_error, sizeof(old));
+	snprintf(last_error, sizeof(last_error), "%s%s", prefix, old);
+	return code;
+}

@@ -1,0 +1,198 @@
+/*
+ * sdk/base/file.c - memory and file helpers that raise herd errors.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base.h"
+
+void herd_free(void *ptr)
+{
+	free(ptr);
+}
+
+herd_status herd__calloc(void *out_ptr, size_t n, size_t size, const char *what)
+{
+	void *p;
+
+	if (n == 0 || size == 0) {
+		*(void **)out_ptr = NULL;
+		return HERD_OK;
+	}
+	p = calloc(n, size);
+	if (p == NULL)
+		return herd__error(HERD_ENOMEM, "out of memory allocating %zu x %zu bytes for %s",
+				   n, size, what);
+	*(void **)out_ptr = p;
+	return HERD_OK;
+}
+
+herd_status herd__strdup(char **out, const char *s)
+{
+	*out = NULL;
+	if (s == NULL)
+		return HERD_OK;
+	*out = strdup(s);
+	if (*out == NULL)
+		return herd__error(HERD_ENOMEM, "out of memory copying a string of %zu bytes",
+				   strlen(s));
+	return HERD_OK;
+}
+
+void herd__strlcpy(char *dst, const char *src, size_t cap)
+{
+	size_t n;
+
+	if (cap == 0)
+		return;
+	n = strnlen(src, cap - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+herd_status herd__read_file(const char *path, size_t max_len, char **out, size_t *len)
+{
+	herd_status st = HERD_OK;
+	struct stat sb;
+	char *buf = NULL;
+	size_t cap, got = 0;
+	int fd;
+
+	*out = NULL;
+	*len = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return herd__error_errno(errno == ENOENT ? HERD_ENOTFOUND : HERD_EIO, errno,
+					 "cannot open %s", path);
+	if (fstat(fd, &sb) != 0) {
+		st = herd__error_errno(HERD_EIO, errno, "cannot stat %s", path);
+		goto out;
+	}
+	if (S_ISDIR(sb.st_mode)) {
+		st = herd__error(HERD_EIO, "%s is a directory, not a file", path);
+		goto out;
+	}
+	/* Regular files report their size; pipes and /proc files do not. */
+	cap = (S_ISREG(sb.st_mode) && sb.st_size > 0) ? (size_t)sb.st_size : 4096;
+	if (cap > max_len + 1)
+		cap = max_len + 1;
+	buf = malloc(cap + 1);
+	if (buf == NULL) {
+		st = herd__error(HERD_ENOMEM, "out of memory reading %s", path);
+		goto out;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (got == cap) {
+			size_t bigger = cap * 2 > max_len + 1 ? max_len + 1 : cap * 2;
+			char *p = bigger > cap ? realloc(buf, bigger + 1) : NULL;
+
+			if (p == NULL) {
+				st = herd__error(HERD_ENOMEM, "out of memory reading %s", path);
+				goto out;
+			}
+			buf = p;
+			cap = bigger;
+		}
+		n = read(fd, buf + got, cap - got);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			st = herd__error_errno(HERD_EIO, errno, "cannot read %s", path);
+			goto out;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+		if (got > max_len) {
+			st = herd__error(HERD_EFORMAT, "%s is larger than the limit of %zu bytes",
+					 path, max_len);
+			goto out;
+		}
+	}
+	buf[got] = '\0';
+	*out = buf;
+	*len = got;
+	buf = NULL;
+out:
+	free(buf);
+	close(fd);
+	return st;
+}
+
+static herd_status write_all(int fd, const void *data, size_t len, const char *path)
+{
+	const char *p = data;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return herd__error_errno(HERD_EIO, errno, "cannot write %s", path);
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return HERD_OK;
+}
+
+static herd_status fsync_parent(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	int fd;
+
+	if (slash == NULL)
+		herd__strlcpy(dir, ".", sizeof(dir));
+	else if (slash == path)
+		herd__strlcpy(dir, "/", sizeof(dir));
+	else
+		herd__strlcpy(dir, path, (size_t)(slash - path) + 1 < sizeof(dir)
+						 ? (size_t)(slash - path) + 1 : sizeof(dir));
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return herd__error_errno(HERD_EIO, errno, "cannot open directory %s", dir);
+	if (fsync(fd) != 0 && errno != EINVAL) {
+		int err = errno;
+
+		close(fd);
+		return herd__error_errno(HERD_EIO, err, "cannot fsync directory %s", dir);
+	}
+	close(fd);
+	return HERD_OK;
+}
+
+herd_status herd__write_file_atomic(const char *path, const void *data, size_t len)
+{
+	char tmp[PATH_MAX];
+	herd_status st;
+	int fd, n;
+
+	n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		return herd__error(HERD_EINVAL, "path too long: %s", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return herd__error_errno(HERD_EIO, errno, "cannot create %s", tmp);
+	st = write_all(fd, data, len, tmp);
+	if (st == HERD_OK && fsync(fd) != 0)
+		st = herd__error_errno(HERD_EIO, errno, "cannot fsync %s", tmp);
+	if (close(fd) != 0 && st == HERD_OK)
+		st = herd__error_errno(HERD_EIO, errno, "cannot close %s", tmp);
+	if (st == HERD_OK && rename(tmp, path) != 0)
+		st = herd__error_errno(HERD_EIO, errno, "cannot rename %s to %s", tmp, path);
+	if (st != HERD_OK) {
+		unlink(tmp);
+		return st;
+	}
+	return fsync_parent(path);
+}

@@ -1,0 +1,43 @@
+/*
+ * sdk/topo/inventory.h - the inventory model inside libherd.
+ *
+ * A herd_cluster owns an array of herd_node.  Every pointer inside a node
+ * (strings, arrays, the strings inside arrays) is a separate heap block
+ * owned by that node, freed by herd__node_clear; the public header shows
+ * them as const because callers only borrow them.  Code that builds a node
+ * (the probes, the decoder) allocates with malloc/calloc and stores through
+ * the HERD_MUT() cast.
+ */
+#ifndef HERD_TOPO_INVENTORY_H
+#define HERD_TOPO_INVENTORY_H
+
+#include "herd/cluster.h"
+#include "base.h"
+
+/* Casts a borrowed const pointer field of a node back to the owner's view. */
+#define HERD_MUT(type, field) (*(type *)(void *)&(field))
+
+struct herd_cluster {
+	size_t nnodes;
+	herd_node *nodes;
+};
+
+/* A cluster of nnodes zeroed nodes. */
+herd_status herd__cluster_new(herd_cluster **out, size_t nnodes);
+
+/* Frees everything a node owns and zeroes it. */
+void herd__node_clear(herd_node *node);
+
+/* Probes this machine into *node (zeroed by the caller). */
+herd_status herd__node_probe(herd_node *node);
+
+/*
+ * Upper bounds enforced by the decoder, so that a hostile inventory cannot
+ * make libherd allocate without limit.
+ */
+#define HERD_INVENTORY_MAX_BYTES (64u << 20)
+#define HERD_INVENTORY_MAX_NODES 65536
+#define HERD_INVENTORY_MAX_ITEMS 4096  /* GPUs, NICs, NUMA nodes, ports... per node */
+#define HERD_INVENTORY_MAX_STRING 4096
+
+#endif /* HERD_TOPO_INVENTORY_H */

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# libherd.so must export only public herd_* functions: no internal herd__*
+# names and nothing from the libraries it links.
+set -euo pipefail
+lib=$1
+syms=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sort)
+[ -n "$syms" ] || { echo "no exported symbols in $lib"; exit 1; }
+bad=$(printf '%s\n' "$syms" | grep -v '^herd_' || true)
+internal=$(printf '%s\n' "$syms" | grep '^herd__' || true)
+if [ -n "$bad$internal" ]; then
+	echo "unexpected exports from $lib:"; printf '%s\n' $bad $internal
+	exit 1
+fi
+for want in herd_version herd_last_error herd_status_str herd_cluster_discover; do
+	printf '%s\n' "$syms" | grep -qx "$want" || { echo "missing export: $want"; exit 1; }
+done
+echo "$(printf '%s\n' "$syms" | wc -l) exports, all public herd_* names"

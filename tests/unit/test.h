@@ -1,0 +1,88 @@
+/*
+ * tests/unit/test.h - the small harness of herd's C unit tests.
+ *
+ * A test file defines static void functions and runs them from main with
+ * TEST_RUN(fn); each CHECK that fails prints where and why, and the file
+ * exits non-zero when any check failed.
+ */
+#ifndef HERD_TEST_H
+#define HERD_TEST_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "herd.h"
+
+static int test_failures;
+static int test_checks;
+
+#define TEST_FAIL_(...)                                                 \
+	do {                                                            \
+		test_failures++;                                        \
+		fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);         \
+		fprintf(stderr, __VA_ARGS__);                           \
+		fputc('\n', stderr);                                    \
+	} while (0)
+
+#define CHECK(cond)                                                     \
+	do {                                                            \
+		test_checks++;                                          \
+		if (!(cond))                                            \
+			TEST_FAIL_("check failed: %s", #cond);          \
+	} while (0)
+
+#define CHECK_INT(a, b)                                                       \
+	do {                                                                  \
+		long long a_ = (long long)(a), b_ = (long long)(b);           \
+		test_checks++;                                                \
+		if (a_ != b_)                                                 \
+			TEST_FAIL_("%s == %lld, expected %s == %lld", #a, a_, #b, b_); \
+	} while (0)
+
+#define CHECK_STR(a, b)                                                         \
+	do {                                                                    \
+		const char *a_ = (a), *b_ = (b);                                \
+		test_checks++;                                                  \
+		if (a_ == NULL || b_ == NULL || strcmp(a_, b_) != 0)            \
+			TEST_FAIL_("%s == \"%s\", expected \"%s\"", #a,          \
+				   a_ ? a_ : "(null)", b_ ? b_ : "(null)");      \
+	} while (0)
+
+/* The call must succeed; on failure print herd_last_error(). */
+#define CHECK_OK(expr)                                                          \
+	do {                                                                    \
+		herd_status st_ = (expr);                                       \
+		test_checks++;                                                  \
+		if (st_ != HERD_OK)                                             \
+			TEST_FAIL_("%s failed: %s: %s", #expr,                   \
+				   herd_status_name(st_), herd_last_error());    \
+	} while (0)
+
+/* The call must fail with status code; the message must contain needle. */
+#define CHECK_ERR(expr, code, needle)                                           \
+	do {                                                                    \
+		herd_status st_ = (expr);                                       \
+		test_checks++;                                                  \
+		if (st_ != (code))                                              \
+			TEST_FAIL_("%s returned %s, expected %s (%s)", #expr,    \
+				   herd_status_name(st_), herd_status_name(code), \
+				   herd_last_error());                          \
+		else if (strstr(herd_last_error(), (needle)) == NULL)           \
+			TEST_FAIL_("%s: message \"%s\" lacks \"%s\"", #expr,     \
+				   herd_last_error(), (needle));                \
+	} while (0)
+
+#define TEST_RUN(fn)                                                    \
+	do {                                                            \
+		int before_ = test_failures;                            \
+		fn();                                                   \
+		printf("%s %s\n", test_failures == before_ ? "ok  " : "FAIL", #fn); \
+	} while (0)
+
+#define TEST_DONE()                                                             \
+	(printf("%d checks, %d failed\n", test_checks, test_failures),          \
+	 test_failures == 0 && test_checks > 0 ? 0 : 1)
+
+#endif /* HERD_TEST_H */

@@ -14,12 +14,13 @@ pkg_check_modules(MSGPACK REQUIRED IMPORTED_TARGET msgpack)
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)
 pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto)
 pkg_check_modules(LUA REQUIRED IMPORTED_TARGET lua5.4)
 pkg_check_modules(LIBEDIT REQUIRED IMPORTED_TARGET libedit)
 list(APPEND HERD_PRIVATE_DEPS PkgConfig::MSGPACK PkgConfig::HWLOC PkgConfig::JANSSON
-     PkgConfig::XXHASH)
+     PkgConfig::XXHASH PkgConfig::LIBCRYPTO)
 list(APPEND HERD_STATIC_LINK_FLAGS ${MSGPACK_LDFLAGS} ${HWLOC_LDFLAGS} ${JANSSON_LDFLAGS}
-     ${XXHASH_LDFLAGS})
+     ${XXHASH_LDFLAGS} ${LIBCRYPTO_LDFLAGS})
 
 # An AUTO|ON|OFF option: OFF skips, ON fails when missing, AUTO follows what
 # was found.  Leaves HERD_HAVE_<name> 0 or 1 and HERD_WHY_NO_<name>.

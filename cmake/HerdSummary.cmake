@@ -11,7 +11,8 @@ message(STATUS "")
 message(STATUS "herd ${PROJECT_VERSION} configuration")
 message(STATUS "  build type: ${CMAKE_BUILD_TYPE}, C compiler: ${CMAKE_C_COMPILER_ID} ${CMAKE_C_COMPILER_VERSION}")
 message(STATUS "  Lua: ${LUA_VERSION}, msgpack-c: ${MSGPACK_VERSION}, hwloc: ${HWLOC_VERSION}, "
-               "jansson: ${JANSSON_VERSION}, xxhash: ${XXHASH_VERSION}, libedit: ${LIBEDIT_VERSION}")
+               "jansson: ${JANSSON_VERSION}, xxhash: ${XXHASH_VERSION}, libedit: ${LIBEDIT_VERSION}, "
+               "libcrypto: ${LIBCRYPTO_VERSION}")
 herd_summary_line("CUDA" "${HERD_HAVE_CUDA}" "${CUDAToolkit_VERSION} (architectures ${CMAKE_CUDA_ARCHITECTURES})"
                   "${HERD_WHY_NO_CUDA}")
 herd_summary_line("NCCL" "${HERD_HAVE_NCCL}" "${HERD_NCCL_VERSION} (${NCCL_LIBRARY})" "${HERD_WHY_NO_NCCL}")

@@ -78,13 +78,19 @@ herd_status herd__error_errno(herd_status code, int err, const char *fmt, ...)
 herd_status herd__error_wrap(herd_status code, const char *fmt, ...)
 {
 	char prefix[HERD_ERROR_MSG_LEN];
-	char old[HERD_ERROR_MSG_LEN];
+	size_t plen, mlen;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(prefix, sizeof(prefix), fmt, ap);
 	va_end(ap);
-	memcpy(old, last_error, sizeof(old));
-	snprintf(last_error, sizeof(last_error), "%s%s", prefix, old);
+	/* Shift the message right to make room, dropping what no longer fits. */
+	plen = strlen(prefix);
+	mlen = strnlen(last_error, sizeof(last_error) - 1);
+	if (plen + mlen >= sizeof(last_error))
+		mlen = sizeof(last_error) - 1 - plen;
+	memmove(last_error + plen, last_error, mlen);
+	memcpy(last_error, prefix, plen);
+	last_error[plen + mlen] = '\0';
 	return code;
 }

@@ -1,0 +1,129 @@
+/* The error model and the base helpers every module relies on. */
+#include <errno.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base.h"
+#include "test.h"
+
+static void test_status_names_and_descriptions_come_from_one_list(void)
+{
+	CHECK_STR(herd_status_name(HERD_OK), "HERD_OK");
+	CHECK_STR(herd_status_name(HERD_ETIMEDOUT), "HERD_ETIMEDOUT");
+	CHECK_STR(herd_status_str(HERD_ETIMEDOUT), "deadline expired");
+	CHECK_STR(herd_status_str(HERD_EFORMAT), "malformed data");
+	CHECK_STR(herd_status_name((herd_status)-999), "HERD_UNKNOWN");
+	CHECK_STR(herd_status_str((herd_status)-999), "unknown status");
+	CHECK_INT(HERD_OK, 0);
+}
+
+static void test_version_matches_headers(void)
+{
+	CHECK_STR(herd_version(), HERD_VERSION_STRING);
+	CHECK_INT(HERD_VERSION_NUMBER, HERD_VERSION_MAJOR * 10000 + HERD_VERSION_MINOR * 100 +
+					       HERD_VERSION_PATCH);
+}
+
+static void *raise_in_thread(void *arg)
+{
+	(void)arg;
+	herd__error(HERD_EPEER, "rank 3 on node7 died");
+	return strcmp(herd_last_error(), "rank 3 on node7 died") == 0 ? (void *)1 : NULL;
+}
+
+static void test_last_error_is_per_thread(void)
+{
+	pthread_t t;
+	void *ok = NULL;
+
+	CHECK_INT(herd__error(HERD_EINVAL, "count %d is negative", -4), HERD_EINVAL);
+	CHECK_STR(herd_last_error(), "count -4 is negative");
+	CHECK_INT(pthread_create(&t, NULL, raise_in_thread, NULL), 0);
+	CHECK_INT(pthread_join(t, &ok), 0);
+	CHECK(ok != NULL);
+	CHECK_STR(herd_last_error(), "count -4 is negative");
+	herd_clear_error();
+	CHECK_STR(herd_last_error(), "");
+}
+
+static void test_error_errno_and_wrap_compose_a_message(void)
+{
+	herd__error_errno(HERD_EIO, ENOENT, "cannot open %s", "/x");
+	CHECK_STR(herd_last_error(), "cannot open /x: No such file or directory");
+	CHECK_INT(herd__error_wrap(HERD_EIO, "loading %s: ", "inv.json"), HERD_EIO);
+	CHECK_STR(herd_last_error(), "loading inv.json: cannot open /x: No such file or directory");
+}
+
+static void test_long_messages_are_truncated_not_overflowed(void)
+{
+	char big[4096];
+
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	herd__error(HERD_EINVAL, "%s", big);
+	CHECK(strlen(herd_last_error()) < sizeof(big));
+	CHECK(strlen(herd_last_error()) > 512);
+}
+
+static void test_log_level_set_and_get(void)
+{
+	herd_log_set_level(HERD_LOG_DEBUG);
+	CHECK_INT(herd_log_get_level(), HERD_LOG_DEBUG);
+	herd_log_set_level((herd_log_level)42);
+	CHECK_INT(herd_log_get_level(), HERD_LOG_DEBUG);
+	herd_log_set_level(HERD_LOG_WARN);
+	CHECK_INT(herd_log_get_level(), HERD_LOG_WARN);
+}
+
+static void test_strlcpy_truncates_and_terminates(void)
+{
+	char buf[4];
+
+	herd__strlcpy(buf, "abcdef", sizeof(buf));
+	CHECK_STR(buf, "abc");
+	herd__strlcpy(buf, "", sizeof(buf));
+	CHECK_STR(buf, "");
+}
+
+static void test_files_write_atomically_and_read_back_within_limits(void)
+{
+	char dir[] = "/tmp/herd-test-base-XXXXXX";
+	char path[256], other[256];
+	char *data = NULL;
+	size_t len = 0;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/f.bin", dir);
+	CHECK_OK(herd__write_file_atomic(path, "hello\0world", 11));
+	CHECK_OK(herd__read_file(path, 11, &data, &len));
+	CHECK_INT(len, 11);
+	CHECK(data != NULL && memcmp(data, "hello\0world", 11) == 0 && data[11] == '\0');
+	free(data);
+	CHECK_ERR(herd__read_file(path, 10, &data, &len), HERD_EFORMAT, "larger than the limit");
+	CHECK(data == NULL);
+	snprintf(other, sizeof(other), "%s/missing", dir);
+	CHECK_ERR(herd__read_file(other, 10, &data, &len), HERD_ENOTFOUND, other);
+	CHECK_ERR(herd__read_file(dir, 10, &data, &len), HERD_EIO, "is a directory");
+	/* A file of unknown size (procfs) is read to its end. */
+	CHECK_OK(herd__read_file("/proc/self/status", 1 << 20, &data, &len));
+	CHECK(len > 0 && strstr(data, "Pid:") != NULL);
+	free(data);
+	snprintf(other, sizeof(other), "%s/no/such/dir/f", dir);
+	CHECK_ERR(herd__write_file_atomic(other, "x", 1), HERD_EIO, "cannot create");
+	unlink(path);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	TEST_RUN(test_status_names_and_descriptions_come_from_one_list);
+	TEST_RUN(test_version_matches_headers);
+	TEST_RUN(test_last_error_is_per_thread);
+	TEST_RUN(test_error_errno_and_wrap_compose_a_message);
+	TEST_RUN(test_long_messages_are_truncated_not_overflowed);
+	TEST_RUN(test_log_level_set_and_get);
+	TEST_RUN(test_strlcpy_truncates_and_terminates);
+	TEST_RUN(test_files_write_atomically_and_read_back_within_limits);
+	return TEST_DONE();
+}

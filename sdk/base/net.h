@@ -1,0 +1,79 @@
+/*
+ * sdk/base/net.h - TCP socket helpers with deadlines, and the monotonic
+ * clock that deadlines are measured on.  Not part of the public API.
+ *
+ * Deadlines are absolute times in milliseconds of herd__net_now_ms().
+ * Sockets come back non-blocking and close-on-exec; every send uses
+ * MSG_NOSIGNAL, so a peer that went away gives HERD_ECLOSED, never SIGPIPE.
+ */
+#ifndef HERD_NET_H
+#define HERD_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "herd/common.h"
+
+/* Room for "[ffff:...:ffff%ifname]:65535" and its NUL. */
+#define HERD_NET_ADDR_LEN 96
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+int64_t herd__net_now_ms(void);
+
+/* The deadline timeout_ms from now; negative timeouts give "now". */
+int64_t herd__net_deadline(int timeout_ms);
+
+/* Milliseconds left until deadline, clamped to [0, INT32_MAX], for poll(). */
+int herd__net_remaining_ms(int64_t deadline);
+
+/*
+ * Splits "host:port", "[v6addr]:port" into host (NUL-terminated, brackets
+ * removed) and port (1..65535).  HERD_EINVAL with a message quoting the text
+ * when malformed.
+ */
+herd_status herd__net_parse_hostport(const char *text, char *host, size_t host_cap,
+				     int *port);
+
+/*
+ * Connects to host:port (every address the name resolves to is tried),
+ * retrying refused and unreachable attempts with a backoff until deadline:
+ * a server may still be starting.  *fd is non-blocking, with TCP_NODELAY
+ * and keepalive probes that notice a vanished peer host within about 30 s.
+ * HERD_ETIMEDOUT names the address and the last attempt's error.  Name
+ * resolution itself is not bounded by the deadline; numeric addresses
+ * never block.
+ */
+herd_status herd__net_connect(int *fd, const char *host, int port, int64_t deadline);
+
+/*
+ * A non-blocking listening socket bound to host:port (port 0: ephemeral),
+ * with SO_REUSEADDR.
+ */
+herd_status herd__net_listen(int *fd, const char *host, int port);
+
+/* The local address of a socket as "a.b.c.d:port" or "[v6]:port", and its port. */
+herd_status herd__net_local_addr(int fd, char addr[HERD_NET_ADDR_LEN], int *port);
+
+/* The peer of a connected socket, formatted the same way; "?" on failure. */
+void herd__net_peer_addr(int fd, char addr[HERD_NET_ADDR_LEN]);
+
+/*
+ * Sends all len bytes before deadline.  HERD_ECLOSED when the peer has gone,
+ * HERD_ETIMEDOUT when the deadline passes (some bytes may have been sent).
+ * peer names the other end in messages.
+ */
+herd_status herd__net_send_all(int fd, const void *data, size_t len, int64_t deadline,
+			       const char *peer);
+
+/*
+ * Waits until some bytes can be read or deadline passes, then reads up to
+ * cap of them.  *got is 0 only when the deadline passed (status HERD_OK);
+ * end of stream and resets give HERD_ECLOSED naming peer.
+ */
+herd_status herd__net_recv_some(int fd, void *buf, size_t cap, size_t *got, int64_t deadline,
+				const char *peer);
+
+/* Makes fd non-blocking; HERD_ESYS on failure. */
+herd_status herd__net_set_nonblock(int fd);
+
+#endif /* HERD_NET_H */

@@ -1,0 +1,698 @@
+/*
+ * sdk/store/proto.c - frames, messages and authentication of the store's
+ * wire format (see proto.h).
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include "base.h"
+#include "proto.h"
+
+static const char *const type_names[HERD__STORE_T_COUNT] = {
+	[HERD__STORE_T_UNKNOWN] = "?",
+#define HERD__STORE_TYPE_NAME_(name, wire) [HERD__STORE_T_##name] = wire,
+	HERD__STORE_TYPES(HERD__STORE_TYPE_NAME_)
+#undef HERD__STORE_TYPE_NAME_
+};
+
+const char *herd__store_type_name(herd__store_type type)
+{
+	if ((unsigned)type >= HERD__STORE_T_COUNT)
+		return "?";
+	return type_names[type];
+}
+
+/* ---- buffers ---------------------------------------------------------- */
+
+herd_status herd__store_buf_reserve(herd__store_buf *b, size_t extra)
+{
+	size_t pending = b->len - b->off, want;
+	uint8_t *p;
+
+	if (b->off > 0 && b->cap - b->len < extra) {
+		memmove(b->data, b->data + b->off, pending);
+		b->off = 0;
+		b->len = pending;
+	}
+	if (b->cap - b->len >= extra)
+		return HERD_OK;
+	if (extra > SIZE_MAX / 2 - b->len)
+		return herd__error(HERD_ENOMEM, "buffer of %zu bytes cannot grow by %zu", b->len,
+				   extra);
+	want = b->cap < 256 ? 256 : b->cap;
+	while (want - b->len < extra)
+		want *= 2;
+	p = realloc(b->data, want);
+	if (p == NULL)
+		return herd__error(HERD_ENOMEM, "out of memory growing a buffer to %zu bytes", want);
+	b->data = p;
+	b->cap = want;
+	return HERD_OK;
+}
+
+herd_status herd__store_buf_append(herd__store_buf *b, const void *p, size_t n)
+{
+	if (n == 0)
+		return HERD_OK;
+	HERD_CHECK(herd__store_buf_reserve(b, n));
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	return HERD_OK;
+}
+
+void herd__store_buf_consume(herd__store_buf *b, size_t n)
+{
+	b->off += n;
+	if (b->off >= b->len)
+		b->off = b->len = 0;
+}
+
+void herd__store_buf_free(herd__store_buf *b)
+{
+	free(b->data);
+	memset(b, 0, sizeof(*b));
+}
+
+static uint32_t load_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void store_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+herd_status herd__store_frame_peek(const herd__store_buf *b, size_t limit, size_t *payload_len)
+{
+	size_t pending = b->len - b->off;
+	uint32_t n;
+
+	*payload_len = SIZE_MAX;
+	if (pending < 4)
+		return HERD_OK;
+	n = load_be32(b->data + b->off);
+	if (n == 0)
+		return herd__error(HERD_EFORMAT, "frame with an empty payload");
+	if (n > limit)
+		return herd__error(HERD_EFORMAT, "frame of %lu bytes exceeds the limit of %zu bytes",
+				   (unsigned long)n, limit);
+	if (pending - 4 >= n)
+		*payload_len = n;
+	return HERD_OK;
+}
+
+/* ---- checking raw msgpack ----------------------------------------------- */
+
+typedef struct scan {
+	const uint8_t *p;
+	size_t len, pos, objects;
+} scan;
+
+static herd_status scan_need(scan *s, size_t n)
+{
+	if (s->len - s->pos < n)
+		return herd__error(HERD_EFORMAT, "msgpack truncated at byte %zu (%zu more bytes "
+				   "expected, %zu left)", s->pos, n, s->len - s->pos);
+	return HERD_OK;
+}
+
+static herd_status scan_uint(scan *s, size_t width, size_t *out)
+{
+	uint64_t v = 0;
+
+	HERD_CHECK(scan_need(s, width));
+	for (size_t i = 0; i < width; i++)
+		v = v << 8 | s->p[s->pos + i];
+	s->pos += width;
+	*out = (size_t)v;
+	return HERD_OK;
+}
+
+static herd_status scan_object(scan *s, int depth);
+
+static herd_status scan_children(scan *s, size_t n, int depth)
+{
+	/* Each child takes at least one byte: a count beyond the bytes left is a lie. */
+	if (n > s->len - s->pos)
+		return herd__error(HERD_EFORMAT, "msgpack container at byte %zu declares %zu "
+				   "items but only %zu bytes follow", s->pos, n, s->len - s->pos);
+	if (depth >= HERD__STORE_MAX_DEPTH)
+		return herd__error(HERD_EFORMAT, "msgpack nested deeper than %d levels at byte %zu",
+				   HERD__STORE_MAX_DEPTH, s->pos);
+	for (size_t i = 0; i < n; i++)
+		HERD_CHECK(scan_object(s, depth + 1));
+	return HERD_OK;
+}
+
+static herd_status scan_object(scan *s, int depth)
+{
+	size_t n;
+	uint8_t c;
+
+	HERD_CHECK(scan_need(s, 1));
+	if (++s->objects > HERD__STORE_MAX_OBJECTS)
+		return herd__error(HERD_EFORMAT, "msgpack holds more than %d objects",
+				   HERD__STORE_MAX_OBJECTS);
+	c = s->p[s->pos++];
+	if (c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3)
+		return HERD_OK;
+	if (c >= 0x80 && c <= 0x8f)
+		return scan_children(s, 2 * (size_t)(c & 0x0f), depth);
+	if (c >= 0x90 && c <= 0x9f)
+		return scan_children(s, c & 0x0f, depth);
+	if (c >= 0xa0 && c <= 0xbf) {
+		n = c & 0x1f; /* fixstr */
+		goto skip;
+	}
+	switch (c) {
+	case 0xc4: case 0xd9: /* bin 8, str 8 */
+		HERD_CHECK(scan_uint(s, 1, &n));
+		break;
+	case 0xc5: case 0xda: /* bin 16, str 16 */
+		HERD_CHECK(scan_uint(s, 2, &n));
+		break;
+	case 0xc6: case 0xdb: /* bin 32, str 32 */
+		HERD_CHECK(scan_uint(s, 4, &n));
+		break;
+	case 0xc7: /* ext 8/16/32: length, then a type byte */
+		HERD_CHECK(scan_uint(s, 1, &n));
+		n += 1;
+		break;
+	case 0xc8:
+		HERD_CHECK(scan_uint(s, 2, &n));
+		n += 1;
+		break;
+	case 0xc9:
+		HERD_CHECK(scan_uint(s, 4, &n));
+		n += 1;
+		break;
+	case 0xca: n = 4; break;  /* float 32 */
+	case 0xcb: n = 8; break;  /* float 64 */
+	case 0xcc: case 0xd0: n = 1; break;
+	case 0xcd: case 0xd1: n = 2; break;
+	case 0xce: case 0xd2: n = 4; break;
+	case 0xcf: case 0xd3: n = 8; break;
+	case 0xd4: n = 2; break;  /* fixext 1..16, type byte included */
+	case 0xd5: n = 3; break;
+	case 0xd6: n = 5; break;
+	case 0xd7: n = 9; break;
+	case 0xd8: n = 17; break;
+	case 0xdc:
+		HERD_CHECK(scan_uint(s, 2, &n));
+		return scan_children(s, n, depth);
+	case 0xdd:
+		HERD_CHECK(scan_uint(s, 4, &n));
+		return scan_children(s, n, depth);
+	case 0xde:
+		HERD_CHECK(scan_uint(s, 2, &n));
+		return scan_children(s, 2 * n, depth);
+	case 0xdf:
+		HERD_CHECK(scan_uint(s, 4, &n));
+		return scan_children(s, 2 * n, depth);
+	default: /* 0xc1 is never used */
+		return herd__error(HERD_EFORMAT, "msgpack byte 0x%02x at %zu is not a type", c,
+				   s->pos - 1);
+	}
+skip:
+	HERD_CHECK(scan_need(s, n));
+	s->pos += n;
+	return HERD_OK;
+}
+
+herd_status herd__store_msgpack_check(const void *data, size_t len)
+{
+	scan s = { data, len, 0, 0 };
+
+	HERD_CHECK(scan_object(&s, 0));
+	if (s.pos != len)
+		return herd__error(HERD_EFORMAT, "%zu bytes after the msgpack object", len - s.pos);
+	return HERD_OK;
+}
+
+/* ---- decoding --------------------------------------------------------- */
+
+static int get_bytes(const msgpack_object *o, herd__store_bytes *out)
+{
+	if (o->type == MSGPACK_OBJECT_BIN) {
+		out->p = (const uint8_t *)o->via.bin.ptr;
+		out->n = o->via.bin.size;
+		return 1;
+	}
+	if (o->type == MSGPACK_OBJECT_STR) {
+		out->p = (const uint8_t *)o->via.str.ptr;
+		out->n = o->via.str.size;
+		return 1;
+	}
+	return 0;
+}
+
+static int get_int(const msgpack_object *o, int64_t *out)
+{
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX) {
+		*out = (int64_t)o->via.u64;
+		return 1;
+	}
+	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+		*out = o->via.i64;
+		return 1;
+	}
+	return 0;
+}
+
+static int get_byte_array(const msgpack_object *o, const msgpack_object **items, size_t *n)
+{
+	herd__store_bytes b;
+
+	if (o->type != MSGPACK_OBJECT_ARRAY)
+		return 0;
+	for (uint32_t i = 0; i < o->via.array.size; i++)
+		if (!get_bytes(&o->via.array.ptr[i], &b))
+			return 0;
+	*items = o->via.array.ptr;
+	*n = o->via.array.size;
+	return 1;
+}
+
+/* How each known field is decoded, and where it lands in herd__store_msg. */
+enum field_kind { FIELD_UINT, FIELD_INT, FIELD_BYTES, FIELD_BYTES_OR_NIL, FIELD_ARRAY };
+
+static const struct field {
+	const char *name;
+	uint32_t bit;
+	enum field_kind kind;
+	size_t offset;   /* of the value; FIELD_ARRAY: of the items pointer */
+	size_t count;    /* FIELD_ARRAY: offset of the item count */
+} fields[] = {
+	{ "id", HERD__STORE_F_ID, FIELD_UINT, offsetof(herd__store_msg, id), 0 },
+	{ "key", HERD__STORE_F_KEY, FIELD_BYTES, offsetof(herd__store_msg, key), 0 },
+	{ "val", HERD__STORE_F_VAL, FIELD_BYTES, offsetof(herd__store_msg, val), 0 },
+	/* nil, like leaving "exp" out, expects the key to be absent. */
+	{ "exp", HERD__STORE_F_EXP, FIELD_BYTES_OR_NIL, offsetof(herd__store_msg, exp), 0 },
+	{ "msg", HERD__STORE_F_MSG, FIELD_BYTES, offsetof(herd__store_msg, msg), 0 },
+	{ "nonce", HERD__STORE_F_NONCE, FIELD_BYTES, offsetof(herd__store_msg, nonce), 0 },
+	{ "mac", HERD__STORE_F_MAC, FIELD_BYTES, offsetof(herd__store_msg, mac), 0 },
+	{ "delta", HERD__STORE_F_DELTA, FIELD_INT, offsetof(herd__store_msg, delta), 0 },
+	{ "ms", HERD__STORE_F_MS, FIELD_INT, offsetof(herd__store_msg, ms), 0 },
+	{ "st", HERD__STORE_F_ST, FIELD_INT, offsetof(herd__store_msg, st), 0 },
+	{ "n", HERD__STORE_F_N, FIELD_INT, offsetof(herd__store_msg, n), 0 },
+	{ "keys", HERD__STORE_F_KEYS, FIELD_ARRAY, offsetof(herd__store_msg, keys),
+	  offsetof(herd__store_msg, nkeys) },
+	{ "missing", HERD__STORE_F_MISSING, FIELD_ARRAY, offsetof(herd__store_msg, missing),
+	  offsetof(herd__store_msg, nmissing) },
+};
+
+/*
+ * Decodes one named field into m and sets *bit to its flag (0 for nil or
+ * for a field this version does not know); 0 when its value has the wrong
+ * type.
+ */
+static int decode_field(herd__store_msg *m, const char *name, size_t nlen,
+			const msgpack_object *o, uint32_t *bit)
+{
+	char *base = (char *)m;
+
+	*bit = 0;
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		const struct field *f = &fields[i];
+
+		if (strlen(f->name) != nlen || memcmp(f->name, name, nlen) != 0)
+			continue;
+		switch (f->kind) {
+		case FIELD_UINT:
+			if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+				return 0;
+			*(uint64_t *)(base + f->offset) = o->via.u64;
+			break;
+		case FIELD_INT:
+			if (!get_int(o, (int64_t *)(base + f->offset)))
+				return 0;
+			break;
+		case FIELD_BYTES_OR_NIL:
+			if (o->type == MSGPACK_OBJECT_NIL)
+				return 1;
+			/* fall through */
+		case FIELD_BYTES:
+			if (!get_bytes(o, (herd__store_bytes *)(base + f->offset)))
+				return 0;
+			break;
+		case FIELD_ARRAY:
+			if (!get_byte_array(o, (const msgpack_object **)(base + f->offset),
+					    (size_t *)(base + f->count)))
+				return 0;
+			break;
+		}
+		*bit = f->bit;
+		return 1;
+	}
+	return 1;
+}
+
+static herd__store_type type_from_name(herd__store_bytes t)
+{
+	for (int i = 1; i < HERD__STORE_T_COUNT; i++)
+		if (strlen(type_names[i]) == t.n && memcmp(type_names[i], t.p, t.n) == 0)
+			return (herd__store_type)i;
+	return HERD__STORE_T_UNKNOWN;
+}
+
+static herd_status decode_map(herd__store_msg *m, const msgpack_object *root)
+{
+	int64_t version = 0;
+	int have_v = 0, have_t = 0;
+	herd__store_bytes t = { NULL, 0 };
+
+	if (root->type != MSGPACK_OBJECT_MAP)
+		return herd__error(HERD_EFORMAT, "message is not a msgpack map");
+	for (uint32_t i = 0; i < root->via.map.size; i++) {
+		const msgpack_object_kv *kv = &root->via.map.ptr[i];
+		const char *name;
+		size_t nlen;
+		uint32_t bit;
+
+		if (kv->key.type != MSGPACK_OBJECT_STR)
+			return herd__error(HERD_EFORMAT, "message has a key that is not a string");
+		name = kv->key.via.str.ptr;
+		nlen = kv->key.via.str.size;
+		if (nlen == 1 && name[0] == 'v') {
+			if (have_v || !get_int(&kv->val, &version))
+				return herd__error(HERD_EFORMAT, "message field \"v\" is not one integer");
+			have_v = 1;
+			continue;
+		}
+		if (nlen == 1 && name[0] == 't') {
+			if (have_t || !get_bytes(&kv->val, &t))
+				return herd__error(HERD_EFORMAT, "message field \"t\" is not one string");
+			have_t = 1;
+			continue;
+		}
+		if (!decode_field(m, name, nlen, &kv->val, &bit))
+			return herd__error(HERD_EFORMAT, "message field \"%.*s\" has the wrong type",
+					   (int)(nlen > 32 ? 32 : nlen), name);
+		if (m->has & bit)
+			return herd__error(HERD_EFORMAT, "message field \"%.*s\" appears twice",
+					   (int)nlen, name);
+		m->has |= bit;
+	}
+	if (!have_v)
+		return herd__error(HERD_EFORMAT, "message has no format version \"v\"");
+	if (version != HERD_STORE_PROTOCOL_VERSION)
+		return herd__error(HERD_EVERSION, "message has format version %lld; this library "
+				   "speaks version %d", (long long)version,
+				   HERD_STORE_PROTOCOL_VERSION);
+	if (!have_t)
+		return herd__error(HERD_EFORMAT, "message has no type \"t\"");
+	m->type = type_from_name(t);
+	if (m->type == HERD__STORE_T_UNKNOWN)
+		return herd__error(HERD_EFORMAT, "message has an unknown type");
+	return HERD_OK;
+}
+
+herd_status herd__store_msg_decode(herd__store_msg *m, const void *data, size_t len)
+{
+	herd_status st;
+	size_t off = 0;
+	int rc;
+
+	memset(m, 0, sizeof(*m));
+	HERD_CHECK(herd__store_msgpack_check(data, len));
+	msgpack_unpacked_init(&m->up);
+	rc = msgpack_unpack_next(&m->up, data, len, &off);
+	if (rc != MSGPACK_UNPACK_SUCCESS || off != len) {
+		st = rc == MSGPACK_UNPACK_NOMEM_ERROR
+			     ? herd__error(HERD_ENOMEM, "out of memory decoding a message")
+			     : herd__error(HERD_EFORMAT, "message is not one msgpack object");
+		goto fail;
+	}
+	HERD_CHECK_GOTO(decode_map(m, &m->up.data), st, fail);
+	return HERD_OK;
+fail:
+	herd__store_msg_free(m);
+	return st;
+}
+
+void herd__store_msg_free(herd__store_msg *m)
+{
+	if (m->up.zone != NULL)
+		msgpack_unpacked_destroy(&m->up);
+	memset(m, 0, sizeof(*m));
+}
+
+herd__store_bytes herd__store_msg_item(const msgpack_object *items, size_t i)
+{
+	herd__store_bytes b = { NULL, 0 };
+
+	(void)get_bytes(&items[i], &b);
+	return b;
+}
+
+static herd_status check_key(herd__store_bytes key, const char *op)
+{
+	if (key.n == 0 || key.n > HERD_STORE_KEY_MAX)
+		return herd__error(HERD_EFORMAT, "%s request with a key of %zu bytes (1 to %d "
+				   "allowed)", op, key.n, HERD_STORE_KEY_MAX);
+	return HERD_OK;
+}
+
+herd_status herd__store_request_check(const herd__store_msg *m)
+{
+	static const uint32_t needs[HERD__STORE_T_COUNT] = {
+		[HERD__STORE_T_SET] = HERD__STORE_F_KEY | HERD__STORE_F_VAL,
+		[HERD__STORE_T_GET] = HERD__STORE_F_KEY | HERD__STORE_F_MS,
+		[HERD__STORE_T_ADD] = HERD__STORE_F_KEY | HERD__STORE_F_DELTA,
+		[HERD__STORE_T_CAS] = HERD__STORE_F_KEY | HERD__STORE_F_VAL,
+		[HERD__STORE_T_DEL] = HERD__STORE_F_KEY,
+		[HERD__STORE_T_WAIT] = HERD__STORE_F_KEYS | HERD__STORE_F_MS,
+	};
+	const char *op = herd__store_type_name(m->type);
+	uint32_t need;
+
+	if ((unsigned)m->type >= HERD__STORE_T_COUNT || needs[m->type] == 0)
+		return herd__error(HERD_EFORMAT, "message of type \"%s\" is not a request", op);
+	need = needs[m->type] | HERD__STORE_F_ID;
+	if ((m->has & need) != need)
+		return herd__error(HERD_EFORMAT, "%s request lacks a field it needs", op);
+	if (m->has & HERD__STORE_F_KEY)
+		HERD_CHECK(check_key(m->key, op));
+	if ((m->has & HERD__STORE_F_VAL) && m->val.n > HERD_STORE_VALUE_MAX)
+		return herd__error(HERD_EFORMAT, "%s request with a value of %zu bytes (at most %u)",
+				   op, m->val.n, HERD_STORE_VALUE_MAX);
+	if ((m->has & HERD__STORE_F_EXP) && m->exp.n > HERD_STORE_VALUE_MAX)
+		return herd__error(HERD_EFORMAT, "cas request with an expected value of %zu bytes",
+				   m->exp.n);
+	if ((m->has & HERD__STORE_F_MS) && (m->ms < 0 || m->ms > INT32_MAX))
+		return herd__error(HERD_EFORMAT, "%s request with a timeout of %lld ms", op,
+				   (long long)m->ms);
+	if (m->type == HERD__STORE_T_WAIT) {
+		if (m->nkeys == 0 || m->nkeys > HERD_STORE_WAIT_MAX_KEYS)
+			return herd__error(HERD_EFORMAT, "wait request for %zu keys (1 to %d allowed)",
+					   m->nkeys, HERD_STORE_WAIT_MAX_KEYS);
+		for (size_t i = 0; i < m->nkeys; i++)
+			HERD_CHECK(check_key(herd__store_msg_item(m->keys, i), op));
+	}
+	return HERD_OK;
+}
+
+/* ---- encoding --------------------------------------------------------- */
+
+static int enc_write(void *data, const char *p, size_t n)
+{
+	herd__store_enc *e = data;
+
+	if (e->failed || herd__store_buf_append(e->buf, p, n) != HERD_OK) {
+		e->failed = 1;
+		return -1;
+	}
+	return 0;
+}
+
+static void enc_name(herd__store_enc *e, const char *name)
+{
+	size_t n = strlen(name);
+
+	e->nfields++;
+	msgpack_pack_str(&e->pk, n);
+	msgpack_pack_str_body(&e->pk, name, n);
+}
+
+void herd__store_enc_begin(herd__store_enc *e, herd__store_buf *buf, herd__store_type type)
+{
+	/* Length prefix, then a map32 header whose count is filled in at the end. */
+	static const uint8_t head[9] = { 0, 0, 0, 0, 0xdf, 0, 0, 0, 0 };
+
+	e->buf = buf;
+	e->start = buf->len;
+	e->nfields = 0;
+	e->failed = 0;
+	msgpack_packer_init(&e->pk, e, enc_write);
+	enc_write(e, (const char *)head, sizeof(head));
+	herd__store_enc_uint(e, "v", HERD_STORE_PROTOCOL_VERSION);
+	herd__store_enc_str(e, "t", herd__store_type_name(type));
+}
+
+void herd__store_enc_uint(herd__store_enc *e, const char *name, uint64_t value)
+{
+	enc_name(e, name);
+	msgpack_pack_uint64(&e->pk, value);
+}
+
+void herd__store_enc_int(herd__store_enc *e, const char *name, int64_t value)
+{
+	enc_name(e, name);
+	msgpack_pack_int64(&e->pk, value);
+}
+
+void herd__store_enc_bin(herd__store_enc *e, const char *name, const void *p, size_t n)
+{
+	enc_name(e, name);
+	herd__store_enc_item(e, p, n);
+}
+
+void herd__store_enc_str(herd__store_enc *e, const char *name, const char *s)
+{
+	size_t n = strlen(s);
+
+	enc_name(e, name);
+	msgpack_pack_str(&e->pk, n);
+	msgpack_pack_str_body(&e->pk, s, n);
+}
+
+void herd__store_enc_array(herd__store_enc *e, const char *name, size_t n)
+{
+	enc_name(e, name);
+	msgpack_pack_array(&e->pk, n);
+}
+
+void herd__store_enc_item(herd__store_enc *e, const void *p, size_t n)
+{
+	msgpack_pack_bin(&e->pk, n);
+	msgpack_pack_bin_body(&e->pk, p, n);
+}
+
+herd_status herd__store_enc_end(herd__store_enc *e)
+{
+	herd__store_buf *b = e->buf;
+	size_t payload;
+
+	if (e->failed) {
+		b->len = e->start;
+		return herd__error(HERD_ENOMEM, "out of memory encoding a message");
+	}
+	payload = b->len - e->start - 4;
+	if (payload > HERD__STORE_FRAME_MAX) {
+		b->len = e->start;
+		return herd__error(HERD_EINVAL, "message of %zu bytes exceeds the frame limit of "
+				   "%u bytes", payload, HERD__STORE_FRAME_MAX);
+	}
+	store_be32(b->data + e->start, (uint32_t)payload);
+	store_be32(b->data + e->start + 5, e->nfields);
+	return HERD_OK;
+}
+
+/* ---- authentication ------------------------------------------------------ */
+
+void herd__store_auth_mac(uint8_t out[HERD__STORE_MAC_LEN], const void *secret,
+			  size_t secret_len, const uint8_t first[HERD__STORE_NONCE_LEN],
+			  const uint8_t second[HERD__STORE_NONCE_LEN], const char *label)
+{
+	uint8_t msg[2 * HERD__STORE_NONCE_LEN + 64];
+	size_t llen = strlen(label);
+	unsigned int outlen = HERD__STORE_MAC_LEN;
+
+	if (llen > 64)
+		llen = 64;
+	memcpy(msg, first, HERD__STORE_NONCE_LEN);
+	memcpy(msg + HERD__STORE_NONCE_LEN, second, HERD__STORE_NONCE_LEN);
+	memcpy(msg + 2 * HERD__STORE_NONCE_LEN, label, llen);
+	if (HMAC(EVP_sha256(), secret, (int)secret_len, msg, 2 * HERD__STORE_NONCE_LEN + llen,
+		 out, &outlen) == NULL)
+		/* Cannot happen with SHA-256; a MAC of zeros then fails to verify
+		 * on the other side rather than passing. */
+		RAND_bytes(out, HERD__STORE_MAC_LEN);
+}
+
+int herd__store_mac_equal(const uint8_t want[HERD__STORE_MAC_LEN], herd__store_bytes got)
+{
+	return got.n == HERD__STORE_MAC_LEN && CRYPTO_memcmp(want, got.p, got.n) == 0;
+}
+
+herd_status herd__store_random(void *buf, size_t n)
+{
+	if (RAND_bytes(buf, (int)n) != 1)
+		return herd__error(HERD_EUNAVAIL, "OpenSSL's random generator failed");
+	return HERD_OK;
+}
+
+herd_status herd__store_secret(const char *given, const char **out)
+{
+	const char *s = given != NULL ? given : getenv("HERD_JOB_SECRET");
+
+	*out = NULL;
+	if (s == NULL || s[0] == '\0')
+		return herd__error(HERD_EINVAL, "no job secret: pass one in the options or set "
+				   "HERD_JOB_SECRET (herd_store_secret_generate makes one)");
+	*out = s;
+	return HERD_OK;
+}
+
+herd_status herd_store_secret_generate(char out[HERD_STORE_SECRET_BUF])
+{
+	static const char hex[] = "0123456789abcdef";
+	uint8_t raw[32];
+
+	if (out == NULL)
+		return herd__error(HERD_EINVAL, "herd_store_secret_generate: out is NULL");
+	HERD_CHECK(herd__store_random(raw, sizeof(raw)));
+	for (size_t i = 0; i < sizeof(raw); i++) {
+		out[2 * i] = hex[raw[i] >> 4];
+		out[2 * i + 1] = hex[raw[i] & 15];
+	}
+	out[64] = '\0';
+	OPENSSL_cleanse(raw, sizeof(raw));
+	return HERD_OK;
+}
+
+void herd__store_quote(char *out, size_t cap, const void *key, size_t len)
+{
+	const uint8_t *k = key;
+	size_t o = 0, i;
+
+	if (cap < 8) {
+		if (cap > 0)
+			out[0] = '\0';
+		return;
+	}
+	out[o++] = '"';
+	for (i = 0; i < len; i++) {
+		char esc[8];
+		size_t n;
+
+		if (k[i] == '"' || k[i] == '\\')
+			n = (size_t)snprintf(esc, sizeof(esc), "\\%c", k[i]);
+		else if (k[i] < 0x20 || k[i] >= 0x7f)
+			n = (size_t)snprintf(esc, sizeof(esc), "\\x%02x", k[i]);
+		else
+			n = (size_t)snprintf(esc, sizeof(esc), "%c", k[i]);
+		/* Keep room for a closing quote, "..." and the NUL. */
+		if (o + n + 5 > cap)
+			break;
+		memcpy(out + o, esc, n);
+		o += n;
+	}
+	out[o++] = '"';
+	if (i < len) {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	out[o] = '\0';
+}

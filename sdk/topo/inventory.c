@@ -1,0 +1,81 @@
+/*
+ * sdk/topo/inventory.c - the memory of an inventory: a cluster owns its
+ * nodes, a node owns every string and array it points to.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "inventory.h"
+
+herd_status herd__cluster_new(herd_cluster **out, size_t nnodes)
+{
+	herd_cluster *cluster = NULL;
+	herd_status st;
+
+	*out = NULL;
+	HERD_CHECK(herd__calloc(&cluster, 1, sizeof(*cluster), "an inventory"));
+	st = herd__calloc(&cluster->nodes, nnodes, sizeof(*cluster->nodes), "inventory nodes");
+	if (st != HERD_OK) {
+		free(cluster);
+		return st;
+	}
+	cluster->nnodes = nnodes;
+	*out = cluster;
+	return HERD_OK;
+}
+
+/* Frees an array of n heap strings and the array. */
+static void free_strings(const char *const *strings, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free((void *)strings[i]);
+	free((void *)strings);
+}
+
+void herd__node_clear(herd_node *node)
+{
+	free((void *)node->hostname);
+	free((void *)node->cpu_model);
+	free((void *)node->gpu_note);
+	free((void *)node->rdma_note);
+	for (size_t i = 0; i < node->nnuma; i++)
+		free((void *)node->numa[i].cpus);
+	free((void *)node->numa);
+	for (size_t i = 0; i < node->ngpus; i++)
+		free((void *)node->gpus[i].nvlinks);
+	free((void *)node->gpus);
+	for (size_t i = 0; i < node->nnetdevs; i++)
+		free_strings(node->netdevs[i].addrs, node->netdevs[i].naddrs);
+	free((void *)node->netdevs);
+	for (size_t i = 0; i < node->nrdma; i++) {
+		const herd_rdma_device *dev = &node->rdma[i];
+
+		for (size_t p = 0; p < dev->nports; p++)
+			free_strings(dev->ports[p].gids, dev->ports[p].ngids);
+		free((void *)dev->ports);
+	}
+	free((void *)node->rdma);
+	memset(node, 0, sizeof(*node));
+}
+
+void herd_cluster_free(herd_cluster *cluster)
+{
+	if (cluster == NULL)
+		return;
+	for (size_t i = 0; i < cluster->nnodes; i++)
+		herd__node_clear(&cluster->nodes[i]);
+	free(cluster->nodes);
+	free(cluster);
+}
+
+size_t herd_cluster_node_count(const herd_cluster *cluster)
+{
+	return cluster == NULL ? 0 : cluster->nnodes;
+}
+
+const herd_node *herd_cluster_node(const herd_cluster *cluster, size_t i)
+{
+	if (cluster == NULL || i >= cluster->nnodes)
+		return NULL;
+	return &cluster->nodes[i];
+}

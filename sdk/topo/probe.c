@@ -1,0 +1,283 @@
+/*
+ * sdk/topo/probe.c - discovery of this node: herd_cluster_discover, the
+ * order in which the probes run, and the small helpers they share (bus id
+ * parsing, sysfs reads, notes).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "probe.h"
+
+herd_status herd_cluster_discover(herd_cluster **out, const herd_discover_opts *opts)
+{
+	herd_cluster *cluster = NULL;
+	herd_status st;
+
+	if (out == NULL)
+		return herd__error(HERD_EINVAL, "herd_cluster_discover: out is NULL");
+	*out = NULL;
+	if (opts != NULL &&
+	    (opts->version == 0 || opts->version > HERD_DISCOVER_OPTS_VERSION))
+		return herd__error(HERD_EINVAL,
+				   "herd_cluster_discover: opts->version is %u, expected 1..%d "
+				   "(initialize opts with HERD_DISCOVER_OPTS_INIT)",
+				   opts->version, HERD_DISCOVER_OPTS_VERSION);
+	if (opts != NULL && opts->inventory != NULL)
+		return herd_cluster_load(out, opts->inventory);
+
+	HERD_CHECK(herd__cluster_new(&cluster, 1));
+	st = herd__node_probe(&cluster->nodes[0]);
+	if (st != HERD_OK) {
+		herd_cluster_free(cluster);
+		return st;
+	}
+	*out = cluster;
+	return HERD_OK;
+}
+
+/*
+ * NVML first: it alone knows NVLink.  The CUDA runtime is the fallback for
+ * machines where NVML is missing or broken; when both fail the note keeps
+ * both reasons, since either may be the one a person has to fix.
+ */
+static herd_status probe_gpus(struct hwloc_topology *topo, herd_node *node)
+{
+	char nvml_why[HERD_TOPO_WHY_LEN] = "";
+	char cuda_why[HERD_TOPO_WHY_LEN] = "";
+	char **note = &HERD_MUT(char *, node->gpu_note);
+	herd_status st;
+
+	st = herd__topo_probe_nvml(topo, node, nvml_why, sizeof(nvml_why));
+	if (st == HERD_OK)
+		return nvml_why[0] != '\0' ? herd__topo_note_append(note, "%s", nvml_why)
+					   : HERD_OK;
+	if (st != HERD_EUNAVAIL)
+		return st;
+	st = herd__topo_probe_cudart(topo, node, cuda_why, sizeof(cuda_why));
+	if (st == HERD_OK)
+		return herd__topo_note_append(note,
+					      "GPUs listed by the CUDA runtime, NVLink unknown: "
+					      "NVML unavailable (%s)%s%s",
+					      nvml_why, cuda_why[0] != '\0' ? "; " : "", cuda_why);
+	if (st != HERD_EUNAVAIL)
+		return st;
+	return herd__topo_note_append(note, "no GPU: %s; CUDA runtime: %s", nvml_why, cuda_why);
+}
+
+herd_status herd__node_probe(herd_node *node)
+{
+	struct hwloc_topology *topo = NULL;
+	herd_status st;
+
+	HERD_CHECK_GOTO(herd__topo_probe_hostname(node), st, out);
+	HERD_CHECK_GOTO(herd__topo_hwloc_open(&topo, NULL), st, out);
+	HERD_CHECK_GOTO(herd__topo_probe_cpus(topo, node), st, out);
+	HERD_CHECK_GOTO(herd__topo_probe_numa(topo, node), st, out);
+	if (!herd__topo_probe_memory(node))
+		node->memory_bytes = herd__topo_hwloc_memory(topo);
+	HERD_CHECK_GOTO(probe_gpus(topo, node), st, out);
+	HERD_CHECK_GOTO(herd__topo_probe_netdevs(topo, node), st, out);
+	HERD_CHECK_GOTO(herd__topo_probe_rdma(topo, node), st, out);
+	herd__log_debug("probed %s: %d threads, %zu NUMA nodes, %zu GPUs, %zu netdevs, "
+			"%zu RDMA devices", node->hostname, node->threads, node->nnuma,
+			node->ngpus, node->nnetdevs, node->nrdma);
+out:
+	herd__topo_hwloc_close(topo);
+	if (st != HERD_OK)
+		herd__node_clear(node);
+	return st;
+}
+
+/* Reads 1 to max_digits hex digits at *p; advances *p past them. */
+static bool parse_hex(const char **p, int max_digits, unsigned long *value)
+{
+	const char *s = *p;
+	unsigned long v = 0;
+	int n = 0;
+
+	for (; n < max_digits; n++, s++) {
+		int d;
+
+		if (*s >= '0' && *s <= '9')
+			d = *s - '0';
+		else if (*s >= 'a' && *s <= 'f')
+			d = *s - 'a' + 10;
+		else if (*s >= 'A' && *s <= 'F')
+			d = *s - 'A' + 10;
+		else
+			break;
+		v = v * 16 + (unsigned long)d;
+	}
+	if (n == 0)
+		return false;
+	*p = s;
+	*value = v;
+	return true;
+}
+
+/* domain:bus:dev.fn, the domain optional; false for anything else. */
+static bool pci_parse(const char *in, unsigned long f[4])
+{
+	const char *p = in;
+	unsigned long a, b;
+
+	if (in == NULL || !parse_hex(&p, 8, &a) || *p++ != ':' || !parse_hex(&p, 2, &b))
+		return false;
+	if (*p == ':') {
+		p++;
+		f[0] = a;
+		f[1] = b;
+		if (!parse_hex(&p, 2, &f[2]))
+			return false;
+	} else {
+		/* "bb:dd.f": what was read as domain and bus are bus and device. */
+		if (a > 0xff)
+			return false;
+		f[0] = 0;
+		f[1] = a;
+		f[2] = b;
+	}
+	if (*p++ != '.' || !parse_hex(&p, 1, &f[3]) || *p != '\0')
+		return false;
+	/* 7 domain digits is what fits HERD_PCI_ID_LEN; Linux uses up to 5. */
+	return f[0] <= 0xfffffff && f[2] <= 0x1f && f[3] <= 7;
+}
+
+bool herd__topo_pci_normalize(const char *in, char out[HERD_PCI_ID_LEN])
+{
+	unsigned long f[4];
+
+	out[0] = '\0';
+	if (!pci_parse(in, f))
+		return false;
+	snprintf(out, HERD_PCI_ID_LEN, "%04lx:%02lx:%02lx.%lx", f[0], f[1], f[2], f[3]);
+	return true;
+}
+
+int herd__topo_pci_compare(const char *a, const char *b)
+{
+	unsigned long fa[4], fb[4];
+	bool oka = pci_parse(a, fa), okb = pci_parse(b, fb);
+
+	if (oka != okb)
+		return oka ? -1 : 1;
+	if (!oka)
+		return strcmp(a ? a : "", b ? b : "");
+	for (int i = 0; i < 4; i++)
+		if (fa[i] != fb[i])
+			return fa[i] < fb[i] ? -1 : 1;
+	return 0;
+}
+
+static int gpu_compare(const void *a, const void *b)
+{
+	return herd__topo_pci_compare(((const herd_gpu *)a)->pci.bus_id,
+				      ((const herd_gpu *)b)->pci.bus_id);
+}
+
+void herd__topo_sort_gpus(herd_node *node)
+{
+	if (node->ngpus > 1)
+		qsort(HERD_MUT(herd_gpu *, node->gpus), node->ngpus, sizeof(herd_gpu),
+		      gpu_compare);
+}
+
+bool herd__topo_read_line(const char *path, char *buf, size_t cap)
+{
+	ssize_t n;
+	int fd;
+
+	if (cap == 0)
+		return false;
+	buf[0] = '\0';
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	do
+		n = read(fd, buf, cap - 1);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n < 0)
+		return false;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return true;
+}
+
+/* A directory name that is a PCI function the kernel knows. */
+static bool is_pci_function(const char *name, char out[HERD_PCI_ID_LEN])
+{
+	char path[PATH_MAX];
+
+	/* sysfs names functions in the canonical form, so anything else
+	 * ("pci0000:00", "virtio2", "net") is not one. */
+	if (!herd__topo_pci_normalize(name, out) || strcmp(out, name) != 0)
+		return false;
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s", name);
+	return access(path, F_OK) == 0;
+}
+
+bool herd__topo_sysfs_pci_function(const char *path, char out[HERD_PCI_ID_LEN])
+{
+	char *real = realpath(path, NULL);
+	char *slash;
+	bool found = false;
+
+	out[0] = '\0';
+	if (real == NULL)
+		return false;
+	while (!found && (slash = strrchr(real, '/')) != NULL && slash != real) {
+		found = is_pci_function(slash + 1, out);
+		*slash = '\0';
+	}
+	free(real);
+	if (!found)
+		out[0] = '\0';
+	return found;
+}
+
+void herd__topo_why_append(char *why, size_t cap, const char *fmt, ...)
+{
+	size_t used = strnlen(why, cap);
+	va_list ap;
+
+	if (used + 1 >= cap)
+		return;
+	if (used > 0)
+		used += (size_t)snprintf(why + used, cap - used, "; ");
+	if (used + 1 >= cap)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why + used, cap - used, fmt, ap);
+	va_end(ap);
+}
+
+herd_status herd__topo_note_append(char **note, const char *fmt, ...)
+{
+	size_t old = *note != NULL ? strlen(*note) : 0;
+	size_t sep = old > 0 ? 2 : 0;
+	va_list ap;
+	char *p;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return herd__error(HERD_EINTERNAL, "cannot format a discovery note");
+	p = realloc(*note, old + sep + (size_t)n + 1);
+	if (p == NULL)
+		return herd__error(HERD_ENOMEM, "out of memory writing a discovery note");
+	memcpy(p + old, "; ", sep);
+	va_start(ap, fmt);
+	vsnprintf(p + old + sep, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	*note = p;
+	return HERD_OK;
+}

@@ -1,0 +1,365 @@
+/*
+ * shell/cmd_discover.c - `herd discover`: what is in this node (or in an
+ * inventory file), as a readable summary, as JSON, or saved to a file.
+ *
+ * The summary gives, per node: host, CPU model and counts, NUMA nodes,
+ * memory, GPUs (or why there are none), NICs, RDMA devices (or why there are
+ * none), and when there are GPUs the topology matrix in the layout of
+ * `nvidia-smi topo -m`.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "herd.h"
+#include "shell.h"
+
+static const char discover_usage[] =
+	"usage: herd discover [--json] [--save FILE] [--inventory FILE]\n"
+	"  --json             print the inventory as JSON instead of a summary\n"
+	"  --save FILE        also write the inventory to FILE (JSON for *.json,\n"
+	"                     else msgpack)\n"
+	"  --inventory FILE   read this inventory file (JSON or msgpack) instead\n"
+	"                     of probing this node\n";
+
+struct discover_args {
+	int json;
+	const char *save;
+	const char *inventory;
+};
+
+static double gib(uint64_t bytes)
+{
+	return (double)bytes / (1024.0 * 1024.0 * 1024.0);
+}
+
+static const char *plural(long n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+/* ------------------------------------------------------------- summary */
+
+static void print_cpus(const herd_node *n)
+{
+	printf("CPU: %s\n", n->cpu_model && n->cpu_model[0] ? n->cpu_model : "unknown model");
+	printf("CPUs: %d (%d %s, %d %s, %d %s)\n", n->threads, n->packages,
+	       plural(n->packages, "package", "packages"), n->cores,
+	       plural(n->cores, "core", "cores"), n->threads,
+	       plural(n->threads, "thread", "threads"));
+	printf("NUMA nodes: %zu\n", n->nnuma);
+	for (size_t i = 0; i < n->nnuma; i++) {
+		const herd_numa_node *m = &n->numa[i];
+		printf("  node %d: %.1f GiB, CPUs %s\n", m->os_index, gib(m->memory_bytes),
+		       m->cpus && m->cpus[0] ? m->cpus : "none");
+	}
+	printf("Memory: %.1f GiB total, %.1f GiB available\n", gib(n->memory_bytes),
+	       gib(n->memory_available_bytes));
+}
+
+static void print_gpus(const herd_node *n)
+{
+	if (n->ngpus == 0) {
+		if (n->gpu_note)
+			printf("GPUs: none \xe2\x80\x94 %s\n", n->gpu_note);
+		else
+			printf("GPUs: none\n");
+		return;
+	}
+	printf("GPUs: %zu\n", n->ngpus);
+	int wname = 4;
+	for (size_t i = 0; i < n->ngpus; i++) {
+		int len = (int)strlen(n->gpus[i].name);
+		if (len > wname)
+			wname = len;
+	}
+	for (size_t i = 0; i < n->ngpus; i++) {
+		const herd_gpu *g = &n->gpus[i];
+		char numa[16];
+		if (g->pci.numa_node >= 0)
+			snprintf(numa, sizeof(numa), "%d", g->pci.numa_node);
+		else
+			snprintf(numa, sizeof(numa), "?");
+		printf("  GPU%-3zu %-*s  %6.1f GiB  cc %d.%d  %s  NUMA %s  %s\n", i, wname,
+		       g->name, gib(g->memory_bytes), g->cc_major, g->cc_minor,
+		       g->pci.bus_id, numa, g->uuid);
+	}
+	if (n->gpu_note)
+		printf("  note: %s\n", n->gpu_note);
+}
+
+static void print_nics(const herd_node *n)
+{
+	printf("NICs: %zu\n", n->nnetdevs);
+	int wname = 4;
+	for (size_t i = 0; i < n->nnetdevs; i++) {
+		int len = (int)strlen(n->netdevs[i].name);
+		if (len > wname)
+			wname = len;
+	}
+	for (size_t i = 0; i < n->nnetdevs; i++) {
+		const herd_netdev *d = &n->netdevs[i];
+		char speed[32];
+		if (d->speed_mbps >= 0)
+			snprintf(speed, sizeof(speed), "%" PRId64 " Mb/s", d->speed_mbps);
+		else
+			snprintf(speed, sizeof(speed), "speed ?");
+		printf("  %-*s  %-7s  %10s  mtu %d", wname, d->name, d->state, speed, d->mtu);
+		if (d->pci.bus_id[0])
+			printf("  %s", d->pci.bus_id);
+		for (size_t k = 0; k < d->naddrs; k++)
+			printf("%s%s", k == 0 ? "  " : ", ", d->addrs[k]);
+		printf("\n");
+	}
+}
+
+static void print_rdma(const herd_node *n)
+{
+	if (n->nrdma == 0) {
+		if (n->rdma_note)
+			printf("RDMA: none \xe2\x80\x94 %s\n", n->rdma_note);
+		else
+			printf("RDMA: none\n");
+		return;
+	}
+	printf("RDMA: %zu %s\n", n->nrdma, plural((long)n->nrdma, "device", "devices"));
+	for (size_t i = 0; i < n->nrdma; i++) {
+		const herd_rdma_device *d = &n->rdma[i];
+		printf("  %s", d->name);
+		if (d->netdev[0])
+			printf(" (%s)", d->netdev);
+		if (d->pci.bus_id[0])
+			printf("  %s", d->pci.bus_id);
+		if (d->pci.numa_node >= 0)
+			printf("  NUMA %d", d->pci.numa_node);
+		printf("\n");
+		for (size_t k = 0; k < d->nports; k++) {
+			const herd_rdma_port *p = &d->ports[k];
+			printf("    port %d: %s, %s, %d Gb/s\n", p->port, p->state,
+			       p->link_layer, p->rate_gbps);
+		}
+	}
+	if (n->rdma_note)
+		printf("  note: %s\n", n->rdma_note);
+}
+
+/* ------------------------------------------------------ topology matrix */
+
+/* The CPUs of the NUMA node numbered os_index, "N/A" when unknown. */
+static const char *numa_cpus(const herd_node *n, int os_index)
+{
+	for (size_t i = 0; i < n->nnuma; i++)
+		if (n->numa[i].os_index == os_index && n->numa[i].cpus)
+			return n->numa[i].cpus;
+	return "N/A";
+}
+
+static void print_cell(const char *s, int width)
+{
+	printf("%-*s", width, s);
+}
+
+/* The matrix of `nvidia-smi topo -m`: GPU rows, GPU then NIC columns. */
+static void print_matrix(const herd_node *n)
+{
+	size_t ngpu = n->ngpus;
+	size_t nnic = herd_node_nic_count(n);
+	char label[32];
+	char buf[HERD_LINK_STR_LEN];
+	int cell = 6; /* widest code is "NV18"-like; header "GPU10" */
+	snprintf(label, sizeof(label), "GPU%zu", ngpu > 0 ? ngpu - 1 : 0);
+	if ((int)strlen(label) + 2 > cell)
+		cell = (int)strlen(label) + 2;
+	snprintf(label, sizeof(label), "NIC%zu", nnic > 0 ? nnic - 1 : 0);
+	if ((int)strlen(label) + 2 > cell)
+		cell = (int)strlen(label) + 2;
+	int waff = (int)strlen("CPU Affinity") + 2;
+	for (size_t i = 0; i < ngpu; i++) {
+		int len = (int)strlen(numa_cpus(n, n->gpus[i].pci.numa_node)) + 2;
+		if (len > waff)
+			waff = len;
+	}
+
+	printf("\nTopology:\n");
+	print_cell("", cell);
+	for (size_t j = 0; j < ngpu; j++) {
+		snprintf(label, sizeof(label), "GPU%zu", j);
+		print_cell(label, cell);
+	}
+	for (size_t j = 0; j < nnic; j++) {
+		snprintf(label, sizeof(label), "NIC%zu", j);
+		print_cell(label, cell);
+	}
+	print_cell("CPU Affinity", waff);
+	printf("NUMA Affinity\n");
+
+	for (size_t i = 0; i < ngpu; i++) {
+		snprintf(label, sizeof(label), "GPU%zu", i);
+		print_cell(label, cell);
+		for (size_t j = 0; j < ngpu; j++) {
+			herd_link link;
+			const char *code = herd_node_gpu_link(n, i, j, &link) == HERD_OK
+				? herd_link_str(link, buf) : "?";
+			print_cell(code, cell);
+		}
+		for (size_t j = 0; j < nnic; j++) {
+			herd_link link;
+			const char *code = herd_node_gpu_nic_link(n, i, j, &link) == HERD_OK
+				? herd_link_str(link, buf) : "?";
+			print_cell(code, cell);
+		}
+		int numa = n->gpus[i].pci.numa_node;
+		print_cell(numa_cpus(n, numa), waff);
+		if (numa >= 0)
+			printf("%d\n", numa);
+		else
+			printf("N/A\n");
+	}
+
+	printf("\nLegend:\n\n"
+	       "  X    = Self\n"
+	       "  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)\n"
+	       "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node\n"
+	       "  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)\n"
+	       "  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)\n"
+	       "  PIX  = Connection traversing at most a single PCIe bridge\n"
+	       "  NV#  = Connection traversing a bonded set of # NVLinks\n");
+	if (nnic > 0) {
+		printf("\nNIC Legend:\n\n");
+		for (size_t j = 0; j < nnic; j++) {
+			const char *name = NULL;
+			const herd_pci_loc *pci = NULL;
+			if (herd_node_nic(n, j, &name, &pci) != HERD_OK)
+				name = "?";
+			printf("  NIC%zu: %s\n", j, name ? name : "?");
+		}
+	}
+}
+
+static void print_node(const herd_node *n)
+{
+	printf("Host: %s\n", n->hostname ? n->hostname : "?");
+	print_cpus(n);
+	print_gpus(n);
+	print_nics(n);
+	print_rdma(n);
+	if (n->ngpus > 0)
+		print_matrix(n);
+}
+
+static void print_summary(const herd_cluster *cluster)
+{
+	size_t count = herd_cluster_node_count(cluster);
+	for (size_t i = 0; i < count; i++) {
+		if (count > 1)
+			printf("%s== node %zu of %zu ==\n", i ? "\n" : "", i + 1, count);
+		print_node(herd_cluster_node(cluster, i));
+	}
+}
+
+/* ------------------------------------------------------------- command */
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "herd discover: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n%s", discover_usage);
+	return SHELL_EXIT_USAGE;
+}
+
+/* Takes the value of an option given as "--opt VALUE" or "--opt=VALUE". */
+static int option_value(int argc, char **argv, int *i, const char *name,
+			const char **out)
+{
+	size_t len = strlen(name);
+	const char *a = argv[*i];
+	if (strncmp(a, name, len) != 0)
+		return 0;
+	if (a[len] == '=') {
+		*out = a + len + 1;
+		return 1;
+	}
+	if (a[len] != '\0')
+		return 0;
+	if (*i + 1 >= argc)
+		return -1;
+	*out = argv[++*i];
+	return 1;
+}
+
+/* Parses argv; returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct discover_args *args)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int r;
+		if (strcmp(a, "--json") == 0) {
+			args->json = 1;
+		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			fputs(discover_usage, stdout);
+			return SHELL_EXIT_OK;
+		} else if ((r = option_value(argc, argv, &i, "--save", &args->save)) != 0) {
+			if (r < 0 || args->save[0] == '\0')
+				return usage_error("option '%s' needs a file name", "--save");
+		} else if ((r = option_value(argc, argv, &i, "--inventory",
+					     &args->inventory)) != 0) {
+			if (r < 0 || args->inventory[0] == '\0')
+				return usage_error("option '%s' needs a file name",
+						   "--inventory");
+		} else if (a[0] == '-') {
+			return usage_error("unrecognized option '%s'", a);
+		} else {
+			return usage_error("unexpected argument '%s'", a);
+		}
+	}
+	return -1;
+}
+
+static int print_json(const herd_cluster *cluster)
+{
+	void *data = NULL;
+	size_t len = 0;
+	if (herd_cluster_encode(cluster, HERD_FORMAT_JSON, &data, &len) != HERD_OK) {
+		shell_message("herd", herd_last_error());
+		return SHELL_EXIT_FAILURE;
+	}
+	fwrite(data, 1, len, stdout);
+	herd_free(data);
+	return SHELL_EXIT_OK;
+}
+
+int cmd_discover(int argc, char **argv)
+{
+	struct discover_args args = { 0 };
+	int status = parse_args(argc, argv, &args);
+	if (status >= 0)
+		return status;
+
+	herd_discover_opts opts = HERD_DISCOVER_OPTS_INIT;
+	opts.inventory = args.inventory;
+	herd_cluster *cluster = NULL;
+	if (herd_cluster_discover(&cluster, &opts) != HERD_OK) {
+		shell_message("herd", herd_last_error());
+		/* A bad input file is the caller's to fix, as a usage error is. */
+		return args.inventory ? SHELL_EXIT_USAGE : SHELL_EXIT_FAILURE;
+	}
+
+	status = SHELL_EXIT_OK;
+	if (args.save && herd_cluster_save(cluster, args.save, HERD_FORMAT_AUTO) != HERD_OK) {
+		shell_message("herd", herd_last_error());
+		status = SHELL_EXIT_FAILURE;
+	}
+	if (status == SHELL_EXIT_OK) {
+		if (args.json)
+			status = print_json(cluster);
+		else
+			print_summary(cluster);
+	}
+	herd_cluster_free(cluster);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		shell_message("herd", "cannot write to standard output");
+		status = SHELL_EXIT_FAILURE;
+	}
+	return status;
+}

@@ -1,0 +1,114 @@
+/*
+ * shell/lua_herd.c - the `herd` table: herd.version(), herd.discover(), and
+ * the Lua modules compiled into the program (package.preload).
+ */
+#include <lauxlib.h>
+#include <lua.h>
+#include <string.h>
+
+#include "lua_herd.h"
+#include "lua_modules.h"
+
+int lherd_fail(lua_State *L, herd_status status)
+{
+	const char *msg = herd_last_error();
+	lua_pushnil(L);
+	lua_pushstring(L, msg[0] != '\0' ? msg : herd_status_str(status));
+	lua_pushstring(L, herd_status_name(status));
+	return 3;
+}
+
+/* herd.version() -> the library's version string ("0.1.0"). */
+static int lherd_version(lua_State *L)
+{
+	lua_pushstring(L, herd_version());
+	return 1;
+}
+
+/*
+ * herd.discover([opts]) -> a herd.Cluster, or nil, msg, status.
+ * opts.inventory: load this inventory file instead of probing this node.
+ * An unknown option is misuse and raises, so that a misspelt key does not
+ * silently probe the local machine instead of loading a file.
+ */
+static int lherd_discover(lua_State *L)
+{
+	herd_discover_opts opts = HERD_DISCOVER_OPTS_INIT;
+	if (!lua_isnoneornil(L, 1)) {
+		luaL_checktype(L, 1, LUA_TTABLE);
+		lua_pushnil(L);
+		while (lua_next(L, 1)) {
+			lua_pop(L, 1);
+			const char *key = lua_type(L, -1) == LUA_TSTRING
+				? lua_tostring(L, -1) : NULL;
+			if (key == NULL || strcmp(key, "inventory") != 0) {
+				return luaL_argerror(L, 1, lua_pushfstring(L,
+					"unknown option '%s' (known: inventory)",
+					luaL_tolstring(L, -1, NULL)));
+			}
+		}
+		if (lua_getfield(L, 1, "inventory") != LUA_TNIL) {
+			if (lua_type(L, -1) != LUA_TSTRING)
+				return luaL_argerror(L, 1,
+					"option 'inventory' must be a file name (a string)");
+			opts.inventory = lua_tostring(L, -1);
+		}
+	}
+	herd_cluster **slot = lherd_new_cluster(L);
+	herd_status st = herd_cluster_discover(slot, &opts);
+	if (st != HERD_OK)
+		return lherd_fail(L, st);
+	return 1;
+}
+
+static const luaL_Reg herd_funcs[] = {
+	{ "version", lherd_version },
+	{ "discover", lherd_discover },
+	{ NULL, NULL }
+};
+
+/*
+ * The package.preload loader of an embedded module: upvalue 1 is its
+ * entry in herd_lua_modules.  Chunk names read "lua/herd_pretty.lua" so
+ * that errors point at the file the module is built from.
+ */
+static int load_embedded(lua_State *L)
+{
+	const struct herd_lua_module *m =
+		(const struct herd_lua_module *)lua_touserdata(L, lua_upvalueindex(1));
+	luaL_Buffer b;
+	luaL_buffinit(L, &b);
+	luaL_addstring(&b, "@lua/");
+	for (const char *p = m->name; *p; p++)
+		luaL_addchar(&b, *p == '.' ? '_' : *p);
+	luaL_addstring(&b, ".lua");
+	luaL_pushresult(&b);
+	if (luaL_loadbuffer(L, m->source, m->len, lua_tostring(L, -1)) != LUA_OK)
+		return lua_error(L);
+	lua_pushstring(L, m->name);
+	lua_call(L, 1, 1);
+	return 1;
+}
+
+static void preload_modules(lua_State *L)
+{
+	luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+	for (const struct herd_lua_module *m = herd_lua_modules; m->name; m++) {
+		lua_pushlightuserdata(L, (void *)m);
+		lua_pushcclosure(L, load_embedded, 1);
+		lua_setfield(L, -2, m->name);
+	}
+	lua_pop(L, 1);
+}
+
+int luaopen_herd(lua_State *L)
+{
+	lherd_open_cluster(L);
+	preload_modules(L);
+	luaL_newlib(L, herd_funcs);
+	lua_getglobal(L, "require");
+	lua_pushliteral(L, "herd.pretty");
+	lua_call(L, 1, 1);
+	lua_setfield(L, -2, "pretty");
+	return 1;
+}

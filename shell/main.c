@@ -1,0 +1,311 @@
+/*
+ * shell/main.c - the herd program: subcommands, and otherwise the Lua
+ * interpreter of lua.c with the herd module loaded.
+ *
+ *   herd                      REPL when stdin is a terminal, else stdin as a script
+ *   herd [options] FILE.lua [args]    run a script with `arg` as lua sets it
+ *   herd -e CODE              run code
+ *   herd COMMAND ...          a subcommand (discover)
+ *
+ * Exit status: 0, 1 when a script or command failed, 2 for a usage error or
+ * a bad input file.
+ */
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "herd.h"
+#include "lua_herd.h"
+#include "shell.h"
+
+static const struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *usage;
+} commands[] = {
+	{ "discover", cmd_discover,
+	  "discover [--json] [--save FILE] [--inventory FILE]\n"
+	  "                    inventory and topology of this node" },
+	{ NULL, NULL, NULL }
+};
+
+static void print_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: herd [options] [script [args]]\n"
+		"       herd COMMAND [command options]\n"
+		"Options:\n"
+		"  -e stat           execute string 'stat'\n"
+		"  -i                enter interactive mode after executing 'script'\n"
+		"  -l mod            require library 'mod' into global 'mod'\n"
+		"  -v, --version     show version information\n"
+		"  -W                turn warnings on\n"
+		"  -h, --help        show this help\n"
+		"  --                stop handling options\n"
+		"  -                 stop handling options and execute stdin\n"
+		"Commands:\n");
+	for (const struct command *c = commands; c->name; c++)
+		fprintf(out, "  %s\n", c->usage);
+	fprintf(out,
+		"With no arguments herd is an interactive Lua shell when stdin is a\n"
+		"terminal, and runs stdin as a script otherwise.  The shell keeps its\n"
+		"history in $HERD_HISTORY, else ${XDG_STATE_HOME:-~/.local/state}/herd/history.\n");
+}
+
+static void print_version(void)
+{
+	printf("herd %s (libherd %s, %s)\n", HERD_VERSION_STRING, herd_version(),
+	       LUA_RELEASE);
+	fflush(stdout);
+}
+
+/* Runs the chunk on top of the stack with no arguments. */
+static int dochunk(lua_State *L, int status)
+{
+	if (status == LUA_OK)
+		status = shell_docall(L, 0, 0);
+	return shell_report(L, status);
+}
+
+static int dofile(lua_State *L, const char *name)
+{
+	return dochunk(L, luaL_loadfile(L, name));
+}
+
+static int dostring(lua_State *L, const char *s, const char *name)
+{
+	return dochunk(L, luaL_loadbuffer(L, s, strlen(s), name));
+}
+
+/* require(name) into global name, as lua -l does (mod=name supported). */
+static int dolibrary(lua_State *L, char *globname)
+{
+	char *modname = strchr(globname, '=');
+	if (modname == NULL) {
+		modname = globname;
+	} else {
+		*modname = '\0';
+		modname++;
+	}
+	lua_getglobal(L, "require");
+	lua_pushstring(L, modname);
+	int status = shell_docall(L, 1, 1);
+	if (status == LUA_OK)
+		lua_setglobal(L, globname);
+	return shell_report(L, status);
+}
+
+/* Pushes arg[1..n] for the script; returns n. */
+static int pushargs(lua_State *L)
+{
+	if (lua_getglobal(L, "arg") != LUA_TTABLE)
+		luaL_error(L, "'arg' is not a table");
+	int n = (int)luaL_len(L, -1);
+	luaL_checkstack(L, n + 3, "too many arguments to script");
+	int i;
+	for (i = 1; i <= n; i++)
+		lua_rawgeti(L, -i, i);
+	lua_remove(L, -i);
+	return n;
+}
+
+static int handle_script(lua_State *L, char **argv)
+{
+	const char *fname = argv[0];
+	if (strcmp(fname, "-") == 0 && strcmp(argv[-1], "--") != 0)
+		fname = NULL; /* stdin */
+	int status = luaL_loadfile(L, fname);
+	if (status == LUA_OK) {
+		int n = pushargs(L);
+		status = shell_docall(L, n, LUA_MULTRET);
+	}
+	return shell_report(L, status);
+}
+
+/*
+ * The global `arg`: arg[0] the script, arg[1..] its arguments, the
+ * interpreter and its options at negative indices (as lua.c).
+ */
+static void createargtable(lua_State *L, char **argv, int argc, int script)
+{
+	if (script == argc)
+		script = 0; /* no script name */
+	int narg = argc - (script + 1);
+	lua_createtable(L, narg > 0 ? narg : 0, script + 1);
+	for (int i = 0; i < argc; i++) {
+		lua_pushstring(L, argv[i]);
+		lua_rawseti(L, -2, i - script);
+	}
+	lua_setglobal(L, "arg");
+}
+
+enum {
+	HAS_ERROR = 1, /* bad option */
+	HAS_I = 2,     /* -i */
+	HAS_V = 4,     /* -v, --version */
+	HAS_E = 8,     /* -e */
+	HAS_HELP = 16  /* -h, --help */
+};
+
+/*
+ * Scans the options before the script; *first receives the index of the
+ * script (argc when none), or of the bad option on HAS_ERROR.
+ */
+static int collectargs(char **argv, int *first)
+{
+	int args = 0;
+	int i;
+	for (i = 1; argv[i] != NULL; i++) {
+		*first = i;
+		if (argv[i][0] != '-')
+			return args; /* the script */
+		switch (argv[i][1]) {
+		case '-':
+			if (strcmp(argv[i], "--help") == 0) {
+				args |= HAS_HELP;
+				break;
+			}
+			if (strcmp(argv[i], "--version") == 0) {
+				args |= HAS_V;
+				break;
+			}
+			if (argv[i][2] != '\0')
+				return HAS_ERROR;
+			*first = i + 1;
+			return args;
+		case '\0':
+			return args; /* script "-" is stdin */
+		case 'h':
+			if (argv[i][2] != '\0')
+				return HAS_ERROR;
+			args |= HAS_HELP;
+			break;
+		case 'W':
+			if (argv[i][2] != '\0')
+				return HAS_ERROR;
+			break;
+		case 'i':
+			args |= HAS_I; /* -i implies -v */
+			/* fallthrough */
+		case 'v':
+			if (argv[i][2] != '\0')
+				return HAS_ERROR;
+			args |= HAS_V;
+			break;
+		case 'e':
+			args |= HAS_E;
+			/* fallthrough */
+		case 'l':
+			if (argv[i][2] == '\0') {
+				i++;
+				if (argv[i] == NULL || argv[i][0] == '-')
+					return HAS_ERROR;
+			}
+			break;
+		default:
+			return HAS_ERROR;
+		}
+	}
+	*first = i;
+	return args;
+}
+
+/* Runs -e and -l in order; 0 when one failed. */
+static int runargs(lua_State *L, char **argv, int n)
+{
+	for (int i = 1; i < n; i++) {
+		int option = argv[i][1];
+		if (option == 'e' || option == 'l') {
+			char *extra = argv[i] + 2;
+			if (*extra == '\0')
+				extra = argv[++i];
+			int status = option == 'e'
+				? dostring(L, extra, "=(command line)")
+				: dolibrary(L, extra);
+			if (status != LUA_OK)
+				return 0;
+		} else if (option == 'W') {
+			lua_warning(L, "@on", 0);
+		}
+	}
+	return 1;
+}
+
+/* Everything that touches Lua, in protected mode; pushes the exit status. */
+static int pmain(lua_State *L)
+{
+	int argc = (int)lua_tointeger(L, 1);
+	char **argv = (char **)lua_touserdata(L, 2);
+	int script;
+	int args = collectargs(argv, &script);
+	luaL_checkversion(L);
+	if (args == HAS_ERROR) {
+		fprintf(stderr, "herd: unrecognized option '%s'\n", argv[script]);
+		print_usage(stderr);
+		lua_pushinteger(L, SHELL_EXIT_USAGE);
+		return 1;
+	}
+	if (args & HAS_HELP) {
+		print_usage(stdout);
+		lua_pushinteger(L, SHELL_EXIT_OK);
+		return 1;
+	}
+	if (args & HAS_V)
+		print_version();
+	luaL_openlibs(L);
+	luaL_requiref(L, "herd", luaopen_herd, 1);
+	lua_pop(L, 1);
+	createargtable(L, argv, argc, script);
+	lua_gc(L, LUA_GCGEN, 0, 0);
+	/* A failure returns no value: exit status 1. */
+	if (!runargs(L, argv, script))
+		return 0;
+	if (script < argc && handle_script(L, argv + script) != LUA_OK)
+		return 0;
+	if (args & HAS_I) {
+		shell_repl(L);
+	} else if (script == argc && !(args & (HAS_E | HAS_V))) {
+		if (isatty(STDIN_FILENO)) {
+			print_version();
+			shell_repl(L);
+		} else if (dofile(L, NULL) != LUA_OK) {
+			return 0;
+		}
+	}
+	lua_pushinteger(L, SHELL_EXIT_OK);
+	return 1;
+}
+
+static int run_lua(int argc, char **argv)
+{
+	lua_State *L = luaL_newstate();
+	if (L == NULL) {
+		shell_message(shell_progname, "cannot create state: not enough memory");
+		return SHELL_EXIT_FAILURE;
+	}
+	lua_pushcfunction(L, pmain);
+	lua_pushinteger(L, argc);
+	lua_pushlightuserdata(L, argv);
+	int status = lua_pcall(L, 2, 1, 0);
+	int isnum = 0;
+	int result = (int)lua_tointegerx(L, -1, &isnum);
+	if (status != LUA_OK || !isnum)
+		result = SHELL_EXIT_FAILURE;
+	shell_report(L, status);
+	lua_close(L);
+	return result;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1) {
+		for (const struct command *c = commands; c->name; c++)
+			if (strcmp(argv[1], c->name) == 0)
+				return c->run(argc - 1, argv + 1);
+	}
+	return run_lua(argc, argv);
+}

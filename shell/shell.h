@@ -1,0 +1,48 @@
+/*
+ * shell/shell.h - what the parts of the herd program share: running Lua code
+ * the way lua.c does (protected calls with a traceback, Ctrl-C turned into a
+ * hook), the REPL, and the subcommands.
+ */
+#ifndef HERD_SHELL_H
+#define HERD_SHELL_H
+
+#include <lua.h>
+
+/* Exit statuses of the herd program. */
+#define SHELL_EXIT_OK 0
+#define SHELL_EXIT_FAILURE 1 /* a script raised, a command failed */
+#define SHELL_EXIT_USAGE 2   /* bad command line or bad input file */
+
+/*
+ * The program name used as the prefix of messages on stderr ("herd"); NULL
+ * while the REPL runs, so that errors at the prompt carry no prefix (lua.c's
+ * progname).
+ */
+extern const char *shell_progname;
+
+/* Writes "progname: msg" (or just msg when pname is NULL) to stderr. */
+void shell_message(const char *pname, const char *msg);
+
+/*
+ * Reports the error object on top of the stack (when status is not LUA_OK)
+ * through shell_message and pops it.  Returns status.
+ */
+int shell_report(lua_State *L, int status);
+
+/*
+ * Calls the function below its narg arguments on the stack, as lua_pcall
+ * with a traceback message handler, and with SIGINT turned into an
+ * "interrupted!" error raised at the next instruction of the running code.
+ */
+int shell_docall(lua_State *L, int narg, int nres);
+
+/*
+ * The interactive loop on stdin: line editing and history when stdin is a
+ * terminal, plain lines otherwise.  Returns when input ends.
+ */
+void shell_repl(lua_State *L);
+
+/* `herd discover [--json] [--save FILE] [--inventory FILE]`. */
+int cmd_discover(int argc, char **argv);
+
+#endif /* HERD_SHELL_H */

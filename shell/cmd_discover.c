@@ -89,23 +89,39 @@ static void print_gpus(const herd_node *n)
 		printf("  note: %s\n", n->gpu_note);
 }
 
+static void format_speed(const herd_netdev *d, char *buf, size_t cap)
+{
+	if (d->speed_mbps >= 0)
+		snprintf(buf, cap, "%" PRId64 " Mb/s", d->speed_mbps);
+	else
+		snprintf(buf, cap, "speed ?");
+}
+
 static void print_nics(const herd_node *n)
 {
 	printf("NICs: %zu\n", n->nnetdevs);
-	int wname = 4;
+	int wname = 4, wspeed = 1, wmtu = 1;
+	char buf[32];
 	for (size_t i = 0; i < n->nnetdevs; i++) {
-		int len = (int)strlen(n->netdevs[i].name);
+		const herd_netdev *d = &n->netdevs[i];
+		int len = (int)strlen(d->name);
 		if (len > wname)
 			wname = len;
+		format_speed(d, buf, sizeof(buf));
+		if ((int)strlen(buf) > wspeed)
+			wspeed = (int)strlen(buf);
+		len = snprintf(buf, sizeof(buf), "%d", d->mtu);
+		if (len > wmtu)
+			wmtu = len;
 	}
 	for (size_t i = 0; i < n->nnetdevs; i++) {
 		const herd_netdev *d = &n->netdevs[i];
 		char speed[32];
-		if (d->speed_mbps >= 0)
-			snprintf(speed, sizeof(speed), "%" PRId64 " Mb/s", d->speed_mbps);
-		else
-			snprintf(speed, sizeof(speed), "speed ?");
-		printf("  %-*s  %-7s  %10s  mtu %d", wname, d->name, d->state, speed, d->mtu);
+		format_speed(d, speed, sizeof(speed));
+		/* Pad the MTU only when something follows it on the line. */
+		int more = d->pci.bus_id[0] || d->naddrs > 0;
+		printf("  %-*s  %-7s  %*s  mtu %-*d", wname, d->name, d->state, wspeed,
+		       speed, more ? wmtu : 0, d->mtu);
 		if (d->pci.bus_id[0])
 			printf("  %s", d->pci.bus_id);
 		for (size_t k = 0; k < d->naddrs; k++)

@@ -151,9 +151,9 @@ static int cluster_tostring(lua_State *L)
 }
 
 /*
- * A buffer that libherd handed over, owned by a to-be-closed userdata while
- * it is copied into a Lua string, so that an error raised by the copy (out
- * of memory) cannot leak it.
+ * A buffer that libherd handed over, owned by a userdata (whose __gc frees
+ * it) while it is copied into a Lua string, so that an error raised by the
+ * copy (out of memory) cannot leak it.
  */
 #define LHERD_BUFFER "herd.Buffer"
 

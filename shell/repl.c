@@ -554,6 +554,8 @@ static int multiline(lua_State *L)
 			return LINE_DISCARDED;
 		if (r == READ_EOF) {
 			/* Ctrl-D inside a chunk: report it as the error it is. */
+			if (use_editline)
+				fputc('\n', stdout);
 			history_save(line);
 			return luaL_loadbuffer(L, line, len, "=stdin");
 		}

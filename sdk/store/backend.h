@@ -67,6 +67,9 @@ herd_status herd__store_missing_error(const char *where, int timeout_ms, size_t 
 				      size_t nmissing, const herd__store_bytes *shown,
 				      size_t nshown);
 
+/* How many connections a server holds now (for tests).  Thread-safe. */
+size_t herd__store_server_connections(herd_store_server *server);
+
 /*
  * The counter arithmetic of herd_store_add, shared by the server and the
  * file store: cur (NULL when the key is absent, counting as 0) must be a

@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -193,21 +195,17 @@ static void unpark(herd_store_server *srv, waiter *w)
 	free(w);
 }
 
-/* Drops a connection: reap() closes it after this pass of the loop. */
+/*
+ * Drops a connection.  reap() closes it, and frees its waiters, after this
+ * pass of the loop, so that loops over waiters may kill connections.
+ */
 static void kill_conn(herd_store_server *srv, conn *c, herd_log_level level, const char *why)
 {
-	waiter *w, *next;
-
 	if (c->dead)
 		return;
 	herd__log(level, "store server %s: dropping connection from %s: %s", srv->address,
 		  c->peer, why);
 	c->dead = 1;
-	for (w = srv->waiters; w != NULL; w = next) {
-		next = w->next;
-		if (w->c == c)
-			unpark(srv, w);
-	}
 }
 
 /* Lets the last reply go out, then closes. */
@@ -362,6 +360,8 @@ static void notify(herd_store_server *srv, herd__store_bytes k)
 		int involved = 0;
 
 		next = w->next;
+		if (w->c->dead)
+			continue;
 		for (size_t i = 0; i < w->nkeys && !involved; i++)
 			involved = w->keys[i].n == k.n && memcmp(w->keys[i].p, k.p, k.n) == 0;
 		if (!involved)
@@ -466,7 +466,7 @@ static void op_del(herd_store_server *srv, conn *c, const herd__store_msg *m)
 
 static void op_wait(herd_store_server *srv, conn *c, const herd__store_msg *m)
 {
-	herd__store_bytes keys[1];
+	herd__store_enc enc;
 	size_t missing = 0;
 
 	for (size_t i = 0; i < m->nkeys; i++)
@@ -480,18 +480,15 @@ static void op_wait(herd_store_server *srv, conn *c, const herd__store_msg *m)
 		return;
 	}
 	/* Not waiting: answer at once with what is missing. */
-	{
-		herd__store_enc enc;
+	begin_reply(&enc, c, m->id, HERD_ETIMEDOUT);
+	herd__store_enc_array(&enc, "missing", missing);
+	for (size_t i = 0; i < m->nkeys; i++) {
+		herd__store_bytes k = herd__store_msg_item(m->keys, i);
 
-		begin_reply(&enc, c, m->id, HERD_ETIMEDOUT);
-		herd__store_enc_array(&enc, "missing", missing);
-		for (size_t i = 0; i < m->nkeys; i++) {
-			keys[0] = herd__store_msg_item(m->keys, i);
-			if (find(srv, keys[0]) == NULL)
-				herd__store_enc_item(&enc, keys[0].p, keys[0].n);
-		}
-		end_reply(srv, &enc, c);
+		if (find(srv, k) == NULL)
+			herd__store_enc_item(&enc, k.p, k.n);
 	}
+	end_reply(srv, &enc, c);
 }
 
 typedef void (*op_fn)(herd_store_server *srv, conn *c, const herd__store_msg *m);
@@ -695,7 +692,7 @@ static void expire(herd_store_server *srv, int64_t now)
 
 	for (w = srv->waiters; w != NULL; w = next) {
 		next = w->next;
-		if (w->deadline > now)
+		if (w->deadline > now || w->c->dead)
 			continue;
 		reply_missing(srv, w->c, w->id, w->keys, w->nkeys);
 		unpark(srv, w);
@@ -746,7 +743,14 @@ static void free_conn(conn *c)
 
 static void reap(herd_store_server *srv)
 {
+	waiter *w, *next;
 	size_t kept = 0;
+
+	for (w = srv->waiters; w != NULL; w = next) {
+		next = w->next;
+		if (w->c->dead)
+			unpark(srv, w);
+	}
 
 	for (size_t i = 0; i < srv->nconns; i++) {
 		if (srv->conns[i]->dead)
@@ -821,9 +825,12 @@ static void *serve(void *arg)
 				conn_read(srv, c);
 		}
 		expire(srv, herd__net_now_ms());
-		for (size_t i = 0; i < srv->nconns; i++)
-			if (!srv->conns[i]->dead && srv->conns[i]->out.len > srv->conns[i]->out.off)
-				flush(srv, srv->conns[i]);
+		for (size_t i = 0; i < srv->nconns; i++) {
+			conn *c = srv->conns[i];
+
+			if (!c->dead && (c->out.len > c->out.off || c->state == CONN_CLOSING))
+				flush(srv, c);
+		}
 		reap(srv);
 	}
 	return NULL;

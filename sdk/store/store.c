@@ -192,7 +192,7 @@ herd_status herd_store_get(herd_store *store, const char *key, int timeout_ms, v
 {
 	char full[HERD_STORE_KEY_MAX + 1];
 	size_t ignored;
-	int ms;
+	int ms = 0;
 
 	if (value == NULL)
 		return herd__error(HERD_EINVAL, "herd_store_get: value is NULL");
@@ -268,7 +268,7 @@ herd_status herd_store_wait(herd_store *store, const char *const *keys, size_t n
 	char **full = NULL;
 	herd_status st;
 	size_t i = 0;
-	int ms;
+	int ms = 0;
 
 	if (store == NULL || keys == NULL)
 		return herd__error(HERD_EINVAL, "herd_store_wait: store and keys must not be NULL");

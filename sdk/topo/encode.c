@@ -69,7 +69,7 @@ static void pack_pci(msgpack_packer *pk, const herd_pci_loc *pci)
 
 static void pack_gpu(msgpack_packer *pk, const herd_gpu *gpu)
 {
-	msgpack_pack_map(pk, 9);
+	msgpack_pack_map(pk, 8);
 	pack_key(pk, "uuid");
 	PACK_FIXED(pk, gpu->uuid);
 	pack_key(pk, "name");
@@ -144,7 +144,7 @@ static void pack_rdma(msgpack_packer *pk, const herd_rdma_device *dev)
 
 static void pack_node(msgpack_packer *pk, const herd_node *node)
 {
-	msgpack_pack_map(pk, 14);
+	msgpack_pack_map(pk, 13);
 	pack_key(pk, "hostname");
 	pack_str(pk, node->hostname ? node->hostname : "");
 	pack_key(pk, "cpu_model");

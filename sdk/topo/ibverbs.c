@@ -127,19 +127,23 @@ static herd_status rdma_ports(struct ibv_context *ctx, herd_rdma_device *rd, cha
 {
 	struct ibv_device_attr attr;
 	herd_rdma_port *ports = NULL;
+	int rc;
 
-	if (ibv_query_device(ctx, &attr) != 0)
+	/* The verbs queries return an errno value rather than set errno. */
+	rc = ibv_query_device(ctx, &attr);
+	if (rc != 0)
 		return herd__topo_note_append(note, "%s: ibv_query_device: %s", rd->name,
-					      strerror(errno));
+					      strerror(rc));
 	HERD_CHECK(herd__calloc(&ports, attr.phys_port_cnt, sizeof(*ports), "RDMA ports"));
 	HERD_MUT(herd_rdma_port *, rd->ports) = ports;
 	for (int p = 1; p <= (int)attr.phys_port_cnt; p++) {
 		struct ibv_port_attr pa;
 		herd_rdma_port *rp = &ports[rd->nports];
 
-		if (ibv_query_port(ctx, (uint8_t)p, &pa) != 0) {
+		rc = ibv_query_port(ctx, (uint8_t)p, &pa);
+		if (rc != 0) {
 			HERD_CHECK(herd__topo_note_append(note, "%s port %d: ibv_query_port: %s",
-							  rd->name, p, strerror(errno)));
+							  rd->name, p, strerror(rc)));
 			continue;
 		}
 		rd->nports++;

@@ -149,6 +149,20 @@ static bool nvml_has_nvlink(const struct nvml_api *api)
 	       api->nvlink_remote_type != NULL;
 }
 
+/* A bus id from NVML: the 8-digit busId field, else the legacy one. */
+static bool nvml_bus_id(const nvmlPciInfo_t *pci, char out[HERD_PCI_ID_LEN])
+{
+	char legacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE + 1];
+	char full[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE + 1];
+
+	/* NVML fills these NUL-terminated; copies make sure of it. */
+	memcpy(full, pci->busId, sizeof(pci->busId));
+	full[sizeof(pci->busId)] = '\0';
+	memcpy(legacy, pci->busIdLegacy, sizeof(pci->busIdLegacy));
+	legacy[sizeof(pci->busIdLegacy)] = '\0';
+	return herd__topo_pci_normalize(full, out) || herd__topo_pci_normalize(legacy, out);
+}
+
 static int nvlink_compare(const void *a, const void *b)
 {
 	return herd__topo_pci_compare(((const herd_nvlink *)a)->peer_bus_id,
@@ -169,8 +183,8 @@ static void nvlink_count(herd_nvlink *peers, size_t *npeers, const char *peer)
 
 /*
  * Active links only: a link to a GPU counts toward that peer, a link to an
- * NVSwitch toward the fabric.  Links that fail to answer are skipped, as
- * nvidia-smi does.
+ * NVSwitch toward the fabric.  A link that fails to answer is skipped:
+ * one bad link must not hide the others.
  */
 static herd_status nvml_nvlinks(struct nvml_probe *p, nvmlDevice_t dev, herd_gpu *gpu)
 {
@@ -198,7 +212,7 @@ static herd_status nvml_nvlinks(struct nvml_probe *p, nvmlDevice_t dev, herd_gpu
 		memset(&remote, 0, sizeof(remote));
 		if (type != NVML_NVLINK_DEVICE_TYPE_GPU ||
 		    api->nvlink_remote_pci(dev, link, &remote) != NVML_SUCCESS ||
-		    !herd__topo_pci_normalize(remote.busId, peer))
+		    !nvml_bus_id(&remote, peer))
 			continue;
 		nvlink_count(peers, &npeers, peer);
 	}
@@ -210,20 +224,6 @@ static herd_status nvml_nvlinks(struct nvml_probe *p, nvmlDevice_t dev, herd_gpu
 	HERD_MUT(herd_nvlink *, gpu->nvlinks) = links;
 	gpu->nnvlinks = npeers;
 	return HERD_OK;
-}
-
-/* The GPU's bus id, from the 8-digit busId field or else the legacy one. */
-static bool nvml_bus_id(const nvmlPciInfo_t *pci, char out[HERD_PCI_ID_LEN])
-{
-	char legacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE + 1];
-	char full[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE + 1];
-
-	/* NVML fills these NUL-terminated; copies make sure of it. */
-	memcpy(full, pci->busId, sizeof(pci->busId));
-	full[sizeof(pci->busId)] = '\0';
-	memcpy(legacy, pci->busIdLegacy, sizeof(pci->busIdLegacy));
-	legacy[sizeof(pci->busIdLegacy)] = '\0';
-	return herd__topo_pci_normalize(full, out) || herd__topo_pci_normalize(legacy, out);
 }
 
 /*

@@ -3,6 +3,7 @@
 # stdin as a script, exit statuses, and the example of the issue.
 set -u
 HERD=${1:?usage: run_code.sh /path/to/herd}
+[[ $HERD == */* ]] && HERD=$(cd "$(dirname "$HERD")" && pwd)/$(basename "$HERD")
 fail() { echo "FAIL: $*" >&2; exit 1; }
 tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
 
@@ -62,6 +63,15 @@ grep -qF "bad.lua:2: attempt to index a nil value (local 't')" "$tmp/err" || fai
 "$HERD" "$tmp/missing.lua" >/dev/null 2>"$tmp/err"; rc=$?
 [[ $rc == 1 ]] || fail "missing script exited $rc"
 grep -qF "cannot open $tmp/missing.lua" "$tmp/err" || fail "missing script: $(cat "$tmp/err")"
+
+# SIGINT (Ctrl-C) stops running Lua code with an "interrupted!" error
+"$HERD" -e 'io.stdout:write("running\n"); io.stdout:flush(); while true do end' >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+for _ in $(seq 100); do [[ -s $tmp/out ]] && break; sleep 0.05; done
+kill -INT $pid
+wait $pid; rc=$?
+[[ $rc == 1 ]] || fail "interrupted code exited $rc"
+grep -qx "herd: interrupted!" "$tmp/err" || fail "interrupt message: $(cat "$tmp/err")"
 
 # stdin as a script: with no arguments when stdin is not a terminal, and with -
 [[ $(echo 'print("from stdin", ...)' | "$HERD") == "from stdin" ]] || fail "stdin script"

@@ -387,6 +387,21 @@ static void test_notes_join_sentences_with_semicolons(void)
 	CHECK(strncmp(why, "a; bc; a sentence", 17) == 0);
 }
 
+static void test_sysfs_helpers_read_lines_and_find_pci_functions(void)
+{
+	char line[256], host[256] = "", bus[HERD_PCI_ID_LEN] = "x";
+
+	CHECK_INT(gethostname(host, sizeof(host)), 0);
+	CHECK(herd__topo_read_line("/proc/sys/kernel/hostname", line, sizeof(line)));
+	CHECK_STR(line, host);
+	CHECK(!herd__topo_read_line("/nonexistent/attr", line, sizeof(line)));
+	CHECK_STR(line, "");
+	/* Virtual devices have no device link; a missing path is not one. */
+	CHECK(!herd__topo_sysfs_pci_function("/sys/class/net/lo/device", bus));
+	CHECK_STR(bus, "");
+	CHECK(!herd__topo_sysfs_pci_function("/nonexistent", bus));
+}
+
 /*
  * Two packages, each with a NUMA node and a host bridge.  Under host
  * bridge 0000:00: root port 00:01.0 -> switch (upstream port 01:00.0) ->
@@ -555,6 +570,7 @@ int main(void)
 	TEST_RUN(test_format_addr_writes_address_and_prefix);
 	TEST_RUN(test_ib_rate_state_and_gid_formatting);
 	TEST_RUN(test_notes_join_sentences_with_semicolons);
+	TEST_RUN(test_sysfs_helpers_read_lines_and_find_pci_functions);
 	TEST_RUN(test_pci_locate_names_switches_by_upstream_port);
 	TEST_RUN(test_pci_locate_keeps_unknown_functions_unplaced);
 	TEST_RUN(test_cpu_and_numa_probes_read_the_topology);

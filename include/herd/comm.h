@@ -1,0 +1,275 @@
+/*
+ * herd/comm.h - collective operations between ranks on host memory.
+ *
+ * A communicator (herd_comm) joins `size` ranks, each in its own process,
+ * that met through a rendezvous store (herd/store.h).  Ranks on the same
+ * host talk through shared memory, ranks on different hosts through TCP;
+ * HERD_TRANSPORT=tcp forces TCP everywhere.
+ *
+ * Every call is collective in the MPI/NCCL sense: all ranks of the
+ * communicator make the same calls in the same order.  Nothing hangs:
+ *  - every call, init included, has the communicator's deadline (default
+ *    5 minutes, HERD_TIMEOUT=seconds, or opts.timeout_ms) and then returns
+ *    HERD_ETIMEDOUT naming the ranks that did not arrive and the last
+ *    operation each completed;
+ *  - a peer process that dies is noticed within about 2 seconds, and every
+ *    pending and later operation returns HERD_EPEER naming the dead rank
+ *    and its host;
+ *  - calls that disagree between ranks (another operation, datatype, count
+ *    or root) return HERD_EMISMATCH with both fingerprints;
+ *  - herd_comm_abort() from any thread makes pending calls return
+ *    HERD_EABORTED at once.
+ * After any of these errors the communicator is broken: later calls fail
+ * with the same status, and it can only be destroyed.
+ *
+ * Threads: one communicator is driven by one thread at a time (like an MPI
+ * communicator or an NCCL stream), except herd_comm_abort, which any thread
+ * may call at any time.  Different communicators are independent.
+ */
+#ifndef HERD_COMM_H
+#define HERD_COMM_H
+
+#include "common.h"
+#include "store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types.  float16 and bfloat16 reduce through float32 and are
+ * rounded to nearest even once, at the end. */
+typedef enum herd_dtype {
+	HERD_INT8 = 0,
+	HERD_UINT8 = 1,
+	HERD_INT32 = 2,
+	HERD_UINT32 = 3,
+	HERD_INT64 = 4,
+	HERD_UINT64 = 5,
+	HERD_FLOAT16 = 6,
+	HERD_BFLOAT16 = 7,
+	HERD_FLOAT32 = 8,
+	HERD_FLOAT64 = 9,
+	HERD_DTYPE_COUNT
+} herd_dtype;
+
+/* Reductions.  AVG is the sum divided by the number of ranks (for integers,
+ * truncated toward zero). */
+typedef enum herd_redop {
+	HERD_SUM = 0,
+	HERD_PROD = 1,
+	HERD_MIN = 2,
+	HERD_MAX = 3,
+	HERD_AVG = 4,
+	HERD_REDOP_COUNT
+} herd_redop;
+
+/* Size of one element in bytes; 0 for an unknown type. */
+HERD_EXTERN size_t herd_dtype_size(herd_dtype dtype);
+
+/* "float32", "bfloat16", ...; "unknown" for an unknown type. */
+HERD_EXTERN const char *herd_dtype_name(herd_dtype dtype);
+
+/* Parses a type name ("float32"; also "float", "half", "bf16", "int", "double"...). */
+HERD_EXTERN herd_status herd_dtype_parse(const char *name, herd_dtype *out);
+
+/* "sum", "prod", "min", "max", "avg"; "unknown" otherwise. */
+HERD_EXTERN const char *herd_redop_name(herd_redop op);
+
+/* Parses a reduction name. */
+HERD_EXTERN herd_status herd_redop_parse(const char *name, herd_redop *out);
+
+typedef struct herd_comm herd_comm;
+typedef struct herd_request herd_request;
+
+#define HERD_COMM_OPTS_VERSION 1
+
+/* Options of herd_comm_init and herd_comm_init_env.  Zero means default;
+ * HERD_* environment variables override the defaults, not explicit values. */
+typedef struct herd_comm_opts {
+	unsigned int version;      /* HERD_COMM_OPTS_VERSION */
+	/* Deadline of every call in ms (default HERD_TIMEOUT seconds, else 300 s). */
+	int timeout_ms;
+	/* "auto" (shared memory within a host, TCP between), or "tcp"
+	 * (default HERD_TRANSPORT, else "auto"). */
+	const char *transport;
+	/* Algorithm for allreduce and friends: "auto", "ring" (bandwidth)
+	 * or "rd" (recursive doubling, latency).  Default HERD_ALGO, else auto. */
+	const char *algo;
+	/* Network interface whose address peers connect to (default
+	 * HERD_SOCKET_IFNAME, else chosen by a reachability check). */
+	const char *socket_ifname;
+} herd_comm_opts;
+
+#define HERD_COMM_OPTS_INIT { HERD_COMM_OPTS_VERSION, 0, NULL, NULL, NULL }
+
+/*
+ * Joins the communicator described by the environment, tried in order:
+ * herd's own (HERD_RANK, HERD_WORLD_SIZE, HERD_STORE, HERD_JOB_SECRET),
+ * torchrun's (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Slurm's
+ * (SLURM_PROCID, SLURM_NTASKS, with HERD_STORE), Open MPI's
+ * (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, with HERD_STORE).  With
+ * torchrun's variables and no HERD_STORE, rank 0 hosts the store at
+ * MASTER_ADDR:MASTER_PORT.  Blocks until all ranks have joined or the
+ * deadline passes.  The communicator owns the store connection it makes.
+ */
+HERD_EXTERN herd_status herd_comm_init_env(herd_comm **out, const herd_comm_opts *opts);
+
+/*
+ * Joins a communicator of `size` ranks as `rank`, meeting the others in
+ * `store` (borrowed: it must outlive the communicator; a prefixed store,
+ * herd_store_prefix, keeps several communicators apart).  Blocks until all
+ * ranks have joined or the deadline passes.
+ */
+HERD_EXTERN herd_status herd_comm_init(herd_comm **out, herd_store *store, int rank,
+				       int size, const herd_comm_opts *opts);
+
+/* Ranks that pass this color to herd_comm_split join no new communicator. */
+#define HERD_COMM_SPLIT_NONE (-1)
+
+/*
+ * Splits comm into one communicator per color, ranks ordered by key then
+ * by their rank in comm (MPI_Comm_split).  Collective over comm.  *out is
+ * NULL for a rank whose color is HERD_COMM_SPLIT_NONE.  The new
+ * communicator uses comm's store, which must outlive it.
+ */
+HERD_EXTERN herd_status herd_comm_split(herd_comm **out, herd_comm *comm, int color,
+					int key);
+
+/* This rank's number, 0..size-1. */
+HERD_EXTERN int herd_comm_rank(const herd_comm *comm);
+
+/* Number of ranks. */
+HERD_EXTERN int herd_comm_size(const herd_comm *comm);
+
+/* Host name of a rank as it reported it at init; NULL when out of range. */
+HERD_EXTERN const char *herd_comm_host(const herd_comm *comm, int rank);
+
+/*
+ * Completes pending nonblocking operations and leaves the communicator in
+ * step with its peers (a barrier), so that destroy closes no connection a
+ * peer still reads.  Collective.  Does not free.
+ */
+HERD_EXTERN herd_status herd_comm_finalize(herd_comm *comm);
+
+/* Frees the communicator and its connections.  Local; accepts NULL. */
+HERD_EXTERN void herd_comm_destroy(herd_comm *comm);
+
+/*
+ * Makes every pending and later call on comm return HERD_EABORTED, and
+ * closes its connections so that peers see HERD_EPEER.  Thread-safe and
+ * async-signal-unsafe; returns at once.  destroy is still needed.
+ */
+HERD_EXTERN void herd_comm_abort(herd_comm *comm);
+
+/*
+ * The operations.  Buffers are host memory; counts are in elements.
+ * Out-of-place unless noted: sendbuf == recvbuf is in-place for allreduce,
+ * reduce, broadcast; for allgather in-place means
+ * sendbuf == recvbuf + rank * count elements, for reduce_scatter
+ * recvbuf == sendbuf + rank * count elements (the NCCL convention).
+ * A NULL buffer is allowed only with count 0.
+ */
+
+/* recvbuf[i] = op over ranks of sendbuf[i], on every rank. */
+HERD_EXTERN herd_status herd_comm_allreduce(herd_comm *comm, const void *sendbuf,
+					    void *recvbuf, size_t count, herd_dtype dtype,
+					    herd_redop op);
+
+/* As allreduce, with the result only on root (recvbuf ignored elsewhere). */
+HERD_EXTERN herd_status herd_comm_reduce(herd_comm *comm, const void *sendbuf, void *recvbuf,
+					 size_t count, herd_dtype dtype, herd_redop op,
+					 int root);
+
+/* recvbuf = root's sendbuf, on every rank (sendbuf ignored off root). */
+HERD_EXTERN herd_status herd_comm_broadcast(herd_comm *comm, const void *sendbuf,
+					    void *recvbuf, size_t count, herd_dtype dtype,
+					    int root);
+
+/* recvbuf (size * count elements) = every rank's sendbuf, in rank order. */
+HERD_EXTERN herd_status herd_comm_allgather(herd_comm *comm, const void *sendbuf,
+					    void *recvbuf, size_t count, herd_dtype dtype);
+
+/* recvbuf (count elements) = block `rank` of the reduction of every rank's
+ * sendbuf (size * count elements). */
+HERD_EXTERN herd_status herd_comm_reduce_scatter(herd_comm *comm, const void *sendbuf,
+						 void *recvbuf, size_t count,
+						 herd_dtype dtype, herd_redop op);
+
+/* Block j of rank i's sendbuf lands in block i of rank j's recvbuf; blocks
+ * of count elements, size blocks per buffer. */
+HERD_EXTERN herd_status herd_comm_alltoall(herd_comm *comm, const void *sendbuf,
+					   void *recvbuf, size_t count, herd_dtype dtype);
+
+/* root's recvbuf (size * count elements) = every rank's sendbuf. */
+HERD_EXTERN herd_status herd_comm_gather(herd_comm *comm, const void *sendbuf, void *recvbuf,
+					 size_t count, herd_dtype dtype, int root);
+
+/* recvbuf (count elements) = block `rank` of root's sendbuf. */
+HERD_EXTERN herd_status herd_comm_scatter(herd_comm *comm, const void *sendbuf, void *recvbuf,
+					  size_t count, herd_dtype dtype, int root);
+
+/* Point to point: matched in order between a pair of ranks. */
+HERD_EXTERN herd_status herd_comm_send(herd_comm *comm, const void *buf, size_t count,
+				       herd_dtype dtype, int peer);
+HERD_EXTERN herd_status herd_comm_recv(herd_comm *comm, void *buf, size_t count,
+				       herd_dtype dtype, int peer);
+
+/* Sends to dst and receives from src at once, so that a ring of ranks
+ * each sending to its successor does not deadlock.  dst or src may be the
+ * caller itself. */
+HERD_EXTERN herd_status herd_comm_sendrecv(herd_comm *comm, const void *sendbuf,
+					   size_t sendcount, int dst, void *recvbuf,
+					   size_t recvcount, int src, herd_dtype dtype);
+
+/* Returns once every rank has entered it. */
+HERD_EXTERN herd_status herd_comm_barrier(herd_comm *comm);
+
+/*
+ * Nonblocking variants: start the operation, progressed by a background
+ * thread, and return a request in *req.  Buffers must stay untouched until
+ * the request completes.  Operations (blocking or not) run in the order
+ * they were called.
+ */
+HERD_EXTERN herd_status herd_comm_iallreduce(herd_comm *comm, const void *sendbuf,
+					     void *recvbuf, size_t count, herd_dtype dtype,
+					     herd_redop op, herd_request **req);
+HERD_EXTERN herd_status herd_comm_ireduce(herd_comm *comm, const void *sendbuf,
+					  void *recvbuf, size_t count, herd_dtype dtype,
+					  herd_redop op, int root, herd_request **req);
+HERD_EXTERN herd_status herd_comm_ibroadcast(herd_comm *comm, const void *sendbuf,
+					     void *recvbuf, size_t count, herd_dtype dtype,
+					     int root, herd_request **req);
+HERD_EXTERN herd_status herd_comm_iallgather(herd_comm *comm, const void *sendbuf,
+					     void *recvbuf, size_t count, herd_dtype dtype,
+					     herd_request **req);
+HERD_EXTERN herd_status herd_comm_ireduce_scatter(herd_comm *comm, const void *sendbuf,
+						  void *recvbuf, size_t count,
+						  herd_dtype dtype, herd_redop op,
+						  herd_request **req);
+HERD_EXTERN herd_status herd_comm_ialltoall(herd_comm *comm, const void *sendbuf,
+					    void *recvbuf, size_t count, herd_dtype dtype,
+					    herd_request **req);
+HERD_EXTERN herd_status herd_comm_igather(herd_comm *comm, const void *sendbuf,
+					  void *recvbuf, size_t count, herd_dtype dtype,
+					  int root, herd_request **req);
+HERD_EXTERN herd_status herd_comm_iscatter(herd_comm *comm, const void *sendbuf,
+					   void *recvbuf, size_t count, herd_dtype dtype,
+					   int root, herd_request **req);
+HERD_EXTERN herd_status herd_comm_ibarrier(herd_comm *comm, herd_request **req);
+
+/*
+ * Whether a request has completed.  While it runs: HERD_OK and *done = 0.
+ * Once complete: *done = 1, the operation's status is returned (its
+ * message in herd_last_error()), and the request is freed.
+ */
+HERD_EXTERN herd_status herd_request_test(herd_request *req, int *done);
+
+/* Waits for a request (within the communicator's deadline), frees it and
+ * returns the operation's status. */
+HERD_EXTERN herd_status herd_request_wait(herd_request *req);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HERD_COMM_H */

@@ -116,13 +116,14 @@ typedef struct herd_node {
 	size_t ngpus;
 	const herd_gpu *gpus;       /* in PCI bus id order */
 	/* Why GPUs are absent or incomplete ("NVIDIA driver not found: ..."),
-	 * NULL when there is nothing to say. */
+	 * NULL when there is nothing to say (also when a file omits it). */
 	const char *gpu_note;
 	size_t nnetdevs;
 	const herd_netdev *netdevs;
 	size_t nrdma;
 	const herd_rdma_device *rdma;
-	/* Why RDMA devices are absent, NULL when there is nothing to say. */
+	/* Why RDMA devices are absent, NULL when there is nothing to say
+	 * (also when a file omits it). */
 	const char *rdma_note;
 } herd_node;
 
@@ -165,8 +166,8 @@ typedef enum herd_format {
 HERD_EXTERN herd_status herd_cluster_load(herd_cluster **out, const char *path);
 
 /*
- * Decodes an inventory from memory.  origin names the data in error
- * messages (a file name, "stdin"); may be NULL.
+ * Decodes an inventory from memory, of at most 64 MiB.  origin names the
+ * data in error messages (a file name, "stdin"); may be NULL.
  */
 HERD_EXTERN herd_status herd_cluster_decode(herd_cluster **out, const void *data,
 					    size_t len, const char *origin);
@@ -174,7 +175,9 @@ HERD_EXTERN herd_status herd_cluster_decode(herd_cluster **out, const void *data
 /*
  * Encodes an inventory.  *data (freed with herd_free) receives the bytes and
  * *len their count; JSON output is indented text ending in a newline and is
- * also NUL-terminated (the NUL not counted).
+ * also NUL-terminated (the NUL not counted).  An inventory that the
+ * decoder would refuse (a malformed bus id, say) is not encoded: the call
+ * returns HERD_EINVAL naming the field.
  */
 HERD_EXTERN herd_status herd_cluster_encode(const herd_cluster *cluster,
 					    herd_format format, void **data,

@@ -209,7 +209,7 @@ herd_status herd__mpjson_check(const void *data, size_t len)
 	const uint8_t *bytes = data;
 	/* Values still due in each open container; level 0 is the top value. */
 	uint64_t due[HERD_MPJSON_MAX_DEPTH + 1];
-	size_t depth = 0, off = 0;
+	size_t depth = 0, off = 0, start;
 	mp_head h;
 
 	if (len == 0)
@@ -224,6 +224,7 @@ herd_status herd__mpjson_check(const void *data, size_t len)
 		if (off == len)
 			return herd__error(HERD_EFORMAT, "msgpack: truncated: %zu bytes end in the "
 					   "middle of the data", len);
+		start = off;
 		HERD_CHECK(mp_head_read(bytes + off, len - off, off, &h));
 		if (h.payload > len - off - h.hdr)
 			return herd__error(HERD_EFORMAT, "msgpack: truncated: the %s at offset %zu "
@@ -243,8 +244,7 @@ herd_status herd__mpjson_check(const void *data, size_t len)
 		if (h.items > len - off)
 			return herd__error(HERD_EFORMAT, "msgpack: truncated: the %s at offset %zu "
 					   "claims %" PRIu64 " values, only %zu bytes remain",
-					   h.name, off - h.hdr - (size_t)h.payload, h.items,
-					   len - off);
+					   h.name, start, h.items, len - off);
 		if (h.items > 0)
 			due[++depth] = h.items;
 	}

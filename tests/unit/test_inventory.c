@@ -307,7 +307,7 @@ static void decode_anything(const void *data, size_t len)
 
 static void test_flipped_bytes_never_crash(void)
 {
-	static const unsigned char masks[] = { 0x01, 0x04, 0x20, 0x80, 0xff };
+	static const unsigned char masks[] = { 0x01, 0x80, 0xff };
 	size_t text_len, mp_len;
 	char *text = fixture_text("dgx-h100.json", &text_len);
 	herd_cluster *c = decode_ok(text, text_len, "dgx");
@@ -321,7 +321,7 @@ static void test_flipped_bytes_never_crash(void)
 			mp[i] ^= (char)masks[m];
 		}
 	}
-	for (size_t i = 0; i < text_len && test_failures == failures_before; i += 3) {
+	for (size_t i = 0; i < text_len && test_failures == failures_before; i += 5) {
 		text[i] ^= 0x01;
 		decode_anything(text, text_len);
 		text[i] ^= 0x01;

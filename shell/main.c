@@ -30,6 +30,10 @@ static const struct command {
 	{ "discover", cmd_discover,
 	  "discover [--json] [--save FILE] [--inventory FILE]\n"
 	  "                    inventory and topology of this node" },
+	{ "bench", cmd_bench,
+	  "bench OP [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
+	  "        [-t TYPE] [-o REDOP] [--np N] [--json]\n"
+	  "                    collective benchmark in nccl-tests' columns" },
 	{ NULL, NULL, NULL }
 };
 

@@ -45,4 +45,7 @@ void shell_repl(lua_State *L);
 /* `herd discover [--json] [--save FILE] [--inventory FILE]`. */
 int cmd_discover(int argc, char **argv);
 
+/* `herd bench OP [options]`: a collective benchmark (shell/cmd_bench.c). */
+int cmd_bench(int argc, char **argv);
+
 #endif /* HERD_SHELL_H */

@@ -25,10 +25,12 @@
  * (herd_store_opts.timeout_ms), or for the calls that wait for keys
  * (herd_store_get, herd_store_wait) their timeout_ms argument.  A deadline
  * that expires gives HERD_ETIMEDOUT with a message naming the keys still
- * missing and the store (server address or directory).  A server that dies
- * or stops gives HERD_ECLOSED at once, not at the deadline, and every later
- * call on that connection gives HERD_ECLOSED too (there is no reconnection:
- * the store of a job lives as long as the job).
+ * missing and the store (server address or directory); a get or wait whose
+ * server never answers at all (a hung process) gives up 2 s after its
+ * deadline, leaving the server time to report the missing keys itself.
+ * A server that dies or stops gives HERD_ECLOSED at once, not at the
+ * deadline, and every later call on that connection gives HERD_ECLOSED too
+ * (there is no reconnection: the store of a job lives as long as the job).
  *
  * Threads: a herd_store handle may be used from several threads at once.
  * TCP requests from different threads share the one connection: each is
@@ -36,6 +38,11 @@
  * so a thread blocked in herd_store_get does not hold up another thread's
  * herd_store_set on the same handle.  herd_store_free must not race with
  * calls on the same handle.
+ *
+ * Processes: handles and servers do not cross fork().  A child opens its own
+ * handles.  A process that runs a server thread (or any thread of its own)
+ * and forks should exec in the child right away, as posix_spawn does: the
+ * child is a copy taken while other threads may have held locks.
  *
  * The wire format (for other implementations): every frame is a 4-byte
  * big-endian length and a msgpack map with a "v" (format version) key; see
@@ -148,9 +155,11 @@ typedef struct herd_store_opts {
  * Connects to a store server and authenticates, both ways: the server
  * proves it holds the secret too.  address is "host:port", "[v6addr]:port"
  * or NULL for the value of HERD_STORE.  opts may be NULL.  Blocks up to
- * connect_timeout_ms.  Fails with HERD_EAUTH when the secrets differ,
- * HERD_ETIMEDOUT when no server answered in time (the message says why the
- * last attempt failed), HERD_EINVAL for a malformed address.  *out (NULL on
+ * connect_timeout_ms.  Fails with HERD_EAUTH when the secrets differ (or
+ * the server cannot prove it holds the secret), HERD_EVERSION when the
+ * server speaks another format version, HERD_ETIMEDOUT when no server
+ * answered in time (the message says why the last attempt failed),
+ * HERD_EINVAL for a malformed address or a missing secret.  *out (NULL on
  * failure) is freed with herd_store_free.  Thread-safe.
  */
 HERD_EXTERN herd_status herd_store_connect(herd_store **out, const char *address,

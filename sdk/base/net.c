@@ -157,7 +157,7 @@ static herd_status resolve(struct addrinfo **res, const char *host, int port, in
 	return HERD_OK;
 }
 
-static void set_keepalive(int fd)
+void herd__net_tune(int fd)
 {
 	int on = 1, idle = 10, intvl = 5, cnt = 4;
 
@@ -210,7 +210,7 @@ static int connect_one(const struct addrinfo *ai, int64_t deadline, int *fd)
 			return err;
 		}
 	}
-	set_keepalive(s);
+	herd__net_tune(s);
 	*fd = s;
 	return 0;
 }

@@ -73,6 +73,12 @@ herd_status herd__net_send_all(int fd, const void *data, size_t len, int64_t dea
 herd_status herd__net_recv_some(int fd, void *buf, size_t cap, size_t *got, int64_t deadline,
 				const char *peer);
 
+/*
+ * TCP_NODELAY, and keepalive probes that notice a peer host gone silent
+ * within about 30 s.  Best effort: failures are ignored.
+ */
+void herd__net_tune(int fd);
+
 /* Makes fd non-blocking; HERD_ESYS on failure. */
 herd_status herd__net_set_nonblock(int fd);
 

@@ -502,6 +502,7 @@ static const herd__store_ops tcp_ops = {
 static herd_status recv_msg(tcp_store *s, int64_t deadline, herd__store_msg *m,
 			    uint8_t **payload)
 {
+	herd_status st;
 	size_t len;
 
 	for (;;) {
@@ -513,10 +514,12 @@ static herd_status recv_msg(tcp_store *s, int64_t deadline, herd__store_msg *m,
 					   "connect timeout");
 		HERD_CHECK(read_more(s, deadline));
 	}
-	if (herd__store_msg_decode(m, *payload, len) != HERD_OK) {
+	st = herd__store_msg_decode(m, *payload, len);
+	if (st != HERD_OK) {
 		free(*payload);
 		*payload = NULL;
-		return herd__error_wrap(HERD_EFORMAT, "not a herd store server: ");
+		return herd__error_wrap(st, "unexpected answer (is it a herd store server of this "
+					"version?): ");
 	}
 	return HERD_OK;
 }

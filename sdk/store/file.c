@@ -303,7 +303,7 @@ static herd_status file_add(herd__store_backend *b, const char *key, int64_t del
 	int lock;
 
 	key_name(key, name);
-	describe(what, sizeof(what), "add to", key);
+	describe(what, sizeof(what), "add", key);
 	HERD_CHECK(lock_dir(s, timeout_ms, what, &lock));
 	HERD_CHECK_GOTO(read_value(s, name, &cur, &len), st, out);
 	st = herd__store_counter_add(cur, len, delta, result, text);

@@ -17,8 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -640,7 +638,6 @@ static void accept_all(herd_store_server *srv)
 		int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		herd__store_enc e;
 		conn *c;
-		int on = 1;
 
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
@@ -669,7 +666,8 @@ static void accept_all(herd_store_server *srv)
 			close(fd);
 			return;
 		}
-		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+		/* Keepalive, so that a client whose host vanished is dropped. */
+		herd__net_tune(fd);
 		c->fd = fd;
 		c->state = CONN_AUTH;
 		c->deadline = herd__net_now_ms() + srv->auth_timeout_ms;
@@ -753,13 +751,15 @@ static void reap(herd_store_server *srv)
 	}
 
 	for (size_t i = 0; i < srv->nconns; i++) {
-		if (srv->conns[i]->dead)
+		if (srv->conns[i]->dead) {
+			/* Counted out before the client can see the close. */
+			atomic_fetch_sub(&srv->nconns_public, 1);
 			free_conn(srv->conns[i]);
-		else
+		} else {
 			srv->conns[kept++] = srv->conns[i];
+		}
 	}
 	srv->nconns = kept;
-	atomic_store(&srv->nconns_public, kept);
 }
 
 static int build_pollfds(herd_store_server *srv, int64_t now, size_t *nfds)

@@ -512,6 +512,32 @@ static void test_store_wait_returns_when_every_key_exists(void)
 	herd_store_free(s);
 }
 
+static void test_store_wait_takes_up_to_its_maximum_of_keys(void)
+{
+	enum { N = HERD_STORE_WAIT_MAX_KEYS };
+	herd_store *s = open_scoped("waitmax", 20000);
+	const char **keys = calloc(N + 1, sizeof(*keys));
+	char (*names)[16] = calloc(N + 1, sizeof(*names));
+
+	if (s == NULL || keys == NULL || names == NULL)
+		goto out;
+	for (int i = 0; i <= N; i++) {
+		snprintf(names[i], sizeof(names[i]), "w%d", i);
+		keys[i] = names[i];
+	}
+	for (int i = 1; i < N; i++)
+		CHECK_OK(herd_store_set(s, keys[i], "", 0));
+	CHECK_ERR(herd_store_wait(s, keys, N, 0), HERD_ETIMEDOUT, "1 of 4096 keys");
+	CHECK(strstr(herd_last_error(), "waitmax/w0\"") != NULL);
+	CHECK_OK(herd_store_set(s, keys[0], "", 0));
+	CHECK_OK(herd_store_wait(s, keys, N, 0));
+	CHECK_ERR(herd_store_wait(s, keys, N + 1, 0), HERD_EINVAL, "4097 keys");
+out:
+	free(keys);
+	free(names);
+	herd_store_free(s);
+}
+
 static void test_store_prefixes_isolate_keys(void)
 {
 	herd_store *root = open_scoped("prefix", 5000), *a = NULL, *b = NULL, *ab = NULL;
@@ -587,6 +613,7 @@ static void run_store_contract(void)
 	TEST_RUN(test_store_compare_set_and_add_wake_waiters);
 	TEST_RUN(test_store_delete_removes_the_key);
 	TEST_RUN(test_store_wait_returns_when_every_key_exists);
+	TEST_RUN(test_store_wait_takes_up_to_its_maximum_of_keys);
 	TEST_RUN(test_store_prefixes_isolate_keys);
 	TEST_RUN(test_store_rejects_bad_arguments);
 }

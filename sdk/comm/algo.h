@@ -1,0 +1,170 @@
+/*
+ * sdk/comm/algo.h - the collective algorithms, as ops.c calls them, and the
+ * helpers they share (algo_util.c).  Private to ops.c and algo_*.c.
+ *
+ * Every algorithm is a herd__op_fn: it reads its arguments from the
+ * herd__op that ops.c validated, moves data only with herd__p2p_exchange
+ * and learns who it is only from herd_comm_rank and herd_comm_size.  So an
+ * algorithm runs the same over shared memory, TCP or a test's stand-in.
+ *
+ * Choice of algorithm (herd__algo_pick): "ring" forces the bandwidth
+ * algorithms (ring, pipelined chain), "rd" the latency ones (recursive
+ * doubling, Bruck, binomial trees); "auto" takes the latency ones below
+ * HERD__ALGO_SMALL bytes per rank and the bandwidth ones above.
+ */
+#ifndef HERD_COMM_ALGO_H
+#define HERD_COMM_ALGO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "comm_internal.h"
+
+/* Below this many bytes per rank, "auto" picks the latency algorithms. */
+#define HERD__ALGO_SMALL (64u * 1024u)
+
+/*
+ * The bandwidth algorithms work through the data in slices whose blocks
+ * (what one step sends to one peer) are at most this many bytes, so that a
+ * slice stays in cache between its steps.
+ */
+#define HERD__ALGO_BLOCK (256u * 1024u)
+
+herd_status herd__algo_allreduce(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_reduce(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_broadcast(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_allgather(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_reduce_scatter(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_alltoall(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_gather(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_scatter(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_send(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_recv(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_sendrecv(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_barrier(herd_comm *comm, const herd__op *op);
+
+/* ---- helpers (algo_util.c) ------------------------------------------------ */
+
+typedef enum herd__algo_kind {
+	HERD__ALGO_LATENCY,     /* recursive doubling, Bruck, binomial tree */
+	HERD__ALGO_BANDWIDTH    /* ring, pipelined chain */
+} herd__algo_kind;
+
+/* The algorithm for a call moving `bytes` per rank: forced by
+ * herd__comm_algo(), else by size. */
+herd__algo_kind herd__algo_pick(const herd_comm *comm, size_t bytes);
+
+/* (a mod p) for a possibly negative a. */
+static inline int herd__algo_mod(int a, int p)
+{
+	int m = a % p;
+
+	return m < 0 ? m + p : m;
+}
+
+/* Block b of n elements split as evenly as possible into p blocks: the
+ * first n % p blocks have one element more. */
+static inline void herd__algo_split(size_t n, int p, int b, size_t *off, size_t *len)
+{
+	size_t base = n / (size_t)p, rem = n % (size_t)p, ub = (size_t)b;
+
+	*off = ub * base + (ub < rem ? ub : rem);
+	*len = base + (ub < rem ? 1 : 0);
+}
+
+/*
+ * One exchange of at most one send (slen bytes of sbuf to `to`) and one
+ * receive (rlen bytes from `from` into dst, reduced with `with` unless it is
+ * NULL).  An empty side is left out, as the peer leaves it out too; with
+ * both empty nothing happens.
+ */
+herd_status herd__algo_xchg(herd_comm *comm, int to, const void *sbuf, size_t slen, int from,
+			    void *dst, const void *with, size_t rlen, herd_dtype dtype,
+			    herd_redop op);
+
+/* malloc that raises HERD_ENOMEM naming what the memory was for. */
+herd_status herd__algo_alloc(void *out_ptr, size_t bytes, const char *what);
+
+/*
+ * Whether a reduction of dtype with op runs on float32 (float16 and
+ * bfloat16 with SUM, PROD or AVG: converted once, rounded once at the end);
+ * MIN and MAX run on the narrow type, where they are exact.
+ */
+bool herd__algo_widens(herd_dtype dtype, herd_redop op);
+
+/* The element-wise operation of a reduction (AVG is SUM, scaled after). */
+static inline herd_redop herd__algo_elem_op(herd_redop op)
+{
+	return op == HERD_AVG ? HERD_SUM : op;
+}
+
+/* ---- engines shared between the operations ------------------------------- */
+
+/*
+ * Where the p blocks of a ring step live, in elements from a buffer's start:
+ * with stride 0, block b is part b of n elements split by herd__algo_split
+ * (allreduce, reduce); otherwise block b starts at b * stride and has n
+ * elements (reduce_scatter, allgather).
+ */
+typedef struct herd__ring_layout {
+	size_t n;
+	size_t stride;
+} herd__ring_layout;
+
+static inline void herd__ring_block(const herd__ring_layout *l, int p, int b, size_t *off,
+				    size_t *len)
+{
+	if (l->stride != 0) {
+		*off = (size_t)b * l->stride;
+		*len = l->n;
+	} else {
+		herd__algo_split(l->n, p, b, off, len);
+	}
+}
+
+/* The largest block of a layout, in elements. */
+size_t herd__ring_max_block(const herd__ring_layout *l, int p);
+
+/*
+ * Ring reduce-scatter: p - 1 steps, each sending one block to the next rank
+ * and reducing one from the previous, after which this rank's block (block
+ * `rank`) is reduced over all ranks and stored at own.  The partial
+ * results of other blocks go to work (laid out like in) when work is not
+ * NULL, else alternately to the two halves of tmp (2 * max block
+ * elements).  in may equal work, and own may equal the own block of in or
+ * work.  op is SUM, PROD, MIN or MAX.
+ */
+herd_status herd__ring_reduce_scatter(herd_comm *comm, const herd__ring_layout *l,
+				      const void *in, void *work, void *tmp, void *own,
+				      herd_dtype dtype, herd_redop op);
+
+/* Ring allgather in place: block `rank` of buf is this rank's; p - 1 steps
+ * pass the others along the ring. */
+herd_status herd__ring_allgather(herd_comm *comm, const herd__ring_layout *l, void *buf,
+				 herd_dtype dtype);
+
+/*
+ * Recursive-doubling allreduce of count elements (log2 p steps of whole
+ * vectors; a non-power-of-two size folds the extra ranks in first and out
+ * last).  in may equal out; tmp holds count elements.  op is SUM, PROD,
+ * MIN or MAX; every rank ends with the same bits.
+ */
+herd_status herd__rd_allreduce(herd_comm *comm, const void *in, void *out, void *tmp,
+			       size_t count, herd_dtype dtype, herd_redop op);
+
+/*
+ * Bruck allgather in place: ceil(log2 p) steps, each doubling the run of
+ * blocks (this rank's first) that a rank holds.  Blocks of count elements;
+ * block `rank` of buf is this rank's.
+ */
+herd_status herd__bruck_allgather(herd_comm *comm, void *buf, size_t count, herd_dtype dtype);
+
+/*
+ * Allreduce by recursive doubling, with float16/bfloat16 widening and AVG:
+ * the whole of what herd__algo_allreduce does for small counts, also used
+ * by reduce_scatter for small counts.
+ */
+herd_status herd__rd_allreduce_full(herd_comm *comm, const void *in, void *out, size_t count,
+				    herd_dtype dtype, herd_redop op);
+
+#endif /* HERD_COMM_ALGO_H */

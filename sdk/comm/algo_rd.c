@@ -1,0 +1,178 @@
+/*
+ * sdk/comm/algo_rd.c - the latency algorithms: recursive doubling for
+ * allreduce, Bruck for allgather.  Both take ceil(log2 p) steps (recursive
+ * doubling two more when p is not a power of two), each moving whole
+ * vectors, which is what small messages want.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/algo.h"
+
+/*
+ * Ranks below 2 * rem, rem = p - (largest power of two <= p), pair up
+ * first: the even one hands its vector to the odd one and waits for the
+ * result at the end.  The remaining p2 ranks ("new ranks" 0..p2-1) run the
+ * doubling: at step m each exchanges its partial result with new rank
+ * (new ^ m) and reduces.
+ *
+ * A step sends the current vector while the reduction of the received one
+ * is written, so each result goes to the buffer the step does not send
+ * from: out and tmp alternate, arranged so that the last result lands in
+ * out.
+ */
+herd_status herd__rd_allreduce(herd_comm *comm, const void *in, void *out, void *tmp,
+			       size_t count, herd_dtype dtype, herd_redop op)
+{
+	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
+	size_t bytes = count * herd_dtype_size(dtype);
+	int p2 = 1, rem, newrank, steps = 0, done = 0;
+	const char *cur = in;
+
+	while (p2 * 2 <= p)
+		p2 *= 2;
+	rem = p - p2;
+	if (r < 2 * rem)
+		newrank = r % 2 ? r / 2 : -1;
+	else
+		newrank = r - rem;
+	if (newrank >= 0) {
+		steps = r < 2 * rem ? 1 : 0;
+		for (int m = 1; m < p2; m <<= 1)
+			steps++;
+	}
+	if (bytes == 0)
+		return HERD_OK;
+	if (steps % 2 == 1 && in == out) {
+		/* the first result goes to out, which the first step sends */
+		memcpy(tmp, in, bytes);
+		cur = tmp;
+	}
+
+#define RD_NEXT_DST() ((steps - ++done) % 2 == 0 ? (char *)out : (char *)tmp)
+	if (r < 2 * rem) {
+		if (r % 2 == 0) {
+			HERD_CHECK(herd__algo_xchg(comm, r + 1, cur, bytes, -1, NULL, NULL, 0, dtype,
+						   op));
+		} else {
+			char *dst = RD_NEXT_DST();
+
+			HERD_CHECK(herd__algo_xchg(comm, -1, NULL, 0, r - 1, dst, cur, bytes, dtype,
+						   op));
+			cur = dst;
+		}
+	}
+	if (newrank >= 0) {
+		for (int m = 1; m < p2; m <<= 1) {
+			int pn = newrank ^ m;
+			int partner = pn < rem ? pn * 2 + 1 : pn + rem;
+			char *dst = RD_NEXT_DST();
+
+			HERD_CHECK(herd__algo_xchg(comm, partner, cur, bytes, partner, dst, cur, bytes,
+						   dtype, op));
+			cur = dst;
+		}
+		if (steps == 0 && out != in)
+			memcpy(out, in, bytes);  /* p == 1 */
+	}
+#undef RD_NEXT_DST
+	if (r < 2 * rem) {
+		if (r % 2 == 1)
+			HERD_CHECK(herd__algo_xchg(comm, r - 1, out, bytes, -1, NULL, NULL, 0, dtype,
+						   op));
+		else
+			HERD_CHECK(herd__algo_xchg(comm, -1, NULL, 0, r + 1, out, NULL, bytes, dtype,
+						   op));
+	}
+	return HERD_OK;
+}
+
+herd_status herd__rd_allreduce_full(herd_comm *comm, const void *in, void *out, size_t count,
+				    herd_dtype dtype, herd_redop op)
+{
+	int p = herd_comm_size(comm);
+	herd_redop eop = herd__algo_elem_op(op);
+	size_t es = herd_dtype_size(dtype);
+	herd_status st;
+	void *tmp;
+
+	if (count == 0)
+		return HERD_OK;
+	if (herd__algo_widens(dtype, op)) {
+		float *wide;
+
+		HERD_CHECK(herd__algo_alloc(&wide, 2 * count * sizeof(float),
+					    "float32 copies of a float16/bfloat16 allreduce"));
+		herd__half_to_float(wide, in, count, dtype);
+		st = herd__rd_allreduce(comm, wide, wide, wide + count, count, HERD_FLOAT32, eop);
+		if (st == HERD_OK) {
+			if (op == HERD_AVG)
+				herd__reduce_scale(wide, count, HERD_FLOAT32, p);
+			herd__float_to_half(out, wide, count, dtype);
+		}
+		free(wide);
+		return st;
+	}
+	HERD_CHECK(herd__algo_alloc(&tmp, count * es, "the partial results of an allreduce"));
+	st = herd__rd_allreduce(comm, in, out, tmp, count, dtype, eop);
+	free(tmp);
+	if (st == HERD_OK && op == HERD_AVG)
+		herd__reduce_scale(out, count, dtype, p);
+	return st;
+}
+
+/* Adds the one or two pieces of the run of n blocks from block `first`,
+ * wrapping at p, to xfers (sends when send, else receives into buf). */
+static size_t bruck_pieces(herd__xfer *x, int peer, bool send, char *buf, int first, int n,
+			   int p, size_t block, herd_dtype dtype)
+{
+	size_t k = 0;
+	int end = first + n;
+
+	for (int piece = 0; piece < 2; piece++) {
+		int from = piece == 0 ? first : 0;
+		int to = piece == 0 ? (end < p ? end : p) : end - p;
+
+		if (to <= from)
+			continue;
+		memset(&x[k], 0, sizeof(x[k]));
+		x[k].peer = peer;
+		x[k].len = (size_t)(to - from) * block;
+		if (send) {
+			x[k].buf = buf + (size_t)from * block;
+		} else {
+			x[k].sink.dst = buf + (size_t)from * block;
+			x[k].sink.dtype = dtype;
+			x[k].sink.op = HERD_SUM;
+		}
+		k++;
+	}
+	return k;
+}
+
+/*
+ * Step d = 1, 2, 4, ...: rank r holds blocks r .. r+d-1 (mod p), sends
+ * the first min(d, p-d) of them to rank r-d and receives as many from
+ * rank r+d, which are blocks r+d onward.  Blocks land at their final
+ * places, so a run that wraps past block p-1 travels as two messages,
+ * split at the same block by sender and receiver.
+ */
+herd_status herd__bruck_allgather(herd_comm *comm, void *buf, size_t count, herd_dtype dtype)
+{
+	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
+	size_t block = count * herd_dtype_size(dtype);
+
+	if (block == 0)
+		return HERD_OK;
+	for (int d = 1; d < p; d <<= 1) {
+		int n = d < p - d ? d : p - d;
+		herd__xfer sends[2], recvs[2];
+		size_t ns, nr;
+
+		ns = bruck_pieces(sends, herd__algo_mod(r - d, p), true, buf, r, n, p, block, dtype);
+		nr = bruck_pieces(recvs, herd__algo_mod(r + d, p), false, buf,
+				  herd__algo_mod(r + d, p), n, p, block, dtype);
+		HERD_CHECK(herd__p2p_exchange(comm, sends, ns, recvs, nr));
+	}
+	return HERD_OK;
+}

@@ -1,0 +1,256 @@
+/*
+ * sdk/comm/core.h - the communicator itself, shared by the files of the
+ * core (core.c, env.c, p2p.c, shm.c, tcp.c, monitor.c).  The algorithms do
+ * not include this header: they see comm_internal.h only.
+ *
+ * Lifetime rules:
+ *  1. Init meets the peers in the store (one msgpack "info" record per
+ *     rank), connects a control connection to every peer and a data link
+ *     to every peer (shared memory within a host, TCP otherwise), then
+ *     starts the monitor thread.  A failed init leaves nothing behind.
+ *  2. One thread at a time runs calls (the caller's, or the progress
+ *     thread for nonblocking calls; herd__comm_run waits for the queue to
+ *     drain first), so links and the current-call fields below need no
+ *     lock.
+ *  3. The monitor thread owns the reading side of the control connections:
+ *     it notices dead or aborting peers at once (connection closed without
+ *     a goodbye, pidfd of a local peer readable), answers status queries,
+ *     and passes failures on to the peers.
+ *  4. The first failure breaks the communicator for good: `status` turns
+ *     non-zero, `wake_fd` turns readable and the doorbell futex is rung,
+ *     so whatever is waiting returns; every later call gets the same
+ *     status and message.
+ *  5. abort (any thread) breaks with HERD_EABORTED, tells the peers, and
+ *     shuts every socket down; destroy says goodbye (when not broken),
+ *     stops the threads, then frees.
+ */
+#ifndef HERD_COMM_CORE_H
+#define HERD_COMM_CORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "comm_internal.h"
+#include "transport.h"
+
+#define HERD__COMM_MSG_MAX 1024
+#define HERD__COMM_HOST_MAX 256
+#define HERD__COMM_KEY_LEN 32
+#define HERD__COMM_ID_LEN 8
+#define HERD__COMM_ADDRS_MAX 512
+#define HERD__COMM_DEFAULT_TIMEOUT_MS 300000
+
+typedef enum herd__transport_mode {
+	HERD__TRANSPORT_AUTO = 0,   /* shared memory within a host, TCP between */
+	HERD__TRANSPORT_TCP = 1
+} herd__transport_mode;
+
+/* The options, resolved: explicit values, else HERD_* variables, else defaults. */
+typedef struct herd__comm_cfg {
+	int timeout_ms;
+	int transport;              /* herd__transport_mode */
+	char algo[8];               /* "auto", "ring", "rd" */
+	char ifname[64];            /* "" when none was named */
+} herd__comm_cfg;
+
+/* Resolves opts (may be NULL) against the environment.  env.c. */
+herd_status herd__comm_cfg_resolve(const herd_comm_opts *opts, herd__comm_cfg *out);
+
+/* Joins with resolved options (herd_comm_init, split, init_env).  core.c. */
+herd_status herd__comm_init_cfg(herd_comm **out, herd_store *store, int rank, int size,
+				const herd__comm_cfg *cfg);
+
+/* What a rank says about its calls, for timeout reports. */
+typedef struct herd__call_state {
+	uint64_t entered_seq;       /* last call it started, 0 when none */
+	uint64_t entered_cseq;      /* its collective number */
+	uint64_t done_seq;          /* last call it completed successfully */
+	uint8_t entered_kind;
+	uint8_t done_kind;
+	uint8_t busy;               /* in a call now */
+} herd__call_state;
+
+typedef struct herd__peer {
+	/* From its info record. */
+	char host[HERD__COMM_HOST_MAX];
+	char boot_id[64];
+	char addrs[HERD__COMM_ADDRS_MAX]; /* "a.b.c.d:port,..." it listens on */
+	uint64_t shm_dev, shm_ino;  /* identity of its /dev/shm */
+	uint64_t pidns;             /* inode of its pid namespace */
+	int32_t pid;
+	int transport;              /* what it asked for */
+	bool same_host;             /* same host name, boot and /dev/shm */
+	bool same_pidns;            /* its pid means something here */
+
+	herd__link *link;           /* data link; NULL for the rank itself */
+	int ctl_fd;                 /* control connection; -1 for the rank itself */
+	int pidfd;                  /* -1 when none */
+	atomic_int left;            /* it said goodbye (destroyed its communicator) */
+
+	/* Owned by the monitor thread. */
+	bool ctl_eof;
+	bool dead;
+	uint8_t ctl_in[2048];
+	size_t ctl_in_len;
+	herd__call_state answer;    /* its reply to the current query */
+	bool answered;
+} herd__peer;
+
+typedef struct herd__shm herd__shm;
+
+struct herd_comm {
+	int rank, size;
+	herd__comm_cfg cfg;
+	herd_store *store;          /* this communicator's namespace (a prefix handle) */
+	herd_store *owned_store;    /* init_env: the connection it made */
+	herd_store_server *owned_server; /* init_env, torchrun style, rank 0 */
+	uint8_t key[HERD__COMM_KEY_LEN]; /* authenticates the connections */
+	uint8_t id[HERD__COMM_ID_LEN];   /* names shared memory segments */
+	char id_hex[2 * HERD__COMM_ID_LEN + 1];
+	herd__peer *peers;
+	int nlocal;                 /* ranks on this host, this one included */
+	herd__shm *shm;             /* NULL when no peer is local */
+
+	/* Failure (rule 4). */
+	atomic_int status;
+	atomic_bool aborted;
+	pthread_mutex_t fail_mu;
+	char fail_msg[HERD__COMM_MSG_MAX];
+	bool fail_propagate;        /* monitor: tell the peers */
+	int wake_fd;                /* eventfd, readable once broken */
+	int mon_fd;                 /* eventfd, wakes the monitor */
+
+	/* Call numbering, on the thread that makes the calls. */
+	uint64_t seq, cseq;
+
+	/* The call being run (rule 2). */
+	const herd__op *op;
+	uint64_t op_cseq;
+	int64_t op_start_ms, op_deadline;
+
+	/* What this rank is doing, for the monitor's answers. */
+	atomic_uint_least64_t st_entered_seq, st_entered_cseq, st_done_seq;
+	atomic_int st_entered_kind, st_done_kind, st_busy;
+
+	/* Nonblocking calls: the progress thread and its queue. */
+	pthread_mutex_t q_mu;
+	pthread_cond_t q_cv;        /* queue changed, or a request completed */
+	herd_request *q_head, *q_tail;
+	bool q_busy, q_stop, progress_started;
+	pthread_t progress;
+
+	/* The monitor thread (rule 3). */
+	pthread_t monitor;
+	bool monitor_started;
+	atomic_bool mon_stop;
+	pthread_mutex_t ctl_mu;     /* one writer at a time on control connections */
+	pthread_mutex_t mon_mu;     /* the query below */
+	pthread_cond_t mon_cv;
+	uint32_t query_token;       /* current query; 0: none */
+	uint32_t query_sent;        /* the token the monitor has sent */
+	int query_answers;
+
+	/* Scratch for p2p.c, sized for the communicator. */
+	void *p2p_scratch;
+};
+
+/* Whether kind is a point-to-point call (send, recv, sendrecv), which
+ * involves two ranks only and so does not advance the collective number. */
+bool herd__op_is_p2p(int kind);
+
+/* ---- failures (core.c) ---------------------------------------------------- */
+
+/*
+ * Breaks the communicator with st and the calling thread's last error
+ * message, unless it is broken already; propagate: tell the peers (a
+ * failure this rank found itself).  Returns the communicator's status,
+ * with its message as the thread's last error.
+ */
+herd_status herd__comm_fail(herd_comm *comm, herd_status st, bool propagate);
+
+/* The same from a thread that reports no error of its own (monitor, abort). */
+void herd__comm_fail_msg(herd_comm *comm, herd_status st, bool propagate, const char *fmt, ...)
+	HERD_PRINTF(4, 5);
+
+/* HERD_OK, or the status and message the communicator broke with. */
+herd_status herd__comm_broken(herd_comm *comm);
+
+/* Wakes whatever waits in a call (poll on wake_fd, the doorbell futex). */
+void herd__comm_wake(herd_comm *comm);
+
+/* "rank 3 (host node7)" into buf. */
+const char *herd__comm_who(const herd_comm *comm, int rank, char *buf, size_t cap);
+
+/* "#7 allreduce" or "idle after #6 barrier": what this rank is doing. */
+void herd__comm_doing(herd_comm *comm, char *buf, size_t cap);
+
+/*
+ * The current call's deadline passed: asks the peers what they are doing,
+ * then breaks the communicator with HERD_ETIMEDOUT and a message naming the
+ * ranks that did not arrive.  waiting[0..nwaiting) are the peers the call
+ * still waits on.
+ */
+herd_status herd__comm_timeout(herd_comm *comm, const int *waiting, size_t nwaiting);
+
+/* ---- the monitor and the control connections (monitor.c) ------------------ */
+
+enum {
+	HERD__CTL_MAPPED = 1,       /* init: I have mapped your shared memory */
+	HERD__CTL_BYE = 2,          /* destroy: a clean goodbye */
+	HERD__CTL_ABORT = 3,        /* abort */
+	HERD__CTL_FAILED = 4,       /* {int32 status, message}: my communicator broke */
+	HERD__CTL_QUERY = 5,        /* {uint32 token}: what are you doing? */
+	HERD__CTL_STATUS = 6        /* {uint32 token, herd__call_state} */
+};
+
+/* Writes one control frame to peer, whole; best effort (a peer that does
+ * not read its control connection is not waited for beyond a moment). */
+herd_status herd__ctl_send(herd_comm *comm, int peer, uint32_t type, const void *payload,
+			   size_t len);
+
+/* Init only (before the monitor runs): reads the next control frame of
+ * peer, which must be of type want, before deadline. */
+herd_status herd__ctl_expect(herd_comm *comm, int peer, uint32_t want, int64_t deadline);
+
+herd_status herd__monitor_start(herd_comm *comm);
+void herd__monitor_stop(herd_comm *comm);
+void herd__monitor_kick(herd_comm *comm);
+
+/*
+ * Asks every peer for its herd__call_state and waits up to wait_ms for the
+ * answers: states[r], answered[r] (both arrays of comm->size).
+ */
+void herd__monitor_query(herd_comm *comm, int wait_ms, herd__call_state *states,
+			 bool *answered);
+
+/* ---- transports ----------------------------------------------------------- */
+
+/* tcp.c: the listening socket and the addresses peers may reach it at. */
+herd_status herd__tcp_listen(herd_comm *comm, int *fd, char *addrs, size_t cap);
+
+/* tcp.c: connects and authenticates the control connection to every peer,
+ * and a TCP data link to every peer whose link is not shared memory. */
+herd_status herd__tcp_mesh(herd_comm *comm, int listen_fd, int64_t deadline);
+
+/* shm.c: this rank's inbox (rings from its local peers), before the mesh. */
+herd_status herd__shm_create(herd_comm *comm);
+
+/* shm.c: maps the peers' inboxes, makes the links, and unlinks this rank's
+ * segment once every local peer has mapped it.  After the mesh. */
+herd_status herd__shm_attach(herd_comm *comm, int64_t deadline);
+
+void herd__shm_destroy(herd_comm *comm);
+
+/* shm.c: sleeping on the doorbell.  arm (then check again), sleep, disarm. */
+uint32_t herd__shm_arm(herd_comm *comm);
+void herd__shm_sleep(herd_comm *comm, uint32_t seen, int timeout_ms);
+void herd__shm_disarm(herd_comm *comm);
+void herd__shm_ring_self(herd_comm *comm);
+
+/* p2p.c: scratch space for the exchange, sized for the communicator. */
+herd_status herd__p2p_init(herd_comm *comm);
+void herd__p2p_free(herd_comm *comm);
+
+#endif /* HERD_COMM_CORE_H */

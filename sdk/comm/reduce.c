@@ -1,0 +1,309 @@
+/*
+ * sdk/comm/reduce.c - the reduction kernels on the CPU: dst = a OP b for
+ * every element type and reduction, the AVG scaling, and float16/bfloat16
+ * conversions with round-to-nearest-even.
+ *
+ * Every kernel comes from one macro expansion over the type list and the
+ * operation list (STYLE.md rule 10).  The loops are written for GCC's
+ * auto-vectorizer: straight-line bodies, selects instead of branches, and
+ * signed integer arithmetic done in the unsigned twin type (wrap-around,
+ * never undefined behaviour).  The release build compiles with -O2, whose
+ * cheap cost model vectorizes almost nothing, so this file asks for -O3
+ * itself; the kernels are also cloned for AVX2 and picked at load time.
+ *
+ * Conventions, as NCCL and MPI have them where they say anything:
+ *  - integer SUM and PROD wrap around; AVG truncates toward zero;
+ *  - MIN and MAX propagate NaN (a NaN on either side gives a NaN), so the
+ *    result does not depend on the order of the operands;
+ *  - float16 and bfloat16 reduce through float32 and round once per call
+ *    of herd__reduce (the collectives convert whole buffers and round once
+ *    per operation; see algo_util.c).
+ */
+#pragma GCC optimize("O3")
+
+#include <string.h>
+
+#include "comm/comm_internal.h"
+
+/* The AVX2 clones cost nothing where the CPU lacks AVX2 (the default clone
+ * runs) and double the width of the loops where it has it.  Sanitizer
+ * builds keep a single version, for readable reports. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+	!defined(__SANITIZE_ADDRESS__)
+#define HERD_KERNEL __attribute__((target_clones("avx2", "default")))
+#else
+#define HERD_KERNEL
+#endif
+
+static inline float bits_to_float(uint32_t u)
+{
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+static inline uint32_t float_to_bits(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+/*
+ * IEEE binary16 to binary32, exact.  Normal numbers only rebias the
+ * exponent; Inf and NaN get the all-ones exponent (NaN payloads kept);
+ * subnormals are renormalized by a float subtraction, which is exact.
+ * Branch-free, so that the loops around it vectorize.
+ */
+static inline float half_to_float1(uint16_t h)
+{
+	uint32_t em = (uint32_t)(h & 0x7fffu) << 13;
+	uint32_t exp = em & 0x0f800000u;
+	uint32_t infnan = 0u - (uint32_t)(exp == 0x0f800000u);
+	uint32_t zero = 0u - (uint32_t)(exp == 0);
+	uint32_t o = em + (112u << 23) + (infnan & (112u << 23));
+	uint32_t sub = float_to_bits(bits_to_float(o + (1u << 23)) - bits_to_float(113u << 23));
+
+	o = (o & ~zero) | (sub & zero);
+	return bits_to_float(o | (uint32_t)(h & 0x8000u) << 16);
+}
+
+/*
+ * binary32 to binary16, rounding to nearest even.  Overflow (at and above
+ * 65520) gives Inf; NaN stays NaN (quieted, upper payload bits kept);
+ * results below the normal range are rounded by adding 0.5, whose ulp is
+ * the half subnormal step (2^-24), so the FPU's own rounding does it.
+ */
+static inline uint16_t float_to_half1(float f)
+{
+	uint32_t u = float_to_bits(f);
+	uint32_t sign = u & 0x80000000u;
+	uint32_t a = u ^ sign;
+	uint32_t is_nan = 0u - (uint32_t)(a > 0x7f800000u);
+	uint32_t big = 0u - (uint32_t)(a >= (143u << 23));
+	uint32_t small = 0u - (uint32_t)(a < (113u << 23));
+	uint32_t infnan = 0x7c00u | (is_nan & (0x200u | ((a >> 13) & 0x3ffu)));
+	uint32_t sub = float_to_bits(bits_to_float(a) + 0.5f) - (126u << 23);
+	uint32_t nrm = (a - (112u << 23) + 0xfffu + ((a >> 13) & 1u)) >> 13;
+	uint32_t o = (big & infnan) | (~big & ((small & sub) | (~small & nrm)));
+
+	return (uint16_t)(o | sign >> 16);
+}
+
+static inline float bf16_to_float1(uint16_t h)
+{
+	return bits_to_float((uint32_t)h << 16);
+}
+
+/* binary32 to bfloat16, nearest even; overflow carries into Inf by itself. */
+static inline uint16_t float_to_bf161(float f)
+{
+	uint32_t u = float_to_bits(f);
+	uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+	uint32_t nan = (u >> 16) | 0x40u;
+
+	return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : r);
+}
+
+HERD_KERNEL static void cvt_half_to_float(float *dst, const uint16_t *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = half_to_float1(src[i]);
+}
+
+HERD_KERNEL static void cvt_float_to_half(uint16_t *dst, const float *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = float_to_half1(src[i]);
+}
+
+HERD_KERNEL static void cvt_bf16_to_float(float *dst, const uint16_t *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = bf16_to_float1(src[i]);
+}
+
+HERD_KERNEL static void cvt_float_to_bf16(uint16_t *dst, const float *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] = float_to_bf161(src[i]);
+}
+
+void herd__half_to_float(float *dst, const uint16_t *src, size_t count, herd_dtype dtype)
+{
+	if (dtype == HERD_FLOAT16)
+		cvt_half_to_float(dst, src, count);
+	else if (dtype == HERD_BFLOAT16)
+		cvt_bf16_to_float(dst, src, count);
+}
+
+void herd__float_to_half(uint16_t *dst, const float *src, size_t count, herd_dtype dtype)
+{
+	if (dtype == HERD_FLOAT16)
+		cvt_float_to_half(dst, src, count);
+	else if (dtype == HERD_BFLOAT16)
+		cvt_float_to_bf16(dst, src, count);
+}
+
+/*
+ * The types with native arithmetic: X(DTYPE, C type, unsigned twin, kind,
+ * scale).  Kind I computes in the unsigned twin so that overflow wraps;
+ * kind F computes in the type.  Scale D divides in double, which truncates
+ * exactly for integers of up to 32 bits (the quotient's rounding error,
+ * below 2^-21/n, never crosses an integer) and vectorizes; scale N divides
+ * in the type itself.
+ */
+#define HERD_NATIVE_TYPES(X)                                 \
+	X(INT8, int8_t, uint8_t, I, D)                       \
+	X(UINT8, uint8_t, uint8_t, I, D)                     \
+	X(INT32, int32_t, uint32_t, I, D)                    \
+	X(UINT32, uint32_t, uint32_t, I, D)                  \
+	X(INT64, int64_t, uint64_t, I, N)                    \
+	X(UINT64, uint64_t, uint64_t, I, N)                  \
+	X(FLOAT32, float, float, F, N)                       \
+	X(FLOAT64, double, double, F, N)
+
+/* The types that reduce through float32. */
+#define HERD_HALF_TYPES(X) \
+	X(FLOAT16)         \
+	X(BFLOAT16)
+
+/* The element-wise operations (AVG is SUM followed by a scale). */
+#define HERD_REDOPS(X) \
+	X(SUM)         \
+	X(PROD)        \
+	X(MIN)         \
+	X(MAX)
+
+#define RED_SUM_I(T, U, x, y) ((T)((U)(x) + (U)(y)))
+#define RED_PROD_I(T, U, x, y) ((T)((U)(x) * (U)(y)))
+#define RED_MIN_I(T, U, x, y) ((x) < (y) ? (x) : (y))
+#define RED_MAX_I(T, U, x, y) ((x) > (y) ? (x) : (y))
+#define RED_SUM_F(T, U, x, y) ((x) + (y))
+#define RED_PROD_F(T, U, x, y) ((x) * (y))
+#define RED_MIN_F(T, U, x, y) ((x) != (x) || (x) < (y) ? (x) : (y))
+#define RED_MAX_F(T, U, x, y) ((x) != (x) || (x) > (y) ? (x) : (y))
+
+#define SCALE_D(T, x, n) ((T)((double)(x) / (double)(n)))
+#define SCALE_N(T, x, n) ((T)((x) / (T)(n)))
+
+typedef void (*reduce_fn)(void *dst, const void *a, const void *b, size_t n);
+typedef void (*scale_fn)(void *buf, size_t n, int div);
+
+/* dst may equal a or b: GCC's runtime alias check lets exact aliasing take
+ * the vector loop (it only rejects a distance of 1..VF-1 elements). */
+#define DEFINE_REDUCE(DT, T, U, K, OP)                                              \
+	HERD_KERNEL static void reduce_##DT##_##OP(void *dst_, const void *a_,     \
+						   const void *b_, size_t n)       \
+	{                                                                           \
+		T *dst = dst_;                                                      \
+		const T *a = a_, *b = b_;                                           \
+		for (size_t i = 0; i < n; i++) {                                    \
+			T x = a[i], y = b[i];                                       \
+			dst[i] = RED_##OP##_##K(T, U, x, y);                        \
+		}                                                                   \
+	}
+
+#define DEFINE_NATIVE(DT, T, U, K, S)                                         \
+	DEFINE_REDUCE(DT, T, U, K, SUM)                                        \
+	DEFINE_REDUCE(DT, T, U, K, PROD)                                       \
+	DEFINE_REDUCE(DT, T, U, K, MIN)                                        \
+	DEFINE_REDUCE(DT, T, U, K, MAX)                                        \
+	HERD_KERNEL static void scale_##DT(void *buf_, size_t n, int div)      \
+	{                                                                      \
+		T *buf = buf_;                                                 \
+		for (size_t i = 0; i < n; i++)                                 \
+			buf[i] = SCALE_##S(T, buf[i], div);                    \
+	}
+HERD_NATIVE_TYPES(DEFINE_NATIVE)
+
+/* float16 and bfloat16: blocks small enough to stay in L1 are widened to
+ * float32, combined by the float32 kernel and rounded back.  MIN and MAX
+ * give back one of the operands exactly (widening is exact and so is
+ * narrowing a value that came from the narrow type). */
+#define HALF_BLOCK 512
+
+static void reduce_half(void *dst_, const void *a_, const void *b_, size_t n,
+			herd_dtype dtype, reduce_fn f32)
+{
+	uint16_t *dst = dst_;
+	const uint16_t *a = a_, *b = b_;
+	float fa[HALF_BLOCK], fb[HALF_BLOCK];
+
+	for (size_t i = 0; i < n; i += HALF_BLOCK) {
+		size_t m = n - i < HALF_BLOCK ? n - i : HALF_BLOCK;
+
+		herd__half_to_float(fa, a + i, m, dtype);
+		herd__half_to_float(fb, b + i, m, dtype);
+		f32(fa, fa, fb, m);
+		herd__float_to_half(dst + i, fa, m, dtype);
+	}
+}
+
+static void scale_half(void *buf_, size_t n, int div, herd_dtype dtype)
+{
+	uint16_t *buf = buf_;
+	float f[HALF_BLOCK];
+
+	for (size_t i = 0; i < n; i += HALF_BLOCK) {
+		size_t m = n - i < HALF_BLOCK ? n - i : HALF_BLOCK;
+
+		herd__half_to_float(f, buf + i, m, dtype);
+		scale_FLOAT32(f, m, div);
+		herd__float_to_half(buf + i, f, m, dtype);
+	}
+}
+
+#define DEFINE_HALF_OP(DT, OP)                                                       \
+	static void reduce_##DT##_##OP(void *dst, const void *a, const void *b, size_t n) \
+	{                                                                            \
+		reduce_half(dst, a, b, n, HERD_##DT, reduce_FLOAT32_##OP);           \
+	}
+#define DEFINE_HALF(DT)                                          \
+	DEFINE_HALF_OP(DT, SUM)                                  \
+	DEFINE_HALF_OP(DT, PROD)                                 \
+	DEFINE_HALF_OP(DT, MIN)                                  \
+	DEFINE_HALF_OP(DT, MAX)                                  \
+	static void scale_##DT(void *buf, size_t n, int div)     \
+	{                                                        \
+		scale_half(buf, n, div, HERD_##DT);              \
+	}
+HERD_HALF_TYPES(DEFINE_HALF)
+
+#define ROW_NATIVE(DT, T, U, K, S) ROW(DT)
+#define ROW_HALF(DT) ROW(DT)
+#define ROW(DT)                                                                  \
+	[HERD_##DT] = { [HERD_SUM] = reduce_##DT##_SUM, [HERD_PROD] = reduce_##DT##_PROD, \
+			[HERD_MIN] = reduce_##DT##_MIN, [HERD_MAX] = reduce_##DT##_MAX },
+
+static const reduce_fn reducers[HERD_DTYPE_COUNT][HERD_REDOP_COUNT] = {
+	HERD_NATIVE_TYPES(ROW_NATIVE) HERD_HALF_TYPES(ROW_HALF)
+};
+
+#define SCALER_NATIVE(DT, T, U, K, S) [HERD_##DT] = scale_##DT,
+#define SCALER_HALF(DT) [HERD_##DT] = scale_##DT,
+
+static const scale_fn scalers[HERD_DTYPE_COUNT] = {
+	HERD_NATIVE_TYPES(SCALER_NATIVE) HERD_HALF_TYPES(SCALER_HALF)
+};
+
+void herd__reduce(void *dst, const void *a, const void *b, size_t count, herd_dtype dtype,
+		  herd_redop op)
+{
+	reduce_fn fn;
+
+	if ((unsigned)dtype >= HERD_DTYPE_COUNT || (unsigned)op >= HERD_REDOP_COUNT)
+		return;
+	fn = reducers[dtype][op];
+	if (fn != NULL && count > 0)
+		fn(dst, a, b, count);
+}
+
+void herd__reduce_scale(void *buf, size_t count, herd_dtype dtype, int n)
+{
+	if ((unsigned)dtype >= HERD_DTYPE_COUNT || n <= 1 || count == 0)
+		return;
+	scalers[dtype](buf, count, n);
+}

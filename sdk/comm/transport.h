@@ -1,0 +1,114 @@
+/*
+ * sdk/comm/transport.h - what a transport (shared memory, TCP) provides to
+ * the point-to-point layer (p2p.c): a link per peer that moves one message
+ * at a time in each direction, without ever blocking.
+ *
+ * A message is a header (herd__wire_hdr) followed by `len` payload bytes,
+ * on the ordered stream of one direction of one pair.  p2p.c prepares a
+ * herd__tx or herd__rx and calls try_send / try_recv until `done`; each
+ * call moves what can be moved now and returns.  When nothing moved, p2p.c
+ * sleeps until the link may be ready again: on the link's file descriptor
+ * (TCP, poll), or on the rank's doorbell futex (shared memory, shm.c's
+ * herd__shm_arm / herd__shm_sleep), and on the communicator's wake
+ * eventfd, which turns readable once the communicator is broken.
+ *
+ * Errors: a peer that closed its end gives HERD_EPEER naming the rank and
+ * host; a header that does not match the receiver's call gives whatever
+ * rx->check returns (HERD_EMISMATCH).  Links are used by one thread at a
+ * time (the one running the communicator's current call), except
+ * `shutdown`, which any thread may call (abort).
+ */
+#ifndef HERD_COMM_TRANSPORT_H
+#define HERD_COMM_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm_internal.h"
+
+/* "HRDM" in memory on a little-endian host; a peer of the other byte order
+ * fails the magic check instead of being misread. */
+#define HERD__WIRE_MAGIC 0x4d445248u
+#define HERD__WIRE_VERSION 1
+
+/*
+ * The header of every message, in host byte order (the ranks of a job share
+ * one).  fp fields as in herd__fp; cseq numbers the sender's collective
+ * calls (p2p calls do not advance it), so that skipped or extra collective
+ * calls are caught even when point-to-point calls made the plain call
+ * numbers of two ranks differ.
+ */
+typedef struct herd__wire_hdr {
+	uint32_t magic;
+	uint8_t version;
+	uint8_t kind;
+	uint8_t dtype;
+	uint8_t redop;
+	int32_t root;
+	uint32_t reserved;
+	uint64_t seq;
+	uint64_t cseq;
+	uint64_t count;
+	uint64_t len;         /* payload bytes */
+} herd__wire_hdr;
+
+_Static_assert(sizeof(herd__wire_hdr) == 48, "the wire header is 48 bytes");
+
+typedef struct herd__link herd__link;
+typedef struct herd__rx herd__rx;
+
+/* One outgoing message.  `off` counts header and payload bytes moved. */
+typedef struct herd__tx {
+	herd__wire_hdr hdr;
+	const uint8_t *buf;
+	size_t len;
+	size_t off;
+	bool done;
+} herd__tx;
+
+/*
+ * One incoming message.  The transport fills hdr, then calls check (which
+ * compares it with the receiver's call and sets elsize), then hands the
+ * payload to the sink in pieces of whole elements with herd__rx_deliver.
+ */
+struct herd__rx {
+	int peer;
+	herd__wire_hdr hdr;
+	size_t hdr_got;
+	bool hdr_ok;          /* set by check when the header matches */
+	size_t len;           /* payload bytes expected */
+	herd__sink sink;
+	size_t elsize;        /* 1 when copying, the element size when reducing */
+	size_t off;           /* payload bytes delivered to the sink */
+	bool done;
+	herd_status (*check)(herd__rx *rx, void *ctx);
+	void *ctx;
+};
+
+/* Delivers n payload bytes at rx->off to the sink (copy or reduce) and
+ * advances rx->off.  n is a multiple of rx->elsize.  In p2p.c. */
+void herd__rx_deliver(herd__rx *rx, const void *data, size_t n);
+
+typedef struct herd__link_ops {
+	const char *name;
+	/* Moves what can be moved now; *progressed when some bytes moved. */
+	herd_status (*try_send)(herd__link *link, herd__tx *tx, bool *progressed);
+	herd_status (*try_recv)(herd__link *link, herd__rx *rx, bool *progressed);
+	/* The descriptor to poll for readiness, or -1 when readiness is
+	 * signalled on the rank's doorbell futex (shm.c). */
+	int (*fd)(const herd__link *link);
+	/* Unblocks the link for good (abort); thread-safe, idempotent. */
+	void (*shutdown)(herd__link *link);
+	/* Frees the link.  Accepts a link that was shut down. */
+	void (*close)(herd__link *link);
+} herd__link_ops;
+
+/* The head of every link. */
+struct herd__link {
+	const herd__link_ops *ops;
+	herd_comm *comm;
+	int peer;
+};
+
+#endif /* HERD_COMM_TRANSPORT_H */

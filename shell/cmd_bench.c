@@ -1,0 +1,1172 @@
+/*
+ * shell/cmd_bench.c - `herd bench OP`: a benchmark of one collective over a
+ * range of sizes, with the columns, the timing and the bandwidth formulas
+ * of nccl-tests, so its tables read side by side with theirs.
+ *
+ * Ranks.  With --np N the command is a small launcher: it hosts a store
+ * server on 127.0.0.1 with a fresh job secret, starts N copies of itself
+ * (exec, not a bare fork: the store server is a thread) with herd's rank
+ * environment, forwards what they write on stderr as "[rank R] ...", waits
+ * for them with a deadline, and reports the first rank that failed.  Rank
+ * 0's standard output is the command's.  Without --np, a process started by
+ * herd launch, srun, mpirun or torchrun joins the ranks it was given
+ * (herd_comm_init_env); anywhere else --np 1 is implied.
+ *
+ * Timing, per size and for out-of-place then in-place: fill the inputs,
+ * warmup calls, a barrier, `iters` timed calls; the time of a call is the
+ * elapsed time over iters, the maximum over ranks, in microseconds.  With
+ * -c 1 the inputs are filled again (bench_data.h) and one more call is
+ * checked element by element against the exact expected result; #wrong is
+ * the sum over ranks of the elements that differ.
+ *
+ * Sizes and bandwidths are nccl-tests' (its getCollByteCount and getBw):
+ *
+ *   op              count column       size column      algbw bytes    busbw
+ *   allreduce       size / es          count * es       count * es     x 2(n-1)/n
+ *   broadcast       size / es          count * es       count * es     x 1
+ *   reduce          size / es          count * es       count * es     x 1
+ *   sendrecv        size / es          count * es       count * es     x 1
+ *   allgather       per rank: c        c * n * es       c * n * es     x (n-1)/n
+ *   reduce_scatter  per rank: c        c * n * es       c * n * es     x (n-1)/n
+ *   alltoall        per pair: c        c * n * es       c * n * es     x (n-1)/n
+ *
+ * with c = size / es / n rounded down to a multiple of 16 bytes' worth of
+ * elements, es the element size, algbw = bytes / time in GB/s (10^9).
+ * sendrecv sends to rank + 1 and receives from rank - 1.  alltoall and
+ * sendrecv have no in-place form in herd/comm.h: their in-place columns say
+ * N/A and do not count in the average.
+ *
+ * --json prints, instead of the table, one JSON object per size and line
+ * (JSON Lines), with the fields of a row:
+ *   {"op":"allreduce","ranks":4,"size":1024,"count":256,"type":"float32",
+ *    "redop":"sum","root":-1,
+ *    "out_of_place":{"time_us":12.3,"algbw":0.08,"busbw":0.12,"wrong":0},
+ *    "in_place":{...}}
+ * "wrong" is null without -c 1, "in_place" null where there is none.
+ *
+ * Exit status: 0; 1 when a call failed or an element was wrong; 2 for a
+ * usage error.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "herd.h"
+#include "herd/comm.h"
+#include "herd/store.h"
+#include "bench_data.h"
+#include "shell.h"
+
+static const char bench_usage[] =
+	"usage: herd bench OP [options]\n"
+	"  OP is allreduce, allgather, reduce_scatter, broadcast, reduce, alltoall\n"
+	"  or sendrecv.  Options (nccl-tests' letters; SIZE takes K, M, G):\n"
+	"  -b, --minbytes SIZE      smallest size (default 32M)\n"
+	"  -e, --maxbytes SIZE      largest size (default 32M)\n"
+	"  -f, --stepfactor N       multiply the size by N from row to row (default 2)\n"
+	"  -i, --stepbytes SIZE     add SIZE from row to row instead\n"
+	"  -n, --iters N            timed calls per size (default 20)\n"
+	"  -w, --warmup_iters N     untimed calls before them (default 5)\n"
+	"  -c, --check 0|1          check every result, count wrong elements (default 1)\n"
+	"  -t, --datatype TYPE      float32 (default), float16, bfloat16, float64, int8,\n"
+	"                           uint8, int32, uint32, int64, uint64\n"
+	"  -o, --op OP              reduction: sum (default), prod, min, max, avg\n"
+	"  -r, --root N             root of broadcast and reduce (default 0)\n"
+	"  --np N                   start N local ranks (default: the ranks given by\n"
+	"                           herd launch, srun, mpirun or torchrun, else 1)\n"
+	"  --transport auto|tcp     default HERD_TRANSPORT, else auto\n"
+	"  --algo auto|ring|rd      default HERD_ALGO, else auto\n"
+	"  --timeout SEC            deadline of each call, and with --np of the run\n"
+	"                           (default: calls HERD_TIMEOUT or 300 s, run 3600 s)\n"
+	"  --json                   one JSON object per size and line, not a table\n"
+	"Columns, formulas and JSON fields are nccl-tests'; see shell/cmd_bench.c.\n";
+
+/* Deadline of a --np run when --timeout is not given. */
+#define BENCH_RUN_DEADLINE_S 3600
+/* How long the other ranks get to exit once one has failed: a rank
+ * notices a dead peer within about 2 s. */
+#define BENCH_FAIL_GRACE_S 10
+#define BENCH_MAX_RANKS 1024
+
+struct bench_args {
+	const struct bench_op *op;
+	size_t minbytes, maxbytes, stepbytes;
+	long stepfactor;
+	int iters, warmup, check, root, np, json, timeout_s;
+	herd_dtype dtype;
+	herd_redop redop;
+	const char *transport, *algo;
+};
+
+/* The buffers and counts of one size, in elements. */
+struct bench_shape {
+	size_t count;      /* the count column */
+	size_t size;       /* the size column, bytes */
+	size_t send_count; /* elements of the send buffer */
+	size_t recv_count; /* elements of the receive buffer */
+	double bw_bytes;   /* bytes per call for algbw */
+};
+
+/* What one rank's benchmark works on. */
+struct bench_ctx {
+	const struct bench_args *args;
+	herd_comm *comm;
+	int rank, nranks;
+	herd_dtype dtype;
+	size_t es;
+	int broken; /* a call failed: the communicator can only be aborted */
+	bench_pattern pat;
+	struct bench_shape shape;
+	unsigned char *send, *recv;
+};
+
+/* One collective: its sizes, bandwidth factor and its fill, run and check
+ * for out-of-place (inplace 0) and in-place (1). */
+struct bench_op {
+	const char *name;
+	int reduces, rooted, has_inplace;
+	int per_rank; /* count is size / n (allgather, reduce_scatter, alltoall) */
+	double (*busbw_factor)(int n);
+	void (*fill)(struct bench_ctx *c, int inplace);
+	herd_status (*run)(struct bench_ctx *c, int inplace);
+	size_t (*check)(const struct bench_ctx *c, int inplace);
+};
+
+/* ------------------------------------------------------------ formulas */
+
+static double factor_one(int n)
+{
+	(void)n;
+	return 1.0;
+}
+
+static double factor_allreduce(int n)
+{
+	return 2.0 * (n - 1) / n;
+}
+
+static double factor_gather(int n)
+{
+	return (double)(n - 1) / n;
+}
+
+static void shape_of(const struct bench_op *op, size_t bytes, size_t es, int n,
+		     struct bench_shape *s)
+{
+	size_t count = bytes / es;
+	if (!op->per_rank) {
+		s->count = s->send_count = s->recv_count = count;
+		s->size = count * es;
+		s->bw_bytes = (double)s->size;
+		return;
+	}
+	size_t align = 16 / es;
+	size_t per = count / (size_t)n / align * align;
+	s->count = per;
+	s->size = per * (size_t)n * es;
+	s->bw_bytes = (double)s->size;
+	s->send_count = strcmp(op->name, "allgather") == 0 ? per : per * (size_t)n;
+	s->recv_count = strcmp(op->name, "reduce_scatter") == 0 ? per : per * (size_t)n;
+}
+
+/* ------------------------------------------------------ the operations */
+
+static unsigned char *elem(unsigned char *buf, const struct bench_ctx *c, size_t i)
+{
+	return buf + i * c->es;
+}
+
+/* allreduce, reduce: recv = op(send) (in-place: in recv). */
+static void fill_reduce(struct bench_ctx *c, int inplace)
+{
+	size_t n = c->shape.count;
+	bench_fill(inplace ? c->recv : c->send, n, c->dtype, c->pat, c->rank, 0);
+	if (!inplace)
+		bench_clear(c->recv, n, c->dtype);
+}
+
+static size_t check_allreduce(const struct bench_ctx *c, int inplace)
+{
+	(void)inplace;
+	return bench_check_reduce(c->recv, c->shape.count, c->dtype, c->args->redop, c->nranks,
+				  0);
+}
+
+static herd_status run_allreduce(struct bench_ctx *c, int inplace)
+{
+	return herd_comm_allreduce(c->comm, inplace ? c->recv : c->send, c->recv,
+				   c->shape.count, c->dtype, c->args->redop);
+}
+
+static herd_status run_reduce(struct bench_ctx *c, int inplace)
+{
+	return herd_comm_reduce(c->comm, inplace ? c->recv : c->send, c->recv, c->shape.count,
+				c->dtype, c->args->redop, c->args->root);
+}
+
+static size_t check_reduce(const struct bench_ctx *c, int inplace)
+{
+	return c->rank == c->args->root ? check_allreduce(c, inplace) : 0;
+}
+
+/* broadcast: recv = root's send (in-place: root's recv). */
+static void fill_broadcast(struct bench_ctx *c, int inplace)
+{
+	size_t n = c->shape.count;
+	bench_clear(c->recv, n, c->dtype);
+	if (c->rank == c->args->root)
+		bench_fill(inplace ? c->recv : c->send, n, c->dtype, c->pat, c->rank, 0);
+}
+
+static herd_status run_broadcast(struct bench_ctx *c, int inplace)
+{
+	return herd_comm_broadcast(c->comm, inplace ? c->recv : c->send, c->recv,
+				   c->shape.count, c->dtype, c->args->root);
+}
+
+static size_t check_broadcast(const struct bench_ctx *c, int inplace)
+{
+	(void)inplace;
+	return bench_check_copy(c->recv, c->shape.count, c->dtype, c->pat, c->args->root, 0);
+}
+
+/* allgather: block r of recv = rank r's send (in-place: the send block is
+ * recv's own block). */
+static void fill_allgather(struct bench_ctx *c, int inplace)
+{
+	size_t per = c->shape.count;
+	bench_clear(c->recv, per * (size_t)c->nranks, c->dtype);
+	bench_fill(inplace ? elem(c->recv, c, per * (size_t)c->rank) : c->send, per, c->dtype,
+		   c->pat, c->rank, 0);
+}
+
+static herd_status run_allgather(struct bench_ctx *c, int inplace)
+{
+	size_t per = c->shape.count;
+	const void *send = inplace ? elem(c->recv, c, per * (size_t)c->rank) : c->send;
+	return herd_comm_allgather(c->comm, send, c->recv, per, c->dtype);
+}
+
+static size_t check_allgather(const struct bench_ctx *c, int inplace)
+{
+	(void)inplace;
+	size_t per = c->shape.count, wrong = 0;
+	for (int r = 0; r < c->nranks; r++)
+		wrong += bench_check_copy(c->recv + (size_t)r * per * c->es, per, c->dtype, c->pat,
+					  r, 0);
+	return wrong;
+}
+
+/* reduce_scatter: recv = block rank of op(send) (in-place: recv is send's
+ * own block). */
+static void fill_reduce_scatter(struct bench_ctx *c, int inplace)
+{
+	size_t per = c->shape.count;
+	bench_fill(c->send, per * (size_t)c->nranks, c->dtype, c->pat, c->rank, 0);
+	if (!inplace)
+		bench_clear(c->recv, per, c->dtype);
+}
+
+static unsigned char *rs_out(const struct bench_ctx *c, int inplace)
+{
+	return inplace ? c->send + c->shape.count * (size_t)c->rank * c->es : c->recv;
+}
+
+static herd_status run_reduce_scatter(struct bench_ctx *c, int inplace)
+{
+	return herd_comm_reduce_scatter(c->comm, c->send, rs_out(c, inplace), c->shape.count,
+					c->dtype, c->args->redop);
+}
+
+static size_t check_reduce_scatter(const struct bench_ctx *c, int inplace)
+{
+	size_t per = c->shape.count;
+	return bench_check_reduce(rs_out(c, inplace), per, c->dtype, c->args->redop, c->nranks,
+				  per * (size_t)c->rank);
+}
+
+/* alltoall: block i of recv = block rank of rank i's send. */
+static void fill_alltoall(struct bench_ctx *c, int inplace)
+{
+	(void)inplace;
+	size_t all = c->shape.count * (size_t)c->nranks;
+	bench_fill(c->send, all, c->dtype, c->pat, c->rank, 0);
+	bench_clear(c->recv, all, c->dtype);
+}
+
+static herd_status run_alltoall(struct bench_ctx *c, int inplace)
+{
+	(void)inplace;
+	return herd_comm_alltoall(c->comm, c->send, c->recv, c->shape.count, c->dtype);
+}
+
+static size_t check_alltoall(const struct bench_ctx *c, int inplace)
+{
+	(void)inplace;
+	size_t per = c->shape.count, wrong = 0;
+	for (int i = 0; i < c->nranks; i++)
+		wrong += bench_check_copy(c->recv + (size_t)i * per * c->es, per, c->dtype, c->pat,
+					  i, per * (size_t)c->rank);
+	return wrong;
+}
+
+/* sendrecv: to rank + 1, from rank - 1. */
+static void fill_sendrecv(struct bench_ctx *c, int inplace)
+{
+	(void)inplace;
+	bench_fill(c->send, c->shape.count, c->dtype, c->pat, c->rank, 0);
+	bench_clear(c->recv, c->shape.count, c->dtype);
+}
+
+static int prev_rank(const struct bench_ctx *c)
+{
+	return (c->rank + c->nranks - 1) % c->nranks;
+}
+
+static herd_status run_sendrecv(struct bench_ctx *c, int inplace)
+{
+	(void)inplace;
+	size_t n = c->shape.count;
+	return herd_comm_sendrecv(c->comm, c->send, n, (c->rank + 1) % c->nranks, c->recv, n,
+				  prev_rank(c), c->dtype);
+}
+
+static size_t check_sendrecv(const struct bench_ctx *c, int inplace)
+{
+	(void)inplace;
+	return bench_check_copy(c->recv, c->shape.count, c->dtype, c->pat, prev_rank(c), 0);
+}
+
+static const struct bench_op bench_ops[] = {
+	{ "allreduce", 1, 0, 1, 0, factor_allreduce, fill_reduce, run_allreduce,
+	  check_allreduce },
+	{ "allgather", 0, 0, 1, 1, factor_gather, fill_allgather, run_allgather,
+	  check_allgather },
+	{ "reduce_scatter", 1, 0, 1, 1, factor_gather, fill_reduce_scatter,
+	  run_reduce_scatter, check_reduce_scatter },
+	{ "broadcast", 0, 1, 1, 0, factor_one, fill_broadcast, run_broadcast,
+	  check_broadcast },
+	{ "reduce", 1, 1, 1, 0, factor_one, fill_reduce, run_reduce, check_reduce },
+	{ "alltoall", 0, 0, 0, 1, factor_gather, fill_alltoall, run_alltoall,
+	  check_alltoall },
+	{ "sendrecv", 0, 0, 0, 0, factor_one, fill_sendrecv, run_sendrecv, check_sendrecv },
+};
+
+static const struct bench_op *find_op(const char *name)
+{
+	for (size_t i = 0; i < sizeof(bench_ops) / sizeof(bench_ops[0]); i++)
+		if (strcmp(bench_ops[i].name, name) == 0)
+			return &bench_ops[i];
+	return NULL;
+}
+
+/* -------------------------------------------------------- command line */
+
+enum { OPT_NP = 256, OPT_JSON, OPT_TRANSPORT, OPT_ALGO, OPT_TIMEOUT };
+
+static const struct option long_options[] = {
+	{ "minbytes", required_argument, NULL, 'b' },
+	{ "maxbytes", required_argument, NULL, 'e' },
+	{ "stepfactor", required_argument, NULL, 'f' },
+	{ "stepbytes", required_argument, NULL, 'i' },
+	{ "iters", required_argument, NULL, 'n' },
+	{ "warmup_iters", required_argument, NULL, 'w' },
+	{ "check", required_argument, NULL, 'c' },
+	{ "datatype", required_argument, NULL, 't' },
+	{ "op", required_argument, NULL, 'o' },
+	{ "root", required_argument, NULL, 'r' },
+	{ "np", required_argument, NULL, OPT_NP },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "transport", required_argument, NULL, OPT_TRANSPORT },
+	{ "algo", required_argument, NULL, OPT_ALGO },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "herd bench: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n%s", bench_usage);
+	return SHELL_EXIT_USAGE;
+}
+
+/* An integer in [min, max]; 0 on success. */
+static int parse_long(const char *s, long min, long max, long *out)
+{
+	char *end = NULL;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_int_opt(const char *s, long min, long max, int *out)
+{
+	long v;
+	if (parse_long(s, min, max, &v) != 0)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+/* The option's name as written, for messages ("-b", "--np"). */
+static const char *opt_name(int c, char *buf, size_t cap)
+{
+	for (const struct option *o = long_options; o->name; o++)
+		if (o->val == c && c >= OPT_NP) {
+			snprintf(buf, cap, "--%s", o->name);
+			return buf;
+		}
+	snprintf(buf, cap, "-%c", c);
+	return buf;
+}
+
+/* One option with its value; -1 to go on, else the exit status. */
+static int parse_option(int c, const char *v, struct bench_args *a)
+{
+	char name[32];
+	int bad = 0;
+	long l;
+	switch (c) {
+	case 'b': bad = bench_parse_size(v, &a->minbytes); break;
+	case 'e': bad = bench_parse_size(v, &a->maxbytes); break;
+	case 'i': bad = bench_parse_size(v, &a->stepbytes) || a->stepbytes == 0; break;
+	case 'f':
+		bad = parse_long(v, 1, 1L << 20, &l);
+		a->stepfactor = l;
+		break;
+	case 'n': bad = parse_int_opt(v, 1, INT_MAX, &a->iters); break;
+	case 'w': bad = parse_int_opt(v, 0, INT_MAX, &a->warmup); break;
+	case 'c': bad = parse_int_opt(v, 0, 1, &a->check); break;
+	case 'r': bad = parse_int_opt(v, 0, BENCH_MAX_RANKS - 1, &a->root); break;
+	case OPT_NP: bad = parse_int_opt(v, 1, BENCH_MAX_RANKS, &a->np); break;
+	case OPT_TIMEOUT: bad = parse_int_opt(v, 1, INT_MAX / 1000, &a->timeout_s); break;
+	case 't':
+		if (herd_dtype_parse(v, &a->dtype) != HERD_OK)
+			return usage_error("%s", herd_last_error());
+		break;
+	case 'o':
+		if (herd_redop_parse(v, &a->redop) != HERD_OK)
+			return usage_error("%s", herd_last_error());
+		break;
+	case OPT_TRANSPORT:
+		bad = strcmp(v, "auto") != 0 && strcmp(v, "tcp") != 0;
+		a->transport = v;
+		break;
+	case OPT_ALGO:
+		bad = strcmp(v, "auto") != 0 && strcmp(v, "ring") != 0 && strcmp(v, "rd") != 0;
+		a->algo = v;
+		break;
+	default:
+		break;
+	}
+	if (bad) {
+		fprintf(stderr, "herd bench: bad value '%s' for %s\n%s", v,
+			opt_name(c, name, sizeof(name)), bench_usage);
+		return SHELL_EXIT_USAGE;
+	}
+	return -1;
+}
+
+/* Parses argv (argv[0] is "bench"); returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct bench_args *a)
+{
+	*a = (struct bench_args){ .minbytes = 32u << 20, .maxbytes = 32u << 20,
+				  .stepfactor = 2, .iters = 20, .warmup = 5, .check = 1,
+				  .dtype = HERD_FLOAT32, .redop = HERD_SUM };
+	char name[32];
+	int c;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":b:e:f:i:n:w:c:t:o:r:h", long_options, NULL)) !=
+	       -1) {
+		if (c == 'h') {
+			fputs(bench_usage, stdout);
+			return SHELL_EXIT_OK;
+		}
+		if (c == ':') {
+			if (optopt)
+				return usage_error("option '%s' needs a value",
+						   opt_name(optopt, name, sizeof(name)));
+			return usage_error("option '%s' needs a value", argv[optind - 1]);
+		}
+		if (c == '?') {
+			if (optopt) {
+				snprintf(name, sizeof(name), "-%c", optopt);
+				return usage_error("unrecognized option '%s'", name);
+			}
+			return usage_error("unrecognized option '%s'", argv[optind - 1]);
+		}
+		if (c == OPT_JSON) {
+			a->json = 1;
+			continue;
+		}
+		int st = parse_option(c, optarg, a);
+		if (st >= 0)
+			return st;
+	}
+	if (optind >= argc)
+		return usage_error("%s", "which operation? (allreduce, allgather, ...)");
+	a->op = find_op(argv[optind]);
+	if (a->op == NULL)
+		return usage_error("unknown operation '%s'", argv[optind]);
+	if (optind + 1 < argc)
+		return usage_error("unexpected argument '%s'", argv[optind + 1]);
+	if (a->minbytes > a->maxbytes)
+		return usage_error("%s", "-b (minbytes) is larger than -e (maxbytes)");
+	return -1;
+}
+
+/* The next size of the sweep; 0 after the last. */
+static size_t next_size(const struct bench_args *a, size_t size)
+{
+	size_t next;
+	if (a->stepbytes > 0 || a->stepfactor <= 1) {
+		size_t step = a->stepbytes > 0 ? a->stepbytes : 1u << 20;
+		if (size > SIZE_MAX - step)
+			return 0;
+		next = size + step;
+	} else {
+		if (size == 0)
+			return 0; /* 0 * factor: a sweep from 0 has one row */
+		if (size > SIZE_MAX / (size_t)a->stepfactor)
+			return 0;
+		next = size * (size_t)a->stepfactor;
+	}
+	return next <= a->maxbytes ? next : 0;
+}
+
+/* ------------------------------------------------------------ one rank */
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+struct bench_result {
+	double time_us, algbw, busbw;
+	uint64_t wrong;
+};
+
+/* Runs and times one size in one placement; the result is every rank's. */
+static herd_status measure(struct bench_ctx *c, int inplace, struct bench_result *res)
+{
+	const struct bench_args *a = c->args;
+	herd_status st = HERD_OK;
+	c->args->op->fill(c, inplace);
+	for (int i = 0; i < a->warmup && st == HERD_OK; i++)
+		st = a->op->run(c, inplace);
+	if (st == HERD_OK)
+		st = herd_comm_barrier(c->comm);
+	if (st != HERD_OK)
+		return st;
+	double t0 = now_s();
+	for (int i = 0; i < a->iters && st == HERD_OK; i++)
+		st = a->op->run(c, inplace);
+	double us = (now_s() - t0) * 1e6 / a->iters;
+	if (st == HERD_OK)
+		st = herd_comm_allreduce(c->comm, &us, &us, 1, HERD_FLOAT64, HERD_MAX);
+	if (st != HERD_OK)
+		return st;
+	res->time_us = us;
+	res->algbw = us > 0 ? c->shape.bw_bytes / 1e9 / (us * 1e-6) : 0;
+	res->busbw = res->algbw * a->op->busbw_factor(c->nranks);
+	res->wrong = 0;
+	if (!a->check)
+		return HERD_OK;
+	a->op->fill(c, inplace);
+	st = a->op->run(c, inplace);
+	if (st != HERD_OK)
+		return st;
+	uint64_t wrong = a->op->check(c, inplace);
+	if (wrong > 0)
+		fprintf(stderr, "herd bench: rank %d: %llu wrong elements in %s of %zu B (%s)\n",
+			c->rank, (unsigned long long)wrong, a->op->name, c->shape.size,
+			inplace ? "in-place" : "out-of-place");
+	st = herd_comm_allreduce(c->comm, &wrong, &res->wrong, 1, HERD_UINT64, HERD_SUM);
+	return st;
+}
+
+static const char *setting(const char *given, const char *env)
+{
+	const char *v = given ? given : getenv(env);
+	return v && v[0] ? v : "auto";
+}
+
+/* "vm" when every rank is on host vm, else "3 hosts". */
+static void hosts_label(herd_comm *comm, int n, char *buf, size_t cap)
+{
+	int distinct = 0;
+	for (int r = 0; r < n; r++) {
+		const char *h = herd_comm_host(comm, r);
+		int seen = 0;
+		for (int q = 0; q < r && !seen; q++) {
+			const char *o = herd_comm_host(comm, q);
+			seen = h && o && strcmp(h, o) == 0;
+		}
+		distinct += !seen;
+	}
+	const char *h0 = herd_comm_host(comm, 0);
+	if (distinct <= 1)
+		snprintf(buf, cap, "%s", h0 ? h0 : "?");
+	else
+		snprintf(buf, cap, "%d hosts", distinct);
+}
+
+static void print_header(const struct bench_ctx *c)
+{
+	const struct bench_args *a = c->args;
+	char hosts[256];
+	hosts_label(c->comm, c->nranks, hosts, sizeof(hosts));
+	printf("# herd bench %s: %d %s on %s, transport %s, algo %s\n", a->op->name, c->nranks,
+	       c->nranks == 1 ? "rank" : "ranks", hosts, setting(a->transport, "HERD_TRANSPORT"),
+	       setting(a->algo, "HERD_ALGO"));
+	if (a->stepbytes > 0 || a->stepfactor <= 1)
+		printf("#  minBytes %zu maxBytes %zu step: %zu(bytes)", a->minbytes, a->maxbytes,
+		       a->stepbytes > 0 ? a->stepbytes : (size_t)1 << 20);
+	else
+		printf("#  minBytes %zu maxBytes %zu step: %ld(factor)", a->minbytes, a->maxbytes,
+		       a->stepfactor);
+	printf(" warmup iters: %d iters: %d validation: %d\n", a->warmup, a->iters, a->check);
+	printf("#\n"
+	       "#                                                              out-of-place"
+	       "                       in-place\n"
+	       "#       size         count      type   redop    root"
+	       "     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+	       "#        (B)    (elements)                          "
+	       "     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n");
+}
+
+static void print_result(const struct bench_args *a, const struct bench_result *r)
+{
+	if (r == NULL) {
+		printf("  %7s  %6s  %6s  %5s", "N/A", "N/A", "N/A", "N/A");
+		return;
+	}
+	char t[32];
+	if (r->time_us >= 10000.0)
+		snprintf(t, sizeof(t), "%7.0f", r->time_us);
+	else if (r->time_us >= 100.0)
+		snprintf(t, sizeof(t), "%7.1f", r->time_us);
+	else
+		snprintf(t, sizeof(t), "%7.2f", r->time_us);
+	printf("  %7s  %6.2f  %6.2f", t, r->algbw, r->busbw);
+	if (a->check)
+		printf("  %5llu", (unsigned long long)r->wrong);
+	else
+		printf("  %5s", "N/A");
+}
+
+static void json_result(const struct bench_args *a, const char *key,
+			const struct bench_result *r)
+{
+	printf(",\"%s\":", key);
+	if (r == NULL) {
+		printf("null");
+		return;
+	}
+	printf("{\"time_us\":%.3f,\"algbw\":%.6f,\"busbw\":%.6f,\"wrong\":", r->time_us,
+	       r->algbw, r->busbw);
+	if (a->check)
+		printf("%llu}", (unsigned long long)r->wrong);
+	else
+		printf("null}");
+}
+
+static void print_row(const struct bench_ctx *c, const struct bench_result *oop,
+		      const struct bench_result *ip)
+{
+	const struct bench_args *a = c->args;
+	const char *redop = a->op->reduces ? herd_redop_name(a->redop) : "none";
+	int root = a->op->rooted ? a->root : -1;
+	if (a->json) {
+		printf("{\"op\":\"%s\",\"ranks\":%d,\"size\":%zu,\"count\":%zu,\"type\":\"%s\","
+		       "\"redop\":\"%s\",\"root\":%d",
+		       a->op->name, c->nranks, c->shape.size, c->shape.count,
+		       herd_dtype_name(a->dtype), redop, root);
+		json_result(a, "out_of_place", oop);
+		json_result(a, "in_place", ip);
+		printf("}\n");
+	} else {
+		printf("%12zu  %12zu  %8s  %6s  %6d", c->shape.size, c->shape.count,
+		       herd_dtype_name(a->dtype), redop, root);
+		print_result(a, oop);
+		print_result(a, ip);
+		printf("\n");
+	}
+	fflush(stdout);
+}
+
+/* Page-aligned and touched, so that the first timed call pays no faults. */
+static unsigned char *alloc_buffer(size_t bytes)
+{
+	void *p = NULL;
+	if (bytes == 0)
+		bytes = 64;
+	if (posix_memalign(&p, 4096, bytes) != 0)
+		return NULL;
+	memset(p, 0, bytes);
+	return p;
+}
+
+static void report(const struct bench_ctx *c, const char *what, herd_status st)
+{
+	fprintf(stderr, "herd bench: rank %d: %s: %s: %s\n", c->rank, what,
+		herd_status_name(st), herd_last_error());
+}
+
+/* The sweep, on a joined communicator; the exit status. */
+static int sweep(struct bench_ctx *c)
+{
+	const struct bench_args *a = c->args;
+	struct bench_shape big;
+	shape_of(a->op, a->maxbytes, c->es, c->nranks, &big);
+	c->send = alloc_buffer(big.send_count * c->es);
+	c->recv = alloc_buffer(big.recv_count * c->es);
+	if (c->send == NULL || c->recv == NULL) {
+		fprintf(stderr, "herd bench: rank %d: cannot allocate %zu + %zu bytes\n", c->rank,
+			big.send_count * c->es, big.recv_count * c->es);
+		return SHELL_EXIT_FAILURE;
+	}
+	if (c->rank == 0 && !a->json)
+		print_header(c);
+	double bw_sum = 0;
+	int bw_n = 0;
+	uint64_t wrong = 0;
+	for (size_t size = a->minbytes;; ) {
+		shape_of(a->op, size, c->es, c->nranks, &c->shape);
+		struct bench_result res[2];
+		for (int inplace = 0; inplace < 2; inplace++) {
+			if (inplace && !a->op->has_inplace)
+				break;
+			herd_status st = measure(c, inplace, &res[inplace]);
+			if (st != HERD_OK) {
+				char what[128];
+				snprintf(what, sizeof(what), "%s of %zu B (%s)", a->op->name,
+					 c->shape.size, inplace ? "in-place" : "out-of-place");
+				report(c, what, st);
+				c->broken = 1;
+				return SHELL_EXIT_FAILURE;
+			}
+			bw_sum += res[inplace].busbw;
+			bw_n++;
+			wrong += res[inplace].wrong;
+		}
+		if (c->rank == 0)
+			print_row(c, &res[0], a->op->has_inplace ? &res[1] : NULL);
+		size = next_size(a, size);
+		if (size == 0)
+			break;
+	}
+	if (c->rank == 0 && !a->json) {
+		if (a->check)
+			printf("# Out of bounds values : %llu %s\n", (unsigned long long)wrong,
+			       wrong ? "FAILED" : "OK");
+		else
+			printf("# Out of bounds values : N/A (not checked)\n");
+		printf("# Avg bus bandwidth    : %g\n#\n", bw_n ? bw_sum / bw_n : 0.0);
+		fflush(stdout);
+	}
+	return wrong ? SHELL_EXIT_FAILURE : SHELL_EXIT_OK;
+}
+
+/* A rank: join the ranks of the environment, sweep, leave. */
+static int run_rank(const struct bench_args *a)
+{
+	/* A rank started by --np dies with its launcher. */
+	const char *parent = getenv("HERD_BENCH_PARENT");
+	if (parent && parent[0]) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != (pid_t)atol(parent))
+			return SHELL_EXIT_FAILURE;
+	}
+	herd_comm_opts opts = HERD_COMM_OPTS_INIT;
+	opts.transport = a->transport;
+	opts.algo = a->algo;
+	if (a->timeout_s > 0)
+		opts.timeout_ms = a->timeout_s * 1000;
+	struct bench_ctx c = { .args = a, .dtype = a->dtype, .es = herd_dtype_size(a->dtype),
+			       .pat = bench_pattern_for(a->op->reduces, a->redop) };
+	herd_status st = herd_comm_init_env(&c.comm, &opts);
+	if (st != HERD_OK) {
+		fprintf(stderr, "herd bench: joining the ranks: %s: %s\n", herd_status_name(st),
+			herd_last_error());
+		return SHELL_EXIT_FAILURE;
+	}
+	c.rank = herd_comm_rank(c.comm);
+	c.nranks = herd_comm_size(c.comm);
+	int status;
+	if (a->root >= c.nranks) {
+		fprintf(stderr, "herd bench: root %d is not one of the %d ranks\n", a->root,
+			c.nranks);
+		status = SHELL_EXIT_USAGE;
+	} else {
+		status = sweep(&c);
+	}
+	if (!c.broken) {
+		st = herd_comm_finalize(c.comm);
+		if (st != HERD_OK && status == SHELL_EXIT_OK) {
+			report(&c, "finalize", st);
+			status = SHELL_EXIT_FAILURE;
+		}
+	} else {
+		herd_comm_abort(c.comm);
+	}
+	herd_comm_destroy(c.comm);
+	free(c.send);
+	free(c.recv);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		shell_message("herd", "cannot write to standard output");
+		status = SHELL_EXIT_FAILURE;
+	}
+	return status;
+}
+
+/* ---------------------------------------------------- the --np launcher */
+
+struct child {
+	pid_t pid;
+	int errfd;        /* read end of its stderr, -1 at EOF */
+	int exited, status;
+	double exit_time;
+	char line[1024];  /* a line being forwarded */
+	size_t linelen;
+	char last[1024];  /* its last complete line */
+};
+
+/* Names the launcher sets for its ranks (and removes from what they inherit). */
+static const char *const rank_env[] = {
+	"HERD_RANK", "HERD_WORLD_SIZE", "HERD_LOCAL_RANK", "HERD_LOCAL_WORLD_SIZE",
+	"HERD_NODE_RANK", "HERD_NNODES", "HERD_JOB_ID", "HERD_STORE", "HERD_JOB_SECRET",
+	"HERD_RESTART_COUNT", "HERD_BENCH_PARENT", NULL
+};
+
+static int is_rank_env(const char *kv)
+{
+	for (const char *const *n = rank_env; *n; n++) {
+		size_t len = strlen(*n);
+		if (strncmp(kv, *n, len) == 0 && kv[len] == '=')
+			return 1;
+	}
+	return 0;
+}
+
+/* The environment of rank r: the inherited one, then herd's rank contract.
+ * The strings live in store (one block per rank). */
+static char **rank_environ(int r, int np, const char *store_addr, const char *secret,
+			   char *block, size_t cap)
+{
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	char **env = calloc(n + 16, sizeof(*env));
+	if (env == NULL)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!is_rank_env(environ[i]))
+			env[k++] = environ[i];
+	const char *fmt[] = { "HERD_RANK=%d", "HERD_WORLD_SIZE=%d", "HERD_LOCAL_RANK=%d",
+			      "HERD_LOCAL_WORLD_SIZE=%d" };
+	int vals[] = { r, np, r, np };
+	size_t used = 0;
+	for (size_t i = 0; i < 4; i++) {
+		env[k++] = block + used;
+		used += (size_t)snprintf(block + used, cap - used, fmt[i], vals[i]) + 1;
+	}
+	env[k++] = block + used;
+	used += (size_t)snprintf(block + used, cap - used, "HERD_JOB_ID=bench-%ld",
+				 (long)getpid()) + 1;
+	env[k++] = block + used;
+	used += (size_t)snprintf(block + used, cap - used, "HERD_STORE=%s", store_addr) + 1;
+	env[k++] = block + used;
+	used += (size_t)snprintf(block + used, cap - used, "HERD_JOB_SECRET=%s", secret) + 1;
+	env[k++] = block + used;
+	used += (size_t)snprintf(block + used, cap - used, "HERD_BENCH_PARENT=%ld",
+				 (long)getpid()) + 1;
+	env[k++] = "HERD_NODE_RANK=0";
+	env[k++] = "HERD_NNODES=1";
+	env[k++] = "HERD_RESTART_COUNT=0";
+	env[k] = NULL;
+	return env;
+}
+
+/* argv of a rank: this program, "bench", the arguments less --np. */
+static char **rank_argv(int argc, char **argv, char *exe)
+{
+	char **out = calloc((size_t)argc + 2, sizeof(*out));
+	if (out == NULL)
+		return NULL;
+	int k = 0;
+	out[k++] = exe;
+	out[k++] = argv[0];
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0) {
+			while (i < argc)
+				out[k++] = argv[i++];
+			break;
+		}
+		if (strcmp(argv[i], "--np") == 0) {
+			i++;
+			continue;
+		}
+		if (strncmp(argv[i], "--np=", 5) == 0)
+			continue;
+		out[k++] = argv[i];
+	}
+	out[k] = NULL;
+	return out;
+}
+
+/* Forwards the complete lines read from a rank's stderr. */
+static void forward(struct child *ch, int rank, int np, const char *buf, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (buf[i] != '\n' && ch->linelen + 1 < sizeof(ch->line)) {
+			ch->line[ch->linelen++] = buf[i];
+			continue;
+		}
+		ch->line[ch->linelen] = '\0';
+		if (np > 1)
+			fprintf(stderr, "[rank %d] %s\n", rank, ch->line);
+		else
+			fprintf(stderr, "%s\n", ch->line);
+		if (ch->linelen > 0)
+			memcpy(ch->last, ch->line, ch->linelen + 1);
+		ch->linelen = 0;
+		if (buf[i] != '\n')
+			ch->line[ch->linelen++] = buf[i];
+	}
+}
+
+static void describe_exit(int status, char *buf, size_t cap)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, cap, "exit status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, cap, "killed by signal %d (%s)", WTERMSIG(status),
+			 strsignal(WTERMSIG(status)));
+	else
+		snprintf(buf, cap, "status %d", status);
+}
+
+static int failed(const struct child *ch)
+{
+	return ch->exited && !(WIFEXITED(ch->status) && WEXITSTATUS(ch->status) == 0);
+}
+
+/* Waits for the ranks, forwarding their stderr, until all have exited and
+ * closed it; kills what is left at the deadline or once the grace after a
+ * failure is over.  *timed_out says whether the deadline killed them. */
+static void supervise(struct child *ch, int np, double deadline, int *timed_out)
+{
+	struct pollfd *fds = calloc((size_t)np, sizeof(*fds));
+	double fail_at = 0;
+	int killed = 0;
+	*timed_out = 0;
+	for (;;) {
+		int open = 0, running = 0;
+		for (int r = 0; r < np; r++) {
+			fds[r].fd = ch[r].errfd;
+			fds[r].events = POLLIN;
+			fds[r].revents = 0;
+			open += ch[r].errfd >= 0;
+			running += !ch[r].exited;
+		}
+		if (!running && !open)
+			break;
+		poll(fds, (nfds_t)np, 100);
+		for (int r = 0; r < np; r++) {
+			if (ch[r].errfd < 0 || !(fds[r].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			char buf[4096];
+			ssize_t n = read(ch[r].errfd, buf, sizeof(buf));
+			if (n > 0) {
+				forward(&ch[r], r, np, buf, (size_t)n);
+			} else if (n == 0 || errno != EINTR) {
+				if (ch[r].linelen > 0)
+					forward(&ch[r], r, np, "\n", 1);
+				close(ch[r].errfd);
+				ch[r].errfd = -1;
+			}
+		}
+		double t = now_s();
+		for (int r = 0; r < np; r++) {
+			if (ch[r].exited || waitpid(ch[r].pid, &ch[r].status, WNOHANG) != ch[r].pid)
+				continue;
+			ch[r].exited = 1;
+			ch[r].exit_time = t;
+			if (failed(&ch[r]) && fail_at == 0)
+				fail_at = t;
+		}
+		int late = fail_at > 0 && t > fail_at + BENCH_FAIL_GRACE_S;
+		if (!killed && (late || t > deadline)) {
+			*timed_out = !late;
+			for (int r = 0; r < np; r++)
+				if (!ch[r].exited)
+					kill(ch[r].pid, SIGKILL);
+			killed = 1;
+		}
+	}
+	free(fds);
+}
+
+/* What the launcher says at the end; the exit status. */
+static int summarize(const struct child *ch, int np, int timed_out, int deadline_s)
+{
+	char buf[128];
+	if (timed_out) {
+		fprintf(stderr, "herd bench: the ranks ran past the deadline of %d s; killed:",
+			deadline_s);
+		for (int r = 0; r < np; r++)
+			if (WIFSIGNALED(ch[r].status) && WTERMSIG(ch[r].status) == SIGKILL)
+				fprintf(stderr, " %d", r);
+		fprintf(stderr, " (--timeout SEC sets the deadline)\n");
+		return SHELL_EXIT_FAILURE;
+	}
+	int first = -1, others = 0;
+	for (int r = 0; r < np; r++) {
+		if (!failed(&ch[r]))
+			continue;
+		if (first < 0 || ch[r].exit_time < ch[first].exit_time)
+			first = r;
+		others++;
+	}
+	if (first < 0)
+		return SHELL_EXIT_OK;
+	describe_exit(ch[first].status, buf, sizeof(buf));
+	fprintf(stderr, "herd bench: rank %d failed first (%s)%s%s\n", first, buf,
+		ch[first].last[0] ? ": " : "", ch[first].last);
+	if (others > 1) {
+		fprintf(stderr, "herd bench: then rank");
+		for (int r = 0; r < np; r++)
+			if (r != first && failed(&ch[r]))
+				fprintf(stderr, " %d", r);
+		fprintf(stderr, " failed too\n");
+	}
+	return SHELL_EXIT_FAILURE;
+}
+
+/* Starts np ranks of this command on this host and waits for them. */
+static int run_local(const struct bench_args *a, int argc, char **argv)
+{
+	int status = SHELL_EXIT_FAILURE;
+	int np = a->np;
+	char exe[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (len <= 0) {
+		fprintf(stderr, "herd bench: cannot find this program: %s\n", strerror(errno));
+		return SHELL_EXIT_FAILURE;
+	}
+	exe[len] = '\0';
+
+	char secret[HERD_STORE_SECRET_BUF];
+	herd_store_server *server = NULL;
+	herd_store_server_opts sopts = HERD_STORE_SERVER_OPTS_INIT;
+	sopts.host = "127.0.0.1";
+	sopts.secret = secret;
+	if (herd_store_secret_generate(secret) != HERD_OK ||
+	    herd_store_server_start(&server, &sopts) != HERD_OK) {
+		fprintf(stderr, "herd bench: starting the store: %s\n", herd_last_error());
+		return SHELL_EXIT_FAILURE;
+	}
+	const char *addr = herd_store_server_address(server);
+	char **child_argv = rank_argv(argc, argv, exe);
+	struct child *ch = calloc((size_t)np, sizeof(*ch));
+	size_t cap = 512 + strlen(addr) + sizeof(secret);
+	char *blocks = calloc((size_t)np, cap);
+	if (child_argv == NULL || ch == NULL || blocks == NULL) {
+		fprintf(stderr, "herd bench: out of memory\n");
+		goto out;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	int started = 0;
+	for (int r = 0; r < np; r++) {
+		ch[r].errfd = -1;
+		int fds[2];
+		char **env = rank_environ(r, np, addr, secret, blocks + (size_t)r * cap, cap);
+		posix_spawn_file_actions_t fa;
+		int err = env ? 0 : ENOMEM;
+		if (!err && pipe2(fds, O_CLOEXEC) != 0)
+			err = errno;
+		if (!err) {
+			posix_spawn_file_actions_init(&fa);
+			posix_spawn_file_actions_adddup2(&fa, fds[1], STDERR_FILENO);
+			err = posix_spawn(&ch[r].pid, exe, &fa, NULL, child_argv, env);
+			posix_spawn_file_actions_destroy(&fa);
+			close(fds[1]);
+			if (err)
+				close(fds[0]);
+			else
+				ch[r].errfd = fds[0];
+		}
+		free(env);
+		if (err) {
+			fprintf(stderr, "herd bench: cannot start rank %d (%s): %s\n", r, exe,
+				strerror(err));
+			break;
+		}
+		started++;
+	}
+	int deadline_s = a->timeout_s > 0 ? a->timeout_s : BENCH_RUN_DEADLINE_S;
+	int timed_out = 0;
+	if (started < np) {
+		/* The others cannot complete: stop them now, not at their deadline. */
+		for (int r = 0; r < started; r++)
+			kill(ch[r].pid, SIGKILL);
+		supervise(ch, started, now_s(), &timed_out);
+		goto out;
+	}
+	supervise(ch, np, now_s() + deadline_s, &timed_out);
+	status = summarize(ch, np, timed_out, deadline_s);
+out:
+	herd_store_server_free(server);
+	free(child_argv);
+	free(ch);
+	free(blocks);
+	return status;
+}
+
+/* Whether a launcher gave this process a rank (the variables that
+ * herd_comm_init_env reads first). */
+static int launched(void)
+{
+	const char *names[] = { "HERD_RANK", "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *v = getenv(names[i]);
+		if (v && v[0])
+			return 1;
+	}
+	return 0;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	struct bench_args a;
+	int status = parse_args(argc, argv, &a);
+	if (status >= 0)
+		return status;
+	if (a.np == 0 && !launched())
+		a.np = 1;
+	if (a.np > 0 && a.root >= a.np)
+		return usage_error("%s", "the root (-r) is not one of the --np ranks");
+	return a.np > 0 ? run_local(&a, argc, argv) : run_rank(&a);
+}

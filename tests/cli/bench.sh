@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# herd bench: small checked sweeps of allreduce on 2 and 3 local ranks print
+# nccl-tests' table with #wrong 0 everywhere and exit 0; every operation runs
+# once on 2 ranks, with other types, reductions and roots too; --json
+# prints one object per size that parses; bad arguments are usage errors
+# (message and usage on stderr, nothing on stdout, exit status 2).
+set -u
+HERD=${1:?usage: bench.sh /path/to/herd}
+fail() { echo "FAIL: $*" >&2; exit 1; }
+tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
+# Short per-call deadlines: a hang fails the test in seconds, not minutes.
+export HERD_TIMEOUT=30
+unset HERD_TRANSPORT HERD_ALGO
+
+HEAD1='#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong'
+HEAD2='#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)'
+
+# check_table FILE NROWS: nccl-tests' header, NROWS rows, #wrong 0 in each
+# column that has one, and the closing lines.
+check_table() {
+  local f=$1 want=$2
+  grep -qxF -- "$HEAD1" "$f" || fail "no column header in $(cat "$f")"
+  grep -qxF -- "$HEAD2" "$f" || fail "no units header in $(cat "$f")"
+  grep -qE '^# Avg bus bandwidth    : [0-9.e+-]+$' "$f" || fail "no average in $(cat "$f")"
+  grep -qxF '# Out of bounds values : 0 OK' "$f" || fail "wrong values in $(cat "$f")"
+  awk -v want="$want" '
+    /^#/ { next }
+    NF != 13 { print "row with " NF " fields: " $0; bad = 1; next }
+    { rows++
+      if ($9 != "0" || ($13 != "0" && $13 != "N/A")) { print "wrong elements: " $0; bad = 1 }
+      if ($6 !~ /^[0-9.]+$/ || $7 !~ /^[0-9.]+$/ || $8 !~ /^[0-9.]+$/) { print "bad figures: " $0; bad = 1 } }
+    END { if (rows != want) { print rows " rows, want " want; bad = 1 }; exit bad }' "$f" \
+    || fail "table $(cat "$f")"
+}
+
+# --- allreduce sweeps, checked, on 2 and 3 ranks
+for np in 2 3; do
+  "$HERD" bench allreduce -b 8 -e 64K -f 8 -n 3 -w 1 -c 1 --np $np >"$tmp/out" 2>"$tmp/err" \
+    || fail "allreduce --np $np exited $?: $(cat "$tmp/err")"
+  grep -qE "^# herd bench allreduce: $np ranks on .+, transport auto, algo auto$" "$tmp/out" \
+    || fail "first line: $(head -1 "$tmp/out")"
+  check_table "$tmp/out" 5 # 8 B, 64 B, 512 B, 4 KiB, 32 KiB
+  awk '!/^#/ && ($3 != "float32" || $4 != "sum" || $5 != "-1") { exit 1 }' "$tmp/out" \
+    || fail "type, redop or root columns: $(cat "$tmp/out")"
+done
+# --- every operation once on 2 ranks
+for op in allreduce allgather reduce_scatter broadcast reduce alltoall sendrecv; do
+  "$HERD" bench $op -b 1K -e 64K -f 8 -n 2 -w 1 --np 2 >"$tmp/out" 2>"$tmp/err" \
+    || fail "$op exited $?: $(cat "$tmp/err") $(cat "$tmp/out")"
+  grep -q "^# herd bench $op: 2 ranks" "$tmp/out" || fail "$op header: $(head -1 "$tmp/out")"
+  check_table "$tmp/out" 3
+done
+# per-rank counts: allgather of 64 KiB on 2 ranks moves 8192 float32 per rank
+grep -qE '^ +65536 +8192 +float32 +none +-1 ' <("$HERD" bench allgather -b 64K -e 64K -n 1 -w 0 --np 2) \
+  || fail "allgather count column"
+
+# --- other types, reductions and roots, on 3 ranks
+while read -r args; do
+  "$HERD" bench $args -b 8 -e 4K -f 8 -n 2 -w 1 --np 3 >"$tmp/out" 2>"$tmp/err" \
+    || fail "bench $args exited $?: $(cat "$tmp/err") $(cat "$tmp/out")"
+  check_table "$tmp/out" 4
+done <<'EOF'
+allreduce -t float16 -o sum
+allreduce -t bfloat16 -o max
+allreduce -t int8 -o prod
+allreduce -t int32 -o avg
+allreduce -t float64 -o min
+reduce_scatter -t uint8 -o sum
+reduce -r 2 -o avg
+broadcast -r 1 -t int64
+EOF
+
+# --- --json: one object per size, the table's fields
+"$HERD" bench reduce_scatter -b 64 -e 4K -f 4 -n 2 -w 1 --np 2 --json >"$tmp/json" 2>"$tmp/err" \
+  || fail "--json exited $?: $(cat "$tmp/err")"
+python3 - "$tmp/json" <<'PY' || fail "--json output: $(cat "$tmp/json")"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["size"] for r in rows] == [64, 256, 1024, 4096], rows
+for r in rows:
+    assert r["op"] == "reduce_scatter" and r["ranks"] == 2 and r["type"] == "float32"
+    assert r["redop"] == "sum" and r["root"] == -1 and r["count"] * 2 * 4 == r["size"]
+    for k in ("out_of_place", "in_place"):
+        p = r[k]
+        assert p["wrong"] == 0 and p["time_us"] > 0 and p["busbw"] >= 0, p
+        assert abs(p["busbw"] - p["algbw"] / 2) <= 1e-5 + 1e-6 * p["algbw"], p
+PY
+# allreduce: busbw = algbw * 2(n-1)/n, 4/3 on 3 ranks
+"$HERD" bench allreduce -b 4K -e 4K -n 2 -w 1 --np 3 --json >"$tmp/json" || fail "allreduce --json"
+python3 -c '
+import json, sys
+p = json.loads(open(sys.argv[1]).read())["out_of_place"]
+assert abs(p["busbw"] - p["algbw"] * 4 / 3) <= 1e-5 + 1e-6 * p["algbw"], p' "$tmp/json" \
+  || fail "allreduce busbw on 3 ranks: $(cat "$tmp/json")"
+"$HERD" bench alltoall -b 1K -e 1K -n 1 -w 0 -c 0 --np 2 --json >"$tmp/json" || fail "alltoall --json"
+python3 -c '
+import json, sys
+r = json.loads(open(sys.argv[1]).read())
+assert r["in_place"] is None and r["out_of_place"]["wrong"] is None, r' "$tmp/json" \
+  || fail "alltoall -c 0 --json: $(cat "$tmp/json")"
+
+# --- usage
+out=$("$HERD" bench --help) || fail "bench --help exited $?"
+grep -qF "usage: herd bench OP" <<<"$out" || fail "bench --help: $out"
+"$HERD" --help | grep -qF "bench OP" || fail "herd --help lacks bench"
+while read -r args; do
+  "$HERD" bench $args >"$tmp/out" 2>"$tmp/err"; rc=$?
+  [[ $rc == 2 ]] || fail "bench $args exited $rc, want 2"
+  [[ ! -s $tmp/out ]] || fail "bench $args wrote to stdout"
+  grep -qF "usage: herd bench OP" "$tmp/err" || fail "bench $args: no usage: $(cat "$tmp/err")"
+  grep -q "^herd bench: " "$tmp/err" || fail "bench $args: no message: $(cat "$tmp/err")"
+done <<'EOF'
+
+allscatter
+allreduce extra
+allreduce --bogus
+allreduce -q
+allreduce -b
+allreduce -b 12Q
+allreduce -b 1M -e 1K
+allreduce -c 2
+allreduce -n 0
+allreduce -f x
+allreduce -t float7
+allreduce -o mean
+allreduce --np 0
+allreduce --np 2 -r 2
+allreduce --transport ib
+allreduce --algo tree
+EOF
+exit 0

@@ -6,11 +6,15 @@
  *
  *   herd/common.h    status codes, herd_last_error(), versions, logging
  *   herd/cluster.h   discovery: nodes, CPUs, memory, GPUs, NICs, topology
+ *   herd/store.h     rendezvous key-value store: TCP server and client, file store
+ *   herd/comm.h      collectives between ranks on host memory
  */
 #ifndef HERD_H
 #define HERD_H
 
 #include "herd/common.h"
 #include "herd/cluster.h"
+#include "herd/store.h"
+#include "herd/comm.h"
 
 #endif /* HERD_H */

@@ -11,7 +11,8 @@ if [ -n "$bad$internal" ]; then
 	echo "unexpected exports from $lib:"; printf '%s\n' $bad $internal
 	exit 1
 fi
-for want in herd_version herd_last_error herd_status_str herd_cluster_discover; do
+for want in herd_version herd_last_error herd_status_str herd_cluster_discover \
+	herd_store_connect herd_store_server_start; do
 	printf '%s\n' "$syms" | grep -qx "$want" || { echo "missing export: $want"; exit 1; }
 done
 echo "$(printf '%s\n' "$syms" | wc -l) exports, all public herd_* names"

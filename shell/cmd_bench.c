@@ -98,6 +98,9 @@ static const char bench_usage[] =
  * notices a dead peer within about 2 s. */
 #define BENCH_FAIL_GRACE_S 10
 #define BENCH_MAX_RANKS 1024
+/* How a rank started by --np tells its launcher that the calls worked but
+ * results were wrong (the launcher exits 1 either way). */
+#define BENCH_EXIT_WRONG 3
 
 struct bench_args {
 	const struct bench_op *op;
@@ -125,7 +128,8 @@ struct bench_ctx {
 	int rank, nranks;
 	herd_dtype dtype;
 	size_t es;
-	int broken; /* a call failed: the communicator can only be aborted */
+	int broken;     /* a call failed: the communicator can only be aborted */
+	uint64_t wrong; /* wrong elements, summed over ranks */
 	bench_pattern pat;
 	struct bench_shape shape;
 	unsigned char *send, *recv;
@@ -570,7 +574,7 @@ static herd_status measure(struct bench_ctx *c, int inplace, struct bench_result
 {
 	const struct bench_args *a = c->args;
 	herd_status st = HERD_OK;
-	c->args->op->fill(c, inplace);
+	a->op->fill(c, inplace);
 	for (int i = 0; i < a->warmup && st == HERD_OK; i++)
 		st = a->op->run(c, inplace);
 	if (st == HERD_OK)
@@ -682,7 +686,7 @@ static void json_result(const struct bench_args *a, const char *key,
 		printf("null");
 		return;
 	}
-	printf("{\"time_us\":%.3f,\"algbw\":%.6f,\"busbw\":%.6f,\"wrong\":", r->time_us,
+	printf("{\"time_us\":%.3f,\"algbw\":%.6g,\"busbw\":%.6g,\"wrong\":", r->time_us,
 	       r->algbw, r->busbw);
 	if (a->check)
 		printf("%llu}", (unsigned long long)r->wrong);
@@ -775,6 +779,7 @@ static int sweep(struct bench_ctx *c)
 		if (size == 0)
 			break;
 	}
+	c->wrong = wrong;
 	if (c->rank == 0 && !a->json) {
 		if (a->check)
 			printf("# Out of bounds values : %llu %s\n", (unsigned long long)wrong,
@@ -792,10 +797,13 @@ static int run_rank(const struct bench_args *a)
 {
 	/* A rank started by --np dies with its launcher. */
 	const char *parent = getenv("HERD_BENCH_PARENT");
-	if (parent && parent[0]) {
+	int by_np = parent && parent[0];
+	if (by_np) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != (pid_t)atol(parent))
+		if (getppid() != (pid_t)atol(parent)) {
+			fprintf(stderr, "herd bench: the launcher (pid %s) is gone\n", parent);
 			return SHELL_EXIT_FAILURE;
+		}
 	}
 	herd_comm_opts opts = HERD_COMM_OPTS_INIT;
 	opts.transport = a->transport;
@@ -835,6 +843,8 @@ static int run_rank(const struct bench_args *a)
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		shell_message("herd", "cannot write to standard output");
 		status = SHELL_EXIT_FAILURE;
+	} else if (status == SHELL_EXIT_FAILURE && !c.broken && c.wrong && by_np) {
+		status = BENCH_EXIT_WRONG;
 	}
 	return status;
 }
@@ -1041,24 +1051,33 @@ static int summarize(const struct child *ch, int np, int timed_out, int deadline
 		fprintf(stderr, " (--timeout SEC sets the deadline)\n");
 		return SHELL_EXIT_FAILURE;
 	}
-	int first = -1, others = 0;
+	int first = -1, others = 0, wrong = 0;
 	for (int r = 0; r < np; r++) {
 		if (!failed(&ch[r]))
 			continue;
+		wrong += WIFEXITED(ch[r].status) && WEXITSTATUS(ch[r].status) == BENCH_EXIT_WRONG;
 		if (first < 0 || ch[r].exit_time < ch[first].exit_time)
 			first = r;
 		others++;
 	}
 	if (first < 0)
 		return SHELL_EXIT_OK;
+	if (wrong == others) {
+		fprintf(stderr, "herd bench: some results were wrong (the #wrong column)\n");
+		return SHELL_EXIT_FAILURE;
+	}
 	describe_exit(ch[first].status, buf, sizeof(buf));
 	fprintf(stderr, "herd bench: rank %d failed first (%s)%s%s\n", first, buf,
 		ch[first].last[0] ? ": " : "", ch[first].last);
 	if (others > 1) {
-		fprintf(stderr, "herd bench: then rank");
-		for (int r = 0; r < np; r++)
-			if (r != first && failed(&ch[r]))
-				fprintf(stderr, " %d", r);
+		fprintf(stderr, "herd bench: then %s", others > 2 ? "ranks" : "rank");
+		const char *sep = " ";
+		for (int r = 0; r < np; r++) {
+			if (r == first || !failed(&ch[r]))
+				continue;
+			fprintf(stderr, "%s%d", sep, r);
+			sep = ", ";
+		}
 		fprintf(stderr, " failed too\n");
 	}
 	return SHELL_EXIT_FAILURE;

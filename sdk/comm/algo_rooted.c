@@ -160,15 +160,15 @@ static herd_status reduce_ring(herd_comm *comm, const herd__op *op)
 	size_t n_max = count < slice ? count : slice, b_max = n_max / (size_t)p + 1;
 	const char *in = op->sendbuf;
 	char *out = op->recvbuf;
-	/* scratch: two partial blocks and the own block (work type), the own
-	 * block rounded (narrow type), the widened slice */
-	size_t tmp_bytes = 3 * b_max * wes, own_bytes = b_max * es;
-	size_t wide_bytes = widen ? n_max * wes : 0;
+	/* scratch: two partial blocks and the own block (work type), the
+	 * widened slice (float32), the own block rounded (narrow type) */
+	size_t tmp_bytes = 3 * b_max * wes, wide_bytes = widen ? n_max * wes : 0;
+	size_t own_bytes = b_max * es;
 	herd__xfer *gather = NULL;
 	char *scratch;
 	herd_status st = HERD_OK;
 
-	HERD_CHECK(herd__algo_alloc(&scratch, tmp_bytes + own_bytes + wide_bytes,
+	HERD_CHECK(herd__algo_alloc(&scratch, tmp_bytes + wide_bytes + own_bytes,
 				    "the partial blocks of a reduce"));
 	if (r == root)
 		HERD_CHECK_GOTO(herd__algo_alloc(&gather, (size_t)p * sizeof(*gather),
@@ -177,14 +177,14 @@ static herd_status reduce_ring(herd_comm *comm, const herd__op *op)
 	for (size_t s0 = 0; s0 < count; s0 += slice) {
 		herd__ring_layout l = { count - s0 < slice ? count - s0 : slice, 0 };
 		const char *sin = in + s0 * es;
-		char *own = scratch + 2 * b_max * wes, *own_narrow = scratch + tmp_bytes;
+		char *own = scratch + 2 * b_max * wes;
+		char *wide = scratch + tmp_bytes, *own_narrow = wide + wide_bytes;
 		size_t ooff, olen, ng = 0;
 
 		herd__ring_block(&l, p, r, &ooff, &olen);
 		if (widen) {
-			herd__half_to_float((float *)(scratch + tmp_bytes + own_bytes),
-					    (const uint16_t *)sin, l.n, dtype);
-			sin = scratch + tmp_bytes + own_bytes;
+			herd__half_to_float((float *)wide, (const uint16_t *)sin, l.n, dtype);
+			sin = wide;
 		} else if (r == root) {
 			own = out + (s0 + ooff) * es;
 		}

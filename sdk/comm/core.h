@@ -160,6 +160,10 @@ struct herd_comm {
  * involves two ranks only and so does not advance the collective number. */
 bool herd__op_is_p2p(int kind);
 
+/* Whether the pair (this rank, peer) talks through shared memory: same
+ * host and neither side asked for TCP.  Both sides decide alike. */
+bool herd__comm_uses_shm(const herd_comm *comm, int peer);
+
 /* ---- failures (core.c) ---------------------------------------------------- */
 
 /*
@@ -179,6 +183,10 @@ herd_status herd__comm_broken(herd_comm *comm);
 
 /* Wakes whatever waits in a call (poll on wake_fd, the doorbell futex). */
 void herd__comm_wake(herd_comm *comm);
+
+/* Starts a library thread with every signal blocked. */
+herd_status herd__comm_thread_start(pthread_t *t, void *(*fn)(void *), void *arg,
+				    const char *what);
 
 /* "rank 3 (host node7)" into buf. */
 const char *herd__comm_who(const herd_comm *comm, int rank, char *buf, size_t cap);
@@ -213,6 +221,10 @@ herd_status herd__ctl_send(herd_comm *comm, int peer, uint32_t type, const void 
 /* Init only (before the monitor runs): reads the next control frame of
  * peer, which must be of type want, before deadline. */
 herd_status herd__ctl_expect(herd_comm *comm, int peer, uint32_t want, int64_t deadline);
+
+/* abort: one ABORT frame to every peer (one try each), then shuts every
+ * control connection down.  Any thread. */
+void herd__ctl_abort(herd_comm *comm);
 
 herd_status herd__monitor_start(herd_comm *comm);
 void herd__monitor_stop(herd_comm *comm);

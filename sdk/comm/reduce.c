@@ -107,25 +107,34 @@ static inline uint16_t float_to_bf161(float f)
 	return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : r);
 }
 
-HERD_KERNEL static void cvt_half_to_float(float *dst, const uint16_t *src, size_t n)
+/*
+ * Buffers may come from a transport at any byte offset (whole elements, not
+ * aligned ones) and hold bytes written as another type, so the kernels
+ * access memory through these: alignment 1 and may_alias.  x86 loads and
+ * stores do not care, and the vectorizer uses unaligned moves anyway.
+ */
+typedef float f32_u __attribute__((aligned(1), may_alias));
+typedef uint16_t u16_u __attribute__((aligned(1), may_alias));
+
+HERD_KERNEL static void cvt_half_to_float(f32_u *dst, const u16_u *src, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		dst[i] = half_to_float1(src[i]);
 }
 
-HERD_KERNEL static void cvt_float_to_half(uint16_t *dst, const float *src, size_t n)
+HERD_KERNEL static void cvt_float_to_half(u16_u *dst, const f32_u *src, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		dst[i] = float_to_half1(src[i]);
 }
 
-HERD_KERNEL static void cvt_bf16_to_float(float *dst, const uint16_t *src, size_t n)
+HERD_KERNEL static void cvt_bf16_to_float(f32_u *dst, const u16_u *src, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		dst[i] = bf16_to_float1(src[i]);
 }
 
-HERD_KERNEL static void cvt_float_to_bf16(uint16_t *dst, const float *src, size_t n)
+HERD_KERNEL static void cvt_float_to_bf16(u16_u *dst, const f32_u *src, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		dst[i] = float_to_bf161(src[i]);
@@ -134,17 +143,17 @@ HERD_KERNEL static void cvt_float_to_bf16(uint16_t *dst, const float *src, size_
 void herd__half_to_float(float *dst, const uint16_t *src, size_t count, herd_dtype dtype)
 {
 	if (dtype == HERD_FLOAT16)
-		cvt_half_to_float(dst, src, count);
+		cvt_half_to_float((f32_u *)dst, (const u16_u *)src, count);
 	else if (dtype == HERD_BFLOAT16)
-		cvt_bf16_to_float(dst, src, count);
+		cvt_bf16_to_float((f32_u *)dst, (const u16_u *)src, count);
 }
 
 void herd__float_to_half(uint16_t *dst, const float *src, size_t count, herd_dtype dtype)
 {
 	if (dtype == HERD_FLOAT16)
-		cvt_float_to_half(dst, src, count);
+		cvt_float_to_half((u16_u *)dst, (const f32_u *)src, count);
 	else if (dtype == HERD_BFLOAT16)
-		cvt_float_to_bf16(dst, src, count);
+		cvt_float_to_bf16((u16_u *)dst, (const f32_u *)src, count);
 }
 
 /*
@@ -198,8 +207,8 @@ typedef void (*scale_fn)(void *buf, size_t n, int div);
 	HERD_KERNEL static void reduce_##DT##_##OP(void *dst_, const void *a_,     \
 						   const void *b_, size_t n)       \
 	{                                                                           \
-		T *dst = dst_;                                                      \
-		const T *a = a_, *b = b_;                                           \
+		DT##_u *dst = dst_;                                                 \
+		const DT##_u *a = a_, *b = b_;                                      \
 		for (size_t i = 0; i < n; i++) {                                    \
 			T x = a[i], y = b[i];                                       \
 			dst[i] = RED_##OP##_##K(T, U, x, y);                        \
@@ -207,13 +216,14 @@ typedef void (*scale_fn)(void *buf, size_t n, int div);
 	}
 
 #define DEFINE_NATIVE(DT, T, U, K, S)                                         \
+	typedef T DT##_u __attribute__((aligned(1), may_alias));               \
 	DEFINE_REDUCE(DT, T, U, K, SUM)                                        \
 	DEFINE_REDUCE(DT, T, U, K, PROD)                                       \
 	DEFINE_REDUCE(DT, T, U, K, MIN)                                        \
 	DEFINE_REDUCE(DT, T, U, K, MAX)                                        \
 	HERD_KERNEL static void scale_##DT(void *buf_, size_t n, int div)      \
 	{                                                                      \
-		T *buf = buf_;                                                 \
+		DT##_u *buf = buf_;                                            \
 		for (size_t i = 0; i < n; i++)                                 \
 			buf[i] = SCALE_##S(T, buf[i], div);                    \
 	}

@@ -13,6 +13,7 @@
 #include <openssl/rand.h>
 
 #include "base.h"
+#include "msgpack_check.h"
 #include "proto.h"
 
 static const char *const type_names[HERD__STORE_T_COUNT] = {
@@ -29,56 +30,7 @@ const char *herd__store_type_name(herd__store_type type)
 	return type_names[type];
 }
 
-/* ---- buffers ---------------------------------------------------------- */
-
-herd_status herd__store_buf_reserve(herd__store_buf *b, size_t extra)
-{
-	size_t pending = b->len - b->off, want;
-	uint8_t *p;
-
-	if (b->off > 0 && b->cap - b->len < extra) {
-		memmove(b->data, b->data + b->off, pending);
-		b->off = 0;
-		b->len = pending;
-	}
-	if (b->cap - b->len >= extra)
-		return HERD_OK;
-	if (extra > SIZE_MAX / 2 - b->len)
-		return herd__error(HERD_ENOMEM, "buffer of %zu bytes cannot grow by %zu", b->len,
-				   extra);
-	want = b->cap < 256 ? 256 : b->cap;
-	while (want - b->len < extra)
-		want *= 2;
-	p = realloc(b->data, want);
-	if (p == NULL)
-		return herd__error(HERD_ENOMEM, "out of memory growing a buffer to %zu bytes", want);
-	b->data = p;
-	b->cap = want;
-	return HERD_OK;
-}
-
-herd_status herd__store_buf_append(herd__store_buf *b, const void *p, size_t n)
-{
-	if (n == 0)
-		return HERD_OK;
-	HERD_CHECK(herd__store_buf_reserve(b, n));
-	memcpy(b->data + b->len, p, n);
-	b->len += n;
-	return HERD_OK;
-}
-
-void herd__store_buf_consume(herd__store_buf *b, size_t n)
-{
-	b->off += n;
-	if (b->off >= b->len)
-		b->off = b->len = 0;
-}
-
-void herd__store_buf_free(herd__store_buf *b)
-{
-	free(b->data);
-	memset(b, 0, sizeof(*b));
-}
+/* ---- frames ----------------------------------------------------------- */
 
 static uint32_t load_be32(const uint8_t *p)
 {
@@ -93,7 +45,7 @@ static void store_be32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-herd_status herd__store_frame_peek(const herd__store_buf *b, size_t limit, size_t *payload_len)
+herd_status herd__store_frame_peek(const herd__buf *b, size_t limit, size_t *payload_len)
 {
 	size_t pending = b->len - b->off;
 	uint32_t n;
@@ -109,134 +61,6 @@ herd_status herd__store_frame_peek(const herd__store_buf *b, size_t limit, size_
 				   (unsigned long)n, limit);
 	if (pending - 4 >= n)
 		*payload_len = n;
-	return HERD_OK;
-}
-
-/* ---- checking raw msgpack ----------------------------------------------- */
-
-typedef struct scan {
-	const uint8_t *p;
-	size_t len, pos, objects;
-} scan;
-
-static herd_status scan_need(scan *s, size_t n)
-{
-	if (s->len - s->pos < n)
-		return herd__error(HERD_EFORMAT, "msgpack truncated at byte %zu (%zu more bytes "
-				   "expected, %zu left)", s->pos, n, s->len - s->pos);
-	return HERD_OK;
-}
-
-static herd_status scan_uint(scan *s, size_t width, size_t *out)
-{
-	uint64_t v = 0;
-
-	HERD_CHECK(scan_need(s, width));
-	for (size_t i = 0; i < width; i++)
-		v = v << 8 | s->p[s->pos + i];
-	s->pos += width;
-	*out = (size_t)v;
-	return HERD_OK;
-}
-
-static herd_status scan_object(scan *s, int depth);
-
-static herd_status scan_children(scan *s, size_t n, int depth)
-{
-	/* Each child takes at least one byte: a count beyond the bytes left is a lie. */
-	if (n > s->len - s->pos)
-		return herd__error(HERD_EFORMAT, "msgpack container at byte %zu declares %zu "
-				   "items but only %zu bytes follow", s->pos, n, s->len - s->pos);
-	if (depth >= HERD__STORE_MAX_DEPTH)
-		return herd__error(HERD_EFORMAT, "msgpack nested deeper than %d levels at byte %zu",
-				   HERD__STORE_MAX_DEPTH, s->pos);
-	for (size_t i = 0; i < n; i++)
-		HERD_CHECK(scan_object(s, depth + 1));
-	return HERD_OK;
-}
-
-static herd_status scan_object(scan *s, int depth)
-{
-	size_t n;
-	uint8_t c;
-
-	HERD_CHECK(scan_need(s, 1));
-	if (++s->objects > HERD__STORE_MAX_OBJECTS)
-		return herd__error(HERD_EFORMAT, "msgpack holds more than %d objects",
-				   HERD__STORE_MAX_OBJECTS);
-	c = s->p[s->pos++];
-	if (c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3)
-		return HERD_OK;
-	if (c >= 0x80 && c <= 0x8f)
-		return scan_children(s, 2 * (size_t)(c & 0x0f), depth);
-	if (c >= 0x90 && c <= 0x9f)
-		return scan_children(s, c & 0x0f, depth);
-	if (c >= 0xa0 && c <= 0xbf) {
-		n = c & 0x1f; /* fixstr */
-		goto skip;
-	}
-	switch (c) {
-	case 0xc4: case 0xd9: /* bin 8, str 8 */
-		HERD_CHECK(scan_uint(s, 1, &n));
-		break;
-	case 0xc5: case 0xda: /* bin 16, str 16 */
-		HERD_CHECK(scan_uint(s, 2, &n));
-		break;
-	case 0xc6: case 0xdb: /* bin 32, str 32 */
-		HERD_CHECK(scan_uint(s, 4, &n));
-		break;
-	case 0xc7: /* ext 8/16/32: length, then a type byte */
-		HERD_CHECK(scan_uint(s, 1, &n));
-		n += 1;
-		break;
-	case 0xc8:
-		HERD_CHECK(scan_uint(s, 2, &n));
-		n += 1;
-		break;
-	case 0xc9:
-		HERD_CHECK(scan_uint(s, 4, &n));
-		n += 1;
-		break;
-	case 0xca: n = 4; break;  /* float 32 */
-	case 0xcb: n = 8; break;  /* float 64 */
-	case 0xcc: case 0xd0: n = 1; break;
-	case 0xcd: case 0xd1: n = 2; break;
-	case 0xce: case 0xd2: n = 4; break;
-	case 0xcf: case 0xd3: n = 8; break;
-	case 0xd4: n = 2; break;  /* fixext 1..16, type byte included */
-	case 0xd5: n = 3; break;
-	case 0xd6: n = 5; break;
-	case 0xd7: n = 9; break;
-	case 0xd8: n = 17; break;
-	case 0xdc:
-		HERD_CHECK(scan_uint(s, 2, &n));
-		return scan_children(s, n, depth);
-	case 0xdd:
-		HERD_CHECK(scan_uint(s, 4, &n));
-		return scan_children(s, n, depth);
-	case 0xde:
-		HERD_CHECK(scan_uint(s, 2, &n));
-		return scan_children(s, 2 * n, depth);
-	case 0xdf:
-		HERD_CHECK(scan_uint(s, 4, &n));
-		return scan_children(s, 2 * n, depth);
-	default: /* 0xc1 is never used */
-		return herd__error(HERD_EFORMAT, "msgpack byte 0x%02x at %zu is not a type", c,
-				   s->pos - 1);
-	}
-skip:
-	HERD_CHECK(scan_need(s, n));
-	s->pos += n;
-	return HERD_OK;
-}
-
-herd_status herd__store_msgpack_check(const void *data, size_t len)
-{
-	scan s = { data, len, 0, 0 };
-
-	HERD_CHECK(scan_object(&s, 0));
-	if (s.pos != len)
-		return herd__error(HERD_EFORMAT, "%zu bytes after the msgpack object", len - s.pos);
 	return HERD_OK;
 }
 
@@ -418,6 +242,11 @@ static herd_status decode_map(herd__store_msg *m, const msgpack_object *root)
 	return HERD_OK;
 }
 
+static const herd__msgpack_limits msgpack_limits = {
+	.max_depth = HERD__STORE_MAX_DEPTH,
+	.max_objects = HERD__STORE_MAX_OBJECTS,
+};
+
 herd_status herd__store_msg_decode(herd__store_msg *m, const void *data, size_t len)
 {
 	herd_status st;
@@ -425,7 +254,7 @@ herd_status herd__store_msg_decode(herd__store_msg *m, const void *data, size_t 
 	int rc;
 
 	memset(m, 0, sizeof(*m));
-	HERD_CHECK(herd__store_msgpack_check(data, len));
+	HERD_CHECK(herd__msgpack_check(data, len, &msgpack_limits));
 	msgpack_unpacked_init(&m->up);
 	rc = msgpack_unpack_next(&m->up, data, len, &off);
 	if (rc != MSGPACK_UNPACK_SUCCESS || off != len) {
@@ -505,17 +334,6 @@ herd_status herd__store_request_check(const herd__store_msg *m)
 
 /* ---- encoding --------------------------------------------------------- */
 
-static int enc_write(void *data, const char *p, size_t n)
-{
-	herd__store_enc *e = data;
-
-	if (e->failed || herd__store_buf_append(e->buf, p, n) != HERD_OK) {
-		e->failed = 1;
-		return -1;
-	}
-	return 0;
-}
-
 static void enc_name(herd__store_enc *e, const char *name)
 {
 	size_t n = strlen(name);
@@ -525,7 +343,7 @@ static void enc_name(herd__store_enc *e, const char *name)
 	msgpack_pack_str_body(&e->pk, name, n);
 }
 
-void herd__store_enc_begin(herd__store_enc *e, herd__store_buf *buf, herd__store_type type)
+void herd__store_enc_begin(herd__store_enc *e, herd__buf *buf, herd__store_type type)
 {
 	/* Length prefix, then a map32 header whose count is filled in at the end. */
 	static const uint8_t head[9] = { 0, 0, 0, 0, 0xdf, 0, 0, 0, 0 };
@@ -533,9 +351,10 @@ void herd__store_enc_begin(herd__store_enc *e, herd__store_buf *buf, herd__store
 	e->buf = buf;
 	e->start = buf->len;
 	e->nfields = 0;
-	e->failed = 0;
-	msgpack_packer_init(&e->pk, e, enc_write);
-	enc_write(e, (const char *)head, sizeof(head));
+	/* A failure belongs to the frame it happened in (see herd__store_enc_end). */
+	buf->failed = HERD_OK;
+	msgpack_packer_init(&e->pk, buf, herd__buf_write);
+	herd__buf_write(buf, (const char *)head, sizeof(head));
 	herd__store_enc_uint(e, "v", HERD_STORE_PROTOCOL_VERSION);
 	herd__store_enc_str(e, "t", herd__store_type_name(type));
 }
@@ -581,10 +400,11 @@ void herd__store_enc_item(herd__store_enc *e, const void *p, size_t n)
 
 herd_status herd__store_enc_end(herd__store_enc *e)
 {
-	herd__store_buf *b = e->buf;
+	herd__buf *b = e->buf;
 	size_t payload;
 
-	if (e->failed) {
+	if (b->failed != HERD_OK) {
+		b->failed = HERD_OK;
 		b->len = e->start;
 		return herd__error(HERD_ENOMEM, "out of memory encoding a message");
 	}

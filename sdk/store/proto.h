@@ -45,6 +45,8 @@
 
 #include "herd/store.h"
 
+#include "buf.h"
+
 #define HERD__STORE_FRAME_MAX (64u * 1024u * 1024u)
 #define HERD__STORE_FRAME_MAX_PREAUTH 256u
 #define HERD__STORE_NONCE_LEN 32
@@ -55,9 +57,9 @@
 /*
  * A payload may hold at most this many msgpack objects.  msgpack-c allocates
  * arrays and maps by their declared size before reading their items, so
- * payloads are checked by herd__store_msgpack_check first: no declared
- * count may exceed what the bytes left could hold, and the total is capped
- * here, which bounds the memory one frame can make the decoder take.
+ * payloads are checked by herd__msgpack_check first: no declared count may
+ * exceed what the bytes left could hold, and the total is capped here,
+ * which bounds the memory one frame can make the decoder take.
  */
 #define HERD__STORE_MAX_OBJECTS (2 * HERD_STORE_WAIT_MAX_KEYS + 64)
 #define HERD__STORE_MAX_DEPTH 8
@@ -93,20 +95,15 @@ typedef struct herd__store_bytes {
 	size_t n;
 } herd__store_bytes;
 
-/* A growable byte buffer; the bytes not yet consumed are data[off, len). */
-typedef struct herd__store_buf {
-	uint8_t *data;
-	size_t off, len, cap;
-} herd__store_buf;
-
-/* Makes room for extra more bytes after len (moving pending bytes to the front). */
-herd_status herd__store_buf_reserve(herd__store_buf *b, size_t extra);
-/* Appends n bytes. */
-herd_status herd__store_buf_append(herd__store_buf *b, const void *p, size_t n);
-/* Marks n pending bytes as consumed. */
-void herd__store_buf_consume(herd__store_buf *b, size_t n);
-/* Frees the bytes; the buffer is empty and reusable afterwards. */
-void herd__store_buf_free(herd__store_buf *b);
+/*
+ * The store's byte buffers are herd__buf (sdk/base/buf.h), with no limit
+ * when zeroed.  These names remain for the callers that still use them.
+ */
+typedef herd__buf herd__store_buf;
+#define herd__store_buf_reserve herd__buf_reserve
+#define herd__store_buf_append herd__buf_append
+#define herd__store_buf_consume herd__buf_consume
+#define herd__store_buf_free herd__buf_free
 
 /*
  * Looks at the pending bytes of b for a frame: *payload_len is the length
@@ -114,7 +111,7 @@ void herd__store_buf_free(herd__store_buf *b);
  * bytes), else SIZE_MAX.  A frame announcing an empty payload or one over
  * limit gives HERD_EFORMAT, as soon as its length prefix is there.
  */
-herd_status herd__store_frame_peek(const herd__store_buf *b, size_t limit, size_t *payload_len);
+herd_status herd__store_frame_peek(const herd__buf *b, size_t limit, size_t *payload_len);
 
 /* Field bits of herd__store_msg.has. */
 enum {
@@ -151,12 +148,6 @@ typedef struct herd__store_msg {
 } herd__store_msg;
 
 /*
- * Checks that data holds exactly one msgpack object within the limits
- * above.  HERD_EFORMAT says what is wrong and at which byte.
- */
-herd_status herd__store_msgpack_check(const void *data, size_t len);
-
-/*
  * Decodes a payload.  HERD_EFORMAT for anything but a map with string keys
  * and fields of the right types (unknown types included), HERD_EVERSION for
  * a "v" other than HERD_STORE_PROTOCOL_VERSION.  On failure m needs no free.
@@ -179,15 +170,14 @@ herd_status herd__store_request_check(const herd__store_msg *m);
 
 /* An encoder of one frame, appended to a buffer. */
 typedef struct herd__store_enc {
-	herd__store_buf *buf;
+	herd__buf *buf;
 	size_t start;        /* offset of the frame's length prefix in buf */
 	uint32_t nfields;
-	int failed;
-	msgpack_packer pk;
+	msgpack_packer pk;   /* writes with herd__buf_write */
 } herd__store_enc;
 
 /* Starts a frame of the given type at the end of buf: writes "v" and "t". */
-void herd__store_enc_begin(herd__store_enc *e, herd__store_buf *buf, herd__store_type type);
+void herd__store_enc_begin(herd__store_enc *e, herd__buf *buf, herd__store_type type);
 void herd__store_enc_uint(herd__store_enc *e, const char *name, uint64_t value);
 void herd__store_enc_int(herd__store_enc *e, const char *name, int64_t value);
 void herd__store_enc_bin(herd__store_enc *e, const char *name, const void *p, size_t n);

@@ -1,0 +1,1156 @@
+/*
+ * sdk/comm/core.c - the communicator: init (meeting in the store, then
+ * connecting), split, the calls' order, numbering and deadlines, the
+ * progress thread of nonblocking calls, failures, finalize, destroy, abort.
+ * See core.h for the lifetime rules.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "base.h"
+#include "core.h"
+#include "mpjson.h"
+#include "net.h"
+#include "store/proto.h"
+
+#define INFO_VERSION 1
+#define INFO_MAX (64 * 1024)
+/* How long a timed-out call waits for its peers to say what they are doing. */
+#define QUERY_WAIT_MS 500
+/* Ranks named one by one in a message before "...". */
+#define RANKS_SHOWN 16
+
+struct herd_request {
+	herd_request *next;
+	herd_comm *comm;
+	herd__op op;
+	uint64_t cseq;
+	atomic_int done;
+	herd_status st;
+	char msg[HERD__COMM_MSG_MAX];
+};
+
+/* ---- names ---------------------------------------------------------------- */
+
+enum { F_DTYPE = 1, F_REDOP = 2, F_ROOT = 4, F_P2P = 8 };
+
+/* X(kind, name, the fingerprint fields that mean something for it) */
+#define HERD__OP_TABLE(X)                                    \
+	X(ALLREDUCE, "allreduce", F_DTYPE | F_REDOP)         \
+	X(REDUCE, "reduce", F_DTYPE | F_REDOP | F_ROOT)      \
+	X(BROADCAST, "broadcast", F_DTYPE | F_ROOT)          \
+	X(ALLGATHER, "allgather", F_DTYPE)                   \
+	X(REDUCE_SCATTER, "reduce_scatter", F_DTYPE | F_REDOP) \
+	X(ALLTOALL, "alltoall", F_DTYPE)                     \
+	X(GATHER, "gather", F_DTYPE | F_ROOT)                \
+	X(SCATTER, "scatter", F_DTYPE | F_ROOT)              \
+	X(SEND, "send", F_DTYPE | F_P2P)                     \
+	X(RECV, "recv", F_DTYPE | F_P2P)                     \
+	X(SENDRECV, "sendrecv", F_DTYPE | F_P2P)             \
+	X(BARRIER, "barrier", 0)                             \
+	X(SPLIT, "split", 0)                                 \
+	X(FINALIZE, "finalize", 0)
+
+static const struct {
+	const char *name;
+	int flags;
+} op_table[] = {
+#define HERD__OP_ROW_(kind, name, flags) [HERD__OP_##kind] = { name, flags },
+	HERD__OP_TABLE(HERD__OP_ROW_)
+#undef HERD__OP_ROW_
+};
+
+#define OP_TABLE_LEN ((int)(sizeof(op_table) / sizeof(op_table[0])))
+
+const char *herd__op_name(herd__op_kind kind)
+{
+	if ((int)kind <= 0 || (int)kind >= OP_TABLE_LEN || op_table[kind].name == NULL)
+		return "unknown call";
+	return op_table[kind].name;
+}
+
+static int op_flags(int kind)
+{
+	if (kind <= 0 || kind >= OP_TABLE_LEN)
+		return 0;
+	return op_table[kind].flags;
+}
+
+bool herd__op_is_p2p(int kind)
+{
+	return (op_flags(kind) & F_P2P) != 0;
+}
+
+void herd__fp_format(const herd__fp *fp, char *buf, size_t cap)
+{
+	int flags = op_flags(fp->kind);
+	size_t o;
+
+	if (cap == 0)
+		return;
+	snprintf(buf, cap, "#%" PRIu64 " %s", fp->seq, herd__op_name((herd__op_kind)fp->kind));
+	o = strlen(buf);
+	if ((flags & F_DTYPE) && o < cap)
+		o += (size_t)snprintf(buf + o, cap - o, " %s", herd_dtype_name((herd_dtype)fp->dtype));
+	if ((flags & F_REDOP) && o < cap)
+		o += (size_t)snprintf(buf + o, cap - o, " %s", herd_redop_name((herd_redop)fp->redop));
+	if ((flags & F_DTYPE) && o < cap)
+		o += (size_t)snprintf(buf + o, cap - o, " count=%" PRIu64, fp->count);
+	if ((flags & F_ROOT) && o < cap)
+		snprintf(buf + o, cap - o, " root=%" PRId32, fp->root);
+}
+
+const char *herd__comm_who(const herd_comm *comm, int rank, char *buf, size_t cap)
+{
+	if (rank >= 0 && rank < comm->size)
+		snprintf(buf, cap, "rank %d (host %s)", rank, comm->peers[rank].host);
+	else
+		snprintf(buf, cap, "rank %d", rank);
+	return buf;
+}
+
+/* "rank 3", "ranks 2, 3, 5", "ranks 0, 1, ... (40 in all)". */
+static void format_ranks(char *buf, size_t cap, const int *ranks, size_t n)
+{
+	size_t o;
+
+	snprintf(buf, cap, "%s", n == 1 ? "rank" : "ranks");
+	o = strlen(buf);
+	for (size_t i = 0; i < n && i < RANKS_SHOWN && o < cap; i++)
+		o += (size_t)snprintf(buf + o, cap - o, "%s %d", i > 0 ? "," : "", ranks[i]);
+	if (n > RANKS_SHOWN && o < cap)
+		snprintf(buf + o, cap - o, ", ... (%zu in all)", n);
+}
+
+/* Appends to a message buffer, keeping it NUL-terminated when full. */
+static void msg_append(char *buf, size_t cap, size_t *o, const char *fmt, ...) HERD_PRINTF(4, 5);
+
+static void msg_append(char *buf, size_t cap, size_t *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*o >= cap)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *o, cap - *o, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*o = *o + (size_t)n >= cap ? cap - 1 : *o + (size_t)n;
+}
+
+/* ---- failures ------------------------------------------------------------- */
+
+/* Records the first failure; true when this one was it. */
+static bool record_failure(herd_comm *comm, herd_status st, bool propagate, const char *msg)
+{
+	bool first = false;
+
+	pthread_mutex_lock(&comm->fail_mu);
+	if (atomic_load(&comm->status) == HERD_OK) {
+		herd__strlcpy(comm->fail_msg, msg, sizeof(comm->fail_msg));
+		comm->fail_propagate = propagate;
+		atomic_store(&comm->status, (int)st);
+		first = true;
+	}
+	pthread_mutex_unlock(&comm->fail_mu);
+	if (first) {
+		herd__log_debug("communicator broken on rank %d: %s: %s", comm->rank,
+				herd_status_name(st), msg);
+		herd__comm_wake(comm);
+		if (propagate)
+			herd__monitor_kick(comm);
+	}
+	return first;
+}
+
+herd_status herd__comm_fail(herd_comm *comm, herd_status st, bool propagate)
+{
+	char msg[HERD__COMM_MSG_MAX];
+
+	if (st == HERD_OK)
+		return HERD_OK;
+	herd__strlcpy(msg, herd_last_error(), sizeof(msg));
+	record_failure(comm, st, propagate, msg);
+	return herd__comm_broken(comm);
+}
+
+void herd__comm_fail_msg(herd_comm *comm, herd_status st, bool propagate, const char *fmt, ...)
+{
+	char msg[HERD__COMM_MSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	record_failure(comm, st, propagate, msg);
+}
+
+herd_status herd__comm_broken(herd_comm *comm)
+{
+	char msg[HERD__COMM_MSG_MAX];
+	herd_status st = (herd_status)atomic_load(&comm->status);
+
+	if (st == HERD_OK)
+		return HERD_OK;
+	pthread_mutex_lock(&comm->fail_mu);
+	st = (herd_status)atomic_load(&comm->status);
+	memcpy(msg, comm->fail_msg, sizeof(msg));
+	pthread_mutex_unlock(&comm->fail_mu);
+	return herd__error(st, "%s", msg);
+}
+
+void herd__comm_wake(herd_comm *comm)
+{
+	uint64_t one = 1;
+
+	if (comm->wake_fd >= 0) {
+		ssize_t n = write(comm->wake_fd, &one, sizeof(one));
+
+		(void)n;
+	}
+	herd__shm_ring_self(comm);
+}
+
+void herd__comm_doing(herd_comm *comm, char *buf, size_t cap)
+{
+	char who[HERD__COMM_HOST_MAX + 32];
+	uint64_t done = atomic_load(&comm->st_done_seq);
+
+	herd__comm_who(comm, comm->rank, who, sizeof(who));
+	if (atomic_load(&comm->st_busy))
+		snprintf(buf, cap, "%s #%" PRIu64 " failed on %s",
+			 herd__op_name((herd__op_kind)atomic_load(&comm->st_entered_kind)),
+			 (uint64_t)atomic_load(&comm->st_entered_seq), who);
+	else if (done > 0)
+		snprintf(buf, cap, "%s, after #%" PRIu64 " %s", who, done,
+			 herd__op_name((herd__op_kind)atomic_load(&comm->st_done_kind)));
+	else
+		snprintf(buf, cap, "%s, before its first call", who);
+}
+
+/* What a peer said it is doing, for a timeout message. */
+static void describe_peer(herd_comm *comm, int j, const herd__call_state *s, bool answered,
+			  bool behind, char *buf, size_t cap, size_t *o)
+{
+	char who[HERD__COMM_HOST_MAX + 32];
+
+	herd__comm_who(comm, j, who, sizeof(who));
+	if (!answered) {
+		msg_append(buf, cap, o, "%s did not answer (stopped, overloaded or unreachable)",
+			   who);
+		return;
+	}
+	if (s->busy && !behind) {
+		msg_append(buf, cap, o, "%s is in #%" PRIu64 " %s", who, s->entered_seq,
+			   herd__op_name((herd__op_kind)s->entered_kind));
+		return;
+	}
+	msg_append(buf, cap, o, "%s did not arrive; ", who);
+	if (s->busy)
+		msg_append(buf, cap, o, "it is still in #%" PRIu64 " %s", s->entered_seq,
+			   herd__op_name((herd__op_kind)s->entered_kind));
+	else if (s->done_seq > 0)
+		msg_append(buf, cap, o, "its last completed call was #%" PRIu64 " %s", s->done_seq,
+			   herd__op_name((herd__op_kind)s->done_kind));
+	else
+		msg_append(buf, cap, o, "it has completed no call");
+}
+
+herd_status herd__comm_timeout(herd_comm *comm, const int *waiting, size_t nwaiting)
+{
+	const herd__op *op = comm->op;
+	char msg[HERD__COMM_MSG_MAX], who[HERD__COMM_HOST_MAX + 32];
+	herd__call_state *states = NULL;
+	bool *answered = NULL, *named = NULL, p2p;
+	size_t o = 0, nnamed = 0;
+
+	if (herd__calloc(&states, (size_t)comm->size, sizeof(*states), "a timeout report") !=
+		    HERD_OK ||
+	    herd__calloc(&answered, (size_t)comm->size, sizeof(*answered), "a timeout report") !=
+		    HERD_OK ||
+	    herd__calloc(&named, (size_t)comm->size, sizeof(*named), "a timeout report") != HERD_OK) {
+		free(states);
+		free(answered);
+		return herd__comm_fail(comm, HERD_ENOMEM, true);
+	}
+	herd__monitor_query(comm, QUERY_WAIT_MS, states, answered);
+	p2p = herd__op_is_p2p(op->fp.kind);
+	msg_append(msg, sizeof(msg), &o, "%s #%" PRIu64 " timed out after %.1f s on %s: ",
+		   herd__op_name((herd__op_kind)op->fp.kind), op->fp.seq,
+		   (double)(herd__net_now_ms() - comm->op_start_ms) / 1000.0,
+		   herd__comm_who(comm, comm->rank, who, sizeof(who)));
+	/* A collective: the ranks that have not reached it. */
+	for (int j = 0; j < comm->size && !p2p; j++) {
+		bool behind = answered[j] && states[j].entered_cseq < comm->op_cseq;
+
+		if (j == comm->rank || !(behind || !answered[j]))
+			continue;
+		if (nnamed > 0)
+			msg_append(msg, sizeof(msg), &o, "; ");
+		describe_peer(comm, j, &states[j], answered[j], behind, msg, sizeof(msg), &o);
+		named[j] = true;
+		nnamed++;
+	}
+	/* Everyone is there (or it is point-to-point): who it still waits on. */
+	for (size_t i = 0; i < nwaiting; i++) {
+		int j = waiting[i];
+
+		if (j < 0 || j >= comm->size || named[j])
+			continue;
+		msg_append(msg, sizeof(msg), &o, "%s", nnamed > 0 ? "; " :
+			   p2p ? "" : "every rank arrived; ");
+		msg_append(msg, sizeof(msg), &o, "waiting for ");
+		describe_peer(comm, j, &states[j], answered[j], p2p && !states[j].busy,
+			      msg, sizeof(msg), &o);
+		named[j] = true;
+		nnamed++;
+	}
+	if (nnamed == 0)
+		msg_append(msg, sizeof(msg), &o, "no peer is missing");
+	free(states);
+	free(answered);
+	free(named);
+	return herd__comm_fail(comm, herd__error(HERD_ETIMEDOUT, "%s", msg), true);
+}
+
+/* ---- threads -------------------------------------------------------------- */
+
+/* Starts a library thread with every signal blocked, so that the
+ * application's signals go to its own threads. */
+static herd_status thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *what)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+		return herd__error_errno(HERD_ESYS, rc, "cannot start the %s thread", what);
+	return HERD_OK;
+}
+
+herd_status herd__comm_thread_start(pthread_t *t, void *(*fn)(void *), void *arg,
+				    const char *what)
+{
+	return thread_start(t, fn, arg, what);
+}
+
+/* ---- the info record: who a rank is and where it listens ------------------- */
+
+static void self_identity(herd__peer *me)
+{
+	struct stat sb;
+	char *boot = NULL;
+	size_t len = 0;
+
+	if (gethostname(me->host, sizeof(me->host) - 1) != 0)
+		herd__strlcpy(me->host, "?", sizeof(me->host));
+	me->host[sizeof(me->host) - 1] = '\0';
+	if (herd__read_file("/proc/sys/kernel/random/boot_id", 256, &boot, &len) == HERD_OK) {
+		while (len > 0 && (boot[len - 1] == '\n' || boot[len - 1] == ' '))
+			boot[--len] = '\0';
+		herd__strlcpy(me->boot_id, boot, sizeof(me->boot_id));
+		free(boot);
+	}
+	herd_clear_error();
+	if (stat("/dev/shm", &sb) == 0) {
+		me->shm_dev = (uint64_t)sb.st_dev;
+		me->shm_ino = (uint64_t)sb.st_ino;
+	}
+	if (stat("/proc/self/ns/pid", &sb) == 0)
+		me->pidns = (uint64_t)sb.st_ino;
+	me->pid = (int32_t)getpid();
+}
+
+static void pack_str(msgpack_packer *pk, const char *s)
+{
+	size_t n = strlen(s);
+
+	msgpack_pack_str(pk, n);
+	msgpack_pack_str_body(pk, s, n);
+}
+
+static herd_status info_encode(const herd_comm *comm, char **out, size_t *len)
+{
+	const herd__peer *me = &comm->peers[comm->rank];
+	herd__mpjson_buf b;
+	msgpack_packer pk;
+
+	herd__mpjson_buf_init(&b, INFO_MAX);
+	msgpack_packer_init(&pk, &b, herd__mpjson_buf_write);
+	msgpack_pack_map(&pk, 11);
+	pack_str(&pk, "v");
+	msgpack_pack_int(&pk, INFO_VERSION);
+	pack_str(&pk, "rank");
+	msgpack_pack_int(&pk, comm->rank);
+	pack_str(&pk, "size");
+	msgpack_pack_int(&pk, comm->size);
+	pack_str(&pk, "pid");
+	msgpack_pack_int32(&pk, me->pid);
+	pack_str(&pk, "host");
+	pack_str(&pk, me->host);
+	pack_str(&pk, "boot");
+	pack_str(&pk, me->boot_id);
+	pack_str(&pk, "shmdev");
+	msgpack_pack_uint64(&pk, me->shm_dev);
+	pack_str(&pk, "shmino");
+	msgpack_pack_uint64(&pk, me->shm_ino);
+	pack_str(&pk, "pidns");
+	msgpack_pack_uint64(&pk, me->pidns);
+	pack_str(&pk, "transport");
+	msgpack_pack_int(&pk, me->transport);
+	pack_str(&pk, "addrs");
+	pack_str(&pk, me->addrs);
+	return herd__mpjson_buf_take(&b, "the communicator info record", out, len);
+}
+
+static bool obj_int(const msgpack_object *o, int64_t *v)
+{
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX) {
+		*v = (int64_t)o->via.u64;
+		return true;
+	}
+	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+		*v = o->via.i64;
+		return true;
+	}
+	return false;
+}
+
+static bool obj_str(const msgpack_object *o, char *dst, size_t cap)
+{
+	if (o->type != MSGPACK_OBJECT_STR || o->via.str.size >= cap)
+		return false;
+	memcpy(dst, o->via.str.ptr, o->via.str.size);
+	dst[o->via.str.size] = '\0';
+	return true;
+}
+
+/* Decodes rank j's info record into peers[j]; checks it agrees with ours. */
+static herd_status info_decode(herd_comm *comm, int j, const void *data, size_t len)
+{
+	herd__peer *p = &comm->peers[j];
+	msgpack_unpacked up;
+	int64_t v = -1, rank = -1, size = -1, pid = -1, transport = -1;
+	unsigned seen = 0;
+	herd_status st;
+
+	msgpack_unpacked_init(&up);
+	st = herd__mpjson_unpack(&up, data, len);
+	if (st != HERD_OK || up.data.type != MSGPACK_OBJECT_MAP) {
+		msgpack_unpacked_destroy(&up);
+		return herd__error(HERD_EFORMAT, "the info record of rank %d is malformed", j);
+	}
+	for (uint32_t i = 0; i < up.data.via.map.size; i++) {
+		const msgpack_object *k = &up.data.via.map.ptr[i].key;
+		const msgpack_object *o = &up.data.via.map.ptr[i].val;
+		char name[16];
+		int64_t x = 0;
+		bool ok = true;
+
+		if (!obj_str(k, name, sizeof(name)))
+			continue;
+		if (strcmp(name, "v") == 0)
+			ok = obj_int(o, &v);
+		else if (strcmp(name, "rank") == 0)
+			ok = obj_int(o, &rank);
+		else if (strcmp(name, "size") == 0)
+			ok = obj_int(o, &size);
+		else if (strcmp(name, "pid") == 0)
+			ok = obj_int(o, &pid);
+		else if (strcmp(name, "transport") == 0)
+			ok = obj_int(o, &transport);
+		else if (strcmp(name, "host") == 0)
+			ok = obj_str(o, p->host, sizeof(p->host)) && (seen |= 1);
+		else if (strcmp(name, "boot") == 0)
+			ok = obj_str(o, p->boot_id, sizeof(p->boot_id)) && (seen |= 2);
+		else if (strcmp(name, "addrs") == 0)
+			ok = obj_str(o, p->addrs, sizeof(p->addrs)) && (seen |= 4);
+		else if (strcmp(name, "shmdev") == 0)
+			ok = obj_int(o, &x) && ((p->shm_dev = (uint64_t)x), 1);
+		else if (strcmp(name, "shmino") == 0)
+			ok = obj_int(o, &x) && ((p->shm_ino = (uint64_t)x), 1);
+		else if (strcmp(name, "pidns") == 0)
+			ok = obj_int(o, &x) && ((p->pidns = (uint64_t)x), 1);
+		if (!ok) {
+			msgpack_unpacked_destroy(&up);
+			return herd__error(HERD_EFORMAT, "the info record of rank %d: field \"%s\" "
+					   "has the wrong type or is too long", j, name);
+		}
+	}
+	msgpack_unpacked_destroy(&up);
+	if (v != INFO_VERSION)
+		return herd__error(HERD_EVERSION, "rank %d speaks communicator version %" PRId64
+				   ", this library version %d", j, v, INFO_VERSION);
+	if (seen != 7 || rank < 0 || pid < 0 || transport < 0)
+		return herd__error(HERD_EFORMAT, "the info record of rank %d lacks fields", j);
+	if (rank != j)
+		return herd__error(HERD_EFORMAT, "the info record of rank %d says rank %" PRId64,
+				   j, rank);
+	if (size != comm->size)
+		return herd__error(HERD_EINVAL, "rank %d (host %s) joined a communicator of %" PRId64
+				   " ranks, rank %d (host %s) one of %d: every rank must pass the "
+				   "same size", j, p->host, size, comm->rank,
+				   comm->peers[comm->rank].host, comm->size);
+	p->pid = (int32_t)pid;
+	p->transport = (int)transport;
+	return HERD_OK;
+}
+
+/* Waits for every rank's info record, naming those missing at the deadline. */
+static herd_status wait_infos(herd_comm *comm, int64_t deadline, int64_t start)
+{
+	char key[32];
+	herd_status st = HERD_OK;
+
+	for (int base = 0; base < comm->size && st == HERD_OK; base += HERD_STORE_WAIT_MAX_KEYS) {
+		int n = comm->size - base < HERD_STORE_WAIT_MAX_KEYS ? comm->size - base
+								     : HERD_STORE_WAIT_MAX_KEYS;
+		char **keys = NULL;
+
+		HERD_CHECK(herd__calloc(&keys, (size_t)n, sizeof(*keys), "store keys"));
+		for (int i = 0; i < n && st == HERD_OK; i++) {
+			snprintf(key, sizeof(key), "info/%d", base + i);
+			st = herd__strdup(&keys[i], key);
+		}
+		if (st == HERD_OK)
+			st = herd_store_wait(comm->store, (const char *const *)keys, (size_t)n,
+					     herd__net_remaining_ms(deadline));
+		for (int i = 0; i < n; i++)
+			free(keys[i]);
+		free(keys);
+	}
+	if (st == HERD_ETIMEDOUT) {
+		int *missing = NULL;
+		size_t nmissing = 0;
+		char list[256], who[HERD__COMM_HOST_MAX + 32];
+
+		HERD_CHECK(herd__calloc(&missing, (size_t)comm->size, sizeof(int), "a rank list"));
+		for (int j = 0; j < comm->size; j++) {
+			const char *k = key;
+
+			snprintf(key, sizeof(key), "info/%d", j);
+			if (herd_store_wait(comm->store, &k, 1, 0) != HERD_OK)
+				missing[nmissing++] = j;
+		}
+		format_ranks(list, sizeof(list), missing, nmissing);
+		free(missing);
+		return herd__error(HERD_ETIMEDOUT, "herd_comm_init timed out after %.1f s on %s "
+				   "(%d ranks): %s did not join", (double)(herd__net_now_ms() -
+									 start) / 1000.0,
+				   herd__comm_who(comm, comm->rank, who, sizeof(who)), comm->size,
+				   list);
+	}
+	return st;
+}
+
+static herd_status read_infos(herd_comm *comm, int64_t deadline)
+{
+	char key[32];
+
+	for (int j = 0; j < comm->size; j++) {
+		void *val = NULL;
+		size_t len = 0;
+		herd_status st;
+
+		if (j == comm->rank)
+			continue;
+		snprintf(key, sizeof(key), "info/%d", j);
+		HERD_CHECK(herd_store_get(comm->store, key, herd__net_remaining_ms(deadline), &val,
+					  &len));
+		st = info_decode(comm, j, val, len);
+		free(val);
+		HERD_CHECK(st);
+	}
+	return HERD_OK;
+}
+
+/* The job-wide key and id: made by rank 0, read by the others. */
+static herd_status share_key(herd_comm *comm, int64_t deadline)
+{
+	uint8_t both[HERD__COMM_KEY_LEN + HERD__COMM_ID_LEN];
+	void *val = NULL;
+	size_t len = 0;
+
+	if (comm->rank == 0) {
+		HERD_CHECK(herd__store_random(both, sizeof(both)));
+		HERD_CHECK(herd_store_set(comm->store, "key", both, sizeof(both)));
+	} else {
+		HERD_CHECK(herd_store_get(comm->store, "key", herd__net_remaining_ms(deadline), &val,
+					  &len));
+		if (len != sizeof(both)) {
+			free(val);
+			return herd__error(HERD_EFORMAT, "the communicator key in the store has %zu "
+					   "bytes, expected %zu", len, sizeof(both));
+		}
+		memcpy(both, val, sizeof(both));
+		free(val);
+	}
+	memcpy(comm->key, both, HERD__COMM_KEY_LEN);
+	memcpy(comm->id, both + HERD__COMM_KEY_LEN, HERD__COMM_ID_LEN);
+	for (int i = 0; i < HERD__COMM_ID_LEN; i++)
+		snprintf(comm->id_hex + 2 * i, 3, "%02x", comm->id[i]);
+	return HERD_OK;
+}
+
+/* Which ranks share this host, and which pairs use shared memory. */
+static void classify_peers(herd_comm *comm)
+{
+	const herd__peer *me = &comm->peers[comm->rank];
+
+	comm->nlocal = 0;
+	for (int j = 0; j < comm->size; j++) {
+		herd__peer *p = &comm->peers[j];
+
+		p->same_host = strcmp(p->host, me->host) == 0 &&
+			       strcmp(p->boot_id, me->boot_id) == 0 &&
+			       p->shm_dev == me->shm_dev && p->shm_ino == me->shm_ino;
+		p->same_pidns = p->same_host && me->pidns != 0 && p->pidns == me->pidns;
+		if (p->same_host)
+			comm->nlocal++;
+	}
+}
+
+bool herd__comm_uses_shm(const herd_comm *comm, int peer)
+{
+	const herd__peer *p = &comm->peers[peer];
+
+	return peer != comm->rank && p->same_host && p->transport == HERD__TRANSPORT_AUTO &&
+	       comm->cfg.transport == HERD__TRANSPORT_AUTO;
+}
+
+/* A pidfd for each peer whose process this one can see: it turns readable
+ * when that process exits, zombie or not. */
+static void open_pidfds(herd_comm *comm)
+{
+#ifdef SYS_pidfd_open
+	for (int j = 0; j < comm->size; j++) {
+		herd__peer *p = &comm->peers[j];
+
+		if (j == comm->rank || !p->same_pidns)
+			continue;
+		p->pidfd = (int)syscall(SYS_pidfd_open, (pid_t)p->pid, 0);
+		if (p->pidfd < 0 && errno == ESRCH)
+			herd__comm_fail_msg(comm, HERD_EPEER, false, "rank %d (host %s, pid %d) "
+					    "exited during herd_comm_init", j, p->host, p->pid);
+	}
+#else
+	(void)comm;
+#endif
+}
+
+/* ---- lifetime ------------------------------------------------------------- */
+
+static void comm_free(herd_comm *comm)
+{
+	if (comm == NULL)
+		return;
+	for (int j = 0; comm->peers != NULL && j < comm->size; j++) {
+		herd__peer *p = &comm->peers[j];
+
+		if (p->link != NULL)
+			p->link->ops->close(p->link);
+		if (p->ctl_fd >= 0)
+			close(p->ctl_fd);
+		if (p->pidfd >= 0)
+			close(p->pidfd);
+	}
+	herd__shm_destroy(comm);
+	herd__p2p_free(comm);
+	if (comm->wake_fd >= 0)
+		close(comm->wake_fd);
+	if (comm->mon_fd >= 0)
+		close(comm->mon_fd);
+	herd_store_free(comm->store);
+	herd_store_free(comm->owned_store);
+	herd_store_server_free(comm->owned_server);
+	pthread_mutex_destroy(&comm->fail_mu);
+	pthread_mutex_destroy(&comm->q_mu);
+	pthread_cond_destroy(&comm->q_cv);
+	pthread_mutex_destroy(&comm->ctl_mu);
+	pthread_mutex_destroy(&comm->mon_mu);
+	pthread_cond_destroy(&comm->mon_cv);
+	free(comm->peers);
+	free(comm);
+}
+
+static herd_status comm_alloc(herd_comm **out, int rank, int size, const herd__comm_cfg *cfg)
+{
+	herd_comm *comm;
+
+	HERD_CHECK(herd__calloc(&comm, 1, sizeof(*comm), "a communicator"));
+	comm->rank = rank;
+	comm->size = size;
+	comm->cfg = *cfg;
+	comm->wake_fd = comm->mon_fd = -1;
+	atomic_init(&comm->status, HERD_OK);
+	atomic_init(&comm->aborted, false);
+	atomic_init(&comm->mon_stop, false);
+	pthread_mutex_init(&comm->fail_mu, NULL);
+	pthread_mutex_init(&comm->q_mu, NULL);
+	pthread_cond_init(&comm->q_cv, NULL);
+	pthread_mutex_init(&comm->ctl_mu, NULL);
+	pthread_mutex_init(&comm->mon_mu, NULL);
+	pthread_cond_init(&comm->mon_cv, NULL);
+	if (herd__calloc(&comm->peers, (size_t)size, sizeof(*comm->peers), "the peer table") !=
+	    HERD_OK) {
+		comm_free(comm);
+		return HERD_ENOMEM;
+	}
+	for (int j = 0; j < size; j++) {
+		comm->peers[j].ctl_fd = -1;
+		comm->peers[j].pidfd = -1;
+		atomic_init(&comm->peers[j].left, 0);
+	}
+	comm->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	comm->mon_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (comm->wake_fd < 0 || comm->mon_fd < 0) {
+		int err = errno;
+
+		comm_free(comm);
+		return herd__error_errno(HERD_ESYS, err, "eventfd");
+	}
+	*out = comm;
+	return HERD_OK;
+}
+
+herd_status herd__comm_init_cfg(herd_comm **out, herd_store *store, int rank, int size,
+				const herd__comm_cfg *cfg)
+{
+	int64_t start = herd__net_now_ms(), deadline = herd__net_deadline(cfg->timeout_ms);
+	herd_comm *comm = NULL;
+	char key[48], who[HERD__COMM_HOST_MAX + 32];
+	char *info = NULL;
+	size_t info_len = 0;
+	int listen_fd = -1;
+	int64_t gen = 0;
+	herd_status st;
+
+	HERD_CHECK(comm_alloc(&comm, rank, size, cfg));
+	self_identity(&comm->peers[rank]);
+	comm->peers[rank].transport = cfg->transport;
+
+	/* Every init of a rank on one store gets the next generation, so that
+	 * ranks re-initializing on the same store meet their own kind. */
+	snprintf(key, sizeof(key), "gen/%d", rank);
+	HERD_CHECK_GOTO(herd_store_add(store, key, 1, &gen), st, out);
+	snprintf(key, sizeof(key), "c%" PRId64 "/", gen);
+	HERD_CHECK_GOTO(herd_store_prefix(&comm->store, store, key), st, out);
+	if (rank == 0)
+		HERD_CHECK_GOTO(share_key(comm, deadline), st, out);
+
+	if (size > 1)
+		HERD_CHECK_GOTO(herd__tcp_listen(comm, &listen_fd, comm->peers[rank].addrs,
+						 sizeof(comm->peers[rank].addrs)), st, out);
+	HERD_CHECK_GOTO(info_encode(comm, &info, &info_len), st, out);
+	snprintf(key, sizeof(key), "info/%d", rank);
+	HERD_CHECK_GOTO(herd_store_set(comm->store, key, info, info_len), st, out);
+	HERD_CHECK_GOTO(wait_infos(comm, deadline, start), st, out);
+	HERD_CHECK_GOTO(read_infos(comm, deadline), st, out);
+	if (rank != 0)
+		HERD_CHECK_GOTO(share_key(comm, deadline), st, out);
+	classify_peers(comm);
+
+	HERD_CHECK_GOTO(herd__p2p_init(comm), st, out);
+	if (size > 1) {
+		HERD_CHECK_GOTO(herd__shm_create(comm), st, out);
+		HERD_CHECK_GOTO(herd__tcp_mesh(comm, listen_fd, deadline), st, out);
+		HERD_CHECK_GOTO(herd__shm_attach(comm, deadline), st, out);
+		open_pidfds(comm);
+		HERD_CHECK_GOTO(herd__comm_broken(comm), st, out);
+		HERD_CHECK_GOTO(herd__monitor_start(comm), st, out);
+	}
+	herd__log_debug("communicator %s: rank %d of %d on %s, %d on this host, transport %s",
+			comm->id_hex, rank, size, comm->peers[rank].host, comm->nlocal,
+			cfg->transport == HERD__TRANSPORT_TCP ? "tcp" : "auto");
+	st = HERD_OK;
+out:
+	free(info);
+	if (listen_fd >= 0)
+		close(listen_fd);
+	if (st != HERD_OK) {
+		char msg[HERD__COMM_MSG_MAX];
+
+		herd__strlcpy(msg, herd_last_error(), sizeof(msg));
+		/* Messages that already say where they come from stay as they are. */
+		if (strncmp(msg, "herd_comm_init", 14) != 0)
+			herd__error(st, "herd_comm_init on %s (%d ranks): %s",
+				    herd__comm_who(comm, rank, who, sizeof(who)), size, msg);
+		comm_free(comm);
+		return st;
+	}
+	*out = comm;
+	return HERD_OK;
+}
+
+herd_status herd_comm_init(herd_comm **out, herd_store *store, int rank, int size,
+			   const herd_comm_opts *opts)
+{
+	herd__comm_cfg cfg;
+
+	if (out == NULL)
+		return herd__error(HERD_EINVAL, "herd_comm_init: out is NULL");
+	*out = NULL;
+	if (store == NULL)
+		return herd__error(HERD_EINVAL, "herd_comm_init: store is NULL");
+	if (size < 1 || rank < 0 || rank >= size)
+		return herd__error(HERD_EINVAL, "herd_comm_init: rank %d of %d ranks; expected a "
+				   "size of at least 1 and a rank from 0 to size-1", rank, size);
+	HERD_CHECK(herd__comm_cfg_resolve(opts, &cfg));
+	return herd__comm_init_cfg(out, store, rank, size, &cfg);
+}
+
+int herd_comm_rank(const herd_comm *comm)
+{
+	return comm != NULL ? comm->rank : -1;
+}
+
+int herd_comm_size(const herd_comm *comm)
+{
+	return comm != NULL ? comm->size : 0;
+}
+
+const char *herd_comm_host(const herd_comm *comm, int rank)
+{
+	if (comm == NULL || rank < 0 || rank >= comm->size)
+		return NULL;
+	return comm->peers[rank].host;
+}
+
+const char *herd__comm_algo(const herd_comm *comm)
+{
+	return comm->cfg.algo;
+}
+
+/* ---- running calls -------------------------------------------------------- */
+
+/* Numbers a call, in the order the caller makes them.  Returns its
+ * collective number (for a point-to-point call, the last one's). */
+static uint64_t number_call(herd_comm *comm, herd__op *op)
+{
+	op->fp.seq = ++comm->seq;
+	if (!herd__op_is_p2p(op->fp.kind))
+		comm->cseq++;
+	return comm->cseq;
+}
+
+/* Runs a numbered call on the calling thread (the caller's or the progress
+ * thread), with its deadline, and records how it ended. */
+static herd_status execute(herd_comm *comm, const herd__op *op, uint64_t cseq)
+{
+	herd_status st = herd__comm_broken(comm);
+
+	if (st != HERD_OK)
+		return st;
+	comm->op = op;
+	comm->op_cseq = cseq;
+	comm->op_start_ms = herd__net_now_ms();
+	comm->op_deadline = comm->op_start_ms + comm->cfg.timeout_ms;
+	atomic_store(&comm->st_entered_seq, op->fp.seq);
+	atomic_store(&comm->st_entered_cseq, cseq);
+	atomic_store(&comm->st_entered_kind, op->fp.kind);
+	atomic_store(&comm->st_busy, 1);
+	st = op->run(comm, op);
+	if (st != HERD_OK) {
+		st = herd__comm_fail(comm, st, true);
+	} else {
+		atomic_store(&comm->st_done_kind, op->fp.kind);
+		atomic_store(&comm->st_done_seq, op->fp.seq);
+	}
+	atomic_store(&comm->st_busy, 0);
+	comm->op = NULL;
+	return st;
+}
+
+/* Waits until the progress thread has run every queued call. */
+static void drain_queue(herd_comm *comm)
+{
+	if (!comm->progress_started)
+		return;
+	pthread_mutex_lock(&comm->q_mu);
+	while (comm->q_head != NULL || comm->q_busy)
+		pthread_cond_wait(&comm->q_cv, &comm->q_mu);
+	pthread_mutex_unlock(&comm->q_mu);
+}
+
+herd_status herd__comm_run(herd_comm *comm, herd__op *op)
+{
+	uint64_t cseq;
+
+	if (comm == NULL || op == NULL || op->run == NULL)
+		return herd__error(HERD_EINVAL, "herd__comm_run: comm, op and op->run must not "
+				   "be NULL");
+	drain_queue(comm);
+	HERD_CHECK(herd__comm_broken(comm));
+	cseq = number_call(comm, op);
+	return execute(comm, op, cseq);
+}
+
+static void *progress_main(void *arg)
+{
+	herd_comm *comm = arg;
+
+	pthread_mutex_lock(&comm->q_mu);
+	for (;;) {
+		herd_request *req;
+		herd_status st;
+
+		while (comm->q_head == NULL && !comm->q_stop)
+			pthread_cond_wait(&comm->q_cv, &comm->q_mu);
+		if (comm->q_head == NULL)
+			break;
+		req = comm->q_head;
+		comm->q_head = req->next;
+		if (comm->q_head == NULL)
+			comm->q_tail = NULL;
+		comm->q_busy = true;
+		pthread_mutex_unlock(&comm->q_mu);
+
+		st = execute(comm, &req->op, req->cseq);
+		req->st = st;
+		if (st != HERD_OK)
+			herd__strlcpy(req->msg, herd_last_error(), sizeof(req->msg));
+
+		pthread_mutex_lock(&comm->q_mu);
+		atomic_store(&req->done, 1);
+		comm->q_busy = false;
+		pthread_cond_broadcast(&comm->q_cv);
+	}
+	pthread_mutex_unlock(&comm->q_mu);
+	return NULL;
+}
+
+herd_status herd__comm_submit(herd_comm *comm, herd__op *op, herd_request **req)
+{
+	herd_request *r;
+
+	if (req == NULL)
+		return herd__error(HERD_EINVAL, "herd__comm_submit: req is NULL");
+	*req = NULL;
+	if (comm == NULL || op == NULL || op->run == NULL)
+		return herd__error(HERD_EINVAL, "herd__comm_submit: comm, op and op->run must not "
+				   "be NULL");
+	HERD_CHECK(herd__comm_broken(comm));
+	if (!comm->progress_started) {
+		HERD_CHECK(thread_start(&comm->progress, progress_main, comm, "progress"));
+		comm->progress_started = true;
+	}
+	HERD_CHECK(herd__calloc(&r, 1, sizeof(*r), "a request"));
+	r->comm = comm;
+	r->cseq = number_call(comm, op);
+	r->op = *op;
+	atomic_init(&r->done, 0);
+	pthread_mutex_lock(&comm->q_mu);
+	if (comm->q_tail != NULL)
+		comm->q_tail->next = r;
+	else
+		comm->q_head = r;
+	comm->q_tail = r;
+	pthread_cond_broadcast(&comm->q_cv);
+	pthread_mutex_unlock(&comm->q_mu);
+	*req = r;
+	return HERD_OK;
+}
+
+/* Hands a completed request's outcome to the caller and frees it. */
+static herd_status request_finish(herd_request *req)
+{
+	herd_status st = req->st;
+
+	if (st != HERD_OK)
+		herd__error(st, "%s", req->msg);
+	free(req);
+	return st;
+}
+
+herd_status herd_request_test(herd_request *req, int *done)
+{
+	if (req == NULL || done == NULL)
+		return herd__error(HERD_EINVAL, "herd_request_test: req and done must not be NULL");
+	if (!atomic_load(&req->done)) {
+		*done = 0;
+		return HERD_OK;
+	}
+	*done = 1;
+	return request_finish(req);
+}
+
+herd_status herd_request_wait(herd_request *req)
+{
+	if (req == NULL)
+		return herd__error(HERD_EINVAL, "herd_request_wait: req is NULL");
+	if (!atomic_load(&req->done)) {
+		herd_comm *comm = req->comm;
+
+		/* The call has its own deadline, so this wait ends. */
+		pthread_mutex_lock(&comm->q_mu);
+		while (!atomic_load(&req->done))
+			pthread_cond_wait(&comm->q_cv, &comm->q_mu);
+		pthread_mutex_unlock(&comm->q_mu);
+	}
+	return request_finish(req);
+}
+
+/* ---- finalize, split, destroy, abort -------------------------------------- */
+
+/* A dissemination barrier: log2(size) rounds of empty messages. */
+static herd_status barrier_run(herd_comm *comm, const herd__op *op)
+{
+	(void)op;
+	for (int k = 1; k < comm->size; k <<= 1) {
+		herd__xfer s = { .peer = (comm->rank + k) % comm->size };
+		herd__xfer r = { .peer = (comm->rank - k + comm->size) % comm->size };
+
+		HERD_CHECK(herd__p2p_exchange(comm, &s, 1, &r, 1));
+	}
+	return HERD_OK;
+}
+
+herd_status herd_comm_finalize(herd_comm *comm)
+{
+	herd__op op = { .run = barrier_run };
+
+	if (comm == NULL)
+		return herd__error(HERD_EINVAL, "herd_comm_finalize: comm is NULL");
+	op.fp.kind = HERD__OP_FINALIZE;
+	op.fp.root = -1;
+	return herd__comm_run(comm, &op);
+}
+
+typedef struct split_call {
+	herd__op op;          /* first, so that the core's op pointer is the call's */
+	int32_t mine[2];      /* color, key */
+	int32_t *all;         /* every rank's color and key */
+} split_call;
+
+static herd_status split_run(herd_comm *comm, const herd__op *op)
+{
+	const split_call *sc = (const split_call *)op;
+	herd__xfer *sends = NULL, *recvs = NULL;
+	herd_status st;
+
+	HERD_CHECK(herd__calloc(&sends, (size_t)comm->size, sizeof(*sends), "a split"));
+	st = herd__calloc(&recvs, (size_t)comm->size, sizeof(*recvs), "a split");
+	for (int j = 0; j < comm->size && st == HERD_OK; j++) {
+		sends[j].peer = recvs[j].peer = j;
+		sends[j].buf = sc->mine;
+		sends[j].len = recvs[j].len = sizeof(sc->mine);
+		recvs[j].sink.dst = sc->all + 2 * j;
+	}
+	if (st == HERD_OK)
+		st = herd__p2p_exchange(comm, sends, (size_t)comm->size, recvs, (size_t)comm->size);
+	free(sends);
+	free(recvs);
+	return st;
+}
+
+herd_status herd_comm_split(herd_comm **out, herd_comm *comm, int color, int key)
+{
+	split_call sc;
+	herd_store *sub = NULL;
+	char prefix[64];
+	int newrank = 0, newsize = 0;
+	herd_status st;
+
+	if (out == NULL)
+		return herd__error(HERD_EINVAL, "herd_comm_split: out is NULL");
+	*out = NULL;
+	if (comm == NULL)
+		return herd__error(HERD_EINVAL, "herd_comm_split: comm is NULL");
+	if (color < 0 && color != HERD_COMM_SPLIT_NONE)
+		return herd__error(HERD_EINVAL, "herd_comm_split: color %d; expected 0 or more, or "
+				   "HERD_COMM_SPLIT_NONE", color);
+	memset(&sc, 0, sizeof(sc));
+	sc.op.run = split_run;
+	sc.op.fp.kind = HERD__OP_SPLIT;
+	sc.op.fp.dtype = HERD_INT32;
+	sc.op.fp.count = 2;
+	sc.op.fp.root = -1;
+	sc.mine[0] = color;
+	sc.mine[1] = key;
+	HERD_CHECK(herd__calloc(&sc.all, 2 * (size_t)comm->size, sizeof(int32_t), "a split"));
+	st = herd__comm_run(comm, &sc.op);
+	if (st != HERD_OK || color == HERD_COMM_SPLIT_NONE)
+		goto out;
+	/* The new rank: position by (key, old rank) among the ranks of this color. */
+	for (int j = 0; j < comm->size; j++) {
+		if (sc.all[2 * j] != color)
+			continue;
+		newsize++;
+		if (sc.all[2 * j + 1] < key || (sc.all[2 * j + 1] == key && j < comm->rank))
+			newrank++;
+	}
+	/* The collective number is the same on every rank, so is the namespace. */
+	snprintf(prefix, sizeof(prefix), "split/%" PRIu64 "/%d/", comm->cseq, color);
+	HERD_CHECK_GOTO(herd_store_prefix(&sub, comm->store, prefix), st, out);
+	st = herd__comm_init_cfg(out, sub, newrank, newsize, &comm->cfg);
+	herd_store_free(sub);
+out:
+	free(sc.all);
+	return st;
+}
+
+void herd_comm_abort(herd_comm *comm)
+{
+	char who[HERD__COMM_HOST_MAX + 32];
+
+	if (comm == NULL || atomic_exchange(&comm->aborted, true))
+		return;
+	herd__comm_who(comm, comm->rank, who, sizeof(who));
+	/* Abort wins over an earlier failure: the caller asked for it. */
+	pthread_mutex_lock(&comm->fail_mu);
+	snprintf(comm->fail_msg, sizeof(comm->fail_msg), "the communicator was aborted on %s",
+		 who);
+	comm->fail_propagate = false;
+	atomic_store(&comm->status, (int)HERD_EABORTED);
+	pthread_mutex_unlock(&comm->fail_mu);
+	herd__comm_wake(comm);
+
+	herd__ctl_abort(comm);
+	for (int j = 0; j < comm->size; j++)
+		if (comm->peers[j].link != NULL)
+			comm->peers[j].link->ops->shutdown(comm->peers[j].link);
+	herd__monitor_kick(comm);
+}
+
+void herd_comm_destroy(herd_comm *comm)
+{
+	if (comm == NULL)
+		return;
+	if (comm->progress_started) {
+		bool pending;
+
+		pthread_mutex_lock(&comm->q_mu);
+		pending = comm->q_head != NULL || comm->q_busy;
+		pthread_mutex_unlock(&comm->q_mu);
+		/* Calls still queued would each run until their deadline. */
+		if (pending)
+			herd_comm_abort(comm);
+		pthread_mutex_lock(&comm->q_mu);
+		comm->q_stop = true;
+		pthread_cond_broadcast(&comm->q_cv);
+		pthread_mutex_unlock(&comm->q_mu);
+		pthread_join(comm->progress, NULL);
+	}
+	/* A goodbye, so that peers do not take the closing connections for a
+	 * crash. */
+	if (!atomic_load(&comm->aborted))
+		for (int j = 0; j < comm->size; j++)
+			if (comm->peers[j].ctl_fd >= 0)
+				(void)herd__ctl_send(comm, j, HERD__CTL_BYE, NULL, 0);
+	herd__monitor_stop(comm);
+	comm_free(comm);
+}

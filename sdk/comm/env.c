@@ -1,0 +1,278 @@
+/*
+ * sdk/comm/env.c - the communicator's options and identity from the
+ * environment: the one place where HERD_TIMEOUT, HERD_TRANSPORT, HERD_ALGO
+ * and HERD_SOCKET_IFNAME override defaults, and herd_comm_init_env, which
+ * finds the rank, the world size and the store from herd's, torchrun's,
+ * Slurm's or Open MPI's variables.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base.h"
+#include "core.h"
+
+/* The secret of a torchrun-style store when HERD_JOB_SECRET is not set:
+ * derived from its address, so it keeps out nobody who can reach it. */
+#define TORCHRUN_DEFAULT_SECRET_PREFIX "herd-torchrun-unauthenticated:"
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+/* An option: the explicit value, else the variable's, else the default.
+ * *from says which, for messages. */
+static const char *pick(const char *given, const char *field, const char *var,
+			const char *dflt, char *from, size_t cap)
+{
+	const char *v;
+
+	if (given != NULL) {
+		snprintf(from, cap, "herd_comm_opts.%s \"%s\"", field, given);
+		return given;
+	}
+	v = env(var);
+	if (v != NULL) {
+		snprintf(from, cap, "%s=%s", var, v);
+		return v;
+	}
+	snprintf(from, cap, "the default \"%s\"", dflt);
+	return dflt;
+}
+
+static herd_status parse_timeout(int *ms)
+{
+	const char *v = env("HERD_TIMEOUT");
+	char *end;
+	double s;
+
+	if (v == NULL) {
+		*ms = HERD__COMM_DEFAULT_TIMEOUT_MS;
+		return HERD_OK;
+	}
+	errno = 0;
+	s = strtod(v, &end);
+	if (end == v || *end != '\0' || errno != 0 || !isfinite(s) || s <= 0 || s > 2.0e6)
+		return herd__error(HERD_EINVAL, "HERD_TIMEOUT=%s: expected a number of seconds "
+				   "greater than 0 (\"300\", \"0.5\")", v);
+	*ms = (int)ceil(s * 1000.0);
+	return HERD_OK;
+}
+
+herd_status herd__comm_cfg_resolve(const herd_comm_opts *opts, herd__comm_cfg *out)
+{
+	herd_comm_opts defaults = HERD_COMM_OPTS_INIT;
+	char from[160];
+	const char *v;
+
+	if (opts == NULL)
+		opts = &defaults;
+	if (opts->version == 0 || opts->version > HERD_COMM_OPTS_VERSION)
+		return herd__error(HERD_EINVAL, "herd_comm_opts.version is %u; initialize the "
+				   "options with HERD_COMM_OPTS_INIT (version %d)", opts->version,
+				   HERD_COMM_OPTS_VERSION);
+	memset(out, 0, sizeof(*out));
+	if (opts->timeout_ms < 0)
+		return herd__error(HERD_EINVAL, "herd_comm_opts.timeout_ms is %d; expected 0 (the "
+				   "default) or more", opts->timeout_ms);
+	if (opts->timeout_ms > 0)
+		out->timeout_ms = opts->timeout_ms;
+	else
+		HERD_CHECK(parse_timeout(&out->timeout_ms));
+
+	v = pick(opts->transport, "transport", "HERD_TRANSPORT", "auto", from, sizeof(from));
+	if (strcmp(v, "auto") == 0)
+		out->transport = HERD__TRANSPORT_AUTO;
+	else if (strcmp(v, "tcp") == 0)
+		out->transport = HERD__TRANSPORT_TCP;
+	else
+		return herd__error(HERD_EINVAL, "transport from %s: expected \"auto\" or \"tcp\"",
+				   from);
+
+	v = pick(opts->algo, "algo", "HERD_ALGO", "auto", from, sizeof(from));
+	if (strcmp(v, "auto") != 0 && strcmp(v, "ring") != 0 && strcmp(v, "rd") != 0)
+		return herd__error(HERD_EINVAL, "algorithm from %s: expected \"auto\", \"ring\" or "
+				   "\"rd\"", from);
+	herd__strlcpy(out->algo, v, sizeof(out->algo));
+
+	v = pick(opts->socket_ifname, "socket_ifname", "HERD_SOCKET_IFNAME", "", from,
+		 sizeof(from));
+	if (strlen(v) >= sizeof(out->ifname))
+		return herd__error(HERD_EINVAL, "interface name from %s is too long", from);
+	herd__strlcpy(out->ifname, v, sizeof(out->ifname));
+	return HERD_OK;
+}
+
+/* ---- identity ------------------------------------------------------------- */
+
+typedef struct identity {
+	const char *style;        /* "herd", "torchrun", "Slurm", "Open MPI" */
+	int rank, size;
+	const char *store;        /* host:port to connect to */
+	bool host_store;          /* torchrun without HERD_STORE: rank 0 serves */
+	char master[300];         /* torchrun: MASTER_ADDR:MASTER_PORT */
+	char master_host[256];
+	int master_port;
+	const char *secret;       /* NULL: HERD_JOB_SECRET (the store's default) */
+	char default_secret[340];
+} identity;
+
+static herd_status parse_int(const char *var, const char *v, int min, int *out)
+{
+	char *end;
+	long x;
+
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (end == v || *end != '\0' || errno != 0 || x < min || x > 1000000000)
+		return herd__error(HERD_EINVAL, "%s=%s: expected an integer of at least %d", var, v,
+				   min);
+	*out = (int)x;
+	return HERD_OK;
+}
+
+/* Reads one style's rank and size variables.  *found: either is set. */
+static herd_status read_pair(identity *id, const char *style, const char *rank_var,
+			     const char *size_var, bool *found)
+{
+	const char *r = env(rank_var), *s = env(size_var);
+
+	*found = r != NULL || s != NULL;
+	if (!*found)
+		return HERD_OK;
+	if (r == NULL || s == NULL)
+		return herd__error(HERD_EINVAL, "herd_comm_init_env: %s is set but %s is not (%s "
+				   "style needs both)", r != NULL ? rank_var : size_var,
+				   r != NULL ? size_var : rank_var, style);
+	HERD_CHECK(parse_int(rank_var, r, 0, &id->rank));
+	HERD_CHECK(parse_int(size_var, s, 1, &id->size));
+	if (id->rank >= id->size)
+		return herd__error(HERD_EINVAL, "herd_comm_init_env: %s=%d is not below %s=%d",
+				   rank_var, id->rank, size_var, id->size);
+	id->style = style;
+	return HERD_OK;
+}
+
+static herd_status need_store(identity *id)
+{
+	id->store = env("HERD_STORE");
+	if (id->store == NULL)
+		return herd__error(HERD_EINVAL, "herd_comm_init_env: rank %d of %d from %s "
+				   "variables, but HERD_STORE (host:port of the job's store) is "
+				   "not set", id->rank, id->size, id->style);
+	return HERD_OK;
+}
+
+static herd_status torchrun_store(identity *id)
+{
+	const char *addr = env("MASTER_ADDR"), *port = env("MASTER_PORT");
+
+	if (env("HERD_STORE") != NULL)
+		return need_store(id);
+	if (addr == NULL || port == NULL)
+		return herd__error(HERD_EINVAL, "herd_comm_init_env: rank %d of %d from torchrun "
+				   "variables (RANK, WORLD_SIZE), but %s is not set, nor "
+				   "HERD_STORE", id->rank, id->size,
+				   addr == NULL && port == NULL ? "MASTER_ADDR nor MASTER_PORT"
+				   : addr == NULL ? "MASTER_ADDR" : "MASTER_PORT");
+	HERD_CHECK(parse_int("MASTER_PORT", port, 1, &id->master_port));
+	if (id->master_port > 65535)
+		return herd__error(HERD_EINVAL, "MASTER_PORT=%s: expected a port from 1 to 65535",
+				   port);
+	herd__strlcpy(id->master_host, addr, sizeof(id->master_host));
+	if (strchr(addr, ':') != NULL)
+		snprintf(id->master, sizeof(id->master), "[%s]:%d", addr, id->master_port);
+	else
+		snprintf(id->master, sizeof(id->master), "%s:%d", addr, id->master_port);
+	id->store = id->master;
+	id->host_store = id->rank == 0;
+	if (env("HERD_JOB_SECRET") == NULL) {
+		snprintf(id->default_secret, sizeof(id->default_secret), "%s%s",
+			 TORCHRUN_DEFAULT_SECRET_PREFIX, id->master);
+		id->secret = id->default_secret;
+		herd__log_warn("HERD_JOB_SECRET is not set: the store at %s uses a secret derived "
+			       "from its address, so anyone who can reach it can join; set "
+			       "HERD_JOB_SECRET to the same random value on every rank",
+			       id->master);
+	}
+	return HERD_OK;
+}
+
+static herd_status find_identity(identity *id)
+{
+	bool found;
+
+	memset(id, 0, sizeof(*id));
+	HERD_CHECK(read_pair(id, "herd", "HERD_RANK", "HERD_WORLD_SIZE", &found));
+	if (found)
+		return need_store(id);
+	HERD_CHECK(read_pair(id, "torchrun", "RANK", "WORLD_SIZE", &found));
+	if (found)
+		return torchrun_store(id);
+	HERD_CHECK(read_pair(id, "Slurm", "SLURM_PROCID", "SLURM_NTASKS", &found));
+	if (found)
+		return need_store(id);
+	HERD_CHECK(read_pair(id, "Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+			     &found));
+	if (found)
+		return need_store(id);
+	return herd__error(HERD_EINVAL, "herd_comm_init_env: no rank identity in the "
+			   "environment; set HERD_RANK and HERD_WORLD_SIZE (with HERD_STORE and "
+			   "HERD_JOB_SECRET), or torchrun's RANK, WORLD_SIZE, MASTER_ADDR and "
+			   "MASTER_PORT, or run under Slurm (SLURM_PROCID, SLURM_NTASKS) or Open "
+			   "MPI (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE) with HERD_STORE");
+}
+
+herd_status herd_comm_init_env(herd_comm **out, const herd_comm_opts *opts)
+{
+	herd_store_server *server = NULL;
+	herd_store *store = NULL, *ns = NULL;
+	herd_store_opts so = HERD_STORE_OPTS_INIT;
+	herd__comm_cfg cfg;
+	identity id;
+	herd_status st;
+
+	if (out == NULL)
+		return herd__error(HERD_EINVAL, "herd_comm_init_env: out is NULL");
+	*out = NULL;
+	HERD_CHECK(herd__comm_cfg_resolve(opts, &cfg));
+	HERD_CHECK(find_identity(&id));
+	if (id.host_store) {
+		herd_store_server_opts sv = HERD_STORE_SERVER_OPTS_INIT;
+
+		sv.host = id.master_host;
+		sv.port = id.master_port;
+		sv.secret = id.secret;
+		st = herd_store_server_start(&server, &sv);
+		if (st != HERD_OK)
+			return herd__error_wrap(st, "herd_comm_init_env: rank 0 (torchrun style) "
+						"cannot host the store at %s: ", id.master);
+	}
+	so.secret = id.secret;
+	so.timeout_ms = cfg.timeout_ms;
+	so.connect_timeout_ms = cfg.timeout_ms;
+	st = herd_store_connect(&store, id.store, &so);
+	if (st != HERD_OK) {
+		herd__error_wrap(st, "herd_comm_init_env: rank %d of %d (%s style): store %s: ",
+				 id.rank, id.size, id.style, id.store);
+		goto fail;
+	}
+	/* A namespace of its own, apart from other users of the job's store. */
+	HERD_CHECK_GOTO(herd_store_prefix(&ns, store, "comm/"), st, fail);
+	st = herd__comm_init_cfg(out, ns, id.rank, id.size, &cfg);
+	herd_store_free(ns);
+	if (st != HERD_OK)
+		goto fail;
+	(*out)->owned_store = store;
+	(*out)->owned_server = server;
+	return HERD_OK;
+fail:
+	herd_store_free(store);
+	herd_store_server_free(server);
+	return st;
+}

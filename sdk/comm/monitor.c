@@ -1,0 +1,464 @@
+/*
+ * sdk/comm/monitor.c - the control connections and the monitor thread.
+ *
+ * Every rank holds one control connection to every peer, beside the data
+ * links.  Nothing but small frames travels on it, so the monitor thread can
+ * read it at any time, whatever the data links are doing:
+ *
+ *   - a peer process that dies closes it (the kernel does that for a killed
+ *     process), and the monitor breaks the communicator within
+ *     milliseconds, whether or not this rank was exchanging data with that
+ *     peer at the time; a peer on this host is watched through a pidfd as
+ *     well;
+ *   - destroy sends BYE first, so that a clean exit is not taken for a
+ *     crash; abort sends ABORT;
+ *   - a rank whose call failed (mismatch, timeout, a dead peer) sends
+ *     FAILED with its status and message, so that peers blocked on it
+ *     return too instead of waiting for their deadline;
+ *   - QUERY / STATUS: a rank whose call timed out asks every peer what it
+ *     is doing, for the message that names who did not arrive.
+ *
+ * A frame is {uint32 magic, uint16 type, uint16 payload length} and the
+ * payload, at most CTL_PAYLOAD_MAX bytes, in host byte order.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base.h"
+#include "core.h"
+#include "net.h"
+
+#define CTL_MAGIC 0x4c544348u      /* "HCTL" */
+#define CTL_PAYLOAD_MAX 1200
+#define CTL_WRITE_WAIT_MS 200
+#define MONITOR_TICK_MS 1000
+
+typedef struct ctl_hdr {
+	uint32_t magic;
+	uint16_t type;
+	uint16_t len;
+} ctl_hdr;
+
+typedef struct ctl_status {
+	uint32_t token;
+	uint8_t entered_kind, done_kind, busy, pad;
+	uint64_t entered_seq, entered_cseq, done_seq;
+} ctl_status;
+
+/* Writes a frame whole (ctl_mu held): a frame cut short would leave the
+ * stream out of step, so a short wait for room is allowed. */
+static herd_status ctl_write(herd_comm *comm, int peer, uint32_t type, const void *payload,
+			     size_t len)
+{
+	uint8_t frame[sizeof(ctl_hdr) + CTL_PAYLOAD_MAX];
+	ctl_hdr h = { CTL_MAGIC, (uint16_t)type, (uint16_t)len };
+	int64_t deadline = herd__net_deadline(CTL_WRITE_WAIT_MS);
+	int fd = comm->peers[peer].ctl_fd;
+	size_t off = 0, total = sizeof(h) + len;
+
+	if (fd < 0)
+		return HERD_OK;
+	if (len > CTL_PAYLOAD_MAX)
+		len = CTL_PAYLOAD_MAX;
+	memcpy(frame, &h, sizeof(h));
+	if (len > 0)
+		memcpy(frame + sizeof(h), payload, len);
+	while (off < total) {
+		ssize_t n = send(fd, frame + off, total - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		struct pollfd pfd = { fd, POLLOUT, 0 };
+
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return herd__error_errno(HERD_ECLOSED, errno, "control connection to rank %d",
+						 peer);
+		if (poll(&pfd, 1, herd__net_remaining_ms(deadline)) <= 0 &&
+		    herd__net_now_ms() >= deadline)
+			return herd__error(HERD_ETIMEDOUT, "rank %d does not read its control "
+					   "connection", peer);
+	}
+	return HERD_OK;
+}
+
+herd_status herd__ctl_send(herd_comm *comm, int peer, uint32_t type, const void *payload,
+			   size_t len)
+{
+	herd_status st;
+
+	pthread_mutex_lock(&comm->ctl_mu);
+	st = ctl_write(comm, peer, type, payload, len);
+	pthread_mutex_unlock(&comm->ctl_mu);
+	return st;
+}
+
+void herd__ctl_abort(herd_comm *comm)
+{
+	ctl_hdr h = { CTL_MAGIC, HERD__CTL_ABORT, 0 };
+
+	pthread_mutex_lock(&comm->ctl_mu);
+	for (int j = 0; j < comm->size; j++) {
+		int fd = comm->peers[j].ctl_fd;
+
+		if (fd < 0)
+			continue;
+		/* One try: a peer that does not read still sees the shutdown. */
+		if (send(fd, &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+			herd__log_debug("abort: no ABORT frame to rank %d: %s", j, strerror(errno));
+		shutdown(fd, SHUT_RDWR);
+	}
+	pthread_mutex_unlock(&comm->ctl_mu);
+}
+
+/* Reads exactly n bytes before deadline (init only). */
+static herd_status read_exact(herd_comm *comm, int peer, void *buf, size_t n, int64_t deadline)
+{
+	char who[HERD__COMM_HOST_MAX + 32];
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = recv(comm->peers[peer].ctl_fd, (uint8_t *)buf + got, n - got,
+				 MSG_DONTWAIT);
+		struct pollfd pfd = { comm->peers[peer].ctl_fd, POLLIN, 0 };
+
+		if (r > 0) {
+			got += (size_t)r;
+			continue;
+		}
+		if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			return herd__error(HERD_EPEER, "%s closed its control connection during init",
+					   herd__comm_who(comm, peer, who, sizeof(who)));
+		if (poll(&pfd, 1, herd__net_remaining_ms(deadline)) == 0)
+			return herd__error(HERD_ETIMEDOUT, "%s did not finish herd_comm_init in time",
+					   herd__comm_who(comm, peer, who, sizeof(who)));
+	}
+	return HERD_OK;
+}
+
+herd_status herd__ctl_expect(herd_comm *comm, int peer, uint32_t want, int64_t deadline)
+{
+	uint8_t payload[CTL_PAYLOAD_MAX];
+	ctl_hdr h;
+
+	HERD_CHECK(read_exact(comm, peer, &h, sizeof(h), deadline));
+	if (h.magic != CTL_MAGIC || h.type != want || h.len > CTL_PAYLOAD_MAX)
+		return herd__error(HERD_EFORMAT, "rank %d sent control frame type %u during init, "
+				   "expected %u", peer, h.type, want);
+	return read_exact(comm, peer, payload, h.len, deadline);
+}
+
+/* ---- the monitor thread --------------------------------------------------- */
+
+static void peer_dead(herd_comm *comm, int j, const char *why)
+{
+	herd__peer *p = &comm->peers[j];
+	char doing[HERD__COMM_MSG_MAX / 2];
+
+	if (p->dead || atomic_load(&p->left))
+		return;
+	p->dead = true;
+	herd__comm_doing(comm, doing, sizeof(doing));
+	herd__comm_fail_msg(comm, HERD_EPEER, false, "%s: rank %d (host %s, pid %d) died: %s",
+			    doing, j, p->host, (int)p->pid, why);
+}
+
+static void on_frame(herd_comm *comm, int j, const ctl_hdr *h, const uint8_t *payload)
+{
+	herd__peer *p = &comm->peers[j];
+	char doing[HERD__COMM_MSG_MAX / 2];
+
+	switch (h->type) {
+	case HERD__CTL_BYE:
+		atomic_store(&p->left, 1);
+		/* A rank waiting on it through shared memory checks `left`. */
+		herd__shm_ring_self(comm);
+		break;
+	case HERD__CTL_ABORT:
+		p->dead = true;
+		herd__comm_doing(comm, doing, sizeof(doing));
+		herd__comm_fail_msg(comm, HERD_EPEER, false, "%s: rank %d (host %s) aborted its "
+				    "communicator", doing, j, p->host);
+		break;
+	case HERD__CTL_FAILED: {
+		int32_t code;
+
+		if (h->len < sizeof(code))
+			break;
+		memcpy(&code, payload, sizeof(code));
+		if (code >= 0)
+			code = HERD_EPEER;
+		herd__comm_doing(comm, doing, sizeof(doing));
+		herd__comm_fail_msg(comm, (herd_status)code, false, "%s: rank %d (host %s) failed "
+				    "first: %.*s", doing, j, p->host,
+				    (int)(h->len - sizeof(code)), (const char *)payload + sizeof(code));
+		break;
+	}
+	case HERD__CTL_QUERY: {
+		ctl_status s = { 0 };
+
+		if (h->len < sizeof(s.token))
+			break;
+		memcpy(&s.token, payload, sizeof(s.token));
+		s.entered_seq = atomic_load(&comm->st_entered_seq);
+		s.entered_cseq = atomic_load(&comm->st_entered_cseq);
+		s.entered_kind = (uint8_t)atomic_load(&comm->st_entered_kind);
+		s.done_seq = atomic_load(&comm->st_done_seq);
+		s.done_kind = (uint8_t)atomic_load(&comm->st_done_kind);
+		s.busy = (uint8_t)atomic_load(&comm->st_busy);
+		(void)herd__ctl_send(comm, j, HERD__CTL_STATUS, &s, sizeof(s));
+		break;
+	}
+	case HERD__CTL_STATUS: {
+		ctl_status s;
+
+		if (h->len < sizeof(s))
+			break;
+		memcpy(&s, payload, sizeof(s));
+		pthread_mutex_lock(&comm->mon_mu);
+		if (s.token == comm->query_sent && !p->answered) {
+			p->answer.entered_seq = s.entered_seq;
+			p->answer.entered_cseq = s.entered_cseq;
+			p->answer.entered_kind = s.entered_kind;
+			p->answer.done_seq = s.done_seq;
+			p->answer.done_kind = s.done_kind;
+			p->answer.busy = s.busy;
+			p->answered = true;
+			comm->query_answers++;
+			pthread_cond_broadcast(&comm->mon_cv);
+		}
+		pthread_mutex_unlock(&comm->mon_mu);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+/* Reads what peer j sent on its control connection and acts on each frame. */
+static void ctl_read(herd_comm *comm, int j)
+{
+	herd__peer *p = &comm->peers[j];
+
+	while (!p->ctl_eof) {
+		ssize_t n = recv(p->ctl_fd, p->ctl_in + p->ctl_in_len,
+				 sizeof(p->ctl_in) - p->ctl_in_len, MSG_DONTWAIT);
+		size_t off = 0;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0) {
+			p->ctl_eof = true;
+			peer_dead(comm, j, "its control connection closed without a goodbye (the "
+				  "process died, or exited without destroying its communicator)");
+			return;
+		}
+		p->ctl_in_len += (size_t)n;
+		while (p->ctl_in_len - off >= sizeof(ctl_hdr)) {
+			ctl_hdr h;
+
+			memcpy(&h, p->ctl_in + off, sizeof(h));
+			if (h.magic != CTL_MAGIC || h.len > CTL_PAYLOAD_MAX) {
+				p->ctl_eof = true;
+				peer_dead(comm, j, "it sent garbage on its control connection");
+				return;
+			}
+			if (p->ctl_in_len - off < sizeof(h) + h.len)
+				break;
+			on_frame(comm, j, &h, p->ctl_in + off + sizeof(h));
+			off += sizeof(h) + h.len;
+		}
+		memmove(p->ctl_in, p->ctl_in + off, p->ctl_in_len - off);
+		p->ctl_in_len -= off;
+	}
+}
+
+/* Tells every peer about a failure this rank found, once. */
+static void propagate(herd_comm *comm)
+{
+	uint8_t payload[CTL_PAYLOAD_MAX];
+	int32_t code;
+	size_t len;
+	bool go;
+
+	pthread_mutex_lock(&comm->fail_mu);
+	go = comm->fail_propagate;
+	comm->fail_propagate = false;
+	code = (int32_t)atomic_load(&comm->status);
+	len = strnlen(comm->fail_msg, sizeof(payload) - sizeof(code));
+	memcpy(payload, &code, sizeof(code));
+	memcpy(payload + sizeof(code), comm->fail_msg, len);
+	pthread_mutex_unlock(&comm->fail_mu);
+	if (!go)
+		return;
+	for (int j = 0; j < comm->size; j++)
+		if (comm->peers[j].ctl_fd >= 0 && !comm->peers[j].ctl_eof)
+			(void)herd__ctl_send(comm, j, HERD__CTL_FAILED, payload, sizeof(code) + len);
+}
+
+/* Sends a query that a timed-out call asked for. */
+static void send_query(herd_comm *comm)
+{
+	uint32_t token;
+
+	pthread_mutex_lock(&comm->mon_mu);
+	token = comm->query_token;
+	if (token == comm->query_sent) {
+		pthread_mutex_unlock(&comm->mon_mu);
+		return;
+	}
+	comm->query_sent = token;
+	comm->query_answers = 0;
+	for (int j = 0; j < comm->size; j++)
+		comm->peers[j].answered = false;
+	pthread_mutex_unlock(&comm->mon_mu);
+	for (int j = 0; j < comm->size; j++)
+		if (comm->peers[j].ctl_fd >= 0 && !comm->peers[j].ctl_eof)
+			(void)herd__ctl_send(comm, j, HERD__CTL_QUERY, &token, sizeof(token));
+}
+
+static void *monitor_main(void *arg)
+{
+	herd_comm *comm = arg;
+	struct pollfd *fds = NULL;
+	int *owner = NULL;
+	size_t cap = 2 * (size_t)comm->size + 1;
+
+	fds = calloc(cap, sizeof(*fds));
+	owner = calloc(cap, sizeof(*owner));
+	if (fds == NULL || owner == NULL) {
+		herd__comm_fail_msg(comm, HERD_ENOMEM, false, "out of memory in the monitor "
+				    "thread of rank %d", comm->rank);
+		free(fds);
+		free(owner);
+		return NULL;
+	}
+	while (!atomic_load(&comm->mon_stop)) {
+		nfds_t n = 0;
+		int rc;
+
+		fds[n++] = (struct pollfd){ comm->mon_fd, POLLIN, 0 };
+		for (int j = 0; j < comm->size; j++) {
+			herd__peer *p = &comm->peers[j];
+
+			if (p->ctl_fd >= 0 && !p->ctl_eof) {
+				owner[n] = j;
+				fds[n++] = (struct pollfd){ p->ctl_fd, POLLIN, 0 };
+			}
+			if (p->pidfd >= 0 && !p->dead && !atomic_load(&p->left)) {
+				owner[n] = -2 - j;
+				fds[n++] = (struct pollfd){ p->pidfd, POLLIN, 0 };
+			}
+		}
+		rc = poll(fds, n, MONITOR_TICK_MS);
+		if (rc < 0 && errno != EINTR) {
+			herd__log_warn("monitor of rank %d: poll: %s", comm->rank, strerror(errno));
+			usleep(10000);
+			continue;
+		}
+		if (fds[0].revents) {
+			uint64_t v;
+			ssize_t r = read(comm->mon_fd, &v, sizeof(v));
+
+			(void)r;
+		}
+		for (nfds_t i = 1; i < n; i++)
+			if (fds[i].revents && owner[i] >= 0)
+				ctl_read(comm, owner[i]);
+		for (nfds_t i = 1; i < n; i++) {
+			int j = -2 - owner[i];
+			char why[64];
+
+			if (!fds[i].revents || owner[i] >= 0)
+				continue;
+			/* A goodbye may sit unread beside the exit. */
+			ctl_read(comm, j);
+			snprintf(why, sizeof(why), "process %d exited", (int)comm->peers[j].pid);
+			peer_dead(comm, j, why);
+		}
+		propagate(comm);
+		send_query(comm);
+	}
+	free(fds);
+	free(owner);
+	return NULL;
+}
+
+void herd__monitor_kick(herd_comm *comm)
+{
+	uint64_t one = 1;
+
+	if (comm->mon_fd >= 0) {
+		ssize_t n = write(comm->mon_fd, &one, sizeof(one));
+
+		(void)n;
+	}
+}
+
+herd_status herd__monitor_start(herd_comm *comm)
+{
+	HERD_CHECK(herd__comm_thread_start(&comm->monitor, monitor_main, comm, "monitor"));
+	comm->monitor_started = true;
+	return HERD_OK;
+}
+
+void herd__monitor_stop(herd_comm *comm)
+{
+	if (!comm->monitor_started)
+		return;
+	atomic_store(&comm->mon_stop, true);
+	herd__monitor_kick(comm);
+	pthread_join(comm->monitor, NULL);
+	comm->monitor_started = false;
+}
+
+void herd__monitor_query(herd_comm *comm, int wait_ms, herd__call_state *states, bool *answered)
+{
+	int64_t deadline = herd__net_deadline(wait_ms);
+	uint32_t token;
+	int expect = 0;
+
+	for (int j = 0; j < comm->size; j++)
+		if (comm->peers[j].ctl_fd >= 0)
+			expect++;
+	if (!comm->monitor_started || expect == 0)
+		return;
+	pthread_mutex_lock(&comm->mon_mu);
+	token = ++comm->query_token;
+	if (token == 0)
+		token = ++comm->query_token;
+	pthread_mutex_unlock(&comm->mon_mu);
+	herd__monitor_kick(comm);
+
+	pthread_mutex_lock(&comm->mon_mu);
+	while (!(comm->query_sent == token && comm->query_answers >= expect) &&
+	       herd__net_now_ms() < deadline) {
+		struct timespec ts;
+		int64_t left = herd__net_remaining_ms(deadline);
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += left / 1000;
+		ts.tv_nsec += (left % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&comm->mon_cv, &comm->mon_mu, &ts);
+	}
+	if (comm->query_sent == token)
+		for (int j = 0; j < comm->size; j++) {
+			answered[j] = comm->peers[j].answered;
+			if (answered[j])
+				states[j] = comm->peers[j].answer;
+		}
+	pthread_mutex_unlock(&comm->mon_mu);
+}

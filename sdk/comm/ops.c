@@ -1,0 +1,546 @@
+/*
+ * sdk/comm/ops.c - the public collective and point-to-point calls of
+ * herd/comm.h: each checks its arguments, describes itself as a herd__op
+ * (its fingerprint and buffers) and hands that to the core, which runs it
+ * now (herd__comm_run) or on the progress thread (herd__comm_submit).
+ *
+ * Checks are local and cheap, and what they reject never reaches the wire:
+ * a NULL communicator; an unknown dtype or reduction; a root or peer out
+ * of range; a NULL buffer with a non-zero count; a byte count that does
+ * not fit in ptrdiff_t; buffers that overlap other than in the in-place
+ * forms comm.h names.  Each message names the call, the argument and its
+ * value.  Gather and scatter also accept the root's own block of the big
+ * buffer as the small one (the allgather / reduce_scatter convention).
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "comm/algo.h"
+
+static herd_status check_comm(const char *fn, const herd_comm *comm)
+{
+	if (comm == NULL)
+		return herd__error(HERD_EINVAL, "%s: comm is NULL", fn);
+	return HERD_OK;
+}
+
+static herd_status check_dtype(const char *fn, herd_dtype dtype)
+{
+	if ((unsigned)dtype >= HERD_DTYPE_COUNT)
+		return herd__error(HERD_EINVAL,
+				   "%s: dtype %d is not a herd_dtype (expected 0..%d, int8..float64)",
+				   fn, (int)dtype, HERD_DTYPE_COUNT - 1);
+	return HERD_OK;
+}
+
+static herd_status check_redop(const char *fn, herd_redop op)
+{
+	if ((unsigned)op >= HERD_REDOP_COUNT)
+		return herd__error(HERD_EINVAL,
+				   "%s: op %d is not a herd_redop (expected 0..%d, sum..avg)", fn,
+				   (int)op, HERD_REDOP_COUNT - 1);
+	return HERD_OK;
+}
+
+/* name is "root", "peer", "dst" or "src". */
+static herd_status check_rank(const char *fn, const char *name, int value, int size)
+{
+	if (value < 0 || value >= size)
+		return herd__error(HERD_EINVAL,
+				   "%s: %s %d is out of range for a communicator of %d ranks "
+				   "(expected 0..%d)",
+				   fn, name, value, size, size - 1);
+	return HERD_OK;
+}
+
+/*
+ * *bytes = count elements of dtype times mult (the number of blocks), when
+ * that fits in ptrdiff_t, so that every pointer the algorithms form inside
+ * the buffer is valid.
+ */
+static herd_status check_count(const char *fn, const char *name, size_t count,
+			       herd_dtype dtype, int mult, size_t *bytes)
+{
+	size_t es = herd_dtype_size(dtype), m = (size_t)mult;
+
+	if (count > (size_t)PTRDIFF_MAX / es / m) {
+		if (mult > 1)
+			return herd__error(HERD_EINVAL,
+					   "%s: %s %zu of %s times %d ranks is more than "
+					   "PTRDIFF_MAX (%td) bytes",
+					   fn, name, count, herd_dtype_name(dtype), mult, PTRDIFF_MAX);
+		return herd__error(HERD_EINVAL, "%s: %s %zu of %s is more than PTRDIFF_MAX (%td) bytes",
+				   fn, name, count, herd_dtype_name(dtype), PTRDIFF_MAX);
+	}
+	*bytes = count * es * m;
+	return HERD_OK;
+}
+
+static herd_status check_buf(const char *fn, const char *name, const void *buf, size_t count)
+{
+	if (buf == NULL && count != 0)
+		return herd__error(HERD_EINVAL,
+				   "%s: %s is NULL with count %zu (NULL is allowed only with count 0)",
+				   fn, name, count);
+	return HERD_OK;
+}
+
+/* Whether [a, a+alen) and [b, b+blen) share a byte. */
+static bool overlaps(const void *a, size_t alen, const void *b, size_t blen)
+{
+	uintptr_t ua = (uintptr_t)a, ub = (uintptr_t)b;
+
+	if (alen == 0 || blen == 0)
+		return false;
+	return ua < ub + blen && ub < ua + alen;
+}
+
+static herd_status overlap_error(const char *fn, const char *form)
+{
+	return herd__error(HERD_EINVAL,
+			   "%s: sendbuf and recvbuf overlap (the only overlap allowed is %s)", fn,
+			   form);
+}
+
+static void op_init(herd__op *o, herd__op_fn run, herd__op_kind kind, herd_dtype dtype,
+		    int redop, int root, size_t count, const void *sendbuf, void *recvbuf)
+{
+	memset(o, 0, sizeof(*o));
+	o->run = run;
+	o->fp.kind = (uint8_t)kind;
+	o->fp.dtype = (uint8_t)dtype;
+	o->fp.redop = (uint8_t)redop;
+	o->fp.root = root;
+	o->fp.count = count;
+	o->sendbuf = sendbuf;
+	o->recvbuf = recvbuf;
+	o->count = count;
+	o->peer = -1;
+	o->peer2 = -1;
+}
+
+static herd_status check_req(const char *fn, herd_request **req)
+{
+	if (req == NULL)
+		return herd__error(HERD_EINVAL, "%s: req is NULL", fn);
+	*req = NULL;
+	return HERD_OK;
+}
+
+/* ---- one preparation per operation, shared by its blocking and
+ * nonblocking forms ------------------------------------------------------- */
+
+static herd_status prep_allreduce(herd__op *o, const char *fn, herd_comm *comm,
+				  const void *sendbuf, void *recvbuf, size_t count,
+				  herd_dtype dtype, herd_redop op)
+{
+	size_t bytes = 0;
+
+	HERD_CHECK(check_comm(fn, comm));
+	HERD_CHECK(check_dtype(fn, dtype));
+	HERD_CHECK(check_redop(fn, op));
+	HERD_CHECK(check_count(fn, "count", count, dtype, 1, &bytes));
+	HERD_CHECK(check_buf(fn, "sendbuf", sendbuf, count));
+	HERD_CHECK(check_buf(fn, "recvbuf", recvbuf, count));
+	if (sendbuf != recvbuf && overlaps(sendbuf, bytes, recvbuf, bytes))
+		return overlap_error(fn, "sendbuf == recvbuf");
+	op_init(o, herd__algo_allreduce, HERD__OP_ALLREDUCE, dtype, op, -1, count, sendbuf,
+		recvbuf);
+	return HERD_OK;
+}
+
+static herd_status prep_reduce(herd__op *o, const char *fn, herd_comm *comm,
+			       const void *sendbuf, void *recvbuf, size_t count, herd_dtype dtype,
+			       herd_redop op, int root)
+{
+	size_t bytes = 0;
+
+	HERD_CHECK(check_comm(fn, comm));
+	HERD_CHECK(check_dtype(fn, dtype));
+	HERD_CHECK(check_redop(fn, op));
+	HERD_CHECK(check_rank(fn, "root", root, herd_comm_size(comm)));
+	HERD_CHECK(check_count(fn, "count", count, dtype, 1, &bytes));
+	HERD_CHECK(check_buf(fn, "sendbuf", sendbuf, count));
+	if (herd_comm_rank(comm) == root) {
+		HERD_CHECK(check_buf(fn, "recvbuf", recvbuf, count));
+		if (sendbuf != recvbuf && overlaps(sendbuf, bytes, recvbuf, bytes))
+			return overlap_error(fn, "sendbuf == recvbuf");
+	}
+	op_init(o, herd__algo_reduce, HERD__OP_REDUCE, dtype, op, root, count, sendbuf, recvbuf);
+	return HERD_OK;
+}
+
+static herd_status prep_broadcast(herd__op *o, const char *fn, herd_comm *comm,
+				  const void *sendbuf, void *recvbuf, size_t count,
+				  herd_dtype dtype, int root)
+{
+	size_t bytes = 0;
+
+	HERD_CHECK(check_comm(fn, comm));
+	HERD_CHECK(check_dtype(fn, dtype));
+	HERD_CHECK(check_rank(fn, "root", root, herd_comm_size(comm)));
+	HERD_CHECK(check_count(fn, "count", count, dtype, 1, &bytes));
+	HERD_CHECK(check_buf(fn, "recvbuf", recvbuf, count));
+	if (herd_comm_rank(comm) == root) {
+		HERD_CHECK(check_buf(fn, "sendbuf", sendbuf, count));
+		if (sendbuf != recvbuf && overlaps(sendbuf, bytes, recvbuf, bytes))
+			return overlap_error(fn, "sendbuf == recvbuf");
+	}
+	op_init(o, herd__algo_broadcast, HERD__OP_BROADCAST, dtype, 0, root, count, sendbuf,
+		recvbuf);
+	return HERD_OK;
+}
+
+static herd_status prep_allgather(herd__op *o, const char *fn, herd_comm *comm,
+				  const void *sendbuf, void *recvbuf, size_t count,
+				  herd_dtype dtype)
+{
+	size_t bytes = 0, all = 0;
+
+	HERD_CHECK(check_comm(fn, comm));
+	HERD_CHECK(check_dtype(fn, dtype));
+	HERD_CHECK(check_count(fn, "count", count, dtype, herd_comm_size(comm), &all));
+	bytes = count * herd_dtype_size(dtype);
+	HERD_CHECK(check_buf(fn, "sendbuf", sendbuf, count));
+	HERD_CHECK(check_buf(fn, "recvbuf", recvbuf, count));
+	if (count > 0 && sendbuf != (char *)recvbuf + (size_t)herd_comm_rank(comm) * bytes &&
+	    overlaps(sendbuf, bytes, recvbuf, all))
+		return overlap_error(fn, "sendbuf == recvbuf + rank * count elements");
+	op_init(o, herd__algo_allgather, HERD__OP_ALLGATHER, dtype, 0, -1, count, sendbuf,
+		recvbuf);
+	return HERD_OK;
+}
+
+static herd_status prep_reduce_scatter(herd__op *o, const char *fn, herd_comm *comm,
+				       const void *sendbuf, void *recvbuf, size_t count,
+				       herd_dtype dtype, herd_redop op)
+{
+	size_t bytes = 0, all = 0;
+
+	HERD_CHECK(check_comm(fn, comm));
+	HERD_CHECK(check_dtype(fn, dtype));
+	HERD_CHECK(check_redop(fn, op));
+	HERD_CHECK(check_count(fn, "count", count, dtype, herd_comm_size(comm), &all));
+	bytes = count * herd_dtype_size(dtype);
+	HERD_CHECK(check_buf(fn, "sendbuf", sendbuf, count));
+	HERD_CHECK(check_buf(fn, "recvbuf", recvbuf, count));
+	if (count > 0 &&
+	    recvbuf != (const char *)sendbuf + (size_t)herd_comm_rank(comm) * bytes &&
+	    overlaps(sendbuf, all, recvbuf, bytes))
+		return overlap_error(fn, "recvbuf == sendbuf + rank * count elements");
+	op_init(o, herd__algo_reduce_scatter, HERD__OP_REDUCE_SCATTER, dtype, op, -1, count,
+		sendbuf, recvbuf);
+	return HERD_OK;
+}
+
+static herd_status prep_alltoall(herd__op *o, const char *fn, herd_comm *comm,
+				 const void *sendbuf, void *recvbuf, size_t count,
+				 herd_dtype dtype)
+{
+	size_t all = 0;
+
+	HERD_CHECK(check_comm(fn, comm));
+	HERD_CHECK(check_dtype(fn, dtype));
+	HERD_CHECK(check_count(fn, "count", count, dtype, herd_comm_size(comm), &all));
+	HERD_CHECK(check_buf(fn, "sendbuf", sendbuf, count));
+	HERD_CHECK(check_buf(fn, "recvbuf", recvbuf, count));
+	if (overlaps(sendbuf, all, recvbuf, all))
+		return herd__error(HERD_EINVAL,
+				   "%s: sendbuf and recvbuf overlap (alltoall has no in-place form)",
+				   fn);
+	op_init(o, herd__algo_alltoall, HERD__OP_ALLTOALL, dtype, 0, -1, count, sendbuf,
+		recvbuf);
+	return HERD_OK;
+}
+
+/* Gather (scatter false) and scatter: the big buffer is the root's. */
+static herd_status prep_rooted(herd__op *o, const char *fn, herd_comm *comm, bool scatter,
+			       const void *sendbuf, void *recvbuf, size_t count, herd_dtype dtype,
+			       int root)
+{
+	size_t bytes = 0, all = 0;
+	bool is_root;
+
+	HERD_CHECK(check_comm(fn, comm));
+	HERD_CHECK(check_dtype(fn, dtype));
+	HERD_CHECK(check_rank(fn, "root", root, herd_comm_size(comm)));
+	HERD_CHECK(check_count(fn, "count", count, dtype, herd_comm_size(comm), &all));
+	bytes = count * herd_dtype_size(dtype);
+	is_root = herd_comm_rank(comm) == root;
+	if (!scatter || is_root)
+		HERD_CHECK(check_buf(fn, "sendbuf", sendbuf, count));
+	if (scatter || is_root)
+		HERD_CHECK(check_buf(fn, "recvbuf", recvbuf, count));
+	if (is_root && count > 0) {
+		const char *big = scatter ? sendbuf : recvbuf;
+		const void *small = scatter ? recvbuf : sendbuf;
+
+		if (small != big + (size_t)root * bytes && overlaps(big, all, small, bytes))
+			return overlap_error(fn, scatter ? "recvbuf == sendbuf + root * count elements"
+							 : "sendbuf == recvbuf + root * count elements");
+	}
+	op_init(o, scatter ? herd__algo_scatter : herd__algo_gather,
+		scatter ? HERD__OP_SCATTER : HERD__OP_GATHER, dtype, 0, root, count, sendbuf,
+		recvbuf);
+	return HERD_OK;
+}
+
+/* ---- blocking calls ------------------------------------------------------- */
+
+herd_status herd_comm_allreduce(herd_comm *comm, const void *sendbuf, void *recvbuf,
+				size_t count, herd_dtype dtype, herd_redop op)
+{
+	herd__op o;
+
+	HERD_CHECK(prep_allreduce(&o, __func__, comm, sendbuf, recvbuf, count, dtype, op));
+	return herd__comm_run(comm, &o);
+}
+
+herd_status herd_comm_reduce(herd_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			     herd_dtype dtype, herd_redop op, int root)
+{
+	herd__op o;
+
+	HERD_CHECK(prep_reduce(&o, __func__, comm, sendbuf, recvbuf, count, dtype, op, root));
+	return herd__comm_run(comm, &o);
+}
+
+herd_status herd_comm_broadcast(herd_comm *comm, const void *sendbuf, void *recvbuf,
+				size_t count, herd_dtype dtype, int root)
+{
+	herd__op o;
+
+	HERD_CHECK(prep_broadcast(&o, __func__, comm, sendbuf, recvbuf, count, dtype, root));
+	return herd__comm_run(comm, &o);
+}
+
+herd_status herd_comm_allgather(herd_comm *comm, const void *sendbuf, void *recvbuf,
+				size_t count, herd_dtype dtype)
+{
+	herd__op o;
+
+	HERD_CHECK(prep_allgather(&o, __func__, comm, sendbuf, recvbuf, count, dtype));
+	return herd__comm_run(comm, &o);
+}
+
+herd_status herd_comm_reduce_scatter(herd_comm *comm, const void *sendbuf, void *recvbuf,
+				     size_t count, herd_dtype dtype, herd_redop op)
+{
+	herd__op o;
+
+	HERD_CHECK(prep_reduce_scatter(&o, __func__, comm, sendbuf, recvbuf, count, dtype, op));
+	return herd__comm_run(comm, &o);
+}
+
+herd_status herd_comm_alltoall(herd_comm *comm, const void *sendbuf, void *recvbuf,
+			       size_t count, herd_dtype dtype)
+{
+	herd__op o;
+
+	HERD_CHECK(prep_alltoall(&o, __func__, comm, sendbuf, recvbuf, count, dtype));
+	return herd__comm_run(comm, &o);
+}
+
+herd_status herd_comm_gather(herd_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			     herd_dtype dtype, int root)
+{
+	herd__op o;
+
+	HERD_CHECK(prep_rooted(&o, __func__, comm, false, sendbuf, recvbuf, count, dtype, root));
+	return herd__comm_run(comm, &o);
+}
+
+herd_status herd_comm_scatter(herd_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			      herd_dtype dtype, int root)
+{
+	herd__op o;
+
+	HERD_CHECK(prep_rooted(&o, __func__, comm, true, sendbuf, recvbuf, count, dtype, root));
+	return herd__comm_run(comm, &o);
+}
+
+/* A message to the caller itself could only be matched by the same call,
+ * so send and recv refuse it (sendrecv takes both sides at once). */
+static herd_status prep_p2p(herd__op *o, const char *fn, herd_comm *comm, bool send,
+			    const void *buf, size_t count, herd_dtype dtype, int peer)
+{
+	size_t bytes = 0;
+
+	HERD_CHECK(check_comm(fn, comm));
+	HERD_CHECK(check_dtype(fn, dtype));
+	HERD_CHECK(check_rank(fn, "peer", peer, herd_comm_size(comm)));
+	if (peer == herd_comm_rank(comm))
+		return herd__error(HERD_EINVAL,
+				   "%s: peer %d is the calling rank itself, which would wait forever "
+				   "(herd_comm_sendrecv can exchange with itself)",
+				   fn, peer);
+	HERD_CHECK(check_count(fn, "count", count, dtype, 1, &bytes));
+	HERD_CHECK(check_buf(fn, "buf", buf, count));
+	if (send) {
+		op_init(o, herd__algo_send, HERD__OP_SEND, dtype, 0, -1, count, buf, NULL);
+	} else {
+		op_init(o, herd__algo_recv, HERD__OP_RECV, dtype, 0, -1, count, NULL, (void *)buf);
+	}
+	o->peer = peer;
+	return HERD_OK;
+}
+
+herd_status herd_comm_send(herd_comm *comm, const void *buf, size_t count, herd_dtype dtype,
+			   int peer)
+{
+	herd__op o;
+
+	HERD_CHECK(prep_p2p(&o, __func__, comm, true, buf, count, dtype, peer));
+	return herd__comm_run(comm, &o);
+}
+
+herd_status herd_comm_recv(herd_comm *comm, void *buf, size_t count, herd_dtype dtype, int peer)
+{
+	herd__op o;
+
+	HERD_CHECK(prep_p2p(&o, __func__, comm, false, buf, count, dtype, peer));
+	return herd__comm_run(comm, &o);
+}
+
+herd_status herd_comm_sendrecv(herd_comm *comm, const void *sendbuf, size_t sendcount, int dst,
+			       void *recvbuf, size_t recvcount, int src, herd_dtype dtype)
+{
+	const char *fn = __func__;
+	size_t sbytes = 0, rbytes = 0;
+	herd__op o;
+	int me;
+
+	HERD_CHECK(check_comm(fn, comm));
+	HERD_CHECK(check_dtype(fn, dtype));
+	HERD_CHECK(check_rank(fn, "dst", dst, herd_comm_size(comm)));
+	HERD_CHECK(check_rank(fn, "src", src, herd_comm_size(comm)));
+	me = herd_comm_rank(comm);
+	if ((dst == me) != (src == me))
+		return herd__error(HERD_EINVAL,
+				   "%s: dst %d and src %d: a message to itself must also be received "
+				   "from itself (rank %d), or it waits forever",
+				   fn, dst, src, me);
+	HERD_CHECK(check_count(fn, "sendcount", sendcount, dtype, 1, &sbytes));
+	HERD_CHECK(check_count(fn, "recvcount", recvcount, dtype, 1, &rbytes));
+	if (dst == me && sendcount != recvcount)
+		return herd__error(HERD_EINVAL,
+				   "%s: sendcount %zu and recvcount %zu differ for a message to itself",
+				   fn, sendcount, recvcount);
+	HERD_CHECK(check_buf(fn, "sendbuf", sendbuf, sendcount));
+	HERD_CHECK(check_buf(fn, "recvbuf", recvbuf, recvcount));
+	if (overlaps(sendbuf, sbytes, recvbuf, rbytes))
+		return herd__error(HERD_EINVAL, "%s: sendbuf and recvbuf overlap", fn);
+	op_init(&o, herd__algo_sendrecv, HERD__OP_SENDRECV, dtype, 0, -1, sendcount, sendbuf,
+		recvbuf);
+	o.recvcount = recvcount;
+	o.peer = dst;
+	o.peer2 = src;
+	return herd__comm_run(comm, &o);
+}
+
+static herd_status prep_barrier(herd__op *o, const char *fn, herd_comm *comm)
+{
+	HERD_CHECK(check_comm(fn, comm));
+	op_init(o, herd__algo_barrier, HERD__OP_BARRIER, HERD_UINT8, 0, -1, 0, NULL, NULL);
+	return HERD_OK;
+}
+
+herd_status herd_comm_barrier(herd_comm *comm)
+{
+	herd__op o;
+
+	HERD_CHECK(prep_barrier(&o, __func__, comm));
+	return herd__comm_run(comm, &o);
+}
+
+/* ---- nonblocking calls ---------------------------------------------------- */
+
+herd_status herd_comm_iallreduce(herd_comm *comm, const void *sendbuf, void *recvbuf,
+				 size_t count, herd_dtype dtype, herd_redop op, herd_request **req)
+{
+	herd__op o;
+
+	HERD_CHECK(check_req(__func__, req));
+	HERD_CHECK(prep_allreduce(&o, __func__, comm, sendbuf, recvbuf, count, dtype, op));
+	return herd__comm_submit(comm, &o, req);
+}
+
+herd_status herd_comm_ireduce(herd_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			      herd_dtype dtype, herd_redop op, int root, herd_request **req)
+{
+	herd__op o;
+
+	HERD_CHECK(check_req(__func__, req));
+	HERD_CHECK(prep_reduce(&o, __func__, comm, sendbuf, recvbuf, count, dtype, op, root));
+	return herd__comm_submit(comm, &o, req);
+}
+
+herd_status herd_comm_ibroadcast(herd_comm *comm, const void *sendbuf, void *recvbuf,
+				 size_t count, herd_dtype dtype, int root, herd_request **req)
+{
+	herd__op o;
+
+	HERD_CHECK(check_req(__func__, req));
+	HERD_CHECK(prep_broadcast(&o, __func__, comm, sendbuf, recvbuf, count, dtype, root));
+	return herd__comm_submit(comm, &o, req);
+}
+
+herd_status herd_comm_iallgather(herd_comm *comm, const void *sendbuf, void *recvbuf,
+				 size_t count, herd_dtype dtype, herd_request **req)
+{
+	herd__op o;
+
+	HERD_CHECK(check_req(__func__, req));
+	HERD_CHECK(prep_allgather(&o, __func__, comm, sendbuf, recvbuf, count, dtype));
+	return herd__comm_submit(comm, &o, req);
+}
+
+herd_status herd_comm_ireduce_scatter(herd_comm *comm, const void *sendbuf, void *recvbuf,
+				      size_t count, herd_dtype dtype, herd_redop op,
+				      herd_request **req)
+{
+	herd__op o;
+
+	HERD_CHECK(check_req(__func__, req));
+	HERD_CHECK(prep_reduce_scatter(&o, __func__, comm, sendbuf, recvbuf, count, dtype, op));
+	return herd__comm_submit(comm, &o, req);
+}
+
+herd_status herd_comm_ialltoall(herd_comm *comm, const void *sendbuf, void *recvbuf,
+				size_t count, herd_dtype dtype, herd_request **req)
+{
+	herd__op o;
+
+	HERD_CHECK(check_req(__func__, req));
+	HERD_CHECK(prep_alltoall(&o, __func__, comm, sendbuf, recvbuf, count, dtype));
+	return herd__comm_submit(comm, &o, req);
+}
+
+herd_status herd_comm_igather(herd_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			      herd_dtype dtype, int root, herd_request **req)
+{
+	herd__op o;
+
+	HERD_CHECK(check_req(__func__, req));
+	HERD_CHECK(prep_rooted(&o, __func__, comm, false, sendbuf, recvbuf, count, dtype, root));
+	return herd__comm_submit(comm, &o, req);
+}
+
+herd_status herd_comm_iscatter(herd_comm *comm, const void *sendbuf, void *recvbuf,
+			       size_t count, herd_dtype dtype, int root, herd_request **req)
+{
+	herd__op o;
+
+	HERD_CHECK(check_req(__func__, req));
+	HERD_CHECK(prep_rooted(&o, __func__, comm, true, sendbuf, recvbuf, count, dtype, root));
+	return herd__comm_submit(comm, &o, req);
+}
+
+herd_status herd_comm_ibarrier(herd_comm *comm, herd_request **req)
+{
+	herd__op o;
+
+	HERD_CHECK(check_req(__func__, req));
+	HERD_CHECK(prep_barrier(&o, __func__, comm));
+	return herd__comm_submit(comm, &o, req);
+}

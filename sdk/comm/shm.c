@@ -1,0 +1,417 @@
+/*
+ * sdk/comm/shm.c - the shared-memory transport between the ranks of one
+ * host.
+ *
+ * Each rank creates one POSIX shared memory segment, its inbox,
+ * "/herd.<pid>.<communicator id>.<rank>": a header page, then one ring per
+ * local peer (sender).  A ring is single-producer single-consumer: NSLOTS
+ * slots of SLOT_SIZE bytes, a head (slots published, written by the
+ * sender) and a tail (slots released, written by the receiver), C11
+ * atomics with release/acquire.  A message starts in a fresh slot with its
+ * header (padded to HDR_ROOM bytes) and continues over as many slots as it
+ * needs; the receiver copies or reduces straight out of the slot into its
+ * destination (herd__rx_deliver), then releases the slot.  Slot payloads
+ * are multiples of 64 bytes, so reductions always see whole elements.
+ *
+ * Waiting: the header holds the rank's doorbell, a futex word, and a
+ * `sleeping` flag.  A rank with nothing to do spins a little (p2p.c), then
+ * sets `sleeping`, checks its links once more, and sleeps on the doorbell
+ * for at most 100 ms.  A sender that publishes a slot, or a receiver that
+ * frees one, rings the other rank's doorbell (increment + FUTEX_WAKE) only
+ * when that rank sleeps; the flag and the ring positions are ordered with
+ * seq_cst fences (Dekker), so no wake-up is lost.  Oversubscribed ranks
+ * therefore sleep instead of spinning each other out of the CPU.
+ *
+ * Segment names vanish as soon as every local peer has mapped them (a
+ * MAPPED frame on the control connection), so a crash after init leaves
+ * nothing in /dev/shm.  Peer deaths are noticed by the monitor (control
+ * connection, pidfd), which rings the doorbell of the rank it breaks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdalign.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base.h"
+#include "core.h"
+
+#define SHM_MAGIC 0x316d687364726568ull   /* "herdshm1" */
+#define SHM_VERSION 1
+#define SLOT_SIZE (512u * 1024u)
+#define NSLOTS 8u
+#define PAGE 4096u
+#define HDR_ROOM 64u
+#define RING_BYTES ((size_t)PAGE + (size_t)NSLOTS * SLOT_SIZE)
+
+typedef struct inbox_hdr {
+	_Atomic uint64_t magic;            /* set last, with release */
+	uint32_t version, nrings, nslots, slot_size;
+	int32_t owner_rank, owner_pid;
+	alignas(64) atomic_uint doorbell;  /* the futex word */
+	atomic_uint sleeping;
+} inbox_hdr;
+
+typedef struct ring {
+	alignas(64) _Atomic uint64_t head;
+	alignas(64) _Atomic uint64_t tail;
+	alignas(64) uint32_t len[NSLOTS];  /* bytes in each slot, set before head moves */
+} ring;
+
+_Static_assert(sizeof(inbox_hdr) <= PAGE && sizeof(ring) <= PAGE, "headers fit a page");
+_Static_assert(sizeof(herd__wire_hdr) <= HDR_ROOM, "a message header fits its room");
+
+struct herd__shm {
+	char name[96];           /* this rank's segment */
+	bool linked;             /* its name still exists */
+	uint8_t *own;
+	size_t own_size;
+	uint8_t **maps;          /* [size]: the inboxes of the local peers */
+	size_t *map_size;
+	int *lpos;               /* [size]: position among the ranks sharing memory, or -1 */
+	int ngroup;
+};
+
+typedef struct shm_link {
+	herd__link base;
+	ring *tx;                /* in the peer's inbox: this rank writes */
+	uint8_t *tx_data;
+	uint32_t tx_nslots, tx_slot;
+	ring *rx;                /* in this rank's inbox: the peer writes */
+	uint8_t *rx_data;
+	uint64_t tx_head, rx_tail;
+	inbox_hdr *peer_hdr;
+} shm_link;
+
+static long futex(atomic_uint *word, int op, unsigned int val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, (unsigned int *)word, op, val, ts, NULL, 0);
+}
+
+/* Wakes the owner of h if it sleeps.  The fence orders the caller's
+ * head/tail store before the load of `sleeping`. */
+static void ring_doorbell(inbox_hdr *h)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&h->sleeping, memory_order_relaxed)) {
+		atomic_fetch_add(&h->doorbell, 1);
+		futex(&h->doorbell, FUTEX_WAKE, INT_MAX, NULL);
+	}
+}
+
+static inbox_hdr *own_hdr(const herd_comm *comm)
+{
+	return (inbox_hdr *)comm->shm->own;
+}
+
+uint32_t herd__shm_arm(herd_comm *comm)
+{
+	inbox_hdr *h = own_hdr(comm);
+
+	atomic_store(&h->sleeping, 1);
+	atomic_thread_fence(memory_order_seq_cst);
+	return atomic_load(&h->doorbell);
+}
+
+void herd__shm_sleep(herd_comm *comm, uint32_t seen, int timeout_ms)
+{
+	struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000 };
+
+	futex(&own_hdr(comm)->doorbell, FUTEX_WAIT, seen, &ts);
+}
+
+void herd__shm_disarm(herd_comm *comm)
+{
+	atomic_store_explicit(&own_hdr(comm)->sleeping, 0, memory_order_relaxed);
+}
+
+void herd__shm_ring_self(herd_comm *comm)
+{
+	inbox_hdr *h;
+
+	if (comm->shm == NULL || comm->shm->own == NULL)
+		return;
+	h = own_hdr(comm);
+	atomic_fetch_add(&h->doorbell, 1);
+	futex(&h->doorbell, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+/* ---- the link ------------------------------------------------------------- */
+
+static herd_status shm_try_send(herd__link *link, herd__tx *tx, bool *progressed)
+{
+	shm_link *s = (shm_link *)link;
+	const size_t hlen = sizeof(tx->hdr);
+
+	while (!tx->done) {
+		uint64_t tail = atomic_load_explicit(&s->tx->tail, memory_order_acquire);
+		uint32_t idx;
+		uint8_t *slot;
+		size_t room = s->tx_slot, used = 0, chunk, from;
+
+		if (s->tx_head - tail >= s->tx_nslots)
+			break;
+		idx = (uint32_t)(s->tx_head % s->tx_nslots);
+		slot = s->tx_data + (size_t)idx * s->tx_slot;
+		if (tx->off == 0) {
+			memcpy(slot, &tx->hdr, hlen);
+			used = HDR_ROOM;
+			tx->off = hlen;
+		}
+		from = tx->off - hlen;
+		chunk = tx->len - from < room - used ? tx->len - from : room - used;
+		if (chunk > 0)
+			memcpy(slot + used, tx->buf + from, chunk);
+		s->tx->len[idx] = (uint32_t)(used + chunk);
+		atomic_store_explicit(&s->tx->head, ++s->tx_head, memory_order_release);
+		tx->off += chunk;
+		tx->done = tx->off == hlen + tx->len;
+		*progressed = true;
+		ring_doorbell(s->peer_hdr);
+	}
+	return HERD_OK;
+}
+
+static herd_status shm_try_recv(herd__link *link, herd__rx *rx, bool *progressed)
+{
+	shm_link *s = (shm_link *)link;
+	herd_comm *comm = link->comm;
+	inbox_hdr *own = own_hdr(comm);
+
+	while (!rx->done) {
+		uint64_t head = atomic_load_explicit(&s->rx->head, memory_order_acquire);
+		uint32_t idx;
+		const uint8_t *p;
+		size_t n;
+
+		if (head == s->rx_tail)
+			break;
+		idx = (uint32_t)(s->rx_tail % own->nslots);
+		p = s->rx_data + (size_t)idx * own->slot_size;
+		n = s->rx->len[idx];
+		if (n > own->slot_size)
+			return herd__error(HERD_EFORMAT, "rank %d wrote a slot of %zu bytes into a "
+					   "ring of %u-byte slots", link->peer, n, own->slot_size);
+		if (!rx->hdr_ok) {
+			if (n < HDR_ROOM)
+				return herd__error(HERD_EFORMAT, "rank %d sent a message without a "
+						   "header", link->peer);
+			memcpy(&rx->hdr, p, sizeof(rx->hdr));
+			rx->hdr_got = sizeof(rx->hdr);
+			HERD_CHECK(rx->check(rx, rx->ctx));
+			p += HDR_ROOM;
+			n -= HDR_ROOM;
+		}
+		if (n > rx->len - rx->off)
+			return herd__error(HERD_EFORMAT, "rank %d sent %zu bytes more than its "
+					   "message header announced", link->peer,
+					   n - (rx->len - rx->off));
+		herd__rx_deliver(rx, p, n);
+		atomic_store_explicit(&s->rx->tail, ++s->rx_tail, memory_order_release);
+		rx->done = rx->off == rx->len;
+		*progressed = true;
+		ring_doorbell(s->peer_hdr);
+	}
+	return HERD_OK;
+}
+
+static int shm_fd(const herd__link *link)
+{
+	(void)link;
+	return -1;
+}
+
+static void shm_shutdown(herd__link *link)
+{
+	/* Nothing to unblock: waiters sleep on the doorbell, which abort rings. */
+	(void)link;
+}
+
+static void shm_close(herd__link *link)
+{
+	free(link);
+}
+
+static const herd__link_ops shm_ops = {
+	.name = "shm",
+	.try_send = shm_try_send,
+	.try_recv = shm_try_recv,
+	.fd = shm_fd,
+	.shutdown = shm_shutdown,
+	.close = shm_close,
+};
+
+/* ---- segments ------------------------------------------------------------- */
+
+static void segment_name(const herd_comm *comm, int rank, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "/herd.%d.%s.%d", (int)comm->peers[rank].pid, comm->id_hex, rank);
+}
+
+/* Ring of sender `from` in the inbox of `to`: senders in rank order. */
+static ring *ring_at(const herd__shm *s, uint8_t *inbox, int to, int from)
+{
+	int idx = s->lpos[from] < s->lpos[to] ? s->lpos[from] : s->lpos[from] - 1;
+
+	return (ring *)(inbox + PAGE + (size_t)idx * RING_BYTES);
+}
+
+herd_status herd__shm_create(herd_comm *comm)
+{
+	herd__shm *s;
+	inbox_hdr *h;
+	bool any = false;
+	int fd, rc;
+
+	for (int j = 0; j < comm->size; j++)
+		any = any || herd__comm_uses_shm(comm, j);
+	if (!any)
+		return HERD_OK;   /* no local peer: nothing to share */
+	HERD_CHECK(herd__calloc(&s, 1, sizeof(*s), "shared memory state"));
+	comm->shm = s;
+	HERD_CHECK(herd__calloc(&s->maps, (size_t)comm->size, sizeof(*s->maps), "shm maps"));
+	HERD_CHECK(herd__calloc(&s->map_size, (size_t)comm->size, sizeof(size_t), "shm maps"));
+	HERD_CHECK(herd__calloc(&s->lpos, (size_t)comm->size, sizeof(int), "shm maps"));
+	for (int j = 0; j < comm->size; j++)
+		s->lpos[j] = j == comm->rank || herd__comm_uses_shm(comm, j) ? s->ngroup++ : -1;
+
+	segment_name(comm, comm->rank, s->name, sizeof(s->name));
+	s->own_size = PAGE + (size_t)(s->ngroup - 1) * RING_BYTES;
+	fd = shm_open(s->name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return herd__error_errno(HERD_ESYS, errno, "cannot create shared memory segment "
+					 "/dev/shm%s", s->name);
+	s->linked = true;
+	/* Reserve the memory now: a tmpfs that fills up later would kill the
+	 * process with SIGBUS instead of failing here. */
+	rc = ftruncate(fd, (off_t)s->own_size) != 0 ? errno
+						     : posix_fallocate(fd, 0, (off_t)s->own_size);
+	if (rc != 0) {
+		close(fd);
+		return herd__error_errno(HERD_ENORESOURCE, rc, "cannot reserve %zu bytes of shared "
+					 "memory for /dev/shm%s", s->own_size, s->name);
+	}
+	s->own = mmap(NULL, s->own_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	rc = errno;
+	close(fd);
+	if (s->own == MAP_FAILED) {
+		s->own = NULL;
+		return herd__error_errno(HERD_ESYS, rc, "cannot map /dev/shm%s", s->name);
+	}
+	h = (inbox_hdr *)s->own;
+	h->version = SHM_VERSION;
+	h->nrings = (uint32_t)(s->ngroup - 1);
+	h->nslots = NSLOTS;
+	h->slot_size = SLOT_SIZE;
+	h->owner_rank = comm->rank;
+	h->owner_pid = comm->peers[comm->rank].pid;
+	atomic_store_explicit(&h->magic, SHM_MAGIC, memory_order_release);
+	return HERD_OK;
+}
+
+static herd_status map_peer(herd_comm *comm, int j)
+{
+	herd__shm *s = comm->shm;
+	char name[96];
+	struct stat sb;
+	inbox_hdr *h;
+	int fd, err;
+
+	segment_name(comm, j, name, sizeof(name));
+	fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+	if (fd < 0)
+		return herd__error_errno(HERD_ESYS, errno, "cannot open the shared memory of rank "
+					 "%d (host %s), /dev/shm%s", j, comm->peers[j].host, name);
+	if (fstat(fd, &sb) != 0 || (size_t)sb.st_size < PAGE) {
+		close(fd);
+		return herd__error(HERD_EFORMAT, "/dev/shm%s is too small", name);
+	}
+	s->map_size[j] = (size_t)sb.st_size;
+	s->maps[j] = mmap(NULL, s->map_size[j], PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	err = errno;
+	close(fd);
+	if (s->maps[j] == MAP_FAILED) {
+		s->maps[j] = NULL;
+		return herd__error_errno(HERD_ESYS, err, "cannot map /dev/shm%s", name);
+	}
+	h = (inbox_hdr *)s->maps[j];
+	if (atomic_load_explicit(&h->magic, memory_order_acquire) != SHM_MAGIC ||
+	    h->version != SHM_VERSION || h->nrings != (uint32_t)(s->ngroup - 1) ||
+	    h->nslots == 0 || h->nslots > NSLOTS || h->slot_size < 4096 ||
+	    h->slot_size % 64 != 0 ||
+	    s->map_size[j] < PAGE + (size_t)h->nrings * (PAGE + (size_t)h->nslots * h->slot_size))
+		return herd__error(HERD_EFORMAT, "/dev/shm%s of rank %d is not a herd inbox of "
+				   "this version and shape", name, j);
+	return HERD_OK;
+}
+
+herd_status herd__shm_attach(herd_comm *comm, int64_t deadline)
+{
+	herd__shm *s = comm->shm;
+
+	if (s == NULL)
+		return HERD_OK;
+	for (int j = 0; j < comm->size; j++) {
+		shm_link *l;
+		inbox_hdr *ph;
+		ring *tx;
+
+		if (!herd__comm_uses_shm(comm, j))
+			continue;
+		HERD_CHECK(map_peer(comm, j));
+		HERD_CHECK(herd__calloc(&l, 1, sizeof(*l), "a shared memory link"));
+		ph = (inbox_hdr *)s->maps[j];
+		tx = ring_at(s, s->maps[j], j, comm->rank);
+		l->base.ops = &shm_ops;
+		l->base.comm = comm;
+		l->base.peer = j;
+		l->tx = tx;
+		l->tx_data = (uint8_t *)tx + PAGE;
+		l->tx_nslots = ph->nslots;
+		l->tx_slot = ph->slot_size;
+		l->rx = ring_at(s, s->own, comm->rank, j);
+		l->rx_data = (uint8_t *)l->rx + PAGE;
+		l->peer_hdr = ph;
+		comm->peers[j].link = &l->base;
+	}
+	/* Every peer tells every other it has mapped; then names can go. */
+	for (int j = 0; j < comm->size; j++)
+		if (herd__comm_uses_shm(comm, j))
+			HERD_CHECK(herd__ctl_send(comm, j, HERD__CTL_MAPPED, NULL, 0));
+	for (int j = 0; j < comm->size; j++)
+		if (herd__comm_uses_shm(comm, j))
+			HERD_CHECK(herd__ctl_expect(comm, j, HERD__CTL_MAPPED, deadline));
+	if (shm_unlink(s->name) != 0)
+		herd__log_warn("cannot remove /dev/shm%s: %s", s->name, strerror(errno));
+	s->linked = false;
+	return HERD_OK;
+}
+
+void herd__shm_destroy(herd_comm *comm)
+{
+	herd__shm *s = comm->shm;
+
+	if (s == NULL)
+		return;
+	if (s->linked)
+		shm_unlink(s->name);
+	if (s->own != NULL)
+		munmap(s->own, s->own_size);
+	for (int j = 0; s->maps != NULL && j < comm->size; j++)
+		if (s->maps[j] != NULL)
+			munmap(s->maps[j], s->map_size[j]);
+	free(s->maps);
+	free(s->map_size);
+	free(s->lpos);
+	free(s);
+	comm->shm = NULL;
+}

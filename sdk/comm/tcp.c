@@ -1,0 +1,644 @@
+/*
+ * sdk/comm/tcp.c - the TCP side of a communicator: the listening socket,
+ * the mesh of authenticated connections made at init (a control
+ * connection to every peer, a data connection to every peer not reached
+ * through shared memory), and the TCP data link.
+ *
+ * Connecting: rank r connects to every rank below it and accepts from every
+ * rank above it.  Both ends of a new connection send a HELLO at once
+ * (kind, from, to, communicator id, a fresh 32-byte nonce), then a PROOF:
+ * HMAC-SHA256(key, peer's nonce || own nonce || "herd-comm/1 FROM->TO KIND"),
+ * the key being the communicator's random key that rank 0 put in the
+ * (authenticated) store.  Each checks the other's proof, so both prove
+ * they hold the key and neither proof can be replayed.  The store's HMAC
+ * helpers (store/proto.h) do the hashing.
+ *
+ * The data link: non-blocking sockets with TCP_NODELAY, progressed with
+ * sendmsg (header and payload in one call) and recv.  Copies are received
+ * straight into the destination; reductions go through a bounce buffer,
+ * whole elements at a time.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <inttypes.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "base.h"
+#include "core.h"
+#include "net.h"
+#include "store/proto.h"
+
+#define HELLO_MAGIC 0x48445248u     /* "HRDH" */
+#define HELLO_VERSION 1
+#define KIND_CTL 1
+#define KIND_DATA 2
+#define BOUNCE_CAP (1u << 20)
+/* Bytes one try_send / try_recv moves at most, so that one busy link does
+ * not starve the others of an exchange. */
+#define TRY_BUDGET (8u << 20)
+/* When a peer publishes several addresses, how long each may take. */
+#define CANDIDATE_CONNECT_MS 3000
+
+typedef struct hello {
+	uint32_t magic;
+	uint16_t version;
+	uint8_t kind;
+	uint8_t pad;
+	int32_t from, to;
+	uint8_t id[HERD__COMM_ID_LEN];
+	uint8_t nonce[HERD__STORE_NONCE_LEN];
+	uint8_t pad2[8];
+} hello;
+
+_Static_assert(sizeof(hello) == 64, "a hello is 64 bytes");
+
+/* ---- listening ------------------------------------------------------------ */
+
+/* The IPv4 address of interface name, or of every interface that is up
+ * (non-loopback first) when name is NULL, as "a:port,b:port". */
+static herd_status local_addrs(const char *name, int port, char *out, size_t cap, int *count)
+{
+	struct ifaddrs *ifs = NULL;
+	size_t o = 0;
+
+	*count = 0;
+	out[0] = '\0';
+	if (getifaddrs(&ifs) != 0)
+		return herd__error_errno(HERD_ESYS, errno, "getifaddrs");
+	for (int pass = 0; pass < 2; pass++) {
+		for (struct ifaddrs *i = ifs; i != NULL; i = i->ifa_next) {
+			char ip[INET_ADDRSTRLEN];
+			bool loop;
+			int n;
+
+			if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
+			    !(i->ifa_flags & IFF_UP))
+				continue;
+			if (name != NULL && strcmp(i->ifa_name, name) != 0)
+				continue;
+			loop = (i->ifa_flags & IFF_LOOPBACK) != 0;
+			if (name == NULL && loop != (pass == 1))
+				continue;
+			if (name != NULL && pass == 1)
+				continue;
+			inet_ntop(AF_INET, &((const struct sockaddr_in *)i->ifa_addr)->sin_addr, ip,
+				  sizeof(ip));
+			n = snprintf(out + o, cap - o, "%s%s:%d", o > 0 ? "," : "", ip, port);
+			if (n < 0 || (size_t)n >= cap - o)
+				break;
+			o += (size_t)n;
+			(*count)++;
+		}
+	}
+	freeifaddrs(ifs);
+	return HERD_OK;
+}
+
+herd_status herd__tcp_listen(herd_comm *comm, int *fd, char *addrs, size_t cap)
+{
+	const char *ifname = comm->cfg.ifname[0] != '\0' ? comm->cfg.ifname : NULL;
+	char ip[INET_ADDRSTRLEN] = "0.0.0.0", local[HERD_NET_ADDR_LEN];
+	int port = 0, count = 0;
+	herd_status st;
+
+	*fd = -1;
+	if (ifname != NULL) {
+		HERD_CHECK(local_addrs(ifname, 1, addrs, cap, &count));
+		if (count == 0)
+			return herd__error(HERD_EINVAL, "socket interface \"%s\" (HERD_SOCKET_IFNAME "
+					   "or herd_comm_opts.socket_ifname) does not exist, is down "
+					   "or has no IPv4 address", ifname);
+		*strchr(addrs, ':') = '\0';
+		herd__strlcpy(ip, addrs, sizeof(ip));
+	}
+	HERD_CHECK(herd__net_listen(fd, ip, 0));
+	st = herd__net_local_addr(*fd, local, &port);
+	if (st == HERD_OK)
+		st = local_addrs(ifname, port, addrs, cap, &count);
+	if (st == HERD_OK && count == 0)
+		st = herd__error(HERD_EUNAVAIL, "no network interface is up");
+	if (st != HERD_OK) {
+		close(*fd);
+		*fd = -1;
+	}
+	return st;
+}
+
+/* ---- connecting ----------------------------------------------------------- */
+
+/* Connects to one of the addresses peer j published: its loopback one when
+ * it is on this host, else each in turn. */
+static herd_status connect_peer(herd_comm *comm, int j, int64_t deadline, int *fd)
+{
+	const herd__peer *p = &comm->peers[j];
+	char list[HERD__COMM_ADDRS_MAX], *save = NULL, *tok;
+	herd_status st = herd__error(HERD_EINVAL, "rank %d published no address", j);
+	int ntok = 0;
+
+	herd__strlcpy(list, p->addrs, sizeof(list));
+	for (const char *c = list; *c != '\0'; c++)
+		ntok += *c == ',';
+	ntok++;
+	for (tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save),
+	     ntok--) {
+		char host[HERD_NET_ADDR_LEN];
+		int port;
+		int64_t until = deadline;
+
+		if (herd__net_parse_hostport(tok, host, sizeof(host), &port) != HERD_OK)
+			continue;
+		if (p->same_host && strstr(p->addrs, "127.0.0.1:") != NULL &&
+		    strcmp(host, "127.0.0.1") != 0)
+			continue;
+		if (ntok > 1 && herd__net_now_ms() + CANDIDATE_CONNECT_MS < deadline)
+			until = herd__net_now_ms() + CANDIDATE_CONNECT_MS;
+		st = herd__net_connect(fd, host, port, until);
+		if (st == HERD_OK)
+			return HERD_OK;
+	}
+	return herd__error_wrap(st, "cannot reach rank %d (host %s) at %s: ", j, p->host,
+				p->addrs);
+}
+
+typedef struct hs {
+	int fd;
+	int peer;                /* -1 until an inbound HELLO names it */
+	int kind;
+	int stage;               /* 0: reading HELLO, 1: reading PROOF, 2: done */
+	uint8_t out[sizeof(hello) + HERD__STORE_MAC_LEN];
+	size_t out_len, out_off;
+	uint8_t in[sizeof(hello)];
+	size_t in_got;
+	uint8_t nonce[HERD__STORE_NONCE_LEN];
+	uint8_t peer_nonce[HERD__STORE_NONCE_LEN];
+} hs;
+
+static herd_status hs_begin(herd_comm *comm, hs *h, int fd, int peer, int kind)
+{
+	hello m;
+
+	memset(h, 0, sizeof(*h));
+	h->fd = fd;
+	h->peer = peer;
+	h->kind = kind;
+	HERD_CHECK(herd__store_random(h->nonce, sizeof(h->nonce)));
+	memset(&m, 0, sizeof(m));
+	m.magic = HELLO_MAGIC;
+	m.version = HELLO_VERSION;
+	m.kind = (uint8_t)kind;
+	m.from = comm->rank;
+	m.to = peer;
+	memcpy(m.id, comm->id, sizeof(m.id));
+	memcpy(m.nonce, h->nonce, sizeof(m.nonce));
+	memcpy(h->out, &m, sizeof(m));
+	h->out_len = sizeof(m);
+	return HERD_OK;
+}
+
+static void proof(const herd_comm *comm, uint8_t out[HERD__STORE_MAC_LEN], int from, int to,
+		  int kind, const uint8_t *first, const uint8_t *second)
+{
+	char label[64];
+
+	snprintf(label, sizeof(label), "herd-comm/1 %d->%d %s", from, to,
+		 kind == KIND_CTL ? "ctl" : "data");
+	herd__store_auth_mac(out, comm->key, sizeof(comm->key), first, second, label);
+}
+
+/*
+ * Moves a handshake along.  Returns HERD_OK (h->stage 2 when done), or an
+ * error: the connection is then dropped (an inbound stray) or the init
+ * fails (a known peer).
+ */
+static herd_status hs_step(herd_comm *comm, hs *h, bool *taken)
+{
+	char who[HERD__COMM_HOST_MAX + 32];
+
+	while (h->out_off < h->out_len) {
+		ssize_t n = send(h->fd, h->out + h->out_off, h->out_len - h->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0) {
+			h->out_off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		return herd__error_errno(HERD_EPEER, errno, "connection handshake with rank %d",
+					 h->peer);
+	}
+	while (h->stage < 2) {
+		size_t want = h->stage == 0 ? sizeof(hello) : HERD__STORE_MAC_LEN;
+		ssize_t n = recv(h->fd, h->in + h->in_got, want - h->in_got, MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return HERD_OK;
+		if (n <= 0)
+			return herd__error(HERD_EPEER, "%s closed the connection during the "
+					   "handshake (it refused this rank's proof, or failed)",
+					   h->peer >= 0 ? herd__comm_who(comm, h->peer, who,
+									   sizeof(who))
+							: "a peer");
+		h->in_got += (size_t)n;
+		if (h->in_got < want)
+			continue;
+		h->in_got = 0;
+		if (h->stage == 0) {
+			hello m;
+
+			memcpy(&m, h->in, sizeof(m));
+			if (m.magic != HELLO_MAGIC || m.version != HELLO_VERSION ||
+			    memcmp(m.id, comm->id, sizeof(m.id)) != 0 || m.to != comm->rank ||
+			    (m.kind != KIND_CTL && m.kind != KIND_DATA) ||
+			    (h->peer >= 0 && (m.from != h->peer || m.kind != h->kind)) ||
+			    (h->peer < 0 && (m.from <= comm->rank || m.from >= comm->size)))
+				return herd__error(HERD_EAUTH, "a connection sent a HELLO that is not "
+						   "for this communicator and rank");
+			if (h->peer < 0) {
+				/* An inbound connection: which slot it fills is checked by the
+				 * caller once the proof is in. */
+				h->peer = m.from;
+				h->kind = m.kind;
+			}
+			memcpy(h->peer_nonce, m.nonce, sizeof(m.nonce));
+			proof(comm, h->out + h->out_len, comm->rank, h->peer, h->kind, h->peer_nonce,
+			      h->nonce);
+			h->out_len += HERD__STORE_MAC_LEN;
+			h->stage = 1;
+			return hs_step(comm, h, taken);
+		}
+		{
+			uint8_t want_mac[HERD__STORE_MAC_LEN];
+			herd__store_bytes got = { h->in, HERD__STORE_MAC_LEN };
+
+			proof(comm, want_mac, h->peer, comm->rank, h->kind, h->nonce, h->peer_nonce);
+			if (!herd__store_mac_equal(want_mac, got))
+				return herd__error(HERD_EAUTH, "%s failed to prove it holds the "
+						   "communicator's key",
+						   herd__comm_who(comm, h->peer, who, sizeof(who)));
+			h->stage = 2;
+		}
+	}
+	(void)taken;
+	return HERD_OK;
+}
+
+static void set_data_socket_options(int fd)
+{
+	int on = 1;
+
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+}
+
+static herd_status tcp_link_new(herd_comm *comm, int peer, int fd, herd__link **out);
+
+herd_status herd__tcp_mesh(herd_comm *comm, int listen_fd, int64_t deadline)
+{
+	hs *conns = NULL;
+	struct pollfd *pfds = NULL;
+	size_t n = 0, cap = 0, expect = 0, done = 0;
+	char who[HERD__COMM_HOST_MAX + 32];
+	herd_status st = HERD_OK;
+
+	for (int j = 0; j < comm->size; j++)
+		if (j != comm->rank)
+			expect += herd__comm_uses_shm(comm, j) ? 1 : 2;
+	cap = expect + 16;
+	HERD_CHECK(herd__calloc(&conns, cap, sizeof(*conns), "connection handshakes"));
+	HERD_CHECK_GOTO(herd__calloc(&pfds, cap + 1, sizeof(*pfds), "connection handshakes"),
+			st, out);
+	for (size_t i = 0; i < cap; i++)
+		conns[i].fd = -1;
+
+	/* Outbound: to every lower rank. */
+	for (int j = 0; j < comm->rank; j++) {
+		for (int kind = KIND_CTL; kind <= KIND_DATA; kind++) {
+			int fd;
+
+			if (kind == KIND_DATA && herd__comm_uses_shm(comm, j))
+				continue;
+			HERD_CHECK_GOTO(connect_peer(comm, j, deadline, &fd), st, out);
+			if (kind == KIND_DATA)
+				set_data_socket_options(fd);
+			st = hs_begin(comm, &conns[n], fd, j, kind);
+			n++;
+			if (st != HERD_OK)
+				goto out;
+		}
+	}
+
+	while (done < expect) {
+		nfds_t np = 0;
+		int rc;
+
+		pfds[np++] = (struct pollfd){ listen_fd, POLLIN, 0 };
+		for (size_t i = 0; i < n; i++) {
+			short ev = POLLIN;
+
+			if (conns[i].fd < 0 || conns[i].stage == 2)
+				continue;
+			if (conns[i].out_off < conns[i].out_len)
+				ev |= POLLOUT;
+			pfds[np++] = (struct pollfd){ conns[i].fd, ev, 0 };
+		}
+		rc = poll(pfds, np, herd__net_remaining_ms(deadline));
+		if (rc < 0 && errno != EINTR) {
+			st = herd__error_errno(HERD_ESYS, errno, "poll");
+			goto out;
+		}
+		if (rc == 0 && herd__net_now_ms() >= deadline)
+			break;
+		/* New inbound connections. */
+		for (;;) {
+			int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+			if (fd < 0)
+				break;
+			if (n == cap) {
+				close(fd);
+				continue;
+			}
+			set_data_socket_options(fd);
+			HERD_CHECK_GOTO(hs_begin(comm, &conns[n], fd, -1, 0), st, out);
+			n++;
+		}
+		done = 0;
+		for (size_t i = 0; i < n; i++) {
+			hs *h = &conns[i];
+			bool inbound = h->peer < 0 || h->peer > comm->rank;
+			herd_status hst;
+
+			if (h->fd < 0)
+				continue;
+			if (h->stage < 2 || h->out_off < h->out_len) {
+				hst = hs_step(comm, h, NULL);
+				if (hst != HERD_OK) {
+					if (!inbound) {
+						st = hst;
+						goto out;
+					}
+					/* Not one of ours, or not proven: drop it, keep waiting. */
+					herd__log_warn("rank %d dropped an incoming connection: %s",
+						       comm->rank, herd_last_error());
+					close(h->fd);
+					h->fd = -1;
+					continue;
+				}
+			}
+			if (h->stage == 2 && h->out_off == h->out_len) {
+				/* A duplicate of a connection already made is dropped. */
+				for (size_t k = 0; k < i; k++)
+					if (conns[k].fd >= 0 && conns[k].peer == h->peer &&
+					    conns[k].kind == h->kind && conns[k].stage == 2) {
+						close(h->fd);
+						h->fd = -1;
+						break;
+					}
+				if (h->fd >= 0)
+					done++;
+			}
+		}
+	}
+	if (done < expect) {
+		char list[512];
+		size_t o = 0;
+
+		list[0] = '\0';
+		for (int j = 0; j < comm->size; j++) {
+			int have = 0, need = herd__comm_uses_shm(comm, j) ? 1 : 2;
+
+			if (j == comm->rank)
+				continue;
+			for (size_t i = 0; i < n; i++)
+				if (conns[i].fd >= 0 && conns[i].peer == j && conns[i].stage == 2)
+					have++;
+			if (have < need && o + 40 < sizeof(list))
+				o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s",
+						      o > 0 ? ", " : "",
+						      herd__comm_who(comm, j, who, sizeof(who)));
+		}
+		st = herd__error(HERD_ETIMEDOUT, "herd_comm_init timed out on %s connecting to "
+				 "its peers: no connection with %s",
+				 herd__comm_who(comm, comm->rank, who, sizeof(who)), list);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		hs *h = &conns[i];
+
+		if (h->fd < 0)
+			continue;
+		if (h->kind == KIND_CTL) {
+			comm->peers[h->peer].ctl_fd = h->fd;
+		} else {
+			herd__link *link;
+
+			HERD_CHECK_GOTO(tcp_link_new(comm, h->peer, h->fd, &link), st, out);
+			comm->peers[h->peer].link = link;
+		}
+		h->fd = -1;
+	}
+out:
+	for (size_t i = 0; i < n; i++)
+		if (conns[i].fd >= 0)
+			close(conns[i].fd);
+	free(conns);
+	free(pfds);
+	return st;
+}
+
+/* ---- the data link -------------------------------------------------------- */
+
+typedef struct tcp_link {
+	herd__link base;
+	int fd;
+	uint8_t *bounce;         /* reductions: received bytes not yet reduced */
+	size_t bfill;
+} tcp_link;
+
+/* The peer's end failed: a message that names it and what was under way. */
+static herd_status peer_gone(tcp_link *t, int err, const char *doing, size_t left)
+{
+	herd_comm *comm = t->base.comm;
+	herd__peer *p = &comm->peers[t->base.peer];
+	char me[HERD__COMM_HOST_MAX + 32], call[160];
+
+	herd__comm_who(comm, comm->rank, me, sizeof(me));
+	if (comm->op != NULL)
+		snprintf(call, sizeof(call), "%s #%" PRIu64,
+			 herd__op_name((herd__op_kind)comm->op->fp.kind), comm->op->fp.seq);
+	else
+		snprintf(call, sizeof(call), "a call");
+	if (atomic_load(&p->left))
+		return herd__error(HERD_EPEER, "%s failed on %s: rank %d (host %s) destroyed its "
+				   "communicator while %zu bytes were still to %s it", call, me,
+				   t->base.peer, p->host, left, doing);
+	return herd__error(HERD_EPEER, "%s failed on %s: rank %d (host %s, pid %d) closed its "
+			   "connection (%s) with %zu bytes still to %s it: it died, aborted or "
+			   "exited", call, me, t->base.peer, p->host, (int)p->pid,
+			   err != 0 ? strerror(err) : "end of stream", left, doing);
+}
+
+static herd_status tcp_try_send(herd__link *link, herd__tx *tx, bool *progressed)
+{
+	tcp_link *t = (tcp_link *)link;
+	const size_t hlen = sizeof(tx->hdr), total = hlen + tx->len;
+	size_t budget = TRY_BUDGET;
+
+	while (tx->off < total && budget > 0) {
+		struct iovec iov[2];
+		struct msghdr mh;
+		int niov = 0;
+		ssize_t n;
+
+		if (tx->off < hlen) {
+			iov[niov].iov_base = (uint8_t *)&tx->hdr + tx->off;
+			iov[niov++].iov_len = hlen - tx->off;
+			if (tx->len > 0) {
+				iov[niov].iov_base = (void *)tx->buf;
+				iov[niov++].iov_len = tx->len;
+			}
+		} else {
+			iov[niov].iov_base = (void *)(tx->buf + (tx->off - hlen));
+			iov[niov++].iov_len = total - tx->off;
+		}
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = iov;
+		mh.msg_iovlen = (size_t)niov;
+		n = sendmsg(t->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			tx->off += (size_t)n;
+			budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
+			*progressed = true;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		return peer_gone(t, n < 0 ? errno : 0, "send to", total - tx->off);
+	}
+	tx->done = tx->off == total;
+	return HERD_OK;
+}
+
+static herd_status tcp_try_recv(herd__link *link, herd__rx *rx, bool *progressed)
+{
+	tcp_link *t = (tcp_link *)link;
+	const size_t hlen = sizeof(rx->hdr);
+	size_t budget = TRY_BUDGET;
+
+	while (!rx->done && budget > 0) {
+		ssize_t n;
+
+		if (rx->hdr_got < hlen) {
+			n = recv(t->fd, (uint8_t *)&rx->hdr + rx->hdr_got, hlen - rx->hdr_got,
+				 MSG_DONTWAIT);
+			if (n > 0) {
+				rx->hdr_got += (size_t)n;
+				*progressed = true;
+				if (rx->hdr_got == hlen) {
+					HERD_CHECK(rx->check(rx, rx->ctx));
+					rx->done = rx->len == 0;
+				}
+				continue;
+			}
+		} else if (rx->sink.reduce_with == NULL) {
+			size_t want = rx->len - rx->off;
+			uint8_t *dst = (uint8_t *)rx->sink.dst + rx->off;
+
+			n = recv(t->fd, dst, want < budget ? want : budget, MSG_DONTWAIT);
+			if (n > 0) {
+				herd__rx_deliver(rx, dst, (size_t)n);
+				budget -= (size_t)n;
+				*progressed = true;
+				rx->done = rx->off == rx->len;
+				continue;
+			}
+		} else {
+			size_t want = rx->len - rx->off - t->bfill, usable;
+
+			if (t->bounce == NULL) {
+				t->bounce = malloc(BOUNCE_CAP);
+				if (t->bounce == NULL)
+					return herd__error(HERD_ENOMEM, "out of memory for a receive "
+							   "buffer of %u bytes", BOUNCE_CAP);
+			}
+			if (want > BOUNCE_CAP - t->bfill)
+				want = BOUNCE_CAP - t->bfill;
+			n = recv(t->fd, t->bounce + t->bfill, want, MSG_DONTWAIT);
+			if (n > 0) {
+				t->bfill += (size_t)n;
+				usable = t->bfill - t->bfill % rx->elsize;
+				herd__rx_deliver(rx, t->bounce, usable);
+				memmove(t->bounce, t->bounce + usable, t->bfill - usable);
+				t->bfill -= usable;
+				budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
+				*progressed = true;
+				rx->done = rx->off == rx->len;
+				continue;
+			}
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		return peer_gone(t, n < 0 ? errno : 0, "receive from",
+				 rx->hdr_got < hlen ? rx->len + hlen - rx->hdr_got : rx->len - rx->off);
+	}
+	return HERD_OK;
+}
+
+static int tcp_fd(const herd__link *link)
+{
+	return ((const tcp_link *)link)->fd;
+}
+
+static void tcp_shutdown(herd__link *link)
+{
+	shutdown(((tcp_link *)link)->fd, SHUT_RDWR);
+}
+
+static void tcp_close(herd__link *link)
+{
+	tcp_link *t = (tcp_link *)link;
+
+	close(t->fd);
+	free(t->bounce);
+	free(t);
+}
+
+static const herd__link_ops tcp_ops = {
+	.name = "tcp",
+	.try_send = tcp_try_send,
+	.try_recv = tcp_try_recv,
+	.fd = tcp_fd,
+	.shutdown = tcp_shutdown,
+	.close = tcp_close,
+};
+
+static herd_status tcp_link_new(herd_comm *comm, int peer, int fd, herd__link **out)
+{
+	tcp_link *t;
+
+	HERD_CHECK(herd__calloc(&t, 1, sizeof(*t), "a TCP link"));
+	t->base.ops = &tcp_ops;
+	t->base.comm = comm;
+	t->base.peer = peer;
+	t->fd = fd;
+	*out = &t->base;
+	return HERD_OK;
+}

@@ -1,0 +1,372 @@
+/*
+ * tests/unit/comm_harness.h - real ranks for the communicator tests: the
+ * parent hosts a store server on 127.0.0.1, forks one process per rank,
+ * collects what each rank reports through a pipe, and reaps them all
+ * within a bounded time (killing what overstays).
+ *
+ * A rank's body runs in the child with the CHECK macros of test.h; the
+ * child exits non-zero when one failed, and its messages go to stderr.
+ */
+#ifndef HERD_COMM_HARNESS_H
+#define HERD_COMM_HARNESS_H
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#include "base.h"
+#include "comm/comm_internal.h"
+#include "comm/core.h"
+#include "net.h"
+
+#define HARNESS_SECRET "comm-test-secret-0123456789abcdef"
+#define HARNESS_MAX_RANKS 16
+
+static herd_store_server *harness_server;
+static int harness_result_fd = -1;
+static unsigned harness_scope_counter;
+
+/* What a rank reports to the parent: one write, atomic on a pipe. */
+typedef struct rank_result {
+	int rank;
+	int valid;
+	int status;
+	int64_t t_ms;        /* a time on CLOCK_MONOTONIC, or a duration */
+	double value;        /* a measurement */
+	char msg[900];
+} rank_result;
+
+static inline int64_t now_ms(void)
+{
+	return herd__net_now_ms();
+}
+
+static inline double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static inline void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static inline void harness_start(void)
+{
+	herd_store_server_opts o = HERD_STORE_SERVER_OPTS_INIT;
+
+	o.secret = HARNESS_SECRET;
+	if (herd_store_server_start(&harness_server, &o) != HERD_OK) {
+		fprintf(stderr, "cannot start the store server: %s\n", herd_last_error());
+		exit(1);
+	}
+}
+
+static inline void harness_stop(void)
+{
+	herd_store_server_free(harness_server);
+	harness_server = NULL;
+}
+
+static inline const char *harness_address(void)
+{
+	return herd_store_server_address(harness_server);
+}
+
+/* In a rank: sends r to the parent. */
+static inline void report(rank_result *r)
+{
+	ssize_t n;
+
+	r->valid = 1;
+	n = write(harness_result_fd, r, sizeof(*r));
+	(void)n;
+}
+
+/* In a rank: reports a status with the current error message and time. */
+static inline void report_status(int rank, herd_status st, int64_t t_ms, double value)
+{
+	rank_result r;
+
+	memset(&r, 0, sizeof(r));
+	r.rank = rank;
+	r.status = st;
+	r.t_ms = t_ms;
+	r.value = value;
+	if (st != HERD_OK)
+		herd__strlcpy(r.msg, herd_last_error(), sizeof(r.msg));
+	report(&r);
+}
+
+/* A fresh store scope for one run. */
+static inline void harness_scope(char *buf, size_t cap, const char *name)
+{
+	snprintf(buf, cap, "%s/%u/", name, ++harness_scope_counter);
+}
+
+/* In a rank: connects to the store and joins a communicator in scope. */
+static inline herd_status harness_comm(herd_comm **out, const char *scope, int rank, int size,
+				const char *transport, int timeout_ms)
+{
+	herd_store_opts so = HERD_STORE_OPTS_INIT;
+	herd_comm_opts co = HERD_COMM_OPTS_INIT;
+	herd_store *root = NULL, *sub = NULL;
+	herd_status st;
+
+	so.secret = HARNESS_SECRET;
+	so.timeout_ms = 20000;
+	st = herd_store_connect(&root, harness_address(), &so);
+	if (st != HERD_OK)
+		return st;
+	st = herd_store_prefix(&sub, root, scope);
+	co.transport = transport;
+	co.timeout_ms = timeout_ms;
+	if (st == HERD_OK)
+		st = herd_comm_init(out, sub, rank, size, &co);
+	/* The communicator keeps its own handle on the store. */
+	herd_store_free(sub);
+	herd_store_free(root);
+	return st;
+}
+
+static inline int count_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+static inline int count_fds(void)
+{
+	return count_dir("/proc/self/fd") - 1;   /* the directory's own fd */
+}
+
+static inline int count_threads(void)
+{
+	return count_dir("/proc/self/task");
+}
+
+/* Shared memory segments named after one of the pids. */
+static inline int shm_segments_of(const pid_t *pids, int n)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+	int found = 0;
+
+	if (d == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		for (int i = 0; i < n; i++) {
+			char prefix[32];
+
+			snprintf(prefix, sizeof(prefix), "herd.%d.", (int)pids[i]);
+			if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
+				fprintf(stderr, "leftover /dev/shm/%s\n", e->d_name);
+				found++;
+			}
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+typedef void (*rank_fn)(int rank, int size, void *arg);
+typedef void (*parent_fn)(const pid_t *pids, int size, void *arg);
+
+/*
+ * Runs fn in size processes and waits up to timeout_ms for them.  Fills
+ * results[rank] with what each reported last (results may be NULL).
+ * parent, when set, runs in the parent once all are forked.  Ranks in
+ * killed_mask may die by SIGKILL; any other rank must exit 0.  Returns the
+ * number of ranks that did not.
+ */
+static inline int run_ranks(int size, rank_fn fn, void *arg, int timeout_ms, parent_fn parent,
+		     void *parent_arg, unsigned killed_mask, rank_result *results)
+{
+	pid_t pids[HARNESS_MAX_RANKS];
+	int status[HARNESS_MAX_RANKS], done = 0, bad = 0, fds[2];
+	int64_t deadline = now_ms() + timeout_ms;
+
+	if (pipe(fds) != 0)
+		return size;
+	fflush(stdout);
+	fflush(stderr);
+	for (int i = 0; i < size; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			close(fds[0]);
+			harness_result_fd = fds[1];
+			test_failures = 0;
+			fn(i, size, arg);
+			fflush(stdout);
+			exit(test_failures > 0 ? 1 : 0);
+		}
+		status[i] = -1;
+	}
+	close(fds[1]);
+	fcntl(fds[0], F_SETFL, O_NONBLOCK);
+	if (parent != NULL)
+		parent(pids, size, parent_arg);
+	while (done < size) {
+		rank_result r;
+		struct pollfd pfd = { fds[0], POLLIN, 0 };
+
+		while (read(fds[0], &r, sizeof(r)) == (ssize_t)sizeof(r))
+			if (results != NULL && r.rank >= 0 && r.rank < size)
+				results[r.rank] = r;
+		for (int i = 0; i < size; i++) {
+			int ws;
+
+			if (status[i] != -1 || waitpid(pids[i], &ws, WNOHANG) != pids[i])
+				continue;
+			status[i] = ws;
+			done++;
+		}
+		if (done == size)
+			break;
+		if (now_ms() >= deadline) {
+			for (int i = 0; i < size; i++)
+				if (status[i] == -1) {
+					fprintf(stderr, "rank %d (pid %d) overstayed %d ms: killed\n", i,
+						(int)pids[i], timeout_ms);
+					kill(pids[i], SIGKILL);
+					waitpid(pids[i], &status[i], 0);
+					status[i] = 0x7f00;   /* counted as failed below */
+					done++;
+				}
+			break;
+		}
+		poll(&pfd, 1, 20);
+	}
+	{
+		rank_result r;
+
+		while (read(fds[0], &r, sizeof(r)) == (ssize_t)sizeof(r))
+			if (results != NULL && r.rank >= 0 && r.rank < size)
+				results[r.rank] = r;
+	}
+	close(fds[0]);
+	for (int i = 0; i < size; i++) {
+		bool killed = WIFSIGNALED(status[i]) && WTERMSIG(status[i]) == SIGKILL;
+
+		if ((killed_mask >> i) & 1u) {
+			if (!killed && !(WIFEXITED(status[i]) && WEXITSTATUS(status[i]) == 0)) {
+				fprintf(stderr, "rank %d: status %#x\n", i, status[i]);
+				bad++;
+			}
+			continue;
+		}
+		if (!WIFEXITED(status[i]) || WEXITSTATUS(status[i]) != 0) {
+			fprintf(stderr, "rank %d (pid %d) failed: status %#x\n", i, (int)pids[i],
+				status[i]);
+			bad++;
+		}
+	}
+	if (shm_segments_of(pids, size) != 0)
+		bad++;
+	return bad;
+}
+
+/* ---- tiny calls for the tests --------------------------------------------- */
+
+/* Sends op->count bytes to the next rank, receives as many from the previous. */
+static inline herd_status ring_run(herd_comm *comm, const herd__op *op)
+{
+	int r = herd_comm_rank(comm), n = herd_comm_size(comm);
+	herd__xfer s = { .peer = (r + 1) % n, .buf = op->sendbuf, .len = op->count };
+	herd__xfer v = { .peer = (r - 1 + n) % n, .len = op->count };
+
+	v.sink.dst = op->recvbuf;
+	return herd__p2p_exchange(comm, &s, 1, &v, 1);
+}
+
+/* Every rank sends op->count bytes to every rank (itself included);
+ * recvbuf holds size blocks. */
+static inline herd_status all_run(herd_comm *comm, const herd__op *op)
+{
+	int n = herd_comm_size(comm);
+	herd__xfer s[HARNESS_MAX_RANKS], v[HARNESS_MAX_RANKS];
+
+	for (int j = 0; j < n; j++) {
+		s[j] = (herd__xfer){ .peer = j, .buf = op->sendbuf, .len = op->count };
+		v[j] = (herd__xfer){ .peer = j, .len = op->count };
+		v[j].sink.dst = (uint8_t *)op->recvbuf + (size_t)j * op->count;
+	}
+	return herd__p2p_exchange(comm, s, (size_t)n, v, (size_t)n);
+}
+
+static inline herd__op make_op(herd__op_fn run, herd__op_kind kind, const void *sendbuf,
+			void *recvbuf, size_t bytes)
+{
+	herd__op op;
+
+	memset(&op, 0, sizeof(op));
+	op.run = run;
+	op.fp.kind = (uint8_t)kind;
+	op.fp.dtype = HERD_UINT8;
+	op.fp.root = -1;
+	op.fp.count = bytes;
+	op.sendbuf = sendbuf;
+	op.recvbuf = recvbuf;
+	op.count = bytes;
+	return op;
+}
+
+/* Runs one ring exchange of bytes through the core. */
+static inline herd_status ring_call(herd_comm *comm, const void *sendbuf, void *recvbuf, size_t bytes)
+{
+	herd__op op = make_op(ring_run, HERD__OP_ALLGATHER, sendbuf, recvbuf, bytes);
+
+	return herd__comm_run(comm, &op);
+}
+
+static inline herd_status all_call(herd_comm *comm, const void *sendbuf, void *recvbuf, size_t bytes)
+{
+	herd__op op = make_op(all_run, HERD__OP_ALLTOALL, sendbuf, recvbuf, bytes);
+
+	return herd__comm_run(comm, &op);
+}
+
+/* A byte pattern that says who wrote it and where. */
+static inline uint8_t pattern(int rank, size_t i)
+{
+	return (uint8_t)(rank * 31 + i * 7 + (i >> 12));
+}
+
+static inline void fill(uint8_t *buf, size_t n, int rank)
+{
+	for (size_t i = 0; i < n; i++)
+		buf[i] = pattern(rank, i);
+}
+
+/* The first index where buf is not rank's pattern, or n. */
+static inline size_t first_wrong(const uint8_t *buf, size_t n, int rank)
+{
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] != pattern(rank, i))
+			return i;
+	return n;
+}
+
+#endif /* HERD_COMM_HARNESS_H */

@@ -1,0 +1,717 @@
+/*
+ * The collective algorithms (sdk/comm/algo_*.c) on their own, with threads
+ * as ranks and an in-process stand-in for herd__p2p_exchange: every
+ * operation, every element type and reduction, sizes 1 to 8, counts from 0
+ * to several slices, both algorithms, in place and out of place, against
+ * references computed in double precision.
+ *
+ * The stand-in is this file's own (it defines herd__p2p_exchange,
+ * herd_comm_rank, herd_comm_size and herd__comm_algo, so the core's objects
+ * are not linked).  Messages are queued per ordered pair; a receive checks
+ * the length the sender sent.  Before its sends an exchange first takes
+ * whatever has already arrived, so an algorithm that reduces into a buffer
+ * it is sending in the same step is caught sending the wrong data.  The
+ * real transports are tested with real processes in test_comm_ops*.c.
+ */
+#include <pthread.h>
+#include <stdbool.h>
+#include <time.h>
+
+#include "comm/algo.h"
+#include "test.h"
+
+/* ---- the stand-in communicator -------------------------------------------- */
+
+#define MAX_RANKS 8
+
+typedef struct msg {
+	struct msg *next;
+	size_t len;
+	unsigned char data[];
+} msg;
+
+typedef struct world {
+	int size;
+	const char *algo;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	msg *head[MAX_RANKS][MAX_RANKS], *tail[MAX_RANKS][MAX_RANKS]; /* [from][to] */
+	int bad_len;
+} world;
+
+struct herd_comm {
+	world *w;
+	int rank;
+};
+
+int herd_comm_rank(const herd_comm *comm)
+{
+	return comm->rank;
+}
+
+int herd_comm_size(const herd_comm *comm)
+{
+	return comm->w->size;
+}
+
+const char *herd__comm_algo(const herd_comm *comm)
+{
+	return comm->w->algo;
+}
+
+static void deliver(const herd__xfer *x, const msg *m, world *w)
+{
+	if (m->len != x->len) {
+		__atomic_add_fetch(&w->bad_len, 1, __ATOMIC_SEQ_CST);
+		return;
+	}
+	if (x->len == 0)
+		return;
+	if (x->sink.reduce_with != NULL)
+		herd__reduce(x->sink.dst, x->sink.reduce_with, m->data,
+			     x->len / herd_dtype_size(x->sink.dtype), x->sink.dtype, x->sink.op);
+	else
+		memcpy(x->sink.dst, m->data, x->len);
+}
+
+/* Takes the next message from `from` to `to`; waits when wait. */
+static msg *take(world *w, int from, int to, bool wait)
+{
+	msg *m;
+
+	pthread_mutex_lock(&w->mu);
+	while ((m = w->head[from][to]) == NULL && wait)
+		pthread_cond_wait(&w->cv, &w->mu);
+	if (m != NULL) {
+		w->head[from][to] = m->next;
+		if (m->next == NULL)
+			w->tail[from][to] = NULL;
+	}
+	pthread_mutex_unlock(&w->mu);
+	return m;
+}
+
+herd_status herd__p2p_exchange(herd_comm *comm, const herd__xfer *sends, size_t nsends,
+			       const herd__xfer *recvs, size_t nrecvs)
+{
+	world *w = comm->w;
+	bool got[16] = { false };
+
+	if (nrecvs > 16)
+		return herd__error(HERD_EINTERNAL, "stand-in: too many receives");
+	/* receives whose message is there already go first */
+	for (size_t i = 0; i < nrecvs; i++) {
+		bool earlier_same_peer = false;
+		msg *m;
+
+		for (size_t j = 0; j < i; j++)
+			earlier_same_peer |= recvs[j].peer == recvs[i].peer && !got[j];
+		if (earlier_same_peer)
+			continue;
+		m = take(w, recvs[i].peer, comm->rank, false);
+		if (m != NULL) {
+			deliver(&recvs[i], m, w);
+			free(m);
+			got[i] = true;
+		}
+	}
+	for (size_t i = 0; i < nsends; i++) {
+		msg *m = malloc(sizeof(*m) + sends[i].len);
+
+		if (m == NULL)
+			return herd__error(HERD_ENOMEM, "stand-in");
+		m->next = NULL;
+		m->len = sends[i].len;
+		if (sends[i].len)
+			memcpy(m->data, sends[i].buf, sends[i].len);
+		pthread_mutex_lock(&w->mu);
+		if (w->tail[comm->rank][sends[i].peer])
+			w->tail[comm->rank][sends[i].peer]->next = m;
+		else
+			w->head[comm->rank][sends[i].peer] = m;
+		w->tail[comm->rank][sends[i].peer] = m;
+		pthread_cond_broadcast(&w->cv);
+		pthread_mutex_unlock(&w->mu);
+	}
+	for (size_t i = 0; i < nrecvs; i++) {
+		msg *m;
+
+		if (got[i])
+			continue;
+		m = take(w, recvs[i].peer, comm->rank, true);
+		deliver(&recvs[i], m, w);
+		free(m);
+	}
+	return HERD_OK;
+}
+
+/* ---- running p ranks ------------------------------------------------------- */
+
+typedef struct rank_ctx {
+	herd_comm comm;
+	herd__op op;
+	herd_status st;
+} rank_ctx;
+
+static void *rank_main(void *arg)
+{
+	rank_ctx *c = arg;
+
+	c->st = c->op.run(&c->comm, &c->op);
+	return NULL;
+}
+
+/* Runs ops[r] on rank r, all at once; every rank must succeed and every
+ * message must have been taken with the length it was sent with. */
+static int run_ranks(int p, const char *algo, herd__op *ops)
+{
+	world w = { .size = p, .algo = algo };
+	rank_ctx ctx[MAX_RANKS];
+	pthread_t t[MAX_RANKS];
+	int bad = 0;
+
+	pthread_mutex_init(&w.mu, NULL);
+	pthread_cond_init(&w.cv, NULL);
+	for (int r = 0; r < p; r++) {
+		ctx[r].comm.w = &w;
+		ctx[r].comm.rank = r;
+		ctx[r].op = ops[r];
+		pthread_create(&t[r], NULL, rank_main, &ctx[r]);
+	}
+	for (int r = 0; r < p; r++) {
+		pthread_join(t[r], NULL);
+		if (ctx[r].st != HERD_OK) {
+			TEST_FAIL_("rank %d of %d: %s", r, p, herd_status_name(ctx[r].st));
+			bad++;
+		}
+	}
+	for (int a = 0; a < p; a++) {
+		for (int b = 0; b < p; b++) {
+			if (w.head[a][b] != NULL) {
+				TEST_FAIL_("%d ranks: a message from %d to %d was never received",
+					   p, a, b);
+				bad++;
+				while (w.head[a][b]) {
+					msg *m = w.head[a][b];
+
+					w.head[a][b] = m->next;
+					free(m);
+				}
+			}
+		}
+	}
+	if (w.bad_len) {
+		TEST_FAIL_("%d ranks: %d messages received with the wrong length", p, w.bad_len);
+		bad++;
+	}
+	pthread_mutex_destroy(&w.mu);
+	pthread_cond_destroy(&w.cv);
+	return bad;
+}
+
+/* ---- values and references ------------------------------------------------- */
+
+static bool is_float(herd_dtype dt)
+{
+	return dt >= HERD_FLOAT16;
+}
+
+/* Rank r's element i: small integers, so that every float sum and product
+ * is exact (PROD uses 1, 2 and -1: at most 2^8). */
+static int64_t input(int r, size_t i, herd_dtype dt, herd_redop op)
+{
+	bool is_signed = dt == HERD_INT8 || dt == HERD_INT32 || dt == HERD_INT64 || is_float(dt);
+	uint64_t h = (uint64_t)r * 2654435761u + i * 40503u + (uint64_t)dt * 977u;
+
+	h ^= h >> 13;
+	if (op == HERD_PROD) {
+		int64_t v = (int64_t)(h % 3) + 1;  /* 1, 2, 3 -> 1, 2, -1 */
+		return v == 3 ? (is_signed ? -1 : 1) : v;
+	}
+	return is_signed ? (int64_t)(h % 11) - 5 : (int64_t)(h % 11);
+}
+
+static void put(void *buf, size_t i, herd_dtype dt, double v)
+{
+	switch (dt) {
+	case HERD_INT8: ((int8_t *)buf)[i] = (int8_t)(int64_t)v; break;
+	case HERD_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(int64_t)v; break;
+	case HERD_INT32: ((int32_t *)buf)[i] = (int32_t)(int64_t)v; break;
+	case HERD_UINT32: ((uint32_t *)buf)[i] = (uint32_t)(int64_t)v; break;
+	case HERD_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+	case HERD_UINT64: ((uint64_t *)buf)[i] = (uint64_t)(int64_t)v; break;
+	case HERD_FLOAT32: ((float *)buf)[i] = (float)v; break;
+	case HERD_FLOAT64: ((double *)buf)[i] = v; break;
+	case HERD_FLOAT16: case HERD_BFLOAT16: {
+		float f = (float)v;  /* exact for every value used here */
+		herd__float_to_half((uint16_t *)buf + i, &f, 1, dt);
+		break;
+	}
+	default: break;
+	}
+}
+
+/* The reduction over p ranks of element i, as the type stores it. */
+static double expected(int p, size_t i, herd_dtype dt, herd_redop op)
+{
+	double acc = (double)input(0, i, dt, op);
+
+	for (int r = 1; r < p; r++) {
+		double v = (double)input(r, i, dt, op);
+
+		switch (op) {
+		case HERD_SUM: case HERD_AVG: acc += v; break;
+		case HERD_PROD: acc *= v; break;
+		case HERD_MIN: acc = v < acc ? v : acc; break;
+		case HERD_MAX: acc = v > acc ? v : acc; break;
+		default: break;
+		}
+	}
+	if (op == HERD_AVG) {
+		if (is_float(dt))
+			acc /= p;
+		else
+			acc = (double)((int64_t)acc / p);  /* toward zero */
+	}
+	return acc;
+}
+
+static void fill(void *buf, int r, size_t n, herd_dtype dt, herd_redop op)
+{
+	for (size_t i = 0; i < n; i++)
+		put(buf, i, dt, (double)input(r, i, dt, op));
+}
+
+/* Element i of got must be the reference v rounded into the type. */
+static bool same(const void *got, size_t i, herd_dtype dt, double v)
+{
+	size_t es = herd_dtype_size(dt);
+	unsigned char want[8];
+
+	put(want, 0, dt, v);
+	if (dt == HERD_FLOAT16 || dt == HERD_BFLOAT16) {
+		/* v may need rounding: do it in double -> float -> half, which is
+		 * exact here as v = sum / p has few bits */
+		float f = (float)v;
+		herd__float_to_half((uint16_t *)want, &f, 1, dt);
+	}
+	return memcmp((const unsigned char *)got + i * es, want, es) == 0;
+}
+
+static double show(const void *buf, size_t i, herd_dtype dt)
+{
+	switch (dt) {
+	case HERD_INT8: return ((const int8_t *)buf)[i];
+	case HERD_UINT8: return ((const uint8_t *)buf)[i];
+	case HERD_INT32: return ((const int32_t *)buf)[i];
+	case HERD_UINT32: return ((const uint32_t *)buf)[i];
+	case HERD_INT64: return (double)((const int64_t *)buf)[i];
+	case HERD_UINT64: return (double)((const uint64_t *)buf)[i];
+	case HERD_FLOAT32: return ((const float *)buf)[i];
+	case HERD_FLOAT64: return ((const double *)buf)[i];
+	case HERD_FLOAT16: case HERD_BFLOAT16: {
+		float f;
+		herd__half_to_float(&f, (const uint16_t *)buf + i, 1, dt);
+		return f;
+	}
+	default: return 0;
+	}
+}
+
+static int failures_shown;
+
+#define EXPECT_ELEM(buf, i, dt, v, ...)                                                 \
+	do {                                                                            \
+		if (!same((buf), (i), (dt), (v))) {                                     \
+			bad++;                                                          \
+			if (failures_shown++ < 10) {                                    \
+				TEST_FAIL_(__VA_ARGS__);                                \
+				fprintf(stderr, "    element %zu: got %g, expected %g\n", \
+					(size_t)(i), show((buf), (i), (dt)), (double)(v)); \
+			}                                                               \
+		}                                                                       \
+	} while (0)
+
+static void op_set(herd__op *o, herd__op_fn run, herd_dtype dt, herd_redop op, int root,
+		   size_t count, const void *sendbuf, void *recvbuf)
+{
+	memset(o, 0, sizeof(*o));
+	o->run = run;
+	o->fp.dtype = (uint8_t)dt;
+	o->fp.redop = (uint8_t)op;
+	o->fp.root = root;
+	o->fp.count = count;
+	o->count = count;
+	o->sendbuf = sendbuf;
+	o->recvbuf = recvbuf;
+}
+
+/* ---- one case of each operation -------------------------------------------- */
+
+static const char *const algos[] = { "auto", "ring", "rd" };
+
+static int case_allreduce(int p, const char *algo, herd_dtype dt, herd_redop op, size_t n,
+			  bool inplace)
+{
+	size_t es = herd_dtype_size(dt);
+	void *in[MAX_RANKS], *out[MAX_RANKS];
+	herd__op ops[MAX_RANKS];
+	int bad = 0;
+
+	for (int r = 0; r < p; r++) {
+		in[r] = malloc(n * es + 1);
+		out[r] = inplace ? in[r] : malloc(n * es + 1);
+		fill(in[r], r, n, dt, op);
+		op_set(&ops[r], herd__algo_allreduce, dt, op, -1, n, in[r], out[r]);
+	}
+	bad += run_ranks(p, algo, ops);
+	for (int r = 0; r < p; r++) {
+		for (size_t i = 0; i < n && !bad; i++)
+			EXPECT_ELEM(out[r], i, dt, expected(p, i, dt, op),
+				    "allreduce %s %s p=%d n=%zu %s algo=%s rank %d", herd_dtype_name(dt),
+				    herd_redop_name(op), p, n, inplace ? "in-place" : "out-of-place",
+				    algo, r);
+		if (!inplace)
+			free(out[r]);
+		free(in[r]);
+	}
+	return bad;
+}
+
+static int case_reduce(int p, const char *algo, herd_dtype dt, herd_redop op, size_t n,
+		       bool inplace, int root)
+{
+	size_t es = herd_dtype_size(dt);
+	void *in[MAX_RANKS], *out[MAX_RANKS];
+	herd__op ops[MAX_RANKS];
+	int bad = 0;
+
+	for (int r = 0; r < p; r++) {
+		in[r] = malloc(n * es + 1);
+		fill(in[r], r, n, dt, op);
+		/* off the root, recvbuf is NULL or the input: neither may be written */
+		out[r] = inplace ? in[r] : r == root ? malloc(n * es + 1) : NULL;
+		op_set(&ops[r], herd__algo_reduce, dt, op, root, n, in[r], out[r]);
+	}
+	bad += run_ranks(p, algo, ops);
+	for (int r = 0; r < p; r++) {
+		for (size_t i = 0; i < n && !bad; i++) {
+			if (r == root)
+				EXPECT_ELEM(out[r], i, dt, expected(p, i, dt, op),
+					    "reduce %s %s p=%d n=%zu %s algo=%s root %d",
+					    herd_dtype_name(dt), herd_redop_name(op), p, n,
+					    inplace ? "in-place" : "out-of-place", algo, root);
+			else
+				EXPECT_ELEM(in[r], i, dt, (double)input(r, i, dt, op),
+					    "reduce p=%d n=%zu algo=%s: rank %d's input changed", p, n,
+					    algo, r);
+		}
+		if (!inplace)
+			free(out[r]);
+		free(in[r]);
+	}
+	return bad;
+}
+
+static int case_broadcast(int p, const char *algo, herd_dtype dt, size_t n, bool inplace,
+			  int root)
+{
+	size_t es = herd_dtype_size(dt);
+	void *in = malloc(n * es + 1), *out[MAX_RANKS];
+	herd__op ops[MAX_RANKS];
+	int bad = 0;
+
+	fill(in, root, n, dt, HERD_SUM);
+	for (int r = 0; r < p; r++) {
+		out[r] = r == root && inplace ? in : malloc(n * es + 1);
+		op_set(&ops[r], herd__algo_broadcast, dt, 0, root, n, r == root ? in : NULL, out[r]);
+	}
+	bad += run_ranks(p, algo, ops);
+	for (int r = 0; r < p; r++) {
+		for (size_t i = 0; i < n && !bad; i++)
+			EXPECT_ELEM(out[r], i, dt, (double)input(root, i, dt, HERD_SUM),
+				    "broadcast %s p=%d n=%zu algo=%s root %d rank %d",
+				    herd_dtype_name(dt), p, n, algo, root, r);
+		if (out[r] != in)
+			free(out[r]);
+	}
+	free(in);
+	return bad;
+}
+
+static int case_allgather(int p, const char *algo, herd_dtype dt, size_t n, bool inplace)
+{
+	size_t es = herd_dtype_size(dt);
+	void *in[MAX_RANKS], *out[MAX_RANKS];
+	herd__op ops[MAX_RANKS];
+	int bad = 0;
+
+	for (int r = 0; r < p; r++) {
+		out[r] = malloc((size_t)p * n * es + 1);
+		in[r] = inplace ? (char *)out[r] + (size_t)r * n * es : malloc(n * es + 1);
+		fill(in[r], r, n, dt, HERD_SUM);
+		op_set(&ops[r], herd__algo_allgather, dt, 0, -1, n, in[r], out[r]);
+	}
+	bad += run_ranks(p, algo, ops);
+	for (int r = 0; r < p; r++) {
+		for (size_t i = 0; i < (size_t)p * n && !bad; i++)
+			EXPECT_ELEM(out[r], i, dt, (double)input((int)(i / n), i % n, dt, HERD_SUM),
+				    "allgather %s p=%d n=%zu %s algo=%s rank %d", herd_dtype_name(dt),
+				    p, n, inplace ? "in-place" : "out-of-place", algo, r);
+		if (!inplace)
+			free(in[r]);
+		free(out[r]);
+	}
+	return bad;
+}
+
+/* Rank r's input is blocks of n: element j of block b is input(r, b*n + j). */
+static int case_reduce_scatter(int p, const char *algo, herd_dtype dt, herd_redop op, size_t n,
+			       bool inplace)
+{
+	size_t es = herd_dtype_size(dt);
+	void *in[MAX_RANKS], *out[MAX_RANKS];
+	herd__op ops[MAX_RANKS];
+	int bad = 0;
+
+	for (int r = 0; r < p; r++) {
+		in[r] = malloc((size_t)p * n * es + 1);
+		fill(in[r], r, (size_t)p * n, dt, op);
+		out[r] = inplace ? (char *)in[r] + (size_t)r * n * es : malloc(n * es + 1);
+		op_set(&ops[r], herd__algo_reduce_scatter, dt, op, -1, n, in[r], out[r]);
+	}
+	bad += run_ranks(p, algo, ops);
+	for (int r = 0; r < p; r++) {
+		for (size_t i = 0; i < n && !bad; i++)
+			EXPECT_ELEM(out[r], i, dt, expected(p, (size_t)r * n + i, dt, op),
+				    "reduce_scatter %s %s p=%d n=%zu %s algo=%s rank %d",
+				    herd_dtype_name(dt), herd_redop_name(op), p, n,
+				    inplace ? "in-place" : "out-of-place", algo, r);
+		if (!inplace)
+			free(out[r]);
+		free(in[r]);
+	}
+	return bad;
+}
+
+/* alltoall (kind 0), gather (1), scatter (2).  Rank r's block b of a
+ * sending buffer holds input(r, b*n + j). */
+static int case_move(int kind, int p, const char *algo, herd_dtype dt, size_t n, int root)
+{
+	size_t es = herd_dtype_size(dt), all = (size_t)p * n;
+	void *in[MAX_RANKS], *out[MAX_RANKS];
+	herd__op ops[MAX_RANKS];
+	herd__op_fn fns[3] = { herd__algo_alltoall, herd__algo_gather, herd__algo_scatter };
+	int bad = 0;
+
+	for (int r = 0; r < p; r++) {
+		bool big_in = kind == 0 || kind == 2, big_out = kind == 0 || kind == 1;
+
+		in[r] = malloc((big_in ? all : n) * es + 1);
+		out[r] = malloc((big_out ? all : n) * es + 1);
+		fill(in[r], r, big_in ? all : n, dt, HERD_SUM);
+		op_set(&ops[r], fns[kind], dt, 0, kind ? root : -1, n, in[r], out[r]);
+	}
+	bad += run_ranks(p, algo, ops);
+	for (int r = 0; r < p; r++) {
+		for (size_t i = 0; i < n && !bad; i++) {
+			if (kind == 0) {
+				for (int b = 0; b < p; b++)
+					EXPECT_ELEM(out[r], (size_t)b * n + i, dt,
+						    (double)input(b, (size_t)r * n + i, dt, HERD_SUM),
+						    "alltoall %s p=%d n=%zu algo=%s rank %d block %d",
+						    herd_dtype_name(dt), p, n, algo, r, b);
+			} else if (kind == 1 && r == root) {
+				for (int b = 0; b < p; b++)
+					EXPECT_ELEM(out[r], (size_t)b * n + i, dt,
+						    (double)input(b, i, dt, HERD_SUM),
+						    "gather %s p=%d n=%zu root %d block %d",
+						    herd_dtype_name(dt), p, n, root, b);
+			} else if (kind == 2) {
+				EXPECT_ELEM(out[r], i, dt, (double)input(root, (size_t)r * n + i, dt,
+									   HERD_SUM),
+					    "scatter %s p=%d n=%zu root %d rank %d",
+					    herd_dtype_name(dt), p, n, root, r);
+			}
+		}
+		free(in[r]);
+		free(out[r]);
+	}
+	return bad;
+}
+
+/* ---- the matrix ------------------------------------------------------------- */
+
+static const int sizes[] = { 1, 2, 3, 4, 5, 7, 8 };
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+static void test_allreduce_every_dtype_op_size_and_algorithm(void)
+{
+	static const size_t counts[] = { 0, 1, 2, 5, 13, 1009 };
+	int bad = 0;
+
+	for (size_t s = 0; s < NSIZES; s++)
+		for (int a = 0; a < 3; a++)
+			for (int dt = 0; dt < HERD_DTYPE_COUNT; dt++)
+				for (int op = 0; op < HERD_REDOP_COUNT; op++)
+					for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+						bad += case_allreduce(sizes[s], algos[a], (herd_dtype)dt,
+								      (herd_redop)op, counts[c],
+								      (c + (size_t)op) % 2 == 1);
+	CHECK_INT(bad, 0);
+}
+
+/* Several slices, a ragged last one, in place and not. */
+static void test_allreduce_large_spans_slices(void)
+{
+	int bad = 0;
+	size_t n = 3 * HERD__ALGO_BLOCK / 4 * 3 + 7;  /* elements */
+
+	for (size_t s = 1; s < NSIZES; s++) {
+		bad += case_allreduce(sizes[s], "ring", HERD_FLOAT32, HERD_SUM, n, false);
+		bad += case_allreduce(sizes[s], "auto", HERD_INT32, HERD_MAX, n, true);
+		bad += case_allreduce(sizes[s], "auto", HERD_BFLOAT16, HERD_AVG, n, true);
+		bad += case_allreduce(sizes[s], "rd", HERD_FLOAT64, HERD_PROD, n / 4, false);
+	}
+	CHECK_INT(bad, 0);
+}
+
+static void test_reduce_every_root_dtype_and_algorithm(void)
+{
+	static const size_t counts[] = { 0, 1, 3, 1009 };
+	int bad = 0;
+
+	for (size_t s = 0; s < NSIZES; s++)
+		for (int a = 0; a < 3; a++)
+			for (int dt = 0; dt < HERD_DTYPE_COUNT; dt++)
+				for (int op = 0; op < HERD_REDOP_COUNT; op++)
+					for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+						bad += case_reduce(sizes[s], algos[a], (herd_dtype)dt,
+								   (herd_redop)op, counts[c], c % 2 == 1,
+								   (int)(c + (size_t)op) % sizes[s]);
+	for (size_t s = 1; s < NSIZES; s++)
+		bad += case_reduce(sizes[s], "ring", HERD_FLOAT16, HERD_SUM, 400001, s % 2,
+				   sizes[s] - 1);
+	CHECK_INT(bad, 0);
+}
+
+static void test_broadcast_every_root_and_algorithm(void)
+{
+	static const size_t counts[] = { 0, 1, 3, 1009, 700001 };
+	int bad = 0;
+
+	for (size_t s = 0; s < NSIZES; s++)
+		for (int a = 0; a < 3; a++)
+			for (int root = 0; root < sizes[s]; root++)
+				for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+					if (counts[c] > 2000 && root != 0 && root != sizes[s] - 1)
+						continue;
+					bad += case_broadcast(sizes[s], algos[a],
+							      (herd_dtype)((root + (int)c) % HERD_DTYPE_COUNT),
+							      counts[c], c % 2 == 0, root);
+				}
+	CHECK_INT(bad, 0);
+}
+
+static void test_allgather_and_reduce_scatter_every_size_and_algorithm(void)
+{
+	static const size_t counts[] = { 0, 1, 2, 7, 1009 };
+	static const herd_dtype big_types[] = { HERD_INT64, HERD_FLOAT32, HERD_BFLOAT16 };
+	int bad = 0;
+
+	for (size_t s = 0; s < NSIZES; s++) {
+		for (int a = 0; a < 3; a++) {
+			for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+				for (int dt = 0; dt < HERD_DTYPE_COUNT; dt++) {
+					bad += case_allgather(sizes[s], algos[a], (herd_dtype)dt,
+							      counts[c], (dt + (int)c) % 2 == 0);
+					for (int op = 0; op < HERD_REDOP_COUNT; op++)
+						bad += case_reduce_scatter(sizes[s], algos[a],
+									   (herd_dtype)dt, (herd_redop)op,
+									   counts[c], (op + (int)c) % 2 == 0);
+				}
+			}
+		}
+		/* more than one slice of the blocks */
+		for (int k = 0; k < 3; k++) {
+			herd_dtype dt = big_types[k];
+
+			bad += case_allgather(sizes[s], algos[1 + k % 2], dt, 70001, k % 2 == 0);
+			bad += case_reduce_scatter(sizes[s], algos[1 + k % 2], dt,
+						   k == 2 ? HERD_AVG : HERD_SUM, 70001, k % 2 == 1);
+		}
+	}
+	CHECK_INT(bad, 0);
+}
+
+static void test_alltoall_gather_scatter(void)
+{
+	static const size_t counts[] = { 0, 1, 5, 1009, 70001 };
+	int bad = 0;
+
+	for (size_t s = 0; s < NSIZES; s++)
+		for (int a = 0; a < 3; a++)
+			for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+				for (int kind = 0; kind < 3; kind++)
+					bad += case_move(kind, sizes[s], algos[a],
+							 (herd_dtype)((int)c * 3 % HERD_DTYPE_COUNT),
+							 counts[c], (int)c % sizes[s]);
+	CHECK_INT(bad, 0);
+}
+
+static void test_barrier_and_sendrecv_ring(void)
+{
+	int bad = 0;
+
+	for (size_t s = 0; s < NSIZES; s++) {
+		int p = sizes[s];
+		herd__op ops[MAX_RANKS];
+		int32_t out[MAX_RANKS][3], in[MAX_RANKS][3];
+
+		for (int r = 0; r < p; r++)
+			op_set(&ops[r], herd__algo_barrier, HERD_UINT8, 0, -1, 0, NULL, NULL);
+		bad += run_ranks(p, "auto", ops);
+		for (int r = 0; r < p; r++) {
+			for (int k = 0; k < 3; k++)
+				in[r][k] = r * 10 + k;
+			op_set(&ops[r], herd__algo_sendrecv, HERD_INT32, 0, -1, 3, in[r], out[r]);
+			ops[r].recvcount = 3;
+			ops[r].peer = (r + 1) % p;
+			ops[r].peer2 = (r + p - 1) % p;
+		}
+		bad += run_ranks(p, "auto", ops);
+		for (int r = 0; r < p; r++)
+			for (int k = 0; k < 3; k++)
+				if (out[r][k] != ((r + p - 1) % p) * 10 + k)
+					bad++;
+	}
+	CHECK_INT(bad, 0);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* TEST_RUN, with the time each test took. */
+#define TIMED_RUN(fn)                                                  \
+	do {                                                           \
+		double t0_ = now_s();                                  \
+		TEST_RUN(fn);                                          \
+		printf("     (%.1f s)\n", now_s() - t0_);              \
+	} while (0)
+
+int main(void)
+{
+	TIMED_RUN(test_allreduce_every_dtype_op_size_and_algorithm);
+	TIMED_RUN(test_allreduce_large_spans_slices);
+	TIMED_RUN(test_reduce_every_root_dtype_and_algorithm);
+	TIMED_RUN(test_broadcast_every_root_and_algorithm);
+	TIMED_RUN(test_allgather_and_reduce_scatter_every_size_and_algorithm);
+	TIMED_RUN(test_alltoall_gather_scatter);
+	TIMED_RUN(test_barrier_and_sendrecv_ring);
+	return TEST_DONE();
+}

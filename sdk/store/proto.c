@@ -349,7 +349,10 @@ void herd__store_enc_begin(herd__store_enc *e, herd__buf *buf, herd__store_type 
 	static const uint8_t head[9] = { 0, 0, 0, 0, 0xdf, 0, 0, 0, 0 };
 
 	e->buf = buf;
-	e->start = buf->len;
+	/* Relative to the pending bytes: growing the buffer may move them to
+	 * the front (herd__buf_reserve), which would leave an absolute offset
+	 * pointing into the wrong bytes. */
+	e->start = buf->len - buf->off;
 	e->nfields = 0;
 	/* A failure belongs to the frame it happened in (see herd__store_enc_end). */
 	buf->failed = HERD_OK;
@@ -401,21 +404,21 @@ void herd__store_enc_item(herd__store_enc *e, const void *p, size_t n)
 herd_status herd__store_enc_end(herd__store_enc *e)
 {
 	herd__buf *b = e->buf;
-	size_t payload;
+	size_t start = b->off + e->start, payload;
 
 	if (b->failed != HERD_OK) {
 		b->failed = HERD_OK;
-		b->len = e->start;
+		b->len = start;
 		return herd__error(HERD_ENOMEM, "out of memory encoding a message");
 	}
-	payload = b->len - e->start - 4;
+	payload = b->len - start - 4;
 	if (payload > HERD__STORE_FRAME_MAX) {
-		b->len = e->start;
+		b->len = start;
 		return herd__error(HERD_EINVAL, "message of %zu bytes exceeds the frame limit of "
 				   "%u bytes", payload, HERD__STORE_FRAME_MAX);
 	}
-	store_be32(b->data + e->start, (uint32_t)payload);
-	store_be32(b->data + e->start + 5, e->nfields);
+	store_be32(b->data + start, (uint32_t)payload);
+	store_be32(b->data + start + 5, e->nfields);
 	return HERD_OK;
 }
 

@@ -171,7 +171,7 @@ herd_status herd__store_request_check(const herd__store_msg *m);
 /* An encoder of one frame, appended to a buffer. */
 typedef struct herd__store_enc {
 	herd__buf *buf;
-	size_t start;        /* offset of the frame's length prefix in buf */
+	size_t start;        /* offset of the frame's length prefix from buf's off */
 	uint32_t nfields;
 	msgpack_packer pk;   /* writes with herd__buf_write */
 } herd__store_enc;

@@ -2,14 +2,16 @@
 # bench/compare.sh - `herd bench allreduce` side by side with its peers, in
 # one run, on this machine:
 #
-#   herd (shared memory)        vs  Open MPI, btl self,vader (shared memory)
+#   herd (shared memory)        vs  Open MPI, btl self,vader (shared memory),
+#                                   its default algorithm choice, and its ring
 #   herd (HERD_TRANSPORT=tcp)   vs  Gloo's ring-chunked allreduce over TCP
 #
 # float32 sum, 2 and 4 local ranks: a sweep 8 B .. 128 MiB (x8) and a
 # latency run at 8 B against Open MPI; 16 and 128 MiB against Gloo.  Each
-# run is repeated REPEAT times and every figure is the median of its
-# repeats.  Prints the machine, the versions, every command and its raw
-# table, then the pairs with their ratios and the targets of bench/RESULTS.md.
+# run is repeated REPEAT times (round-robin over all the runs) and every
+# figure is the median of its repeats.  Prints the machine, the versions,
+# the load, every command and its first table, then the pairs with their
+# ratios and the targets of bench/RESULTS.md.
 #
 # Builds nothing: it uses BUILD_DIR (default build) as built by
 #   cmake -S . -B build && cmake --build build -j$(nproc)
@@ -17,7 +19,9 @@
 #
 # usage: bench/compare.sh [BUILD_DIR]
 #   environment: ITERS (20), WARMUP (5), LAT_ITERS (2000), LAT_WARMUP (200),
-#                REPEAT (3), NPS ("2 4")
+#                REPEAT (5), NPS ("2 4"), KEEP (a directory to keep every
+#                run's output in; by default they are shown for the first
+#                repeat and deleted)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -28,7 +32,7 @@ ITERS=${ITERS:-20}
 WARMUP=${WARMUP:-5}
 LAT_ITERS=${LAT_ITERS:-2000}
 LAT_WARMUP=${LAT_WARMUP:-200}
-REPEAT=${REPEAT:-3}
+REPEAT=${REPEAT:-5}
 NPS=${NPS:-2 4}
 
 for p in "$HERD" "$MPI" "$GLOO"; do
@@ -41,17 +45,24 @@ command -v python3 >/dev/null || { echo "compare.sh: python3 not found" >&2; exi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN=(mpirun --oversubscribe --mca btl self,vader)
 
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+if [[ -n ${KEEP:-} ]]; then
+	out=$KEEP
+	mkdir -p "$out"
+else
+	out=$(mktemp -d)
+	trap 'rm -rf "$out"' EXIT
+fi
 
 echo "# herd bench vs Open MPI and Gloo — $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "## machine"
 echo "host:    $(hostname)"
 echo "nproc:   $(nproc)"
 echo "cpu:     $(lscpu | sed -n 's/^Model name: *//p' | head -1)"
+echo "caches:  $(lscpu | sed -n 's/^L\([23]\) cache: *\(.*\)/L\1 \2/p' | paste -sd, -)"
 echo "memory:  $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
 echo "kernel:  $(uname -sr)"
 echo "os:      $(. /etc/os-release && echo "$PRETTY_NAME")"
+echo "virt:    $(lscpu | sed -n 's/^Hypervisor vendor: *//p' | head -1)"
 echo "## versions"
 echo "herd:    $("$HERD" --version)"
 echo "openmpi: $(mpirun --version 2>/dev/null | head -1)"
@@ -59,35 +70,54 @@ echo "gloo:    libgloo-dev $(dpkg-query -W -f='${Version}' libgloo-dev 2>/dev/nu
 echo "cc:      $(cc --version | head -1)"
 echo "## settings"
 echo "ITERS=$ITERS WARMUP=$WARMUP LAT_ITERS=$LAT_ITERS LAT_WARMUP=$LAT_WARMUP REPEAT=$REPEAT NPS=\"$NPS\""
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+echo "load average at start: $(load)"
+if awk '{ exit !($1 > 0.5) }' /proc/loadavg; then
+	echo "WARNING: this machine is busy (load $(load)): the figures will be noisy" \
+	     "— busiest processes:"
+	ps -eo pcpu,comm --sort=-pcpu | sed -n '2,6p'
+fi
 
-# run NAME CMD...: runs a benchmark, keeps its output as $out/NAME.K.txt.
+# run NAME K CMD...: runs a benchmark, keeps its output as $out/NAME.K.txt,
+# shows the command, and the table of the first repeat.
 run() {
-	local name=$1
-	shift
-	for k in $(seq 1 "$REPEAT"); do
-		echo
-		echo "## $name (run $k of $REPEAT)"
+	local name=$1 k=$2
+	shift 2
+	if ! "$@" >"$out/$name.$k.txt" 2>"$out/$name.$k.err"; then
 		echo "\$ $*"
-		if ! "$@" >"$out/$name.$k.txt" 2>"$out/$name.$k.err"; then
-			cat "$out/$name.$k.txt" "$out/$name.$k.err"
-			echo "compare.sh: $name failed" >&2
-			exit 1
-		fi
+		cat "$out/$name.$k.txt" "$out/$name.$k.err"
+		echo "compare.sh: $name failed" >&2
+		exit 1
+	fi
+	if [[ $k == 1 ]]; then
+		echo
+		echo "## $name (the first of $REPEAT runs)"
+		echo "\$ $*"
 		cat "$out/$name.$k.txt"
-	done
+	fi
 }
 
 sweep=(-b 8 -e 128M -f 8 -n "$ITERS" -w "$WARMUP" -c 1)
 lat=(-b 8 -e 8 -n "$LAT_ITERS" -w "$LAT_WARMUP" -c 1)
 big=(-b 16M -e 128M -f 8 -n "$ITERS" -w "$WARMUP" -c 1)
-for np in $NPS; do
-	run "herd-shm-sweep-$np" env -u HERD_TRANSPORT "$HERD" bench allreduce "${sweep[@]}" --np "$np"
-	run "mpi-sweep-$np" "${MPIRUN[@]}" -n "$np" "$MPI" "${sweep[@]}"
-	run "herd-shm-lat-$np" env -u HERD_TRANSPORT "$HERD" bench allreduce "${lat[@]}" --np "$np"
-	run "mpi-lat-$np" "${MPIRUN[@]}" -n "$np" "$MPI" "${lat[@]}"
-	run "herd-tcp-$np" env HERD_TRANSPORT=tcp "$HERD" bench allreduce "${big[@]}" --np "$np"
-	run "gloo-tcp-$np" "$GLOO" --np "$np" "${big[@]}"
+# Open MPI's own ring (coll/tuned algorithm 4), for reference next to its default choice.
+ring=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4)
+# The repeats go round all the runs, so that a disturbance spreads over
+# herd and its peers alike.
+for k in $(seq 1 "$REPEAT"); do
+	for np in $NPS; do
+		run "herd-shm-sweep-$np" "$k" env -u HERD_TRANSPORT "$HERD" bench allreduce "${sweep[@]}" --np "$np"
+		run "mpi-sweep-$np" "$k" "${MPIRUN[@]}" -n "$np" "$MPI" "${sweep[@]}"
+		run "mpi-ring-sweep-$np" "$k" "${MPIRUN[@]}" "${ring[@]}" -n "$np" "$MPI" "${sweep[@]}"
+		run "herd-shm-lat-$np" "$k" env -u HERD_TRANSPORT "$HERD" bench allreduce "${lat[@]}" --np "$np"
+		run "mpi-lat-$np" "$k" "${MPIRUN[@]}" -n "$np" "$MPI" "${lat[@]}"
+		run "herd-tcp-$np" "$k" env HERD_TRANSPORT=tcp "$HERD" bench allreduce "${big[@]}" --np "$np"
+		run "gloo-tcp-$np" "$k" "$GLOO" --np "$np" "${big[@]}"
+	done
 done
+echo
+echo "load average at the end: $(load)"
+[[ -n ${KEEP:-} ]] && echo "every run's output is in $KEEP"
 
 echo
 python3 - "$out" "$REPEAT" "$NPS" <<'PY'
@@ -148,9 +178,11 @@ for np in nps:
     ht, gt = table(f"herd-tcp-{np}"), table(f"gloo-tcp-{np}")
     row("herd shm / Open MPI vader", np, 8, "time, out-of-place", hl[8][OOP_T], ml[8][OOP_T], False, 1.0)
     row("herd shm / Open MPI vader", np, 8, "time, in-place", hl[8][IP_T], ml[8][IP_T], False, None)
+    mr = table(f"mpi-ring-sweep-{np}")
     for size, target in ((16 << 20, 1.5), (128 << 20, 2.0)):
         row("herd shm / Open MPI vader", np, size, "busbw, out-of-place", hs[size][OOP_BW], ms[size][OOP_BW], True, target)
         row("herd shm / Open MPI vader", np, size, "busbw, in-place", hs[size][IP_BW], ms[size][IP_BW], True, None)
+        row("herd shm / Open MPI vader, ring forced", np, size, "busbw, out-of-place", hs[size][OOP_BW], mr[size][OOP_BW], True, None)
     for size, target in ((16 << 20, None), (128 << 20, 1.5)):
         # Gloo's ring-chunked allreduce works in place only.
         row("herd tcp / Gloo ring-chunked tcp", np, size, "busbw, in-place", ht[size][IP_BW], gt[size][IP_BW], True, target)

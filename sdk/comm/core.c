@@ -246,6 +246,10 @@ static void describe_peer(herd_comm *comm, int j, const herd__call_state *s, boo
 	char who[HERD__COMM_HOST_MAX + 32];
 
 	herd__comm_who(comm, j, who, sizeof(who));
+	if (!answered && atomic_load(&comm->peers[j].left)) {
+		msg_append(buf, cap, o, "%s has destroyed its communicator", who);
+		return;
+	}
 	if (!answered) {
 		msg_append(buf, cap, o, "%s did not answer (stopped, overloaded or unreachable)",
 			   who);
@@ -1145,12 +1149,20 @@ void herd_comm_destroy(herd_comm *comm)
 		pthread_mutex_unlock(&comm->q_mu);
 		pthread_join(comm->progress, NULL);
 	}
+	/* A broken communicator tells its peers why before it goes, whoever
+	 * found the failure: a peer still waiting on this rank then learns the
+	 * cause, not just that this rank left. */
+	pthread_mutex_lock(&comm->fail_mu);
+	if (atomic_load(&comm->status) != HERD_OK && !atomic_load(&comm->aborted))
+		comm->fail_propagate = true;
+	pthread_mutex_unlock(&comm->fail_mu);
+	/* The monitor passes on a failure still untold before it stops. */
+	herd__monitor_stop(comm);
 	/* A goodbye, so that peers do not take the closing connections for a
 	 * crash. */
 	if (!atomic_load(&comm->aborted))
 		for (int j = 0; j < comm->size; j++)
 			if (comm->peers[j].ctl_fd >= 0)
 				(void)herd__ctl_send(comm, j, HERD__CTL_BYE, NULL, 0);
-	herd__monitor_stop(comm);
 	comm_free(comm);
 }

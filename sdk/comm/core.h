@@ -95,7 +95,8 @@ typedef struct herd__peer {
 	uint8_t ctl_in[2048];
 	size_t ctl_in_len;
 	herd__call_state answer;    /* its reply to the current query */
-	bool answered;
+	bool answered;              /* answer is its reply */
+	bool resolved;              /* answered, or gone: not waited for */
 } herd__peer;
 
 typedef struct herd__shm herd__shm;
@@ -119,6 +120,7 @@ struct herd_comm {
 	pthread_mutex_t fail_mu;
 	char fail_msg[HERD__COMM_MSG_MAX];
 	bool fail_propagate;        /* monitor: tell the peers */
+	bool fail_told;             /* the peers have been told */
 	int wake_fd;                /* eventfd, readable once broken */
 	int mon_fd;                 /* eventfd, wakes the monitor */
 
@@ -150,7 +152,8 @@ struct herd_comm {
 	pthread_cond_t mon_cv;
 	uint32_t query_token;       /* current query; 0: none */
 	uint32_t query_sent;        /* the token the monitor has sent */
-	int query_answers;
+	int query_expect;           /* peers the query went to */
+	int query_answers;          /* of those, resolved */
 
 	/* Scratch for p2p.c, sized for the communicator. */
 	void *p2p_scratch;

@@ -157,6 +157,20 @@ herd_status herd__ctl_expect(herd_comm *comm, int peer, uint32_t want, int64_t d
 
 /* ---- the monitor thread --------------------------------------------------- */
 
+/* A peer that will not answer the current query any more. */
+static void query_resolve(herd_comm *comm, int j)
+{
+	herd__peer *p = &comm->peers[j];
+
+	pthread_mutex_lock(&comm->mon_mu);
+	if (comm->query_sent != 0 && !p->resolved) {
+		p->resolved = true;
+		comm->query_answers++;
+		pthread_cond_broadcast(&comm->mon_cv);
+	}
+	pthread_mutex_unlock(&comm->mon_mu);
+}
+
 static void peer_dead(herd_comm *comm, int j, const char *why)
 {
 	herd__peer *p = &comm->peers[j];
@@ -178,6 +192,7 @@ static void on_frame(herd_comm *comm, int j, const ctl_hdr *h, const uint8_t *pa
 	switch (h->type) {
 	case HERD__CTL_BYE:
 		atomic_store(&p->left, 1);
+		query_resolve(comm, j);
 		/* A rank waiting on it through shared memory checks `left`. */
 		herd__shm_ring_self(comm);
 		break;
@@ -223,14 +238,14 @@ static void on_frame(herd_comm *comm, int j, const ctl_hdr *h, const uint8_t *pa
 			break;
 		memcpy(&s, payload, sizeof(s));
 		pthread_mutex_lock(&comm->mon_mu);
-		if (s.token == comm->query_sent && !p->answered) {
+		if (s.token == comm->query_sent && !p->resolved) {
 			p->answer.entered_seq = s.entered_seq;
 			p->answer.entered_cseq = s.entered_cseq;
 			p->answer.entered_kind = s.entered_kind;
 			p->answer.done_seq = s.done_seq;
 			p->answer.done_kind = s.done_kind;
 			p->answer.busy = s.busy;
-			p->answered = true;
+			p->answered = p->resolved = true;
 			comm->query_answers++;
 			pthread_cond_broadcast(&comm->mon_cv);
 		}
@@ -258,6 +273,7 @@ static void ctl_read(herd_comm *comm, int j)
 			return;
 		if (n <= 0) {
 			p->ctl_eof = true;
+			query_resolve(comm, j);
 			peer_dead(comm, j, "its control connection closed without a goodbye (the "
 				  "process died, or exited without destroying its communicator)");
 			return;
@@ -291,8 +307,9 @@ static void propagate(herd_comm *comm)
 	bool go;
 
 	pthread_mutex_lock(&comm->fail_mu);
-	go = comm->fail_propagate;
+	go = comm->fail_propagate && !comm->fail_told;
 	comm->fail_propagate = false;
+	comm->fail_told = comm->fail_told || go;
 	code = (int32_t)atomic_load(&comm->status);
 	len = strnlen(comm->fail_msg, sizeof(payload) - sizeof(code));
 	memcpy(payload, &code, sizeof(code));
@@ -318,11 +335,19 @@ static void send_query(herd_comm *comm)
 	}
 	comm->query_sent = token;
 	comm->query_answers = 0;
-	for (int j = 0; j < comm->size; j++)
-		comm->peers[j].answered = false;
+	comm->query_expect = 0;
+	for (int j = 0; j < comm->size; j++) {
+		herd__peer *p = &comm->peers[j];
+
+		p->answered = false;
+		/* Peers gone already are not waited for. */
+		p->resolved = p->ctl_fd < 0 || p->ctl_eof || p->dead || atomic_load(&p->left);
+		comm->query_expect += !p->resolved;
+	}
+	pthread_cond_broadcast(&comm->mon_cv);
 	pthread_mutex_unlock(&comm->mon_mu);
 	for (int j = 0; j < comm->size; j++)
-		if (comm->peers[j].ctl_fd >= 0 && !comm->peers[j].ctl_eof)
+		if (!comm->peers[j].resolved)
 			(void)herd__ctl_send(comm, j, HERD__CTL_QUERY, &token, sizeof(token));
 }
 
@@ -388,6 +413,7 @@ static void *monitor_main(void *arg)
 		propagate(comm);
 		send_query(comm);
 	}
+	propagate(comm);
 	free(fds);
 	free(owner);
 	return NULL;
@@ -425,12 +451,8 @@ void herd__monitor_query(herd_comm *comm, int wait_ms, herd__call_state *states,
 {
 	int64_t deadline = herd__net_deadline(wait_ms);
 	uint32_t token;
-	int expect = 0;
 
-	for (int j = 0; j < comm->size; j++)
-		if (comm->peers[j].ctl_fd >= 0)
-			expect++;
-	if (!comm->monitor_started || expect == 0)
+	if (!comm->monitor_started)
 		return;
 	pthread_mutex_lock(&comm->mon_mu);
 	token = ++comm->query_token;
@@ -440,7 +462,7 @@ void herd__monitor_query(herd_comm *comm, int wait_ms, herd__call_state *states,
 	herd__monitor_kick(comm);
 
 	pthread_mutex_lock(&comm->mon_mu);
-	while (!(comm->query_sent == token && comm->query_answers >= expect) &&
+	while (!(comm->query_sent == token && comm->query_answers >= comm->query_expect) &&
 	       herd__net_now_ms() < deadline) {
 		struct timespec ts;
 		int64_t left = herd__net_remaining_ms(deadline);
@@ -454,6 +476,9 @@ void herd__monitor_query(herd_comm *comm, int wait_ms, herd__call_state *states,
 		}
 		pthread_cond_timedwait(&comm->mon_cv, &comm->mon_mu, &ts);
 	}
+	herd__log_debug("rank %d: query %u: %d of %d peers answered in %d ms", comm->rank, token,
+			comm->query_sent == token ? comm->query_answers : 0, comm->query_expect,
+			wait_ms - herd__net_remaining_ms(deadline));
 	if (comm->query_sent == token)
 		for (int j = 0; j < comm->size; j++) {
 			answered[j] = comm->peers[j].answered;

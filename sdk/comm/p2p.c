@@ -39,6 +39,9 @@
 #define MIXED_POLL_MS 1
 /* Passes that moved bytes between two looks at the clock. */
 #define DEADLINE_CHECK_EVERY 256
+/* How long a failed data link waits for the control connection's word on
+ * why (see settle). */
+#define SETTLE_MS 200
 
 typedef struct p2p_scratch {
 	int *last;               /* [size]: last message seen per peer, -1 */
@@ -236,6 +239,7 @@ typedef struct exchange {
 	int *tnext, *rnext;      /* next message to the same peer, -1 */
 	int *tact, *ract;        /* active messages: the first pending one per peer */
 	size_t ntact, nract;
+	int failed_peer;         /* whose link failed in the last pass */
 	void *mem;
 } exchange;
 
@@ -326,6 +330,7 @@ static herd_status pass(exchange *x, bool *progressed)
 		int i = x->tact[k];
 		herd__link *l = link_of(x, x->sends[i].peer);
 
+		x->failed_peer = x->sends[i].peer;
 		HERD_CHECK(l->ops->try_send(l, &x->tx[i], progressed));
 		if (!x->tx[i].done) {
 			k++;
@@ -341,6 +346,7 @@ static herd_status pass(exchange *x, bool *progressed)
 		int i = x->ract[k];
 		herd__link *l = link_of(x, x->recvs[i].peer);
 
+		x->failed_peer = x->recvs[i].peer;
 		HERD_CHECK(l->ops->try_recv(l, &x->rx[i], progressed));
 		if (!x->rx[i].done) {
 			k++;
@@ -388,6 +394,45 @@ static int left_peer(const exchange *x)
 	return -1;
 }
 
+/* The error for a peer that said goodbye while this call needed it. */
+static herd_status left_error(herd_comm *comm, int peer)
+{
+	char me[HERD__COMM_HOST_MAX + 32], who[HERD__COMM_HOST_MAX + 32];
+
+	return herd__error(HERD_EPEER, "%s #%" PRIu64 " failed on %s: %s destroyed its "
+			   "communicator while this call still exchanged data with it",
+			   herd__op_name((herd__op_kind)comm->op->fp.kind), comm->op->fp.seq,
+			   herd__comm_who(comm, comm->rank, me, sizeof(me)),
+			   herd__comm_who(comm, peer, who, sizeof(who)));
+}
+
+/*
+ * A data link failed (the peer's end closed).  Its control connection,
+ * which the monitor reads, usually tells why a moment later: a FAILED
+ * frame (it failed first, and that message is the one to give), ABORT,
+ * BYE, or its own closing.  Waits a little for that word.
+ */
+static herd_status settle(herd_comm *comm, herd_status st, int peer)
+{
+	char msg[HERD__COMM_MSG_MAX];
+	int64_t until = herd__net_now_ms() + SETTLE_MS;
+
+	if (st != HERD_EPEER)
+		return st;
+	herd__strlcpy(msg, herd_last_error(), sizeof(msg));
+	while (atomic_load(&comm->status) == HERD_OK &&
+	       !atomic_load(&comm->peers[peer].left) && herd__net_now_ms() < until) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	if (atomic_load(&comm->status) != HERD_OK)
+		return herd__comm_broken(comm);
+	if (atomic_load(&comm->peers[peer].left))
+		return left_error(comm, peer);
+	return herd__error(st, "%s", msg);
+}
+
 /* Collects the sockets to poll; *shm when a shared-memory link is pending. */
 static nfds_t collect_fds(const exchange *x, bool *shm)
 {
@@ -431,10 +476,16 @@ static herd_status run_exchange(exchange *x)
 
 	while (x->ntact + x->nract > 0) {
 		bool progressed = false, shm;
+		herd_status st;
 		nfds_t nfds;
 		int left;
 
-		HERD_CHECK(pass(x, &progressed));
+		st = pass(x, &progressed);
+		if (st != HERD_OK) {
+			if (armed)
+				herd__shm_disarm(comm);
+			return settle(comm, st, x->failed_peer);
+		}
 		if (x->ntact + x->nract == 0)
 			break;
 		if (progressed) {
@@ -465,8 +516,6 @@ static herd_status run_exchange(exchange *x)
 		}
 		left = left_peer(x);
 		if (left >= 0) {
-			char me[HERD__COMM_HOST_MAX + 32], who[HERD__COMM_HOST_MAX + 32];
-
 			/* Its last bytes may have landed just before its goodbye. */
 			if (!left_seen) {
 				left_seen = true;
@@ -474,12 +523,7 @@ static herd_status run_exchange(exchange *x)
 			}
 			if (armed)
 				herd__shm_disarm(comm);
-			return herd__error(HERD_EPEER, "%s #%" PRIu64 " failed on %s: %s destroyed "
-					   "its communicator while this call still exchanged "
-					   "data with it", herd__op_name((herd__op_kind)comm->op->fp.kind),
-					   comm->op->fp.seq,
-					   herd__comm_who(comm, comm->rank, me, sizeof(me)),
-					   herd__comm_who(comm, left, who, sizeof(who)));
+			return left_error(comm, left);
 		}
 		nfds = collect_fds(x, &shm);
 		if (shm && nfds == 1) {

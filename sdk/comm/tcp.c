@@ -183,25 +183,34 @@ typedef struct hs {
 	uint8_t peer_nonce[HERD__STORE_NONCE_LEN];
 } hs;
 
-static herd_status hs_begin(herd_comm *comm, hs *h, int fd, int peer, int kind)
+/* Queues this rank's HELLO to h->peer. */
+static void queue_hello(herd_comm *comm, hs *h)
 {
 	hello m;
 
+	memset(&m, 0, sizeof(m));
+	m.magic = HELLO_MAGIC;
+	m.version = HELLO_VERSION;
+	m.kind = (uint8_t)h->kind;
+	m.from = comm->rank;
+	m.to = h->peer;
+	memcpy(m.id, comm->id, sizeof(m.id));
+	memcpy(m.nonce, h->nonce, sizeof(m.nonce));
+	memcpy(h->out + h->out_len, &m, sizeof(m));
+	h->out_len += sizeof(m);
+}
+
+/* Starts a handshake: an outbound connection (peer >= 0) speaks first; an
+ * inbound one answers once the HELLO has said who is calling. */
+static herd_status hs_begin(herd_comm *comm, hs *h, int fd, int peer, int kind)
+{
 	memset(h, 0, sizeof(*h));
 	h->fd = fd;
 	h->peer = peer;
 	h->kind = kind;
 	HERD_CHECK(herd__store_random(h->nonce, sizeof(h->nonce)));
-	memset(&m, 0, sizeof(m));
-	m.magic = HELLO_MAGIC;
-	m.version = HELLO_VERSION;
-	m.kind = (uint8_t)kind;
-	m.from = comm->rank;
-	m.to = peer;
-	memcpy(m.id, comm->id, sizeof(m.id));
-	memcpy(m.nonce, h->nonce, sizeof(m.nonce));
-	memcpy(h->out, &m, sizeof(m));
-	h->out_len = sizeof(m);
+	if (peer >= 0)
+		queue_hello(comm, h);
 	return HERD_OK;
 }
 
@@ -273,6 +282,7 @@ static herd_status hs_step(herd_comm *comm, hs *h, bool *taken)
 				 * caller once the proof is in. */
 				h->peer = m.from;
 				h->kind = m.kind;
+				queue_hello(comm, h);
 			}
 			memcpy(h->peer_nonce, m.nonce, sizeof(m.nonce));
 			proof(comm, h->out + h->out_len, comm->rank, h->peer, h->kind, h->peer_nonce,

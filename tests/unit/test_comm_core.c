@@ -348,7 +348,7 @@ static void mismatch_rank(int rank, int size, void *arg)
 	}
 	/* Broken for good: the next call says the same; rank 2, whose own
 	 * exchange matched, hears of it from the others. */
-	CHECK_INT(ring_call(comm, send, recv, 10), HERD_EMISMATCH);
+	CHECK_ERR(ring_call(comm, send, recv, 10), HERD_EMISMATCH, "mismatched calls");
 	herd_comm_destroy(comm);
 }
 
@@ -621,6 +621,79 @@ static void test_comm_init_env_names_what_is_missing(void)
 	CHECK_INT(run_ranks(1, env_error_rank, NULL, 10000, NULL, NULL, 0, NULL), 0);
 }
 
+/* ---- ranks as threads ----------------------------------------------------- */
+
+typedef struct thread_rank {
+	pthread_t thread;
+	int rank, size;
+	const char *transport;
+	const char *scope;
+	int failures;
+} thread_rank;
+
+#define T_OK(t, expr)                                                                 \
+	do {                                                                          \
+		herd_status st_ = (expr);                                             \
+		if (st_ != HERD_OK) {                                                 \
+			fprintf(stderr, "rank %d (a thread): %s: %s: %s\n", (t)->rank, #expr, \
+				herd_status_name(st_), herd_last_error());            \
+			(t)->failures++;                                              \
+			goto out;                                                     \
+		}                                                                     \
+	} while (0)
+
+/* Init, blocking and nonblocking exchanges, a split, finalize: everything a
+ * rank allocates, in this process, where the leak checker sees it. */
+static void *thread_rank_main(void *arg)
+{
+	thread_rank *t = arg;
+	herd_comm *comm = NULL, *sub = NULL;
+	herd_request *req = NULL;
+	uint8_t s[1000], r[1000];
+	herd__op op;
+
+	T_OK(t, harness_comm(&comm, t->scope, t->rank, t->size, t->transport, 20000));
+	fill(s, sizeof(s), t->rank);
+	T_OK(t, ring_call(comm, s, r, sizeof(r)));
+	if (first_wrong(r, sizeof(r), (t->rank + t->size - 1) % t->size) != sizeof(r))
+		t->failures++;
+	op = make_op(ring_run, HERD__OP_ALLGATHER, s, r, sizeof(r));
+	T_OK(t, herd__comm_submit(comm, &op, &req));
+	T_OK(t, herd_request_wait(req));
+	T_OK(t, herd_comm_split(&sub, comm, t->rank % 2, t->rank));
+	T_OK(t, ring_call(sub, s, r, 16));
+	T_OK(t, herd_comm_finalize(sub));
+	T_OK(t, herd_comm_finalize(comm));
+out:
+	herd_comm_destroy(sub);
+	herd_comm_destroy(comm);
+	return NULL;
+}
+
+static void test_comm_ranks_as_threads_of_one_process(void)
+{
+	for (size_t k = 0; k < 2; k++) {
+		thread_rank t[4];
+		char scope[64];
+		int fds0 = count_fds(), threads0 = count_threads();
+		pid_t self = getpid();
+
+		harness_scope(scope, sizeof(scope), "threads");
+		for (int i = 0; i < 4; i++) {
+			t[i] = (thread_rank){ .rank = i, .size = 4, .transport = transports[k],
+					      .scope = scope };
+			CHECK_INT(pthread_create(&t[i].thread, NULL, thread_rank_main, &t[i]), 0);
+		}
+		for (int i = 0; i < 4; i++) {
+			pthread_join(t[i].thread, NULL);
+			CHECK_INT(t[i].failures, 0);
+		}
+		CHECK_INT(count_fds(), fds0);
+		CHECK_INT(count_threads(), threads0);
+		CHECK_INT(shm_segments_of(&self, 1), 0);
+	}
+}
+
 /* ---- measurements --------------------------------------------------------- */
 
 typedef struct bench_args {
@@ -717,6 +790,7 @@ int main(void)
 	TEST_RUN(test_comm_mismatched_fingerprint_returns_emismatch_naming_both);
 	TEST_RUN(test_comm_split_groups_by_color_ordered_by_key);
 	TEST_RUN(test_comm_nonblocking_calls_complete_in_call_order);
+	TEST_RUN(test_comm_ranks_as_threads_of_one_process);
 	TEST_RUN(test_comm_init_env_reads_each_style_of_environment);
 	TEST_RUN(test_comm_init_env_names_what_is_missing);
 	TEST_RUN(test_comm_measure_bandwidth_and_latency);

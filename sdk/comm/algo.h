@@ -28,7 +28,8 @@
  * (what one step sends to one peer) are at most this many bytes, so that a
  * slice stays in cache between its steps.
  */
-#define HERD__ALGO_BLOCK (256u * 1024u)
+#include <stdlib.h>
+#define HERD__ALGO_BLOCK ((size_t)(getenv("HB") ? strtoull(getenv("HB"), 0, 0) : 262144))
 
 herd_status herd__algo_allreduce(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_reduce(herd_comm *comm, const herd__op *op);
@@ -126,20 +127,42 @@ static inline void herd__ring_block(const herd__ring_layout *l, int p, int b, si
 size_t herd__ring_max_block(const herd__ring_layout *l, int p);
 
 /*
- * Ring reduce-scatter: p - 1 steps, each sending one block to the next rank
- * and reducing one from the previous, after which this rank's block (block
- * `rank`) is reduced over all ranks and stored at own.  The partial
- * results of other blocks go to work (laid out like in) when work is not
- * NULL, else alternately to the two halves of tmp (2 * max block
- * elements).  in may equal work, and own may equal the own block of in or
- * work.  op is SUM, PROD, MIN or MAX.
+ * A ring reduce-scatter in progress: p - 1 steps, each sending one block to
+ * the next rank and reducing one from the previous, after which this
+ * rank's block (block `rank`) is reduced over all ranks and stored at own.
+ * The partial results of other blocks go to work (laid out like in) when
+ * work is not NULL, else alternately to the two halves of tmp (2 * max
+ * block elements).  in may equal work, and own may equal the own block of
+ * in or work.  op is SUM, PROD, MIN or MAX.
  */
-herd_status herd__ring_reduce_scatter(herd_comm *comm, const herd__ring_layout *l,
-				      const void *in, void *work, void *tmp, void *own,
-				      herd_dtype dtype, herd_redop op);
+typedef struct herd__ring_rs {
+	herd__ring_layout l;
+	const void *in;
+	void *work, *tmp, *own;
+	herd_dtype dtype;
+	herd_redop op;
+	const void *prev;      /* what the previous step produced */
+} herd__ring_rs;
 
-/* Ring allgather in place: block `rank` of buf is this rank's; p - 1 steps
- * pass the others along the ring. */
+/* The send and the receive of step k of rs (0 <= k < p - 1); either may
+ * have length 0, when its block is empty. */
+void herd__ring_rs_step(herd__ring_rs *rs, herd_comm *comm, int k, herd__xfer *send,
+			herd__xfer *recv);
+
+/* The send and the receive of step k of a ring allgather in place on buf,
+ * where block `rank` is this rank's and p - 1 steps pass the others on. */
+void herd__ring_ag_step(const herd__ring_layout *l, void *buf, herd_dtype dtype,
+			herd_comm *comm, int k, herd__xfer *send, herd__xfer *recv);
+
+/* Exchanges the non-empty ones of the given sends and receives (all with
+ * the ring neighbours), keeping their order. */
+herd_status herd__ring_exchange(herd_comm *comm, herd__xfer *sends, size_t nsends,
+				herd__xfer *recvs, size_t nrecvs);
+
+/* A whole ring reduce-scatter (see herd__ring_rs). */
+herd_status herd__ring_reduce_scatter(herd_comm *comm, herd__ring_rs *rs);
+
+/* A whole ring allgather in place. */
 herd_status herd__ring_allgather(herd_comm *comm, const herd__ring_layout *l, void *buf,
 				 herd_dtype dtype);
 

@@ -8,7 +8,8 @@
  * HERD__ALGO_BLOCK bytes: a slice's reduce-scatter leaves its blocks in
  * cache for its allgather, and the sink reduces straight from the
  * transport into recvbuf, so the only passes over memory are reading
- * sendbuf and writing recvbuf.
+ * sendbuf and writing recvbuf.  The allgather of one slice shares its
+ * exchanges with the reduce-scatter of the next.
  *
  * float16 and bfloat16 SUM/PROD/AVG reduce in float32 and round once:
  * each slice is widened into a float32 scratch slice, reduce-scattered
@@ -20,44 +21,73 @@
 
 #include "comm/algo.h"
 
+/*
+ * Slice s runs its reduce-scatter in the same exchanges as the allgather
+ * of slice s - 1: step k of both goes to the right neighbour as two
+ * messages, so the ring synchronizes (S + 1)(p - 1) times for S slices
+ * instead of 2S(p - 1), and every exchange both reduces and copies.
+ */
 static herd_status ring_allreduce(herd_comm *comm, const void *in, void *out, size_t count,
 				  herd_dtype dtype, herd_redop op)
 {
 	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
 	bool widen = herd__algo_widens(dtype, op);
 	herd_dtype wdt = widen ? HERD_FLOAT32 : dtype;
-	herd_redop eop = herd__algo_elem_op(op);
 	size_t es = herd_dtype_size(dtype), wes = herd_dtype_size(wdt);
 	size_t block = HERD__ALGO_BLOCK / wes, slice = block * (size_t)p;
+	size_t nslices = (count + slice - 1) / slice;
 	const char *cin = in;
-	char *cout = out;
+	char *cout = out, *ag_buf = NULL;
+	herd__ring_layout ag_l = { 0, 0 };
+	herd__ring_rs rs;
 	float *wide = NULL;
 	herd_status st = HERD_OK;
 
 	if (widen)
 		HERD_CHECK(herd__algo_alloc(&wide, (count < slice ? count : slice) * wes,
 					    "a float32 slice of a float16/bfloat16 allreduce"));
-	for (size_t s0 = 0; s0 < count; s0 += slice) {
-		herd__ring_layout l = { count - s0 < slice ? count - s0 : slice, 0 };
-		const char *sin = cin + s0 * es;
-		char *work = cout + s0 * es;
-		size_t ooff, olen;
+	for (size_t s = 0; s <= nslices; s++) {
+		size_t s0 = s * slice, ooff = 0, olen = 0;
 
-		if (widen) {
-			herd__half_to_float(wide, (const uint16_t *)sin, l.n, dtype);
-			sin = (const char *)wide;
-			work = (char *)wide;
+		if (s < nslices) {
+			memset(&rs, 0, sizeof(rs));
+			rs.l.n = count - s0 < slice ? count - s0 : slice;
+			rs.in = cin + s0 * es;
+			rs.work = cout + s0 * es;
+			rs.dtype = wdt;
+			rs.op = herd__algo_elem_op(op);
+			if (widen) {
+				herd__half_to_float(wide, (const uint16_t *)rs.in, rs.l.n, dtype);
+				rs.in = rs.work = wide;
+			}
+			herd__ring_block(&rs.l, p, r, &ooff, &olen);
+			rs.own = (char *)rs.work + ooff * wes;
 		}
-		herd__ring_block(&l, p, r, &ooff, &olen);
-		HERD_CHECK_GOTO(herd__ring_reduce_scatter(comm, &l, sin, work, NULL, work + ooff * wes,
-							  wdt, eop),
-				st, out);
+		for (int k = 0; k < p - 1; k++) {
+			herd__xfer sends[2], recvs[2];
+			size_t n = 0;
+
+			if (ag_buf != NULL) {
+				herd__ring_ag_step(&ag_l, ag_buf, dtype, comm, k, &sends[n], &recvs[n]);
+				n++;
+			}
+			if (s < nslices) {
+				herd__ring_rs_step(&rs, comm, k, &sends[n], &recvs[n]);
+				n++;
+			}
+			HERD_CHECK_GOTO(herd__ring_exchange(comm, sends, n, recvs, n), st, out);
+		}
+		ag_buf = NULL;
+		if (s == nslices)
+			break;
+		/* this rank's block of slice s is complete: finish it */
 		if (op == HERD_AVG)
-			herd__reduce_scale(work + ooff * wes, olen, wdt, p);
+			herd__reduce_scale(rs.own, olen, wdt, p);
 		if (widen)
 			herd__float_to_half((uint16_t *)(cout + (s0 + ooff) * es),
-					    (const float *)(work + ooff * wes), olen, dtype);
-		HERD_CHECK_GOTO(herd__ring_allgather(comm, &l, cout + s0 * es, dtype), st, out);
+					    (const float *)rs.own, olen, dtype);
+		ag_l = rs.l;
+		ag_buf = cout + s0 * es;
 	}
 out:
 	free(wide);

@@ -54,26 +54,24 @@ static herd_status rs_ring(herd_comm *comm, const herd__op *op)
 	wide = scratch + tmp_len * wes;
 	for (size_t c0 = 0; c0 < count; c0 += chunk) {
 		size_t n = count - c0 < chunk ? count - c0 : chunk;
-		herd__ring_layout l = { n, count };
-		const void *sin = in + c0 * es;
-		char *own = out + c0 * es;
+		herd__ring_rs rs = { .l = { n, count }, .in = in + c0 * es, .tmp = scratch,
+				     .own = out + c0 * es, .dtype = wdt,
+				     .op = herd__algo_elem_op(redop) };
 
 		if (widen) {
 			for (int b = 0; b < p; b++)
 				herd__half_to_float((float *)(wide + (size_t)b * n * wes),
 						    (const uint16_t *)(in + ((size_t)b * count + c0) * es),
 						    n, dtype);
-			l.stride = n;
-			sin = wide;
-			own = wide + (size_t)p * n * wes;
+			rs.l.stride = n;
+			rs.in = wide;
+			rs.own = wide + (size_t)p * n * wes;
 		}
-		HERD_CHECK_GOTO(herd__ring_reduce_scatter(comm, &l, sin, NULL, scratch, own, wdt,
-							  herd__algo_elem_op(redop)),
-				st, out);
+		HERD_CHECK_GOTO(herd__ring_reduce_scatter(comm, &rs), st, out);
 		if (redop == HERD_AVG)
-			herd__reduce_scale(own, n, wdt, p);
+			herd__reduce_scale(rs.own, n, wdt, p);
 		if (widen)
-			herd__float_to_half((uint16_t *)(out + c0 * es), (const float *)own, n, dtype);
+			herd__float_to_half((uint16_t *)(out + c0 * es), (const float *)rs.own, n, dtype);
 	}
 out:
 	free(scratch);

@@ -8,6 +8,10 @@
  * Numbering: at reduce-scatter step k rank r sends block r-k-1 and
  * receives block r-k-2, so after p-1 steps it holds block r complete; at
  * allgather step k it sends block r-k and receives block r-k-1.
+ *
+ * The steps are built one at a time (herd__ring_rs_step,
+ * herd__ring_ag_step) so that a caller can run the steps of two rings in
+ * one exchange, as the pipelined allreduce does.
  */
 #include <string.h>
 
@@ -20,43 +24,99 @@ size_t herd__ring_max_block(const herd__ring_layout *l, int p)
 	return l->n / (size_t)p + (l->n % (size_t)p ? 1 : 0);
 }
 
-herd_status herd__ring_reduce_scatter(herd_comm *comm, const herd__ring_layout *l,
-				      const void *in, void *work, void *tmp, void *own,
-				      herd_dtype dtype, herd_redop op)
+static void set_send(herd__xfer *x, int peer, const void *buf, size_t len)
+{
+	memset(x, 0, sizeof(*x));
+	x->peer = peer;
+	x->buf = buf;
+	x->len = len;
+}
+
+static void set_recv(herd__xfer *x, int peer, void *dst, const void *with, size_t len,
+		     herd_dtype dtype, herd_redop op)
+{
+	memset(x, 0, sizeof(*x));
+	x->peer = peer;
+	x->len = len;
+	x->sink.dst = dst;
+	x->sink.reduce_with = with;
+	x->sink.dtype = dtype;
+	x->sink.op = op;
+}
+
+void herd__ring_rs_step(herd__ring_rs *rs, herd_comm *comm, int k, herd__xfer *send,
+			herd__xfer *recv)
 {
 	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
-	int right = herd__algo_mod(r + 1, p), left = herd__algo_mod(r - 1, p);
-	size_t es = herd_dtype_size(dtype), tmp_half = herd__ring_max_block(l, p) * es;
-	const char *cin = in;
-	char *cwork = work, *ctmp = tmp;
-	const char *prev = NULL;
+	int sb = herd__algo_mod(r - k - 1, p), rb = herd__algo_mod(r - k - 2, p);
+	size_t es = herd_dtype_size(rs->dtype), soff, slen, roff, rlen;
+	const char *in = rs->in;
+	const char *src;
+	char *dst;
+
+	herd__ring_block(&rs->l, p, sb, &soff, &slen);
+	herd__ring_block(&rs->l, p, rb, &roff, &rlen);
+	src = k == 0 ? in + soff * es : rs->prev;
+	if (k == p - 2)
+		dst = rs->own;
+	else if (rs->work != NULL)
+		dst = (char *)rs->work + roff * es;
+	else
+		dst = (char *)rs->tmp + (size_t)(k % 2) * herd__ring_max_block(&rs->l, p) * es;
+	set_send(send, herd__algo_mod(r + 1, p), src, slen * es);
+	set_recv(recv, herd__algo_mod(r - 1, p), dst, in + roff * es, rlen * es, rs->dtype,
+		 rs->op);
+	rs->prev = dst;
+}
+
+void herd__ring_ag_step(const herd__ring_layout *l, void *buf, herd_dtype dtype,
+			herd_comm *comm, int k, herd__xfer *send, herd__xfer *recv)
+{
+	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
+	int sb = herd__algo_mod(r - k, p), rb = herd__algo_mod(r - k - 1, p);
+	size_t es = herd_dtype_size(dtype), soff, slen, roff, rlen;
+	char *cbuf = buf;
+
+	herd__ring_block(l, p, sb, &soff, &slen);
+	herd__ring_block(l, p, rb, &roff, &rlen);
+	set_send(send, herd__algo_mod(r + 1, p), cbuf + soff * es, slen * es);
+	set_recv(recv, herd__algo_mod(r - 1, p), cbuf + roff * es, NULL, rlen * es, dtype,
+		 HERD_SUM);
+}
+
+herd_status herd__ring_exchange(herd_comm *comm, herd__xfer *sends, size_t nsends,
+				herd__xfer *recvs, size_t nrecvs)
+{
+	size_t ns = 0, nr = 0;
+
+	for (size_t i = 0; i < nsends; i++)
+		if (sends[i].len > 0)
+			sends[ns++] = sends[i];
+	for (size_t i = 0; i < nrecvs; i++)
+		if (recvs[i].len > 0)
+			recvs[nr++] = recvs[i];
+	if (ns == 0 && nr == 0)
+		return HERD_OK;
+	return herd__p2p_exchange(comm, sends, ns, recvs, nr);
+}
+
+herd_status herd__ring_reduce_scatter(herd_comm *comm, herd__ring_rs *rs)
+{
+	int p = herd_comm_size(comm);
 
 	if (p == 1) {
-		size_t off, len;
+		size_t off, len, es = herd_dtype_size(rs->dtype);
 
-		herd__ring_block(l, p, 0, &off, &len);
-		if (own != cin + off * es && len > 0)
-			memmove(own, cin + off * es, len * es);
+		herd__ring_block(&rs->l, p, 0, &off, &len);
+		if (rs->own != (const char *)rs->in + off * es && len > 0)
+			memmove(rs->own, (const char *)rs->in + off * es, len * es);
 		return HERD_OK;
 	}
 	for (int k = 0; k < p - 1; k++) {
-		int sb = herd__algo_mod(r - k - 1, p), rb = herd__algo_mod(r - k - 2, p);
-		size_t soff, slen, roff, rlen;
-		const char *src;
-		char *dst;
+		herd__xfer send, recv;
 
-		herd__ring_block(l, p, sb, &soff, &slen);
-		herd__ring_block(l, p, rb, &roff, &rlen);
-		src = k == 0 ? cin + soff * es : prev;
-		if (k == p - 2)
-			dst = own;
-		else if (cwork != NULL)
-			dst = cwork + roff * es;
-		else
-			dst = ctmp + (size_t)(k % 2) * tmp_half;
-		HERD_CHECK(herd__algo_xchg(comm, right, src, slen * es, left, dst, cin + roff * es,
-					   rlen * es, dtype, op));
-		prev = dst;
+		herd__ring_rs_step(rs, comm, k, &send, &recv);
+		HERD_CHECK(herd__ring_exchange(comm, &send, 1, &recv, 1));
 	}
 	return HERD_OK;
 }
@@ -64,19 +124,13 @@ herd_status herd__ring_reduce_scatter(herd_comm *comm, const herd__ring_layout *
 herd_status herd__ring_allgather(herd_comm *comm, const herd__ring_layout *l, void *buf,
 				 herd_dtype dtype)
 {
-	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
-	int right = herd__algo_mod(r + 1, p), left = herd__algo_mod(r - 1, p);
-	size_t es = herd_dtype_size(dtype);
-	char *cbuf = buf;
+	int p = herd_comm_size(comm);
 
 	for (int k = 0; k < p - 1; k++) {
-		int sb = herd__algo_mod(r - k, p), rb = herd__algo_mod(r - k - 1, p);
-		size_t soff, slen, roff, rlen;
+		herd__xfer send, recv;
 
-		herd__ring_block(l, p, sb, &soff, &slen);
-		herd__ring_block(l, p, rb, &roff, &rlen);
-		HERD_CHECK(herd__algo_xchg(comm, right, cbuf + soff * es, slen * es, left,
-					   cbuf + roff * es, NULL, rlen * es, dtype, HERD_SUM));
+		herd__ring_ag_step(l, buf, dtype, comm, k, &send, &recv);
+		HERD_CHECK(herd__ring_exchange(comm, &send, 1, &recv, 1));
 	}
 	return HERD_OK;
 }

@@ -180,6 +180,7 @@ static herd_status reduce_ring(herd_comm *comm, const herd__op *op)
 		char *own = scratch + 2 * b_max * wes;
 		char *wide = scratch + tmp_bytes, *own_narrow = wide + wide_bytes;
 		size_t ooff, olen, ng = 0;
+		herd__ring_rs rs;
 
 		herd__ring_block(&l, p, r, &ooff, &olen);
 		if (widen) {
@@ -188,9 +189,9 @@ static herd_status reduce_ring(herd_comm *comm, const herd__op *op)
 		} else if (r == root) {
 			own = out + (s0 + ooff) * es;
 		}
-		HERD_CHECK_GOTO(herd__ring_reduce_scatter(comm, &l, sin, NULL, scratch, own, wdt,
-							  herd__algo_elem_op(redop)),
-				st, out);
+		rs = (herd__ring_rs){ .l = l, .in = sin, .tmp = scratch, .own = own, .dtype = wdt,
+				      .op = herd__algo_elem_op(redop) };
+		HERD_CHECK_GOTO(herd__ring_reduce_scatter(comm, &rs), st, out);
 		if (redop == HERD_AVG)
 			herd__reduce_scale(own, olen, wdt, p);
 		if (widen) {

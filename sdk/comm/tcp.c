@@ -157,8 +157,12 @@ static herd_status connect_peer(herd_comm *comm, int j, int64_t deadline, int *f
 
 		if (herd__net_parse_hostport(tok, host, sizeof(host), &port) != HERD_OK)
 			continue;
+		/* On this host, its loopback address; elsewhere, never a loopback
+		 * address (that would reach some process here). */
 		if (p->same_host && strstr(p->addrs, "127.0.0.1:") != NULL &&
 		    strcmp(host, "127.0.0.1") != 0)
+			continue;
+		if (!p->same_host && strncmp(host, "127.", 4) == 0)
 			continue;
 		if (ntok > 1 && herd__net_now_ms() + CANDIDATE_CONNECT_MS < deadline)
 			until = herd__net_now_ms() + CANDIDATE_CONNECT_MS;
@@ -309,9 +313,13 @@ static herd_status hs_step(herd_comm *comm, hs *h, bool *taken)
 
 static void set_data_socket_options(int fd)
 {
-	int on = 1;
+	int on = 1, buf = getenv("TBUF") ? atoi(getenv("TBUF")) << 10 : 0;
 
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+	if (buf > 0) {
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	}
 }
 
 static herd_status tcp_link_new(herd_comm *comm, int peer, int fd, herd__link **out);

@@ -1,8 +1,9 @@
 /*
- * tests/unit/comm_harness.h - real ranks for the communicator tests: the
- * parent hosts a store server on 127.0.0.1, forks one process per rank,
- * collects what each rank reports through a pipe, and reaps them all
- * within a bounded time (killing what overstays).
+ * tests/unit/comm_harness.h - real ranks for the communicator tests: a
+ * store server process on 127.0.0.1, one process per rank forked from the
+ * (single-threaded) test process, what each rank reports collected through
+ * a pipe, and every rank reaped within a bounded time (what overstays is
+ * killed).
  *
  * A rank's body runs in the child with the CHECK macros of test.h; the
  * child exits non-zero when one failed, and its messages go to stderr.
@@ -29,7 +30,9 @@
 #define HARNESS_SECRET "comm-test-secret-0123456789abcdef"
 #define HARNESS_MAX_RANKS 16
 
-static herd_store_server *harness_server;
+static pid_t harness_server_pid = -1;
+static int harness_server_stop = -1;
+static char harness_server_addr[HERD_NET_ADDR_LEN];
 static int harness_result_fd = -1;
 static unsigned harness_scope_counter;
 
@@ -64,26 +67,64 @@ static inline void sleep_ms(int ms)
 		;
 }
 
+/*
+ * Starts the store server in a process of its own, so that the test process
+ * has no thread of its own when it forks ranks (a rank forked while a
+ * server thread held an allocator lock would hang).  The server lives until
+ * harness_stop, or until this process dies (its pipe closes).
+ */
 static inline void harness_start(void)
 {
-	herd_store_server_opts o = HERD_STORE_SERVER_OPTS_INIT;
+	int addr_pipe[2], stop_pipe[2];
 
-	o.secret = HARNESS_SECRET;
-	if (herd_store_server_start(&harness_server, &o) != HERD_OK) {
-		fprintf(stderr, "cannot start the store server: %s\n", herd_last_error());
+	if (pipe(addr_pipe) != 0 || pipe(stop_pipe) != 0)
+		exit(1);
+	fflush(stdout);
+	fflush(stderr);
+	harness_server_pid = fork();
+	if (harness_server_pid == 0) {
+		herd_store_server_opts o = HERD_STORE_SERVER_OPTS_INIT;
+		herd_store_server *server = NULL;
+		char c;
+		ssize_t n;
+
+		close(addr_pipe[0]);
+		close(stop_pipe[1]);
+		o.secret = HARNESS_SECRET;
+		if (herd_store_server_start(&server, &o) != HERD_OK) {
+			fprintf(stderr, "cannot start the store server: %s\n", herd_last_error());
+			_exit(1);
+		}
+		herd__strlcpy(harness_server_addr, herd_store_server_address(server),
+			      sizeof(harness_server_addr));
+		n = write(addr_pipe[1], harness_server_addr, sizeof(harness_server_addr));
+		close(addr_pipe[1]);
+		while ((n = read(stop_pipe[0], &c, 1)) < 0 && errno == EINTR)
+			;
+		herd_store_server_free(server);
+		_exit(0);
+	}
+	close(addr_pipe[1]);
+	close(stop_pipe[0]);
+	harness_server_stop = stop_pipe[1];
+	fcntl(harness_server_stop, F_SETFD, FD_CLOEXEC);
+	if (read(addr_pipe[0], harness_server_addr, sizeof(harness_server_addr)) !=
+	    (ssize_t)sizeof(harness_server_addr)) {
+		fprintf(stderr, "the store server did not start\n");
 		exit(1);
 	}
+	close(addr_pipe[0]);
 }
 
 static inline void harness_stop(void)
 {
-	herd_store_server_free(harness_server);
-	harness_server = NULL;
+	close(harness_server_stop);
+	waitpid(harness_server_pid, NULL, 0);
 }
 
 static inline const char *harness_address(void)
 {
-	return herd_store_server_address(harness_server);
+	return harness_server_addr;
 }
 
 /* In a rank: sends r to the parent. */

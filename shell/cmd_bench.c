@@ -1180,12 +1180,20 @@ static int launched(void)
 int cmd_bench(int argc, char **argv)
 {
 	struct bench_args a;
+	/* getopt_long reorders what it parses: the ranks get argv as written. */
+	char **given = calloc((size_t)argc + 1, sizeof(*given));
+	if (given == NULL) {
+		shell_message("herd", "out of memory");
+		return SHELL_EXIT_FAILURE;
+	}
+	memcpy(given, argv, (size_t)argc * sizeof(*given));
 	int status = parse_args(argc, argv, &a);
-	if (status >= 0)
-		return status;
-	if (a.np == 0 && !launched())
+	if (status < 0 && a.np == 0 && !launched())
 		a.np = 1;
-	if (a.np > 0 && a.root >= a.np)
-		return usage_error("%s", "the root (-r) is not one of the --np ranks");
-	return a.np > 0 ? run_local(&a, argc, argv) : run_rank(&a);
+	if (status < 0 && a.np > 0 && a.root >= a.np)
+		status = usage_error("%s", "the root (-r) is not one of the --np ranks");
+	if (status < 0)
+		status = a.np > 0 ? run_local(&a, argc, given) : run_rank(&a);
+	free(given);
+	return status;
 }

@@ -28,8 +28,7 @@
  * (what one step sends to one peer) are at most this many bytes, so that a
  * slice stays in cache between its steps.
  */
-#include <stdlib.h>
-#define HERD__ALGO_BLOCK ((size_t)(getenv("HB") ? strtoull(getenv("HB"), 0, 0) : 262144))
+#define HERD__ALGO_BLOCK (1024u * 1024u)
 
 herd_status herd__algo_allreduce(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_reduce(herd_comm *comm, const herd__op *op);

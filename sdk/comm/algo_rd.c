@@ -87,22 +87,30 @@ herd_status herd__rd_allreduce(herd_comm *comm, const void *in, void *out, void 
 	return HERD_OK;
 }
 
+/* Small calls keep their scratch on the stack: no allocation on the
+ * latency path. */
+#define RD_STACK_BYTES 4096
+
 herd_status herd__rd_allreduce_full(herd_comm *comm, const void *in, void *out, size_t count,
 				    herd_dtype dtype, herd_redop op)
 {
 	int p = herd_comm_size(comm);
 	herd_redop eop = herd__algo_elem_op(op);
-	size_t es = herd_dtype_size(dtype);
+	bool widen = herd__algo_widens(dtype, op);
+	size_t bytes = count * (widen ? 2 * sizeof(float) : herd_dtype_size(dtype));
+	_Alignas(64) unsigned char stack[RD_STACK_BYTES];
+	void *scratch = stack;
 	herd_status st;
-	void *tmp;
 
 	if (count == 0)
 		return HERD_OK;
-	if (herd__algo_widens(dtype, op)) {
-		float *wide;
+	if (bytes > sizeof(stack))
+		HERD_CHECK(herd__algo_alloc(&scratch, bytes, widen ? "float32 copies of a "
+					    "float16/bfloat16 allreduce" : "the partial results of "
+					    "an allreduce"));
+	if (widen) {
+		float *wide = scratch;
 
-		HERD_CHECK(herd__algo_alloc(&wide, 2 * count * sizeof(float),
-					    "float32 copies of a float16/bfloat16 allreduce"));
 		herd__half_to_float(wide, in, count, dtype);
 		st = herd__rd_allreduce(comm, wide, wide, wide + count, count, HERD_FLOAT32, eop);
 		if (st == HERD_OK) {
@@ -110,14 +118,13 @@ herd_status herd__rd_allreduce_full(herd_comm *comm, const void *in, void *out, 
 				herd__reduce_scale(wide, count, HERD_FLOAT32, p);
 			herd__float_to_half(out, wide, count, dtype);
 		}
-		free(wide);
-		return st;
+	} else {
+		st = herd__rd_allreduce(comm, in, out, scratch, count, dtype, eop);
+		if (st == HERD_OK && op == HERD_AVG)
+			herd__reduce_scale(out, count, dtype, p);
 	}
-	HERD_CHECK(herd__algo_alloc(&tmp, count * es, "the partial results of an allreduce"));
-	st = herd__rd_allreduce(comm, in, out, tmp, count, dtype, eop);
-	free(tmp);
-	if (st == HERD_OK && op == HERD_AVG)
-		herd__reduce_scale(out, count, dtype, p);
+	if (scratch != stack)
+		free(scratch);
 	return st;
 }
 

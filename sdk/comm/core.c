@@ -330,9 +330,10 @@ herd_status herd__comm_timeout(herd_comm *comm, const int *waiting, size_t nwait
 
 /* ---- threads -------------------------------------------------------------- */
 
-/* Starts a library thread with every signal blocked, so that the
- * application's signals go to its own threads. */
-static herd_status thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *what)
+/* Every signal is blocked in library threads, so that the application's
+ * signals go to its own threads. */
+herd_status herd__comm_thread_start(pthread_t *t, void *(*fn)(void *), void *arg,
+				    const char *what)
 {
 	sigset_t all, old;
 	int rc;
@@ -344,12 +345,6 @@ static herd_status thread_start(pthread_t *t, void *(*fn)(void *), void *arg, co
 	if (rc != 0)
 		return herd__error_errno(HERD_ESYS, rc, "cannot start the %s thread", what);
 	return HERD_OK;
-}
-
-herd_status herd__comm_thread_start(pthread_t *t, void *(*fn)(void *), void *arg,
-				    const char *what)
-{
-	return thread_start(t, fn, arg, what);
 }
 
 /* ---- the info record: who a rank is and where it listens ------------------- */
@@ -477,18 +472,18 @@ static herd_status info_decode(herd_comm *comm, int j, const void *data, size_t 
 			ok = obj_int(o, &pid);
 		else if (strcmp(name, "transport") == 0)
 			ok = obj_int(o, &transport);
-		else if (strcmp(name, "host") == 0)
-			ok = obj_str(o, p->host, sizeof(p->host)) && (seen |= 1);
-		else if (strcmp(name, "boot") == 0)
-			ok = obj_str(o, p->boot_id, sizeof(p->boot_id)) && (seen |= 2);
-		else if (strcmp(name, "addrs") == 0)
-			ok = obj_str(o, p->addrs, sizeof(p->addrs)) && (seen |= 4);
-		else if (strcmp(name, "shmdev") == 0)
-			ok = obj_int(o, &x) && ((p->shm_dev = (uint64_t)x), 1);
-		else if (strcmp(name, "shmino") == 0)
-			ok = obj_int(o, &x) && ((p->shm_ino = (uint64_t)x), 1);
-		else if (strcmp(name, "pidns") == 0)
-			ok = obj_int(o, &x) && ((p->pidns = (uint64_t)x), 1);
+		else if (strcmp(name, "host") == 0 && (seen |= 1))
+			ok = obj_str(o, p->host, sizeof(p->host));
+		else if (strcmp(name, "boot") == 0 && (seen |= 2))
+			ok = obj_str(o, p->boot_id, sizeof(p->boot_id));
+		else if (strcmp(name, "addrs") == 0 && (seen |= 4))
+			ok = obj_str(o, p->addrs, sizeof(p->addrs));
+		else if (strcmp(name, "shmdev") == 0 && (ok = obj_int(o, &x)))
+			p->shm_dev = (uint64_t)x;
+		else if (strcmp(name, "shmino") == 0 && (ok = obj_int(o, &x)))
+			p->shm_ino = (uint64_t)x;
+		else if (strcmp(name, "pidns") == 0 && (ok = obj_int(o, &x)))
+			p->pidns = (uint64_t)x;
 		if (!ok) {
 			msgpack_unpacked_destroy(&up);
 			return herd__error(HERD_EFORMAT, "the info record of rank %d: field \"%s\" "
@@ -949,7 +944,8 @@ herd_status herd__comm_submit(herd_comm *comm, herd__op *op, herd_request **req)
 				   "be NULL");
 	HERD_CHECK(herd__comm_broken(comm));
 	if (!comm->progress_started) {
-		HERD_CHECK(thread_start(&comm->progress, progress_main, comm, "progress"));
+		HERD_CHECK(herd__comm_thread_start(&comm->progress, progress_main, comm,
+						   "progress"));
 		comm->progress_started = true;
 	}
 	HERD_CHECK(herd__calloc(&r, 1, sizeof(*r), "a request"));

@@ -226,7 +226,7 @@ herd_status herd__ctl_send(herd_comm *comm, int peer, uint32_t type, const void 
 herd_status herd__ctl_expect(herd_comm *comm, int peer, uint32_t want, int64_t deadline);
 
 /* abort: one ABORT frame to every peer (one try each), then shuts every
- * control connection down.  Any thread. */
+ * control connection down, and ends a query under way.  Any thread. */
 void herd__ctl_abort(herd_comm *comm);
 
 herd_status herd__monitor_start(herd_comm *comm);

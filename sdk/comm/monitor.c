@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,11 @@ herd_status herd__ctl_send(herd_comm *comm, int peer, uint32_t type, const void 
 void herd__ctl_abort(herd_comm *comm)
 {
 	ctl_hdr h = { CTL_MAGIC, HERD__CTL_ABORT, 0 };
+
+	/* A timed-out call asking its peers what they do stops asking. */
+	pthread_mutex_lock(&comm->mon_mu);
+	pthread_cond_broadcast(&comm->mon_cv);
+	pthread_mutex_unlock(&comm->mon_mu);
 
 	pthread_mutex_lock(&comm->ctl_mu);
 	for (int j = 0; j < comm->size; j++) {
@@ -208,7 +214,9 @@ static void on_frame(herd_comm *comm, int j, const ctl_hdr *h, const uint8_t *pa
 		if (h->len < sizeof(code))
 			break;
 		memcpy(&code, payload, sizeof(code));
-		if (code >= 0)
+		/* A timeout or a mismatch is the same here; anything else (a local
+		 * error over there) is a failed peer. */
+		if (code != HERD_ETIMEDOUT && code != HERD_EMISMATCH)
 			code = HERD_EPEER;
 		herd__comm_doing(comm, doing, sizeof(doing));
 		herd__comm_fail_msg(comm, (herd_status)code, false, "%s: rank %d (host %s) failed "
@@ -272,10 +280,18 @@ static void ctl_read(herd_comm *comm, int j)
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return;
 		if (n <= 0) {
+			char why[160];
+
+			if (n == 0 || errno == ECONNRESET)
+				snprintf(why, sizeof(why), "its control connection closed without a "
+					 "goodbye (the process died, or exited without destroying "
+					 "its communicator)");
+			else
+				snprintf(why, sizeof(why), "its control connection failed (%s): the "
+					 "host or the network between went away", strerror(errno));
 			p->ctl_eof = true;
 			query_resolve(comm, j);
-			peer_dead(comm, j, "its control connection closed without a goodbye (the "
-				  "process died, or exited without destroying its communicator)");
+			peer_dead(comm, j, why);
 			return;
 		}
 		p->ctl_in_len += (size_t)n;
@@ -351,6 +367,25 @@ static void send_query(herd_comm *comm)
 			(void)herd__ctl_send(comm, j, HERD__CTL_QUERY, &token, sizeof(token));
 }
 
+/* Where pidfds are not available: whether the local peers' pids still
+ * exist, once a tick (their control connections tell first anyway). */
+static void check_pids(herd_comm *comm)
+{
+	for (int j = 0; j < comm->size; j++) {
+		herd__peer *p = &comm->peers[j];
+		char why[64];
+
+		if (j == comm->rank || !p->same_pidns || p->pidfd >= 0 || p->dead ||
+		    atomic_load(&p->left))
+			continue;
+		if (kill((pid_t)p->pid, 0) == 0 || errno != ESRCH)
+			continue;
+		ctl_read(comm, j);
+		snprintf(why, sizeof(why), "process %d is gone", (int)p->pid);
+		peer_dead(comm, j, why);
+	}
+}
+
 static void *monitor_main(void *arg)
 {
 	herd_comm *comm = arg;
@@ -410,6 +445,8 @@ static void *monitor_main(void *arg)
 			snprintf(why, sizeof(why), "process %d exited", (int)comm->peers[j].pid);
 			peer_dead(comm, j, why);
 		}
+		if (rc == 0)
+			check_pids(comm);
 		propagate(comm);
 		send_query(comm);
 	}
@@ -463,7 +500,7 @@ void herd__monitor_query(herd_comm *comm, int wait_ms, herd__call_state *states,
 
 	pthread_mutex_lock(&comm->mon_mu);
 	while (!(comm->query_sent == token && comm->query_answers >= comm->query_expect) &&
-	       herd__net_now_ms() < deadline) {
+	       !atomic_load(&comm->aborted) && herd__net_now_ms() < deadline) {
 		struct timespec ts;
 		int64_t left = herd__net_remaining_ms(deadline);
 

@@ -499,8 +499,11 @@ static herd_status run_exchange(exchange *x)
 				return herd__comm_timeout(comm, s->waiting, waiting_peers(x, s->waiting));
 			continue;
 		}
-		if (atomic_load(&comm->status) != HERD_OK)
+		if (atomic_load(&comm->status) != HERD_OK) {
+			if (armed)
+				herd__shm_disarm(comm);
 			return herd__comm_broken(comm);
+		}
 		if (idle_since == 0)
 			idle_since = now_ns();
 		if (!armed && now_ns() - idle_since < SPIN_NS) {

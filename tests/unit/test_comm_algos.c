@@ -565,7 +565,8 @@ static void test_allreduce_every_dtype_op_size_and_algorithm(void)
 static void test_allreduce_large_spans_slices(void)
 {
 	int bad = 0;
-	size_t n = 3 * HERD__ALGO_BLOCK / 4 * 3 + 7;  /* elements */
+	/* two slices and a ragged third for 2 ranks, one ragged one beyond */
+	size_t n = 2 * (HERD__ALGO_BLOCK / 4) + 12345;
 
 	for (size_t s = 1; s < NSIZES; s++) {
 		bad += case_allreduce(sizes[s], "ring", HERD_FLOAT32, HERD_SUM, n, false);
@@ -616,6 +617,7 @@ static void test_broadcast_every_root_and_algorithm(void)
 static void test_allgather_and_reduce_scatter_every_size_and_algorithm(void)
 {
 	static const size_t counts[] = { 0, 1, 2, 7, 1009 };
+	/* int64 spans two slices of the blocks (with the ring: k == 0) */
 	static const herd_dtype big_types[] = { HERD_INT64, HERD_FLOAT32, HERD_BFLOAT16 };
 	int bad = 0;
 
@@ -635,10 +637,11 @@ static void test_allgather_and_reduce_scatter_every_size_and_algorithm(void)
 		/* more than one slice of the blocks */
 		for (int k = 0; k < 3; k++) {
 			herd_dtype dt = big_types[k];
+			size_t n = k == 0 ? HERD__ALGO_BLOCK / 8 + 4567 : 70001;
 
-			bad += case_allgather(sizes[s], algos[1 + k % 2], dt, 70001, k % 2 == 0);
+			bad += case_allgather(sizes[s], algos[1 + k % 2], dt, n, k % 2 == 0);
 			bad += case_reduce_scatter(sizes[s], algos[1 + k % 2], dt,
-						   k == 2 ? HERD_AVG : HERD_SUM, 70001, k % 2 == 1);
+						   k == 2 ? HERD_AVG : HERD_SUM, n, k % 2 == 1);
 		}
 	}
 	CHECK_INT(bad, 0);

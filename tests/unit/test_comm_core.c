@@ -164,6 +164,58 @@ static void test_comm_init_twice_on_one_store_meets_the_same_generation(void)
 	CHECK_INT(run_ranks(3, reinit_rank, &a, 30000, NULL, NULL, 0, NULL), 0);
 }
 
+typedef struct ifname_args {
+	char scope[64];
+	const char *ifname;
+} ifname_args;
+
+static void ifname_rank(int rank, int size, void *arg)
+{
+	const ifname_args *a = arg;
+	herd_store_opts so = HERD_STORE_OPTS_INIT;
+	herd_comm_opts co = HERD_COMM_OPTS_INIT;
+	herd_store *root = NULL, *sub = NULL;
+	herd_comm *comm = NULL;
+	uint8_t s[64], r[64];
+
+	so.secret = HARNESS_SECRET;
+	CHECK_OK(herd_store_connect(&root, harness_address(), &so));
+	CHECK_OK(herd_store_prefix(&sub, root, a->scope));
+	co.transport = "tcp";
+	co.socket_ifname = a->ifname;
+	co.timeout_ms = 10000;
+	if (strcmp(a->ifname, "lo") != 0) {
+		CHECK_ERR(herd_comm_init(&comm, sub, rank, size, &co), HERD_EINVAL,
+			  "socket interface \"nosuch0\"");
+	} else {
+		CHECK_OK(herd_comm_init(&comm, sub, rank, size, &co));
+		if (comm != NULL) {
+			/* Only the named interface is published. */
+			CHECK(strncmp(comm->peers[rank].addrs, "127.0.0.1:", 10) == 0);
+			CHECK(strchr(comm->peers[rank].addrs, ',') == NULL);
+			fill(s, sizeof(s), rank);
+			CHECK_OK(ring_call(comm, s, r, sizeof(r)));
+			CHECK_INT(first_wrong(r, sizeof(r), 1 - rank), sizeof(r));
+			CHECK_OK(herd_comm_finalize(comm));
+		}
+	}
+	herd_comm_destroy(comm);
+	herd_store_free(sub);
+	herd_store_free(root);
+}
+
+static void test_comm_socket_ifname_picks_the_interface_peers_connect_to(void)
+{
+	static const char *const names[] = { "lo", "nosuch0" };
+
+	for (size_t i = 0; i < 2; i++) {
+		ifname_args a = { .ifname = names[i] };
+
+		harness_scope(a.scope, sizeof(a.scope), "ifname");
+		CHECK_INT(run_ranks(2, ifname_rank, &a, 30000, NULL, NULL, 0, NULL), 0);
+	}
+}
+
 /* ---- exchanges ------------------------------------------------------------ */
 
 typedef struct big_args {
@@ -776,14 +828,62 @@ static void test_comm_measure_bandwidth_and_latency(void)
 	}
 }
 
+/* Many ranks on few cores: ring steps of 64 bytes.  Ranks that spun while
+ * waiting would starve the ones they wait for; they sleep instead. */
+static herd_status ring_steps_run(herd_comm *comm, const herd__op *op)
+{
+	for (size_t i = 0; i < op->count; i++)
+		HERD_CHECK(ring_run(comm, &(herd__op){ .sendbuf = op->sendbuf,
+						       .recvbuf = op->recvbuf, .count = 64 }));
+	return HERD_OK;
+}
+
+static void oversubscribed_rank(int rank, int size, void *arg)
+{
+	const bench_args *a = arg;
+	herd_comm *comm = NULL;
+	uint8_t s[64] = { 0 }, r[64];
+	const int steps = 2000;
+	double t0;
+	herd__op op;
+
+	CHECK_OK(harness_comm(&comm, a->scope, rank, size, a->transport, 60000));
+	if (comm == NULL)
+		return;
+	op = make_op(ring_steps_run, HERD__OP_ALLGATHER, s, r, (size_t)steps);
+	t0 = now_s();
+	CHECK_OK(herd__comm_run(comm, &op));
+	if (rank == 0) {
+		rank_result res = { .rank = 0, .value = (now_s() - t0) / steps * 1e6 };
+
+		report(&res);
+	}
+	CHECK_OK(herd_comm_finalize(comm));
+	herd_comm_destroy(comm);
+}
+
+static void test_comm_measure_oversubscribed_ring_steps(void)
+{
+	for (size_t t = 0; t < 2; t++) {
+		bench_args a = { .transport = transports[t] };
+		rank_result res[7];
+
+		memset(res, 0, sizeof(res));
+		harness_scope(a.scope, sizeof(a.scope), "oversub");
+		CHECK_INT(run_ranks(7, oversubscribed_rank, &a, 120000, NULL, NULL, 0, res), 0);
+		printf("     %s: 7 ranks on %ld cores, ring steps of 64 bytes: %.1f us per step\n",
+		       a.transport, sysconf(_SC_NPROCESSORS_ONLN), res[0].value);
+	}
+}
+
 int main(void)
 {
-	signal(SIGPIPE, SIG_IGN);
 	harness_start();
 	TEST_RUN(test_comm_fp_format_names_the_call_and_its_arguments);
 	TEST_RUN(test_comm_options_come_from_env_unless_given);
 	TEST_RUN(test_comm_init_1_2_3_4_7_ranks_over_shm_and_tcp);
 	TEST_RUN(test_comm_init_twice_on_one_store_meets_the_same_generation);
+	TEST_RUN(test_comm_socket_ifname_picks_the_interface_peers_connect_to);
 	TEST_RUN(test_comm_ring_of_8_mib_messages_does_not_deadlock);
 	TEST_RUN(test_comm_exchange_reduces_received_bytes_into_the_sink);
 	TEST_RUN(test_comm_messages_to_one_peer_keep_their_order);
@@ -794,6 +894,7 @@ int main(void)
 	TEST_RUN(test_comm_init_env_reads_each_style_of_environment);
 	TEST_RUN(test_comm_init_env_names_what_is_missing);
 	TEST_RUN(test_comm_measure_bandwidth_and_latency);
+	TEST_RUN(test_comm_measure_oversubscribed_ring_steps);
 	harness_stop();
 	return TEST_DONE();
 }

@@ -1,0 +1,104 @@
+/*
+ * sdk/alloc/alloc_internal.h - what the files of sdk/alloc share: the plan
+ * object, a text builder for messages and explanations, and the NVML
+ * usage probe.  Internal to libherd.
+ *
+ *   request.c   request validation, names of links, states and policies
+ *   planner.c   herd_alloc_plan: candidates, set search, node choice
+ *   plan.c      the plan object: accessors, rank environment, free
+ *   lease.c     lease files: directory, acquire, release, status query
+ *   slurm.c     Slurm's granted GPUs from its environment values
+ *   usage.c     NVML's compute processes and free memory (dlopen)
+ *   alloc.c     herd_alloc: this node, Slurm, plan, lease, retry
+ */
+#ifndef HERD_ALLOC_INTERNAL_H
+#define HERD_ALLOC_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "herd/alloc.h"
+#include "base.h"
+
+/* ------------------------------------------------------------- text */
+
+/*
+ * A growing NUL-terminated string.  herd__text_printf remembers the first
+ * failure (out of memory) rather than making every call checked;
+ * herd__text_take raises it.  A zeroed herd__text is empty and ready.
+ */
+typedef struct herd__text {
+	char *s;
+	size_t len, cap;
+	bool failed;
+} herd__text;
+
+void herd__text_printf(herd__text *t, const char *fmt, ...) HERD_PRINTF(2, 3);
+
+/* Hands the string over (*out, malloc'ed) or raises HERD_ENOMEM. */
+herd_status herd__text_take(herd__text *t, char **out);
+
+void herd__text_free(herd__text *t);
+
+/* ------------------------------------------------------------- plan */
+
+/* The links between the plan's GPUs on one node: a count x count matrix. */
+struct herd__plan_block {
+	size_t node;          /* in the inventory */
+	size_t first, count;  /* the plan's GPUs first..first+count-1 */
+	herd_link *links;     /* count * count */
+};
+
+struct herd_plan {
+	size_t nranks;
+	herd_plan_rank *ranks;
+	size_t ngpus;
+	herd_plan_gpu *gpus;
+	size_t nblocks;
+	struct herd__plan_block *blocks;
+	double score;
+	char *explain;
+	size_t nwarnings;
+	char **warnings;
+	/* Every string the views point to, freed with the plan. */
+	size_t nstrings, capstrings;
+	char **strings;
+	herd_lease *lease;    /* NULL when not held */
+};
+
+/* An empty plan (nothing chosen yet). */
+herd_status herd__plan_new(herd_plan **out);
+
+/* A copy of s owned by the plan (s NULL gives ""). */
+herd_status herd__plan_strdup(herd_plan *plan, const char *s, const char **out);
+
+/* Gives the plan the leases of its GPUs. */
+void herd__plan_attach_lease(herd_plan *plan, herd_lease *lease);
+
+/* ------------------------------------------------------------ request */
+
+/* Checks a request's fields; HERD_EINVAL naming the first bad one. */
+herd_status herd__alloc_request_check(const herd_alloc_request *req);
+
+/* "pack" or "spread". */
+const char *herd__alloc_policy_str(herd_alloc_policy policy);
+
+/* ------------------------------------------------------------- leases */
+
+/*
+ * Whether a UUID can name a lease file: 1 to 63 characters of letters,
+ * digits, '-', '_', '.', ':' not starting with '.'.  An inventory is
+ * input, and its UUIDs become file names.
+ */
+bool herd__lease_uuid_ok(const char *uuid);
+
+/* ------------------------------------------------------------- usage */
+
+/*
+ * Fills processes, pids and free_memory_bytes of each status from NVML,
+ * looked up by UUID; leaves them -1 (unknown) where there is no driver or
+ * the driver does not know the UUID.  Never fails.
+ */
+void herd__alloc_usage(herd_gpu_status *status, size_t n);
+
+#endif /* HERD_ALLOC_INTERNAL_H */

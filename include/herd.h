@@ -6,6 +6,7 @@
  *
  *   herd/common.h    status codes, herd_last_error(), versions, logging
  *   herd/cluster.h   discovery: nodes, CPUs, memory, GPUs, NICs, topology
+ *   herd/alloc.h     GPU allocation: placement plans, GPU leases, Slurm's grant
  *   herd/store.h     rendezvous key-value store: TCP server and client, file store
  *   herd/comm.h      collectives between ranks on host memory
  */
@@ -14,6 +15,7 @@
 
 #include "herd/common.h"
 #include "herd/cluster.h"
+#include "herd/alloc.h"
 #include "herd/store.h"
 #include "herd/comm.h"
 

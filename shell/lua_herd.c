@@ -106,6 +106,7 @@ int luaopen_herd(lua_State *L)
 	lherd_open_cluster(L);
 	preload_modules(L);
 	luaL_newlib(L, herd_funcs);
+	lherd_open_alloc(L);
 	lua_getglobal(L, "require");
 	lua_pushliteral(L, "herd.pretty");
 	lua_call(L, 1, 1);

@@ -29,6 +29,12 @@ int luaopen_herd(lua_State *L);
 void lherd_open_cluster(lua_State *L);
 
 /*
+ * Creates the herd.Plan metatable and sets herd.alloc and herd.gpus in the
+ * herd table on top of the stack (shell/lua_alloc.c).
+ */
+void lherd_open_alloc(lua_State *L);
+
+/*
  * Pushes a new herd.Cluster that holds nothing yet and returns the slot the
  * caller stores its herd_cluster in (liolib's newprefile): the object is
  * safe to collect before the cluster exists, so nothing leaks if creating it

@@ -34,6 +34,11 @@ static const struct command {
 	  "bench OP [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
 	  "        [-t TYPE] [-o REDOP] [--np N] [--json]\n"
 	  "                    collective benchmark in nccl-tests' columns" },
+	{ "alloc", cmd_alloc,
+	  "alloc -g N [--per-node K] [--link nvlink|same-numa|any] [--inventory F]\n"
+	  "        [--explain] [...]  plan GPUs, CPUs and NICs for N ranks (alloc -h)" },
+	{ "gpus", cmd_gpus,
+	  "gpus [--inventory F]   every GPU of this node and who holds it" },
 	{ NULL, NULL, NULL }
 };
 

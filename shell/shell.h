@@ -7,6 +7,7 @@
 #define HERD_SHELL_H
 
 #include <lua.h>
+#include <stdint.h>
 
 /* Exit statuses of the herd program. */
 #define SHELL_EXIT_OK 0
@@ -47,5 +48,12 @@ int cmd_discover(int argc, char **argv);
 
 /* `herd bench OP [options]`: a collective benchmark (shell/cmd_bench.c). */
 int cmd_bench(int argc, char **argv);
+
+/* `herd alloc -g N [...]` and `herd gpus` (shell/cmd_alloc.c). */
+int cmd_alloc(int argc, char **argv);
+int cmd_gpus(int argc, char **argv);
+
+/* A size ("40G", "512MiB", "4096") in bytes into *out; 0, or -1 if malformed. */
+int shell_parse_bytes(const char *s, uint64_t *out);
 
 #endif /* HERD_SHELL_H */

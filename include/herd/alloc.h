@@ -261,10 +261,10 @@ HERD_EXTERN size_t herd_plan_gpu_count(const herd_plan *plan);
 HERD_EXTERN size_t herd_plan_node_count(const herd_plan *plan);
 
 /* Rank i (0-based), borrowed from the plan; NULL when out of range. */
-HERD_EXTERN const herd_plan_rank *herd_plan_rank(const herd_plan *plan, size_t i);
+HERD_EXTERN const herd_plan_rank *herd_plan_rank_at(const herd_plan *plan, size_t i);
 
 /* GPU i of the plan (ranks' GPUs in rank order); NULL when out of range. */
-HERD_EXTERN const herd_plan_gpu *herd_plan_gpu(const herd_plan *plan, size_t i);
+HERD_EXTERN const herd_plan_gpu *herd_plan_gpu_at(const herd_plan *plan, size_t i);
 
 /*
  * The link between the plan's GPUs i and j.  GPUs on different nodes have

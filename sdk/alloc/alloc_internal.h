@@ -83,6 +83,15 @@ herd_status herd__alloc_request_check(const herd_alloc_request *req);
 /* "pack" or "spread". */
 const char *herd__alloc_policy_str(herd_alloc_policy policy);
 
+/*
+ * Whether a host name names a node's host: exactly, or by the first label
+ * when one of the two is a short name ("gpu07" and "gpu07.cluster").
+ */
+bool herd__alloc_host_matches(const char *host, const char *name);
+
+/* Whether name (a UUID, PCI bus id or host name) names GPU g of node. */
+bool herd__alloc_names_gpu(const herd_node *node, const herd_gpu *g, const char *name);
+
 /* ------------------------------------------------------------- leases */
 
 /*

@@ -52,14 +52,14 @@ size_t herd_plan_node_count(const herd_plan *plan)
 	return plan != NULL ? plan->nblocks : 0;
 }
 
-const herd_plan_rank *herd_plan_rank(const herd_plan *plan, size_t i)
+const herd_plan_rank *herd_plan_rank_at(const herd_plan *plan, size_t i)
 {
 	if (plan == NULL || i >= plan->nranks)
 		return NULL;
 	return &plan->ranks[i];
 }
 
-const herd_plan_gpu *herd_plan_gpu(const herd_plan *plan, size_t i)
+const herd_plan_gpu *herd_plan_gpu_at(const herd_plan *plan, size_t i)
 {
 	if (plan == NULL || i >= plan->ngpus)
 		return NULL;
@@ -155,7 +155,7 @@ herd_status herd_plan_rank_env(const herd_plan *plan, size_t i, char ***env)
 	if (env == NULL)
 		return herd__error(HERD_EINVAL, "herd_plan_rank_env: env is NULL");
 	*env = NULL;
-	r = herd_plan_rank(plan, i);
+	r = herd_plan_rank_at(plan, i);
 	if (r == NULL)
 		return herd__error(HERD_EINVAL, "herd_plan_rank_env: rank %zu out of range: the plan "
 				   "has %zu ranks", i, herd_plan_rank_count(plan));

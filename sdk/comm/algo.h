@@ -24,6 +24,15 @@
 #define HERD__ALGO_SMALL (64u * 1024u)
 
 /*
+ * Up to this many bytes per rank (and HERD__ONESHOT_RANKS ranks), "auto"
+ * allreduce sends every rank's vector to every other rank in a single
+ * exchange and reduces locally, in rank order: one step instead of the
+ * log2 p (plus two) of recursive doubling.
+ */
+#define HERD__ONESHOT_MAX 1024u
+#define HERD__ONESHOT_RANKS 16
+
+/*
  * The bandwidth algorithms work through the data in slices whose blocks
  * (what one step sends to one peer) are at most this many bytes, so that a
  * slice stays in cache between its steps.
@@ -53,6 +62,9 @@ typedef enum herd__algo_kind {
 /* The algorithm for a call moving `bytes` per rank: forced by
  * herd__comm_algo(), else by size. */
 herd__algo_kind herd__algo_pick(const herd_comm *comm, size_t bytes);
+
+/* Whether herd__comm_algo() leaves the choice to size ("auto"). */
+bool herd__algo_auto(const herd_comm *comm);
 
 /* (a mod p) for a possibly negative a. */
 static inline int herd__algo_mod(int a, int p)
@@ -173,6 +185,14 @@ herd_status herd__ring_allgather(herd_comm *comm, const herd__ring_layout *l, vo
  */
 herd_status herd__rd_allreduce(herd_comm *comm, const void *in, void *out, void *tmp,
 			       size_t count, herd_dtype dtype, herd_redop op);
+
+/*
+ * One-shot allreduce (see HERD__ONESHOT_MAX), with float16/bfloat16
+ * widening and AVG; the result is reduced in rank order, so it has the same
+ * bits on every rank.  in may equal out.
+ */
+herd_status herd__oneshot_allreduce(herd_comm *comm, const void *in, void *out, size_t count,
+				    herd_dtype dtype, herd_redop op);
 
 /*
  * Bruck allgather in place: ceil(log2 p) steps, each doubling the run of

@@ -1,8 +1,9 @@
 /*
- * sdk/comm/algo_allreduce.c - allreduce: recursive doubling for small
- * vectors (latency: log2 p steps), ring reduce-scatter + ring allgather
- * for large ones (bandwidth: each rank sends and receives 2(p-1)/p of the
- * vector, the least possible).
+ * sdk/comm/algo_allreduce.c - allreduce: for tiny vectors on more than two
+ * ranks a one-shot exchange (everyone sends to everyone, one step),
+ * recursive doubling for small vectors (latency: log2 p steps), ring
+ * reduce-scatter + ring allgather for large ones (bandwidth: each rank
+ * sends and receives 2(p-1)/p of the vector, the least possible).
  *
  * The ring goes through the vector in slices of p blocks of at most
  * HERD__ALGO_BLOCK bytes: a slice's reduce-scatter leaves its blocks in
@@ -108,6 +109,10 @@ herd_status herd__algo_allreduce(herd_comm *comm, const herd__op *op)
 			memcpy(op->recvbuf, op->sendbuf, bytes);
 		return HERD_OK;
 	}
+	if (herd__algo_auto(comm) && p > 2 && p <= HERD__ONESHOT_RANKS &&
+	    bytes <= HERD__ONESHOT_MAX)
+		return herd__oneshot_allreduce(comm, op->sendbuf, op->recvbuf, op->count, dtype,
+					       redop);
 	/* fewer elements than ranks leaves ring blocks empty: all latency */
 	if (herd__algo_pick(comm, op->count < (size_t)p ? 0 : bytes) == HERD__ALGO_LATENCY)
 		return herd__rd_allreduce_full(comm, op->sendbuf, op->recvbuf, op->count, dtype,

@@ -128,6 +128,72 @@ herd_status herd__rd_allreduce_full(herd_comm *comm, const void *in, void *out, 
 	return st;
 }
 
+/*
+ * Every rank's vector lands in slot j of `all` (the rank's own is copied
+ * there, so that in may equal out), then out = all[0] op all[1] op ...
+ * in rank order.  float16/bfloat16 SUM/PROD/AVG widen the p vectors into
+ * float32 first and round the result once.
+ */
+herd_status herd__oneshot_allreduce(herd_comm *comm, const void *in, void *out, size_t count,
+				    herd_dtype dtype, herd_redop op)
+{
+	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
+	bool widen = herd__algo_widens(dtype, op);
+	herd_dtype wdt = widen ? HERD_FLOAT32 : dtype;
+	herd_redop eop = herd__algo_elem_op(op);
+	size_t bytes = count * herd_dtype_size(dtype), wbytes = count * herd_dtype_size(wdt);
+	size_t need = (size_t)p * bytes + (widen ? (size_t)p * wbytes : 0);
+	_Alignas(64) unsigned char stack[RD_STACK_BYTES];
+	herd__xfer sends[HERD__ONESHOT_RANKS], recvs[HERD__ONESHOT_RANKS];
+	unsigned char *all = stack, *work, *acc;
+	size_t n = 0;
+	herd_status st;
+
+	if (count == 0)
+		return HERD_OK;
+	if (p > HERD__ONESHOT_RANKS)
+		return herd__error(HERD_EINTERNAL, "one-shot allreduce on %d ranks (at most %d)", p,
+				   HERD__ONESHOT_RANKS);
+	if (need > sizeof(stack))
+		HERD_CHECK(herd__algo_alloc(&all, need, "a one-shot allreduce"));
+	memcpy(all + (size_t)r * bytes, in, bytes);
+	for (int j = 0; j < p; j++) {
+		if (j == r)
+			continue;
+		memset(&sends[n], 0, sizeof(sends[n]));
+		sends[n].peer = j;
+		sends[n].buf = in;
+		sends[n].len = bytes;
+		memset(&recvs[n], 0, sizeof(recvs[n]));
+		recvs[n].peer = j;
+		recvs[n].len = bytes;
+		recvs[n].sink.dst = all + (size_t)j * bytes;
+		recvs[n].sink.dtype = dtype;
+		recvs[n].sink.op = HERD_SUM;
+		n++;
+	}
+	st = herd__p2p_exchange(comm, sends, n, recvs, n);
+	if (st == HERD_OK) {
+		work = all;
+		if (widen) {
+			work = all + (size_t)p * bytes;
+			herd__half_to_float((float *)work, (const uint16_t *)all, (size_t)p * count,
+					    dtype);
+		}
+		acc = widen ? work : out;
+		herd__reduce(acc, work, work + wbytes, count, wdt, eop);
+		for (int j = 2; j < p; j++)
+			herd__reduce(acc, acc, work + (size_t)j * wbytes, count, wdt, eop);
+		if (op == HERD_AVG)
+			herd__reduce_scale(acc, count, wdt, p);
+		if (widen)
+			herd__float_to_half(out, (const float *)acc, count, dtype);
+	}
+	if (all != stack)
+		free(all);
+	return st;
+}
+
 /* Adds the one or two pieces of the run of n blocks from block `first`,
  * wrapping at p, to xfers (sends when send, else receives into buf). */
 static size_t bruck_pieces(herd__xfer *x, int peer, bool send, char *buf, int first, int n,

@@ -19,6 +19,13 @@ herd__algo_kind herd__algo_pick(const herd_comm *comm, size_t bytes)
 	return bytes < HERD__ALGO_SMALL ? HERD__ALGO_LATENCY : HERD__ALGO_BANDWIDTH;
 }
 
+bool herd__algo_auto(const herd_comm *comm)
+{
+	const char *algo = herd__comm_algo(comm);
+
+	return algo == NULL || (strcmp(algo, "ring") != 0 && strcmp(algo, "rd") != 0);
+}
+
 herd_status herd__algo_xchg(herd_comm *comm, int to, const void *sbuf, size_t slen, int from,
 			    void *dst, const void *with, size_t rlen, herd_dtype dtype,
 			    herd_redop op)

@@ -185,6 +185,7 @@ static void peer_dead(herd_comm *comm, int j, const char *why)
 	if (p->dead || atomic_load(&p->left))
 		return;
 	p->dead = true;
+	query_resolve(comm, j);
 	herd__comm_doing(comm, doing, sizeof(doing));
 	herd__comm_fail_msg(comm, HERD_EPEER, false, "%s: rank %d (host %s, pid %d) died: %s",
 			    doing, j, p->host, (int)p->pid, why);
@@ -204,6 +205,7 @@ static void on_frame(herd_comm *comm, int j, const ctl_hdr *h, const uint8_t *pa
 		break;
 	case HERD__CTL_ABORT:
 		p->dead = true;
+		query_resolve(comm, j);
 		herd__comm_doing(comm, doing, sizeof(doing));
 		herd__comm_fail_msg(comm, HERD_EPEER, false, "%s: rank %d (host %s) aborted its "
 				    "communicator", doing, j, p->host);

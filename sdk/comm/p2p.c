@@ -33,6 +33,10 @@
 #include "core.h"
 #include "net.h"
 
+/* Measured on a 2-core VM: without the spin an 8-byte shared-memory
+ * ping-pong took 38 us one way (a futex wake-up per hop), with 50 us of
+ * spin 0.7-1 us; 7 ranks on 2 cores did ring steps in 10-20 us either way,
+ * so the spin does not starve oversubscribed ranks. */
 #define SPIN_NS 50000
 #define SLEEP_MAX_MS 100
 #define POLL_MAX_MS 1000

@@ -21,6 +21,7 @@ typedef struct ops_session {
 	char scope[64];
 	const char *transport;     /* "auto" or "tcp" */
 	const char *algo;          /* "auto", "ring", "rd" */
+	bool matrix;               /* every dtype x op x count (else large cases only) */
 	size_t large;              /* elements of the large cases; 0: none */
 } ops_session;
 
@@ -374,7 +375,7 @@ static inline void ops_session_rank(int rank, int size, void *arg)
 	CHECK_OK(ops_comm(&c, s, rank, size));
 	if (c == NULL)
 		return;
-	for (int dt = 0; dt < HERD_DTYPE_COUNT; dt++) {
+	for (int dt = 0; dt < HERD_DTYPE_COUNT && s->matrix; dt++) {
 		for (size_t ci = 0; ci < OPS_NCOUNTS; ci++) {
 			size_t n = ops_counts[ci];
 
@@ -413,17 +414,19 @@ static inline void ops_session_rank(int rank, int size, void *arg)
 }
 
 /* Runs a session on each size, reporting how long each took. */
-static inline void ops_run_sessions(const char *transport, const char *algo, size_t large,
-				    const int *sizes, size_t nsizes)
+static inline void ops_run_sessions(const char *transport, const char *algo, bool matrix,
+				    size_t large, const int *sizes, size_t nsizes)
 {
 	for (size_t i = 0; i < nsizes; i++) {
-		ops_session s = { .transport = transport, .algo = algo, .large = large };
+		ops_session s = { .transport = transport, .algo = algo, .matrix = matrix,
+				  .large = large };
 		double t0 = now_s();
 
 		harness_scope(s.scope, sizeof(s.scope), "ops");
 		CHECK_INT(run_ranks(sizes[i], ops_session_rank, &s, 90000, NULL, NULL, 0, NULL), 0);
-		printf("     %d ranks over %s, algo %s%s: %.2f s\n", sizes[i], transport, algo,
-		       large ? " (with large cases)" : "", now_s() - t0);
+		printf("     %d ranks over %s, algo %s%s%s: %.2f s\n", sizes[i], transport, algo,
+		       matrix ? ", every dtype x op" : "", large ? ", large cases" : "",
+		       now_s() - t0);
 	}
 }
 

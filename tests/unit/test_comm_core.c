@@ -313,6 +313,9 @@ static void test_comm_exchange_reduces_received_bytes_into_the_sink(void)
 
 		harness_scope(a.scope, sizeof(a.scope), "reduce");
 		CHECK_INT(run_ranks(3, reduce_rank, &a, 60000, NULL, NULL, 0, NULL), 0);
+		/* One rank: the message to itself is reduced locally. */
+		harness_scope(a.scope, sizeof(a.scope), "reduce1");
+		CHECK_INT(run_ranks(1, reduce_rank, &a, 60000, NULL, NULL, 0, NULL), 0);
 	}
 }
 

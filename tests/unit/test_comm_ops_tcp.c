@@ -2,9 +2,10 @@
  * The public collectives end to end over TCP (opts.transport "tcp", as
  * HERD_TRANSPORT=tcp would): every operation x element type x reduction on
  * 1, 2, 3, 4 and 7 processes, counts 0, 1, 1009 and several MiB, in place
- * and out of place, with the algorithm chosen by size and with ring and
- * recursive doubling forced (comm_ops_cases.h).  test_comm_ops.c runs the
- * same over shared memory.
+ * and out of place, with ring and with recursive doubling forced, and the
+ * large cases with the algorithm chosen by size (which is recursive
+ * doubling for every small case) (comm_ops_cases.h).  test_comm_ops.c
+ * runs the same over shared memory.
  */
 #include <signal.h>
 
@@ -20,26 +21,26 @@
 static const int sizes[] = { 1, 2, 3, 4, 7 };
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
-static void test_comm_ops_over_tcp_with_the_algorithm_chosen_by_size(void)
+static void test_comm_ops_over_tcp_large_cases_with_the_algorithm_chosen_by_size(void)
 {
-	ops_run_sessions("tcp", "auto", LARGE, sizes, NSIZES);
+	ops_run_sessions("tcp", "auto", false, LARGE, sizes, NSIZES);
 }
 
 static void test_comm_ops_over_tcp_with_ring_forced(void)
 {
-	ops_run_sessions("tcp", "ring", LARGE, sizes, NSIZES);
+	ops_run_sessions("tcp", "ring", true, LARGE, sizes, NSIZES);
 }
 
 static void test_comm_ops_over_tcp_with_recursive_doubling_forced(void)
 {
-	ops_run_sessions("tcp", "rd", LARGE, sizes, NSIZES);
+	ops_run_sessions("tcp", "rd", true, LARGE, sizes, NSIZES);
 }
 
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	harness_start();
-	TEST_RUN(test_comm_ops_over_tcp_with_the_algorithm_chosen_by_size);
+	TEST_RUN(test_comm_ops_over_tcp_large_cases_with_the_algorithm_chosen_by_size);
 	TEST_RUN(test_comm_ops_over_tcp_with_ring_forced);
 	TEST_RUN(test_comm_ops_over_tcp_with_recursive_doubling_forced);
 	harness_stop();

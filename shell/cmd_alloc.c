@@ -1,0 +1,565 @@
+/*
+ * shell/cmd_alloc.c - `herd alloc`, which plans an allocation on this node
+ * (or an inventory) against the current leases and prints it, and `herd
+ * gpus`, which shows every GPU of the node and who holds it.
+ *
+ * `herd alloc` takes no lease: a lease lives as long as its holder, and
+ * the holder of a job's leases is the job's `herd exec`.  It reads them,
+ * so what it prints is what a job started now would get.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "herd.h"
+#include "shell.h"
+
+static const char alloc_usage[] =
+	"usage: herd alloc -g N [--per-node K] [--nodes M] [--gpus-per-rank R]\n"
+	"                  [--link any|same-node|nvlink|same-numa] [--min-memory SIZE]\n"
+	"                  [--near-nic] [--shared] [--pack|--spread]\n"
+	"                  [--exclude LIST] [--include LIST] [--inventory FILE]\n"
+	"                  [--lease-dir DIR] [--explain] [--env]\n"
+	"  -g, --gpus N         GPUs in all (one per rank)\n"
+	"  --per-node K         GPUs on each node used\n"
+	"  --nodes M            nodes to use\n"
+	"  --gpus-per-rank R    GPUs of each rank (default 1)\n"
+	"  --link L             what each node's GPUs must share: any (default),\n"
+	"                       same-node, nvlink (every pair NV#), same-numa\n"
+	"  --min-memory SIZE    free memory each GPU must have (40G, 512MiB, bytes)\n"
+	"  --near-nic           prefer GPUs close to a NIC\n"
+	"  --shared             GPUs may be shared with other shared jobs\n"
+	"  --pack, --spread     fill few nodes (default), or use many\n"
+	"  --exclude LIST       never use these GPUs (UUIDs, PCI bus ids) or hosts,\n"
+	"                       comma-separated\n"
+	"  --include LIST       use only these\n"
+	"  --inventory FILE     plan for this inventory (default: $HERD_INVENTORY,\n"
+	"                       else this node)\n"
+	"  --lease-dir DIR      the lease directory (default: $HERD_LEASE_DIR,\n"
+	"                       /run/herd, $XDG_RUNTIME_DIR/herd)\n"
+	"  --explain            say why these GPUs\n"
+	"  --env                print each rank's environment (CUDA_VISIBLE_DEVICES,\n"
+	"                       NCCL hints)\n"
+	"Plans against the GPUs' current leases and Slurm's grant; takes no lease.\n";
+
+static const char gpus_usage[] =
+	"usage: herd gpus [--inventory FILE] [--lease-dir DIR]\n"
+	"  every GPU of this node (or of the inventory's node that stands for it)\n"
+	"  and who holds its lease: job, pid, user, since; and the compute\n"
+	"  processes NVML shows on it\n";
+
+/* Names split from a comma-separated option, kept for the request. */
+struct name_list {
+	char *buf;
+	const char **names;
+	size_t n;
+};
+
+struct alloc_args {
+	herd_alloc_request req;
+	const char *inventory;
+	const char *lease_dir;
+	int explain;
+	int env;
+	struct name_list exclude, include;
+};
+
+/* ------------------------------------------------------------- parsing */
+
+int shell_parse_bytes(const char *s, uint64_t *out)
+{
+	static const struct {
+		const char *suffix;
+		int shift;
+	} units[] = { { "", 0 },     { "B", 0 },    { "K", 10 },   { "KiB", 10 }, { "KB", 10 },
+		      { "M", 20 },   { "MiB", 20 }, { "MB", 20 },  { "G", 30 },   { "GiB", 30 },
+		      { "GB", 30 },  { "T", 40 },   { "TiB", 40 }, { "TB", 40 } };
+	char *end;
+	double v;
+
+	if (s == NULL || *s == '\0' || *s == '-' || *s == '+')
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || v < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].suffix) == 0) {
+			double bytes = v * (double)((uint64_t)1 << units[i].shift);
+
+			if (bytes >= 18446744073709551616.0)
+				return -1;
+			*out = (uint64_t)bytes;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int usage_error(const char *cmd, const char *usage, const char *fmt, const char *arg)
+{
+	fprintf(stderr, "herd %s: ", cmd);
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n%s", usage);
+	return SHELL_EXIT_USAGE;
+}
+
+/* "--opt VALUE", "--opt=VALUE" (and "-g N", "-gN" for short ones). */
+static int option_value(int argc, char **argv, int *i, const char *name, const char **out)
+{
+	size_t len = strlen(name);
+	const char *a = argv[*i];
+
+	if (strncmp(a, name, len) != 0)
+		return 0;
+	if (a[len] == '=' && name[1] == '-') {
+		*out = a + len + 1;
+		return 1;
+	}
+	if (a[len] != '\0') {
+		if (name[1] != '-') { /* -g4 */
+			*out = a + len;
+			return 1;
+		}
+		return 0;
+	}
+	if (*i + 1 >= argc)
+		return -1;
+	*out = argv[++*i];
+	return 1;
+}
+
+/* A count option: a whole number, 0 or more (the library checks ranges). */
+static int parse_count(const char *opt, const char *value, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(value, &end, 10);
+	if (errno != 0 || end == value || *end != '\0' || v < 0 || v > INT_MAX) {
+		fprintf(stderr, "herd alloc: %s needs a whole number of 0 or more, not '%s'\n", opt,
+			value);
+		return -1;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+static int split_names(const char *value, struct name_list *l)
+{
+	size_t n = 1;
+	char *p;
+
+	free(l->buf);
+	free(l->names);
+	memset(l, 0, sizeof(*l));
+	for (const char *c = value; *c; c++)
+		n += *c == ',';
+	l->buf = strdup(value);
+	l->names = calloc(n, sizeof(char *));
+	if (l->buf == NULL || l->names == NULL)
+		return -1;
+	for (p = strtok(l->buf, ","); p != NULL; p = strtok(NULL, ","))
+		l->names[l->n++] = p;
+	return 0;
+}
+
+static void names_free(struct name_list *l)
+{
+	free(l->buf);
+	free(l->names);
+	memset(l, 0, sizeof(*l));
+}
+
+/* Parses `herd alloc`'s argv; -1 to go on, else the exit status. */
+static int parse_alloc(int argc, char **argv, struct alloc_args *a)
+{
+	int got_gpus = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i], *v = NULL;
+		int r;
+
+		if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+			fputs(alloc_usage, stdout);
+			return SHELL_EXIT_OK;
+		} else if (strcmp(arg, "--explain") == 0) {
+			a->explain = 1;
+		} else if (strcmp(arg, "--env") == 0) {
+			a->env = 1;
+		} else if (strcmp(arg, "--near-nic") == 0) {
+			a->req.near_nic = 1;
+		} else if (strcmp(arg, "--shared") == 0) {
+			a->req.shared = 1;
+		} else if (strcmp(arg, "--pack") == 0) {
+			a->req.policy = HERD_ALLOC_PACK;
+		} else if (strcmp(arg, "--spread") == 0) {
+			a->req.policy = HERD_ALLOC_SPREAD;
+		} else if ((r = option_value(argc, argv, &i, "--gpus", &v)) != 0 ||
+			   (r = option_value(argc, argv, &i, "-g", &v)) != 0) {
+			if (r < 0)
+				return usage_error("alloc", alloc_usage, "option '%s' needs a count", arg);
+			if (parse_count("-g", v, &a->req.gpus) != 0)
+				return SHELL_EXIT_USAGE;
+			got_gpus = 1;
+		} else if ((r = option_value(argc, argv, &i, "--per-node", &v)) != 0) {
+			if (r < 0 || parse_count("--per-node", v, &a->req.gpus_per_node) != 0)
+				return r < 0 ? usage_error("alloc", alloc_usage,
+							   "option '%s' needs a count", arg)
+					     : SHELL_EXIT_USAGE;
+		} else if ((r = option_value(argc, argv, &i, "--nodes", &v)) != 0) {
+			if (r < 0 || parse_count("--nodes", v, &a->req.nodes) != 0)
+				return r < 0 ? usage_error("alloc", alloc_usage,
+							   "option '%s' needs a count", arg)
+					     : SHELL_EXIT_USAGE;
+		} else if ((r = option_value(argc, argv, &i, "--gpus-per-rank", &v)) != 0) {
+			if (r < 0 || parse_count("--gpus-per-rank", v, &a->req.gpus_per_rank) != 0)
+				return r < 0 ? usage_error("alloc", alloc_usage,
+							   "option '%s' needs a count", arg)
+					     : SHELL_EXIT_USAGE;
+		} else if ((r = option_value(argc, argv, &i, "--link", &v)) != 0) {
+			if (r < 0)
+				return usage_error("alloc", alloc_usage, "option '%s' needs a value", arg);
+			if (herd_alloc_link_parse(v, &a->req.link) != HERD_OK)
+				return usage_error("alloc", alloc_usage, "%s", herd_last_error());
+		} else if ((r = option_value(argc, argv, &i, "--min-memory", &v)) != 0) {
+			if (r < 0 || shell_parse_bytes(v, &a->req.min_free_memory_bytes) != 0)
+				return usage_error("alloc", alloc_usage,
+						   "--min-memory needs a size (40G, 512MiB, bytes), not "
+						   "'%s'", r < 0 ? "" : v);
+		} else if ((r = option_value(argc, argv, &i, "--exclude", &v)) != 0 ||
+			   (r = option_value(argc, argv, &i, "--include", &v)) != 0) {
+			struct name_list *l = arg[2] == 'e' ? &a->exclude : &a->include;
+
+			if (r < 0 || v[0] == '\0')
+				return usage_error("alloc", alloc_usage, "option '%s' needs a list", arg);
+			if (split_names(v, l) != 0) {
+				shell_message("herd", "out of memory");
+				return SHELL_EXIT_FAILURE;
+			}
+		} else if ((r = option_value(argc, argv, &i, "--inventory", &a->inventory)) != 0) {
+			if (r < 0 || a->inventory[0] == '\0')
+				return usage_error("alloc", alloc_usage, "option '%s' needs a file name",
+						   "--inventory");
+		} else if ((r = option_value(argc, argv, &i, "--lease-dir", &a->lease_dir)) != 0) {
+			if (r < 0 || a->lease_dir[0] == '\0')
+				return usage_error("alloc", alloc_usage,
+						   "option '%s' needs a directory", "--lease-dir");
+		} else if (arg[0] == '-') {
+			return usage_error("alloc", alloc_usage, "unrecognized option '%s'", arg);
+		} else {
+			return usage_error("alloc", alloc_usage, "unexpected argument '%s'", arg);
+		}
+	}
+	if (!got_gpus && (a->req.gpus_per_node == 0 || a->req.nodes == 0))
+		return usage_error("alloc", alloc_usage, "%s",
+				   "say how many GPUs: -g N (or --per-node K with --nodes M)");
+	a->req.exclude = a->exclude.names;
+	a->req.nexclude = a->exclude.n;
+	a->req.include = a->include.names;
+	a->req.ninclude = a->include.n;
+	return -1;
+}
+
+/* --------------------------------------------------------------- output */
+
+static int max_int(int a, int b)
+{
+	return a > b ? a : b;
+}
+
+static int width_of(const char *s)
+{
+	return (int)strlen(s);
+}
+
+static void gpu_label(const herd_plan *plan, size_t i, char *buf, size_t cap)
+{
+	const herd_plan_gpu *g = herd_plan_gpu_at(plan, i);
+
+	if (herd_plan_node_count(plan) > 1)
+		snprintf(buf, cap, "%s:GPU%zu", g->hostname, g->index);
+	else
+		snprintf(buf, cap, "GPU%zu", g->index);
+}
+
+static void print_table(const herd_plan *plan)
+{
+	size_t nr = herd_plan_rank_count(plan);
+	int wh = 4, wu = 4, wc = 4;
+	char buf[64], link[HERD_LINK_STR_LEN];
+
+	for (size_t i = 0; i < nr; i++) {
+		const herd_plan_rank *r = herd_plan_rank_at(plan, i);
+
+		wh = max_int(wh, width_of(r->hostname));
+		wc = max_int(wc, width_of(r->cpus[0] ? r->cpus : "-"));
+		for (size_t g = 0; g < r->ngpus; g++)
+			wu = max_int(wu, width_of(r->gpus[g].uuid));
+	}
+	printf("%-4s  %-*s  %-3s  %-*s  %-12s  %-4s  %-*s  %s\n", "rank", wh, "host", "GPU", wu,
+	       "UUID", "PCI bus id", "NUMA", wc, "CPUs", "NIC");
+	for (size_t i = 0; i < nr; i++) {
+		const herd_plan_rank *r = herd_plan_rank_at(plan, i);
+
+		for (size_t g = 0; g < r->ngpus; g++) {
+			const herd_plan_gpu *pg = &r->gpus[g];
+			char numa[16] = "?";
+
+			if (pg->numa_node >= 0)
+				snprintf(numa, sizeof(numa), "%d", pg->numa_node);
+			if (g == 0)
+				printf("%-4d  %-*s  ", r->rank, wh, r->hostname);
+			else
+				printf("%-4s  %-*s  ", "", wh, "");
+			printf("%-3zu  %-*s  %-12s  %-4s  ", pg->index, wu, pg->uuid, pg->pci_bus_id,
+			       numa);
+			if (g > 0) {
+				printf("\n");
+				continue;
+			}
+			if (r->nic[0] != '\0')
+				snprintf(buf, sizeof(buf), "%s (%s)", r->nic,
+					 herd_link_str(r->nic_link, link));
+			else
+				snprintf(buf, sizeof(buf), "-");
+			printf("%-*s  %s\n", wc, r->cpus[0] ? r->cpus : "-", buf);
+		}
+	}
+}
+
+static void print_links(const herd_plan *plan)
+{
+	size_t n = herd_plan_gpu_count(plan);
+	char label[96], code[HERD_LINK_STR_LEN];
+	int cell = 6;
+
+	for (size_t i = 0; i < n; i++) {
+		gpu_label(plan, i, label, sizeof(label));
+		cell = max_int(cell, width_of(label) + 2);
+	}
+	printf("\nLinks:\n%-*s", cell, "");
+	for (size_t j = 0; j < n; j++) {
+		gpu_label(plan, j, label, sizeof(label));
+		printf("%-*s", j + 1 < n ? cell : 0, label);
+	}
+	printf("\n");
+	for (size_t i = 0; i < n; i++) {
+		gpu_label(plan, i, label, sizeof(label));
+		printf("%-*s", cell, label);
+		for (size_t j = 0; j < n; j++)
+			printf("%-*s", j + 1 < n ? cell : 0, herd_plan_link_str(plan, i, j, code));
+		printf("\n");
+	}
+}
+
+static int print_env(const herd_plan *plan)
+{
+	printf("\nEnvironment:\n");
+	for (size_t i = 0; i < herd_plan_rank_count(plan); i++) {
+		char **env = NULL;
+
+		if (herd_plan_rank_env(plan, i, &env) != HERD_OK) {
+			shell_message("herd", herd_last_error());
+			return SHELL_EXIT_FAILURE;
+		}
+		printf("rank %zu:", i);
+		for (char **e = env; *e != NULL; e++)
+			printf(" %s", *e);
+		printf("\n");
+		herd_free(env);
+	}
+	return SHELL_EXIT_OK;
+}
+
+static void print_plan(const herd_plan *plan)
+{
+	size_t nn = herd_plan_node_count(plan), ng = herd_plan_gpu_count(plan);
+
+	printf("Plan: %zu GPU%s, %zu rank%s on %zu node%s", ng, ng == 1 ? "" : "s",
+	       herd_plan_rank_count(plan), herd_plan_rank_count(plan) == 1 ? "" : "s", nn,
+	       nn == 1 ? "" : "s");
+	if (nn == 1)
+		printf(" (%s)", herd_plan_gpu_at(plan, 0)->hostname);
+	printf(", score %.1f\n\n", herd_plan_score(plan));
+	print_table(plan);
+	print_links(plan);
+}
+
+/* The exit status of a failed library call: bad input is a usage error. */
+static int failure(herd_status st)
+{
+	shell_message("herd", herd_last_error());
+	return st == HERD_EINVAL || st == HERD_EFORMAT || st == HERD_EVERSION ? SHELL_EXIT_USAGE
+									       : SHELL_EXIT_FAILURE;
+}
+
+static int finish(int status)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		shell_message("herd", "cannot write to standard output");
+		return SHELL_EXIT_FAILURE;
+	}
+	return status;
+}
+
+static herd_status load(const char *inventory, herd_cluster **out)
+{
+	herd_discover_opts opts = HERD_DISCOVER_OPTS_INIT;
+
+	opts.inventory = inventory;
+	return herd_cluster_discover(out, &opts);
+}
+
+int cmd_alloc(int argc, char **argv)
+{
+	struct alloc_args a;
+	herd_alloc_opts opts = HERD_ALLOC_OPTS_INIT;
+	herd_cluster *cluster = NULL;
+	herd_plan *plan = NULL;
+	herd_status st;
+	int status;
+
+	memset(&a, 0, sizeof(a));
+	a.req = (herd_alloc_request)HERD_ALLOC_REQUEST_INIT;
+	status = parse_alloc(argc, argv, &a);
+	if (status >= 0)
+		goto out;
+	st = load(a.inventory, &cluster);
+	if (st != HERD_OK) {
+		status = a.inventory || getenv("HERD_INVENTORY") ? SHELL_EXIT_USAGE
+								  : SHELL_EXIT_FAILURE;
+		shell_message("herd", herd_last_error());
+		goto out;
+	}
+	opts.plan_only = 1;
+	opts.lease_dir = a.lease_dir;
+	st = herd_alloc(&plan, cluster, &a.req, &opts);
+	if (st != HERD_OK) {
+		status = failure(st);
+		goto out;
+	}
+	for (size_t i = 0; i < herd_plan_warning_count(plan); i++)
+		fprintf(stderr, "herd: warning: %s\n", herd_plan_warning(plan, i));
+	print_plan(plan);
+	status = SHELL_EXIT_OK;
+	if (a.explain)
+		printf("\nWhy:\n%s", herd_plan_explain(plan));
+	if (a.env)
+		status = print_env(plan);
+	status = finish(status);
+out:
+	herd_plan_free(plan);
+	herd_cluster_free(cluster);
+	names_free(&a.exclude);
+	names_free(&a.include);
+	return status;
+}
+
+/* ----------------------------------------------------------------- gpus */
+
+static void format_since(int64_t since, char *buf, size_t cap)
+{
+	time_t t = (time_t)since;
+	struct tm tm;
+
+	if (since <= 0 || localtime_r(&t, &tm) == NULL ||
+	    strftime(buf, cap, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+		snprintf(buf, cap, "-");
+}
+
+static void print_gpus(const herd_node *node, const herd_gpu_status *st, size_t n,
+		       const char *dir)
+{
+	int wu = 4, wj = 3, wuser = 4;
+
+	printf("Host: %s\nLeases: %s\n", node->hostname, dir);
+	if (n == 0) {
+		printf("GPUs: none%s%s\n", node->gpu_note ? " \xe2\x80\x94 " : "",
+		       node->gpu_note ? node->gpu_note : "");
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		wu = max_int(wu, width_of(st[i].uuid));
+		wj = max_int(wj, width_of(st[i].job));
+		wuser = max_int(wuser, width_of(st[i].user));
+	}
+	printf("%-3s  %-*s  %-12s  %-4s  %-9s  %-*s  %-7s  %-*s  %-19s  %s\n", "GPU", wu, "UUID",
+	       "PCI bus id", "NUMA", "lease", wj, "job", "pid", wuser, "user", "since", "procs");
+	for (size_t i = 0; i < n; i++) {
+		const herd_gpu_status *s = &st[i];
+		const herd_gpu *g = &node->gpus[i];
+		char numa[16] = "?", pid[24] = "-", since[32] = "-", procs[16] = "?";
+		bool holder = s->state == HERD_LEASE_EXCLUSIVE && s->pid > 0;
+
+		if (g->pci.numa_node >= 0)
+			snprintf(numa, sizeof(numa), "%d", g->pci.numa_node);
+		if (holder)
+			snprintf(pid, sizeof(pid), "%lld", (long long)s->pid);
+		if (holder)
+			format_since(s->since, since, sizeof(since));
+		if (s->processes >= 0)
+			snprintf(procs, sizeof(procs), "%d", s->processes);
+		printf("%-3zu  %-*s  %-12s  %-4s  %-9s  %-*s  %-7s  %-*s  %-19s  %s", i, wu, s->uuid,
+		       g->pci.bus_id, numa, herd_lease_state_str(s->state), wj,
+		       holder && s->job[0] ? s->job : "-", pid, wuser,
+		       holder && s->user[0] ? s->user : "-", since, procs);
+		if (s->state != HERD_LEASE_FREE && s->note[0] != '\0')
+			printf("  (%s)", s->note);
+		printf("\n");
+	}
+}
+
+int cmd_gpus(int argc, char **argv)
+{
+	herd_lease_opts lo = HERD_LEASE_OPTS_INIT;
+	const char *inventory = NULL;
+	herd_cluster *cluster = NULL;
+	herd_gpu_status *st = NULL;
+	size_t n = 0, local = 0;
+	char dir[4096];
+	int status = SHELL_EXIT_FAILURE;
+
+	for (int i = 1; i < argc; i++) {
+		int r;
+
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			fputs(gpus_usage, stdout);
+			return SHELL_EXIT_OK;
+		} else if ((r = option_value(argc, argv, &i, "--inventory", &inventory)) != 0) {
+			if (r < 0 || inventory[0] == '\0')
+				return usage_error("gpus", gpus_usage, "option '%s' needs a file name",
+						   "--inventory");
+		} else if ((r = option_value(argc, argv, &i, "--lease-dir", &lo.dir)) != 0) {
+			if (r < 0 || lo.dir[0] == '\0')
+				return usage_error("gpus", gpus_usage, "option '%s' needs a directory",
+						   "--lease-dir");
+		} else {
+			return usage_error("gpus", gpus_usage,
+					   argv[i][0] == '-' ? "unrecognized option '%s'"
+							     : "unexpected argument '%s'", argv[i]);
+		}
+	}
+	if (load(inventory, &cluster) != HERD_OK) {
+		shell_message("herd", herd_last_error());
+		return inventory || getenv("HERD_INVENTORY") ? SHELL_EXIT_USAGE : SHELL_EXIT_FAILURE;
+	}
+	if (herd_alloc_this_node(cluster, &local) != HERD_OK ||
+	    herd_lease_dir(&lo, dir, sizeof(dir)) != HERD_OK ||
+	    herd_gpu_status_query(&st, &n, herd_cluster_node(cluster, local), &lo) != HERD_OK) {
+		shell_message("herd", herd_last_error());
+		goto out;
+	}
+	print_gpus(herd_cluster_node(cluster, local), st, n, dir);
+	status = finish(SHELL_EXIT_OK);
+out:
+	herd_free(st);
+	herd_cluster_free(cluster);
+	return status;
+}

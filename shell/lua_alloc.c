@@ -1,0 +1,633 @@
+/*
+ * shell/lua_alloc.c - herd.alloc{...}, which plans GPUs for this node and
+ * holds their leases, returning a herd.Plan; and herd.gpus{...}, the
+ * status of this node's GPUs.
+ *
+ * A herd.Plan is a full userdata holding the herd_plan*; its one close
+ * path, reached from plan:release(), __close and __gc, releases the
+ * leases and frees the plan, so a plan held in a `local p <close>` is
+ * released at the end of its block and one that is merely dropped is
+ * released by the collector (the process's death releases it in any
+ * case).  Fields are computed on access and returned as fresh tables.
+ *
+ *   local p = herd.alloc{gpus = 4, link = "nvlink", inventory = PATH}
+ *   p.ranks[1].uuid, p.links[1][2], p.score, p:explain(), p:env(1)
+ *   p:release()
+ *
+ * Options of herd.alloc: gpus, per_node, nodes, gpus_per_rank (integers);
+ * link ("any", "same-node", "nvlink", "same-numa"); min_memory (bytes, or
+ * a size string such as "40G"); near_nic, shared (booleans); policy
+ * ("pack", "spread"); exclude, include (arrays of GPU UUIDs, PCI bus ids or
+ * host names); inventory (an inventory file standing for this node);
+ * lease_dir, job (strings); wait_ms (integer); hold (boolean, default
+ * true: take the leases; false plans only); slurm (boolean, default true:
+ * honour a Slurm allocation's grant).  An unknown option or a value of the
+ * wrong type raises; a request that cannot be met returns nil, a message
+ * and the status name.
+ */
+#include <lauxlib.h>
+#include <limits.h>
+#include <lua.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "lua_herd.h"
+#include "shell.h"
+
+#define LHERD_PLAN "herd.Plan"
+
+typedef struct lplan {
+	herd_plan *plan; /* NULL once released */
+} lplan;
+
+/* ------------------------------------------------------------ options */
+
+static const char *const alloc_options[] = {
+	"gpus", "per_node", "nodes", "gpus_per_rank", "link", "min_memory", "near_nic",
+	"shared", "policy", "exclude", "include", "inventory", "lease_dir", "job", "wait_ms",
+	"hold", "slurm", NULL
+};
+
+static const char *const gpus_options[] = { "inventory", "lease_dir", NULL };
+
+/* Raises on a key of the table at arg that is not in known. */
+static void check_keys(lua_State *L, int arg, const char *const *known)
+{
+	lua_pushnil(L);
+	while (lua_next(L, arg)) {
+		const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+		bool found = false;
+
+		lua_pop(L, 1);
+		for (const char *const *k = known; key != NULL && *k != NULL && !found; k++)
+			found = strcmp(key, *k) == 0;
+		if (!found) {
+			luaL_Buffer b;
+
+			luaL_buffinit(L, &b);
+			for (const char *const *k = known; *k != NULL; k++) {
+				luaL_addstring(&b, k == known ? "" : ", ");
+				luaL_addstring(&b, *k);
+			}
+			luaL_pushresult(&b);
+			luaL_argerror(L, arg, lua_pushfstring(L, "unknown option '%s' (known: %s)",
+							      luaL_tolstring(L, -2, NULL),
+							      lua_tostring(L, -2)));
+		}
+	}
+}
+
+/* Pushes field name of the options table; true when it is not nil. */
+static bool get_option(lua_State *L, int arg, const char *name, int type)
+{
+	if (lua_getfield(L, arg, name) == LUA_TNIL) {
+		lua_pop(L, 1);
+		return false;
+	}
+	if (lua_type(L, -1) != type)
+		luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' must be a %s, not a %s", name,
+						      lua_typename(L, type), luaL_typename(L, -1)));
+	return true;
+}
+
+/*
+ * An integer option into *out; a value out of int's range gives the
+ * request an out-of-range count, which the library reports.
+ */
+static void int_option(lua_State *L, int arg, const char *name, int *out)
+{
+	lua_Integer v;
+	int isint = 0;
+
+	if (!get_option(L, arg, name, LUA_TNUMBER))
+		return;
+	v = lua_tointegerx(L, -1, &isint);
+	if (!isint)
+		luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' must be an integer", name));
+	*out = v > INT_MAX ? INT_MAX : v < INT_MIN ? INT_MIN : (int)v;
+	lua_pop(L, 1);
+}
+
+static bool bool_option(lua_State *L, int arg, const char *name, bool def)
+{
+	bool v;
+
+	if (!get_option(L, arg, name, LUA_TBOOLEAN))
+		return def;
+	v = lua_toboolean(L, -1);
+	lua_pop(L, 1);
+	return v;
+}
+
+/* A string option, left on the stack (so it lives) or NULL. */
+static const char *string_option(lua_State *L, int arg, const char *name)
+{
+	if (!get_option(L, arg, name, LUA_TSTRING))
+		return NULL;
+	return lua_tostring(L, -1);
+}
+
+/*
+ * An array of strings as a C array, in a userdata left on the stack (and
+ * the table below it), so both live for the call.
+ */
+static const char *const *names_option(lua_State *L, int arg, const char *name, size_t *n)
+{
+	const char **names;
+	lua_Integer len;
+
+	*n = 0;
+	if (!get_option(L, arg, name, LUA_TTABLE))
+		return NULL;
+	len = luaL_len(L, -1);
+	if (len < 0 || len > HERD_ALLOC_MAX_GPUS)
+		luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' has too many names", name));
+	names = (const char **)lua_newuserdatauv(L, ((size_t)len + 1) * sizeof(char *), 0);
+	for (lua_Integer i = 1; i <= len; i++) {
+		if (lua_geti(L, -2, i) != LUA_TSTRING)
+			luaL_argerror(L, arg, lua_pushfstring(L, "option '%s'[%d] must be a string",
+							      name, (int)i));
+		/* The string stays alive in the table, which stays on the stack. */
+		names[i - 1] = lua_tostring(L, -1);
+		lua_pop(L, 1);
+	}
+	*n = (size_t)len;
+	return names;
+}
+
+static void request_options(lua_State *L, int arg, herd_alloc_request *req)
+{
+	static const char *const policies[] = { "pack", "spread", NULL };
+	const char *s;
+
+	int_option(L, arg, "gpus", &req->gpus);
+	int_option(L, arg, "per_node", &req->gpus_per_node);
+	int_option(L, arg, "nodes", &req->nodes);
+	int_option(L, arg, "gpus_per_rank", &req->gpus_per_rank);
+	if ((s = string_option(L, arg, "link")) != NULL) {
+		if (herd_alloc_link_parse(s, &req->link) != HERD_OK)
+			luaL_argerror(L, arg, herd_last_error());
+		lua_pop(L, 1);
+	}
+	if (lua_getfield(L, arg, "min_memory") != LUA_TNIL) {
+		lua_Integer v;
+		int isint = 0;
+
+		if (lua_type(L, -1) == LUA_TSTRING) {
+			if (shell_parse_bytes(lua_tostring(L, -1), &req->min_free_memory_bytes) != 0)
+				luaL_argerror(L, arg, "option 'min_memory' must be a size such as "
+					      "\"40G\" or a number of bytes");
+		} else {
+			v = lua_tointegerx(L, -1, &isint);
+			if (!isint || v < 0)
+				luaL_argerror(L, arg, "option 'min_memory' must be a size such as "
+					      "\"40G\" or a number of bytes");
+			req->min_free_memory_bytes = (uint64_t)v;
+		}
+	}
+	lua_pop(L, 1);
+	req->near_nic = bool_option(L, arg, "near_nic", false);
+	req->shared = bool_option(L, arg, "shared", false);
+	if (get_option(L, arg, "policy", LUA_TSTRING)) {
+		req->policy = luaL_checkoption(L, -1, NULL, policies) == 1 ? HERD_ALLOC_SPREAD
+									   : HERD_ALLOC_PACK;
+		lua_pop(L, 1);
+	}
+	/* These two leave their table and array on the stack. */
+	req->exclude = names_option(L, arg, "exclude", &req->nexclude);
+	req->include = names_option(L, arg, "include", &req->ninclude);
+}
+
+/* ---------------------------------------------------------------- plan */
+
+static lplan *to_lplan(lua_State *L, int arg)
+{
+	return (lplan *)luaL_checkudata(L, arg, LHERD_PLAN);
+}
+
+static herd_plan *check_plan(lua_State *L, int arg)
+{
+	lplan *p = to_lplan(L, arg);
+
+	if (p->plan == NULL)
+		luaL_error(L, "attempt to use a released plan");
+	return p->plan;
+}
+
+/* The one close path; idempotent. */
+static void plan_release(lplan *p)
+{
+	herd_plan_free(p->plan);
+	p->plan = NULL;
+}
+
+static int plan_close(lua_State *L)
+{
+	check_plan(L, 1);
+	plan_release(to_lplan(L, 1));
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static int plan_gc(lua_State *L)
+{
+	plan_release(to_lplan(L, 1));
+	return 0;
+}
+
+static int plan_tostring(lua_State *L)
+{
+	lplan *p = to_lplan(L, 1);
+	size_t n;
+
+	if (p->plan == NULL) {
+		lua_pushliteral(L, "herd.Plan (released)");
+		return 1;
+	}
+	n = herd_plan_node_count(p->plan);
+	lua_pushfstring(L, "herd.Plan (%d GPUs on %d node%s%s) (%p)",
+			(int)herd_plan_gpu_count(p->plan), (int)n, n == 1 ? "" : "s",
+			herd_plan_held(p->plan) ? ", held" : "", (void *)p);
+	return 1;
+}
+
+static void set_string(lua_State *L, const char *key, const char *value)
+{
+	lua_pushstring(L, value != NULL ? value : "");
+	lua_setfield(L, -2, key);
+}
+
+static void set_nonempty(lua_State *L, const char *key, const char *value)
+{
+	if (value != NULL && value[0] != '\0')
+		set_string(L, key, value);
+}
+
+static void set_integer(lua_State *L, const char *key, lua_Integer value)
+{
+	lua_pushinteger(L, value);
+	lua_setfield(L, -2, key);
+}
+
+static void push_gpu(lua_State *L, const herd_plan_gpu *g)
+{
+	lua_createtable(L, 0, 7);
+	set_integer(L, "rank", g->rank);
+	set_string(L, "host", g->hostname);
+	set_integer(L, "node", (lua_Integer)g->node + 1);
+	set_integer(L, "index", (lua_Integer)g->index);
+	set_string(L, "uuid", g->uuid);
+	set_string(L, "pci_bus_id", g->pci_bus_id);
+	if (g->numa_node >= 0)
+		set_integer(L, "numa", g->numa_node);
+}
+
+static void push_rank(lua_State *L, const herd_plan_rank *r)
+{
+	char buf[HERD_LINK_STR_LEN];
+
+	lua_createtable(L, 0, 16);
+	set_integer(L, "rank", r->rank);
+	set_string(L, "host", r->hostname);
+	set_integer(L, "node", (lua_Integer)r->node + 1);
+	set_integer(L, "node_rank", r->node_rank);
+	set_integer(L, "local_rank", r->local_rank);
+	set_integer(L, "gpu", (lua_Integer)r->gpus[0].index);
+	set_string(L, "uuid", r->gpus[0].uuid);
+	set_string(L, "pci_bus_id", r->gpus[0].pci_bus_id);
+	lua_createtable(L, (int)r->ngpus, 0);
+	for (size_t g = 0; g < r->ngpus; g++) {
+		push_gpu(L, &r->gpus[g]);
+		lua_rawseti(L, -2, (lua_Integer)g + 1);
+	}
+	lua_setfield(L, -2, "gpus");
+	if (r->numa_node >= 0)
+		set_integer(L, "numa", r->numa_node);
+	set_nonempty(L, "cpus", r->cpus);
+	set_nonempty(L, "nic", r->nic);
+	if (r->nic[0] != '\0')
+		set_string(L, "nic_link", herd_link_str(r->nic_link, buf));
+	set_nonempty(L, "ib_hca", r->ib_hca);
+	set_nonempty(L, "socket_ifname", r->socket_ifname);
+}
+
+static void get_ranks(lua_State *L, herd_plan *plan)
+{
+	size_t n = herd_plan_rank_count(plan);
+
+	lua_createtable(L, (int)n, 0);
+	for (size_t i = 0; i < n; i++) {
+		push_rank(L, herd_plan_rank_at(plan, i));
+		lua_rawseti(L, -2, (lua_Integer)i + 1);
+	}
+}
+
+static void get_gpus(lua_State *L, herd_plan *plan)
+{
+	size_t n = herd_plan_gpu_count(plan);
+
+	lua_createtable(L, (int)n, 0);
+	for (size_t i = 0; i < n; i++) {
+		push_gpu(L, herd_plan_gpu_at(plan, i));
+		lua_rawseti(L, -2, (lua_Integer)i + 1);
+	}
+}
+
+/* links[i][j]: the matrix code between the plan's GPUs i and j. */
+static void get_links(lua_State *L, herd_plan *plan)
+{
+	size_t n = herd_plan_gpu_count(plan);
+	char buf[HERD_LINK_STR_LEN];
+
+	lua_createtable(L, (int)n, 0);
+	for (size_t i = 0; i < n; i++) {
+		lua_createtable(L, (int)n, 0);
+		for (size_t j = 0; j < n; j++) {
+			lua_pushstring(L, herd_plan_link_str(plan, i, j, buf));
+			lua_rawseti(L, -2, (lua_Integer)j + 1);
+		}
+		lua_rawseti(L, -2, (lua_Integer)i + 1);
+	}
+}
+
+static void get_score(lua_State *L, herd_plan *plan)
+{
+	lua_pushnumber(L, herd_plan_score(plan));
+}
+
+static void get_held(lua_State *L, herd_plan *plan)
+{
+	lua_pushboolean(L, herd_plan_held(plan));
+}
+
+static void get_nodes(lua_State *L, herd_plan *plan)
+{
+	lua_pushinteger(L, (lua_Integer)herd_plan_node_count(plan));
+}
+
+static void get_warnings(lua_State *L, herd_plan *plan)
+{
+	size_t n = herd_plan_warning_count(plan);
+
+	lua_createtable(L, (int)n, 0);
+	for (size_t i = 0; i < n; i++) {
+		lua_pushstring(L, herd_plan_warning(plan, i));
+		lua_rawseti(L, -2, (lua_Integer)i + 1);
+	}
+}
+
+typedef void (*plan_getter)(lua_State *L, herd_plan *plan);
+
+static const struct plan_field {
+	const char *name;
+	plan_getter get;
+} plan_fields[] = {
+	{ "ranks", get_ranks },   { "gpus", get_gpus },   { "links", get_links },
+	{ "score", get_score },   { "held", get_held },   { "nodes", get_nodes },
+	{ "warnings", get_warnings }, { NULL, NULL }
+};
+
+/* p:explain() -> why the plan is what it is, as lines of text. */
+static int plan_explain(lua_State *L)
+{
+	lua_pushstring(L, herd_plan_explain(check_plan(L, 1)));
+	return 1;
+}
+
+/* p:env(i) -> the environment of p.ranks[i] as a table of strings. */
+static int plan_env(lua_State *L)
+{
+	herd_plan *plan = check_plan(L, 1);
+	lua_Integer i = luaL_checkinteger(L, 2);
+	size_t n = herd_plan_rank_count(plan);
+	char **env = NULL;
+	herd_status st;
+
+	if (i < 1 || (lua_Unsigned)i > n)
+		return luaL_argerror(L, 2, lua_pushfstring(L, "rank index %d out of range (plan "
+							   "has %d ranks)", (int)i, (int)n));
+	st = herd_plan_rank_env(plan, (size_t)i - 1, &env);
+	if (st != HERD_OK)
+		return lherd_fail(L, st);
+	lua_newtable(L);
+	for (char **e = env; *e != NULL; e++) {
+		const char *eq = strchr(*e, '=');
+
+		lua_pushlstring(L, *e, (size_t)(eq - *e));
+		lua_pushstring(L, eq + 1);
+		lua_rawset(L, -3);
+	}
+	herd_free(env);
+	return 1;
+}
+
+/* p:link(i, j) -> the matrix code between the plan's GPUs i and j. */
+static int plan_link(lua_State *L)
+{
+	herd_plan *plan = check_plan(L, 1);
+	lua_Integer i = luaL_checkinteger(L, 2), j = luaL_checkinteger(L, 3);
+	size_t n = herd_plan_gpu_count(plan);
+	char buf[HERD_LINK_STR_LEN];
+
+	if (i < 1 || (lua_Unsigned)i > n)
+		return luaL_argerror(L, 2, "GPU index out of range");
+	if (j < 1 || (lua_Unsigned)j > n)
+		return luaL_argerror(L, 3, "GPU index out of range");
+	lua_pushstring(L, herd_plan_link_str(plan, (size_t)i - 1, (size_t)j - 1, buf));
+	return 1;
+}
+
+static int plan_field_get(lua_State *L)
+{
+	herd_plan *plan = check_plan(L, 1);
+	const struct plan_field *f =
+		(const struct plan_field *)lua_touserdata(L, lua_upvalueindex(1));
+
+	f->get(L, plan);
+	return 1;
+}
+
+/* __index: upvalue 1 the methods, upvalue 2 the field getters. */
+static int plan_index(lua_State *L)
+{
+	lua_settop(L, 2);
+	lua_pushvalue(L, 2);
+	if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
+		return 1;
+	lua_pushvalue(L, 2);
+	if (lua_rawget(L, lua_upvalueindex(2)) == LUA_TNIL)
+		return 1;
+	lua_pushvalue(L, 1);
+	lua_call(L, 1, 1);
+	return 1;
+}
+
+static const luaL_Reg plan_methods[] = {
+	{ "explain", plan_explain },
+	{ "release", plan_close },
+	{ "env", plan_env },
+	{ "link", plan_link },
+	{ NULL, NULL }
+};
+
+static const luaL_Reg plan_metamethods[] = {
+	{ "__gc", plan_gc },
+	{ "__close", plan_gc },
+	{ "__tostring", plan_tostring },
+	{ NULL, NULL }
+};
+
+/* --------------------------------------------------------------- herd.* */
+
+/* The inventory: a file (inventory option), $HERD_INVENTORY, or this node. */
+static herd_status discover(const char *inventory, herd_cluster **out)
+{
+	herd_discover_opts opts = HERD_DISCOVER_OPTS_INIT;
+
+	opts.inventory = inventory;
+	return herd_cluster_discover(out, &opts);
+}
+
+/* herd.alloc{...} -> a herd.Plan, or nil, msg, status. */
+static int lherd_alloc(lua_State *L)
+{
+	herd_alloc_request req = HERD_ALLOC_REQUEST_INIT;
+	herd_alloc_opts opts = HERD_ALLOC_OPTS_INIT;
+	herd_cluster *cluster = NULL;
+	const char *inventory;
+	lplan *p;
+	herd_status st;
+
+	luaL_checktype(L, 1, LUA_TTABLE);
+	check_keys(L, 1, alloc_options);
+	request_options(L, 1, &req);
+	inventory = string_option(L, 1, "inventory");
+	opts.lease_dir = string_option(L, 1, "lease_dir");
+	opts.job_id = string_option(L, 1, "job");
+	int_option(L, 1, "wait_ms", &opts.wait_ms);
+	opts.plan_only = !bool_option(L, 1, "hold", true);
+	opts.ignore_slurm = !bool_option(L, 1, "slurm", true);
+	/* Safe state before the resource: a plan object that holds nothing. */
+	p = (lplan *)lua_newuserdatauv(L, sizeof(*p), 0);
+	p->plan = NULL;
+	luaL_setmetatable(L, LHERD_PLAN);
+	st = discover(inventory, &cluster);
+	if (st == HERD_OK)
+		st = herd_alloc(&p->plan, cluster, &req, &opts);
+	herd_cluster_free(cluster);
+	if (st != HERD_OK)
+		return lherd_fail(L, st);
+	return 1;
+}
+
+static void push_status(lua_State *L, const herd_gpu_status *s, const herd_gpu *g, size_t index)
+{
+	lua_createtable(L, 0, 14);
+	set_integer(L, "index", (lua_Integer)index);
+	set_string(L, "uuid", s->uuid);
+	set_string(L, "pci_bus_id", g->pci.bus_id);
+	if (g->pci.numa_node >= 0)
+		set_integer(L, "numa", g->pci.numa_node);
+	set_string(L, "state", herd_lease_state_str(s->state));
+	set_nonempty(L, "job", s->job);
+	if (s->pid > 0)
+		set_integer(L, "pid", (lua_Integer)s->pid);
+	set_nonempty(L, "user", s->user);
+	set_nonempty(L, "host", s->host);
+	if (s->since > 0)
+		set_integer(L, "since", (lua_Integer)s->since);
+	set_nonempty(L, "note", s->note);
+	if (s->processes >= 0)
+		set_integer(L, "processes", s->processes);
+	if (s->free_memory_bytes >= 0)
+		set_integer(L, "free_memory_bytes", (lua_Integer)s->free_memory_bytes);
+}
+
+/* A GPU status array from the library, freed by the collector. */
+#define LHERD_STATUS_BUF "herd.GpuStatusBuffer"
+
+static int status_buf_gc(lua_State *L)
+{
+	herd_gpu_status **b = (herd_gpu_status **)luaL_checkudata(L, 1, LHERD_STATUS_BUF);
+
+	herd_free(*b);
+	*b = NULL;
+	return 0;
+}
+
+/* herd.gpus{inventory=, lease_dir=} -> array of GPU states, or nil, msg, status. */
+static int lherd_gpus(lua_State *L)
+{
+	herd_lease_opts lo = HERD_LEASE_OPTS_INIT;
+	herd_cluster **cluster;
+	herd_gpu_status **st;
+	const char *inventory = NULL;
+	const herd_node *node;
+	size_t n = 0, local = 0;
+	herd_status rc;
+
+	if (!lua_isnoneornil(L, 1)) {
+		luaL_checktype(L, 1, LUA_TTABLE);
+		check_keys(L, 1, gpus_options);
+		inventory = string_option(L, 1, "inventory");
+		lo.dir = string_option(L, 1, "lease_dir");
+	}
+	/* Both owners exist before what they own, so an error frees all. */
+	cluster = lherd_new_cluster(L);
+	st = (herd_gpu_status **)lua_newuserdatauv(L, sizeof(*st), 0);
+	*st = NULL;
+	luaL_setmetatable(L, LHERD_STATUS_BUF);
+	rc = discover(inventory, cluster);
+	if (rc == HERD_OK)
+		rc = herd_alloc_this_node(*cluster, &local);
+	if (rc != HERD_OK)
+		return lherd_fail(L, rc);
+	node = herd_cluster_node(*cluster, local);
+	rc = herd_gpu_status_query(st, &n, node, &lo);
+	if (rc != HERD_OK)
+		return lherd_fail(L, rc);
+	lua_createtable(L, (int)n, 0);
+	for (size_t i = 0; i < n; i++) {
+		push_status(L, &(*st)[i], &node->gpus[i], i);
+		lua_rawseti(L, -2, (lua_Integer)i + 1);
+	}
+	return 1;
+}
+
+void lherd_open_alloc(lua_State *L)
+{
+	if (luaL_newmetatable(L, LHERD_PLAN)) {
+		lua_newtable(L); /* __members: names for the REPL's completion */
+		for (const luaL_Reg *m = plan_methods; m->name; m++) {
+			lua_pushliteral(L, "method");
+			lua_setfield(L, -2, m->name);
+		}
+		for (const struct plan_field *f = plan_fields; f->name; f++) {
+			lua_pushliteral(L, "field");
+			lua_setfield(L, -2, f->name);
+		}
+		lua_setfield(L, -2, "__members");
+		lua_newtable(L);
+		luaL_setfuncs(L, plan_methods, 0);
+		lua_newtable(L);
+		for (const struct plan_field *f = plan_fields; f->name; f++) {
+			lua_pushlightuserdata(L, (void *)f);
+			lua_pushcclosure(L, plan_field_get, 1);
+			lua_setfield(L, -2, f->name);
+		}
+		lua_pushcclosure(L, plan_index, 2);
+		lua_setfield(L, -2, "__index");
+		luaL_setfuncs(L, plan_metamethods, 0);
+	}
+	lua_pop(L, 1);
+	if (luaL_newmetatable(L, LHERD_STATUS_BUF)) {
+		lua_pushcfunction(L, status_buf_gc);
+		lua_setfield(L, -2, "__gc");
+	}
+	lua_pop(L, 1);
+	/* The herd table is on top of the stack. */
+	lua_pushcfunction(L, lherd_alloc);
+	lua_setfield(L, -2, "alloc");
+	lua_pushcfunction(L, lherd_gpus);
+	lua_setfield(L, -2, "gpus");
+}

@@ -886,7 +886,8 @@ static herd_status no_resource_total(const struct planner *p, size_t total)
 	char *msg = NULL;
 	herd_status st;
 
-	herd__text_printf(&t, "need %ld GPUs; the inventory has %zu free", p->G, total);
+	herd__text_printf(&t, "need %ld GPU%s; the inventory has %zu free", p->G,
+			  p->G == 1 ? "" : "s", total);
 	if (p->R > 1)
 		herd__text_printf(&t, " (in whole groups of %ld per rank)", p->R);
 	st = describe_nodes(&t, p, 0, ": ");

@@ -35,16 +35,6 @@
 #define HERD_MPJSON_MAX_DEPTH HERD__MSGPACK_DEPTH_MAX
 
 /*
- * Earlier names of what now lives in buf.h and msgpack_check.h, for the
- * callers that still use them.
- */
-typedef herd__buf herd__mpjson_buf;
-#define herd__mpjson_buf_init herd__buf_init
-#define herd__mpjson_buf_write herd__buf_write
-#define herd__mpjson_buf_take herd__buf_take
-#define herd__mpjson_utf8_valid herd__msgpack_utf8_valid
-
-/*
  * herd__msgpack_check with mpjson's limits: nesting up to
  * HERD_MPJSON_MAX_DEPTH, strings UTF-8.  HERD_EFORMAT with the byte offset
  * of the problem otherwise.

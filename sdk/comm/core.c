@@ -385,11 +385,11 @@ static void pack_str(msgpack_packer *pk, const char *s)
 static herd_status info_encode(const herd_comm *comm, char **out, size_t *len)
 {
 	const herd__peer *me = &comm->peers[comm->rank];
-	herd__mpjson_buf b;
+	herd__buf b;
 	msgpack_packer pk;
 
-	herd__mpjson_buf_init(&b, INFO_MAX);
-	msgpack_packer_init(&pk, &b, herd__mpjson_buf_write);
+	herd__buf_init(&b, INFO_MAX);
+	msgpack_packer_init(&pk, &b, herd__buf_write);
 	msgpack_pack_map(&pk, 11);
 	pack_str(&pk, "v");
 	msgpack_pack_int(&pk, INFO_VERSION);
@@ -413,7 +413,7 @@ static herd_status info_encode(const herd_comm *comm, char **out, size_t *len)
 	msgpack_pack_int(&pk, me->transport);
 	pack_str(&pk, "addrs");
 	pack_str(&pk, me->addrs);
-	return herd__mpjson_buf_take(&b, "the communicator info record", out, len);
+	return herd__buf_take(&b, "the communicator info record", out, len);
 }
 
 static bool obj_int(const msgpack_object *o, int64_t *v)

@@ -51,7 +51,7 @@ typedef struct tcp_store {
 	int reading, writing;                 /* roles: one thread each */
 	herd_status broken;                   /* HERD_OK while the connection works */
 	char broken_msg[512];
-	herd__store_buf in;                   /* used only by the reader */
+	herd__buf in;                   /* used only by the reader */
 } tcp_store;
 
 /* ---- the connection ------------------------------------------------------ */
@@ -90,7 +90,7 @@ static herd_status fail_broken(tcp_store *s, const char *what)
  * Takes the payload of the next complete frame out of in: *payload
  * (malloc'd) and *len, or *payload NULL when no frame is complete yet.
  */
-static herd_status next_frame(herd__store_buf *in, size_t limit, uint8_t **payload, size_t *len)
+static herd_status next_frame(herd__buf *in, size_t limit, uint8_t **payload, size_t *len)
 {
 	size_t n;
 
@@ -104,7 +104,7 @@ static herd_status next_frame(herd__store_buf *in, size_t limit, uint8_t **paylo
 		return herd__error(HERD_ENOMEM, "out of memory for a reply of %zu bytes", n);
 	memcpy(*payload, in->data + in->off + 4, n);
 	*len = n;
-	herd__store_buf_consume(in, 4 + n);
+	herd__buf_consume(in, 4 + n);
 	return HERD_OK;
 }
 
@@ -120,7 +120,7 @@ static herd_status read_more(tcp_store *s, int64_t deadline)
 		if (total > have + READ_CHUNK && total <= HERD__STORE_FRAME_MAX + 4)
 			want = total - have;
 	}
-	HERD_CHECK(herd__store_buf_reserve(&s->in, want));
+	HERD_CHECK(herd__buf_reserve(&s->in, want));
 	HERD_CHECK(herd__net_recv_some(s->fd, s->in.data + s->in.len, want, &got, deadline,
 				       "the server"));
 	s->in.len += got;
@@ -201,7 +201,7 @@ static void read_step(tcp_store *s, int64_t deadline)
  * its reply, which goes to *reply and *payload (free both).  HERD_OK means
  * a reply came, whatever its status.
  */
-static herd_status call(tcp_store *s, const herd__store_buf *req, uint64_t id, int64_t deadline,
+static herd_status call(tcp_store *s, const herd__buf *req, uint64_t id, int64_t deadline,
 			const char *what, herd__store_msg *reply, uint8_t **payload)
 {
 	pending p, **pp;
@@ -278,7 +278,7 @@ out:
 /* ---- requests ------------------------------------------------------------ */
 
 typedef struct request {
-	herd__store_buf buf;
+	herd__buf buf;
 	herd__store_enc enc;
 	uint64_t id;
 	char what[256];      /* "get of key "x"", for messages */
@@ -307,7 +307,7 @@ static void end(request *r)
 {
 	herd__store_msg_free(&r->reply);
 	free(r->payload);
-	herd__store_buf_free(&r->buf);
+	herd__buf_free(&r->buf);
 }
 
 /*
@@ -480,7 +480,7 @@ static void tcp_destroy(herd__store_backend *b)
 
 	if (s->fd >= 0)
 		close(s->fd);
-	herd__store_buf_free(&s->in);
+	herd__buf_free(&s->in);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
@@ -531,7 +531,7 @@ static herd_status authenticate(tcp_store *s, const char *secret, int64_t deadli
 	uint8_t snonce[HERD__STORE_NONCE_LEN];
 	herd__store_msg m;
 	uint8_t *payload = NULL;
-	herd__store_buf out = { 0 };
+	herd__buf out = { 0 };
 	herd__store_enc e;
 	herd_status st;
 
@@ -579,7 +579,7 @@ static herd_status authenticate(tcp_store *s, const char *secret, int64_t deadli
 out:
 	herd__store_msg_free(&m);
 	free(payload);
-	herd__store_buf_free(&out);
+	herd__buf_free(&out);
 	OPENSSL_cleanse(mac, sizeof(mac));
 	return st;
 }

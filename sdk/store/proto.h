@@ -96,16 +96,6 @@ typedef struct herd__store_bytes {
 } herd__store_bytes;
 
 /*
- * The store's byte buffers are herd__buf (sdk/base/buf.h), with no limit
- * when zeroed.  These names remain for the callers that still use them.
- */
-typedef herd__buf herd__store_buf;
-#define herd__store_buf_reserve herd__buf_reserve
-#define herd__store_buf_append herd__buf_append
-#define herd__store_buf_consume herd__buf_consume
-#define herd__store_buf_free herd__buf_free
-
-/*
  * Looks at the pending bytes of b for a frame: *payload_len is the length
  * of its payload once the whole frame is there (the frame takes 4 more
  * bytes), else SIZE_MAX.  A frame announcing an empty payload or one over

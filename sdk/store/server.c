@@ -47,7 +47,7 @@ typedef struct conn {
 	int64_t deadline;         /* AUTH: authenticate by; CLOSING: give up by */
 	uint8_t nonce[HERD__STORE_NONCE_LEN];
 	char peer[HERD_NET_ADDR_LEN];
-	herd__store_buf in, out;
+	herd__buf in, out;
 } conn;
 
 typedef struct waiter {
@@ -220,7 +220,7 @@ static void flush(herd_store_server *srv, conn *c)
 				 MSG_NOSIGNAL);
 
 		if (n > 0) {
-			herd__store_buf_consume(&c->out, (size_t)n);
+			herd__buf_consume(&c->out, (size_t)n);
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -577,7 +577,7 @@ static void handle_input(herd_store_server *srv, conn *c)
 		if (plen == SIZE_MAX)
 			return;
 		handle_frame(srv, c, c->in.data + c->in.off + 4, plen);
-		herd__store_buf_consume(&c->in, 4 + plen);
+		herd__buf_consume(&c->in, 4 + plen);
 	}
 }
 
@@ -607,7 +607,7 @@ static void conn_read(herd_store_server *srv, conn *c)
 		size_t want = read_want(c);
 		ssize_t n;
 
-		if (herd__store_buf_reserve(&c->in, want) != HERD_OK) {
+		if (herd__buf_reserve(&c->in, want) != HERD_OK) {
 			kill_conn(srv, c, HERD_LOG_WARN, herd_last_error());
 			return;
 		}
@@ -734,8 +734,8 @@ static int poll_timeout(const herd_store_server *srv, int64_t now)
 static void free_conn(conn *c)
 {
 	close(c->fd);
-	herd__store_buf_free(&c->in);
-	herd__store_buf_free(&c->out);
+	herd__buf_free(&c->in);
+	herd__buf_free(&c->out);
 	free(c);
 }
 

@@ -198,13 +198,13 @@ static void pack_node(msgpack_packer *pk, const herd_node *node)
  */
 static herd_status encode_msgpack(const herd_cluster *cluster, char **out, size_t *len)
 {
-	herd__mpjson_buf buf;
+	herd__buf buf;
 	herd_cluster *check = NULL;
 	msgpack_packer pk;
 	herd_status st;
 
-	herd__mpjson_buf_init(&buf, HERD_INVENTORY_MAX_BYTES);
-	msgpack_packer_init(&pk, &buf, herd__mpjson_buf_write);
+	herd__buf_init(&buf, HERD_INVENTORY_MAX_BYTES);
+	msgpack_packer_init(&pk, &buf, herd__buf_write);
 	msgpack_pack_map(&pk, 2);
 	pack_key(&pk, "v");
 	msgpack_pack_int64(&pk, HERD_INVENTORY_VERSION);
@@ -212,7 +212,7 @@ static herd_status encode_msgpack(const herd_cluster *cluster, char **out, size_
 	msgpack_pack_array(&pk, cluster->nnodes);
 	for (size_t i = 0; i < cluster->nnodes; i++)
 		pack_node(&pk, &cluster->nodes[i]);
-	HERD_CHECK(herd__mpjson_buf_take(&buf, "the inventory", out, len));
+	HERD_CHECK(herd__buf_take(&buf, "the inventory", out, len));
 	st = herd_cluster_decode(&check, *out, *len, "inventory");
 	herd_cluster_free(check);
 	if (st == HERD_OK)

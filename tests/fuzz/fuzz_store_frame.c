@@ -43,28 +43,28 @@ static void decode_payload(const uint8_t *p, size_t n)
 
 static void split_frames(const uint8_t *data, size_t size, size_t limit)
 {
-	herd__store_buf b = { 0 };
+	herd__buf b = { 0 };
 
 	/* Fed in two pieces, as reads would deliver them. */
 	for (size_t piece = 0; piece < 2; piece++) {
 		size_t from = piece == 0 ? 0 : size / 2, to = piece == 0 ? size / 2 : size;
 
-		if (herd__store_buf_append(&b, data + from, to - from) != HERD_OK)
+		if (herd__buf_append(&b, data + from, to - from) != HERD_OK)
 			break;
 		for (int frames = 0; frames < 1024; frames++) {
 			size_t n;
 
 			if (herd__store_frame_peek(&b, limit, &n) != HERD_OK) {
-				herd__store_buf_free(&b);
+				herd__buf_free(&b);
 				return;
 			}
 			if (n == SIZE_MAX)
 				break;
 			decode_payload(b.data + b.off + 4, n);
-			herd__store_buf_consume(&b, 4 + n);
+			herd__buf_consume(&b, 4 + n);
 		}
 	}
-	herd__store_buf_free(&b);
+	herd__buf_free(&b);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

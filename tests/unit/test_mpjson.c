@@ -172,9 +172,9 @@ static void test_utf8_validation(void)
 	};
 
 	for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++)
-		CHECK(herd__mpjson_utf8_valid(valid[i], strlen(valid[i])));
+		CHECK(herd__msgpack_utf8_valid(valid[i], strlen(valid[i])));
 	for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++)
-		CHECK(!herd__mpjson_utf8_valid(invalid[i], strlen(invalid[i])));
+		CHECK(!herd__msgpack_utf8_valid(invalid[i], strlen(invalid[i])));
 }
 
 static void test_size_limits(void)

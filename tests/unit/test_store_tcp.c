@@ -139,7 +139,7 @@ static int raw_auth(int fd, const char *secret)
 {
 	uint8_t buf[HERD__STORE_FRAME_MAX_PREAUTH], cnonce[HERD__STORE_NONCE_LEN];
 	uint8_t snonce[HERD__STORE_NONCE_LEN], mac[HERD__STORE_MAC_LEN];
-	herd__store_buf out = { 0 };
+	herd__buf out = { 0 };
 	herd__store_enc e;
 	herd__store_msg m;
 	long n;
@@ -160,7 +160,7 @@ static int raw_auth(int fd, const char *secret)
 	herd__store_enc_bin(&e, "nonce", cnonce, sizeof(cnonce));
 	herd__store_enc_bin(&e, "mac", mac, sizeof(mac));
 	ok = herd__store_enc_end(&e) == HERD_OK && raw_send(fd, out.data, out.len) == 0;
-	herd__store_buf_free(&out);
+	herd__buf_free(&out);
 	if (!ok)
 		return -1;
 	n = raw_read_frame(fd, buf, sizeof(buf), 2000);
@@ -255,7 +255,7 @@ static void *impostor_run(void *arg)
 {
 	struct impostor *im = arg;
 	uint8_t nonce[HERD__STORE_NONCE_LEN], buf[256], fake[HERD__STORE_MAC_LEN];
-	herd__store_buf out = { 0 };
+	herd__buf out = { 0 };
 	herd__store_enc e;
 	int fd;
 
@@ -281,7 +281,7 @@ static void *impostor_run(void *arg)
 		raw_send(fd, out.data, out.len);
 		raw_wait_closed(fd, 2000);
 	}
-	herd__store_buf_free(&out);
+	herd__buf_free(&out);
 	close(fd);
 	return NULL;
 }

@@ -76,9 +76,9 @@ int shell_parse_bytes(const char *s, uint64_t *out)
 	static const struct {
 		const char *suffix;
 		int shift;
-	} units[] = { { "", 0 },     { "B", 0 },    { "K", 10 },   { "KiB", 10 }, { "KB", 10 },
-		      { "M", 20 },   { "MiB", 20 }, { "MB", 20 },  { "G", 30 },   { "GiB", 30 },
-		      { "GB", 30 },  { "T", 40 },   { "TiB", 40 }, { "TB", 40 } };
+	} units[] = { { "", 0 },    { "B", 0 },    { "K", 10 },   { "KiB", 10 }, { "KB", 10 },
+		      { "M", 20 },  { "MiB", 20 }, { "MB", 20 },  { "G", 30 },   { "GiB", 30 },
+		      { "GB", 30 }, { "T", 40 },   { "TiB", 40 }, { "TB", 40 } };
 	char *end;
 	double v;
 
@@ -204,7 +204,8 @@ static int parse_alloc(int argc, char **argv, struct alloc_args *a)
 		} else if ((r = option_value(argc, argv, &i, "--gpus", &v)) != 0 ||
 			   (r = option_value(argc, argv, &i, "-g", &v)) != 0) {
 			if (r < 0)
-				return usage_error("alloc", alloc_usage, "option '%s' needs a count", arg);
+				return usage_error("alloc", alloc_usage,
+						   "option '%s' needs a count", arg);
 			if (parse_count("-g", v, &a->req.gpus) != 0)
 				return SHELL_EXIT_USAGE;
 			got_gpus = 1;
@@ -225,28 +226,32 @@ static int parse_alloc(int argc, char **argv, struct alloc_args *a)
 					     : SHELL_EXIT_USAGE;
 		} else if ((r = option_value(argc, argv, &i, "--link", &v)) != 0) {
 			if (r < 0)
-				return usage_error("alloc", alloc_usage, "option '%s' needs a value", arg);
+				return usage_error("alloc", alloc_usage,
+						   "option '%s' needs a value", arg);
 			if (herd_alloc_link_parse(v, &a->req.link) != HERD_OK)
 				return usage_error("alloc", alloc_usage, "%s", herd_last_error());
 		} else if ((r = option_value(argc, argv, &i, "--min-memory", &v)) != 0) {
 			if (r < 0 || shell_parse_bytes(v, &a->req.min_free_memory_bytes) != 0)
-				return usage_error("alloc", alloc_usage,
-						   "--min-memory needs a size (40G, 512MiB, bytes), not "
-						   "'%s'", r < 0 ? "" : v);
+				return usage_error(
+					"alloc", alloc_usage,
+					"--min-memory needs a size (40G, 512MiB, bytes), not "
+					"'%s'",
+					r < 0 ? "" : v);
 		} else if ((r = option_value(argc, argv, &i, "--exclude", &v)) != 0 ||
 			   (r = option_value(argc, argv, &i, "--include", &v)) != 0) {
 			struct name_list *l = arg[2] == 'e' ? &a->exclude : &a->include;
 
 			if (r < 0 || v[0] == '\0')
-				return usage_error("alloc", alloc_usage, "option '%s' needs a list", arg);
+				return usage_error("alloc", alloc_usage, "option '%s' needs a list",
+						   arg);
 			if (split_names(v, l) != 0) {
 				shell_message("herd", "out of memory");
 				return SHELL_EXIT_FAILURE;
 			}
 		} else if ((r = option_value(argc, argv, &i, "--inventory", &a->inventory)) != 0) {
 			if (r < 0 || a->inventory[0] == '\0')
-				return usage_error("alloc", alloc_usage, "option '%s' needs a file name",
-						   "--inventory");
+				return usage_error("alloc", alloc_usage,
+						   "option '%s' needs a file name", "--inventory");
 		} else if ((r = option_value(argc, argv, &i, "--lease-dir", &a->lease_dir)) != 0) {
 			if (r < 0 || a->lease_dir[0] == '\0')
 				return usage_error("alloc", alloc_usage,
@@ -318,8 +323,8 @@ static void print_table(const herd_plan *plan)
 				printf("%-4d  %-*s  ", r->rank, wh, r->hostname);
 			else
 				printf("%-4s  %-*s  ", "", wh, "");
-			printf("%-3zu  %-*s  %-12s  %-4s  ", pg->index, wu, pg->uuid, pg->pci_bus_id,
-			       numa);
+			printf("%-3zu  %-*s  %-12s  %-4s  ", pg->index, wu, pg->uuid,
+			       pg->pci_bus_id, numa);
 			if (g > 0) {
 				printf("\n");
 				continue;
@@ -397,7 +402,7 @@ static int failure(herd_status st)
 {
 	shell_message("herd", herd_last_error());
 	return st == HERD_EINVAL || st == HERD_EFORMAT || st == HERD_EVERSION ? SHELL_EXIT_USAGE
-									       : SHELL_EXIT_FAILURE;
+									      : SHELL_EXIT_FAILURE;
 }
 
 static int finish(int status)
@@ -434,7 +439,7 @@ int cmd_alloc(int argc, char **argv)
 	st = load(a.inventory, &cluster);
 	if (st != HERD_OK) {
 		status = a.inventory || getenv("HERD_INVENTORY") ? SHELL_EXIT_USAGE
-								  : SHELL_EXIT_FAILURE;
+								 : SHELL_EXIT_FAILURE;
 		shell_message("herd", herd_last_error());
 		goto out;
 	}
@@ -474,8 +479,7 @@ static void format_since(int64_t since, char *buf, size_t cap)
 		snprintf(buf, cap, "-");
 }
 
-static void print_gpus(const herd_node *node, const herd_gpu_status *st, size_t n,
-		       const char *dir)
+static void print_gpus(const herd_node *node, const herd_gpu_status *st, size_t n, const char *dir)
 {
 	int wu = 4, wj = 3, wuser = 4;
 
@@ -506,8 +510,8 @@ static void print_gpus(const herd_node *node, const herd_gpu_status *st, size_t 
 			format_since(s->since, since, sizeof(since));
 		if (s->processes >= 0)
 			snprintf(procs, sizeof(procs), "%d", s->processes);
-		printf("%-3zu  %-*s  %-12s  %-4s  %-9s  %-*s  %-7s  %-*s  %-19s  %s", i, wu, s->uuid,
-		       g->pci.bus_id, numa, herd_lease_state_str(s->state), wj,
+		printf("%-3zu  %-*s  %-12s  %-4s  %-9s  %-*s  %-7s  %-*s  %-19s  %s", i, wu,
+		       s->uuid, g->pci.bus_id, numa, herd_lease_state_str(s->state), wj,
 		       holder && s->job[0] ? s->job : "-", pid, wuser,
 		       holder && s->user[0] ? s->user : "-", since, procs);
 		if (s->state != HERD_LEASE_FREE && s->note[0] != '\0')
@@ -534,21 +538,23 @@ int cmd_gpus(int argc, char **argv)
 			return SHELL_EXIT_OK;
 		} else if ((r = option_value(argc, argv, &i, "--inventory", &inventory)) != 0) {
 			if (r < 0 || inventory[0] == '\0')
-				return usage_error("gpus", gpus_usage, "option '%s' needs a file name",
-						   "--inventory");
+				return usage_error("gpus", gpus_usage,
+						   "option '%s' needs a file name", "--inventory");
 		} else if ((r = option_value(argc, argv, &i, "--lease-dir", &lo.dir)) != 0) {
 			if (r < 0 || lo.dir[0] == '\0')
-				return usage_error("gpus", gpus_usage, "option '%s' needs a directory",
-						   "--lease-dir");
+				return usage_error("gpus", gpus_usage,
+						   "option '%s' needs a directory", "--lease-dir");
 		} else {
 			return usage_error("gpus", gpus_usage,
 					   argv[i][0] == '-' ? "unrecognized option '%s'"
-							     : "unexpected argument '%s'", argv[i]);
+							     : "unexpected argument '%s'",
+					   argv[i]);
 		}
 	}
 	if (load(inventory, &cluster) != HERD_OK) {
 		shell_message("herd", herd_last_error());
-		return inventory || getenv("HERD_INVENTORY") ? SHELL_EXIT_USAGE : SHELL_EXIT_FAILURE;
+		return inventory || getenv("HERD_INVENTORY") ? SHELL_EXIT_USAGE
+							     : SHELL_EXIT_FAILURE;
 	}
 	if (herd_alloc_this_node(cluster, &local) != HERD_OK ||
 	    herd_lease_dir(&lo, dir, sizeof(dir)) != HERD_OK ||

@@ -22,8 +22,22 @@
  * lease_dir, job (strings); wait_ms (integer); hold (boolean, default
  * true: take the leases; false plans only); slurm (boolean, default true:
  * honour a Slurm allocation's grant).  An unknown option or a value of the
- * wrong type raises; a request that cannot be met returns nil, a message
- * and the status name.
+ * wrong type raises; a request that cannot be met, or a count out of range,
+ * returns nil, a message and the status name.
+ *
+ * Fields of a plan: ranks (rank, host, node, node_rank, local_rank, gpu,
+ * uuid, pci_bus_id, gpus, numa, cpus, nic, nic_link, ib_hca,
+ * socket_ifname), gpus (rank, host, node, index, uuid, pci_bus_id, numa),
+ * links (links[i][j], the matrix code between the plan's GPUs i and j),
+ * score, held, nodes, warnings.  GPU indices are the node's, 0-based in
+ * PCI bus order as nvidia-smi numbers them; node is the inventory's,
+ * 1-based like every Lua list.  p:env(i) is the environment of
+ * p.ranks[i]; p:release() is the close (the plan cannot be read after).
+ *
+ * herd.gpus{inventory=, lease_dir=} lists the GPUs of this node: index,
+ * uuid, pci_bus_id, numa, state ("free", "shared", "exclusive",
+ * "unknown"), and as far as known job, pid, user, host, since (Unix time),
+ * note, processes, free_memory_bytes.
  */
 #include <lauxlib.h>
 #include <limits.h>
@@ -70,9 +84,10 @@ static void check_keys(lua_State *L, int arg, const char *const *known)
 				luaL_addstring(&b, *k);
 			}
 			luaL_pushresult(&b);
-			luaL_argerror(L, arg, lua_pushfstring(L, "unknown option '%s' (known: %s)",
-							      luaL_tolstring(L, -2, NULL),
-							      lua_tostring(L, -2)));
+			luaL_argerror(L, arg,
+				      lua_pushfstring(L, "unknown option '%s' (known: %s)",
+						      luaL_tolstring(L, -2, NULL),
+						      lua_tostring(L, -2)));
 		}
 	}
 }
@@ -85,8 +100,9 @@ static bool get_option(lua_State *L, int arg, const char *name, int type)
 		return false;
 	}
 	if (lua_type(L, -1) != type)
-		luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' must be a %s, not a %s", name,
-						      lua_typename(L, type), luaL_typename(L, -1)));
+		luaL_argerror(L, arg,
+			      lua_pushfstring(L, "option '%s' must be a %s, not a %s", name,
+					      lua_typename(L, type), luaL_typename(L, -1)));
 	return true;
 }
 
@@ -145,8 +161,9 @@ static const char *const *names_option(lua_State *L, int arg, const char *name, 
 	names = (const char **)lua_newuserdatauv(L, ((size_t)len + 1) * sizeof(char *), 0);
 	for (lua_Integer i = 1; i <= len; i++) {
 		if (lua_geti(L, -2, i) != LUA_TSTRING)
-			luaL_argerror(L, arg, lua_pushfstring(L, "option '%s'[%d] must be a string",
-							      name, (int)i));
+			luaL_argerror(L, arg,
+				      lua_pushfstring(L, "option '%s'[%d] must be a string", name,
+						      (int)i));
 		/* The string stays alive in the table, which stays on the stack. */
 		names[i - 1] = lua_tostring(L, -1);
 		lua_pop(L, 1);
@@ -174,13 +191,16 @@ static void request_options(lua_State *L, int arg, herd_alloc_request *req)
 		int isint = 0;
 
 		if (lua_type(L, -1) == LUA_TSTRING) {
-			if (shell_parse_bytes(lua_tostring(L, -1), &req->min_free_memory_bytes) != 0)
-				luaL_argerror(L, arg, "option 'min_memory' must be a size such as "
+			if (shell_parse_bytes(lua_tostring(L, -1), &req->min_free_memory_bytes) !=
+			    0)
+				luaL_argerror(L, arg,
+					      "option 'min_memory' must be a size such as "
 					      "\"40G\" or a number of bytes");
 		} else {
 			v = lua_tointegerx(L, -1, &isint);
 			if (!isint || v < 0)
-				luaL_argerror(L, arg, "option 'min_memory' must be a size such as "
+				luaL_argerror(L, arg,
+					      "option 'min_memory' must be a size such as "
 					      "\"40G\" or a number of bytes");
 			req->min_free_memory_bytes = (uint64_t)v;
 		}
@@ -382,9 +402,14 @@ static const struct plan_field {
 	const char *name;
 	plan_getter get;
 } plan_fields[] = {
-	{ "ranks", get_ranks },   { "gpus", get_gpus },   { "links", get_links },
-	{ "score", get_score },   { "held", get_held },   { "nodes", get_nodes },
-	{ "warnings", get_warnings }, { NULL, NULL }
+	{ "ranks", get_ranks },
+	{ "gpus", get_gpus },
+	{ "links", get_links },
+	{ "score", get_score },
+	{ "held", get_held },
+	{ "nodes", get_nodes },
+	{ "warnings", get_warnings },
+	{ NULL, NULL }
 };
 
 /* p:explain() -> why the plan is what it is, as lines of text. */
@@ -404,8 +429,11 @@ static int plan_env(lua_State *L)
 	herd_status st;
 
 	if (i < 1 || (lua_Unsigned)i > n)
-		return luaL_argerror(L, 2, lua_pushfstring(L, "rank index %d out of range (plan "
-							   "has %d ranks)", (int)i, (int)n));
+		return luaL_argerror(L, 2,
+				     lua_pushfstring(L,
+						     "rank index %d out of range (plan "
+						     "has %d ranks)",
+						     (int)i, (int)n));
 	st = herd_plan_rank_env(plan, (size_t)i - 1, &env);
 	if (st != HERD_OK)
 		return lherd_fail(L, st);

@@ -28,8 +28,8 @@
  * Across nodes, HERD_ALLOC_PACK fills as few nodes as it can and prefers
  * the node with the fewest free GPUs left over (best fit, so whole nodes
  * stay whole); HERD_ALLOC_SPREAD uses as many nodes as it can.  Sets are
- * searched exhaustively while a node offers at most 20000 of them, greedily
- * beyond.
+ * searched exhaustively while a node has at most 64 candidates offering at
+ * most 20000 sets, greedily (from several seeds) beyond.
  *
  * Binding.  Each rank's CPU set is the CPU list of the NUMA node of its
  * GPUs (what `nvidia-smi topo -m` calls CPU Affinity; the launcher applies
@@ -353,11 +353,12 @@ typedef struct herd_lease herd_lease;
  * or none: in ascending UUID order, each lock non-blocking (retried for a
  * few milliseconds, which a reader's probe never outlasts); when one is
  * held, the ones taken are released and HERD_EBUSY names the GPU and its
- * holder.  Creates the directory (not its parents) when missing.  A lease
- * file that is not a regular file, a symbolic link, or a UUID that cannot
- * name a file give HERD_EINVAL or HERD_ESYS naming the file; an unusable
- * directory gives HERD_ESYS.  Never blocks for long; thread-safe.  *out is
- * released with herd_lease_free, or by the process's death.
+ * holder.  Creates the directory (not its parents) when missing, mode 1777
+ * for /run/herd and 0700 for any other.  A lease file that is not a
+ * regular file or is a symbolic link, or a UUID that cannot name a file,
+ * gives HERD_EINVAL naming it; an unusable directory gives HERD_ESYS.
+ * Never blocks for long; thread-safe.  *out is released with
+ * herd_lease_free, or by the process's death.
  */
 HERD_EXTERN herd_status herd_lease_acquire(herd_lease **out, const char *const *uuids,
 					   size_t n, int shared,

@@ -23,7 +23,7 @@ herd_status herd_alloc_this_node(const herd_cluster *cluster, size_t *index)
 
 	if (cluster == NULL || index == NULL)
 		return herd__error(HERD_EINVAL, "herd_alloc_this_node: cluster and index must not "
-				   "be NULL");
+						"be NULL");
 	n = herd_cluster_node_count(cluster);
 	if (n == 1) {
 		*index = 0;
@@ -81,11 +81,14 @@ static herd_status slurm_grant(const herd_cluster *cluster, size_t local,
 		goto out;
 	*restricted = true;
 	if (count == 0) {
-		st = herd__error(HERD_ENORESOURCE, "Slurm job %s granted no GPU on this node (%s): "
-				 "ask for GPUs with --gpus or --gres=gpu:N", env.job_id,
-				 env.cuda_visible_devices != NULL
-					 ? "CUDA_VISIBLE_DEVICES is empty"
-					 : "no SLURM_STEP_GPUS, SLURM_JOB_GPUS or CUDA_VISIBLE_DEVICES");
+		st = herd__error(
+			HERD_ENORESOURCE,
+			"Slurm job %s granted no GPU on this node (%s): "
+			"ask for GPUs with --gpus or --gres=gpu:N",
+			env.job_id,
+			env.cuda_visible_devices != NULL
+				? "CUDA_VISIBLE_DEVICES is empty"
+				: "no SLURM_STEP_GPUS, SLURM_JOB_GPUS or CUDA_VISIBLE_DEVICES");
 		goto out;
 	}
 	/* This node's granted GPUs (those the request also includes), and the
@@ -111,8 +114,10 @@ static herd_status slurm_grant(const herd_cluster *cluster, size_t local,
 			out->names[out->n++] = h;
 	}
 	if (out->n == 0)
-		st = herd__error(HERD_ENORESOURCE, "none of the GPUs Slurm job %s granted on this "
-				 "node is in the request's include list", env.job_id);
+		st = herd__error(HERD_ENORESOURCE,
+				 "none of the GPUs Slurm job %s granted on this "
+				 "node is in the request's include list",
+				 env.job_id);
 out:
 	free(granted);
 	return st;
@@ -127,9 +132,11 @@ static herd_status hold(herd_plan *plan, size_t local, const herd_alloc_request 
 	herd_status st;
 
 	if (herd_plan_node_count(plan) != 1 || herd_plan_gpu_at(plan, 0)->node != local)
-		return herd__error(HERD_EINVAL, "the plan uses %zu node%s and only this node's GPUs "
+		return herd__error(HERD_EINVAL,
+				   "the plan uses %zu node%s and only this node's GPUs "
 				   "can be leased here; plan with plan_only (each node's leases "
-				   "are taken on that node by herd exec)", herd_plan_node_count(plan),
+				   "are taken on that node by herd exec)",
+				   herd_plan_node_count(plan),
 				   herd_plan_node_count(plan) == 1 ? " other than this one" : "s");
 	HERD_CHECK(herd__calloc(&uuids, herd_plan_gpu_count(plan), sizeof(char *), "a lease"));
 	for (size_t i = 0; i < herd_plan_gpu_count(plan); i++)
@@ -172,9 +179,10 @@ herd_status herd_alloc(herd_plan **out, const herd_cluster *cluster,
 	if (opts == NULL)
 		opts = &defaults;
 	if (opts->version == 0 || opts->version > HERD_ALLOC_OPTS_VERSION)
-		return herd__error(HERD_EINVAL, "herd_alloc: opts->version is %u, expected 1..%d "
-				   "(initialize opts with HERD_ALLOC_OPTS_INIT)", opts->version,
-				   HERD_ALLOC_OPTS_VERSION);
+		return herd__error(HERD_EINVAL,
+				   "herd_alloc: opts->version is %u, expected 1..%d "
+				   "(initialize opts with HERD_ALLOC_OPTS_INIT)",
+				   opts->version, HERD_ALLOC_OPTS_VERSION);
 	if (opts->wait_ms < 0)
 		return herd__error(HERD_EINVAL, "herd_alloc: wait_ms is %d; expected 0 or more",
 				   opts->wait_ms);
@@ -184,7 +192,8 @@ herd_status herd_alloc(herd_plan **out, const herd_cluster *cluster,
 	lo.job_id = opts->job_id;
 	have_local = herd_alloc_this_node(cluster, &local) == HERD_OK;
 	if (!have_local && !opts->plan_only)
-		return herd__error_wrap(HERD_ENOTFOUND, "herd_alloc: only this node's GPUs can be "
+		return herd__error_wrap(HERD_ENOTFOUND,
+					"herd_alloc: only this node's GPUs can be "
 					"leased (plan_only plans without leases): ");
 	if (have_local && !opts->ignore_slurm) {
 		HERD_CHECK_GOTO(slurm_grant(cluster, local, request, &grant, &restricted), st, out);
@@ -202,7 +211,8 @@ herd_status herd_alloc(herd_plan **out, const herd_cluster *cluster,
 
 			free(status);
 			status = NULL;
-			HERD_CHECK_GOTO(herd_gpu_status_query(&status, &nstatus, node, &lo), st, out);
+			HERD_CHECK_GOTO(herd_gpu_status_query(&status, &nstatus, node, &lo), st,
+					out);
 		}
 		st = herd_alloc_plan(&plan, cluster, &req, status, nstatus);
 		if (st == HERD_ENORESOURCE && now_ms() < deadline && any_in_use(status, nstatus)) {

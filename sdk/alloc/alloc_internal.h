@@ -44,9 +44,9 @@ void herd__text_free(herd__text *t);
 
 /* The links between the plan's GPUs on one node: a count x count matrix. */
 struct herd__plan_block {
-	size_t node;          /* in the inventory */
-	size_t first, count;  /* the plan's GPUs first..first+count-1 */
-	herd_link *links;     /* count * count */
+	size_t node;         /* in the inventory */
+	size_t first, count; /* the plan's GPUs first..first+count-1 */
+	herd_link *links;    /* count * count */
 };
 
 struct herd_plan {
@@ -63,7 +63,7 @@ struct herd_plan {
 	/* Every string the views point to, freed with the plan. */
 	size_t nstrings, capstrings;
 	char **strings;
-	herd_lease *lease;    /* NULL when not held */
+	herd_lease *lease; /* NULL when not held */
 };
 
 /* An empty plan (nothing chosen yet). */

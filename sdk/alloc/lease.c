@@ -89,9 +89,10 @@ herd_status herd_lease_dir(const herd_lease_opts *opts, char *buf, size_t cap)
 	if (buf == NULL || cap == 0)
 		return herd__error(HERD_EINVAL, "herd_lease_dir: buf is NULL or empty");
 	if (opts != NULL && (opts->version == 0 || opts->version > HERD_LEASE_OPTS_VERSION))
-		return herd__error(HERD_EINVAL, "lease options: version is %u, expected 1..%d "
-				   "(initialize them with HERD_LEASE_OPTS_INIT)", opts->version,
-				   HERD_LEASE_OPTS_VERSION);
+		return herd__error(HERD_EINVAL,
+				   "lease options: version is %u, expected 1..%d "
+				   "(initialize them with HERD_LEASE_OPTS_INIT)",
+				   opts->version, HERD_LEASE_OPTS_VERSION);
 	if (opts != NULL && is_set(opts->dir))
 		n = snprintf(buf, cap, "%s", opts->dir);
 	else if (is_set(env))
@@ -102,9 +103,11 @@ herd_status herd_lease_dir(const herd_lease_opts *opts, char *buf, size_t cap)
 	else if (is_set(xdg))
 		n = snprintf(buf, cap, "%s/herd", xdg);
 	else
-		return herd__error(HERD_EUNAVAIL, "no lease directory: %s does not exist and cannot "
+		return herd__error(HERD_EUNAVAIL,
+				   "no lease directory: %s does not exist and cannot "
 				   "be created, and XDG_RUNTIME_DIR is not set; set HERD_LEASE_DIR "
-				   "(or have /run/herd made with mode 1777)", LEASE_SHARED_DIR);
+				   "(or have /run/herd made with mode 1777)",
+				   LEASE_SHARED_DIR);
 	if (n < 0 || (size_t)n >= cap)
 		return herd__error(HERD_EINVAL, "lease directory name too long (%d bytes)", n);
 	return HERD_OK;
@@ -121,8 +124,8 @@ static herd_status open_dir(const char *dir, bool create, int *out)
 		bool shared = strcmp(dir, LEASE_SHARED_DIR) == 0;
 
 		if (mkdir(dir, shared ? 01777 : 0700) != 0 && errno != EEXIST)
-			return herd__error_errno(HERD_ESYS, errno, "cannot create lease directory %s",
-						 dir);
+			return herd__error_errno(HERD_ESYS, errno,
+						 "cannot create lease directory %s", dir);
 		/* The umask narrows mkdir's mode; the shared one must be 1777. */
 		if (shared && chmod(dir, 01777) != 0)
 			herd__log_warn("cannot make %s mode 1777: %s", dir, strerror(errno));
@@ -189,8 +192,8 @@ static void write_record(int fd, const char *uuid, const char *job)
 	user_name(user, sizeof(user));
 	copy_clean(clean_job, sizeof(clean_job), job);
 	n = snprintf(rec, sizeof(rec),
-		     LEASE_RECORD_MAGIC "%d\nuuid=%s\njob=%s\npid=%ld\nuser=%s\nuid=%u\nhost=%s\n"
-		     "since=%lld\nmode=exclusive\n",
+		     LEASE_RECORD_MAGIC "%d\n"
+		     "uuid=%s\njob=%s\npid=%ld\nuser=%s\nuid=%u\nhost=%s\nsince=%lld\nmode=exclusive\n",
 		     LEASE_RECORD_VERSION, uuid, clean_job, (long)getpid(), user,
 		     (unsigned int)geteuid(), host, (long long)time(NULL));
 	/* The lock is the lease; a record that cannot be written only leaves
@@ -300,7 +303,8 @@ static void probe(int fd, herd_gpu_status *s)
 		s->note[0] = '\0';
 		s->state = probe_once(fd, &err);
 		if (s->state == HERD_LEASE_UNKNOWN) {
-			snprintf(s->note, sizeof(s->note), "cannot test the lock: %s", strerror(err));
+			snprintf(s->note, sizeof(s->note), "cannot test the lock: %s",
+				 strerror(err));
 			return;
 		}
 		if (s->state == HERD_LEASE_FREE)
@@ -381,7 +385,8 @@ herd_status herd_gpu_status_query(herd_gpu_status **out, size_t *n, const herd_n
 	herd_status rc;
 
 	if (out == NULL || n == NULL || node == NULL)
-		return herd__error(HERD_EINVAL, "herd_gpu_status_query: out, n and node must not be "
+		return herd__error(HERD_EINVAL,
+				   "herd_gpu_status_query: out, n and node must not be "
 				   "NULL");
 	*out = NULL;
 	*n = 0;
@@ -419,8 +424,8 @@ static void describe_holder(int fd, char *buf, size_t cap)
 
 	memset(&s, 0, sizeof(s));
 	if (read_record(fd, &s) && pid_alive(s.pid))
-		snprintf(buf, cap, "job %s (pid %lld, user %s, host %s)", s.job,
-			 (long long)s.pid, s.user, s.host);
+		snprintf(buf, cap, "job %s (pid %lld, user %s, host %s)", s.job, (long long)s.pid,
+			 s.user, s.host);
 	else
 		snprintf(buf, cap, "a process that left no record");
 }
@@ -442,7 +447,8 @@ static herd_status lock_one(int dirfd, const char *dir, const char *uuid, bool s
 		bool writable = true;
 		int fd, e = EWOULDBLOCK;
 
-		fd = openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0666);
+		fd = openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+			    0666);
 		if (fd < 0 && errno == EACCES) {
 			/* Another user's file we may not write: locking needs no
 			 * write access, only the record is lost. */
@@ -451,7 +457,8 @@ static herd_status lock_one(int dirfd, const char *dir, const char *uuid, bool s
 		}
 		if (fd < 0) {
 			if (errno == ELOOP)
-				return herd__error(HERD_EINVAL, "lease file %s/%s is a symbolic link; "
+				return herd__error(HERD_EINVAL,
+						   "lease file %s/%s is a symbolic link; "
 						   "something other than herd made it: remove it",
 						   dir, name);
 			return herd__error_errno(errno == EISDIR ? HERD_EINVAL : HERD_ESYS, errno,
@@ -459,8 +466,10 @@ static herd_status lock_one(int dirfd, const char *dir, const char *uuid, bool s
 		}
 		if (fstat(fd, &fsb) != 0 || !S_ISREG(fsb.st_mode)) {
 			close(fd);
-			return herd__error(HERD_EINVAL, "lease file %s/%s is not a regular file; "
-					   "something other than herd made it: remove it", dir, name);
+			return herd__error(HERD_EINVAL,
+					   "lease file %s/%s is not a regular file; "
+					   "something other than herd made it: remove it",
+					   dir, name);
 		}
 		/* Our own new file: make it lockable by every user, whatever the umask. */
 		if (writable && fsb.st_uid == geteuid() && (fsb.st_mode & 0777) != 0666 &&
@@ -495,8 +504,10 @@ static herd_status lock_one(int dirfd, const char *dir, const char *uuid, bool s
 		}
 		close(fd);
 	}
-	return herd__error(HERD_EBUSY, "lease file %s/%s keeps being replaced while locked; "
-			   "something other than herd is deleting lease files", dir, name);
+	return herd__error(HERD_EBUSY,
+			   "lease file %s/%s keeps being replaced while locked; "
+			   "something other than herd is deleting lease files",
+			   dir, name);
 }
 
 static int str_cmp(const void *a, const void *b)
@@ -531,13 +542,15 @@ herd_status herd_lease_acquire(herd_lease **out, const char *const *uuids, size_
 		return herd__error(HERD_EINVAL, "herd_lease_acquire: out is NULL");
 	*out = NULL;
 	if (n > 0 && uuids == NULL)
-		return herd__error(HERD_EINVAL, "herd_lease_acquire: n is %zu but uuids is NULL", n);
+		return herd__error(HERD_EINVAL, "herd_lease_acquire: n is %zu but uuids is NULL",
+				   n);
 	if (n > HERD_ALLOC_MAX_GPUS)
 		return herd__error(HERD_EINVAL, "herd_lease_acquire: %zu GPUs; at most %d", n,
 				   HERD_ALLOC_MAX_GPUS);
 	for (size_t i = 0; i < n; i++)
 		if (!herd__lease_uuid_ok(uuids[i]))
-			return herd__error(HERD_EINVAL, "GPU UUID '%s' cannot name a lease file "
+			return herd__error(HERD_EINVAL,
+					   "GPU UUID '%s' cannot name a lease file "
 					   "(1 to %d letters, digits, '-', '_', '.', ':')",
 					   uuids[i] ? uuids[i] : "(null)", HERD_NAME_LEN - 1);
 	HERD_CHECK(herd_lease_dir(opts, dir, sizeof(dir)));
@@ -548,7 +561,8 @@ herd_status herd_lease_acquire(herd_lease **out, const char *const *uuids, size_
 		qsort(sorted, n, sizeof(*sorted), str_cmp);
 	for (size_t i = 1; i < n; i++)
 		if (strcmp(sorted[i - 1], sorted[i]) == 0) {
-			st = herd__error(HERD_EINVAL, "GPU %s is named twice in one lease", sorted[i]);
+			st = herd__error(HERD_EINVAL, "GPU %s is named twice in one lease",
+					 sorted[i]);
 			goto out;
 		}
 	HERD_CHECK_GOTO(herd__calloc(&lease, 1, sizeof(*lease), "a lease"), st, out);
@@ -561,7 +575,8 @@ herd_status herd_lease_acquire(herd_lease **out, const char *const *uuids, size_
 	/* Ascending UUID order, never waiting while holding: no deadlock. */
 	for (size_t i = 0; i < n; i++) {
 		HERD_CHECK_GOTO(lock_one(dirfd, dir, sorted[i], lease->shared, job_id(opts),
-					 &lease->fds[i]), st, out);
+					 &lease->fds[i]),
+				st, out);
 		lease->n = i + 1;
 	}
 	lease->n = n;

@@ -82,14 +82,17 @@ herd_status herd_plan_link(const herd_plan *plan, size_t i, size_t j, herd_link 
 	if (plan == NULL || out == NULL)
 		return herd__error(HERD_EINVAL, "herd_plan_link: plan and out must not be NULL");
 	if (i >= plan->ngpus || j >= plan->ngpus)
-		return herd__error(HERD_EINVAL, "herd_plan_link: GPU %zu or %zu out of range: the "
-				   "plan has %zu GPUs", i, j, plan->ngpus);
+		return herd__error(HERD_EINVAL,
+				   "herd_plan_link: GPU %zu or %zu out of range: the "
+				   "plan has %zu GPUs",
+				   i, j, plan->ngpus);
 	bi = block_of(plan, i);
 	bj = block_of(plan, j);
 	if (bi == NULL || bi != bj)
-		return herd__error(HERD_ENOTFOUND, "plan GPUs %zu and %zu are on different nodes "
-				   "(%s, %s): no matrix link", i, j, plan->gpus[i].hostname,
-				   plan->gpus[j].hostname);
+		return herd__error(HERD_ENOTFOUND,
+				   "plan GPUs %zu and %zu are on different nodes "
+				   "(%s, %s): no matrix link",
+				   i, j, plan->gpus[i].hostname, plan->gpus[j].hostname);
 	*out = bi->links[(i - bi->first) * bi->count + (j - bi->first)];
 	return HERD_OK;
 }
@@ -157,8 +160,10 @@ herd_status herd_plan_rank_env(const herd_plan *plan, size_t i, char ***env)
 	*env = NULL;
 	r = herd_plan_rank_at(plan, i);
 	if (r == NULL)
-		return herd__error(HERD_EINVAL, "herd_plan_rank_env: rank %zu out of range: the plan "
-				   "has %zu ranks", i, herd_plan_rank_count(plan));
+		return herd__error(HERD_EINVAL,
+				   "herd_plan_rank_env: rank %zu out of range: the plan "
+				   "has %zu ranks",
+				   i, herd_plan_rank_count(plan));
 	herd__text_printf(&cvd, "CUDA_VISIBLE_DEVICES=");
 	for (size_t g = 0; g < r->ngpus; g++)
 		herd__text_printf(&cvd, "%s%s", g ? "," : "", r->gpus[g].uuid);

@@ -65,13 +65,13 @@ static int link_class(herd_link l)
 
 /* What makes a set better, compared field by field, lower first. */
 struct quality {
-	long busy;      /* GPUs with processes no lease accounts for */
-	long worst;     /* worst pair class */
-	long sum;       /* sum of pair classes */
-	long nvlinks;   /* minus the NVLinks between pairs */
-	long nic;       /* sum of the nearest NIC's class, when near_nic */
-	long numa;      /* NUMA nodes touched (negated for spread) */
-	long fit;       /* free GPUs left on those NUMA nodes (negated for spread) */
+	long busy;    /* GPUs with processes no lease accounts for */
+	long worst;   /* worst pair class */
+	long sum;     /* sum of pair classes */
+	long nvlinks; /* minus the NVLinks between pairs */
+	long nic;     /* sum of the nearest NIC's class, when near_nic */
+	long numa;    /* NUMA nodes touched (negated for spread) */
+	long fit;     /* free GPUs left on those NUMA nodes (negated for spread) */
 };
 
 enum { Q_BUSY, Q_WORST, Q_SUM, Q_NVLINKS, Q_NIC, Q_NUMA, Q_FIT, Q_SAME };
@@ -112,10 +112,10 @@ enum why_not {
 };
 
 struct cand {
-	size_t gpu;     /* in node->gpus */
-	int numa;       /* dense index of its NUMA node among the candidates' */
+	size_t gpu; /* in node->gpus */
+	int numa;   /* dense index of its NUMA node among the candidates' */
 	int busy;
-	int nic_class;  /* of its nearest NIC, CLS_NONE without one */
+	int nic_class; /* of its nearest NIC, CLS_NONE without one */
 };
 
 /* One node: its candidates and the links between them. */
@@ -126,18 +126,18 @@ struct node_ctx {
 	const herd_gpu_status **status; /* per GPU, NULL when none */
 	size_t ncand;
 	struct cand *cand;
-	unsigned char *cls;             /* ncand * ncand pair classes */
-	unsigned char *nvl;             /* ncand * ncand NVLink counts, capped */
-	int nnuma;                      /* distinct NUMA nodes of the candidates */
-	size_t *numa_free;              /* candidates per dense NUMA index */
-	int *numa_os;                   /* dense index -> os index (-1 unknown) */
+	unsigned char *cls; /* ncand * ncand pair classes */
+	unsigned char *nvl; /* ncand * ncand NVLink counts, capped */
+	int nnuma;          /* distinct NUMA nodes of the candidates */
+	size_t *numa_free;  /* candidates per dense NUMA index */
+	int *numa_os;       /* dense index -> os index (-1 unknown) */
 };
 
 /* The best set (and runner-up) of k candidates of one node. */
 struct choice {
 	bool ok;
 	size_t k;
-	size_t *set;            /* k candidate indices, ascending */
+	size_t *set; /* k candidate indices, ascending */
 	struct quality q;
 	bool has_second;
 	size_t *second;
@@ -150,7 +150,7 @@ struct planner {
 	const herd_cluster *cluster;
 	const herd_alloc_request *req;
 	long G, K, N, R;
-	bool single;            /* every GPU on one node */
+	bool single; /* every GPU on one node */
 	bool spread;
 	const herd_gpu_status **sorted;
 	size_t nsorted;
@@ -245,9 +245,11 @@ static herd_status check_listed_names(const herd_cluster *cluster, const char *f
 {
 	for (size_t i = 0; i < n; i++)
 		if (!names_something(cluster, names[i]))
-			return herd__error(HERD_EINVAL,
-					   "request: %s[%zu] '%s' names no GPU (UUID or PCI bus id) "
-					   "and no node of the inventory", field, i, names[i]);
+			return herd__error(
+				HERD_EINVAL,
+				"request: %s[%zu] '%s' names no GPU (UUID or PCI bus id) "
+				"and no node of the inventory",
+				field, i, names[i]);
 	return HERD_OK;
 }
 
@@ -354,9 +356,10 @@ static herd_status node_prepare(const struct planner *p, struct node_ctx *nc, si
 
 			HERD_CHECK(herd_node_gpu_link(node, nc->cand[a].gpu, nc->cand[b].gpu, &l));
 			nc->cls[a * m + b] = (unsigned char)link_class(l);
-			nc->nvl[a * m + b] = (unsigned char)(l.kind == HERD_LINK_NVLINK
-							     ? (l.nvlinks > 255 ? 255 : l.nvlinks)
-							     : 0);
+			nc->nvl[a * m + b] =
+				(unsigned char)(l.kind == HERD_LINK_NVLINK
+							? (l.nvlinks > 255 ? 255 : l.nvlinks)
+							: 0);
 		}
 	}
 	return HERD_OK;
@@ -381,8 +384,7 @@ static bool pair_ok(const struct planner *p, const struct node_ctx *nc, size_t a
 	case HERD_ALLOC_LINK_NVLINK:
 		return nc->cls[a * nc->ncand + b] == CLS_NV;
 	case HERD_ALLOC_LINK_SAME_NUMA:
-		return nc->cand[a].numa == nc->cand[b].numa &&
-		       nc->numa_os[nc->cand[a].numa] >= 0;
+		return nc->cand[a].numa == nc->cand[b].numa && nc->numa_os[nc->cand[a].numa] >= 0;
 	default:
 		return true;
 	}
@@ -395,7 +397,7 @@ struct search {
 	const struct node_ctx *nc;
 	struct choice *ch;
 	size_t *cur;
-	size_t *touched;        /* per dense NUMA index, for quality() */
+	size_t *touched; /* per dense NUMA index, for quality() */
 	unsigned long evaluated;
 };
 
@@ -459,8 +461,7 @@ static void consider(struct search *s, const size_t *set, struct quality q)
 	}
 }
 
-static void exhaustive(struct search *s, size_t depth, size_t start, long worst, long sum,
-		       long nvl)
+static void exhaustive(struct search *s, size_t depth, size_t start, long worst, long sum, long nvl)
 {
 	const struct node_ctx *nc = s->nc;
 	size_t k = s->ch->k, m = nc->ncand;
@@ -619,8 +620,9 @@ static herd_status search_node(const struct planner *p, const struct node_ctx *n
 	HERD_CHECK_GOTO(herd__calloc(&ch->set, k, sizeof(size_t), "a GPU set"), st, out);
 	HERD_CHECK_GOTO(herd__calloc(&ch->second, k, sizeof(size_t), "a GPU set"), st, out);
 	HERD_CHECK_GOTO(herd__calloc(&s.cur, k, sizeof(size_t), "a GPU set"), st, out);
-	HERD_CHECK_GOTO(herd__calloc(&s.touched, (size_t)nc->nnuma + 1, sizeof(size_t),
-				     "a GPU set"), st, out);
+	HERD_CHECK_GOTO(
+		herd__calloc(&s.touched, (size_t)nc->nnuma + 1, sizeof(size_t), "a GPU set"), st,
+		out);
 	if (nc->ncand <= EXHAUSTIVE_MAX_CANDIDATES &&
 	    sets_count(nc->ncand, k, EXHAUSTIVE_MAX_SETS) <= EXHAUSTIVE_MAX_SETS) {
 		exhaustive(&s, 0, 0, 0, 0, 0);
@@ -730,8 +732,8 @@ static double gib(uint64_t bytes)
 }
 
 /* "GPU3 held by job 42 (pid 77, user ann)" and the like. */
-static void describe_unavailable(herd__text *t, const struct planner *p,
-				 const struct node_ctx *nc, size_t g)
+static void describe_unavailable(herd__text *t, const struct planner *p, const struct node_ctx *nc,
+				 size_t g)
 {
 	const herd_gpu_status *s = nc->status[g];
 	const herd_gpu *gpu = &nc->node->gpus[g];
@@ -792,14 +794,14 @@ static void describe_need(herd__text *t, const struct planner *p, long nodes, lo
 		tail = " sharing a NUMA node";
 	if (p->req->min_free_memory_bytes > 0)
 		tail = p->req->link == HERD_ALLOC_LINK_SAME_NUMA
-			? " sharing a NUMA node, each with enough free memory"
-			: " with enough free memory each";
+			       ? " sharing a NUMA node, each with enough free memory"
+			       : " with enough free memory each";
 	if (nodes <= 1)
 		herd__text_printf(t, "need %ld %sGPU%s%s on one node", per_node, adj,
 				  per_node == 1 ? "" : "s", tail);
 	else
-		herd__text_printf(t, "need %ld nodes with %ld %sGPU%s%s each", nodes, per_node,
-				  adj, per_node == 1 ? "" : "s", tail);
+		herd__text_printf(t, "need %ld nodes with %ld %sGPU%s%s each", nodes, per_node, adj,
+				  per_node == 1 ? "" : "s", tail);
 }
 
 static int node_order_by_free(const void *a, const void *b)
@@ -843,7 +845,8 @@ static herd_status describe_nodes(herd__text *t, const struct planner *p, long p
 
 			herd__text_printf(t, " but at most %zu %s", f,
 					  p->req->link == HERD_ALLOC_LINK_NVLINK
-						  ? "NVLink-connected" : "on one NUMA node");
+						  ? "NVLink-connected"
+						  : "on one NUMA node");
 		}
 		if (nc->node->ngpus == 0 && nc->node->gpu_note != NULL)
 			herd__text_printf(t, " (%s)", nc->node->gpu_note);
@@ -1037,8 +1040,8 @@ static herd_status choose_counts(const struct planner *p, struct pick *picks, si
 	} else {
 		size_t *given = NULL;
 
-		HERD_CHECK_GOTO(herd__calloc(&given, p->nnodes, sizeof(size_t), "node choices"),
-				st, out);
+		HERD_CHECK_GOTO(herd__calloc(&given, p->nnodes, sizeof(size_t), "node choices"), st,
+				out);
 		while (left > 0) {
 			for (size_t i = 0; i < p->nnodes && left > 0; i++) {
 				if (given[i] + (size_t)p->R <= all[i].ch.k) {
@@ -1130,8 +1133,8 @@ static bool nic_usable(const herd_node *node, size_t j)
  * node), the nearest RDMA device with an active port, the nearest
  * addressed interface.  uses[] counts per matrix NIC.
  */
-static herd_status bind_nics(herd_plan *plan, herd_plan_rank *r, const herd_node *node,
-			     size_t gpu, size_t *uses)
+static herd_status bind_nics(herd_plan *plan, herd_plan_rank *r, const herd_node *node, size_t gpu,
+			     size_t *uses)
 {
 	size_t n = herd_node_nic_count(node), best = n;
 	int best_cls = CLS_NONE, best_rdma_cls = CLS_NONE, best_if_cls = CLS_NONE;
@@ -1155,8 +1158,8 @@ static herd_status bind_nics(herd_plan *plan, herd_plan_rank *r, const herd_node
 		cls = link_class(l);
 		usable = nic_usable(node, j);
 		if (best == n || cls < best_cls ||
-		    (cls == best_cls && (usable > best_usable ||
-					 (usable == best_usable && uses[j] < uses[best])))) {
+		    (cls == best_cls &&
+		     (usable > best_usable || (usable == best_usable && uses[j] < uses[best])))) {
 			best = j;
 			best_cls = cls;
 			best_usable = usable;
@@ -1269,8 +1272,8 @@ static herd_status warn_busy(herd_plan *plan, const struct node_ctx *nc, size_t 
 	const herd_gpu_status *s = nc->status[g];
 	char pids[160] = "";
 	size_t len = 0;
-	int shown = s->processes < HERD_GPU_STATUS_MAX_PIDS ? s->processes
-							     : HERD_GPU_STATUS_MAX_PIDS;
+	int shown =
+		s->processes < HERD_GPU_STATUS_MAX_PIDS ? s->processes : HERD_GPU_STATUS_MAX_PIDS;
 
 	for (int i = 0; i < shown && len < sizeof(pids); i++)
 		len += (size_t)snprintf(pids + len, sizeof(pids) - len, "%s%lld", i ? ", " : "",
@@ -1301,8 +1304,8 @@ static herd_status build(const struct planner *p, herd_plan *plan, struct pick *
 	for (size_t i = 0; i < npicks; i++)
 		ngpus += picks[i].ch.k;
 	HERD_CHECK(herd__calloc(&plan->gpus, ngpus, sizeof(*plan->gpus), "a plan"));
-	HERD_CHECK(herd__calloc(&plan->ranks, ngpus / (size_t)p->R, sizeof(*plan->ranks),
-				"a plan"));
+	HERD_CHECK(
+		herd__calloc(&plan->ranks, ngpus / (size_t)p->R, sizeof(*plan->ranks), "a plan"));
 	HERD_CHECK(herd__calloc(&plan->blocks, npicks, sizeof(*plan->blocks), "a plan"));
 	plan->ngpus = ngpus;
 	plan->nranks = ngpus / (size_t)p->R;
@@ -1341,8 +1344,7 @@ static herd_status build(const struct planner *p, herd_plan *plan, struct pick *
 					pairs++;
 				}
 			}
-			if (nc->status[pg->index] != NULL &&
-			    nc->cand[picks[i].ch.set[a]].busy)
+			if (nc->status[pg->index] != NULL && nc->cand[picks[i].ch.set[a]].busy)
 				HERD_CHECK(warn_busy(plan, nc, pg->index));
 		}
 		HERD_CHECK(herd__calloc(&uses, herd_node_nic_count(node) + 1, sizeof(size_t),
@@ -1386,7 +1388,8 @@ static void explain_request(herd__text *t, const struct planner *p)
 	if (p->R > 1)
 		herd__text_printf(t, ", %ld per rank", p->R);
 	herd__text_printf(t, ", link %s, %s, %s", herd_alloc_link_str(req->link),
-			  req->shared ? "shared" : "exclusive", herd__alloc_policy_str(req->policy));
+			  req->shared ? "shared" : "exclusive",
+			  herd__alloc_policy_str(req->policy));
 	if (req->near_nic)
 		herd__text_printf(t, ", near a NIC");
 	if (req->min_free_memory_bytes > 0)
@@ -1515,8 +1518,10 @@ static void explain_reason(herd__text *t, const struct planner *p, const struct 
 		if (p->spread)
 			herd__text_printf(t, "it leaves more free GPUs beside it (spread)");
 		else
-			herd__text_printf(t, "it leaves fewer free GPUs stranded beside it "
-					  "(best fit: %ld vs %ld)", a->fit, b->fit);
+			herd__text_printf(t,
+					  "it leaves fewer free GPUs stranded beside it "
+					  "(best fit: %ld vs %ld)",
+					  a->fit, b->fit);
 		break;
 	default:
 		herd__text_printf(t, "a tie, broken by the lowest GPU indices");
@@ -1580,7 +1585,8 @@ static void explain_ranks(herd__text *t, const herd_plan *plan)
 		if (r->numa_node >= 0)
 			herd__text_printf(t, " (NUMA %d)", r->numa_node);
 		if (r->nic[0] != '\0')
-			herd__text_printf(t, ", NIC %s (%s)", r->nic, herd_link_str(r->nic_link, buf));
+			herd__text_printf(t, ", NIC %s (%s)", r->nic,
+					  herd_link_str(r->nic_link, buf));
 		else
 			herd__text_printf(t, ", no NIC");
 		if (r->ib_hca[0] != '\0')
@@ -1601,8 +1607,8 @@ static herd_status explain(const struct planner *p, herd_plan *plan, const struc
 	if (npicks > 1) {
 		herd__text_printf(&t, "nodes: ");
 		for (size_t i = 0; i < npicks; i++)
-			herd__text_printf(&t, "%s%s (%zu)", i ? ", " : "", picks[i].nc->node->hostname,
-					  picks[i].ch.k);
+			herd__text_printf(&t, "%s%s (%zu)", i ? ", " : "",
+					  picks[i].nc->node->hostname, picks[i].ch.k);
 		herd__text_printf(&t, " - %s\n",
 				  p->spread ? "spread over as many nodes as have room"
 					    : "packed into as few nodes as hold them, fullest fit");
@@ -1628,35 +1634,47 @@ static herd_status normalize(struct planner *p)
 	p->G = req->gpus > 0 ? req->gpus : p->K * p->N;
 	p->spread = req->policy == HERD_ALLOC_SPREAD;
 	if (p->G > HERD_ALLOC_MAX_GPUS)
-		return herd__error(HERD_EINVAL, "request: gpus_per_node %ld x nodes %ld is %ld GPUs; "
-				   "at most %d", p->K, p->N, p->G, HERD_ALLOC_MAX_GPUS);
+		return herd__error(HERD_EINVAL,
+				   "request: gpus_per_node %ld x nodes %ld is %ld GPUs; "
+				   "at most %d",
+				   p->K, p->N, p->G, HERD_ALLOC_MAX_GPUS);
 	if (p->K > 0 && p->N > 0 && p->K * p->N != p->G)
-		return herd__error(HERD_EINVAL, "request: gpus (%ld) is not gpus_per_node (%ld) x "
-				   "nodes (%ld)", p->G, p->K, p->N);
+		return herd__error(HERD_EINVAL,
+				   "request: gpus (%ld) is not gpus_per_node (%ld) x "
+				   "nodes (%ld)",
+				   p->G, p->K, p->N);
 	if (p->K > 0 && p->G % p->K != 0)
-		return herd__error(HERD_EINVAL, "request: gpus (%ld) is not a multiple of "
-				   "gpus_per_node (%ld)", p->G, p->K);
+		return herd__error(HERD_EINVAL,
+				   "request: gpus (%ld) is not a multiple of "
+				   "gpus_per_node (%ld)",
+				   p->G, p->K);
 	if (p->K == 0 && p->N > 0 && p->G % p->N != 0)
-		return herd__error(HERD_EINVAL, "request: %ld GPUs do not split evenly over %ld "
-				   "nodes; give gpus_per_node", p->G, p->N);
+		return herd__error(HERD_EINVAL,
+				   "request: %ld GPUs do not split evenly over %ld "
+				   "nodes; give gpus_per_node",
+				   p->G, p->N);
 	if (p->K == 0 && p->N > 0)
 		p->K = p->G / p->N;
 	if (p->K > 0 && p->N == 0)
 		p->N = p->G / p->K;
 	if (p->G % p->R != 0 || (p->K > 0 && p->K % p->R != 0))
-		return herd__error(HERD_EINVAL, "request: gpus_per_rank (%ld) must divide the GPUs "
-				   "of each node (%ld)", p->R, p->K > 0 ? p->K : p->G);
+		return herd__error(HERD_EINVAL,
+				   "request: gpus_per_rank (%ld) must divide the GPUs "
+				   "of each node (%ld)",
+				   p->R, p->K > 0 ? p->K : p->G);
 	if (req->link == HERD_ALLOC_LINK_SAME_NODE && p->N > 1)
-		return herd__error(HERD_EINVAL, "request: link 'same-node' asks for one node, but "
-				   "%ld GPUs at %ld per node take %ld nodes", p->G, p->K, p->N);
+		return herd__error(HERD_EINVAL,
+				   "request: link 'same-node' asks for one node, but "
+				   "%ld GPUs at %ld per node take %ld nodes",
+				   p->G, p->K, p->N);
 	p->single = p->N == 1 || (p->K == 0 && req->link != HERD_ALLOC_LINK_ANY);
 	if (p->single && p->K == 0) {
 		p->K = p->G;
 		p->N = 1;
 	}
 	if (p->K > HERD_ALLOC_MAX_GPUS_PER_NODE)
-		return herd__error(HERD_EINVAL, "request: %ld GPUs on one node; at most %d",
-				   p->K, HERD_ALLOC_MAX_GPUS_PER_NODE);
+		return herd__error(HERD_EINVAL, "request: %ld GPUs on one node; at most %d", p->K,
+				   HERD_ALLOC_MAX_GPUS_PER_NODE);
 	return HERD_OK;
 }
 
@@ -1701,9 +1719,10 @@ static herd_status plan_nodes(const struct planner *p, struct pick *picks, size_
 
 		HERD_CHECK(search_node(p, picks[i].nc, k, &picks[i].ch));
 		if (!picks[i].ch.ok)
-			return herd__error(HERD_EINTERNAL, "no set of %zu GPUs on node %s, which has %zu "
-					   "candidates", k, picks[i].nc->node->hostname,
-					   picks[i].nc->ncand);
+			return herd__error(HERD_EINTERNAL,
+					   "no set of %zu GPUs on node %s, which has %zu "
+					   "candidates",
+					   k, picks[i].nc->node->hostname, picks[i].nc->ncand);
 	}
 	return HERD_OK;
 }
@@ -1724,8 +1743,8 @@ herd_status herd_alloc_plan(herd_plan **out, const herd_cluster *cluster,
 	if (cluster == NULL)
 		return herd__error(HERD_EINVAL, "herd_alloc_plan: cluster is NULL");
 	if (nstatus > 0 && status == NULL)
-		return herd__error(HERD_EINVAL, "herd_alloc_plan: nstatus is %zu but status is NULL",
-				   nstatus);
+		return herd__error(HERD_EINVAL,
+				   "herd_alloc_plan: nstatus is %zu but status is NULL", nstatus);
 	HERD_CHECK(herd__alloc_request_check(request));
 	p.cluster = cluster;
 	p.req = request;

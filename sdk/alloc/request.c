@@ -25,7 +25,8 @@ const char *herd_alloc_link_str(herd_alloc_link link)
 herd_status herd_alloc_link_parse(const char *name, herd_alloc_link *out)
 {
 	if (name == NULL || out == NULL)
-		return herd__error(HERD_EINVAL, "herd_alloc_link_parse: name and out must not be NULL");
+		return herd__error(HERD_EINVAL,
+				   "herd_alloc_link_parse: name and out must not be NULL");
 	for (size_t i = 0; i < NLINKS; i++) {
 		if (strcmp(name, link_names[i]) == 0) {
 			*out = (herd_alloc_link)i;
@@ -61,8 +62,8 @@ static herd_status check_range(const char *field, long value, long lo, long hi)
 {
 	if (value >= lo && value <= hi)
 		return HERD_OK;
-	return herd__error(HERD_EINVAL, "request: %s is %ld; expected %ld to %ld", field, value,
-			   lo, hi);
+	return herd__error(HERD_EINVAL, "request: %s is %ld; expected %ld to %ld", field, value, lo,
+			   hi);
 }
 
 static herd_status check_names(const char *field, const char *const *names, size_t n)
@@ -90,21 +91,25 @@ herd_status herd__alloc_request_check(const herd_alloc_request *req)
 				   "HERD_ALLOC_REQUEST_INIT)",
 				   req->version, HERD_ALLOC_REQUEST_VERSION);
 	HERD_CHECK(check_range("gpus", req->gpus, 0, HERD_ALLOC_MAX_GPUS));
-	HERD_CHECK(check_range("gpus_per_node", req->gpus_per_node, 0,
-			       HERD_ALLOC_MAX_GPUS_PER_NODE));
+	HERD_CHECK(
+		check_range("gpus_per_node", req->gpus_per_node, 0, HERD_ALLOC_MAX_GPUS_PER_NODE));
 	HERD_CHECK(check_range("nodes", req->nodes, 0, HERD_ALLOC_MAX_GPUS));
-	HERD_CHECK(check_range("gpus_per_rank", req->gpus_per_rank, 0,
-			       HERD_ALLOC_MAX_GPUS_PER_NODE));
+	HERD_CHECK(
+		check_range("gpus_per_rank", req->gpus_per_rank, 0, HERD_ALLOC_MAX_GPUS_PER_NODE));
 	if ((unsigned int)req->link >= NLINKS)
-		return herd__error(HERD_EINVAL, "request: link is %d; expected one of "
-				   "HERD_ALLOC_LINK_ANY .. HERD_ALLOC_LINK_SAME_NUMA", (int)req->link);
+		return herd__error(HERD_EINVAL,
+				   "request: link is %d; expected one of "
+				   "HERD_ALLOC_LINK_ANY .. HERD_ALLOC_LINK_SAME_NUMA",
+				   (int)req->link);
 	if (req->policy != HERD_ALLOC_PACK && req->policy != HERD_ALLOC_SPREAD)
-		return herd__error(HERD_EINVAL, "request: policy is %d; expected HERD_ALLOC_PACK "
-				   "or HERD_ALLOC_SPREAD", (int)req->policy);
+		return herd__error(HERD_EINVAL,
+				   "request: policy is %d; expected HERD_ALLOC_PACK "
+				   "or HERD_ALLOC_SPREAD",
+				   (int)req->policy);
 	HERD_CHECK(check_names("exclude", req->exclude, req->nexclude));
 	HERD_CHECK(check_names("include", req->include, req->ninclude));
 	if (req->gpus == 0 && (req->gpus_per_node == 0 || req->nodes == 0))
 		return herd__error(HERD_EINVAL, "request: gpus is 0; ask for at least one GPU "
-				   "(or give gpus_per_node and nodes)");
+						"(or give gpus_per_node and nodes)");
 	return HERD_OK;
 }

@@ -13,11 +13,11 @@
 
 /* One variable's list: GPUs in the order given, as node indices. */
 struct gpu_list {
-	const char *var;        /* its name, for messages */
+	const char *var; /* its name, for messages */
 	const char *value;
 	size_t n;
-	size_t *gpu;            /* node GPU index of each item */
-	long *number;           /* the number as written, -1 for a UUID */
+	size_t *gpu;  /* node GPU index of each item */
+	long *number; /* the number as written, -1 for a UUID */
 };
 
 static bool is_set(const char *s)
@@ -76,14 +76,19 @@ static herd_status parse_list(const herd_node *node, const char *var, const char
 		memcpy(item, p, len);
 		item[len] = '\0';
 		if (strcasecmp(item, "NoDevFiles") == 0) {
-			st = herd__error(HERD_EINVAL, "%s=%s: gres.conf names no device files for the "
-					 "GPUs, so Slurm cannot say which ones it granted; give them "
-					 "File= lines (or AutoDetect=nvml)", var, value);
+			st = herd__error(
+				HERD_EINVAL,
+				"%s=%s: gres.conf names no device files for the "
+				"GPUs, so Slurm cannot say which ones it granted; give them "
+				"File= lines (or AutoDetect=nvml)",
+				var, value);
 			goto fail;
 		}
 		if (strncasecmp(item, "MIG-", 4) == 0) {
-			st = herd__error(HERD_EINVAL, "%s=%s: MIG devices (%s) are not supported: "
-					 "herd allocates whole GPUs", var, value, item);
+			st = herd__error(HERD_EINVAL,
+					 "%s=%s: MIG devices (%s) are not supported: "
+					 "herd allocates whole GPUs",
+					 var, value, item);
 			goto fail;
 		}
 		if (strncasecmp(item, "GPU-", 4) == 0) {
@@ -92,8 +97,10 @@ static herd_status parse_list(const herd_node *node, const char *var, const char
 			while (g < node->ngpus && strcasecmp(node->gpus[g].uuid, item) != 0)
 				g++;
 			if (g == node->ngpus) {
-				st = herd__error(HERD_ENOTFOUND, "%s=%s names GPU %s, which node %s "
-						 "does not have", var, value, item, node->hostname);
+				st = herd__error(HERD_ENOTFOUND,
+						 "%s=%s names GPU %s, which node %s "
+						 "does not have",
+						 var, value, item, node->hostname);
 				goto fail;
 			}
 			HERD_CHECK_GOTO(list_push(l, g, -1, cap), st, fail);
@@ -105,16 +112,21 @@ static herd_status parse_list(const herd_node *node, const char *var, const char
 			if (lo >= 0 && *end == '-' && isdigit((unsigned char)end[1]))
 				hi = strtol(end + 1, &end, 10);
 			if (lo < 0 || *end != '\0' || hi < lo) {
-				st = herd__error(HERD_EINVAL, "%s=%s: '%s' is neither a GPU index nor "
-						 "a GPU UUID", var, value, item);
+				st = herd__error(HERD_EINVAL,
+						 "%s=%s: '%s' is neither a GPU index nor "
+						 "a GPU UUID",
+						 var, value, item);
 				goto fail;
 			}
 			if ((unsigned long)hi >= node->ngpus) {
-				st = herd__error(HERD_EINVAL, "%s=%s names GPU %ld, but node %s has %zu "
-						 "GPU%s (Slurm's index is read as the place in PCI bus "
-						 "order; an inventory probed inside a device cgroup lacks "
-						 "the others)", var, value, hi, node->hostname,
-						 node->ngpus, node->ngpus == 1 ? "" : "s");
+				st = herd__error(
+					HERD_EINVAL,
+					"%s=%s names GPU %ld, but node %s has %zu "
+					"GPU%s (Slurm's index is read as the place in PCI bus "
+					"order; an inventory probed inside a device cgroup lacks "
+					"the others)",
+					var, value, hi, node->hostname, node->ngpus,
+					node->ngpus == 1 ? "" : "s");
 				goto fail;
 			}
 			for (long i = lo; i <= hi; i++)
@@ -151,8 +163,7 @@ static bool list_has_number(const struct gpu_list *l, long number)
  * same indices, or 0..n-1 under ConstrainDevices) keeps all of it; a
  * narrower one keeps what it names.  mask[] is per node GPU.
  */
-static herd_status narrow(const struct gpu_list *grant, const struct gpu_list *cvd,
-			  bool *mask)
+static herd_status narrow(const struct gpu_list *grant, const struct gpu_list *cvd, bool *mask)
 {
 	bool uuids = false, numbers = false, global = true, local = true;
 
@@ -160,9 +171,10 @@ static herd_status narrow(const struct gpu_list *grant, const struct gpu_list *c
 		if (cvd->number[i] < 0) {
 			uuids = true;
 			if (!list_has_gpu(grant, cvd->gpu[i]))
-				return herd__error(HERD_EINVAL, "%s=%s names a GPU that %s=%s does not "
-						   "grant", cvd->var, cvd->value, grant->var,
-						   grant->value);
+				return herd__error(HERD_EINVAL,
+						   "%s=%s names a GPU that %s=%s does not "
+						   "grant",
+						   cvd->var, cvd->value, grant->var, grant->value);
 			continue;
 		}
 		numbers = true;
@@ -173,9 +185,11 @@ static herd_status narrow(const struct gpu_list *grant, const struct gpu_list *c
 		return herd__error(HERD_EINVAL, "%s=%s mixes indices and UUIDs", cvd->var,
 				   cvd->value);
 	if (numbers && !global && !local)
-		return herd__error(HERD_EINVAL, "%s=%s fits neither of Slurm's forms for %s=%s (the "
+		return herd__error(HERD_EINVAL,
+				   "%s=%s fits neither of Slurm's forms for %s=%s (the "
 				   "same indices, or 0..%zu under ConstrainDevices); unset it or "
-				   "let Slurm set it", cvd->var, cvd->value, grant->var, grant->value,
+				   "let Slurm set it",
+				   cvd->var, cvd->value, grant->var, grant->value,
 				   grant->n > 0 ? grant->n - 1 : 0);
 	for (size_t i = 0; i < cvd->n; i++) {
 		size_t g = cvd->gpu[i];
@@ -189,8 +203,8 @@ static herd_status narrow(const struct gpu_list *grant, const struct gpu_list *c
 	return HERD_OK;
 }
 
-herd_status herd_alloc_slurm_gpus(const herd_node *node, const herd_slurm_env *env,
-				  size_t *granted, size_t *count, int *inside)
+herd_status herd_alloc_slurm_gpus(const herd_node *node, const herd_slurm_env *env, size_t *granted,
+				  size_t *count, int *inside)
 {
 	struct gpu_list grant = { 0 }, cvd = { 0 };
 	const char *var = NULL, *value = NULL;
@@ -200,7 +214,7 @@ herd_status herd_alloc_slurm_gpus(const herd_node *node, const herd_slurm_env *e
 	if (node == NULL || env == NULL || count == NULL || inside == NULL ||
 	    (granted == NULL && node != NULL && node->ngpus > 0))
 		return herd__error(HERD_EINVAL, "herd_alloc_slurm_gpus: node, env, granted, count "
-				   "and inside must not be NULL");
+						"and inside must not be NULL");
 	*count = 0;
 	*inside = is_set(env->job_id);
 	if (!*inside) {
@@ -221,8 +235,9 @@ herd_status herd_alloc_slurm_gpus(const herd_node *node, const herd_slurm_env *e
 	if (var != NULL)
 		HERD_CHECK_GOTO(parse_list(node, var, value, &grant), st, out);
 	if (env->cuda_visible_devices != NULL)
-		HERD_CHECK_GOTO(parse_list(node, "CUDA_VISIBLE_DEVICES", env->cuda_visible_devices,
-					   &cvd), st, out);
+		HERD_CHECK_GOTO(
+			parse_list(node, "CUDA_VISIBLE_DEVICES", env->cuda_visible_devices, &cvd),
+			st, out);
 	if (var != NULL && env->cuda_visible_devices != NULL) {
 		HERD_CHECK_GOTO(narrow(&grant, &cvd, mask), st, out);
 	} else {

@@ -105,8 +105,8 @@ static void usage_one(const struct nvml_usage_api *api, herd_gpu_status *s)
 	if (api->by_uuid(s->uuid, &dev) != NVML_SUCCESS)
 		return; /* a GPU the driver does not know: a recorded inventory */
 	if (api->memory != NULL && api->memory(dev, &mem) == NVML_SUCCESS)
-		s->free_memory_bytes = mem.free > (unsigned long long)INT64_MAX ? INT64_MAX
-										 : (int64_t)mem.free;
+		s->free_memory_bytes =
+			mem.free > (unsigned long long)INT64_MAX ? INT64_MAX : (int64_t)mem.free;
 	if (api->procs == NULL)
 		return;
 	rc = api->procs(dev, &count, buf);

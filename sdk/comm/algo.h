@@ -10,7 +10,11 @@
  * Choice of algorithm (herd__algo_pick): "ring" forces the bandwidth
  * algorithms (ring, pipelined chain), "rd" the latency ones (recursive
  * doubling, Bruck, binomial trees); "auto" takes the latency ones below
- * HERD__ALGO_SMALL bytes per rank and the bandwidth ones above.
+ * HERD__ALGO_SMALL bytes, counted as what the latency algorithm moves in a
+ * step (the vector for allreduce, reduce and broadcast, all p blocks for
+ * allgather, reduce_scatter and alltoall), the bandwidth ones above, and
+ * for the tiniest allreduce on three ranks or more a one-shot exchange.
+ * Gather, scatter, send, recv, sendrecv and barrier have one algorithm.
  */
 #ifndef HERD_COMM_ALGO_H
 #define HERD_COMM_ALGO_H
@@ -35,9 +39,22 @@
 /*
  * The bandwidth algorithms work through the data in slices whose blocks
  * (what one step sends to one peer) are at most this many bytes, so that a
- * slice stays in cache between its steps.
+ * slice stays in cache between its steps and a step moves enough to hide
+ * its synchronization.
  */
 #define HERD__ALGO_BLOCK (1024u * 1024u)
+
+/* The block size in force: HERD__ALGO_BLOCK.  Tests lower it to run many
+ * slices through little data; nothing else writes it. */
+extern size_t herd__algo_block_bytes;
+
+/* Elements of a given size per block, at least one. */
+static inline size_t herd__algo_block_elems(size_t elsize)
+{
+	size_t n = herd__algo_block_bytes / elsize;
+
+	return n > 0 ? n : 1;
+}
 
 herd_status herd__algo_allreduce(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_reduce(herd_comm *comm, const herd__op *op);

@@ -14,7 +14,7 @@ herd_status herd__algo_allgather(herd_comm *comm, const herd__op *op)
 	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
 	herd_dtype dtype = (herd_dtype)op->fp.dtype;
 	size_t es = herd_dtype_size(dtype), count = op->count, block = count * es;
-	size_t chunk = HERD__ALGO_BLOCK / es;
+	size_t chunk = herd__algo_block_elems(es);
 	char *out = op->recvbuf;
 
 	if (count == 0)

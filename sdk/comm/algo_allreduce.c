@@ -35,7 +35,7 @@ static herd_status ring_allreduce(herd_comm *comm, const void *in, void *out, si
 	bool widen = herd__algo_widens(dtype, op);
 	herd_dtype wdt = widen ? HERD_FLOAT32 : dtype;
 	size_t es = herd_dtype_size(dtype), wes = herd_dtype_size(wdt);
-	size_t block = HERD__ALGO_BLOCK / wes, slice = block * (size_t)p;
+	size_t block = herd__algo_block_elems(wes), slice = block * (size_t)p;
 	size_t nslices = (count + slice - 1) / slice;
 	const char *cin = in;
 	char *cout = out, *ag_buf = NULL;

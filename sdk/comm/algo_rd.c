@@ -2,7 +2,9 @@
  * sdk/comm/algo_rd.c - the latency algorithms: recursive doubling for
  * allreduce, Bruck for allgather.  Both take ceil(log2 p) steps (recursive
  * doubling two more when p is not a power of two), each moving whole
- * vectors, which is what small messages want.
+ * vectors, which is what small messages want.  For the tiniest vectors a
+ * one-shot allreduce takes a single step, at the price of p - 1 messages
+ * per rank.
  */
 #include <stdlib.h>
 #include <string.h>

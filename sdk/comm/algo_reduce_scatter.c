@@ -39,7 +39,7 @@ static herd_status rs_ring(herd_comm *comm, const herd__op *op)
 	bool widen = herd__algo_widens(dtype, redop);
 	herd_dtype wdt = widen ? HERD_FLOAT32 : dtype;
 	size_t es = herd_dtype_size(dtype), wes = herd_dtype_size(wdt);
-	size_t count = op->count, chunk = HERD__ALGO_BLOCK / wes;
+	size_t count = op->count, chunk = herd__algo_block_elems(wes);
 	size_t n_max = count < chunk ? count : chunk;
 	const char *in = op->sendbuf;
 	char *out = op->recvbuf;

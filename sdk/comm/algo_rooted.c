@@ -54,7 +54,7 @@ static herd_status bcast_chain(herd_comm *comm, const void *src, void *buf, size
 	int vr = herd__algo_mod(r - root, p);
 	int prev = vr > 0 ? herd__algo_mod(r - 1, p) : -1;
 	int next = vr < p - 1 ? herd__algo_mod(r + 1, p) : -1;
-	size_t chunk = HERD__ALGO_BLOCK, nchunks = (bytes + chunk - 1) / chunk;
+	size_t chunk = herd__algo_block_elems(1), nchunks = (bytes + chunk - 1) / chunk;
 	const char *from = vr == 0 ? src : buf;
 	char *to = buf;
 
@@ -156,7 +156,8 @@ static herd_status reduce_ring(herd_comm *comm, const herd__op *op)
 	bool widen = herd__algo_widens(dtype, redop);
 	herd_dtype wdt = widen ? HERD_FLOAT32 : dtype;
 	size_t es = herd_dtype_size(dtype), wes = herd_dtype_size(wdt);
-	size_t count = op->count, block = HERD__ALGO_BLOCK / wes, slice = block * (size_t)p;
+	size_t count = op->count, block = herd__algo_block_elems(wes);
+	size_t slice = block * (size_t)p;
 	size_t n_max = count < slice ? count : slice, b_max = n_max / (size_t)p + 1;
 	const char *in = op->sendbuf;
 	char *out = op->recvbuf;

@@ -8,6 +8,8 @@
 
 #include "comm/algo.h"
 
+size_t herd__algo_block_bytes = HERD__ALGO_BLOCK;
+
 herd__algo_kind herd__algo_pick(const herd_comm *comm, size_t bytes)
 {
 	const char *algo = herd__comm_algo(comm);

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 
+#include "comm/algo.h"
 #include "comm_harness.h"
 #include "herd/comm.h"
 
@@ -21,7 +22,9 @@ typedef struct ops_session {
 	char scope[64];
 	const char *transport;     /* "auto" or "tcp" */
 	const char *algo;          /* "auto", "ring", "rd" */
-	bool matrix;               /* every dtype x op x count (else large cases only) */
+	bool matrix;               /* every call x dtype x op x count */
+	bool allreduce_matrix;     /* the same for allreduce alone */
+	size_t matrix_block;       /* herd__algo_block_bytes in the matrix; 0: default */
 	size_t large;              /* elements of the large cases; 0: none */
 } ops_session;
 
@@ -375,21 +378,29 @@ static inline void ops_session_rank(int rank, int size, void *arg)
 	CHECK_OK(ops_comm(&c, s, rank, size));
 	if (c == NULL)
 		return;
-	for (int dt = 0; dt < HERD_DTYPE_COUNT && s->matrix; dt++) {
+	if (s->matrix_block)
+		herd__algo_block_bytes = s->matrix_block;
+	for (int dt = 0; dt < HERD_DTYPE_COUNT; dt++) {
 		for (size_t ci = 0; ci < OPS_NCOUNTS; ci++) {
 			size_t n = ops_counts[ci];
 
 			for (int op = 0; op < HERD_REDOP_COUNT; op++, k++) {
-				ops_allreduce(c, (herd_dtype)dt, op, n, k % 2, tag);
+				if (s->matrix || s->allreduce_matrix)
+					ops_allreduce(c, (herd_dtype)dt, op, n, k % 2, tag);
+				if (!s->matrix)
+					continue;
 				ops_reduce(c, (herd_dtype)dt, op, n, k % 3 == 0, k % size, tag);
 				ops_reduce_scatter(c, (herd_dtype)dt, op, n, k % 2 == 0, tag);
 			}
+			if (!s->matrix)
+				continue;
 			ops_broadcast(c, (herd_dtype)dt, n, k % 2, (k + 1) % size, tag);
 			ops_allgather(c, (herd_dtype)dt, n, k % 2 == 0, tag);
 			for (int kind = 0; kind < 3; kind++)
 				ops_move(c, kind, (herd_dtype)dt, n, (k + kind) % size, tag);
 		}
 	}
+	herd__algo_block_bytes = HERD__ALGO_BLOCK;
 	ops_p2p(c, 0, tag);
 	ops_p2p(c, 1009, tag);
 	if (s->large > 0) {
@@ -413,20 +424,29 @@ static inline void ops_session_rank(int rank, int size, void *arg)
 	herd_comm_destroy(c);
 }
 
-/* Runs a session on each size, reporting how long each took. */
-static inline void ops_run_sessions(const char *transport, const char *algo, bool matrix,
-				    size_t large, const int *sizes, size_t nsizes)
+/* Runs a session on each size, reporting how long each took.  "auto"
+ * sessions check allreduce over the whole matrix (its tiniest vectors take
+ * their own algorithm) and the large cases; forced ones everything, the
+ * ring with blocks of 512 bytes in the matrix, so that its counts of 1009
+ * cross slices too. */
+static inline void ops_run_sessions(const char *transport, const char *algo, size_t large,
+				    const int *sizes, size_t nsizes)
 {
+	bool is_auto = strcmp(algo, "auto") == 0;
+
 	for (size_t i = 0; i < nsizes; i++) {
-		ops_session s = { .transport = transport, .algo = algo, .matrix = matrix,
-				  .large = large };
+		ops_session s = { .transport = transport, .algo = algo, .matrix = !is_auto,
+				  .allreduce_matrix = true, .large = large };
+
+		if (strcmp(algo, "ring") == 0)
+			s.matrix_block = 512;
 		double t0 = now_s();
 
 		harness_scope(s.scope, sizeof(s.scope), "ops");
 		CHECK_INT(run_ranks(sizes[i], ops_session_rank, &s, 90000, NULL, NULL, 0, NULL), 0);
-		printf("     %d ranks over %s, algo %s%s%s: %.2f s\n", sizes[i], transport, algo,
-		       matrix ? ", every dtype x op" : "", large ? ", large cases" : "",
-		       now_s() - t0);
+		printf("     %d ranks over %s, algo %s, %s%s: %.2f s\n", sizes[i], transport, algo,
+		       is_auto ? "allreduce x dtype x op" : "every call x dtype x op",
+		       large ? ", large cases" : "", now_s() - t0);
 	}
 }
 

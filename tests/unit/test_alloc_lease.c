@@ -44,7 +44,8 @@ static herd_cluster *node_of(const char *const *uuids, size_t n)
 					"\"0000:%02zx:00.0\",\"host_bridge\":\"0000:00\","
 					"\"numa_node\":0,\"switches\":[]},\"memory_bytes\":1,"
 					"\"cc_major\":9,\"cc_minor\":0,\"nvswitch_links\":0,"
-					"\"nvlinks\":[]}", i ? "," : "", uuids[i], i + 1);
+					"\"nvlinks\":[]}",
+					i ? "," : "", uuids[i], i + 1);
 	snprintf(json + len, sizeof(json) - len, "],\"netdevs\":[],\"rdma\":[]}]}");
 	if (herd_cluster_decode(&c, json, strlen(json), "test node") != HERD_OK) {
 		fprintf(stderr, "cannot build node: %s\n", herd_last_error());
@@ -213,7 +214,8 @@ static void test_lease_busy_is_all_or_nothing(void)
 	{
 		herd_lease *again = NULL;
 
-		CHECK_ERR(herd_lease_acquire(&again, abc, 1, 0, &o), HERD_EBUSY, "is held by job job-8");
+		CHECK_ERR(herd_lease_acquire(&again, abc, 1, 0, &o), HERD_EBUSY,
+			  "is held by job job-8");
 		CHECK(again == NULL);
 	}
 	herd_lease_free(l);
@@ -236,7 +238,12 @@ static void test_lease_of_a_killed_holder_frees_itself(void)
 	CHECK_INT(s.pid, h);
 	kill_holder(h);
 	/* The record is still there; the lock is not, and the lock decides. */
-	CHECK(strstr(read_text(lock_path(dir, A)), "pid=") != NULL);
+	{
+		char *text = read_text(lock_path(dir, A));
+
+		CHECK(text != NULL && strstr(text, "pid=") != NULL);
+		free(text);
+	}
 	CHECK_STR(states(dir), "free,free,free");
 	s = status_of(dir, 0);
 	CHECK_INT(s.pid, 0);
@@ -348,7 +355,8 @@ static void test_lease_files_written_by_something_else(void)
 	{
 		const char *abc[] = { A, B, C };
 
-		CHECK_ERR(herd_lease_acquire(&l, abc, 3, 0, &o), HERD_EINVAL, "is not a regular file");
+		CHECK_ERR(herd_lease_acquire(&l, abc, 3, 0, &o), HERD_EINVAL,
+			  "is not a regular file");
 		CHECK(l == NULL);
 		CHECK_STR(states(dir), "free,free,unknown");
 	}
@@ -370,7 +378,8 @@ static void test_lease_bad_names_and_arguments(void)
 
 	CHECK_ERR(herd_lease_acquire(&l, evil, 1, 0, &o), HERD_EINVAL,
 		  "GPU UUID '../../etc/passwd' cannot name a lease file");
-	CHECK_ERR(herd_lease_acquire(&l, dotted, 1, 0, &o), HERD_EINVAL, "cannot name a lease file");
+	CHECK_ERR(herd_lease_acquire(&l, dotted, 1, 0, &o), HERD_EINVAL,
+		  "cannot name a lease file");
 	CHECK_ERR(herd_lease_acquire(&l, twice, 3, 0, &o), HERD_EINVAL, "is named twice");
 	CHECK_ERR(herd_lease_acquire(&l, NULL, 2, 0, &o), HERD_EINVAL, "uuids is NULL");
 	CHECK_ERR(herd_lease_acquire(NULL, twice, 1, 0, &o), HERD_EINVAL, "out is NULL");
@@ -483,8 +492,7 @@ static void test_alloc_holds_leases_and_replans_around_them(void)
 	opts.job_id = "second";
 	CHECK_OK(herd_alloc(&p2, c, &req, &opts));
 	CHECK_STR(plan_gpus(p2), "2,3");
-	CHECK_ERR(herd_alloc(&p3, c, &req, &opts), HERD_ENORESOURCE,
-		  "GPU0 held by job first (pid");
+	CHECK_ERR(herd_alloc(&p3, c, &req, &opts), HERD_ENORESOURCE, "GPU0 held by job first (pid");
 	/* Released but still readable. */
 	herd_plan_release(p1);
 	CHECK_INT(herd_plan_held(p1), 0);
@@ -496,6 +504,7 @@ static void test_alloc_holds_leases_and_replans_around_them(void)
 	herd_plan_free(p2);
 	herd_plan_free(p1);
 	/* A lease file something else broke: that GPU is never handed out. */
+	CHECK_INT(unlink(lock_path(dir, herd_cluster_node(c, 0)->gpus[1].uuid)), 0);
 	CHECK_INT(mkdir(lock_path(dir, herd_cluster_node(c, 0)->gpus[1].uuid), 0700), 0);
 	p1 = NULL;
 	CHECK_OK(herd_alloc(&p1, c, &req, &opts));

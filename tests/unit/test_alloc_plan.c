@@ -242,8 +242,7 @@ static void test_alloc_plan_exclude_include_and_names(void)
 	CHECK_STR(plan_gpus(p), "4,5");
 	herd_plan_free(p);
 	req.gpus = 3;
-	CHECK_ERR(herd_alloc_plan(&p, c, &req, NULL, 0), HERD_ENORESOURCE,
-		  "GPU0 not granted");
+	CHECK_ERR(herd_alloc_plan(&p, c, &req, NULL, 0), HERD_ENORESOURCE, "GPU0 not granted");
 	herd_cluster_free(c);
 }
 
@@ -282,10 +281,11 @@ static void test_alloc_plan_memory_processes_shared_and_unknown(void)
 	req.gpus = 8;
 	p = plan_of(c, &req, s, node->ngpus);
 	CHECK_INT(herd_plan_warning_count(p), 1);
-	CHECK(p != NULL && strstr(herd_plan_warning(p, 0),
-				  "GPU1 of dgx-h100 (GPU-da60fb1c-eb7a-4995-9588-532d4242aadb, "
-				  "0000:43:00.0) already runs 2 compute processes (pids 1234, 5678) "
-				  "that no herd lease accounts for") != NULL);
+	CHECK(p != NULL &&
+	      strstr(herd_plan_warning(p, 0),
+		     "GPU1 of dgx-h100 (GPU-da60fb1c-eb7a-4995-9588-532d4242aadb, "
+		     "0000:43:00.0) already runs 2 compute processes (pids 1234, 5678) "
+		     "that no herd lease accounts for") != NULL);
 	herd_plan_free(p);
 	s[1].processes = -1;
 	/* Shared leases: not for an exclusive request, fine for a shared one. */
@@ -303,6 +303,46 @@ static void test_alloc_plan_memory_processes_shared_and_unknown(void)
 	CHECK_ERR(herd_alloc_plan(&p, c, &req, s, node->ngpus), HERD_ENORESOURCE,
 		  "GPU3 lease file unusable (x.lock is not a regular file)");
 	free(s);
+	herd_cluster_free(c);
+}
+
+/*
+ * near_nic: of two GPUs equal in every other way, the one whose host
+ * bridge the only NIC sits under (PHB, against SYS for the other).
+ */
+static void test_alloc_plan_near_nic_prefers_the_gpu_beside_the_nic(void)
+{
+	static const char json[] =
+		"{\"v\":1,\"nodes\":[{\"hostname\":\"two\",\"cpu_model\":\"\",\"packages\":2,"
+		"\"cores\":2,\"threads\":2,\"memory_bytes\":1,\"memory_available_bytes\":1,"
+		"\"numa\":[{\"os_index\":0,\"memory_bytes\":1,\"cpus\":\"0\"},"
+		"{\"os_index\":1,\"memory_bytes\":1,\"cpus\":\"1\"}],\"gpus\":["
+		"{\"uuid\":\"GPU-0\",\"name\":\"g\",\"pci\":{\"bus_id\":\"0000:10:00.0\","
+		"\"host_bridge\":\"0000:0f\",\"numa_node\":0,\"switches\":[]},\"memory_bytes\":1,"
+		"\"cc_major\":9,\"cc_minor\":0,\"nvswitch_links\":0,\"nvlinks\":[]},"
+		"{\"uuid\":\"GPU-1\",\"name\":\"g\",\"pci\":{\"bus_id\":\"0000:90:00.0\","
+		"\"host_bridge\":\"0000:8f\",\"numa_node\":1,\"switches\":[]},\"memory_bytes\":1,"
+		"\"cc_major\":9,\"cc_minor\":0,\"nvswitch_links\":0,\"nvlinks\":[]}],"
+		"\"netdevs\":[{\"name\":\"eth1\",\"state\":\"up\",\"mtu\":1500,\"speed_mbps\":-1,"
+		"\"addrs\":[\"10.0.0.2/24\"],\"pci\":{\"bus_id\":\"0000:91:00.0\","
+		"\"host_bridge\":\"0000:8f\",\"numa_node\":1,\"switches\":[]}}],\"rdma\":[]}]}";
+	herd_alloc_request req = request(1);
+	herd_cluster *c = NULL;
+	herd_plan *p;
+
+	CHECK_OK(herd_cluster_decode(&c, json, strlen(json), "near-nic test"));
+	p = plan_of(c, &req, NULL, 0);
+	CHECK_STR(plan_gpus(p), "0");
+	CHECK_INT(herd_plan_rank_at(p, 0)->nic_link.kind, HERD_LINK_SYS);
+	herd_plan_free(p);
+	req.near_nic = 1;
+	p = plan_of(c, &req, NULL, 0);
+	CHECK_STR(plan_gpus(p), "1");
+	CHECK_STR(herd_plan_rank_at(p, 0)->nic, "eth1");
+	CHECK_INT(herd_plan_rank_at(p, 0)->nic_link.kind, HERD_LINK_PHB);
+	CHECK_STR(herd_plan_rank_at(p, 0)->socket_ifname, "=eth1");
+	CHECK(strstr(herd_plan_explain(p), "its GPUs are nearer a NIC") != NULL);
+	herd_plan_free(p);
 	herd_cluster_free(c);
 }
 
@@ -470,13 +510,15 @@ static void test_alloc_plan_bad_requests_are_einval(void)
 	req.link = HERD_ALLOC_LINK_ANY;
 	req.gpus_per_node = 0;
 	req.gpus_per_rank = 3;
-	CHECK_ERR(herd_alloc_plan(&p, c, &req, NULL, 0), HERD_EINVAL, "gpus_per_rank (3) must divide");
+	CHECK_ERR(herd_alloc_plan(&p, c, &req, NULL, 0), HERD_EINVAL,
+		  "gpus_per_rank (3) must divide");
 	req.gpus_per_rank = 0;
 	req.version = 0;
 	CHECK_ERR(herd_alloc_plan(&p, c, &req, NULL, 0), HERD_EINVAL, "HERD_ALLOC_REQUEST_INIT");
 	req.version = HERD_ALLOC_REQUEST_VERSION;
 	req.nexclude = 1;
-	CHECK_ERR(herd_alloc_plan(&p, c, &req, NULL, 0), HERD_EINVAL, "nexclude is 1 but exclude is NULL");
+	CHECK_ERR(herd_alloc_plan(&p, c, &req, NULL, 0), HERD_EINVAL,
+		  "nexclude is 1 but exclude is NULL");
 	req.nexclude = 0;
 	CHECK_ERR(herd_alloc_plan(&p, c, &req, NULL, 3), HERD_EINVAL, "status is NULL");
 	CHECK_ERR(herd_alloc_plan(&p, c, NULL, NULL, 0), HERD_EINVAL, "request is NULL");
@@ -555,6 +597,7 @@ int main(void)
 	TEST_RUN(test_alloc_plan_spread_uses_both_sockets);
 	TEST_RUN(test_alloc_plan_exclude_include_and_names);
 	TEST_RUN(test_alloc_plan_memory_processes_shared_and_unknown);
+	TEST_RUN(test_alloc_plan_near_nic_prefers_the_gpu_beside_the_nic);
 	TEST_RUN(test_alloc_plan_ranks_with_two_gpus_and_their_environment);
 	TEST_RUN(test_alloc_plan_several_nodes_pack_spread_and_fixed);
 	TEST_RUN(test_alloc_plan_reason_names_the_one_node_with_room);

@@ -28,7 +28,8 @@ static const char *granted(const herd_node *node, const char *job, const char *s
 	buf[0] = '\0';
 	len += (size_t)snprintf(buf, sizeof(buf), "%s:", inside ? "in" : "out");
 	for (size_t i = 0; i < n; i++)
-		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%zu", i ? "," : "", idx[i]);
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%zu", i ? "," : "",
+					idx[i]);
 	return buf;
 }
 
@@ -74,17 +75,18 @@ static void test_alloc_slurm_cuda_visible_devices_in_either_form(void)
 	/* Narrowed by hand: among Slurm's indices first, else positions. */
 	CHECK_STR(granted(node, "77", "1,4", NULL, "4"), "in:4");
 	CHECK_STR(granted(node, "77", "4,6", NULL, "1"), "in:6");
-	CHECK_STR(granted(node, "77", "1,4", NULL,
-			  "GPU-4a894db7-e48f-42b9-aa5d-670af9a3638e"), "in:4");
+	CHECK_STR(granted(node, "77", "1,4", NULL, "GPU-4a894db7-e48f-42b9-aa5d-670af9a3638e"),
+		  "in:4");
 	/* Hidden altogether. */
 	CHECK_STR(granted(node, "77", "1,4", NULL, ""), "in:");
 	/* Fits neither form. */
 	CHECK_STR(granted(node, "77", "1,4", NULL, "5"), "HERD_EINVAL");
 	CHECK(strstr(herd_last_error(), "CUDA_VISIBLE_DEVICES=5 fits neither of Slurm's forms for "
-			"SLURM_STEP_GPUS=1,4") != NULL);
+					"SLURM_STEP_GPUS=1,4") != NULL);
 	CHECK_STR(granted(node, "77", "1,4", NULL, "GPU-79c8c292-6b94-45b5-b498-82321e35049e"),
 		  "HERD_EINVAL");
-	CHECK(strstr(herd_last_error(), "names a GPU that SLURM_STEP_GPUS=1,4 does not grant") != NULL);
+	CHECK(strstr(herd_last_error(), "names a GPU that SLURM_STEP_GPUS=1,4 does not grant") !=
+	      NULL);
 	herd_cluster_free(c);
 }
 
@@ -97,7 +99,8 @@ static void test_alloc_slurm_without_gpu_variables(void)
 	CHECK_STR(granted(node, "77", NULL, NULL, "3,5"), "in:3,5");
 	CHECK_STR(granted(node, "77", NULL, NULL,
 			  "GPU-da60fb1c-eb7a-4995-9588-532d4242aadb,"
-			  "GPU-f2adcc0e-e683-4cdf-a060-d7c4400cb70f"), "in:1,7");
+			  "GPU-f2adcc0e-e683-4cdf-a060-d7c4400cb70f"),
+		  "in:1,7");
 	/* An allocation without GPUs grants none. */
 	CHECK_STR(granted(node, "77", NULL, NULL, NULL), "in:");
 	/* Flags=env_uuid (Slurm 26.05+) lists UUIDs. */
@@ -116,10 +119,11 @@ static void test_alloc_slurm_bad_values_say_which_variable(void)
 
 	CHECK_STR(granted(node, "77", NULL, "NoDevFiles", NULL), "HERD_EINVAL");
 	CHECK(strstr(herd_last_error(), "SLURM_JOB_GPUS=NoDevFiles: gres.conf names no device "
-			"files") != NULL);
+					"files") != NULL);
 	CHECK_STR(granted(node, "77", "0,9", NULL, NULL), "HERD_EINVAL");
-	CHECK(strstr(herd_last_error(), "SLURM_STEP_GPUS=0,9 names GPU 9, but node dgx-h100 has 8 "
-			"GPUs (Slurm's index is read as the place in PCI bus order") != NULL);
+	CHECK(strstr(herd_last_error(),
+		     "SLURM_STEP_GPUS=0,9 names GPU 9, but node dgx-h100 has 8 "
+		     "GPUs (Slurm's index is read as the place in PCI bus order") != NULL);
 	CHECK_STR(granted(node, "77", "GPU-00000000-0000-0000-0000-000000000000", NULL, NULL),
 		  "HERD_ENOTFOUND");
 	CHECK(strstr(herd_last_error(), "which node dgx-h100 does not have") != NULL);
@@ -135,8 +139,10 @@ static void test_alloc_slurm_bad_values_say_which_variable(void)
 	CHECK_STR(granted(node, "77", "0-4000000", NULL, NULL), "HERD_EINVAL");
 	CHECK_STR(granted(node, "77", "1,4", NULL, "0,GPU-4a894db7-e48f-42b9-aa5d-670af9a3638e"),
 		  "HERD_EINVAL");
-	CHECK_ERR(herd_alloc_slurm_gpus(node, &env, NULL, &n, &inside), HERD_EINVAL, "must not be NULL");
-	CHECK_ERR(herd_alloc_slurm_gpus(node, NULL, idx, &n, &inside), HERD_EINVAL, "must not be NULL");
+	CHECK_ERR(herd_alloc_slurm_gpus(node, &env, NULL, &n, &inside), HERD_EINVAL,
+		  "must not be NULL");
+	CHECK_ERR(herd_alloc_slurm_gpus(node, NULL, idx, &n, &inside), HERD_EINVAL,
+		  "must not be NULL");
 	herd_cluster_free(c);
 }
 

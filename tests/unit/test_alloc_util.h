@@ -159,8 +159,8 @@ static inline const char *plan_gpus(const herd_plan *plan)
 		const herd_plan_gpu *g = herd_plan_gpu_at(plan, i);
 
 		if (herd_plan_node_count(plan) > 1)
-			len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s:%zu", i ? "," : "",
-						g->hostname, g->index);
+			len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s:%zu",
+						i ? "," : "", g->hostname, g->index);
 		else
 			len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%zu", i ? "," : "",
 						g->index);

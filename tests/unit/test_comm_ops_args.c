@@ -386,12 +386,14 @@ static void test_comm_ops_measure_allreduce(void)
 
 	/* under the sanitizers the numbers mean nothing: only check it runs */
 #ifdef __SANITIZE_ADDRESS__
+	const size_t big_bytes = 8u << 20;
 	const int big_iters = 1, small_iters = 10;
 #else
-	const int big_iters = 4, small_iters = 2000;
+	const size_t big_bytes = 128u << 20;
+	const int big_iters = 3, small_iters = 2000;
 #endif
 	for (size_t i = 0; i < 2; i++) {
-		speed_args big = { session("speed"), 32u << 20, big_iters };
+		speed_args big = { session("speed"), big_bytes, big_iters };
 		speed_args small = { session("speed"), 8, small_iters };
 
 		CHECK_INT(run_ranks(sizes[i], speed_rank, &big, 60000, NULL, NULL, 0, NULL), 0);

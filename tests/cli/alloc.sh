@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# herd alloc and herd gpus on the fixtures standing for this node
+# (HERD_INVENTORY or --inventory), with leases in a temporary directory:
+# the plans the issue asks to show, the tables, a GPU held by another
+# process and freed by its death, and bad input (exit 2, one line on
+# stderr, nothing on stdout, no crash).
+set -u
+HERD=${1:?usage: alloc.sh /path/to/herd}
+fail() { echo "FAIL: $*" >&2; exit 1; }
+tmp=$(mktemp -d)
+holder_pid=
+cleanup() { [[ -n $holder_pid ]] && kill -9 "$holder_pid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+fixtures=tests/fixtures/inventory
+export HERD_LEASE_DIR=$tmp/leases
+unset HERD_INVENTORY SLURM_JOB_ID SLURM_STEP_GPUS SLURM_JOB_GPUS CUDA_VISIBLE_DEVICES
+has() { grep -qF -- "$2" <<<"$1" || fail "output lacks '$2':
+$1"; }
+has_re() { grep -qE -- "$2" <<<"$1" || fail "output lacks /$2/:
+$1"; }
+
+# --- two GPUs on one socket, and it says so
+out=$(HERD_INVENTORY=$fixtures/pcie-4gpu.json "$HERD" alloc -g 2 --link same-numa --explain) \
+  || fail "alloc same-numa exited $?"
+has "$out" "Plan: 2 GPUs, 2 ranks on 1 node (pcie-4gpu), score 60.0"
+has_re "$out" '^rank +host +GPU +UUID +PCI bus id +NUMA +CPUs +NIC$'
+has_re "$out" '^0 +pcie-4gpu +0 +GPU-b039ee16-9646-4718-8f3d-9a4de6cf02bb +0000:1a:00.0 +0 +0-31,64-95 +eno1 \(NODE\)$'
+has_re "$out" '^1 +pcie-4gpu +1 +GPU-e085b021-e0d4-4f2b-935a-b03d8de49eb1 +0000:1b:00.0 +0 +0-31,64-95 +eno1 \(NODE\)$'
+has_re "$out" '^GPU0 +X +PIX$'
+has "$out" "chose on pcie-4gpu: GPU0, GPU1 - all on NUMA node 0, that is one socket"
+has "$out" "chosen because its worst link is PIX where the runner-up's is NODE"
+
+# --- all eight of a DGX H100: an all-NV18 matrix
+out=$("$HERD" alloc -g 8 --per-node 8 --inventory $fixtures/dgx-h100.json) || fail "alloc 8 exited $?"
+has "$out" "Plan: 8 GPUs, 8 ranks on 1 node (dgx-h100), score 100.0"
+[[ $(grep -c '^GPU[0-7] ' <<<"$out") == 8 ]] || fail "matrix rows: $out"
+[[ $(grep -o 'NV18' <<<"$out" | wc -l) == 56 ]] || fail "want 56 NV18 cells: $out"
+has_re "$out" '^GPU7 +(NV18 +){7}X$'
+has_re "$out" '^7 +dgx-h100 +7 +GPU-f2adcc0e-e683-4cdf-a060-d7c4400cb70f +0000:df:00.0 +1 +56-111,168-223 +mlx5_7 \(PIX\)$'
+
+# --- nine on one node: a reason, exit 1
+"$HERD" alloc -g 9 --per-node 9 --inventory $fixtures/dgx-h100.json >"$tmp/out" 2>"$tmp/err"; rc=$?
+[[ $rc == 1 ]] || fail "9 GPUs: exit $rc"
+[[ ! -s $tmp/out ]] || fail "9 GPUs: wrote to stdout"
+[[ $(cat "$tmp/err") == "herd: need 9 GPUs on one node; node dgx-h100 has 8 free of 8" ]] \
+  || fail "9 GPUs: $(cat "$tmp/err")"
+
+# --- each rank's environment
+out=$("$HERD" alloc -g 2 --env --inventory $fixtures/dgx-h100.json) || fail "--env exited $?"
+has "$out" "rank 1: CUDA_VISIBLE_DEVICES=GPU-da60fb1c-eb7a-4995-9588-532d4242aadb CUDA_DEVICE_ORDER=PCI_BUS_ID NCCL_IB_HCA==mlx5_1:1 NCCL_SOCKET_IFNAME==eno3"
+
+# --- herd gpus: all free, then two held by another process, then free again
+out=$(HERD_INVENTORY=$fixtures/dgx-h100.json "$HERD" gpus) || fail "gpus exited $?"
+has "$out" "Host: dgx-h100"
+has "$out" "Leases: $tmp/leases"
+[[ $(grep -cE '^[0-7] +GPU-.* free ' <<<"$out") == 8 ]] || fail "want 8 free: $out"
+mkfifo "$tmp/hold"
+HERD_INVENTORY=$fixtures/dgx-h100.json HERD_JOB_ID=job-42 "$HERD" -e '
+  local p = assert(herd.alloc{ gpus = 2, link = "nvlink" })
+  print("held") io.stdout:flush()
+  io.read("a")' <"$tmp/hold" >"$tmp/holder.out" &
+holder_pid=$!
+exec 9>"$tmp/hold"
+for _ in $(seq 100); do grep -q held "$tmp/holder.out" 2>/dev/null && break; sleep 0.05; done
+grep -q held "$tmp/holder.out" || fail "the holder did not take its GPUs"
+out=$(HERD_INVENTORY=$fixtures/dgx-h100.json "$HERD" gpus) || fail "gpus exited $?"
+has_re "$out" "^0 +GPU-79c8c292-6b94-45b5-b498-82321e35049e +0000:1b:00.0 +0 +exclusive +job-42 +$holder_pid +[^ ]+ +20[0-9]{2}-"
+has_re "$out" "^1 +GPU-da60fb1c-eb7a-4995-9588-532d4242aadb .* exclusive +job-42 +$holder_pid "
+[[ $(grep -c ' free ' <<<"$out") == 6 ]] || fail "want 6 free: $out"
+"$HERD" alloc -g 8 --per-node 8 --inventory $fixtures/dgx-h100.json >/dev/null 2>"$tmp/err" \
+  && fail "8 GPUs while 2 are held"
+has "$(cat "$tmp/err")" "need 8 GPUs on one node; node dgx-h100 has 6 free of 8; not available: GPU0 held by job job-42 (pid $holder_pid"
+out=$("$HERD" alloc -g 4 --link nvlink --inventory $fixtures/dgx-h100.json --explain) || fail "alloc around held GPUs"
+has_re "$out" '^0 +dgx-h100 +4 '
+kill -9 "$holder_pid"; wait "$holder_pid" 2>/dev/null; holder_pid=
+exec 9>&-
+out=$(HERD_INVENTORY=$fixtures/dgx-h100.json "$HERD" gpus) || fail "gpus exited $?"
+[[ $(grep -c ' free ' <<<"$out") == 8 ]] || fail "the killed holder's GPUs are not free: $out"
+
+# --- no GPU at all
+"$HERD" alloc -g 1 --inventory $fixtures/cpu-only.json >"$tmp/out" 2>"$tmp/err"; rc=$?
+[[ $rc == 1 ]] || fail "cpu-only: exit $rc"
+has "$(cat "$tmp/err")" "node cpu-only has 0 free of 0 (no GPU: NVIDIA driver not found)"
+out=$("$HERD" gpus --inventory $fixtures/cpu-only.json) || fail "gpus cpu-only exited $?"
+has "$out" "GPUs: none — no GPU: NVIDIA driver not found"
+
+# --- bad input: exit 2, one line, nothing on stdout
+bad() {  # expected fragment, then the arguments
+  local want=$1; shift
+  "$HERD" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  [[ $rc == 2 ]] || fail "$*: exit $rc, want 2; stderr: $(cat "$tmp/err")"
+  [[ ! -s $tmp/out ]] || fail "$*: wrote to stdout"
+  grep -qF -- "$want" "$tmp/err" || fail "$*: stderr lacks '$want': $(cat "$tmp/err")"
+}
+dgx=$fixtures/dgx-h100.json
+bad "-g needs a whole number of 0 or more, not '-3'" alloc -g -3 --inventory $dgx
+bad "-g needs a whole number of 0 or more, not 'many'" alloc -g many --inventory $dgx
+bad "request: gpus is 0; ask for at least one GPU" alloc -g 0 --inventory $dgx
+bad "request: gpus is 100000000; expected 0 to 65536" alloc -g 100000000 --inventory $dgx
+bad "say how many GPUs" alloc --inventory $dgx
+bad "unknown link demand 'fast'" alloc -g 2 --link fast --inventory $dgx
+bad "gpus (8) is not a multiple of gpus_per_node (3)" alloc -g 8 --per-node 3 --inventory $dgx
+bad "unrecognized option '--bogus'" alloc -g 2 --bogus
+bad "--min-memory needs a size" alloc -g 2 --min-memory lots --inventory $dgx
+bad "exclude[0] 'GPU-nope' names no GPU" alloc -g 2 --exclude GPU-nope --inventory $dgx
+bad "/no/such.json" alloc -g 2 --inventory /no/such.json
+bad "unrecognized option '--json'" gpus --json
+
+# --- a lease directory that cannot be used: a clear error, exit 1
+: >"$tmp/not-a-dir"
+HERD_LEASE_DIR=$tmp/not-a-dir "$HERD" gpus --inventory $dgx >"$tmp/out" 2>"$tmp/err"; rc=$?
+[[ $rc == 1 ]] || fail "lease dir is a file: exit $rc"
+has "$(cat "$tmp/err")" "herd: cannot use lease directory $tmp/not-a-dir (not a directory)"
+"$HERD" alloc -g 1 --inventory $dgx --lease-dir "$tmp/not-a-dir" >"$tmp/out" 2>"$tmp/err"; rc=$?
+[[ $rc == 1 ]] || fail "alloc with a bad lease dir: exit $rc"
+echo "alloc.sh: ok"

@@ -102,6 +102,7 @@ lat=(-b 8 -e 8 -n "$LAT_ITERS" -w "$LAT_WARMUP" -c 1)
 big=(-b 16M -e 128M -f 8 -n "$ITERS" -w "$WARMUP" -c 1)
 # Open MPI's own ring (coll/tuned algorithm 4), for reference next to its default choice.
 ring=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4)
+rounds=()
 # The repeats go round all the runs, so that a disturbance spreads over
 # herd and its peers alike.
 for k in $(seq 1 "$REPEAT"); do
@@ -114,7 +115,10 @@ for k in $(seq 1 "$REPEAT"); do
 		run "herd-tcp-$np" "$k" env HERD_TRANSPORT=tcp "$HERD" bench allreduce "${big[@]}" --np "$np"
 		run "gloo-tcp-$np" "$k" "$GLOO" --np "$np" "${big[@]}"
 	done
+	rounds+=("round $k of $REPEAT done at $(date -u +%H:%M:%S), load $(load)")
 done
+echo
+printf '%s\n' "${rounds[@]}"
 echo
 echo "load average at the end: $(load)"
 [[ -n ${KEEP:-} ]] && echo "every run's output is in $KEEP"

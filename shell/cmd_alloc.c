@@ -24,7 +24,7 @@ static const char alloc_usage[] =
 	"                  [--link any|same-node|nvlink|same-numa] [--min-memory SIZE]\n"
 	"                  [--near-nic] [--shared] [--pack|--spread]\n"
 	"                  [--exclude LIST] [--include LIST] [--inventory FILE]\n"
-	"                  [--lease-dir DIR] [--explain] [--env]\n"
+	"                  [--lease-dir DIR] [--ignore-slurm] [--explain] [--env]\n"
 	"  -g, --gpus N         GPUs in all (one per rank)\n"
 	"  --per-node K         GPUs on each node used\n"
 	"  --nodes M            nodes to use\n"
@@ -42,6 +42,8 @@ static const char alloc_usage[] =
 	"                       else this node)\n"
 	"  --lease-dir DIR      the lease directory (default: $HERD_LEASE_DIR,\n"
 	"                       /run/herd, $XDG_RUNTIME_DIR/herd)\n"
+	"  --ignore-slurm       plan over every GPU, not only those a Slurm job\n"
+	"                       was granted\n"
 	"  --explain            say why these GPUs\n"
 	"  --env                print each rank's environment (CUDA_VISIBLE_DEVICES,\n"
 	"                       NCCL hints)\n"
@@ -66,6 +68,7 @@ struct alloc_args {
 	const char *lease_dir;
 	int explain;
 	int env;
+	int ignore_slurm;
 	struct name_list exclude, include;
 };
 
@@ -193,6 +196,8 @@ static int parse_alloc(int argc, char **argv, struct alloc_args *a)
 			a->explain = 1;
 		} else if (strcmp(arg, "--env") == 0) {
 			a->env = 1;
+		} else if (strcmp(arg, "--ignore-slurm") == 0) {
+			a->ignore_slurm = 1;
 		} else if (strcmp(arg, "--near-nic") == 0) {
 			a->req.near_nic = 1;
 		} else if (strcmp(arg, "--shared") == 0) {
@@ -445,6 +450,7 @@ int cmd_alloc(int argc, char **argv)
 	}
 	opts.plan_only = 1;
 	opts.lease_dir = a.lease_dir;
+	opts.ignore_slurm = a.ignore_slurm;
 	st = herd_alloc(&plan, cluster, &a.req, &opts);
 	if (st != HERD_OK) {
 		status = failure(st);

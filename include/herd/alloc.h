@@ -79,7 +79,8 @@
  * says who holds the lease; the lock says whether anyone does.  A reader
  * treats a file whose lock nobody holds as free whatever it contains (a
  * killed holder leaves its record behind), and a locked file without a
- * readable record as held by someone unknown.  Readers test the lock with
+ * readable record as held by someone unknown.  Shared holders write no
+ * record (there may be several at once).  Readers test the lock with
  * non-blocking locks of their own that last microseconds, so they can make
  * a concurrent lease attempt fail for a moment; herd_alloc retries those
  * (re-planning each time), a bounded number of times.
@@ -404,13 +405,20 @@ typedef struct herd_slurm_env {
  * index: the position of the GPU in the node's gres.conf order, which with
  * AutoDetect=nvml (or device files listed in /dev/nvidiaN order on machines
  * where minor numbers follow the bus) is PCI bus order, the order of
- * node->gpus.  This is the assumption; a gres.conf that lists GPUs in
- * another order needs Flags=env_uuid (Slurm 26.05+: UUIDs, which are read
- * as such) or a list of UUIDs in include.  Slurm sets CUDA_VISIBLE_DEVICES
- * to the same indices, or to 0..n-1 when ConstrainDevices renumbers the
- * GPUs; either form agrees with the list.  A CUDA_VISIBLE_DEVICES the user
- * narrowed further (indices among Slurm's, positions in Slurm's list, or
- * UUIDs) narrows the grant; one that fits none of these is HERD_EINVAL.
+ * node->gpus.  This is the assumption (older Slurm releases wrote the
+ * /dev/nvidiaN minor number instead, which follows the same order on
+ * machines whose minor numbers follow the bus); a gres.conf that lists GPUs
+ * in another order needs Flags=env_uuid (Slurm 26.05+: UUIDs, which are
+ * read as such) or a list of UUIDs in include.  The index is read against
+ * the node's whole GPU list; an inventory probed inside the job's device
+ * cgroup shows only the granted GPUs, which is recognized when it shows as
+ * many as Slurm granted and CUDA_VISIBLE_DEVICES is 0..n-1 (then all of
+ * them are granted), and is an error otherwise.  Slurm sets
+ * CUDA_VISIBLE_DEVICES to the same indices, or to 0..n-1 when
+ * ConstrainDevices renumbers the GPUs; either form agrees with the list.
+ * A CUDA_VISIBLE_DEVICES the user narrowed further (indices among
+ * Slurm's, positions in Slurm's list, or UUIDs) narrows the grant; one
+ * that fits none of these is HERD_EINVAL.
  * Without SLURM_*_GPUS, CUDA_VISIBLE_DEVICES alone is read as Slurm's
  * indices (or UUIDs).  With none of them, the allocation granted no GPU
  * (*count 0).  "NoDevFiles", an index past the node's GPUs, a UUID the node

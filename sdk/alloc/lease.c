@@ -423,11 +423,16 @@ static void describe_holder(int fd, char *buf, size_t cap)
 	herd_gpu_status s;
 
 	memset(&s, 0, sizeof(s));
-	if (read_record(fd, &s) && pid_alive(s.pid))
-		snprintf(buf, cap, "job %s (pid %lld, user %s, host %s)", s.job, (long long)s.pid,
-			 s.user, s.host);
-	else
+	if (!read_record(fd, &s)) {
 		snprintf(buf, cap, "a process that left no record");
+		return;
+	}
+	/* A pid this process cannot see: a holder in another PID namespace,
+	 * or a child that inherited the lease from the pid recorded. */
+	snprintf(buf, cap, "%s%s%s(pid %lld%s, user %s, host %s)",
+		 strcmp(s.job, "-") != 0 ? "job " : "a process ",
+		 strcmp(s.job, "-") != 0 ? s.job : "", strcmp(s.job, "-") != 0 ? " " : "",
+		 (long long)s.pid, pid_alive(s.pid) ? "" : ", not running here", s.user, s.host);
 }
 
 /*

@@ -741,14 +741,16 @@ static void describe_unavailable(herd__text *t, const struct planner *p, const s
 	herd__text_printf(t, "GPU%zu %s", g, why_words(nc->why[g]));
 	switch (nc->why[g]) {
 	case WHY_HELD:
-		if (s->job[0] != '\0' || s->pid > 0) {
-			herd__text_printf(t, " by job %s", s->job[0] ? s->job : "?");
-			if (s->pid > 0)
-				herd__text_printf(t, " (pid %lld%s%s)", (long long)s->pid,
-						  s->user[0] ? ", user " : "", s->user);
-		} else {
+		/* "-" is the job of a holder that was given none. */
+		if (s->job[0] != '\0' && strcmp(s->job, "-") != 0)
+			herd__text_printf(t, " by job %s%s", s->job, s->pid > 0 ? " (pid " : "");
+		else if (s->pid > 0)
+			herd__text_printf(t, " by a process (pid ");
+		else
 			herd__text_printf(t, " by an unknown holder");
-		}
+		if (s->pid > 0)
+			herd__text_printf(t, "%lld%s%s)", (long long)s->pid,
+					  s->user[0] ? ", user " : "", s->user);
 		break;
 	case WHY_UNKNOWN:
 		if (s->note[0] != '\0')

@@ -5,6 +5,8 @@
  * is set out above herd_alloc_slurm_gpus in include/herd/alloc.h.
  */
 #include <ctype.h>
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -18,6 +20,7 @@ struct gpu_list {
 	size_t n;
 	size_t *gpu;  /* node GPU index of each item */
 	long *number; /* the number as written, -1 for a UUID */
+	long beyond;  /* the first index past the node's GPUs, -1 when none */
 };
 
 static bool is_set(const char *s)
@@ -44,9 +47,23 @@ static herd_status list_push(struct gpu_list *l, size_t gpu, long number, size_t
 	return HERD_OK;
 }
 
-/* Reads "0,1,4", "0-3", "GPU-<uuid>,..." into l (node indices). */
+static herd_status beyond_error(const herd_node *node, const struct gpu_list *l)
+{
+	return herd__error(HERD_EINVAL,
+			   "%s=%s names GPU %ld, but node %s has %zu GPU%s (Slurm's index is read "
+			   "as the place in PCI bus order; an inventory probed inside a device "
+			   "cgroup lacks the others)",
+			   l->var, l->value, l->beyond, node->hostname, node->ngpus,
+			   node->ngpus == 1 ? "" : "s");
+}
+
+/*
+ * Reads "0,1,4", "0-3", "GPU-<uuid>,..." into l (node indices).  An index
+ * past the node's GPUs is an error, or with beyond_ok is kept (as SIZE_MAX)
+ * and noted in l->beyond.
+ */
 static herd_status parse_list(const herd_node *node, const char *var, const char *value,
-			      struct gpu_list *l)
+			      bool beyond_ok, struct gpu_list *l)
 {
 	/* Ranges could name any number of GPUs; a node has few. */
 	size_t cap = node->ngpus * 2 + 16;
@@ -56,6 +73,7 @@ static herd_status parse_list(const herd_node *node, const char *var, const char
 	memset(l, 0, sizeof(*l));
 	l->var = var;
 	l->value = value;
+	l->beyond = -1;
 	HERD_CHECK(herd__calloc(&l->gpu, cap, sizeof(size_t), "a GPU list"));
 	HERD_CHECK(herd__calloc(&l->number, cap, sizeof(long), "a GPU list"));
 	while (*p != '\0') {
@@ -108,29 +126,36 @@ static herd_status parse_list(const herd_node *node, const char *var, const char
 			char *end;
 			long lo, hi;
 
+			/* Indices past what a node can have are malformed, which
+			 * also keeps the loop below far from LONG_MAX. */
+			errno = 0;
 			lo = hi = isdigit((unsigned char)item[0]) ? strtol(item, &end, 10) : -1;
 			if (lo >= 0 && *end == '-' && isdigit((unsigned char)end[1]))
 				hi = strtol(end + 1, &end, 10);
-			if (lo < 0 || *end != '\0' || hi < lo) {
+			if (lo < 0 || *end != '\0' || hi < lo || errno != 0 ||
+			    hi > HERD_ALLOC_MAX_GPUS_PER_NODE * 16L) {
 				st = herd__error(HERD_EINVAL,
 						 "%s=%s: '%s' is neither a GPU index nor "
 						 "a GPU UUID",
 						 var, value, item);
 				goto fail;
 			}
-			if ((unsigned long)hi >= node->ngpus) {
-				st = herd__error(
-					HERD_EINVAL,
-					"%s=%s names GPU %ld, but node %s has %zu "
-					"GPU%s (Slurm's index is read as the place in PCI bus "
-					"order; an inventory probed inside a device cgroup lacks "
-					"the others)",
-					var, value, hi, node->hostname, node->ngpus,
-					node->ngpus == 1 ? "" : "s");
+			if ((unsigned long)hi >= node->ngpus && l->beyond < 0)
+				l->beyond = (unsigned long)lo >= node->ngpus ? lo : (long)node->ngpus;
+			if (l->beyond >= 0 && !beyond_ok) {
+				st = beyond_error(node, l);
 				goto fail;
 			}
-			for (long i = lo; i <= hi; i++)
-				HERD_CHECK_GOTO(list_push(l, (size_t)i, i, cap), st, fail);
+			if ((unsigned long)(hi - lo) >= cap - l->n) {
+				st = herd__error(HERD_EINVAL, "%s=%s lists more GPUs than the %zu it may",
+						 var, value, cap);
+				goto fail;
+			}
+			for (long i = lo; i <= hi; i++) {
+				size_t g = (unsigned long)i < node->ngpus ? (size_t)i : SIZE_MAX;
+
+				HERD_CHECK_GOTO(list_push(l, g, i, cap), st, fail);
+			}
 		}
 		p += strcspn(p, ",");
 		if (*p == ',')
@@ -203,6 +228,17 @@ static herd_status narrow(const struct gpu_list *grant, const struct gpu_list *c
 	return HERD_OK;
 }
 
+/* Whether a list is exactly 0, 1, ..., n-1: Slurm's form under ConstrainDevices. */
+static bool is_local_form(const struct gpu_list *l, size_t n)
+{
+	if (l->n != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (l->number[i] != (long)i)
+			return false;
+	return true;
+}
+
 herd_status herd_alloc_slurm_gpus(const herd_node *node, const herd_slurm_env *env, size_t *granted,
 				  size_t *count, int *inside)
 {
@@ -233,12 +269,24 @@ herd_status herd_alloc_slurm_gpus(const herd_node *node, const herd_slurm_env *e
 		return HERD_OK; /* an allocation without GPUs */
 	HERD_CHECK(herd__calloc(&mask, node->ngpus + 1, sizeof(bool), "a GPU mask"));
 	if (var != NULL)
-		HERD_CHECK_GOTO(parse_list(node, var, value, &grant), st, out);
+		HERD_CHECK_GOTO(parse_list(node, var, value, true, &grant), st, out);
 	if (env->cuda_visible_devices != NULL)
-		HERD_CHECK_GOTO(
-			parse_list(node, "CUDA_VISIBLE_DEVICES", env->cuda_visible_devices, &cvd),
-			st, out);
-	if (var != NULL && env->cuda_visible_devices != NULL) {
+		HERD_CHECK_GOTO(parse_list(node, "CUDA_VISIBLE_DEVICES", env->cuda_visible_devices,
+					   false, &cvd),
+				st, out);
+	if (var != NULL && grant.beyond >= 0) {
+		/* Slurm's index past the inventory's GPUs: a probe inside the
+		 * job's device cgroup saw only the granted ones.  That is so when
+		 * it saw as many as Slurm granted and Slurm numbered them 0..n-1
+		 * for CUDA; then every GPU the node shows is granted. */
+		if (env->cuda_visible_devices == NULL || !is_local_form(&cvd, node->ngpus) ||
+		    grant.n != node->ngpus) {
+			st = beyond_error(node, &grant);
+			goto out;
+		}
+		for (size_t g = 0; g < node->ngpus; g++)
+			mask[g] = true;
+	} else if (var != NULL && env->cuda_visible_devices != NULL) {
 		HERD_CHECK_GOTO(narrow(&grant, &cvd, mask), st, out);
 	} else {
 		const struct gpu_list *only = var != NULL ? &grant : &cvd;

@@ -361,8 +361,8 @@ herd_status herd_comm_scatter(herd_comm *comm, const void *sendbuf, void *recvbu
 
 /* A message to the caller itself could only be matched by the same call,
  * so send and recv refuse it (sendrecv takes both sides at once). */
-static herd_status prep_p2p(herd__op *o, const char *fn, herd_comm *comm, bool send,
-			    const void *buf, size_t count, herd_dtype dtype, int peer)
+static herd_status check_p2p(const char *fn, herd_comm *comm, const void *buf, size_t count,
+			     herd_dtype dtype, int peer)
 {
 	size_t bytes = 0;
 
@@ -375,14 +375,7 @@ static herd_status prep_p2p(herd__op *o, const char *fn, herd_comm *comm, bool s
 				   "(herd_comm_sendrecv can exchange with itself)",
 				   fn, peer);
 	HERD_CHECK(check_count(fn, "count", count, dtype, 1, &bytes));
-	HERD_CHECK(check_buf(fn, "buf", buf, count));
-	if (send) {
-		op_init(o, herd__algo_send, HERD__OP_SEND, dtype, 0, -1, count, buf, NULL);
-	} else {
-		op_init(o, herd__algo_recv, HERD__OP_RECV, dtype, 0, -1, count, NULL, (void *)buf);
-	}
-	o->peer = peer;
-	return HERD_OK;
+	return check_buf(fn, "buf", buf, count);
 }
 
 herd_status herd_comm_send(herd_comm *comm, const void *buf, size_t count, herd_dtype dtype,
@@ -390,7 +383,9 @@ herd_status herd_comm_send(herd_comm *comm, const void *buf, size_t count, herd_
 {
 	herd__op o;
 
-	HERD_CHECK(prep_p2p(&o, __func__, comm, true, buf, count, dtype, peer));
+	HERD_CHECK(check_p2p(__func__, comm, buf, count, dtype, peer));
+	op_init(&o, herd__algo_send, HERD__OP_SEND, dtype, 0, -1, count, buf, NULL);
+	o.peer = peer;
 	return herd__comm_run(comm, &o);
 }
 
@@ -398,7 +393,9 @@ herd_status herd_comm_recv(herd_comm *comm, void *buf, size_t count, herd_dtype 
 {
 	herd__op o;
 
-	HERD_CHECK(prep_p2p(&o, __func__, comm, false, buf, count, dtype, peer));
+	HERD_CHECK(check_p2p(__func__, comm, buf, count, dtype, peer));
+	op_init(&o, herd__algo_recv, HERD__OP_RECV, dtype, 0, -1, count, NULL, buf);
+	o.peer = peer;
 	return herd__comm_run(comm, &o);
 }
 

@@ -49,6 +49,18 @@ has_re "$out" '^7 +dgx-h100 +7 +GPU-f2adcc0e-e683-4cdf-a060-d7c4400cb70f +0000:d
 out=$("$HERD" alloc -g 2 --env --inventory $fixtures/dgx-h100.json) || fail "--env exited $?"
 has "$out" "rank 1: CUDA_VISIBLE_DEVICES=GPU-da60fb1c-eb7a-4995-9588-532d4242aadb CUDA_DEVICE_ORDER=PCI_BUS_ID NCCL_IB_HCA==mlx5_1:1 NCCL_SOCKET_IFNAME==eno3"
 
+# --- inside a Slurm step only the granted GPUs (Slurm's 2,3 = PCI order) are candidates
+out=$(SLURM_JOB_ID=5 SLURM_STEP_GPUS=2,3 CUDA_VISIBLE_DEVICES=0,1 "$HERD" alloc -g 2 \
+        --inventory $fixtures/dgx-h100.json) || fail "alloc in Slurm exited $?"
+has_re "$out" '^0 +dgx-h100 +2 +GPU-f4b1b646-33be-40f5-915c-61236c88c537 +0000:52:00.0 '
+has_re "$out" '^1 +dgx-h100 +3 +GPU-13a5bf07-da1b-4950-a0c4-0eb788718c96 +0000:61:00.0 '
+out=$(SLURM_JOB_ID=5 SLURM_STEP_GPUS=2,3 "$HERD" alloc -g 2 --ignore-slurm \
+        --inventory $fixtures/dgx-h100.json) || fail "alloc --ignore-slurm exited $?"
+has_re "$out" '^0 +dgx-h100 +0 '
+SLURM_JOB_ID=5 SLURM_STEP_GPUS=2,3 "$HERD" alloc -g 3 --inventory $fixtures/dgx-h100.json \
+  >/dev/null 2>"$tmp/err" && fail "3 GPUs out of Slurm's 2"
+has "$(cat "$tmp/err")" "GPU0 not granted"
+
 # --- herd gpus: all free, then two held by another process, then free again
 out=$(HERD_INVENTORY=$fixtures/dgx-h100.json "$HERD" gpus) || fail "gpus exited $?"
 has "$out" "Host: dgx-h100"

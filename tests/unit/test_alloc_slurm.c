@@ -109,6 +109,29 @@ static void test_alloc_slurm_without_gpu_variables(void)
 	herd_cluster_free(c);
 }
 
+/*
+ * Probed inside the job's device cgroup (ConstrainDevices), a node shows
+ * only the granted GPUs: Slurm's 4,6 on a node that shows two GPUs, with
+ * CUDA_VISIBLE_DEVICES=0,1, are those two.  Anything less certain is an
+ * error, not a guess.
+ */
+static void test_alloc_slurm_inventory_seen_through_a_device_cgroup(void)
+{
+	herd_cluster *c = load_fixture("pcie-4gpu.json");
+	const herd_node *node = herd_cluster_node(c, 0);
+	herd_node two = *node;
+
+	two.ngpus = 2; /* what a probe inside the cgroup would have listed */
+	CHECK_STR(granted(&two, "77", "2,3", NULL, "0,1"), "in:0,1");
+	CHECK_STR(granted(&two, "77", "1,3", NULL, "0,1"), "in:0,1");
+	CHECK_STR(granted(&two, "77", "2,3", NULL, NULL), "HERD_EINVAL");
+	CHECK(strstr(herd_last_error(), "SLURM_STEP_GPUS=2,3 names GPU 2, but node pcie-4gpu has 2 "
+					"GPUs") != NULL);
+	CHECK_STR(granted(&two, "77", "2,3", NULL, "1,0"), "HERD_EINVAL");
+	CHECK_STR(granted(&two, "77", "1,2,3", NULL, "0,1,2"), "HERD_EINVAL");
+	herd_cluster_free(c);
+}
+
 static void test_alloc_slurm_bad_values_say_which_variable(void)
 {
 	herd_cluster *c;
@@ -213,6 +236,7 @@ int main(void)
 	TEST_RUN(test_alloc_slurm_indices_are_pci_bus_order);
 	TEST_RUN(test_alloc_slurm_cuda_visible_devices_in_either_form);
 	TEST_RUN(test_alloc_slurm_without_gpu_variables);
+	TEST_RUN(test_alloc_slurm_inventory_seen_through_a_device_cgroup);
 	TEST_RUN(test_alloc_slurm_bad_values_say_which_variable);
 	TEST_RUN(test_alloc_inside_slurm_uses_only_granted_gpus);
 	return TEST_DONE();

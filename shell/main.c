@@ -36,9 +36,11 @@ static const struct command {
 	  "                    collective benchmark in nccl-tests' columns" },
 	{ "alloc", cmd_alloc,
 	  "alloc -g N [--per-node K] [--link nvlink|same-numa|any] [--inventory F]\n"
-	  "        [--explain] [...]  plan GPUs, CPUs and NICs for N ranks (alloc -h)" },
+	  "        [--explain] [...]\n"
+	  "                    plan GPUs, CPUs and NICs for N ranks (see alloc -h)" },
 	{ "gpus", cmd_gpus,
-	  "gpus [--inventory F]   every GPU of this node and who holds it" },
+	  "gpus [--inventory F] [--lease-dir DIR]\n"
+	  "                    every GPU of this node and who holds it" },
 	{ NULL, NULL, NULL }
 };
 

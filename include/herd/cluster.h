@@ -135,7 +135,8 @@ typedef struct herd_cluster herd_cluster;
 /* Options of herd_cluster_discover.  A zeroed field means its default. */
 typedef struct herd_discover_opts {
 	unsigned int version;       /* HERD_DISCOVER_OPTS_VERSION */
-	/* Load this inventory file (JSON or msgpack) instead of probing. */
+	/* Load this inventory file (JSON or msgpack) instead of probing.
+	 * When NULL, the file named by HERD_INVENTORY, if set, is loaded. */
 	const char *inventory;
 } herd_discover_opts;
 

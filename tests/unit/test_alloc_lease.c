@@ -454,7 +454,7 @@ static void test_lease_unreadable_directory_is_a_clear_error(void)
 
 		if (geteuid() == 0) {
 			if (setgid(65534) != 0 || setuid(65534) != 0)
-				_exit(10);
+				_exit(77); /* no CAP_SETUID here: nothing to test */
 		} else if (chmod(locked, 0) != 0) {
 			_exit(11);
 		}
@@ -468,7 +468,10 @@ static void test_lease_unreadable_directory_is_a_clear_error(void)
 	}
 	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
 	CHECK(WIFEXITED(status));
-	CHECK_INT(WEXITSTATUS(status), 0);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+		printf("  skipped: root cannot drop to uid 65534 here\n");
+	else
+		CHECK_INT(WEXITSTATUS(status), 0);
 	free(locked);
 	rm_tree(dir);
 }

@@ -6,8 +6,8 @@
 find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
 
-set(HERD_PRIVATE_DEPS Threads::Threads ${CMAKE_DL_LIBS})
-set(HERD_STATIC_LINK_FLAGS -lpthread -ldl)
+set(HERD_PRIVATE_DEPS Threads::Threads ${CMAKE_DL_LIBS} m)
+set(HERD_STATIC_LINK_FLAGS -lpthread -ldl -lm)
 
 # Required libraries, from Debian packages.
 pkg_check_modules(MSGPACK REQUIRED IMPORTED_TARGET msgpack)

@@ -16,6 +16,7 @@
 
 #include "comm/algo.h"
 #include "comm_harness.h"
+#include "dtype_value.h"
 #include "herd/comm.h"
 
 typedef struct ops_session {
@@ -94,26 +95,6 @@ static inline void ops_put(void *buf, size_t i, herd_dtype dt, double v)
 	}
 }
 
-static inline double ops_get(const void *buf, size_t i, herd_dtype dt)
-{
-	switch (dt) {
-	case HERD_INT8: return ((const int8_t *)buf)[i];
-	case HERD_UINT8: return ((const uint8_t *)buf)[i];
-	case HERD_INT32: return ((const int32_t *)buf)[i];
-	case HERD_UINT32: return ((const uint32_t *)buf)[i];
-	case HERD_INT64: return (double)((const int64_t *)buf)[i];
-	case HERD_UINT64: return (double)((const uint64_t *)buf)[i];
-	case HERD_FLOAT32: return ((const float *)buf)[i];
-	case HERD_FLOAT64: return ((const double *)buf)[i];
-	case HERD_FLOAT16: case HERD_BFLOAT16: {
-		float f;
-		herd__half_to_float(&f, (const uint16_t *)buf + i, 1, dt);
-		return f;
-	}
-	default: return 0;
-	}
-}
-
 /* The reduction over p ranks of element i (before the type's rounding). */
 static inline double ops_expected(int p, size_t i, herd_dtype dt, int op)
 {
@@ -164,7 +145,7 @@ static inline bool ops_same(const void *got, size_t i, herd_dtype dt, double v)
 			size_t i = first_;                                               \
 			TEST_FAIL_("%s: %zu of %zu elements wrong, first [%zu] = %g, "  \
 				   "expected %g", (what), bad_, (size_t)(n), i,          \
-				   ops_get((got), i, (dt)), (double)(want_expr));        \
+				   dtype_value((got), i, (dt)), (double)(want_expr));        \
 		}                                                                        \
 	} while (0)
 

@@ -19,6 +19,7 @@
 
 #include "comm/algo.h"
 #include "test.h"
+#include "dtype_value.h"
 
 /* ---- the stand-in communicator -------------------------------------------- */
 
@@ -298,26 +299,6 @@ static bool same(const void *got, size_t i, herd_dtype dt, double v)
 	return memcmp((const unsigned char *)got + i * es, want, es) == 0;
 }
 
-static double show(const void *buf, size_t i, herd_dtype dt)
-{
-	switch (dt) {
-	case HERD_INT8: return ((const int8_t *)buf)[i];
-	case HERD_UINT8: return ((const uint8_t *)buf)[i];
-	case HERD_INT32: return ((const int32_t *)buf)[i];
-	case HERD_UINT32: return ((const uint32_t *)buf)[i];
-	case HERD_INT64: return (double)((const int64_t *)buf)[i];
-	case HERD_UINT64: return (double)((const uint64_t *)buf)[i];
-	case HERD_FLOAT32: return ((const float *)buf)[i];
-	case HERD_FLOAT64: return ((const double *)buf)[i];
-	case HERD_FLOAT16: case HERD_BFLOAT16: {
-		float f;
-		herd__half_to_float(&f, (const uint16_t *)buf + i, 1, dt);
-		return f;
-	}
-	default: return 0;
-	}
-}
-
 static int failures_shown;
 
 #define EXPECT_ELEM(buf, i, dt, v, ...)                                                 \
@@ -327,7 +308,7 @@ static int failures_shown;
 			if (failures_shown++ < 10) {                                    \
 				TEST_FAIL_(__VA_ARGS__);                                \
 				fprintf(stderr, "    element %zu: got %g, expected %g\n", \
-					(size_t)(i), show((buf), (i), (dt)), (double)(v)); \
+					(size_t)(i), dtype_value((buf), (i), (dt)), (double)(v)); \
 			}                                                               \
 		}                                                                       \
 	} while (0)

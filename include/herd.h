@@ -18,5 +18,6 @@
 #include "herd/alloc.h"
 #include "herd/store.h"
 #include "herd/comm.h"
+#include "herd/job.h"
 
 #endif /* HERD_H */

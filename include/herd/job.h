@@ -1,0 +1,208 @@
+/*
+ * herd/job.h - start N ranks of a program over one or more nodes, give each
+ * its identity, GPUs and logs, watch them, and stop them all cleanly.
+ *
+ * A job is described by a herd_job_spec and started by herd_job_launch.
+ * The launching process then:
+ *
+ *   - hosts the job's rendezvous store (a herd_store_server: the store does
+ *     not live on rank 0, so a rank that dies does not take it along) and
+ *     generates the job secret;
+ *   - places the ranks on nodes (HERD_JOB_LOCAL: this node; a hostlist
+ *     expression such as "node[01-04,07]"; an Open MPI / DeepSpeed hostfile
+ *     of "host slots=N" lines; or the nodes of the Slurm allocation), ranks
+ *     filling each node's slots in order, or per_node at a time;
+ *   - starts, on every node, the node supervisor: in-process for the local
+ *     backend, `herd exec` over ssh or through one `srun` step otherwise.
+ *     The supervisor sets each rank's environment (below), binds it, starts
+ *     it in its own process group with the parent-death signal set, streams
+ *     its output back line by line and reports its exit;
+ *   - supervises: the first rank that fails (non-zero exit, signal, failed
+ *     exec) is recorded with the last lines of its stderr, the other ranks
+ *     are stopped (SIGTERM, then SIGKILL after the grace period) and, while
+ *     restarts remain, the whole job starts again with HERD_RESTART_COUNT
+ *     incremented.
+ *
+ * Environment of every rank (DESIGN.md): HERD_RANK, HERD_WORLD_SIZE,
+ * HERD_LOCAL_RANK, HERD_LOCAL_WORLD_SIZE, HERD_NODE_RANK, HERD_NNODES,
+ * HERD_JOB_ID, HERD_STORE (host:port), HERD_JOB_SECRET, HERD_RESTART_COUNT,
+ * and torchrun's RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK,
+ * MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT; with GPUs,
+ * CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER=PCI_BUS_ID.  spec->env entries
+ * are added last and win.
+ *
+ * Output.  Every line a rank writes reaches the job's output callback whole
+ * (never torn mid-line; an overlong line is cut into pieces of
+ * HERD_JOB_LINE_MAX bytes), with stdout and stderr kept apart.  Without a
+ * callback, lines are written to this process's stdout and stderr with the
+ * prefix "[host:rank] " (spec->prefix changes or, as "", removes it).
+ * With spec->log_dir, each rank also writes its own files
+ * LOG_DIR/rank.N.out and LOG_DIR/rank.N.err (unprefixed).
+ *
+ * Threads.  herd_job_launch starts a supervisor thread that owns the job's
+ * processes and sockets; the output callback runs on it.  The other calls
+ * on a job may come from any thread, except herd_job_free, which must not
+ * race with them.  Library code never installs signal handlers: a program
+ * that wants SIGINT forwarded (as `herd launch` does) catches it and calls
+ * herd_job_signal.
+ */
+#ifndef HERD_JOB_H
+#define HERD_JOB_H
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A running or finished job.  Opaque. */
+typedef struct herd_job herd_job;
+
+/* Where the ranks of a job run. */
+typedef enum herd_job_where {
+	HERD_JOB_LOCAL = 0,  /* this node (fork/exec) */
+	HERD_JOB_HOSTS,      /* spec->hosts is a hostlist expression; ssh */
+	HERD_JOB_HOSTFILE,   /* spec->hosts is a hostfile path; ssh */
+	HERD_JOB_SLURM       /* the Slurm allocation this process is in; srun */
+} herd_job_where;
+
+/* Longest piece of a line handed to the output callback, in bytes. */
+#define HERD_JOB_LINE_MAX 65536
+
+/* Which stream a line came from. */
+typedef enum herd_job_stream {
+	HERD_JOB_STDOUT = 1,
+	HERD_JOB_STDERR = 2
+} herd_job_stream;
+
+/*
+ * Receives each line of output of a rank, without its newline (line points
+ * to len bytes; not NUL-terminated).  Runs on the job's supervisor thread;
+ * it must not call herd_job_wait or herd_job_free.
+ */
+typedef void (*herd_job_output_fn)(void *userdata, int rank, const char *host,
+				   herd_job_stream stream, const char *line, size_t len);
+
+#define HERD_JOB_SPEC_VERSION 1
+
+/*
+ * What to run and where.  Strings and arrays are copied by herd_job_launch;
+ * a zeroed field means the default written beside it.
+ */
+typedef struct herd_job_spec {
+	unsigned int version;      /* HERD_JOB_SPEC_VERSION */
+	const char *const *argv;   /* program and arguments, NULL-terminated; required */
+	const char *const *env;    /* extra "NAME=value" for every rank, NULL-terminated */
+	int nranks;                /* number of ranks; required, >= 1 */
+	int per_node;              /* ranks per node; 0: fill each node's slots */
+	herd_job_where where;      /* default HERD_JOB_LOCAL */
+	const char *hosts;         /* hostlist expression or hostfile path (per where) */
+	int gpus_per_rank;         /* GPUs leased and bound per rank; 0: none */
+	const char *workdir;       /* working directory of the ranks; default: this one's */
+	const char *log_dir;       /* per-rank log files; default: none */
+	const char *prefix;        /* output prefix format, %h host, %r rank; default "[%h:%r] " */
+	int start_timeout_ms;      /* every node's supervisor up and every rank exec'd; default 60000 */
+	int grace_ms;              /* SIGTERM to SIGKILL when stopping; default 5000 */
+	int restarts;              /* whole-job restarts after a failure; default 0 */
+	const char *herd_program;  /* `herd` on remote nodes; default $HERD_PROGRAM, else "herd" */
+	int connect_timeout_ms;    /* ssh ConnectTimeout per host; default 10000 */
+	herd_job_output_fn output; /* default: prefixed lines to stdout / stderr */
+	void *output_userdata;
+} herd_job_spec;
+
+#define HERD_JOB_SPEC_INIT \
+	{ HERD_JOB_SPEC_VERSION, NULL, NULL, 0, 0, HERD_JOB_LOCAL, NULL, 0, NULL, NULL, \
+	  NULL, 0, 0, 0, NULL, 0, NULL, NULL }
+
+/* State of one rank. */
+typedef enum herd_rank_state {
+	HERD_RANK_PENDING = 0,  /* not started yet (or being restarted) */
+	HERD_RANK_RUNNING,
+	HERD_RANK_EXITED,       /* exit_code valid */
+	HERD_RANK_SIGNALED,     /* signal valid */
+	HERD_RANK_FAILED_START  /* error says why; exit_code is 127 */
+} herd_rank_state;
+
+/* Name of a state ("running", "exited", ...). */
+HERD_EXTERN const char *herd_rank_state_str(herd_rank_state state);
+
+/*
+ * A snapshot of one rank.  host and error point into the job and stay valid
+ * until herd_job_free.
+ */
+typedef struct herd_rank_status {
+	int rank;
+	int node_rank;
+	int local_rank;
+	const char *host;
+	long pid;               /* on its host; 0 before start */
+	herd_rank_state state;
+	int exit_code;
+	int signal;
+	const char *error;      /* for HERD_RANK_FAILED_START, e.g. "exec failed: No such file or directory" */
+} herd_rank_status;
+
+/*
+ * Starts a job and returns once every rank has been started, or fails:
+ * HERD_EINVAL for a bad spec (the message names the field), HERD_EFORMAT for
+ * a malformed hostlist or hostfile (line and column), HERD_ENORESOURCE for
+ * more ranks than slots or GPUs (before anything starts), HERD_EUNAVAIL
+ * for a node that cannot be reached or has no herd program, HERD_ETIMEDOUT
+ * for a node whose supervisor did not come up within start_timeout_ms (the
+ * message names the host).  A rank whose exec fails
+ * does not fail the launch: it is reported as HERD_RANK_FAILED_START and
+ * the job fails as any failed rank makes it fail.  On failure nothing is
+ * left running and *out is NULL.  The caller frees *out with herd_job_free.
+ */
+HERD_EXTERN herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec);
+
+/*
+ * Waits until the job is over (every rank ended, after any restarts) or
+ * timeout_ms passes (< 0: no limit).  HERD_OK when the job is over, with
+ * *exit_status (may be NULL) as a shell gives it: 0 when every rank exited
+ * 0, else the first failed rank's exit code, 128 + signal when it was
+ * killed, 127 when its exec failed.  HERD_ETIMEDOUT when still running.
+ */
+HERD_EXTERN herd_status herd_job_wait(herd_job *job, int timeout_ms, int *exit_status);
+
+/* Sends sig to every running rank (through the node supervisors). */
+HERD_EXTERN herd_status herd_job_signal(herd_job *job, int sig);
+
+/*
+ * Stops the job: SIGTERM to every rank, SIGKILL after the grace period,
+ * no more restarts.  Returns once every rank is gone (at most the grace
+ * period plus a few seconds); the job then counts as failed unless it had
+ * already finished.
+ */
+HERD_EXTERN herd_status herd_job_kill(herd_job *job);
+
+/* Number of ranks. */
+HERD_EXTERN int herd_job_size(const herd_job *job);
+
+/* Snapshot of rank i; HERD_EINVAL when out of range. */
+HERD_EXTERN herd_status herd_job_rank(const herd_job *job, int i, herd_rank_status *out);
+
+/* The job id (also HERD_JOB_ID of every rank), borrowed from the job. */
+HERD_EXTERN const char *herd_job_id(const herd_job *job);
+
+/* How many times the job has been restarted so far. */
+HERD_EXTERN int herd_job_restart_count(const herd_job *job);
+
+/*
+ * The first-failure summary of the last run, or NULL when no rank failed:
+ * host, rank, exit code or signal, and the last lines of its stderr.
+ * Borrowed; valid until the next restart or herd_job_free.
+ */
+HERD_EXTERN const char *herd_job_failure(const herd_job *job);
+
+/*
+ * Frees the job.  A job still running is stopped first as by herd_job_kill.
+ * NULL is accepted.
+ */
+HERD_EXTERN void herd_job_free(herd_job *job);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HERD_JOB_H */

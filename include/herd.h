@@ -9,6 +9,7 @@
  *   herd/alloc.h     GPU allocation: placement plans, GPU leases, Slurm's grant
  *   herd/store.h     rendezvous key-value store: TCP server and client, file store
  *   herd/comm.h      collectives between ranks on host memory
+ *   herd/ckpt.h      checkpoints: sharded save, verified and resharded restore
  */
 #ifndef HERD_H
 #define HERD_H
@@ -19,5 +20,6 @@
 #include "herd/store.h"
 #include "herd/comm.h"
 #include "herd/job.h"
+#include "herd/ckpt.h"
 
 #endif /* HERD_H */

@@ -41,6 +41,12 @@ static const struct command {
 	{ "gpus", cmd_gpus,
 	  "gpus [--inventory F] [--lease-dir DIR]\n"
 	  "                    every GPU of this node and who holds it" },
+	{ "launch", cmd_launch,
+	  "launch -n N [--per-node K] [--hosts EXPR | --hostfile F | --slurm]\n"
+	  "        [--gpus-per-rank G] [--restarts R] [--log-dir D] [--timeout S] -- CMD\n"
+	  "                    run N ranks of CMD (a .lua CMD: Lua ranks; see launch -h)" },
+	{ "exec", cmd_exec,
+	  "exec --stdio        the node-side helper herd launch starts on each node" },
 	{ NULL, NULL, NULL }
 };
 

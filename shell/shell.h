@@ -53,6 +53,12 @@ int cmd_bench(int argc, char **argv);
 int cmd_alloc(int argc, char **argv);
 int cmd_gpus(int argc, char **argv);
 
+/* `herd launch -n N [...] -- CMD` (shell/cmd_launch.c). */
+int cmd_launch(int argc, char **argv);
+
+/* `herd exec --stdio`, the node side of herd launch (shell/cmd_exec.c). */
+int cmd_exec(int argc, char **argv);
+
 /* A size ("40G", "512MiB", "4096") in bytes into *out; 0, or -1 if malformed. */
 int shell_parse_bytes(const char *s, uint64_t *out);
 

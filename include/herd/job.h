@@ -139,7 +139,10 @@ typedef struct herd_rank_status {
 	herd_rank_state state;
 	int exit_code;
 	int signal;
-	const char *error;      /* for HERD_RANK_FAILED_START, e.g. "exec failed: No such file or directory" */
+	/* Why it failed to start (HERD_RANK_FAILED_START, e.g. "exec failed: No
+	 * such file or directory"), or, with exit_code 255, why its fate is
+	 * unknown ("lost contact with node ..."); NULL otherwise. */
+	const char *error;
 } herd_rank_status;
 
 /*
@@ -200,6 +203,24 @@ HERD_EXTERN const char *herd_job_failure(const herd_job *job);
  * NULL is accepted.
  */
 HERD_EXTERN void herd_job_free(herd_job *job);
+
+/*
+ * The node side of a job: what `herd exec` runs on every node the launcher
+ * starts it on (over ssh, through srun, or as a local child).  Reads the
+ * node's spec from rfd (the launcher writes it first), starts that node's
+ * ranks, writes their events (started, output lines, exits) to wfd and
+ * obeys the launcher's signal and stop commands, until every rank has
+ * ended.  When rfd closes (the launcher died, ssh dropped) or stop_fd
+ * (may be -1) becomes readable (a signal handler's self-pipe), it stops
+ * the ranks: SIGTERM, then SIGKILL after the job's grace period.  Ranks
+ * are forked from the calling thread, which should be the process's only
+ * one; the caller should ignore SIGPIPE.  Blocks until the ranks are gone.
+ * HERD_OK when the node ran to its end, HERD_ECLOSED when the launcher
+ * went away, the launcher-visible error otherwise (a malformed spec, GPUs
+ * that cannot be leased).  The wire format is internal to one herd
+ * version: launcher and nodes must run the same.
+ */
+HERD_EXTERN herd_status herd_job_exec(int rfd, int wfd, int stop_fd);
 
 #ifdef __cplusplus
 }

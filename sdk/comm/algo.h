@@ -44,6 +44,18 @@
  */
 #define HERD__ALGO_BLOCK (1024u * 1024u)
 
+/*
+ * From this many bytes, "auto" allreduce on a communicator whose ranks all
+ * share this host reads the peers' buffers directly (direct.c) instead of
+ * running the ring; below HERD__DIRECT_SMALL bytes it uses the small
+ * direct allreduce; in between, recursive doubling or the ring.
+ */
+#define HERD__DIRECT_MIN (64u * 1024u)
+
+/* The threshold in force: HERD__DIRECT_MIN.  Tests lower it to take the
+ * direct path with little data; nothing else writes it. */
+extern size_t herd__direct_min_bytes;
+
 /* The block size in force: HERD__ALGO_BLOCK.  Tests lower it to run many
  * slices through little data; nothing else writes it. */
 extern size_t herd__algo_block_bytes;

@@ -109,6 +109,14 @@ herd_status herd__algo_allreduce(herd_comm *comm, const herd__op *op)
 			memcpy(op->recvbuf, op->sendbuf, bytes);
 		return HERD_OK;
 	}
+	if (herd__algo_auto(comm) && herd__direct_usable(comm)) {
+		if (bytes <= HERD__DIRECT_SMALL)
+			return herd__direct_allreduce_small(comm, op->sendbuf, op->recvbuf,
+							    op->count, dtype, redop);
+		if (bytes >= herd__direct_min_bytes)
+			return herd__direct_allreduce(comm, op->sendbuf, op->recvbuf, op->count,
+						      dtype, redop);
+	}
 	if (herd__algo_auto(comm) && p > 2 && p <= HERD__ONESHOT_RANKS &&
 	    bytes <= HERD__ONESHOT_MAX)
 		return herd__oneshot_allreduce(comm, op->sendbuf, op->recvbuf, op->count, dtype,

@@ -9,6 +9,7 @@
 #include "comm/algo.h"
 
 size_t herd__algo_block_bytes = HERD__ALGO_BLOCK;
+size_t herd__direct_min_bytes = HERD__DIRECT_MIN;
 
 herd__algo_kind herd__algo_pick(const herd_comm *comm, size_t bytes)
 {

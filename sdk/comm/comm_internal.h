@@ -119,6 +119,23 @@ typedef struct herd__xfer {
 herd_status herd__p2p_exchange(herd_comm *comm, const herd__xfer *sends, size_t nsends,
 			       const herd__xfer *recvs, size_t nrecvs);
 
+/*
+ * Direct allreduce (direct.c): where every rank of the communicator is on
+ * this host and can read the others' memory, ranks read each other's
+ * buffers instead of passing messages.  herd__direct_allreduce_small takes
+ * at most HERD__DIRECT_SMALL bytes and reduces them in rank order (every
+ * rank gets the same bits); herd__direct_allreduce takes any size, each
+ * rank reducing a slice of the vector which all then read.  Both handle
+ * float16/bfloat16 widening and AVG, in may equal out, and they fail as
+ * herd__p2p_exchange does.
+ */
+#define HERD__DIRECT_SMALL 1024u
+bool herd__direct_usable(const herd_comm *comm);
+herd_status herd__direct_allreduce_small(herd_comm *comm, const void *in, void *out,
+					 size_t count, herd_dtype dtype, herd_redop op);
+herd_status herd__direct_allreduce(herd_comm *comm, const void *in, void *out, size_t count,
+				   herd_dtype dtype, herd_redop op);
+
 /* Reduction kernels (reduce.c).  dst[i] = a[i] OP b[i] for count elements;
  * dst may alias a or b.  AVG is not accepted here. */
 void herd__reduce(void *dst, const void *a, const void *b, size_t count, herd_dtype dtype,

@@ -667,6 +667,7 @@ static void comm_free(herd_comm *comm)
 		if (p->pidfd >= 0)
 			close(p->pidfd);
 	}
+	herd__direct_free(comm);
 	herd__shm_destroy(comm);
 	herd__p2p_free(comm);
 	if (comm->wake_fd >= 0)
@@ -768,6 +769,7 @@ herd_status herd__comm_init_cfg(herd_comm **out, herd_store *store, int rank, in
 		HERD_CHECK_GOTO(herd__shm_create(comm), st, out);
 		HERD_CHECK_GOTO(herd__tcp_mesh(comm, listen_fd, deadline), st, out);
 		HERD_CHECK_GOTO(herd__shm_attach(comm, deadline), st, out);
+		HERD_CHECK_GOTO(herd__direct_init(comm), st, out);
 		open_pidfds(comm);
 		HERD_CHECK_GOTO(herd__comm_broken(comm), st, out);
 		HERD_CHECK_GOTO(herd__monitor_start(comm), st, out);
@@ -862,6 +864,7 @@ static herd_status execute(herd_comm *comm, const herd__op *op, uint64_t cseq)
 	atomic_store(&comm->st_entered_cseq, cseq);
 	atomic_store(&comm->st_entered_kind, op->fp.kind);
 	atomic_store(&comm->st_busy, 1);
+	herd__direct_enter(comm, op, cseq);
 	st = op->run(comm, op);
 	if (st != HERD_OK) {
 		st = herd__comm_fail(comm, st, true);

@@ -28,6 +28,7 @@
 #define HERD_COMM_CORE_H
 
 #include <pthread.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -100,6 +101,7 @@ typedef struct herd__peer {
 } herd__peer;
 
 typedef struct herd__shm herd__shm;
+typedef struct herd__direct herd__direct;
 
 struct herd_comm {
 	int rank, size;
@@ -113,6 +115,8 @@ struct herd_comm {
 	herd__peer *peers;
 	int nlocal;                 /* ranks on this host, this one included */
 	herd__shm *shm;             /* NULL when no peer is local */
+	herd__direct *direct;       /* NULL unless every peer is local and readable (direct.c) */
+	int ncpus;                  /* CPUs this process may run on */
 
 	/* Failure (rule 4). */
 	atomic_int status;
@@ -263,6 +267,77 @@ uint32_t herd__shm_arm(herd_comm *comm);
 void herd__shm_sleep(herd_comm *comm, uint32_t seen, int timeout_ms);
 void herd__shm_disarm(herd_comm *comm);
 void herd__shm_ring_self(herd_comm *comm);
+
+/*
+ * shm.c: the board of rank `rank` (this rank's own, or a local peer's), a
+ * page of shared memory beside its inbox where the direct collectives
+ * (direct.c) publish what they do; NULL when the rank is not local.
+ */
+struct herd__board *herd__shm_board(const herd_comm *comm, int rank);
+
+/* shm.c: wakes local peer `rank` if it sleeps on its doorbell.  The
+ * caller's earlier stores are ordered before the look at its flag. */
+void herd__shm_wake(herd_comm *comm, int rank);
+
+/* shm.c: whether a message from local peer `rank` waits, unread, at the
+ * head of this rank's inbox; its header into *hdr. */
+bool herd__shm_pending(const herd_comm *comm, int rank, herd__wire_hdr *hdr);
+
+/* shm.c: whether this rank can read the memory of every local peer with
+ * process_vm_readv, as measured at attach, and so could every peer. */
+bool herd__shm_cma_all(const herd_comm *comm);
+
+/* ---- direct collectives (direct.c) ---------------------------------------- */
+
+/*
+ * What a rank publishes on its board, read by its local peers.  Each group
+ * of fields is written by the owner only, on its own cache line.
+ */
+#define HERD__BOARD_SMALL HERD__DIRECT_SMALL
+
+typedef struct herd__board_slot {
+	alignas(64) _Atomic uint64_t cseq;  /* the call whose data this is; set last */
+	uint64_t count;                     /* its fingerprint, compared by readers */
+	uint32_t len;
+	uint8_t kind, dtype, redop, pad;
+	uint8_t data[HERD__BOARD_SMALL];    /* from byte 24: a few bytes share the line */
+} herd__board_slot;
+
+typedef struct herd__board {
+	/* The current collective: its number and fingerprint, under a
+	 * seqlock (call_gen is odd while the owner writes them). */
+	alignas(64) _Atomic uint64_t call_gen;
+	uint64_t call_cseq;
+	uint8_t kind, dtype, redop;
+	int32_t root;
+	uint64_t count;
+	/* A large direct allreduce: its buffers, in the owner's memory, valid
+	 * for call addr_cseq (set after them, with release). */
+	alignas(64) _Atomic uint64_t addr_cseq;
+	uint64_t sendbuf, recvbuf;
+	/* The owner's part reduced so far in a large direct allreduce, as
+	 * cseq << HERD__BOARD_PROGRESS_BITS | chunks: grows monotonically. */
+	alignas(64) _Atomic uint64_t progress;
+	/* The last call in which the owner finished reading its peers. */
+	alignas(64) _Atomic uint64_t done;
+	/* Small allreduce data, by call parity (direct.c says why two). */
+	herd__board_slot slot[2];
+} herd__board;
+
+#define HERD__BOARD_PROGRESS_BITS 24
+
+/* Sets comm->direct up when every peer shares memory with this rank and
+ * every rank can read every other's memory; else leaves it NULL. */
+herd_status herd__direct_init(herd_comm *comm);
+void herd__direct_free(herd_comm *comm);
+
+/* Publishes the fingerprint of the collective this rank enters, so that a
+ * peer waiting in a direct call sees a mismatch instead of waiting. */
+void herd__direct_enter(herd_comm *comm, const herd__op *op, uint64_t cseq);
+
+/* p2p.c: the error for a peer that destroyed its communicator while the
+ * current call still needed it. */
+herd_status herd__p2p_left_error(herd_comm *comm, int peer);
 
 /* p2p.c: scratch space for the exchange, sized for the communicator. */
 herd_status herd__p2p_init(herd_comm *comm);

@@ -399,7 +399,7 @@ static int left_peer(const exchange *x)
 }
 
 /* The error for a peer that said goodbye while this call needed it. */
-static herd_status left_error(herd_comm *comm, int peer)
+herd_status herd__p2p_left_error(herd_comm *comm, int peer)
 {
 	char me[HERD__COMM_HOST_MAX + 32], who[HERD__COMM_HOST_MAX + 32];
 
@@ -433,7 +433,7 @@ static herd_status settle(herd_comm *comm, herd_status st, int peer)
 	if (atomic_load(&comm->status) != HERD_OK)
 		return herd__comm_broken(comm);
 	if (atomic_load(&comm->peers[peer].left))
-		return left_error(comm, peer);
+		return herd__p2p_left_error(comm, peer);
 	return herd__error(st, "%s", msg);
 }
 
@@ -530,7 +530,7 @@ static herd_status run_exchange(exchange *x)
 			}
 			if (armed)
 				herd__shm_disarm(comm);
-			return left_error(comm, left);
+			return herd__p2p_left_error(comm, left);
 		}
 		nfds = collect_fds(x, &shm);
 		if (shm && nfds == 1) {

@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,7 +48,7 @@
 #include "core.h"
 
 #define SHM_MAGIC 0x316d687364726568ull   /* "herdshm1" */
-#define SHM_VERSION 1
+#define SHM_VERSION 2
 /* Ring geometry: NSLOTS slots of SLOT_MAX bytes (4 MiB per ring) while an
  * inbox stays within INBOX_BUDGET; with many local peers the slots shrink
  * (down to SLOT_MIN) so that the memory reserved per rank stays bounded.
@@ -65,8 +66,11 @@ typedef struct inbox_hdr {
 	_Atomic uint64_t magic;            /* set last, with release */
 	uint32_t version, nrings, nslots, slot_size;
 	int32_t owner_rank, owner_pid;
+	uint64_t owner_addr;               /* where the owner mapped this page */
+	_Atomic uint32_t cma_ok;           /* attach: 1 = the owner reads every peer */
 	alignas(64) atomic_uint doorbell;  /* the futex word */
 	atomic_uint sleeping;
+	alignas(64) herd__board board;     /* direct.c */
 } inbox_hdr;
 
 typedef struct ring {
@@ -87,6 +91,7 @@ struct herd__shm {
 	size_t *map_size;
 	int *lpos;               /* [size]: position among the ranks sharing memory, or -1 */
 	int ngroup;
+	bool cma_all;            /* every rank of the group reads every other's memory */
 };
 
 typedef struct shm_link {
@@ -140,6 +145,44 @@ void herd__shm_sleep(herd_comm *comm, uint32_t seen, int timeout_ms)
 void herd__shm_disarm(herd_comm *comm)
 {
 	atomic_store_explicit(&own_hdr(comm)->sleeping, 0, memory_order_relaxed);
+}
+
+herd__board *herd__shm_board(const herd_comm *comm, int rank)
+{
+	const herd__shm *s = comm->shm;
+	uint8_t *m;
+
+	if (s == NULL)
+		return NULL;
+	m = rank == comm->rank ? s->own : s->maps[rank];
+	return m != NULL ? &((inbox_hdr *)m)->board : NULL;
+}
+
+void herd__shm_wake(herd_comm *comm, int rank)
+{
+	if (comm->shm != NULL && comm->shm->maps[rank] != NULL)
+		ring_doorbell((inbox_hdr *)comm->shm->maps[rank]);
+}
+
+bool herd__shm_pending(const herd_comm *comm, int peer, herd__wire_hdr *hdr)
+{
+	const shm_link *s = (const shm_link *)comm->peers[peer].link;
+	const inbox_hdr *own = own_hdr(comm);
+	uint32_t idx;
+
+	if (s == NULL || !herd__comm_uses_shm(comm, peer) ||
+	    atomic_load_explicit(&s->rx->head, memory_order_acquire) == s->rx_tail)
+		return false;
+	idx = (uint32_t)(s->rx_tail % own->nslots);
+	if (s->rx->len[idx] < HDR_ROOM)
+		return false;
+	memcpy(hdr, s->rx_data + (size_t)idx * own->slot_size, sizeof(*hdr));
+	return true;
+}
+
+bool herd__shm_cma_all(const herd_comm *comm)
+{
+	return comm->shm != NULL && comm->shm->cma_all;
 }
 
 void herd__shm_ring_self(herd_comm *comm)
@@ -346,6 +389,7 @@ herd_status herd__shm_create(herd_comm *comm)
 	h->slot_size = slot;
 	h->owner_rank = comm->rank;
 	h->owner_pid = comm->peers[comm->rank].pid;
+	h->owner_addr = (uint64_t)(uintptr_t)s->own;
 	atomic_store_explicit(&h->magic, SHM_MAGIC, memory_order_release);
 	return HERD_OK;
 }
@@ -386,6 +430,37 @@ static herd_status map_peer(herd_comm *comm, int j)
 	return HERD_OK;
 }
 
+/*
+ * Whether process_vm_readv reads every local peer's memory: the magic of
+ * its inbox, at the address where it mapped it.  It fails where the peers
+ * are in another pid namespace, where a security module or seccomp forbids
+ * it, or where a peer is not dumpable; the direct collectives are then off.
+ */
+static bool cma_probe(herd_comm *comm)
+{
+	for (int j = 0; j < comm->size; j++) {
+		const inbox_hdr *ph;
+		uint64_t magic = 0;
+		struct iovec local = { &magic, sizeof(magic) }, remote;
+
+		if (!herd__comm_uses_shm(comm, j))
+			continue;
+		if (!comm->peers[j].same_pidns)
+			return false;
+		ph = (const inbox_hdr *)comm->shm->maps[j];
+		remote.iov_base = (void *)(uintptr_t)ph->owner_addr;
+		remote.iov_len = sizeof(magic);
+		if (process_vm_readv((pid_t)comm->peers[j].pid, &local, 1, &remote, 1, 0) !=
+			    (ssize_t)sizeof(magic) || magic != SHM_MAGIC) {
+			herd__log_debug("rank %d cannot read the memory of rank %d (pid %d): %s; "
+					"single-copy collectives are off", comm->rank, j,
+					(int)comm->peers[j].pid, strerror(errno));
+			return false;
+		}
+	}
+	return true;
+}
+
 herd_status herd__shm_attach(herd_comm *comm, int64_t deadline)
 {
 	herd__shm *s = comm->shm;
@@ -415,6 +490,9 @@ herd_status herd__shm_attach(herd_comm *comm, int64_t deadline)
 		l->peer_hdr = ph;
 		comm->peers[j].link = &l->base;
 	}
+	/* Whether this rank can read each peer's memory, published before the
+	 * MAPPED frames, after which each rank reads every peer's answer. */
+	atomic_store(&own_hdr(comm)->cma_ok, cma_probe(comm) ? 1u : 0u);
 	/* Every peer tells every other it has mapped; then names can go. */
 	for (int j = 0; j < comm->size; j++)
 		if (herd__comm_uses_shm(comm, j))
@@ -422,6 +500,11 @@ herd_status herd__shm_attach(herd_comm *comm, int64_t deadline)
 	for (int j = 0; j < comm->size; j++)
 		if (herd__comm_uses_shm(comm, j))
 			HERD_CHECK(herd__ctl_expect(comm, j, HERD__CTL_MAPPED, deadline));
+	s->cma_all = atomic_load(&own_hdr(comm)->cma_ok) != 0;
+	for (int j = 0; j < comm->size; j++)
+		if (herd__comm_uses_shm(comm, j))
+			s->cma_all = s->cma_all &&
+				     atomic_load(&((inbox_hdr *)s->maps[j])->cma_ok) != 0;
 	if (shm_unlink(s->name) != 0)
 		herd__log_warn("cannot remove /dev/shm%s: %s", s->name, strerror(errno));
 	s->linked = false;

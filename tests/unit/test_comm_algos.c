@@ -6,8 +6,9 @@
  * references computed in double precision.
  *
  * The stand-in is this file's own (it defines herd__p2p_exchange,
- * herd_comm_rank, herd_comm_size and herd__comm_algo, so the core's objects
- * are not linked).  Messages are queued per ordered pair; a receive checks
+ * herd_comm_rank, herd_comm_size, herd__comm_algo and the direct calls,
+ * so the core's objects are not linked).  Its ranks share no memory: the
+ * direct allreduce of direct.c is never usable here.  Messages are queued per ordered pair; a receive checks
  * the length the sender sent.  Before its sends an exchange first takes
  * whatever has already arrived, so an algorithm that reduces into a buffer
  * it is sending in the same step is caught sending the wrong data.  The
@@ -58,6 +59,27 @@ int herd_comm_size(const herd_comm *comm)
 const char *herd__comm_algo(const herd_comm *comm)
 {
 	return comm->w->algo;
+}
+
+bool herd__direct_usable(const herd_comm *comm)
+{
+	(void)comm;
+	return false;
+}
+
+/* Never called, as herd__direct_usable says no: an error if they were. */
+herd_status herd__direct_allreduce_small(herd_comm *comm, const void *in, void *out,
+					 size_t count, herd_dtype dtype, herd_redop op)
+{
+	(void)comm, (void)in, (void)out, (void)count, (void)dtype, (void)op;
+	return herd__error(HERD_EINTERNAL, "the stand-in world has no direct allreduce");
+}
+
+herd_status herd__direct_allreduce(herd_comm *comm, const void *in, void *out, size_t count,
+				   herd_dtype dtype, herd_redop op)
+{
+	(void)comm, (void)in, (void)out, (void)count, (void)dtype, (void)op;
+	return herd__error(HERD_EINTERNAL, "the stand-in world has no direct allreduce");
 }
 
 static void deliver(const herd__xfer *x, const msg *m, world *w)

@@ -1,0 +1,379 @@
+/*
+ * herd/ckpt.h - save and restore the sharded state of a distributed
+ * program, atomically across all ranks, verified on load, and resharded
+ * when the job resumes on a different number of ranks.
+ *
+ * A checkpoint handle (herd_ckpt) joins a checkpoint directory and a
+ * communicator.  Each rank registers the state it holds:
+ *
+ *   - named tensors: a pointer to this rank's shard in host memory, the
+ *     element type, the shape of the whole (global) tensor, and where the
+ *     shard sits in it (an offset and a shape, an N-d box).  A tensor that
+ *     every rank holds whole is registered with no offset and shape;
+ *   - named blobs: a few bytes per rank (RNG state, a data loader's
+ *     position), with a rule for restoring them onto a different number of
+ *     ranks.
+ *
+ * herd_ckpt_save(step) writes all of it as the step's directory; once it
+ * returns HERD_OK the step is committed on every rank, durably.  A crash at
+ * any instant (of any rank, of the machine) leaves the committed steps
+ * intact; a step whose save did not complete is never chosen by a restore.
+ * herd_ckpt_restore fills the registered tensors and blobs from the newest
+ * step that is complete and verifies (or from a given step), reading only
+ * the parts of the saved shards that overlap this rank's shards: a
+ * checkpoint saved by 4 ranks restores onto 2, 3 or 8 ranks that shard the
+ * same global tensors differently.
+ *
+ * On disk (docs/checkpoint.md has the whole format):
+ *
+ *   DIR/step-000000000100/rank-00000.data  each rank's shards and blobs
+ *   DIR/step-000000000100/manifest.msgpack every tensor's type, shape,
+ *                                          shards, file, offset, length
+ *                                          and a checksum per chunk; the
+ *                                          manifest checksums itself
+ *   DIR/latest                             "step-000000000100\n"
+ *
+ * Commit protocol: every rank writes into a temporary step directory and
+ * fsyncs its data file; the ranks report to rank 0 through the
+ * communicator; rank 0 writes the manifest (temporary file, fsync, rename),
+ * fsyncs the step directory, renames it into place, fsyncs DIR, and
+ * replaces `latest` atomically.  The rename of the step directory is the
+ * commit point; `latest` may lag it by one step after a crash, so readers
+ * take the newest committed step directory, and `latest` is a hint for
+ * people and other tools.  Any write or fsync error fails the save on
+ * every rank and leaves no step behind.
+ *
+ * Collective calls: herd_ckpt_open, herd_ckpt_save, herd_ckpt_save_async,
+ * herd_ckpt_wait, herd_ckpt_restore and herd_ckpt_close are collective
+ * over the handle's communicator: every rank makes them in the same order
+ * with the same step.  They return the same status on every rank (a
+ * failure on one rank fails the call everywhere, with a message naming
+ * that rank).  They inherit the communicator's deadline and its failure
+ * reporting (a dead peer gives HERD_EPEER), so nothing hangs.
+ *
+ * Threads: one handle is used by one thread at a time.  While an
+ * asynchronous save is in flight, a background writer thread drives the
+ * handle's communicator: that communicator must be one of its own (from
+ * herd_comm_split, or a herd_comm_init of its own), never one the program
+ * uses for its own collectives.  The read-only functions at the end
+ * (list, latest, verify, the reader) need no communicator and may run in
+ * any process, including while a job writes the directory.
+ *
+ * Memory: registered pointers are borrowed; they must stay valid, and the
+ * tensors' bytes unchanged during herd_ckpt_save and until
+ * herd_ckpt_save_async returns (after that the program may modify them:
+ * the data is in staging memory).  Tensors are host memory for now.
+ */
+#ifndef HERD_CKPT_H
+#define HERD_CKPT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "comm.h"
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A checkpoint directory joined by the ranks of a communicator.  Opaque. */
+typedef struct herd_ckpt herd_ckpt;
+
+/* For herd_ckpt_restore, herd_ckpt_verify and herd_ckpt_reader_open: the
+ * newest committed step (that verifies, for restore). */
+#define HERD_CKPT_LATEST (-1)
+
+/* Most dimensions of a tensor. */
+#define HERD_CKPT_MAX_DIMS 8
+
+/* Longest tensor or blob name, in bytes.  Names are 1..HERD_CKPT_NAME_MAX
+ * bytes of printable ASCII (no control characters). */
+#define HERD_CKPT_NAME_MAX 255
+
+/* Largest blob, in bytes. */
+#define HERD_CKPT_BLOB_MAX (16u * 1024u * 1024u)
+
+/* Largest step number; steps are 0..HERD_CKPT_STEP_MAX. */
+#define HERD_CKPT_STEP_MAX INT64_C(999999999999)
+
+/* Chunk checksums.  DEFAULT is XXH3 (64-bit xxHash3 of every chunk). */
+typedef enum herd_ckpt_checksum {
+	HERD_CKPT_CHECKSUM_DEFAULT = 0,
+	HERD_CKPT_CHECKSUM_XXH3 = 1,
+	HERD_CKPT_CHECKSUM_NONE = 2
+} herd_ckpt_checksum;
+
+/*
+ * What a blob restores from when the checkpoint was saved by a different
+ * number of ranks.  With the same number, rank r always gets the blob that
+ * rank r saved.
+ */
+typedef enum herd_ckpt_blob_rule {
+	/* Rank r gets the blob of saved rank r mod (saved ranks). */
+	HERD_CKPT_BLOB_SAME_RANK = 0,
+	/* Every rank gets the blob of saved rank 0. */
+	HERD_CKPT_BLOB_RANK0 = 1,
+	/* Restoring onto a different number of ranks is an error
+	 * (HERD_EMISMATCH). */
+	HERD_CKPT_BLOB_STRICT = 2
+} herd_ckpt_blob_rule;
+
+#define HERD_CKPT_OPTS_VERSION 1
+
+/* Options of herd_ckpt_open.  A zero field means its documented default. */
+typedef struct herd_ckpt_opts {
+	unsigned int version;       /* HERD_CKPT_OPTS_VERSION */
+	/* Retention: after a save commits, keep the newest keep_last
+	 * committed steps (0: keep every step). */
+	int keep_last;
+	/* Retention: also keep every step that is a multiple of keep_every
+	 * (0: none).  Retention deletes only after the newer step is durable. */
+	int keep_every;
+	/* Most bytes of staging memory an asynchronous save holds (default
+	 * HERD_CKPT_STAGING_BYTES, else 256 MiB).  When the state is larger,
+	 * herd_ckpt_save_async stages it in pieces as the writer drains them. */
+	size_t staging_bytes;
+	/* Checksums of the data (default XXH3). */
+	herd_ckpt_checksum checksum;
+	/* Bytes covered by one checksum (default 4 MiB; at least 4 KiB).  A
+	 * restore reads and verifies whole chunks. */
+	size_t chunk_bytes;
+} herd_ckpt_opts;
+
+#define HERD_CKPT_OPTS_INIT { HERD_CKPT_OPTS_VERSION, 0, 0, 0, HERD_CKPT_CHECKSUM_DEFAULT, 0 }
+
+/*
+ * Opens the checkpoint directory dir (created, with its parents, when
+ * missing) for the ranks of comm.  comm is borrowed and must outlive the
+ * handle; NULL means a world of one rank (a single process, no
+ * communicator).  Rank 0 removes what interrupted saves and deletions left
+ * behind (temporary step directories).  opts may be NULL.  Collective.
+ */
+HERD_EXTERN herd_status herd_ckpt_open(herd_ckpt **out, const char *dir, herd_comm *comm,
+				       const herd_ckpt_opts *opts);
+
+/*
+ * Waits for an asynchronous save in flight, then frees the handle.
+ * Returns that save's status (HERD_OK when none).  Collective when a save
+ * is in flight.  Accepts NULL.
+ */
+HERD_EXTERN herd_status herd_ckpt_close(herd_ckpt *ck);
+
+/*
+ * Registers a tensor.  data is this rank's shard, dense and row-major,
+ * prod(shape) elements of dtype.  global_shape has ndim (1..
+ * HERD_CKPT_MAX_DIMS) dimensions; the shard is the box of the given shape
+ * at offset in the global tensor.  offset and shape both NULL: the shard
+ * is the whole tensor (replicated on every rank that registers it so).
+ * Local (not collective), but at save time every rank must have
+ * registered the same tensors, in the same order, with the same dtype and
+ * global shape, and the distinct shards must tile each global tensor
+ * exactly (identical shards on several ranks are written once).  A name
+ * registered twice gives HERD_EEXIST.  data is borrowed.
+ */
+HERD_EXTERN herd_status herd_ckpt_add_tensor(herd_ckpt *ck, const char *name, void *data,
+					     herd_dtype dtype, int ndim,
+					     const uint64_t *global_shape,
+					     const uint64_t *offset, const uint64_t *shape);
+
+/*
+ * Registers a blob: size bytes at data (1..HERD_CKPT_BLOB_MAX), saved per
+ * rank and restored by rule.  A restore requires the saved blob to have
+ * the same size (HERD_EMISMATCH otherwise).  Local; every rank registers
+ * the same blob names in the same order.  data is borrowed.
+ */
+HERD_EXTERN herd_status herd_ckpt_add_blob(herd_ckpt *ck, const char *name, void *data,
+					   size_t size, herd_ckpt_blob_rule rule);
+
+/*
+ * Saves the registered state as step (0..HERD_CKPT_STEP_MAX) and commits
+ * it; returns once the step is durable on disk, or failed and left
+ * nothing behind.  An asynchronous save in flight is waited for first.
+ * Then applies retention.  HERD_EEXIST when the step is already
+ * committed.  Collective.
+ */
+HERD_EXTERN herd_status herd_ckpt_save(herd_ckpt *ck, int64_t step);
+
+/*
+ * Starts saving step in the background.  Returns once every registered
+ * byte is copied into staging memory (in pieces when opts.staging_bytes
+ * is smaller than the state: then it returns when the last piece is
+ * staged); a writer thread writes, fsyncs and commits.  A save in flight
+ * is waited for first.  Collective.  The outcome comes from herd_ckpt_wait
+ * (or the next collective call on the handle, when an earlier background
+ * save failed and no wait collected it: that call then returns the
+ * failure and does nothing else).
+ */
+HERD_EXTERN herd_status herd_ckpt_save_async(herd_ckpt *ck, int64_t step);
+
+/*
+ * Waits for the asynchronous save in flight and returns its status
+ * (HERD_OK when none).  Collective.
+ */
+HERD_EXTERN herd_status herd_ckpt_wait(herd_ckpt *ck);
+
+/*
+ * Fills the registered tensors and blobs from step, or with
+ * HERD_CKPT_LATEST from the newest committed step that verifies on every
+ * rank: each rank verifies the checksum of every chunk it reads (and the
+ * manifest's), the ranks agree on the outcome, and a step that fails is
+ * reported as a warning (log level warn) and skipped for the one before.
+ * The ranks together read every chunk of the state they restore, so every
+ * restored byte was verified.  *restored (may be NULL) gets the step.
+ * HERD_ENOTFOUND when no step can be restored; HERD_EMISMATCH when a
+ * registered tensor or blob is missing from the step or differs in type or
+ * shape (no fallback then).  On failure the registered memory may have
+ * been partly overwritten.  Collective.
+ */
+HERD_EXTERN herd_status herd_ckpt_restore(herd_ckpt *ck, int64_t step, int64_t *restored);
+
+/* The handle's directory; borrowed from the handle. */
+HERD_EXTERN const char *herd_ckpt_dir(const herd_ckpt *ck);
+
+/* ---- reading a checkpoint directory without a communicator ------------ */
+
+/* One step directory, as herd_ckpt_list finds it. */
+typedef struct herd_ckpt_step_info {
+	int64_t step;
+	/* Whether the step is committed (renamed into place with its
+	 * manifest); false for what an interrupted save left behind. */
+	bool committed;
+	/* The directory's name inside DIR. */
+	char name[64];
+	/* Bytes of its files. */
+	uint64_t bytes;
+	/* Ranks that saved it, tensors and blobs in it (from the manifest;
+	 * 0 when it cannot be read, as for an uncommitted step). */
+	int ranks;
+	int tensors;
+	int blobs;
+	/* Seconds since the epoch when it was saved (0 when unknown). */
+	int64_t time;
+	/* Whether the manifest decoded and its checksum matched (the data is
+	 * not read: herd_ckpt_verify does that). */
+	bool manifest_ok;
+} herd_ckpt_step_info;
+
+/*
+ * Lists the step directories of dir, committed and not, oldest first.
+ * *out is an array of *count entries freed with herd_free (NULL when
+ * empty).  Reads only manifests.  Local, thread-safe.
+ */
+HERD_EXTERN herd_status herd_ckpt_list(const char *dir, herd_ckpt_step_info **out,
+				       size_t *count);
+
+/*
+ * The newest committed step of dir (without verifying its data).
+ * HERD_ENOTFOUND when there is none.  Local.
+ */
+HERD_EXTERN herd_status herd_ckpt_latest(const char *dir, int64_t *step);
+
+/* One problem found by herd_ckpt_verify. */
+typedef struct herd_ckpt_problem {
+	/* The file inside the step directory ("rank-00002.data",
+	 * "manifest.msgpack"). */
+	const char *file;
+	/* The tensor or blob whose bytes are wrong; NULL for the manifest or
+	 * a whole file (missing, wrong size). */
+	const char *tensor;
+	/* Index of the shard in the tensor (of the rank's part of a blob),
+	 * and of the chunk in the shard; -1 when not applicable. */
+	int64_t shard;
+	int64_t chunk;
+	/* Byte offset of the chunk in the file; -1 when not applicable. */
+	int64_t offset;
+	/* What is wrong, in words. */
+	const char *message;
+} herd_ckpt_problem;
+
+/* Called once per problem; the strings live until it returns. */
+typedef void (*herd_ckpt_problem_fn)(const herd_ckpt_problem *problem, void *arg);
+
+/*
+ * Verifies a step of dir (or HERD_CKPT_LATEST: the newest committed one):
+ * the manifest's checksum and structure, every data file's size, and the
+ * checksum of every chunk of every tensor and blob.  Calls fn (may be
+ * NULL) for each problem; *problems (may be NULL) gets their count.
+ * Returns HERD_OK when the step is intact, HERD_EFORMAT when it is not
+ * (the message names the first problem's file, tensor and chunk), other
+ * codes when it cannot be read at all.  Local.
+ */
+HERD_EXTERN herd_status herd_ckpt_verify(const char *dir, int64_t step,
+					 herd_ckpt_problem_fn fn, void *arg,
+					 size_t *problems);
+
+/* A read-only view of one committed step.  Opaque. */
+typedef struct herd_ckpt_reader herd_ckpt_reader;
+
+/* A tensor of a step, as herd_ckpt_reader_tensor describes it. */
+typedef struct herd_ckpt_tensor_info {
+	const char *name;            /* borrowed from the reader */
+	herd_dtype dtype;
+	int ndim;
+	uint64_t shape[HERD_CKPT_MAX_DIMS];   /* global shape */
+	size_t shards;               /* distinct shards saved */
+	uint64_t bytes;              /* bytes of the global tensor */
+} herd_ckpt_tensor_info;
+
+/* A blob of a step. */
+typedef struct herd_ckpt_blob_info {
+	const char *name;            /* borrowed from the reader */
+	herd_ckpt_blob_rule rule;
+	int ranks;                   /* saved ranks, each with its own bytes */
+} herd_ckpt_blob_info;
+
+/*
+ * Opens step of dir (HERD_CKPT_LATEST: the newest committed step) for
+ * reading: decodes and checks its manifest.  Data is read, and verified,
+ * only by herd_ckpt_reader_read and herd_ckpt_reader_read_blob.  Local;
+ * one reader is used by one thread at a time.
+ */
+HERD_EXTERN herd_status herd_ckpt_reader_open(herd_ckpt_reader **out, const char *dir,
+					      int64_t step);
+
+/* Frees a reader.  Accepts NULL. */
+HERD_EXTERN void herd_ckpt_reader_free(herd_ckpt_reader *r);
+
+/* The step, the ranks that saved it, and its save time (seconds since
+ * the epoch). */
+HERD_EXTERN int64_t herd_ckpt_reader_step(const herd_ckpt_reader *r);
+HERD_EXTERN int herd_ckpt_reader_ranks(const herd_ckpt_reader *r);
+HERD_EXTERN int64_t herd_ckpt_reader_time(const herd_ckpt_reader *r);
+
+/* Number of tensors, and tensor i (0..count-1; HERD_EINVAL beyond). */
+HERD_EXTERN size_t herd_ckpt_reader_tensor_count(const herd_ckpt_reader *r);
+HERD_EXTERN herd_status herd_ckpt_reader_tensor(const herd_ckpt_reader *r, size_t i,
+						herd_ckpt_tensor_info *info);
+
+/* Index of the tensor called name; HERD_ENOTFOUND when absent. */
+HERD_EXTERN herd_status herd_ckpt_reader_find(const herd_ckpt_reader *r, const char *name,
+					      size_t *index);
+
+/*
+ * Reads the whole global tensor called name into buf (cap bytes, at least
+ * its bytes; row-major), assembling it from its shards and verifying the
+ * checksum of every chunk.  HERD_EFORMAT names file, tensor and chunk of
+ * a mismatch.
+ */
+HERD_EXTERN herd_status herd_ckpt_reader_read(herd_ckpt_reader *r, const char *name,
+					      void *buf, size_t cap);
+
+/* Number of blobs, and blob i. */
+HERD_EXTERN size_t herd_ckpt_reader_blob_count(const herd_ckpt_reader *r);
+HERD_EXTERN herd_status herd_ckpt_reader_blob(const herd_ckpt_reader *r, size_t i,
+					      herd_ckpt_blob_info *info);
+
+/*
+ * Reads the blob called name that saved rank `rank` wrote into buf (cap
+ * bytes), verified; *len gets its size.  HERD_EINVAL when cap is too
+ * small (*len still set).
+ */
+HERD_EXTERN herd_status herd_ckpt_reader_read_blob(herd_ckpt_reader *r, const char *name,
+						   int rank, void *buf, size_t cap, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HERD_CKPT_H */

@@ -1,0 +1,351 @@
+/*
+ * sdk/ckpt/ckpt.c - the checkpoint handle: open, close, registration, and
+ * the few collectives the save and restore paths agree through.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include "handle.h"
+
+#define STAGING_DEFAULT ((size_t)256 << 20)
+
+herd_status herd__ckpt_path(char *buf, size_t cap, const char *dir, const char *name)
+{
+	int n = snprintf(buf, cap, "%s/%s", dir, name);
+
+	if (n < 0 || (size_t)n >= cap)
+		return herd__error(HERD_EINVAL, "path too long: %s/%s", dir, name);
+	return HERD_OK;
+}
+
+herd_status herd__ckpt_allgather(herd_ckpt *ck, const void *mine, void *all, size_t bytes)
+{
+	if (ck->comm == NULL) {
+		memcpy(all, mine, bytes);
+		return HERD_OK;
+	}
+	return herd_comm_allgather(ck->comm, mine, all, bytes, HERD_UINT8);
+}
+
+herd_status herd__ckpt_bcast(herd_ckpt *ck, void *buf, size_t bytes)
+{
+	if (ck->comm == NULL)
+		return HERD_OK;
+	return herd_comm_broadcast(ck->comm, buf, buf, bytes, HERD_UINT8, 0);
+}
+
+herd_status herd__ckpt_agree(herd_ckpt *ck, herd_status local, int *failed_rank)
+{
+	herd__ckpt_verdict v;
+	int32_t mine = local, *all = NULL;
+	herd_status st;
+	int f = -1;
+
+	*failed_rank = -1;
+	if (ck->comm == NULL) {
+		if (local != HERD_OK)
+			*failed_rank = 0;
+		return local;
+	}
+	HERD_CHECK(herd__calloc(&all, (size_t)ck->size, sizeof(int32_t), "statuses"));
+	st = herd_comm_allgather(ck->comm, &mine, all, 1, HERD_INT32);
+	for (int r = 0; st == HERD_OK && r < ck->size; r++)
+		if (all[r] != HERD_OK) {
+			f = r;
+			break;
+		}
+	if (st != HERD_OK || f < 0)
+		goto out;
+	memset(&v, 0, sizeof(v));
+	if (f == ck->rank) {
+		v.status = mine;
+		v.rank = f;
+		herd__strlcpy(v.msg, herd_last_error(), sizeof(v.msg));
+	}
+	st = herd_comm_broadcast(ck->comm, &v, &v, sizeof(v), HERD_UINT8, f);
+	if (st != HERD_OK)
+		goto out;
+	*failed_rank = f;
+	st = all[f];
+	if (f != ck->rank)
+		herd__error(st, "rank %d: %s", f, v.msg);
+out:
+	free(all);
+	return st;
+}
+
+/* mkdir -p. */
+static herd_status make_dirs(const char *dir)
+{
+	char path[4096];
+	size_t n = strlen(dir);
+
+	if (n == 0 || n >= sizeof(path))
+		return herd__error(HERD_EINVAL, "checkpoint directory \"%s\": empty or too long", dir);
+	memcpy(path, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		path[i] = '\0';
+		if (mkdir(path, 0755) != 0 && errno != EEXIST)
+			return herd__error_errno(HERD_EIO, errno, "cannot create directory %s", path);
+		path[i] = dir[i];
+	}
+	{
+		struct stat sb;
+
+		if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+			return herd__error(HERD_EIO, "%s is not a directory", dir);
+	}
+	return HERD_OK;
+}
+
+/*
+ * Removes what interrupted saves and deletions left: temporary step
+ * directories, steps half deleted, temporary `latest` files.  None of them
+ * is ever read, so removing them is only about space.
+ */
+static herd_status sweep(const char *dir)
+{
+	herd_status st = HERD_OK;
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	if (d == NULL)
+		return herd__error_errno(HERD_EIO, errno, "cannot list %s", dir);
+	while ((e = readdir(d)) != NULL) {
+		int64_t step;
+
+		if (herd__ckpt_parse_step(e->d_name, HERD__CKPT_TMP_PREFIX, &step) ||
+		    herd__ckpt_parse_step(e->d_name, HERD__CKPT_DEL_PREFIX, &step)) {
+			herd_status s2 = herd__ckpt_remove_tree(dir, e->d_name);
+
+			if (s2 != HERD_OK && st == HERD_OK)
+				st = s2;
+		} else if (strncmp(e->d_name, HERD__CKPT_LATEST ".tmp.", 11) == 0) {
+			char path[4096];
+
+			if (herd__ckpt_path(path, sizeof(path), dir, e->d_name) == HERD_OK)
+				unlink(path);
+		}
+	}
+	closedir(d);
+	return st;
+}
+
+static size_t env_size(const char *name, size_t dflt)
+{
+	const char *s = getenv(name);
+	char *end;
+	unsigned long long v;
+
+	if (s == NULL || *s == '\0')
+		return dflt;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v == 0) {
+		herd__log_warn("%s=\"%s\" is not a positive number of bytes; using %zu", name, s,
+			       dflt);
+		return dflt;
+	}
+	return (size_t)v;
+}
+
+herd_status herd_ckpt_open(herd_ckpt **out, const char *dir, herd_comm *comm,
+			   const herd_ckpt_opts *opts)
+{
+	herd_ckpt_opts o = HERD_CKPT_OPTS_INIT;
+	herd_status st = HERD_OK, local = HERD_OK;
+	herd_ckpt *ck = NULL;
+	int failed;
+
+	if (out == NULL || dir == NULL)
+		return herd__error(HERD_EINVAL, "herd_ckpt_open: out and dir must not be NULL");
+	*out = NULL;
+	if (opts != NULL) {
+		if (opts->version != HERD_CKPT_OPTS_VERSION)
+			return herd__error(HERD_EVERSION, "herd_ckpt_open: options version %u, this "
+					   "library knows version %d", opts->version,
+					   HERD_CKPT_OPTS_VERSION);
+		o = *opts;
+	}
+	if (o.keep_last < 0 || o.keep_every < 0)
+		return herd__error(HERD_EINVAL, "herd_ckpt_open: keep_last (%d) and keep_every (%d) "
+				   "must not be negative", o.keep_last, o.keep_every);
+	if (o.checksum != HERD_CKPT_CHECKSUM_DEFAULT && o.checksum != HERD_CKPT_CHECKSUM_XXH3 &&
+	    o.checksum != HERD_CKPT_CHECKSUM_NONE)
+		return herd__error(HERD_EINVAL, "herd_ckpt_open: unknown checksum %d", (int)o.checksum);
+	if (o.chunk_bytes != 0 &&
+	    (o.chunk_bytes < HERD__CKPT_CHUNK_MIN || o.chunk_bytes > HERD__CKPT_CHUNK_MAX))
+		return herd__error(HERD_EINVAL, "herd_ckpt_open: chunk_bytes %zu is outside %u..%u",
+				   o.chunk_bytes, HERD__CKPT_CHUNK_MIN, HERD__CKPT_CHUNK_MAX);
+	HERD_CHECK(herd__calloc(&ck, 1, sizeof(*ck), "a checkpoint handle"));
+	HERD_CHECK_GOTO(herd__strdup(&ck->dir, dir), st, out);
+	ck->comm = comm;
+	ck->rank = comm != NULL ? herd_comm_rank(comm) : 0;
+	ck->size = comm != NULL ? herd_comm_size(comm) : 1;
+	ck->keep_last = o.keep_last;
+	ck->keep_every = o.keep_every;
+	ck->staging_bytes = o.staging_bytes != 0
+				    ? o.staging_bytes
+				    : env_size("HERD_CKPT_STAGING_BYTES", STAGING_DEFAULT);
+	ck->checksum = o.checksum == HERD_CKPT_CHECKSUM_NONE ? HERD_CKPT_CHECKSUM_NONE
+							     : HERD_CKPT_CHECKSUM_XXH3;
+	ck->chunk_bytes = o.chunk_bytes != 0 ? o.chunk_bytes : HERD__CKPT_CHUNK_DEFAULT;
+	/* Rank 0 prepares the directory; the others learn the outcome. */
+	if (ck->rank == 0) {
+		local = make_dirs(dir);
+		if (local == HERD_OK)
+			local = sweep(dir);
+	}
+	HERD_CHECK_GOTO(herd__ckpt_agree(ck, local, &failed), st, out);
+	*out = ck;
+	ck = NULL;
+out:
+	if (ck != NULL) {
+		free(ck->dir);
+		free(ck);
+	}
+	return st;
+}
+
+herd_status herd_ckpt_close(herd_ckpt *ck)
+{
+	herd_status st;
+
+	if (ck == NULL)
+		return HERD_OK;
+	st = herd__ckpt_join(ck);
+	free(ck->ring);
+	free(ck->tensors);
+	free(ck->blobs);
+	free(ck->dir);
+	free(ck);
+	return st;
+}
+
+const char *herd_ckpt_dir(const herd_ckpt *ck)
+{
+	return ck != NULL ? ck->dir : NULL;
+}
+
+/* Whether name is already registered, as a tensor or a blob. */
+static bool registered(const herd_ckpt *ck, const char *name)
+{
+	for (size_t i = 0; i < ck->ntensors; i++)
+		if (strcmp(ck->tensors[i].name, name) == 0)
+			return true;
+	for (size_t i = 0; i < ck->nblobs; i++)
+		if (strcmp(ck->blobs[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+static herd_status check_name(const herd_ckpt *ck, const char *fn, const char *name)
+{
+	if (name == NULL || !herd__ckpt_name_is_valid(name, strlen(name)))
+		return herd__error(HERD_EINVAL, "%s: name \"%.64s\" must be 1..%d printable ASCII "
+				   "characters", fn, name != NULL ? name : "(null)",
+				   HERD_CKPT_NAME_MAX);
+	if (registered(ck, name))
+		return herd__error(HERD_EEXIST, "%s: \"%s\" is already registered", fn, name);
+	if (ck->busy)
+		return herd__error(HERD_EBUSY, "%s: \"%s\": an asynchronous save is in flight; "
+				   "register before saving or after herd_ckpt_wait", fn, name);
+	return HERD_OK;
+}
+
+/* Grows an array of items of size bytes to hold one more. */
+static herd_status grow(void *items, size_t n, size_t *cap, size_t size)
+{
+	void *p;
+	size_t ncap;
+
+	if (n < *cap)
+		return HERD_OK;
+	ncap = *cap ? *cap * 2 : 8;
+	p = realloc(*(void **)items, ncap * size);
+	if (p == NULL)
+		return herd__error(HERD_ENOMEM, "out of memory registering checkpoint state");
+	*(void **)items = p;
+	*cap = ncap;
+	return HERD_OK;
+}
+
+herd_status herd_ckpt_add_tensor(herd_ckpt *ck, const char *name, void *data, herd_dtype dtype,
+				 int ndim, const uint64_t *global_shape, const uint64_t *offset,
+				 const uint64_t *shape)
+{
+	herd__ckpt_reg_tensor t;
+	uint64_t vol;
+
+	if (ck == NULL)
+		return herd__error(HERD_EINVAL, "herd_ckpt_add_tensor: ck is NULL");
+	HERD_CHECK(check_name(ck, "herd_ckpt_add_tensor", name));
+	if (herd_dtype_size(dtype) == 0)
+		return herd__error(HERD_EINVAL, "herd_ckpt_add_tensor: \"%s\": unknown dtype %d",
+				   name, (int)dtype);
+	if (ndim < 1 || ndim > HERD_CKPT_MAX_DIMS || global_shape == NULL)
+		return herd__error(HERD_EINVAL, "herd_ckpt_add_tensor: \"%s\": ndim %d must be "
+				   "1..%d, with a global shape", name, ndim, HERD_CKPT_MAX_DIMS);
+	if ((offset == NULL) != (shape == NULL))
+		return herd__error(HERD_EINVAL, "herd_ckpt_add_tensor: \"%s\": offset and shape "
+				   "are both given or both NULL", name);
+	memset(&t, 0, sizeof(t));
+	herd__strlcpy(t.name, name, sizeof(t.name));
+	t.data = data;
+	t.dtype = dtype;
+	t.box.ndim = ndim;
+	for (int d = 0; d < ndim; d++) {
+		t.shape[d] = global_shape[d];
+		t.box.offset[d] = offset != NULL ? offset[d] : 0;
+		t.box.shape[d] = shape != NULL ? shape[d] : global_shape[d];
+		if (t.shape[d] > HERD__CKPT_MAX_DIM || t.box.shape[d] > t.shape[d] ||
+		    t.box.offset[d] > t.shape[d] - t.box.shape[d])
+			return herd__error(HERD_EINVAL, "herd_ckpt_add_tensor: \"%s\": dimension %d: "
+					   "the shard (%" PRIu64 " at %" PRIu64 ") does not lie within "
+					   "the global size %" PRIu64, name, d, t.box.shape[d],
+					   t.box.offset[d], t.shape[d]);
+	}
+	if (!herd__ckpt_volume(t.shape, ndim, HERD__CKPT_MAX_BYTES / herd_dtype_size(dtype), &vol))
+		return herd__error(HERD_EINVAL, "herd_ckpt_add_tensor: \"%s\": the global tensor is "
+				   "too large", name);
+	herd__ckpt_volume(t.box.shape, ndim, UINT64_MAX, &vol);
+	t.bytes = vol * herd_dtype_size(dtype);
+	if (t.bytes > 0 && data == NULL)
+		return herd__error(HERD_EINVAL, "herd_ckpt_add_tensor: \"%s\": data is NULL", name);
+	HERD_CHECK(grow(&ck->tensors, ck->ntensors, &ck->cap_tensors, sizeof(t)));
+	ck->tensors[ck->ntensors++] = t;
+	return HERD_OK;
+}
+
+herd_status herd_ckpt_add_blob(herd_ckpt *ck, const char *name, void *data, size_t size,
+			       herd_ckpt_blob_rule rule)
+{
+	herd__ckpt_reg_blob b;
+
+	if (ck == NULL)
+		return herd__error(HERD_EINVAL, "herd_ckpt_add_blob: ck is NULL");
+	HERD_CHECK(check_name(ck, "herd_ckpt_add_blob", name));
+	if (data == NULL || size == 0 || size > HERD_CKPT_BLOB_MAX)
+		return herd__error(HERD_EINVAL, "herd_ckpt_add_blob: \"%s\": %zu bytes at %p; a blob "
+				   "is 1..%u bytes", name, size, data, HERD_CKPT_BLOB_MAX);
+	if (rule != HERD_CKPT_BLOB_SAME_RANK && rule != HERD_CKPT_BLOB_RANK0 &&
+	    rule != HERD_CKPT_BLOB_STRICT)
+		return herd__error(HERD_EINVAL, "herd_ckpt_add_blob: \"%s\": unknown rule %d", name,
+				   (int)rule);
+	memset(&b, 0, sizeof(b));
+	herd__strlcpy(b.name, name, sizeof(b.name));
+	b.data = data;
+	b.size = size;
+	b.rule = rule;
+	HERD_CHECK(grow(&ck->blobs, ck->nblobs, &ck->cap_blobs, sizeof(b)));
+	ck->blobs[ck->nblobs++] = b;
+	return HERD_OK;
+}

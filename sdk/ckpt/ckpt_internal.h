@@ -1,0 +1,212 @@
+/*
+ * sdk/ckpt/ckpt_internal.h - the checkpoint model shared by the writer,
+ * the reader and the tools: the manifest of a step (files, tensors,
+ * shards, chunks and their checksums, blobs), its strict decoder and its
+ * encoder, step directory names, box arithmetic for resharding, and the
+ * verification of a step.  Not part of the public API.
+ *
+ * docs/checkpoint.md describes the format these types mirror.
+ */
+#ifndef HERD_CKPT_INTERNAL_H
+#define HERD_CKPT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base.h"
+#include "herd/ckpt.h"
+
+/* Version of the manifest format this library writes and reads. */
+#define HERD__CKPT_MANIFEST_VERSION 1
+
+/* File names inside a step directory, and in the checkpoint directory. */
+#define HERD__CKPT_MANIFEST "manifest.msgpack"
+#define HERD__CKPT_LATEST "latest"
+#define HERD__CKPT_STEP_PREFIX "step-"
+#define HERD__CKPT_TMP_PREFIX ".tmp-step-"   /* a save in progress */
+#define HERD__CKPT_DEL_PREFIX ".del-step-"   /* a step being deleted */
+
+/* Bounds that a manifest must respect: beyond real use, low enough that a
+ * value outside them is certainly corrupt or hostile. */
+#define HERD__CKPT_MANIFEST_MAX (256u * 1024u * 1024u)
+#define HERD__CKPT_MAX_RANKS (1 << 20)
+#define HERD__CKPT_MAX_ITEMS (1 << 24)        /* files, tensors, shards, blobs */
+#define HERD__CKPT_MAX_DIM (UINT64_C(1) << 48)
+#define HERD__CKPT_MAX_BYTES (UINT64_C(1) << 62)  /* of a tensor, a file */
+#define HERD__CKPT_CHUNK_MIN 4096u
+#define HERD__CKPT_CHUNK_MAX (1u << 30)
+#define HERD__CKPT_CHUNK_DEFAULT (4u << 20)
+
+/* An N-d box: a shard's place in its global tensor. */
+typedef struct herd__ckpt_box {
+	int ndim;
+	uint64_t offset[HERD_CKPT_MAX_DIMS];
+	uint64_t shape[HERD_CKPT_MAX_DIMS];
+} herd__ckpt_box;
+
+/* A data file of a step. */
+typedef struct herd__ckpt_file {
+	char *name;          /* a safe relative name: herd__ckpt_name_is_safe_file */
+	int rank;            /* the rank that wrote it */
+	uint64_t size;       /* its exact size in bytes */
+} herd__ckpt_file;
+
+/* One saved shard: its box, where its bytes are, their chunk checksums. */
+typedef struct herd__ckpt_shard {
+	herd__ckpt_box box;
+	uint32_t file;       /* index into the manifest's files */
+	uint64_t at;         /* byte offset in the file */
+	uint64_t len;        /* bytes: volume(box) * dtype size */
+	uint64_t *sums;      /* nsums = ceil(len / chunk_bytes); NULL without checksums */
+	size_t nsums;
+} herd__ckpt_shard;
+
+typedef struct herd__ckpt_tensor {
+	char *name;
+	herd_dtype dtype;
+	int ndim;
+	uint64_t shape[HERD_CKPT_MAX_DIMS];
+	uint64_t bytes;      /* of the global tensor */
+	herd__ckpt_shard *shards;
+	size_t nshards;
+} herd__ckpt_tensor;
+
+/* One saved rank's bytes of a blob. */
+typedef struct herd__ckpt_blob_part {
+	int rank;
+	uint32_t file;
+	uint64_t at, len;
+	uint64_t sum;        /* of all len bytes; 0 without checksums */
+} herd__ckpt_blob_part;
+
+typedef struct herd__ckpt_blob {
+	char *name;
+	herd_ckpt_blob_rule rule;
+	herd__ckpt_blob_part *parts;   /* one per saved rank, by rank */
+	size_t nparts;
+} herd__ckpt_blob;
+
+/* The manifest of one step.  Everything is owned by it. */
+typedef struct herd__ckpt_manifest {
+	int64_t step;
+	int ranks;                     /* the world size that saved it */
+	int64_t time;                  /* seconds since the epoch */
+	herd_ckpt_checksum checksum;   /* XXH3 or NONE */
+	uint64_t chunk_bytes;
+	herd__ckpt_file *files;
+	size_t nfiles;
+	herd__ckpt_tensor *tensors;
+	size_t ntensors;
+	herd__ckpt_blob *blobs;
+	size_t nblobs;
+} herd__ckpt_manifest;
+
+/* ---- manifest ---------------------------------------------------------- */
+
+/*
+ * Decodes a manifest file's bytes.  Strict: the trailing self-checksum must
+ * match (HERD_EFORMAT "checksum mismatch" otherwise), then the msgpack is
+ * checked before unpacking, every field has its type and range, names are
+ * safe, every shard and blob part lies within its file's size, shards have
+ * the chunk sums their length needs, and sizes are computed without
+ * overflow.  Unknown keys are ignored; a newer "v" gives HERD_EVERSION.
+ * Messages start with origin and name the field ("tensors[2].shards[0].at").
+ * Reads nothing but data[0..len).  *out is freed with
+ * herd__ckpt_manifest_free.
+ */
+herd_status herd__ckpt_manifest_decode(herd__ckpt_manifest **out, const void *data, size_t len,
+				       const char *origin);
+
+/* Encodes m (which must be valid) with its trailing checksum; *out freed
+ * with free. */
+herd_status herd__ckpt_manifest_encode(const herd__ckpt_manifest *m, char **out, size_t *len);
+
+/* Reads and decodes STEPDIR/manifest.msgpack. */
+herd_status herd__ckpt_manifest_load(herd__ckpt_manifest **out, const char *stepdir);
+
+/* Frees a manifest; accepts NULL. */
+void herd__ckpt_manifest_free(herd__ckpt_manifest *m);
+
+/* The tensor or blob called name; NULL when absent. */
+const herd__ckpt_tensor *herd__ckpt_manifest_tensor(const herd__ckpt_manifest *m,
+						    const char *name);
+const herd__ckpt_blob *herd__ckpt_manifest_blob(const herd__ckpt_manifest *m, const char *name);
+
+/* ---- names ------------------------------------------------------------- */
+
+/* A tensor or blob name: 1..HERD_CKPT_NAME_MAX printable ASCII bytes. */
+bool herd__ckpt_name_is_valid(const char *s, size_t n);
+
+/* A data file name: [A-Za-z0-9_.-], 1..64 bytes, not starting with '.'
+ * (so never "." or ".." and never a path). */
+bool herd__ckpt_name_is_safe_file(const char *s, size_t n);
+
+/* "step-000000000042" into buf[cap]. */
+void herd__ckpt_step_name(char *buf, size_t cap, int64_t step);
+
+/* Parses the step from a name that begins with prefix followed by 1..12
+ * digits, then end or '.'; false otherwise. */
+bool herd__ckpt_parse_step(const char *name, const char *prefix, int64_t *step);
+
+/* "rank-00003.data" into buf[cap]. */
+void herd__ckpt_rank_file_name(char *buf, size_t cap, int rank);
+
+/* ---- steps of a directory --------------------------------------------- */
+
+/*
+ * The committed steps of dir (step-N directories holding a manifest),
+ * ascending, in *out (free) and *count.  No manifest is decoded.
+ */
+herd_status herd__ckpt_committed_steps(const char *dir, int64_t **out, size_t *count);
+
+/* ---- boxes ------------------------------------------------------------- */
+
+/* Elements of a box (or a shape), 0 when a dimension is 0; false when the
+ * product overflows limit. */
+bool herd__ckpt_volume(const uint64_t *shape, int ndim, uint64_t limit, uint64_t *out);
+
+/* The intersection of a and b (same ndim); false when empty. */
+bool herd__ckpt_box_intersect(const herd__ckpt_box *a, const herd__ckpt_box *b,
+			      herd__ckpt_box *out);
+
+/*
+ * Calls fn for every contiguous run of the box `part` inside both src (a
+ * box stored row-major) and dst (another), in increasing order of the
+ * source offset: run bytes at src_off in src's bytes go to dst_off in
+ * dst's bytes.  part lies inside both.  Runs merge trailing dimensions
+ * that are whole in src, dst and part.  Stops at fn's first error.
+ */
+typedef herd_status (*herd__ckpt_run_fn)(uint64_t src_off, uint64_t dst_off, uint64_t len,
+					 void *arg);
+herd_status herd__ckpt_box_runs(const herd__ckpt_box *src, const herd__ckpt_box *dst,
+				const herd__ckpt_box *part, size_t elem, herd__ckpt_run_fn fn,
+				void *arg);
+
+/* ---- checksums and reading -------------------------------------------- */
+
+/* The chunk checksum of len bytes (XXH3, 64 bits). */
+uint64_t herd__ckpt_sum(const void *p, size_t len);
+
+/* "0123456789abcdef" (16 digits + NUL) into buf[17]. */
+void herd__ckpt_sum_hex(char *buf, uint64_t sum);
+
+/* pread of exactly len bytes; HERD_EIO naming path on error or short file. */
+herd_status herd__ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const char *path);
+
+/*
+ * Verifies every byte of the step in stepdir against the manifest m,
+ * calling fn for each problem (see herd_ckpt_verify).  *problems gets the
+ * count.  HERD_OK when none, HERD_EFORMAT naming the first otherwise.
+ */
+herd_status herd__ckpt_verify_data(const char *stepdir, const herd__ckpt_manifest *m,
+				   herd_ckpt_problem_fn fn, void *arg, size_t *problems);
+
+/* rm -r of dir_name inside parent (no symlinks followed); best effort for
+ * what it cannot remove, which it reports. */
+herd_status herd__ckpt_remove_tree(const char *parent, const char *name);
+
+/* fsync of a directory by path. */
+herd_status herd__ckpt_fsync_dir(const char *path);
+
+#endif /* HERD_CKPT_INTERNAL_H */

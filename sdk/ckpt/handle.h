@@ -1,0 +1,80 @@
+/*
+ * sdk/ckpt/handle.h - the checkpoint handle, shared by the save path
+ * (save.c), the restore path (restore.c) and open/close (ckpt.c).  Not part
+ * of the public API.
+ */
+#ifndef HERD_CKPT_HANDLE_H
+#define HERD_CKPT_HANDLE_H
+
+#include <pthread.h>
+
+#include "ckpt_internal.h"
+
+/* A registered tensor: this rank's shard of a global tensor. */
+typedef struct herd__ckpt_reg_tensor {
+	char name[HERD_CKPT_NAME_MAX + 1];
+	void *data;
+	herd_dtype dtype;
+	uint64_t shape[HERD_CKPT_MAX_DIMS];   /* global */
+	herd__ckpt_box box;                   /* this rank's shard */
+	uint64_t bytes;                       /* of the shard */
+} herd__ckpt_reg_tensor;
+
+typedef struct herd__ckpt_reg_blob {
+	char name[HERD_CKPT_NAME_MAX + 1];
+	void *data;
+	size_t size;
+	herd_ckpt_blob_rule rule;
+} herd__ckpt_reg_blob;
+
+/* What every rank broadcasts or gathers to agree on an outcome. */
+typedef struct herd__ckpt_verdict {
+	int32_t status;
+	int32_t rank;          /* the rank the message comes from */
+	int64_t value;         /* a step, a nonce */
+	char text[128];        /* a name */
+	char msg[1024];
+} herd__ckpt_verdict;
+
+struct herd_ckpt {
+	char *dir;
+	herd_comm *comm;       /* borrowed; NULL: a world of one rank */
+	int rank, size;
+	int keep_last, keep_every;
+	size_t staging_bytes;
+	herd_ckpt_checksum checksum;
+	uint64_t chunk_bytes;
+
+	herd__ckpt_reg_tensor *tensors;
+	size_t ntensors, cap_tensors;
+	herd__ckpt_reg_blob *blobs;
+	size_t nblobs, cap_blobs;
+
+	/* The asynchronous save in flight, if any. */
+	bool busy;
+	pthread_t writer;
+	struct herd__ckpt_job *job;
+	uint8_t *ring;         /* staging memory, kept between saves */
+	size_t ring_cap;
+};
+
+/* Collectives that degrade to copies in a world of one rank. */
+herd_status herd__ckpt_allgather(herd_ckpt *ck, const void *mine, void *all, size_t bytes);
+herd_status herd__ckpt_bcast(herd_ckpt *ck, void *buf, size_t bytes);
+
+/*
+ * Agrees on the outcome of a step that every rank ran locally: every rank's
+ * status is gathered, and when any failed, the lowest failing rank's message
+ * is sent to all.  Returns HERD_OK, or the same failure on every rank (its
+ * message naming that rank when it is not this one); *failed_rank gets the
+ * rank (-1 when none).  A communicator failure is returned as it is.
+ */
+herd_status herd__ckpt_agree(herd_ckpt *ck, herd_status local, int *failed_rank);
+
+/* Joins the asynchronous save in flight (if any) and returns its status. */
+herd_status herd__ckpt_join(herd_ckpt *ck);
+
+/* "DIR/NAME" into buf[cap]; HERD_EINVAL when it does not fit. */
+herd_status herd__ckpt_path(char *buf, size_t cap, const char *dir, const char *name);
+
+#endif /* HERD_CKPT_HANDLE_H */

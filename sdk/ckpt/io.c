@@ -1,0 +1,334 @@
+/*
+ * sdk/ckpt/io.c - files and directories of checkpoints: exact reads,
+ * directory fsync, removal of a step, the listing of committed steps, and
+ * the verification of every byte of a step.
+ *
+ * Files of a step are always opened relative to the step directory
+ * (openat, O_NOFOLLOW) by names the manifest decoder has checked, so a
+ * manifest cannot make a reader leave its checkpoint directory.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ckpt_internal.h"
+
+herd_status herd__ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const char *path)
+{
+	char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = pread(fd, p, len, (off_t)off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return herd__error_errno(HERD_EIO, errno, "cannot read %s at byte %" PRIu64,
+						 path, off);
+		}
+		if (n == 0)
+			return herd__error(HERD_EIO, "%s ends at byte %" PRIu64 ", before the %zu "
+					   "bytes expected there", path, off, len);
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return HERD_OK;
+}
+
+herd_status herd__ckpt_fsync_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return herd__error_errno(HERD_EIO, errno, "cannot open directory %s", path);
+	if (fsync(fd) != 0 && errno != EINVAL) {
+		int err = errno;
+
+		close(fd);
+		return herd__error_errno(HERD_EIO, err, "cannot fsync directory %s", path);
+	}
+	close(fd);
+	return HERD_OK;
+}
+
+/* Removes the contents of the directory open as fd, depth levels deep at most. */
+static herd_status remove_contents(int fd, const char *where, int depth)
+{
+	herd_status st = HERD_OK;
+	struct dirent *e;
+	DIR *d;
+	int dup_fd = dup(fd);
+
+	if (dup_fd < 0 || (d = fdopendir(dup_fd)) == NULL) {
+		if (dup_fd >= 0)
+			close(dup_fd);
+		return herd__error_errno(HERD_EIO, errno, "cannot list %s", where);
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (unlinkat(fd, e->d_name, 0) == 0)
+			continue;
+		if ((errno == EISDIR || errno == EPERM) && depth > 0) {
+			int sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					 O_CLOEXEC);
+
+			if (sub >= 0) {
+				herd_status s2 = remove_contents(sub, where, depth - 1);
+
+				close(sub);
+				if (s2 == HERD_OK && unlinkat(fd, e->d_name, AT_REMOVEDIR) == 0)
+					continue;
+			}
+		}
+		if (st == HERD_OK)
+			st = herd__error_errno(HERD_EIO, errno, "cannot remove %s/%s", where,
+					       e->d_name);
+	}
+	closedir(d);
+	return st;
+}
+
+herd_status herd__ckpt_remove_tree(const char *parent, const char *name)
+{
+	char where[4096];
+	herd_status st;
+	int pfd, fd;
+
+	snprintf(where, sizeof(where), "%s/%s", parent, name);
+	pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return herd__error_errno(HERD_EIO, errno, "cannot open directory %s", parent);
+	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		st = errno == ENOENT ? HERD_OK
+				     : herd__error_errno(HERD_EIO, errno, "cannot open %s", where);
+		close(pfd);
+		return st;
+	}
+	st = remove_contents(fd, where, 8);
+	close(fd);
+	if (st == HERD_OK && unlinkat(pfd, name, AT_REMOVEDIR) != 0)
+		st = herd__error_errno(HERD_EIO, errno, "cannot remove %s", where);
+	close(pfd);
+	return st;
+}
+
+static int cmp_step(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+herd_status herd__ckpt_committed_steps(const char *dir, int64_t **out, size_t *count)
+{
+	herd_status st = HERD_OK;
+	int64_t *steps = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+	DIR *d;
+
+	*out = NULL;
+	*count = 0;
+	d = opendir(dir);
+	if (d == NULL)
+		return herd__error_errno(errno == ENOENT ? HERD_ENOTFOUND : HERD_EIO, errno,
+					 "cannot list the checkpoint directory %s", dir);
+	while ((e = readdir(d)) != NULL) {
+		char canon[64], path[4096];
+		struct stat sb;
+		int64_t step;
+
+		if (!herd__ckpt_parse_step(e->d_name, HERD__CKPT_STEP_PREFIX, &step))
+			continue;
+		/* One spelling per step, so that a step is never listed twice. */
+		herd__ckpt_step_name(canon, sizeof(canon), step);
+		if (strcmp(canon, e->d_name) != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/%s", dir, e->d_name, HERD__CKPT_MANIFEST);
+		if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			int64_t *p = realloc(steps, ncap * sizeof(*p));
+
+			if (p == NULL) {
+				st = herd__error(HERD_ENOMEM, "out of memory listing %s", dir);
+				goto out;
+			}
+			steps = p;
+			cap = ncap;
+		}
+		steps[n++] = step;
+	}
+	qsort(steps, n, sizeof(*steps), cmp_step);
+	*out = steps;
+	*count = n;
+	steps = NULL;
+out:
+	free(steps);
+	closedir(d);
+	return st;
+}
+
+/* ---- verification ------------------------------------------------------ */
+
+typedef struct verifier {
+	const char *stepdir;
+	herd_ckpt_problem_fn fn;
+	void *arg;
+	size_t problems;
+	herd_status first;      /* the first problem, raised */
+	char first_msg[1024];
+} verifier;
+
+static void problem(verifier *v, const char *file, const char *tensor, int64_t shard,
+		    int64_t chunk, int64_t offset, const char *fmt, ...) HERD_PRINTF(7, 8);
+
+static void problem(verifier *v, const char *file, const char *tensor, int64_t shard,
+		    int64_t chunk, int64_t offset, const char *fmt, ...)
+{
+	herd_ckpt_problem p;
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	p.file = file;
+	p.tensor = tensor;
+	p.shard = shard;
+	p.chunk = chunk;
+	p.offset = offset;
+	p.message = msg;
+	if (v->problems++ == 0) {
+		if (tensor != NULL)
+			snprintf(v->first_msg, sizeof(v->first_msg), "%s/%s: \"%s\" shard %" PRId64
+				 " chunk %" PRId64 " (byte %" PRId64 " of the file): %s", v->stepdir,
+				 file, tensor, shard, chunk, offset, msg);
+		else
+			snprintf(v->first_msg, sizeof(v->first_msg), "%s/%s: %s", v->stepdir, file,
+				 msg);
+	}
+	if (v->fn != NULL)
+		v->fn(&p, v->arg);
+}
+
+/* Checks one range of a file chunk by chunk against sums. */
+static void verify_range(verifier *v, int fd, const char *file, const char *what, int64_t shard,
+			 uint64_t at, uint64_t len, uint64_t chunk, const uint64_t *sums,
+			 uint8_t *buf)
+{
+	for (uint64_t c = 0; c * chunk < len; c++) {
+		uint64_t off = at + c * chunk, n = len - c * chunk < chunk ? len - c * chunk : chunk;
+		char path[4096];
+		uint64_t got;
+
+		snprintf(path, sizeof(path), "%s/%s", v->stepdir, file);
+		if (herd__ckpt_pread(fd, buf, (size_t)n, off, path) != HERD_OK) {
+			problem(v, file, what, shard, (int64_t)c, (int64_t)off, "%s",
+				herd_last_error());
+			return;
+		}
+		got = herd__ckpt_sum(buf, (size_t)n);
+		if (got != sums[c])
+			problem(v, file, what, shard, (int64_t)c, (int64_t)off,
+				"checksum mismatch: expected %016" PRIx64 ", got %016" PRIx64, sums[c],
+				got);
+	}
+}
+
+herd_status herd__ckpt_verify_data(const char *stepdir, const herd__ckpt_manifest *m,
+				   herd_ckpt_problem_fn fn, void *arg, size_t *problems)
+{
+	verifier v = { stepdir, fn, arg, 0, HERD_OK, "" };
+	herd_status st = HERD_OK;
+	uint8_t *buf = NULL;
+	int *fds = NULL;
+	int dfd = -1;
+	size_t bufsz = m->chunk_bytes;
+
+	if (problems != NULL)
+		*problems = 0;
+	for (size_t i = 0; i < m->nblobs; i++)
+		for (size_t j = 0; j < m->blobs[i].nparts; j++)
+			if (m->blobs[i].parts[j].len > bufsz)
+				bufsz = m->blobs[i].parts[j].len;
+	HERD_CHECK_GOTO(herd__calloc(&buf, bufsz, 1, "a verification buffer"), st, out);
+	HERD_CHECK_GOTO(herd__calloc(&fds, m->nfiles + 1, sizeof(int), "file descriptors"), st,
+			out);
+	for (size_t f = 0; f < m->nfiles; f++)
+		fds[f] = -1;
+	dfd = open(stepdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		st = herd__error_errno(HERD_EIO, errno, "cannot open the step directory %s",
+				       stepdir);
+		goto out;
+	}
+	for (size_t f = 0; f < m->nfiles; f++) {
+		struct stat sb;
+
+		fds[f] = openat(dfd, m->files[f].name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fds[f] < 0) {
+			problem(&v, m->files[f].name, NULL, -1, -1, -1, "cannot open: %s",
+				strerror(errno));
+			continue;
+		}
+		if (fstat(fds[f], &sb) != 0 || !S_ISREG(sb.st_mode) ||
+		    (uint64_t)sb.st_size != m->files[f].size) {
+			problem(&v, m->files[f].name, NULL, -1, -1, -1, "the file has %lld bytes, "
+				"the manifest says %" PRIu64, (long long)sb.st_size,
+				m->files[f].size);
+			close(fds[f]);
+			fds[f] = -1;
+		}
+	}
+	if (m->checksum == HERD_CKPT_CHECKSUM_NONE)
+		goto done;
+	for (size_t i = 0; i < m->ntensors; i++) {
+		const herd__ckpt_tensor *t = &m->tensors[i];
+
+		for (size_t j = 0; j < t->nshards; j++) {
+			const herd__ckpt_shard *s = &t->shards[j];
+
+			if (fds[s->file] >= 0)
+				verify_range(&v, fds[s->file], m->files[s->file].name, t->name,
+					     (int64_t)j, s->at, s->len, m->chunk_bytes, s->sums, buf);
+		}
+	}
+	for (size_t i = 0; i < m->nblobs; i++) {
+		const herd__ckpt_blob *b = &m->blobs[i];
+
+		for (size_t j = 0; j < b->nparts; j++) {
+			const herd__ckpt_blob_part *p = &b->parts[j];
+
+			if (fds[p->file] >= 0)
+				verify_range(&v, fds[p->file], m->files[p->file].name, b->name,
+					     (int64_t)j, p->at, p->len, p->len, &p->sum, buf);
+		}
+	}
+done:
+	if (problems != NULL)
+		*problems = v.problems;
+	if (v.problems > 0)
+		st = herd__error(HERD_EFORMAT, "%s%s", v.first_msg,
+				 v.problems > 1 ? " (and more problems)" : "");
+out:
+	for (size_t f = 0; fds != NULL && f < m->nfiles; f++)
+		if (fds[f] >= 0)
+			close(fds[f]);
+	if (dfd >= 0)
+		close(dfd);
+	free(fds);
+	free(buf);
+	return st;
+}

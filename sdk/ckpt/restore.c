@@ -1,0 +1,643 @@
+/*
+ * sdk/ckpt/restore.c - restoring a step into the registered state, with
+ * resharding, and reading checkpoint directories without a communicator
+ * (list, latest, verify, the reader).
+ *
+ * Resharding: for every registered tensor, every saved shard that
+ * intersects this rank's shard contributes the intersection, a sequence of
+ * contiguous runs (box.c).  The runs are read chunk by chunk; every chunk
+ * touched is read whole and its checksum verified before any of its bytes
+ * is used, and a chunk that a run covers entirely is read straight into
+ * the destination and verified there.
+ *
+ * Agreement: each rank verifies what it reads; the ranks then agree on the
+ * outcome (herd__ckpt_agree).  A step that fails verification on any rank
+ * is skipped by all of them for the step before it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "handle.h"
+
+/* An open step: its manifest and its files, opened as they are needed. */
+typedef struct step_files {
+	char dir[4096];        /* the step directory */
+	herd__ckpt_manifest *m;
+	int dfd;
+	int *fds;              /* -1: not open yet */
+} step_files;
+
+static void step_close(step_files *sf)
+{
+	if (sf->fds != NULL && sf->m != NULL)
+		for (size_t i = 0; i < sf->m->nfiles; i++)
+			if (sf->fds[i] >= 0)
+				close(sf->fds[i]);
+	free(sf->fds);
+	if (sf->dfd >= 0)
+		close(sf->dfd);
+	herd__ckpt_manifest_free(sf->m);
+	memset(sf, 0, sizeof(*sf));
+	sf->dfd = -1;
+}
+
+static herd_status step_open(step_files *sf, const char *dir, int64_t step)
+{
+	char name[64];
+	herd_status st;
+
+	memset(sf, 0, sizeof(*sf));
+	sf->dfd = -1;
+	herd__ckpt_step_name(name, sizeof(name), step);
+	HERD_CHECK(herd__ckpt_path(sf->dir, sizeof(sf->dir), dir, name));
+	sf->dfd = open(sf->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sf->dfd < 0)
+		return herd__error_errno(errno == ENOENT ? HERD_ENOTFOUND : HERD_EIO, errno,
+					 "checkpoint step %" PRId64 ": cannot open %s", step, sf->dir);
+	HERD_CHECK_GOTO(herd__ckpt_manifest_load(&sf->m, sf->dir), st, fail);
+	if (sf->m->step != step) {
+		st = herd__error(HERD_EFORMAT, "%s/%s: the manifest is that of step %" PRId64,
+				 sf->dir, HERD__CKPT_MANIFEST, sf->m->step);
+		goto fail;
+	}
+	HERD_CHECK_GOTO(herd__calloc(&sf->fds, sf->m->nfiles + 1, sizeof(int), "files"), st, fail);
+	for (size_t i = 0; i < sf->m->nfiles; i++)
+		sf->fds[i] = -1;
+	return HERD_OK;
+fail:
+	step_close(sf);
+	return st;
+}
+
+/* The descriptor of file f, opened inside the step directory only. */
+static herd_status step_fd(step_files *sf, uint32_t f, int *fd)
+{
+	const herd__ckpt_file *file = &sf->m->files[f];
+	struct stat sb;
+
+	if (sf->fds[f] >= 0) {
+		*fd = sf->fds[f];
+		return HERD_OK;
+	}
+	sf->fds[f] = openat(sf->dfd, file->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (sf->fds[f] < 0)
+		return herd__error_errno(HERD_EIO, errno, "cannot open %s/%s", sf->dir, file->name);
+	if (fstat(sf->fds[f], &sb) != 0 || !S_ISREG(sb.st_mode) ||
+	    (uint64_t)sb.st_size != file->size)
+		return herd__error(HERD_EFORMAT, "%s/%s: the file has %lld bytes, the manifest says "
+				   "%" PRIu64, sf->dir, file->name, (long long)sb.st_size,
+				   file->size);
+	*fd = sf->fds[f];
+	return HERD_OK;
+}
+
+/* ---- copying runs of a saved shard ------------------------------------ */
+
+typedef struct copier {
+	step_files *sf;
+	const char *what;              /* the tensor's name */
+	const herd__ckpt_shard *shard;
+	size_t shard_index;
+	int fd;
+	uint64_t chunk;
+	bool verify;
+	uint8_t *dst;
+	uint8_t *buf;                  /* one chunk */
+	int64_t loaded;                /* the chunk in buf, -1 none */
+} copier;
+
+static herd_status check_chunk(copier *c, uint64_t k, const void *p, uint64_t n)
+{
+	uint64_t got;
+
+	if (!c->verify)
+		return HERD_OK;
+	got = herd__ckpt_sum(p, (size_t)n);
+	if (got == c->shard->sums[k])
+		return HERD_OK;
+	return herd__error(HERD_EFORMAT, "%s/%s: \"%s\" shard %zu chunk %" PRIu64 " (byte %" PRIu64
+			   " of the file): checksum mismatch: expected %016" PRIx64 ", got %016"
+			   PRIx64, c->sf->dir, c->sf->m->files[c->shard->file].name, c->what,
+			   c->shard_index, k, c->shard->at + k * c->chunk, c->shard->sums[k], got);
+}
+
+static herd_status copy_run(uint64_t src_off, uint64_t dst_off, uint64_t len, void *arg)
+{
+	copier *c = arg;
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/%s", c->sf->dir, c->sf->m->files[c->shard->file].name);
+	if (!c->verify)
+		return herd__ckpt_pread(c->fd, c->dst + dst_off, (size_t)len, c->shard->at + src_off,
+					path);
+	while (len > 0) {
+		uint64_t k = src_off / c->chunk, cstart = k * c->chunk;
+		uint64_t cend = cstart + c->chunk < c->shard->len ? cstart + c->chunk : c->shard->len;
+		uint64_t n = cend - src_off < len ? cend - src_off : len;
+
+		if (src_off == cstart && n == cend - cstart) {
+			/* The run covers the chunk: read and verify it in place. */
+			uint8_t *p = c->dst + dst_off;
+
+			HERD_CHECK(herd__ckpt_pread(c->fd, p, (size_t)n, c->shard->at + cstart, path));
+			HERD_CHECK(check_chunk(c, k, p, n));
+		} else {
+			if (c->loaded != (int64_t)k) {
+				c->loaded = -1;
+				HERD_CHECK(herd__ckpt_pread(c->fd, c->buf, (size_t)(cend - cstart),
+							    c->shard->at + cstart, path));
+				HERD_CHECK(check_chunk(c, k, c->buf, cend - cstart));
+				c->loaded = (int64_t)k;
+			}
+			memcpy(c->dst + dst_off, c->buf + (src_off - cstart), (size_t)n);
+		}
+		src_off += n;
+		dst_off += n;
+		len -= n;
+	}
+	return HERD_OK;
+}
+
+/* Fills the box dst (at dst_data) of tensor t from every saved shard it meets. */
+static herd_status fill_box(step_files *sf, const herd__ckpt_tensor *t, const herd__ckpt_box *dst,
+			    void *dst_data, uint8_t *buf)
+{
+	size_t elem = herd_dtype_size(t->dtype);
+
+	for (size_t j = 0; j < t->nshards; j++) {
+		const herd__ckpt_shard *s = &t->shards[j];
+		copier c = { sf, t->name, s, j, -1, sf->m->chunk_bytes,
+			     sf->m->checksum != HERD_CKPT_CHECKSUM_NONE, dst_data, buf, -1 };
+		herd__ckpt_box part;
+
+		if (!herd__ckpt_box_intersect(&s->box, dst, &part))
+			continue;
+		HERD_CHECK(step_fd(sf, s->file, &c.fd));
+		HERD_CHECK(herd__ckpt_box_runs(&s->box, dst, &part, elem, copy_run, &c));
+	}
+	return HERD_OK;
+}
+
+/* Reads part p of a blob into dst, verified. */
+static herd_status read_blob(step_files *sf, const herd__ckpt_blob *b, size_t p, void *dst)
+{
+	const herd__ckpt_blob_part *part = &b->parts[p];
+	char path[4200];
+	uint64_t got;
+	int fd;
+
+	HERD_CHECK(step_fd(sf, part->file, &fd));
+	snprintf(path, sizeof(path), "%s/%s", sf->dir, sf->m->files[part->file].name);
+	HERD_CHECK(herd__ckpt_pread(fd, dst, (size_t)part->len, part->at, path));
+	if (sf->m->checksum == HERD_CKPT_CHECKSUM_NONE)
+		return HERD_OK;
+	got = herd__ckpt_sum(dst, (size_t)part->len);
+	if (got != part->sum)
+		return herd__error(HERD_EFORMAT, "%s: blob \"%s\" of rank %zu (byte %" PRIu64 " of the "
+				   "file): checksum mismatch: expected %016" PRIx64 ", got %016" PRIx64,
+				   path, b->name, p, part->at, part->sum, got);
+	return HERD_OK;
+}
+
+/* ---- restore ------------------------------------------------------------ */
+
+/* This rank's part of restoring one step. */
+static herd_status restore_step(herd_ckpt *ck, int64_t step)
+{
+	herd_status st = HERD_OK;
+	step_files sf;
+	uint8_t *buf = NULL;
+
+	HERD_CHECK(step_open(&sf, ck->dir, step));
+	HERD_CHECK_GOTO(herd__calloc(&buf, sf.m->chunk_bytes, 1, "a chunk buffer"), st, out);
+	for (size_t i = 0; i < ck->ntensors; i++) {
+		const herd__ckpt_reg_tensor *rt = &ck->tensors[i];
+		const herd__ckpt_tensor *t = herd__ckpt_manifest_tensor(sf.m, rt->name);
+
+		if (t == NULL) {
+			st = herd__error(HERD_EMISMATCH, "checkpoint step %" PRId64 " in %s has no "
+					 "tensor \"%s\"", step, ck->dir, rt->name);
+			goto out;
+		}
+		if (t->dtype != rt->dtype || t->ndim != rt->box.ndim ||
+		    memcmp(t->shape, rt->shape, sizeof(uint64_t) * (size_t)t->ndim) != 0) {
+			st = herd__error(HERD_EMISMATCH, "checkpoint step %" PRId64 ": tensor \"%s\" "
+					 "was saved as %s with %d dimensions (first %" PRIu64 "), "
+					 "registered as %s with %d (first %" PRIu64 ")", step,
+					 rt->name, herd_dtype_name(t->dtype), t->ndim, t->shape[0],
+					 herd_dtype_name(rt->dtype), rt->box.ndim, rt->shape[0]);
+			goto out;
+		}
+		HERD_CHECK_GOTO(fill_box(&sf, t, &rt->box, rt->data, buf), st, out);
+	}
+	for (size_t i = 0; i < ck->nblobs; i++) {
+		const herd__ckpt_reg_blob *rb = &ck->blobs[i];
+		const herd__ckpt_blob *b = herd__ckpt_manifest_blob(sf.m, rb->name);
+		size_t p = (size_t)ck->rank;
+
+		if (b == NULL) {
+			st = herd__error(HERD_EMISMATCH, "checkpoint step %" PRId64 " in %s has no blob "
+					 "\"%s\"", step, ck->dir, rb->name);
+			goto out;
+		}
+		if (sf.m->ranks != ck->size) {
+			if (rb->rule == HERD_CKPT_BLOB_STRICT) {
+				st = herd__error(HERD_EMISMATCH, "blob \"%s\" was saved by %d ranks and "
+						 "may only be restored by as many (its rule is strict), "
+						 "not by %d", rb->name, sf.m->ranks, ck->size);
+				goto out;
+			}
+			p = rb->rule == HERD_CKPT_BLOB_RANK0 ? 0 : (size_t)ck->rank % (size_t)sf.m->ranks;
+		}
+		if (b->parts[p].len != rb->size) {
+			st = herd__error(HERD_EMISMATCH, "blob \"%s\": saved rank %zu wrote %" PRIu64
+					 " bytes, rank %d registered %zu", rb->name, p,
+					 b->parts[p].len, ck->rank, rb->size);
+			goto out;
+		}
+		HERD_CHECK_GOTO(read_blob(&sf, b, p, rb->data), st, out);
+	}
+out:
+	free(buf);
+	step_close(&sf);
+	return st;
+}
+
+/* Failures that make a step unusable, so that the one before is tried. */
+static bool is_damage(herd_status st)
+{
+	return st == HERD_EFORMAT || st == HERD_EIO || st == HERD_EVERSION || st == HERD_ENOTFOUND;
+}
+
+herd_status herd_ckpt_restore(herd_ckpt *ck, int64_t step, int64_t *restored)
+{
+	int64_t *steps = NULL;
+	size_t nsteps = 0, next;
+	herd_status st, local = HERD_OK;
+	char first_failure[1024] = "";
+	int failed;
+
+	if (ck == NULL)
+		return herd__error(HERD_EINVAL, "herd_ckpt_restore: ck is NULL");
+	if (restored != NULL)
+		*restored = -1;
+	HERD_CHECK(herd__ckpt_join(ck));
+	if (step != HERD_CKPT_LATEST && (step < 0 || step > HERD_CKPT_STEP_MAX))
+		return herd__error(HERD_EINVAL, "herd_ckpt_restore: step %" PRId64 " is outside "
+				   "0..%" PRId64, step, HERD_CKPT_STEP_MAX);
+	/* Rank 0 lists the candidates, so that every rank tries the same ones. */
+	if (ck->rank == 0 && step == HERD_CKPT_LATEST)
+		local = herd__ckpt_committed_steps(ck->dir, &steps, &nsteps);
+	HERD_CHECK_GOTO(herd__ckpt_agree(ck, local, &failed), st, out);
+	next = nsteps;
+	for (;;) {
+		int64_t cand = step;
+
+		if (step == HERD_CKPT_LATEST) {
+			cand = ck->rank == 0 && next > 0 ? steps[--next] : -1;
+			HERD_CHECK_GOTO(herd__ckpt_bcast(ck, &cand, sizeof(cand)), st, out);
+			if (cand < 0) {
+				st = herd__error(HERD_ENOTFOUND, "no checkpoint step in %s could be "
+						 "restored%s%s", ck->dir, first_failure[0] ? "; the "
+						 "newest failed: " : " (there is none)", first_failure);
+				goto out;
+			}
+		}
+		st = herd__ckpt_agree(ck, restore_step(ck, cand), &failed);
+		if (st == HERD_OK) {
+			if (restored != NULL)
+				*restored = cand;
+			goto out;
+		}
+		herd__error_wrap(st, "restoring checkpoint step %" PRId64 ": ", cand);
+		if (step != HERD_CKPT_LATEST || !is_damage(st) || failed < 0)
+			goto out;
+		if (first_failure[0] == '\0')
+			herd__strlcpy(first_failure, herd_last_error(), sizeof(first_failure));
+		if (ck->rank == 0)
+			herd__log_warn("%s; trying the step before", herd_last_error());
+	}
+out:
+	free(steps);
+	return st;
+}
+
+/* ---- without a communicator -------------------------------------------- */
+
+/* Sum of the sizes of the regular files in dir/name. */
+static uint64_t dir_bytes(const char *dir, const char *name)
+{
+	char path[4096];
+	uint64_t total = 0;
+	struct dirent *e;
+	DIR *d;
+
+	if (herd__ckpt_path(path, sizeof(path), dir, name) != HERD_OK || (d = opendir(path)) == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		struct stat sb;
+
+		if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(sb.st_mode))
+			total += (uint64_t)sb.st_size;
+	}
+	closedir(d);
+	return total;
+}
+
+static int cmp_info(const void *a, const void *b)
+{
+	const herd_ckpt_step_info *x = a, *y = b;
+
+	if (x->step != y->step)
+		return (x->step > y->step) - (x->step < y->step);
+	return strcmp(x->name, y->name);
+}
+
+herd_status herd_ckpt_list(const char *dir, herd_ckpt_step_info **out, size_t *count)
+{
+	herd_ckpt_step_info *items = NULL;
+	herd_status st = HERD_OK;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+	DIR *d;
+
+	if (out == NULL || count == NULL || dir == NULL)
+		return herd__error(HERD_EINVAL, "herd_ckpt_list: dir, out and count must not be NULL");
+	*out = NULL;
+	*count = 0;
+	d = opendir(dir);
+	if (d == NULL)
+		return herd__error_errno(errno == ENOENT ? HERD_ENOTFOUND : HERD_EIO, errno,
+					 "cannot list the checkpoint directory %s", dir);
+	while ((e = readdir(d)) != NULL) {
+		herd_ckpt_step_info *it;
+		herd__ckpt_manifest *m = NULL;
+		char canon[64], path[4096];
+		bool committed;
+		int64_t step;
+
+		if (herd__ckpt_parse_step(e->d_name, HERD__CKPT_STEP_PREFIX, &step)) {
+			herd__ckpt_step_name(canon, sizeof(canon), step);
+			if (strcmp(canon, e->d_name) != 0)
+				continue;
+			committed = true;
+		} else if (herd__ckpt_parse_step(e->d_name, HERD__CKPT_TMP_PREFIX, &step)) {
+			committed = false;
+		} else {
+			continue;
+		}
+		if (strlen(e->d_name) >= sizeof(it->name))
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			herd_ckpt_step_info *p = realloc(items, ncap * sizeof(*p));
+
+			if (p == NULL) {
+				st = herd__error(HERD_ENOMEM, "out of memory listing %s", dir);
+				goto out;
+			}
+			items = p;
+			cap = ncap;
+		}
+		it = &items[n++];
+		memset(it, 0, sizeof(*it));
+		it->step = step;
+		herd__strlcpy(it->name, e->d_name, sizeof(it->name));
+		it->bytes = dir_bytes(dir, e->d_name);
+		if (herd__ckpt_path(path, sizeof(path), dir, e->d_name) == HERD_OK &&
+		    herd__ckpt_manifest_load(&m, path) == HERD_OK) {
+			it->manifest_ok = true;
+			it->ranks = m->ranks;
+			it->tensors = (int)m->ntensors;
+			it->blobs = (int)m->nblobs;
+			it->time = m->time;
+		}
+		/* A committed step is one renamed into place with its manifest. */
+		if (committed) {
+			char mpath[4200];
+
+			snprintf(mpath, sizeof(mpath), "%s/%s", path, HERD__CKPT_MANIFEST);
+			it->committed = access(mpath, F_OK) == 0;
+		}
+		herd__ckpt_manifest_free(m);
+	}
+	if (n > 1)
+		qsort(items, n, sizeof(*items), cmp_info);
+	*out = items;
+	*count = n;
+	items = NULL;
+out:
+	free(items);
+	closedir(d);
+	return st;
+}
+
+herd_status herd_ckpt_latest(const char *dir, int64_t *step)
+{
+	int64_t *steps = NULL;
+	size_t n = 0;
+
+	if (dir == NULL || step == NULL)
+		return herd__error(HERD_EINVAL, "herd_ckpt_latest: dir and step must not be NULL");
+	HERD_CHECK(herd__ckpt_committed_steps(dir, &steps, &n));
+	if (n == 0) {
+		free(steps);
+		return herd__error(HERD_ENOTFOUND, "no committed checkpoint step in %s", dir);
+	}
+	*step = steps[n - 1];
+	free(steps);
+	return HERD_OK;
+}
+
+/* Resolves HERD_CKPT_LATEST. */
+static herd_status resolve(const char *dir, int64_t step, int64_t *out)
+{
+	if (step == HERD_CKPT_LATEST)
+		return herd_ckpt_latest(dir, out);
+	if (step < 0 || step > HERD_CKPT_STEP_MAX)
+		return herd__error(HERD_EINVAL, "checkpoint step %" PRId64 " is outside 0..%" PRId64,
+				   step, HERD_CKPT_STEP_MAX);
+	*out = step;
+	return HERD_OK;
+}
+
+herd_status herd_ckpt_verify(const char *dir, int64_t step, herd_ckpt_problem_fn fn, void *arg,
+			     size_t *problems)
+{
+	char name[64], stepdir[4096];
+	herd__ckpt_manifest *m = NULL;
+	herd_status st;
+
+	if (problems != NULL)
+		*problems = 0;
+	if (dir == NULL)
+		return herd__error(HERD_EINVAL, "herd_ckpt_verify: dir is NULL");
+	HERD_CHECK(resolve(dir, step, &step));
+	herd__ckpt_step_name(name, sizeof(name), step);
+	HERD_CHECK(herd__ckpt_path(stepdir, sizeof(stepdir), dir, name));
+	st = herd__ckpt_manifest_load(&m, stepdir);
+	if (st == HERD_EFORMAT || st == HERD_EVERSION) {
+		/* The manifest itself is the problem: report it like any other. */
+		char msg[1024];
+		herd_ckpt_problem p = { HERD__CKPT_MANIFEST, NULL, -1, -1, -1, msg };
+
+		herd__strlcpy(msg, herd_last_error(), sizeof(msg));
+		if (fn != NULL)
+			fn(&p, arg);
+		if (problems != NULL)
+			*problems = 1;
+		return herd__error(HERD_EFORMAT, "%s", msg);
+	}
+	HERD_CHECK(st);
+	st = herd__ckpt_verify_data(stepdir, m, fn, arg, problems);
+	herd__ckpt_manifest_free(m);
+	return st;
+}
+
+/* ---- the reader ---------------------------------------------------------- */
+
+struct herd_ckpt_reader {
+	step_files sf;
+	uint8_t *buf;
+};
+
+herd_status herd_ckpt_reader_open(herd_ckpt_reader **out, const char *dir, int64_t step)
+{
+	herd_ckpt_reader *r = NULL;
+	herd_status st;
+
+	if (out == NULL || dir == NULL)
+		return herd__error(HERD_EINVAL, "herd_ckpt_reader_open: out and dir must not be NULL");
+	*out = NULL;
+	HERD_CHECK(resolve(dir, step, &step));
+	HERD_CHECK(herd__calloc(&r, 1, sizeof(*r), "a checkpoint reader"));
+	HERD_CHECK_GOTO(step_open(&r->sf, dir, step), st, fail);
+	HERD_CHECK_GOTO(herd__calloc(&r->buf, r->sf.m->chunk_bytes, 1, "a chunk buffer"), st, fail);
+	*out = r;
+	return HERD_OK;
+fail:
+	free(r);
+	return st;
+}
+
+void herd_ckpt_reader_free(herd_ckpt_reader *r)
+{
+	if (r == NULL)
+		return;
+	step_close(&r->sf);
+	free(r->buf);
+	free(r);
+}
+
+int64_t herd_ckpt_reader_step(const herd_ckpt_reader *r)
+{
+	return r->sf.m->step;
+}
+
+int herd_ckpt_reader_ranks(const herd_ckpt_reader *r)
+{
+	return r->sf.m->ranks;
+}
+
+int64_t herd_ckpt_reader_time(const herd_ckpt_reader *r)
+{
+	return r->sf.m->time;
+}
+
+size_t herd_ckpt_reader_tensor_count(const herd_ckpt_reader *r)
+{
+	return r->sf.m->ntensors;
+}
+
+herd_status herd_ckpt_reader_tensor(const herd_ckpt_reader *r, size_t i,
+				    herd_ckpt_tensor_info *info)
+{
+	const herd__ckpt_tensor *t;
+
+	if (r == NULL || info == NULL || i >= r->sf.m->ntensors)
+		return herd__error(HERD_EINVAL, "herd_ckpt_reader_tensor: index %zu out of range", i);
+	t = &r->sf.m->tensors[i];
+	memset(info, 0, sizeof(*info));
+	info->name = t->name;
+	info->dtype = t->dtype;
+	info->ndim = t->ndim;
+	memcpy(info->shape, t->shape, sizeof(info->shape));
+	info->shards = t->nshards;
+	info->bytes = t->bytes;
+	return HERD_OK;
+}
+
+herd_status herd_ckpt_reader_find(const herd_ckpt_reader *r, const char *name, size_t *index)
+{
+	if (r == NULL || name == NULL || index == NULL)
+		return herd__error(HERD_EINVAL, "herd_ckpt_reader_find: NULL argument");
+	for (size_t i = 0; i < r->sf.m->ntensors; i++)
+		if (strcmp(r->sf.m->tensors[i].name, name) == 0) {
+			*index = i;
+			return HERD_OK;
+		}
+	return herd__error(HERD_ENOTFOUND, "%s: no tensor \"%s\"", r->sf.dir, name);
+}
+
+herd_status herd_ckpt_reader_read(herd_ckpt_reader *r, const char *name, void *buf, size_t cap)
+{
+	const herd__ckpt_tensor *t;
+	herd__ckpt_box whole;
+	size_t i;
+
+	if (r == NULL || name == NULL)
+		return herd__error(HERD_EINVAL, "herd_ckpt_reader_read: NULL argument");
+	HERD_CHECK(herd_ckpt_reader_find(r, name, &i));
+	t = &r->sf.m->tensors[i];
+	if (cap < t->bytes || (buf == NULL && t->bytes > 0))
+		return herd__error(HERD_EINVAL, "herd_ckpt_reader_read: \"%s\" has %" PRIu64 " bytes, "
+				   "the buffer %zu", name, t->bytes, cap);
+	memset(&whole, 0, sizeof(whole));
+	whole.ndim = t->ndim;
+	memcpy(whole.shape, t->shape, sizeof(whole.shape));
+	return fill_box(&r->sf, t, &whole, buf, r->buf);
+}
+
+size_t herd_ckpt_reader_blob_count(const herd_ckpt_reader *r)
+{
+	return r->sf.m->nblobs;
+}
+
+herd_status herd_ckpt_reader_blob(const herd_ckpt_reader *r, size_t i, herd_ckpt_blob_info *info)
+{
+	if (r == NULL || info == NULL || i >= r->sf.m->nblobs)
+		return herd__error(HERD_EINVAL, "herd_ckpt_reader_blob: index %zu out of range", i);
+	info->name = r->sf.m->blobs[i].name;
+	info->rule = r->sf.m->blobs[i].rule;
+	info->ranks = (int)r->sf.m->blobs[i].nparts;
+	return HERD_OK;
+}
+
+herd_status herd_ckpt_reader_read_blob(herd_ckpt_reader *r, const char *name, int rank,
+				       void *buf, size_t cap, size_t *len)
+{
+	const herd__ckpt_blob *b;
+
+	if (r == NULL || name == NULL)
+		return herd__error(HERD_EINVAL, "herd_ckpt_reader_read_blob: NULL argument");
+	b = herd__ckpt_manifest_blob(r->sf.m, name);
+	if (b == NULL)
+		return herd__error(HERD_ENOTFOUND, "%s: no blob \"%s\"", r->sf.dir, name);
+	if (rank < 0 || (size_t)rank >= b->nparts)
+		return herd__error(HERD_EINVAL, "blob \"%s\": rank %d; the step was saved by %zu ranks",
+				   name, rank, b->nparts);
+	if (len != NULL)
+		*len = (size_t)b->parts[rank].len;
+	if (cap < b->parts[rank].len || buf == NULL)
+		return herd__error(HERD_EINVAL, "blob \"%s\" of rank %d has %" PRIu64 " bytes, the "
+				   "buffer %zu", name, rank, b->parts[rank].len, cap);
+	return read_blob(&r->sf, b, (size_t)rank, buf);
+}

@@ -1,0 +1,614 @@
+/*
+ * sdk/comm/direct.c - allreduce among the ranks of one host by reading
+ * each other's memory directly, instead of passing messages through the
+ * shared-memory rings of shm.c, which copy every byte twice (sender to
+ * slot, slot to destination).
+ *
+ * Used when every rank of the communicator is on this host and each can
+ * read the others' memory with process_vm_readv (cross-memory attach, as
+ * Open MPI's vader does; shm.c probes it at init).  Each rank has a board
+ * (herd__board, a page of shared memory beside its inbox) where it
+ * publishes what it does; only its owner writes it.
+ *
+ * Large allreduce (herd__direct_allreduce), call number s, p ranks, the
+ * vector split into p slices, slice j reduced by rank j:
+ *  1. post: each rank writes its fingerprint and the addresses of its send
+ *     and receive buffers on its board, then addr_cseq = s (release);
+ *  2. reduce: rank r walks its slice in chunks of CHUNK_BYTES; for each
+ *     chunk it reads the chunk of every peer's send buffer (once each, one
+ *     kernel copy, into cache-sized scratch or straight into its receive
+ *     buffer) and reduces it into its receive buffer while the chunk is in
+ *     cache, then publishes progress = s << BITS | chunks done;
+ *  3. gather: rank r reads every other slice j, chunk by chunk as rank j's
+ *     progress covers it, from rank j's receive buffer into its own;
+ *  4. done = s (release); rank r returns once every peer's done is s: until
+ *     then peers may still read its buffers.
+ * Every byte of a peer crosses memory once; the reduction reads its operands
+ * from cache.  A rank's result for slice j is rank j's, bit for bit.
+ *
+ * Why it is safe: a rank reads a peer's buffers only between the peer's
+ * post for s and its own done for s, and the peer does not return from s
+ * (and so does not touch or free its buffers) before every done says s.
+ * In place, rank r overwrites slice j of its buffer (step 3) only once rank
+ * j's progress says it has read that chunk (step 2); the only other reader
+ * of slice r of its buffer is rank r itself, before it writes it.
+ *
+ * Small allreduce (herd__direct_allreduce_small), at most HERD__BOARD_SMALL
+ * bytes: each rank copies its vector into slot[s % 2] of its board, sets
+ * the slot's cseq = s, waits for every peer's slot s and reduces all slots
+ * in rank order (the same bits on every rank), then sets done = s.  One
+ * write and p - 1 reads of shared memory, no system call.  Two slots: a
+ * rank may enter s + 1 while a peer still reads its slot s; before it
+ * writes slot[s % 2] again (call s + 2 or later) it waits until every peer
+ * has said done for the call that last used it.
+ *
+ * Waiting: spin (yielding the CPU on every pass when the host's ranks
+ * outnumber its CPUs), then sleep on the doorbell futex of shm.c; a rank
+ * that publishes something wakes the peers that sleep.  A wait ends with
+ * HERD_EPEER when the monitor breaks the communicator (a peer died: the
+ * doorbell is rung) or the peer destroyed its communicator, HERD_EABORTED
+ * on abort, HERD_ETIMEDOUT at the call's deadline naming the peer waited
+ * for, HERD_EMISMATCH when the peer's board shows another call with this
+ * number, or its message for another call waits in this rank's inbox.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "base.h"
+#include "core.h"
+#include "net.h"
+
+/* What one step of the reduction reads from each peer: 4 chunks of every
+ * operand stay well inside a core's L2 (2 MiB or more here). */
+#define CHUNK_BYTES (256u * 1024u)
+/* The gather reads up to this many chunks in one system call. */
+#define GATHER_CHUNKS 8u
+/* As in p2p.c: a reply a few microseconds away costs no system call. */
+#define SPIN_NS 50000
+#define SLEEP_MAX_MS 100
+/* How long a failed read waits for the monitor's word on why. */
+#define SETTLE_MS 200
+
+struct herd__direct {
+	uint8_t *scratch;        /* 3 * CHUNK_BYTES, made at the first large call */
+	uint64_t slot_cseq[2];   /* the call that last wrote each small slot */
+	bool oversubscribed;     /* more ranks on this host than CPUs */
+};
+
+/* One call, as every step sees it. */
+typedef struct dcall {
+	herd_comm *comm;
+	herd__direct *d;
+	int p, r;
+	uint64_t s;              /* collective number */
+	herd_dtype dtype, wdt;   /* wdt: float32 for a widened float16/bfloat16 */
+	herd_redop op, eop;      /* eop: AVG as SUM */
+	bool widen;
+	size_t es, count;
+	const uint8_t *in;
+	uint8_t *out;
+	uint64_t *peer_in, *peer_out;    /* [p]: addresses in the peers' memory */
+} dcall;
+
+static uint64_t progress_word(uint64_t s, size_t chunks)
+{
+	return s << HERD__BOARD_PROGRESS_BITS | (uint64_t)chunks;
+}
+
+/* Part b of n elements split into p parts as evenly as possible. */
+static void split(size_t n, int p, int b, size_t *off, size_t *len)
+{
+	size_t base = n / (size_t)p, rem = n % (size_t)p, ub = (size_t)b;
+
+	*off = ub * base + (ub < rem ? ub : rem);
+	*len = base + (ub < rem ? 1 : 0);
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* ---- setup ---------------------------------------------------------------- */
+
+herd_status herd__direct_init(herd_comm *comm)
+{
+	herd__direct *d;
+	cpu_set_t set;
+
+	comm->ncpus = 1;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		comm->ncpus = CPU_COUNT(&set);
+	if (comm->size < 2 || comm->nlocal != comm->size || !herd__shm_cma_all(comm))
+		return HERD_OK;
+	for (int j = 0; j < comm->size; j++)
+		if (j != comm->rank && !herd__comm_uses_shm(comm, j))
+			return HERD_OK;
+	HERD_CHECK(herd__calloc(&d, 1, sizeof(*d), "direct collective state"));
+	d->oversubscribed = comm->nlocal > comm->ncpus;
+	comm->direct = d;
+	return HERD_OK;
+}
+
+void herd__direct_free(herd_comm *comm)
+{
+	if (comm->direct == NULL)
+		return;
+	free(comm->direct->scratch);
+	free(comm->direct);
+	comm->direct = NULL;
+}
+
+bool herd__direct_usable(const herd_comm *comm)
+{
+	return comm->direct != NULL;
+}
+
+/* The seqlock of the call line: odd while the owner writes it. */
+static void post_call(herd_comm *comm, const herd__op *op, uint64_t cseq)
+{
+	herd__board *b = herd__shm_board(comm, comm->rank);
+	uint64_t gen = atomic_load_explicit(&b->call_gen, memory_order_relaxed);
+
+	atomic_store_explicit(&b->call_gen, gen + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	b->call_cseq = cseq;
+	b->kind = (uint8_t)op->fp.kind;
+	b->dtype = op->fp.dtype;
+	b->redop = op->fp.redop;
+	b->root = op->fp.root;
+	b->count = op->fp.count;
+	atomic_store_explicit(&b->call_gen, gen + 2, memory_order_release);
+}
+
+void herd__direct_enter(herd_comm *comm, const herd__op *op, uint64_t cseq)
+{
+	if (comm->direct != NULL && !herd__op_is_p2p(op->fp.kind))
+		post_call(comm, op, cseq);
+}
+
+/* ---- waiting -------------------------------------------------------------- */
+
+/* Reads peer j's call line consistently: false while it is being written. */
+static bool read_call(const herd__board *b, herd__board *out)
+{
+	uint64_t g0 = atomic_load_explicit(&b->call_gen, memory_order_acquire);
+
+	if (g0 & 1)
+		return false;
+	out->call_cseq = b->call_cseq;
+	out->kind = b->kind;
+	out->dtype = b->dtype;
+	out->redop = b->redop;
+	out->root = b->root;
+	out->count = b->count;
+	atomic_thread_fence(memory_order_acquire);
+	return atomic_load_explicit(&b->call_gen, memory_order_relaxed) == g0;
+}
+
+static herd_status mismatch(herd_comm *comm, int peer, const herd__fp *theirs,
+			    uint64_t their_cseq, const char *how)
+{
+	char me[HERD__COMM_HOST_MAX + 32], who[HERD__COMM_HOST_MAX + 32];
+	char mine[160], other[160], extra[96] = "";
+
+	herd__fp_format(&comm->op->fp, mine, sizeof(mine));
+	herd__fp_format(theirs, other, sizeof(other));
+	if (their_cseq != comm->op_cseq)
+		snprintf(extra, sizeof(extra), " (collective call %" PRIu64 " here, %" PRIu64
+			 " there)", comm->op_cseq, their_cseq);
+	return herd__error(HERD_EMISMATCH, "mismatched calls: %s is in %s and %s %s is in %s%s",
+			   herd__comm_who(comm, comm->rank, me, sizeof(me)), mine,
+			   herd__comm_who(comm, peer, who, sizeof(who)), how, other, extra);
+}
+
+/*
+ * Whether peer is visibly in another call than this one: its board shows
+ * another collective with this number, or one past it (it cannot be ahead
+ * while this rank still waits for its data), or a message of its for some
+ * other call waits in this rank's inbox (a direct call sends none).
+ */
+static herd_status check_peer(herd_comm *comm, int peer)
+{
+	const herd__fp *fp = &comm->op->fp;
+	herd__board c;
+	herd__wire_hdr h;
+	herd__fp theirs;
+
+	if (herd__shm_pending(comm, peer, &h)) {
+		theirs = (herd__fp){ h.seq, h.kind, h.dtype, h.redop, h.root, h.count };
+		return mismatch(comm, peer, &theirs, herd__op_is_p2p(h.kind) ? comm->op_cseq :
+			h.cseq, "sent a message for its");
+	}
+	if (!read_call(herd__shm_board(comm, peer), &c) || c.call_cseq < comm->op_cseq)
+		return HERD_OK;
+	if (c.call_cseq == comm->op_cseq && c.kind == fp->kind && c.dtype == fp->dtype &&
+	    c.redop == fp->redop && c.root == fp->root && c.count == fp->count)
+		return HERD_OK;
+	theirs = (herd__fp){ 0, c.kind, c.dtype, c.redop, c.root, c.count };
+	theirs.seq = c.call_cseq == comm->op_cseq ? fp->seq : 0;
+	return mismatch(comm, peer, &theirs, c.call_cseq, "which");
+}
+
+/*
+ * Waits until *word >= want, *word being on peer's board.  check: look for
+ * a mismatched call meanwhile (only where the peer cannot legitimately be
+ * past this call).
+ */
+static herd_status wait_word(dcall *c, int peer, const _Atomic uint64_t *word, uint64_t want,
+			     bool check)
+{
+	herd_comm *comm = c->comm;
+	int64_t t0 = 0;
+	unsigned int spins = 0;
+
+	if (atomic_load_explicit(word, memory_order_acquire) >= want)
+		return HERD_OK;
+	for (;;) {
+		uint32_t seen;
+		int ms;
+
+		if (atomic_load_explicit(word, memory_order_acquire) >= want)
+			return HERD_OK;
+		if (atomic_load_explicit(&comm->status, memory_order_relaxed) != HERD_OK)
+			return herd__comm_broken(comm);
+		if (c->d->oversubscribed)
+			sched_yield();
+		else
+			cpu_relax();
+		if (++spins % 64 != 0)
+			continue;
+		if (check)
+			HERD_CHECK(check_peer(comm, peer));
+		if (atomic_load(&comm->peers[peer].left))
+			return herd__p2p_left_error(comm, peer);
+		if (t0 == 0)
+			t0 = now_ns();
+		if (now_ns() - t0 < SPIN_NS)
+			continue;
+		if (herd__net_now_ms() >= comm->op_deadline)
+			return herd__comm_timeout(comm, &peer, 1);
+		/* Announce the sleep, look once more, sleep until a peer rings. */
+		seen = herd__shm_arm(comm);
+		if (atomic_load_explicit(word, memory_order_acquire) < want &&
+		    atomic_load(&comm->status) == HERD_OK) {
+			ms = herd__net_remaining_ms(comm->op_deadline);
+			herd__shm_sleep(comm, seen, ms < SLEEP_MAX_MS ? ms + 1 : SLEEP_MAX_MS);
+		}
+		herd__shm_disarm(comm);
+	}
+}
+
+/* Stores v into *word (release) on this rank's board and wakes the peers
+ * that sleep: they may wait for it. */
+static void publish(dcall *c, _Atomic uint64_t *word, uint64_t v)
+{
+	atomic_store_explicit(word, v, memory_order_release);
+	for (int j = 0; j < c->p; j++)
+		if (j != c->r)
+			herd__shm_wake(c->comm, j);
+}
+
+/* ---- reading a peer ------------------------------------------------------- */
+
+/*
+ * len bytes at addr in peer's memory into dst.  A peer that exited leaves
+ * ESRCH: the monitor, which watches its pidfd and control connection, says
+ * a moment later whether it died or failed, and that is the error to give.
+ */
+static herd_status cma_read(dcall *c, int peer, void *dst, uint64_t addr, size_t len)
+{
+	herd_comm *comm = c->comm;
+	size_t got = 0;
+
+	while (got < len) {
+		struct iovec l = { (uint8_t *)dst + got, len - got };
+		struct iovec r = { (void *)(uintptr_t)(addr + got), len - got };
+		ssize_t n = process_vm_readv((pid_t)comm->peers[peer].pid, &l, 1, &r, 1, 0);
+		char who[HERD__COMM_HOST_MAX + 32];
+		int err = errno;
+
+		if (n > 0) {
+			got += (size_t)n;
+			continue;
+		}
+		if (n < 0 && err == EINTR)
+			continue;
+		if (n < 0 && err == ESRCH) {
+			int64_t until = herd__net_now_ms() + SETTLE_MS;
+
+			while (atomic_load(&comm->status) == HERD_OK &&
+			       !atomic_load(&comm->peers[peer].left) && herd__net_now_ms() < until) {
+				struct timespec ts = { 0, 1000000 };
+
+				nanosleep(&ts, NULL);
+			}
+			if (atomic_load(&comm->status) != HERD_OK)
+				return herd__comm_broken(comm);
+			if (atomic_load(&comm->peers[peer].left))
+				return herd__p2p_left_error(comm, peer);
+			return herd__error(HERD_EPEER, "%s #%" PRIu64 ": %s is gone (pid %d exited) "
+					   "while this rank read its buffer",
+					   herd__op_name((herd__op_kind)comm->op->fp.kind),
+					   comm->op->fp.seq, herd__comm_who(comm, peer, who, sizeof(who)),
+					   (int)comm->peers[peer].pid);
+		}
+		return herd__error_errno(HERD_ESYS, n < 0 ? err : EFAULT, "%s #%" PRIu64 ": cannot "
+					 "read %zu bytes at %#" PRIx64 " of %s", herd__op_name(
+					 (herd__op_kind)comm->op->fp.kind), comm->op->fp.seq,
+					 len - got, addr + got, herd__comm_who(comm, peer, who,
+					 sizeof(who)));
+	}
+	return HERD_OK;
+}
+
+/* ---- large allreduce ------------------------------------------------------ */
+
+/* Elements per chunk, so that the progress word's chunk count never
+ * overflows its bits whatever the slice. */
+static size_t chunk_elems(const dcall *c, size_t slice)
+{
+	size_t n = CHUNK_BYTES / herd_dtype_size(c->wdt);
+	size_t most = ((size_t)1 << HERD__BOARD_PROGRESS_BITS) - 1;
+
+	if (slice / n >= most)
+		n = slice / most + 1;
+	return n;
+}
+
+/*
+ * Reduces n elements at element offset off over all ranks into out.  Out of
+ * place, the first peer's chunk is read straight into out and the own
+ * chunk reduced into it; otherwise (in place, or after the first peer)
+ * through the scratch.  float16/bfloat16 SUM/PROD/AVG add in float32 and
+ * round once.
+ */
+static herd_status reduce_chunk(dcall *c, size_t off, size_t n)
+{
+	uint8_t *dst = c->out + off * c->es, *bounce = c->d->scratch;
+	const uint8_t *own = c->in + off * c->es;
+	float *acc = (float *)(c->d->scratch + CHUNK_BYTES);
+	float *tmp = (float *)(c->d->scratch + 2 * (size_t)CHUNK_BYTES);
+	size_t bytes = n * c->es;
+
+	if (c->widen)
+		herd__half_to_float(acc, (const uint16_t *)own, n, c->dtype);
+	for (int k = 1; k < c->p; k++) {
+		int j = (c->r + k) % c->p;
+		bool first = k == 1;
+		uint8_t *buf = bounce;
+
+		HERD_CHECK(cma_read(c, j, buf, c->peer_in[j] + off * c->es, bytes));
+		if (c->widen) {
+			herd__half_to_float(tmp, (const uint16_t *)buf, n, c->dtype);
+			herd__reduce(acc, acc, tmp, n, HERD_FLOAT32, c->eop);
+		} else {
+			herd__reduce(dst, first ? own : dst, buf, n, c->dtype, c->eop);
+		}
+	}
+	if (c->widen) {
+		if (c->op == HERD_AVG)
+			herd__reduce_scale(acc, n, HERD_FLOAT32, c->p);
+		herd__float_to_half((uint16_t *)dst, acc, n, c->dtype);
+	} else if (c->op == HERD_AVG) {
+		herd__reduce_scale(dst, n, c->dtype, c->p);
+	}
+	return HERD_OK;
+}
+
+/* Step 2: this rank's slice, chunk by chunk, publishing its progress. */
+static herd_status reduce_own(dcall *c)
+{
+	herd__board *b = herd__shm_board(c->comm, c->r);
+	size_t off, len, step, done = 0;
+
+	split(c->count, c->p, c->r, &off, &len);
+	step = chunk_elems(c, len);
+	for (size_t i = 0; i < len; i += step) {
+		size_t n = len - i < step ? len - i : step;
+
+		if (atomic_load_explicit(&c->comm->status, memory_order_relaxed) != HERD_OK)
+			return herd__comm_broken(c->comm);
+		HERD_CHECK(reduce_chunk(c, off + i, n));
+		publish(c, &b->progress, progress_word(c->s, ++done));
+	}
+	return HERD_OK;
+}
+
+/* Step 3: the other slices, from their reducers' receive buffers. */
+static herd_status gather(dcall *c)
+{
+	for (int k = 1; k < c->p; k++) {
+		int j = (c->r + k) % c->p;
+		herd__board *b = herd__shm_board(c->comm, j);
+		size_t off, len, step, have = 0;
+
+		split(c->count, c->p, j, &off, &len);
+		step = chunk_elems(c, len);
+		while (have < len) {
+			uint64_t pw;
+			size_t ready, n;
+
+			HERD_CHECK(wait_word(c, j, &b->progress, progress_word(c->s, have / step + 1),
+					     false));
+			pw = atomic_load_explicit(&b->progress, memory_order_acquire);
+			ready = (size_t)(pw - progress_word(c->s, 0)) * step;
+			if (ready > len)
+				ready = len;
+			n = ready - have;
+			if (n > GATHER_CHUNKS * step)
+				n = GATHER_CHUNKS * step;
+			HERD_CHECK(cma_read(c, j, c->out + (off + have) * c->es,
+					    c->peer_out[j] + (off + have) * c->es, n * c->es));
+			have += n;
+		}
+	}
+	return HERD_OK;
+}
+
+static herd_status dcall_init(dcall *c, herd_comm *comm, const void *in, void *out,
+			      size_t count, herd_dtype dtype, herd_redop op)
+{
+	memset(c, 0, sizeof(*c));
+	c->comm = comm;
+	c->d = comm->direct;
+	c->p = comm->size;
+	c->r = comm->rank;
+	c->s = comm->op_cseq;
+	c->dtype = dtype;
+	c->op = op;
+	c->eop = op == HERD_AVG ? HERD_SUM : op;
+	c->widen = (dtype == HERD_FLOAT16 || dtype == HERD_BFLOAT16) &&
+		   (op == HERD_SUM || op == HERD_PROD || op == HERD_AVG);
+	c->wdt = c->widen ? HERD_FLOAT32 : dtype;
+	c->es = herd_dtype_size(dtype);
+	c->count = count;
+	c->in = in;
+	c->out = out;
+	if (comm->op == NULL || c->d == NULL)
+		return herd__error(HERD_EINTERNAL, "direct allreduce outside a call, or on a "
+				   "communicator without direct collectives");
+	return HERD_OK;
+}
+
+herd_status herd__direct_allreduce(herd_comm *comm, const void *in, void *out, size_t count,
+				   herd_dtype dtype, herd_redop op)
+{
+	herd__board *own;
+	dcall c;
+	herd_status st;
+
+	HERD_CHECK(dcall_init(&c, comm, in, out, count, dtype, op));
+	if (c.d->scratch == NULL)
+		HERD_CHECK(herd__calloc(&c.d->scratch, 3, CHUNK_BYTES, "the scratch of direct collectives"));
+	HERD_CHECK(herd__calloc(&c.peer_in, 2 * (size_t)c.p, sizeof(uint64_t),
+				"a direct allreduce"));
+	c.peer_out = c.peer_in + c.p;
+
+	/* 1. post */
+	own = herd__shm_board(comm, c.r);
+	own->sendbuf = (uint64_t)(uintptr_t)in;
+	own->recvbuf = (uint64_t)(uintptr_t)out;
+	publish(&c, &own->addr_cseq, c.s);
+	for (int k = 1; k < c.p; k++) {
+		int j = (c.r + k) % c.p;
+		herd__board *b = herd__shm_board(comm, j);
+
+		HERD_CHECK_GOTO(wait_word(&c, j, &b->addr_cseq, c.s, true), st, out);
+		HERD_CHECK_GOTO(check_peer(comm, j), st, out);
+		if (atomic_load_explicit(&b->addr_cseq, memory_order_acquire) != c.s) {
+			st = herd__error(HERD_EMISMATCH, "mismatched calls: rank %d posted the "
+					 "buffers of collective call %" PRIu64 " where this rank is "
+					 "in call %" PRIu64, j, atomic_load(&b->addr_cseq), c.s);
+			goto out;
+		}
+		c.peer_in[j] = b->sendbuf;
+		c.peer_out[j] = b->recvbuf;
+	}
+	/* 2. reduce, 3. gather, 4. done */
+	HERD_CHECK_GOTO(reduce_own(&c), st, out);
+	HERD_CHECK_GOTO(gather(&c), st, out);
+	publish(&c, &own->done, c.s);
+	for (int k = 1; k < c.p; k++) {
+		int j = (c.r + k) % c.p;
+
+		HERD_CHECK_GOTO(wait_word(&c, j, &herd__shm_board(comm, j)->done, c.s, false), st,
+				out);
+	}
+	st = HERD_OK;
+out:
+	free(c.peer_in);
+	return st;
+}
+
+/* ---- small allreduce ------------------------------------------------------ */
+
+herd_status herd__direct_allreduce_small(herd_comm *comm, const void *in, void *out,
+					 size_t count, herd_dtype dtype, herd_redop op)
+{
+	_Alignas(64) float wide[2][HERD__BOARD_SMALL / 2];
+	herd__board *own;
+	herd__board_slot *mine;
+	size_t bytes = count * herd_dtype_size(dtype);
+	unsigned int sl;
+	dcall c;
+
+	HERD_CHECK(dcall_init(&c, comm, in, out, count, dtype, op));
+	if (bytes > HERD__BOARD_SMALL)
+		return herd__error(HERD_EINTERNAL, "small direct allreduce of %zu bytes (at most "
+				   "%u)", bytes, HERD__BOARD_SMALL);
+	sl = (unsigned int)(c.s & 1);
+	own = herd__shm_board(comm, c.r);
+	mine = &own->slot[sl];
+	/* The peers must be done with what this slot held last. */
+	for (int j = 0; j < c.p; j++)
+		if (j != c.r)
+			HERD_CHECK(wait_word(&c, j, &herd__shm_board(comm, j)->done,
+					     c.d->slot_cseq[sl], false));
+	memcpy(mine->data, in, bytes);
+	mine->len = (uint32_t)bytes;
+	mine->count = comm->op->fp.count;
+	mine->kind = comm->op->fp.kind;
+	mine->dtype = comm->op->fp.dtype;
+	mine->redop = comm->op->fp.redop;
+	c.d->slot_cseq[sl] = c.s;
+	publish(&c, &mine->cseq, c.s);
+	for (int j = 0; j < c.p; j++) {
+		const herd__board_slot *t;
+
+		if (j == c.r)
+			continue;
+		t = &herd__shm_board(comm, j)->slot[sl];
+		HERD_CHECK(wait_word(&c, j, &t->cseq, c.s, true));
+		if (atomic_load_explicit(&t->cseq, memory_order_acquire) != c.s ||
+		    t->kind != mine->kind || t->dtype != mine->dtype || t->redop != mine->redop ||
+		    t->count != mine->count || t->len != mine->len) {
+			herd__fp theirs = { comm->op->fp.seq, t->kind, t->dtype, t->redop, -1,
+					    t->count };
+
+			HERD_CHECK(check_peer(comm, j));
+			return mismatch(comm, j, &theirs, atomic_load(&t->cseq), "which");
+		}
+	}
+	/* out = slot 0 op slot 1 op ... in rank order. */
+	if (c.widen) {
+		herd__half_to_float(wide[0], (const uint16_t *)herd__shm_board(comm, 0)->slot[sl].data,
+				    count, dtype);
+		for (int j = 1; j < c.p; j++) {
+			herd__half_to_float(wide[1], (const uint16_t *)herd__shm_board(comm, j)
+					    ->slot[sl].data, count, dtype);
+			herd__reduce(wide[0], wide[0], wide[1], count, HERD_FLOAT32, c.eop);
+		}
+		if (op == HERD_AVG)
+			herd__reduce_scale(wide[0], count, HERD_FLOAT32, c.p);
+		herd__float_to_half(out, wide[0], count, dtype);
+	} else {
+		herd__reduce(out, herd__shm_board(comm, 0)->slot[sl].data,
+			     herd__shm_board(comm, 1)->slot[sl].data, count, dtype, c.eop);
+		for (int j = 2; j < c.p; j++)
+			herd__reduce(out, out, herd__shm_board(comm, j)->slot[sl].data, count, dtype,
+				     c.eop);
+		if (op == HERD_AVG)
+			herd__reduce_scale(out, count, dtype, c.p);
+	}
+	publish(&c, &own->done, c.s);
+	return HERD_OK;
+}

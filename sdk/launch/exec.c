@@ -1,0 +1,293 @@
+/*
+ * sdk/launch/exec.c - herd_job_exec, the node side of a job that `herd exec`
+ * runs: the node protocol (launch_internal.h) over a pair of fds around one
+ * node supervisor.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "launch_internal.h"
+#include "net.h"
+
+/* How long the launcher may take to send the spec. */
+#define SPEC_TIMEOUT_MS 60000
+/* Output waiting for a slow launcher beyond which ranks' pipes are left
+ * unread (they then block on write, which slows them instead of this
+ * process growing without bound). */
+#define OUT_BACKLOG_MAX (16u * 1024u * 1024u)
+/* How long the last frames may take to leave once every rank has ended. */
+#define FLUSH_TIMEOUT_MS 10000
+
+typedef struct exec_state {
+	int rfd, wfd;
+	herd__buf in, out;
+	herd__node *node;
+	int grace_ms;
+	bool launcher_gone;   /* rfd closed: stop, and write nothing more */
+	bool broken;          /* wfd failed */
+	herd_status frame_st; /* first failure encoding an event */
+} exec_state;
+
+static void queue(exec_state *x, herd_status st)
+{
+	if (st != HERD_OK && x->frame_st == HERD_OK)
+		x->frame_st = st;
+}
+
+static void ev_started(void *ud, int rank, long pid)
+{
+	exec_state *x = ud;
+
+	queue(x, herd__launch_enc_started(&x->out, rank, pid));
+}
+
+static void ev_output(void *ud, int rank, herd_job_stream s, const char *line, size_t len)
+{
+	exec_state *x = ud;
+
+	if (!x->broken)
+		queue(x, herd__launch_enc_out(&x->out, rank, s, line, len));
+}
+
+static void ev_exited(void *ud, int rank, herd_rank_state state, int code, int sig,
+		      const char *err)
+{
+	exec_state *x = ud;
+
+	queue(x, herd__launch_enc_exited(&x->out, rank, state, code, sig, err));
+}
+
+/* Writes what it can without blocking; false once the launcher is gone. */
+static bool flush(exec_state *x)
+{
+	while (!x->broken && x->out.len > x->out.off) {
+		ssize_t w = write(x->wfd, x->out.data + x->out.off, x->out.len - x->out.off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return true;
+		if (w <= 0) {
+			x->broken = true;
+			herd__buf_free(&x->out);
+			return false;
+		}
+		herd__buf_consume(&x->out, (size_t)w);
+	}
+	return !x->broken;
+}
+
+/* Reads until EAGAIN; false at end of stream or on a read error. */
+static bool fill(exec_state *x)
+{
+	for (;;) {
+		ssize_t got;
+
+		if (herd__buf_reserve(&x->in, 65536) != HERD_OK)
+			return false;
+		got = read(x->rfd, x->in.data + x->in.len, x->in.cap - x->in.len);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return true;
+		if (got <= 0)
+			return false;
+		x->in.len += (size_t)got;
+	}
+}
+
+static herd_status read_spec(exec_state *x, herd__node_spec *spec)
+{
+	int64_t deadline = herd__net_deadline(SPEC_TIMEOUT_MS);
+
+	for (;;) {
+		struct pollfd p = { .fd = x->rfd, .events = POLLIN };
+		size_t len;
+
+		HERD_CHECK(herd__launch_frame_peek(&x->in, &len));
+		if (len != SIZE_MAX) {
+			HERD_CHECK(herd__launch_spec_decode(spec, x->in.data + x->in.off + 4, len));
+			herd__buf_consume(&x->in, len + 4);
+			return HERD_OK;
+		}
+		if (herd__net_now_ms() >= deadline)
+			return herd__error(HERD_ETIMEDOUT, "herd exec: no spec from the launcher "
+					   "within %d ms", SPEC_TIMEOUT_MS);
+		if (poll(&p, 1, herd__net_remaining_ms(deadline)) < 0 && errno != EINTR)
+			return herd__error_errno(HERD_ESYS, errno, "herd exec: poll");
+		if (p.revents != 0 && !fill(x))
+			return herd__error(HERD_ECLOSED, "herd exec: the launcher closed the "
+					   "channel before sending the spec");
+	}
+}
+
+/* Obeys the commands that have arrived. */
+static herd_status commands(exec_state *x)
+{
+	for (;;) {
+		herd__launch_msg m;
+		size_t len;
+
+		HERD_CHECK(herd__launch_frame_peek(&x->in, &len));
+		if (len == SIZE_MAX)
+			return HERD_OK;
+		HERD_CHECK(herd__launch_msg_decode(&m, x->in.data + x->in.off + 4, len));
+		if (m.type == HERD__LAUNCH_T_SIGNAL)
+			herd__node_signal(x->node, (int)m.sig);
+		else if (m.type == HERD__LAUNCH_T_STOP)
+			herd__node_stop(x->node, (int)m.grace);
+		else {
+			herd__launch_type t = m.type;
+
+			herd__launch_msg_free(&m);
+			return herd__error(HERD_EFORMAT, "herd exec: unexpected %s frame from the "
+					   "launcher", herd__launch_type_name(t));
+		}
+		herd__launch_msg_free(&m);
+		herd__buf_consume(&x->in, len + 4);
+	}
+}
+
+/* Tells the launcher why this node cannot run (best effort) and returns st. */
+static herd_status refuse(exec_state *x, herd_status st)
+{
+	int64_t deadline = herd__net_deadline(FLUSH_TIMEOUT_MS);
+	char msg[1024];
+
+	herd__strlcpy(msg, herd_last_error(), sizeof(msg));
+	if (herd__launch_enc_error(&x->out, st, msg) == HERD_OK)
+		while (flush(x) && x->out.len > x->out.off && herd__net_now_ms() < deadline) {
+			struct pollfd p = { .fd = x->wfd, .events = POLLOUT };
+
+			poll(&p, 1, herd__net_remaining_ms(deadline));
+		}
+	herd__error(st, "%s", msg);
+	return st;
+}
+
+static herd_status serve(exec_state *x, int stop_fd)
+{
+	size_t cap = herd__node_nfds(x->node) + 3;
+	struct pollfd *fds = NULL;
+	int64_t flush_deadline = 0;
+	herd_status st = HERD_OK;
+
+	HERD_CHECK(herd__calloc(&fds, cap, sizeof(*fds), "herd exec's poll set"));
+	for (;;) {
+		bool backlog = x->out.len - x->out.off > OUT_BACKLOG_MAX;
+		int timeout = herd__node_timeout(x->node);
+		size_t n = 0, first_node_fd;
+
+		if (x->frame_st != HERD_OK) {
+			st = x->frame_st;
+			herd__node_stop(x->node, 0);
+		}
+		if (herd__node_done(x->node)) {
+			if (flush_deadline == 0) {
+				queue(x, herd__launch_enc_done(&x->out));
+				flush_deadline = herd__net_deadline(FLUSH_TIMEOUT_MS);
+			}
+			if (!flush(x) || x->out.len == x->out.off ||
+			    herd__net_now_ms() >= flush_deadline)
+				break;
+		}
+		if (!x->launcher_gone)
+			fds[n++] = (struct pollfd){ .fd = x->rfd, .events = POLLIN };
+		if (!x->broken && x->out.len > x->out.off)
+			fds[n++] = (struct pollfd){ .fd = x->wfd, .events = POLLOUT };
+		if (stop_fd >= 0)
+			fds[n++] = (struct pollfd){ .fd = stop_fd, .events = POLLIN };
+		first_node_fd = n;
+		if (!backlog)
+			n += herd__node_pollfds(x->node, fds + n);
+		else if (timeout < 0 || timeout > 100)
+			timeout = 100;  /* reap and escalate even while backlogged */
+		if (flush_deadline != 0) {
+			int t = herd__net_remaining_ms(flush_deadline);
+
+			if (timeout < 0 || t < timeout)
+				timeout = t;
+		}
+		if (poll(fds, (nfds_t)n, timeout) < 0 && errno != EINTR) {
+			st = herd__error_errno(HERD_ESYS, errno, "herd exec: poll");
+			herd__node_stop(x->node, 0);
+		}
+		for (size_t i = 0; i < first_node_fd; i++) {
+			if (fds[i].revents == 0)
+				continue;
+			if (fds[i].fd == x->rfd && !x->launcher_gone) {
+				bool open = fill(x);
+				herd_status cst = commands(x);
+
+				if (cst != HERD_OK && st == HERD_OK)
+					st = cst;
+				if (!open || cst != HERD_OK) {
+					/* The launcher is gone (or talks nonsense): no
+					 * orphans, stop the ranks. */
+					x->launcher_gone = true;
+					herd__node_stop(x->node, x->grace_ms);
+				}
+			} else if (fds[i].fd == stop_fd) {
+				char c[64];
+
+				while (read(stop_fd, c, sizeof(c)) > 0)
+					;
+				herd__node_stop(x->node, x->grace_ms);
+			}
+		}
+		herd__node_process(x->node, fds + first_node_fd, n - first_node_fd);
+		flush(x);
+	}
+	free(fds);
+	if (st == HERD_OK && x->launcher_gone)
+		st = herd__error(HERD_ECLOSED, "herd exec: the launcher went away; the ranks "
+				 "were stopped");
+	return st;
+}
+
+herd_status herd_job_exec(int rfd, int wfd, int stop_fd)
+{
+	exec_state x = { .rfd = rfd, .wfd = wfd };
+	herd__node_spec spec;
+	herd__node_events ev = { &x, ev_started, ev_output, ev_exited };
+	char host[256];
+	herd_status st;
+
+	if (rfd < 0 || wfd < 0)
+		return herd__error(HERD_EINVAL, "herd_job_exec: bad channel fds %d, %d", rfd, wfd);
+	herd__buf_init(&x.in, HERD__LAUNCH_FRAME_MAX + 4);
+	herd__buf_init(&x.out, 0);
+	memset(&spec, 0, sizeof(spec));
+	fcntl(rfd, F_SETFL, fcntl(rfd, F_GETFL) | O_NONBLOCK);
+	fcntl(wfd, F_SETFL, fcntl(wfd, F_GETFL) | O_NONBLOCK);
+	st = read_spec(&x, &spec);
+	if (st != HERD_OK) {
+		if (st != HERD_ECLOSED)
+			st = refuse(&x, st);
+		goto out;
+	}
+	x.grace_ms = spec.grace_ms;
+	if (gethostname(host, sizeof(host)) != 0)
+		herd__strlcpy(host, "?", sizeof(host));
+	host[sizeof(host) - 1] = '\0';
+	HERD_CHECK_GOTO(herd__launch_enc_ready(&x.out, host, (long)getpid()), st, out);
+	flush(&x);
+	st = herd__node_start(&x.node, &spec, &ev);
+	if (st != HERD_OK) {
+		st = refuse(&x, st);
+		goto out;
+	}
+	flush(&x);
+	st = serve(&x, stop_fd);
+out:
+	herd__node_free(x.node);
+	herd__node_spec_free(&spec);
+	herd__buf_free(&x.in);
+	herd__buf_free(&x.out);
+	return st;
+}

@@ -1,0 +1,1403 @@
+/*
+ * sdk/launch/job.c - the launcher: herd_job_launch and the job's supervisor
+ * thread, which starts every run (a fresh store server, the nodes' ranks),
+ * watches the nodes, records the first failure, stops the others with a
+ * grace period and restarts the job while restarts remain.
+ *
+ * Stale keys.  Every run, the first and each restart, gets a store server
+ * of its own on a new port (HERD_STORE changes with it), so a restarted
+ * rank never reads what a rank of an earlier run wrote.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "herd/store.h"
+
+#include "launch_internal.h"
+#include "net.h"
+
+#define DEFAULT_START_TIMEOUT_MS 60000
+#define DEFAULT_GRACE_MS 5000
+#define DEFAULT_CONNECT_TIMEOUT_MS 10000
+/* Lines of stderr kept per rank for the failure summary, and their length. */
+#define TAIL_LINES 20
+#define TAIL_LINE_MAX 1024
+/* How long a node may take beyond the grace period to report its ranks
+ * gone before the launcher gives up on it. */
+#define STOP_SLACK_MS 5000
+/* Bytes of a helper's (ssh's) stderr kept for messages. */
+#define HELPER_ERR_MAX 2048
+#define MAX_PENDING_SIGNALS 64
+
+struct rank_info {
+	herd_rank_status st;   /* host points into the node list, error into strings */
+	char *tail[TAIL_LINES];
+	int tail_next, tail_n;
+};
+
+/* One node of the current run. */
+struct node_rt {
+	herd__launch_node *node;
+	herd__node *local;             /* in-process supervisor, or NULL */
+	herd__launch_channel ch;       /* `herd exec`, for channel backends */
+	herd__buf in, out;
+	char helper_err[HELPER_ERR_MAX];
+	size_t helper_err_len;
+	struct local_ctx {
+		herd_job *job;
+		struct node_rt *nr;
+	} lctx;                        /* userdata of the in-process supervisor */
+	bool ready, closed, done;
+	int reported;                  /* ranks started or failed to start */
+	int ended;                     /* ranks that exited */
+};
+
+struct herd_job {
+	herd_job_spec spec;            /* deep copy; strings and arrays below */
+	char **argv, **env;
+	char *hosts, *workdir, *log_dir, *prefix, *herd_program;
+	const herd__launch_backend *backend;
+	herd__launch_node *nodes;
+	size_t nnodes;
+	char id[64];
+	char secret[HERD_STORE_SECRET_BUF];
+	int nranks;
+
+	pthread_t thread;
+	bool thread_started;
+	int wake[2];
+
+	/* Shared with the API calls, under mu. */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct rank_info *ranks;
+	int restart_count;
+	bool launched, over, kill_req;
+	herd_status launch_st;
+	char *launch_err;
+	int exit_status;
+	const char *failure;
+	int first_failed;              /* rank, -1 none */
+	int pending[MAX_PENDING_SIGNALS];
+	int npending;
+	/* Every string handed out (errors, summaries), freed with the job. */
+	char **strings;
+	size_t nstrings, capstrings;
+
+	/* The supervisor thread's own. */
+	struct node_rt *rt;
+	herd_store_server *store;
+	bool stopping;
+	int64_t stop_deadline;         /* nodes silent past this are given up */
+	char start_err[1024];          /* why a node failed to come up */
+	char *line;                    /* output line being written */
+};
+
+/* ---- small helpers ----------------------------------------------------------- */
+
+static char *vfmt(const char *f, va_list ap)
+{
+	char *s = NULL;
+
+	if (vasprintf(&s, f, ap) < 0)
+		s = NULL;
+	return s;
+}
+
+/* A string kept until herd_job_free, under mu; NULL when memory ran out. */
+static const char *keep(herd_job *job, const char *f, ...) HERD_PRINTF(2, 3);
+static const char *keep(herd_job *job, const char *f, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, f);
+	s = vfmt(f, ap);
+	va_end(ap);
+	if (s == NULL)
+		return NULL;
+	if (job->nstrings == job->capstrings) {
+		size_t nc = job->capstrings ? 2 * job->capstrings : 16;
+		char **nv = realloc(job->strings, nc * sizeof(char *));
+
+		if (nv == NULL) {
+			free(s);
+			return NULL;
+		}
+		job->strings = nv;
+		job->capstrings = nc;
+	}
+	job->strings[job->nstrings++] = s;
+	return s;
+}
+
+static void wake(herd_job *job)
+{
+	char c = 1;
+
+	if (write(job->wake[1], &c, 1) < 0) {
+		/* The pipe is full: the thread has wake-ups pending anyway. */
+	}
+}
+
+static int status_of(const herd_rank_status *r)
+{
+	switch (r->state) {
+	case HERD_RANK_EXITED: return r->exit_code;
+	case HERD_RANK_SIGNALED: return 128 + r->signal;
+	case HERD_RANK_FAILED_START: return 127;
+	default: return 0;
+	}
+}
+
+static bool failed(const herd_rank_status *r)
+{
+	return status_of(r) != 0;
+}
+
+/* ---- spec ------------------------------------------------------------------ */
+
+static herd_status copy_strv(char ***out, const char *const *v, const char *what)
+{
+	size_t n = 0;
+
+	*out = NULL;
+	while (v != NULL && v[n] != NULL)
+		n++;
+	HERD_CHECK(herd__calloc(out, n + 1, sizeof(char *), what));
+	for (size_t i = 0; i < n; i++)
+		HERD_CHECK(herd__strdup(&(*out)[i], v[i]));
+	return HERD_OK;
+}
+
+static void free_strv(char **v)
+{
+	for (size_t i = 0; v != NULL && v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
+}
+
+static herd_status check_spec(const herd_job_spec *s)
+{
+	if (s == NULL)
+		return herd__error(HERD_EINVAL, "herd_job_launch: spec is NULL");
+	if (s->version == 0 || s->version > HERD_JOB_SPEC_VERSION)
+		return herd__error(HERD_EINVAL, "herd_job_spec.version is %u; initialize the spec "
+				   "with HERD_JOB_SPEC_INIT (version %d)", s->version,
+				   HERD_JOB_SPEC_VERSION);
+	if (s->argv == NULL || s->argv[0] == NULL || s->argv[0][0] == '\0')
+		return herd__error(HERD_EINVAL, "herd_job_spec.argv: expected a program and its "
+				   "arguments, NULL-terminated");
+	if (s->nranks < 1)
+		return herd__error(HERD_EINVAL, "herd_job_spec.nranks is %d; expected 1 or more",
+				   s->nranks);
+	if (s->per_node < 0)
+		return herd__error(HERD_EINVAL, "herd_job_spec.per_node is %d; expected 0 (fill "
+				   "each node's slots) or more", s->per_node);
+	if (s->gpus_per_rank < 0 || s->gpus_per_rank > HERD_ALLOC_MAX_GPUS_PER_NODE)
+		return herd__error(HERD_EINVAL, "herd_job_spec.gpus_per_rank is %d; expected 0 "
+				   "to %d", s->gpus_per_rank, HERD_ALLOC_MAX_GPUS_PER_NODE);
+	if (s->start_timeout_ms < 0 || s->grace_ms < 0 || s->restarts < 0 ||
+	    s->connect_timeout_ms < 0)
+		return herd__error(HERD_EINVAL, "herd_job_spec: %s is negative; expected 0 (the "
+				   "default) or more", s->start_timeout_ms < 0 ? "start_timeout_ms"
+				   : s->grace_ms < 0 ? "grace_ms" : s->restarts < 0 ? "restarts"
+				   : "connect_timeout_ms");
+	if ((unsigned)s->where > HERD_JOB_SLURM)
+		return herd__error(HERD_EINVAL, "herd_job_spec.where is %d; expected a "
+				   "herd_job_where", (int)s->where);
+	if ((s->where == HERD_JOB_HOSTS || s->where == HERD_JOB_HOSTFILE) &&
+	    (s->hosts == NULL || s->hosts[0] == '\0'))
+		return herd__error(HERD_EINVAL, "herd_job_spec.hosts: expected a %s",
+				   s->where == HERD_JOB_HOSTS ? "hostlist expression"
+				   : "hostfile path");
+	for (size_t i = 0; s->env != NULL && s->env[i] != NULL; i++) {
+		const char *eq = strchr(s->env[i], '=');
+
+		if (eq == NULL || eq == s->env[i])
+			return herd__error(HERD_EINVAL, "herd_job_spec.env[%zu] is \"%s\"; expected "
+					   "NAME=value", i, s->env[i]);
+	}
+	return HERD_OK;
+}
+
+static herd_status copy_spec(herd_job *job, const herd_job_spec *s)
+{
+	const char *prog = s->herd_program;
+
+	job->spec = *s;
+	HERD_CHECK(copy_strv(&job->argv, s->argv, "the job's argv"));
+	HERD_CHECK(copy_strv(&job->env, s->env, "the job's env"));
+	HERD_CHECK(herd__strdup(&job->hosts, s->hosts));
+	HERD_CHECK(herd__strdup(&job->workdir, s->workdir));
+	HERD_CHECK(herd__strdup(&job->log_dir, s->log_dir));
+	HERD_CHECK(herd__strdup(&job->prefix, s->prefix != NULL ? s->prefix : "[%h:%r] "));
+	if (prog == NULL || prog[0] == '\0')
+		prog = getenv("HERD_PROGRAM");
+	if (prog == NULL || prog[0] == '\0')
+		prog = "herd";
+	HERD_CHECK(herd__strdup(&job->herd_program, prog));
+	job->spec.argv = (const char *const *)job->argv;
+	job->spec.env = (const char *const *)job->env;
+	job->spec.hosts = job->hosts;
+	job->spec.workdir = job->workdir;
+	job->spec.log_dir = job->log_dir;
+	job->spec.prefix = job->prefix;
+	job->spec.herd_program = job->herd_program;
+	if (job->spec.start_timeout_ms == 0)
+		job->spec.start_timeout_ms = DEFAULT_START_TIMEOUT_MS;
+	if (job->spec.grace_ms == 0)
+		job->spec.grace_ms = DEFAULT_GRACE_MS;
+	if (job->spec.connect_timeout_ms == 0)
+		job->spec.connect_timeout_ms = DEFAULT_CONNECT_TIMEOUT_MS;
+	return HERD_OK;
+}
+
+/* ---- output -------------------------------------------------------------------- */
+
+static void write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;  /* a closed stdout must not stop the job */
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* The prefix of a line, spec->prefix with %h, %r and %% expanded. */
+static size_t expand_prefix(const herd_job *job, char *out, size_t cap, const char *host,
+			    int rank)
+{
+	size_t o = 0;
+
+	for (const char *p = job->prefix; *p != '\0' && o + 1 < cap; p++) {
+		int n = 0;
+
+		if (p[0] == '%' && p[1] == 'h') {
+			n = snprintf(out + o, cap - o, "%s", host);
+			p++;
+		} else if (p[0] == '%' && p[1] == 'r') {
+			n = snprintf(out + o, cap - o, "%d", rank);
+			p++;
+		} else if (p[0] == '%' && p[1] == '%') {
+			out[o] = '%';
+			n = 1;
+			p++;
+		} else {
+			out[o] = *p;
+			n = 1;
+		}
+		if (n < 0 || (size_t)n >= cap - o)
+			break;
+		o += (size_t)n;
+	}
+	out[o] = '\0';
+	return o;
+}
+
+#define PREFIX_MAX 512
+
+static void keep_tail(struct rank_info *ri, const char *line, size_t len)
+{
+	char *s;
+
+	if (len > TAIL_LINE_MAX)
+		len = TAIL_LINE_MAX;
+	s = malloc(len + 1);
+	if (s == NULL)
+		return;
+	memcpy(s, line, len);
+	s[len] = '\0';
+	free(ri->tail[ri->tail_next]);
+	ri->tail[ri->tail_next] = s;
+	ri->tail_next = (ri->tail_next + 1) % TAIL_LINES;
+	if (ri->tail_n < TAIL_LINES)
+		ri->tail_n++;
+}
+
+static void on_output(herd_job *job, int rank, herd_job_stream stream, const char *line,
+		      size_t len)
+{
+	struct rank_info *ri = &job->ranks[rank];
+	size_t o;
+
+	if (stream == HERD_JOB_STDERR) {
+		pthread_mutex_lock(&job->mu);
+		keep_tail(ri, line, len);
+		pthread_mutex_unlock(&job->mu);
+	}
+	if (job->spec.output != NULL) {
+		job->spec.output(job->spec.output_userdata, rank, ri->st.host, stream, line, len);
+		return;
+	}
+	o = expand_prefix(job, job->line, PREFIX_MAX, ri->st.host, rank);
+	memcpy(job->line + o, line, len);
+	job->line[o + len] = '\n';
+	/* One write per line: lines of different ranks never mix. */
+	write_all(stream == HERD_JOB_STDERR ? STDERR_FILENO : STDOUT_FILENO, job->line,
+		  o + len + 1);
+}
+
+/* ---- rank events ------------------------------------------------------------------- */
+
+static void on_started(herd_job *job, struct node_rt *nr, int rank, long pid)
+{
+	pthread_mutex_lock(&job->mu);
+	job->ranks[rank].st.pid = pid;
+	job->ranks[rank].st.state = HERD_RANK_RUNNING;
+	pthread_mutex_unlock(&job->mu);
+	nr->reported++;
+}
+
+/* The first-failure summary: who, how, and the last lines of its stderr. */
+static void summarize(herd_job *job, const struct rank_info *ri)
+{
+	const herd_rank_status *r = &ri->st;
+	size_t cap = 512 + (size_t)ri->tail_n * (TAIL_LINE_MAX + PREFIX_MAX + 8);
+	char *s = malloc(cap), how[PATH_MAX + 128];
+	size_t o;
+
+	if (s == NULL)
+		return;
+	if (r->state == HERD_RANK_SIGNALED)
+		snprintf(how, sizeof(how), "was killed by signal %d (%s)", r->signal,
+			 strsignal(r->signal));
+	else if (r->state == HERD_RANK_FAILED_START)
+		snprintf(how, sizeof(how), "failed to start: %s", r->error ? r->error : "?");
+	else if (r->error != NULL)
+		snprintf(how, sizeof(how), "exited with code %d: %s", r->exit_code, r->error);
+	else
+		snprintf(how, sizeof(how), "exited with code %d", r->exit_code);
+	if (r->pid > 0)
+		o = (size_t)snprintf(s, cap, "rank %d on %s (pid %ld) %s", r->rank, r->host, r->pid,
+				     how);
+	else
+		o = (size_t)snprintf(s, cap, "rank %d on %s %s", r->rank, r->host, how);
+	if (job->restart_count > 0 && o < cap)
+		o += (size_t)snprintf(s + o, cap - o, " (restart %d)", job->restart_count);
+	if (ri->tail_n == 0 && r->state != HERD_RANK_FAILED_START && o < cap)
+		o += (size_t)snprintf(s + o, cap - o, "; it wrote nothing on stderr");
+	else if (ri->tail_n > 0 && o < cap)
+		o += (size_t)snprintf(s + o, cap - o, "; last lines of its stderr:");
+	for (int i = 0; i < ri->tail_n && o < cap; i++) {
+		int k = (ri->tail_next - ri->tail_n + i + TAIL_LINES) % TAIL_LINES;
+
+		o += (size_t)snprintf(s + o, cap - o, "\n  %s", ri->tail[k]);
+	}
+	if (keep(job, "%s", s) != NULL)
+		job->failure = job->strings[job->nstrings - 1];
+	free(s);
+}
+
+static void on_exited(herd_job *job, struct node_rt *nr, int rank, herd_rank_state state,
+		      int code, int sig, const char *err)
+{
+	struct rank_info *ri = &job->ranks[rank];
+
+	pthread_mutex_lock(&job->mu);
+	if (ri->st.state == HERD_RANK_PENDING)
+		nr->reported++;
+	ri->st.state = state;
+	ri->st.exit_code = state == HERD_RANK_SIGNALED ? 0 : code;
+	ri->st.signal = state == HERD_RANK_SIGNALED ? sig : 0;
+	ri->st.error = err != NULL ? keep(job, "%s", err) : NULL;
+	if (failed(&ri->st) && job->first_failed < 0 && !job->stopping) {
+		job->first_failed = rank;
+		summarize(job, ri);
+	}
+	pthread_mutex_unlock(&job->mu);
+	nr->ended++;
+}
+
+/* Callbacks of in-process node supervisors. */
+static void local_started(void *ud, int rank, long pid)
+{
+	struct local_ctx *c = ud;
+
+	on_started(c->job, c->nr, rank, pid);
+}
+
+static void local_output(void *ud, int rank, herd_job_stream s, const char *line, size_t len)
+{
+	struct local_ctx *c = ud;
+
+	on_output(c->job, rank, s, line, len);
+}
+
+static void local_exited(void *ud, int rank, herd_rank_state state, int code, int sig,
+			 const char *err)
+{
+	struct local_ctx *c = ud;
+
+	on_exited(c->job, c->nr, rank, state, code, sig, err);
+}
+
+/* ---- channels -------------------------------------------------------------------- */
+
+static void helper_err_feed(struct node_rt *nr, const char *p, size_t n)
+{
+	if (n >= HELPER_ERR_MAX) {
+		p += n - (HELPER_ERR_MAX - 1);
+		n = HELPER_ERR_MAX - 1;
+	}
+	if (nr->helper_err_len + n >= HELPER_ERR_MAX) {
+		size_t drop = nr->helper_err_len + n - (HELPER_ERR_MAX - 1);
+
+		memmove(nr->helper_err, nr->helper_err + drop, nr->helper_err_len - drop);
+		nr->helper_err_len -= drop;
+	}
+	memcpy(nr->helper_err + nr->helper_err_len, p, n);
+	nr->helper_err_len += n;
+	nr->helper_err[nr->helper_err_len] = '\0';
+}
+
+/* The helper's last words for a message: "" or ": <text>" on one line. */
+static const char *helper_says(struct node_rt *nr, char *buf, size_t cap)
+{
+	char *p = nr->helper_err;
+	size_t n = nr->helper_err_len;
+
+	while (n > 0 && (p[n - 1] == '\n' || p[n - 1] == '\r' || p[n - 1] == ' '))
+		n--;
+	if (n == 0)
+		return "";
+	snprintf(buf, cap, ": %.*s", (int)n, p);
+	for (char *c = buf; *c != '\0'; c++)
+		if (*c == '\n' || *c == '\r')
+			*c = ' ';
+	return buf;
+}
+
+/* Ranks a lost node never reported are counted as failed there. */
+static void node_lost(herd_job *job, struct node_rt *nr, const char *why)
+{
+	char says[HELPER_ERR_MAX + 8], err[HELPER_ERR_MAX + 256];
+
+	snprintf(err, sizeof(err), "lost contact with node %s (%s)%s", nr->node->host, why,
+		 helper_says(nr, says, sizeof(says)));
+	for (int i = 0; i < nr->node->nranks; i++) {
+		int rank = nr->node->ranks[i];
+		herd_rank_state s = job->ranks[rank].st.state;
+
+		if (s == HERD_RANK_PENDING || s == HERD_RANK_RUNNING)
+			on_exited(job, nr, rank, HERD_RANK_EXITED, 255, 0, err);
+	}
+	nr->closed = true;
+	nr->done = true;
+}
+
+static void close_channel_fds(struct node_rt *nr)
+{
+	if (nr->ch.rfd >= 0)
+		close(nr->ch.rfd);
+	if (nr->ch.wfd >= 0 && nr->ch.wfd != nr->ch.rfd)
+		close(nr->ch.wfd);
+	if (nr->ch.errfd >= 0)
+		close(nr->ch.errfd);
+	nr->ch.rfd = nr->ch.wfd = nr->ch.errfd = -1;
+}
+
+static bool rank_on_node(const struct node_rt *nr, int64_t rank)
+{
+	for (int i = 0; i < nr->node->nranks; i++)
+		if (nr->node->ranks[i] == rank)
+			return true;
+	return false;
+}
+
+/* Handles one event frame; false when the node broke the protocol. */
+static bool channel_event(herd_job *job, struct node_rt *nr, const herd__launch_msg *m,
+			  char *why, size_t cap)
+{
+	switch (m->type) {
+	case HERD__LAUNCH_T_READY:
+		nr->ready = true;
+		return true;
+	case HERD__LAUNCH_T_ERROR:
+		snprintf(why, cap, "%s: %.*s", herd_status_name((herd_status)m->st),
+			 (int)m->msg_len, m->msg);
+		return false;
+	case HERD__LAUNCH_T_STARTED:
+	case HERD__LAUNCH_T_OUT:
+	case HERD__LAUNCH_T_EXITED:
+		if (!rank_on_node(nr, m->rank)) {
+			snprintf(why, cap, "it reported rank %lld, which is not one of its own",
+				 (long long)m->rank);
+			return false;
+		}
+		if (m->type == HERD__LAUNCH_T_STARTED)
+			on_started(job, nr, (int)m->rank, (long)m->pid);
+		else if (m->type == HERD__LAUNCH_T_OUT)
+			on_output(job, (int)m->rank, (herd_job_stream)m->s, m->data, m->data_len);
+		else
+			on_exited(job, nr, (int)m->rank, (herd_rank_state)m->state, (int)m->code,
+				  (int)m->sig, m->err_len > 0 ? m->err : NULL);
+		return true;
+	case HERD__LAUNCH_T_DONE:
+		nr->done = true;
+		return true;
+	default:
+		snprintf(why, cap, "it sent a %s frame", herd__launch_type_name(m->type));
+		return false;
+	}
+}
+
+static void channel_read(herd_job *job, struct node_rt *nr)
+{
+	char why[1024] = "";
+
+	for (;;) {
+		size_t len;
+		ssize_t got;
+
+		if (herd__buf_reserve(&nr->in, 65536) != HERD_OK) {
+			snprintf(why, sizeof(why), "%s", herd_last_error());
+			goto lost;
+		}
+		got = read(nr->ch.rfd, nr->in.data + nr->in.len, nr->in.cap - nr->in.len);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (got <= 0) {
+			/* done came first when the node ended normally. */
+			close_channel_fds(nr);
+			if (!nr->done)
+				node_lost(job, nr, got == 0 ? "its herd exec ended" : strerror(errno));
+			nr->closed = true;
+			return;
+		}
+		nr->in.len += (size_t)got;
+		for (;;) {
+			herd__launch_msg m;
+
+			if (herd__launch_frame_peek(&nr->in, &len) != HERD_OK) {
+				snprintf(why, sizeof(why), "%s", herd_last_error());
+				goto lost;
+			}
+			if (len == SIZE_MAX)
+				break;
+			if (herd__launch_msg_decode(&m, nr->in.data + nr->in.off + 4, len) != HERD_OK) {
+				snprintf(why, sizeof(why), "%s", herd_last_error());
+				goto lost;
+			}
+			if (!channel_event(job, nr, &m, why, sizeof(why))) {
+				herd__launch_msg_free(&m);
+				goto lost;
+			}
+			herd__launch_msg_free(&m);
+			herd__buf_consume(&nr->in, len + 4);
+		}
+	}
+	return;
+lost:
+	if ((!nr->ready || nr->reported < nr->node->nranks) && job->start_err[0] == '\0')
+		snprintf(job->start_err, sizeof(job->start_err), "node %s: %s", nr->node->host, why);
+	close_channel_fds(nr);
+	node_lost(job, nr, why);
+}
+
+static void channel_write(herd_job *job, struct node_rt *nr)
+{
+	while (nr->out.len > nr->out.off && nr->ch.wfd >= 0) {
+		ssize_t w = write(nr->ch.wfd, nr->out.data + nr->out.off, nr->out.len - nr->out.off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (w <= 0) {
+			close_channel_fds(nr);
+			node_lost(job, nr, strerror(errno));
+			return;
+		}
+		herd__buf_consume(&nr->out, (size_t)w);
+	}
+}
+
+static void channel_read_err(struct node_rt *nr)
+{
+	char buf[4096];
+
+	for (;;) {
+		ssize_t got = read(nr->ch.errfd, buf, sizeof(buf));
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got > 0) {
+			helper_err_feed(nr, buf, (size_t)got);
+			continue;
+		}
+		if (got == 0) {
+			close(nr->ch.errfd);
+			nr->ch.errfd = -1;
+		}
+		return;
+	}
+}
+
+/* Reaps a helper process: waits up to wait_ms, then SIGKILLs it. */
+static void reap_helper(struct node_rt *nr, int wait_ms)
+{
+	int64_t deadline = herd__net_deadline(wait_ms);
+
+	if (nr->ch.pid <= 0)
+		return;
+	for (;;) {
+		pid_t got = waitpid(nr->ch.pid, NULL, WNOHANG);
+
+		if (got == nr->ch.pid || (got < 0 && errno != EINTR))
+			break;
+		if (got == 0 && herd__net_now_ms() >= deadline) {
+			kill(nr->ch.pid, SIGKILL);
+			while (waitpid(nr->ch.pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			break;
+		}
+		if (got == 0) {
+			struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	nr->ch.pid = 0;
+}
+
+/* ---- runs ---------------------------------------------------------------------- */
+
+static void stop_all(herd_job *job, int grace_ms)
+{
+	int64_t hard = herd__net_deadline(grace_ms + STOP_SLACK_MS);
+
+	if (!job->stopping || hard < job->stop_deadline)
+		job->stop_deadline = hard;
+	job->stopping = true;
+	for (size_t i = 0; i < job->nnodes; i++) {
+		struct node_rt *nr = &job->rt[i];
+
+		if (nr->local != NULL)
+			herd__node_stop(nr->local, grace_ms);
+		else if (!nr->closed && herd__launch_enc_stop(&nr->out, grace_ms) == HERD_OK)
+			channel_write(job, nr);
+	}
+}
+
+static void signal_all(herd_job *job, int sig)
+{
+	for (size_t i = 0; i < job->nnodes; i++) {
+		struct node_rt *nr = &job->rt[i];
+
+		if (nr->local != NULL)
+			herd__node_signal(nr->local, sig);
+		else if (!nr->closed && herd__launch_enc_signal(&nr->out, sig) == HERD_OK)
+			channel_write(job, nr);
+	}
+}
+
+/* A port nobody listens on now, for MASTER_PORT. */
+static int free_port(const char *host)
+{
+	char addr[HERD_NET_ADDR_LEN];
+	int fd, port = 0;
+
+	if (herd__net_listen(&fd, host, 0) != HERD_OK)
+		return 29500;
+	if (herd__net_local_addr(fd, addr, &port) != HERD_OK)
+		port = 29500;
+	close(fd);
+	return port;
+}
+
+/*
+ * The launcher's address as the nodes reach it: HERD_LAUNCH_ADDR, else the
+ * source address the kernel picks to reach the first node, else the host
+ * name.
+ */
+static void advertise_host(const char *first_node, char *out, size_t cap)
+{
+	const char *env = getenv("HERD_LAUNCH_ADDR");
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_DGRAM }, *ai = NULL;
+
+	if (env != NULL && env[0] != '\0') {
+		herd__strlcpy(out, env, cap);
+		return;
+	}
+	if (getaddrinfo(first_node, "9", &hints, &ai) == 0 && ai != NULL) {
+		int fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+
+		if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+		    getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+		    getnameinfo((struct sockaddr *)&ss, sl, out, (socklen_t)cap, NULL, 0,
+				NI_NUMERICHOST) == 0) {
+			close(fd);
+			freeaddrinfo(ai);
+			return;
+		}
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(ai);
+	}
+	if (gethostname(out, cap) != 0)
+		herd__strlcpy(out, "localhost", cap);
+}
+
+static void node_spec_of(herd_job *job, const herd__launch_node *node, const char *store,
+			 const char *maddr, int mport, herd__node_spec *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->job_id = job->id;
+	s->store = (char *)store;
+	s->secret = job->secret;
+	s->host = node->host;
+	s->master_addr = (char *)maddr;
+	s->master_port = mport;
+	s->restart_count = job->restart_count;
+	s->world_size = job->nranks;
+	s->nnodes = (int)job->nnodes;
+	s->node_rank = node->node_rank;
+	s->nranks = node->nranks;
+	s->ranks = node->ranks;
+	s->argv = job->argv;
+	s->env = job->env;
+	s->workdir = job->workdir;
+	s->log_dir = job->log_dir;
+	s->grace_ms = job->spec.grace_ms;
+	s->gpus_per_rank = job->spec.gpus_per_rank;
+}
+
+static void free_rt(herd_job *job)
+{
+	for (size_t i = 0; job->rt != NULL && i < job->nnodes; i++) {
+		struct node_rt *nr = &job->rt[i];
+
+		herd__node_free(nr->local);
+		nr->local = NULL;
+		close_channel_fds(nr);
+		/* Its stdin closed, `herd exec` stops its ranks and ends. */
+		reap_helper(nr, STOP_SLACK_MS);
+		herd__buf_free(&nr->in);
+		herd__buf_free(&nr->out);
+	}
+	free(job->rt);
+	job->rt = NULL;
+	herd_store_server_free(job->store);
+	job->store = NULL;
+}
+
+/* Starts one run: the store, then every node.  Nothing is left on failure. */
+static herd_status run_begin(herd_job *job, int64_t deadline)
+{
+	herd_store_server_opts so = HERD_STORE_SERVER_OPTS_INIT;
+	bool remote = job->backend->remote;
+	char adv[256], store[300];
+	const char *maddr;
+	int mport;
+	herd_status st;
+
+	job->start_err[0] = '\0';
+	job->stopping = false;
+	pthread_mutex_lock(&job->mu);
+	job->first_failed = -1;
+	job->failure = NULL;
+	for (int r = 0; r < job->nranks; r++) {
+		struct rank_info *ri = &job->ranks[r];
+
+		ri->st.pid = 0;
+		ri->st.state = HERD_RANK_PENDING;
+		ri->st.exit_code = ri->st.signal = 0;
+		ri->st.error = NULL;
+		for (int k = 0; k < TAIL_LINES; k++) {
+			free(ri->tail[k]);
+			ri->tail[k] = NULL;
+		}
+		ri->tail_n = ri->tail_next = 0;
+	}
+	pthread_mutex_unlock(&job->mu);
+
+	so.host = remote ? "0.0.0.0" : "127.0.0.1";
+	so.secret = job->secret;
+	HERD_CHECK_GOTO(herd_store_server_start(&job->store, &so), st, fail);
+	if (remote)
+		advertise_host(job->nodes[0].host, adv, sizeof(adv));
+	else
+		herd__strlcpy(adv, "127.0.0.1", sizeof(adv));
+	snprintf(store, sizeof(store), strchr(adv, ':') != NULL ? "[%s]:%d" : "%s:%d", adv,
+		 herd_store_server_port(job->store));
+	maddr = remote ? job->nodes[0].host : "127.0.0.1";
+	mport = free_port(so.host);
+
+	HERD_CHECK_GOTO(herd__calloc(&job->rt, job->nnodes, sizeof(*job->rt), "the job's nodes"),
+			st, fail);
+	for (size_t i = 0; i < job->nnodes; i++) {
+		struct node_rt *nr = &job->rt[i];
+
+		nr->node = &job->nodes[i];
+		nr->ch = (herd__launch_channel)HERD__LAUNCH_CHANNEL_INIT;
+		nr->lctx.job = job;
+		nr->lctx.nr = nr;
+		herd__buf_init(&nr->in, HERD__LAUNCH_FRAME_MAX + 4);
+		herd__buf_init(&nr->out, 0);
+	}
+	if (job->backend->start == NULL) {
+		for (size_t i = 0; i < job->nnodes; i++) {
+			struct node_rt *nr = &job->rt[i];
+			herd__node_events ev = { &nr->lctx, local_started, local_output,
+						 local_exited };
+			herd__node_spec s;
+
+			node_spec_of(job, nr->node, store, maddr, mport, &s);
+			HERD_CHECK_GOTO(herd__node_start(&nr->local, &s, &ev), st, fail);
+			nr->ready = true;
+		}
+	} else {
+		herd__launch_channel *ch = NULL;
+		herd__launch_ctx ctx = {
+			.spec = &job->spec, .job_id = job->id, .secret = job->secret,
+			.store_addr = store, .advertise_host = adv,
+			.herd_program = job->herd_program, .restart_count = job->restart_count,
+			.world_size = job->nranks, .nodes = job->nodes, .nnodes = job->nnodes,
+			.deadline = deadline,
+		};
+
+		HERD_CHECK_GOTO(herd__calloc(&ch, job->nnodes, sizeof(*ch), "the job's channels"),
+				st, fail);
+		st = job->backend->start(&ctx, ch);
+		for (size_t i = 0; st == HERD_OK && i < job->nnodes; i++)
+			job->rt[i].ch = ch[i];
+		free(ch);
+		if (st != HERD_OK)
+			goto fail;
+		for (size_t i = 0; i < job->nnodes; i++) {
+			struct node_rt *nr = &job->rt[i];
+			herd__node_spec s;
+			int fds[3] = { nr->ch.rfd, nr->ch.wfd, nr->ch.errfd };
+
+			for (int k = 0; k < 3; k++)
+				if (fds[k] >= 0)
+					fcntl(fds[k], F_SETFL, fcntl(fds[k], F_GETFL) | O_NONBLOCK);
+			node_spec_of(job, nr->node, store, maddr, mport, &s);
+			HERD_CHECK_GOTO(herd__launch_enc_spec(&nr->out, &s), st, fail);
+			channel_write(job, nr);
+		}
+	}
+	return HERD_OK;
+fail:
+	free_rt(job);
+	return st;
+}
+
+static bool node_done(const struct node_rt *nr)
+{
+	return nr->local != NULL ? herd__node_done(nr->local) : nr->closed;
+}
+
+/* Requests of the API calls, applied on the supervisor thread. */
+static void apply_requests(herd_job *job, bool *killed)
+{
+	int sigs[MAX_PENDING_SIGNALS], n;
+	bool kill_req;
+	char c[64];
+
+	while (read(job->wake[0], c, sizeof(c)) > 0)
+		;
+	pthread_mutex_lock(&job->mu);
+	n = job->npending;
+	memcpy(sigs, job->pending, (size_t)n * sizeof(int));
+	job->npending = 0;
+	kill_req = job->kill_req;
+	pthread_mutex_unlock(&job->mu);
+	for (int i = 0; i < n; i++)
+		signal_all(job, sigs[i]);
+	if (kill_req && !*killed) {
+		*killed = true;
+		stop_all(job, job->spec.grace_ms);
+	}
+}
+
+/*
+ * Watches a run until every node is done.  *up turns true once every node
+ * is up and every rank reported; a node that fails before that ends the
+ * run with the error returned (the run is not torn down here).
+ */
+static herd_status run_watch(herd_job *job, int64_t deadline, bool *up, bool *killed)
+{
+	struct pollfd *fds = NULL;
+	size_t cap = 1;
+	herd_status st = HERD_OK;
+
+	for (size_t i = 0; i < job->nnodes; i++)
+		cap += job->rt[i].local != NULL ? herd__node_nfds(job->rt[i].local) : 3;
+	HERD_CHECK(herd__calloc(&fds, cap, sizeof(*fds), "the job's poll set"));
+	for (;;) {
+		bool all_done = true, all_up = true;
+		int timeout = -1;
+		size_t n = 0;
+
+		for (size_t i = 0; i < job->nnodes; i++) {
+			struct node_rt *nr = &job->rt[i];
+
+			all_done = all_done && node_done(nr);
+			all_up = all_up && nr->ready && nr->reported == nr->node->nranks;
+		}
+		if (!*up && job->start_err[0] != '\0') {
+			st = herd__error(HERD_EUNAVAIL, "%s", job->start_err);
+			break;
+		}
+		if (!*up && all_up) {
+			*up = true;
+			if (job->restart_count == 0) {
+				pthread_mutex_lock(&job->mu);
+				job->launched = true;
+				job->launch_st = HERD_OK;
+				pthread_cond_broadcast(&job->cv);
+				pthread_mutex_unlock(&job->mu);
+			}
+		}
+		if (all_done) {
+			if (!*up) {
+				st = herd__error(HERD_EUNAVAIL, "a node ended before all its ranks "
+						 "were started");
+			}
+			break;
+		}
+		if (!*up && herd__net_now_ms() >= deadline) {
+			char hosts[512] = "";
+			size_t o = 0;
+
+			for (size_t i = 0; i < job->nnodes && o < sizeof(hosts); i++) {
+				struct node_rt *nr = &job->rt[i];
+				char says[HELPER_ERR_MAX + 8];
+
+				if (nr->ready && nr->reported == nr->node->nranks)
+					continue;
+				o += (size_t)snprintf(hosts + o, sizeof(hosts) - o, "%s%s%s",
+						      o ? ", " : "", nr->node->host,
+						      helper_says(nr, says, sizeof(says)));
+			}
+			st = herd__error(HERD_ETIMEDOUT, "node supervisor not up within %d ms on "
+					 "%s", job->spec.start_timeout_ms, hosts);
+			break;
+		}
+		if (!job->stopping && job->first_failed >= 0)
+			stop_all(job, job->spec.grace_ms);
+		if (job->stopping && herd__net_now_ms() >= job->stop_deadline) {
+			for (size_t i = 0; i < job->nnodes; i++) {
+				struct node_rt *nr = &job->rt[i];
+
+				if (nr->local != NULL || nr->closed)
+					continue;
+				close_channel_fds(nr);
+				if (nr->ch.pid > 0)
+					kill(nr->ch.pid, SIGKILL);
+				node_lost(job, nr, "it did not stop its ranks within the grace "
+					  "period");
+			}
+		}
+
+		fds[n++] = (struct pollfd){ .fd = job->wake[0], .events = POLLIN };
+		for (size_t i = 0; i < job->nnodes; i++) {
+			struct node_rt *nr = &job->rt[i];
+
+			if (nr->local != NULL) {
+				int t = herd__node_timeout(nr->local);
+
+				n += herd__node_pollfds(nr->local, fds + n);
+				if (t >= 0 && (timeout < 0 || t < timeout))
+					timeout = t;
+				continue;
+			}
+			if (nr->ch.rfd >= 0)
+				fds[n++] = (struct pollfd){ .fd = nr->ch.rfd, .events = POLLIN };
+			if (nr->ch.errfd >= 0)
+				fds[n++] = (struct pollfd){ .fd = nr->ch.errfd, .events = POLLIN };
+			if (nr->ch.wfd >= 0 && nr->out.len > nr->out.off)
+				fds[n++] = (struct pollfd){ .fd = nr->ch.wfd, .events = POLLOUT };
+		}
+		if (!*up) {
+			int t = herd__net_remaining_ms(deadline);
+
+			if (timeout < 0 || t < timeout)
+				timeout = t;
+		}
+		if (job->stopping) {
+			int t = herd__net_remaining_ms(job->stop_deadline);
+
+			if (timeout < 0 || t < timeout)
+				timeout = t;
+		}
+		if (poll(fds, (nfds_t)n, timeout) < 0 && errno != EINTR) {
+			st = herd__error_errno(HERD_ESYS, errno, "poll in the job's supervisor");
+			break;
+		}
+		if (fds[0].revents != 0)
+			apply_requests(job, killed);
+		for (size_t i = 0; i < job->nnodes; i++) {
+			struct node_rt *nr = &job->rt[i];
+
+			if (nr->local != NULL) {
+				size_t k = herd__node_pollfds(nr->local, fds + 1);
+
+				/* Fresh revents: ask again without waiting. */
+				poll(fds + 1, (nfds_t)k, 0);
+				herd__node_process(nr->local, fds + 1, k);
+				continue;
+			}
+			if (nr->ch.errfd >= 0)
+				channel_read_err(nr);
+			if (nr->ch.wfd >= 0)
+				channel_write(job, nr);
+			if (nr->ch.rfd >= 0)
+				channel_read(job, nr);
+		}
+	}
+	free(fds);
+	return st;
+}
+
+static void finish(herd_job *job, bool killed)
+{
+	pthread_mutex_lock(&job->mu);
+	if (job->first_failed >= 0) {
+		job->exit_status = status_of(&job->ranks[job->first_failed].st);
+	} else if (killed) {
+		job->exit_status = 128 + SIGTERM;
+		job->failure = keep(job, "the job was stopped (herd_job_kill) before it finished");
+	} else {
+		job->exit_status = 0;
+	}
+	job->over = true;
+	pthread_cond_broadcast(&job->cv);
+	pthread_mutex_unlock(&job->mu);
+}
+
+static void *supervise(void *arg)
+{
+	herd_job *job = arg;
+	bool killed = false;
+
+	for (;;) {
+		int64_t deadline = herd__net_deadline(job->spec.start_timeout_ms);
+		bool up = false, restart = false;
+		herd_status st = run_begin(job, deadline);
+
+		if (st == HERD_OK)
+			st = run_watch(job, deadline, &up, &killed);
+		if (st != HERD_OK) {
+			const char *msg = herd_last_error();
+
+			pthread_mutex_lock(&job->mu);
+			if (job->restart_count == 0 && !job->launched) {
+				job->launch_st = st;
+				job->launch_err = strdup(msg);
+				job->launched = true;
+				job->over = true;
+				pthread_cond_broadcast(&job->cv);
+				pthread_mutex_unlock(&job->mu);
+				free_rt(job);
+				return NULL;
+			}
+			if (job->first_failed < 0)
+				job->failure = keep(job, "restart %d did not start: %s",
+						    job->restart_count, msg);
+			pthread_mutex_unlock(&job->mu);
+			free_rt(job);
+			pthread_mutex_lock(&job->mu);
+			job->exit_status = 1;
+			if (job->first_failed >= 0)
+				job->exit_status = status_of(&job->ranks[job->first_failed].st);
+			job->over = true;
+			pthread_cond_broadcast(&job->cv);
+			pthread_mutex_unlock(&job->mu);
+			return NULL;
+		}
+		free_rt(job);
+		pthread_mutex_lock(&job->mu);
+		if (job->first_failed >= 0 && !job->kill_req &&
+		    job->restart_count < job->spec.restarts) {
+			herd__log_warn("job %s: %s; restarting (%d of %d)", job->id,
+				       job->failure != NULL ? job->failure : "a rank failed",
+				       job->restart_count + 1, job->spec.restarts);
+			job->restart_count++;
+			restart = true;
+		}
+		pthread_mutex_unlock(&job->mu);
+		if (!restart)
+			break;
+	}
+	finish(job, killed);
+	return NULL;
+}
+
+/* ---- the API ------------------------------------------------------------------------ */
+
+static herd_status make_id(herd_job *job)
+{
+	unsigned char r[4];
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	ssize_t got = fd >= 0 ? read(fd, r, sizeof(r)) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (got != (ssize_t)sizeof(r))
+		return herd__error(HERD_ESYS, "reading /dev/urandom for the job id");
+	snprintf(job->id, sizeof(job->id), "%lx-%02x%02x%02x%02x", (unsigned long)time(NULL),
+		 r[0], r[1], r[2], r[3]);
+	return HERD_OK;
+}
+
+herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
+{
+	herd_job *job = NULL;
+	pthread_condattr_t ca;
+	sigset_t all, old;
+	herd_status st;
+	int rc;
+
+	if (out == NULL)
+		return herd__error(HERD_EINVAL, "herd_job_launch: out is NULL");
+	*out = NULL;
+	HERD_CHECK(check_spec(spec));
+	HERD_CHECK(herd__calloc(&job, 1, sizeof(*job), "a job"));
+	job->wake[0] = job->wake[1] = -1;
+	job->first_failed = -1;
+	pthread_mutex_init(&job->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&job->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	HERD_CHECK_GOTO(copy_spec(job, spec), st, fail);
+	job->nranks = spec->nranks;
+	HERD_CHECK_GOTO(herd__launch_backend_for(spec->where, &job->backend), st, fail);
+	HERD_CHECK_GOTO(job->backend->resolve(&job->spec, &job->nodes, &job->nnodes), st, fail);
+	HERD_CHECK_GOTO(herd__launch_place(job->nodes, &job->nnodes, spec->nranks, spec->per_node),
+			st, fail);
+	HERD_CHECK_GOTO(herd__calloc(&job->ranks, (size_t)job->nranks, sizeof(*job->ranks),
+				     "the job's ranks"), st, fail);
+	for (size_t i = 0; i < job->nnodes; i++)
+		for (int k = 0; k < job->nodes[i].nranks; k++) {
+			herd_rank_status *r = &job->ranks[job->nodes[i].ranks[k]].st;
+
+			r->rank = job->nodes[i].ranks[k];
+			r->node_rank = job->nodes[i].node_rank;
+			r->local_rank = k;
+			r->host = job->nodes[i].host;
+		}
+	HERD_CHECK_GOTO(herd__calloc(&job->line, PREFIX_MAX + HERD_JOB_LINE_MAX + 2, 1,
+				     "an output line"), st, fail);
+	HERD_CHECK_GOTO(make_id(job), st, fail);
+	HERD_CHECK_GOTO(herd_store_secret_generate(job->secret), st, fail);
+	if (pipe2(job->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+		st = herd__error_errno(HERD_ESYS, errno, "herd_job_launch: wake-up pipe");
+		goto fail;
+	}
+	/* The thread takes no process signals (the program's handlers run
+	 * elsewhere), and a SIGPIPE from a channel stays pending on it. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&job->thread, NULL, supervise, job);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		st = herd__error_errno(HERD_ESYS, rc, "herd_job_launch: supervisor thread");
+		goto fail;
+	}
+	job->thread_started = true;
+	pthread_mutex_lock(&job->mu);
+	while (!job->launched)
+		pthread_cond_wait(&job->cv, &job->mu);
+	st = job->launch_st;
+	pthread_mutex_unlock(&job->mu);
+	if (st != HERD_OK) {
+		st = herd__error(st, "herd_job_launch: %s",
+				 job->launch_err != NULL ? job->launch_err : "start failed");
+		goto fail;
+	}
+	*out = job;
+	return HERD_OK;
+fail:
+	herd_job_free(job);
+	return st;
+}
+
+herd_status herd_job_wait(herd_job *job, int timeout_ms, int *exit_status)
+{
+	struct timespec ts;
+	herd_status st = HERD_OK;
+
+	if (job == NULL)
+		return herd__error(HERD_EINVAL, "herd_job_wait: job is NULL");
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (timeout_ms >= 0) {
+		ts.tv_sec += timeout_ms / 1000;
+		ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+	}
+	pthread_mutex_lock(&job->mu);
+	while (!job->over) {
+		if (timeout_ms < 0) {
+			pthread_cond_wait(&job->cv, &job->mu);
+		} else if (pthread_cond_timedwait(&job->cv, &job->mu, &ts) == ETIMEDOUT &&
+			   !job->over) {
+			st = herd__error(HERD_ETIMEDOUT, "herd_job_wait: job %s still running "
+					 "after %d ms", job->id, timeout_ms);
+			break;
+		}
+	}
+	if (st == HERD_OK && exit_status != NULL)
+		*exit_status = job->exit_status;
+	pthread_mutex_unlock(&job->mu);
+	return st;
+}
+
+herd_status herd_job_signal(herd_job *job, int sig)
+{
+	herd_status st = HERD_OK;
+
+	if (job == NULL)
+		return herd__error(HERD_EINVAL, "herd_job_signal: job is NULL");
+	if (sig < 1 || sig > 64)
+		return herd__error(HERD_EINVAL, "herd_job_signal: %d is not a signal number", sig);
+	pthread_mutex_lock(&job->mu);
+	if (!job->over) {
+		if (job->npending == MAX_PENDING_SIGNALS)
+			st = herd__error(HERD_EBUSY, "herd_job_signal: %d signals already waiting "
+					 "to be delivered to job %s", MAX_PENDING_SIGNALS, job->id);
+		else
+			job->pending[job->npending++] = sig;
+	}
+	pthread_mutex_unlock(&job->mu);
+	if (st == HERD_OK)
+		wake(job);
+	return st;
+}
+
+herd_status herd_job_kill(herd_job *job)
+{
+	if (job == NULL)
+		return herd__error(HERD_EINVAL, "herd_job_kill: job is NULL");
+	pthread_mutex_lock(&job->mu);
+	if (!job->over)
+		job->kill_req = true;
+	pthread_mutex_unlock(&job->mu);
+	wake(job);
+	return herd_job_wait(job, -1, NULL);
+}
+
+int herd_job_size(const herd_job *job)
+{
+	return job != NULL ? job->nranks : 0;
+}
+
+herd_status herd_job_rank(const herd_job *job, int i, herd_rank_status *out)
+{
+	herd_job *j = (herd_job *)job;
+
+	if (job == NULL || out == NULL)
+		return herd__error(HERD_EINVAL, "herd_job_rank: %s is NULL",
+				   job == NULL ? "job" : "out");
+	if (i < 0 || i >= job->nranks)
+		return herd__error(HERD_EINVAL, "herd_job_rank: rank %d of a job of %d ranks", i,
+				   job->nranks);
+	pthread_mutex_lock(&j->mu);
+	*out = job->ranks[i].st;
+	pthread_mutex_unlock(&j->mu);
+	return HERD_OK;
+}
+
+const char *herd_job_id(const herd_job *job)
+{
+	return job != NULL ? job->id : NULL;
+}
+
+int herd_job_restart_count(const herd_job *job)
+{
+	herd_job *j = (herd_job *)job;
+	int n;
+
+	if (job == NULL)
+		return 0;
+	pthread_mutex_lock(&j->mu);
+	n = job->restart_count;
+	pthread_mutex_unlock(&j->mu);
+	return n;
+}
+
+const char *herd_job_failure(const herd_job *job)
+{
+	herd_job *j = (herd_job *)job;
+	const char *f;
+
+	if (job == NULL)
+		return NULL;
+	pthread_mutex_lock(&j->mu);
+	f = job->failure;
+	pthread_mutex_unlock(&j->mu);
+	return f;
+}
+
+void herd_job_free(herd_job *job)
+{
+	if (job == NULL)
+		return;
+	if (job->thread_started) {
+		herd_job_kill(job);
+		pthread_join(job->thread, NULL);
+	}
+	free_rt(job);
+	for (int r = 0; job->ranks != NULL && r < job->nranks; r++)
+		for (int k = 0; k < TAIL_LINES; k++)
+			free(job->ranks[r].tail[k]);
+	free(job->ranks);
+	for (size_t i = 0; i < job->nstrings; i++)
+		free(job->strings[i]);
+	free(job->strings);
+	herd__launch_nodes_free(job->nodes, job->nnodes);
+	free_strv(job->argv);
+	free_strv(job->env);
+	free(job->hosts);
+	free(job->workdir);
+	free(job->log_dir);
+	free(job->prefix);
+	free(job->herd_program);
+	free(job->launch_err);
+	free(job->line);
+	if (job->wake[0] >= 0)
+		close(job->wake[0]);
+	if (job->wake[1] >= 0)
+		close(job->wake[1]);
+	pthread_cond_destroy(&job->cv);
+	pthread_mutex_destroy(&job->mu);
+	free(job);
+}
+
+const char *herd_rank_state_str(herd_rank_state state)
+{
+	switch (state) {
+	case HERD_RANK_PENDING: return "pending";
+	case HERD_RANK_RUNNING: return "running";
+	case HERD_RANK_EXITED: return "exited";
+	case HERD_RANK_SIGNALED: return "signaled";
+	case HERD_RANK_FAILED_START: return "failed to start";
+	}
+	return "?";
+}

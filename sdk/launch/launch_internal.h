@@ -1,0 +1,397 @@
+/*
+ * sdk/launch/launch_internal.h - the inside of job launch: the node list and
+ * placement, the backend vtable, the node protocol spoken between the
+ * launcher and `herd exec`, and the node supervisor.  Not part of the public
+ * API (include/herd/job.h is).
+ *
+ * The pieces and who uses them:
+ *
+ *   launcher (job.c)  --- backend->resolve --->  the nodes (host, slots)
+ *                     --- herd__launch_place --> ranks on nodes
+ *                     --- per run: a fresh store server, then per node
+ *                         either a herd__node in-process (backend->start
+ *                         is NULL: the local backend), or backend->start,
+ *                         which starts `herd exec` on every node and hands
+ *                         back one channel per node;
+ *   channel            --- node protocol (below): spec and commands down,
+ *                         events up;
+ *   `herd exec`        --- reads the spec, runs a herd__node, streams its
+ *   (shell/cmd_exec.c)    events, obeys commands, stops its ranks when the
+ *                         channel closes.
+ *
+ * Threads.  A job's supervisor thread owns its nodes, channels and helper
+ * processes; every function here is called on it (or, in `herd exec`, on
+ * the main thread) and none is thread-safe on a shared object.
+ */
+#ifndef HERD_LAUNCH_INTERNAL_H
+#define HERD_LAUNCH_INTERNAL_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <msgpack.h>
+
+#include "herd/alloc.h"
+#include "herd/cluster.h"
+#include "herd/job.h"
+
+#include "base.h"
+#include "buf.h"
+
+/* ---- nodes and placement ---------------------------------------------- */
+
+/*
+ * One node of a job.  Backends fill host and slots in resolve; placement
+ * fills node_rank and ranks.  Owned by the job (herd__launch_nodes_free).
+ */
+typedef struct herd__launch_node {
+	char *host;          /* as the backend reaches it ("node07", "127.0.0.1") */
+	int slots;           /* ranks it may take; 0: unknown (any) */
+	int node_rank;       /* 0..nnodes-1 among the nodes that got ranks */
+	int nranks;          /* ranks placed on it */
+	int *ranks;          /* their global ranks, ascending; local rank = index */
+} herd__launch_node;
+
+/* Frees nodes[0..n) and the array.  Accepts NULL. */
+void herd__launch_nodes_free(herd__launch_node *nodes, size_t n);
+
+/*
+ * Places ranks 0..nranks-1 on nodes[0..*nnodes), in node order:
+ *
+ *   - per_node > 0: per_node ranks on each node in turn (the last node may
+ *     get fewer); a node with slots > 0 and fewer than per_node slots, or
+ *     too few nodes, is refused;
+ *   - per_node == 0: each node takes up to its slots; a node whose slots
+ *     are unknown (0) takes up to ceil(nranks / nnodes), which spreads
+ *     ranks evenly over nodes that say nothing, and lets the one local
+ *     node take all of them.
+ *
+ * Nodes left without ranks are freed and dropped, so *nnodes becomes the
+ * number of nodes used and node_rank their index.  HERD_ENORESOURCE when
+ * the ranks do not fit, saying how many slots there are: nothing has been
+ * started yet.  HERD_EINVAL for nranks < 1 or per_node < 0.
+ */
+herd_status herd__launch_place(herd__launch_node *nodes, size_t *nnodes, int nranks,
+			       int per_node);
+
+/* ---- what a backend sees of a job --------------------------------------- */
+
+/*
+ * One run of a job (the first, or a restart) as the backend starts it.
+ * Everything is borrowed from the job and valid during backend->start.
+ */
+typedef struct herd__launch_ctx {
+	const herd_job_spec *spec;    /* the job's deep copy of the caller's spec */
+	const char *job_id;           /* HERD_JOB_ID */
+	const char *secret;           /* HERD_JOB_SECRET (64 hex digits) */
+	const char *store_addr;       /* HERD_STORE: host:port as the nodes reach it */
+	const char *advertise_host;   /* this launcher's address as the nodes reach it
+					 (the host part of store_addr): for connect-back */
+	const char *herd_program;     /* `herd` on the nodes (spec, $HERD_PROGRAM, "herd") */
+	int restart_count;            /* HERD_RESTART_COUNT of this run */
+	int world_size;
+	const herd__launch_node *nodes;
+	size_t nnodes;
+	int64_t deadline;             /* herd__net_now_ms() time by which every node
+					 must be up (start_timeout_ms) */
+} herd__launch_ctx;
+
+/*
+ * The launcher's end of one node's `herd exec`: frames of the node protocol
+ * are written to wfd and read from rfd (the same fd for a socket).  errfd,
+ * when not -1, is the helper's stderr (ssh's own complaints: "Could not
+ * resolve hostname ..."); the launcher reads it and quotes its last lines
+ * when the node fails to come up or is lost.  pid, when > 0, is a local
+ * helper process (ssh, srun) that the launcher reaps by pid once the
+ * channel has closed (SIGTERM to it, then SIGKILL, if it lingers); a
+ * backend with one helper for all nodes (srun) puts its pid on one channel
+ * only.  The launcher owns and closes the fds after backend->start.
+ */
+typedef struct herd__launch_channel {
+	int rfd, wfd, errfd;
+	pid_t pid;
+} herd__launch_channel;
+
+/* A channel with no fds and no process: {-1, -1, -1, 0}. */
+#define HERD__LAUNCH_CHANNEL_INIT { -1, -1, -1, 0 }
+
+/*
+ * A backend: how the nodes of a job are found and how `herd exec` is
+ * started on them.  One const instance per backend; job.c picks it by
+ * spec->where through herd__launch_backend_for.
+ */
+typedef struct herd__launch_backend {
+	const char *name;             /* "local", "ssh", "slurm" (for messages) */
+	/*
+	 * true when ranks may run on other hosts: the store then listens on
+	 * every interface (0.0.0.0) and is advertised at an address the nodes
+	 * reach (HERD_LAUNCH_ADDR, else the source address of a UDP socket
+	 * connected to the first node, else the host name).
+	 */
+	bool remote;
+	/*
+	 * The nodes the job may use, in order, with their slots (0: unknown),
+	 * from spec->where and spec->hosts.  *nodes is allocated with
+	 * herd__calloc, its hosts with herd__strdup (freed with
+	 * herd__launch_nodes_free).  HERD_EFORMAT for a malformed hostlist or
+	 * hostfile (path or expression, line and column), HERD_EUNAVAIL when
+	 * the backend cannot work here (no Slurm allocation).  Runs on the
+	 * calling thread of herd_job_launch, before anything starts.
+	 */
+	herd_status (*resolve)(const herd_job_spec *spec, herd__launch_node **nodes,
+			       size_t *nnodes);
+	/*
+	 * Starts `herd exec` (ctx->herd_program, arguments of the backend's
+	 * choosing, e.g. "exec --stdio") on every node of ctx and fills
+	 * channels[0..ctx->nnodes), one per node in node order; the launcher
+	 * then sends each its spec frame and waits for "ready" until
+	 * ctx->deadline.  On failure it leaves nothing running and every
+	 * channel HERD__LAUNCH_CHANNEL_INIT; the message names the host.
+	 * Called once per run (restarts call it again).  NULL: the nodes are
+	 * this host and the launcher runs their supervisors in-process
+	 * (herd__node), without `herd exec`.
+	 */
+	herd_status (*start)(const herd__launch_ctx *ctx, herd__launch_channel *channels);
+} herd__launch_backend;
+
+/* The backend for where; HERD_EUNAVAIL when this build has none for it. */
+herd_status herd__launch_backend_for(herd_job_where where, const herd__launch_backend **out);
+
+/* This node, fork/exec, supervisors in-process (sdk/launch/local.c). */
+extern const herd__launch_backend herd__launch_backend_local;
+/* HERD_JOB_HOSTS and HERD_JOB_HOSTFILE over ssh (sdk/launch/ssh.c). */
+extern const herd__launch_backend herd__launch_backend_ssh;
+/* HERD_JOB_SLURM through srun (sdk/launch/slurm.c). */
+extern const herd__launch_backend herd__launch_backend_slurm;
+/*
+ * This node, each supervisor a `herd exec --stdio` child over pipes: the
+ * remote path without a remote host.  Chosen over the local backend when
+ * HERD_LAUNCH_VIA_EXEC=1 (tests, and debugging the node protocol).
+ */
+extern const herd__launch_backend herd__launch_backend_exec;
+
+/*
+ * Starts a helper process (`herd exec --stdio` itself, or ssh that runs
+ * it) for a channel: argv[0] searched in PATH, its stdin and stdout pipes
+ * to ch->wfd / ch->rfd, its stderr to ch->errfd, in a process group of its
+ * own, with the parent-death signal SIGTERM (so it stops its ranks when
+ * the launcher dies) tied to the calling thread.  env NULL: this
+ * process's.  HERD_ESYS, or HERD_ENOTFOUND when argv[0] cannot be
+ * executed (the message quotes it).
+ */
+herd_status herd__launch_spawn_helper(const char *const *argv, const char *const *env,
+				      herd__launch_channel *ch);
+
+/* ---- the node protocol ---------------------------------------------------- */
+
+/*
+ * Between the launcher and one node's `herd exec`, over a channel (pipes
+ * or a socket).  A frame is a 4-byte big-endian payload length and a
+ * payload that is one msgpack map with string keys; every map has "v"
+ * (HERD__LAUNCH_PROTOCOL_VERSION) and "t" (the type).  Unknown keys are
+ * ignored, so fields can be added within a version.  Payloads are limited
+ * to HERD__LAUNCH_FRAME_MAX bytes.  Decoding is strict: the payload passes
+ * herd__msgpack_check first, known fields must have their types.
+ *
+ * launcher -> exec
+ *   spec   {job, store, secret, restart, world, nnodes, node, host,
+ *           ranks: [int...] (global ranks; local rank = index),
+ *           argv: [str...], env: [str...] ("NAME=value", added last),
+ *           maddr, mport (MASTER_ADDR / MASTER_PORT),
+ *           workdir?, logdir?, grace (ms), gpus (per rank)}
+ *          first and once; the secret travels here, never on a command line.
+ *   signal {sig}           send sig to every running rank's process group
+ *   stop   {grace}         SIGTERM now, SIGKILL after grace ms (0: at once)
+ *
+ * exec -> launcher
+ *   ready  {host, pid}     spec accepted (host: the node's own name, pid:
+ *                          exec's); ranks are being started
+ *   error  {st, msg}       the spec was refused or the node cannot run it
+ *                          (leases busy, bad workdir); exec exits after
+ *   started {rank, pid}
+ *   out    {rank, s, data} one line (without its newline) of stream s
+ *                          (1 stdout, 2 stderr), at most HERD_JOB_LINE_MAX
+ *   exited {rank, state, code, sig, err?}  state: a herd_rank_state
+ *                          (EXITED, SIGNALED or FAILED_START)
+ *   done   {}              every rank has ended; exec exits after
+ *
+ * Every rank gets exactly one started or one FAILED_START exited before
+ * anything else about it, and exactly one exited; "out" lines of a rank
+ * all come before its exited.
+ */
+#define HERD__LAUNCH_PROTOCOL_VERSION 1
+#define HERD__LAUNCH_FRAME_MAX (4u * 1024u * 1024u)
+/* Most ranks on one node, argv and env entries in one spec. */
+#define HERD__LAUNCH_MAX_RANKS_PER_NODE 4096
+#define HERD__LAUNCH_MAX_STRINGS 65536
+
+#define HERD__LAUNCH_TYPES(X) \
+	X(SPEC, "spec")       \
+	X(SIGNAL, "signal")   \
+	X(STOP, "stop")       \
+	X(READY, "ready")     \
+	X(ERROR, "error")     \
+	X(STARTED, "started") \
+	X(OUT, "out")         \
+	X(EXITED, "exited")   \
+	X(DONE, "done")
+
+typedef enum herd__launch_type {
+	HERD__LAUNCH_T_UNKNOWN = 0,
+#define HERD__LAUNCH_TYPE_ENUM_(name, wire) HERD__LAUNCH_T_##name,
+	HERD__LAUNCH_TYPES(HERD__LAUNCH_TYPE_ENUM_)
+#undef HERD__LAUNCH_TYPE_ENUM_
+	HERD__LAUNCH_T_COUNT
+} herd__launch_type;
+
+/* The wire name of a type; "?" for unknown ones. */
+const char *herd__launch_type_name(herd__launch_type type);
+
+/*
+ * What a node supervisor needs to start its ranks: the decoded spec frame
+ * (or, for the local backend, built directly).  Strings and arrays owned
+ * by it; freed with herd__node_spec_free.
+ */
+typedef struct herd__node_spec {
+	char *job_id, *store, *secret;
+	char *host;            /* the node's name in output and messages */
+	char *master_addr;
+	int master_port;
+	int restart_count, world_size, nnodes, node_rank;
+	int nranks;
+	int *ranks;            /* global ranks; local rank = index */
+	char **argv;           /* NULL-terminated, at least one */
+	char **env;            /* NULL-terminated, maybe empty */
+	char *workdir, *log_dir;  /* NULL: unchanged / none */
+	int grace_ms;
+	int gpus_per_rank;
+} herd__node_spec;
+
+void herd__node_spec_free(herd__node_spec *s);
+
+/*
+ * A decoded event or command frame (not spec: see herd__launch_spec_decode).
+ * Byte strings point into the payload, which must outlive it.
+ */
+typedef struct herd__launch_msg {
+	msgpack_unpacked up;
+	herd__launch_type type;
+	int64_t rank, pid, sig, grace, state, code, st, s;
+	const char *host, *msg, *err, *data;
+	size_t host_len, msg_len, err_len, data_len;
+} herd__launch_msg;
+
+/*
+ * Looks for a whole frame in buf's pending bytes: *payload_len is its
+ * payload's length once there, else SIZE_MAX.  HERD_EFORMAT for an empty
+ * or oversized frame.
+ */
+herd_status herd__launch_frame_peek(const herd__buf *buf, size_t *payload_len);
+
+/*
+ * Decodes one payload (not a spec).  HERD_EFORMAT with the reason for a
+ * malformed frame or missing fields of its type, HERD_EVERSION for another
+ * protocol version.  On failure m needs no free.
+ */
+herd_status herd__launch_msg_decode(herd__launch_msg *m, const void *data, size_t len);
+void herd__launch_msg_free(herd__launch_msg *m);
+
+/* Peeks at a payload's type without decoding the rest (HERD__LAUNCH_T_UNKNOWN if bad). */
+herd__launch_type herd__launch_payload_type(const void *data, size_t len);
+
+/* Decodes a spec payload into *out (zeroed first).  Errors as msg_decode. */
+herd_status herd__launch_spec_decode(herd__node_spec *out, const void *data, size_t len);
+
+/*
+ * Frame encoders: each appends one whole frame to buf, or leaves buf as it
+ * was and raises (HERD_ENOMEM, HERD_EINVAL over the frame limit).
+ */
+herd_status herd__launch_enc_spec(herd__buf *buf, const herd__node_spec *s);
+herd_status herd__launch_enc_signal(herd__buf *buf, int sig);
+herd_status herd__launch_enc_stop(herd__buf *buf, int grace_ms);
+herd_status herd__launch_enc_ready(herd__buf *buf, const char *host, long pid);
+herd_status herd__launch_enc_error(herd__buf *buf, herd_status st, const char *msg);
+herd_status herd__launch_enc_started(herd__buf *buf, int rank, long pid);
+herd_status herd__launch_enc_out(herd__buf *buf, int rank, herd_job_stream s,
+				 const char *data, size_t len);
+herd_status herd__launch_enc_exited(herd__buf *buf, int rank, herd_rank_state state,
+				    int code, int sig, const char *err);
+herd_status herd__launch_enc_done(herd__buf *buf);
+
+/* ---- the node supervisor ---------------------------------------------------- */
+
+/*
+ * Starts, watches and stops the ranks of one node.  Used in-process by the
+ * local backend (on the job's supervisor thread) and by `herd exec`.
+ *
+ * Ranks are forked from the calling thread, which must live as long as
+ * they do: the parent-death signal (SIGKILL) follows the thread that
+ * forked.  Each rank runs in a process group of its own (signals go to
+ * the group, so a rank's children get them too), with stdout and stderr on
+ * pipes the supervisor reads, cut into lines.  Reaping is by pid (pidfds),
+ * never waitpid(-1): the embedding program's own children are left alone.
+ */
+typedef struct herd__node herd__node;
+
+/* Where a node reports; the callbacks run inside herd__node_* calls. */
+typedef struct herd__node_events {
+	void *userdata;
+	void (*started)(void *userdata, int rank, long pid);
+	/* One line, without its newline, at most HERD_JOB_LINE_MAX bytes. */
+	void (*output)(void *userdata, int rank, herd_job_stream stream, const char *line,
+		       size_t len);
+	/* state EXITED (code), SIGNALED (sig) or FAILED_START (code 127, err). */
+	void (*exited)(void *userdata, int rank, herd_rank_state state, int code, int sig,
+		       const char *err);
+} herd__node_events;
+
+/*
+ * Starts every rank of spec (copied) and returns: each has been reported
+ * through started, or exited with FAILED_START when its exec failed (it
+ * does not fail the call).  HERD_EINVAL for a bad spec, HERD_ESYS when
+ * pipes or fork fail, HERD_ENORESOURCE when the node's GPUs cannot be
+ * leased: the ranks already started are then killed and reaped.
+ */
+herd_status herd__node_start(herd__node **out, const herd__node_spec *spec,
+			     const herd__node_events *events);
+
+/*
+ * The fds the node needs polled (rank pipes, pidfds), written to fds[0..]
+ * with events set; returns how many (at most herd__node_nfds).
+ */
+size_t herd__node_pollfds(const herd__node *node, struct pollfd *fds);
+size_t herd__node_nfds(const herd__node *node);
+
+/* Milliseconds until herd__node_process must run even without fd activity; -1: none. */
+int herd__node_timeout(const herd__node *node);
+
+/*
+ * Does what is due: reads output, reaps ranks that ended (their lines,
+ * then exited), escalates SIGTERM to SIGKILL at the grace deadline.  fds
+ * as filled by herd__node_pollfds and then poll()ed (revents may be 0).
+ */
+void herd__node_process(herd__node *node, const struct pollfd *fds, size_t nfds);
+
+/* Sends sig to the process group of every running rank. */
+void herd__node_signal(herd__node *node, int sig);
+
+/*
+ * SIGTERM to every running rank now and SIGKILL to those left after
+ * grace_ms (0: SIGKILL at once); an earlier deadline already set stands.
+ */
+void herd__node_stop(herd__node *node, int grace_ms);
+
+/* Whether every rank has ended and been reported. */
+bool herd__node_done(const herd__node *node);
+
+/*
+ * Frees the node.  Ranks still running are killed (SIGKILL to their
+ * groups) and reaped first; blocks until they are gone (bounded: killed
+ * processes end in milliseconds).  Accepts NULL.
+ */
+void herd__node_free(herd__node *node);
+
+#endif /* HERD_LAUNCH_INTERNAL_H */

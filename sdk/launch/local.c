@@ -1,0 +1,178 @@
+/*
+ * sdk/launch/local.c - the backends that run a job on this node: "local",
+ * whose node supervisor runs in the launcher's own supervisor thread, and
+ * "exec", which runs it as a `herd exec --stdio` child over pipes (the
+ * remote path, without a remote host); and the helper-process spawner the
+ * remote backends share.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "launch_internal.h"
+
+extern char **environ;
+
+/* The one node of a local job: this host, any number of slots. */
+static herd_status local_resolve(const herd_job_spec *spec, herd__launch_node **nodes,
+				 size_t *nnodes)
+{
+	char host[256];
+
+	(void)spec;
+	*nodes = NULL;
+	*nnodes = 0;
+	if (gethostname(host, sizeof(host)) != 0 || host[0] == '\0')
+		herd__strlcpy(host, "localhost", sizeof(host));
+	host[sizeof(host) - 1] = '\0';
+	/* The short name, as Slurm and hostfiles write them. */
+	host[strcspn(host, ".")] = '\0';
+	HERD_CHECK(herd__calloc(nodes, 1, sizeof(**nodes), "the node list"));
+	if (herd__strdup(&(*nodes)[0].host, host) != HERD_OK) {
+		free(*nodes);
+		*nodes = NULL;
+		return HERD_ENOMEM;
+	}
+	*nnodes = 1;
+	return HERD_OK;
+}
+
+const herd__launch_backend herd__launch_backend_local = {
+	.name = "local",
+	.remote = false,
+	.resolve = local_resolve,
+	.start = NULL,
+};
+
+static void close_channel(herd__launch_channel *ch)
+{
+	if (ch->rfd >= 0)
+		close(ch->rfd);
+	if (ch->wfd >= 0 && ch->wfd != ch->rfd)
+		close(ch->wfd);
+	if (ch->errfd >= 0)
+		close(ch->errfd);
+	if (ch->pid > 0) {
+		kill(ch->pid, SIGKILL);
+		while (waitpid(ch->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	*ch = (herd__launch_channel)HERD__LAUNCH_CHANNEL_INIT;
+}
+
+static herd_status exec_start(const herd__launch_ctx *ctx, herd__launch_channel *channels)
+{
+	const char *argv[] = { ctx->herd_program, "exec", "--stdio", NULL };
+	herd_status st = HERD_OK;
+	size_t i;
+
+	for (i = 0; i < ctx->nnodes; i++)
+		channels[i] = (herd__launch_channel)HERD__LAUNCH_CHANNEL_INIT;
+	for (i = 0; i < ctx->nnodes; i++) {
+		st = herd__launch_spawn_helper(argv, NULL, &channels[i]);
+		if (st != HERD_OK) {
+			herd__error_wrap(st, "node %s: ", ctx->nodes[i].host);
+			break;
+		}
+	}
+	if (st != HERD_OK)
+		for (i = 0; i < ctx->nnodes; i++)
+			close_channel(&channels[i]);
+	return st;
+}
+
+const herd__launch_backend herd__launch_backend_exec = {
+	.name = "exec",
+	.remote = false,
+	.resolve = local_resolve,
+	.start = exec_start,
+};
+
+/* PATH searched for argv0 before the fork, as execvp would. */
+static char *find_program(const char *argv0)
+{
+	const char *path = getenv("PATH");
+
+	if (strchr(argv0, '/') != NULL)
+		return access(argv0, X_OK) == 0 ? strdup(argv0) : NULL;
+	if (path == NULL)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		char *cand = NULL;
+
+		if (asprintf(&cand, "%.*s/%s", end == p ? 1 : (int)(end - p), end == p ? "." : p,
+			     argv0) < 0)
+			return NULL;
+		if (access(cand, X_OK) == 0)
+			return cand;
+		free(cand);
+		if (*end == '\0')
+			return NULL;
+		p = end;
+	}
+}
+
+herd_status herd__launch_spawn_helper(const char *const *argv, const char *const *env,
+				      herd__launch_channel *ch)
+{
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
+	char *path = find_program(argv[0]);
+	pid_t parent = getpid(), pid;
+	herd_status st = HERD_OK;
+
+	*ch = (herd__launch_channel)HERD__LAUNCH_CHANNEL_INIT;
+	if (path == NULL)
+		return herd__error(HERD_ENOTFOUND, "cannot run \"%s\": not found in PATH or not "
+				   "executable", argv[0]);
+	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 ||
+	    pipe2(err, O_CLOEXEC) != 0) {
+		st = herd__error_errno(HERD_ESYS, errno, "pipes for \"%s\"", argv[0]);
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		st = herd__error_errno(HERD_ESYS, errno, "fork for \"%s\"", argv[0]);
+		goto out;
+	}
+	if (pid == 0) {
+		/* Async-signal-safe calls only: the launcher has threads. */
+		sigset_t none;
+
+		setpgid(0, 0);
+		/* SIGTERM, not SIGKILL: `herd exec` stops its ranks on it. */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+			_exit(127);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		if (dup2(in[0], STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0 ||
+		    dup2(err[1], STDERR_FILENO) < 0)
+			_exit(127);
+		execve(path, (char *const *)argv, env != NULL ? (char *const *)env : environ);
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	ch->pid = pid;
+	ch->wfd = in[1];
+	ch->rfd = out[0];
+	ch->errfd = err[0];
+	in[1] = out[0] = err[0] = -1;
+out:
+	for (int k = 0; k < 2; k++) {
+		if (in[k] >= 0)
+			close(in[k]);
+		if (out[k] >= 0)
+			close(out[k]);
+		if (err[k] >= 0)
+			close(err[k]);
+	}
+	free(path);
+	return st;
+}

@@ -1,0 +1,782 @@
+/*
+ * sdk/launch/node.c - the node supervisor: starts the ranks of one node
+ * with their environment, in process groups of their own, reads their
+ * output into lines, reaps them by pid and stops them with a grace period
+ * (see launch_internal.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "launch_internal.h"
+#include "net.h"
+
+extern char **environ;
+
+/* How often ranks are polled for exit where pidfds are missing. */
+#define REAP_POLL_MS 50
+
+/* What the child tells its parent through the CLOEXEC pipe when it fails. */
+enum child_stage { STAGE_EXEC = 1, STAGE_CHDIR, STAGE_PARENT, STAGE_AFFINITY };
+
+struct child_failure {
+	int stage;
+	int err;
+};
+
+struct stream {
+	int fd;          /* read end of the rank's pipe; -1 once closed */
+	int log_fd;      /* LOG_DIR/rank.N.{out,err}; -1 without */
+	char *line;      /* HERD_JOB_LINE_MAX bytes of the line being assembled */
+	size_t len;
+};
+
+struct rank {
+	int rank, local;
+	pid_t pid;       /* 0: not started or reaped */
+	int pidfd;
+	bool ended;      /* reported through exited */
+	struct stream s[2];  /* stdout, stderr */
+};
+
+struct herd__node {
+	herd__node_spec spec;
+	herd__node_events ev;
+	struct rank *ranks;
+	int64_t kill_at;      /* SIGKILL deadline of a stop; 0: none */
+	bool stopping;
+	int devnull;
+	herd_plan *plan;      /* GPU leases (gpus_per_rank > 0) */
+};
+
+/* ---- copying a spec ------------------------------------------------------- */
+
+static herd_status dup_strv(char ***out, char *const *v)
+{
+	size_t n = 0;
+
+	while (v != NULL && v[n] != NULL)
+		n++;
+	HERD_CHECK(herd__calloc(out, n + 1, sizeof(char *), "a string array"));
+	for (size_t i = 0; i < n; i++)
+		HERD_CHECK(herd__strdup(&(*out)[i], v[i]));
+	return HERD_OK;
+}
+
+static herd_status spec_copy(herd__node_spec *d, const herd__node_spec *s)
+{
+	memset(d, 0, sizeof(*d));
+	*d = (herd__node_spec){ .master_port = s->master_port, .restart_count = s->restart_count,
+				.world_size = s->world_size, .nnodes = s->nnodes,
+				.node_rank = s->node_rank, .nranks = s->nranks,
+				.grace_ms = s->grace_ms, .gpus_per_rank = s->gpus_per_rank };
+	HERD_CHECK(herd__strdup(&d->job_id, s->job_id));
+	HERD_CHECK(herd__strdup(&d->store, s->store));
+	HERD_CHECK(herd__strdup(&d->secret, s->secret));
+	HERD_CHECK(herd__strdup(&d->host, s->host));
+	HERD_CHECK(herd__strdup(&d->master_addr, s->master_addr));
+	HERD_CHECK(herd__strdup(&d->workdir, s->workdir));
+	HERD_CHECK(herd__strdup(&d->log_dir, s->log_dir));
+	HERD_CHECK(dup_strv(&d->argv, s->argv));
+	HERD_CHECK(dup_strv(&d->env, s->env));
+	HERD_CHECK(herd__calloc(&d->ranks, (size_t)s->nranks, sizeof(int), "the node's ranks"));
+	memcpy(d->ranks, s->ranks, (size_t)s->nranks * sizeof(int));
+	return HERD_OK;
+}
+
+/* ---- the environment of a rank --------------------------------------------- */
+
+/* The variables every rank gets; inherited values of the same names are dropped. */
+static const char *const contract_names[] = {
+	"HERD_RANK", "HERD_WORLD_SIZE", "HERD_LOCAL_RANK", "HERD_LOCAL_WORLD_SIZE",
+	"HERD_NODE_RANK", "HERD_NNODES", "HERD_JOB_ID", "HERD_STORE", "HERD_JOB_SECRET",
+	"HERD_RESTART_COUNT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
+	"GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
+	/* bench --np's marker: a rank of herd launch is not one of bench's. */
+	"HERD_BENCH_PARENT",
+};
+
+static bool name_in(const char *entry, const char *const *names, size_t n)
+{
+	size_t len = strcspn(entry, "=");
+
+	for (size_t i = 0; i < n; i++)
+		if (names[i] != NULL && strncmp(entry, names[i], len) == 0 &&
+		    (names[i][len] == '\0' || names[i][len] == '='))
+			return true;
+	return false;
+}
+
+static herd_status push(char ***v, size_t *n, size_t *cap, char *s)
+{
+	if (s == NULL)
+		return herd__error(HERD_ENOMEM, "out of memory building a rank's environment");
+	if (*n + 2 > *cap) {
+		size_t nc = *cap ? 2 * *cap : 64;
+		char **nv = realloc(*v, nc * sizeof(char *));
+
+		if (nv == NULL) {
+			free(s);
+			return herd__error(HERD_ENOMEM, "out of memory building a rank's "
+					   "environment");
+		}
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = s;
+	(*v)[*n] = NULL;
+	return HERD_OK;
+}
+
+static char *fmt(const char *f, ...) HERD_PRINTF(1, 2);
+static char *fmt(const char *f, ...)
+{
+	va_list ap;
+	char *s = NULL;
+
+	va_start(ap, f);
+	if (vasprintf(&s, f, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+static void free_strv(char **v)
+{
+	for (size_t i = 0; v != NULL && v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
+}
+
+/*
+ * environ, less the contract's names and those the GPU plan or spec->env
+ * set, then the contract, then the plan's GPU variables, then spec->env.
+ */
+static herd_status rank_env(const herd__node *n, int i, char ***out)
+{
+	const herd__node_spec *s = &n->spec;
+	char **v = NULL, **gpu = NULL;
+	size_t cnt = 0, cap = 0, ngpu = 0, nenv = 0;
+	int rank = s->ranks[i];
+	herd_status st;
+
+	*out = NULL;
+	if (n->plan != NULL)
+		HERD_CHECK(herd_plan_rank_env(n->plan, (size_t)i, &gpu));
+	while (gpu != NULL && gpu[ngpu] != NULL)
+		ngpu++;
+	while (s->env[nenv] != NULL)
+		nenv++;
+	for (size_t k = 0; environ[k] != NULL; k++) {
+		const char *e = environ[k];
+
+		if (strchr(e, '=') == NULL ||
+		    name_in(e, contract_names, sizeof(contract_names) / sizeof(*contract_names)) ||
+		    name_in(e, (const char *const *)gpu, ngpu) ||
+		    name_in(e, (const char *const *)s->env, nenv))
+			continue;
+		HERD_CHECK_GOTO(push(&v, &cnt, &cap, strdup(e)), st, fail);
+	}
+#define PUSHF(...) HERD_CHECK_GOTO(push(&v, &cnt, &cap, fmt(__VA_ARGS__)), st, fail)
+	PUSHF("HERD_RANK=%d", rank);
+	PUSHF("HERD_WORLD_SIZE=%d", s->world_size);
+	PUSHF("HERD_LOCAL_RANK=%d", i);
+	PUSHF("HERD_LOCAL_WORLD_SIZE=%d", s->nranks);
+	PUSHF("HERD_NODE_RANK=%d", s->node_rank);
+	PUSHF("HERD_NNODES=%d", s->nnodes);
+	PUSHF("HERD_JOB_ID=%s", s->job_id);
+	PUSHF("HERD_STORE=%s", s->store);
+	PUSHF("HERD_JOB_SECRET=%s", s->secret);
+	PUSHF("HERD_RESTART_COUNT=%d", s->restart_count);
+	PUSHF("RANK=%d", rank);
+	PUSHF("LOCAL_RANK=%d", i);
+	PUSHF("WORLD_SIZE=%d", s->world_size);
+	PUSHF("LOCAL_WORLD_SIZE=%d", s->nranks);
+	PUSHF("GROUP_RANK=%d", s->node_rank);
+	PUSHF("MASTER_ADDR=%s", s->master_addr);
+	PUSHF("MASTER_PORT=%d", s->master_port);
+	PUSHF("TORCHELASTIC_RESTART_COUNT=%d", s->restart_count);
+	for (size_t k = 0; k < ngpu; k++)
+		if (!name_in(gpu[k], (const char *const *)s->env, nenv))
+			PUSHF("%s", gpu[k]);
+	for (size_t k = 0; k < nenv; k++)
+		PUSHF("%s", s->env[k]);
+#undef PUSHF
+	if (v == NULL)
+		HERD_CHECK_GOTO(push(&v, &cnt, &cap, strdup("HERD_RANK=0")), st, fail);
+	herd_free(gpu);
+	*out = v;
+	return HERD_OK;
+fail:
+	herd_free(gpu);
+	free_strv(v);
+	return st;
+}
+
+/* PATH of the rank's environment, searched for argv0 the way execvp does. */
+static char *resolve_program(const char *argv0, char *const *envp)
+{
+	const char *path = "/usr/local/bin:/usr/bin:/bin";
+
+	if (argv0[0] == '\0' || strchr(argv0, '/') != NULL)
+		return strdup(argv0);
+	for (size_t i = 0; envp[i] != NULL; i++)
+		if (strncmp(envp[i], "PATH=", 5) == 0)
+			path = envp[i] + 5;
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		char *cand = end == p ? fmt("./%s", argv0)
+				      : fmt("%.*s/%s", (int)(end - p), p, argv0);
+		struct stat sb;
+
+		if (cand == NULL)
+			return NULL;
+		if (stat(cand, &sb) == 0 && S_ISREG(sb.st_mode) && access(cand, X_OK) == 0)
+			return cand;
+		free(cand);
+		if (*end == '\0')
+			break;
+		p = end;
+	}
+	/* Not found: execve then fails with ENOENT, reported like any exec failure. */
+	return strdup(argv0);
+}
+
+/* ---- starting a rank -------------------------------------------------------- */
+
+/*
+ * The child, between fork and exec: async-signal-safe calls only (the
+ * launcher has other threads, which may have held locks at the fork).
+ */
+static void child(const herd__node *n, int out_fd, int err_fd, int fail_fd, pid_t parent,
+		  const char *path, char *const *argv, char *const *envp,
+		  const cpu_set_t *cpus)
+{
+	struct child_failure f = { 0, 0 };
+	struct sigaction dfl;
+	sigset_t none;
+	static const int reset[] = { SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD,
+				     SIGUSR1, SIGUSR2, SIGALRM, SIGTSTP, SIGTTIN, SIGTTOU };
+
+	setpgid(0, 0);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) {
+		/* The supervisor died between fork and prctl: nobody to run for. */
+		f.stage = STAGE_PARENT;
+		goto fail;
+	}
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	for (size_t i = 0; i < sizeof(reset) / sizeof(*reset); i++)
+		sigaction(reset[i], &dfl, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (dup2(n->devnull, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
+	    dup2(err_fd, STDERR_FILENO) < 0) {
+		f.stage = STAGE_EXEC;
+		goto fail;
+	}
+	if (n->spec.workdir != NULL && chdir(n->spec.workdir) != 0) {
+		f.stage = STAGE_CHDIR;
+		goto fail;
+	}
+	if (cpus != NULL && sched_setaffinity(0, sizeof(*cpus), cpus) != 0) {
+		f.stage = STAGE_AFFINITY;
+		goto fail;
+	}
+	execve(path, argv, envp);
+	f.stage = STAGE_EXEC;
+fail:
+	f.err = errno;
+	if (write(fail_fd, &f, sizeof(f)) < 0) {
+		/* Nothing left to tell it with: the exit status says 127. */
+	}
+	_exit(127);
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static void report_exit(herd__node *n, struct rank *r, herd_rank_state state, int code, int sig,
+			const char *err)
+{
+	r->ended = true;
+	r->pid = 0;
+	if (n->ev.exited != NULL)
+		n->ev.exited(n->ev.userdata, r->rank, state, code, sig, err);
+}
+
+/* The CPU set of rank i from the GPU plan, when there is one. */
+static bool rank_cpus(const herd__node *n, int i, cpu_set_t *set)
+{
+	const herd_plan_rank *pr;
+	const char *p;
+
+	if (n->plan == NULL || (pr = herd_plan_rank_at(n->plan, (size_t)i)) == NULL ||
+	    pr->cpus == NULL || pr->cpus[0] == '\0')
+		return false;
+	/* A Linux CPU list: "0-55,112-167". */
+	CPU_ZERO(set);
+	for (p = pr->cpus; *p != '\0';) {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+
+		if (end == p)
+			return false;
+		if (*end == '-') {
+			p = end + 1;
+			b = strtol(p, &end, 10);
+			if (end == p)
+				return false;
+		}
+		for (long c = a; c <= b && c < CPU_SETSIZE; c++)
+			if (c >= 0)
+				CPU_SET((int)c, set);
+		p = *end == ',' ? end + 1 : end;
+		if (*end != ',' && *end != '\0')
+			return false;
+	}
+	return CPU_COUNT(set) > 0;
+}
+
+static herd_status open_logs(herd__node *n, struct rank *r)
+{
+	static const char *const ext[2] = { "out", "err" };
+	/* A restart appends to the files of the runs before it. */
+	int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+		    (n->spec.restart_count == 0 ? O_TRUNC : 0);
+
+	if (n->spec.log_dir == NULL)
+		return HERD_OK;
+	for (int k = 0; k < 2; k++) {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/rank.%d.%s", n->spec.log_dir, r->rank, ext[k]);
+		r->s[k].log_fd = open(path, flags, 0644);
+		if (r->s[k].log_fd < 0)
+			return herd__error_errno(HERD_EIO, errno, "log file %s on %s", path,
+						 n->spec.host);
+	}
+	return HERD_OK;
+}
+
+static herd_status start_rank(herd__node *n, int i)
+{
+	struct rank *r = &n->ranks[i];
+	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, failp[2] = { -1, -1 };
+	char **envp = NULL, *path = NULL;
+	cpu_set_t cpus;
+	bool pin;
+	struct child_failure f = { 0, 0 };
+	pid_t parent = getpid(), pid;
+	ssize_t got;
+	herd_status st = HERD_OK;
+
+	HERD_CHECK_GOTO(open_logs(n, r), st, out);
+	HERD_CHECK_GOTO(rank_env(n, i, &envp), st, out);
+	path = resolve_program(n->spec.argv[0], envp);
+	if (path == NULL) {
+		st = herd__error(HERD_ENOMEM, "out of memory starting rank %d", r->rank);
+		goto out;
+	}
+	pin = rank_cpus(n, i, &cpus);
+	if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0 ||
+	    pipe2(failp, O_CLOEXEC) != 0) {
+		st = herd__error_errno(HERD_ESYS, errno, "pipes for rank %d on %s", r->rank,
+				       n->spec.host);
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		st = herd__error_errno(HERD_ESYS, errno, "fork of rank %d on %s", r->rank,
+				       n->spec.host);
+		goto out;
+	}
+	if (pid == 0)
+		child(n, outp[1], errp[1], failp[1], parent, path, n->spec.argv, envp,
+		      pin ? &cpus : NULL);
+	/* Both sides set the group, so that it exists before anyone signals it. */
+	setpgid(pid, pid);
+	close_fd(&outp[1]);
+	close_fd(&errp[1]);
+	close_fd(&failp[1]);
+	r->pid = pid;
+	r->s[0].fd = outp[0];
+	r->s[1].fd = errp[0];
+	outp[0] = errp[0] = -1;
+	do
+		got = read(failp[0], &f, sizeof(f));
+	while (got < 0 && errno == EINTR);
+	if (got == (ssize_t)sizeof(f)) {
+		char err[PATH_MAX + 128];
+		int status;
+
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		if (f.stage == STAGE_CHDIR)
+			snprintf(err, sizeof(err), "chdir to %s failed: %s", n->spec.workdir,
+				 strerror(f.err));
+		else if (f.stage == STAGE_PARENT)
+			snprintf(err, sizeof(err), "its supervisor died during the start");
+		else if (f.stage == STAGE_AFFINITY)
+			snprintf(err, sizeof(err), "binding to its CPUs failed: %s",
+				 strerror(f.err));
+		else
+			snprintf(err, sizeof(err), "exec failed: %s", strerror(f.err));
+		close_fd(&r->s[0].fd);
+		close_fd(&r->s[1].fd);
+		report_exit(n, r, HERD_RANK_FAILED_START, 127, 0, err);
+		goto out;
+	}
+	for (int k = 0; k < 2; k++)
+		fcntl(r->s[k].fd, F_SETFL, fcntl(r->s[k].fd, F_GETFL) | O_NONBLOCK);
+	r->pidfd = pidfd_open(pid, 0);
+	if (n->ev.started != NULL)
+		n->ev.started(n->ev.userdata, r->rank, (long)pid);
+out:
+	close_fd(&outp[0]);
+	close_fd(&outp[1]);
+	close_fd(&errp[0]);
+	close_fd(&errp[1]);
+	close_fd(&failp[0]);
+	close_fd(&failp[1]);
+	free_strv(envp);
+	free(path);
+	return st;
+}
+
+/* ---- GPUs ---------------------------------------------------------------- */
+
+/*
+ * Leases gpus_per_rank GPUs for every rank of the node, held by this
+ * process for the node's life.  HERD_INVENTORY names an inventory file to
+ * plan for instead of discovering this node (fixtures, tests).
+ */
+static herd_status lease_gpus(herd__node *n)
+{
+	herd_alloc_request req = HERD_ALLOC_REQUEST_INIT;
+	herd_cluster *cluster = NULL;
+	herd_alloc_opts ao = HERD_ALLOC_OPTS_INIT;
+	const char *inv = getenv("HERD_INVENTORY");
+	herd_status st;
+
+	if (n->spec.gpus_per_rank <= 0)
+		return HERD_OK;
+	if (inv != NULL && inv[0] != '\0')
+		st = herd_cluster_load(&cluster, inv);
+	else
+		st = herd_cluster_discover(&cluster, NULL);
+	if (st != HERD_OK)
+		return herd__error_wrap(st, "GPUs for the ranks on %s: ", n->spec.host);
+	req.gpus_per_rank = n->spec.gpus_per_rank;
+	req.gpus = n->spec.gpus_per_rank * n->spec.nranks;
+	req.link = HERD_ALLOC_LINK_SAME_NODE;
+	ao.job_id = n->spec.job_id;
+	st = herd_alloc(&n->plan, cluster, &req, &ao);
+	herd_cluster_free(cluster);
+	if (st != HERD_OK)
+		return herd__error_wrap(st, "%d GPUs for %d ranks on %s: ", req.gpus,
+					n->spec.nranks, n->spec.host);
+	return HERD_OK;
+}
+
+/* ---- the public (internal) calls -------------------------------------------- */
+
+static herd_status check_spec(const herd__node_spec *s)
+{
+	if (s->nranks < 1 || s->ranks == NULL || s->argv == NULL || s->argv[0] == NULL ||
+	    s->env == NULL || s->job_id == NULL || s->store == NULL || s->secret == NULL ||
+	    s->host == NULL || s->master_addr == NULL)
+		return herd__error(HERD_EINVAL, "node spec is incomplete (ranks, argv, env, job "
+				   "id, store, secret, host and master address are required)");
+	return HERD_OK;
+}
+
+herd_status herd__node_start(herd__node **out, const herd__node_spec *spec,
+			     const herd__node_events *events)
+{
+	herd__node *n = NULL;
+	herd_status st;
+
+	*out = NULL;
+	HERD_CHECK(check_spec(spec));
+	HERD_CHECK(herd__calloc(&n, 1, sizeof(*n), "a node supervisor"));
+	n->devnull = -1;
+	if (events != NULL)
+		n->ev = *events;
+	HERD_CHECK_GOTO(herd__calloc(&n->ranks, (size_t)spec->nranks, sizeof(*n->ranks),
+				     "the node's ranks"), st, fail);
+	for (int i = 0; i < spec->nranks; i++) {
+		struct rank *r = &n->ranks[i];
+
+		r->rank = spec->ranks[i];
+		r->local = i;
+		r->pidfd = -1;
+		for (int k = 0; k < 2; k++)
+			r->s[k].fd = r->s[k].log_fd = -1;
+	}
+	HERD_CHECK_GOTO(spec_copy(&n->spec, spec), st, fail);
+	for (int i = 0; i < spec->nranks; i++)
+		for (int k = 0; k < 2; k++)
+			HERD_CHECK_GOTO(herd__calloc(&n->ranks[i].s[k].line, HERD_JOB_LINE_MAX, 1,
+						     "a line buffer"), st, fail);
+	n->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (n->devnull < 0) {
+		st = herd__error_errno(HERD_ESYS, errno, "/dev/null on %s", spec->host);
+		goto fail;
+	}
+	if (spec->log_dir != NULL && mkdir(spec->log_dir, 0755) != 0 && errno != EEXIST) {
+		st = herd__error_errno(HERD_EIO, errno, "log directory %s on %s", spec->log_dir,
+				       spec->host);
+		goto fail;
+	}
+	HERD_CHECK_GOTO(lease_gpus(n), st, fail);
+	for (int i = 0; i < spec->nranks; i++)
+		HERD_CHECK_GOTO(start_rank(n, i), st, fail);
+	*out = n;
+	return HERD_OK;
+fail:
+	herd__node_free(n);
+	return st;
+}
+
+size_t herd__node_nfds(const herd__node *n)
+{
+	return (size_t)n->spec.nranks * 3;
+}
+
+size_t herd__node_pollfds(const herd__node *n, struct pollfd *fds)
+{
+	size_t k = 0;
+
+	for (int i = 0; i < n->spec.nranks; i++) {
+		const struct rank *r = &n->ranks[i];
+
+		for (int s = 0; s < 2; s++)
+			if (r->s[s].fd >= 0)
+				fds[k++] = (struct pollfd){ .fd = r->s[s].fd, .events = POLLIN };
+		if (r->pid > 0 && r->pidfd >= 0)
+			fds[k++] = (struct pollfd){ .fd = r->pidfd, .events = POLLIN };
+	}
+	return k;
+}
+
+int herd__node_timeout(const herd__node *n)
+{
+	int t = -1;
+
+	for (int i = 0; i < n->spec.nranks; i++)
+		if (n->ranks[i].pid > 0 && n->ranks[i].pidfd < 0)
+			t = REAP_POLL_MS;
+	if (n->kill_at > 0) {
+		int left = herd__net_remaining_ms(n->kill_at);
+
+		if (t < 0 || left < t)
+			t = left;
+	}
+	return t;
+}
+
+static void emit(herd__node *n, struct rank *r, int k, const char *p, size_t len)
+{
+	if (n->ev.output != NULL)
+		n->ev.output(n->ev.userdata, r->rank, (herd_job_stream)(k + 1), p, len);
+}
+
+/* Cuts bytes into lines; a line that fills the buffer goes out as a piece. */
+static void feed(herd__node *n, struct rank *r, int k, const char *p, size_t len)
+{
+	struct stream *s = &r->s[k];
+
+	if (s->log_fd >= 0) {
+		size_t done = 0;
+
+		while (done < len) {
+			ssize_t w = write(s->log_fd, p + done, len - done);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				/* A full disk must not stop the job; the lines still
+				 * reach the launcher. */
+				close_fd(&s->log_fd);
+				break;
+			}
+			done += (size_t)w;
+		}
+	}
+	while (len > 0) {
+		const char *nl = memchr(p, '\n', len);
+		size_t take = nl != NULL ? (size_t)(nl - p) : len;
+
+		if (take > HERD_JOB_LINE_MAX - s->len)
+			take = HERD_JOB_LINE_MAX - s->len;
+		memcpy(s->line + s->len, p, take);
+		s->len += take;
+		p += take;
+		len -= take;
+		if (len > 0 && *p == '\n') {
+			emit(n, r, k, s->line, s->len);
+			s->len = 0;
+			p++;
+			len--;
+		} else if (s->len == HERD_JOB_LINE_MAX) {
+			emit(n, r, k, s->line, s->len);
+			s->len = 0;
+		}
+	}
+}
+
+/* Reads what the pipe holds; closes it (flushing a last partial line) at EOF. */
+static void drain(herd__node *n, struct rank *r, int k)
+{
+	struct stream *s = &r->s[k];
+	char buf[16384];
+
+	while (s->fd >= 0) {
+		ssize_t got = read(s->fd, buf, sizeof(buf));
+
+		if (got > 0) {
+			feed(n, r, k, buf, (size_t)got);
+			continue;
+		}
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		close_fd(&s->fd);
+	}
+	if (s->len > 0) {
+		emit(n, r, k, s->line, s->len);
+		s->len = 0;
+	}
+}
+
+static void try_reap(herd__node *n, struct rank *r)
+{
+	int status;
+	pid_t got;
+
+	if (r->pid <= 0)
+		return;
+	do
+		got = waitpid(r->pid, &status, WNOHANG);
+	while (got < 0 && errno == EINTR);
+	if (got == 0)
+		return;
+	/* Its last words are in the pipes already; anything a descendant
+	 * writes after this is not the rank's. */
+	for (int k = 0; k < 2; k++) {
+		drain(n, r, k);
+		close_fd(&r->s[k].fd);
+		if (r->s[k].len > 0) {
+			emit(n, r, k, r->s[k].line, r->s[k].len);
+			r->s[k].len = 0;
+		}
+	}
+	close_fd(&r->pidfd);
+	/* Its descendants in its group go with it. */
+	kill(-r->pid, SIGKILL);
+	if (got < 0)
+		report_exit(n, r, HERD_RANK_EXITED, 255, 0, "lost track of the process");
+	else if (WIFSIGNALED(status))
+		report_exit(n, r, HERD_RANK_SIGNALED, 0, WTERMSIG(status), NULL);
+	else
+		report_exit(n, r, HERD_RANK_EXITED, WEXITSTATUS(status), 0, NULL);
+}
+
+void herd__node_process(herd__node *n, const struct pollfd *fds, size_t nfds)
+{
+	for (size_t j = 0; j < nfds; j++) {
+		if (fds[j].revents == 0)
+			continue;
+		for (int i = 0; i < n->spec.nranks; i++) {
+			struct rank *r = &n->ranks[i];
+
+			for (int k = 0; k < 2; k++)
+				if (r->s[k].fd == fds[j].fd)
+					drain(n, r, k);
+		}
+	}
+	for (int i = 0; i < n->spec.nranks; i++)
+		try_reap(n, &n->ranks[i]);
+	if (n->kill_at > 0 && herd__net_now_ms() >= n->kill_at) {
+		n->kill_at = 0;
+		herd__node_signal(n, SIGKILL);
+	}
+}
+
+void herd__node_signal(herd__node *n, int sig)
+{
+	for (int i = 0; i < n->spec.nranks; i++)
+		if (n->ranks[i].pid > 0)
+			kill(-n->ranks[i].pid, sig);
+}
+
+void herd__node_stop(herd__node *n, int grace_ms)
+{
+	int64_t at = herd__net_deadline(grace_ms > 0 ? grace_ms : 0);
+
+	if (!n->stopping) {
+		n->stopping = true;
+		herd__node_signal(n, grace_ms > 0 ? SIGTERM : SIGKILL);
+		/* A rank stopped before it could take a SIGTERM handler is
+		 * stopped, not paused: SIGCONT is harmless otherwise. */
+		herd__node_signal(n, SIGCONT);
+	}
+	if (grace_ms <= 0)
+		herd__node_signal(n, SIGKILL);
+	if (n->kill_at == 0 || at < n->kill_at)
+		n->kill_at = at;
+}
+
+bool herd__node_done(const herd__node *n)
+{
+	for (int i = 0; i < n->spec.nranks; i++)
+		if (!n->ranks[i].ended)
+			return false;
+	return true;
+}
+
+void herd__node_free(herd__node *n)
+{
+	if (n == NULL)
+		return;
+	for (int i = 0; n->ranks != NULL && i < n->spec.nranks; i++) {
+		struct rank *r = &n->ranks[i];
+
+		if (r->pid > 0) {
+			int status;
+
+			kill(-r->pid, SIGKILL);
+			kill(r->pid, SIGKILL);
+			while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR)
+				;
+		}
+		close_fd(&r->pidfd);
+		for (int k = 0; k < 2; k++) {
+			close_fd(&r->s[k].fd);
+			close_fd(&r->s[k].log_fd);
+			free(r->s[k].line);
+		}
+	}
+	free(n->ranks);
+	close_fd(&n->devnull);
+	herd_plan_free(n->plan);
+	herd__node_spec_free(&n->spec);
+	free(n);
+}

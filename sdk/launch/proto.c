@@ -1,0 +1,656 @@
+/*
+ * sdk/launch/proto.c - frames of the node protocol between the launcher and
+ * `herd exec` (see launch_internal.h): encoding, and strict decoding.
+ */
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "launch_internal.h"
+#include "msgpack_check.h"
+
+static const char *const type_names[HERD__LAUNCH_T_COUNT] = {
+	[HERD__LAUNCH_T_UNKNOWN] = "?",
+#define HERD__LAUNCH_TYPE_NAME_(name, wire) [HERD__LAUNCH_T_##name] = wire,
+	HERD__LAUNCH_TYPES(HERD__LAUNCH_TYPE_NAME_)
+#undef HERD__LAUNCH_TYPE_NAME_
+};
+
+const char *herd__launch_type_name(herd__launch_type type)
+{
+	if ((unsigned)type >= HERD__LAUNCH_T_COUNT)
+		return "?";
+	return type_names[type];
+}
+
+/* ---- frames ------------------------------------------------------------- */
+
+static uint32_t load_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void store_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+herd_status herd__launch_frame_peek(const herd__buf *b, size_t *payload_len)
+{
+	size_t pending = b->len - b->off;
+	uint32_t n;
+
+	*payload_len = SIZE_MAX;
+	if (pending < 4)
+		return HERD_OK;
+	n = load_be32(b->data + b->off);
+	if (n == 0)
+		return herd__error(HERD_EFORMAT, "node protocol: frame with an empty payload");
+	if (n > HERD__LAUNCH_FRAME_MAX)
+		return herd__error(HERD_EFORMAT, "node protocol: frame of %lu bytes exceeds the "
+				   "limit of %u bytes", (unsigned long)n, HERD__LAUNCH_FRAME_MAX);
+	if (pending - 4 >= n)
+		*payload_len = n;
+	return HERD_OK;
+}
+
+/* ---- decoding ------------------------------------------------------------- */
+
+/*
+ * A spec holds two string arrays and a rank array; everything else is a
+ * flat map of a few fields.
+ */
+static const herd__msgpack_limits limits = {
+	.max_depth = 2,
+	.max_objects = 2 * HERD__LAUNCH_MAX_STRINGS + HERD__LAUNCH_MAX_RANKS_PER_NODE + 128,
+};
+
+/* Unpacks a payload and checks the envelope: a map of unique string keys,
+ * "v" this version, "t" a known type. */
+static herd_status unpack(msgpack_unpacked *up, const void *data, size_t len,
+			  herd__launch_type *type)
+{
+	const msgpack_object *root;
+	size_t off = 0;
+	int rc, have_v = 0;
+	herd__launch_type t = HERD__LAUNCH_T_UNKNOWN;
+
+	HERD_CHECK(herd__msgpack_check(data, len, &limits));
+	msgpack_unpacked_init(up);
+	rc = msgpack_unpack_next(up, data, len, &off);
+	if (rc != MSGPACK_UNPACK_SUCCESS || off != len)
+		return rc == MSGPACK_UNPACK_NOMEM_ERROR
+			? herd__error(HERD_ENOMEM, "node protocol: out of memory decoding a frame")
+			: herd__error(HERD_EFORMAT, "node protocol: frame is not one msgpack object");
+	root = &up->data;
+	if (root->type != MSGPACK_OBJECT_MAP)
+		return herd__error(HERD_EFORMAT, "node protocol: frame is not a msgpack map");
+	for (uint32_t i = 0; i < root->via.map.size; i++) {
+		const msgpack_object *k = &root->via.map.ptr[i].key, *v = &root->via.map.ptr[i].val;
+
+		if (k->type != MSGPACK_OBJECT_STR)
+			return herd__error(HERD_EFORMAT, "node protocol: a key is not a string");
+		for (uint32_t j = 0; j < i; j++) {
+			const msgpack_object *o = &root->via.map.ptr[j].key;
+
+			if (o->via.str.size == k->via.str.size &&
+			    memcmp(o->via.str.ptr, k->via.str.ptr, k->via.str.size) == 0)
+				return herd__error(HERD_EFORMAT, "node protocol: key \"%.*s\" "
+						   "appears twice", (int)(k->via.str.size > 32 ? 32
+						   : k->via.str.size), k->via.str.ptr);
+		}
+		if (k->via.str.size == 1 && k->via.str.ptr[0] == 'v') {
+			if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+				return herd__error(HERD_EFORMAT, "node protocol: \"v\" is not an "
+						   "integer");
+			if (v->via.u64 != HERD__LAUNCH_PROTOCOL_VERSION)
+				return herd__error(HERD_EVERSION, "node protocol: version %llu, this "
+						   "herd speaks version %d (launcher and nodes "
+						   "must run the same herd)",
+						   (unsigned long long)v->via.u64,
+						   HERD__LAUNCH_PROTOCOL_VERSION);
+			have_v = 1;
+		} else if (k->via.str.size == 1 && k->via.str.ptr[0] == 't') {
+			if (v->type != MSGPACK_OBJECT_STR)
+				return herd__error(HERD_EFORMAT, "node protocol: \"t\" is not a "
+						   "string");
+			for (int ti = 1; ti < HERD__LAUNCH_T_COUNT; ti++)
+				if (strlen(type_names[ti]) == v->via.str.size &&
+				    memcmp(type_names[ti], v->via.str.ptr, v->via.str.size) == 0)
+					t = (herd__launch_type)ti;
+			if (t == HERD__LAUNCH_T_UNKNOWN)
+				return herd__error(HERD_EFORMAT, "node protocol: unknown frame type "
+						   "\"%.*s\"", (int)(v->via.str.size > 32 ? 32
+						   : v->via.str.size), v->via.str.ptr);
+		}
+	}
+	if (!have_v || t == HERD__LAUNCH_T_UNKNOWN)
+		return herd__error(HERD_EFORMAT, "node protocol: frame without \"%s\"",
+				   have_v ? "t" : "v");
+	*type = t;
+	return HERD_OK;
+}
+
+static const msgpack_object *field(const msgpack_object *root, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (uint32_t i = 0; i < root->via.map.size; i++) {
+		const msgpack_object *k = &root->via.map.ptr[i].key;
+
+		if (k->via.str.size == n && memcmp(k->via.str.ptr, name, n) == 0)
+			return &root->via.map.ptr[i].val;
+	}
+	return NULL;
+}
+
+/* An integer field in [min, max]; required unless optional (then *out stays). */
+static herd_status get_int(const msgpack_object *root, herd__launch_type t, const char *name,
+			   int64_t min, int64_t max, bool optional, int64_t *out)
+{
+	const msgpack_object *o = field(root, name);
+	int64_t v;
+
+	if (o == NULL || o->type == MSGPACK_OBJECT_NIL) {
+		if (optional)
+			return HERD_OK;
+		return herd__error(HERD_EFORMAT, "node protocol: %s frame without \"%s\"",
+				   type_names[t], name);
+	}
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX)
+		v = (int64_t)o->via.u64;
+	else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+		v = o->via.i64;
+	else
+		return herd__error(HERD_EFORMAT, "node protocol: %s frame: \"%s\" is not an "
+				   "integer", type_names[t], name);
+	if (v < min || v > max)
+		return herd__error(HERD_EFORMAT, "node protocol: %s frame: \"%s\" is %lld, "
+				   "expected %lld to %lld", type_names[t], name, (long long)v,
+				   (long long)min, (long long)max);
+	*out = v;
+	return HERD_OK;
+}
+
+/* A string (or bin) field; optional ones may be absent or nil (*p NULL). */
+static herd_status get_bytes(const msgpack_object *root, herd__launch_type t, const char *name,
+			     size_t max, bool optional, const char **p, size_t *n)
+{
+	const msgpack_object *o = field(root, name);
+
+	*p = NULL;
+	*n = 0;
+	if (o == NULL || o->type == MSGPACK_OBJECT_NIL) {
+		if (optional)
+			return HERD_OK;
+		return herd__error(HERD_EFORMAT, "node protocol: %s frame without \"%s\"",
+				   type_names[t], name);
+	}
+	if (o->type == MSGPACK_OBJECT_STR) {
+		*p = o->via.str.ptr;
+		*n = o->via.str.size;
+	} else if (o->type == MSGPACK_OBJECT_BIN) {
+		*p = o->via.bin.ptr;
+		*n = o->via.bin.size;
+	} else {
+		return herd__error(HERD_EFORMAT, "node protocol: %s frame: \"%s\" is not a string",
+				   type_names[t], name);
+	}
+	if (*n > max)
+		return herd__error(HERD_EFORMAT, "node protocol: %s frame: \"%s\" of %zu bytes "
+				   "(at most %zu)", type_names[t], name, *n, max);
+	/* Zero-length strings get a valid pointer, so "present" is *p != NULL. */
+	if (*p == NULL)
+		*p = "";
+	return HERD_OK;
+}
+
+#define TEXT_MAX 65536
+
+herd_status herd__launch_msg_decode(herd__launch_msg *m, const void *data, size_t len)
+{
+	const msgpack_object *root;
+	herd__launch_type t;
+	herd_status st;
+
+	memset(m, 0, sizeof(*m));
+	HERD_CHECK_GOTO(unpack(&m->up, data, len, &t), st, fail);
+	root = &m->up.data;
+	m->type = t;
+	switch (t) {
+	case HERD__LAUNCH_T_SPEC:
+		st = herd__error(HERD_EINTERNAL, "node protocol: a spec frame is decoded with "
+				 "herd__launch_spec_decode");
+		goto fail;
+	case HERD__LAUNCH_T_SIGNAL:
+		HERD_CHECK_GOTO(get_int(root, t, "sig", 1, 64, false, &m->sig), st, fail);
+		break;
+	case HERD__LAUNCH_T_STOP:
+		HERD_CHECK_GOTO(get_int(root, t, "grace", 0, INT_MAX, false, &m->grace), st, fail);
+		break;
+	case HERD__LAUNCH_T_READY:
+		HERD_CHECK_GOTO(get_bytes(root, t, "host", 255, false, &m->host, &m->host_len), st,
+				fail);
+		HERD_CHECK_GOTO(get_int(root, t, "pid", 1, INT_MAX, false, &m->pid), st, fail);
+		break;
+	case HERD__LAUNCH_T_ERROR:
+		HERD_CHECK_GOTO(get_int(root, t, "st", INT_MIN, -1, false, &m->st), st, fail);
+		HERD_CHECK_GOTO(get_bytes(root, t, "msg", TEXT_MAX, false, &m->msg, &m->msg_len),
+				st, fail);
+		break;
+	case HERD__LAUNCH_T_STARTED:
+		HERD_CHECK_GOTO(get_int(root, t, "rank", 0, INT_MAX - 1, false, &m->rank), st,
+				fail);
+		HERD_CHECK_GOTO(get_int(root, t, "pid", 1, INT_MAX, false, &m->pid), st, fail);
+		break;
+	case HERD__LAUNCH_T_OUT:
+		HERD_CHECK_GOTO(get_int(root, t, "rank", 0, INT_MAX - 1, false, &m->rank), st,
+				fail);
+		HERD_CHECK_GOTO(get_int(root, t, "s", HERD_JOB_STDOUT, HERD_JOB_STDERR, false,
+					&m->s), st, fail);
+		HERD_CHECK_GOTO(get_bytes(root, t, "data", HERD_JOB_LINE_MAX, false, &m->data,
+					  &m->data_len), st, fail);
+		break;
+	case HERD__LAUNCH_T_EXITED:
+		HERD_CHECK_GOTO(get_int(root, t, "rank", 0, INT_MAX - 1, false, &m->rank), st,
+				fail);
+		HERD_CHECK_GOTO(get_int(root, t, "state", HERD_RANK_EXITED, HERD_RANK_FAILED_START,
+					false, &m->state), st, fail);
+		HERD_CHECK_GOTO(get_int(root, t, "code", 0, 255, false, &m->code), st, fail);
+		HERD_CHECK_GOTO(get_int(root, t, "sig", 0, 64, false, &m->sig), st, fail);
+		HERD_CHECK_GOTO(get_bytes(root, t, "err", TEXT_MAX, true, &m->err, &m->err_len),
+				st, fail);
+		break;
+	case HERD__LAUNCH_T_DONE:
+		break;
+	default:
+		st = herd__error(HERD_EFORMAT, "node protocol: unexpected frame type");
+		goto fail;
+	}
+	return HERD_OK;
+fail:
+	herd__launch_msg_free(m);
+	return st;
+}
+
+void herd__launch_msg_free(herd__launch_msg *m)
+{
+	if (m->up.zone != NULL)
+		msgpack_unpacked_destroy(&m->up);
+	memset(m, 0, sizeof(*m));
+}
+
+herd__launch_type herd__launch_payload_type(const void *data, size_t len)
+{
+	msgpack_unpacked up;
+	herd__launch_type t = HERD__LAUNCH_T_UNKNOWN;
+
+	memset(&up, 0, sizeof(up));
+	if (unpack(&up, data, len, &t) != HERD_OK)
+		t = HERD__LAUNCH_T_UNKNOWN;
+	if (up.zone != NULL)
+		msgpack_unpacked_destroy(&up);
+	return t;
+}
+
+/* A C string copy of a field: no NUL bytes inside. */
+static herd_status get_str(const msgpack_object *root, const char *name, size_t max,
+			   bool optional, char **out)
+{
+	const char *p;
+	size_t n;
+
+	*out = NULL;
+	HERD_CHECK(get_bytes(root, HERD__LAUNCH_T_SPEC, name, max, optional, &p, &n));
+	if (p == NULL)
+		return HERD_OK;
+	if (memchr(p, '\0', n) != NULL)
+		return herd__error(HERD_EFORMAT, "node protocol: spec frame: \"%s\" holds a NUL "
+				   "byte", name);
+	HERD_CHECK(herd__calloc(out, n + 1, 1, "a spec string"));
+	memcpy(*out, p, n);
+	return HERD_OK;
+}
+
+/* A NULL-terminated copy of an array of strings. */
+static herd_status get_strv(const msgpack_object *root, const char *name, size_t min,
+			    char ***out)
+{
+	const msgpack_object *o = field(root, name);
+	char **v;
+
+	*out = NULL;
+	if (o == NULL || o->type != MSGPACK_OBJECT_ARRAY)
+		return herd__error(HERD_EFORMAT, "node protocol: spec frame: \"%s\" is %s", name,
+				   o == NULL ? "missing" : "not an array");
+	if (o->via.array.size < min)
+		return herd__error(HERD_EFORMAT, "node protocol: spec frame: \"%s\" is empty",
+				   name);
+	HERD_CHECK(herd__calloc(&v, o->via.array.size + 1, sizeof(*v), "a spec array"));
+	*out = v;
+	for (uint32_t i = 0; i < o->via.array.size; i++) {
+		const msgpack_object *e = &o->via.array.ptr[i];
+
+		if (e->type != MSGPACK_OBJECT_STR || memchr(e->via.str.ptr, '\0',
+							    e->via.str.size) != NULL)
+			return herd__error(HERD_EFORMAT, "node protocol: spec frame: \"%s\"[%u] is "
+					   "not a string without NUL bytes", name, i);
+		HERD_CHECK(herd__calloc(&v[i], e->via.str.size + 1, 1, "a spec string"));
+		memcpy(v[i], e->via.str.ptr, e->via.str.size);
+	}
+	return HERD_OK;
+}
+
+static herd_status get_int_field(const msgpack_object *root, const char *name, int64_t min,
+				 int64_t max, int *out)
+{
+	int64_t v = 0;
+
+	HERD_CHECK(get_int(root, HERD__LAUNCH_T_SPEC, name, min, max, false, &v));
+	*out = (int)v;
+	return HERD_OK;
+}
+
+static herd_status decode_spec(herd__node_spec *s, const msgpack_object *root)
+{
+	const msgpack_object *r;
+
+	HERD_CHECK(get_str(root, "job", 255, false, &s->job_id));
+	HERD_CHECK(get_str(root, "store", 300, false, &s->store));
+	HERD_CHECK(get_str(root, "secret", 1024, false, &s->secret));
+	HERD_CHECK(get_str(root, "host", 255, false, &s->host));
+	HERD_CHECK(get_str(root, "maddr", 255, false, &s->master_addr));
+	HERD_CHECK(get_str(root, "workdir", PATH_MAX, true, &s->workdir));
+	HERD_CHECK(get_str(root, "logdir", PATH_MAX, true, &s->log_dir));
+	HERD_CHECK(get_int_field(root, "mport", 0, 65535, &s->master_port));
+	HERD_CHECK(get_int_field(root, "restart", 0, INT_MAX, &s->restart_count));
+	HERD_CHECK(get_int_field(root, "world", 1, INT_MAX, &s->world_size));
+	HERD_CHECK(get_int_field(root, "nnodes", 1, INT_MAX, &s->nnodes));
+	HERD_CHECK(get_int_field(root, "node", 0, s->nnodes - 1, &s->node_rank));
+	HERD_CHECK(get_int_field(root, "grace", 0, INT_MAX, &s->grace_ms));
+	HERD_CHECK(get_int_field(root, "gpus", 0, 4096, &s->gpus_per_rank));
+	HERD_CHECK(get_strv(root, "argv", 1, &s->argv));
+	HERD_CHECK(get_strv(root, "env", 0, &s->env));
+	r = field(root, "ranks");
+	if (r == NULL || r->type != MSGPACK_OBJECT_ARRAY || r->via.array.size == 0 ||
+	    r->via.array.size > HERD__LAUNCH_MAX_RANKS_PER_NODE)
+		return herd__error(HERD_EFORMAT, "node protocol: spec frame: \"ranks\" is not an "
+				   "array of 1 to %d ranks", HERD__LAUNCH_MAX_RANKS_PER_NODE);
+	HERD_CHECK(herd__calloc(&s->ranks, r->via.array.size, sizeof(int), "a spec's ranks"));
+	s->nranks = (int)r->via.array.size;
+	for (int i = 0; i < s->nranks; i++) {
+		const msgpack_object *e = &r->via.array.ptr[i];
+
+		if (e->type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+		    e->via.u64 >= (uint64_t)s->world_size ||
+		    (i > 0 && (int)e->via.u64 <= s->ranks[i - 1]))
+			return herd__error(HERD_EFORMAT, "node protocol: spec frame: \"ranks\"[%d] "
+					   "is not a rank below %d greater than the one before",
+					   i, s->world_size);
+		s->ranks[i] = (int)e->via.u64;
+	}
+	return HERD_OK;
+}
+
+herd_status herd__launch_spec_decode(herd__node_spec *out, const void *data, size_t len)
+{
+	msgpack_unpacked up;
+	herd__launch_type t = HERD__LAUNCH_T_UNKNOWN;
+	herd_status st;
+
+	memset(out, 0, sizeof(*out));
+	memset(&up, 0, sizeof(up));
+	HERD_CHECK_GOTO(unpack(&up, data, len, &t), st, out);
+	if (t != HERD__LAUNCH_T_SPEC) {
+		st = herd__error(HERD_EFORMAT, "node protocol: expected a spec frame, got %s",
+				 type_names[t]);
+		goto out;
+	}
+	st = decode_spec(out, &up.data);
+out:
+	if (up.zone != NULL)
+		msgpack_unpacked_destroy(&up);
+	if (st != HERD_OK)
+		herd__node_spec_free(out);
+	return st;
+}
+
+static void free_strv(char **v)
+{
+	if (v == NULL)
+		return;
+	for (size_t i = 0; v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
+}
+
+void herd__node_spec_free(herd__node_spec *s)
+{
+	if (s == NULL)
+		return;
+	free(s->job_id);
+	free(s->store);
+	free(s->secret);
+	free(s->host);
+	free(s->master_addr);
+	free(s->workdir);
+	free(s->log_dir);
+	free(s->ranks);
+	free_strv(s->argv);
+	free_strv(s->env);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ---- encoding ------------------------------------------------------------- */
+
+typedef struct enc {
+	herd__buf *buf;
+	size_t start;       /* of the frame, relative to buf->off */
+	uint32_t nfields;
+	msgpack_packer pk;
+} enc;
+
+static void enc_name(enc *e, const char *name)
+{
+	size_t n = strlen(name);
+
+	e->nfields++;
+	msgpack_pack_str(&e->pk, n);
+	msgpack_pack_str_body(&e->pk, name, n);
+}
+
+static void enc_str_n(enc *e, const char *name, const char *s, size_t n)
+{
+	enc_name(e, name);
+	msgpack_pack_str(&e->pk, n);
+	msgpack_pack_str_body(&e->pk, s, n);
+}
+
+static void enc_str(enc *e, const char *name, const char *s)
+{
+	if (s == NULL) {
+		enc_name(e, name);
+		msgpack_pack_nil(&e->pk);
+		return;
+	}
+	enc_str_n(e, name, s, strlen(s));
+}
+
+static void enc_int(enc *e, const char *name, int64_t v)
+{
+	enc_name(e, name);
+	msgpack_pack_int64(&e->pk, v);
+}
+
+static void enc_begin(enc *e, herd__buf *buf, herd__launch_type type)
+{
+	/* Length prefix, then a map32 header whose count is filled in at the end. */
+	static const uint8_t head[9] = { 0, 0, 0, 0, 0xdf, 0, 0, 0, 0 };
+
+	e->buf = buf;
+	e->start = buf->len - buf->off;
+	e->nfields = 0;
+	buf->failed = HERD_OK;
+	msgpack_packer_init(&e->pk, buf, herd__buf_write);
+	herd__buf_write(buf, (const char *)head, sizeof(head));
+	enc_int(e, "v", HERD__LAUNCH_PROTOCOL_VERSION);
+	enc_str(e, "t", type_names[type]);
+}
+
+static herd_status enc_end(enc *e)
+{
+	herd__buf *b = e->buf;
+	size_t start = b->off + e->start, payload;
+
+	if (b->failed != HERD_OK) {
+		b->failed = HERD_OK;
+		b->len = start;
+		return herd__error(HERD_ENOMEM, "node protocol: out of memory encoding a frame");
+	}
+	payload = b->len - start - 4;
+	if (payload > HERD__LAUNCH_FRAME_MAX) {
+		b->len = start;
+		return herd__error(HERD_EINVAL, "node protocol: frame of %zu bytes exceeds the "
+				   "limit of %u bytes (argv and env too large?)", payload,
+				   HERD__LAUNCH_FRAME_MAX);
+	}
+	store_be32(b->data + start, (uint32_t)payload);
+	store_be32(b->data + start + 5, e->nfields);
+	return HERD_OK;
+}
+
+static void enc_strv(enc *e, const char *name, char *const *v)
+{
+	size_t n = 0;
+
+	while (v != NULL && v[n] != NULL)
+		n++;
+	enc_name(e, name);
+	msgpack_pack_array(&e->pk, n);
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(v[i]);
+
+		msgpack_pack_str(&e->pk, l);
+		msgpack_pack_str_body(&e->pk, v[i], l);
+	}
+}
+
+herd_status herd__launch_enc_spec(herd__buf *buf, const herd__node_spec *s)
+{
+	enc e;
+
+	enc_begin(&e, buf, HERD__LAUNCH_T_SPEC);
+	enc_str(&e, "job", s->job_id);
+	enc_str(&e, "store", s->store);
+	enc_str(&e, "secret", s->secret);
+	enc_str(&e, "host", s->host);
+	enc_str(&e, "maddr", s->master_addr);
+	enc_int(&e, "mport", s->master_port);
+	enc_int(&e, "restart", s->restart_count);
+	enc_int(&e, "world", s->world_size);
+	enc_int(&e, "nnodes", s->nnodes);
+	enc_int(&e, "node", s->node_rank);
+	enc_int(&e, "grace", s->grace_ms);
+	enc_int(&e, "gpus", s->gpus_per_rank);
+	enc_str(&e, "workdir", s->workdir);
+	enc_str(&e, "logdir", s->log_dir);
+	enc_strv(&e, "argv", s->argv);
+	enc_strv(&e, "env", s->env);
+	enc_name(&e, "ranks");
+	msgpack_pack_array(&e.pk, (size_t)s->nranks);
+	for (int i = 0; i < s->nranks; i++)
+		msgpack_pack_int64(&e.pk, s->ranks[i]);
+	return enc_end(&e);
+}
+
+herd_status herd__launch_enc_signal(herd__buf *buf, int sig)
+{
+	enc e;
+
+	enc_begin(&e, buf, HERD__LAUNCH_T_SIGNAL);
+	enc_int(&e, "sig", sig);
+	return enc_end(&e);
+}
+
+herd_status herd__launch_enc_stop(herd__buf *buf, int grace_ms)
+{
+	enc e;
+
+	enc_begin(&e, buf, HERD__LAUNCH_T_STOP);
+	enc_int(&e, "grace", grace_ms);
+	return enc_end(&e);
+}
+
+herd_status herd__launch_enc_ready(herd__buf *buf, const char *host, long pid)
+{
+	enc e;
+
+	enc_begin(&e, buf, HERD__LAUNCH_T_READY);
+	enc_str(&e, "host", host);
+	enc_int(&e, "pid", pid);
+	return enc_end(&e);
+}
+
+herd_status herd__launch_enc_error(herd__buf *buf, herd_status st, const char *msg)
+{
+	enc e;
+	size_t n = strlen(msg);
+
+	enc_begin(&e, buf, HERD__LAUNCH_T_ERROR);
+	enc_int(&e, "st", st);
+	enc_str_n(&e, "msg", msg, n > TEXT_MAX ? TEXT_MAX : n);
+	return enc_end(&e);
+}
+
+herd_status herd__launch_enc_started(herd__buf *buf, int rank, long pid)
+{
+	enc e;
+
+	enc_begin(&e, buf, HERD__LAUNCH_T_STARTED);
+	enc_int(&e, "rank", rank);
+	enc_int(&e, "pid", pid);
+	return enc_end(&e);
+}
+
+herd_status herd__launch_enc_out(herd__buf *buf, int rank, herd_job_stream s, const char *data,
+				 size_t len)
+{
+	enc e;
+
+	enc_begin(&e, buf, HERD__LAUNCH_T_OUT);
+	enc_int(&e, "rank", rank);
+	enc_int(&e, "s", s);
+	/* bin, not str: a rank's output need not be UTF-8. */
+	enc_name(&e, "data");
+	msgpack_pack_bin(&e.pk, len);
+	msgpack_pack_bin_body(&e.pk, data, len);
+	return enc_end(&e);
+}
+
+herd_status herd__launch_enc_exited(herd__buf *buf, int rank, herd_rank_state state, int code,
+				    int sig, const char *err)
+{
+	enc e;
+
+	enc_begin(&e, buf, HERD__LAUNCH_T_EXITED);
+	enc_int(&e, "rank", rank);
+	enc_int(&e, "state", state);
+	enc_int(&e, "code", code);
+	enc_int(&e, "sig", sig);
+	if (err != NULL)
+		enc_str(&e, "err", err);
+	return enc_end(&e);
+}
+
+herd_status herd__launch_enc_done(herd__buf *buf)
+{
+	enc e;
+
+	enc_begin(&e, buf, HERD__LAUNCH_T_DONE);
+	return enc_end(&e);
+}

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -35,11 +36,19 @@ int cmd_exec(int argc, char **argv)
 	static const int stops[] = { SIGTERM, SIGINT, SIGHUP };
 	struct sigaction sa;
 	herd_status st;
+	/* --connect HOST:PORT [--node NAME]: the channel is a socket to the
+	 * launcher (Slurm's srun leaves no stdio per node), HERD_JOB_SECRET
+	 * proving who we are. */
+	bool connect = (argc == 3 || (argc == 5 && strcmp(argv[3], "--node") == 0)) &&
+		       strcmp(argv[1], "--connect") == 0;
+	int rfd = STDIN_FILENO, wfd = STDOUT_FILENO;
 
-	if (argc != 2 || strcmp(argv[1], "--stdio") != 0) {
+	if (!connect && (argc != 2 || strcmp(argv[1], "--stdio") != 0)) {
 		fprintf(stderr, "usage: herd exec --stdio\n"
-			"  the node side of herd launch: reads a node spec from stdin and\n"
-			"  streams the ranks' events to stdout (not for interactive use)\n");
+			"       herd exec --connect HOST:PORT [--node NAME]\n"
+			"  the node side of herd launch: reads a node spec from stdin (or\n"
+			"  from the launcher at HOST:PORT, authenticated with HERD_JOB_SECRET)\n"
+			"  and streams the ranks' events back (not for interactive use)\n");
 		return SHELL_EXIT_USAGE;
 	}
 	/* The launcher's death (a local launcher) stops the ranks too. */
@@ -57,7 +66,15 @@ int cmd_exec(int argc, char **argv)
 		sigaction(stops[i], &sa, NULL);
 	if (getppid() == 1)
 		on_stop_signal(SIGTERM);  /* orphaned before prctl */
-	st = herd_job_exec(STDIN_FILENO, STDOUT_FILENO, stop_pipe[0]);
+	if (connect) {
+		st = herd_job_connect(&rfd, argv[2], NULL, argc == 5 ? argv[4] : NULL, 0);
+		if (st != HERD_OK) {
+			fprintf(stderr, "herd exec: %s\n", herd_last_error());
+			return SHELL_EXIT_FAILURE;
+		}
+		wfd = rfd;
+	}
+	st = herd_job_exec(rfd, wfd, stop_pipe[0]);
 	if (st == HERD_OK)
 		return SHELL_EXIT_OK;
 	fprintf(stderr, "herd exec: %s\n", herd_last_error());

@@ -107,6 +107,7 @@ int luaopen_herd(lua_State *L)
 	preload_modules(L);
 	luaL_newlib(L, herd_funcs);
 	lherd_open_alloc(L);
+	lherd_open_ckpt(L);
 	lua_getglobal(L, "require");
 	lua_pushliteral(L, "herd.pretty");
 	lua_call(L, 1, 1);

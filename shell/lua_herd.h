@@ -35,6 +35,12 @@ void lherd_open_cluster(lua_State *L);
 void lherd_open_alloc(lua_State *L);
 
 /*
+ * Creates the herd.Checkpoint metatable and sets herd.checkpoint in the
+ * herd table on top of the stack (shell/lua_ckpt.c).
+ */
+void lherd_open_ckpt(lua_State *L);
+
+/*
  * Pushes a new herd.Cluster that holds nothing yet and returns the slot the
  * caller stores its herd_cluster in (liolib's newprefile): the object is
  * safe to collect before the cluster exists, so nothing leaks if creating it

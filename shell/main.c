@@ -45,6 +45,9 @@ static const struct command {
 	  "launch -n N [--per-node K] [--hosts EXPR | --hostfile F | --slurm]\n"
 	  "        [--gpus-per-rank G] [--restarts R] [--log-dir D] [--timeout S] -- CMD\n"
 	  "                    run N ranks of CMD (a .lua CMD: Lua ranks; see launch -h)" },
+	{ "ckpt", cmd_ckpt,
+	  "ckpt ls|verify|inspect|diff|export|import DIR ...\n"
+	  "                    list, verify, compare, export checkpoints (see ckpt -h)" },
 	{ "exec", cmd_exec,
 	  "exec --stdio        the node-side helper herd launch starts on each node" },
 	{ NULL, NULL, NULL }

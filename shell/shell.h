@@ -7,7 +7,10 @@
 #define HERD_SHELL_H
 
 #include <lua.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "herd/comm.h"
 
 /* Exit statuses of the herd program. */
 #define SHELL_EXIT_OK 0
@@ -58,6 +61,31 @@ int cmd_launch(int argc, char **argv);
 
 /* `herd exec --stdio`, the node side of herd launch (shell/cmd_exec.c). */
 int cmd_exec(int argc, char **argv);
+
+/* `herd ckpt ls|verify|inspect|diff|export|import` (shell/cmd_ckpt.c). */
+int cmd_ckpt(int argc, char **argv);
+
+/*
+ * One element of a dense array of a herd_dtype, widened: integer types to
+ * int64_t in i (uint64 values above INT64_MAX wrap to negative numbers,
+ * as Lua's integers carry them), floating types to double in f (float16
+ * and bfloat16 exactly).
+ */
+typedef struct shell_elem {
+	int is_int;
+	int64_t i;
+	double f;
+} shell_elem;
+
+/* Element i of buf, an array of dtype (shell/cmd_ckpt.c). */
+shell_elem shell_elem_load(const void *buf, size_t i, herd_dtype dtype);
+
+/*
+ * Stores e as element i of buf, an array of dtype: floating types round to
+ * nearest; an integer type takes only an integral value in its range.
+ * Returns 0, or -1 (writing nothing) when the value does not fit.
+ */
+int shell_elem_store(void *buf, size_t i, herd_dtype dtype, shell_elem e);
 
 /* A size ("40G", "512MiB", "4096") in bytes into *out; 0, or -1 if malformed. */
 int shell_parse_bytes(const char *s, uint64_t *out);

@@ -222,6 +222,22 @@ HERD_EXTERN void herd_job_free(herd_job *job);
  */
 HERD_EXTERN herd_status herd_job_exec(int rfd, int wfd, int stop_fd);
 
+/*
+ * The node's end of a connect-back channel, for launchers that start
+ * `herd exec` where its stdio cannot be the channel (Slurm: srun merges
+ * every task's output into one stream).  Connects to the launcher at addr
+ * ("host:port"), proves knowledge of the job secret (secret, or when NULL
+ * HERD_JOB_SECRET) and checks that the launcher knows it too, and names
+ * this node (node, or when NULL $SLURMD_NODENAME, else the host name), so
+ * the launcher hands it that node's spec.  On success *fd is the
+ * connected socket, for herd_job_exec(*fd, *fd, stop_fd); the caller
+ * closes it.  Blocks at most timeout_ms (<= 0: 60000).  HERD_EAUTH when
+ * either side's proof fails, HERD_ETIMEDOUT, HERD_EINVAL for a malformed
+ * addr.
+ */
+HERD_EXTERN herd_status herd_job_connect(int *fd, const char *addr, const char *secret,
+					 const char *node, int timeout_ms);
+
 #ifdef __cplusplus
 }
 #endif

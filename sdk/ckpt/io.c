@@ -170,7 +170,8 @@ herd_status herd__ckpt_committed_steps(const char *dir, int64_t **out, size_t *c
 		}
 		steps[n++] = step;
 	}
-	qsort(steps, n, sizeof(*steps), cmp_step);
+	if (n > 1)
+		qsort(steps, n, sizeof(*steps), cmp_step);
 	*out = steps;
 	*count = n;
 	steps = NULL;

@@ -860,19 +860,22 @@ static herd_status execute(herd_comm *comm, const herd__op *op, uint64_t cseq)
 	comm->op_cseq = cseq;
 	comm->op_start_ms = herd__net_now_ms();
 	comm->op_deadline = comm->op_start_ms + comm->cfg.timeout_ms;
-	atomic_store(&comm->st_entered_seq, op->fp.seq);
-	atomic_store(&comm->st_entered_cseq, cseq);
-	atomic_store(&comm->st_entered_kind, op->fp.kind);
-	atomic_store(&comm->st_busy, 1);
+	/* Release stores: the monitor wants a recent state, not a fence (a
+	 * sequentially consistent store costs more than a small allreduce's
+	 * own work). */
+	atomic_store_explicit(&comm->st_entered_seq, op->fp.seq, memory_order_release);
+	atomic_store_explicit(&comm->st_entered_cseq, cseq, memory_order_release);
+	atomic_store_explicit(&comm->st_entered_kind, op->fp.kind, memory_order_release);
+	atomic_store_explicit(&comm->st_busy, 1, memory_order_release);
 	herd__direct_enter(comm, op, cseq);
 	st = op->run(comm, op);
 	if (st != HERD_OK) {
 		st = herd__comm_fail(comm, st, true);
 	} else {
-		atomic_store(&comm->st_done_kind, op->fp.kind);
-		atomic_store(&comm->st_done_seq, op->fp.seq);
+		atomic_store_explicit(&comm->st_done_kind, op->fp.kind, memory_order_release);
+		atomic_store_explicit(&comm->st_done_seq, op->fp.seq, memory_order_release);
 	}
-	atomic_store(&comm->st_busy, 0);
+	atomic_store_explicit(&comm->st_busy, 0, memory_order_release);
 	comm->op = NULL;
 	return st;
 }

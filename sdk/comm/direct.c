@@ -69,8 +69,17 @@
 #define CHUNK_BYTES (256u * 1024u)
 /* The gather reads up to this many chunks in one system call. */
 #define GATHER_CHUNKS 8u
-/* As in p2p.c: a reply a few microseconds away costs no system call. */
-#define SPIN_NS 50000
+/*
+ * Spinning before sleeping on the doorbell.  With a CPU per rank, a peer
+ * that is late has usually been preempted by some other process of a busy
+ * machine: spinning on (without yielding, which would hand this CPU to
+ * that process for a whole time slice) keeps the reply a microsecond
+ * away, where a sleep costs a wake-up and a trip through the scheduler.
+ * With more ranks than CPUs a waiting rank yields on every pass, so that
+ * the rank it waits for runs, and sleeps soon.
+ */
+#define SPIN_NS 5000000
+#define SPIN_NS_OVERSUBSCRIBED 50000
 #define SLEEP_MAX_MS 100
 /* How long a failed read waits for the monitor's word on why. */
 #define SETTLE_MS 200
@@ -78,6 +87,11 @@
 struct herd__direct {
 	uint8_t *scratch;        /* 3 * CHUNK_BYTES, made at the first large call */
 	uint64_t slot_cseq[2];   /* the call that last wrote each small slot */
+	/* [size]: a call each peer is known to have finished reading this
+	 * rank's memory for: from its done word, or inferred (a peer that
+	 * posted for call t has finished every call before t), which spares
+	 * reading its done line on every call. */
+	uint64_t *known_done;
 	bool oversubscribed;     /* more ranks on this host than CPUs */
 };
 
@@ -143,6 +157,11 @@ herd_status herd__direct_init(herd_comm *comm)
 		if (j != comm->rank && !herd__comm_uses_shm(comm, j))
 			return HERD_OK;
 	HERD_CHECK(herd__calloc(&d, 1, sizeof(*d), "direct collective state"));
+	if (herd__calloc(&d->known_done, (size_t)comm->size, sizeof(uint64_t),
+			 "direct collective state") != HERD_OK) {
+		free(d);
+		return HERD_ENOMEM;
+	}
 	d->oversubscribed = comm->nlocal > comm->ncpus;
 	comm->direct = d;
 	return HERD_OK;
@@ -153,6 +172,7 @@ void herd__direct_free(herd_comm *comm)
 	if (comm->direct == NULL)
 		return;
 	free(comm->direct->scratch);
+	free(comm->direct->known_done);
 	free(comm->direct);
 	comm->direct = NULL;
 }
@@ -204,20 +224,24 @@ static bool read_call(const herd__board *b, herd__board *out)
 	return atomic_load_explicit(&b->call_gen, memory_order_relaxed) == g0;
 }
 
+/* "mismatched calls: rank 0 (host h) is in #5 allreduce float32 sum
+ * count=9 (collective call 5) and rank 1 (host h) <how> collective call 6,
+ * allreduce float32 sum count=3".  theirs->seq is not known here. */
 static herd_status mismatch(herd_comm *comm, int peer, const herd__fp *theirs,
 			    uint64_t their_cseq, const char *how)
 {
 	char me[HERD__COMM_HOST_MAX + 32], who[HERD__COMM_HOST_MAX + 32];
-	char mine[160], other[160], extra[96] = "";
+	char mine[160], other[160];
+	const char *o;
 
 	herd__fp_format(&comm->op->fp, mine, sizeof(mine));
 	herd__fp_format(theirs, other, sizeof(other));
-	if (their_cseq != comm->op_cseq)
-		snprintf(extra, sizeof(extra), " (collective call %" PRIu64 " here, %" PRIu64
-			 " there)", comm->op_cseq, their_cseq);
-	return herd__error(HERD_EMISMATCH, "mismatched calls: %s is in %s and %s %s is in %s%s",
-			   herd__comm_who(comm, comm->rank, me, sizeof(me)), mine,
-			   herd__comm_who(comm, peer, who, sizeof(who)), how, other, extra);
+	o = strchr(other, ' ');     /* past "#seq " */
+	return herd__error(HERD_EMISMATCH, "mismatched calls: %s is in %s (collective call %"
+			   PRIu64 ") and %s %s collective call %" PRIu64 ", %s",
+			   herd__comm_who(comm, comm->rank, me, sizeof(me)), mine, comm->op_cseq,
+			   herd__comm_who(comm, peer, who, sizeof(who)), how, their_cseq,
+			   o != NULL ? o + 1 : other);
 }
 
 /*
@@ -235,8 +259,7 @@ static herd_status check_peer(herd_comm *comm, int peer)
 
 	if (herd__shm_pending(comm, peer, &h)) {
 		theirs = (herd__fp){ h.seq, h.kind, h.dtype, h.redop, h.root, h.count };
-		return mismatch(comm, peer, &theirs, herd__op_is_p2p(h.kind) ? comm->op_cseq :
-			h.cseq, "sent a message for its");
+		return mismatch(comm, peer, &theirs, h.cseq, "sent a message for its");
 	}
 	if (!read_call(herd__shm_board(comm, peer), &c) || c.call_cseq < comm->op_cseq)
 		return HERD_OK;
@@ -244,8 +267,7 @@ static herd_status check_peer(herd_comm *comm, int peer)
 	    c.redop == fp->redop && c.root == fp->root && c.count == fp->count)
 		return HERD_OK;
 	theirs = (herd__fp){ 0, c.kind, c.dtype, c.redop, c.root, c.count };
-	theirs.seq = c.call_cseq == comm->op_cseq ? fp->seq : 0;
-	return mismatch(comm, peer, &theirs, c.call_cseq, "which");
+	return mismatch(comm, peer, &theirs, c.call_cseq, "is in");
 }
 
 /*
@@ -258,7 +280,7 @@ static herd_status wait_word(dcall *c, int peer, const _Atomic uint64_t *word, u
 {
 	herd_comm *comm = c->comm;
 	int64_t t0 = 0;
-	unsigned int spins = 0;
+	unsigned int passes = 0;
 
 	if (atomic_load_explicit(word, memory_order_acquire) >= want)
 		return HERD_OK;
@@ -274,15 +296,21 @@ static herd_status wait_word(dcall *c, int peer, const _Atomic uint64_t *word, u
 			sched_yield();
 		else
 			cpu_relax();
-		if (++spins % 64 != 0)
+		/* The slower checks, every 64 spins or every few yields. */
+		if (++passes % (c->d->oversubscribed ? 4 : 64) != 0)
 			continue;
-		if (check)
-			HERD_CHECK(check_peer(comm, peer));
+		if (check && check_peer(comm, peer) != HERD_OK) {
+			/* The peer may have posted, finished this call and gone on
+			 * since the look above: what it posts comes before it moves. */
+			if (atomic_load_explicit(word, memory_order_acquire) >= want)
+				return HERD_OK;
+			return HERD_EMISMATCH;
+		}
 		if (atomic_load(&comm->peers[peer].left))
 			return herd__p2p_left_error(comm, peer);
 		if (t0 == 0)
 			t0 = now_ns();
-		if (now_ns() - t0 < SPIN_NS)
+		if (now_ns() - t0 < (c->d->oversubscribed ? SPIN_NS_OVERSUBSCRIBED : SPIN_NS))
 			continue;
 		if (herd__net_now_ms() >= comm->op_deadline)
 			return herd__comm_timeout(comm, &peer, 1);
@@ -295,6 +323,26 @@ static herd_status wait_word(dcall *c, int peer, const _Atomic uint64_t *word, u
 		}
 		herd__shm_disarm(comm);
 	}
+}
+
+/* Waits until peer has finished reading this rank's memory for call t. */
+static herd_status wait_done(dcall *c, int peer, uint64_t t)
+{
+	_Atomic uint64_t *w;
+
+	if (c->d->known_done[peer] >= t)
+		return HERD_OK;
+	w = &herd__shm_board(c->comm, peer)->done;
+	HERD_CHECK(wait_word(c, peer, w, t, false));
+	c->d->known_done[peer] = atomic_load_explicit(w, memory_order_relaxed);
+	return HERD_OK;
+}
+
+/* A peer that posted for call t has finished every call before it. */
+static void note_posted(dcall *c, int peer, uint64_t t)
+{
+	if (c->d->known_done[peer] < t - 1)
+		c->d->known_done[peer] = t - 1;
 }
 
 /* Stores v into *word (release) on this rank's board and wakes the peers
@@ -522,17 +570,14 @@ herd_status herd__direct_allreduce(herd_comm *comm, const void *in, void *out, s
 		}
 		c.peer_in[j] = b->sendbuf;
 		c.peer_out[j] = b->recvbuf;
+		note_posted(&c, j, c.s);
 	}
 	/* 2. reduce, 3. gather, 4. done */
 	HERD_CHECK_GOTO(reduce_own(&c), st, out);
 	HERD_CHECK_GOTO(gather(&c), st, out);
 	publish(&c, &own->done, c.s);
-	for (int k = 1; k < c.p; k++) {
-		int j = (c.r + k) % c.p;
-
-		HERD_CHECK_GOTO(wait_word(&c, j, &herd__shm_board(comm, j)->done, c.s, false), st,
-				out);
-	}
+	for (int k = 1; k < c.p; k++)
+		HERD_CHECK_GOTO(wait_done(&c, (c.r + k) % c.p, c.s), st, out);
 	st = HERD_OK;
 out:
 	free(c.peer_in);
@@ -561,8 +606,7 @@ herd_status herd__direct_allreduce_small(herd_comm *comm, const void *in, void *
 	/* The peers must be done with what this slot held last. */
 	for (int j = 0; j < c.p; j++)
 		if (j != c.r)
-			HERD_CHECK(wait_word(&c, j, &herd__shm_board(comm, j)->done,
-					     c.d->slot_cseq[sl], false));
+			HERD_CHECK(wait_done(&c, j, c.d->slot_cseq[sl]));
 	memcpy(mine->data, in, bytes);
 	mine->len = (uint32_t)bytes;
 	mine->count = comm->op->fp.count;
@@ -585,8 +629,9 @@ herd_status herd__direct_allreduce_small(herd_comm *comm, const void *in, void *
 					    t->count };
 
 			HERD_CHECK(check_peer(comm, j));
-			return mismatch(comm, j, &theirs, atomic_load(&t->cseq), "which");
+			return mismatch(comm, j, &theirs, atomic_load(&t->cseq), "put data for");
 		}
+		note_posted(&c, j, c.s);
 	}
 	/* out = slot 0 op slot 1 op ... in rank order. */
 	if (c.widen) {
@@ -609,6 +654,8 @@ herd_status herd__direct_allreduce_small(herd_comm *comm, const void *in, void *
 		if (op == HERD_AVG)
 			herd__reduce_scale(out, count, dtype, c.p);
 	}
-	publish(&c, &own->done, c.s);
+	/* No wake-up: a peer waiting for this word waits to reuse a slot, and
+	 * cannot finish its call before this rank's next post, which rings. */
+	atomic_store_explicit(&own->done, c.s, memory_order_release);
 	return HERD_OK;
 }

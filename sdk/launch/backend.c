@@ -19,7 +19,10 @@ herd_status herd__launch_backend_for(herd_job_where where, const herd__launch_ba
 		break;
 	case HERD_JOB_HOSTS:
 	case HERD_JOB_HOSTFILE:
+		*out = &herd__launch_backend_ssh;
+		break;
 	case HERD_JOB_SLURM:
+		*out = &herd__launch_backend_slurm;
 		break;
 	}
 	if (*out == NULL)

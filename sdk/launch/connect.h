@@ -39,14 +39,16 @@
  * Connections that fail to authenticate are closed and do not count.
  *
  * helper_fd, when not -1, is the output of the process that starts the
- * nodes (srun); what it writes is kept, and its end before every node has
+ * nodes (helper_name: "srun"); what it writes is kept in helper_out (its
+ * last few kilobytes), and its end before every node has
  * connected fails the wait (HERD_EUNAVAIL, quoting it), as does an
  * authenticated node naming a host that is not in nodes or came already.
  * HERD_ETIMEDOUT at deadline, naming the nodes still missing.  On failure
  * the sockets accepted so far are closed and channels[] reset.
  */
 herd_status herd__connect_accept(int lfd, const char *secret, const herd__launch_node *nodes,
-				 size_t nnodes, herd__launch_channel *channels, int helper_fd,
-				 herd__buf *helper_out, int64_t deadline);
+				 size_t nnodes, herd__launch_channel *channels,
+				 const char *helper_name, int helper_fd, herd__buf *helper_out,
+				 int64_t deadline);
 
 #endif /* HERD_LAUNCH_CONNECT_H */

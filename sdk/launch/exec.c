@@ -116,12 +116,12 @@ static herd_status read_spec(exec_state *x, herd__node_spec *spec)
 			return HERD_OK;
 		}
 		if (herd__net_now_ms() >= deadline)
-			return herd__error(HERD_ETIMEDOUT, "herd exec: no spec from the launcher "
+			return herd__error(HERD_ETIMEDOUT, "no spec from the launcher "
 					   "within %d ms", SPEC_TIMEOUT_MS);
 		if (poll(&p, 1, herd__net_remaining_ms(deadline)) < 0 && errno != EINTR)
-			return herd__error_errno(HERD_ESYS, errno, "herd exec: poll");
+			return herd__error_errno(HERD_ESYS, errno, "poll");
 		if (p.revents != 0 && !fill(x))
-			return herd__error(HERD_ECLOSED, "herd exec: the launcher closed the "
+			return herd__error(HERD_ECLOSED, "the launcher closed the "
 					   "channel before sending the spec");
 	}
 }
@@ -145,7 +145,7 @@ static herd_status commands(exec_state *x)
 			herd__launch_type t = m.type;
 
 			herd__launch_msg_free(&m);
-			return herd__error(HERD_EFORMAT, "herd exec: unexpected %s frame from the "
+			return herd__error(HERD_EFORMAT, "unexpected %s frame from the "
 					   "launcher", herd__launch_type_name(t));
 		}
 		herd__launch_msg_free(&m);
@@ -214,7 +214,7 @@ static herd_status serve(exec_state *x, int stop_fd)
 				timeout = t;
 		}
 		if (poll(fds, (nfds_t)n, timeout) < 0 && errno != EINTR) {
-			st = herd__error_errno(HERD_ESYS, errno, "herd exec: poll");
+			st = herd__error_errno(HERD_ESYS, errno, "poll");
 			herd__node_stop(x->node, 0);
 		}
 		for (size_t i = 0; i < first_node_fd; i++) {
@@ -245,7 +245,7 @@ static herd_status serve(exec_state *x, int stop_fd)
 	}
 	free(fds);
 	if (st == HERD_OK && x->launcher_gone)
-		st = herd__error(HERD_ECLOSED, "herd exec: the launcher went away; the ranks "
+		st = herd__error(HERD_ECLOSED, "the launcher went away; the ranks "
 				 "were stopped");
 	return st;
 }

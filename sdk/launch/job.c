@@ -405,8 +405,9 @@ static void summarize(herd_job *job, const struct rank_info *ri)
 	free(s);
 }
 
+/* err: errlen bytes, not necessarily NUL-terminated (a frame's field). */
 static void on_exited(herd_job *job, struct node_rt *nr, int rank, herd_rank_state state,
-		      int code, int sig, const char *err)
+		      int code, int sig, const char *err, size_t errlen)
 {
 	struct rank_info *ri = &job->ranks[rank];
 
@@ -416,7 +417,7 @@ static void on_exited(herd_job *job, struct node_rt *nr, int rank, herd_rank_sta
 	ri->st.state = state;
 	ri->st.exit_code = state == HERD_RANK_SIGNALED ? 0 : code;
 	ri->st.signal = state == HERD_RANK_SIGNALED ? sig : 0;
-	ri->st.error = err != NULL ? keep(job, "%s", err) : NULL;
+	ri->st.error = err != NULL ? keep(job, "%.*s", (int)errlen, err) : NULL;
 	if (failed(&ri->st) && job->first_failed < 0 && !job->stopping) {
 		job->first_failed = rank;
 		summarize(job, ri);
@@ -445,7 +446,7 @@ static void local_exited(void *ud, int rank, herd_rank_state state, int code, in
 {
 	struct local_ctx *c = ud;
 
-	on_exited(c->job, c->nr, rank, state, code, sig, err);
+	on_exited(c->job, c->nr, rank, state, code, sig, err, err != NULL ? strlen(err) : 0);
 }
 
 /* ---- channels -------------------------------------------------------------------- */
@@ -496,7 +497,7 @@ static void node_lost(herd_job *job, struct node_rt *nr, const char *why)
 		herd_rank_state s = job->ranks[rank].st.state;
 
 		if (s == HERD_RANK_PENDING || s == HERD_RANK_RUNNING)
-			on_exited(job, nr, rank, HERD_RANK_EXITED, 255, 0, err);
+			on_exited(job, nr, rank, HERD_RANK_EXITED, 255, 0, err, strlen(err));
 	}
 	nr->closed = true;
 	nr->done = true;
@@ -547,7 +548,7 @@ static bool channel_event(herd_job *job, struct node_rt *nr, const herd__launch_
 			on_output(job, (int)m->rank, (herd_job_stream)m->s, m->data, m->data_len);
 		else
 			on_exited(job, nr, (int)m->rank, (herd_rank_state)m->state, (int)m->code,
-				  (int)m->sig, m->err_len > 0 ? m->err : NULL);
+				  (int)m->sig, m->err_len > 0 ? m->err : NULL, m->err_len);
 		return true;
 	case HERD__LAUNCH_T_DONE:
 		nr->done = true;
@@ -557,6 +558,8 @@ static bool channel_event(herd_job *job, struct node_rt *nr, const herd__launch_
 		return false;
 	}
 }
+
+static void channel_read_err(struct node_rt *nr);
 
 static void channel_read(herd_job *job, struct node_rt *nr)
 {
@@ -576,10 +579,24 @@ static void channel_read(herd_job *job, struct node_rt *nr)
 		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
 		if (got <= 0) {
+			const char *how = got == 0 ? "its herd exec ended" : strerror(errno);
+
+			/* A helper that ended (ssh exits 255 when it cannot
+			 * connect) has left its last words in its stderr pipe:
+			 * read them, and name the host, for the launch error. */
+			if (nr->ch.errfd >= 0)
+				channel_read_err(nr);
+			if (!nr->done && (!nr->ready || nr->reported < nr->node->nranks) &&
+			    job->start_err[0] == '\0') {
+				char says[HELPER_ERR_MAX + 8];
+
+				snprintf(job->start_err, sizeof(job->start_err), "node %s: %s%s",
+					 nr->node->host, how, helper_says(nr, says, sizeof(says)));
+			}
 			/* done came first when the node ended normally. */
 			close_channel_fds(nr);
 			if (!nr->done)
-				node_lost(job, nr, got == 0 ? "its herd exec ended" : strerror(errno));
+				node_lost(job, nr, how);
 			nr->closed = true;
 			return;
 		}

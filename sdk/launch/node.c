@@ -350,6 +350,15 @@ static bool rank_cpus(const herd__node *n, int i, cpu_set_t *set)
 		if (*end != ',' && *end != '\0')
 			return false;
 	}
+	/* Only CPUs this process may use: a plan made from a recorded
+	 * inventory can name CPUs this machine does not have, and a rank
+	 * left unpinned beats one that cannot start. */
+	{
+		cpu_set_t mine;
+
+		if (sched_getaffinity(0, sizeof(mine), &mine) == 0)
+			CPU_AND(set, set, &mine);
+	}
 	return CPU_COUNT(set) > 0;
 }
 

@@ -48,6 +48,15 @@ kill_pidfile() {
 stop() {
 	[ -d "$dir" ] || return 0
 	dir=$(cd "$dir" && pwd)
+	# Jobs first, while slurmd is there to end their steps (bounded: 20 s).
+	if [ -f "$dir/slurmctld.pid" ] && [ -f "$dir/slurm.conf" ]; then
+		export SLURM_CONF=$dir/slurm.conf
+		scancel --quiet --full $(squeue -h -o %i 2>/dev/null) 2>/dev/null || true
+		for _ in $(seq 100); do
+			[ -z "$(squeue -h -o %i 2>/dev/null)" ] && break
+			sleep 0.2
+		done
+	fi
 	for d in "${daemons[@]}"; do kill_pidfile "$d"; done
 }
 
@@ -122,7 +131,6 @@ start() {
 	TaskPlugin=task/none
 	SwitchType=switch/none
 	MpiDefault=none
-	LaunchParameters=use_interactive_step
 	SelectType=select/cons_tres
 	SelectTypeParameters=CR_Core
 	SchedulerType=sched/builtin

@@ -1,0 +1,463 @@
+/*
+ * sdk/launch/connect.c - connect-back channels (connect.h): the launcher
+ * accepting and authenticating its nodes, and herd_job_connect, the node's
+ * side.
+ *
+ * Every frame of the handshake is read exactly, header then payload, never
+ * more: the node protocol follows on the same socket, and its first bytes
+ * must stay in the socket for the reader that comes next.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "herd/job.h"
+
+#include "connect.h"
+#include "net.h"
+#include "store/proto.h"
+#include "topo/hostlist.h"
+
+#define FRAME_BUF (4 + HERD__STORE_FRAME_MAX_PREAUTH)
+/* Output of the helper kept for messages. */
+#define HELPER_OUT_MAX 8192
+
+/* Encodes one handshake frame and sends it whole before deadline. */
+static herd_status send_frame(int fd, herd__store_enc *e, herd__buf *b, int64_t deadline,
+			      const char *peer)
+{
+	herd_status st;
+
+	HERD_CHECK(herd__store_enc_end(e));
+	st = herd__net_send_all(fd, b->data + b->off, b->len - b->off, deadline, peer);
+	herd__buf_free(b);
+	return st;
+}
+
+static herd_status send_hello(int fd, const uint8_t nonce[HERD__STORE_NONCE_LEN],
+			      int64_t deadline, const char *peer)
+{
+	herd__buf b = { 0 };
+	herd__store_enc e;
+
+	herd__store_enc_begin(&e, &b, HERD__STORE_T_HELLO);
+	herd__store_enc_bin(&e, "nonce", nonce, HERD__STORE_NONCE_LEN);
+	return send_frame(fd, &e, &b, deadline, peer);
+}
+
+static void send_refusal(int fd, herd_status code, const char *msg, const char *peer)
+{
+	herd__buf b = { 0 };
+	herd__store_enc e;
+
+	herd__store_enc_begin(&e, &b, HERD__STORE_T_ERROR);
+	herd__store_enc_int(&e, "st", code);
+	herd__store_enc_str(&e, "msg", msg);
+	/* Best effort: the connection closes either way. */
+	(void)send_frame(fd, &e, &b, herd__net_deadline(100), peer);
+}
+
+/* The length a complete 4-byte header announces. */
+static size_t frame_len(const uint8_t *hdr)
+{
+	return (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 | hdr[3];
+}
+
+/* ---- the launcher's side ----------------------------------------------------- */
+
+struct conn {
+	int fd;
+	uint8_t nonce[HERD__STORE_NONCE_LEN];
+	uint8_t frame[FRAME_BUF];
+	size_t have;
+	int64_t deadline;
+	char peer[HERD_NET_ADDR_LEN];
+};
+
+struct acceptor {
+	const char *secret;
+	const herd__launch_node *nodes;
+	size_t nnodes, connected;
+	herd__launch_channel *channels;
+	struct conn pending[HERD__CONNECT_MAX_PENDING];
+	size_t npending;
+};
+
+static void drop(struct acceptor *a, size_t i)
+{
+	close(a->pending[i].fd);
+	a->pending[i] = a->pending[--a->npending];
+}
+
+/* The job's nodes not connected yet, as a hostlist, into out. */
+static void missing_nodes(const struct acceptor *a, char *out, size_t cap)
+{
+	const char **names = NULL;
+	char *joined = NULL;
+	size_t n = 0;
+
+	out[0] = '\0';
+	if (herd__calloc(&names, a->nnodes + 1, sizeof(*names), "a node list") != HERD_OK)
+		return;
+	for (size_t i = 0; i < a->nnodes; i++)
+		if (a->channels[i].rfd < 0)
+			names[n++] = a->nodes[i].host;
+	if (herd__hostlist_compress(&joined, names, n) == HERD_OK)
+		herd__strlcpy(out, joined, cap);
+	free(joined);
+	free(names);
+}
+
+/* Checks an "auth" frame; *node is the node's index, or the call fails. */
+static herd_status check_auth(struct acceptor *a, struct conn *c, size_t *node, bool *fatal)
+{
+	const uint8_t *payload = c->frame + 4;
+	uint8_t want[HERD__STORE_MAC_LEN];
+	char name[HERD__HOSTNAME_MAX + 1], all[512];
+	herd__store_msg m;
+	herd_status st = HERD_OK;
+	size_t i;
+
+	*fatal = false;
+	HERD_CHECK(herd__store_msg_decode(&m, payload, c->have - 4));
+	if (m.type != HERD__STORE_T_AUTH || m.nonce.n != HERD__STORE_NONCE_LEN ||
+	    m.mac.n != HERD__STORE_MAC_LEN || m.key.n == 0 || m.key.n > HERD__HOSTNAME_MAX) {
+		st = herd__error(HERD_EAUTH, "connection from %s: not a herd node's answer",
+				 c->peer);
+		goto out;
+	}
+	herd__store_auth_mac(want, a->secret, strlen(a->secret), c->nonce, m.nonce.p,
+			     HERD__CONNECT_LABEL_NODE);
+	if (!herd__store_mac_equal(want, m.mac)) {
+		st = herd__error(HERD_EAUTH, "connection from %s: wrong job secret", c->peer);
+		goto out;
+	}
+	/* From here on it knows the secret: it is one of ours, and what it
+	 * says about itself is to be believed. */
+	memcpy(name, m.key.p, m.key.n);
+	name[m.key.n] = '\0';
+	for (i = 0; i < a->nnodes; i++)
+		if (strcmp(a->nodes[i].host, name) == 0 && a->channels[i].rfd < 0)
+			break;
+	if (i == a->nnodes) {
+		bool twice = false;
+
+		for (size_t k = 0; k < a->nnodes; k++)
+			twice = twice || strcmp(a->nodes[k].host, name) == 0;
+		missing_nodes(a, all, sizeof(all));
+		*fatal = true;
+		st = twice ? herd__error(HERD_EUNAVAIL, "node %s connected back twice (from %s)",
+					 name, c->peer)
+			   : herd__error(HERD_EUNAVAIL,
+					 "a node connected back from %s as \"%s\", which is not "
+					 "one of the nodes still expected (%s)",
+					 c->peer, name, all);
+		goto out;
+	}
+	*node = i;
+	herd__store_auth_mac(want, a->secret, strlen(a->secret), m.nonce.p, c->nonce,
+			     HERD__CONNECT_LABEL_LAUNCHER);
+	{
+		herd__buf b = { 0 };
+		herd__store_enc e;
+
+		herd__store_enc_begin(&e, &b, HERD__STORE_T_AUTH_OK);
+		herd__store_enc_bin(&e, "mac", want, sizeof(want));
+		st = send_frame(c->fd, &e, &b, c->deadline, c->peer);
+	}
+out:
+	herd__store_msg_free(&m);
+	OPENSSL_cleanse(want, sizeof(want));
+	return st;
+}
+
+/* Reads what pending connection i has sent; drops it when it fails. */
+static herd_status pending_read(struct acceptor *a, size_t i)
+{
+	struct conn *c = &a->pending[i];
+	size_t need, node = 0;
+	bool fatal = false;
+	herd_status st;
+	ssize_t got;
+
+	if (c->have < 4) {
+		need = 4 - c->have;
+	} else {
+		size_t len = frame_len(c->frame);
+
+		if (len == 0 || len > HERD__STORE_FRAME_MAX_PREAUTH) {
+			herd__log_debug("launch: connection from %s: a %zu-byte frame before "
+					"authentication; dropped", c->peer, len);
+			drop(a, i);
+			return HERD_OK;
+		}
+		need = 4 + len - c->have;
+	}
+	got = recv(c->fd, c->frame + c->have, need, 0);
+	if (got < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+		return HERD_OK;
+	if (got <= 0) {
+		drop(a, i);
+		return HERD_OK;
+	}
+	c->have += (size_t)got;
+	if (c->have < 4 || c->have < 4 + frame_len(c->frame))
+		return HERD_OK;
+	st = check_auth(a, c, &node, &fatal);
+	if (st != HERD_OK) {
+		herd__log_debug("launch: %s", herd_last_error());
+		send_refusal(c->fd, HERD_EAUTH, "refused", c->peer);
+		drop(a, i);
+		return fatal ? st : HERD_OK;
+	}
+	a->channels[node].rfd = a->channels[node].wfd = c->fd;
+	a->connected++;
+	a->pending[i] = a->pending[--a->npending];
+	return HERD_OK;
+}
+
+static void accept_all(struct acceptor *a, int lfd)
+{
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct conn *c;
+
+		if (fd < 0)
+			return;
+		if (a->npending == HERD__CONNECT_MAX_PENDING) {
+			close(fd);
+			continue;
+		}
+		c = &a->pending[a->npending];
+		memset(c, 0, sizeof(*c));
+		c->fd = fd;
+		c->deadline = herd__net_deadline(HERD__CONNECT_AUTH_TIMEOUT_MS);
+		herd__net_peer_addr(fd, c->peer);
+		herd__net_tune(fd);
+		if (herd__store_random(c->nonce, sizeof(c->nonce)) != HERD_OK ||
+		    send_hello(fd, c->nonce, c->deadline, c->peer) != HERD_OK) {
+			close(fd);
+			continue;
+		}
+		a->npending++;
+	}
+}
+
+/* Keeps the helper's last HELPER_OUT_MAX bytes; false at its end. */
+static bool helper_read(int fd, herd__buf *out)
+{
+	char buf[4096];
+
+	for (;;) {
+		ssize_t got = read(fd, buf, sizeof(buf));
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK;
+		if (got == 0)
+			return false;
+		if (out != NULL) {
+			if (out->len - out->off + (size_t)got > HELPER_OUT_MAX)
+				herd__buf_consume(out, out->len - out->off);
+			(void)herd__buf_append(out, buf, (size_t)got);
+		}
+	}
+}
+
+herd_status herd__connect_accept(int lfd, const char *secret, const herd__launch_node *nodes,
+				 size_t nnodes, herd__launch_channel *channels,
+				 const char *helper_name, int helper_fd, herd__buf *helper_out,
+				 int64_t deadline)
+{
+	struct acceptor *a = NULL;
+	struct pollfd fds[HERD__CONNECT_MAX_PENDING + 2];
+	char missing[512];
+	herd_status st = HERD_OK;
+
+	for (size_t i = 0; i < nnodes; i++)
+		channels[i] = (herd__launch_channel)HERD__LAUNCH_CHANNEL_INIT;
+	HERD_CHECK(herd__calloc(&a, 1, sizeof(*a), "the connect-back state"));
+	a->secret = secret;
+	a->nodes = nodes;
+	a->nnodes = nnodes;
+	a->channels = channels;
+	while (a->connected < nnodes) {
+		int64_t now = herd__net_now_ms(), wake = deadline;
+		size_t n = 0;
+
+		if (now >= deadline) {
+			missing_nodes(a, missing, sizeof(missing));
+			st = herd__error(HERD_ETIMEDOUT,
+					 "%zu of %zu nodes did not connect back within the start "
+					 "timeout: %s",
+					 nnodes - a->connected, nnodes, missing);
+			goto out;
+		}
+		for (size_t i = 0; i < a->npending;) {
+			if (a->pending[i].deadline <= now) {
+				herd__log_debug("launch: connection from %s did not authenticate "
+						"in time; dropped", a->pending[i].peer);
+				drop(a, i);
+				continue;
+			}
+			if (a->pending[i].deadline < wake)
+				wake = a->pending[i].deadline;
+			i++;
+		}
+		fds[n++] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+		if (helper_fd >= 0)
+			fds[n++] = (struct pollfd){ .fd = helper_fd, .events = POLLIN };
+		for (size_t i = 0; i < a->npending; i++)
+			fds[n++] = (struct pollfd){ .fd = a->pending[i].fd, .events = POLLIN };
+		if (poll(fds, (nfds_t)n, herd__net_remaining_ms(wake)) < 0) {
+			if (errno == EINTR)
+				continue;
+			st = herd__error_errno(HERD_ESYS, errno, "launch: poll");
+			goto out;
+		}
+		/* Pending connections first, by fd: the array moves as they go. */
+		for (size_t k = (helper_fd >= 0 ? 2 : 1); k < n; k++) {
+			if (fds[k].revents == 0)
+				continue;
+			for (size_t i = 0; i < a->npending; i++) {
+				if (a->pending[i].fd == fds[k].fd) {
+					HERD_CHECK_GOTO(pending_read(a, i), st, out);
+					break;
+				}
+			}
+		}
+		if (helper_fd >= 0 && fds[1].revents != 0 && !helper_read(helper_fd, helper_out)) {
+			missing_nodes(a, missing, sizeof(missing));
+			st = herd__error(HERD_EUNAVAIL, "%s ended before %s connected back",
+					 helper_name, missing);
+			goto out;
+		}
+		if (fds[0].revents != 0)
+			accept_all(a, lfd);
+	}
+out:
+	while (a->npending > 0)
+		drop(a, 0);
+	if (st != HERD_OK) {
+		for (size_t i = 0; i < nnodes; i++) {
+			if (channels[i].rfd >= 0)
+				close(channels[i].rfd);
+			channels[i] = (herd__launch_channel)HERD__LAUNCH_CHANNEL_INIT;
+		}
+	}
+	free(a);
+	return st;
+}
+
+/* ---- the node's side ------------------------------------------------------------- */
+
+/* Reads one whole handshake frame and decodes it (payload kept in frame). */
+static herd_status recv_frame(int fd, uint8_t frame[FRAME_BUF], herd__store_msg *m,
+			      int64_t deadline, const char *peer)
+{
+	size_t have = 0, want = 4;
+
+	while (have < want) {
+		size_t got = 0;
+
+		HERD_CHECK(herd__net_recv_some(fd, frame + have, want - have, &got, deadline, peer));
+		if (got == 0)
+			return herd__error(HERD_ETIMEDOUT, "%s: no answer during the connect-back "
+					   "handshake", peer);
+		have += got;
+		if (have == 4) {
+			size_t len = frame_len(frame);
+
+			if (len == 0 || len > HERD__STORE_FRAME_MAX_PREAUTH)
+				return herd__error(HERD_EFORMAT, "%s: not a herd launcher (a "
+						   "%zu-byte frame)", peer, len);
+			want = 4 + len;
+		}
+	}
+	return herd__store_msg_decode(m, frame + 4, want - 4);
+}
+
+herd_status herd_job_connect(int *fd, const char *addr, const char *secret, const char *node,
+			     int timeout_ms)
+{
+	int64_t deadline = herd__net_deadline(timeout_ms > 0 ? timeout_ms : 60000);
+	uint8_t frame[FRAME_BUF], lnonce[HERD__STORE_NONCE_LEN], nnonce[HERD__STORE_NONCE_LEN];
+	uint8_t mac[HERD__STORE_MAC_LEN];
+	char host[HERD_NET_ADDR_LEN], name[HERD__HOSTNAME_MAX + 1], peer[HERD_NET_ADDR_LEN + 40];
+	herd__store_msg m;
+	herd__buf b = { 0 };
+	herd__store_enc e;
+	herd_status st;
+	int port, s = -1;
+
+	memset(&m, 0, sizeof(m));
+	if (fd == NULL || addr == NULL)
+		return herd__error(HERD_EINVAL, "herd_job_connect: fd and addr are required");
+	*fd = -1;
+	HERD_CHECK(herd__store_secret(secret, &secret));
+	if (node == NULL || node[0] == '\0')
+		node = getenv("SLURMD_NODENAME");
+	if (node == NULL || node[0] == '\0') {
+		if (gethostname(name, sizeof(name)) != 0)
+			return herd__error_errno(HERD_ESYS, errno, "herd_job_connect: gethostname");
+		name[sizeof(name) - 1] = '\0';
+		node = name;
+	}
+	if (strlen(node) > HERD__HOSTNAME_MAX)
+		return herd__error(HERD_EINVAL, "herd_job_connect: node name \"%.40s...\" is "
+				   "too long", node);
+	HERD_CHECK(herd__net_parse_hostport(addr, host, sizeof(host), &port));
+	snprintf(peer, sizeof(peer), "launcher %s", addr);
+	HERD_CHECK_GOTO(herd__net_connect(&s, host, port, deadline), st, fail);
+	HERD_CHECK_GOTO(recv_frame(s, frame, &m, deadline, peer), st, fail);
+	if (m.type != HERD__STORE_T_HELLO || m.nonce.n != HERD__STORE_NONCE_LEN) {
+		st = herd__error(HERD_EFORMAT, "%s: not a herd launcher (its greeting has no "
+				 "challenge)", peer);
+		goto fail;
+	}
+	memcpy(lnonce, m.nonce.p, sizeof(lnonce));
+	herd__store_msg_free(&m);
+	HERD_CHECK_GOTO(herd__store_random(nnonce, sizeof(nnonce)), st, fail);
+	herd__store_auth_mac(mac, secret, strlen(secret), lnonce, nnonce, HERD__CONNECT_LABEL_NODE);
+	herd__store_enc_begin(&e, &b, HERD__STORE_T_AUTH);
+	herd__store_enc_bin(&e, "nonce", nnonce, sizeof(nnonce));
+	herd__store_enc_bin(&e, "mac", mac, sizeof(mac));
+	herd__store_enc_bin(&e, "key", node, strlen(node));
+	HERD_CHECK_GOTO(send_frame(s, &e, &b, deadline, peer), st, fail);
+	st = recv_frame(s, frame, &m, deadline, peer);
+	if (st == HERD_ECLOSED) {
+		st = herd__error(HERD_EAUTH, "%s closed the connection: it refused this node "
+				 "(is HERD_JOB_SECRET the job's?)", peer);
+		goto fail;
+	}
+	if (st != HERD_OK)
+		goto fail;
+	if (m.type == HERD__STORE_T_ERROR) {
+		st = herd__error(HERD_EAUTH, "%s refused node %s (is HERD_JOB_SECRET the job's?)",
+				 peer, node);
+		goto fail;
+	}
+	herd__store_auth_mac(mac, secret, strlen(secret), nnonce, lnonce,
+			     HERD__CONNECT_LABEL_LAUNCHER);
+	if (m.type != HERD__STORE_T_AUTH_OK || !herd__store_mac_equal(mac, m.mac)) {
+		st = herd__error(HERD_EAUTH, "%s did not prove that it knows the job secret",
+				 peer);
+		goto fail;
+	}
+	herd__store_msg_free(&m);
+	*fd = s;
+	return HERD_OK;
+fail:
+	herd__store_msg_free(&m);
+	herd__buf_free(&b);
+	if (s >= 0)
+		close(s);
+	return st;
+}

@@ -1,0 +1,48 @@
+/*
+ * sdk/launch/remote.h - what the remote backends (ssh.c, slurm.c) share:
+ * nodes from a hostlist or hostfile, extra helper arguments from the
+ * environment, shell quoting for a remote command line, and undoing a
+ * half-started set of channels.  Internal to libherd.
+ */
+#ifndef HERD_LAUNCH_REMOTE_H
+#define HERD_LAUNCH_REMOTE_H
+
+#include "launch_internal.h"
+
+/* Most words in HERD_SSH_ARGS / HERD_SRUN_ARGS. */
+#define HERD__REMOTE_MAX_ARGS 64
+
+/*
+ * The job's nodes from a hostlist expression (slots unknown: 0) or an
+ * Open MPI / DeepSpeed hostfile (its slots), as backend->resolve gives
+ * them.  A host listed twice in an expression is HERD_EFORMAT (one node
+ * supervisor per host); in a hostfile its slots add up.
+ */
+herd_status herd__remote_nodes_from_hostlist(const char *expr, herd__launch_node **nodes,
+					      size_t *nnodes);
+herd_status herd__remote_nodes_from_hostfile(const char *path, herd__launch_node **nodes,
+					      size_t *nnodes);
+
+/*
+ * Splits the value of the environment variable var into words at blanks,
+ * with '...' and "..." quoting as a shell reads them (no expansions), into
+ * words[0..*n) pointing into buf (of cap bytes).  Unset or empty: *n = 0.
+ * HERD_EINVAL naming var for an unclosed quote, too many words or a value
+ * longer than buf.
+ */
+herd_status herd__remote_env_args(const char *var, char *buf, size_t cap, const char **words,
+				  size_t max, size_t *n);
+
+/*
+ * s quoted for a POSIX shell ('...' with ' written '\''), into out; false
+ * when it does not fit.
+ */
+bool herd__remote_shell_quote(const char *s, char *out, size_t cap);
+
+/*
+ * Closes a channel's fds and ends its helper process: SIGTERM to its
+ * process group, SIGKILL after wait_ms, reaped.  The channel is reset.
+ */
+void herd__remote_channel_abort(herd__launch_channel *ch, int wait_ms);
+
+#endif /* HERD_LAUNCH_REMOTE_H */

@@ -1,0 +1,335 @@
+/*
+ * sdk/launch/slurm.c - the Slurm backend: the nodes of the allocation this
+ * process runs in, and one srun step for the whole job that starts one
+ * `herd exec` per node:
+ *
+ *   srun --nodes=K --ntasks=K --ntasks-per-node=1 --nodelist=LIST
+ *        --kill-on-bad-exit=0 --input=none [$HERD_SRUN_ARGS]
+ *        HERD_PROGRAM exec --connect HOST:PORT
+ *
+ * srun merges every task's output into its own, so a node's stdio cannot
+ * be its channel: each `herd exec` connects back to a port the launcher
+ * listens on, proves it knows the job secret (which reaches it in srun's
+ * environment, never on a command line) and names itself by
+ * SLURMD_NODENAME (connect.h).  srun's own output (its errors, and any a
+ * node's `herd exec` prints before it connects) is kept and quoted when a
+ * node does not come up.
+ *
+ * The step asks for no CPUs or GPUs of its own: Slurm then gives it all of
+ * the job's on each node, and `herd exec` plans the ranks' GPUs among those
+ * SLURM_STEP_GPUS grants (herd_alloc reads the step's environment).
+ * Outside an allocation the backend refuses: run under salloc or sbatch.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "connect.h"
+#include "net.h"
+#include "remote.h"
+#include "topo/hostlist.h"
+
+extern char **environ;
+
+/*
+ * Reads Slurm's compressed count list ("2(x3),1": 2, 2, 2, 1) into
+ * counts[0..n); it must give exactly n counts.
+ */
+static herd_status parse_counts(const char *var, const char *value, int *counts, size_t n)
+{
+	const char *p = value;
+	size_t k = 0;
+
+	while (*p != '\0') {
+		long count, times = 1;
+		char *end;
+
+		if (!isdigit((unsigned char)*p))
+			goto bad;
+		errno = 0;
+		count = strtol(p, &end, 10);
+		if (errno != 0 || count < 0 || count > 1000000)
+			goto bad;
+		p = end;
+		if (p[0] == '(' && p[1] == 'x') {
+			if (!isdigit((unsigned char)p[2]))
+				goto bad;
+			times = strtol(p + 2, &end, 10);
+			if (*end != ')' || times < 1 || (size_t)times > n - k)
+				goto bad;
+			p = end + 1;
+		}
+		for (long t = 0; t < times; t++) {
+			if (k == n)
+				return herd__error(HERD_EFORMAT, "%s=%s gives more counts than the %zu "
+						   "nodes of the allocation", var, value, n);
+			counts[k++] = (int)count;
+		}
+		if (*p == ',')
+			p++;
+		else if (*p != '\0')
+			goto bad;
+	}
+	if (k != n)
+		return herd__error(HERD_EFORMAT, "%s=%s gives %zu counts for the %zu nodes of the "
+				   "allocation", var, value, k, n);
+	return HERD_OK;
+bad:
+	return herd__error(HERD_EFORMAT, "%s=%s: column %zu: expected a count, "
+			   "\"N(xM)\" or ','", var, value, (size_t)(p - value) + 1);
+}
+
+static herd_status slurm_resolve(const herd_job_spec *spec, herd__launch_node **nodes,
+				 size_t *nnodes)
+{
+	const char *job = getenv("SLURM_JOB_ID");
+	const char *list = getenv("SLURM_JOB_NODELIST");
+	const char *tasks = getenv("SLURM_TASKS_PER_NODE");
+	const char *cpus = getenv("SLURM_JOB_CPUS_PER_NODE");
+	int *slots = NULL;
+	herd_status st = HERD_OK;
+
+	(void)spec;
+	*nodes = NULL;
+	*nnodes = 0;
+	if (job == NULL || job[0] == '\0')
+		return herd__error(HERD_EUNAVAIL,
+				   "launch --slurm: not inside a Slurm allocation (SLURM_JOB_ID is "
+				   "not set); run it under salloc or sbatch, e.g. "
+				   "salloc -N2 --ntasks-per-node=4 herd launch --slurm ...");
+	if (list == NULL || list[0] == '\0')
+		list = getenv("SLURM_NODELIST");
+	if (list == NULL || list[0] == '\0')
+		return herd__error(HERD_EUNAVAIL, "launch --slurm: Slurm job %s: neither "
+				   "SLURM_JOB_NODELIST nor SLURM_NODELIST is set", job);
+	st = herd__remote_nodes_from_hostlist(list, nodes, nnodes);
+	if (st != HERD_OK)
+		return herd__error_wrap(st, "SLURM_JOB_NODELIST: ");
+	/* Slots: the tasks Slurm planned per node, else its CPUs there. */
+	if ((tasks == NULL || tasks[0] == '\0') && (cpus == NULL || cpus[0] == '\0'))
+		return HERD_OK;
+	HERD_CHECK_GOTO(herd__calloc(&slots, *nnodes, sizeof(int), "the nodes' slots"), st, fail);
+	if (tasks != NULL && tasks[0] != '\0')
+		st = parse_counts("SLURM_TASKS_PER_NODE", tasks, slots, *nnodes);
+	else
+		st = parse_counts("SLURM_JOB_CPUS_PER_NODE", cpus, slots, *nnodes);
+	if (st != HERD_OK)
+		goto fail;
+	for (size_t i = 0; i < *nnodes; i++)
+		(*nodes)[i].slots = slots[i];
+	free(slots);
+	return HERD_OK;
+fail:
+	free(slots);
+	herd__launch_nodes_free(*nodes, *nnodes);
+	*nodes = NULL;
+	*nnodes = 0;
+	return st;
+}
+
+/* environ with HERD_JOB_SECRET set to secret; the array and that one entry are owned. */
+static herd_status env_with_secret(const char *secret, char ***out, char **entry)
+{
+	size_t n = 0, k = 0;
+
+	*out = NULL;
+	if (asprintf(entry, "HERD_JOB_SECRET=%s", secret) < 0) {
+		*entry = NULL;
+		return herd__error(HERD_ENOMEM, "out of memory for srun's environment");
+	}
+	while (environ[n] != NULL)
+		n++;
+	HERD_CHECK(herd__calloc(out, n + 2, sizeof(char *), "srun's environment"));
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "HERD_JOB_SECRET=", 16) != 0)
+			(*out)[k++] = environ[i];
+	(*out)[k++] = *entry;
+	(*out)[k] = NULL;
+	return HERD_OK;
+}
+
+/*
+ * Starts argv in a process group of its own, stdin from /dev/null, stdout
+ * and stderr into one pipe (*outfd, non-blocking).  posix_spawn, not fork:
+ * the launcher has threads.  No parent-death signal: when the launcher
+ * dies, its sockets close, every `herd exec` stops its ranks and exits,
+ * and the step ends with them.
+ */
+static herd_status spawn_srun(const char *const *argv, char *const *envp, pid_t *pid,
+			      int *outfd)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, dfl;
+	int p[2], rc;
+
+	*pid = 0;
+	*outfd = -1;
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return herd__error_errno(HERD_ESYS, errno, "a pipe for srun");
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
+	posix_spawn_file_actions_adddup2(&fa, p[1], STDERR_FILENO);
+	posix_spawnattr_init(&attr);
+	sigemptyset(&none);
+	sigemptyset(&dfl);
+	sigaddset(&dfl, SIGPIPE);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &dfl);
+	posix_spawnattr_setpgroup(&attr, 0);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+					       POSIX_SPAWN_SETSIGDEF);
+	rc = posix_spawnp(pid, argv[0], &fa, &attr, (char *const *)argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	close(p[1]);
+	if (rc != 0) {
+		close(p[0]);
+		*pid = 0;
+		return herd__error_errno(rc == ENOENT ? HERD_ENOTFOUND : HERD_ESYS, rc,
+					 "cannot run \"%s\" (Slurm's srun)", argv[0]);
+	}
+	fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
+	*outfd = p[0];
+	return HERD_OK;
+}
+
+/* What srun said, on one line, for a message. */
+static void srun_says(herd__buf *out, char *buf, size_t cap)
+{
+	size_t n = out->len - out->off;
+	const char *p = (const char *)out->data + out->off;
+
+	while (n > 0 && (p[n - 1] == '\n' || p[n - 1] == ' '))
+		n--;
+	if (n > cap - 1) {
+		p += n - (cap - 1);
+		n = cap - 1;
+	}
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] == '\n' || buf[i] == '\r')
+			buf[i] = ' ';
+}
+
+static herd_status slurm_start(const herd__launch_ctx *ctx, herd__launch_channel *channels)
+{
+	enum { FIXED_ARGS = 16 };
+	const char *argv[HERD__REMOTE_MAX_ARGS + FIXED_ARGS + 1];
+	const char *srun = getenv("HERD_SRUN");
+	char extra[4096], nodes_arg[64], ntasks_arg[64], connect[HERD_NET_ADDR_LEN + 300];
+	char local[HERD_NET_ADDR_LEN], *nodelist = NULL, *nodelist_arg = NULL, *secret_entry = NULL;
+	char **envp = NULL;
+	const char **names = NULL;
+	herd__buf out = { 0 };
+	herd__launch_channel helper = HERD__LAUNCH_CHANNEL_INIT;
+	size_t nextra = 0, n = 0;
+	int lfd = -1, port = 0, outfd = -1;
+	pid_t pid = 0;
+	herd_status st;
+
+	for (size_t i = 0; i < ctx->nnodes; i++)
+		channels[i] = (herd__launch_channel)HERD__LAUNCH_CHANNEL_INIT;
+	HERD_CHECK_GOTO(herd__calloc(&names, ctx->nnodes, sizeof(*names), "the node list"), st,
+			out);
+	for (size_t i = 0; i < ctx->nnodes; i++)
+		names[i] = ctx->nodes[i].host;
+	HERD_CHECK_GOTO(herd__hostlist_compress(&nodelist, names, ctx->nnodes), st, out);
+	if (asprintf(&nodelist_arg, "--nodelist=%s", nodelist) < 0) {
+		nodelist_arg = NULL;
+		st = herd__error(HERD_ENOMEM, "out of memory for srun's arguments");
+		goto out;
+	}
+	HERD_CHECK_GOTO(herd__net_listen(&lfd, "0.0.0.0", 0), st, out);
+	HERD_CHECK_GOTO(herd__net_local_addr(lfd, local, &port), st, out);
+	snprintf(connect, sizeof(connect),
+		 strchr(ctx->advertise_host, ':') != NULL ? "[%s]:%d" : "%s:%d",
+		 ctx->advertise_host, port);
+	snprintf(nodes_arg, sizeof(nodes_arg), "--nodes=%zu", ctx->nnodes);
+	snprintf(ntasks_arg, sizeof(ntasks_arg), "--ntasks=%zu", ctx->nnodes);
+
+	argv[n++] = srun != NULL && srun[0] != '\0' ? srun : "srun";
+	argv[n++] = nodes_arg;
+	argv[n++] = ntasks_arg;
+	argv[n++] = "--ntasks-per-node=1";
+	argv[n++] = nodelist_arg;
+	argv[n++] = "--kill-on-bad-exit=0";
+	argv[n++] = "--input=none";
+	HERD_CHECK_GOTO(herd__remote_env_args("HERD_SRUN_ARGS", extra, sizeof(extra), argv + n,
+					      HERD__REMOTE_MAX_ARGS, &nextra),
+			st, out);
+	n += nextra;
+	argv[n++] = ctx->herd_program;
+	argv[n++] = "exec";
+	argv[n++] = "--connect";
+	argv[n++] = connect;
+	argv[n] = NULL;
+
+	HERD_CHECK_GOTO(env_with_secret(ctx->secret, &envp, &secret_entry), st, out);
+	HERD_CHECK_GOTO(spawn_srun(argv, envp, &pid, &outfd), st, out);
+	herd__log_debug("launch: srun step for job %s on %s, nodes connect back to %s",
+			ctx->job_id, nodelist, connect);
+	st = herd__connect_accept(lfd, ctx->secret, ctx->nodes, ctx->nnodes, channels, "srun",
+				  outfd, &out, ctx->deadline);
+	if (st != HERD_OK) {
+		char said[1024], why[1024];
+
+		/* Let srun finish its sentence (it may be ending right now). */
+		for (int k = 0; k < 20; k++) {
+			struct pollfd pf = { .fd = outfd, .events = POLLIN };
+			char buf[4096];
+			ssize_t got;
+
+			if (poll(&pf, 1, 50) <= 0)
+				break;
+			got = read(outfd, buf, sizeof(buf));
+			if (got <= 0)
+				break;
+			(void)herd__buf_append(&out, buf, (size_t)got);
+		}
+		herd__strlcpy(why, herd_last_error(), sizeof(why));
+		srun_says(&out, said, sizeof(said));
+		st = herd__error(st, "launch --slurm: %s%s%s", why, said[0] ? "; srun said: " : "",
+				 said);
+		goto out;
+	}
+	/* srun serves the whole job: the launcher reaps it, and quotes what
+	 * it says, through the first node's channel. */
+	channels[0].errfd = outfd;
+	channels[0].pid = pid;
+	outfd = -1;
+	pid = 0;
+out:
+	if (pid > 0) {
+		helper.pid = pid;
+		helper.errfd = outfd;
+		outfd = -1;
+		herd__remote_channel_abort(&helper, 3000);
+	}
+	if (outfd >= 0)
+		close(outfd);
+	if (lfd >= 0)
+		close(lfd);
+	herd__buf_free(&out);
+	free(envp);
+	free(secret_entry);
+	free(nodelist_arg);
+	free(nodelist);
+	free(names);
+	return st;
+}
+
+const herd__launch_backend herd__launch_backend_slurm = {
+	.name = "slurm",
+	.remote = true,
+	.resolve = slurm_resolve,
+	.start = slurm_start,
+};

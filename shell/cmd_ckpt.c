@@ -1,0 +1,1212 @@
+/*
+ * shell/cmd_ckpt.c - `herd ckpt`, the tools for the checkpoint directories
+ * that herd_ckpt_save writes.  They read through the public read-only API
+ * (herd_ckpt_list, herd_ckpt_verify, the reader), need no communicator, and
+ * may run while a job writes the directory.
+ *
+ *   herd ckpt ls DIR                   every step: committed or not, size,
+ *                                      ranks, tensors, blobs, save time
+ *   herd ckpt verify DIR [STEP]        every checksum; exit 1 naming the
+ *                                      file, tensor and chunk of a mismatch
+ *   herd ckpt inspect DIR [STEP]       the tensor table (and the blobs)
+ *   herd ckpt diff DIR A B             which tensors changed, max |a - b|
+ *   herd ckpt export [--format safetensors] DIR STEP OUT
+ *   herd ckpt import FILE DIR [STEP]   a safetensors file as a step saved
+ *                                      by one rank
+ *
+ * STEP is a step number or "latest" (the newest committed step).
+ *
+ * safetensors (https://github.com/huggingface/safetensors): an 8-byte
+ * little-endian header length N, N bytes of JSON
+ *   {"__metadata__": {"k": "v"},
+ *    "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [BEGIN, END]}}
+ * padded with spaces to a multiple of 8, then the tensors' bytes, dense,
+ * row-major and little-endian, offsets counted from the end of the header.
+ * Export writes every tensor whole (assembled from its shards and verified
+ * chunk by chunk) in the step's order, through a temporary file renamed
+ * into place; blobs have no place in the format and are left out (with a
+ * note).  Import is strict as the reference reader is, for files from
+ * anywhere: the header is bounded, its JSON has no duplicate keys, every
+ * entry has a known dtype, a shape whose size matches its offsets, and the
+ * tensors tile the data exactly (no gap, no overlap, nothing after).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_data.h"
+#include "herd.h"
+#include "shell.h"
+
+static const char ckpt_usage[] =
+	"usage: herd ckpt ls DIR\n"
+	"       herd ckpt verify DIR [STEP]\n"
+	"       herd ckpt inspect DIR [STEP]\n"
+	"       herd ckpt diff DIR A B\n"
+	"       herd ckpt export [--format safetensors] DIR STEP OUT\n"
+	"       herd ckpt import [--format safetensors] FILE DIR [STEP]\n"
+	"  ls        the steps of DIR, oldest first: committed, partial (a save\n"
+	"            that did not finish) or corrupt (a manifest that does not\n"
+	"            decode); size, ranks, tensors, blobs, save time\n"
+	"  verify    checks the manifest, every file's size and every chunk's\n"
+	"            checksum of STEP (default latest); prints each problem with\n"
+	"            its file, tensor, shard and chunk, and exits 1 if any\n"
+	"  inspect   the tensors of STEP (default latest): name, dtype, global\n"
+	"            shape, shards, bytes; and the blobs\n"
+	"  diff      compares steps A and B tensor by tensor: same, changed (with\n"
+	"            the number of elements that differ and the largest |a - b|),\n"
+	"            or present in one only; exits 0 when all is the same, 1 when\n"
+	"            something differs, 2 when a step cannot be read\n"
+	"  export    writes every tensor of STEP whole to OUT, a safetensors file\n"
+	"  import    reads a safetensors FILE into DIR as step STEP (default 0),\n"
+	"            saved by one rank\n"
+	"STEP is a number or 'latest', the newest committed step.\n";
+
+/* ------------------------------------------------------------- helpers */
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "herd ckpt: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n%s", ckpt_usage);
+	return SHELL_EXIT_USAGE;
+}
+
+/* A failed library call: its message, and exit status 1. */
+static int failure(void)
+{
+	shell_message("herd ckpt", herd_last_error());
+	return SHELL_EXIT_FAILURE;
+}
+
+static int finish(int status)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		shell_message("herd ckpt", "cannot write to standard output");
+		return SHELL_EXIT_FAILURE;
+	}
+	return status;
+}
+
+/* "latest" or 0..HERD_CKPT_STEP_MAX; -1 when malformed. */
+static int parse_step(const char *s, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	if (strcmp(s, "latest") == 0) {
+		*out = HERD_CKPT_LATEST;
+		return 0;
+	}
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < 0 || v > HERD_CKPT_STEP_MAX)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* "1.5 GiB" */
+static void human_bytes(uint64_t n, char *buf, size_t cap)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = (double)n;
+	int u = 0;
+
+	while (v >= 1024.0 && u < 5) {
+		v /= 1024.0;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, cap, "%" PRIu64 " B", n);
+	else
+		snprintf(buf, cap, "%.1f %s", v, units[u]);
+}
+
+/* "[2, 3]" */
+static void shape_str(int ndim, const uint64_t *shape, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	n += (size_t)snprintf(buf, cap, "[");
+	for (int d = 0; d < ndim && n < cap; d++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%" PRIu64, d ? ", " : "", shape[d]);
+	if (n < cap)
+		snprintf(buf + n, cap - n, "]");
+}
+
+static void time_str(int64_t t, char *buf, size_t cap)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (t <= 0 || localtime_r(&tt, &tm) == NULL || strftime(buf, cap, "%Y-%m-%d %H:%M:%S",
+								  &tm) == 0)
+		snprintf(buf, cap, "-");
+}
+
+/*
+ * A name from an untrusted file, fit for a terminal: printable ASCII as
+ * is, other bytes as \xNN, at most about 80 characters.
+ */
+static void safe_name(const char *s, size_t len, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < len && n + 8 < cap && n < 80; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c >= 0x20 && c < 0x7f && c != '\\')
+			buf[n++] = (char)c;
+		else
+			n += (size_t)snprintf(buf + n, cap - n, "\\x%02x", c);
+	}
+	buf[n] = '\0';
+}
+
+/* ------------------------------------------------------------ elements */
+
+/* The element types stored as themselves: X(dtype, C type). */
+#define SHELL_PLAIN_DTYPES(X)                                      \
+	X(HERD_INT8, int8_t) X(HERD_UINT8, uint8_t)                \
+	X(HERD_INT32, int32_t) X(HERD_UINT32, uint32_t)            \
+	X(HERD_INT64, int64_t) X(HERD_UINT64, uint64_t)            \
+	X(HERD_FLOAT32, float) X(HERD_FLOAT64, double)
+
+static bool dtype_is_int(herd_dtype dtype)
+{
+	return dtype <= HERD_UINT64;
+}
+
+shell_elem shell_elem_load(const void *buf, size_t i, herd_dtype dtype)
+{
+	shell_elem e = { dtype_is_int(dtype), 0, 0.0 };
+	uint16_t h;
+
+	switch (dtype) {
+#define LOAD_(code, type)                                                          \
+	case code: {                                                               \
+		type v;                                                            \
+		memcpy(&v, (const char *)buf + i * sizeof(type), sizeof(v));       \
+		if (e.is_int)                                                      \
+			e.i = (int64_t)v;                                          \
+		else                                                               \
+			e.f = (double)v;                                           \
+		break;                                                             \
+	}
+	SHELL_PLAIN_DTYPES(LOAD_)
+#undef LOAD_
+	case HERD_FLOAT16:
+		memcpy(&h, (const char *)buf + i * 2, 2);
+		e.f = bench_half_to_float(h);
+		break;
+	case HERD_BFLOAT16:
+		memcpy(&h, (const char *)buf + i * 2, 2);
+		e.f = bench_bf16_to_float(h);
+		break;
+	default:
+		break;
+	}
+	return e;
+}
+
+/* Whether an integer value fits the integer dtype (uint64 takes any value:
+ * Lua's integers carry its upper half as negative numbers). */
+static bool int_fits(herd_dtype dtype, int64_t v)
+{
+	switch (dtype) {
+	case HERD_INT8: return v >= INT8_MIN && v <= INT8_MAX;
+	case HERD_UINT8: return v >= 0 && v <= UINT8_MAX;
+	case HERD_INT32: return v >= INT32_MIN && v <= INT32_MAX;
+	case HERD_UINT32: return v >= 0 && v <= UINT32_MAX;
+	default: return true;
+	}
+}
+
+int shell_elem_store(void *buf, size_t i, herd_dtype dtype, shell_elem e)
+{
+	double f = e.is_int ? (double)e.i : e.f;
+	uint16_t h;
+
+	if (dtype_is_int(dtype) && !e.is_int) {
+		/* A float becomes an integer only when it is one, in range. */
+		if (!(f >= -9223372036854775808.0 && f < 9223372036854775808.0) || f != floor(f))
+			return -1;
+		e.i = (int64_t)f;
+	}
+	if (dtype_is_int(dtype) && !int_fits(dtype, e.i))
+		return -1;
+	switch (dtype) {
+#define STORE_(code, type)                                                         \
+	case code: {                                                               \
+		type v = dtype_is_int(dtype) ? (type)e.i : (type)f;                \
+		memcpy((char *)buf + i * sizeof(type), &v, sizeof(v));             \
+		break;                                                             \
+	}
+	SHELL_PLAIN_DTYPES(STORE_)
+#undef STORE_
+	case HERD_FLOAT16:
+		h = bench_float_to_half((float)f);
+		memcpy((char *)buf + i * 2, &h, 2);
+		break;
+	case HERD_BFLOAT16:
+		h = bench_float_to_bf16((float)f);
+		memcpy((char *)buf + i * 2, &h, 2);
+		break;
+	default:
+		return -1;
+	}
+	return 0;
+}
+
+static double elem_double(const void *buf, size_t i, herd_dtype dtype)
+{
+	shell_elem e = shell_elem_load(buf, i, dtype);
+
+	return e.is_int ? (double)e.i : e.f;
+}
+
+/* ------------------------------------------------------------------ ls */
+
+static int ckpt_ls(int argc, char **argv)
+{
+	herd_ckpt_step_info *steps = NULL;
+	size_t n = 0;
+
+	if (argc != 1)
+		return usage_error("ls takes one directory%s", "");
+	if (herd_ckpt_list(argv[0], &steps, &n) != HERD_OK)
+		return failure();
+	printf("%-13s %-10s %10s %6s %8s %6s  %s\n", "step", "state", "size", "ranks", "tensors",
+	       "blobs", "saved");
+	for (size_t i = 0; i < n; i++) {
+		const herd_ckpt_step_info *s = &steps[i];
+		const char *state = !s->committed ? "partial" : s->manifest_ok ? "committed"
+									       : "corrupt";
+		char size[32], when[32];
+
+		human_bytes(s->bytes, size, sizeof(size));
+		time_str(s->time, when, sizeof(when));
+		if (s->manifest_ok)
+			printf("%-13" PRId64 " %-10s %10s %6d %8d %6d  %s\n", s->step, state, size,
+			       s->ranks, s->tensors, s->blobs, when);
+		else
+			printf("%-13" PRId64 " %-10s %10s %6s %8s %6s  %s\n", s->step, state, size,
+			       "-", "-", "-", when);
+	}
+	herd_free(steps);
+	return finish(SHELL_EXIT_OK);
+}
+
+/* -------------------------------------------------------------- verify */
+
+struct verify_ctx {
+	herd_ckpt_reader *reader;   /* to tell tensors from blobs; may be NULL */
+	const char *dir;
+	char stepname[64];
+};
+
+static void print_problem(const herd_ckpt_problem *p, void *arg)
+{
+	struct verify_ctx *v = arg;
+	size_t index;
+
+	printf("%s/%s/%s: ", v->dir, v->stepname, p->file);
+	if (p->tensor != NULL) {
+		bool tensor = v->reader == NULL ||
+			herd_ckpt_reader_find(v->reader, p->tensor, &index) == HERD_OK;
+
+		if (tensor)
+			printf("tensor \"%s\" shard %" PRId64, p->tensor, p->shard);
+		else
+			printf("blob \"%s\" of rank %" PRId64, p->tensor, p->shard);
+		if (p->chunk >= 0)
+			printf(" chunk %" PRId64, p->chunk);
+		if (p->offset >= 0)
+			printf(" (byte %" PRId64 " of the file)", p->offset);
+		printf(": ");
+	}
+	printf("%s\n", p->message);
+}
+
+static int ckpt_verify(int argc, char **argv)
+{
+	struct verify_ctx v = { NULL, NULL, "" };
+	int64_t step = HERD_CKPT_LATEST;
+	size_t problems = 0;
+	herd_status st;
+
+	if (argc < 1 || argc > 2)
+		return usage_error("verify takes a directory and a step%s", "");
+	if (argc == 2 && parse_step(argv[1], &step) != 0)
+		return usage_error("'%s' is not a step (a number or 'latest')", argv[1]);
+	if (step == HERD_CKPT_LATEST && herd_ckpt_latest(argv[0], &step) != HERD_OK)
+		return failure();
+	v.dir = argv[0];
+	snprintf(v.stepname, sizeof(v.stepname), "step-%012" PRId64, step);
+	/* Without a readable manifest there is no reader; verify says why. */
+	if (herd_ckpt_reader_open(&v.reader, argv[0], step) != HERD_OK)
+		v.reader = NULL;
+	st = herd_ckpt_verify(argv[0], step, print_problem, &v, &problems);
+	if (st == HERD_OK) {
+		printf("%s/%s: ok", argv[0], v.stepname);
+		if (v.reader != NULL) {
+			uint64_t bytes = 0;
+			size_t nt = herd_ckpt_reader_tensor_count(v.reader);
+
+			for (size_t i = 0; i < nt; i++) {
+				herd_ckpt_tensor_info ti;
+
+				if (herd_ckpt_reader_tensor(v.reader, i, &ti) == HERD_OK)
+					bytes += ti.bytes;
+			}
+			printf(": %zu tensors (%" PRIu64 " bytes), %zu blobs, saved by %d ranks", nt,
+			       bytes, herd_ckpt_reader_blob_count(v.reader),
+			       herd_ckpt_reader_ranks(v.reader));
+		}
+		printf("\n");
+	}
+	herd_ckpt_reader_free(v.reader);
+	fflush(stdout);
+	if (st == HERD_OK)
+		return finish(SHELL_EXIT_OK);
+	if (problems > 0) {
+		fprintf(stderr, "herd ckpt: %s/%s: %zu problem%s\n", argv[0], v.stepname, problems,
+			problems == 1 ? "" : "s");
+		return SHELL_EXIT_FAILURE;
+	}
+	return failure();
+}
+
+/* ------------------------------------------------------------- inspect */
+
+static const char *rule_name(herd_ckpt_blob_rule r)
+{
+	return r == HERD_CKPT_BLOB_SAME_RANK ? "same-rank" : r == HERD_CKPT_BLOB_RANK0 ? "rank0"
+										    : "strict";
+}
+
+static int ckpt_inspect(int argc, char **argv)
+{
+	herd_ckpt_reader *r = NULL;
+	int64_t step = HERD_CKPT_LATEST;
+	size_t nt, nb, width = 4;
+	uint64_t total = 0;
+	char when[32];
+
+	if (argc < 1 || argc > 2)
+		return usage_error("inspect takes a directory and a step%s", "");
+	if (argc == 2 && parse_step(argv[1], &step) != 0)
+		return usage_error("'%s' is not a step (a number or 'latest')", argv[1]);
+	if (herd_ckpt_reader_open(&r, argv[0], step) != HERD_OK)
+		return failure();
+	nt = herd_ckpt_reader_tensor_count(r);
+	nb = herd_ckpt_reader_blob_count(r);
+	for (size_t i = 0; i < nt; i++) {
+		herd_ckpt_tensor_info ti;
+
+		if (herd_ckpt_reader_tensor(r, i, &ti) == HERD_OK) {
+			total += ti.bytes;
+			if (strlen(ti.name) > width)
+				width = strlen(ti.name);
+		}
+	}
+	time_str(herd_ckpt_reader_time(r), when, sizeof(when));
+	printf("step %" PRId64 " of %s: saved %s by %d rank%s; %zu tensors, %" PRIu64
+	       " bytes; %zu blobs\n\n", herd_ckpt_reader_step(r), argv[0], when,
+	       herd_ckpt_reader_ranks(r), herd_ckpt_reader_ranks(r) == 1 ? "" : "s", nt, total,
+	       nb);
+	printf("%-*s  %-8s  %-20s  %6s  %14s\n", (int)width, "name", "dtype", "shape", "shards",
+	       "bytes");
+	for (size_t i = 0; i < nt; i++) {
+		herd_ckpt_tensor_info ti;
+		char shape[256];
+
+		if (herd_ckpt_reader_tensor(r, i, &ti) != HERD_OK)
+			continue;
+		shape_str(ti.ndim, ti.shape, shape, sizeof(shape));
+		printf("%-*s  %-8s  %-20s  %6zu  %14" PRIu64 "\n", (int)width, ti.name,
+		       herd_dtype_name(ti.dtype), shape, ti.shards, ti.bytes);
+	}
+	if (nb > 0) {
+		printf("\n%-*s  %-9s  %s\n", (int)width, "blob", "rule", "ranks");
+		for (size_t i = 0; i < nb; i++) {
+			herd_ckpt_blob_info bi;
+
+			if (herd_ckpt_reader_blob(r, i, &bi) == HERD_OK)
+				printf("%-*s  %-9s  %d\n", (int)width, bi.name, rule_name(bi.rule),
+				       bi.ranks);
+		}
+	}
+	herd_ckpt_reader_free(r);
+	return finish(SHELL_EXIT_OK);
+}
+
+/* ---------------------------------------------------------------- diff */
+
+/* Reads a whole tensor into a fresh buffer. */
+static herd_status read_tensor(herd_ckpt_reader *r, const herd_ckpt_tensor_info *ti, void **out)
+{
+	void *buf;
+	herd_status st;
+
+	*out = NULL;
+	if (ti->bytes > SIZE_MAX)
+		return herd_ckpt_reader_read(r, ti->name, NULL, 0);
+	buf = malloc(ti->bytes > 0 ? (size_t)ti->bytes : 1);
+	if (buf == NULL) {
+		fprintf(stderr, "herd ckpt: tensor \"%s\": cannot allocate %" PRIu64 " bytes\n",
+			ti->name, ti->bytes);
+		return HERD_ENOMEM;
+	}
+	st = herd_ckpt_reader_read(r, ti->name, buf, (size_t)ti->bytes);
+	if (st != HERD_OK) {
+		free(buf);
+		return st;
+	}
+	*out = buf;
+	return HERD_OK;
+}
+
+static bool same_layout(const herd_ckpt_tensor_info *a, const herd_ckpt_tensor_info *b)
+{
+	return a->dtype == b->dtype && a->ndim == b->ndim &&
+	       memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof(a->shape[0])) == 0;
+}
+
+/*
+ * Compares one tensor present in both steps; prints its line.  Returns 0
+ * when equal, 1 when it differs, -1 when it cannot be read.
+ */
+static int diff_tensor(herd_ckpt_reader *ra, herd_ckpt_reader *rb,
+		       const herd_ckpt_tensor_info *a, const herd_ckpt_tensor_info *b, int width)
+{
+	size_t esz = herd_dtype_size(a->dtype), count, differ = 0;
+	void *x = NULL, *y = NULL;
+	double maxdiff = 0.0;
+	bool nan = false;
+	char sa[256], sb[256];
+
+	if (!same_layout(a, b)) {
+		shape_str(a->ndim, a->shape, sa, sizeof(sa));
+		shape_str(b->ndim, b->shape, sb, sizeof(sb));
+		printf("%-*s  %-9s  %s %s in A, %s %s in B\n", width, a->name, "reshaped",
+		       herd_dtype_name(a->dtype), sa, herd_dtype_name(b->dtype), sb);
+		return 1;
+	}
+	if (read_tensor(ra, a, &x) != HERD_OK || read_tensor(rb, b, &y) != HERD_OK) {
+		free(x);
+		return -1;
+	}
+	count = (size_t)a->bytes / esz;
+	for (size_t i = 0; i < count; i++) {
+		double d;
+
+		if (memcmp((char *)x + i * esz, (char *)y + i * esz, esz) == 0)
+			continue;
+		differ++;
+		d = fabs(elem_double(x, i, a->dtype) - elem_double(y, i, a->dtype));
+		if (isnan(d))
+			nan = true;
+		else if (d > maxdiff)
+			maxdiff = d;
+	}
+	free(x);
+	free(y);
+	if (differ == 0) {
+		printf("%-*s  %-9s\n", width, a->name, "same");
+		return 0;
+	}
+	printf("%-*s  %-9s  %zu of %zu elements differ, max |a-b| %.9g%s\n", width, a->name,
+	       "changed", differ, count, maxdiff, nan ? " (and NaN)" : "");
+	return 1;
+}
+
+/* Compares blob name between the steps, rank by rank: 0 same, 1 differs. */
+static int diff_blob(herd_ckpt_reader *ra, herd_ckpt_reader *rb, const herd_ckpt_blob_info *a,
+		     int width)
+{
+	size_t na = 0, nb = 0, changed = 0;
+	herd_ckpt_blob_info b;
+	bool found = false;
+	char *x = NULL, *y = NULL;
+	int rc = 0;
+
+	for (size_t i = 0; i < herd_ckpt_reader_blob_count(rb) && !found; i++)
+		found = herd_ckpt_reader_blob(rb, i, &b) == HERD_OK && strcmp(b.name, a->name) == 0;
+	if (!found) {
+		printf("%-*s  %-9s\n", width, a->name, "only in A");
+		return 1;
+	}
+	if (a->ranks != b.ranks) {
+		printf("%-*s  %-9s  saved by %d ranks in A, %d in B\n", width, a->name, "changed",
+		       a->ranks, b.ranks);
+		return 1;
+	}
+	x = malloc(HERD_CKPT_BLOB_MAX);
+	y = malloc(HERD_CKPT_BLOB_MAX);
+	if (x == NULL || y == NULL) {
+		rc = -1;
+		goto out;
+	}
+	for (int r = 0; r < a->ranks; r++) {
+		if (herd_ckpt_reader_read_blob(ra, a->name, r, x, HERD_CKPT_BLOB_MAX, &na) != HERD_OK ||
+		    herd_ckpt_reader_read_blob(rb, a->name, r, y, HERD_CKPT_BLOB_MAX, &nb) != HERD_OK) {
+			rc = -1;
+			goto out;
+		}
+		changed += na != nb || memcmp(x, y, na) != 0;
+	}
+	if (changed == 0)
+		printf("%-*s  %-9s\n", width, a->name, "same");
+	else
+		printf("%-*s  %-9s  blob of %zu of %d ranks\n", width, a->name, "changed", changed,
+		       a->ranks);
+	rc = changed > 0;
+out:
+	free(x);
+	free(y);
+	return rc;
+}
+
+static int ckpt_diff(int argc, char **argv)
+{
+	herd_ckpt_reader *ra = NULL, *rb = NULL;
+	int64_t sa, sb;
+	int width = 4, differs = 0, rc = SHELL_EXIT_USAGE;
+
+	if (argc != 3)
+		return usage_error("diff takes a directory and two steps%s", "");
+	if (parse_step(argv[1], &sa) != 0)
+		return usage_error("'%s' is not a step (a number or 'latest')", argv[1]);
+	if (parse_step(argv[2], &sb) != 0)
+		return usage_error("'%s' is not a step (a number or 'latest')", argv[2]);
+	if (herd_ckpt_reader_open(&ra, argv[0], sa) != HERD_OK ||
+	    herd_ckpt_reader_open(&rb, argv[0], sb) != HERD_OK) {
+		shell_message("herd ckpt", herd_last_error());
+		goto out;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		herd_ckpt_reader *r = pass ? rb : ra;
+
+		for (size_t i = 0; i < herd_ckpt_reader_tensor_count(r); i++) {
+			herd_ckpt_tensor_info ti;
+
+			if (herd_ckpt_reader_tensor(r, i, &ti) == HERD_OK &&
+			    (int)strlen(ti.name) > width)
+				width = (int)strlen(ti.name);
+		}
+	}
+	printf("A: step %" PRId64 ", B: step %" PRId64 " of %s\n", herd_ckpt_reader_step(ra),
+	       herd_ckpt_reader_step(rb), argv[0]);
+	for (size_t i = 0; i < herd_ckpt_reader_tensor_count(ra); i++) {
+		herd_ckpt_tensor_info a, b;
+		size_t j;
+		int d;
+
+		if (herd_ckpt_reader_tensor(ra, i, &a) != HERD_OK)
+			continue;
+		if (herd_ckpt_reader_find(rb, a.name, &j) != HERD_OK ||
+		    herd_ckpt_reader_tensor(rb, j, &b) != HERD_OK) {
+			printf("%-*s  %-9s\n", width, a.name, "only in A");
+			differs = 1;
+			continue;
+		}
+		d = diff_tensor(ra, rb, &a, &b, width);
+		if (d < 0) {
+			fflush(stdout);
+			shell_message("herd ckpt", herd_last_error());
+			goto out;
+		}
+		differs |= d;
+	}
+	for (size_t i = 0; i < herd_ckpt_reader_tensor_count(rb); i++) {
+		herd_ckpt_tensor_info b;
+		size_t j;
+
+		if (herd_ckpt_reader_tensor(rb, i, &b) == HERD_OK &&
+		    herd_ckpt_reader_find(ra, b.name, &j) != HERD_OK) {
+			printf("%-*s  %-9s\n", width, b.name, "only in B");
+			differs = 1;
+		}
+	}
+	for (size_t i = 0; i < herd_ckpt_reader_blob_count(ra); i++) {
+		herd_ckpt_blob_info a;
+		int d;
+
+		if (herd_ckpt_reader_blob(ra, i, &a) != HERD_OK)
+			continue;
+		d = diff_blob(ra, rb, &a, width);
+		if (d < 0) {
+			fflush(stdout);
+			shell_message("herd ckpt", herd_last_error());
+			goto out;
+		}
+		differs |= d;
+	}
+	for (size_t i = 0; i < herd_ckpt_reader_blob_count(rb); i++) {
+		herd_ckpt_blob_info b, a;
+		bool found = false;
+
+		if (herd_ckpt_reader_blob(rb, i, &b) != HERD_OK)
+			continue;
+		for (size_t j = 0; j < herd_ckpt_reader_blob_count(ra) && !found; j++)
+			found = herd_ckpt_reader_blob(ra, j, &a) == HERD_OK &&
+				strcmp(a.name, b.name) == 0;
+		if (!found) {
+			printf("%-*s  %-9s\n", width, b.name, "only in B");
+			differs = 1;
+		}
+	}
+	rc = finish(differs ? 1 : 0);
+out:
+	herd_ckpt_reader_free(ra);
+	herd_ckpt_reader_free(rb);
+	return rc;
+}
+
+/* ---------------------------------------------------------- safetensors */
+
+/* The reference reader's bound on the header. */
+#define ST_HEADER_MAX (100u * 1024u * 1024u)
+
+static const struct st_dtype {
+	herd_dtype dtype;
+	const char *name;
+} st_dtypes[] = {
+	{ HERD_FLOAT16, "F16" }, { HERD_BFLOAT16, "BF16" }, { HERD_FLOAT32, "F32" },
+	{ HERD_FLOAT64, "F64" }, { HERD_INT8, "I8" },       { HERD_UINT8, "U8" },
+	{ HERD_INT32, "I32" },   { HERD_UINT32, "U32" },    { HERD_INT64, "I64" },
+	{ HERD_UINT64, "U64" },
+};
+
+#define ST_NDTYPES (sizeof(st_dtypes) / sizeof(st_dtypes[0]))
+
+static const char *st_dtype_name(herd_dtype dtype)
+{
+	for (size_t i = 0; i < ST_NDTYPES; i++)
+		if (st_dtypes[i].dtype == dtype)
+			return st_dtypes[i].name;
+	return NULL;
+}
+
+static bool host_is_little_endian(void)
+{
+	const uint16_t one = 1;
+	uint8_t b;
+
+	memcpy(&b, &one, 1);
+	return b == 1;
+}
+
+static int write_all(int fd, const void *p, size_t n, const char *path)
+{
+	const char *c = p;
+
+	while (n > 0) {
+		ssize_t w = write(fd, c, n > (1u << 30) ? (1u << 30) : n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			fprintf(stderr, "herd ckpt: cannot write %s: %s\n", path,
+				w < 0 ? strerror(errno) : "no progress");
+			return -1;
+		}
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/*
+ * The header of an export: every tensor of the reader, in its order, at
+ * consecutive offsets, and the step in __metadata__; padded with spaces to
+ * a multiple of 8 bytes.  *out is freed with free.
+ */
+static int export_header(herd_ckpt_reader *r, const char *dir, char **out, size_t *len)
+{
+	json_t *root = json_object(), *meta = json_object();
+	uint64_t at = 0;
+	char step[32], *text = NULL;
+	size_t n, padded;
+	int rc = -1;
+
+	if (root == NULL || meta == NULL)
+		goto nomem;
+	snprintf(step, sizeof(step), "%" PRId64, herd_ckpt_reader_step(r));
+	json_object_set_new(meta, "herd.step", json_string(step));
+	snprintf(step, sizeof(step), "%d", herd_ckpt_reader_ranks(r));
+	json_object_set_new(meta, "herd.ranks", json_string(step));
+	json_object_set(root, "__metadata__", meta);
+	for (size_t i = 0; i < herd_ckpt_reader_tensor_count(r); i++) {
+		herd_ckpt_tensor_info ti;
+		json_t *t, *shape;
+
+		if (herd_ckpt_reader_tensor(r, i, &ti) != HERD_OK)
+			goto out;
+		if (st_dtype_name(ti.dtype) == NULL) {
+			fprintf(stderr, "herd ckpt: %s: tensor \"%s\" is %s, which safetensors "
+				"cannot hold\n", dir, ti.name, herd_dtype_name(ti.dtype));
+			goto out;
+		}
+		t = json_object();
+		shape = json_array();
+		if (t == NULL || shape == NULL || json_object_set_new(root, ti.name, t) != 0) {
+			json_decref(shape);
+			goto nomem;
+		}
+		json_object_set_new(t, "dtype", json_string(st_dtype_name(ti.dtype)));
+		for (int d = 0; d < ti.ndim; d++)
+			json_array_append_new(shape, json_integer((json_int_t)ti.shape[d]));
+		json_object_set_new(t, "shape", shape);
+		json_object_set_new(t, "data_offsets",
+				    json_pack("[I, I]", (json_int_t)at,
+					      (json_int_t)(at + ti.bytes)));
+		at += ti.bytes;
+	}
+	text = json_dumps(root, JSON_COMPACT);
+	if (text == NULL)
+		goto nomem;
+	n = strlen(text);
+	padded = (n + 7) / 8 * 8;
+	*out = malloc(padded + 1);
+	if (*out == NULL)
+		goto nomem;
+	memcpy(*out, text, n);
+	memset(*out + n, ' ', padded - n);
+	(*out)[padded] = '\0';
+	*len = padded;
+	rc = 0;
+	goto out;
+nomem:
+	fprintf(stderr, "herd ckpt: %s: out of memory building the safetensors header\n", dir);
+out:
+	free(text);
+	json_decref(meta);
+	json_decref(root);
+	return rc;
+}
+
+static int ckpt_export(const char *dir, const char *step_arg, const char *out_path)
+{
+	herd_ckpt_reader *r = NULL;
+	char *header = NULL, tmp[4096];
+	void *buf = NULL;
+	size_t hlen = 0;
+	uint8_t len8[8];
+	int64_t step;
+	int fd = -1, rc = SHELL_EXIT_FAILURE;
+
+	if (parse_step(step_arg, &step) != 0)
+		return usage_error("'%s' is not a step (a number or 'latest')", step_arg);
+	if (!host_is_little_endian()) {
+		shell_message("herd ckpt", "export needs a little-endian host");
+		return SHELL_EXIT_FAILURE;
+	}
+	if (herd_ckpt_reader_open(&r, dir, step) != HERD_OK)
+		return failure();
+	if (export_header(r, dir, &header, &hlen) != 0)
+		goto out;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", out_path, (long)getpid()) >=
+	    sizeof(tmp)) {
+		fprintf(stderr, "herd ckpt: %s: path too long\n", out_path);
+		goto out;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "herd ckpt: cannot create %s: %s\n", tmp, strerror(errno));
+		goto out;
+	}
+	for (int i = 0; i < 8; i++)
+		len8[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
+	if (write_all(fd, len8, 8, tmp) != 0 || write_all(fd, header, hlen, tmp) != 0)
+		goto out;
+	for (size_t i = 0; i < herd_ckpt_reader_tensor_count(r); i++) {
+		herd_ckpt_tensor_info ti;
+
+		if (herd_ckpt_reader_tensor(r, i, &ti) != HERD_OK ||
+		    read_tensor(r, &ti, &buf) != HERD_OK) {
+			shell_message("herd ckpt", herd_last_error());
+			goto out;
+		}
+		if (write_all(fd, buf, (size_t)ti.bytes, tmp) != 0)
+			goto out;
+		free(buf);
+		buf = NULL;
+	}
+	if (fsync(fd) != 0 || close(fd) != 0) {
+		fd = -1;
+		fprintf(stderr, "herd ckpt: cannot write %s: %s\n", tmp, strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, out_path) != 0) {
+		fprintf(stderr, "herd ckpt: cannot rename %s to %s: %s\n", tmp, out_path,
+			strerror(errno));
+		goto out;
+	}
+	tmp[0] = '\0';
+	if (herd_ckpt_reader_blob_count(r) > 0)
+		fprintf(stderr, "herd ckpt: note: the %zu blobs of step %" PRId64 " are not "
+			"exported (safetensors holds tensors only)\n",
+			herd_ckpt_reader_blob_count(r), herd_ckpt_reader_step(r));
+	printf("%s: step %" PRId64 " of %s, %zu tensors\n", out_path, herd_ckpt_reader_step(r),
+	       dir, herd_ckpt_reader_tensor_count(r));
+	rc = finish(SHELL_EXIT_OK);
+out:
+	if (fd >= 0)
+		close(fd);
+	if (rc != SHELL_EXIT_OK && tmp[0] != '\0')
+		unlink(tmp);
+	free(buf);
+	free(header);
+	herd_ckpt_reader_free(r);
+	return rc;
+}
+
+/* One tensor of a safetensors file, as its header describes it. */
+struct st_entry {
+	const char *name;          /* borrowed from the JSON */
+	herd_dtype dtype;
+	int ndim;
+	uint64_t shape[HERD_CKPT_MAX_DIMS];
+	uint64_t begin, end;
+};
+
+/* A parsed safetensors file, mapped read-only. */
+struct st_file {
+	const char *path;
+	int fd;
+	uint8_t *map;
+	size_t size;
+	json_t *header;
+	struct st_entry *entries;
+	size_t n;
+	const uint8_t *data;       /* the byte buffer after the header */
+	uint64_t data_len;
+};
+
+/* Reports a malformed file: "herd ckpt: PATH: what". */
+static int st_bad(const struct st_file *f, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int st_bad(const struct st_file *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "herd ckpt: %s: ", f->path);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	return -1;
+}
+
+static bool get_u64(const json_t *v, uint64_t *out)
+{
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return false;
+	*out = (uint64_t)json_integer_value(v);
+	return true;
+}
+
+/* Checks one header entry into e. */
+static int st_entry_parse(const struct st_file *f, const char *key, json_t *v,
+			  struct st_entry *e)
+{
+	json_t *dtype = json_object_get(v, "dtype"), *shape = json_object_get(v, "shape");
+	json_t *offs = json_object_get(v, "data_offsets");
+	size_t klen = strlen(key), esz;
+	uint64_t count = 1;
+	char name[128];
+
+	safe_name(key, klen, name, sizeof(name));
+	memset(e, 0, sizeof(*e));
+	e->name = key;
+	if (!json_is_object(v))
+		return st_bad(f, "tensor \"%s\": expected an object", name);
+	if (klen == 0 || klen > HERD_CKPT_NAME_MAX)
+		return st_bad(f, "tensor \"%s\": a herd tensor name has 1..%d characters", name,
+			      HERD_CKPT_NAME_MAX);
+	for (size_t i = 0; i < klen; i++)
+		if ((unsigned char)key[i] < 0x20 || (unsigned char)key[i] > 0x7e)
+			return st_bad(f, "tensor \"%s\": a herd tensor name is printable ASCII",
+				      name);
+	if (!json_is_string(dtype))
+		return st_bad(f, "tensor \"%s\": \"dtype\" must be a string", name);
+	e->dtype = HERD_DTYPE_COUNT;
+	for (size_t i = 0; i < ST_NDTYPES; i++)
+		if (strcmp(json_string_value(dtype), st_dtypes[i].name) == 0)
+			e->dtype = st_dtypes[i].dtype;
+	if (e->dtype == HERD_DTYPE_COUNT) {
+		char d[64];
+
+		safe_name(json_string_value(dtype), json_string_length(dtype), d, sizeof(d));
+		return st_bad(f, "tensor \"%s\": dtype \"%s\" is not one herd holds (F16 BF16 F32 "
+			      "F64 I8 U8 I32 U32 I64 U64)", name, d);
+	}
+	if (!json_is_array(shape) || json_array_size(shape) > HERD_CKPT_MAX_DIMS)
+		return st_bad(f, "tensor \"%s\": \"shape\" must be an array of at most %d sizes",
+			      name, HERD_CKPT_MAX_DIMS);
+	e->ndim = (int)json_array_size(shape);
+	esz = herd_dtype_size(e->dtype);
+	for (int d = 0; d < e->ndim; d++) {
+		if (!get_u64(json_array_get(shape, (size_t)d), &e->shape[d]))
+			return st_bad(f, "tensor \"%s\": shape[%d] must be an integer of 0 or more",
+				      name, d);
+		if (e->shape[d] != 0 && count > UINT64_MAX / esz / e->shape[d])
+			return st_bad(f, "tensor \"%s\": shape %d: the size overflows", name, d);
+		count *= e->shape[d];
+	}
+	if (!json_is_array(offs) || json_array_size(offs) != 2 ||
+	    !get_u64(json_array_get(offs, 0), &e->begin) ||
+	    !get_u64(json_array_get(offs, 1), &e->end) || e->begin > e->end)
+		return st_bad(f, "tensor \"%s\": \"data_offsets\" must be [BEGIN, END] with 0 <= "
+			      "BEGIN <= END", name);
+	if (e->end - e->begin != count * esz)
+		return st_bad(f, "tensor \"%s\": data_offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64
+			      " bytes; its shape and dtype need %" PRIu64, name, e->begin, e->end,
+			      e->end - e->begin, count * esz);
+	if (e->end > f->data_len)
+		return st_bad(f, "tensor \"%s\": data_offsets end %" PRIu64 " lies beyond the %" PRIu64
+			      " data bytes of the file", name, e->end, f->data_len);
+	if (e->ndim == 0) {
+		/* herd tensors have at least one dimension: a scalar becomes [1]. */
+		fprintf(stderr, "herd ckpt: %s: note: tensor \"%s\" is a scalar; imported with "
+			"shape [1]\n", f->path, name);
+		e->ndim = 1;
+		e->shape[0] = 1;
+	}
+	return 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct st_entry *x = a, *y = b;
+
+	if (x->begin != y->begin)
+		return x->begin < y->begin ? -1 : 1;
+	return (x->end > y->end) - (x->end < y->end);
+}
+
+static void st_close(struct st_file *f)
+{
+	free(f->entries);
+	json_decref(f->header);
+	if (f->map != NULL && f->map != MAP_FAILED)
+		munmap(f->map, f->size);
+	if (f->fd >= 0)
+		close(f->fd);
+}
+
+/* Maps and checks a safetensors file; on failure says why and returns -1. */
+static int st_open(struct st_file *f, const char *path)
+{
+	struct stat sb;
+	json_error_t jerr;
+	uint64_t hlen = 0;
+	const char *key;
+	json_t *v;
+	size_t i = 0;
+
+	memset(f, 0, sizeof(*f));
+	f->path = path;
+	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (f->fd < 0)
+		return st_bad(f, "cannot open: %s", strerror(errno));
+	if (fstat(f->fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+		return st_bad(f, "not a regular file");
+	if (sb.st_size < 8)
+		return st_bad(f, "%lld bytes: too short for a safetensors file (8-byte header "
+			      "length, then the header)", (long long)sb.st_size);
+	f->size = (size_t)sb.st_size;
+	f->map = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, f->fd, 0);
+	if (f->map == MAP_FAILED)
+		return st_bad(f, "cannot map: %s", strerror(errno));
+	for (int b = 7; b >= 0; b--)
+		hlen = hlen << 8 | f->map[b];
+	if (hlen < 2 || hlen > ST_HEADER_MAX || hlen > f->size - 8)
+		return st_bad(f, "header length %" PRIu64 ": expected 2..%u bytes within the "
+			      "file's %zu", hlen, ST_HEADER_MAX, f->size);
+	if (f->map[8] != '{')
+		return st_bad(f, "the header does not start with '{'");
+	f->header = json_loadb((const char *)f->map + 8, (size_t)hlen, JSON_REJECT_DUPLICATES,
+			       &jerr);
+	if (f->header == NULL)
+		return st_bad(f, "header JSON, byte %d: %s", jerr.position, jerr.text);
+	if (!json_is_object(f->header))
+		return st_bad(f, "the header is not a JSON object");
+	f->data = f->map + 8 + hlen;
+	f->data_len = f->size - 8 - hlen;
+	f->entries = calloc(json_object_size(f->header) + 1, sizeof(*f->entries));
+	if (f->entries == NULL)
+		return st_bad(f, "out of memory");
+	json_object_foreach(f->header, key, v) {
+		if (strcmp(key, "__metadata__") == 0) {
+			const char *mk;
+			json_t *mv;
+
+			if (!json_is_object(v))
+				return st_bad(f, "\"__metadata__\" must be an object of strings");
+			json_object_foreach(v, mk, mv)
+				if (!json_is_string(mv))
+					return st_bad(f, "\"__metadata__\" must be an object of "
+						      "strings");
+			continue;
+		}
+		if (st_entry_parse(f, key, v, &f->entries[i]) != 0)
+			return -1;
+		i++;
+	}
+	f->n = i;
+	/* The tensors tile the data: sorted by offset, each starts where the
+	 * one before ends, the first at 0 and the last at the end. */
+	qsort(f->entries, f->n, sizeof(*f->entries), cmp_entry);
+	for (uint64_t at = 0, k = 0; k <= f->n; k++) {
+		char name[128];
+
+		if (k == f->n) {
+			if (at != f->data_len)
+				return st_bad(f, "%" PRIu64 " bytes after the last tensor's data "
+					      "(the tensors end at %" PRIu64 " of %" PRIu64 ")",
+					      f->data_len - at, at, f->data_len);
+			break;
+		}
+		safe_name(f->entries[k].name, strlen(f->entries[k].name), name, sizeof(name));
+		if (f->entries[k].begin != at)
+			return st_bad(f, "tensor \"%s\": data_offsets begin %" PRIu64 " where %" PRIu64
+				      " was expected (the tensors' data must follow one another "
+				      "without gaps or overlaps)", name, f->entries[k].begin, at);
+		at = f->entries[k].end;
+	}
+	return 0;
+}
+
+static int ckpt_import(const char *path, const char *dir, const char *step_arg)
+{
+	struct st_file f;
+	herd_ckpt *ck = NULL;
+	herd_ckpt_opts o = HERD_CKPT_OPTS_INIT;
+	int64_t step = 0;
+	int rc = SHELL_EXIT_FAILURE;
+
+	if (step_arg != NULL && (parse_step(step_arg, &step) != 0 || step < 0))
+		return usage_error("'%s' is not a step number", step_arg);
+	if (!host_is_little_endian()) {
+		shell_message("herd ckpt", "import needs a little-endian host");
+		return SHELL_EXIT_FAILURE;
+	}
+	if (st_open(&f, path) != 0) {
+		st_close(&f);
+		return SHELL_EXIT_USAGE;
+	}
+	if (herd_ckpt_open(&ck, dir, NULL, &o) != HERD_OK) {
+		shell_message("herd ckpt", herd_last_error());
+		goto out;
+	}
+	for (size_t i = 0; i < f.n; i++) {
+		const struct st_entry *e = &f.entries[i];
+
+		/* The library only reads registered data while saving. */
+		if (herd_ckpt_add_tensor(ck, e->name, (void *)(f.data + e->begin), e->dtype,
+					 e->ndim, e->shape, NULL, NULL) != HERD_OK) {
+			fprintf(stderr, "herd ckpt: %s: %s\n", path, herd_last_error());
+			goto out;
+		}
+	}
+	if (herd_ckpt_save(ck, step) != HERD_OK) {
+		fprintf(stderr, "herd ckpt: importing %s: %s\n", path, herd_last_error());
+		goto out;
+	}
+	printf("%s/step-%012" PRId64 ": %zu tensors from %s\n", dir, step, f.n, path);
+	rc = finish(SHELL_EXIT_OK);
+out:
+	if (herd_ckpt_close(ck) != HERD_OK && rc == SHELL_EXIT_OK) {
+		rc = failure();
+	}
+	st_close(&f);
+	return rc;
+}
+
+/* --format FORMAT (only safetensors) anywhere among the arguments; removes
+ * it from argv.  -1 on a bad format, else the new argc. */
+static int take_format(int argc, char **argv)
+{
+	int n = 0;
+
+	for (int i = 0; i < argc; i++) {
+		const char *v = NULL;
+
+		if (strcmp(argv[i], "--format") == 0 && i + 1 < argc)
+			v = argv[++i];
+		else if (strncmp(argv[i], "--format=", 9) == 0)
+			v = argv[i] + 9;
+		else if (strcmp(argv[i], "--format") == 0)
+			return -1;
+		if (v == NULL)
+			argv[n++] = argv[i];
+		else if (strcmp(v, "safetensors") != 0)
+			return -1;
+	}
+	return n;
+}
+
+/* ---------------------------------------------------------------- main */
+
+int cmd_ckpt(int argc, char **argv)
+{
+	const char *sub;
+
+	if (argc < 2)
+		return usage_error("which command: ls, verify, inspect, diff, export or import?%s",
+				   "");
+	sub = argv[1];
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			fputs(ckpt_usage, stdout);
+			return finish(SHELL_EXIT_OK);
+		}
+	argc -= 2;
+	argv += 2;
+	if (strcmp(sub, "export") == 0 || strcmp(sub, "import") == 0) {
+		argc = take_format(argc, argv);
+		if (argc < 0)
+			return usage_error("--format takes 'safetensors' (the one format)%s", "");
+	}
+	for (int i = 0; i < argc; i++)
+		if (argv[i][0] == '-' && argv[i][1] != '\0')
+			return usage_error("unrecognized option '%s'", argv[i]);
+	if (strcmp(sub, "ls") == 0)
+		return ckpt_ls(argc, argv);
+	if (strcmp(sub, "verify") == 0)
+		return ckpt_verify(argc, argv);
+	if (strcmp(sub, "inspect") == 0)
+		return ckpt_inspect(argc, argv);
+	if (strcmp(sub, "diff") == 0)
+		return ckpt_diff(argc, argv);
+	if (strcmp(sub, "export") == 0) {
+		if (argc != 3)
+			return usage_error("export takes DIR STEP OUT%s", "");
+		return ckpt_export(argv[0], argv[1], argv[2]);
+	}
+	if (strcmp(sub, "import") == 0) {
+		if (argc != 2 && argc != 3)
+			return usage_error("import takes FILE DIR [STEP]%s", "");
+		return ckpt_import(argv[0], argv[1], argc == 3 ? argv[2] : NULL);
+	}
+	return usage_error("unknown command '%s' (ls, verify, inspect, diff, export, import)", sub);
+}

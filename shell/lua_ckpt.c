@@ -1,0 +1,559 @@
+/*
+ * shell/lua_ckpt.c - herd.checkpoint(dir, comm, opts), the Lua face of a
+ * herd_ckpt: a herd.Checkpoint.
+ *
+ *   local ck <close> = herd.checkpoint("ckpt", nil, {keep_last = 3})
+ *   local w = {0, 0, 0, 0, 0, 0}
+ *   ck:add("w", w, {dtype = "float32", shape = {2, 3}})
+ *   ck:add("part", p, {dtype = "float64", global = {8}, offset = {4}, shape = {4}})
+ *   assert(ck:save(100))              -- or ck:save_async(100) ... ck:wait()
+ *   local step = ck:restore()         -- the newest step that verifies; fills w
+ *
+ * Tensors are Lua arrays of numbers (there is no buffer type in the Lua
+ * bindings).  ck:add registers the array with a C buffer of the tensor's
+ * dtype that the checkpoint owns; save and save_async copy the array into
+ * it first (each value converted to the dtype: floating types round to
+ * nearest, integer types take integral values in range, else it raises),
+ * and restore copies the buffer back into the array, element by element,
+ * only once the restore succeeded: a failed restore leaves the arrays as
+ * they were.  Integer dtypes come back as Lua integers (uint64 above
+ * math.maxinteger as negative ones, as Lua does), floating ones as floats.
+ * The array keeps its length: #values must be the shard's element count at
+ * every save.
+ *
+ * comm is nil (a world of one process) or "env": the ranks of the job this
+ * process belongs to, met through the environment (herd launch's, Slurm's,
+ * torchrun's or Open MPI's variables; herd_comm_init_env), in a
+ * communicator of the checkpoint's own, freed with it.  Every rank calls
+ * herd.checkpoint, add, save, restore and close in the same order.
+ *
+ * Options: keep_last, keep_every (integers), staging_bytes, chunk_bytes
+ * (integers or sizes such as "64M"), checksum ("xxh3" or "none").
+ *
+ * Misuse (a wrong type, an unknown option or dtype, an array whose length
+ * or values do not fit, a closed checkpoint) raises; a failure of the
+ * library (an unreadable directory, a dead peer, no step to restore)
+ * returns nil, the message and the status name.  One close path, reached
+ * from ck:close(), __close and __gc, waits for a save in flight and frees
+ * the checkpoint and its communicator; ck:close() also returns that save's
+ * outcome and, with a communicator, finalizes it (a barrier) first.
+ */
+#include <lauxlib.h>
+#include <limits.h>
+#include <lua.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lua_herd.h"
+#include "shell.h"
+
+#define LHERD_CHECKPOINT "herd.Checkpoint"
+
+/* A registered tensor: the C buffer the library reads and fills. */
+typedef struct ltensor {
+	char *name;
+	void *data;
+	size_t count;          /* elements of the shard */
+	herd_dtype dtype;
+} ltensor;
+
+typedef struct lckpt {
+	herd_ckpt *ck;         /* NULL once closed */
+	herd_comm *comm;       /* owned; NULL for a world of one */
+	ltensor *t;
+	size_t n, cap;
+} lckpt;
+
+static const char *const ckpt_options[] = {
+	"keep_last", "keep_every", "staging_bytes", "chunk_bytes", "checksum", NULL
+};
+
+static const char *const add_options[] = { "dtype", "shape", "global", "offset", NULL };
+
+/* ------------------------------------------------------------ options */
+
+/* Raises on a key of the table at arg that is not in known. */
+static void check_keys(lua_State *L, int arg, const char *const *known)
+{
+	lua_pushnil(L);
+	while (lua_next(L, arg)) {
+		const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+		bool found = false;
+
+		lua_pop(L, 1);
+		for (const char *const *k = known; key != NULL && *k != NULL && !found; k++)
+			found = strcmp(key, *k) == 0;
+		if (!found) {
+			luaL_Buffer b;
+
+			luaL_buffinit(L, &b);
+			for (const char *const *k = known; *k != NULL; k++) {
+				luaL_addstring(&b, k == known ? "" : ", ");
+				luaL_addstring(&b, *k);
+			}
+			luaL_pushresult(&b);
+			luaL_argerror(L, arg,
+				      lua_pushfstring(L, "unknown option '%s' (known: %s)",
+						      luaL_tolstring(L, -2, NULL),
+						      lua_tostring(L, -2)));
+		}
+	}
+}
+
+/* An integer option of 0 or more, or a size string ("64M") when sizes. */
+static lua_Integer count_option(lua_State *L, int arg, const char *name, bool sizes)
+{
+	lua_Integer v = 0;
+	int isint = 0;
+
+	if (lua_getfield(L, arg, name) == LUA_TNIL) {
+		lua_pop(L, 1);
+		return 0;
+	}
+	if (sizes && lua_type(L, -1) == LUA_TSTRING) {
+		uint64_t bytes;
+
+		if (shell_parse_bytes(lua_tostring(L, -1), &bytes) != 0 ||
+		    bytes > (uint64_t)LUA_MAXINTEGER)
+			luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' must be a size such "
+							      "as \"64M\" or a number of bytes",
+							      name));
+		v = (lua_Integer)bytes;
+	} else {
+		v = lua_tointegerx(L, -1, &isint);
+		if (!isint || v < 0)
+			luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' must be an integer "
+							      "of 0 or more", name));
+	}
+	lua_pop(L, 1);
+	return v;
+}
+
+static void ckpt_opts(lua_State *L, int arg, herd_ckpt_opts *o)
+{
+	static const char *const sums[] = { "xxh3", "none", NULL };
+	static const herd_ckpt_checksum sum_codes[] = { HERD_CKPT_CHECKSUM_XXH3,
+							HERD_CKPT_CHECKSUM_NONE };
+	lua_Integer v;
+
+	check_keys(L, arg, ckpt_options);
+	v = count_option(L, arg, "keep_last", false);
+	o->keep_last = v > INT_MAX ? INT_MAX : (int)v;
+	v = count_option(L, arg, "keep_every", false);
+	o->keep_every = v > INT_MAX ? INT_MAX : (int)v;
+	o->staging_bytes = (size_t)count_option(L, arg, "staging_bytes", true);
+	o->chunk_bytes = (size_t)count_option(L, arg, "chunk_bytes", true);
+	if (lua_getfield(L, arg, "checksum") != LUA_TNIL) {
+		const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
+		int i = 0;
+
+		while (sums[i] != NULL && strcmp(sums[i], s) != 0)
+			i++;
+		if (sums[i] == NULL)
+			luaL_argerror(L, arg, "option 'checksum' must be \"xxh3\" or \"none\"");
+		o->checksum = sum_codes[i];
+	}
+	lua_pop(L, 1);
+}
+
+/* An array of 1..HERD_CKPT_MAX_DIMS sizes; returns its length. */
+static int dims_option(lua_State *L, int arg, const char *name, uint64_t *out)
+{
+	lua_Integer n;
+
+	if (lua_getfield(L, arg, name) != LUA_TTABLE)
+		luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' must be an array of sizes",
+						      name));
+	n = luaL_len(L, -1);
+	if (n < 1 || n > HERD_CKPT_MAX_DIMS)
+		luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' has %d dimensions; 1..%d "
+						      "are possible", name, (int)n,
+						      HERD_CKPT_MAX_DIMS));
+	for (lua_Integer d = 1; d <= n; d++) {
+		int isint = 0;
+		lua_Integer v;
+
+		lua_geti(L, -1, d);
+		v = lua_tointegerx(L, -1, &isint);
+		if (!isint || v < 0)
+			luaL_argerror(L, arg, lua_pushfstring(L, "option '%s'[%d] must be an "
+							      "integer of 0 or more", name, (int)d));
+		out[d - 1] = (uint64_t)v;
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+	return (int)n;
+}
+
+/* ----------------------------------------------------------- the object */
+
+static lckpt *to_lckpt(lua_State *L, int arg)
+{
+	return (lckpt *)luaL_checkudata(L, arg, LHERD_CHECKPOINT);
+}
+
+static lckpt *check_open(lua_State *L, int arg)
+{
+	lckpt *c = to_lckpt(L, arg);
+
+	if (c->ck == NULL)
+		luaL_error(L, "attempt to use a closed checkpoint");
+	return c;
+}
+
+/*
+ * The one close path; idempotent.  finalize: leave the communicator in
+ * step with its peers first (a collective barrier, only from ck:close(),
+ * never from the collector).  Returns the status of the save in flight.
+ */
+static herd_status ckpt_release(lckpt *c, bool finalize)
+{
+	herd_status st = HERD_OK;
+
+	if (c->ck != NULL)
+		st = herd_ckpt_close(c->ck);
+	c->ck = NULL;
+	if (c->comm != NULL) {
+		if (finalize && st == HERD_OK)
+			st = herd_comm_finalize(c->comm);
+		herd_comm_destroy(c->comm);
+		c->comm = NULL;
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		free(c->t[i].name);
+		free(c->t[i].data);
+	}
+	free(c->t);
+	c->t = NULL;
+	c->n = c->cap = 0;
+	return st;
+}
+
+static int ckpt_gc(lua_State *L)
+{
+	ckpt_release(to_lckpt(L, 1), false);
+	return 0;
+}
+
+/* ck:close() -> true, or nil, msg, status of the save that was in flight. */
+static int ckpt_close(lua_State *L)
+{
+	herd_status st = ckpt_release(check_open(L, 1), true);
+
+	if (st != HERD_OK)
+		return lherd_fail(L, st);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static int ckpt_tostring(lua_State *L)
+{
+	lckpt *c = to_lckpt(L, 1);
+
+	if (c->ck == NULL)
+		lua_pushliteral(L, "herd.Checkpoint (closed)");
+	else
+		lua_pushfstring(L, "herd.Checkpoint (%s, %d tensors) (%p)", herd_ckpt_dir(c->ck),
+				(int)c->n, (void *)c);
+	return 1;
+}
+
+/* ck:rank(), ck:size(): this process's place among the checkpoint's ranks. */
+static int ckpt_rank(lua_State *L)
+{
+	lckpt *c = check_open(L, 1);
+
+	lua_pushinteger(L, c->comm != NULL ? herd_comm_rank(c->comm) : 0);
+	return 1;
+}
+
+static int ckpt_size(lua_State *L)
+{
+	lckpt *c = check_open(L, 1);
+
+	lua_pushinteger(L, c->comm != NULL ? herd_comm_size(c->comm) : 1);
+	return 1;
+}
+
+static int ckpt_dir(lua_State *L)
+{
+	lua_pushstring(L, herd_ckpt_dir(check_open(L, 1)->ck));
+	return 1;
+}
+
+/*
+ * ck:add(name, values, {dtype=, shape=, global=, offset=}) -> true, or
+ * nil, msg, status.  dtype defaults to float64, shape to {#values}; global
+ * and offset place the shard in the global tensor (both or neither).
+ */
+static int ckpt_add(lua_State *L)
+{
+	lckpt *c = check_open(L, 1);
+	const char *name = luaL_checkstring(L, 2);
+	uint64_t shape[HERD_CKPT_MAX_DIMS], global[HERD_CKPT_MAX_DIMS], offset[HERD_CKPT_MAX_DIMS];
+	herd_dtype dtype = HERD_FLOAT64;
+	int ndim = 1, gdim = 0, odim = 0;
+	uint64_t count = 1;
+	ltensor *t;
+	herd_status st;
+
+	luaL_checktype(L, 3, LUA_TTABLE);
+	shape[0] = (uint64_t)luaL_len(L, 3);
+	if (!lua_isnoneornil(L, 4)) {
+		luaL_checktype(L, 4, LUA_TTABLE);
+		check_keys(L, 4, add_options);
+		if (lua_getfield(L, 4, "dtype") != LUA_TNIL &&
+		    (lua_type(L, -1) != LUA_TSTRING ||
+		     herd_dtype_parse(lua_tostring(L, -1), &dtype) != HERD_OK))
+			luaL_argerror(L, 4, lua_pushfstring(L, "option 'dtype': unknown type '%s'",
+							    luaL_tolstring(L, -1, NULL)));
+		lua_pop(L, 1);
+		if (lua_getfield(L, 4, "shape") != LUA_TNIL)
+			ndim = dims_option(L, 4, "shape", shape);
+		lua_pop(L, 1);
+		if (lua_getfield(L, 4, "global") != LUA_TNIL)
+			gdim = dims_option(L, 4, "global", global);
+		lua_pop(L, 1);
+		if (lua_getfield(L, 4, "offset") != LUA_TNIL)
+			odim = dims_option(L, 4, "offset", offset);
+		lua_pop(L, 1);
+	}
+	if ((gdim == 0) != (odim == 0) || (gdim != 0 && (gdim != ndim || odim != ndim)))
+		luaL_argerror(L, 4, "options 'global' and 'offset' come together, with as many "
+			      "dimensions as 'shape'");
+	for (int d = 0; d < ndim; d++) {
+		if (shape[d] != 0 && count > (uint64_t)LUA_MAXINTEGER / shape[d])
+			luaL_argerror(L, 4, "the shard is too large");
+		count *= shape[d];
+	}
+	if (count != (uint64_t)luaL_len(L, 3))
+		luaL_argerror(L, 3, lua_pushfstring(L, "tensor '%s': the array has %d values; its "
+						    "shape holds %d", name, (int)luaL_len(L, 3),
+						    (int)count));
+	if (c->n == c->cap) {
+		size_t ncap = c->cap ? c->cap * 2 : 8;
+		ltensor *p = realloc(c->t, ncap * sizeof(*p));
+
+		if (p == NULL)
+			return luaL_error(L, "not enough memory");
+		c->t = p;
+		c->cap = ncap;
+	}
+	t = &c->t[c->n];
+	memset(t, 0, sizeof(*t));
+	t->count = (size_t)count;
+	t->dtype = dtype;
+	t->name = strdup(name);
+	t->data = calloc(count > 0 ? (size_t)count : 1, herd_dtype_size(dtype));
+	if (t->name == NULL || t->data == NULL) {
+		free(t->name);
+		free(t->data);
+		return luaL_error(L, "not enough memory for tensor '%s'", name);
+	}
+	st = gdim ? herd_ckpt_add_tensor(c->ck, name, t->data, dtype, ndim, global, offset, shape)
+		  : herd_ckpt_add_tensor(c->ck, name, t->data, dtype, ndim, shape, NULL, NULL);
+	if (st != HERD_OK) {
+		free(t->name);
+		free(t->data);
+		return lherd_fail(L, st);
+	}
+	c->n++;
+	/* The array lives as long as the checkpoint: user value [i] = values. */
+	lua_getiuservalue(L, 1, 1);
+	lua_pushvalue(L, 3);
+	lua_rawseti(L, -2, (lua_Integer)c->n);
+	lua_pop(L, 1);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* Copies every registered array into its buffer; raises on a misfit. */
+static void copy_in(lua_State *L, lckpt *c)
+{
+	lua_getiuservalue(L, 1, 1);
+	for (size_t i = 0; i < c->n; i++) {
+		ltensor *t = &c->t[i];
+		lua_Integer len;
+
+		lua_rawgeti(L, -1, (lua_Integer)i + 1);
+		len = luaL_len(L, -1);
+		if (len != (lua_Integer)t->count)
+			luaL_error(L, "tensor '%s': the array has %d values; its shape holds %d",
+				   t->name, (int)len, (int)t->count);
+		for (size_t j = 0; j < t->count; j++) {
+			shell_elem e = { 0, 0, 0.0 };
+			int isnum = 0;
+
+			lua_geti(L, -1, (lua_Integer)j + 1);
+			if (lua_isinteger(L, -1)) {
+				e.is_int = 1;
+				e.i = lua_tointeger(L, -1);
+			} else {
+				e.f = lua_tonumberx(L, -1, &isnum);
+				if (!isnum || lua_type(L, -1) != LUA_TNUMBER)
+					luaL_error(L, "tensor '%s'[%d]: a number expected, got %s",
+						   t->name, (int)j + 1, luaL_typename(L, -1));
+			}
+			if (shell_elem_store(t->data, j, t->dtype, e) != 0)
+				luaL_error(L, "tensor '%s'[%d]: %s does not fit %s", t->name,
+					   (int)j + 1, luaL_tolstring(L, -1, NULL),
+					   herd_dtype_name(t->dtype));
+			lua_pop(L, 1);
+		}
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+}
+
+/* Copies every buffer back into its array. */
+static void copy_out(lua_State *L, lckpt *c)
+{
+	lua_getiuservalue(L, 1, 1);
+	for (size_t i = 0; i < c->n; i++) {
+		ltensor *t = &c->t[i];
+
+		lua_rawgeti(L, -1, (lua_Integer)i + 1);
+		for (size_t j = 0; j < t->count; j++) {
+			shell_elem e = shell_elem_load(t->data, j, t->dtype);
+
+			if (e.is_int)
+				lua_pushinteger(L, (lua_Integer)e.i);
+			else
+				lua_pushnumber(L, (lua_Number)e.f);
+			lua_seti(L, -2, (lua_Integer)j + 1);
+		}
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+}
+
+static int64_t check_step(lua_State *L, int arg)
+{
+	lua_Integer step = luaL_checkinteger(L, arg);
+
+	luaL_argcheck(L, step >= 0 && step <= HERD_CKPT_STEP_MAX, arg,
+		      "a step is 0..999999999999");
+	return (int64_t)step;
+}
+
+static int push_result(lua_State *L, herd_status st)
+{
+	if (st != HERD_OK)
+		return lherd_fail(L, st);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* ck:save(step) -> true once committed on every rank, or nil, msg, status. */
+static int ckpt_save(lua_State *L)
+{
+	lckpt *c = check_open(L, 1);
+	int64_t step = check_step(L, 2);
+
+	copy_in(L, c);
+	return push_result(L, herd_ckpt_save(c->ck, step));
+}
+
+/* ck:save_async(step): returns once the values are staged; ck:wait() gives
+ * the outcome. */
+static int ckpt_save_async(lua_State *L)
+{
+	lckpt *c = check_open(L, 1);
+	int64_t step = check_step(L, 2);
+
+	copy_in(L, c);
+	return push_result(L, herd_ckpt_save_async(c->ck, step));
+}
+
+static int ckpt_wait(lua_State *L)
+{
+	return push_result(L, herd_ckpt_wait(check_open(L, 1)->ck));
+}
+
+/* ck:restore([step]) -> the restored step, or nil, msg, status. */
+static int ckpt_restore(lua_State *L)
+{
+	lckpt *c = check_open(L, 1);
+	int64_t step = lua_isnoneornil(L, 2) ? HERD_CKPT_LATEST : check_step(L, 2);
+	int64_t got = -1;
+	herd_status st = herd_ckpt_restore(c->ck, step, &got);
+
+	if (st != HERD_OK)
+		return lherd_fail(L, st);
+	copy_out(L, c);
+	lua_pushinteger(L, (lua_Integer)got);
+	return 1;
+}
+
+/* herd.checkpoint(dir [, comm [, opts]]) -> a herd.Checkpoint, or nil, msg, status. */
+static int lherd_checkpoint(lua_State *L)
+{
+	const char *dir = luaL_checkstring(L, 1);
+	herd_ckpt_opts o = HERD_CKPT_OPTS_INIT;
+	bool env = false;
+	herd_status st;
+	lckpt *c;
+
+	if (!lua_isnoneornil(L, 2)) {
+		if (lua_type(L, 2) != LUA_TSTRING || strcmp(lua_tostring(L, 2), "env") != 0)
+			return luaL_argerror(L, 2, "comm must be nil (one process) or \"env\" (the "
+					     "job's ranks from the environment)");
+		env = true;
+	}
+	if (!lua_isnoneornil(L, 3)) {
+		luaL_checktype(L, 3, LUA_TTABLE);
+		ckpt_opts(L, 3, &o);
+	}
+	/* Safe state before the resources: an object that holds nothing. */
+	c = (lckpt *)lua_newuserdatauv(L, sizeof(*c), 1);
+	memset(c, 0, sizeof(*c));
+	luaL_setmetatable(L, LHERD_CHECKPOINT);
+	lua_newtable(L);
+	lua_setiuservalue(L, -2, 1);
+	if (env && (st = herd_comm_init_env(&c->comm, NULL)) != HERD_OK)
+		return lherd_fail(L, st);
+	st = herd_ckpt_open(&c->ck, dir, c->comm, &o);
+	if (st != HERD_OK)
+		return lherd_fail(L, st);
+	return 1;
+}
+
+static const luaL_Reg ckpt_methods[] = {
+	{ "add", ckpt_add },
+	{ "save", ckpt_save },
+	{ "save_async", ckpt_save_async },
+	{ "wait", ckpt_wait },
+	{ "restore", ckpt_restore },
+	{ "close", ckpt_close },
+	{ "rank", ckpt_rank },
+	{ "size", ckpt_size },
+	{ "dir", ckpt_dir },
+	{ NULL, NULL }
+};
+
+static const luaL_Reg ckpt_metamethods[] = {
+	{ "__gc", ckpt_gc },
+	{ "__close", ckpt_gc },
+	{ "__tostring", ckpt_tostring },
+	{ NULL, NULL }
+};
+
+void lherd_open_ckpt(lua_State *L)
+{
+	if (luaL_newmetatable(L, LHERD_CHECKPOINT)) {
+		lua_newtable(L); /* __members: names for the REPL's completion */
+		for (const luaL_Reg *m = ckpt_methods; m->name; m++) {
+			lua_pushliteral(L, "method");
+			lua_setfield(L, -2, m->name);
+		}
+		lua_setfield(L, -2, "__members");
+		luaL_newlib(L, ckpt_methods);
+		lua_setfield(L, -2, "__index");
+		luaL_setfuncs(L, ckpt_metamethods, 0);
+	}
+	lua_pop(L, 1);
+	/* The herd table is on top of the stack. */
+	lua_pushcfunction(L, lherd_checkpoint);
+	lua_setfield(L, -2, "checkpoint");
+}

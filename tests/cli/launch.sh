@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# herd launch on this node: the commands the issue asks to show with their
+# exact output and exit statuses, the failure summary, restarts, exec
+# failures, refusals, SIGINT forwarded, and no orphans after the launcher
+# itself is killed with SIGKILL.
+set -u
+HERD=${1:?usage: launch.sh /path/to/herd}
+HERD=$(cd "$(dirname "$HERD")" && pwd)/$(basename "$HERD")
+fail() { echo "FAIL: $*" >&2; exit 1; }
+tmp=$(mktemp -d)
+launcher=
+cleanup() {
+	[[ -n $launcher ]] && kill -9 "$launcher" 2>/dev/null
+	for f in "$tmp"/pid.*; do [[ -f $f ]] && kill -9 "$(cat "$f")" 2>/dev/null; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+unset HERD_LAUNCH_VIA_EXEC HERD_RANK RANK WORLD_SIZE HERD_STORE
+host=$(hostname); host=${host%%.*}
+
+# --- four ranks, each line prefixed with its host and rank
+out=$("$HERD" launch -n 4 -- sh -c 'echo $HERD_RANK/$HERD_WORLD_SIZE $RANK $LOCAL_RANK' \
+	2>"$tmp/err") || fail "launch -n 4 exited $?: $(cat "$tmp/err")"
+want="[$host:0] 0/4 0 0
+[$host:1] 1/4 1 1
+[$host:2] 2/4 2 2
+[$host:3] 3/4 3 3"
+[[ $(sort <<<"$out") == "$want" ]] || fail "launch -n 4 printed:
+$out"
+[[ ! -s $tmp/err ]] || fail "launch -n 4 wrote on stderr: $(cat "$tmp/err")"
+
+# --- --prefix and --no-prefix
+out=$("$HERD" launch -n 1 --prefix '<%r@%h> ' -- echo hi) || fail "--prefix exited $?"
+[[ $out == "<0@$host> hi" ]] || fail "--prefix printed: $out"
+out=$("$HERD" launch -n 1 --no-prefix -- echo hi) || fail "--no-prefix exited $?"
+[[ $out == "hi" ]] || fail "--no-prefix printed: $out"
+
+# --- a failing rank: its status, and a summary with its stderr
+"$HERD" launch -n 2 -- sh -c 'exit 3' >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[[ $rc == 3 ]] || fail "exit 3 gave status $rc"
+grep -qE "^herd launch: job [0-9a-f-]+ failed: rank [01] on $host \(pid [0-9]+\) exited with code 3" \
+	"$tmp/err" || fail "no failure summary: $(cat "$tmp/err")"
+"$HERD" launch -n 2 -- sh -c '[ $RANK = 1 ] || exec sleep 30; echo bad thing >&2; exit 9' \
+	>"$tmp/out" 2>"$tmp/err"
+rc=$?
+[[ $rc == 9 ]] || fail "exit 9 gave status $rc"
+grep -qF "rank 1 on $host" "$tmp/err" || fail "summary lacks the rank: $(cat "$tmp/err")"
+grep -qxF "  bad thing" "$tmp/err" || fail "summary lacks the stderr tail: $(cat "$tmp/err")"
+grep -qxF "[$host:1] bad thing" "$tmp/err" || fail "stderr line not prefixed: $(cat "$tmp/err")"
+[[ ! -s $tmp/out ]] || fail "stdout got: $(cat "$tmp/out")"
+
+# --- a signal: 128 + 9
+"$HERD" launch -n 1 -- sh -c 'kill -9 $$' 2>"$tmp/err"
+rc=$?
+[[ $rc == 137 ]] || fail "kill -9 gave status $rc"
+grep -qF "killed by signal 9" "$tmp/err" || fail "no signal in summary: $(cat "$tmp/err")"
+
+# --- --restarts 2 runs the job three times
+"$HERD" launch -n 2 --restarts 2 -- sh -c '[ $RANK = 0 ] || exec sleep 30; echo run $HERD_RESTART_COUNT >>"$0/runs"; exit 3' \
+	"$tmp" >/dev/null 2>"$tmp/err"
+rc=$?
+[[ $rc == 3 ]] || fail "--restarts 2 gave status $rc"
+[[ $(cat "$tmp/runs") == $'run 0\nrun 1\nrun 2' ]] || fail "runs of rank 0: $(cat "$tmp/runs")"
+grep -qF "(restart 2)" "$tmp/err" || fail "summary lacks the restart: $(cat "$tmp/err")"
+
+# --- a command that does not exist: every rank says so, status 127
+"$HERD" launch -n 2 -- herd-no-such-command >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[[ $rc == 127 ]] || fail "missing command gave status $rc"
+for r in 0 1; do
+	grep -qxF "herd launch: [$host:$r] exec failed: No such file or directory" "$tmp/err" \
+		|| fail "rank $r did not report the exec failure: $(cat "$tmp/err")"
+done
+
+# --- refusals before anything starts
+"$HERD" launch -n 3 --per-node 2 -- touch "$tmp/started" 2>"$tmp/err"
+rc=$?
+[[ $rc == 1 ]] || fail "3 ranks at 2 per node on one node gave status $rc"
+grep -qF "need 2 nodes; there are 1" "$tmp/err" || fail "refusal: $(cat "$tmp/err")"
+[[ ! -e $tmp/started ]] || fail "a rank started before the refusal"
+"$HERD" launch -- true 2>/dev/null
+[[ $? == 2 ]] || fail "launch without -n is not a usage error"
+
+# --- --log-dir
+"$HERD" launch -n 2 --log-dir "$tmp/logs" -- sh -c 'echo o$RANK; echo e$RANK >&2' \
+	>/dev/null 2>&1 || fail "--log-dir run failed"
+[[ $(cat "$tmp/logs/rank.1.out") == o1 && $(cat "$tmp/logs/rank.1.err") == e1 ]] \
+	|| fail "log files: $(cat "$tmp"/logs/*)"
+
+# --- SIGINT to herd launch reaches the ranks
+"$HERD" launch -n 2 -- sh -c 'echo $$ >"$0/pid.$RANK"; trap "echo caught INT; exit 0" INT; \
+	while :; do sleep 0.1; done' "$tmp" >"$tmp/out" 2>&1 &
+launcher=$!
+for _ in $(seq 100); do [[ -s $tmp/pid.0 && -s $tmp/pid.1 ]] && break; sleep 0.1; done
+[[ -s $tmp/pid.0 && -s $tmp/pid.1 ]] || fail "ranks did not start"
+kill -INT "$launcher"
+for _ in $(seq 100); do kill -0 "$launcher" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$launcher" 2>/dev/null && fail "herd launch still running 10 s after SIGINT"
+wait "$launcher"
+rc=$?
+launcher=
+[[ $rc == 0 ]] || fail "ranks that caught SIGINT and exited 0 gave status $rc: $(cat "$tmp/out")"
+[[ $(grep -c "caught INT" "$tmp/out") == 2 ]] || fail "SIGINT not forwarded: $(cat "$tmp/out")"
+rm -f "$tmp"/pid.*
+
+# --- --gpus-per-rank: leases from the planner, on a recorded DGX H100
+out=$(HERD_INVENTORY=tests/fixtures/inventory/dgx-h100.json HERD_LEASE_DIR=$tmp/leases \
+	"$HERD" launch -n 2 --gpus-per-rank 2 --no-prefix -- sh -c \
+	'echo $RANK $CUDA_VISIBLE_DEVICES $CUDA_DEVICE_ORDER; ls "$0" | wc -l' "$tmp/leases") \
+	|| fail "--gpus-per-rank exited $?"
+grep -qE '^0 GPU-[0-9a-f-]+,GPU-[0-9a-f-]+ PCI_BUS_ID$' <<<"$out" || fail "rank 0 GPUs: $out"
+grep -qE '^1 GPU-[0-9a-f-]+,GPU-[0-9a-f-]+ PCI_BUS_ID$' <<<"$out" || fail "rank 1 GPUs: $out"
+[[ $(grep -oE 'GPU-[0-9a-f-]+' <<<"$out" | sort -u | wc -l) == 4 ]] || fail "GPUs shared: $out"
+HERD_INVENTORY=tests/fixtures/inventory/dgx-h100.json HERD_LEASE_DIR=$tmp/leases \
+	"$HERD" launch -n 9 --gpus-per-rank 1 -- touch "$tmp/started" 2>"$tmp/err"
+rc=$?
+[[ $rc == 1 ]] || fail "9 GPUs of 8 gave status $rc"
+grep -qF "9 GPUs for 9 ranks on" "$tmp/err" || fail "GPU refusal: $(cat "$tmp/err")"
+[[ ! -e $tmp/started ]] || fail "a rank started without its GPU"
+
+# --- ranks that join a communicator from herd launch's environment
+out=$("$HERD" launch -n 4 -- "$HERD" bench allreduce -b 8 -e 64K -c 1 2>"$tmp/err") \
+	|| fail "bench under herd launch exited $?: $(cat "$tmp/err")"
+grep -qF "[$host:0] # Out of bounds values : 0 OK" <<<"$out" || fail "bench printed:
+$out
+$(cat "$tmp/err")"
+grep -qE "^\[$host:0\] +65536 +16384 +float32 +sum" <<<"$out" || fail "bench lacks 64K row: $out"
+
+# --- no orphans: SIGKILL the launcher, its ranks must go
+for via in "" 1; do
+	HERD_LAUNCH_VIA_EXEC=$via "$HERD" launch -n 3 -- sh -c 'echo $$ >"$0/pid.$RANK"; exec sleep 1000' \
+		"$tmp" >/dev/null 2>&1 &
+	launcher=$!
+	for _ in $(seq 100); do [[ -s $tmp/pid.0 && -s $tmp/pid.1 && -s $tmp/pid.2 ]] && break; sleep 0.1; done
+	[[ -s $tmp/pid.2 ]] || fail "ranks did not start (via exec: ${via:-no})"
+	pids=$(cat "$tmp"/pid.*)
+	for p in $pids; do kill -0 "$p" 2>/dev/null || fail "rank $p is not running"; done
+	kill -9 "$launcher"
+	wait "$launcher" 2>/dev/null
+	launcher=
+	left=
+	for _ in $(seq 100); do
+		left=
+		for p in $pids; do
+			# A zombie waiting for its reaper is gone for this purpose.
+			if kill -0 "$p" 2>/dev/null && [[ $(ps -o stat= -p "$p") != Z* ]]; then left+=" $p"; fi
+		done
+		[[ -z $left ]] && break
+		sleep 0.1
+	done
+	[[ -z $left ]] || fail "ranks left running after the launcher died (via exec: ${via:-no}):$left"
+	rm -f "$tmp"/pid.*
+done
+
+echo "launch: ok"

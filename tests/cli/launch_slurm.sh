@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# herd launch --slurm inside a real two-node Slurm cluster on this machine
+# (tests/harness/slurm.sh: munged, slurmctld, slurmd node1 and node2, two
+# device-file "GPUs" per node): ranks placed on the allocation's nodes and
+# started through one srun step whose `herd exec`s connect back, exit codes,
+# GPUs planned only among those Slurm granted the step (another job holds
+# GPU 0 of each node, so Slurm grants GPU 1 and herd must pick GPU 1 of the
+# fixture inventory), and the failures: outside an allocation, and a herd
+# program missing on the nodes (srun's words quoted).
+# Needs root, slurm-wlm and munge; exits 77 (skipped) without them.
+set -u
+HERD=${1:?usage: launch_slurm.sh /path/to/herd}
+HERD=$(cd "$(dirname "$HERD")" && pwd)/$(basename "$HERD")
+fail() { echo "FAIL: $*" >&2; exit 1; }
+tmp=$(mktemp -d)
+holder=
+cleanup() {
+	[[ -n $holder ]] && scancel "$holder" 2>/dev/null
+	bash tests/harness/slurm.sh stop "$tmp/slurm"
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+bash tests/harness/slurm.sh start "$tmp/slurm"; rc=$?
+[[ $rc == 77 ]] && exit 77
+[[ $rc == 0 ]] || fail "the Slurm harness did not start"
+export SLURM_CONF=$tmp/slurm/slurm.conf
+unset SLURM_JOB_ID SLURM_JOBID SLURM_JOB_NODELIST SLURM_NODELIST SLURM_TASKS_PER_NODE \
+	SLURM_STEP_GPUS SLURM_JOB_GPUS CUDA_VISIBLE_DEVICES HERD_INVENTORY HERD_LAUNCH_ADDR
+# Both nodes are this machine: each gets a lease directory of its own, as
+# separate machines would have.
+cat >"$tmp/herd-node" <<EOF
+#!/bin/sh
+export HERD_LEASE_DIR=$tmp/leases/\$SLURMD_NODENAME
+mkdir -p "\$HERD_LEASE_DIR"
+exec "$HERD" "\$@"
+EOF
+chmod +x "$tmp/herd-node"
+export HERD_PROGRAM=$tmp/herd-node
+has() { grep -qF -- "$2" <<<"$1" || fail "output lacks '$2':
+$1"; }
+
+# --- 4 ranks on the 2 nodes of the allocation, 2 each, in one srun step
+out=$(timeout 120 salloc -Q -N2 --ntasks-per-node=2 "$HERD" launch --slurm -n 4 -- \
+	sh -c 'echo $HERD_RANK $HERD_NODE_RANK $HERD_LOCAL_RANK $HERD_NNODES $SLURMD_NODENAME $SLURM_STEP_NUM_TASKS') \
+	|| fail "launch --slurm exited $?: $out"
+[[ $(sort <<<"$out") == "[node1:0] 0 0 0 2 node1 2
+[node1:1] 1 0 1 2 node1 2
+[node2:2] 2 1 0 2 node2 2
+[node2:3] 3 1 1 2 node2 2" ]] || fail "ranks on the allocation:
+$out"
+
+# --- a failing rank's exit code comes back through salloc
+timeout 120 salloc -Q -N2 --ntasks-per-node=1 "$HERD" launch --slurm -n 2 -- \
+	sh -c 'exit $((HERD_RANK == 1 ? 5 : 0))' >"$tmp/out" 2>"$tmp/err"; rc=$?
+[[ $rc == 5 ]] || fail "rank 1 exits 5: salloc exited $rc: $(cat "$tmp/err")"
+has "$(cat "$tmp/err")" "node2"
+
+# --- GPUs: another job holds GPU 0 of both nodes, so this one is granted
+# GPU 1 (SLURM_STEP_GPUS=1), and the ranks get GPU 1 of the inventory
+# even though GPU 0 is free as far as herd's own leases know.
+holder=$(sbatch --parsable -N2 --gpus-per-node=1 -o /dev/null --wrap 'sleep 100') \
+	|| fail "sbatch of the GPU holder failed"
+for _ in $(seq 100); do
+	[[ $(squeue -h -j "$holder" -o %t) == R ]] && break
+	sleep 0.2
+done
+[[ $(squeue -h -j "$holder" -o %t) == R ]] || fail "the GPU holder job is not running"
+export HERD_INVENTORY=$PWD/tests/fixtures/inventory/dgx-h100.json
+gpu1=GPU-da60fb1c-eb7a-4995-9588-532d4242aadb
+out=$(timeout 120 salloc -Q -N2 --ntasks-per-node=1 --gpus-per-node=1 "$HERD" launch --slurm \
+	-n 2 --gpus-per-rank 1 -- sh -c 'echo $SLURM_STEP_GPUS $CUDA_VISIBLE_DEVICES') \
+	|| fail "launch --slurm --gpus-per-rank 1 exited $?: $out"
+[[ $(sort <<<"$out") == "[node1:0] 1 $gpu1
+[node2:1] 1 $gpu1" ]] || fail "GPUs granted by Slurm:
+$out"
+# Two GPUs per rank do not fit in the one Slurm granted.
+timeout 120 salloc -Q -N2 --ntasks-per-node=1 --gpus-per-node=1 "$HERD" launch --slurm \
+	-n 2 --gpus-per-rank 2 -- true >"$tmp/out" 2>"$tmp/err"; rc=$?
+[[ $rc != 0 ]] || fail "2 GPUs per rank with 1 granted: exit 0"
+has "$(cat "$tmp/err")" "GPU0 not granted"
+unset HERD_INVENTORY
+scancel "$holder"
+holder=
+
+# --- outside an allocation: refused, with what to do
+"$HERD" launch --slurm -n 2 -- true >"$tmp/out" 2>"$tmp/err"; rc=$?
+[[ $rc != 0 && ! -s $tmp/out ]] || fail "outside an allocation: exit $rc"
+has "$(cat "$tmp/err")" "not inside a Slurm allocation (SLURM_JOB_ID is not set)"
+
+# --- no herd program on the nodes: srun's complaint is quoted
+HERD_PROGRAM=/nonexistent/bin/herd timeout 120 salloc -Q -N2 "$HERD" launch --slurm -n 2 -- true \
+	>"$tmp/out" 2>"$tmp/err"; rc=$?
+[[ $rc != 0 ]] || fail "missing herd program: exit 0"
+has "$(cat "$tmp/err")" "srun ended before node[1-2] connected back"
+has "$(cat "$tmp/err")" "/nonexistent/bin/herd"
+echo "ok"

@@ -1,0 +1,377 @@
+/*
+ * tests/unit/test_exec_stdio.c - `herd exec --stdio` driven directly over
+ * pipes, speaking the node protocol as a launcher does: a spec in, then
+ * ready, started, output, exited and done events out; commands obeyed;
+ * a closed stdin stops the ranks; a malformed spec is refused with an
+ * error frame.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#include "launch/launch_internal.h"
+#include "net.h"
+
+struct exec_proc {
+	pid_t pid;
+	int to, from;      /* its stdin, its stdout */
+	herd__buf in;
+	void *payload;     /* of the last event, which points into it */
+};
+
+static int exec_spawn(struct exec_proc *x)
+{
+	const char *bin = getenv("HERD_BIN");
+	int in[2], out[2];
+
+	memset(x, 0, sizeof(*x));
+	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
+		return -1;
+	x->pid = fork();
+	if (x->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		execl(bin, bin, "exec", "--stdio", (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	x->to = in[1];
+	x->from = out[0];
+	herd__buf_init(&x->in, HERD__LAUNCH_FRAME_MAX + 4);
+	return 0;
+}
+
+static void send_frame(struct exec_proc *x, herd__buf *b)
+{
+	CHECK(write(x->to, b->data + b->off, b->len - b->off) == (ssize_t)(b->len - b->off));
+	herd__buf_free(b);
+}
+
+/* The next event within 10 s; HERD_ECLOSED at the end of the stream. */
+static herd_status next_event(struct exec_proc *x, herd__launch_msg *m)
+{
+	int64_t deadline = herd__net_deadline(10000);
+
+	for (;;) {
+		size_t len;
+		ssize_t got;
+		struct pollfd p = { .fd = x->from, .events = POLLIN };
+
+		HERD_CHECK(herd__launch_frame_peek(&x->in, &len));
+		if (len != SIZE_MAX) {
+			/* The event points into its payload: keep a copy until
+			 * the next one. */
+			free(x->payload);
+			x->payload = malloc(len);
+			memcpy(x->payload, x->in.data + x->in.off + 4, len);
+			herd__buf_consume(&x->in, len + 4);
+			return herd__launch_msg_decode(m, x->payload, len);
+		}
+		if (poll(&p, 1, herd__net_remaining_ms(deadline)) <= 0)
+			return herd__error(HERD_ETIMEDOUT, "no event from herd exec within 10 s");
+		HERD_CHECK(herd__buf_reserve(&x->in, 65536));
+		got = read(x->from, x->in.data + x->in.len, x->in.cap - x->in.len);
+		if (got <= 0)
+			return herd__error(HERD_ECLOSED, "herd exec closed its stdout");
+		x->in.len += (size_t)got;
+	}
+}
+
+static int exec_wait(struct exec_proc *x)
+{
+	int status = -1;
+
+	for (int i = 0; i < 1000; i++) {
+		if (waitpid(x->pid, &status, WNOHANG) == x->pid)
+			return status;
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	kill(x->pid, SIGKILL);
+	waitpid(x->pid, &status, 0);
+	return -1;
+}
+
+static void spec_init(herd__node_spec *s, char **argv, int *ranks, int n)
+{
+	static char *env[] = { "FROM_SPEC=yes", NULL };
+
+	memset(s, 0, sizeof(*s));
+	s->job_id = "job-1";
+	s->store = "127.0.0.1:1";
+	s->secret = "s3cret";
+	s->host = "nodeA";
+	s->master_addr = "127.0.0.1";
+	s->master_port = 29500;
+	s->restart_count = 0;
+	s->world_size = 4;
+	s->nnodes = 2;
+	s->node_rank = 1;
+	s->nranks = n;
+	s->ranks = ranks;
+	s->argv = argv;
+	s->env = env;
+	s->grace_ms = 1000;
+}
+
+static void test_exec_runs_the_spec_and_reports_every_event(void)
+{
+	char *argv[] = { "sh", "-c", "echo $RANK $LOCAL_RANK $GROUP_RANK $FROM_SPEC; "
+			 "echo warn >&2; exit $LOCAL_RANK", NULL };
+	int ranks[] = { 2, 3 };
+	struct exec_proc x;
+	herd__node_spec s;
+	herd__buf b = { 0 };
+	herd__launch_msg m;
+	int started = 0, exited = 0, outs = 0, errs = 0, done = 0, codes[4] = { -1, -1, -1, -1 };
+	long pids[4] = { 0, 0, 0, 0 };
+	char lines[4][64] = { "", "", "", "" };
+
+	if (exec_spawn(&x) != 0) {
+		CHECK(0);
+		return;
+	}
+	spec_init(&s, argv, ranks, 2);
+	CHECK_OK(herd__launch_enc_spec(&b, &s));
+	send_frame(&x, &b);
+	CHECK_OK(next_event(&x, &m));
+	CHECK_INT(m.type, HERD__LAUNCH_T_READY);
+	CHECK(m.pid == x.pid);
+	herd__launch_msg_free(&m);
+	for (int i = 0; i < 20 && !done; i++) {
+		if (next_event(&x, &m) != HERD_OK) {
+			CHECK(0);
+			break;
+		}
+		CHECK(m.rank == 2 || m.rank == 3 || m.type == HERD__LAUNCH_T_DONE);
+		switch (m.type) {
+		case HERD__LAUNCH_T_STARTED:
+			/* Nothing about a rank comes before its start. */
+			CHECK(pids[m.rank] == 0 && codes[m.rank] == -1 && lines[m.rank][0] == '\0');
+			pids[m.rank] = (long)m.pid;
+			started++;
+			break;
+		case HERD__LAUNCH_T_OUT:
+			CHECK(pids[m.rank] > 0 && codes[m.rank] == -1);
+			if (m.s == HERD_JOB_STDOUT) {
+				snprintf(lines[m.rank], sizeof(lines[0]), "%.*s", (int)m.data_len,
+					 m.data);
+				outs++;
+			} else {
+				CHECK(m.data_len == 4 && memcmp(m.data, "warn", 4) == 0);
+				errs++;
+			}
+			break;
+		case HERD__LAUNCH_T_EXITED:
+			CHECK_INT(m.state, HERD_RANK_EXITED);
+			codes[m.rank] = (int)m.code;
+			exited++;
+			break;
+		case HERD__LAUNCH_T_DONE:
+			done = 1;
+			break;
+		default:
+			CHECK(0);
+		}
+		herd__launch_msg_free(&m);
+	}
+	CHECK_INT(started, 2);
+	CHECK_INT(exited, 2);
+	CHECK_INT(outs, 2);
+	CHECK_INT(errs, 2);
+	CHECK_INT(done, 1);
+	CHECK_STR(lines[2], "2 0 1 yes");
+	CHECK_STR(lines[3], "3 1 1 yes");
+	CHECK_INT(codes[2], 0);
+	CHECK_INT(codes[3], 1);
+	close(x.to);
+	CHECK_ERR(next_event(&x, &m), HERD_ECLOSED, "closed");
+	{
+		int st = exec_wait(&x);
+
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	close(x.from);
+	herd__buf_free(&x.in);
+	free(x.payload);
+}
+
+static void test_exec_stops_its_ranks_when_stdin_closes(void)
+{
+	char *argv[] = { "sleep", "1000", NULL };
+	int ranks[] = { 0, 1 };
+	struct exec_proc x;
+	herd__node_spec s;
+	herd__buf b = { 0 };
+	herd__launch_msg m;
+	long pids[2] = { 0, 0 };
+	int exited = 0;
+
+	if (exec_spawn(&x) != 0) {
+		CHECK(0);
+		return;
+	}
+	spec_init(&s, argv, ranks, 2);
+	CHECK_OK(herd__launch_enc_spec(&b, &s));
+	send_frame(&x, &b);
+	for (int i = 0; i < 3; i++) {
+		CHECK_OK(next_event(&x, &m));
+		if (m.type == HERD__LAUNCH_T_STARTED)
+			pids[m.rank] = (long)m.pid;
+		herd__launch_msg_free(&m);
+	}
+	CHECK(pids[0] > 0 && pids[1] > 0);
+	CHECK(kill((pid_t)pids[0], 0) == 0);
+	/* The launcher goes away. */
+	close(x.to);
+	for (int i = 0; i < 5; i++) {
+		if (next_event(&x, &m) != HERD_OK)
+			break;
+		if (m.type == HERD__LAUNCH_T_EXITED) {
+			CHECK_INT(m.state, HERD_RANK_SIGNALED);
+			CHECK_INT(m.sig, SIGTERM);
+			exited++;
+		}
+		herd__launch_msg_free(&m);
+	}
+	CHECK_INT(exited, 2);
+	{
+		int st = exec_wait(&x);
+
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	}
+	CHECK(kill((pid_t)pids[0], 0) != 0 && errno == ESRCH);
+	CHECK(kill((pid_t)pids[1], 0) != 0 && errno == ESRCH);
+	close(x.from);
+	herd__buf_free(&x.in);
+	free(x.payload);
+}
+
+static void test_exec_obeys_signal_command(void)
+{
+	char *argv[] = { "sh", "-c", "trap 'echo usr1; exit 4' USR1; echo up; "
+			 "while :; do sleep 0.05; done", NULL };
+	int ranks[] = { 0 };
+	struct exec_proc x;
+	herd__node_spec s;
+	herd__buf b = { 0 };
+	herd__launch_msg m;
+	int code = -1, saw_up = 0;
+
+	if (exec_spawn(&x) != 0) {
+		CHECK(0);
+		return;
+	}
+	spec_init(&s, argv, ranks, 1);
+	CHECK_OK(herd__launch_enc_spec(&b, &s));
+	send_frame(&x, &b);
+	for (int i = 0; i < 10 && code < 0; i++) {
+		if (next_event(&x, &m) != HERD_OK)
+			break;
+		if (m.type == HERD__LAUNCH_T_OUT && m.data_len == 2 && !saw_up) {
+			saw_up = 1;
+			CHECK_OK(herd__launch_enc_signal(&b, SIGUSR1));
+			send_frame(&x, &b);
+		}
+		if (m.type == HERD__LAUNCH_T_EXITED)
+			code = (int)m.code;
+		herd__launch_msg_free(&m);
+	}
+	CHECK_INT(saw_up, 1);
+	CHECK_INT(code, 4);
+	close(x.to);
+	exec_wait(&x);
+	close(x.from);
+	herd__buf_free(&x.in);
+	free(x.payload);
+}
+
+static void test_exec_refuses_a_malformed_spec(void)
+{
+	/* A stop command where the spec belongs. */
+	struct exec_proc x;
+	herd__buf b = { 0 };
+	herd__launch_msg m;
+
+	if (exec_spawn(&x) != 0) {
+		CHECK(0);
+		return;
+	}
+	CHECK_OK(herd__launch_enc_stop(&b, 0));
+	send_frame(&x, &b);
+	CHECK_OK(next_event(&x, &m));
+	CHECK_INT(m.type, HERD__LAUNCH_T_ERROR);
+	CHECK_INT(m.st, HERD_EFORMAT);
+	CHECK(m.msg_len > 0 && strstr(m.msg, "expected a spec frame") != NULL);
+	herd__launch_msg_free(&m);
+	close(x.to);
+	{
+		int st = exec_wait(&x);
+
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	}
+	close(x.from);
+	herd__buf_free(&x.in);
+	free(x.payload);
+}
+
+static void test_proto_rejects_bad_frames(void)
+{
+	herd__buf b = { 0 };
+	herd__launch_msg m;
+	herd__node_spec s;
+	size_t len;
+	/* A map {"v": 2, "t": "done"}: another version. */
+	static const unsigned char v2[] = { 0x82, 0xa1, 'v', 0x02, 0xa1, 't', 0xa4, 'd', 'o', 'n',
+					    'e' };
+	/* {"v": 1, "t": "out", "rank": 0, "s": 3, "data": ""}: no stream 3. */
+	static const unsigned char bad_s[] = { 0x85, 0xa1, 'v', 0x01, 0xa1, 't', 0xa3, 'o', 'u',
+					       't', 0xa4, 'r', 'a', 'n', 'k', 0x00, 0xa1, 's',
+					       0x03, 0xa4, 'd', 'a', 't', 'a', 0xa0 };
+
+	CHECK_ERR(herd__launch_msg_decode(&m, v2, sizeof(v2)), HERD_EVERSION, "version 2");
+	CHECK_ERR(herd__launch_msg_decode(&m, bad_s, sizeof(bad_s)), HERD_EFORMAT,
+		  "\"s\" is 3");
+	CHECK_ERR(herd__launch_msg_decode(&m, "\xc1", 1), HERD_EFORMAT, "msgpack");
+	/* Round trip of an exited event, and a spec decoded as a spec only. */
+	CHECK_OK(herd__launch_enc_exited(&b, 7, HERD_RANK_FAILED_START, 127, 0, "exec failed"));
+	CHECK_OK(herd__launch_frame_peek(&b, &len));
+	CHECK_OK(herd__launch_msg_decode(&m, b.data + b.off + 4, len));
+	CHECK_INT(m.rank, 7);
+	CHECK_INT(m.state, HERD_RANK_FAILED_START);
+	CHECK(m.err_len == 11 && memcmp(m.err, "exec failed", 11) == 0);
+	CHECK_ERR(herd__launch_spec_decode(&s, b.data + b.off + 4, len), HERD_EFORMAT,
+		  "expected a spec frame, got exited");
+	herd__launch_msg_free(&m);
+	herd__buf_free(&b);
+	/* An oversized frame is refused from its length alone. */
+	herd__buf_append(&b, "\x7f\xff\xff\xff", 4);
+	CHECK_ERR(herd__launch_frame_peek(&b, &len), HERD_EFORMAT, "exceeds the limit");
+	herd__buf_free(&b);
+}
+
+int main(void)
+{
+	const char *bin = getenv("HERD_BIN");
+
+	TEST_RUN(test_proto_rejects_bad_frames);
+	if (bin == NULL || access(bin, X_OK) != 0) {
+		printf("skipped: HERD_BIN (the herd program) is not set\n");
+		return test_failures ? 1 : 77;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	TEST_RUN(test_exec_runs_the_spec_and_reports_every_event);
+	TEST_RUN(test_exec_stops_its_ranks_when_stdin_closes);
+	TEST_RUN(test_exec_obeys_signal_command);
+	TEST_RUN(test_exec_refuses_a_malformed_spec);
+	return TEST_DONE();
+}

@@ -1,0 +1,632 @@
+/*
+ * tests/unit/test_job_local.c - the job API on the local backend, with real
+ * ranks (sh, sleep): the environment contract, whole lines with stdout and
+ * stderr apart, exit codes and signals, exec failures, placement refusals,
+ * kill with a grace period, wait deadlines, restarts and log files.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#include "launch/launch_internal.h"
+
+#define MAX_LINES 256
+
+struct line {
+	int rank;
+	herd_job_stream stream;
+	char *text;
+	size_t len;
+};
+
+struct capture {
+	pthread_mutex_t mu;
+	struct line lines[MAX_LINES];
+	int n;
+	char host[256];
+};
+
+static void capture_line(void *ud, int rank, const char *host, herd_job_stream stream,
+			 const char *line, size_t len)
+{
+	struct capture *c = ud;
+
+	pthread_mutex_lock(&c->mu);
+	if (c->n < MAX_LINES) {
+		struct line *l = &c->lines[c->n++];
+
+		l->rank = rank;
+		l->stream = stream;
+		l->text = malloc(len + 1);
+		memcpy(l->text, line, len);
+		l->text[len] = '\0';
+		l->len = len;
+		snprintf(c->host, sizeof(c->host), "%s", host);
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+static void capture_init(struct capture *c)
+{
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_init(&c->mu, NULL);
+}
+
+static void capture_free(struct capture *c)
+{
+	for (int i = 0; i < c->n; i++)
+		free(c->lines[i].text);
+	pthread_mutex_destroy(&c->mu);
+}
+
+/* The text of the k-th line of rank on stream (0-based), or NULL. */
+static const char *line_of(struct capture *c, int rank, herd_job_stream s, int k)
+{
+	const char *found = NULL;
+
+	pthread_mutex_lock(&c->mu);
+	for (int i = 0; i < c->n && found == NULL; i++)
+		if (c->lines[i].rank == rank && c->lines[i].stream == s && k-- == 0)
+			found = c->lines[i].text;
+	pthread_mutex_unlock(&c->mu);
+	return found;
+}
+
+static int count_lines(struct capture *c, int rank, herd_job_stream s)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&c->mu);
+	for (int i = 0; i < c->n; i++)
+		if (c->lines[i].rank == rank && c->lines[i].stream == s)
+			n++;
+	pthread_mutex_unlock(&c->mu);
+	return n;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Runs argv as nranks ranks to the end; returns the exit status, -1 on error. */
+static int run(herd_job_spec *spec, struct capture *c, herd_job **keep_job)
+{
+	herd_job *job = NULL;
+	int status = -1;
+
+	spec->output = capture_line;
+	spec->output_userdata = c;
+	CHECK_OK(herd_job_launch(&job, spec));
+	if (job == NULL)
+		return -1;
+	CHECK_OK(herd_job_wait(job, 60000, &status));
+	if (keep_job != NULL)
+		*keep_job = job;
+	else
+		herd_job_free(job);
+	return status;
+}
+
+static void test_job_every_rank_sees_the_environment_contract(void)
+{
+	const char *argv[] = { "sh", "-c",
+		"echo \"$HERD_RANK $HERD_WORLD_SIZE $HERD_LOCAL_RANK $HERD_LOCAL_WORLD_SIZE "
+		"$HERD_NODE_RANK $HERD_NNODES $HERD_RESTART_COUNT\"; "
+		"echo \"$RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $GROUP_RANK $MASTER_ADDR "
+		"$TORCHELASTIC_RESTART_COUNT\"; "
+		"echo \"$HERD_JOB_ID\"; echo \"$HERD_JOB_SECRET\"; echo \"$HERD_STORE\"; "
+		"echo \"$MASTER_PORT\"; echo \"$EXTRA $HERD_NNODES\"", NULL };
+	const char *env[] = { "EXTRA=hello world", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	herd_job *job = NULL;
+
+	capture_init(&c);
+	spec.argv = argv;
+	spec.env = env;
+	spec.nranks = 3;
+	CHECK_INT(run(&spec, &c, &job), 0);
+	if (job == NULL)
+		goto out;
+	for (int r = 0; r < 3; r++) {
+		char want[256];
+		const char *id = line_of(&c, r, HERD_JOB_STDOUT, 2);
+		const char *secret = line_of(&c, r, HERD_JOB_STDOUT, 3);
+		const char *store = line_of(&c, r, HERD_JOB_STDOUT, 4);
+		const char *port = line_of(&c, r, HERD_JOB_STDOUT, 5);
+		herd_rank_status rs;
+
+		snprintf(want, sizeof(want), "%d 3 %d 3 0 1 0", r, r);
+		CHECK_STR(line_of(&c, r, HERD_JOB_STDOUT, 0), want);
+		snprintf(want, sizeof(want), "%d %d 3 3 0 127.0.0.1 0", r, r);
+		CHECK_STR(line_of(&c, r, HERD_JOB_STDOUT, 1), want);
+		CHECK_STR(id, herd_job_id(job));
+		CHECK(secret != NULL && strlen(secret) == 64 &&
+		      strspn(secret, "0123456789abcdef") == 64);
+		CHECK(store != NULL && strncmp(store, "127.0.0.1:", 10) == 0 &&
+		      atoi(store + 10) > 0);
+		CHECK(port != NULL && atoi(port) > 0 && atoi(port) < 65536);
+		CHECK_STR(line_of(&c, r, HERD_JOB_STDOUT, 6), "hello world 1");
+		CHECK_INT(count_lines(&c, r, HERD_JOB_STDERR), 0);
+		CHECK_OK(herd_job_rank(job, r, &rs));
+		CHECK_INT(rs.rank, r);
+		CHECK_INT(rs.local_rank, r);
+		CHECK_INT(rs.node_rank, 0);
+		CHECK_INT(rs.state, HERD_RANK_EXITED);
+		CHECK_INT(rs.exit_code, 0);
+		CHECK(rs.pid > 0);
+		CHECK_STR(rs.host, c.host);
+		/* Every rank got the same secret and store. */
+		CHECK_STR(secret, line_of(&c, 0, HERD_JOB_STDOUT, 3));
+		CHECK_STR(store, line_of(&c, 0, HERD_JOB_STDOUT, 4));
+	}
+	CHECK_INT(herd_job_size(job), 3);
+	CHECK(herd_job_failure(job) == NULL);
+	herd_job_free(job);
+out:
+	capture_free(&c);
+}
+
+static void test_job_output_arrives_as_whole_lines_with_streams_apart(void)
+{
+	/* A line written in many small pieces, with pauses, is still one line;
+	 * an overlong one is cut at HERD_JOB_LINE_MAX. */
+	const char *argv[] = { "sh", "-c",
+		"for i in 1 2 3 4 5 6 7 8; do printf ab; echo e$i >&2; sleep 0.02; done; echo; "
+		"head -c 70000 /dev/zero | tr '\\0' x; echo; printf tail", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	const char *l;
+
+	capture_init(&c);
+	spec.argv = argv;
+	spec.nranks = 1;
+	CHECK_INT(run(&spec, &c, NULL), 0);
+	CHECK_STR(line_of(&c, 0, HERD_JOB_STDOUT, 0), "abababababababab");
+	l = line_of(&c, 0, HERD_JOB_STDOUT, 1);
+	CHECK(l != NULL && strlen(l) == HERD_JOB_LINE_MAX && strspn(l, "x") == HERD_JOB_LINE_MAX);
+	l = line_of(&c, 0, HERD_JOB_STDOUT, 2);
+	CHECK(l != NULL && strlen(l) == 70000 - HERD_JOB_LINE_MAX);
+	/* The last line, without a newline, comes out at the end. */
+	CHECK_STR(line_of(&c, 0, HERD_JOB_STDOUT, 3), "tail");
+	CHECK_INT(count_lines(&c, 0, HERD_JOB_STDOUT), 4);
+	CHECK_INT(count_lines(&c, 0, HERD_JOB_STDERR), 8);
+	CHECK_STR(line_of(&c, 0, HERD_JOB_STDERR, 0), "e1");
+	CHECK_STR(line_of(&c, 0, HERD_JOB_STDERR, 7), "e8");
+	capture_free(&c);
+}
+
+static void test_job_exit_code_of_first_failed_rank_with_summary(void)
+{
+	const char *argv[] = { "sh", "-c",
+		"if [ $RANK = 1 ]; then echo first >&2; echo 'went wrong' >&2; exit 5; fi; "
+		"sleep 30", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	herd_job *job = NULL;
+	herd_rank_status rs;
+	int64_t t0 = now_ms();
+
+	capture_init(&c);
+	spec.argv = argv;
+	spec.nranks = 3;
+	spec.grace_ms = 2000;
+	CHECK_INT(run(&spec, &c, &job), 5);
+	/* The others were stopped, not waited for. */
+	CHECK(now_ms() - t0 < 15000);
+	if (job != NULL) {
+		const char *f = herd_job_failure(job);
+
+		CHECK(f != NULL && strstr(f, "rank 1 on ") != NULL);
+		CHECK(f != NULL && strstr(f, "exited with code 5") != NULL);
+		CHECK(f != NULL && strstr(f, "\n  first\n  went wrong") != NULL);
+		CHECK_OK(herd_job_rank(job, 1, &rs));
+		CHECK_INT(rs.state, HERD_RANK_EXITED);
+		CHECK_INT(rs.exit_code, 5);
+		CHECK_OK(herd_job_rank(job, 0, &rs));
+		CHECK_INT(rs.state, HERD_RANK_SIGNALED);
+		CHECK_INT(rs.signal, SIGTERM);
+		herd_job_free(job);
+	}
+	capture_free(&c);
+}
+
+static void test_job_rank_killed_by_signal_gives_128_plus_signal(void)
+{
+	const char *argv[] = { "sh", "-c", "kill -KILL $$", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	herd_job *job = NULL;
+	herd_rank_status rs;
+
+	capture_init(&c);
+	spec.argv = argv;
+	spec.nranks = 1;
+	CHECK_INT(run(&spec, &c, &job), 128 + SIGKILL);
+	if (job != NULL) {
+		CHECK_OK(herd_job_rank(job, 0, &rs));
+		CHECK_INT(rs.state, HERD_RANK_SIGNALED);
+		CHECK_INT(rs.signal, SIGKILL);
+		CHECK(strstr(herd_job_failure(job), "killed by signal 9") != NULL);
+		herd_job_free(job);
+	}
+	capture_free(&c);
+}
+
+static void test_job_exec_failure_is_127_on_every_rank(void)
+{
+	const char *argv[] = { "herd-no-such-program-xyz", "arg", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	herd_job *job = NULL;
+
+	capture_init(&c);
+	spec.argv = argv;
+	spec.nranks = 3;
+	CHECK_INT(run(&spec, &c, &job), 127);
+	for (int r = 0; job != NULL && r < 3; r++) {
+		herd_rank_status rs;
+
+		CHECK_OK(herd_job_rank(job, r, &rs));
+		CHECK_INT(rs.state, HERD_RANK_FAILED_START);
+		CHECK_INT(rs.exit_code, 127);
+		CHECK_STR(rs.error, "exec failed: No such file or directory");
+	}
+	herd_job_free(job);
+	capture_free(&c);
+}
+
+static void test_job_bad_workdir_fails_start_with_chdir_message(void)
+{
+	const char *argv[] = { "true", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	herd_job *job = NULL;
+	herd_rank_status rs;
+
+	capture_init(&c);
+	spec.argv = argv;
+	spec.nranks = 1;
+	spec.workdir = "/nonexistent/herd-dir";
+	CHECK_INT(run(&spec, &c, &job), 127);
+	if (job != NULL) {
+		CHECK_OK(herd_job_rank(job, 0, &rs));
+		CHECK_STR(rs.error, "chdir to /nonexistent/herd-dir failed: No such file or "
+			  "directory");
+		herd_job_free(job);
+	}
+	capture_free(&c);
+}
+
+static void test_job_more_ranks_than_slots_refused_before_start(void)
+{
+	const char *argv[] = { "sh", "-c", "touch started", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	herd_job *job = (herd_job *)1;
+	herd__launch_node *nodes = NULL;
+	size_t n = 3;
+
+	/* The local node is one node: 3 ranks at 2 per node need 2. */
+	spec.argv = argv;
+	spec.nranks = 3;
+	spec.per_node = 2;
+	CHECK_ERR(herd_job_launch(&job, &spec), HERD_ENORESOURCE, "need 2 nodes; there are 1");
+	CHECK(job == NULL);
+
+	/* Placement over nodes with slots. */
+	CHECK_OK(herd__calloc(&nodes, 3, sizeof(*nodes), "test"));
+	nodes[0].slots = 2;
+	nodes[1].slots = 1;
+	nodes[2].slots = 4;
+	for (int i = 0; i < 3; i++) {
+		char h[8];
+
+		snprintf(h, sizeof(h), "n%d", i);
+		CHECK_OK(herd__strdup(&nodes[i].host, h));
+	}
+	CHECK_ERR(herd__launch_place(nodes, &n, 8, 0), HERD_ENORESOURCE, "7 slots in all");
+	CHECK_ERR(herd__launch_place(nodes, &n, 3, 2), HERD_ENORESOURCE, "node n1 has 1 slots");
+	CHECK_OK(herd__launch_place(nodes, &n, 4, 0));
+	CHECK_INT(n, 3);
+	CHECK_INT(nodes[0].nranks, 2);
+	CHECK_INT(nodes[0].ranks[1], 1);
+	CHECK_INT(nodes[1].nranks, 1);
+	CHECK_INT(nodes[1].ranks[0], 2);
+	CHECK_INT(nodes[2].nranks, 1);
+	CHECK_INT(nodes[2].ranks[0], 3);
+	CHECK_INT(nodes[2].node_rank, 2);
+	/* Nodes left without ranks are dropped. */
+	CHECK_OK(herd__launch_place(nodes, &n, 2, 0));
+	CHECK_INT(n, 1);
+	CHECK_STR(nodes[0].host, "n0");
+	herd__launch_nodes_free(nodes, n);
+
+	/* Unknown slots spread evenly. */
+	n = 2;
+	CHECK_OK(herd__calloc(&nodes, 2, sizeof(*nodes), "test"));
+	CHECK_OK(herd__strdup(&nodes[0].host, "a"));
+	CHECK_OK(herd__strdup(&nodes[1].host, "b"));
+	CHECK_OK(herd__launch_place(nodes, &n, 5, 0));
+	CHECK_INT(nodes[0].nranks, 3);
+	CHECK_INT(nodes[1].nranks, 2);
+	CHECK_INT(nodes[1].ranks[0], 3);
+	herd__launch_nodes_free(nodes, n);
+}
+
+static void test_job_bad_spec_names_the_field(void)
+{
+	const char *argv[] = { "true", NULL };
+	const char *env[] = { "NOEQUALS", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	herd_job *job = NULL;
+
+	CHECK_ERR(herd_job_launch(&job, &spec), HERD_EINVAL, "herd_job_spec.argv");
+	spec.argv = argv;
+	CHECK_ERR(herd_job_launch(&job, &spec), HERD_EINVAL, "herd_job_spec.nranks is 0");
+	spec.nranks = 1;
+	spec.env = env;
+	CHECK_ERR(herd_job_launch(&job, &spec), HERD_EINVAL, "herd_job_spec.env[0]");
+	spec.env = NULL;
+	spec.version = 0;
+	CHECK_ERR(herd_job_launch(&job, &spec), HERD_EINVAL, "HERD_JOB_SPEC_INIT");
+}
+
+/* Whether pid is gone (or a zombie nobody will see again). */
+static int gone(long pid)
+{
+	return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+static void test_job_kill_stops_sleeping_ranks_within_grace(void)
+{
+	const char *argv[] = { "sleep", "1000", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	herd_job *job = NULL;
+	long pids[3] = { 0, 0, 0 };
+	int status = -1;
+	int64_t t0;
+
+	capture_init(&c);
+	spec.argv = argv;
+	spec.nranks = 3;
+	spec.grace_ms = 1000;
+	spec.output = capture_line;
+	spec.output_userdata = &c;
+	CHECK_OK(herd_job_launch(&job, &spec));
+	if (job == NULL)
+		goto out;
+	for (int r = 0; r < 3; r++) {
+		herd_rank_status rs;
+
+		CHECK_OK(herd_job_rank(job, r, &rs));
+		CHECK_INT(rs.state, HERD_RANK_RUNNING);
+		pids[r] = rs.pid;
+		CHECK(rs.pid > 0 && !gone(rs.pid));
+	}
+	/* A wait with a deadline returns while the job runs. */
+	t0 = now_ms();
+	CHECK_ERR(herd_job_wait(job, 200, &status), HERD_ETIMEDOUT, "still running");
+	CHECK(now_ms() - t0 >= 190);
+	t0 = now_ms();
+	CHECK_OK(herd_job_kill(job));
+	/* sleep dies of SIGTERM at once; the bound is grace + slack. */
+	CHECK(now_ms() - t0 < 1000 + 3000);
+	CHECK_OK(herd_job_wait(job, 0, &status));
+	CHECK_INT(status, 128 + SIGTERM);
+	for (int r = 0; r < 3; r++) {
+		herd_rank_status rs;
+
+		CHECK_OK(herd_job_rank(job, r, &rs));
+		CHECK_INT(rs.state, HERD_RANK_SIGNALED);
+		CHECK_INT(rs.signal, SIGTERM);
+		CHECK(gone(pids[r]));
+	}
+	herd_job_free(job);
+out:
+	capture_free(&c);
+}
+
+static void test_job_ranks_ignoring_sigterm_get_sigkill_after_grace(void)
+{
+	const char *argv[] = { "sh", "-c", "trap '' TERM; echo ready; while :; do sleep 1; done",
+			       NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	herd_job *job = NULL;
+	int status = -1;
+	int64_t t0;
+
+	capture_init(&c);
+	spec.argv = argv;
+	spec.nranks = 2;
+	spec.grace_ms = 700;
+	spec.output = capture_line;
+	spec.output_userdata = &c;
+	CHECK_OK(herd_job_launch(&job, &spec));
+	if (job == NULL)
+		goto out;
+	for (int i = 0; i < 500 && (count_lines(&c, 0, HERD_JOB_STDOUT) == 0 ||
+				    count_lines(&c, 1, HERD_JOB_STDOUT) == 0); i++)
+		sleep_ms(10);
+	CHECK_INT(count_lines(&c, 1, HERD_JOB_STDOUT), 1);
+	t0 = now_ms();
+	CHECK_OK(herd_job_kill(job));
+	CHECK(now_ms() - t0 >= 650);
+	CHECK(now_ms() - t0 < 700 + 3000);
+	CHECK_OK(herd_job_wait(job, 0, &status));
+	for (int r = 0; r < 2; r++) {
+		herd_rank_status rs;
+
+		CHECK_OK(herd_job_rank(job, r, &rs));
+		CHECK_INT(rs.state, HERD_RANK_SIGNALED);
+		CHECK_INT(rs.signal, SIGKILL);
+	}
+	herd_job_free(job);
+out:
+	capture_free(&c);
+}
+
+static void test_job_signal_reaches_every_rank(void)
+{
+	const char *argv[] = { "sh", "-c", "trap 'echo got USR1; exit 0' USR1; echo ready; "
+			       "while :; do sleep 0.05; done", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	herd_job *job = NULL;
+	int status = -1;
+
+	capture_init(&c);
+	spec.argv = argv;
+	spec.nranks = 2;
+	spec.output = capture_line;
+	spec.output_userdata = &c;
+	CHECK_OK(herd_job_launch(&job, &spec));
+	if (job == NULL)
+		goto out;
+	for (int i = 0; i < 500 && (count_lines(&c, 0, HERD_JOB_STDOUT) == 0 ||
+				    count_lines(&c, 1, HERD_JOB_STDOUT) == 0); i++)
+		sleep_ms(10);
+	CHECK_OK(herd_job_signal(job, SIGUSR1));
+	CHECK_OK(herd_job_wait(job, 20000, &status));
+	CHECK_INT(status, 0);
+	CHECK_STR(line_of(&c, 0, HERD_JOB_STDOUT, 1), "got USR1");
+	CHECK_STR(line_of(&c, 1, HERD_JOB_STDOUT, 1), "got USR1");
+	CHECK_ERR(herd_job_signal(job, 0), HERD_EINVAL, "not a signal");
+	herd_job_free(job);
+out:
+	capture_free(&c);
+}
+
+static void test_job_restarts_with_restart_count(void)
+{
+	const char *argv[] = { "sh", "-c", "echo run $HERD_RESTART_COUNT "
+			       "$TORCHELASTIC_RESTART_COUNT; exit 2", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	herd_job *job = NULL;
+
+	capture_init(&c);
+	spec.argv = argv;
+	spec.nranks = 1;
+	spec.restarts = 2;
+	CHECK_INT(run(&spec, &c, &job), 2);
+	CHECK_INT(count_lines(&c, 0, HERD_JOB_STDOUT), 3);
+	CHECK_STR(line_of(&c, 0, HERD_JOB_STDOUT, 0), "run 0 0");
+	CHECK_STR(line_of(&c, 0, HERD_JOB_STDOUT, 1), "run 1 1");
+	CHECK_STR(line_of(&c, 0, HERD_JOB_STDOUT, 2), "run 2 2");
+	if (job != NULL) {
+		CHECK_INT(herd_job_restart_count(job), 2);
+		CHECK(strstr(herd_job_failure(job), "(restart 2)") != NULL);
+		herd_job_free(job);
+	}
+	capture_free(&c);
+}
+
+static void test_job_restart_succeeds_after_failure(void)
+{
+	/* The first run fails, the second succeeds: status 0. */
+	const char *argv[] = { "sh", "-c", "[ $HERD_RESTART_COUNT -ge 1 ]", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	herd_job *job = NULL;
+
+	capture_init(&c);
+	spec.argv = argv;
+	spec.nranks = 2;
+	spec.restarts = 3;
+	CHECK_INT(run(&spec, &c, &job), 0);
+	if (job != NULL) {
+		CHECK_INT(herd_job_restart_count(job), 1);
+		CHECK(herd_job_failure(job) == NULL);
+		herd_job_free(job);
+	}
+	capture_free(&c);
+}
+
+static void test_job_log_dir_gets_per_rank_files(void)
+{
+	const char *argv[] = { "sh", "-c", "echo out of $RANK; echo err of $RANK >&2", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	char dir[] = "/tmp/herd-test-logs-XXXXXX", path[128], *text = NULL;
+	size_t len;
+
+	capture_init(&c);
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/logs", dir);
+	spec.argv = argv;
+	spec.nranks = 2;
+	spec.log_dir = path;
+	CHECK_INT(run(&spec, &c, NULL), 0);
+	for (int r = 0; r < 2; r++) {
+		char want[64];
+
+		snprintf(path, sizeof(path), "%s/logs/rank.%d.out", dir, r);
+		CHECK_OK(herd__read_file(path, 4096, &text, &len));
+		snprintf(want, sizeof(want), "out of %d\n", r);
+		CHECK_STR(text, want);
+		free(text);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/logs/rank.%d.err", dir, r);
+		CHECK_OK(herd__read_file(path, 4096, &text, &len));
+		snprintf(want, sizeof(want), "err of %d\n", r);
+		CHECK_STR(text, want);
+		free(text);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/logs", dir);
+	rmdir(path);
+	rmdir(dir);
+	capture_free(&c);
+}
+
+int main(void)
+{
+#ifdef TEST_JOB_VIA_EXEC
+	/* The same specification through `herd exec --stdio` children: the
+	 * node protocol of the remote backends, on this host. */
+	const char *bin = getenv("HERD_BIN");
+
+	if (bin == NULL || access(bin, X_OK) != 0) {
+		printf("skipped: HERD_BIN (the herd program) is not set\n");
+		return 77;
+	}
+	setenv("HERD_PROGRAM", bin, 1);
+	setenv("HERD_LAUNCH_VIA_EXEC", "1", 1);
+#endif
+	/* The tests' sh, sleep and tr come from PATH. */
+	TEST_RUN(test_job_every_rank_sees_the_environment_contract);
+	TEST_RUN(test_job_output_arrives_as_whole_lines_with_streams_apart);
+	TEST_RUN(test_job_exit_code_of_first_failed_rank_with_summary);
+	TEST_RUN(test_job_rank_killed_by_signal_gives_128_plus_signal);
+	TEST_RUN(test_job_exec_failure_is_127_on_every_rank);
+	TEST_RUN(test_job_bad_workdir_fails_start_with_chdir_message);
+	TEST_RUN(test_job_more_ranks_than_slots_refused_before_start);
+	TEST_RUN(test_job_bad_spec_names_the_field);
+	TEST_RUN(test_job_kill_stops_sleeping_ranks_within_grace);
+	TEST_RUN(test_job_ranks_ignoring_sigterm_get_sigkill_after_grace);
+	TEST_RUN(test_job_signal_reaches_every_rank);
+	TEST_RUN(test_job_restarts_with_restart_count);
+	TEST_RUN(test_job_restart_succeeds_after_failure);
+	TEST_RUN(test_job_log_dir_gets_per_rank_files);
+	return TEST_DONE();
+}

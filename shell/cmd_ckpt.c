@@ -527,7 +527,7 @@ static int diff_tensor(herd_ckpt_reader *ra, herd_ckpt_reader *rb,
 	free(x);
 	free(y);
 	if (differ == 0) {
-		printf("%-*s  %-9s\n", width, a->name, "same");
+		printf("%-*s  %s\n", width, a->name, "same");
 		return 0;
 	}
 	printf("%-*s  %-9s  %zu of %zu elements differ, max |a-b| %.9g%s\n", width, a->name,
@@ -548,7 +548,7 @@ static int diff_blob(herd_ckpt_reader *ra, herd_ckpt_reader *rb, const herd_ckpt
 	for (size_t i = 0; i < herd_ckpt_reader_blob_count(rb) && !found; i++)
 		found = herd_ckpt_reader_blob(rb, i, &b) == HERD_OK && strcmp(b.name, a->name) == 0;
 	if (!found) {
-		printf("%-*s  %-9s\n", width, a->name, "only in A");
+		printf("%-*s  %s\n", width, a->name, "only in A");
 		return 1;
 	}
 	if (a->ranks != b.ranks) {
@@ -571,7 +571,7 @@ static int diff_blob(herd_ckpt_reader *ra, herd_ckpt_reader *rb, const herd_ckpt
 		changed += na != nb || memcmp(x, y, na) != 0;
 	}
 	if (changed == 0)
-		printf("%-*s  %-9s\n", width, a->name, "same");
+		printf("%-*s  %s\n", width, a->name, "same");
 	else
 		printf("%-*s  %-9s  blob of %zu of %d ranks\n", width, a->name, "changed", changed,
 		       a->ranks);
@@ -621,7 +621,7 @@ static int ckpt_diff(int argc, char **argv)
 			continue;
 		if (herd_ckpt_reader_find(rb, a.name, &j) != HERD_OK ||
 		    herd_ckpt_reader_tensor(rb, j, &b) != HERD_OK) {
-			printf("%-*s  %-9s\n", width, a.name, "only in A");
+			printf("%-*s  %s\n", width, a.name, "only in A");
 			differs = 1;
 			continue;
 		}
@@ -639,7 +639,7 @@ static int ckpt_diff(int argc, char **argv)
 
 		if (herd_ckpt_reader_tensor(rb, i, &b) == HERD_OK &&
 		    herd_ckpt_reader_find(ra, b.name, &j) != HERD_OK) {
-			printf("%-*s  %-9s\n", width, b.name, "only in B");
+			printf("%-*s  %s\n", width, b.name, "only in B");
 			differs = 1;
 		}
 	}
@@ -667,7 +667,7 @@ static int ckpt_diff(int argc, char **argv)
 			found = herd_ckpt_reader_blob(ra, j, &a) == HERD_OK &&
 				strcmp(a.name, b.name) == 0;
 		if (!found) {
-			printf("%-*s  %-9s\n", width, b.name, "only in B");
+			printf("%-*s  %s\n", width, b.name, "only in B");
 			differs = 1;
 		}
 	}

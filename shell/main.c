@@ -49,7 +49,8 @@ static const struct command {
 	  "ckpt ls|verify|inspect|diff|export|import DIR ...\n"
 	  "                    list, verify, compare, export checkpoints (see ckpt -h)" },
 	{ "exec", cmd_exec,
-	  "exec --stdio        the node-side helper herd launch starts on each node" },
+	  "exec --stdio | --connect HOST:PORT\n"
+	  "                    the node-side helper herd launch starts on each node" },
 	{ NULL, NULL, NULL }
 };
 

@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# herd ckpt ls|verify|inspect|diff|export|import on checkpoints that the
+# Lua binding writes: one process, and two ranks met through torchrun-style
+# variables.  A flipped byte makes verify exit 1 naming file, tensor, shard
+# and chunk; export writes a safetensors file that a reader written here
+# from the format's description decodes to the saved values; import of that
+# file and a second export give the same bytes; hostile files are rejected
+# with a reason and leave no step behind.
+set -u
+HERD=${1:?usage: ckpt.sh /path/to/herd}
+fail() { echo "FAIL: $*" >&2; exit 1; }
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"; }
+trap cleanup EXIT
+has() { grep -qF -- "$2" <<<"$1" || fail "output lacks '$2':
+$1"; }
+has_re() { grep -qE -- "$2" <<<"$1" || fail "output lacks /$2/:
+$1"; }
+command -v python3 >/dev/null || { echo "python3 is needed to check the files"; exit 77; }
+
+# --- one process: four dtypes, two steps, a tensor added for the second
+cat >"$tmp/one.lua" <<'EOF'
+local dir = arg[1]
+local ck <close> = assert(herd.checkpoint(dir, nil, { chunk_bytes = 4096 }))
+local w, n = {}, { 1, -2, 3000000000 }
+for i = 1, 20 do w[i] = i * 0.25 end
+local h, g = { 0.5, 1, 1.5, 2, -3, 65504 }, { 1.0, -2.5 }
+assert(ck:add("w", w, { dtype = "float32", shape = { 4, 5 } }))
+assert(ck:add("n", n, { dtype = "int64" }))
+assert(ck:add("h", h, { dtype = "float16" }))
+assert(ck:add("g", g, { dtype = "bfloat16" }))
+assert(ck:save(1))
+w[3] = w[3] + 1.5
+n[2] = -5
+assert(ck:add("extra", { 7, 8 }, { dtype = "uint8" }))
+assert(ck:save(2))
+EOF
+one=$tmp/one
+"$HERD" "$tmp/one.lua" "$one" || fail "writing the one-process checkpoint"
+
+out=$("$HERD" ckpt ls "$one") || fail "ls exited $?"
+has_re "$out" '^step +state +size +ranks +tensors +blobs +saved$'
+has_re "$out" '^1 +committed +[0-9.]+ [KMG]?i?B +1 +4 +0  [0-9]{4}-[0-9]{2}-[0-9]{2} '
+has_re "$out" '^2 +committed +[0-9.]+ [KMG]?i?B +1 +5 +0  '
+# A save that did not finish shows as partial.
+mkdir "$one/.tmp-step-000000000003"
+out=$("$HERD" ckpt ls "$one") || fail "ls exited $?"
+has_re "$out" '^3 +partial +[0-9.]+ [KMG]?i?B +- +- +- +-$'
+rmdir "$one/.tmp-step-000000000003"
+
+out=$("$HERD" ckpt inspect "$one" 2) || fail "inspect exited $?"
+has "$out" "step 2 of $one: saved "
+has "$out" "by 1 rank; 5 tensors, 122 bytes; 0 blobs"
+has_re "$out" '^name +dtype +shape +shards +bytes$'
+has_re "$out" '^w +float32 +\[4, 5\] +1 +80$'
+has_re "$out" '^n +int64 +\[3\] +1 +24$'
+has_re "$out" '^h +float16 +\[6\] +1 +12$'
+has_re "$out" '^g +bfloat16 +\[2\] +1 +4$'
+has_re "$out" '^extra +uint8 +\[2\] +1 +2$'
+[[ $("$HERD" ckpt inspect "$one" latest) == "$out" ]] || fail "inspect latest is not step 2"
+
+out=$("$HERD" ckpt verify "$one") || fail "verify exited $?"
+[[ $out == "$one/step-000000000002: ok: 5 tensors (122 bytes), 0 blobs, saved by 1 ranks" ]] \
+  || fail "verify: $out"
+
+out=$("$HERD" ckpt diff "$one" 1 2); rc=$?
+[[ $rc == 1 ]] || fail "diff of different steps: exit $rc"
+has "$out" "A: step 1, B: step 2 of $one"
+has_re "$out" '^w +changed +1 of 20 elements differ, max \|a-b\| 1\.5$'
+has_re "$out" '^n +changed +1 of 3 elements differ, max \|a-b\| 3$'
+has_re "$out" '^h +same$'
+has_re "$out" '^g +same$'
+has_re "$out" '^extra +only in B$'
+out=$("$HERD" ckpt diff "$one" 2 latest) || fail "diff of a step with itself: exit $?"
+[[ $(grep -c ' same$' <<<"$out") == 5 ]] || fail "diff 2 latest: $out"
+
+# --- two ranks (torchrun's variables; rank 0 hosts the store): a sharded tensor
+cat >"$tmp/two.lua" <<'EOF'
+local ck = assert(herd.checkpoint(arg[1], "env", { chunk_bytes = 4096 }))
+local r, n = ck:rank(), ck:size()
+local part = {}
+for i = 1, 4096 do part[i] = r * 4096 + i end
+assert(ck:add("w", part, { dtype = "float32", global = { 4096 * n }, offset = { 4096 * r },
+                           shape = { 4096 } }))
+assert(ck:add("bias", { 0.5, 0.25 }))
+assert(ck:save(5))
+assert(ck:close())
+EOF
+two=$tmp/two
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+for r in 0 1; do
+  RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port HERD_JOB_SECRET=ckpt-test \
+    HERD_TIMEOUT=60 timeout 90 "$HERD" "$tmp/two.lua" "$two" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || fail "a rank of the two-rank save exited $?"; done
+pids=()
+out=$("$HERD" ckpt inspect "$two" 5) || fail "inspect two exited $?"
+has "$out" "by 2 ranks; 2 tensors, 32784 bytes; 0 blobs"
+has_re "$out" '^w +float32 +\[8192\] +2 +32768$'
+has_re "$out" '^bias +float64 +\[2\] +1 +16$'
+"$HERD" ckpt verify "$two" 5 >/dev/null || fail "verify of the intact two-rank step"
+
+# A flipped byte in chunk 2 of rank 1's shard (bytes 8192..12287 of its file).
+python3 - "$two/step-000000000005/rank-00001.data" <<'EOF' || fail "flipping a byte"
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(8192 + 10); b = f.read(1); f.seek(8192 + 10); f.write(bytes([b[0] ^ 0x5a]))
+EOF
+"$HERD" ckpt verify "$two" 5 >"$tmp/out" 2>"$tmp/err"; rc=$?
+[[ $rc == 1 ]] || fail "verify after a flip: exit $rc"
+[[ $(wc -l <"$tmp/out") == 1 ]] || fail "verify: one problem expected: $(cat "$tmp/out")"
+has_re "$(cat "$tmp/out")" "^$two/step-000000000005/rank-00001\\.data: tensor \"w\" shard 1 chunk 2 \\(byte 8192 of the file\\): checksum mismatch: expected [0-9a-f]{16}, got [0-9a-f]{16}\$"
+[[ $(cat "$tmp/err") == "herd ckpt: $two/step-000000000005: 1 problem" ]] || fail "verify stderr: $(cat "$tmp/err")"
+# Reading the tensor whole verifies too: export refuses, naming the chunk.
+"$HERD" ckpt export "$two" 5 "$tmp/two.safetensors" >/dev/null 2>"$tmp/err"; rc=$?
+[[ $rc == 1 ]] || fail "export of a corrupt step: exit $rc"
+has "$(cat "$tmp/err")" "rank-00001.data"
+[[ ! -e $tmp/two.safetensors ]] || fail "export of a corrupt step left a file"
+ls "$tmp" | grep -q 'two.safetensors.tmp' && fail "export left its temporary file"
+
+# --- export: a standard safetensors file of the full tensors
+out=$("$HERD" ckpt export --format safetensors "$one" 2 "$tmp/one.safetensors") || fail "export exited $?"
+[[ $out == "$tmp/one.safetensors: step 2 of $one, 5 tensors" ]] || fail "export: $out"
+python3 - "$tmp/one.safetensors" <<'EOF' || fail "the exported file does not read back"
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+assert n % 8 == 0 and b[8:9] == b"{", "header length or start"
+h = json.loads(b[8:8 + n].decode("utf-8"))
+data = b[8 + n:]
+assert h["__metadata__"] == {"herd.step": "2", "herd.ranks": "1"}, h["__metadata__"]
+want = {"w": ("F32", [4, 5], "<20f", [i * 0.25 for i in range(1, 21)]),
+        "n": ("I64", [3], "<3q", [1, -5, 3000000000]),
+        "h": ("F16", [6], "<6e", [0.5, 1, 1.5, 2, -3, 65504]),
+        "g": ("BF16", [2], "<2H", [0x3f80, 0xc020]),
+        "extra": ("U8", [2], "<2B", [7, 8])}
+want["w"][3][2] += 1.5
+assert set(h) == set(want) | {"__metadata__"}, h.keys()
+end = 0
+for name, (dtype, shape, fmt, values) in want.items():
+    t = h[name]
+    assert t["dtype"] == dtype and t["shape"] == shape, (name, t)
+    lo, hi = t["data_offsets"]
+    assert list(struct.unpack(fmt, data[lo:hi])) == values, (name, struct.unpack(fmt, data[lo:hi]))
+    end = max(end, hi)
+assert end == len(data), "data after the tensors"
+EOF
+
+# --- import: the file as a single-rank step (as step 2 again, the step its
+# metadata names); exporting it again gives the same bytes
+out=$("$HERD" ckpt import "$tmp/one.safetensors" "$tmp/imported" 2) || fail "import exited $?"
+[[ $out == "$tmp/imported/step-000000000002: 5 tensors from $tmp/one.safetensors" ]] || fail "import: $out"
+"$HERD" ckpt verify "$tmp/imported" 2 >/dev/null || fail "verify of the imported step"
+"$HERD" ckpt export "$tmp/imported" latest "$tmp/again.safetensors" >/dev/null || fail "export again"
+cmp "$tmp/one.safetensors" "$tmp/again.safetensors" || fail "export -> import -> export differs"
+# Into the same directory, as a new step: diff finds it identical to step 2.
+"$HERD" ckpt import "$tmp/one.safetensors" "$one" 9 >/dev/null || fail "import into $one"
+"$HERD" ckpt diff "$one" 2 9 >"$tmp/out" || fail "diff 2 9: $(cat "$tmp/out")"
+# The step exists: import refuses to overwrite it.
+"$HERD" ckpt import "$tmp/one.safetensors" "$one" 9 >/dev/null 2>"$tmp/err"; rc=$?
+[[ $rc == 1 ]] || fail "import over an existing step: exit $rc"
+has "$(cat "$tmp/err")" "already"
+
+# --- hostile files: exit 2, the reason, no step written
+hostile() { # NAME EXPECTED-MESSAGE PYTHON-BYTES-EXPRESSION
+  python3 -c "import json, struct, sys
+def st(h, data=b'', pad=True):
+    j = json.dumps(h).encode() if not isinstance(h, bytes) else h
+    if pad: j += b' ' * (-len(j) % 8)
+    return struct.pack('<Q', len(j)) + j + data
+sys.stdout.buffer.write($3)" >"$tmp/bad-$1.safetensors" || fail "making $1"
+  "$HERD" ckpt import "$tmp/bad-$1.safetensors" "$tmp/bad" >"$tmp/out" 2>"$tmp/err"; rc=$?
+  [[ $rc == 2 ]] || fail "hostile $1: exit $rc: $(cat "$tmp/err")"
+  [[ ! -s $tmp/out ]] || fail "hostile $1: wrote to stdout"
+  has "$(cat "$tmp/err")" "$tmp/bad-$1.safetensors: $2"
+  [[ ! -e $tmp/bad ]] || fail "hostile $1: created the checkpoint directory"
+}
+f32='{"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}'
+hostile short "3 bytes: too short for a safetensors file" "b'\\x10\\x00\\x00'"
+hostile hugelen "header length 1099511627776: expected 2..104857600 bytes" \
+  "struct.pack('<Q', 1 << 40) + b'{}      '"
+hostile beyond "header length 64: expected 2..104857600 bytes within the file's 16" \
+  "struct.pack('<Q', 64) + b'{}      '"
+hostile notjson "header JSON, byte" "st(b'{\"a\": [1, 2}')"
+hostile notbrace "the header does not start with '{'" "st(b' {}')"
+hostile array "the header does not start with '{'" "st([1, 2])"
+hostile dupkey "header JSON, byte 65: duplicate object key" \
+  "st(b'{\"a\": $f32, \"a\": $f32}', b'\\0' * 8)"
+hostile dtype 'tensor "a": dtype "F8_E4M3" is not one herd holds' \
+  "st({'a': {'dtype': 'F8_E4M3', 'shape': [2], 'data_offsets': [0, 2]}}, b'\\0' * 2)"
+hostile size 'tensor "a": data_offsets [0, 12] hold 12 bytes; its shape and dtype need 8' \
+  "st({'a': {'dtype': 'F32', 'shape': [2], 'data_offsets': [0, 12]}}, b'\\0' * 12)"
+hostile reversed 'tensor "a": "data_offsets" must be [BEGIN, END]' \
+  "st({'a': {'dtype': 'F32', 'shape': [0], 'data_offsets': [8, 0]}}, b'\\0' * 8)"
+hostile negative 'tensor "a": shape[0] must be an integer of 0 or more' \
+  "st({'a': {'dtype': 'F32', 'shape': [-2], 'data_offsets': [0, 8]}}, b'\\0' * 8)"
+hostile overflow 'tensor "a": shape 1: the size overflows' \
+  "st({'a': {'dtype': 'F64', 'shape': [1 << 40, 1 << 40], 'data_offsets': [0, 8]}}, b'\\0' * 8)"
+hostile ndim 'tensor "a": "shape" must be an array of at most 8 sizes' \
+  "st({'a': {'dtype': 'U8', 'shape': [1] * 9, 'data_offsets': [0, 1]}}, b'\\0')"
+hostile outside 'tensor "a": data_offsets end 8 lies beyond the 4 data bytes' \
+  "st({'a': {'dtype': 'F32', 'shape': [2], 'data_offsets': [0, 8]}}, b'\\0' * 4)"
+hostile overlap 'tensor "b": data_offsets begin 4 where 8 was expected' \
+  "st({'a': {'dtype': 'F32', 'shape': [2], 'data_offsets': [0, 8]},
+       'b': {'dtype': 'F32', 'shape': [2], 'data_offsets': [4, 12]}}, b'\\0' * 12)"
+hostile gap 'tensor "b": data_offsets begin 12 where 8 was expected' \
+  "st({'a': {'dtype': 'F32', 'shape': [2], 'data_offsets': [0, 8]},
+       'b': {'dtype': 'F32', 'shape': [1], 'data_offsets': [12, 16]}}, b'\\0' * 16)"
+hostile trailing "4 bytes after the last tensor's data" \
+  "st({'a': {'dtype': 'F32', 'shape': [2], 'data_offsets': [0, 8]}}, b'\\0' * 12)"
+hostile name 'tensor "caf\xc3\xa9": a herd tensor name is printable ASCII' \
+  "st({'caf\u00e9': {'dtype': 'U8', 'shape': [1], 'data_offsets': [0, 1]}}, b'\\0')"
+hostile metadata '"__metadata__" must be an object of strings' \
+  "st({'__metadata__': {'n': 1}})"
+hostile notobject 'tensor "a": expected an object' "st({'a': 3})"
+
+# --- usage and missing things
+"$HERD" ckpt frob "$one" >/dev/null 2>"$tmp/err"; rc=$?
+[[ $rc == 2 ]] || fail "unknown command: exit $rc"
+has "$(cat "$tmp/err")" "herd ckpt: unknown command 'frob'"
+"$HERD" ckpt inspect "$one" soon >/dev/null 2>"$tmp/err"; rc=$?
+[[ $rc == 2 ]] || fail "bad step: exit $rc"
+has "$(cat "$tmp/err")" "'soon' is not a step"
+"$HERD" ckpt export --format npz "$one" 2 "$tmp/x" >/dev/null 2>"$tmp/err"; rc=$?
+[[ $rc == 2 ]] || fail "unknown format: exit $rc"
+"$HERD" ckpt inspect "$one" 4 >/dev/null 2>"$tmp/err"; rc=$?
+[[ $rc == 1 ]] || fail "missing step: exit $rc"
+has "$(cat "$tmp/err")" "step-000000000004"
+"$HERD" ckpt ls "$tmp/nowhere" >/dev/null 2>"$tmp/err"; rc=$?
+[[ $rc == 1 ]] || fail "missing directory: exit $rc"
+has "$(cat "$tmp/err")" "$tmp/nowhere"
+out=$("$HERD" ckpt --help) || fail "--help exited $?"
+has "$out" "herd ckpt export [--format safetensors] DIR STEP OUT"
+echo "ckpt: all checks passed"

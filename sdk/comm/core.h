@@ -315,16 +315,12 @@ typedef struct herd__board {
 	 * for call addr_cseq (set after them, with release). */
 	alignas(64) _Atomic uint64_t addr_cseq;
 	uint64_t sendbuf, recvbuf;
-	/* The owner's part reduced so far in a large direct allreduce, as
-	 * cseq << HERD__BOARD_PROGRESS_BITS | chunks: grows monotonically. */
-	alignas(64) _Atomic uint64_t progress;
-	/* The last call in which the owner finished reading its peers. */
+	/* The last call in which the owner finished reading (and writing)
+	 * its peers' memory. */
 	alignas(64) _Atomic uint64_t done;
 	/* Small allreduce data, by call parity (direct.c says why two). */
 	herd__board_slot slot[2];
 } herd__board;
-
-#define HERD__BOARD_PROGRESS_BITS 24
 
 /* Sets comm->direct up when every peer shares memory with this rank and
  * every rank can read every other's memory; else leaves it NULL. */

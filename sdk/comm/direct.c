@@ -12,26 +12,33 @@
  *
  * Large allreduce (herd__direct_allreduce), call number s, p ranks, the
  * vector split into p slices, slice j reduced by rank j:
- *  1. post: each rank writes its fingerprint and the addresses of its send
- *     and receive buffers on its board, then addr_cseq = s (release);
- *  2. reduce: rank r walks its slice in chunks of CHUNK_BYTES; for each
- *     chunk it reads the chunk of every peer's send buffer (once each, one
- *     kernel copy, into cache-sized scratch or straight into its receive
- *     buffer) and reduces it into its receive buffer while the chunk is in
- *     cache, then publishes progress = s << BITS | chunks done;
- *  3. gather: rank r reads every other slice j, chunk by chunk as rank j's
- *     progress covers it, from rank j's receive buffer into its own;
- *  4. done = s (release); rank r returns once every peer's done is s: until
- *     then peers may still read its buffers.
- * Every byte of a peer crosses memory once; the reduction reads its operands
- * from cache.  A rank's result for slice j is rank j's, bit for bit.
+ *  1. post: each rank writes the addresses of its send and receive buffers
+ *     on its board (its fingerprint is there since the call began), then
+ *     addr_cseq = s (release), and reads every peer's;
+ *  2. reduce and push: rank r walks its slice in chunks of CHUNK_BYTES; for
+ *     each chunk it reads the chunk of every peer's send buffer into
+ *     cache-sized scratch (process_vm_readv: one kernel copy), reduces them
+ *     with its own into its receive buffer, and, while the result is in
+ *     cache, writes it into every peer's receive buffer (process_vm_writev);
+ *  3. done = s (release); rank r returns once every peer's done is s: until
+ *     then peers may still read its send buffer and write its receive
+ *     buffer.
+ * Each rank reads 1/p of every send buffer and writes its slice into every
+ * receive buffer: every byte crosses memory once each way, which is the
+ * least an allreduce can do, and the reduction reads its operands from
+ * cache.  No rank waits for another between post and done.  Every rank's
+ * slice j is rank j's result, bit for bit.
  *
- * Why it is safe: a rank reads a peer's buffers only between the peer's
+ * Why it is safe: a rank touches a peer's buffers only between the peer's
  * post for s and its own done for s, and the peer does not return from s
  * (and so does not touch or free its buffers) before every done says s.
- * In place, rank r overwrites slice j of its buffer (step 3) only once rank
- * j's progress says it has read that chunk (step 2); the only other reader
- * of slice r of its buffer is rank r itself, before it writes it.
+ * Slice j of a receive buffer is written by rank j alone; in place, it is
+ * also slice j of the send buffer, which only rank j reads, chunk by chunk,
+ * before it writes the chunk.  The peers are processes of this user that
+ * are blocked in this call; one that dies is noticed by the monitor, which
+ * breaks the communicator, and the writes stop at the next chunk (its pid
+ * cannot be handed to another process before it is reaped, and the kernel
+ * hands out pids in sequence, so not within that time).
  *
  * Small allreduce (herd__direct_allreduce_small), at most HERD__BOARD_SMALL
  * bytes: each rank copies its vector into slot[s % 2] of its board, sets
@@ -67,8 +74,6 @@
 /* What one step of the reduction reads from each peer: 4 chunks of every
  * operand stay well inside a core's L2 (2 MiB or more here). */
 #define CHUNK_BYTES (256u * 1024u)
-/* The gather reads up to this many chunks in one system call. */
-#define GATHER_CHUNKS 8u
 /*
  * Spinning before sleeping on the doorbell.  With a CPU per rank, a peer
  * that is late has usually been preempted by some other process of a busy
@@ -80,9 +85,19 @@
  */
 #define SPIN_NS 5000000
 #define SPIN_NS_OVERSUBSCRIBED 50000
+/* In a large allreduce the peer waited for has work of its own to do:
+ * spinning long would take the CPU it may need. */
+#define SPIN_NS_BULK 50000
 #define SLEEP_MAX_MS 100
 /* How long a failed read waits for the monitor's word on why. */
 #define SETTLE_MS 200
+
+/* One thing waited for: *word >= value, on peer's board. */
+typedef struct dwant {
+	const _Atomic uint64_t *word;
+	uint64_t value;
+	int peer;
+} dwant;
 
 struct herd__direct {
 	uint8_t *scratch;        /* 3 * CHUNK_BYTES, made at the first large call */
@@ -93,6 +108,10 @@ struct herd__direct {
 	 * reading its done line on every call. */
 	uint64_t *known_done;
 	bool oversubscribed;     /* more ranks on this host than CPUs */
+	/* [size] each, for the large allreduce: the peers' buffers in their
+	 * memory; for timeouts: the peers waited for. */
+	uint64_t *peer_in, *peer_out;
+	int *peers;
 };
 
 /* One call, as every step sees it. */
@@ -107,13 +126,7 @@ typedef struct dcall {
 	size_t es, count;
 	const uint8_t *in;
 	uint8_t *out;
-	uint64_t *peer_in, *peer_out;    /* [p]: addresses in the peers' memory */
 } dcall;
-
-static uint64_t progress_word(uint64_t s, size_t chunks)
-{
-	return s << HERD__BOARD_PROGRESS_BITS | (uint64_t)chunks;
-}
 
 /* Part b of n elements split into p parts as evenly as possible. */
 static void split(size_t n, int p, int b, size_t *off, size_t *len)
@@ -145,6 +158,7 @@ static inline void cpu_relax(void)
 
 herd_status herd__direct_init(herd_comm *comm)
 {
+	size_t n = (size_t)comm->size;
 	herd__direct *d;
 	cpu_set_t set;
 
@@ -157,23 +171,26 @@ herd_status herd__direct_init(herd_comm *comm)
 		if (j != comm->rank && !herd__comm_uses_shm(comm, j))
 			return HERD_OK;
 	HERD_CHECK(herd__calloc(&d, 1, sizeof(*d), "direct collective state"));
-	if (herd__calloc(&d->known_done, (size_t)comm->size, sizeof(uint64_t),
-			 "direct collective state") != HERD_OK) {
-		free(d);
-		return HERD_ENOMEM;
-	}
-	d->oversubscribed = comm->nlocal > comm->ncpus;
 	comm->direct = d;
+	d->oversubscribed = comm->nlocal > comm->ncpus;
+	HERD_CHECK(herd__calloc(&d->known_done, n, sizeof(uint64_t), "direct collective state"));
+	HERD_CHECK(herd__calloc(&d->peer_in, 2 * n, sizeof(uint64_t), "direct collective state"));
+	d->peer_out = d->peer_in + n;
+	HERD_CHECK(herd__calloc(&d->peers, n, sizeof(int), "direct collective state"));
 	return HERD_OK;
 }
 
 void herd__direct_free(herd_comm *comm)
 {
-	if (comm->direct == NULL)
+	herd__direct *d = comm->direct;
+
+	if (d == NULL)
 		return;
-	free(comm->direct->scratch);
-	free(comm->direct->known_done);
-	free(comm->direct);
+	free(d->scratch);
+	free(d->known_done);
+	free(d->peer_in);
+	free(d->peers);
+	free(d);
 	comm->direct = NULL;
 }
 
@@ -270,25 +287,32 @@ static herd_status check_peer(herd_comm *comm, int peer)
 	return mismatch(comm, peer, &theirs, c.call_cseq, "is in");
 }
 
+static int first_ready(const dwant *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (atomic_load_explicit(w[i].word, memory_order_acquire) >= w[i].value)
+			return (int)i;
+	return -1;
+}
+
 /*
- * Waits until *word >= want, *word being on peer's board.  check: look for
- * a mismatched call meanwhile (only where the peer cannot legitimately be
- * past this call).
+ * Waits until one of w[0..n) holds; returns its index in *which.  check:
+ * look for a mismatched call of the peers meanwhile (only where a peer
+ * cannot legitimately be past this call).  spin_ns: how long to spin
+ * before sleeping, with a CPU per rank (see SPIN_NS).
  */
-static herd_status wait_word(dcall *c, int peer, const _Atomic uint64_t *word, uint64_t want,
-			     bool check)
+static herd_status wait_any(dcall *c, const dwant *w, size_t n, bool check, int64_t spin_ns,
+			    int *which)
 {
 	herd_comm *comm = c->comm;
 	int64_t t0 = 0;
 	unsigned int passes = 0;
 
-	if (atomic_load_explicit(word, memory_order_acquire) >= want)
-		return HERD_OK;
 	for (;;) {
 		uint32_t seen;
 		int ms;
 
-		if (atomic_load_explicit(word, memory_order_acquire) >= want)
+		if ((*which = first_ready(w, n)) >= 0)
 			return HERD_OK;
 		if (atomic_load_explicit(&comm->status, memory_order_relaxed) != HERD_OK)
 			return herd__comm_broken(comm);
@@ -299,30 +323,47 @@ static herd_status wait_word(dcall *c, int peer, const _Atomic uint64_t *word, u
 		/* The slower checks, every 64 spins or every few yields. */
 		if (++passes % (c->d->oversubscribed ? 4 : 64) != 0)
 			continue;
-		if (check && check_peer(comm, peer) != HERD_OK) {
-			/* The peer may have posted, finished this call and gone on
-			 * since the look above: what it posts comes before it moves. */
-			if (atomic_load_explicit(word, memory_order_acquire) >= want)
-				return HERD_OK;
-			return HERD_EMISMATCH;
+		for (size_t i = 0; i < n; i++) {
+			if (check && check_peer(comm, w[i].peer) != HERD_OK) {
+				/* The peer may have posted, finished this call and gone
+				 * on since the look above: what it posts comes first. */
+				if ((*which = first_ready(w, n)) >= 0)
+					return HERD_OK;
+				return HERD_EMISMATCH;
+			}
+			if (atomic_load(&comm->peers[w[i].peer].left))
+				return herd__p2p_left_error(comm, w[i].peer);
 		}
-		if (atomic_load(&comm->peers[peer].left))
-			return herd__p2p_left_error(comm, peer);
 		if (t0 == 0)
 			t0 = now_ns();
-		if (now_ns() - t0 < (c->d->oversubscribed ? SPIN_NS_OVERSUBSCRIBED : SPIN_NS))
+		if (now_ns() - t0 < (c->d->oversubscribed ? SPIN_NS_OVERSUBSCRIBED : spin_ns))
 			continue;
-		if (herd__net_now_ms() >= comm->op_deadline)
-			return herd__comm_timeout(comm, &peer, 1);
+		if (herd__net_now_ms() >= comm->op_deadline) {
+			int *peers = c->d->peers;
+
+			for (size_t i = 0; i < n; i++)
+				peers[i] = w[i].peer;
+			return herd__comm_timeout(comm, peers, n);
+		}
 		/* Announce the sleep, look once more, sleep until a peer rings. */
 		seen = herd__shm_arm(comm);
-		if (atomic_load_explicit(word, memory_order_acquire) < want &&
-		    atomic_load(&comm->status) == HERD_OK) {
+		if (first_ready(w, n) < 0 && atomic_load(&comm->status) == HERD_OK) {
 			ms = herd__net_remaining_ms(comm->op_deadline);
 			herd__shm_sleep(comm, seen, ms < SLEEP_MAX_MS ? ms + 1 : SLEEP_MAX_MS);
 		}
 		herd__shm_disarm(comm);
 	}
+}
+
+static herd_status wait_word(dcall *c, int peer, const _Atomic uint64_t *word, uint64_t value,
+			     bool check, int64_t spin_ns)
+{
+	dwant w = { word, value, peer };
+	int which;
+
+	if (atomic_load_explicit(word, memory_order_acquire) >= value)
+		return HERD_OK;
+	return wait_any(c, &w, 1, check, spin_ns, &which);
 }
 
 /* Waits until peer has finished reading this rank's memory for call t. */
@@ -333,7 +374,7 @@ static herd_status wait_done(dcall *c, int peer, uint64_t t)
 	if (c->d->known_done[peer] >= t)
 		return HERD_OK;
 	w = &herd__shm_board(c->comm, peer)->done;
-	HERD_CHECK(wait_word(c, peer, w, t, false));
+	HERD_CHECK(wait_word(c, peer, w, t, false, SPIN_NS_BULK));
 	c->d->known_done[peer] = atomic_load_explicit(w, memory_order_relaxed);
 	return HERD_OK;
 }
@@ -355,27 +396,31 @@ static void publish(dcall *c, _Atomic uint64_t *word, uint64_t v)
 			herd__shm_wake(c->comm, j);
 }
 
-/* ---- reading a peer ------------------------------------------------------- */
+/* ---- reading and writing a peer ------------------------------------------ */
 
 /*
- * len bytes at addr in peer's memory into dst.  A peer that exited leaves
- * ESRCH: the monitor, which watches its pidfd and control connection, says
- * a moment later whether it died or failed, and that is the error to give.
+ * Copies len bytes between local and addr in peer's memory: from the peer
+ * (write false) or to it.  A peer that exited leaves ESRCH: the monitor,
+ * which watches its pidfd and control connection, says a moment later
+ * whether it died or failed, and that is the error to give.
  */
-static herd_status cma_read(dcall *c, int peer, void *dst, uint64_t addr, size_t len)
+static herd_status cma_copy(dcall *c, int peer, void *local, uint64_t addr, size_t len,
+			    bool write)
 {
 	herd_comm *comm = c->comm;
-	size_t got = 0;
+	size_t done = 0;
 
-	while (got < len) {
-		struct iovec l = { (uint8_t *)dst + got, len - got };
-		struct iovec r = { (void *)(uintptr_t)(addr + got), len - got };
-		ssize_t n = process_vm_readv((pid_t)comm->peers[peer].pid, &l, 1, &r, 1, 0);
+	while (done < len) {
+		struct iovec l = { (uint8_t *)local + done, len - done };
+		struct iovec r = { (void *)(uintptr_t)(addr + done), len - done };
+		pid_t pid = (pid_t)comm->peers[peer].pid;
+		ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
+				  : process_vm_readv(pid, &l, 1, &r, 1, 0);
 		char who[HERD__COMM_HOST_MAX + 32];
 		int err = errno;
 
 		if (n > 0) {
-			got += (size_t)n;
+			done += (size_t)n;
 			continue;
 		}
 		if (n < 0 && err == EINTR)
@@ -394,39 +439,26 @@ static herd_status cma_read(dcall *c, int peer, void *dst, uint64_t addr, size_t
 			if (atomic_load(&comm->peers[peer].left))
 				return herd__p2p_left_error(comm, peer);
 			return herd__error(HERD_EPEER, "%s #%" PRIu64 ": %s is gone (pid %d exited) "
-					   "while this rank read its buffer",
+					   "while this rank %s its buffer",
 					   herd__op_name((herd__op_kind)comm->op->fp.kind),
 					   comm->op->fp.seq, herd__comm_who(comm, peer, who, sizeof(who)),
-					   (int)comm->peers[peer].pid);
+					   (int)comm->peers[peer].pid, write ? "wrote to" : "read");
 		}
 		return herd__error_errno(HERD_ESYS, n < 0 ? err : EFAULT, "%s #%" PRIu64 ": cannot "
-					 "read %zu bytes at %#" PRIx64 " of %s", herd__op_name(
+					 "%s %zu bytes at %#" PRIx64 " of %s", herd__op_name(
 					 (herd__op_kind)comm->op->fp.kind), comm->op->fp.seq,
-					 len - got, addr + got, herd__comm_who(comm, peer, who,
-					 sizeof(who)));
+					 write ? "write" : "read", len - done, addr + done,
+					 herd__comm_who(comm, peer, who, sizeof(who)));
 	}
 	return HERD_OK;
 }
 
 /* ---- large allreduce ------------------------------------------------------ */
 
-/* Elements per chunk, so that the progress word's chunk count never
- * overflows its bits whatever the slice. */
-static size_t chunk_elems(const dcall *c, size_t slice)
-{
-	size_t n = CHUNK_BYTES / herd_dtype_size(c->wdt);
-	size_t most = ((size_t)1 << HERD__BOARD_PROGRESS_BITS) - 1;
-
-	if (slice / n >= most)
-		n = slice / most + 1;
-	return n;
-}
-
 /*
- * Reduces n elements at element offset off over all ranks into out.  Out of
- * place, the first peer's chunk is read straight into out and the own
- * chunk reduced into it; otherwise (in place, or after the first peer)
- * through the scratch.  float16/bfloat16 SUM/PROD/AVG add in float32 and
+ * Reduces n elements at element offset off over all ranks into out, then
+ * writes them into every peer's receive buffer.  The peers' chunks come
+ * through the scratch; float16/bfloat16 SUM/PROD/AVG add in float32 and
  * round once.
  */
 static herd_status reduce_chunk(dcall *c, size_t off, size_t n)
@@ -441,15 +473,13 @@ static herd_status reduce_chunk(dcall *c, size_t off, size_t n)
 		herd__half_to_float(acc, (const uint16_t *)own, n, c->dtype);
 	for (int k = 1; k < c->p; k++) {
 		int j = (c->r + k) % c->p;
-		bool first = k == 1;
-		uint8_t *buf = bounce;
 
-		HERD_CHECK(cma_read(c, j, buf, c->peer_in[j] + off * c->es, bytes));
+		HERD_CHECK(cma_copy(c, j, bounce, c->d->peer_in[j] + off * c->es, bytes, false));
 		if (c->widen) {
-			herd__half_to_float(tmp, (const uint16_t *)buf, n, c->dtype);
+			herd__half_to_float(tmp, (const uint16_t *)bounce, n, c->dtype);
 			herd__reduce(acc, acc, tmp, n, HERD_FLOAT32, c->eop);
 		} else {
-			herd__reduce(dst, first ? own : dst, buf, n, c->dtype, c->eop);
+			herd__reduce(dst, k == 1 ? own : dst, bounce, n, c->dtype, c->eop);
 		}
 	}
 	if (c->widen) {
@@ -459,55 +489,24 @@ static herd_status reduce_chunk(dcall *c, size_t off, size_t n)
 	} else if (c->op == HERD_AVG) {
 		herd__reduce_scale(dst, n, c->dtype, c->p);
 	}
-	return HERD_OK;
-}
+	for (int k = 1; k < c->p; k++) {
+		int j = (c->r + k) % c->p;
 
-/* Step 2: this rank's slice, chunk by chunk, publishing its progress. */
-static herd_status reduce_own(dcall *c)
-{
-	herd__board *b = herd__shm_board(c->comm, c->r);
-	size_t off, len, step, done = 0;
-
-	split(c->count, c->p, c->r, &off, &len);
-	step = chunk_elems(c, len);
-	for (size_t i = 0; i < len; i += step) {
-		size_t n = len - i < step ? len - i : step;
-
-		if (atomic_load_explicit(&c->comm->status, memory_order_relaxed) != HERD_OK)
-			return herd__comm_broken(c->comm);
-		HERD_CHECK(reduce_chunk(c, off + i, n));
-		publish(c, &b->progress, progress_word(c->s, ++done));
+		HERD_CHECK(cma_copy(c, j, dst, c->d->peer_out[j] + off * c->es, bytes, true));
 	}
 	return HERD_OK;
 }
 
-/* Step 3: the other slices, from their reducers' receive buffers. */
-static herd_status gather(dcall *c)
+/* Step 2: this rank's slice, chunk by chunk. */
+static herd_status reduce_own(dcall *c)
 {
-	for (int k = 1; k < c->p; k++) {
-		int j = (c->r + k) % c->p;
-		herd__board *b = herd__shm_board(c->comm, j);
-		size_t off, len, step, have = 0;
+	size_t off, len, step = CHUNK_BYTES / herd_dtype_size(c->wdt);
 
-		split(c->count, c->p, j, &off, &len);
-		step = chunk_elems(c, len);
-		while (have < len) {
-			uint64_t pw;
-			size_t ready, n;
-
-			HERD_CHECK(wait_word(c, j, &b->progress, progress_word(c->s, have / step + 1),
-					     false));
-			pw = atomic_load_explicit(&b->progress, memory_order_acquire);
-			ready = (size_t)(pw - progress_word(c->s, 0)) * step;
-			if (ready > len)
-				ready = len;
-			n = ready - have;
-			if (n > GATHER_CHUNKS * step)
-				n = GATHER_CHUNKS * step;
-			HERD_CHECK(cma_read(c, j, c->out + (off + have) * c->es,
-					    c->peer_out[j] + (off + have) * c->es, n * c->es));
-			have += n;
-		}
+	split(c->count, c->p, c->r, &off, &len);
+	for (size_t i = 0; i < len; i += step) {
+		if (atomic_load_explicit(&c->comm->status, memory_order_relaxed) != HERD_OK)
+			return herd__comm_broken(c->comm);
+		HERD_CHECK(reduce_chunk(c, off + i, len - i < step ? len - i : step));
 	}
 	return HERD_OK;
 }
@@ -542,16 +541,13 @@ herd_status herd__direct_allreduce(herd_comm *comm, const void *in, void *out, s
 {
 	herd__board *own;
 	dcall c;
-	herd_status st;
 
 	HERD_CHECK(dcall_init(&c, comm, in, out, count, dtype, op));
 	if (c.d->scratch == NULL)
-		HERD_CHECK(herd__calloc(&c.d->scratch, 3, CHUNK_BYTES, "the scratch of direct collectives"));
-	HERD_CHECK(herd__calloc(&c.peer_in, 2 * (size_t)c.p, sizeof(uint64_t),
-				"a direct allreduce"));
-	c.peer_out = c.peer_in + c.p;
+		HERD_CHECK(herd__calloc(&c.d->scratch, 3, CHUNK_BYTES,
+					"the scratch of direct collectives"));
 
-	/* 1. post */
+	/* 1. post (the fingerprint went up as the call began) */
 	own = herd__shm_board(comm, c.r);
 	own->sendbuf = (uint64_t)(uintptr_t)in;
 	own->recvbuf = (uint64_t)(uintptr_t)out;
@@ -560,28 +556,23 @@ herd_status herd__direct_allreduce(herd_comm *comm, const void *in, void *out, s
 		int j = (c.r + k) % c.p;
 		herd__board *b = herd__shm_board(comm, j);
 
-		HERD_CHECK_GOTO(wait_word(&c, j, &b->addr_cseq, c.s, true), st, out);
-		HERD_CHECK_GOTO(check_peer(comm, j), st, out);
-		if (atomic_load_explicit(&b->addr_cseq, memory_order_acquire) != c.s) {
-			st = herd__error(HERD_EMISMATCH, "mismatched calls: rank %d posted the "
-					 "buffers of collective call %" PRIu64 " where this rank is "
-					 "in call %" PRIu64, j, atomic_load(&b->addr_cseq), c.s);
-			goto out;
-		}
-		c.peer_in[j] = b->sendbuf;
-		c.peer_out[j] = b->recvbuf;
+		HERD_CHECK(wait_word(&c, j, &b->addr_cseq, c.s, true, SPIN_NS_BULK));
+		/* Same call, same count, or reading its buffers could overrun them. */
+		HERD_CHECK(check_peer(comm, j));
+		if (atomic_load_explicit(&b->addr_cseq, memory_order_acquire) != c.s)
+			return herd__error(HERD_EMISMATCH, "mismatched calls: rank %d posted the "
+					   "buffers of collective call %" PRIu64 " where rank %d is in "
+					   "call %" PRIu64, j, atomic_load(&b->addr_cseq), c.r, c.s);
+		c.d->peer_in[j] = b->sendbuf;
+		c.d->peer_out[j] = b->recvbuf;
 		note_posted(&c, j, c.s);
 	}
-	/* 2. reduce, 3. gather, 4. done */
-	HERD_CHECK_GOTO(reduce_own(&c), st, out);
-	HERD_CHECK_GOTO(gather(&c), st, out);
+	/* 2. reduce and push, 3. done */
+	HERD_CHECK(reduce_own(&c));
 	publish(&c, &own->done, c.s);
 	for (int k = 1; k < c.p; k++)
-		HERD_CHECK_GOTO(wait_done(&c, (c.r + k) % c.p, c.s), st, out);
-	st = HERD_OK;
-out:
-	free(c.peer_in);
-	return st;
+		HERD_CHECK(wait_done(&c, (c.r + k) % c.p, c.s));
+	return HERD_OK;
 }
 
 /* ---- small allreduce ------------------------------------------------------ */
@@ -621,7 +612,7 @@ herd_status herd__direct_allreduce_small(herd_comm *comm, const void *in, void *
 		if (j == c.r)
 			continue;
 		t = &herd__shm_board(comm, j)->slot[sl];
-		HERD_CHECK(wait_word(&c, j, &t->cseq, c.s, true));
+		HERD_CHECK(wait_word(&c, j, &t->cseq, c.s, true, SPIN_NS));
 		if (atomic_load_explicit(&t->cseq, memory_order_acquire) != c.s ||
 		    t->kind != mine->kind || t->dtype != mine->dtype || t->redop != mine->redop ||
 		    t->count != mine->count || t->len != mine->len) {

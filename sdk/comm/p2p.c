@@ -14,7 +14,8 @@
  * number, a point-to-point call the dtype and the byte count only.
  *
  * Waiting, when a pass moved nothing: spin for SPIN_NS (a reply a
- * microsecond away costs no system call), then sleep on what can wake the
+ * microsecond away costs no system call; with more ranks on the host than
+ * CPUs, yielding the CPU on every pass), then sleep on what can wake the
  * exchange: the doorbell futex when only shared-memory links are pending
  * (100 ms at most, so `left` peers and the deadline are looked at), poll on
  * the TCP sockets and the communicator's wake eventfd otherwise (1 ms
@@ -510,10 +511,14 @@ static herd_status run_exchange(exchange *x)
 		}
 		if (idle_since == 0)
 			idle_since = now_ns();
-		if (!armed && now_ns() - idle_since < SPIN_NS) {
-			cpu_relax();
-			if (++spins % 64 == 0)
+		/* The clock every 16 idle passes only: it costs more than a pass.
+		 * With more ranks on this host than CPUs, the peer waited for may
+		 * wait for this CPU: give it away on every pass. */
+		if (!armed && (++spins % 16 != 0 || now_ns() - idle_since < SPIN_NS)) {
+			if ((comm->ncpus > 0 && comm->nlocal > comm->ncpus) || spins % 64 == 0)
 				sched_yield();
+			else
+				cpu_relax();
 			continue;
 		}
 		if (herd__net_now_ms() >= comm->op_deadline) {

@@ -22,6 +22,11 @@
  * seq_cst fences (Dekker), so no wake-up is lost.  Oversubscribed ranks
  * therefore sleep instead of spinning each other out of the CPU.
  *
+ * The header page also holds the rank's board, where the direct
+ * collectives (direct.c) publish their calls, and at attach each rank
+ * probes whether it can read every local peer's memory with
+ * process_vm_readv (cma_ok), which those collectives need.
+ *
  * Segment names vanish as soon as every local peer has mapped them (a
  * MAPPED frame on the control connection), so a crash after init leaves
  * nothing in /dev/shm.  Peer deaths are noticed by the monitor (control

@@ -625,7 +625,7 @@ static void channel_read(herd_job *job, struct node_rt *nr)
 	return;
 lost:
 	if ((!nr->ready || nr->reported < nr->node->nranks) && job->start_err[0] == '\0')
-		snprintf(job->start_err, sizeof(job->start_err), "node %s: %s", nr->node->host, why);
+		snprintf(job->start_err, sizeof(job->start_err), "node %s: %.900s", nr->node->host, why);
 	close_channel_fds(nr);
 	node_lost(job, nr, why);
 }

@@ -4,7 +4,7 @@
  * `herd exec` per node:
  *
  *   srun --nodes=K --ntasks=K --ntasks-per-node=1 --nodelist=LIST
- *        --kill-on-bad-exit=0 --input=none [$HERD_SRUN_ARGS]
+ *        --kill-on-bad-exit=0 --input=none [--gres=gpu:N] [$HERD_SRUN_ARGS]
  *        HERD_PROGRAM exec --connect HOST:PORT
  *
  * srun merges every task's output into its own, so a node's stdio cannot
@@ -15,8 +15,10 @@
  * node's `herd exec` prints before it connects) is kept and quoted when a
  * node does not come up.
  *
- * The step asks for no CPUs or GPUs of its own: Slurm then gives it all of
- * the job's on each node, and `herd exec` plans the ranks' GPUs among those
+ * The step asks for no CPUs or GPUs of its own (per-task requests that
+ * salloc leaves in the environment are not passed on): Slurm then gives it
+ * all of the job's on each node (a job with GPUs per task is the exception:
+ * see step_gres), and `herd exec` plans the ranks' GPUs among those
  * SLURM_STEP_GPUS grants (herd_alloc reads the step's environment).
  * Outside an allocation the backend refuses: run under salloc or sbatch.
  */
@@ -133,7 +135,25 @@ fail:
 	return st;
 }
 
-/* environ with HERD_JOB_SECRET set to secret; the array and that one entry are owned. */
+/*
+ * Whether srun would read name=value as a per-task request (salloc's
+ * --gpus-per-task=1 leaves SLURM_GPUS_PER_TASK=1 behind): the step has one
+ * task per node, and such a request would shrink it to one task's share.
+ */
+static bool per_task_request(const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+	static const char tail[] = "_PER_TASK";
+	size_t len = eq != NULL ? (size_t)(eq - entry) : 0;
+
+	return strncmp(entry, "SLURM_", 6) == 0 && len >= sizeof(tail) - 1 &&
+	       memcmp(entry + len - (sizeof(tail) - 1), tail, sizeof(tail) - 1) == 0;
+}
+
+/*
+ * environ for srun: HERD_JOB_SECRET set to secret, per-task requests
+ * dropped.  The array and the secret's entry are owned.
+ */
 static herd_status env_with_secret(const char *secret, char ***out, char **entry)
 {
 	size_t n = 0, k = 0;
@@ -147,7 +167,7 @@ static herd_status env_with_secret(const char *secret, char ***out, char **entry
 		n++;
 	HERD_CHECK(herd__calloc(out, n + 2, sizeof(char *), "srun's environment"));
 	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "HERD_JOB_SECRET=", 16) != 0)
+		if (strncmp(environ[i], "HERD_JOB_SECRET=", 16) != 0 && !per_task_request(environ[i]))
 			(*out)[k++] = environ[i];
 	(*out)[k++] = *entry;
 	(*out)[k] = NULL;
@@ -220,12 +240,40 @@ static void srun_says(herd__buf *out, char *buf, size_t cap)
 			buf[i] = ' ';
 }
 
+/*
+ * A job allocated with GPUs per task (salloc --gpus-per-task=G) hands each
+ * step G GPUs per task unless the step asks otherwise, and this step has
+ * one task per node: it asks for G times the node's tasks (the fewest of
+ * any node, which every node has) with --gres=gpu:N.  false when the job
+ * did not ask per task.
+ */
+static bool step_gres(const herd__launch_ctx *ctx, char *out, size_t cap)
+{
+	const char *v = getenv("SLURM_GPUS_PER_TASK");
+	long per_task, tasks = 0;
+	char *end;
+
+	if (v == NULL || !isdigit((unsigned char)v[0]))
+		return false;
+	per_task = strtol(v, &end, 10);
+	if (*end != '\0' || per_task < 1 || per_task > 1024)
+		return false;
+	for (size_t i = 0; i < ctx->nnodes; i++)
+		if (ctx->nodes[i].slots > 0 && (tasks == 0 || ctx->nodes[i].slots < tasks))
+			tasks = ctx->nodes[i].slots;
+	if (tasks == 0)
+		return false;
+	snprintf(out, cap, "--gres=gpu:%ld", per_task * tasks);
+	return true;
+}
+
 static herd_status slurm_start(const herd__launch_ctx *ctx, herd__launch_channel *channels)
 {
 	enum { FIXED_ARGS = 16 };
 	const char *argv[HERD__REMOTE_MAX_ARGS + FIXED_ARGS + 1];
 	const char *srun = getenv("HERD_SRUN");
-	char extra[4096], nodes_arg[64], ntasks_arg[64], connect[HERD_NET_ADDR_LEN + 300];
+	char extra[4096], nodes_arg[64], ntasks_arg[64], gres_arg[64];
+	char connect[HERD_NET_ADDR_LEN + 300];
 	char local[HERD_NET_ADDR_LEN], *nodelist = NULL, *nodelist_arg = NULL, *secret_entry = NULL;
 	char **envp = NULL;
 	const char **names = NULL;
@@ -263,6 +311,8 @@ static herd_status slurm_start(const herd__launch_ctx *ctx, herd__launch_channel
 	argv[n++] = nodelist_arg;
 	argv[n++] = "--kill-on-bad-exit=0";
 	argv[n++] = "--input=none";
+	if (step_gres(ctx, gres_arg, sizeof(gres_arg)))
+		argv[n++] = gres_arg;
 	HERD_CHECK_GOTO(herd__remote_env_args("HERD_SRUN_ARGS", extra, sizeof(extra), argv + n,
 					      HERD__REMOTE_MAX_ARGS, &nextra),
 			st, out);

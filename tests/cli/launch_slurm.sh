@@ -5,7 +5,8 @@
 # started through one srun step whose `herd exec`s connect back, exit codes,
 # GPUs planned only among those Slurm granted the step (another job holds
 # GPU 0 of each node, so Slurm grants GPU 1 and herd must pick GPU 1 of the
-# fixture inventory), and the failures: outside an allocation, and a herd
+# fixture inventory; a job with GPUs per task still gives the step every
+# GPU of the node), and the failures: outside an allocation, and a herd
 # program missing on the nodes (srun's words quoted).
 # Needs root, slurm-wlm and munge; exits 77 (skipped) without them.
 set -u
@@ -78,9 +79,21 @@ timeout 120 salloc -Q -N2 --ntasks-per-node=1 --gpus-per-node=1 "$HERD" launch -
 	-n 2 --gpus-per-rank 2 -- true >"$tmp/out" 2>"$tmp/err"; rc=$?
 [[ $rc != 0 ]] || fail "2 GPUs per rank with 1 granted: exit 0"
 has "$(cat "$tmp/err")" "GPU0 not granted"
-unset HERD_INVENTORY
 scancel "$holder"
 holder=
+
+# --- a job with GPUs per task: the one-task-per-node step still gets every
+# GPU of the job on its node, so two ranks per node get GPU 0 and GPU 1.
+gpu0=GPU-79c8c292-6b94-45b5-b498-82321e35049e
+out=$(timeout 120 salloc -Q -N2 --ntasks-per-node=2 --gpus-per-task=1 "$HERD" launch --slurm \
+	-n 4 --gpus-per-rank 1 -- sh -c 'echo $SLURM_STEP_GPUS $CUDA_VISIBLE_DEVICES') \
+	|| fail "launch --slurm in a --gpus-per-task job exited $?: $out"
+[[ $(sort <<<"$out") == "[node1:0] 0,1 $gpu0
+[node1:1] 0,1 $gpu1
+[node2:2] 0,1 $gpu0
+[node2:3] 0,1 $gpu1" ]] || fail "GPUs of a --gpus-per-task job:
+$out"
+unset HERD_INVENTORY
 
 # --- outside an allocation: refused, with what to do
 "$HERD" launch --slurm -n 2 -- true >"$tmp/out" 2>"$tmp/err"; rc=$?

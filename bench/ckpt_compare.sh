@@ -40,15 +40,15 @@ mkdir -p "$(dirname "$work")"
 trap 'rm -rf "$work"' EXIT
 
 # At the peak: the source file, dd's file and three steps on disk; the
-# state, its copy and the staging memory (plus their page cache) in memory.
+# state, two copies and the staging memory (plus page cache) in memory.
 free_disk=$(( $(df -Pk "$(dirname "$work")" | awk 'NR == 2 { print $4 }') * 1024 ))
 (( free_disk >= 6 * bytes )) || {
 	echo "ckpt_compare.sh: $(dirname "$work") has $free_disk bytes free; 6 x $bytes needed" >&2
 	exit 2
 }
 avail_mem=$(( $(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo) * 1024 ))
-(( avail_mem >= 5 * bytes )) || {
-	echo "ckpt_compare.sh: $avail_mem bytes of memory available; 5 x $bytes needed" >&2
+(( avail_mem >= 6 * bytes )) || {
+	echo "ckpt_compare.sh: $avail_mem bytes of memory available; 6 x $bytes needed" >&2
 	exit 2
 }
 

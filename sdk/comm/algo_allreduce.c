@@ -114,7 +114,7 @@ herd_status herd__algo_allreduce(herd_comm *comm, const herd__op *op)
 			return herd__direct_allreduce_small(comm, op->sendbuf, op->recvbuf,
 							    op->count, dtype, redop);
 		if (bytes >= herd__direct_min_bytes &&
-		    (p > 2 || op->sendbuf == op->recvbuf || bytes < HERD__DIRECT_PAIR_MAX))
+		    (p > 2 || op->sendbuf == op->recvbuf || bytes < HERD__DIRECT_PAIR_MAX || getenv("HERD_X_PAIR")))
 			return herd__direct_allreduce(comm, op->sendbuf, op->recvbuf, op->count,
 						      dtype, redop);
 	}

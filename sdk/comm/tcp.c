@@ -42,7 +42,8 @@
 #define HELLO_VERSION 1
 #define KIND_CTL 1
 #define KIND_DATA 2
-#define BOUNCE_CAP (1u << 20)
+static unsigned BOUNCE_CAP = 1u << 20; /* XXX-EXPERIMENT */
+__attribute__((constructor)) static void xx_bounce(void) { const char *s = getenv("HERD_X_BOUNCE"); if (s) BOUNCE_CAP = (unsigned)strtoul(s, NULL, 0); }
 /* Bytes one try_send / try_recv moves at most, so that one busy link does
  * not starve the others of an exchange. */
 #define TRY_BUDGET (8u << 20)

@@ -1,7 +1,8 @@
 /*
  * sdk/launch/exec.c - herd_job_exec, the node side of a job that `herd exec`
  * runs: the node protocol (launch_internal.h) over a pair of fds around one
- * node supervisor.
+ * node supervisor, and, for a node with a subtree (tree fan-out), the
+ * relay to its children (relay.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +28,7 @@ typedef struct exec_state {
 	int rfd, wfd;
 	herd__buf in, out;
 	herd__node *node;
+	herd__relay *relay;   /* NULL: a leaf */
 	int grace_ms;
 	bool launcher_gone;   /* rfd closed: stop, and write nothing more */
 	bool broken;          /* wfd failed */
@@ -137,11 +139,22 @@ static herd_status commands(exec_state *x)
 		if (len == SIZE_MAX)
 			return HERD_OK;
 		HERD_CHECK(herd__launch_msg_decode(&m, x->in.data + x->in.off + 4, len));
-		if (m.type == HERD__LAUNCH_T_SIGNAL)
+		/* Commands go on to the subtree as they came. */
+		if ((m.type == HERD__LAUNCH_T_SIGNAL || m.type == HERD__LAUNCH_T_STOP) &&
+		    x->relay != NULL)
+			herd__relay_command(x->relay, (const char *)x->in.data + x->in.off + 4, len);
+		if (m.type == HERD__LAUNCH_T_SIGNAL) {
 			herd__node_signal(x->node, (int)m.sig);
-		else if (m.type == HERD__LAUNCH_T_STOP)
+		} else if (m.type == HERD__LAUNCH_T_STOP) {
 			herd__node_stop(x->node, (int)m.grace);
-		else {
+		} else if (m.type == HERD__LAUNCH_T_RELAY && x->relay != NULL) {
+			herd_status st = herd__relay_down(x->relay, &m);
+
+			if (st != HERD_OK) {
+				herd__launch_msg_free(&m);
+				return st;
+			}
+		} else {
 			herd__launch_type t = m.type;
 
 			herd__launch_msg_free(&m);
@@ -172,26 +185,37 @@ static herd_status refuse(exec_state *x, herd_status st)
 
 static herd_status serve(exec_state *x, int stop_fd)
 {
-	size_t cap = herd__node_nfds(x->node) + 3;
+	size_t cap = herd__node_nfds(x->node) + herd__relay_nfds(x->relay) + 3;
 	struct pollfd *fds = NULL;
 	int64_t flush_deadline = 0;
+	bool sent_done = false;
 	herd_status st = HERD_OK;
 
 	HERD_CHECK(herd__calloc(&fds, cap, sizeof(*fds), "herd exec's poll set"));
+	/* Frames that came with the spec (a relay's subtree specs) are due now. */
+	st = commands(x);
+	if (st != HERD_OK) {
+		x->launcher_gone = true;
+		herd__node_stop(x->node, x->grace_ms);
+		herd__relay_shut(x->relay, x->grace_ms);
+	}
 	for (;;) {
 		bool backlog = x->out.len - x->out.off > OUT_BACKLOG_MAX;
-		int timeout = herd__node_timeout(x->node);
-		size_t n = 0, first_node_fd;
+		int timeout = herd__node_timeout(x->node), rt = herd__relay_timeout(x->relay);
+		size_t n = 0, first_node_fd, first_relay_fd;
 
 		if (x->frame_st != HERD_OK) {
 			st = x->frame_st;
 			herd__node_stop(x->node, 0);
 		}
-		if (herd__node_done(x->node)) {
-			if (flush_deadline == 0) {
-				queue(x, herd__launch_enc_done(&x->out));
+		if (herd__node_done(x->node) && !sent_done) {
+			queue(x, herd__launch_enc_done(&x->out));
+			sent_done = true;
+		}
+		/* A relay stays until its children's channels have closed. */
+		if (sent_done && herd__relay_done(x->relay)) {
+			if (flush_deadline == 0)
 				flush_deadline = herd__net_deadline(FLUSH_TIMEOUT_MS);
-			}
 			if (!flush(x) || x->out.len == x->out.off ||
 			    herd__net_now_ms() >= flush_deadline)
 				break;
@@ -207,6 +231,10 @@ static herd_status serve(exec_state *x, int stop_fd)
 			n += herd__node_pollfds(x->node, fds + n);
 		else if (timeout < 0 || timeout > 100)
 			timeout = 100;  /* reap and escalate even while backlogged */
+		first_relay_fd = n;
+		n += herd__relay_pollfds(x->relay, fds + n, !backlog);
+		if (rt >= 0 && (timeout < 0 || rt < timeout))
+			timeout = rt;
 		if (flush_deadline != 0) {
 			int t = herd__net_remaining_ms(flush_deadline);
 
@@ -231,6 +259,7 @@ static herd_status serve(exec_state *x, int stop_fd)
 					 * orphans, stop the ranks. */
 					x->launcher_gone = true;
 					herd__node_stop(x->node, x->grace_ms);
+					herd__relay_shut(x->relay, x->grace_ms);
 				}
 			} else if (fds[i].fd == stop_fd) {
 				char c[64];
@@ -238,9 +267,11 @@ static herd_status serve(exec_state *x, int stop_fd)
 				while (read(stop_fd, c, sizeof(c)) > 0)
 					;
 				herd__node_stop(x->node, x->grace_ms);
+				herd__relay_shut(x->relay, x->grace_ms);
 			}
 		}
-		herd__node_process(x->node, fds + first_node_fd, n - first_node_fd);
+		herd__node_process(x->node, fds + first_node_fd, first_relay_fd - first_node_fd);
+		herd__relay_process(x->relay, fds + first_relay_fd, n - first_relay_fd);
 		flush(x);
 	}
 	free(fds);
@@ -277,6 +308,14 @@ herd_status herd_job_exec(int rfd, int wfd, int stop_fd)
 	host[sizeof(host) - 1] = '\0';
 	HERD_CHECK_GOTO(herd__launch_enc_ready(&x.out, host, (long)getpid()), st, out);
 	flush(&x);
+	/* The subtree's ssh connections go up while this node starts its ranks. */
+	if (spec.nsub > 0) {
+		st = herd__relay_start(&x.relay, &spec, &x.out);
+		if (st != HERD_OK) {
+			st = refuse(&x, st);
+			goto out;
+		}
+	}
 	st = herd__node_start(&x.node, &spec, &ev);
 	if (st != HERD_OK) {
 		st = refuse(&x, st);
@@ -285,6 +324,7 @@ herd_status herd_job_exec(int rfd, int wfd, int stop_fd)
 	flush(&x);
 	st = serve(&x, stop_fd);
 out:
+	herd__relay_free(x.relay);
 	herd__node_free(x.node);
 	herd__node_spec_free(&spec);
 	herd__buf_free(&x.in);

@@ -37,7 +37,7 @@
  * gone before the launcher gives up on it. */
 #define STOP_SLACK_MS 5000
 /* Bytes of a helper's (ssh's) stderr kept for messages. */
-#define HELPER_ERR_MAX 2048
+#define HELPER_ERR_MAX HERD__LAUNCH_LINK_ERR_MAX
 #define MAX_PENDING_SIGNALS 64
 
 struct rank_info {
@@ -50,10 +50,10 @@ struct rank_info {
 struct node_rt {
 	herd__launch_node *node;
 	herd__node *local;             /* in-process supervisor, or NULL */
-	herd__launch_channel ch;       /* `herd exec`, for channel backends */
-	herd__buf in, out;
-	char helper_err[HELPER_ERR_MAX];
-	size_t helper_err_len;
+	herd__launch_link link;        /* `herd exec`, for channel backends */
+	size_t via;                    /* the node whose channel carries its frames:
+					  itself, or a first-level relay above it */
+	size_t nsub;                   /* nodes it relays to: the next nsub */
 	struct local_ctx {
 		herd_job *job;
 		struct node_rt *nr;
@@ -451,38 +451,10 @@ static void local_exited(void *ud, int rank, herd_rank_state state, int code, in
 
 /* ---- channels -------------------------------------------------------------------- */
 
-static void helper_err_feed(struct node_rt *nr, const char *p, size_t n)
-{
-	if (n >= HELPER_ERR_MAX) {
-		p += n - (HELPER_ERR_MAX - 1);
-		n = HELPER_ERR_MAX - 1;
-	}
-	if (nr->helper_err_len + n >= HELPER_ERR_MAX) {
-		size_t drop = nr->helper_err_len + n - (HELPER_ERR_MAX - 1);
-
-		memmove(nr->helper_err, nr->helper_err + drop, nr->helper_err_len - drop);
-		nr->helper_err_len -= drop;
-	}
-	memcpy(nr->helper_err + nr->helper_err_len, p, n);
-	nr->helper_err_len += n;
-	nr->helper_err[nr->helper_err_len] = '\0';
-}
-
 /* The helper's last words for a message: "" or ": <text>" on one line. */
 static const char *helper_says(struct node_rt *nr, char *buf, size_t cap)
 {
-	char *p = nr->helper_err;
-	size_t n = nr->helper_err_len;
-
-	while (n > 0 && (p[n - 1] == '\n' || p[n - 1] == '\r' || p[n - 1] == ' '))
-		n--;
-	if (n == 0)
-		return "";
-	snprintf(buf, cap, ": %.*s", (int)n, p);
-	for (char *c = buf; *c != '\0'; c++)
-		if (*c == '\n' || *c == '\r')
-			*c = ' ';
-	return buf;
+	return herd__launch_link_says(&nr->link, buf, cap);
 }
 
 /* Ranks a lost node never reported are counted as failed there. */
@@ -503,15 +475,39 @@ static void node_lost(herd_job *job, struct node_rt *nr, const char *why)
 	nr->done = true;
 }
 
-static void close_channel_fds(struct node_rt *nr)
+static bool node_up(const struct node_rt *nr)
 {
-	if (nr->ch.rfd >= 0)
-		close(nr->ch.rfd);
-	if (nr->ch.wfd >= 0 && nr->ch.wfd != nr->ch.rfd)
-		close(nr->ch.wfd);
-	if (nr->ch.errfd >= 0)
-		close(nr->ch.errfd);
-	nr->ch.rfd = nr->ch.wfd = nr->ch.errfd = -1;
+	return nr->ready && nr->reported == nr->node->nranks;
+}
+
+/*
+ * A node failed: why becomes the launch error when the run was not up yet,
+ * its channel (if it has one) is closed, its ranks count as lost, and so
+ * does every node reached through it (a relay's subtree).
+ */
+static void node_fail(herd_job *job, struct node_rt *nr, const char *why)
+{
+	char says[HELPER_ERR_MAX + 8];
+
+	if (!nr->done && !node_up(nr) && job->start_err[0] == '\0')
+		snprintf(job->start_err, sizeof(job->start_err), "node %s: %.900s%s",
+			 nr->node->host, why, helper_says(nr, says, sizeof(says)));
+	herd__launch_link_close(&nr->link);
+	if (!nr->done)
+		node_lost(job, nr, why);
+	nr->closed = true;
+	for (size_t i = 0; i < job->nnodes; i++) {
+		struct node_rt *d = &job->rt[i];
+		char lost[1200];
+
+		if (d == nr || d->via != (size_t)(nr - job->rt) || d->closed)
+			continue;
+		snprintf(lost, sizeof(lost), "relay node %s was lost: %.900s", nr->node->host, why);
+		if (!node_up(d) && job->start_err[0] == '\0')
+			snprintf(job->start_err, sizeof(job->start_err), "node %s: %.900s",
+				 d->node->host, lost);
+		node_lost(job, d, lost);
+	}
 }
 
 static bool rank_on_node(const struct node_rt *nr, int64_t rank)
@@ -520,6 +516,48 @@ static bool rank_on_node(const struct node_rt *nr, int64_t rank)
 		if (nr->node->ranks[i] == rank)
 			return true;
 	return false;
+}
+
+static bool channel_event(herd_job *job, struct node_rt *nr, const herd__launch_msg *m,
+			  char *why, size_t cap);
+
+/*
+ * A frame of another node that a first-level relay passed up: handled as if
+ * that node had sent it; a node that breaks the protocol or reports an
+ * error is lost on its own, not the relay.
+ */
+static bool relayed_event(herd_job *job, struct node_rt *relay, const herd__launch_msg *m,
+			  char *why, size_t cap)
+{
+	struct node_rt *nr;
+	herd__launch_msg inner;
+	char iwhy[1024] = "";
+
+	if (m->node < 0 || (size_t)m->node >= job->nnodes ||
+	    job->rt[m->node].via != (size_t)(relay - job->rt) || &job->rt[m->node] == relay) {
+		snprintf(why, cap, "it relayed a frame of node %lld, which is not in its subtree",
+			 (long long)m->node);
+		return false;
+	}
+	nr = &job->rt[m->node];
+	if (nr->closed)
+		return true;  /* lost already: what it still says comes too late */
+	if (herd__launch_msg_decode(&inner, m->frame, m->frame_len) != HERD_OK) {
+		node_fail(job, nr, herd_last_error());
+		return true;
+	}
+	if (inner.type == HERD__LAUNCH_T_RELAY) {
+		snprintf(iwhy, sizeof(iwhy), "it sent a relay frame inside a relay frame");
+	} else if (channel_event(job, nr, &inner, iwhy, sizeof(iwhy))) {
+		herd__launch_msg_free(&inner);
+		/* Reached through a relay, a node is finished at its done. */
+		if (nr->done)
+			nr->closed = true;
+		return true;
+	}
+	herd__launch_msg_free(&inner);
+	node_fail(job, nr, iwhy);
+	return true;
 }
 
 /* Handles one event frame; false when the node broke the protocol. */
@@ -553,147 +591,55 @@ static bool channel_event(herd_job *job, struct node_rt *nr, const herd__launch_
 	case HERD__LAUNCH_T_DONE:
 		nr->done = true;
 		return true;
+	case HERD__LAUNCH_T_RELAY:
+		if (nr->via == (size_t)(nr - job->rt))
+			return relayed_event(job, nr, m, why, cap);
+		/* fall through */
 	default:
 		snprintf(why, cap, "it sent a %s frame", herd__launch_type_name(m->type));
 		return false;
 	}
 }
 
-static void channel_read_err(struct node_rt *nr);
-
 static void channel_read(herd_job *job, struct node_rt *nr)
 {
 	char why[1024] = "";
+	herd_status st = herd__launch_link_fill(&nr->link);
 
+	/* Frames that arrived before the end are handled first. */
 	for (;;) {
+		herd__launch_msg m;
+		const char *payload;
 		size_t len;
-		ssize_t got;
 
-		if (herd__buf_reserve(&nr->in, 65536) != HERD_OK) {
+		if (herd__launch_link_frame(&nr->link, &payload, &len) != HERD_OK ||
+		    (len != SIZE_MAX && herd__launch_msg_decode(&m, payload, len) != HERD_OK)) {
 			snprintf(why, sizeof(why), "%s", herd_last_error());
-			goto lost;
-		}
-		got = read(nr->ch.rfd, nr->in.data + nr->in.len, nr->in.cap - nr->in.len);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			break;
-		if (got <= 0) {
-			const char *how = got == 0 ? "its herd exec ended" : strerror(errno);
-
-			/* A helper that ended (ssh exits 255 when it cannot
-			 * connect) has left its last words in its stderr pipe:
-			 * read them, and name the host, for the launch error. */
-			if (nr->ch.errfd >= 0)
-				channel_read_err(nr);
-			if (!nr->done && (!nr->ready || nr->reported < nr->node->nranks) &&
-			    job->start_err[0] == '\0') {
-				char says[HELPER_ERR_MAX + 8];
-
-				snprintf(job->start_err, sizeof(job->start_err), "node %s: %s%s",
-					 nr->node->host, how, helper_says(nr, says, sizeof(says)));
-			}
-			/* done came first when the node ended normally. */
-			close_channel_fds(nr);
-			if (!nr->done)
-				node_lost(job, nr, how);
-			nr->closed = true;
+			node_fail(job, nr, why);
 			return;
 		}
-		nr->in.len += (size_t)got;
-		for (;;) {
-			herd__launch_msg m;
-
-			if (herd__launch_frame_peek(&nr->in, &len) != HERD_OK) {
-				snprintf(why, sizeof(why), "%s", herd_last_error());
-				goto lost;
-			}
-			if (len == SIZE_MAX)
-				break;
-			if (herd__launch_msg_decode(&m, nr->in.data + nr->in.off + 4, len) != HERD_OK) {
-				snprintf(why, sizeof(why), "%s", herd_last_error());
-				goto lost;
-			}
-			if (!channel_event(job, nr, &m, why, sizeof(why))) {
-				herd__launch_msg_free(&m);
-				goto lost;
-			}
+		if (len == SIZE_MAX)
+			break;
+		if (!channel_event(job, nr, &m, why, sizeof(why))) {
 			herd__launch_msg_free(&m);
-			herd__buf_consume(&nr->in, len + 4);
+			node_fail(job, nr, why);
+			return;
 		}
+		herd__launch_msg_free(&m);
+		herd__buf_consume(&nr->link.in, len + 4);
+		if (nr->closed)
+			return;
 	}
-	return;
-lost:
-	if ((!nr->ready || nr->reported < nr->node->nranks) && job->start_err[0] == '\0')
-		snprintf(job->start_err, sizeof(job->start_err), "node %s: %.900s", nr->node->host, why);
-	close_channel_fds(nr);
-	node_lost(job, nr, why);
+	if (st != HERD_OK) {
+		snprintf(why, sizeof(why), "%s", herd_last_error());
+		node_fail(job, nr, why);
+	}
 }
 
 static void channel_write(herd_job *job, struct node_rt *nr)
 {
-	while (nr->out.len > nr->out.off && nr->ch.wfd >= 0) {
-		ssize_t w = write(nr->ch.wfd, nr->out.data + nr->out.off, nr->out.len - nr->out.off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		if (w <= 0) {
-			close_channel_fds(nr);
-			node_lost(job, nr, strerror(errno));
-			return;
-		}
-		herd__buf_consume(&nr->out, (size_t)w);
-	}
-}
-
-static void channel_read_err(struct node_rt *nr)
-{
-	char buf[4096];
-
-	for (;;) {
-		ssize_t got = read(nr->ch.errfd, buf, sizeof(buf));
-
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got > 0) {
-			helper_err_feed(nr, buf, (size_t)got);
-			continue;
-		}
-		if (got == 0) {
-			close(nr->ch.errfd);
-			nr->ch.errfd = -1;
-		}
-		return;
-	}
-}
-
-/* Reaps a helper process: waits up to wait_ms, then SIGKILLs it. */
-static void reap_helper(struct node_rt *nr, int wait_ms)
-{
-	int64_t deadline = herd__net_deadline(wait_ms);
-
-	if (nr->ch.pid <= 0)
-		return;
-	for (;;) {
-		pid_t got = waitpid(nr->ch.pid, NULL, WNOHANG);
-
-		if (got == nr->ch.pid || (got < 0 && errno != EINTR))
-			break;
-		if (got == 0 && herd__net_now_ms() >= deadline) {
-			kill(nr->ch.pid, SIGKILL);
-			while (waitpid(nr->ch.pid, NULL, 0) < 0 && errno == EINTR)
-				;
-			break;
-		}
-		if (got == 0) {
-			struct timespec ts = { 0, 10 * 1000 * 1000 };
-
-			nanosleep(&ts, NULL);
-		}
-	}
-	nr->ch.pid = 0;
+	if (herd__launch_link_flush(&nr->link) != HERD_OK)
+		node_fail(job, nr, herd_last_error());
 }
 
 /* ---- runs ---------------------------------------------------------------------- */
@@ -710,7 +656,8 @@ static void stop_all(herd_job *job, int grace_ms)
 
 		if (nr->local != NULL)
 			herd__node_stop(nr->local, grace_ms);
-		else if (!nr->closed && herd__launch_enc_stop(&nr->out, grace_ms) == HERD_OK)
+		else if (nr->via == i && !nr->closed &&
+			 herd__launch_enc_stop(&nr->link.out, grace_ms) == HERD_OK)
 			channel_write(job, nr);
 	}
 }
@@ -722,7 +669,8 @@ static void signal_all(herd_job *job, int sig)
 
 		if (nr->local != NULL)
 			herd__node_signal(nr->local, sig);
-		else if (!nr->closed && herd__launch_enc_signal(&nr->out, sig) == HERD_OK)
+		else if (nr->via == i && !nr->closed &&
+			 herd__launch_enc_signal(&nr->link.out, sig) == HERD_OK)
 			channel_write(job, nr);
 	}
 }
@@ -800,6 +748,27 @@ static void node_spec_of(herd_job *job, const herd__launch_node *node, const cha
 	s->gpus_per_rank = job->spec.gpus_per_rank;
 }
 
+/*
+ * Lays nodes [first, first + n) out as subtrees (herd__launch_tree_group):
+ * each group's head is reached through via (top: the head is a first-level
+ * node and its own via), and relays to the rest of its group.
+ */
+static void tree_layout(herd_job *job, size_t first, size_t n, int width, bool top, size_t via)
+{
+	size_t g = herd__launch_tree_groups(n, width);
+
+	for (size_t k = 0; k < g; k++) {
+		size_t off, len, head;
+
+		herd__launch_tree_group(n, width, k, &off, &len);
+		head = first + off;
+		job->rt[head].via = top ? head : via;
+		job->rt[head].nsub = len - 1;
+		if (len > 1)
+			tree_layout(job, head + 1, len - 1, width, false, top ? head : via);
+	}
+}
+
 static void free_rt(herd_job *job)
 {
 	for (size_t i = 0; job->rt != NULL && i < job->nnodes; i++) {
@@ -807,11 +776,10 @@ static void free_rt(herd_job *job)
 
 		herd__node_free(nr->local);
 		nr->local = NULL;
-		close_channel_fds(nr);
+		herd__launch_link_close(&nr->link);
 		/* Its stdin closed, `herd exec` stops its ranks and ends. */
-		reap_helper(nr, STOP_SLACK_MS);
-		herd__buf_free(&nr->in);
-		herd__buf_free(&nr->out);
+		herd__launch_link_reap(&nr->link, STOP_SLACK_MS);
+		herd__launch_link_free(&nr->link);
 	}
 	free(job->rt);
 	job->rt = NULL;
@@ -867,11 +835,10 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 		struct node_rt *nr = &job->rt[i];
 
 		nr->node = &job->nodes[i];
-		nr->ch = (herd__launch_channel)HERD__LAUNCH_CHANNEL_INIT;
+		nr->via = i;
 		nr->lctx.job = job;
 		nr->lctx.nr = nr;
-		herd__buf_init(&nr->in, HERD__LAUNCH_FRAME_MAX + 4);
-		herd__buf_init(&nr->out, 0);
+		herd__launch_link_init(&nr->link);
 	}
 	if (job->backend->start == NULL) {
 		for (size_t i = 0; i < job->nnodes; i++) {
@@ -886,6 +853,9 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 		}
 	} else {
 		herd__launch_channel *ch = NULL;
+		herd__launch_tree tree = { 0 };
+		bool *direct = NULL;
+		herd__buf tmp;
 		herd__launch_ctx ctx = {
 			.spec = &job->spec, .job_id = job->id, .secret = job->secret,
 			.store_addr = store, .advertise_host = adv,
@@ -894,26 +864,63 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 			.deadline = deadline,
 		};
 
+		herd__buf_init(&tmp, 0);
+		if (job->backend->tree != NULL)
+			HERD_CHECK_GOTO(job->backend->tree(&ctx, &tree), st, tree_out);
+		HERD_CHECK_GOTO(herd__calloc(&direct, job->nnodes, sizeof(*direct),
+					     "the job's first-level nodes"), st, tree_out);
+		if (tree.width > 0)
+			tree_layout(job, 0, job->nnodes, tree.width, true, 0);
+		for (size_t i = 0; i < job->nnodes; i++)
+			direct[i] = job->rt[i].via == i;
+		ctx.direct = direct;
 		HERD_CHECK_GOTO(herd__calloc(&ch, job->nnodes, sizeof(*ch), "the job's channels"),
-				st, fail);
+				st, tree_out);
 		st = job->backend->start(&ctx, ch);
 		for (size_t i = 0; st == HERD_OK && i < job->nnodes; i++)
-			job->rt[i].ch = ch[i];
-		free(ch);
-		if (st != HERD_OK)
-			goto fail;
-		for (size_t i = 0; i < job->nnodes; i++) {
+			if (direct[i])
+				herd__launch_link_attach(&job->rt[i].link, &ch[i]);
+		/* Node order: a relay's own spec goes before its subtree's. */
+		for (size_t i = 0; st == HERD_OK && i < job->nnodes; i++) {
 			struct node_rt *nr = &job->rt[i];
 			herd__node_spec s;
-			int fds[3] = { nr->ch.rfd, nr->ch.wfd, nr->ch.errfd };
+			char **sub = NULL;
 
-			for (int k = 0; k < 3; k++)
-				if (fds[k] >= 0)
-					fcntl(fds[k], F_SETFL, fcntl(fds[k], F_GETFL) | O_NONBLOCK);
 			node_spec_of(job, nr->node, store, maddr, mport, &s);
-			HERD_CHECK_GOTO(herd__launch_enc_spec(&nr->out, &s), st, fail);
-			channel_write(job, nr);
+			if (nr->nsub > 0) {
+				st = herd__calloc(&sub, nr->nsub + 1, sizeof(*sub), "a relay's hosts");
+				if (st != HERD_OK)
+					break;
+				for (size_t k = 0; k < nr->nsub; k++)
+					sub[k] = job->nodes[i + 1 + k].host;
+				s.nsub = (int)nr->nsub;
+				s.sub = sub;
+				s.width = tree.width;
+				s.rsh = tree.argv;
+				s.rcmd = tree.cmd;
+			}
+			if (direct[i]) {
+				st = herd__launch_enc_spec(&nr->link.out, &s);
+			} else {
+				herd__buf_consume(&tmp, tmp.len - tmp.off);
+				st = herd__launch_enc_spec(&tmp, &s);
+				if (st == HERD_OK)
+					st = herd__launch_enc_relay(&job->rt[nr->via].link.out, (int)i,
+								    (const char *)tmp.data + tmp.off + 4,
+								    tmp.len - tmp.off - 4);
+			}
+			free(sub);
 		}
+		for (size_t i = 0; st == HERD_OK && i < job->nnodes; i++)
+			if (direct[i])
+				channel_write(job, &job->rt[i]);
+tree_out:
+		free(ch);
+		free(direct);
+		herd__buf_free(&tmp);
+		herd__launch_tree_free(&tree);
+		if (st != HERD_OK)
+			goto fail;
 	}
 	return HERD_OK;
 fail:
@@ -1021,9 +1028,9 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up, bool *ki
 
 				if (nr->local != NULL || nr->closed)
 					continue;
-				close_channel_fds(nr);
-				if (nr->ch.pid > 0)
-					kill(nr->ch.pid, SIGKILL);
+				herd__launch_link_close(&nr->link);
+				if (nr->link.ch.pid > 0)
+					kill(nr->link.ch.pid, SIGKILL);
 				node_lost(job, nr, "it did not stop its ranks within the grace "
 					  "period");
 			}
@@ -1041,12 +1048,7 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up, bool *ki
 					timeout = t;
 				continue;
 			}
-			if (nr->ch.rfd >= 0)
-				fds[n++] = (struct pollfd){ .fd = nr->ch.rfd, .events = POLLIN };
-			if (nr->ch.errfd >= 0)
-				fds[n++] = (struct pollfd){ .fd = nr->ch.errfd, .events = POLLIN };
-			if (nr->ch.wfd >= 0 && nr->out.len > nr->out.off)
-				fds[n++] = (struct pollfd){ .fd = nr->ch.wfd, .events = POLLOUT };
+			n += herd__launch_link_pollfds(&nr->link, fds + n, true);
 		}
 		if (!*up) {
 			int t = herd__net_remaining_ms(deadline);
@@ -1077,11 +1079,11 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up, bool *ki
 				herd__node_process(nr->local, fds + 1, k);
 				continue;
 			}
-			if (nr->ch.errfd >= 0)
-				channel_read_err(nr);
-			if (nr->ch.wfd >= 0)
+			if (nr->link.ch.errfd >= 0)
+				herd__launch_link_read_err(&nr->link);
+			if (nr->link.ch.wfd >= 0)
 				channel_write(job, nr);
-			if (nr->ch.rfd >= 0)
+			if (nr->link.ch.rfd >= 0)
 				channel_read(job, nr);
 		}
 	}

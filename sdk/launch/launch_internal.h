@@ -97,7 +97,37 @@ typedef struct herd__launch_ctx {
 	size_t nnodes;
 	int64_t deadline;             /* herd__net_now_ms() time by which every node
 					 must be up (start_timeout_ms) */
+	const bool *direct;           /* per node: start `herd exec` on it (false: a
+					 relay above it does); NULL: every node */
 } herd__launch_ctx;
+
+/*
+ * A tree fan-out (backend->tree): the launcher starts `herd exec` only on
+ * the first-level nodes, and each of them starts it on its children with
+ * argv (words before the host, ending "--"), the host, then cmd: the same
+ * helper command line as the launcher's.  width 0: no tree.  argv and cmd
+ * are allocated; herd__launch_tree_free.
+ */
+typedef struct herd__launch_tree {
+	int width;
+	char **argv;
+	char *cmd;
+} herd__launch_tree;
+
+void herd__launch_tree_free(herd__launch_tree *t);
+
+/*
+ * The tree's shape, the same for the launcher and every relay: n nodes in
+ * a row are cut into g = min(width, n) contiguous groups (tree_groups),
+ * the first n % g of them one node longer; group k starts at *off and has
+ * *len nodes (tree_group).  A group's first node is a child of the level
+ * above (a first-level node of the launcher, or a relay's child), the
+ * rest its subtree, cut again the same way below it.  So a node's subtree
+ * is always the nodes right after it: node k with d descendants relays to
+ * nodes k+1..k+d.
+ */
+size_t herd__launch_tree_groups(size_t n, int width);
+void herd__launch_tree_group(size_t n, int width, size_t k, size_t *off, size_t *len);
 
 /*
  * The launcher's end of one node's `herd exec`: frames of the node protocol
@@ -155,6 +185,13 @@ typedef struct herd__launch_backend {
 	 * (herd__node), without `herd exec`.
 	 */
 	herd_status (*start)(const herd__launch_ctx *ctx, herd__launch_channel *channels);
+	/*
+	 * Optional: whether this run uses a tree fan-out, and how a relay
+	 * reaches its children (*tree zeroed first; width 0: flat).  Called
+	 * before start; with a tree, start gets ctx->direct set and starts
+	 * only those nodes.  HERD_EINVAL for a bad setting (named).
+	 */
+	herd_status (*tree)(const herd__launch_ctx *ctx, herd__launch_tree *tree);
 } herd__launch_backend;
 
 /* The backend for where; HERD_EUNAVAIL when this build has none for it. */
@@ -184,6 +221,50 @@ extern const herd__launch_backend herd__launch_backend_exec;
  */
 herd_status herd__launch_spawn_helper(const char *const *argv, const char *const *env,
 				      herd__launch_channel *ch);
+
+/*
+ * The launcher's end of a channel with its buffers and the helper's
+ * stderr tail (sdk/launch/link.c): what job.c keeps per node and a relay
+ * (`herd exec` with a subtree, relay.c) per child, so both read, write and
+ * report a channel the same way.
+ */
+#define HERD__LAUNCH_LINK_ERR_MAX 2048
+
+typedef struct herd__launch_link {
+	herd__launch_channel ch;
+	herd__buf in, out;              /* frames read / waiting to be written */
+	char err[HERD__LAUNCH_LINK_ERR_MAX];  /* last bytes of the helper's stderr */
+	size_t err_len;
+} herd__launch_link;
+
+/* No channel yet, empty buffers. */
+void herd__launch_link_init(herd__launch_link *l);
+/* Takes over ch's fds (made non-blocking) and process. */
+void herd__launch_link_attach(herd__launch_link *l, const herd__launch_channel *ch);
+/*
+ * Reads what has arrived into l->in.  HERD_OK, or HERD_ECLOSED at end of
+ * stream (the helper's stderr read first, for its last words), HERD_ESYS
+ * on a read error, HERD_ENOMEM: the channel is then finished.
+ */
+herd_status herd__launch_link_fill(herd__launch_link *l);
+/* The next whole frame in l->in: its payload and length (SIZE_MAX: none
+ * yet); HERD_EFORMAT for a bad frame.  herd__buf_consume(&l->in, len + 4)
+ * once handled. */
+herd_status herd__launch_link_frame(herd__launch_link *l, const char **payload, size_t *len);
+/* Writes what it can of l->out; HERD_ESYS (errno's text) once writing failed. */
+herd_status herd__launch_link_flush(herd__launch_link *l);
+/* Reads the helper's stderr into the tail; closes errfd at its end. */
+void herd__launch_link_read_err(herd__launch_link *l);
+/* The helper's last words for a message: "" or ": <text>" on one line. */
+const char *herd__launch_link_says(const herd__launch_link *l, char *buf, size_t cap);
+/* Adds the channel's fds to poll (reading only when read): returns how many (<= 3). */
+size_t herd__launch_link_pollfds(const herd__launch_link *l, struct pollfd *fds, bool read);
+/* Closes the channel's fds (the process stays, for reaping). */
+void herd__launch_link_close(herd__launch_link *l);
+/* Reaps the helper process: waits up to wait_ms, then SIGKILLs it. */
+void herd__launch_link_reap(herd__launch_link *l, int wait_ms);
+/* Closes the fds and frees the buffers (not the process: reap first). */
+void herd__launch_link_free(herd__launch_link *l);
 
 /* ---- the node protocol ---------------------------------------------------- */
 
@@ -216,7 +297,33 @@ herd_status herd__launch_spawn_helper(const char *const *argv, const char *const
  *                          (1 stdout, 2 stderr), at most HERD_JOB_LINE_MAX
  *   exited {rank, state, code, sig, err?}  state: a herd_rank_state
  *                          (EXITED, SIGNALED or FAILED_START)
- *   done   {}              every rank has ended; exec exits after
+ *   done   {}              every rank has ended; exec exits after (a relay:
+ *                          once its subtree's channels have closed too)
+ *
+ * Tree fan-out (backend->tree).  Beyond a number of hosts the launcher
+ * holds channels only to first-level nodes; each such `herd exec` is also
+ * a relay, running the launcher's channel code (herd__launch_link) for
+ * the children below it.  A relay's spec has three more fields:
+ *   sub    [str...]        hosts of its subtree: the nodes node+1, node+2...
+ *                          in order, cut into children by
+ *                          herd__launch_tree_split
+ *   width  int             the fan-out, for that cut
+ *   rsh    [str...], rcmd str   how to start `herd exec` on a child: rsh,
+ *                          the child's host, rcmd (the ssh options travel
+ *                          here, so every level connects the same way)
+ * and frames for or from other nodes travel wrapped:
+ *   relay  {node, frame}   node: the node rank the frame is for or from;
+ *                          frame: a whole payload (bin) of another type
+ * Down, the launcher sends each subtree node's own spec wrapped; a relay
+ * unwraps what is for its child and passes the rest on unchanged; signal
+ * and stop apply to the relay's ranks and go on to every child.  Up, a
+ * relay wraps every frame of a child and passes wrapped frames on as they
+ * are, so the launcher attributes ready, error, started, out, exited and
+ * done to the node that sent them.  A child a relay cannot reach or loses
+ * is reported as an error frame from that node naming the relay, and
+ * likewise every node below it that had not finished: the launcher
+ * treats them as lost.  When a relay's own channel closes it stops its
+ * ranks and closes its children's channels, so the whole subtree stops.
  *
  * Every rank gets exactly one started or one FAILED_START exited before
  * anything else about it, and exactly one exited; "out" lines of a rank
@@ -237,7 +344,8 @@ herd_status herd__launch_spawn_helper(const char *const *argv, const char *const
 	X(STARTED, "started") \
 	X(OUT, "out")         \
 	X(EXITED, "exited")   \
-	X(DONE, "done")
+	X(DONE, "done")       \
+	X(RELAY, "relay")
 
 typedef enum herd__launch_type {
 	HERD__LAUNCH_T_UNKNOWN = 0,
@@ -268,6 +376,12 @@ typedef struct herd__node_spec {
 	char *workdir, *log_dir;  /* NULL: unchanged / none */
 	int grace_ms;
 	int gpus_per_rank;
+	/* Tree fan-out (a relay); nsub 0: a leaf. */
+	int nsub;
+	char **sub;            /* hosts of nodes node_rank+1..node_rank+nsub */
+	int width;
+	char **rsh;            /* NULL-terminated; NULL unless nsub > 0 */
+	char *rcmd;
 } herd__node_spec;
 
 void herd__node_spec_free(herd__node_spec *s);
@@ -279,9 +393,9 @@ void herd__node_spec_free(herd__node_spec *s);
 typedef struct herd__launch_msg {
 	msgpack_unpacked up;
 	herd__launch_type type;
-	int64_t rank, pid, sig, grace, state, code, st, s;
-	const char *host, *msg, *err, *data;
-	size_t host_len, msg_len, err_len, data_len;
+	int64_t rank, pid, sig, grace, state, code, st, s, node;
+	const char *host, *msg, *err, *data, *frame;
+	size_t host_len, msg_len, err_len, data_len, frame_len;
 } herd__launch_msg;
 
 /*
@@ -320,6 +434,39 @@ herd_status herd__launch_enc_out(herd__buf *buf, int rank, herd_job_stream s,
 herd_status herd__launch_enc_exited(herd__buf *buf, int rank, herd_rank_state state,
 				    int code, int sig, const char *err);
 herd_status herd__launch_enc_done(herd__buf *buf);
+/* A relay frame around payload (one whole frame's payload, without its length). */
+herd_status herd__launch_enc_relay(herd__buf *buf, int node, const char *payload, size_t len);
+
+/* ---- the relay (a `herd exec` with a subtree, sdk/launch/relay.c) ---------- */
+
+typedef struct herd__relay herd__relay;
+
+/*
+ * Starts `herd exec` on each child of spec's subtree (spec->nsub > 0) at
+ * once.  A child whose helper cannot start is reported up at once (an
+ * error frame for it and its subtree, appended to up).  up: the relay's
+ * own outgoing buffer, which must outlive the relay.
+ */
+herd_status herd__relay_start(herd__relay **out, const herd__node_spec *spec, herd__buf *up);
+/* A relay frame from above: for a child (unwrapped) or below it (as is).
+ * HERD_EFORMAT for a node outside the subtree. */
+herd_status herd__relay_down(herd__relay *r, const herd__launch_msg *m);
+/* A command frame (signal, stop) passed to every child as it is. */
+void herd__relay_command(herd__relay *r, const char *payload, size_t len);
+/* Poll set: at most herd__relay_nfds entries; children are read only when read. */
+size_t herd__relay_nfds(const herd__relay *r);
+size_t herd__relay_pollfds(herd__relay *r, struct pollfd *fds, bool read);
+/* Milliseconds until herd__relay_process must run; -1: none. */
+int herd__relay_timeout(const herd__relay *r);
+/* Reads children (their frames wrapped into up), writes to them, reports lost ones. */
+void herd__relay_process(herd__relay *r, const struct pollfd *fds, size_t nfds);
+/* The channel above is gone: close every child's channel (they stop their
+ * ranks), and give up on those still open after grace_ms and a margin. */
+void herd__relay_shut(herd__relay *r, int grace_ms);
+/* Whether every child's channel has closed. */
+bool herd__relay_done(const herd__relay *r);
+/* Ends what is left (bounded), frees.  Accepts NULL. */
+void herd__relay_free(herd__relay *r);
 
 /* ---- the node supervisor ---------------------------------------------------- */
 

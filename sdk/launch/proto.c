@@ -62,12 +62,12 @@ herd_status herd__launch_frame_peek(const herd__buf *b, size_t *payload_len)
 /* ---- decoding ------------------------------------------------------------- */
 
 /*
- * A spec holds two string arrays and a rank array; everything else is a
- * flat map of a few fields.
+ * A spec holds up to four string arrays and a rank array; everything else
+ * is a flat map of a few fields.
  */
 static const herd__msgpack_limits limits = {
 	.max_depth = 2,
-	.max_objects = 2 * HERD__LAUNCH_MAX_STRINGS + HERD__LAUNCH_MAX_RANKS_PER_NODE + 128,
+	.max_objects = 4 * HERD__LAUNCH_MAX_STRINGS + HERD__LAUNCH_MAX_RANKS_PER_NODE + 128,
 };
 
 /* Unpacks a payload and checks the envelope: a map of unique string keys,
@@ -268,6 +268,12 @@ herd_status herd__launch_msg_decode(herd__launch_msg *m, const void *data, size_
 		break;
 	case HERD__LAUNCH_T_DONE:
 		break;
+	case HERD__LAUNCH_T_RELAY:
+		HERD_CHECK_GOTO(get_int(root, t, "node", 0, INT_MAX - 1, false, &m->node), st,
+				fail);
+		HERD_CHECK_GOTO(get_bytes(root, t, "frame", HERD__LAUNCH_FRAME_MAX, false,
+					  &m->frame, &m->frame_len), st, fail);
+		break;
 	default:
 		st = herd__error(HERD_EFORMAT, "node protocol: unexpected frame type");
 		goto fail;
@@ -346,6 +352,17 @@ static herd_status get_strv(const msgpack_object *root, const char *name, size_t
 	return HERD_OK;
 }
 
+/* An optional array of strings: absent or nil leaves *out NULL. */
+static herd_status get_strv_opt(const msgpack_object *root, const char *name, char ***out)
+{
+	const msgpack_object *o = field(root, name);
+
+	*out = NULL;
+	if (o == NULL || o->type == MSGPACK_OBJECT_NIL)
+		return HERD_OK;
+	return get_strv(root, name, 0, out);
+}
+
 static herd_status get_int_field(const msgpack_object *root, const char *name, int64_t min,
 				 int64_t max, int *out)
 {
@@ -394,7 +411,18 @@ static herd_status decode_spec(herd__node_spec *s, const msgpack_object *root)
 					   i, s->world_size);
 		s->ranks[i] = (int)e->via.u64;
 	}
-	return HERD_OK;
+	/* A relay's subtree: all three fields or none. */
+	HERD_CHECK(get_strv_opt(root, "sub", &s->sub));
+	while (s->sub != NULL && s->sub[s->nsub] != NULL)
+		s->nsub++;
+	if (s->nsub == 0)
+		return HERD_OK;
+	if (s->nsub > s->nnodes - 1 - s->node_rank)
+		return herd__error(HERD_EFORMAT, "node protocol: spec frame: \"sub\" has %d hosts "
+				   "after node %d of %d", s->nsub, s->node_rank, s->nnodes);
+	HERD_CHECK(get_int_field(root, "width", 1, INT_MAX, &s->width));
+	HERD_CHECK(get_strv(root, "rsh", 1, &s->rsh));
+	return get_str(root, "rcmd", 65536, false, &s->rcmd);
 }
 
 herd_status herd__launch_spec_decode(herd__node_spec *out, const void *data, size_t len)
@@ -443,6 +471,9 @@ void herd__node_spec_free(herd__node_spec *s)
 	free(s->ranks);
 	free_strv(s->argv);
 	free_strv(s->env);
+	free_strv(s->sub);
+	free_strv(s->rsh);
+	free(s->rcmd);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -565,6 +596,12 @@ herd_status herd__launch_enc_spec(herd__buf *buf, const herd__node_spec *s)
 	msgpack_pack_array(&e.pk, (size_t)s->nranks);
 	for (int i = 0; i < s->nranks; i++)
 		msgpack_pack_int64(&e.pk, s->ranks[i]);
+	if (s->nsub > 0) {
+		enc_strv(&e, "sub", s->sub);
+		enc_int(&e, "width", s->width);
+		enc_strv(&e, "rsh", s->rsh);
+		enc_str(&e, "rcmd", s->rcmd);
+	}
 	return enc_end(&e);
 }
 
@@ -652,5 +689,17 @@ herd_status herd__launch_enc_done(herd__buf *buf)
 	enc e;
 
 	enc_begin(&e, buf, HERD__LAUNCH_T_DONE);
+	return enc_end(&e);
+}
+
+herd_status herd__launch_enc_relay(herd__buf *buf, int node, const char *payload, size_t len)
+{
+	enc e;
+
+	enc_begin(&e, buf, HERD__LAUNCH_T_RELAY);
+	enc_int(&e, "node", node);
+	enc_name(&e, "frame");
+	msgpack_pack_bin(&e.pk, len);
+	msgpack_pack_bin_body(&e.pk, payload, len);
 	return enc_end(&e);
 }

@@ -20,9 +20,14 @@
  * "-l user", "-o ProxyJump=gw".  The ssh program is $HERD_SSH, else "ssh"
  * in PATH.
  *
- * Not done: a tree fan-out (herd exec relaying to a subtree of hosts).
- * The launcher holds one ssh process and three descriptors per node,
- * which suits jobs up to a few hundred hosts.
+ * A tree beyond a few dozen hosts.  With more than HERD_SSH_TREE_MIN hosts
+ * (default 32) the launcher starts ssh only to HERD_SSH_TREE_WIDTH
+ * first-level nodes (default: the square root of the host count, at
+ * least 2), and each of their `herd exec` starts `herd exec` on its
+ * children with this same ssh command line, relaying spec frames down and
+ * events up (launch_internal.h, "Tree fan-out").  The launcher then holds
+ * width channels instead of one per host, and a 1000-host job is two
+ * levels deep.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +36,7 @@
 #include "remote.h"
 
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000
+#define DEFAULT_TREE_MIN 32
 /* Room for the remote command line: the quoted program and its arguments. */
 #define REMOTE_CMD_MAX 4200
 
@@ -42,48 +48,62 @@ static herd_status ssh_resolve(const herd_job_spec *spec, herd__launch_node **no
 	return herd__remote_nodes_from_hostlist(spec->hosts, nodes, nnodes);
 }
 
-static herd_status ssh_start(const herd__launch_ctx *ctx, herd__launch_channel *channels)
-{
-	enum { FIXED_ARGS = 16 };
-	const char *argv[HERD__REMOTE_MAX_ARGS + FIXED_ARGS + 1];
-	const char *ssh = getenv("HERD_SSH");
+/* Everything the ssh command line needs, in one place: the launcher's and a relay's. */
+struct ssh_cmd {
+	const char *argv[HERD__REMOTE_MAX_ARGS + 16 + 1];
+	size_t host_at;              /* where the host goes */
 	char extra[4096], timeout[48], remote[REMOTE_CMD_MAX], quoted[REMOTE_CMD_MAX - 32];
+};
+
+static herd_status ssh_cmd_build(const herd__launch_ctx *ctx, struct ssh_cmd *c)
+{
+	const char *ssh = getenv("HERD_SSH");
 	int ms = ctx->spec->connect_timeout_ms > 0 ? ctx->spec->connect_timeout_ms
 						   : DEFAULT_CONNECT_TIMEOUT_MS;
-	size_t nextra = 0, n = 0, host_at;
+	size_t nextra = 0, n = 0;
+
+	if (!herd__remote_shell_quote(ctx->herd_program, c->quoted, sizeof(c->quoted)))
+		return herd__error(HERD_EINVAL, "herd_program \"%.60s...\" is too long",
+				   ctx->herd_program);
+	snprintf(c->remote, sizeof(c->remote), "%s exec --stdio", c->quoted);
+	/* ssh counts whole seconds; round up so the limit is never shorter. */
+	snprintf(c->timeout, sizeof(c->timeout), "ConnectTimeout=%d", (ms + 999) / 1000);
+
+	c->argv[n++] = ssh != NULL && ssh[0] != '\0' ? ssh : "ssh";
+	HERD_CHECK(herd__remote_env_args("HERD_SSH_ARGS", c->extra, sizeof(c->extra),
+					 c->argv + n, HERD__REMOTE_MAX_ARGS, &nextra));
+	n += nextra;
+	c->argv[n++] = "-o";
+	c->argv[n++] = "BatchMode=yes";
+	c->argv[n++] = "-o";
+	c->argv[n++] = c->timeout;
+	c->argv[n++] = "-o";
+	c->argv[n++] = "ServerAliveInterval=5";
+	c->argv[n++] = "-o";
+	c->argv[n++] = "ServerAliveCountMax=3";
+	c->argv[n++] = "-T";
+	/* Host names are checked not to start with '-'; "--" makes sure. */
+	c->argv[n++] = "--";
+	c->host_at = n++;
+	c->argv[n++] = c->remote;
+	c->argv[n] = NULL;
+	return HERD_OK;
+}
+
+static herd_status ssh_start(const herd__launch_ctx *ctx, herd__launch_channel *channels)
+{
+	struct ssh_cmd *c = NULL;
 	herd_status st = HERD_OK;
 
 	for (size_t i = 0; i < ctx->nnodes; i++)
 		channels[i] = (herd__launch_channel)HERD__LAUNCH_CHANNEL_INIT;
-	if (!herd__remote_shell_quote(ctx->herd_program, quoted, sizeof(quoted)))
-		return herd__error(HERD_EINVAL, "herd_program \"%.60s...\" is too long",
-				   ctx->herd_program);
-	snprintf(remote, sizeof(remote), "%s exec --stdio", quoted);
-	/* ssh counts whole seconds; round up so the limit is never shorter. */
-	snprintf(timeout, sizeof(timeout), "ConnectTimeout=%d", (ms + 999) / 1000);
-
-	argv[n++] = ssh != NULL && ssh[0] != '\0' ? ssh : "ssh";
-	HERD_CHECK(herd__remote_env_args("HERD_SSH_ARGS", extra, sizeof(extra), argv + n,
-					 HERD__REMOTE_MAX_ARGS, &nextra));
-	n += nextra;
-	argv[n++] = "-o";
-	argv[n++] = "BatchMode=yes";
-	argv[n++] = "-o";
-	argv[n++] = timeout;
-	argv[n++] = "-o";
-	argv[n++] = "ServerAliveInterval=5";
-	argv[n++] = "-o";
-	argv[n++] = "ServerAliveCountMax=3";
-	argv[n++] = "-T";
-	/* Host names are checked not to start with '-'; "--" makes sure. */
-	argv[n++] = "--";
-	host_at = n++;
-	argv[n++] = remote;
-	argv[n] = NULL;
-
+	HERD_CHECK(herd__calloc(&c, 1, sizeof(*c), "the ssh command line"));
+	HERD_CHECK_GOTO(ssh_cmd_build(ctx, c), st, out);
 	for (size_t i = 0; i < ctx->nnodes; i++) {
-		argv[host_at] = ctx->nodes[i].host;
-		st = herd__launch_spawn_helper(argv, NULL, &channels[i]);
+		if (ctx->direct != NULL && !ctx->direct[i])
+			continue;  /* a relay above it starts it */
+		c->argv[c->host_at] = ctx->nodes[i].host;
+		st = herd__launch_spawn_helper(c->argv, NULL, &channels[i]);
 		if (st != HERD_OK) {
 			herd__error_wrap(st, "node %s: starting ssh: ", ctx->nodes[i].host);
 			break;
@@ -92,6 +112,53 @@ static herd_status ssh_start(const herd__launch_ctx *ctx, herd__launch_channel *
 	if (st != HERD_OK)
 		for (size_t i = 0; i < ctx->nnodes; i++)
 			herd__remote_channel_abort(&channels[i], 1000);
+out:
+	free(c);
+	return st;
+}
+
+/* A positive whole number from the environment, or def when unset. */
+static herd_status env_count(const char *var, long def, long *out)
+{
+	const char *v = getenv(var);
+	char *end;
+
+	*out = def;
+	if (v == NULL || v[0] == '\0')
+		return HERD_OK;
+	*out = strtol(v, &end, 10);
+	if (*end != '\0' || *out < 1 || *out > 1000000)
+		return herd__error(HERD_EINVAL, "%s=%s: expected a whole number from 1 to 1000000",
+				   var, v);
+	return HERD_OK;
+}
+
+static herd_status ssh_tree(const herd__launch_ctx *ctx, herd__launch_tree *t)
+{
+	struct ssh_cmd *c = NULL;
+	long min, width, sq = 2;
+	size_t n = 0;
+	herd_status st;
+
+	memset(t, 0, sizeof(*t));
+	HERD_CHECK(env_count("HERD_SSH_TREE_MIN", DEFAULT_TREE_MIN, &min));
+	while (sq * sq < (long)ctx->nnodes)
+		sq++;
+	HERD_CHECK(env_count("HERD_SSH_TREE_WIDTH", sq, &width));
+	if (ctx->nnodes <= (size_t)min)
+		return HERD_OK;
+	HERD_CHECK(herd__calloc(&c, 1, sizeof(*c), "the ssh command line"));
+	HERD_CHECK_GOTO(ssh_cmd_build(ctx, c), st, out);
+	HERD_CHECK_GOTO(herd__calloc(&t->argv, c->host_at + 1, sizeof(char *),
+				     "the relays' ssh command line"), st, out);
+	for (; n < c->host_at; n++)
+		HERD_CHECK_GOTO(herd__strdup(&t->argv[n], c->argv[n]), st, out);
+	HERD_CHECK_GOTO(herd__strdup(&t->cmd, c->remote), st, out);
+	t->width = (int)width;
+out:
+	if (st != HERD_OK)
+		herd__launch_tree_free(t);
+	free(c);
 	return st;
 }
 
@@ -100,4 +167,5 @@ const herd__launch_backend herd__launch_backend_ssh = {
 	.remote = true,
 	.resolve = ssh_resolve,
 	.start = ssh_start,
+	.tree = ssh_tree,
 };

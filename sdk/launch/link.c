@@ -1,0 +1,196 @@
+/*
+ * sdk/launch/link.c - the launcher's end of one `herd exec` channel: its
+ * buffers, reading and writing without blocking, the helper's stderr tail
+ * for messages, and reaping the helper.  Used by the launcher for each node
+ * it reaches (job.c) and by a relay for each child (relay.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "launch_internal.h"
+#include "net.h"
+
+void herd__launch_link_init(herd__launch_link *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->ch = (herd__launch_channel)HERD__LAUNCH_CHANNEL_INIT;
+	herd__buf_init(&l->in, HERD__LAUNCH_FRAME_MAX + 4);
+	herd__buf_init(&l->out, 0);
+}
+
+void herd__launch_link_attach(herd__launch_link *l, const herd__launch_channel *ch)
+{
+	int fds[3] = { ch->rfd, ch->wfd, ch->errfd };
+
+	for (int k = 0; k < 3; k++)
+		if (fds[k] >= 0)
+			fcntl(fds[k], F_SETFL, fcntl(fds[k], F_GETFL) | O_NONBLOCK);
+	l->ch = *ch;
+}
+
+static void err_feed(herd__launch_link *l, const char *p, size_t n)
+{
+	const size_t max = HERD__LAUNCH_LINK_ERR_MAX;
+
+	if (n >= max) {
+		p += n - (max - 1);
+		n = max - 1;
+	}
+	if (l->err_len + n >= max) {
+		size_t drop = l->err_len + n - (max - 1);
+
+		memmove(l->err, l->err + drop, l->err_len - drop);
+		l->err_len -= drop;
+	}
+	memcpy(l->err + l->err_len, p, n);
+	l->err_len += n;
+	l->err[l->err_len] = '\0';
+}
+
+void herd__launch_link_read_err(herd__launch_link *l)
+{
+	char buf[4096];
+
+	while (l->ch.errfd >= 0) {
+		ssize_t got = read(l->ch.errfd, buf, sizeof(buf));
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got > 0) {
+			err_feed(l, buf, (size_t)got);
+			continue;
+		}
+		if (got == 0) {
+			close(l->ch.errfd);
+			l->ch.errfd = -1;
+		}
+		return;
+	}
+}
+
+const char *herd__launch_link_says(const herd__launch_link *l, char *buf, size_t cap)
+{
+	size_t n = l->err_len;
+
+	while (n > 0 && (l->err[n - 1] == '\n' || l->err[n - 1] == '\r' || l->err[n - 1] == ' '))
+		n--;
+	if (n == 0)
+		return "";
+	snprintf(buf, cap, ": %.*s", (int)n, l->err);
+	for (char *c = buf; *c != '\0'; c++)
+		if (*c == '\n' || *c == '\r')
+			*c = ' ';
+	return buf;
+}
+
+herd_status herd__launch_link_fill(herd__launch_link *l)
+{
+	for (;;) {
+		ssize_t got;
+
+		HERD_CHECK(herd__buf_reserve(&l->in, 65536));
+		got = read(l->ch.rfd, l->in.data + l->in.len, l->in.cap - l->in.len);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return HERD_OK;
+		if (got > 0) {
+			l->in.len += (size_t)got;
+			continue;
+		}
+		/* A helper that ended (ssh exits 255 when it cannot connect)
+		 * has left its last words in its stderr pipe. */
+		if (got == 0) {
+			herd__launch_link_read_err(l);
+			return herd__error(HERD_ECLOSED, "its herd exec ended");
+		}
+		return herd__error_errno(HERD_ESYS, errno, "reading its channel");
+	}
+}
+
+herd_status herd__launch_link_frame(herd__launch_link *l, const char **payload, size_t *len)
+{
+	HERD_CHECK(herd__launch_frame_peek(&l->in, len));
+	*payload = *len != SIZE_MAX ? (const char *)l->in.data + l->in.off + 4 : NULL;
+	return HERD_OK;
+}
+
+herd_status herd__launch_link_flush(herd__launch_link *l)
+{
+	while (l->out.len > l->out.off && l->ch.wfd >= 0) {
+		ssize_t w = write(l->ch.wfd, l->out.data + l->out.off, l->out.len - l->out.off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return HERD_OK;
+		if (w <= 0)
+			return herd__error_errno(HERD_ESYS, w < 0 ? errno : EPIPE,
+						 "writing its channel");
+		herd__buf_consume(&l->out, (size_t)w);
+	}
+	return HERD_OK;
+}
+
+size_t herd__launch_link_pollfds(const herd__launch_link *l, struct pollfd *fds, bool read)
+{
+	size_t n = 0;
+
+	if (read && l->ch.rfd >= 0)
+		fds[n++] = (struct pollfd){ .fd = l->ch.rfd, .events = POLLIN };
+	if (l->ch.errfd >= 0)
+		fds[n++] = (struct pollfd){ .fd = l->ch.errfd, .events = POLLIN };
+	if (l->ch.wfd >= 0 && l->out.len > l->out.off)
+		fds[n++] = (struct pollfd){ .fd = l->ch.wfd, .events = POLLOUT };
+	return n;
+}
+
+void herd__launch_link_close(herd__launch_link *l)
+{
+	if (l->ch.rfd >= 0)
+		close(l->ch.rfd);
+	if (l->ch.wfd >= 0 && l->ch.wfd != l->ch.rfd)
+		close(l->ch.wfd);
+	if (l->ch.errfd >= 0)
+		close(l->ch.errfd);
+	l->ch.rfd = l->ch.wfd = l->ch.errfd = -1;
+}
+
+void herd__launch_link_reap(herd__launch_link *l, int wait_ms)
+{
+	int64_t deadline = herd__net_deadline(wait_ms);
+
+	if (l->ch.pid <= 0)
+		return;
+	for (;;) {
+		pid_t got = waitpid(l->ch.pid, NULL, WNOHANG);
+
+		if (got == l->ch.pid || (got < 0 && errno != EINTR))
+			break;
+		if (got == 0 && herd__net_now_ms() >= deadline) {
+			kill(l->ch.pid, SIGKILL);
+			while (waitpid(l->ch.pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			break;
+		}
+		if (got == 0) {
+			struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	l->ch.pid = 0;
+}
+
+void herd__launch_link_free(herd__launch_link *l)
+{
+	herd__launch_link_close(l);
+	herd__buf_free(&l->in);
+	herd__buf_free(&l->out);
+}

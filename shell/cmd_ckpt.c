@@ -573,8 +573,8 @@ static int diff_blob(herd_ckpt_reader *ra, herd_ckpt_reader *rb, const herd_ckpt
 	if (changed == 0)
 		printf("%-*s  %s\n", width, a->name, "same");
 	else
-		printf("%-*s  %-9s  blob of %zu of %d ranks\n", width, a->name, "changed", changed,
-		       a->ranks);
+		printf("%-*s  %-9s  the bytes of %zu of %d ranks differ\n", width, a->name,
+		       "changed", changed, a->ranks);
 	rc = changed > 0;
 out:
 	free(x);

@@ -92,8 +92,24 @@ typedef struct herd_comm_opts {
 	/* "auto" (shared memory within a host, TCP between), or "tcp"
 	 * (default HERD_TRANSPORT, else "auto"). */
 	const char *transport;
-	/* Algorithm for allreduce and friends: "auto", "ring" (bandwidth)
-	 * or "rd" (recursive doubling, latency).  Default HERD_ALGO, else auto. */
+	/*
+	 * Algorithm for allreduce and friends (default HERD_ALGO, else "auto").
+	 * "auto" chooses by size and by where the ranks are.  Allreduce, when
+	 * every rank is on this host over shared memory and the ranks may read
+	 * each other's memory (process_vm_readv, as Open MPI's CMA): up to
+	 * 1 KiB a shared-slot exchange; from 64 KiB a direct single-copy
+	 * allreduce, each rank reducing its slice of the peers' buffers and
+	 * writing the result into them (except out of place on 2 ranks from
+	 * 8 MiB, where the ring measured faster).  Otherwise, and between
+	 * those sizes: up to 1 KiB on 3 to 16 ranks one exchange of every
+	 * vector with every rank; below 64 KiB recursive doubling; from 64 KiB
+	 * a pipelined ring (reduce-scatter then allgather).  The other
+	 * collectives take their latency algorithm (recursive doubling, a
+	 * binomial tree) below 64 KiB and their bandwidth one (a ring, a
+	 * pipelined chain) from it.  "ring" (bandwidth) and "rd" (latency)
+	 * force that choice for every size and turn the direct and
+	 * one-exchange paths off.
+	 */
 	const char *algo;
 	/* Network interface whose address peers connect to (default
 	 * HERD_SOCKET_IFNAME, else chosen by a reachability check). */

@@ -6,7 +6,8 @@
  * sends and receives 2(p-1)/p of the vector, the least possible).
  *
  * The ring goes through the vector in slices of p blocks of at most
- * HERD__ALGO_BLOCK bytes: a slice's reduce-scatter leaves its blocks in
+ * HERD__ALGO_BLOCK bytes (HERD__ALGO_BLOCK_TCP when some pair of the
+ * communicator talks TCP): a slice's reduce-scatter leaves its blocks in
  * cache for its allgather, and the sink reduces straight from the
  * transport into recvbuf, so the only passes over memory are reading
  * sendbuf and writing recvbuf.  The allgather of one slice shares its
@@ -35,8 +36,8 @@ static herd_status ring_allreduce(herd_comm *comm, const void *in, void *out, si
 	bool widen = herd__algo_widens(dtype, op);
 	herd_dtype wdt = widen ? HERD_FLOAT32 : dtype;
 	size_t es = herd_dtype_size(dtype), wes = herd_dtype_size(wdt);
-	size_t block = herd__algo_block_elems(wes), slice = block * (size_t)p;
-	size_t nslices = (count + slice - 1) / slice;
+	size_t block = herd__algo_block_elems(wes), slice;
+	size_t nslices;
 	const char *cin = in;
 	char *cout = out, *ag_buf = NULL;
 	herd__ring_layout ag_l = { 0, 0 };
@@ -44,6 +45,18 @@ static herd_status ring_allreduce(herd_comm *comm, const void *in, void *out, si
 	float *wide = NULL;
 	herd_status st = HERD_OK;
 
+	/* Every rank must cut the same slices: the smaller TCP block is taken
+	 * when any pair of the communicator uses TCP, which every rank sees
+	 * alike (see herd__comm_uses_shm). */
+	if (block > HERD__ALGO_BLOCK_TCP / wes) {
+		for (int j = 0; j < p; j++)
+			if (j != r && !herd__comm_uses_shm(comm, j)) {
+				block = HERD__ALGO_BLOCK_TCP / wes;
+				break;
+			}
+	}
+	slice = block * (size_t)p;
+	nslices = (count + slice - 1) / slice;
 	if (widen)
 		HERD_CHECK(herd__algo_alloc(&wide, (count < slice ? count : slice) * wes,
 					    "a float32 slice of a float16/bfloat16 allreduce"));
@@ -114,7 +127,7 @@ herd_status herd__algo_allreduce(herd_comm *comm, const herd__op *op)
 			return herd__direct_allreduce_small(comm, op->sendbuf, op->recvbuf,
 							    op->count, dtype, redop);
 		if (bytes >= herd__direct_min_bytes &&
-		    (p > 2 || op->sendbuf == op->recvbuf || bytes < HERD__DIRECT_PAIR_MAX || getenv("HERD_X_PAIR")))
+		    (p > 2 || op->sendbuf == op->recvbuf || bytes < HERD__DIRECT_PAIR_MAX))
 			return herd__direct_allreduce(comm, op->sendbuf, op->recvbuf, op->count,
 						      dtype, redop);
 	}

@@ -72,6 +72,3 @@ bool herd__algo_widens(herd_dtype dtype, herd_redop op)
 	return (dtype == HERD_FLOAT16 || dtype == HERD_BFLOAT16) &&
 	       (op == HERD_SUM || op == HERD_PROD || op == HERD_AVG);
 }
-/* XXX-EXPERIMENT */
-#include <stdlib.h>
-__attribute__((constructor)) static void xx_block(void) { const char *s = getenv("HERD_X_BLOCK"); if (s) herd__algo_block_bytes = strtoul(s, NULL, 0); }

@@ -86,6 +86,10 @@ herd_status herd__comm_submit(herd_comm *comm, herd__op *op, herd_request **req)
 /* The algorithm to use ("auto", "ring", "rd"), as configured. */
 const char *herd__comm_algo(const herd_comm *comm);
 
+/* Whether the pair (this rank, peer) talks through shared memory: same
+ * host and neither side asked for TCP.  Both sides decide alike (core.c). */
+bool herd__comm_uses_shm(const herd_comm *comm, int peer);
+
 /*
  * Where received bytes go: dst[i] = bytes as received (copy), or, when
  * reduce_with is set, dst[i] = reduce_with[i] OP received[i] element-wise,

@@ -167,10 +167,6 @@ struct herd_comm {
  * involves two ranks only and so does not advance the collective number. */
 bool herd__op_is_p2p(int kind);
 
-/* Whether the pair (this rank, peer) talks through shared memory: same
- * host and neither side asked for TCP.  Both sides decide alike. */
-bool herd__comm_uses_shm(const herd_comm *comm, int peer);
-
 /* ---- failures (core.c) ---------------------------------------------------- */
 
 /*

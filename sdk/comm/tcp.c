@@ -15,8 +15,8 @@
  *
  * The data link: non-blocking sockets with TCP_NODELAY, progressed with
  * sendmsg (header and payload in one call) and recv.  Copies are received
- * straight into the destination; reductions go through a bounce buffer,
- * whole elements at a time.
+ * straight into the destination; reductions go through a small bounce
+ * buffer (BOUNCE_CAP), whole elements at a time.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,8 +42,13 @@
 #define HELLO_VERSION 1
 #define KIND_CTL 1
 #define KIND_DATA 2
-static unsigned BOUNCE_CAP = 1u << 20; /* XXX-EXPERIMENT */
-__attribute__((constructor)) static void xx_bounce(void) { const char *s = getenv("HERD_X_BOUNCE"); if (s) BOUNCE_CAP = (unsigned)strtoul(s, NULL, 0); }
+/*
+ * Reductions receive into this much bounce buffer at a time and reduce it
+ * at once, while it is still in L1/L2: with 4 ranks on 2 cores, a 32 KiB
+ * bounce took 10-15% less CPU per 128 MiB allreduce than a 1 MiB one (the
+ * kernel's copy and the reduction then both hit cache).
+ */
+#define BOUNCE_CAP (32u * 1024u)
 /* Bytes one try_send / try_recv moves at most, so that one busy link does
  * not starve the others of an exchange. */
 #define TRY_BUDGET (8u << 20)

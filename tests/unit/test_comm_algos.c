@@ -6,8 +6,8 @@
  * references computed in double precision.
  *
  * The stand-in is this file's own (it defines herd__p2p_exchange,
- * herd_comm_rank, herd_comm_size, herd__comm_algo and the direct calls,
- * so the core's objects are not linked).  Its ranks share no memory: the
+ * herd_comm_rank, herd_comm_size, herd__comm_algo, herd__comm_uses_shm and
+ * the direct calls, so the core's objects are not linked).  Its ranks share no memory: the
  * direct allreduce of direct.c is never usable here.  Messages are queued per ordered pair; a receive checks
  * the length the sender sent.  Before its sends an exchange first takes
  * whatever has already arrived, so an algorithm that reduces into a buffer
@@ -59,6 +59,13 @@ int herd_comm_size(const herd_comm *comm)
 const char *herd__comm_algo(const herd_comm *comm)
 {
 	return comm->w->algo;
+}
+
+/* Every pair of the stand-in world counts as shared memory (the block
+ * sizes the tests set are below HERD__ALGO_BLOCK_TCP anyway). */
+bool herd__comm_uses_shm(const herd_comm *comm, int peer)
+{
+	return peer != comm->rank;
 }
 
 bool herd__direct_usable(const herd_comm *comm)

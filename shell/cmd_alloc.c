@@ -104,6 +104,19 @@ int shell_parse_bytes(const char *s, uint64_t *out)
 	return -1;
 }
 
+int shell_parse_int(const char *s, int min, int max, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
 static int usage_error(const char *cmd, const char *usage, const char *fmt, const char *arg)
 {
 	fprintf(stderr, "herd %s: ", cmd);
@@ -140,17 +153,11 @@ static int option_value(int argc, char **argv, int *i, const char *name, const c
 /* A count option: a whole number, 0 or more (the library checks ranges). */
 static int parse_count(const char *opt, const char *value, int *out)
 {
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(value, &end, 10);
-	if (errno != 0 || end == value || *end != '\0' || v < 0 || v > INT_MAX) {
+	if (shell_parse_int(value, 0, INT_MAX, out) != 0) {
 		fprintf(stderr, "herd alloc: %s needs a whole number of 0 or more, not '%s'\n", opt,
 			value);
 		return -1;
 	}
-	*out = (int)v;
 	return 0;
 }
 

@@ -407,27 +407,6 @@ static int usage_error(const char *fmt, const char *arg)
 	return SHELL_EXIT_USAGE;
 }
 
-/* An integer in [min, max]; 0 on success. */
-static int parse_long(const char *s, long min, long max, long *out)
-{
-	char *end = NULL;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static int parse_int_opt(const char *s, long min, long max, int *out)
-{
-	long v;
-	if (parse_long(s, min, max, &v) != 0)
-		return -1;
-	*out = (int)v;
-	return 0;
-}
-
 /* The option's name as written, for messages ("-b", "--np"). */
 static const char *opt_name(int c, char *buf, size_t cap)
 {
@@ -445,21 +424,22 @@ static int parse_option(int c, const char *v, struct bench_args *a)
 {
 	char name[32];
 	int bad = 0;
-	long l;
+	int f;
 	switch (c) {
 	case 'b': bad = bench_parse_size(v, &a->minbytes); break;
 	case 'e': bad = bench_parse_size(v, &a->maxbytes); break;
 	case 'i': bad = bench_parse_size(v, &a->stepbytes) || a->stepbytes == 0; break;
 	case 'f':
-		bad = parse_long(v, 1, 1L << 20, &l);
-		a->stepfactor = l;
+		bad = shell_parse_int(v, 1, 1 << 20, &f);
+		if (!bad)
+			a->stepfactor = f;
 		break;
-	case 'n': bad = parse_int_opt(v, 1, INT_MAX, &a->iters); break;
-	case 'w': bad = parse_int_opt(v, 0, INT_MAX, &a->warmup); break;
-	case 'c': bad = parse_int_opt(v, 0, 1, &a->check); break;
-	case 'r': bad = parse_int_opt(v, 0, BENCH_MAX_RANKS - 1, &a->root); break;
-	case OPT_NP: bad = parse_int_opt(v, 1, BENCH_MAX_RANKS, &a->np); break;
-	case OPT_TIMEOUT: bad = parse_int_opt(v, 1, INT_MAX / 1000, &a->timeout_s); break;
+	case 'n': bad = shell_parse_int(v, 1, INT_MAX, &a->iters); break;
+	case 'w': bad = shell_parse_int(v, 0, INT_MAX, &a->warmup); break;
+	case 'c': bad = shell_parse_int(v, 0, 1, &a->check); break;
+	case 'r': bad = shell_parse_int(v, 0, BENCH_MAX_RANKS - 1, &a->root); break;
+	case OPT_NP: bad = shell_parse_int(v, 1, BENCH_MAX_RANKS, &a->np); break;
+	case OPT_TIMEOUT: bad = shell_parse_int(v, 1, INT_MAX / 1000, &a->timeout_s); break;
 	case 't':
 		if (herd_dtype_parse(v, &a->dtype) != HERD_OK)
 			return usage_error("%s", herd_last_error());

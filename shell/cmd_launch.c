@@ -82,17 +82,11 @@ static void on_signal(int sig)
 
 static int parse_count(const char *opt, const char *v, int min, int *out)
 {
-	char *end;
-	long x;
-
-	errno = 0;
-	x = strtol(v, &end, 10);
-	if (end == v || *end != '\0' || errno != 0 || x < min || x > 1000000) {
+	if (shell_parse_int(v, min, 1000000, out) != 0) {
 		fprintf(stderr, "herd launch: %s %s: expected an integer of at least %d\n", opt, v,
 			min);
 		return -1;
 	}
-	*out = (int)x;
 	return 0;
 }
 

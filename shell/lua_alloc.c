@@ -64,34 +64,6 @@ static const char *const alloc_options[] = {
 
 static const char *const gpus_options[] = { "inventory", "lease_dir", NULL };
 
-/* Raises on a key of the table at arg that is not in known. */
-static void check_keys(lua_State *L, int arg, const char *const *known)
-{
-	lua_pushnil(L);
-	while (lua_next(L, arg)) {
-		const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-		bool found = false;
-
-		lua_pop(L, 1);
-		for (const char *const *k = known; key != NULL && *k != NULL && !found; k++)
-			found = strcmp(key, *k) == 0;
-		if (!found) {
-			luaL_Buffer b;
-
-			luaL_buffinit(L, &b);
-			for (const char *const *k = known; *k != NULL; k++) {
-				luaL_addstring(&b, k == known ? "" : ", ");
-				luaL_addstring(&b, *k);
-			}
-			luaL_pushresult(&b);
-			luaL_argerror(L, arg,
-				      lua_pushfstring(L, "unknown option '%s' (known: %s)",
-						      luaL_tolstring(L, -2, NULL),
-						      lua_tostring(L, -2)));
-		}
-	}
-}
-
 /* Pushes field name of the options table; true when it is not nil. */
 static bool get_option(lua_State *L, int arg, const char *name, int type)
 {
@@ -527,7 +499,7 @@ static int lherd_alloc(lua_State *L)
 	herd_status st;
 
 	luaL_checktype(L, 1, LUA_TTABLE);
-	check_keys(L, 1, alloc_options);
+	lherd_check_keys(L, 1, alloc_options);
 	request_options(L, 1, &req);
 	inventory = string_option(L, 1, "inventory");
 	opts.lease_dir = string_option(L, 1, "lease_dir");
@@ -596,7 +568,7 @@ static int lherd_gpus(lua_State *L)
 
 	if (!lua_isnoneornil(L, 1)) {
 		luaL_checktype(L, 1, LUA_TTABLE);
-		check_keys(L, 1, gpus_options);
+		lherd_check_keys(L, 1, gpus_options);
 		inventory = string_option(L, 1, "inventory");
 		lo.dir = string_option(L, 1, "lease_dir");
 	}

@@ -73,34 +73,6 @@ static const char *const add_options[] = { "dtype", "shape", "global", "offset",
 
 /* ------------------------------------------------------------ options */
 
-/* Raises on a key of the table at arg that is not in known. */
-static void check_keys(lua_State *L, int arg, const char *const *known)
-{
-	lua_pushnil(L);
-	while (lua_next(L, arg)) {
-		const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-		bool found = false;
-
-		lua_pop(L, 1);
-		for (const char *const *k = known; key != NULL && *k != NULL && !found; k++)
-			found = strcmp(key, *k) == 0;
-		if (!found) {
-			luaL_Buffer b;
-
-			luaL_buffinit(L, &b);
-			for (const char *const *k = known; *k != NULL; k++) {
-				luaL_addstring(&b, k == known ? "" : ", ");
-				luaL_addstring(&b, *k);
-			}
-			luaL_pushresult(&b);
-			luaL_argerror(L, arg,
-				      lua_pushfstring(L, "unknown option '%s' (known: %s)",
-						      luaL_tolstring(L, -2, NULL),
-						      lua_tostring(L, -2)));
-		}
-	}
-}
-
 /* An integer option of 0 or more, or a size string ("64M") when sizes. */
 static lua_Integer count_option(lua_State *L, int arg, const char *name, bool sizes)
 {
@@ -137,7 +109,7 @@ static void ckpt_opts(lua_State *L, int arg, herd_ckpt_opts *o)
 							HERD_CKPT_CHECKSUM_NONE };
 	lua_Integer v;
 
-	check_keys(L, arg, ckpt_options);
+	lherd_check_keys(L, arg, ckpt_options);
 	v = count_option(L, arg, "keep_last", false);
 	o->keep_last = v > INT_MAX ? INT_MAX : (int)v;
 	v = count_option(L, arg, "keep_every", false);
@@ -302,7 +274,7 @@ static int ckpt_add(lua_State *L)
 	shape[0] = (uint64_t)luaL_len(L, 3);
 	if (!lua_isnoneornil(L, 4)) {
 		luaL_checktype(L, 4, LUA_TTABLE);
-		check_keys(L, 4, add_options);
+		lherd_check_keys(L, 4, add_options);
 		if (lua_getfield(L, 4, "dtype") != LUA_TNIL &&
 		    (lua_type(L, -1) != LUA_TSTRING ||
 		     herd_dtype_parse(lua_tostring(L, -1), &dtype) != HERD_OK))

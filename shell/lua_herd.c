@@ -4,6 +4,7 @@
  */
 #include <lauxlib.h>
 #include <lua.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "lua_herd.h"
@@ -17,6 +18,38 @@ int lherd_fail(lua_State *L, herd_status status)
 	lua_pushstring(L, herd_status_name(status));
 	return 3;
 }
+
+void lherd_check_keys(lua_State *L, int arg, const char *const *known)
+{
+	lua_pushnil(L);
+	while (lua_next(L, arg)) {
+		const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+		bool found = false;
+
+		lua_pop(L, 1);
+		for (const char *const *k = known; key != NULL && *k != NULL && !found; k++)
+			found = strcmp(key, *k) == 0;
+		if (!found) {
+			const char *list, *name;
+			luaL_Buffer b;
+
+			luaL_buffinit(L, &b);
+			for (const char *const *k = known; *k != NULL; k++) {
+				luaL_addstring(&b, k == known ? "" : ", ");
+				luaL_addstring(&b, *k);
+			}
+			luaL_pushresult(&b);
+			/* One at a time: the order C evaluates arguments in is unspecified,
+			 * and luaL_tolstring pushes. */
+			list = lua_tostring(L, -1);
+			name = luaL_tolstring(L, -2, NULL);
+			luaL_argerror(L, arg, lua_pushfstring(L, "unknown option '%s' (known: %s)",
+							      name, list));
+		}
+	}
+}
+
+static const char *const discover_options[] = { "inventory", NULL };
 
 /* herd.version() -> the library's version string ("0.1.0"). */
 static int lherd_version(lua_State *L)
@@ -36,17 +69,7 @@ static int lherd_discover(lua_State *L)
 	herd_discover_opts opts = HERD_DISCOVER_OPTS_INIT;
 	if (!lua_isnoneornil(L, 1)) {
 		luaL_checktype(L, 1, LUA_TTABLE);
-		lua_pushnil(L);
-		while (lua_next(L, 1)) {
-			lua_pop(L, 1);
-			const char *key = lua_type(L, -1) == LUA_TSTRING
-				? lua_tostring(L, -1) : NULL;
-			if (key == NULL || strcmp(key, "inventory") != 0) {
-				return luaL_argerror(L, 1, lua_pushfstring(L,
-					"unknown option '%s' (known: inventory)",
-					luaL_tolstring(L, -1, NULL)));
-			}
-		}
+		lherd_check_keys(L, 1, discover_options);
 		if (lua_getfield(L, 1, "inventory") != LUA_TNIL) {
 			if (lua_type(L, -1) != LUA_TSTRING)
 				return luaL_argerror(L, 1,

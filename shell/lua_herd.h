@@ -52,4 +52,10 @@ herd_cluster **lherd_new_cluster(lua_State *L);
 /* Pushes the status's failure triple: nil, herd_last_error(), status name. */
 int lherd_fail(lua_State *L, herd_status status);
 
+/*
+ * Raises an argument error on a key of the options table at arg that is not
+ * in known (NULL-terminated); the message lists the known keys.
+ */
+void lherd_check_keys(lua_State *L, int arg, const char *const *known);
+
 #endif /* HERD_SHELL_LUA_HERD_H */

@@ -90,4 +90,7 @@ int shell_elem_store(void *buf, size_t i, herd_dtype dtype, shell_elem e);
 /* A size ("40G", "512MiB", "4096") in bytes into *out; 0, or -1 if malformed. */
 int shell_parse_bytes(const char *s, uint64_t *out);
 
+/* A decimal integer in [min, max] into *out; 0, or -1 (out untouched) if not. */
+int shell_parse_int(const char *s, int min, int max, int *out);
+
 #endif /* HERD_SHELL_H */

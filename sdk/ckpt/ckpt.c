@@ -222,7 +222,7 @@ herd_status herd_ckpt_close(herd_ckpt *ck)
 	if (ck == NULL)
 		return HERD_OK;
 	st = herd__ckpt_join(ck);
-	free(ck->ring);
+	herd__ckpt_ring_free(ck);
 	free(ck->tensors);
 	free(ck->blobs);
 	free(ck->dir);

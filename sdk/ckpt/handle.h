@@ -54,8 +54,9 @@ struct herd_ckpt {
 	bool busy;
 	pthread_t writer;
 	struct herd__ckpt_job *job;
-	uint8_t *ring;         /* staging memory, kept between saves */
-	size_t ring_cap;
+	uint8_t *ring;         /* staging memory, kept between saves (mmap) */
+	size_t ring_cap;       /* its usable bytes */
+	size_t ring_map;       /* its mapped bytes */
 };
 
 /* Collectives that degrade to copies in a world of one rank. */
@@ -70,6 +71,9 @@ herd_status herd__ckpt_bcast(herd_ckpt *ck, void *buf, size_t bytes);
  * rank (-1 when none).  A communicator failure is returned as it is.
  */
 herd_status herd__ckpt_agree(herd_ckpt *ck, herd_status local, int *failed_rank);
+
+/* Unmaps the staging memory (after the writer is joined). */
+void herd__ckpt_ring_free(herd_ckpt *ck);
 
 /* Joins the asynchronous save in flight (if any) and returns its status. */
 herd_status herd__ckpt_join(herd_ckpt *ck);

@@ -113,13 +113,17 @@ typedef struct copier {
 	int64_t loaded;                /* the chunk in buf, -1 none */
 } copier;
 
-static herd_status check_chunk(copier *c, uint64_t k, const void *p, uint64_t n)
+/*
+ * Reads chunk k (n bytes) into p and verifies it.  The chunk after it in
+ * the shard is read ahead meanwhile, so that the disk does not wait while
+ * this one is hashed.
+ */
+static herd_status read_chunk(copier *c, uint64_t k, uint8_t *p, uint64_t n, const char *path)
 {
-	uint64_t got;
+	uint64_t cstart = k * c->chunk, next = c->shard->len - cstart - n, got;
 
-	if (!c->verify)
-		return HERD_OK;
-	got = herd__ckpt_sum(p, (size_t)n);
+	HERD_CHECK(herd__ckpt_pread_sum(c->fd, p, (size_t)n, c->shard->at + cstart,
+					next < c->chunk ? next : c->chunk, path, &got));
 	if (got == c->shard->sums[k])
 		return HERD_OK;
 	return herd__error(HERD_EFORMAT, "%s/%s: \"%s\" shard %zu chunk %" PRIu64 " (byte %" PRIu64
@@ -146,14 +150,11 @@ static herd_status copy_run(uint64_t src_off, uint64_t dst_off, uint64_t len, vo
 			/* The run covers the chunk: read and verify it in place. */
 			uint8_t *p = c->dst + dst_off;
 
-			HERD_CHECK(herd__ckpt_pread(c->fd, p, (size_t)n, c->shard->at + cstart, path));
-			HERD_CHECK(check_chunk(c, k, p, n));
+			HERD_CHECK(read_chunk(c, k, p, n, path));
 		} else {
 			if (c->loaded != (int64_t)k) {
 				c->loaded = -1;
-				HERD_CHECK(herd__ckpt_pread(c->fd, c->buf, (size_t)(cend - cstart),
-							    c->shard->at + cstart, path));
-				HERD_CHECK(check_chunk(c, k, c->buf, cend - cstart));
+				HERD_CHECK(read_chunk(c, k, c->buf, cend - cstart, path));
 				c->loaded = (int64_t)k;
 			}
 			memcpy(c->dst + dst_off, c->buf + (src_off - cstart), (size_t)n);
@@ -195,10 +196,9 @@ static herd_status read_blob(step_files *sf, const herd__ckpt_blob *b, size_t p,
 
 	HERD_CHECK(step_fd(sf, part->file, &fd));
 	snprintf(path, sizeof(path), "%s/%s", sf->dir, sf->m->files[part->file].name);
-	HERD_CHECK(herd__ckpt_pread(fd, dst, (size_t)part->len, part->at, path));
 	if (sf->m->checksum == HERD_CKPT_CHECKSUM_NONE)
-		return HERD_OK;
-	got = herd__ckpt_sum(dst, (size_t)part->len);
+		return herd__ckpt_pread(fd, dst, (size_t)part->len, part->at, path);
+	HERD_CHECK(herd__ckpt_pread_sum(fd, dst, (size_t)part->len, part->at, 0, path, &got));
 	if (got != part->sum)
 		return herd__error(HERD_EFORMAT, "%s: blob \"%s\" of rank %zu (byte %" PRIu64 " of the "
 				   "file): checksum mismatch: expected %016" PRIx64 ", got %016" PRIx64,

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -104,6 +105,7 @@ typedef struct herd__ckpt_job {
 	pthread_cond_t cv;
 	bool sync_init;
 	uint64_t head, tail;
+	bool whole;            /* the ring holds the whole stream: write after staging */
 	/* The writer thread's outcome. */
 	herd_status st;
 	char msg[1024];
@@ -789,6 +791,64 @@ herd_status herd_ckpt_save(herd_ckpt *ck, int64_t step)
 
 /* ---- the asynchronous engine ------------------------------------------ */
 
+/* Staging memory is allocated in whole huge pages. */
+#define RING_ALIGN ((size_t)2 << 20)
+
+void herd__ckpt_ring_free(herd_ckpt *ck)
+{
+	if (ck->ring != NULL)
+		munmap(ck->ring, ck->ring_map);
+	ck->ring = NULL;
+	ck->ring_cap = 0;
+	ck->ring_map = 0;
+}
+
+/*
+ * Replaces the staging memory with cap bytes, mapped and faulted in now.
+ * It is kept between saves, so what it costs here is paid once: huge
+ * pages where the system allows them (the staging copy is the time the
+ * caller waits, and with 4 KiB pages a large part of it goes to TLB
+ * misses, dearer still in a virtual machine), and every page faulted in
+ * at once rather than one fault per page during the copy.  Faulting in
+ * here also makes a shortage of memory an error of the save
+ * (HERD_ENOMEM) instead of a process killed halfway through the copy.
+ */
+static herd_status ring_alloc(herd_ckpt *ck, size_t cap)
+{
+	size_t len = (cap + RING_ALIGN - 1) / RING_ALIGN * RING_ALIGN;
+	bool faulted = false;
+	uint8_t *ring;
+
+	if (len < cap)
+		return herd__error(HERD_ENOMEM, "%zu bytes of staging memory are too many", cap);
+	ring = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ring == MAP_FAILED)
+		return herd__error_errno(HERD_ENOMEM, errno, "cannot map %zu bytes of staging "
+					 "memory", len);
+#ifdef MADV_HUGEPAGE
+	(void)madvise(ring, len, MADV_HUGEPAGE);   /* advice: 4 KiB pages work too */
+#endif
+#ifdef MADV_POPULATE_WRITE
+	if (madvise(ring, len, MADV_POPULATE_WRITE) == 0) {
+		faulted = true;
+	} else if (errno != EINVAL) {
+		int err = errno;
+
+		munmap(ring, len);
+		return herd__error_errno(HERD_ENOMEM, err, "cannot fault in %zu bytes of staging "
+					 "memory", len);
+	}
+#endif
+	/* Before Linux 5.14 (no MADV_POPULATE_WRITE): by hand. */
+	for (size_t i = 0; !faulted && i < len; i += 4096)
+		((volatile uint8_t *)ring)[i] = 0;
+	herd__ckpt_ring_free(ck);
+	ck->ring = ring;
+	ck->ring_cap = cap;
+	ck->ring_map = len;
+	return HERD_OK;
+}
+
 static void *writer_main(void *arg)
 {
 	herd__ckpt_job *job = arg;
@@ -799,7 +859,8 @@ static void *writer_main(void *arg)
 		uint64_t pos, n;
 
 		pthread_mutex_lock(&job->mu);
-		while (job->head == job->tail && job->tail < job->total)
+		while ((job->head == job->tail || (job->whole && job->head < job->total)) &&
+		       job->tail < job->total)
 			pthread_cond_wait(&job->cv, &job->mu);
 		if (job->tail == job->total) {
 			pthread_mutex_unlock(&job->mu);
@@ -875,17 +936,10 @@ herd_status herd_ckpt_save_async(herd_ckpt *ck, int64_t step)
 	cap = job->total < ck->staging_bytes ? (size_t)job->total : ck->staging_bytes;
 	if (cap == 0)
 		cap = 1;
-	if (cap > ck->ring_cap) {
-		/* Allocation failures here are local: the writer still has to run
-		 * phase 3 with the others, so it runs with a failed sink. */
-		uint8_t *ring = malloc(cap);
-
-		if (ring != NULL) {
-			free(ck->ring);
-			ck->ring = ring;
-			ck->ring_cap = cap;
-		}
-	}
+	/* Allocation failures here are local: the writer still has to run
+	 * phase 3 with the others, so it runs with a failed sink. */
+	if (cap > ck->ring_cap && ring_alloc(ck, cap) != HERD_OK)
+		sink_fail(&job->sk, HERD_ENOMEM);
 	if (pthread_mutex_init(&job->mu, NULL) != 0 || pthread_cond_init(&job->cv, NULL) != 0) {
 		st = herd__error(HERD_ESYS, "herd_ckpt_save_async: cannot create a lock");
 		/* Without a lock there is no writer: fall back to a synchronous save. */
@@ -897,11 +951,22 @@ herd_status herd_ckpt_save_async(herd_ckpt *ck, int64_t step)
 		return st;
 	}
 	job->sync_init = true;
-	if (ck->ring_cap == 0) {
-		sink_fail(&job->sk, herd__error(HERD_ENOMEM, "out of memory allocating %zu bytes of "
-						"staging memory", cap));
+	if (ck->ring_cap < cap) {
+		/* ring_alloc said why (in the sink's message). */
+		sink_fail(&job->sk, HERD_ENOMEM);
 		job->total = 0;   /* nothing is staged; the writer only commits (and fails) */
 	}
+	/*
+	 * When the ring holds the whole stream, the writer starts once the
+	 * last byte is staged rather than after the first piece.  The caller
+	 * waits for the staging copy alone; a writer running beside it would
+	 * take CPU time and memory bandwidth from that copy (pwrite is itself
+	 * a copy, into the page cache, and the hashing reads every byte), and
+	 * on a machine with few cores it lengthens the caller's wait by about
+	 * as much as it gains.  When the ring is smaller than the stream, the
+	 * writer must drain it as the caller fills it.
+	 */
+	job->whole = ck->ring_cap >= job->total;
 	err = pthread_create(&ck->writer, NULL, writer_main, job);
 	if (err != 0) {
 		herd__error_errno(HERD_ESYS, err, "herd_ckpt_save_async: cannot start the writer");

@@ -45,11 +45,11 @@
 #define HERD__ALGO_BLOCK (1024u * 1024u)
 
 /*
- * The ring allreduce's block when a neighbour is reached over TCP: every
- * byte then goes through two kernel copies, which cost least when what
- * they copy is still in cache.  With 4 ranks on 2 cores (all on
+ * The ring allreduce's block when some pair of the communicator talks TCP:
+ * every byte then goes through two kernel copies, which cost least when
+ * what they copy is still in cache.  With 4 ranks on 2 cores (all on
  * loopback), 256 KiB blocks took about 10% less CPU per 128 MiB allreduce
- * than 1 MiB ones, and 128 KiB ones no less.
+ * than 1 MiB ones (128 KiB ones took more again: more steps to wait on).
  */
 #define HERD__ALGO_BLOCK_TCP (256u * 1024u)
 

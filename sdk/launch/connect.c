@@ -63,12 +63,6 @@ static void send_refusal(int fd, herd_status code, const char *msg, const char *
 	(void)send_frame(fd, &e, &b, herd__net_deadline(100), peer);
 }
 
-/* The length a complete 4-byte header announces. */
-static size_t frame_len(const uint8_t *hdr)
-{
-	return (size_t)hdr[0] << 24 | (size_t)hdr[1] << 16 | (size_t)hdr[2] << 8 | hdr[3];
-}
-
 /* ---- the launcher's side ----------------------------------------------------- */
 
 struct conn {
@@ -189,7 +183,7 @@ static herd_status pending_read(struct acceptor *a, size_t i)
 	if (c->have < 4) {
 		need = 4 - c->have;
 	} else {
-		size_t len = frame_len(c->frame);
+		size_t len = (size_t)herd__be32_load(c->frame);
 
 		if (len == 0 || len > HERD__STORE_FRAME_MAX_PREAUTH) {
 			herd__log_debug("launch: connection from %s: a %zu-byte frame before "
@@ -207,7 +201,7 @@ static herd_status pending_read(struct acceptor *a, size_t i)
 		return HERD_OK;
 	}
 	c->have += (size_t)got;
-	if (c->have < 4 || c->have < 4 + frame_len(c->frame))
+	if (c->have < 4 || c->have < 4 + (size_t)herd__be32_load(c->frame))
 		return HERD_OK;
 	st = check_auth(a, c, &node, &fatal);
 	if (st != HERD_OK) {
@@ -373,7 +367,7 @@ static herd_status recv_frame(int fd, uint8_t frame[FRAME_BUF], herd__store_msg 
 					   "handshake", peer);
 		have += got;
 		if (have == 4) {
-			size_t len = frame_len(frame);
+			size_t len = (size_t)herd__be32_load(frame);
 
 			if (len == 0 || len > HERD__STORE_FRAME_MAX_PREAUTH)
 				return herd__error(HERD_EFORMAT, "%s: not a herd launcher (a "

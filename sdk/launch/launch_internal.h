@@ -148,6 +148,9 @@ typedef struct herd__launch_channel {
 /* A channel with no fds and no process: {-1, -1, -1, 0}. */
 #define HERD__LAUNCH_CHANNEL_INIT { -1, -1, -1, 0 }
 
+/* Closes the channel's fds and sets them to -1; the process stays (link.c). */
+void herd__launch_channel_close_fds(herd__launch_channel *ch);
+
 /*
  * A backend: how the nodes of a job are found and how `herd exec` is
  * started on them.  One const instance per backend; job.c picks it by

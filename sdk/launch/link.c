@@ -151,15 +151,20 @@ size_t herd__launch_link_pollfds(const herd__launch_link *l, struct pollfd *fds,
 	return n;
 }
 
+void herd__launch_channel_close_fds(herd__launch_channel *ch)
+{
+	if (ch->rfd >= 0)
+		close(ch->rfd);
+	if (ch->wfd >= 0 && ch->wfd != ch->rfd)
+		close(ch->wfd);
+	if (ch->errfd >= 0)
+		close(ch->errfd);
+	ch->rfd = ch->wfd = ch->errfd = -1;
+}
+
 void herd__launch_link_close(herd__launch_link *l)
 {
-	if (l->ch.rfd >= 0)
-		close(l->ch.rfd);
-	if (l->ch.wfd >= 0 && l->ch.wfd != l->ch.rfd)
-		close(l->ch.wfd);
-	if (l->ch.errfd >= 0)
-		close(l->ch.errfd);
-	l->ch.rfd = l->ch.wfd = l->ch.errfd = -1;
+	herd__launch_channel_close_fds(&l->ch);
 }
 
 void herd__launch_link_reap(herd__launch_link *l, int wait_ms)

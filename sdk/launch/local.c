@@ -52,12 +52,7 @@ const herd__launch_backend herd__launch_backend_local = {
 
 static void close_channel(herd__launch_channel *ch)
 {
-	if (ch->rfd >= 0)
-		close(ch->rfd);
-	if (ch->wfd >= 0 && ch->wfd != ch->rfd)
-		close(ch->wfd);
-	if (ch->errfd >= 0)
-		close(ch->errfd);
+	herd__launch_channel_close_fds(ch);
 	if (ch->pid > 0) {
 		kill(ch->pid, SIGKILL);
 		while (waitpid(ch->pid, NULL, 0) < 0 && errno == EINTR)

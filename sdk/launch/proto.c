@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame.h"
 #include "launch_internal.h"
 #include "msgpack_check.h"
 
@@ -27,36 +28,9 @@ const char *herd__launch_type_name(herd__launch_type type)
 
 /* ---- frames ------------------------------------------------------------- */
 
-static uint32_t load_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void store_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
 herd_status herd__launch_frame_peek(const herd__buf *b, size_t *payload_len)
 {
-	size_t pending = b->len - b->off;
-	uint32_t n;
-
-	*payload_len = SIZE_MAX;
-	if (pending < 4)
-		return HERD_OK;
-	n = load_be32(b->data + b->off);
-	if (n == 0)
-		return herd__error(HERD_EFORMAT, "node protocol: frame with an empty payload");
-	if (n > HERD__LAUNCH_FRAME_MAX)
-		return herd__error(HERD_EFORMAT, "node protocol: frame of %lu bytes exceeds the "
-				   "limit of %u bytes", (unsigned long)n, HERD__LAUNCH_FRAME_MAX);
-	if (pending - 4 >= n)
-		*payload_len = n;
-	return HERD_OK;
+	return herd__frame_peek(b, HERD__LAUNCH_FRAME_MAX, "node protocol", payload_len);
 }
 
 /* ---- decoding ------------------------------------------------------------- */
@@ -479,89 +453,35 @@ void herd__node_spec_free(herd__node_spec *s)
 
 /* ---- encoding ------------------------------------------------------------- */
 
-typedef struct enc {
-	herd__buf *buf;
-	size_t start;       /* of the frame, relative to buf->off */
-	uint32_t nfields;
-	msgpack_packer pk;
-} enc;
-
-static void enc_name(enc *e, const char *name)
-{
-	size_t n = strlen(name);
-
-	e->nfields++;
-	msgpack_pack_str(&e->pk, n);
-	msgpack_pack_str_body(&e->pk, name, n);
-}
-
-static void enc_str_n(enc *e, const char *name, const char *s, size_t n)
-{
-	enc_name(e, name);
-	msgpack_pack_str(&e->pk, n);
-	msgpack_pack_str_body(&e->pk, s, n);
-}
-
-static void enc_str(enc *e, const char *name, const char *s)
+static void enc_str(herd__frame_enc *e, const char *name, const char *s)
 {
 	if (s == NULL) {
-		enc_name(e, name);
+		herd__frame_key(e, name);
 		msgpack_pack_nil(&e->pk);
 		return;
 	}
-	enc_str_n(e, name, s, strlen(s));
+	herd__frame_str(e, name, s, strlen(s));
 }
 
-static void enc_int(enc *e, const char *name, int64_t v)
+static void enc_begin(herd__frame_enc *e, herd__buf *buf, herd__launch_type type)
 {
-	enc_name(e, name);
-	msgpack_pack_int64(&e->pk, v);
-}
-
-static void enc_begin(enc *e, herd__buf *buf, herd__launch_type type)
-{
-	/* Length prefix, then a map32 header whose count is filled in at the end. */
-	static const uint8_t head[9] = { 0, 0, 0, 0, 0xdf, 0, 0, 0, 0 };
-
-	e->buf = buf;
-	e->start = buf->len - buf->off;
-	e->nfields = 0;
-	buf->failed = HERD_OK;
-	msgpack_packer_init(&e->pk, buf, herd__buf_write);
-	herd__buf_write(buf, (const char *)head, sizeof(head));
-	enc_int(e, "v", HERD__LAUNCH_PROTOCOL_VERSION);
+	herd__frame_begin(e, buf);
+	herd__frame_int(e, "v", HERD__LAUNCH_PROTOCOL_VERSION);
 	enc_str(e, "t", type_names[type]);
 }
 
-static herd_status enc_end(enc *e)
+static herd_status enc_end(herd__frame_enc *e)
 {
-	herd__buf *b = e->buf;
-	size_t start = b->off + e->start, payload;
-
-	if (b->failed != HERD_OK) {
-		b->failed = HERD_OK;
-		b->len = start;
-		return herd__error(HERD_ENOMEM, "node protocol: out of memory encoding a frame");
-	}
-	payload = b->len - start - 4;
-	if (payload > HERD__LAUNCH_FRAME_MAX) {
-		b->len = start;
-		return herd__error(HERD_EINVAL, "node protocol: frame of %zu bytes exceeds the "
-				   "limit of %u bytes (argv and env too large?)", payload,
-				   HERD__LAUNCH_FRAME_MAX);
-	}
-	store_be32(b->data + start, (uint32_t)payload);
-	store_be32(b->data + start + 5, e->nfields);
-	return HERD_OK;
+	return herd__frame_end(e, HERD__LAUNCH_FRAME_MAX, "node protocol");
 }
 
-static void enc_strv(enc *e, const char *name, char *const *v)
+static void enc_strv(herd__frame_enc *e, const char *name, char *const *v)
 {
 	size_t n = 0;
 
 	while (v != NULL && v[n] != NULL)
 		n++;
-	enc_name(e, name);
+	herd__frame_key(e, name);
 	msgpack_pack_array(&e->pk, n);
 	for (size_t i = 0; i < n; i++) {
 		size_t l = strlen(v[i]);
@@ -573,7 +493,7 @@ static void enc_strv(enc *e, const char *name, char *const *v)
 
 herd_status herd__launch_enc_spec(herd__buf *buf, const herd__node_spec *s)
 {
-	enc e;
+	herd__frame_enc e;
 
 	enc_begin(&e, buf, HERD__LAUNCH_T_SPEC);
 	enc_str(&e, "job", s->job_id);
@@ -581,24 +501,24 @@ herd_status herd__launch_enc_spec(herd__buf *buf, const herd__node_spec *s)
 	enc_str(&e, "secret", s->secret);
 	enc_str(&e, "host", s->host);
 	enc_str(&e, "maddr", s->master_addr);
-	enc_int(&e, "mport", s->master_port);
-	enc_int(&e, "restart", s->restart_count);
-	enc_int(&e, "world", s->world_size);
-	enc_int(&e, "nnodes", s->nnodes);
-	enc_int(&e, "node", s->node_rank);
-	enc_int(&e, "grace", s->grace_ms);
-	enc_int(&e, "gpus", s->gpus_per_rank);
+	herd__frame_int(&e, "mport", s->master_port);
+	herd__frame_int(&e, "restart", s->restart_count);
+	herd__frame_int(&e, "world", s->world_size);
+	herd__frame_int(&e, "nnodes", s->nnodes);
+	herd__frame_int(&e, "node", s->node_rank);
+	herd__frame_int(&e, "grace", s->grace_ms);
+	herd__frame_int(&e, "gpus", s->gpus_per_rank);
 	enc_str(&e, "workdir", s->workdir);
 	enc_str(&e, "logdir", s->log_dir);
 	enc_strv(&e, "argv", s->argv);
 	enc_strv(&e, "env", s->env);
-	enc_name(&e, "ranks");
+	herd__frame_key(&e, "ranks");
 	msgpack_pack_array(&e.pk, (size_t)s->nranks);
 	for (int i = 0; i < s->nranks; i++)
 		msgpack_pack_int64(&e.pk, s->ranks[i]);
 	if (s->nsub > 0) {
 		enc_strv(&e, "sub", s->sub);
-		enc_int(&e, "width", s->width);
+		herd__frame_int(&e, "width", s->width);
 		enc_strv(&e, "rsh", s->rsh);
 		enc_str(&e, "rcmd", s->rcmd);
 	}
@@ -607,78 +527,76 @@ herd_status herd__launch_enc_spec(herd__buf *buf, const herd__node_spec *s)
 
 herd_status herd__launch_enc_signal(herd__buf *buf, int sig)
 {
-	enc e;
+	herd__frame_enc e;
 
 	enc_begin(&e, buf, HERD__LAUNCH_T_SIGNAL);
-	enc_int(&e, "sig", sig);
+	herd__frame_int(&e, "sig", sig);
 	return enc_end(&e);
 }
 
 herd_status herd__launch_enc_stop(herd__buf *buf, int grace_ms)
 {
-	enc e;
+	herd__frame_enc e;
 
 	enc_begin(&e, buf, HERD__LAUNCH_T_STOP);
-	enc_int(&e, "grace", grace_ms);
+	herd__frame_int(&e, "grace", grace_ms);
 	return enc_end(&e);
 }
 
 herd_status herd__launch_enc_ready(herd__buf *buf, const char *host, long pid)
 {
-	enc e;
+	herd__frame_enc e;
 
 	enc_begin(&e, buf, HERD__LAUNCH_T_READY);
 	enc_str(&e, "host", host);
-	enc_int(&e, "pid", pid);
+	herd__frame_int(&e, "pid", pid);
 	return enc_end(&e);
 }
 
 herd_status herd__launch_enc_error(herd__buf *buf, herd_status st, const char *msg)
 {
-	enc e;
+	herd__frame_enc e;
 	size_t n = strlen(msg);
 
 	enc_begin(&e, buf, HERD__LAUNCH_T_ERROR);
-	enc_int(&e, "st", st);
-	enc_str_n(&e, "msg", msg, n > TEXT_MAX ? TEXT_MAX : n);
+	herd__frame_int(&e, "st", st);
+	herd__frame_str(&e, "msg", msg, n > TEXT_MAX ? TEXT_MAX : n);
 	return enc_end(&e);
 }
 
 herd_status herd__launch_enc_started(herd__buf *buf, int rank, long pid)
 {
-	enc e;
+	herd__frame_enc e;
 
 	enc_begin(&e, buf, HERD__LAUNCH_T_STARTED);
-	enc_int(&e, "rank", rank);
-	enc_int(&e, "pid", pid);
+	herd__frame_int(&e, "rank", rank);
+	herd__frame_int(&e, "pid", pid);
 	return enc_end(&e);
 }
 
 herd_status herd__launch_enc_out(herd__buf *buf, int rank, herd_job_stream s, const char *data,
 				 size_t len)
 {
-	enc e;
+	herd__frame_enc e;
 
 	enc_begin(&e, buf, HERD__LAUNCH_T_OUT);
-	enc_int(&e, "rank", rank);
-	enc_int(&e, "s", s);
+	herd__frame_int(&e, "rank", rank);
+	herd__frame_int(&e, "s", s);
 	/* bin, not str: a rank's output need not be UTF-8. */
-	enc_name(&e, "data");
-	msgpack_pack_bin(&e.pk, len);
-	msgpack_pack_bin_body(&e.pk, data, len);
+	herd__frame_bin(&e, "data", data, len);
 	return enc_end(&e);
 }
 
 herd_status herd__launch_enc_exited(herd__buf *buf, int rank, herd_rank_state state, int code,
 				    int sig, const char *err)
 {
-	enc e;
+	herd__frame_enc e;
 
 	enc_begin(&e, buf, HERD__LAUNCH_T_EXITED);
-	enc_int(&e, "rank", rank);
-	enc_int(&e, "state", state);
-	enc_int(&e, "code", code);
-	enc_int(&e, "sig", sig);
+	herd__frame_int(&e, "rank", rank);
+	herd__frame_int(&e, "state", state);
+	herd__frame_int(&e, "code", code);
+	herd__frame_int(&e, "sig", sig);
 	if (err != NULL)
 		enc_str(&e, "err", err);
 	return enc_end(&e);
@@ -686,7 +604,7 @@ herd_status herd__launch_enc_exited(herd__buf *buf, int rank, herd_rank_state st
 
 herd_status herd__launch_enc_done(herd__buf *buf)
 {
-	enc e;
+	herd__frame_enc e;
 
 	enc_begin(&e, buf, HERD__LAUNCH_T_DONE);
 	return enc_end(&e);
@@ -694,12 +612,10 @@ herd_status herd__launch_enc_done(herd__buf *buf)
 
 herd_status herd__launch_enc_relay(herd__buf *buf, int node, const char *payload, size_t len)
 {
-	enc e;
+	herd__frame_enc e;
 
 	enc_begin(&e, buf, HERD__LAUNCH_T_RELAY);
-	enc_int(&e, "node", node);
-	enc_name(&e, "frame");
-	msgpack_pack_bin(&e.pk, len);
-	msgpack_pack_bin_body(&e.pk, payload, len);
+	herd__frame_int(&e, "node", node);
+	herd__frame_bin(&e, "frame", payload, len);
 	return enc_end(&e);
 }

@@ -163,12 +163,7 @@ bool herd__remote_shell_quote(const char *s, char *out, size_t cap)
 
 void herd__remote_channel_abort(herd__launch_channel *ch, int wait_ms)
 {
-	if (ch->rfd >= 0)
-		close(ch->rfd);
-	if (ch->wfd >= 0 && ch->wfd != ch->rfd)
-		close(ch->wfd);
-	if (ch->errfd >= 0)
-		close(ch->errfd);
+	herd__launch_channel_close_fds(ch);
 	if (ch->pid > 0) {
 		int64_t deadline = herd__net_deadline(wait_ms);
 

@@ -115,7 +115,7 @@ static herd_status read_more(tcp_store *s, int64_t deadline)
 
 	if (have >= 4) {
 		const uint8_t *p = s->in.data + s->in.off;
-		size_t total = 4 + ((size_t)p[0] << 24 | (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3]);
+		size_t total = 4 + (size_t)herd__be32_load(p);
 
 		if (total > have + READ_CHUNK && total <= HERD__STORE_FRAME_MAX + 4)
 			want = total - have;

@@ -13,6 +13,7 @@
 #include <openssl/rand.h>
 
 #include "base.h"
+#include "frame.h"
 #include "msgpack_check.h"
 #include "proto.h"
 
@@ -32,36 +33,9 @@ const char *herd__store_type_name(herd__store_type type)
 
 /* ---- frames ----------------------------------------------------------- */
 
-static uint32_t load_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void store_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
 herd_status herd__store_frame_peek(const herd__buf *b, size_t limit, size_t *payload_len)
 {
-	size_t pending = b->len - b->off;
-	uint32_t n;
-
-	*payload_len = SIZE_MAX;
-	if (pending < 4)
-		return HERD_OK;
-	n = load_be32(b->data + b->off);
-	if (n == 0)
-		return herd__error(HERD_EFORMAT, "frame with an empty payload");
-	if (n > limit)
-		return herd__error(HERD_EFORMAT, "frame of %lu bytes exceeds the limit of %zu bytes",
-				   (unsigned long)n, limit);
-	if (pending - 4 >= n)
-		*payload_len = n;
-	return HERD_OK;
+	return herd__frame_peek(b, limit, NULL, payload_len);
 }
 
 /* ---- decoding --------------------------------------------------------- */
@@ -334,64 +308,37 @@ herd_status herd__store_request_check(const herd__store_msg *m)
 
 /* ---- encoding --------------------------------------------------------- */
 
-static void enc_name(herd__store_enc *e, const char *name)
-{
-	size_t n = strlen(name);
-
-	e->nfields++;
-	msgpack_pack_str(&e->pk, n);
-	msgpack_pack_str_body(&e->pk, name, n);
-}
-
 void herd__store_enc_begin(herd__store_enc *e, herd__buf *buf, herd__store_type type)
 {
-	/* Length prefix, then a map32 header whose count is filled in at the end. */
-	static const uint8_t head[9] = { 0, 0, 0, 0, 0xdf, 0, 0, 0, 0 };
-
-	e->buf = buf;
-	/* Relative to the pending bytes: growing the buffer may move them to
-	 * the front (herd__buf_reserve), which would leave an absolute offset
-	 * pointing into the wrong bytes. */
-	e->start = buf->len - buf->off;
-	e->nfields = 0;
-	/* A failure belongs to the frame it happened in (see herd__store_enc_end). */
-	buf->failed = HERD_OK;
-	msgpack_packer_init(&e->pk, buf, herd__buf_write);
-	herd__buf_write(buf, (const char *)head, sizeof(head));
+	herd__frame_begin(e, buf);
 	herd__store_enc_uint(e, "v", HERD_STORE_PROTOCOL_VERSION);
 	herd__store_enc_str(e, "t", herd__store_type_name(type));
 }
 
 void herd__store_enc_uint(herd__store_enc *e, const char *name, uint64_t value)
 {
-	enc_name(e, name);
+	herd__frame_key(e, name);
 	msgpack_pack_uint64(&e->pk, value);
 }
 
 void herd__store_enc_int(herd__store_enc *e, const char *name, int64_t value)
 {
-	enc_name(e, name);
-	msgpack_pack_int64(&e->pk, value);
+	herd__frame_int(e, name, value);
 }
 
 void herd__store_enc_bin(herd__store_enc *e, const char *name, const void *p, size_t n)
 {
-	enc_name(e, name);
-	herd__store_enc_item(e, p, n);
+	herd__frame_bin(e, name, p, n);
 }
 
 void herd__store_enc_str(herd__store_enc *e, const char *name, const char *s)
 {
-	size_t n = strlen(s);
-
-	enc_name(e, name);
-	msgpack_pack_str(&e->pk, n);
-	msgpack_pack_str_body(&e->pk, s, n);
+	herd__frame_str(e, name, s, strlen(s));
 }
 
 void herd__store_enc_array(herd__store_enc *e, const char *name, size_t n)
 {
-	enc_name(e, name);
+	herd__frame_key(e, name);
 	msgpack_pack_array(&e->pk, n);
 }
 
@@ -403,23 +350,7 @@ void herd__store_enc_item(herd__store_enc *e, const void *p, size_t n)
 
 herd_status herd__store_enc_end(herd__store_enc *e)
 {
-	herd__buf *b = e->buf;
-	size_t start = b->off + e->start, payload;
-
-	if (b->failed != HERD_OK) {
-		b->failed = HERD_OK;
-		b->len = start;
-		return herd__error(HERD_ENOMEM, "out of memory encoding a message");
-	}
-	payload = b->len - start - 4;
-	if (payload > HERD__STORE_FRAME_MAX) {
-		b->len = start;
-		return herd__error(HERD_EINVAL, "message of %zu bytes exceeds the frame limit of "
-				   "%u bytes", payload, HERD__STORE_FRAME_MAX);
-	}
-	store_be32(b->data + start, (uint32_t)payload);
-	store_be32(b->data + start + 5, e->nfields);
-	return HERD_OK;
+	return herd__frame_end(e, HERD__STORE_FRAME_MAX, "store protocol");
 }
 
 /* ---- authentication ------------------------------------------------------ */

@@ -46,6 +46,7 @@
 #include "herd/store.h"
 
 #include "buf.h"
+#include "frame.h"
 
 #define HERD__STORE_FRAME_MAX (64u * 1024u * 1024u)
 #define HERD__STORE_FRAME_MAX_PREAUTH 256u
@@ -158,13 +159,8 @@ herd__store_bytes herd__store_msg_item(const msgpack_object *items, size_t i);
  */
 herd_status herd__store_request_check(const herd__store_msg *m);
 
-/* An encoder of one frame, appended to a buffer. */
-typedef struct herd__store_enc {
-	herd__buf *buf;
-	size_t start;        /* offset of the frame's length prefix from buf's off */
-	uint32_t nfields;
-	msgpack_packer pk;   /* writes with herd__buf_write */
-} herd__store_enc;
+/* An encoder of one frame, appended to a buffer (see frame.h). */
+typedef herd__frame_enc herd__store_enc;
 
 /* Starts a frame of the given type at the end of buf: writes "v" and "t". */
 void herd__store_enc_begin(herd__store_enc *e, herd__buf *buf, herd__store_type type);

@@ -592,7 +592,7 @@ static size_t read_want(const conn *c)
 		return pending < limit ? limit - pending : 1;
 	if (pending >= 4) {
 		const uint8_t *p = c->in.data + c->in.off;
-		size_t total = 4 + ((size_t)p[0] << 24 | (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3]);
+		size_t total = 4 + (size_t)herd__be32_load(p);
 
 		if (total > pending + READ_CHUNK && total <= limit)
 			return total - pending;

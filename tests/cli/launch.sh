@@ -1,13 +1,9 @@
 #!/usr/bin/env bash
-# herd launch on this node: the commands the issue asks to show with their
+# herd launch on this node: the documented commands with their
 # exact output and exit statuses, the failure summary, restarts, exec
 # failures, refusals, SIGINT forwarded, and no orphans after the launcher
 # itself is killed with SIGKILL.
-set -u
-HERD=${1:?usage: launch.sh /path/to/herd}
-HERD=$(cd "$(dirname "$HERD")" && pwd)/$(basename "$HERD")
-fail() { echo "FAIL: $*" >&2; exit 1; }
-tmp=$(mktemp -d)
+source "$(dirname "$0")/../harness/common.sh" "$@"
 launcher=
 cleanup() {
 	[[ -n $launcher ]] && kill -9 "$launcher" 2>/dev/null

@@ -9,11 +9,7 @@
 # GPU of the node), and the failures: outside an allocation, and a herd
 # program missing on the nodes (srun's words quoted).
 # Needs root, slurm-wlm and munge; exits 77 (skipped) without them.
-set -u
-HERD=${1:?usage: launch_slurm.sh /path/to/herd}
-HERD=$(cd "$(dirname "$HERD")" && pwd)/$(basename "$HERD")
-fail() { echo "FAIL: $*" >&2; exit 1; }
-tmp=$(mktemp -d)
+source "$(dirname "$0")/../harness/common.sh" "$@"
 holder=
 cleanup() {
 	[[ -n $holder ]] && scancel "$holder" 2>/dev/null
@@ -21,9 +17,7 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-bash tests/harness/slurm.sh start "$tmp/slurm"; rc=$?
-[[ $rc == 77 ]] && exit 77
-[[ $rc == 0 ]] || fail "the Slurm harness did not start"
+harness_start slurm Slurm
 export SLURM_CONF=$tmp/slurm/slurm.conf
 unset SLURM_JOB_ID SLURM_JOBID SLURM_JOB_NODELIST SLURM_NODELIST SLURM_TASKS_PER_NODE \
 	SLURM_STEP_GPUS SLURM_JOB_GPUS CUDA_VISIBLE_DEVICES HERD_INVENTORY HERD_LAUNCH_ADDR
@@ -37,8 +31,6 @@ exec "$HERD" "\$@"
 EOF
 chmod +x "$tmp/herd-node"
 export HERD_PROGRAM=$tmp/herd-node
-has() { grep -qF -- "$2" <<<"$1" || fail "output lacks '$2':
-$1"; }
 
 # --- 4 ranks on the 2 nodes of the allocation, 2 each, in one srun step
 out=$(timeout 120 salloc -Q -N2 --ntasks-per-node=2 "$HERD" launch --slurm -n 4 -- \

@@ -8,11 +8,7 @@
 # timeout), a herd program missing on the node, a malformed hostlist and a
 # malformed hostfile (line and column).
 # Needs root and openssh-server; exits 77 (skipped) without them.
-set -u
-HERD=${1:?usage: launch_ssh.sh /path/to/herd}
-HERD=$(cd "$(dirname "$HERD")" && pwd)/$(basename "$HERD")
-fail() { echo "FAIL: $*" >&2; exit 1; }
-tmp=$(mktemp -d)
+source "$(dirname "$0")/../harness/common.sh" "$@"
 silent_pid=
 cleanup() {
 	[[ -n $silent_pid ]] && kill "$silent_pid" 2>/dev/null
@@ -20,15 +16,8 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-bash tests/harness/sshd.sh start "$tmp/sshd"; rc=$?
-[[ $rc == 77 ]] && exit 77
-[[ $rc == 0 ]] || fail "the sshd harness did not start"
+sshd_start
 port=$(cat "$tmp/sshd/port")
-export HERD_SSH_ARGS="-F $tmp/sshd/ssh_config"
-export HERD_PROGRAM=$HERD
-unset HERD_LAUNCH_ADDR SLURM_JOB_ID
-has() { grep -qF -- "$2" <<<"$1" || fail "output lacks '$2':
-$1"; }
 
 # --- 8 ranks on 4 hosts: 2 each, in host order; every rank runs in the ssh
 # session of its own host (SSH_CONNECTION's server address is that host).

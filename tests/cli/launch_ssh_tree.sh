@@ -10,25 +10,14 @@
 # running), and a relay killed mid-job (its subtree lost, its leaves'
 # ranks stopped).
 # Needs root and openssh-server; exits 77 (skipped) without them.
-set -u
-HERD=${1:?usage: launch_ssh_tree.sh /path/to/herd}
-HERD=$(cd "$(dirname "$HERD")" && pwd)/$(basename "$HERD")
-fail() { echo "FAIL: $*" >&2; exit 1; }
-tmp=$(mktemp -d)
+source "$(dirname "$0")/../harness/common.sh" "$@"
 cleanup() {
 	bash tests/harness/sshd.sh stop "$tmp/sshd"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-bash tests/harness/sshd.sh start "$tmp/sshd"; rc=$?
-[[ $rc == 77 ]] && exit 77
-[[ $rc == 0 ]] || fail "the sshd harness did not start"
-export HERD_SSH_ARGS="-F $tmp/sshd/ssh_config"
-export HERD_PROGRAM=$HERD
+sshd_start
 export HERD_SSH_TREE_MIN=2 HERD_SSH_TREE_WIDTH=2
-unset HERD_LAUNCH_ADDR SLURM_JOB_ID
-has() { grep -qF -- "$2" <<<"$1" || fail "output lacks '$2':
-$1"; }
 
 # --- 12 ranks on 6 hosts, 2 each: every line, prefixed with its host and
 # rank, from a rank in its own host's ssh session.

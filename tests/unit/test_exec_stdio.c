@@ -123,26 +123,50 @@ static void spec_init(herd__node_spec *s, char **argv, int *ranks, int n)
 	s->grace_ms = 1000;
 }
 
+/* Starts herd exec and sends it the spec of argv on ranks; 0 once sent. */
+static int exec_start(struct exec_proc *x, herd__buf *b, char **argv, int *ranks, int n)
+{
+	herd__node_spec s;
+
+	if (exec_spawn(x) != 0) {
+		CHECK(0);
+		return -1;
+	}
+	spec_init(&s, argv, ranks, n);
+	CHECK_OK(herd__launch_enc_spec(b, &s));
+	send_frame(x, b);
+	return 0;
+}
+
+/*
+ * Reaps herd exec, which must exit with code (any way when code < 0), and
+ * frees what exec_spawn set up.
+ */
+static void exec_finish(struct exec_proc *x, int code)
+{
+	int st = exec_wait(x);
+
+	if (code >= 0)
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == code);
+	close(x->from);
+	herd__buf_free(&x->in);
+	free(x->payload);
+}
+
 static void test_exec_runs_the_spec_and_reports_every_event(void)
 {
 	char *argv[] = { "sh", "-c", "echo $RANK $LOCAL_RANK $GROUP_RANK $FROM_SPEC; "
 			 "echo warn >&2; exit $LOCAL_RANK", NULL };
 	int ranks[] = { 2, 3 };
 	struct exec_proc x;
-	herd__node_spec s;
 	herd__buf b = { 0 };
 	herd__launch_msg m;
 	int started = 0, exited = 0, outs = 0, errs = 0, done = 0, codes[4] = { -1, -1, -1, -1 };
 	long pids[4] = { 0, 0, 0, 0 };
 	char lines[4][64] = { "", "", "", "" };
 
-	if (exec_spawn(&x) != 0) {
-		CHECK(0);
+	if (exec_start(&x, &b, argv, ranks, 2) != 0)
 		return;
-	}
-	spec_init(&s, argv, ranks, 2);
-	CHECK_OK(herd__launch_enc_spec(&b, &s));
-	send_frame(&x, &b);
 	CHECK_OK(next_event(&x, &m));
 	CHECK_INT(m.type, HERD__LAUNCH_T_READY);
 	CHECK(m.pid == x.pid);
@@ -195,14 +219,7 @@ static void test_exec_runs_the_spec_and_reports_every_event(void)
 	CHECK_INT(codes[3], 1);
 	close(x.to);
 	CHECK_ERR(next_event(&x, &m), HERD_ECLOSED, "closed");
-	{
-		int st = exec_wait(&x);
-
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	}
-	close(x.from);
-	herd__buf_free(&x.in);
-	free(x.payload);
+	exec_finish(&x, 0);
 }
 
 static void test_exec_stops_its_ranks_when_stdin_closes(void)
@@ -210,19 +227,13 @@ static void test_exec_stops_its_ranks_when_stdin_closes(void)
 	char *argv[] = { "sleep", "1000", NULL };
 	int ranks[] = { 0, 1 };
 	struct exec_proc x;
-	herd__node_spec s;
 	herd__buf b = { 0 };
 	herd__launch_msg m;
 	long pids[2] = { 0, 0 };
 	int exited = 0;
 
-	if (exec_spawn(&x) != 0) {
-		CHECK(0);
+	if (exec_start(&x, &b, argv, ranks, 2) != 0)
 		return;
-	}
-	spec_init(&s, argv, ranks, 2);
-	CHECK_OK(herd__launch_enc_spec(&b, &s));
-	send_frame(&x, &b);
 	for (int i = 0; i < 3; i++) {
 		CHECK_OK(next_event(&x, &m));
 		if (m.type == HERD__LAUNCH_T_STARTED)
@@ -244,16 +255,9 @@ static void test_exec_stops_its_ranks_when_stdin_closes(void)
 		herd__launch_msg_free(&m);
 	}
 	CHECK_INT(exited, 2);
-	{
-		int st = exec_wait(&x);
-
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
-	}
+	exec_finish(&x, 1);
 	CHECK(kill((pid_t)pids[0], 0) != 0 && errno == ESRCH);
 	CHECK(kill((pid_t)pids[1], 0) != 0 && errno == ESRCH);
-	close(x.from);
-	herd__buf_free(&x.in);
-	free(x.payload);
 }
 
 static void test_exec_obeys_signal_command(void)
@@ -262,18 +266,12 @@ static void test_exec_obeys_signal_command(void)
 			 "while :; do sleep 0.05; done", NULL };
 	int ranks[] = { 0 };
 	struct exec_proc x;
-	herd__node_spec s;
 	herd__buf b = { 0 };
 	herd__launch_msg m;
 	int code = -1, saw_up = 0;
 
-	if (exec_spawn(&x) != 0) {
-		CHECK(0);
+	if (exec_start(&x, &b, argv, ranks, 1) != 0)
 		return;
-	}
-	spec_init(&s, argv, ranks, 1);
-	CHECK_OK(herd__launch_enc_spec(&b, &s));
-	send_frame(&x, &b);
 	for (int i = 0; i < 10 && code < 0; i++) {
 		if (next_event(&x, &m) != HERD_OK)
 			break;
@@ -289,10 +287,7 @@ static void test_exec_obeys_signal_command(void)
 	CHECK_INT(saw_up, 1);
 	CHECK_INT(code, 4);
 	close(x.to);
-	exec_wait(&x);
-	close(x.from);
-	herd__buf_free(&x.in);
-	free(x.payload);
+	exec_finish(&x, -1);
 }
 
 static void test_exec_refuses_a_malformed_spec(void)
@@ -314,14 +309,7 @@ static void test_exec_refuses_a_malformed_spec(void)
 	CHECK(m.msg_len > 0 && strstr(m.msg, "expected a spec frame") != NULL);
 	herd__launch_msg_free(&m);
 	close(x.to);
-	{
-		int st = exec_wait(&x);
-
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
-	}
-	close(x.from);
-	herd__buf_free(&x.in);
-	free(x.payload);
+	exec_finish(&x, 1);
 }
 
 static void test_proto_rejects_bad_frames(void)

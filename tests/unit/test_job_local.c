@@ -106,6 +106,14 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* A test's spec runs argv as nranks ranks, its output going to c. */
+static void setup(herd_job_spec *spec, struct capture *c, const char **argv, int nranks)
+{
+	capture_init(c);
+	spec->argv = argv;
+	spec->nranks = nranks;
+}
+
 /* Runs argv as nranks ranks to the end; returns the exit status, -1 on error. */
 static int run(herd_job_spec *spec, struct capture *c, herd_job **keep_job)
 {
@@ -125,6 +133,23 @@ static int run(herd_job_spec *spec, struct capture *c, herd_job **keep_job)
 	return status;
 }
 
+/*
+ * Rank r of job has ended in state, with value its exit code (exited,
+ * failed to start) or the signal that ended it (signaled).
+ */
+static void check_rank_end(herd_job *job, int r, herd_rank_state state, int value)
+{
+	herd_rank_status rs;
+
+	CHECK_OK(herd_job_rank(job, r, &rs));
+	CHECK_INT(rs.rank, r);
+	CHECK_INT(rs.state, state);
+	if (state == HERD_RANK_SIGNALED)
+		CHECK_INT(rs.signal, value);
+	else
+		CHECK_INT(rs.exit_code, value);
+}
+
 static void test_job_every_rank_sees_the_environment_contract(void)
 {
 	const char *argv[] = { "sh", "-c",
@@ -139,10 +164,8 @@ static void test_job_every_rank_sees_the_environment_contract(void)
 	struct capture c;
 	herd_job *job = NULL;
 
-	capture_init(&c);
-	spec.argv = argv;
+	setup(&spec, &c, argv, 3);
 	spec.env = env;
-	spec.nranks = 3;
 	CHECK_INT(run(&spec, &c, &job), 0);
 	if (job == NULL)
 		goto out;
@@ -196,9 +219,7 @@ static void test_job_output_arrives_as_whole_lines_with_streams_apart(void)
 	struct capture c;
 	const char *l;
 
-	capture_init(&c);
-	spec.argv = argv;
-	spec.nranks = 1;
+	setup(&spec, &c, argv, 1);
 	CHECK_INT(run(&spec, &c, NULL), 0);
 	CHECK_STR(line_of(&c, 0, HERD_JOB_STDOUT, 0), "abababababababab");
 	l = line_of(&c, 0, HERD_JOB_STDOUT, 1);
@@ -222,12 +243,9 @@ static void test_job_exit_code_of_first_failed_rank_with_summary(void)
 	herd_job_spec spec = HERD_JOB_SPEC_INIT;
 	struct capture c;
 	herd_job *job = NULL;
-	herd_rank_status rs;
 	int64_t t0 = now_ms();
 
-	capture_init(&c);
-	spec.argv = argv;
-	spec.nranks = 3;
+	setup(&spec, &c, argv, 3);
 	spec.grace_ms = 2000;
 	CHECK_INT(run(&spec, &c, &job), 5);
 	/* The others were stopped, not waited for. */
@@ -238,12 +256,8 @@ static void test_job_exit_code_of_first_failed_rank_with_summary(void)
 		CHECK(f != NULL && strstr(f, "rank 1 on ") != NULL);
 		CHECK(f != NULL && strstr(f, "exited with code 5") != NULL);
 		CHECK(f != NULL && strstr(f, "\n  first\n  went wrong") != NULL);
-		CHECK_OK(herd_job_rank(job, 1, &rs));
-		CHECK_INT(rs.state, HERD_RANK_EXITED);
-		CHECK_INT(rs.exit_code, 5);
-		CHECK_OK(herd_job_rank(job, 0, &rs));
-		CHECK_INT(rs.state, HERD_RANK_SIGNALED);
-		CHECK_INT(rs.signal, SIGTERM);
+		check_rank_end(job, 1, HERD_RANK_EXITED, 5);
+		check_rank_end(job, 0, HERD_RANK_SIGNALED, SIGTERM);
 		herd_job_free(job);
 	}
 	capture_free(&c);
@@ -255,16 +269,11 @@ static void test_job_rank_killed_by_signal_gives_128_plus_signal(void)
 	herd_job_spec spec = HERD_JOB_SPEC_INIT;
 	struct capture c;
 	herd_job *job = NULL;
-	herd_rank_status rs;
 
-	capture_init(&c);
-	spec.argv = argv;
-	spec.nranks = 1;
+	setup(&spec, &c, argv, 1);
 	CHECK_INT(run(&spec, &c, &job), 128 + SIGKILL);
 	if (job != NULL) {
-		CHECK_OK(herd_job_rank(job, 0, &rs));
-		CHECK_INT(rs.state, HERD_RANK_SIGNALED);
-		CHECK_INT(rs.signal, SIGKILL);
+		check_rank_end(job, 0, HERD_RANK_SIGNALED, SIGKILL);
 		CHECK(strstr(herd_job_failure(job), "killed by signal 9") != NULL);
 		herd_job_free(job);
 	}
@@ -278,9 +287,7 @@ static void test_job_exec_failure_is_127_on_every_rank(void)
 	struct capture c;
 	herd_job *job = NULL;
 
-	capture_init(&c);
-	spec.argv = argv;
-	spec.nranks = 3;
+	setup(&spec, &c, argv, 3);
 	CHECK_INT(run(&spec, &c, &job), 127);
 	for (int r = 0; job != NULL && r < 3; r++) {
 		herd_rank_status rs;
@@ -302,9 +309,7 @@ static void test_job_bad_workdir_fails_start_with_chdir_message(void)
 	herd_job *job = NULL;
 	herd_rank_status rs;
 
-	capture_init(&c);
-	spec.argv = argv;
-	spec.nranks = 1;
+	setup(&spec, &c, argv, 1);
 	spec.workdir = "/nonexistent/herd-dir";
 	CHECK_INT(run(&spec, &c, &job), 127);
 	if (job != NULL) {
@@ -405,9 +410,7 @@ static void test_job_kill_stops_sleeping_ranks_within_grace(void)
 	int status = -1;
 	int64_t t0;
 
-	capture_init(&c);
-	spec.argv = argv;
-	spec.nranks = 3;
+	setup(&spec, &c, argv, 3);
 	spec.grace_ms = 1000;
 	spec.output = capture_line;
 	spec.output_userdata = &c;
@@ -433,11 +436,7 @@ static void test_job_kill_stops_sleeping_ranks_within_grace(void)
 	CHECK_OK(herd_job_wait(job, 0, &status));
 	CHECK_INT(status, 128 + SIGTERM);
 	for (int r = 0; r < 3; r++) {
-		herd_rank_status rs;
-
-		CHECK_OK(herd_job_rank(job, r, &rs));
-		CHECK_INT(rs.state, HERD_RANK_SIGNALED);
-		CHECK_INT(rs.signal, SIGTERM);
+		check_rank_end(job, r, HERD_RANK_SIGNALED, SIGTERM);
 		CHECK(gone(pids[r]));
 	}
 	herd_job_free(job);
@@ -455,9 +454,7 @@ static void test_job_ranks_ignoring_sigterm_get_sigkill_after_grace(void)
 	int status = -1;
 	int64_t t0;
 
-	capture_init(&c);
-	spec.argv = argv;
-	spec.nranks = 2;
+	setup(&spec, &c, argv, 2);
 	spec.grace_ms = 700;
 	spec.output = capture_line;
 	spec.output_userdata = &c;
@@ -473,13 +470,8 @@ static void test_job_ranks_ignoring_sigterm_get_sigkill_after_grace(void)
 	CHECK(now_ms() - t0 >= 650);
 	CHECK(now_ms() - t0 < 700 + 3000);
 	CHECK_OK(herd_job_wait(job, 0, &status));
-	for (int r = 0; r < 2; r++) {
-		herd_rank_status rs;
-
-		CHECK_OK(herd_job_rank(job, r, &rs));
-		CHECK_INT(rs.state, HERD_RANK_SIGNALED);
-		CHECK_INT(rs.signal, SIGKILL);
-	}
+	for (int r = 0; r < 2; r++)
+		check_rank_end(job, r, HERD_RANK_SIGNALED, SIGKILL);
 	herd_job_free(job);
 out:
 	capture_free(&c);
@@ -494,9 +486,7 @@ static void test_job_signal_reaches_every_rank(void)
 	herd_job *job = NULL;
 	int status = -1;
 
-	capture_init(&c);
-	spec.argv = argv;
-	spec.nranks = 2;
+	setup(&spec, &c, argv, 2);
 	spec.output = capture_line;
 	spec.output_userdata = &c;
 	CHECK_OK(herd_job_launch(&job, &spec));
@@ -524,9 +514,7 @@ static void test_job_restarts_with_restart_count(void)
 	struct capture c;
 	herd_job *job = NULL;
 
-	capture_init(&c);
-	spec.argv = argv;
-	spec.nranks = 1;
+	setup(&spec, &c, argv, 1);
 	spec.restarts = 2;
 	CHECK_INT(run(&spec, &c, &job), 2);
 	CHECK_INT(count_lines(&c, 0, HERD_JOB_STDOUT), 3);
@@ -549,9 +537,7 @@ static void test_job_restart_succeeds_after_failure(void)
 	struct capture c;
 	herd_job *job = NULL;
 
-	capture_init(&c);
-	spec.argv = argv;
-	spec.nranks = 2;
+	setup(&spec, &c, argv, 2);
 	spec.restarts = 3;
 	CHECK_INT(run(&spec, &c, &job), 0);
 	if (job != NULL) {
@@ -570,11 +556,9 @@ static void test_job_log_dir_gets_per_rank_files(void)
 	char dir[] = "/tmp/herd-test-logs-XXXXXX", path[128], *text = NULL;
 	size_t len;
 
-	capture_init(&c);
+	setup(&spec, &c, argv, 2);
 	CHECK(mkdtemp(dir) != NULL);
 	snprintf(path, sizeof(path), "%s/logs", dir);
-	spec.argv = argv;
-	spec.nranks = 2;
 	spec.log_dir = path;
 	CHECK_INT(run(&spec, &c, NULL), 0);
 	for (int r = 0; r < 2; r++) {

@@ -1,0 +1,38 @@
+# tests/harness/common.sh - the setup the launch tests in tests/cli share,
+# sourced as their first step:
+#
+#   source "$(dirname "$0")/../harness/common.sh" "$@"
+#
+# Sets HERD (the herd program given as $1, as an absolute path) and tmp (a
+# fresh scratch directory, which the test's own EXIT trap removes), and
+# defines fail, has and harness_start.
+set -u
+HERD=${1:?usage: $(basename "$0") /path/to/herd}
+HERD=$(cd "$(dirname "$HERD")" && pwd)/$(basename "$HERD")
+tmp=$(mktemp -d)
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# has OUTPUT TEXT: fails unless OUTPUT holds TEXT.
+has() { grep -qF -- "$2" <<<"$1" || fail "output lacks '$2':
+$1"; }
+
+# harness_start NAME LABEL: starts tests/harness/NAME.sh in $tmp/NAME; the
+# test is skipped (77) where the harness cannot run here.
+harness_start() {
+	local rc
+	bash "tests/harness/$1.sh" start "$tmp/$1"; rc=$?
+	[[ $rc == 77 ]] && exit 77
+	[[ $rc == 0 ]] || fail "the $2 harness did not start"
+}
+
+# sshd_start: the sshd harness (loopback addresses as hosts) in $tmp/sshd,
+# and the environment that has herd launch reach it: its ssh_config, this
+# herd as the program on the "remote" hosts, no inherited launch address
+# or Slurm job.
+sshd_start() {
+	harness_start sshd sshd
+	export HERD_SSH_ARGS="-F $tmp/sshd/ssh_config"
+	export HERD_PROGRAM=$HERD
+	unset HERD_LAUNCH_ADDR SLURM_JOB_ID
+}

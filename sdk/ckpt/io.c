@@ -59,7 +59,12 @@ herd_status herd__ckpt_pread_sum(int fd, void *buf, size_t len, uint64_t off,
 {
 	XXH3_state_t hs;
 	uint8_t *p = buf;
+	const char *xv = getenv("XCKPT");
+	int xmode = xv ? atoi(xv) : 0;
+	size_t piece = (xmode & 1) ? len : HASH_PIECE;
 
+	if (xmode & 2) ahead = 0;
+	if (xmode & 4) ahead *= 2;
 	/* Advice only: the read below is correct whatever the kernel does with it. */
 	if (ahead > 0)
 		(void)posix_fadvise(fd, (off_t)(off + len), (off_t)ahead, POSIX_FADV_WILLNEED);
@@ -67,7 +72,7 @@ herd_status herd__ckpt_pread_sum(int fd, void *buf, size_t len, uint64_t off,
 		return herd__ckpt_pread(fd, buf, len, off, path);
 	XXH3_64bits_reset(&hs);
 	while (len > 0) {
-		size_t n = len < HASH_PIECE ? len : HASH_PIECE;
+		size_t n = len < piece ? len : piece;
 
 		HERD_CHECK(herd__ckpt_pread(fd, p, n, off, path));
 		XXH3_64bits_update(&hs, p, n);

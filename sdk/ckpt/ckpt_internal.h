@@ -195,12 +195,11 @@ void herd__ckpt_sum_hex(char *buf, uint64_t sum);
 herd_status herd__ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const char *path);
 
 /*
- * herd__ckpt_pread of len bytes at off into buf, with *sum the checksum of
- * the bytes (herd__ckpt_sum), computed piece by piece as they arrive so
- * that each piece is hashed while it is still in the CPU's cache; sum NULL
- * reads only.  When ahead > 0, the kernel is first told that the ahead
- * bytes after these will be read next (POSIX_FADV_WILLNEED), so that the
- * disk reads them while these are hashed.
+ * herd__ckpt_pread of len bytes at off into buf, then *sum gets their
+ * checksum (herd__ckpt_sum; sum NULL: none).  When ahead > 0, the kernel
+ * is told before the hashing that the ahead bytes after these will be read
+ * next (POSIX_FADV_WILLNEED), so that the disk reads them while these are
+ * hashed instead of waiting for the next read.
  */
 herd_status herd__ckpt_pread_sum(int fd, void *buf, size_t len, uint64_t off,
 				 uint64_t ahead, const char *path, uint64_t *sum);

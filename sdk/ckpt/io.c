@@ -18,18 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define XXH_STATIC_LINKING_ONLY   /* an XXH3 state on the stack */
-#include <xxhash.h>
-
 #include "ckpt_internal.h"
-
-/*
- * The bytes read and hashed at a time by herd__ckpt_pread_sum: small enough
- * that a piece is still in the CPU's cache when it is hashed right after
- * the kernel copied it, large enough that the extra system calls cost
- * nothing next to the copy.
- */
-#define HASH_PIECE ((size_t)512 << 10)
 
 herd_status herd__ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const char *path)
 {
@@ -57,30 +46,16 @@ herd_status herd__ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const 
 herd_status herd__ckpt_pread_sum(int fd, void *buf, size_t len, uint64_t off,
 				 uint64_t ahead, const char *path, uint64_t *sum)
 {
-	XXH3_state_t hs;
-	uint8_t *p = buf;
-	const char *xv = getenv("XCKPT");
-	int xmode = xv ? atoi(xv) : 0;
-	size_t piece = (xmode & 1) ? len : HASH_PIECE;
-
-	if (xmode & 2) ahead = 0;
-	if (xmode & 4) ahead *= 2;
-	/* Advice only: the read below is correct whatever the kernel does with it. */
+	HERD_CHECK(herd__ckpt_pread(fd, buf, len, off, path));
+	/*
+	 * Advice only: nothing depends on what the kernel does with it.  Given
+	 * after the read, so that the disk serves these bytes first; the
+	 * kernel skips what its own readahead already holds.
+	 */
 	if (ahead > 0)
 		(void)posix_fadvise(fd, (off_t)(off + len), (off_t)ahead, POSIX_FADV_WILLNEED);
-	if (sum == NULL)
-		return herd__ckpt_pread(fd, buf, len, off, path);
-	XXH3_64bits_reset(&hs);
-	while (len > 0) {
-		size_t n = len < piece ? len : piece;
-
-		HERD_CHECK(herd__ckpt_pread(fd, p, n, off, path));
-		XXH3_64bits_update(&hs, p, n);
-		p += n;
-		off += n;
-		len -= n;
-	}
-	*sum = XXH3_64bits_digest(&hs);
+	if (sum != NULL)
+		*sum = herd__ckpt_sum(buf, len);
 	return HERD_OK;
 }
 
@@ -276,9 +251,9 @@ static void verify_range(verifier *v, int fd, const char *file, const char *what
 		uint64_t got;
 
 		snprintf(path, sizeof(path), "%s/%s", v->stepdir, file);
-		/* The next chunk is read ahead while this one is hashed. */
-		if (herd__ckpt_pread_sum(fd, buf, (size_t)n, off, len - c * chunk > n ? chunk : 0,
-					 path, &got) != HERD_OK) {
+		/* The next chunks are read ahead while this one is hashed. */
+		if (herd__ckpt_pread_sum(fd, buf, (size_t)n, off, len - c * chunk - n < 2 * chunk
+					 ? len - c * chunk - n : 2 * chunk, path, &got) != HERD_OK) {
 			problem(v, file, what, shard, (int64_t)c, (int64_t)off, "%s",
 				herd_last_error());
 			return;

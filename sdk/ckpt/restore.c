@@ -8,7 +8,8 @@
  * contiguous runs (box.c).  The runs are read chunk by chunk; every chunk
  * touched is read whole and its checksum verified before any of its bytes
  * is used, and a chunk that a run covers entirely is read straight into
- * the destination and verified there.
+ * the destination and verified there.  The next chunks are read ahead
+ * (POSIX_FADV_WILLNEED) while one is hashed.
  *
  * Agreement: each rank verifies what it reads; the ranks then agree on the
  * outcome (herd__ckpt_agree).  A step that fails verification on any rank
@@ -114,16 +115,17 @@ typedef struct copier {
 } copier;
 
 /*
- * Reads chunk k (n bytes) into p and verifies it.  The chunk after it in
- * the shard is read ahead meanwhile, so that the disk does not wait while
- * this one is hashed.
+ * Reads chunk k (n bytes) into p and verifies it.  The two chunks after it
+ * in the shard are read ahead meanwhile, so that the disk does not wait
+ * while this one is hashed (hashing in series with the reads made a
+ * restore about 10% slower than a plain read of the same file).
  */
 static herd_status read_chunk(copier *c, uint64_t k, uint8_t *p, uint64_t n, const char *path)
 {
 	uint64_t cstart = k * c->chunk, next = c->shard->len - cstart - n, got;
 
 	HERD_CHECK(herd__ckpt_pread_sum(c->fd, p, (size_t)n, c->shard->at + cstart,
-					next < c->chunk ? next : c->chunk, path, &got));
+					next < 2 * c->chunk ? next : 2 * c->chunk, path, &got));
 	if (got == c->shard->sums[k])
 		return HERD_OK;
 	return herd__error(HERD_EFORMAT, "%s/%s: \"%s\" shard %zu chunk %" PRIu64 " (byte %" PRIu64

@@ -494,6 +494,7 @@ static void enc_strv(herd__frame_enc *e, const char *name, char *const *v)
 herd_status herd__launch_enc_spec(herd__buf *buf, const herd__node_spec *s)
 {
 	herd__frame_enc e;
+	herd_status st;
 
 	enc_begin(&e, buf, HERD__LAUNCH_T_SPEC);
 	enc_str(&e, "job", s->job_id);
@@ -522,7 +523,10 @@ herd_status herd__launch_enc_spec(herd__buf *buf, const herd__node_spec *s)
 		enc_strv(&e, "rsh", s->rsh);
 		enc_str(&e, "rcmd", s->rcmd);
 	}
-	return enc_end(&e);
+	st = enc_end(&e);
+	if (st == HERD_EINVAL)
+		herd__error_wrap(st, "the node spec (argv and env too large?): ");
+	return st;
 }
 
 herd_status herd__launch_enc_signal(herd__buf *buf, int sig)

@@ -88,7 +88,7 @@ grep -qF "need 2 nodes; there are 1" "$tmp/err" || fail "refusal: $(cat "$tmp/er
 "$HERD" launch -n 2 -- sh -c 'echo $$ >"$0/pid.$RANK"; trap "echo caught INT; exit 0" INT; \
 	while :; do sleep 0.1; done' "$tmp" >"$tmp/out" 2>&1 &
 launcher=$!
-for _ in $(seq 100); do [[ -s $tmp/pid.0 && -s $tmp/pid.1 ]] && break; sleep 0.1; done
+for _ in $(seq 400); do [[ -s $tmp/pid.0 && -s $tmp/pid.1 ]] && break; sleep 0.1; done
 [[ -s $tmp/pid.0 && -s $tmp/pid.1 ]] || fail "ranks did not start"
 kill -INT "$launcher"
 for _ in $(seq 100); do kill -0 "$launcher" 2>/dev/null || break; sleep 0.1; done
@@ -128,7 +128,7 @@ for via in "" 1; do
 	HERD_LAUNCH_VIA_EXEC=$via "$HERD" launch -n 3 -- sh -c 'echo $$ >"$0/pid.$RANK"; exec sleep 1000' \
 		"$tmp" >/dev/null 2>&1 &
 	launcher=$!
-	for _ in $(seq 100); do [[ -s $tmp/pid.0 && -s $tmp/pid.1 && -s $tmp/pid.2 ]] && break; sleep 0.1; done
+	for _ in $(seq 400); do [[ -s $tmp/pid.0 && -s $tmp/pid.1 && -s $tmp/pid.2 ]] && break; sleep 0.1; done
 	[[ -s $tmp/pid.2 ]] || fail "ranks did not start (via exec: ${via:-no})"
 	pids=$(cat "$tmp"/pid.*)
 	for p in $pids; do kill -0 "$p" 2>/dev/null || fail "rank $p is not running"; done

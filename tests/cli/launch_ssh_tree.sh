@@ -42,13 +42,13 @@ $out"
 # --- the shape: the launcher runs ssh to the two first-level hosts only;
 # the other four are reached by ssh clients that the relays run.
 HERD_SSH_ARGS="$HERD_SSH_ARGS -o ServerAliveInterval=6" "$HERD" launch --hosts '127.0.0.[2-7]' \
-	-n 6 -- sleep 26.75 >"$tmp/out" 2>"$tmp/err" &
+	-n 6 -- sleep 96.75 >"$tmp/out" 2>"$tmp/err" &
 launcher=$!
-for _ in $(seq 100); do
-	[[ $(pgrep -fc "sleep 26.75") == 6 ]] && break
+for _ in $(seq 400); do
+	[[ $(pgrep -fc "sleep 96.75") == 6 ]] && break
 	sleep 0.1
 done
-[[ $(pgrep -fc "sleep 26.75") == 6 ]] || fail "6 ranks did not start: $(cat "$tmp/err")"
+[[ $(pgrep -fc "sleep 96.75") == 6 ]] || fail "6 ranks did not start: $(cat "$tmp/err")"
 direct=$(pgrep -P "$launcher" -x ssh | wc -l)
 relayed=$(pgrep -f "ServerAliveInterval=6 .* -- 127.0.0.[3467] " | wc -l)
 kill "$launcher"
@@ -59,10 +59,10 @@ done
 wait "$launcher"
 [[ $direct == 2 && $relayed == 4 ]] || fail "tree shape: $direct ssh from the launcher, $relayed to the leaves"
 for _ in $(seq 100); do
-	pgrep -f "sleep 26.75" >/dev/null || break
+	pgrep -f "sleep 96.75" >/dev/null || break
 	sleep 0.1
 done
-pgrep -f "sleep 26.75" >/dev/null && fail "a rank of the killed launch is still running"
+pgrep -f "sleep 96.75" >/dev/null && fail "a rank of the killed launch is still running"
 
 # --- stderr lines of leaf ranks come through too, on the launcher's stderr
 timeout 60 "$HERD" launch --hosts '127.0.0.[2-7]' -n 6 -- sh -c 'echo "e$HERD_RANK" >&2' \

@@ -10,6 +10,7 @@
 #ifndef HERD_CKPT_INTERNAL_H
 #define HERD_CKPT_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -203,6 +204,34 @@ herd_status herd__ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const 
  */
 herd_status herd__ckpt_pread_sum(int fd, void *buf, size_t len, uint64_t off,
 				 uint64_t ahead, const char *path, uint64_t *sum);
+
+/*
+ * A thread that hashes one chunk while its caller reads the next, so that
+ * a verified restore keeps the disk as busy as a plain read: with the
+ * hashing in series, the disk idled for it after every chunk even with
+ * read-ahead (a restore reached about 84% of a plain read's bandwidth).
+ * One job at a time: post a chunk, leave its bytes alone, wait for its sum
+ * before posting the next.  A wait is bounded by the hashing of one chunk
+ * in memory; nothing in the thread blocks otherwise.  When the thread
+ * cannot be started, post hashes inline.  Stop joins the thread (after
+ * the chunk posted, if any) and is needed after every start.
+ */
+typedef struct herd__ckpt_hasher {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool inited, running;
+	bool busy;           /* a chunk is posted and not hashed yet */
+	bool stop;
+	const void *p;
+	size_t len;
+	uint64_t sum;        /* of the last chunk hashed */
+} herd__ckpt_hasher;
+
+void herd__ckpt_hasher_start(herd__ckpt_hasher *h);
+void herd__ckpt_hasher_post(herd__ckpt_hasher *h, const void *p, size_t len);
+uint64_t herd__ckpt_hasher_wait(herd__ckpt_hasher *h);
+void herd__ckpt_hasher_stop(herd__ckpt_hasher *h);
 
 /*
  * Verifies every byte of the step in stepdir against the manifest m,

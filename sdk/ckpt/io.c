@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,92 @@ herd_status herd__ckpt_pread_sum(int fd, void *buf, size_t len, uint64_t off,
 	if (sum != NULL)
 		*sum = herd__ckpt_sum(buf, len);
 	return HERD_OK;
+}
+
+/* ---- the hashing thread ------------------------------------------------ */
+
+static void *hasher_main(void *arg)
+{
+	herd__ckpt_hasher *h = arg;
+	uint64_t sum;
+
+	pthread_mutex_lock(&h->mu);
+	for (;;) {
+		while (!h->busy && !h->stop)
+			pthread_cond_wait(&h->cv, &h->mu);
+		if (!h->busy)
+			break;
+		pthread_mutex_unlock(&h->mu);
+		/* The caller leaves p..p+len alone until it has waited for the sum. */
+		sum = herd__ckpt_sum(h->p, h->len);
+
+		pthread_mutex_lock(&h->mu);
+		h->sum = sum;
+		h->busy = false;
+		pthread_cond_broadcast(&h->cv);
+	}
+	pthread_mutex_unlock(&h->mu);
+	return NULL;
+}
+
+void herd__ckpt_hasher_start(herd__ckpt_hasher *h)
+{
+	memset(h, 0, sizeof(*h));
+	if (pthread_mutex_init(&h->mu, NULL) != 0)
+		return;
+	if (pthread_cond_init(&h->cv, NULL) != 0) {
+		pthread_mutex_destroy(&h->mu);
+		return;
+	}
+	h->inited = true;
+	/* Without a thread, posting hashes inline: slower, never wrong. */
+	h->running = pthread_create(&h->thread, NULL, hasher_main, h) == 0;
+}
+
+void herd__ckpt_hasher_post(herd__ckpt_hasher *h, const void *p, size_t len)
+{
+	if (!h->running) {
+		h->sum = herd__ckpt_sum(p, len);
+		return;
+	}
+	pthread_mutex_lock(&h->mu);
+	h->p = p;
+	h->len = len;
+	h->busy = true;
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+}
+
+uint64_t herd__ckpt_hasher_wait(herd__ckpt_hasher *h)
+{
+	uint64_t sum;
+
+	if (!h->running)
+		return h->sum;
+	/* Bounded: the thread only ever hashes one chunk already in memory. */
+	pthread_mutex_lock(&h->mu);
+	while (h->busy)
+		pthread_cond_wait(&h->cv, &h->mu);
+	sum = h->sum;
+	pthread_mutex_unlock(&h->mu);
+	return sum;
+}
+
+void herd__ckpt_hasher_stop(herd__ckpt_hasher *h)
+{
+	if (h->running) {
+		pthread_mutex_lock(&h->mu);
+		h->stop = true;
+		pthread_cond_broadcast(&h->cv);
+		pthread_mutex_unlock(&h->mu);
+		/* The thread finishes a posted chunk first, then leaves. */
+		pthread_join(h->thread, NULL);
+	}
+	if (h->inited) {
+		pthread_cond_destroy(&h->cv);
+		pthread_mutex_destroy(&h->mu);
+	}
+	memset(h, 0, sizeof(*h));
 }
 
 herd_status herd__ckpt_fsync_dir(const char *path)

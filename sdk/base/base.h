@@ -75,4 +75,7 @@ herd_status herd__read_file(const char *path, size_t max_len, char **out, size_t
  */
 herd_status herd__write_file_atomic(const char *path, const void *data, size_t len);
 
+/* fsync of a directory, so that renames and creations in it are durable. */
+herd_status herd__fsync_dir(const char *dir);
+
 #endif /* HERD_BASE_H */

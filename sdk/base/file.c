@@ -134,11 +134,12 @@ static herd_status write_all(int fd, const void *data, size_t len, const char *p
 	while (len > 0) {
 		ssize_t n = write(fd, p, len);
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return herd__error_errno(HERD_EIO, errno, "cannot write %s", path);
-		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		/* a regular file that takes no byte of a non-empty write is full */
+		if (n <= 0)
+			return herd__error_errno(HERD_EIO, n < 0 ? errno : ENOSPC, "cannot write %s",
+						 path);
 		p += n;
 		len -= (size_t)n;
 	}
@@ -149,7 +150,6 @@ static herd_status fsync_parent(const char *path)
 {
 	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
-	int fd;
 
 	if (slash == NULL)
 		herd__strlcpy(dir, ".", sizeof(dir));
@@ -158,9 +158,16 @@ static herd_status fsync_parent(const char *path)
 	else
 		herd__strlcpy(dir, path, (size_t)(slash - path) + 1 < sizeof(dir)
 						 ? (size_t)(slash - path) + 1 : sizeof(dir));
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return herd__fsync_dir(dir);
+}
+
+herd_status herd__fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
 	if (fd < 0)
 		return herd__error_errno(HERD_EIO, errno, "cannot open directory %s", dir);
+	/* EINVAL: a file system that cannot sync directories (nothing to do) */
 	if (fsync(fd) != 0 && errno != EINVAL) {
 		int err = errno;
 

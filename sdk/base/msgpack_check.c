@@ -194,3 +194,22 @@ herd_status herd__msgpack_check(const void *data, size_t len, const herd__msgpac
 				   "object at offset %zu", len - off, off);
 	return HERD_OK;
 }
+
+const msgpack_object *herd__msgpack_map_get(const msgpack_object *map, const char *key,
+					    int *count)
+{
+	const msgpack_object *found = NULL;
+	size_t n = strlen(key);
+
+	*count = 0;
+	for (uint32_t i = 0; i < map->via.map.size && *count < 2; i++) {
+		const msgpack_object *k = &map->via.map.ptr[i].key;
+
+		if (k->type != MSGPACK_OBJECT_STR || k->via.str.size != n ||
+		    memcmp(k->via.str.ptr, key, n) != 0)
+			continue;
+		if (++*count == 1)
+			found = &map->via.map.ptr[i].val;
+	}
+	return found;
+}

@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <msgpack.h>
+
 #include "base.h"
 
 /*
@@ -48,5 +50,14 @@ herd_status herd__msgpack_check(const void *data, size_t len, const herd__msgpac
 
 /* Whether s[0..len) is well-formed UTF-8 (no overlongs, no surrogates). */
 bool herd__msgpack_utf8_valid(const char *s, size_t len);
+
+/*
+ * The value of the string key in map (a MSGPACK_OBJECT_MAP), NULL when
+ * absent.  *count is how often the key appears (0, 1, or 2 for twice or
+ * more), so that a strict decoder can refuse duplicates: readers disagree
+ * on which one wins.
+ */
+const msgpack_object *herd__msgpack_map_get(const msgpack_object *map, const char *key,
+					    int *count);
 
 #endif /* HERD_BASE_MSGPACK_CHECK_H */

@@ -245,7 +245,4 @@ herd_status herd__ckpt_verify_data(const char *stepdir, const herd__ckpt_manifes
  * what it cannot remove, which it reports. */
 herd_status herd__ckpt_remove_tree(const char *parent, const char *name);
 
-/* fsync of a directory by path. */
-herd_status herd__ckpt_fsync_dir(const char *path);
-
 #endif /* HERD_CKPT_INTERNAL_H */

@@ -146,22 +146,6 @@ void herd__ckpt_hasher_stop(herd__ckpt_hasher *h)
 	memset(h, 0, sizeof(*h));
 }
 
-herd_status herd__ckpt_fsync_dir(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0)
-		return herd__error_errno(HERD_EIO, errno, "cannot open directory %s", path);
-	if (fsync(fd) != 0 && errno != EINVAL) {
-		int err = errno;
-
-		close(fd);
-		return herd__error_errno(HERD_EIO, err, "cannot fsync directory %s", path);
-	}
-	close(fd);
-	return HERD_OK;
-}
-
 /* Removes the contents of the directory open as fd, depth levels deep at most. */
 static herd_status remove_contents(int fd, const char *where, int depth)
 {

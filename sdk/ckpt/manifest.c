@@ -26,6 +26,7 @@
 #include "buf.h"
 #include "ckpt_internal.h"
 #include "mpjson.h"
+#include "msgpack_check.h"
 
 /* The tail of every manifest: key "sum", then a 16-byte string header. */
 static const char sum_tail[] = "\xa3sum\xb0";
@@ -399,19 +400,11 @@ static herd_status fail(const walk *w, const char *fmt, ...)
 static herd_status lookup(walk *w, const msgpack_object *map, const char *key,
 			  const msgpack_object **out)
 {
-	size_t n = strlen(key);
+	int count;
 
-	*out = NULL;
-	for (uint32_t i = 0; i < map->via.map.size; i++) {
-		const msgpack_object *k = &map->via.map.ptr[i].key;
-
-		if (k->type != MSGPACK_OBJECT_STR || k->via.str.size != n ||
-		    memcmp(k->via.str.ptr, key, n) != 0)
-			continue;
-		if (*out != NULL)
-			return fail(w, "key \"%s\" appears twice", key);
-		*out = &map->via.map.ptr[i].val;
-	}
+	*out = herd__msgpack_map_get(map, key, &count);
+	if (count > 1)
+		return fail(w, "key \"%s\" appears twice", key);
 	return HERD_OK;
 }
 

@@ -547,39 +547,6 @@ out:
 	return st;
 }
 
-/* Writes the manifest into the temporary step directory: temp file,
- * fsync, rename. */
-static herd_status write_manifest(const char *stepdir, const char *data, size_t len)
-{
-	char tmp[4200], path[4200];
-	herd_status st = HERD_OK;
-	size_t done = 0;
-	int fd;
-
-	snprintf(tmp, sizeof(tmp), "%s/%s.tmp", stepdir, HERD__CKPT_MANIFEST);
-	snprintf(path, sizeof(path), "%s/%s", stepdir, HERD__CKPT_MANIFEST);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return herd__error_errno(HERD_EIO, errno, "cannot create %s", tmp);
-	while (done < len && st == HERD_OK) {
-		ssize_t w = write(fd, data + done, len - done);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			st = herd__error_errno(HERD_EIO, w < 0 ? errno : ENOSPC, "cannot write %s", tmp);
-		else
-			done += (size_t)w;
-	}
-	if (st == HERD_OK && fsync(fd) != 0)
-		st = herd__error_errno(HERD_EIO, errno, "cannot fsync %s", tmp);
-	if (close(fd) != 0 && st == HERD_OK)
-		st = herd__error_errno(HERD_EIO, errno, "cannot close %s", tmp);
-	if (st == HERD_OK && rename(tmp, path) != 0)
-		st = herd__error_errno(HERD_EIO, errno, "cannot rename %s to %s", tmp, path);
-	return st;
-}
-
 /* Renames a directory, refusing to replace an existing one. */
 static herd_status rename_noreplace(const char *from, const char *to)
 {
@@ -632,7 +599,7 @@ static void apply_retention(herd_ckpt *ck, int64_t newest)
 			herd__log_warn("checkpoint retention: cannot delete %s/%s: %s", ck->dir, name,
 				       errno != 0 ? strerror(errno) : herd_last_error());
 	}
-	if (herd__ckpt_fsync_dir(ck->dir) != HERD_OK)
+	if (herd__fsync_dir(ck->dir) != HERD_OK)
 		herd__log_warn("checkpoint retention: %s", herd_last_error());
 	free(steps);
 }
@@ -641,7 +608,7 @@ static void apply_retention(herd_ckpt *ck, int64_t newest)
 static herd_status commit(herd__ckpt_job *job, const uint64_t *results, size_t stride)
 {
 	herd_ckpt *ck = job->ck;
-	char tmpdir[4096], stepdir[4096], latest[4096], name[64], text[80];
+	char tmpdir[4096], mpath[4096], stepdir[4096], latest[4096], name[64], text[80];
 	herd__ckpt_manifest *m = NULL;
 	herd_status st;
 	char *data = NULL;
@@ -655,11 +622,12 @@ static herd_status commit(herd__ckpt_job *job, const uint64_t *results, size_t s
 			out);
 	HERD_CHECK_GOTO(build_manifest(job, results, stride, m), st, out);
 	HERD_CHECK_GOTO(herd__ckpt_manifest_encode(m, &data, &len), st, out);
-	HERD_CHECK_GOTO(write_manifest(tmpdir, data, len), st, out);
-	HERD_CHECK_GOTO(herd__ckpt_fsync_dir(tmpdir), st, out);
+	/* temp file, fsync, rename, fsync of the step directory */
+	HERD_CHECK_GOTO(herd__ckpt_path(mpath, sizeof(mpath), tmpdir, HERD__CKPT_MANIFEST), st, out);
+	HERD_CHECK_GOTO(herd__write_file_atomic(mpath, data, len), st, out);
 	/* The commit point: the step appears whole, under its name. */
 	HERD_CHECK_GOTO(rename_noreplace(tmpdir, stepdir), st, out);
-	HERD_CHECK_GOTO(herd__ckpt_fsync_dir(ck->dir), st, out);
+	HERD_CHECK_GOTO(herd__fsync_dir(ck->dir), st, out);
 	snprintf(text, sizeof(text), "%s\n", name);
 	if (herd__write_file_atomic(latest, text, strlen(text)) != HERD_OK)
 		herd__log_warn("checkpoint step %" PRId64 " is committed, but %s was not updated: %s",

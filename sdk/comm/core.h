@@ -32,6 +32,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "comm_internal.h"
 #include "transport.h"
@@ -334,5 +335,24 @@ herd_status herd__p2p_left_error(herd_comm *comm, int peer);
 /* p2p.c: scratch space for the exchange, sized for the communicator. */
 herd_status herd__p2p_init(herd_comm *comm);
 void herd__p2p_free(herd_comm *comm);
+
+/* Monotonic time in nanoseconds, for the spin-then-sleep waits. */
+static inline int64_t herd__comm_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A pause between polls of shared memory in a spin loop. */
+static inline void herd__comm_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
 
 #endif /* HERD_COMM_CORE_H */

@@ -68,6 +68,7 @@
 #include <time.h>
 
 #include "base.h"
+#include "algo.h"
 #include "core.h"
 #include "net.h"
 
@@ -127,32 +128,6 @@ typedef struct dcall {
 	const uint8_t *in;
 	uint8_t *out;
 } dcall;
-
-/* Part b of n elements split into p parts as evenly as possible. */
-static void split(size_t n, int p, int b, size_t *off, size_t *len)
-{
-	size_t base = n / (size_t)p, rem = n % (size_t)p, ub = (size_t)b;
-
-	*off = ub * base + (ub < rem ? ub : rem);
-	*len = base + (ub < rem ? 1 : 0);
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
 
 /* ---- setup ---------------------------------------------------------------- */
 
@@ -319,7 +294,7 @@ static herd_status wait_any(dcall *c, const dwant *w, size_t n, bool check, int6
 		if (c->d->oversubscribed)
 			sched_yield();
 		else
-			cpu_relax();
+			herd__comm_cpu_relax();
 		/* The slower checks, every 64 spins or every few yields. */
 		if (++passes % (c->d->oversubscribed ? 4 : 64) != 0)
 			continue;
@@ -335,8 +310,8 @@ static herd_status wait_any(dcall *c, const dwant *w, size_t n, bool check, int6
 				return herd__p2p_left_error(comm, w[i].peer);
 		}
 		if (t0 == 0)
-			t0 = now_ns();
-		if (now_ns() - t0 < (c->d->oversubscribed ? SPIN_NS_OVERSUBSCRIBED : spin_ns))
+			t0 = herd__comm_now_ns();
+		if (herd__comm_now_ns() - t0 < (c->d->oversubscribed ? SPIN_NS_OVERSUBSCRIBED : spin_ns))
 			continue;
 		if (herd__net_now_ms() >= comm->op_deadline) {
 			int *peers = c->d->peers;
@@ -502,7 +477,7 @@ static herd_status reduce_own(dcall *c)
 {
 	size_t off, len, step = CHUNK_BYTES / herd_dtype_size(c->wdt);
 
-	split(c->count, c->p, c->r, &off, &len);
+	herd__algo_split(c->count, c->p, c->r, &off, &len);
 	for (size_t i = 0; i < len; i += step) {
 		if (atomic_load_explicit(&c->comm->status, memory_order_relaxed) != HERD_OK)
 			return herd__comm_broken(c->comm);

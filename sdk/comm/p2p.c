@@ -85,23 +85,6 @@ void herd__p2p_free(herd_comm *comm)
 	comm->p2p_scratch = NULL;
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
 /* ---- the sink ------------------------------------------------------------- */
 
 void herd__rx_deliver(herd__rx *rx, const void *data, size_t n)
@@ -510,15 +493,15 @@ static herd_status run_exchange(exchange *x)
 			return herd__comm_broken(comm);
 		}
 		if (idle_since == 0)
-			idle_since = now_ns();
+			idle_since = herd__comm_now_ns();
 		/* The clock every 16 idle passes only: it costs more than a pass.
 		 * With more ranks on this host than CPUs, the peer waited for may
 		 * wait for this CPU: give it away on every pass. */
-		if (!armed && (++spins % 16 != 0 || now_ns() - idle_since < SPIN_NS)) {
+		if (!armed && (++spins % 16 != 0 || herd__comm_now_ns() - idle_since < SPIN_NS)) {
 			if ((comm->ncpus > 0 && comm->nlocal > comm->ncpus) || spins % 64 == 0)
 				sched_yield();
 			else
-				cpu_relax();
+				herd__comm_cpu_relax();
 			continue;
 		}
 		if (herd__net_now_ms() >= comm->op_deadline) {

@@ -18,6 +18,7 @@
 
 #include "inventory.h"
 #include "mpjson.h"
+#include "msgpack_check.h"
 
 /*
  * Bounds of integer fields, far beyond real machines but low enough that
@@ -234,19 +235,11 @@ static herd_status dup_value(walk *w, const msgpack_object *o, const str_form *f
 static herd_status lookup(walk *w, const msgpack_object *map, const char *key,
 			  const msgpack_object **out)
 {
-	size_t n = strlen(key);
+	int count;
 
-	*out = NULL;
-	for (uint32_t i = 0; i < map->via.map.size; i++) {
-		const msgpack_object *k = &map->via.map.ptr[i].key;
-
-		if (k->type != MSGPACK_OBJECT_STR || k->via.str.size != n ||
-		    memcmp(k->via.str.ptr, key, n) != 0)
-			continue;
-		if (*out != NULL)
-			return fail(w, HERD_EFORMAT, "key \"%s\" appears twice", key);
-		*out = &map->via.map.ptr[i].val;
-	}
+	*out = herd__msgpack_map_get(map, key, &count);
+	if (count > 1)
+		return fail(w, HERD_EFORMAT, "key \"%s\" appears twice", key);
 	return HERD_OK;
 }
 

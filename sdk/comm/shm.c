@@ -29,13 +29,16 @@
  *
  * Segment names vanish as soon as every local peer has mapped them (a
  * MAPPED frame on the control connection), so a crash after init leaves
- * nothing in /dev/shm.  Peer deaths are noticed by the monitor (control
+ * nothing in /dev/shm; what a rank killed during init left there is
+ * removed by the next communicator created on the host (sweep_stale).  Peer deaths are noticed by the monitor (control
  * connection, pidfd), which rings the doorbell of the rank it breaks.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <linux/futex.h>
 #include <stdalign.h>
 #include <stdio.h>
@@ -53,7 +56,7 @@
 #include "core.h"
 
 #define SHM_MAGIC 0x316d687364726568ull   /* "herdshm1" */
-#define SHM_VERSION 2
+#define SHM_VERSION 3
 /* Ring geometry: NSLOTS slots of SLOT_MAX bytes (4 MiB per ring) while an
  * inbox stays within INBOX_BUDGET; with many local peers the slots shrink
  * (down to SLOT_MIN) so that the memory reserved per rank stays bounded.
@@ -72,6 +75,7 @@ typedef struct inbox_hdr {
 	uint32_t version, nrings, nslots, slot_size;
 	int32_t owner_rank, owner_pid;
 	uint64_t owner_addr;               /* where the owner mapped this page */
+	uint64_t owner_pidns;              /* inode of the owner's pid namespace */
 	_Atomic uint32_t cma_ok;           /* attach: 1 = the owner reads every peer */
 	alignas(64) atomic_uint doorbell;  /* the futex word */
 	atomic_uint sleeping;
@@ -336,6 +340,71 @@ static uint32_t slot_size_for(int nrings)
 	return slot;
 }
 
+/*
+ * A segment whose creator is gone: named "herd.<pid>.<id>.<rank>", owned
+ * by this user, its pid no longer exists, and either its header says it
+ * was made in this pid namespace (a pid of another namespace may be alive
+ * there), or its header was never finished and the file is older than any
+ * init lasts.  Anything else is left alone.
+ */
+static bool segment_is_stale(const char *name, uint64_t pidns, time_t now)
+{
+	char path[300], *end;
+	long pid;
+	struct stat sb;
+	inbox_hdr h;
+	bool stale = false;
+	int fd;
+
+	if (strncmp(name, "herd.", 5) != 0)
+		return false;
+	errno = 0;
+	pid = strtol(name + 5, &end, 10);
+	if (errno != 0 || end == name + 5 || *end != '.' || pid <= 0 || pid > INT32_MAX)
+		return false;
+	if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+		return false;
+	snprintf(path, sizeof(path), "/%s", name);
+	fd = shm_open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid()) {
+		memset(&h, 0, sizeof(h));
+		if (sb.st_size >= (off_t)sizeof(h) && pread(fd, &h, sizeof(h), 0) ==
+							     (ssize_t)sizeof(h) &&
+		    atomic_load(&h.magic) == SHM_MAGIC)
+			stale = h.owner_pid == (int32_t)pid && pidns != 0 && h.owner_pidns == pidns;
+		else
+			stale = now - sb.st_mtime > 600;
+	}
+	close(fd);
+	return stale;
+}
+
+static void sweep_stale(uint64_t pidns)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+	time_t now = time(NULL);
+	int seen = 0;
+
+	if (d == NULL)
+		return;
+	/* Bounded: a /dev/shm with many thousands of entries is not searched
+	 * to its end on every init. */
+	while ((e = readdir(d)) != NULL && seen++ < 4096) {
+		char path[300];
+
+		if (!segment_is_stale(e->d_name, pidns, now))
+			continue;
+		snprintf(path, sizeof(path), "/%s", e->d_name);
+		if (shm_unlink(path) == 0)
+			herd__log_info("removed /dev/shm/%s, left by process %.*s that is gone",
+				       e->d_name, (int)strcspn(e->d_name + 5, "."), e->d_name + 5);
+	}
+	closedir(d);
+}
+
 herd_status herd__shm_create(herd_comm *comm)
 {
 	herd__shm *s;
@@ -356,6 +425,7 @@ herd_status herd__shm_create(herd_comm *comm)
 	for (int j = 0; j < comm->size; j++)
 		s->lpos[j] = j == comm->rank || herd__comm_uses_shm(comm, j) ? s->ngroup++ : -1;
 
+	sweep_stale(comm->peers[comm->rank].pidns);
 	segment_name(comm, comm->rank, s->name, sizeof(s->name));
 	slot = slot_size_for(s->ngroup - 1);
 	s->own_size = PAGE + (size_t)(s->ngroup - 1) * (PAGE + (size_t)NSLOTS * slot);
@@ -395,6 +465,7 @@ herd_status herd__shm_create(herd_comm *comm)
 	h->owner_rank = comm->rank;
 	h->owner_pid = comm->peers[comm->rank].pid;
 	h->owner_addr = (uint64_t)(uintptr_t)s->own;
+	h->owner_pidns = comm->peers[comm->rank].pidns;
 	atomic_store_explicit(&h->magic, SHM_MAGIC, memory_order_release);
 	return HERD_OK;
 }

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -208,8 +209,10 @@ static inline int count_threads(void)
 	return count_dir("/proc/self/task");
 }
 
-/* Shared memory segments named after one of the pids. */
-static inline int shm_segments_of(const pid_t *pids, int n)
+/* Shared memory segments named after one of the pids and made at or after
+ * `since` (seconds since the epoch; pids get reused, and what an earlier
+ * process of the same pid left is not the ranks' doing). */
+static inline int shm_segments_of(const pid_t *pids, int n, time_t since)
 {
 	DIR *d = opendir("/dev/shm");
 	struct dirent *e;
@@ -221,8 +224,13 @@ static inline int shm_segments_of(const pid_t *pids, int n)
 		for (int i = 0; i < n; i++) {
 			char prefix[32];
 
+			char path[300];
+			struct stat sb;
+
 			snprintf(prefix, sizeof(prefix), "herd.%d.", (int)pids[i]);
-			if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
+			snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+			if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 &&
+			    stat(path, &sb) == 0 && sb.st_mtime >= since) {
 				fprintf(stderr, "leftover /dev/shm/%s\n", e->d_name);
 				found++;
 			}
@@ -248,6 +256,7 @@ static inline int run_ranks(int size, rank_fn fn, void *arg, int timeout_ms, par
 	pid_t pids[HARNESS_MAX_RANKS];
 	int status[HARNESS_MAX_RANKS], done = 0, bad = 0, fds[2];
 	int64_t deadline = now_ms() + timeout_ms;
+	time_t started = time(NULL) - 1;   /* file times use a coarser clock */
 
 	if (pipe(fds) != 0)
 		return size;
@@ -327,7 +336,7 @@ static inline int run_ranks(int size, rank_fn fn, void *arg, int timeout_ms, par
 			bad++;
 		}
 	}
-	if (shm_segments_of(pids, size) != 0)
+	if (shm_segments_of(pids, size, started) != 0)
 		bad++;
 	return bad;
 }

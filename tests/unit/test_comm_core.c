@@ -8,7 +8,9 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "comm_harness.h"
 
@@ -126,6 +128,78 @@ static void test_comm_init_1_2_3_4_7_ranks_over_shm_and_tcp(void)
 			       a.transport, (now_s() - t0) * 1000);
 		}
 	}
+}
+
+/* A segment as a process killed during init leaves it: created, sized, its
+ * header never written.  Returns the pid that made it, now gone. */
+static pid_t dead_segment(char *name, size_t cap, time_t age_s)
+{
+	pid_t pid;
+	int ws;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		struct timespec ts[2];
+		int fd;
+
+		snprintf(name, cap, "/herd.%d.00000000deadbeef.0", (int)getpid());
+		fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+		if (fd < 0 || ftruncate(fd, 8192) != 0)
+			_exit(1);
+		clock_gettime(CLOCK_REALTIME, &ts[0]);
+		ts[0].tv_sec -= age_s;
+		ts[1] = ts[0];
+		_exit(futimens(fd, ts) == 0 ? 0 : 1);
+	}
+	if (pid < 0 || waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+		return -1;
+	snprintf(name, cap, "/herd.%d.00000000deadbeef.0", (int)pid);
+	return pid;
+}
+
+static bool segment_exists(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/dev/shm%s", name);
+	return access(path, F_OK) == 0;
+}
+
+static void test_comm_init_removes_segments_that_dead_processes_left(void)
+{
+	char old_dead[64], new_dead[64], old_alive[64];
+	init_args a = { .transport = "auto" };
+	int fd;
+
+	CHECK(dead_segment(old_dead, sizeof(old_dead), 3600) > 0);
+	CHECK(dead_segment(new_dead, sizeof(new_dead), 0) > 0);
+	/* Old, but its process (this one) is alive. */
+	snprintf(old_alive, sizeof(old_alive), "/herd.%d.00000000deadbeef.1", (int)getpid());
+	fd = shm_open(old_alive, O_CREAT | O_EXCL | O_RDWR, 0600);
+	CHECK(fd >= 0);
+	if (fd >= 0) {
+		struct timespec ts[2];
+
+		clock_gettime(CLOCK_REALTIME, &ts[0]);
+		ts[0].tv_sec -= 3600;
+		ts[1] = ts[0];
+		CHECK_INT(futimens(fd, ts), 0);
+		close(fd);
+	}
+	CHECK(segment_exists(old_dead) && segment_exists(new_dead) && segment_exists(old_alive));
+
+	harness_scope(a.scope, sizeof(a.scope), "sweep");
+	CHECK_INT(run_ranks(2, init_rank, &a, 60000, NULL, NULL, 0, NULL), 0);
+
+	/* Only the one whose maker is gone and that no init can still be
+	 * finishing is removed. */
+	CHECK(!segment_exists(old_dead));
+	CHECK(segment_exists(new_dead));
+	CHECK(segment_exists(old_alive));
+	shm_unlink(old_dead);
+	shm_unlink(new_dead);
+	shm_unlink(old_alive);
 }
 
 static void reinit_rank(int rank, int size, void *arg)
@@ -745,7 +819,7 @@ static void test_comm_ranks_as_threads_of_one_process(void)
 		}
 		CHECK_INT(count_fds(), fds0);
 		CHECK_INT(count_threads(), threads0);
-		CHECK_INT(shm_segments_of(&self, 1), 0);
+		CHECK_INT(shm_segments_of(&self, 1, 0), 0);
 	}
 }
 
@@ -885,6 +959,7 @@ int main(void)
 	TEST_RUN(test_comm_fp_format_names_the_call_and_its_arguments);
 	TEST_RUN(test_comm_options_come_from_env_unless_given);
 	TEST_RUN(test_comm_init_1_2_3_4_7_ranks_over_shm_and_tcp);
+	TEST_RUN(test_comm_init_removes_segments_that_dead_processes_left);
 	TEST_RUN(test_comm_init_twice_on_one_store_meets_the_same_generation);
 	TEST_RUN(test_comm_socket_ifname_picks_the_interface_peers_connect_to);
 	TEST_RUN(test_comm_ring_of_8_mib_messages_does_not_deadlock);

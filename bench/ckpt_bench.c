@@ -197,7 +197,8 @@ static void remove_step(const char *dir, int64_t step)
 	struct dirent *e;
 	DIR *d;
 
-	snprintf(path, sizeof(path), "%s/step-%012" PRId64, dir, step);
+	if (snprintf(path, sizeof(path), "%s/step-%012" PRId64, dir, step) >= (int)sizeof(path))
+		return;
 	d = opendir(path);
 	if (d == NULL)
 		return;

@@ -21,27 +21,45 @@
 
 #include "ckpt_internal.h"
 
-herd_status herd__ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const char *path)
+/* Reads len bytes at off whole; on failure fills r->err and r->at. */
+static bool pread_whole(int fd, void *buf, size_t len, uint64_t off, herd__ckpt_read_result *r)
 {
 	char *p = buf;
 
 	while (len > 0) {
 		ssize_t n = pread(fd, p, len, (off_t)off);
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return herd__error_errno(HERD_EIO, errno, "cannot read %s at byte %" PRIu64,
-						 path, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r->err = n < 0 ? errno : -1;
+			r->at = off;
+			return false;
 		}
-		if (n == 0)
-			return herd__error(HERD_EIO, "%s ends at byte %" PRIu64 ", before the %zu "
-					   "bytes expected there", path, off, len);
 		p += n;
 		len -= (size_t)n;
 		off += (uint64_t)n;
 	}
-	return HERD_OK;
+	return true;
+}
+
+herd_status herd__ckpt_read_error(const herd__ckpt_read_result *r, size_t len, const char *path)
+{
+	if (r->err > 0)
+		return herd__error_errno(HERD_EIO, r->err, "cannot read %s at byte %" PRIu64, path,
+					 r->at);
+	return herd__error(HERD_EIO, "%s ends at byte %" PRIu64 ", before the %zu bytes expected "
+			   "there", path, r->at, len);
+}
+
+herd_status herd__ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const char *path)
+{
+	herd__ckpt_read_result r = { 0, 0, 0 };
+
+	if (pread_whole(fd, buf, len, off, &r))
+		return HERD_OK;
+	/* What is left to read where it stopped. */
+	return herd__ckpt_read_error(&r, len - (size_t)(r.at - off), path);
 }
 
 herd_status herd__ckpt_pread_sum(int fd, void *buf, size_t len, uint64_t off,
@@ -62,10 +80,19 @@ herd_status herd__ckpt_pread_sum(int fd, void *buf, size_t len, uint64_t off,
 
 /* ---- the hashing thread ------------------------------------------------ */
 
+static herd__ckpt_read_result hasher_job(int fd, void *p, size_t len, uint64_t off)
+{
+	herd__ckpt_read_result r = { 0, 0, 0 };
+
+	if (pread_whole(fd, p, len, off, &r))
+		r.sum = herd__ckpt_sum(p, len);
+	return r;
+}
+
 static void *hasher_main(void *arg)
 {
 	herd__ckpt_hasher *h = arg;
-	uint64_t sum;
+	herd__ckpt_read_result r;
 
 	pthread_mutex_lock(&h->mu);
 	for (;;) {
@@ -74,11 +101,11 @@ static void *hasher_main(void *arg)
 		if (!h->busy)
 			break;
 		pthread_mutex_unlock(&h->mu);
-		/* The caller leaves p..p+len alone until it has waited for the sum. */
-		sum = herd__ckpt_sum(h->p, h->len);
+		/* The caller leaves p..p+len alone until it has waited. */
+		r = hasher_job(h->fd, h->p, h->len, h->off);
 
 		pthread_mutex_lock(&h->mu);
-		h->sum = sum;
+		h->res = r;
 		h->busy = false;
 		pthread_cond_broadcast(&h->cv);
 	}
@@ -96,37 +123,39 @@ void herd__ckpt_hasher_start(herd__ckpt_hasher *h)
 		return;
 	}
 	h->inited = true;
-	/* Without a thread, posting hashes inline: slower, never wrong. */
+	/* Without a thread, post does the job inline: slower, never wrong. */
 	h->running = pthread_create(&h->thread, NULL, hasher_main, h) == 0;
 }
 
-void herd__ckpt_hasher_post(herd__ckpt_hasher *h, const void *p, size_t len)
+void herd__ckpt_hasher_post_read(herd__ckpt_hasher *h, int fd, void *p, size_t len, uint64_t off)
 {
 	if (!h->running) {
-		h->sum = herd__ckpt_sum(p, len);
+		h->res = hasher_job(fd, p, len, off);
 		return;
 	}
 	pthread_mutex_lock(&h->mu);
+	h->fd = fd;
 	h->p = p;
 	h->len = len;
+	h->off = off;
 	h->busy = true;
 	pthread_cond_broadcast(&h->cv);
 	pthread_mutex_unlock(&h->mu);
 }
 
-uint64_t herd__ckpt_hasher_wait(herd__ckpt_hasher *h)
+herd__ckpt_read_result herd__ckpt_hasher_wait(herd__ckpt_hasher *h)
 {
-	uint64_t sum;
+	herd__ckpt_read_result r;
 
 	if (!h->running)
-		return h->sum;
-	/* Bounded: the thread only ever hashes one chunk already in memory. */
+		return h->res;
+	/* Bounded: one pread of a regular file and one chunk's hash. */
 	pthread_mutex_lock(&h->mu);
 	while (h->busy)
 		pthread_cond_wait(&h->cv, &h->mu);
-	sum = h->sum;
+	r = h->res;
 	pthread_mutex_unlock(&h->mu);
-	return sum;
+	return r;
 }
 
 void herd__ckpt_hasher_stop(herd__ckpt_hasher *h)

@@ -115,6 +115,7 @@ typedef struct copier {
 	int64_t loaded;                /* the chunk in buf, -1 none */
 	herd__ckpt_hasher *hasher;
 	int64_t pending;               /* the chunk the hasher has, -1 none */
+	uint64_t pending_end;          /* where its bytes end in the file */
 } copier;
 
 static herd_status mismatch(const copier *c, uint64_t k, uint64_t got)
@@ -125,51 +126,60 @@ static herd_status mismatch(const copier *c, uint64_t k, uint64_t got)
 			   c->shard_index, k, c->shard->at + k * c->chunk, c->shard->sums[k], got);
 }
 
-/* Waits for the chunk being hashed, if any, and checks its sum. */
+static void file_path(const copier *c, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s/%s", c->sf->dir, c->sf->m->files[c->shard->file].name);
+}
+
+/* Waits for the chunk the hasher thread reads, if any, and checks it. */
 static herd_status check_pending(copier *c)
 {
-	uint64_t k, got;
+	herd__ckpt_read_result r;
+	uint64_t k;
 
 	if (c->pending < 0)
 		return HERD_OK;
-	got = herd__ckpt_hasher_wait(c->hasher);
+	r = herd__ckpt_hasher_wait(c->hasher);
 	k = (uint64_t)c->pending;
 	c->pending = -1;
-	return got == c->shard->sums[k] ? HERD_OK : mismatch(c, k, got);
+	if (r.err != 0) {
+		char path[4200];
+
+		file_path(c, path, sizeof(path));
+		return herd__ckpt_read_error(&r, (size_t)(c->pending_end - r.at), path);
+	}
+	return r.sum == c->shard->sums[k] ? HERD_OK : mismatch(c, k, r.sum);
 }
 
 /*
- * Reads chunk k (n bytes) into p and verifies it.  The two chunks after it
- * in the shard are read ahead (WILLNEED).  A chunk read in place (into
- * the destination: async) is hashed on the hasher thread while the caller
- * reads the next one; its sum is checked before the next chunk is posted
- * and before the shard is done, so no restore succeeds with an unverified
- * byte.  Hashing in series with the reads left the disk idle for it after
- * every chunk (a restore reached 84% of a plain read).  A chunk read into
- * the bounce buffer is verified here, before any of it is copied out.
- * The earlier chunk's mismatch is reported before a later chunk's read
- * error, as when everything ran in series.
+ * Reads chunk k (n bytes) into p and verifies it.  A chunk read in place
+ * (into the destination: async) goes to the hasher thread, which reads
+ * and hashes it while this thread reads and hashes the next one: two
+ * reads in flight.  The thread's chunk is checked after this thread's
+ * read of the next one and before the shard is done, so no restore
+ * succeeds with an unverified byte.  The chunks read here have the two
+ * after them read ahead (WILLNEED).  A chunk read into the bounce buffer
+ * is verified before any of it is copied out.  The earlier chunk's
+ * problem is reported before a later chunk's, as when everything ran in
+ * series.
  */
 static herd_status read_chunk(copier *c, uint64_t k, uint8_t *p, uint64_t n, const char *path,
 			      bool async)
 {
-	uint64_t cstart = k * c->chunk, next = c->shard->len - cstart - n, got;
-	herd_status st;
+	uint64_t cstart = k * c->chunk, next = c->shard->len - cstart - n, got = 0;
+	herd_status st, prev;
 
-	st = herd__ckpt_pread_sum(c->fd, p, (size_t)n, c->shard->at + cstart,
-				  next < 2 * c->chunk ? next : 2 * c->chunk, path, NULL);
-	if (st != HERD_OK) {
-		herd_status prev = check_pending(c);
-
-		return prev != HERD_OK ? prev : st;
-	}
-	HERD_CHECK(check_pending(c));
-	if (async && c->hasher != NULL) {
-		herd__ckpt_hasher_post(c->hasher, p, (size_t)n);
+	if (async && c->hasher != NULL && c->pending < 0) {
+		herd__ckpt_hasher_post_read(c->hasher, c->fd, p, (size_t)n, c->shard->at + cstart);
 		c->pending = (int64_t)k;
+		c->pending_end = c->shard->at + cstart + n;
 		return HERD_OK;
 	}
-	got = herd__ckpt_sum(p, (size_t)n);
+	st = herd__ckpt_pread_sum(c->fd, p, (size_t)n, c->shard->at + cstart,
+				  next < 2 * c->chunk ? next : 2 * c->chunk, path, &got);
+	prev = check_pending(c);
+	HERD_CHECK(prev);
+	HERD_CHECK(st);
 	return got == c->shard->sums[k] ? HERD_OK : mismatch(c, k, got);
 }
 
@@ -178,7 +188,7 @@ static herd_status copy_run(uint64_t src_off, uint64_t dst_off, uint64_t len, vo
 	copier *c = arg;
 	char path[4200];
 
-	snprintf(path, sizeof(path), "%s/%s", c->sf->dir, c->sf->m->files[c->shard->file].name);
+	file_path(c, path, sizeof(path));
 	if (!c->verify)
 		return herd__ckpt_pread(c->fd, c->dst + dst_off, (size_t)len, c->shard->at + src_off,
 					path);
@@ -220,7 +230,7 @@ static herd_status fill_box(step_files *sf, const herd__ckpt_tensor *t, const he
 		const herd__ckpt_shard *s = &t->shards[j];
 		copier c = { sf, t->name, s, j, -1, sf->m->chunk_bytes,
 			     sf->m->checksum != HERD_CKPT_CHECKSUM_NONE, dst_data, buf, -1,
-			     hasher, -1 };
+			     hasher, -1, 0 };
 		herd__ckpt_box part;
 		herd_status st, last;
 
@@ -242,7 +252,7 @@ static herd_status read_blob(step_files *sf, const herd__ckpt_blob *b, size_t p,
 	const herd__ckpt_blob_part *part = &b->parts[p];
 	char path[4200];
 	uint64_t got;
-	int fd;
+	int fd = -1;
 
 	HERD_CHECK(step_fd(sf, part->file, &fd));
 	snprintf(path, sizeof(path), "%s/%s", sf->dir, sf->m->files[part->file].name);

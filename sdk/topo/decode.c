@@ -199,8 +199,8 @@ static herd_status str_value(walk *w, const msgpack_object *o, size_t max,
 static herd_status fixed_value(walk *w, const msgpack_object *o, char *dst, size_t cap,
 			       const str_form *form)
 {
-	const char *s;
-	size_t n;
+	const char *s = NULL;
+	size_t n = 0;
 
 	HERD_CHECK(str_value(w, o, cap - 1, form, &s, &n));
 	memcpy(dst, s, n);
@@ -212,9 +212,9 @@ static herd_status fixed_value(walk *w, const msgpack_object *o, char *dst, size
 static herd_status dup_value(walk *w, const msgpack_object *o, const str_form *form,
 			     const char **dst)
 {
-	const char *s;
+	const char *s = NULL;
 	char *copy;
-	size_t n;
+	size_t n = 0;
 
 	HERD_CHECK(str_value(w, o, HERD_INVENTORY_MAX_STRING, form, &s, &n));
 	copy = malloc(n + 1);
@@ -259,7 +259,7 @@ static herd_status get_int(walk *w, const msgpack_object *map, const char *key, 
 {
 	const msgpack_object *o;
 	herd_status st;
-	size_t mark;
+	size_t mark = 0;
 
 	HERD_CHECK(enter(w, map, key, &o, &mark));
 	st = int_value(w, o, lo, hi, out);
@@ -270,7 +270,7 @@ static herd_status get_int(walk *w, const msgpack_object *map, const char *key, 
 /* get_int into an integer field of any type; the range makes it exact. */
 #define GET_INT(w, map, key, lo, hi, dst)                                    \
 	do {                                                                 \
-		int64_t get_int_v_;                                          \
+		int64_t get_int_v_ = 0;                                      \
 		HERD_CHECK(get_int(w, map, key, lo, hi, &get_int_v_));       \
 		(dst) = get_int_v_;                                          \
 	} while (0)
@@ -280,7 +280,7 @@ static herd_status get_fixed(walk *w, const msgpack_object *map, const char *key
 {
 	const msgpack_object *o;
 	herd_status st;
-	size_t mark;
+	size_t mark = 0;
 
 	HERD_CHECK(enter(w, map, key, &o, &mark));
 	st = fixed_value(w, o, dst, cap, form);
@@ -295,7 +295,7 @@ static herd_status get_dup(walk *w, const msgpack_object *map, const char *key,
 {
 	const msgpack_object *o;
 	herd_status st;
-	size_t mark;
+	size_t mark = 0;
 
 	HERD_CHECK(enter(w, map, key, &o, &mark));
 	st = dup_value(w, o, form, dst);
@@ -309,7 +309,7 @@ static herd_status get_note(walk *w, const msgpack_object *map, const char *key,
 {
 	const msgpack_object *o;
 	herd_status st;
-	size_t mark;
+	size_t mark = 0;
 
 	HERD_CHECK(lookup(w, map, key, &o));
 	if (o == NULL || o->type == MSGPACK_OBJECT_NIL)
@@ -337,7 +337,7 @@ static herd_status get_items(walk *w, const msgpack_object *map, const char *key
 {
 	const msgpack_object *o;
 	herd_status st;
-	size_t mark, n = 0;
+	size_t mark = 0, n = 0;
 	char *p = NULL;
 
 	HERD_CHECK(enter(w, map, key, &o, &mark));
@@ -447,7 +447,7 @@ static herd_status pci_value(walk *w, const msgpack_object *o, const str_form *b
 {
 	const msgpack_object *sw;
 	herd_status st;
-	size_t mark, n = 0;
+	size_t mark = 0, n = 0;
 
 	HERD_CHECK(map_value(w, o));
 	HERD_CHECK(GET_FIXED(w, o, "bus_id", pci->bus_id, bus_form));
@@ -472,7 +472,7 @@ static herd_status get_pci(walk *w, const msgpack_object *map, const str_form *b
 {
 	const msgpack_object *o;
 	herd_status st;
-	size_t mark;
+	size_t mark = 0;
 
 	HERD_CHECK(enter(w, map, "pci", &o, &mark));
 	st = pci_value(w, o, bus_form, pci);
@@ -593,7 +593,7 @@ static herd_status decode_root(walk *w, const msgpack_object *root, herd_cluster
 	const msgpack_object *v;
 	herd_status st;
 	int64_t version = 0;
-	size_t mark;
+	size_t mark = 0;
 
 	HERD_CHECK(map_value(w, root));
 	HERD_CHECK(lookup(w, root, "v", &v));

@@ -140,8 +140,8 @@ static herd_status find_nic(const herd_node *node, size_t j, const char **name,
 herd_status herd_node_nic(const herd_node *node, size_t j, const char **name,
 			  const herd_pci_loc **pci)
 {
-	const herd_pci_loc *nic_pci;
-	const char *nic_name;
+	const herd_pci_loc *nic_pci = NULL;
+	const char *nic_name = NULL;
 
 	if (node == NULL)
 		return herd__error(HERD_EINVAL, "herd_node_nic: node is NULL");
@@ -156,8 +156,8 @@ herd_status herd_node_nic(const herd_node *node, size_t j, const char **name,
 herd_status herd_node_gpu_nic_link(const herd_node *node, size_t gpu, size_t nic,
 				   herd_link *out)
 {
-	const herd_pci_loc *nic_pci;
-	const char *nic_name;
+	const herd_pci_loc *nic_pci = NULL;
+	const char *nic_name = NULL;
 
 	if (node == NULL || out == NULL)
 		return herd__error(HERD_EINVAL,

@@ -377,6 +377,14 @@ static void test_ckpt_corruption_is_named_and_restore_falls_back(void)
 	flip_byte(path, -1);
 	CHECK_ERR(herd_ckpt_restore(ck, HERD_CKPT_LATEST, NULL), HERD_ENOTFOUND,
 		  "could be restored");
+
+	/* A data file cut short after the commit: named with both sizes
+	 * before anything is read. */
+	CHECK_OK(herd_ckpt_save(ck, 4));
+	snprintf(path, sizeof(path), "%s/step-000000000004/rank-00000.data", dir);
+	CHECK_INT(truncate(path, 4 * 4096 + 100), 0);
+	CHECK_ERR(herd_ckpt_restore(ck, 4, NULL), HERD_EFORMAT,
+		  "rank-00000.data: the file has 16484 bytes, the manifest says 40000");
 	CHECK_OK(herd_ckpt_close(ck));
 }
 

@@ -54,7 +54,7 @@ herd_status herd__ckpt_read_error(const herd__ckpt_read_result *r, size_t len, c
 
 herd_status herd__ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const char *path)
 {
-	herd__ckpt_read_result r = { 0, 0, 0 };
+	herd__ckpt_read_result r = { 0, 0, -1, 0 };
 
 	if (pread_whole(fd, buf, len, off, &r))
 		return HERD_OK;
@@ -80,12 +80,23 @@ herd_status herd__ckpt_pread_sum(int fd, void *buf, size_t len, uint64_t off,
 
 /* ---- the hashing thread ------------------------------------------------ */
 
-static herd__ckpt_read_result hasher_job(int fd, void *p, size_t len, uint64_t off)
+static herd__ckpt_read_result hasher_job(const herd__ckpt_hasher *h)
 {
-	herd__ckpt_read_result r = { 0, 0, 0 };
+	herd__ckpt_read_result r = { 0, 0, -1, 0 };
 
-	if (pread_whole(fd, p, len, off, &r))
-		r.sum = herd__ckpt_sum(p, len);
+	for (uint64_t i = 0; i * h->chunk < h->len; i++) {
+		uint64_t at = i * h->chunk, n = h->len - at < h->chunk ? h->len - at : h->chunk;
+		uint64_t sum;
+
+		if (!pread_whole(h->fd, h->p + at, (size_t)n, h->off + at, &r))
+			break;
+		sum = herd__ckpt_sum(h->p + at, (size_t)n);
+		if (sum != h->sums[i]) {
+			r.bad = (int64_t)i;
+			r.sum = sum;
+			break;
+		}
+	}
 	return r;
 }
 
@@ -102,7 +113,7 @@ static void *hasher_main(void *arg)
 			break;
 		pthread_mutex_unlock(&h->mu);
 		/* The caller leaves p..p+len alone until it has waited. */
-		r = hasher_job(h->fd, h->p, h->len, h->off);
+		r = hasher_job(h);
 
 		pthread_mutex_lock(&h->mu);
 		h->res = r;
@@ -127,17 +138,21 @@ void herd__ckpt_hasher_start(herd__ckpt_hasher *h)
 	h->running = pthread_create(&h->thread, NULL, hasher_main, h) == 0;
 }
 
-void herd__ckpt_hasher_post_read(herd__ckpt_hasher *h, int fd, void *p, size_t len, uint64_t off)
+void herd__ckpt_hasher_post(herd__ckpt_hasher *h, int fd, void *p, uint64_t off, uint64_t len,
+			    uint64_t chunk, const uint64_t *sums)
 {
-	if (!h->running) {
-		h->res = hasher_job(fd, p, len, off);
-		return;
-	}
-	pthread_mutex_lock(&h->mu);
+	if (h->running)
+		pthread_mutex_lock(&h->mu);
 	h->fd = fd;
 	h->p = p;
-	h->len = len;
 	h->off = off;
+	h->len = len;
+	h->chunk = chunk;
+	h->sums = sums;
+	if (!h->running) {
+		h->res = hasher_job(h);
+		return;
+	}
 	h->busy = true;
 	pthread_cond_broadcast(&h->cv);
 	pthread_mutex_unlock(&h->mu);
@@ -149,7 +164,7 @@ herd__ckpt_read_result herd__ckpt_hasher_wait(herd__ckpt_hasher *h)
 
 	if (!h->running)
 		return h->res;
-	/* Bounded: one pread of a regular file and one chunk's hash. */
+	/* Bounded: the reads of one run of a regular file and their hashing. */
 	pthread_mutex_lock(&h->mu);
 	while (h->busy)
 		pthread_cond_wait(&h->cv, &h->mu);

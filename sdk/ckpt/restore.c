@@ -34,6 +34,7 @@ typedef struct step_files {
 	herd__ckpt_manifest *m;
 	int dfd;
 	int *fds;              /* -1: not open yet */
+	int *fds2;             /* second descriptions of the same files, -1: none */
 } step_files;
 
 static void step_close(step_files *sf)
@@ -42,7 +43,12 @@ static void step_close(step_files *sf)
 		for (size_t i = 0; i < sf->m->nfiles; i++)
 			if (sf->fds[i] >= 0)
 				close(sf->fds[i]);
+	if (sf->fds2 != NULL && sf->m != NULL)
+		for (size_t i = 0; i < sf->m->nfiles; i++)
+			if (sf->fds2[i] >= 0)
+				close(sf->fds2[i]);
 	free(sf->fds);
+	free(sf->fds2);
 	if (sf->dfd >= 0)
 		close(sf->dfd);
 	herd__ckpt_manifest_free(sf->m);
@@ -70,8 +76,9 @@ static herd_status step_open(step_files *sf, const char *dir, int64_t step)
 		goto fail;
 	}
 	HERD_CHECK_GOTO(herd__calloc(&sf->fds, sf->m->nfiles + 1, sizeof(int), "files"), st, fail);
+	HERD_CHECK_GOTO(herd__calloc(&sf->fds2, sf->m->nfiles + 1, sizeof(int), "files"), st, fail);
 	for (size_t i = 0; i < sf->m->nfiles; i++)
-		sf->fds[i] = -1;
+		sf->fds[i] = sf->fds2[i] = -1;
 	return HERD_OK;
 fail:
 	step_close(sf);
@@ -100,6 +107,22 @@ static herd_status step_fd(step_files *sf, uint32_t f, int *fd)
 	return HERD_OK;
 }
 
+/*
+ * A second open file description of file f (already open by step_fd), so
+ * that a second reader has read-ahead of its own: the same inode, reopened
+ * through /proc.  Without /proc, the first description serves both.
+ */
+static int step_fd2(step_files *sf, uint32_t f)
+{
+	char path[64];
+
+	if (sf->fds2[f] < 0) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", sf->fds[f]);
+		sf->fds2[f] = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	return sf->fds2[f] >= 0 ? sf->fds2[f] : sf->fds[f];
+}
+
 /* ---- copying runs of a saved shard ------------------------------------ */
 
 typedef struct copier {
@@ -114,8 +137,7 @@ typedef struct copier {
 	uint8_t *buf;                  /* one chunk */
 	int64_t loaded;                /* the chunk in buf, -1 none */
 	herd__ckpt_hasher *hasher;
-	int64_t pending;               /* the chunk the hasher has, -1 none */
-	uint64_t pending_end;          /* where its bytes end in the file */
+	uint64_t from, to;             /* the chunks the hasher thread has: from..to-1 */
 } copier;
 
 static herd_status mismatch(const copier *c, uint64_t k, uint64_t got)
@@ -131,56 +153,56 @@ static void file_path(const copier *c, char *buf, size_t cap)
 	snprintf(buf, cap, "%s/%s", c->sf->dir, c->sf->m->files[c->shard->file].name);
 }
 
-/* Waits for the chunk the hasher thread reads, if any, and checks it. */
+/* Waits for the chunks the hasher thread reads, if any, and checks them. */
 static herd_status check_pending(copier *c)
 {
 	herd__ckpt_read_result r;
-	uint64_t k;
+	uint64_t from = c->from, end;
 
-	if (c->pending < 0)
+	if (c->from == c->to)
 		return HERD_OK;
 	r = herd__ckpt_hasher_wait(c->hasher);
-	k = (uint64_t)c->pending;
-	c->pending = -1;
+	end = c->to * c->chunk < c->shard->len ? c->to * c->chunk : c->shard->len;
+	c->from = c->to = 0;
 	if (r.err != 0) {
 		char path[4200];
 
 		file_path(c, path, sizeof(path));
-		return herd__ckpt_read_error(&r, (size_t)(c->pending_end - r.at), path);
+		return herd__ckpt_read_error(&r, (size_t)(c->shard->at + end - r.at), path);
 	}
-	return r.sum == c->shard->sums[k] ? HERD_OK : mismatch(c, k, r.sum);
+	return r.bad < 0 ? HERD_OK : mismatch(c, from + (uint64_t)r.bad, r.sum);
+}
+
+/* Reads chunk k (n bytes) into p and verifies it.  The two chunks after it
+ * are read ahead (WILLNEED). */
+static herd_status read_chunk(copier *c, uint64_t k, uint8_t *p, uint64_t n, const char *path)
+{
+	uint64_t cstart = k * c->chunk, next = c->shard->len - cstart - n, got = 0;
+
+	HERD_CHECK(herd__ckpt_pread_sum(c->fd, p, (size_t)n, c->shard->at + cstart,
+					next < 2 * c->chunk ? next : 2 * c->chunk, path, &got));
+	return got == c->shard->sums[k] ? HERD_OK : mismatch(c, k, got);
 }
 
 /*
- * Reads chunk k (n bytes) into p and verifies it.  A chunk read in place
- * (into the destination: async) goes to the hasher thread, which reads
- * and hashes it while this thread reads and hashes the next one: two
- * reads in flight.  The thread's chunk is checked after this thread's
- * read of the next one and before the shard is done, so no restore
- * succeeds with an unverified byte.  The chunks read here have the two
- * after them read ahead (WILLNEED).  A chunk read into the bounce buffer
- * is verified before any of it is copied out.  The earlier chunk's
- * problem is reported before a later chunk's, as when everything ran in
- * series.
+ * At chunk k, the start of a run of m >= 2 whole chunks that go straight
+ * into the destination at p: the hasher thread takes the second half,
+ * which it reads and verifies while this thread does the first.  The
+ * thread's half is checked when this thread gets to it, and before the
+ * shard is done, so no restore succeeds with an unverified byte; a problem
+ * in the first half is reported before one in the second, as when
+ * everything ran in series.
  */
-static herd_status read_chunk(copier *c, uint64_t k, uint8_t *p, uint64_t n, const char *path,
-			      bool async)
+static void split_run(copier *c, uint64_t k, uint64_t m, uint8_t *p)
 {
-	uint64_t cstart = k * c->chunk, next = c->shard->len - cstart - n, got = 0;
-	herd_status st, prev;
+	uint64_t first = k + (m + 1) / 2, start = first * c->chunk;
+	uint64_t end = (k + m) * c->chunk < c->shard->len ? (k + m) * c->chunk : c->shard->len;
 
-	if (async && c->hasher != NULL && c->pending < 0) {
-		herd__ckpt_hasher_post_read(c->hasher, c->fd, p, (size_t)n, c->shard->at + cstart);
-		c->pending = (int64_t)k;
-		c->pending_end = c->shard->at + cstart + n;
-		return HERD_OK;
-	}
-	st = herd__ckpt_pread_sum(c->fd, p, (size_t)n, c->shard->at + cstart,
-				  next < 2 * c->chunk ? next : 2 * c->chunk, path, &got);
-	prev = check_pending(c);
-	HERD_CHECK(prev);
-	HERD_CHECK(st);
-	return got == c->shard->sums[k] ? HERD_OK : mismatch(c, k, got);
+	c->from = first;
+	c->to = k + m;
+	herd__ckpt_hasher_post(c->hasher, step_fd2(c->sf, c->shard->file),
+			       p + (start - k * c->chunk), c->shard->at + start, end - start,
+			       c->chunk, c->shard->sums + first);
 }
 
 static herd_status copy_run(uint64_t src_off, uint64_t dst_off, uint64_t len, void *arg)
@@ -201,11 +223,27 @@ static herd_status copy_run(uint64_t src_off, uint64_t dst_off, uint64_t len, vo
 			/* The run covers the chunk: read and verify it in place. */
 			uint8_t *p = c->dst + dst_off;
 
-			HERD_CHECK(read_chunk(c, k, p, n, path, true));
+			if (c->from != c->to && k == c->from) {
+				/* The hasher thread's half: check it, go past it. */
+				uint64_t end = c->to * c->chunk < c->shard->len ? c->to * c->chunk
+										: c->shard->len;
+
+				HERD_CHECK(check_pending(c));
+				n = end - src_off;
+			} else {
+				/* Whole chunks from k to the end of the run. */
+				uint64_t m = src_off + len >= c->shard->len
+						     ? (c->shard->len - cstart + c->chunk - 1) / c->chunk
+						     : (src_off + len) / c->chunk - k;
+
+				if (c->hasher != NULL && c->from == c->to && m >= 2)
+					split_run(c, k, m, p);
+				HERD_CHECK(read_chunk(c, k, p, n, path));
+			}
 		} else {
 			if (c->loaded != (int64_t)k) {
 				c->loaded = -1;
-				HERD_CHECK(read_chunk(c, k, c->buf, cend - cstart, path, false));
+				HERD_CHECK(read_chunk(c, k, c->buf, cend - cstart, path));
 				c->loaded = (int64_t)k;
 			}
 			memcpy(c->dst + dst_off, c->buf + (src_off - cstart), (size_t)n);
@@ -230,7 +268,7 @@ static herd_status fill_box(step_files *sf, const herd__ckpt_tensor *t, const he
 		const herd__ckpt_shard *s = &t->shards[j];
 		copier c = { sf, t->name, s, j, -1, sf->m->chunk_bytes,
 			     sf->m->checksum != HERD_CKPT_CHECKSUM_NONE, dst_data, buf, -1,
-			     hasher, -1, 0 };
+			     hasher, 0, 0 };
 		herd__ckpt_box part;
 		herd_status st, last;
 

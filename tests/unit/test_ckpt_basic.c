@@ -377,6 +377,10 @@ static void test_ckpt_corruption_is_named_and_restore_falls_back(void)
 	flip_byte(path, -1);
 	CHECK_ERR(herd_ckpt_restore(ck, HERD_CKPT_LATEST, NULL), HERD_ENOTFOUND,
 		  "could be restored");
+	/* The last chunk is read by the second reader (the second half of
+	 * the run): named all the same. */
+	CHECK_ERR(herd_ckpt_restore(ck, 1, NULL), HERD_EFORMAT,
+		  "\"weights\" shard 0 chunk 9 (byte 36864 of the file): checksum mismatch");
 
 	/* A data file cut short after the commit: named with both sizes
 	 * before anything is read. */

@@ -223,7 +223,7 @@ herd_status herd__ckpt_pread_sum(int fd, void *buf, size_t len, uint64_t off,
  * read-ahead), and hashes on two cores.  Measured on bench/ckpt_compare.sh's
  * virtual disk, 1 GiB in 4 MiB chunks with the page cache dropped, medians
  * of 7: two such streams 0.66-0.80 s, one stream 0.73-1.70 s, one stream
- * whose chunks a second thread hashes 1.2-1.8 s.  One job at a time: post
+ * whose chunks a second thread hashes 1.2-2.1 s.  One job at a time: post
  * a run, leave its bytes alone, wait for the result before posting the
  * next.  A wait is bounded by the reads of one run of a regular file and
  * their hashing.  When the thread cannot be started, post does the job

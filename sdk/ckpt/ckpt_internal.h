@@ -218,7 +218,8 @@ herd_status herd__ckpt_pread_sum(int fd, void *buf, size_t len, uint64_t off,
 
 /*
  * A thread that reads and verifies a run of chunks while its caller reads
- * and verifies the run before it, so that a verified restore reads two
+ * and verifies the run before it (or, in a synchronous save, hashes what
+ * its caller writes), so that a verified restore reads two
  * sequential streams at once, each on its own file description (its own
  * read-ahead), and hashes on two cores.  Measured on bench/ckpt_compare.sh's
  * virtual disk, 1 GiB in 4 MiB chunks with the page cache dropped, medians
@@ -241,6 +242,7 @@ typedef struct herd__ckpt_hasher {
 	uint8_t *p;
 	uint64_t off, len, chunk;
 	const uint64_t *sums;
+	uint64_t *out;       /* hash only: the sums go here */
 	herd__ckpt_read_result res;   /* of the last job */
 } herd__ckpt_hasher;
 
@@ -252,6 +254,13 @@ void herd__ckpt_hasher_start(herd__ckpt_hasher *h);
  */
 void herd__ckpt_hasher_post(herd__ckpt_hasher *h, int fd, void *p, uint64_t off, uint64_t len,
 			    uint64_t chunk, const uint64_t *sums);
+/*
+ * Hashes len bytes at p, chunk bytes at a time (the last chunk may be
+ * shorter), into out[0], out[1], ...: what a synchronous save does while
+ * its caller writes the same bytes.
+ */
+void herd__ckpt_hasher_post_sums(herd__ckpt_hasher *h, const void *p, uint64_t len,
+				 uint64_t chunk, uint64_t *out);
 herd__ckpt_read_result herd__ckpt_hasher_wait(herd__ckpt_hasher *h);
 void herd__ckpt_hasher_stop(herd__ckpt_hasher *h);
 

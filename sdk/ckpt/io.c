@@ -88,6 +88,10 @@ static herd__ckpt_read_result hasher_job(const herd__ckpt_hasher *h)
 		uint64_t at = i * h->chunk, n = h->len - at < h->chunk ? h->len - at : h->chunk;
 		uint64_t sum;
 
+		if (h->out != NULL) {
+			h->out[i] = herd__ckpt_sum(h->p + at, (size_t)n);
+			continue;
+		}
 		if (!pread_whole(h->fd, h->p + at, (size_t)n, h->off + at, &r))
 			break;
 		sum = herd__ckpt_sum(h->p + at, (size_t)n);
@@ -149,6 +153,29 @@ void herd__ckpt_hasher_post(herd__ckpt_hasher *h, int fd, void *p, uint64_t off,
 	h->len = len;
 	h->chunk = chunk;
 	h->sums = sums;
+	h->out = NULL;
+	if (!h->running) {
+		h->res = hasher_job(h);
+		return;
+	}
+	h->busy = true;
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+}
+
+void herd__ckpt_hasher_post_sums(herd__ckpt_hasher *h, const void *p, uint64_t len,
+				 uint64_t chunk, uint64_t *out)
+{
+	if (h->running)
+		pthread_mutex_lock(&h->mu);
+	h->fd = -1;
+	/* Hash only: the thread never writes through p. */
+	h->p = (uint8_t *)(uintptr_t)p;
+	h->off = 0;
+	h->len = len;
+	h->chunk = chunk;
+	h->sums = NULL;
+	h->out = out;
 	if (!h->running) {
 		h->res = hasher_job(h);
 		return;

@@ -748,9 +748,34 @@ herd_status herd_ckpt_save(herd_ckpt *ck, int64_t step)
 		return herd__error(HERD_EINVAL, "herd_ckpt_save: ck is NULL");
 	HERD_CHECK(herd__ckpt_join(ck));
 	HERD_CHECK(begin(ck, step, &job));
-	/* Straight from the registered memory, segment by segment. */
-	for (size_t i = 0; i < job->nsegs; i++)
-		sink_put(&job->sk, job->segs[i].src, (size_t)job->segs[i].len);
+	/*
+	 * Straight from the registered memory, segment by segment.  With
+	 * checksums, a helper thread hashes each segment while this thread
+	 * writes it (the caller does not touch the memory until the save
+	 * returns): hashed after the write, the XXH3 pass added about 0.14 s
+	 * per GiB to a save that dd matched in 0.8 s.
+	 */
+	if (job->sk.hashing && job->sk.st == HERD_OK && job->sk.sums != NULL) {
+		herd__ckpt_hasher h;
+
+		herd__ckpt_hasher_start(&h);
+		job->sk.hashing = false;
+		for (size_t i = 0; i < job->nsegs; i++) {
+			const seg *sg = &job->segs[i];
+
+			if (i > 0)
+				(void)herd__ckpt_hasher_wait(&h);
+			herd__ckpt_hasher_post_sums(&h, sg->src, sg->len, sg->chunk,
+						    job->sk.sums + sg->first);
+			sink_put(&job->sk, sg->src, (size_t)sg->len);
+		}
+		if (job->nsegs > 0)
+			(void)herd__ckpt_hasher_wait(&h);
+		herd__ckpt_hasher_stop(&h);
+	} else {
+		for (size_t i = 0; i < job->nsegs; i++)
+			sink_put(&job->sk, job->segs[i].src, (size_t)job->segs[i].len);
+	}
 	sink_close(&job->sk);
 	st = finish(job);
 	job_free(job);

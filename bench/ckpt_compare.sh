@@ -17,8 +17,10 @@
 # usage: bench/ckpt_compare.sh [BUILD_DIR]
 #   environment: BYTES (1G: a multiple of 4M), REPEATS (5),
 #                DIR (a directory to work in, on the filesystem to measure;
-#                default /var/tmp, which is on disk where /tmp may be tmpfs);
-#                the script works in a fresh directory inside it, removed after
+#                default /var/tmp, which is on disk where /tmp may be tmpfs;
+#                DIR=/dev/shm, a tmpfs, takes the disk out and compares the
+#                software alone); the script works in a fresh directory
+#                inside it, removed after
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}

@@ -4,8 +4,9 @@
 # says what is measured and how):
 #
 #   synchronous save      >= 90% of `dd conv=fdatasync`'s write bandwidth
-#   restore with verify   >= 90% of a plain read's bandwidth (page cache
-#                            dropped before each read when run as root)
+#   restore with verify   >= 90% of a plain read(2) of the same bytes into
+#                            the same memory (page cache dropped before each
+#                            read when run as root; dd to /dev/null shown too)
 #   save_async blocking   <= a memcpy of the state + 10%
 #   checksums             <= 10% of the save time
 #

@@ -142,18 +142,18 @@ void herd__ckpt_hasher_start(herd__ckpt_hasher *h)
 	h->running = pthread_create(&h->thread, NULL, hasher_main, h) == 0;
 }
 
-void herd__ckpt_hasher_post(herd__ckpt_hasher *h, int fd, void *p, uint64_t off, uint64_t len,
-			    uint64_t chunk, const uint64_t *sums)
+/* Hands the job in h's fields to the thread, or does it here without one. */
+static void hasher_go(herd__ckpt_hasher *h, const herd__ckpt_hasher *job)
 {
 	if (h->running)
 		pthread_mutex_lock(&h->mu);
-	h->fd = fd;
-	h->p = p;
-	h->off = off;
-	h->len = len;
-	h->chunk = chunk;
-	h->sums = sums;
-	h->out = NULL;
+	h->fd = job->fd;
+	h->p = job->p;
+	h->off = job->off;
+	h->len = job->len;
+	h->chunk = job->chunk;
+	h->sums = job->sums;
+	h->out = job->out;
 	if (!h->running) {
 		h->res = hasher_job(h);
 		return;
@@ -163,26 +163,23 @@ void herd__ckpt_hasher_post(herd__ckpt_hasher *h, int fd, void *p, uint64_t off,
 	pthread_mutex_unlock(&h->mu);
 }
 
+void herd__ckpt_hasher_post(herd__ckpt_hasher *h, int fd, void *p, uint64_t off, uint64_t len,
+			    uint64_t chunk, const uint64_t *sums)
+{
+	herd__ckpt_hasher job = { .fd = fd, .p = p, .off = off, .len = len, .chunk = chunk,
+				  .sums = sums };
+
+	hasher_go(h, &job);
+}
+
 void herd__ckpt_hasher_post_sums(herd__ckpt_hasher *h, const void *p, uint64_t len,
 				 uint64_t chunk, uint64_t *out)
 {
-	if (h->running)
-		pthread_mutex_lock(&h->mu);
-	h->fd = -1;
 	/* Hash only: the thread never writes through p. */
-	h->p = (uint8_t *)(uintptr_t)p;
-	h->off = 0;
-	h->len = len;
-	h->chunk = chunk;
-	h->sums = NULL;
-	h->out = out;
-	if (!h->running) {
-		h->res = hasher_job(h);
-		return;
-	}
-	h->busy = true;
-	pthread_cond_broadcast(&h->cv);
-	pthread_mutex_unlock(&h->mu);
+	herd__ckpt_hasher job = { .fd = -1, .p = (uint8_t *)(uintptr_t)p, .len = len,
+				  .chunk = chunk, .out = out };
+
+	hasher_go(h, &job);
 }
 
 herd__ckpt_read_result herd__ckpt_hasher_wait(herd__ckpt_hasher *h)

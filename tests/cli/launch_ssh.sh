@@ -82,7 +82,7 @@ timeout 60 "$HERD" launch --hosts '127.0.0.[2,9]' -n 2 -- sleep 29.75 >"$tmp/out
 (( SECONDS - start < 15 )) || fail "unreachable host: took $((SECONDS - start)) s"
 has "$(cat "$tmp/err")" "node 127.0.0.9"
 has "$(cat "$tmp/err")" "Connection refused"
-pgrep -f "sleep 29.75" >/dev/null && fail "a rank of the failed launch is still running"
+pgrep -f "^sleep 29[.]75$" >/dev/null && fail "a rank of the failed launch is still running"
 
 # --- a host that accepts but never speaks SSH: the connect timeout ends it
 python3 -c '

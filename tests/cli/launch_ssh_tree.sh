@@ -11,7 +11,11 @@
 # ranks stopped).
 # Needs root and openssh-server; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
+launcher=
 cleanup() {
+	# A failed check leaves a background launch running: stop it (it stops
+	# its ranks) before the server goes.
+	[[ -n $launcher ]] && kill "$launcher" 2>/dev/null && wait "$launcher" 2>/dev/null
 	bash tests/harness/sshd.sh stop "$tmp/sshd"
 	rm -rf "$tmp"
 }
@@ -40,15 +44,17 @@ want="[127.0.0.2:0] 0 0 0 12 6 via 127.0.0.2
 $out"
 
 # --- the shape: the launcher runs ssh to the two first-level hosts only;
-# the other four are reached by ssh clients that the relays run.
+# the other four are reached by ssh clients that the relays run.  (The
+# patterns are anchored: the launcher's own command line ends in the
+# ranks' command too.)
 HERD_SSH_ARGS="$HERD_SSH_ARGS -o ServerAliveInterval=6" "$HERD" launch --hosts '127.0.0.[2-7]' \
 	-n 6 -- sleep 96.75 >"$tmp/out" 2>"$tmp/err" &
 launcher=$!
 for _ in $(seq 400); do
-	[[ $(pgrep -fc "sleep 96.75") == 6 ]] && break
+	[[ $(pgrep -fc "^sleep 96[.]75$") == 6 ]] && break
 	sleep 0.1
 done
-[[ $(pgrep -fc "sleep 96.75") == 6 ]] || fail "6 ranks did not start: $(cat "$tmp/err")"
+[[ $(pgrep -fc "^sleep 96[.]75$") == 6 ]] || fail "6 ranks did not start: $(cat "$tmp/err")"
 direct=$(pgrep -P "$launcher" -x ssh | wc -l)
 relayed=$(pgrep -f "ServerAliveInterval=6 .* -- 127.0.0.[3467] " | wc -l)
 kill "$launcher"
@@ -57,12 +63,13 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 wait "$launcher"
+launcher=
 [[ $direct == 2 && $relayed == 4 ]] || fail "tree shape: $direct ssh from the launcher, $relayed to the leaves"
 for _ in $(seq 100); do
-	pgrep -f "sleep 96.75" >/dev/null || break
+	pgrep -f "^sleep 96[.]75$" >/dev/null || break
 	sleep 0.1
 done
-pgrep -f "sleep 96.75" >/dev/null && fail "a rank of the killed launch is still running"
+pgrep -f "^sleep 96[.]75$" >/dev/null && fail "a rank of the killed launch is still running"
 
 # --- stderr lines of leaf ranks come through too, on the launcher's stderr
 timeout 60 "$HERD" launch --hosts '127.0.0.[2-7]' -n 6 -- sh -c 'echo "e$HERD_RANK" >&2' \
@@ -89,10 +96,10 @@ timeout 60 "$HERD" launch --hosts '127.0.0.[2-6,9]' -n 6 -- sleep 28.75 \
 has "$(cat "$tmp/err")" "node 127.0.0.9"
 has "$(cat "$tmp/err")" "Connection refused"
 for _ in $(seq 50); do
-	pgrep -f "sleep 28.75" >/dev/null || break
+	pgrep -f "^sleep 28[.]75$" >/dev/null || break
 	sleep 0.1
 done
-pgrep -f "sleep 28.75" >/dev/null && fail "a rank of the failed launch is still running"
+pgrep -f "^sleep 28[.]75$" >/dev/null && fail "a rank of the failed launch is still running"
 
 # --- a relay dies mid-job: its subtree is lost (named), and the ranks on
 # the leaves below it stop.
@@ -102,8 +109,8 @@ timeout 60 "$HERD" launch --hosts '127.0.0.[2-7]' -n 6 -- \
 [[ $rc != 0 ]] || fail "relay killed: exit 0"
 has "$(cat "$tmp/err")" "127.0.0.5"
 for _ in $(seq 100); do
-	pgrep -f "sleep 27.75" >/dev/null || break
+	pgrep -f "^sleep 27[.]75$" >/dev/null || break
 	sleep 0.1
 done
-pgrep -f "sleep 27.75" >/dev/null && fail "a rank below the killed relay is still running"
+pgrep -f "^sleep 27[.]75$" >/dev/null && fail "a rank below the killed relay is still running"
 echo "ok"

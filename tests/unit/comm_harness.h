@@ -341,6 +341,24 @@ static inline int run_ranks(int size, rank_fn fn, void *arg, int timeout_ms, par
 	return bad;
 }
 
+/* ---- abort from a second thread ------------------------------------------ */
+
+typedef struct abort_ctx {
+	herd_comm *comm;
+	int64_t t_abort;   /* when abort was called */
+} abort_ctx;
+
+/* A thread body: aborts c->comm 300 ms after it starts. */
+static inline void *abort_later(void *arg)
+{
+	abort_ctx *c = arg;
+
+	sleep_ms(300);
+	c->t_abort = now_ms();
+	herd_comm_abort(c->comm);
+	return NULL;
+}
+
 /* ---- tiny calls for the tests --------------------------------------------- */
 
 /* Sends op->count bytes to the next rank, receives as many from the previous. */

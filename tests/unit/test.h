@@ -18,6 +18,20 @@
 static int test_failures;
 static int test_checks;
 
+/* n bytes that depend on seed alone (xorshift64), for data to round-trip. */
+static inline void test_fill_bytes(void *p, size_t n, uint64_t seed)
+{
+	uint8_t *b = p;
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		b[i] = (uint8_t)x;
+	}
+}
+
 #define TEST_FAIL_(...)                                                 \
 	do {                                                            \
 		test_failures++;                                        \

@@ -19,19 +19,6 @@ static void make_dir(char *buf, size_t cap, const char *name)
 	snprintf(buf, cap, "%s/%s", root, name);
 }
 
-static void fill_bytes(void *p, size_t n, uint64_t seed)
-{
-	uint8_t *b = p;
-	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-
-	for (size_t i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		b[i] = (uint8_t)x;
-	}
-}
-
 /* Flips one byte of a file at off (from the end when off < 0). */
 static void flip_byte(const char *path, long off)
 {
@@ -92,7 +79,7 @@ static void test_ckpt_roundtrip_every_dtype_bit_exact(void)
 
 		data[t] = malloc(bytes);
 		want[t] = malloc(bytes);
-		fill_bytes(want[t], bytes, (uint64_t)t + 1);
+		test_fill_bytes(want[t], bytes, (uint64_t)t + 1);
 		memcpy(data[t], want[t], bytes);
 		snprintf(name, sizeof(name), "w.%s", herd_dtype_name((herd_dtype)t));
 		CHECK_OK(herd_ckpt_add_tensor(ck, name, data[t], (herd_dtype)t, 2, shape, NULL, NULL));
@@ -196,12 +183,12 @@ static void test_ckpt_async_stages_in_pieces_and_second_save_waits(void)
 	CHECK_OK(herd_ckpt_add_tensor(ck, "x", x, HERD_FLOAT32, 2, g, NULL, NULL));
 	CHECK_OK(herd_ckpt_add_blob(ck, "counter", &counter, sizeof(counter),
 				    HERD_CKPT_BLOB_SAME_RANK));
-	fill_bytes(x, sizeof(float) * ROWS * COLS, 1);
+	test_fill_bytes(x, sizeof(float) * ROWS * COLS, 1);
 	counter = 1;
 	memcpy(first, x, sizeof(float) * ROWS * COLS);
 	CHECK_OK(herd_ckpt_save_async(ck, 1));
 	/* Returned: every byte is staged, so the program may change its state. */
-	fill_bytes(x, sizeof(float) * ROWS * COLS, 2);
+	test_fill_bytes(x, sizeof(float) * ROWS * COLS, 2);
 	counter = 2;
 	CHECK_ERR(herd_ckpt_add_blob(ck, "late", &counter, 8, HERD_CKPT_BLOB_RANK0), HERD_EBUSY,
 		  "in flight");

@@ -18,19 +18,6 @@ enum { A_N = 48 * 1024, B_N = 40000 };
 static char dir1[256], dir2[256];
 static char scope[64];
 
-static void fill_bytes(void *p, size_t n, uint64_t seed)
-{
-	uint8_t *b = p;
-	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-
-	for (size_t i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		b[i] = (uint8_t)x;
-	}
-}
-
 /* The state of a step: two tensors and a blob, all derived from it. */
 typedef struct state {
 	float a[A_N];
@@ -40,8 +27,8 @@ typedef struct state {
 
 static void make_state(state *s, int64_t step)
 {
-	fill_bytes(s->a, sizeof(s->a), (uint64_t)step);
-	fill_bytes(s->b, sizeof(s->b), (uint64_t)step + 1000003);
+	test_fill_bytes(s->a, sizeof(s->a), (uint64_t)step);
+	test_fill_bytes(s->b, sizeof(s->b), (uint64_t)step + 1000003);
 	s->step = step;
 }
 

@@ -314,21 +314,6 @@ static void test_comm_direct_allreduce_rank_that_does_not_call_gives_etimedout(v
 	}
 }
 
-typedef struct abort_ctx {
-	herd_comm *comm;
-	int64_t t_abort;
-} abort_ctx;
-
-static void *abort_later(void *arg)
-{
-	abort_ctx *c = arg;
-
-	sleep_ms(300);
-	c->t_abort = now_ms();
-	herd_comm_abort(c->comm);
-	return NULL;
-}
-
 static void abort_rank(int rank, int size, void *arg)
 {
 	const direct_args *a = arg;

@@ -164,21 +164,6 @@ static void test_comm_rank_that_does_not_call_gives_etimedout_naming_it(void)
 
 /* ---- abort ---------------------------------------------------------------- */
 
-typedef struct abort_ctx {
-	herd_comm *comm;
-	int64_t t_abort;
-} abort_ctx;
-
-static void *abort_later(void *arg)
-{
-	abort_ctx *c = arg;
-
-	sleep_ms(300);
-	c->t_abort = now_ms();
-	herd_comm_abort(c->comm);
-	return NULL;
-}
-
 static void abort_rank(int rank, int size, void *arg)
 {
 	const fault_args *a = arg;

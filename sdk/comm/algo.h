@@ -61,18 +61,14 @@
  */
 #define HERD__DIRECT_MIN (64u * 1024u)
 
-/*
- * Except out of place on two ranks from this many bytes, where the ring
- * stays: once the vectors no longer fit in cache, both move the same bytes
- * through memory, and the ring's user-space copies measured faster than the
- * kernel's (on 2 cores, 16 and 128 MiB: 4.0 vs 5.2 ms and 42 vs 48 ms; in
- * place and on 4 ranks the direct path is ahead at every size).
- */
-#define HERD__DIRECT_PAIR_MAX (8u * 1024u * 1024u)
-
 /* The threshold in force: HERD__DIRECT_MIN.  Tests lower it to take the
  * direct path with little data; nothing else writes it. */
 extern size_t herd__direct_min_bytes;
+
+/* The chunk of the direct allreduce in force: HERD__STAGE_BYTES (core.h).
+ * Tests lower it (to a multiple of 8) to run many rounds through the
+ * staging slots with little data; nothing else writes it. */
+extern size_t herd__direct_chunk_bytes;
 
 /* The block size in force: HERD__ALGO_BLOCK.  Tests lower it to run many
  * slices through little data; nothing else writes it. */

@@ -126,8 +126,7 @@ herd_status herd__algo_allreduce(herd_comm *comm, const herd__op *op)
 		if (bytes <= HERD__DIRECT_SMALL)
 			return herd__direct_allreduce_small(comm, op->sendbuf, op->recvbuf,
 							    op->count, dtype, redop);
-		if (bytes >= herd__direct_min_bytes &&
-		    (p > 2 || op->sendbuf == op->recvbuf || bytes < HERD__DIRECT_PAIR_MAX))
+		if (bytes >= herd__direct_min_bytes)
 			return herd__direct_allreduce(comm, op->sendbuf, op->recvbuf, op->count,
 						      dtype, redop);
 	}

@@ -129,7 +129,7 @@ herd_status herd__p2p_exchange(herd_comm *comm, const herd__xfer *sends, size_t 
  * buffers instead of passing messages.  herd__direct_allreduce_small takes
  * at most HERD__DIRECT_SMALL bytes and reduces them in rank order (every
  * rank gets the same bits); herd__direct_allreduce takes any size, each
- * rank reducing a slice of the vector which all then read.  Both handle
+ * rank reducing a slice of the vector which all then receive.  Both handle
  * float16/bfloat16 widening and AVG, in may equal out, and they fail as
  * herd__p2p_exchange does.
  */
@@ -151,5 +151,10 @@ void herd__reduce_scale(void *buf, size_t count, herd_dtype dtype, int n);
 /* float16 / bfloat16 <-> float32, round to nearest even. */
 void herd__half_to_float(float *dst, const uint16_t *src, size_t count, herd_dtype dtype);
 void herd__float_to_half(uint16_t *dst, const float *src, size_t count, herd_dtype dtype);
+
+/* memcpy whose stores bypass the cache (reduce.c), and the fence that
+ * orders them before later stores. */
+void herd__copy_stream(void *dst, const void *src, size_t n);
+void herd__stream_fence(void);
 
 #endif /* HERD_COMM_INTERNAL_H */

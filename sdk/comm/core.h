@@ -272,6 +272,16 @@ void herd__shm_ring_self(herd_comm *comm);
  */
 struct herd__board *herd__shm_board(const herd_comm *comm, int rank);
 
+/*
+ * shm.c: the staging slots of rank `rank` (HERD__STAGE_SLOTS of
+ * HERD__STAGE_BYTES, in its segment, mapped by every local peer), where a
+ * direct allreduce puts the chunks of its result for the peers to copy;
+ * NULL when the rank is not local.
+ */
+#define HERD__STAGE_SLOTS 4u
+#define HERD__STAGE_BYTES (256u * 1024u)
+uint8_t *herd__shm_stage(const herd_comm *comm, int rank);
+
 /* shm.c: wakes local peer `rank` if it sleeps on its doorbell.  The
  * caller's earlier stores are ordered before the look at its flag. */
 void herd__shm_wake(herd_comm *comm, int rank);
@@ -312,8 +322,13 @@ typedef struct herd__board {
 	 * for call addr_cseq (set after them, with release). */
 	alignas(64) _Atomic uint64_t addr_cseq;
 	uint64_t sendbuf, recvbuf;
-	/* The last call in which the owner finished reading (and writing)
-	 * its peers' memory. */
+	/* The large allreduce's staging, as herd__direct_stage_word(call,
+	 * rounds): the rounds of its result the owner has put in its staging
+	 * slots, and the rounds it has copied out of every peer's. */
+	alignas(64) _Atomic uint64_t staged;
+	alignas(64) _Atomic uint64_t taken;
+	/* The last call in which the owner finished reading its peers'
+	 * memory and their staging slots. */
 	alignas(64) _Atomic uint64_t done;
 	/* Small allreduce data, by call parity (direct.c says why two). */
 	herd__board_slot slot[2];

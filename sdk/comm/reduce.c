@@ -1,7 +1,8 @@
 /*
  * sdk/comm/reduce.c - the reduction kernels on the CPU: dst = a OP b for
  * every element type and reduction, the AVG scaling, and float16/bfloat16
- * conversions with round-to-nearest-even.
+ * conversions with round-to-nearest-even, and a copy with streaming
+ * stores.
  *
  * Every kernel comes from one macro expansion over the type list and the
  * operation list (STYLE.md rule 10).  The loops are written for GCC's
@@ -24,8 +25,14 @@
 #pragma GCC optimize("O3")
 #endif
 
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "comm/comm_internal.h"
 
@@ -155,8 +162,6 @@ HERD_KERNEL static void cvt_float_to_bf16(u16_u *dst, const f32_u *src, size_t n
  */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
-#include <immintrin.h>
-#include <stdatomic.h>
 #define HERD_HAVE_F16C_PATH 1
 
 __attribute__((target("avx,f16c"))) static void f16c_half_to_float(f32_u *dst,
@@ -401,3 +406,56 @@ void herd__reduce_scale(void *buf, size_t count, herd_dtype dtype, int n)
 		return;
 	scalers[dtype](buf, count, n);
 }
+
+
+/*
+ * A copy whose destination goes to memory without passing through the
+ * cache: 16-byte streaming stores (SSE2, in every x86-64 CPU) from the
+ * first 16-byte boundary, plain copies for the ends.  A plain store into a
+ * line that is not cached reads the line first (read for ownership) and
+ * then pushes whatever it evicts; a streaming store does neither.  The
+ * stores are weakly ordered: herd__stream_fence before anything another
+ * thread or process may use to learn that they are done.
+ */
+#if defined(__x86_64__)
+void herd__copy_stream(void *dst, const void *src, size_t n)
+{
+	uint8_t *d = dst;
+	const uint8_t *s = src;
+	size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+
+	if (head > n)
+		head = n;
+	memcpy(d, s, head);
+	d += head;
+	s += head;
+	n -= head;
+	for (; n >= 64; n -= 64, d += 64, s += 64) {
+		__m128i x0 = _mm_loadu_si128((const __m128i *)s);
+		__m128i x1 = _mm_loadu_si128((const __m128i *)(s + 16));
+		__m128i x2 = _mm_loadu_si128((const __m128i *)(s + 32));
+		__m128i x3 = _mm_loadu_si128((const __m128i *)(s + 48));
+
+		_mm_stream_si128((__m128i *)d, x0);
+		_mm_stream_si128((__m128i *)(d + 16), x1);
+		_mm_stream_si128((__m128i *)(d + 32), x2);
+		_mm_stream_si128((__m128i *)(d + 48), x3);
+	}
+	memcpy(d, s, n);
+}
+
+void herd__stream_fence(void)
+{
+	_mm_sfence();
+}
+#else
+void herd__copy_stream(void *dst, const void *src, size_t n)
+{
+	memcpy(dst, src, n);
+}
+
+void herd__stream_fence(void)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+}
+#endif

@@ -23,7 +23,9 @@
  * therefore sleep instead of spinning each other out of the CPU.
  *
  * The header page also holds the rank's board, where the direct
- * collectives (direct.c) publish their calls, and at attach each rank
+ * collectives (direct.c) publish their calls; after the rings come
+ * HERD__STAGE_SLOTS staging slots of HERD__STAGE_BYTES, where they put
+ * the results that the peers copy out.  At attach each rank
  * probes whether it can read every local peer's memory with
  * process_vm_readv (cma_ok), which those collectives need.
  *
@@ -56,7 +58,7 @@
 #include "core.h"
 
 #define SHM_MAGIC 0x316d687364726568ull   /* "herdshm1" */
-#define SHM_VERSION 3
+#define SHM_VERSION 4
 /* Ring geometry: NSLOTS slots of SLOT_MAX bytes (4 MiB per ring) while an
  * inbox stays within INBOX_BUDGET; with many local peers the slots shrink
  * (down to SLOT_MIN) so that the memory reserved per rank stays bounded.
@@ -76,6 +78,7 @@ typedef struct inbox_hdr {
 	int32_t owner_rank, owner_pid;
 	uint64_t owner_addr;               /* where the owner mapped this page */
 	uint64_t owner_pidns;              /* inode of the owner's pid namespace */
+	uint64_t stage_off;                /* where the staging slots start */
 	_Atomic uint32_t cma_ok;           /* attach: 1 = the owner reads every peer */
 	alignas(64) atomic_uint doorbell;  /* the futex word */
 	atomic_uint sleeping;
@@ -165,6 +168,17 @@ herd__board *herd__shm_board(const herd_comm *comm, int rank)
 		return NULL;
 	m = rank == comm->rank ? s->own : s->maps[rank];
 	return m != NULL ? &((inbox_hdr *)m)->board : NULL;
+}
+
+uint8_t *herd__shm_stage(const herd_comm *comm, int rank)
+{
+	const herd__shm *s = comm->shm;
+	uint8_t *m;
+
+	if (s == NULL)
+		return NULL;
+	m = rank == comm->rank ? s->own : s->maps[rank];
+	return m != NULL ? m + ((inbox_hdr *)m)->stage_off : NULL;
 }
 
 void herd__shm_wake(herd_comm *comm, int rank)
@@ -411,6 +425,7 @@ herd_status herd__shm_create(herd_comm *comm)
 	inbox_hdr *h;
 	bool any = false;
 	uint32_t slot;
+	size_t stage_off;
 	int fd, rc;
 
 	for (int j = 0; j < comm->size; j++)
@@ -428,7 +443,8 @@ herd_status herd__shm_create(herd_comm *comm)
 	sweep_stale(comm->peers[comm->rank].pidns);
 	segment_name(comm, comm->rank, s->name, sizeof(s->name));
 	slot = slot_size_for(s->ngroup - 1);
-	s->own_size = PAGE + (size_t)(s->ngroup - 1) * (PAGE + (size_t)NSLOTS * slot);
+	stage_off = PAGE + (size_t)(s->ngroup - 1) * (PAGE + (size_t)NSLOTS * slot);
+	s->own_size = stage_off + (size_t)HERD__STAGE_SLOTS * HERD__STAGE_BYTES;
 	fd = shm_open(s->name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return herd__error_errno(HERD_ESYS, errno, "cannot create shared memory segment "
@@ -466,6 +482,7 @@ herd_status herd__shm_create(herd_comm *comm)
 	h->owner_pid = comm->peers[comm->rank].pid;
 	h->owner_addr = (uint64_t)(uintptr_t)s->own;
 	h->owner_pidns = comm->peers[comm->rank].pidns;
+	h->stage_off = stage_off;
 	atomic_store_explicit(&h->magic, SHM_MAGIC, memory_order_release);
 	return HERD_OK;
 }
@@ -500,7 +517,9 @@ static herd_status map_peer(herd_comm *comm, int j)
 	    h->version != SHM_VERSION || h->nrings != (uint32_t)(s->ngroup - 1) ||
 	    h->nslots == 0 || h->nslots > NSLOTS || h->slot_size < 4096 ||
 	    h->slot_size % 64 != 0 ||
-	    s->map_size[j] < PAGE + (size_t)h->nrings * ring_bytes(h))
+	    h->stage_off < PAGE + (size_t)h->nrings * ring_bytes(h) ||
+	    h->stage_off % PAGE != 0 || h->stage_off > s->map_size[j] ||
+	    s->map_size[j] - h->stage_off < (size_t)HERD__STAGE_SLOTS * HERD__STAGE_BYTES)
 		return herd__error(HERD_EFORMAT, "/dev/shm%s of rank %d is not a herd inbox of "
 				   "this version and shape", name, j);
 	return HERD_OK;

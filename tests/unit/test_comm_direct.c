@@ -1,12 +1,14 @@
 /*
- * The direct allreduce of sdk/comm/direct.c (ranks of one host reading and
- * writing each other's buffers, and the small allreduce through the shared
- * boards), with real processes: exact results at the sizes and shapes that
- * matter to it (slices of unequal and zero length, many chunks, in place,
- * float16 widening, AVG), and its failures: a rank killed in the middle of
- * single-copy transfers, mismatched calls, a rank that does not arrive,
- * abort from another thread.  test_comm_ops.c covers every dtype and
- * operation through the same path.
+ * The direct allreduce of sdk/comm/direct.c (ranks of one host reading
+ * each other's buffers and pushing or staging the results, and the small
+ * allreduce through the shared boards), with real processes: exact
+ * results at the sizes and shapes that matter to it (slices of unequal
+ * and zero length, many chunks, in place, out of place and mixed, many
+ * rounds through the staging slots, streaming stores, float16 widening,
+ * AVG), and its failures: a rank killed in the middle of single-copy
+ * transfers, mismatched calls, a rank that does not arrive, abort from
+ * another thread.  test_comm_ops.c covers every dtype and operation
+ * through the same path.
  */
 #include <pthread.h>
 
@@ -18,6 +20,7 @@ typedef struct direct_args {
 	size_t count;
 	int victim;
 	int kill_ms;            /* when the parent kills the victim */
+	bool out_of_place;
 } direct_args;
 
 /* Element i of rank r's input: small integers, so every sum is exact. */
@@ -47,14 +50,22 @@ static size_t check_sums(const float *got, size_t n, int p)
 
 /* ---- results -------------------------------------------------------------- */
 
+/*
+ * Every rank in place (the push), none, and only the even ranks (the
+ * staging, which every rank must choose alike); with the full chunk and
+ * with 4 KiB chunks, which go round the staging slots hundreds of times.
+ */
 static void sums_rank(int rank, int size, void *arg)
 {
 	const direct_args *a = arg;
-	/* 0..p-1 elements leave slices empty; 3 MiB + 3 crosses chunks unevenly. */
-	const size_t counts[] = { 1, (size_t)size - 1, 255, 256, 65536 + 3, (3u << 18) + 3 };
+	/* 0..p-1 elements leave slices empty; 3 MiB + 3 crosses chunks
+	 * unevenly; 8 MiB + 20 bytes is written with streaming stores. */
+	const size_t counts[] = { 1,   (size_t)size - 1, 255, 256, 65536 + 3, (3u << 18) + 3,
+				  (2u << 20) + 5 };
+	const size_t chunks[] = { herd__direct_chunk_bytes, 4096 };
 	herd_comm *comm = NULL;
 	float *in = NULL, *out = NULL;
-	size_t most = (3u << 18) + 3;
+	size_t most = (2u << 20) + 5;
 
 	CHECK_OK(harness_comm(&comm, a->scope, rank, size, "auto", 30000));
 	in = malloc(most * sizeof(float));
@@ -64,21 +75,31 @@ static void sums_rank(int rank, int size, void *arg)
 	CHECK(herd__direct_usable(comm));
 	/* Take the large path from the first byte past the small one. */
 	herd__direct_min_bytes = HERD__DIRECT_SMALL + 1;
-	for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
-		size_t n = counts[k];
+	for (size_t c = 0; c < 2; c++) {
+		herd__direct_chunk_bytes = chunks[c];
+		for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+			size_t n = counts[k];
 
-		if (n == 0)
-			continue;
-		for (int inplace = 0; inplace < 2; inplace++) {
-			for (size_t i = 0; i < n; i++) {
-				in[i] = in_value(rank, i);
-				out[i] = -1;
+			if (n == 0)
+				continue;
+			for (int mode = 0; mode < 3; mode++) {
+				bool inplace = mode == 1 || (mode == 2 && rank % 2 == 0);
+
+				for (size_t i = 0; i < n; i++) {
+					in[i] = in_value(rank, i);
+					out[i] = -1;
+				}
+				CHECK_OK(herd_comm_allreduce(comm, in, inplace ? in : out, n,
+							     HERD_FLOAT32, HERD_SUM));
+				if (check_sums(inplace ? in : out, n, size) != 0) {
+					CHECK(false);
+					printf("     rank %d: %zu floats, chunk %zu, %s\n", rank, n,
+					       chunks[c], inplace ? "in place" : "out of place");
+				}
 			}
-			CHECK_OK(herd_comm_allreduce(comm, in, inplace ? in : out, n, HERD_FLOAT32,
-						     HERD_SUM));
-			CHECK_INT(check_sums(inplace ? in : out, n, size), 0);
 		}
 	}
+	herd__direct_chunk_bytes = chunks[0];
 	/* float16 through float32, and AVG on integers: rounded once. */
 	{
 		const size_t n = 300000;
@@ -170,22 +191,25 @@ static void killed_rank(int rank, int size, void *arg)
 {
 	const direct_args *a = arg;
 	float *buf = malloc(a->count * sizeof(float));
+	float *res = a->out_of_place ? malloc(a->count * sizeof(float)) : buf;
 	herd_comm *comm = NULL;
 	herd_status st = HERD_OK;
 	int64_t until;
 
 	CHECK_OK(harness_comm(&comm, a->scope, rank, size, "auto", 30000));
-	if (comm == NULL || buf == NULL)
+	if (comm == NULL || buf == NULL || res == NULL)
 		goto out;
 	for (size_t i = 0; i < a->count; i++)
 		buf[i] = 1;
 	until = now_ms() + 20000;
 	while (st == HERD_OK && now_ms() < until)
-		st = herd_comm_allreduce(comm, buf, buf, a->count, HERD_FLOAT32, HERD_MAX);
+		st = herd_comm_allreduce(comm, buf, res, a->count, HERD_FLOAT32, HERD_MAX);
 	report_status(rank, st, now_ms(), 0);
 	CHECK_ERR(st, HERD_EPEER, "rank 2 (host");
 out:
 	herd_comm_destroy(comm);
+	if (res != buf)
+		free(res);
 	free(buf);
 }
 
@@ -202,13 +226,17 @@ static void kill_victim(const pid_t *pids, int size, void *arg)
 static void test_comm_direct_allreduce_peer_killed_mid_transfer_gives_epeer_within_2s(void)
 {
 	/* 32 MiB: the survivors are in single-copy transfers most of the time
-	 * (killed once every rank has been calling for a while); 3 floats: in
-	 * the small allreduce's flag waits. */
-	const size_t counts[] = { (size_t)8 << 20, 3 };
-	const int kill_ms[] = { 3000, 700 };
+	 * (killed once every rank has been calling for a while), in place
+	 * (pushing into the peers) and out of place (copying out of their
+	 * staging slots, or waiting for them); 3 floats: in the small
+	 * allreduce's flag waits. */
+	const size_t counts[] = { (size_t)8 << 20, (size_t)8 << 20, 3 };
+	const int kill_ms[] = { 3000, 2000, 700 };
+	const bool oop[] = { false, true, false };
 
-	for (size_t k = 0; k < 2; k++) {
-		direct_args a = { .count = counts[k], .victim = 2, .kill_ms = kill_ms[k] };
+	for (size_t k = 0; k < 3; k++) {
+		direct_args a = { .count = counts[k], .victim = 2, .kill_ms = kill_ms[k],
+				  .out_of_place = oop[k] };
 		rank_result res[4];
 
 		memset(res, 0, sizeof(res));

@@ -13,6 +13,15 @@
  * sendbuf and writing recvbuf.  The allgather of one slice shares its
  * exchanges with the reduce-scatter of the next.
  *
+ * Where some pair talks TCP and every rank is on this host, with a power
+ * of two ranks, reduce-scatter by recursive halving and allgather by
+ * recursive doubling (Rabenseifner) replace the ring: the same bytes per
+ * rank, 2 log2 p steps per slice instead of 2(p - 1), each an exchange
+ * between two partners.  Over loopback TCP on 2 cores (128 MiB in place,
+ * medians of 5): 4 ranks 141-170 ms against 236 ms for the ring, 2 ranks
+ * 47 against 63 ms.  Between hosts the ring stays (not measured here, and
+ * with several ranks a host, halving sends more across the hosts).
+ *
  * float16 and bfloat16 SUM/PROD/AVG reduce in float32 and round once:
  * each slice is widened into a float32 scratch slice, reduce-scattered
  * there, and each rank rounds its own block into recvbuf (after the AVG
@@ -108,6 +117,113 @@ out:
 	return st;
 }
 
+/* Blocks [lo, hi) of a slice of n elements split into p blocks: the element
+ * offset and count. */
+static void block_range(size_t n, int p, int lo, int hi, size_t *off, size_t *len)
+{
+	size_t last_off, last_len;
+
+	herd__algo_split(n, p, lo, off, len);
+	herd__algo_split(n, p, hi - 1, &last_off, &last_len);
+	*len = last_off + last_len - *off;
+}
+
+/*
+ * Recursive halving, then doubling, slice by slice (the slices of the
+ * ring).  Halving at distance d = p/2 .. 1: this rank and rank r ^ d split
+ * the blocks they both still hold; each keeps the half on its side of d
+ * (the upper one when bit d of its rank is set), sends the other and
+ * reduces the partner's half into its own.  After log2 p steps this rank
+ * holds block r complete; doubling at d = 1 .. p/2 swaps what each holds
+ * with rank r ^ d, so the holdings double back to the whole slice.  Every
+ * block is reduced by one rank only, so every rank gets the same bits.
+ */
+static herd_status hd_allreduce(herd_comm *comm, const void *in, void *out, size_t count,
+				herd_dtype dtype, herd_redop op)
+{
+	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
+	bool widen = herd__algo_widens(dtype, op);
+	herd_dtype wdt = widen ? HERD_FLOAT32 : dtype;
+	size_t es = herd_dtype_size(dtype), wes = herd_dtype_size(wdt);
+	size_t block = herd__algo_block_elems(wes), slice;
+	herd_redop eop = herd__algo_elem_op(op);
+	const char *cin = in;
+	char *cout = out;
+	float *wide = NULL;
+	herd_status st = HERD_OK;
+
+	if (block > HERD__ALGO_BLOCK_TCP / wes)
+		block = HERD__ALGO_BLOCK_TCP / wes;
+	slice = block * (size_t)p;
+	if (widen)
+		HERD_CHECK(herd__algo_alloc(&wide, (count < slice ? count : slice) * wes,
+					    "a float32 slice of a float16/bfloat16 allreduce"));
+	for (size_t s0 = 0; s0 < count; s0 += slice) {
+		size_t n = count - s0 < slice ? count - s0 : slice, off, len;
+		const char *src = cin + s0 * es;
+		char *work = cout + s0 * es;
+		int lo = 0, hi = p;
+
+		if (widen) {
+			herd__half_to_float(wide, (const uint16_t *)src, n, dtype);
+			src = work = (char *)wide;
+		}
+		for (int d = p / 2; d >= 1; d /= 2) {
+			int mid = lo + (hi - lo) / 2, keep_lo = r & d ? mid : lo;
+			int keep_hi = r & d ? hi : mid, give_lo = r & d ? lo : mid;
+			int give_hi = r & d ? mid : hi;
+			/* the first step reads the input, later ones the partial sums */
+			const char *from = d == p / 2 ? src : work;
+			size_t koff, klen, goff, glen;
+
+			block_range(n, p, keep_lo, keep_hi, &koff, &klen);
+			block_range(n, p, give_lo, give_hi, &goff, &glen);
+			HERD_CHECK_GOTO(herd__algo_xchg(comm, r ^ d, from + goff * wes, glen * wes, r ^ d,
+							work + koff * wes, from + koff * wes,
+							klen * wes, wdt, eop), st, out);
+			lo = keep_lo;
+			hi = keep_hi;
+		}
+		/* this rank's block of the slice is complete: finish it */
+		herd__algo_split(n, p, r, &off, &len);
+		if (op == HERD_AVG)
+			herd__reduce_scale(work + off * wes, len, wdt, p);
+		if (widen)
+			herd__float_to_half((uint16_t *)(cout + (s0 + off) * es),
+					    (const float *)work + off, len, dtype);
+		for (int d = 1; d < p; d *= 2) {
+			int peer_lo = r & d ? lo - d : hi, peer_hi = r & d ? lo : hi + d;
+			size_t moff, mlen, poff, plen;
+
+			block_range(n, p, lo, hi, &moff, &mlen);
+			block_range(n, p, peer_lo, peer_hi, &poff, &plen);
+			HERD_CHECK_GOTO(herd__algo_xchg(comm, r ^ d, cout + (s0 + moff) * es, mlen * es,
+							r ^ d, cout + (s0 + poff) * es, NULL, plen * es,
+							dtype, HERD_SUM), st, out);
+			lo = lo < peer_lo ? lo : peer_lo;
+			hi = hi > peer_hi ? hi : peer_hi;
+		}
+	}
+out:
+	free(wide);
+	return st;
+}
+
+/* Halving-doubling instead of the ring: a power of two ranks, all on this
+ * host, some pair over TCP.  Every rank sees the same (nlocal is the size
+ * on one rank only if it is on all). */
+static bool hd_suits(herd_comm *comm)
+{
+	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
+
+	if (p < 2 || (p & (p - 1)) != 0 || herd__comm_nlocal(comm) != p)
+		return false;
+	for (int j = 0; j < p; j++)
+		if (j != r && !herd__comm_uses_shm(comm, j))
+			return true;
+	return false;
+}
+
 herd_status herd__algo_allreduce(herd_comm *comm, const herd__op *op)
 {
 	int p = herd_comm_size(comm);
@@ -138,5 +254,7 @@ herd_status herd__algo_allreduce(herd_comm *comm, const herd__op *op)
 	if (herd__algo_pick(comm, op->count < (size_t)p ? 0 : bytes) == HERD__ALGO_LATENCY)
 		return herd__rd_allreduce_full(comm, op->sendbuf, op->recvbuf, op->count, dtype,
 					       redop);
+	if (herd__algo_auto(comm) && hd_suits(comm))
+		return hd_allreduce(comm, op->sendbuf, op->recvbuf, op->count, dtype, redop);
 	return ring_allreduce(comm, op->sendbuf, op->recvbuf, op->count, dtype, redop);
 }

@@ -90,6 +90,9 @@ const char *herd__comm_algo(const herd_comm *comm);
  * host and neither side asked for TCP.  Both sides decide alike (core.c). */
 bool herd__comm_uses_shm(const herd_comm *comm, int peer);
 
+/* How many ranks of the communicator are on this host, this one included. */
+int herd__comm_nlocal(const herd_comm *comm);
+
 /*
  * Where received bytes go: dst[i] = bytes as received (copy), or, when
  * reduce_with is set, dst[i] = reduce_with[i] OP received[i] element-wise,

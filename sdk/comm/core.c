@@ -836,6 +836,11 @@ const char *herd__comm_algo(const herd_comm *comm)
 	return comm->cfg.algo;
 }
 
+int herd__comm_nlocal(const herd_comm *comm)
+{
+	return comm->nlocal;
+}
+
 /* ---- running calls -------------------------------------------------------- */
 
 /* Numbers a call, in the order the caller makes them.  Returns its

@@ -6,10 +6,13 @@
  * references computed in double precision.
  *
  * The stand-in is this file's own (it defines herd__p2p_exchange,
- * herd_comm_rank, herd_comm_size, herd__comm_algo, herd__comm_uses_shm and
- * the direct calls, so the core's objects are not linked).  Its ranks share no memory: the
- * direct allreduce of direct.c is never usable here.  Messages are queued per ordered pair; a receive checks
- * the length the sender sent.  Before its sends an exchange first takes
+ * herd_comm_rank, herd_comm_size, herd__comm_algo, herd__comm_uses_shm,
+ * herd__comm_nlocal and the direct calls, so the core's objects are not
+ * linked).  Its ranks share no memory: the direct allreduce of direct.c is
+ * never usable here.  Its ranks count as one host; algorithm "auto/tcp" is
+ * "auto" with every pair over TCP, which takes allreduce's halving-doubling
+ * for 2, 4 and 8 ranks.  Messages are queued per ordered pair; a receive
+ * checks the length the sender sent.  Before its sends an exchange first takes
  * whatever has already arrived, so an algorithm that reduces into a buffer
  * it is sending in the same step is caught sending the wrong data.  The
  * real transports are tested with real processes in test_comm_ops*.c.
@@ -35,6 +38,7 @@ typedef struct msg {
 typedef struct world {
 	int size;
 	const char *algo;
+	bool tcp;               /* every pair over TCP ("auto/tcp") */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	msg *head[MAX_RANKS][MAX_RANKS], *tail[MAX_RANKS][MAX_RANKS]; /* [from][to] */
@@ -61,11 +65,17 @@ const char *herd__comm_algo(const herd_comm *comm)
 	return comm->w->algo;
 }
 
-/* Every pair of the stand-in world counts as shared memory (the block
- * sizes the tests set are below HERD__ALGO_BLOCK_TCP anyway). */
+/* Every pair of the stand-in world counts as shared memory unless the
+ * world is "auto/tcp" (the block sizes the tests set are below
+ * HERD__ALGO_BLOCK_TCP anyway). */
 bool herd__comm_uses_shm(const herd_comm *comm, int peer)
 {
-	return peer != comm->rank;
+	return peer != comm->rank && !comm->w->tcp;
+}
+
+int herd__comm_nlocal(const herd_comm *comm)
+{
+	return comm->w->size;
 }
 
 bool herd__direct_usable(const herd_comm *comm)
@@ -195,7 +205,8 @@ static void *rank_main(void *arg)
  * message must have been taken with the length it was sent with. */
 static int run_ranks(int p, const char *algo, herd__op *ops)
 {
-	world w = { .size = p, .algo = algo };
+	bool tcp = strcmp(algo, "auto/tcp") == 0;
+	world w = { .size = p, .algo = tcp ? "auto" : algo, .tcp = tcp };
 	rank_ctx ctx[MAX_RANKS];
 	pthread_t t[MAX_RANKS];
 	int bad = 0;
@@ -361,7 +372,8 @@ static void op_set(herd__op *o, herd__op_fn run, herd_dtype dt, herd_redop op, i
 /* "auto" is "rd" for every small case but allreduce's tiniest (one-shot):
  * the small matrices force each algorithm, the large cases and allreduce
  * also let size decide. */
-static const char *const algos[] = { "auto", "ring", "rd" };
+static const char *const algos[] = { "auto", "ring", "rd", "auto/tcp" };
+#define NALGOS (sizeof(algos) / sizeof(algos[0]))
 
 static int case_allreduce(int p, const char *algo, herd_dtype dt, herd_redop op, size_t n,
 			  bool inplace)
@@ -570,7 +582,7 @@ static void test_allreduce_every_dtype_op_size_and_algorithm(void)
 	int bad = 0;
 
 	for (size_t s = 0; s < NSIZES; s++)
-		for (int a = 0; a < 3; a++)
+		for (size_t a = 0; a < NALGOS; a++)
 			for (int dt = 0; dt < HERD_DTYPE_COUNT; dt++)
 				for (int op = 0; op < HERD_REDOP_COUNT; op++)
 					for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
@@ -592,6 +604,8 @@ static void test_allreduce_large_spans_slices(void)
 		bad += case_allreduce(sizes[s], "auto", HERD_INT32, HERD_MAX, n, true);
 		bad += case_allreduce(sizes[s], "auto", HERD_BFLOAT16, HERD_AVG, n, true);
 		bad += case_allreduce(sizes[s], "rd", HERD_FLOAT64, HERD_PROD, n / 4, false);
+		bad += case_allreduce(sizes[s], "auto/tcp", HERD_FLOAT32, HERD_SUM, n, false);
+		bad += case_allreduce(sizes[s], "auto/tcp", HERD_FLOAT16, HERD_AVG, n, true);
 	}
 	CHECK_INT(bad, 0);
 }
@@ -613,9 +627,12 @@ static void test_ring_algorithms_with_tiny_blocks_cross_many_slices(void)
 				size_t n = counts[c];
 				bool inplace = (dt + (int)c) % 2 == 0;
 
-				for (int op = 0; op < HERD_REDOP_COUNT; op++)
+				for (int op = 0; op < HERD_REDOP_COUNT; op++) {
 					bad += case_allreduce(sizes[s], "ring", (herd_dtype)dt,
 							      (herd_redop)op, n, (op + dt) % 2 == 0);
+					bad += case_allreduce(sizes[s], "auto/tcp", (herd_dtype)dt,
+							      (herd_redop)op, n, (op + dt) % 2 == 1);
+				}
 				bad += case_reduce(sizes[s], "ring", (herd_dtype)dt, HERD_AVG, n, inplace,
 						   (dt + 1) % sizes[s]);
 				bad += case_reduce_scatter(sizes[s], "ring", (herd_dtype)dt,

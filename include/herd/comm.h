@@ -104,8 +104,8 @@ typedef struct herd_comm_opts {
 	 * written with streaming stores, past the cache).  Otherwise, and between
 	 * those sizes: up to 1 KiB on 3 to 16 ranks one exchange of every
 	 * vector with every rank; below 64 KiB recursive doubling; from 64 KiB
-	 * a pipelined ring (reduce-scatter then allgather), or, with a power
-	 * of two ranks all on this host and talking TCP, reduce-scatter by
+	 * a pipelined ring (reduce-scatter then allgather), or, with 4, 8,
+	 * 16 ... ranks all on this host and talking TCP, reduce-scatter by
 	 * recursive halving and allgather by recursive doubling.  The other
 	 * collectives take their latency algorithm (recursive doubling, a
 	 * binomial tree) below 64 KiB and their bandwidth one (a ring, a

@@ -13,14 +13,16 @@
  * sendbuf and writing recvbuf.  The allgather of one slice shares its
  * exchanges with the reduce-scatter of the next.
  *
- * Where some pair talks TCP and every rank is on this host, with a power
- * of two ranks, reduce-scatter by recursive halving and allgather by
+ * Where some pair talks TCP and every rank is on this host, with 4, 8, 16
+ * ... ranks, reduce-scatter by recursive halving and allgather by
  * recursive doubling (Rabenseifner) replace the ring: the same bytes per
  * rank, 2 log2 p steps per slice instead of 2(p - 1), each an exchange
- * between two partners.  Over loopback TCP on 2 cores (128 MiB in place,
- * medians of 5): 4 ranks 141-170 ms against 236 ms for the ring, 2 ranks
- * 47 against 63 ms.  Between hosts the ring stays (not measured here, and
- * with several ranks a host, halving sends more across the hosts).
+ * between two partners.  Over loopback TCP, 4 ranks on 2 cores, in place,
+ * medians of 5: 128 MiB 170 ms against 236 ms for the ring, 16 MiB 20.0
+ * against 31.1 ms.  With 2 ranks the ring's merged steps do as well
+ * (16 MiB 8.7 against 10.0 ms, 128 MiB 76-80 against 81-84 ms), so it
+ * stays; between hosts too (not measured here, and with several ranks a
+ * host, halving sends more across the hosts).
  *
  * float16 and bfloat16 SUM/PROD/AVG reduce in float32 and round once:
  * each slice is widened into a float32 scratch slice, reduce-scattered
@@ -209,14 +211,14 @@ out:
 	return st;
 }
 
-/* Halving-doubling instead of the ring: a power of two ranks, all on this
- * host, some pair over TCP.  Every rank sees the same (nlocal is the size
- * on one rank only if it is on all). */
+/* Halving-doubling instead of the ring: a power of two ranks from 4, all
+ * on this host, some pair over TCP.  Every rank sees the same (nlocal is
+ * the size on one rank only if it is on all). */
 static bool hd_suits(herd_comm *comm)
 {
 	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
 
-	if (p < 2 || (p & (p - 1)) != 0 || herd__comm_nlocal(comm) != p)
+	if (p < 4 || (p & (p - 1)) != 0 || herd__comm_nlocal(comm) != p)
 		return false;
 	for (int j = 0; j < p; j++)
 		if (j != r && !herd__comm_uses_shm(comm, j))

@@ -11,7 +11,7 @@
  * linked).  Its ranks share no memory: the direct allreduce of direct.c is
  * never usable here.  Its ranks count as one host; algorithm "auto/tcp" is
  * "auto" with every pair over TCP, which takes allreduce's halving-doubling
- * for 2, 4 and 8 ranks.  Messages are queued per ordered pair; a receive
+ * for 4 and 8 ranks.  Messages are queued per ordered pair; a receive
  * checks the length the sender sent.  Before its sends an exchange first takes
  * whatever has already arrived, so an algorithm that reduces into a buffer
  * it is sending in the same step is caught sending the wrong data.  The

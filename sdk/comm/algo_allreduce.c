@@ -35,6 +35,34 @@
 #include "comm/algo.h"
 
 /*
+ * The slices the bandwidth algorithms cut, p blocks of at most
+ * HERD__ALGO_BLOCK bytes, or HERD__ALGO_BLOCK_TCP when any pair of the
+ * communicator uses TCP (every rank must cut the same slices, and every
+ * rank sees the pairs alike: herd__comm_uses_shm); and for a widened type,
+ * a float32 slice to reduce in (*wide, NULL otherwise; the caller frees it).
+ */
+static herd_status slice_setup(herd_comm *comm, size_t count, size_t wes, bool widen,
+			       size_t *slice, float **wide)
+{
+	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
+	size_t block = herd__algo_block_elems(wes);
+
+	if (block > HERD__ALGO_BLOCK_TCP / wes) {
+		for (int j = 0; j < p; j++)
+			if (j != r && !herd__comm_uses_shm(comm, j)) {
+				block = HERD__ALGO_BLOCK_TCP / wes;
+				break;
+			}
+	}
+	*slice = block * (size_t)p;
+	*wide = NULL;
+	if (widen)
+		HERD_CHECK(herd__algo_alloc(wide, (count < *slice ? count : *slice) * wes,
+					    "a float32 slice of a float16/bfloat16 allreduce"));
+	return HERD_OK;
+}
+
+/*
  * Slice s runs its reduce-scatter in the same exchanges as the allgather
  * of slice s - 1: step k of both goes to the right neighbour as two
  * messages, so the ring synchronizes (S + 1)(p - 1) times for S slices
@@ -46,9 +74,7 @@ static herd_status ring_allreduce(herd_comm *comm, const void *in, void *out, si
 	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
 	bool widen = herd__algo_widens(dtype, op);
 	herd_dtype wdt = widen ? HERD_FLOAT32 : dtype;
-	size_t es = herd_dtype_size(dtype), wes = herd_dtype_size(wdt);
-	size_t block = herd__algo_block_elems(wes), slice;
-	size_t nslices;
+	size_t es = herd_dtype_size(dtype), wes = herd_dtype_size(wdt), slice, nslices;
 	const char *cin = in;
 	char *cout = out, *ag_buf = NULL;
 	herd__ring_layout ag_l = { 0, 0 };
@@ -56,21 +82,8 @@ static herd_status ring_allreduce(herd_comm *comm, const void *in, void *out, si
 	float *wide = NULL;
 	herd_status st = HERD_OK;
 
-	/* Every rank must cut the same slices: the smaller TCP block is taken
-	 * when any pair of the communicator uses TCP, which every rank sees
-	 * alike (see herd__comm_uses_shm). */
-	if (block > HERD__ALGO_BLOCK_TCP / wes) {
-		for (int j = 0; j < p; j++)
-			if (j != r && !herd__comm_uses_shm(comm, j)) {
-				block = HERD__ALGO_BLOCK_TCP / wes;
-				break;
-			}
-	}
-	slice = block * (size_t)p;
+	HERD_CHECK(slice_setup(comm, count, wes, widen, &slice, &wide));
 	nslices = (count + slice - 1) / slice;
-	if (widen)
-		HERD_CHECK(herd__algo_alloc(&wide, (count < slice ? count : slice) * wes,
-					    "a float32 slice of a float16/bfloat16 allreduce"));
 	for (size_t s = 0; s <= nslices; s++) {
 		size_t s0 = s * slice, ooff = 0, olen = 0;
 
@@ -146,20 +159,14 @@ static herd_status hd_allreduce(herd_comm *comm, const void *in, void *out, size
 	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
 	bool widen = herd__algo_widens(dtype, op);
 	herd_dtype wdt = widen ? HERD_FLOAT32 : dtype;
-	size_t es = herd_dtype_size(dtype), wes = herd_dtype_size(wdt);
-	size_t block = herd__algo_block_elems(wes), slice;
+	size_t es = herd_dtype_size(dtype), wes = herd_dtype_size(wdt), slice;
 	herd_redop eop = herd__algo_elem_op(op);
 	const char *cin = in;
 	char *cout = out;
 	float *wide = NULL;
 	herd_status st = HERD_OK;
 
-	if (block > HERD__ALGO_BLOCK_TCP / wes)
-		block = HERD__ALGO_BLOCK_TCP / wes;
-	slice = block * (size_t)p;
-	if (widen)
-		HERD_CHECK(herd__algo_alloc(&wide, (count < slice ? count : slice) * wes,
-					    "a float32 slice of a float16/bfloat16 allreduce"));
+	HERD_CHECK(slice_setup(comm, count, wes, widen, &slice, &wide));
 	for (size_t s0 = 0; s0 < count; s0 += slice) {
 		size_t n = count - s0 < slice ? count - s0 : slice, off, len;
 		const char *src = cin + s0 * es;

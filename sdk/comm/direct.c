@@ -509,21 +509,19 @@ static void copy_out(const dcall *c, size_t off, const uint8_t *src, size_t n)
 }
 
 /*
- * Round t of this rank: reduces chunk t of its slice over all ranks into
- * its staging slot t % HERD__STAGE_SLOTS (the peers' chunks come through
- * the scratch; float16/bfloat16 SUM/PROD/AVG add in float32 and round
- * once), copies it into its own receive buffer, and says so.
+ * Reduces the n elements at element offset off over all ranks into dst
+ * (the peers' chunks come through the scratch; float16/bfloat16
+ * SUM/PROD/AVG add in float32 and round once), own operand first and the
+ * peers' after it in rank order from this rank, so that every element has
+ * one reducer and every rank gets its bits.
  */
-static herd_status stage_chunk(dcall *c, size_t t)
+static herd_status reduce_chunk_into(dcall *c, size_t off, size_t n, uint8_t *dst)
 {
-	uint8_t *slot = stage_slot(c, c->r, t), *bounce = c->d->scratch;
+	uint8_t *bounce = c->d->scratch;
+	const uint8_t *own = c->in + off * c->es;
 	float *acc = (float *)(c->d->scratch + HERD__STAGE_BYTES);
 	float *tmp = (float *)(c->d->scratch + 2 * (size_t)HERD__STAGE_BYTES);
-	const uint8_t *own;
-	size_t off = 0, n = 0;
 
-	chunk_of(c, c->r, t, &off, &n);
-	own = c->in + off * c->es;
 	if (c->widen)
 		herd__half_to_float(acc, (const uint16_t *)own, n, c->dtype);
 	for (int k = 1; k < c->p; k++) {
@@ -535,16 +533,31 @@ static herd_status stage_chunk(dcall *c, size_t t)
 			herd__half_to_float(tmp, (const uint16_t *)bounce, n, c->dtype);
 			herd__reduce(acc, acc, tmp, n, HERD_FLOAT32, c->eop);
 		} else {
-			herd__reduce(slot, k == 1 ? own : slot, bounce, n, c->dtype, c->eop);
+			herd__reduce(dst, k == 1 ? own : dst, bounce, n, c->dtype, c->eop);
 		}
 	}
 	if (c->widen) {
 		if (c->op == HERD_AVG)
 			herd__reduce_scale(acc, n, HERD_FLOAT32, c->p);
-		herd__float_to_half((uint16_t *)slot, acc, n, c->dtype);
+		herd__float_to_half((uint16_t *)dst, acc, n, c->dtype);
 	} else if (c->op == HERD_AVG) {
-		herd__reduce_scale(slot, n, c->dtype, c->p);
+		herd__reduce_scale(dst, n, c->dtype, c->p);
 	}
+	return HERD_OK;
+}
+
+/*
+ * Round t of this rank: reduces chunk t of its slice into its staging slot
+ * t % HERD__STAGE_SLOTS, copies it into its own receive buffer, and says
+ * so.
+ */
+static herd_status stage_chunk(dcall *c, size_t t)
+{
+	uint8_t *slot = stage_slot(c, c->r, t);
+	size_t off = 0, n = 0;
+
+	chunk_of(c, c->r, t, &off, &n);
+	HERD_CHECK(reduce_chunk_into(c, off, n, slot));
 	copy_out(c, off, slot, n);
 	publish(c, &herd__shm_board(c->comm, c->r)->staged, t + 1);
 	return HERD_OK;
@@ -625,44 +638,17 @@ static herd_status run_rounds(dcall *c)
 	return HERD_OK;
 }
 
-/*
- * Reduces n elements at element offset off over all ranks into out, then
- * writes them into every peer's receive buffer.  The peers' chunks come
- * through the scratch; float16/bfloat16 SUM/PROD/AVG add in float32 and
- * round once.
- */
+/* Reduces n elements at element offset off into this rank's receive
+ * buffer, then writes them into every peer's (every rank in place). */
 static herd_status reduce_chunk(dcall *c, size_t off, size_t n)
 {
-	uint8_t *dst = c->out + off * c->es, *bounce = c->d->scratch;
-	const uint8_t *own = c->in + off * c->es;
-	float *acc = (float *)(c->d->scratch + HERD__STAGE_BYTES);
-	float *tmp = (float *)(c->d->scratch + 2 * (size_t)HERD__STAGE_BYTES);
-	size_t bytes = n * c->es;
+	uint8_t *dst = c->out + off * c->es;
 
-	if (c->widen)
-		herd__half_to_float(acc, (const uint16_t *)own, n, c->dtype);
+	HERD_CHECK(reduce_chunk_into(c, off, n, dst));
 	for (int k = 1; k < c->p; k++) {
 		int j = (c->r + k) % c->p;
 
-		HERD_CHECK(cma_copy(c, j, bounce, c->d->peer_in[j] + off * c->es, bytes, false));
-		if (c->widen) {
-			herd__half_to_float(tmp, (const uint16_t *)bounce, n, c->dtype);
-			herd__reduce(acc, acc, tmp, n, HERD_FLOAT32, c->eop);
-		} else {
-			herd__reduce(dst, k == 1 ? own : dst, bounce, n, c->dtype, c->eop);
-		}
-	}
-	if (c->widen) {
-		if (c->op == HERD_AVG)
-			herd__reduce_scale(acc, n, HERD_FLOAT32, c->p);
-		herd__float_to_half((uint16_t *)dst, acc, n, c->dtype);
-	} else if (c->op == HERD_AVG) {
-		herd__reduce_scale(dst, n, c->dtype, c->p);
-	}
-	for (int k = 1; k < c->p; k++) {
-		int j = (c->r + k) % c->p;
-
-		HERD_CHECK(cma_copy(c, j, dst, c->d->peer_out[j] + off * c->es, bytes, true));
+		HERD_CHECK(cma_copy(c, j, dst, c->d->peer_out[j] + off * c->es, n * c->es, true));
 	}
 	return HERD_OK;
 }

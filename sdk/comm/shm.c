@@ -159,25 +159,27 @@ void herd__shm_disarm(herd_comm *comm)
 	atomic_store_explicit(&own_hdr(comm)->sleeping, 0, memory_order_relaxed);
 }
 
-herd__board *herd__shm_board(const herd_comm *comm, int rank)
+/* Where this process maps the segment of rank `rank`, or NULL. */
+static uint8_t *segment_of(const herd_comm *comm, int rank)
 {
 	const herd__shm *s = comm->shm;
-	uint8_t *m;
 
 	if (s == NULL)
 		return NULL;
-	m = rank == comm->rank ? s->own : s->maps[rank];
+	return rank == comm->rank ? s->own : s->maps[rank];
+}
+
+herd__board *herd__shm_board(const herd_comm *comm, int rank)
+{
+	uint8_t *m = segment_of(comm, rank);
+
 	return m != NULL ? &((inbox_hdr *)m)->board : NULL;
 }
 
 uint8_t *herd__shm_stage(const herd_comm *comm, int rank)
 {
-	const herd__shm *s = comm->shm;
-	uint8_t *m;
+	uint8_t *m = segment_of(comm, rank);
 
-	if (s == NULL)
-		return NULL;
-	m = rank == comm->rank ? s->own : s->maps[rank];
 	return m != NULL ? m + ((inbox_hdr *)m)->stage_off : NULL;
 }
 

@@ -322,9 +322,9 @@ typedef struct herd__board {
 	 * for call addr_cseq (set after them, with release). */
 	alignas(64) _Atomic uint64_t addr_cseq;
 	uint64_t sendbuf, recvbuf;
-	/* The large allreduce's staging, as herd__direct_stage_word(call,
-	 * rounds): the rounds of its result the owner has put in its staging
-	 * slots, and the rounds it has copied out of every peer's. */
+	/* The large allreduce's staging, counted from 0 in every call: the
+	 * rounds of its result the owner has put in its staging slots, and
+	 * the rounds it has copied out of every peer's. */
 	alignas(64) _Atomic uint64_t staged;
 	alignas(64) _Atomic uint64_t taken;
 	/* The last call in which the owner finished reading its peers'

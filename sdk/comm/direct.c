@@ -470,26 +470,26 @@ static herd_status cma_copy(dcall *c, int peer, void *local, uint64_t addr, size
 
 /* ---- large allreduce ------------------------------------------------------ */
 
+/* The chunks of rank j's slice (its rounds), and where the slice is. */
+static size_t rounds_of(const dcall *c, int j, size_t *soff, size_t *slen)
+{
+	size_t step = herd__direct_chunk_bytes / herd_dtype_size(c->wdt);
+
+	herd__algo_split(c->count, c->p, j, soff, slen);
+	return (*slen + step - 1) / step;
+}
+
 /* Chunk t of rank j's slice: its element offset and count; false when the
  * slice has fewer chunks. */
 static bool chunk_of(const dcall *c, int j, size_t t, size_t *off, size_t *n)
 {
 	size_t soff, slen, step = herd__direct_chunk_bytes / herd_dtype_size(c->wdt);
 
-	herd__algo_split(c->count, c->p, j, &soff, &slen);
-	if (t >= (slen + step - 1) / step)
+	if (t >= rounds_of(c, j, &soff, &slen))
 		return false;
 	*off = soff + t * step;
 	*n = slen - t * step < step ? slen - t * step : step;
 	return true;
-}
-
-static size_t rounds_of(const dcall *c, int j)
-{
-	size_t soff, slen, step = herd__direct_chunk_bytes / herd_dtype_size(c->wdt);
-
-	herd__algo_split(c->count, c->p, j, &soff, &slen);
-	return (slen + step - 1) / step;
 }
 
 static uint8_t *stage_slot(const dcall *c, int j, size_t t)
@@ -592,7 +592,9 @@ static bool slot_free(dcall *c, size_t t, dwant *w, size_t *n)
 static herd_status run_rounds(dcall *c)
 {
 	herd__board *own = herd__shm_board(c->comm, c->r);
-	size_t mine = rounds_of(c, c->r), all = rounds_of(c, 0), staged = 0, taken = 0;
+	size_t soff, slen, staged = 0, taken = 0;
+	/* slice 0 is the longest (herd__algo_split) */
+	size_t mine = rounds_of(c, c->r, &soff, &slen), all = rounds_of(c, 0, &soff, &slen);
 	bool *got = c->d->got;
 	dwant *w = c->d->wants;
 

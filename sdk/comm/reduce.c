@@ -407,7 +407,6 @@ void herd__reduce_scale(void *buf, size_t count, herd_dtype dtype, int n)
 	scalers[dtype](buf, count, n);
 }
 
-
 /*
  * A copy whose destination goes to memory without passing through the
  * cache: 16-byte streaming stores (SSE2, in every x86-64 CPU) from the

@@ -25,15 +25,16 @@
  * The header page also holds the rank's board, where the direct
  * collectives (direct.c) publish their calls; after the rings come
  * HERD__STAGE_SLOTS staging slots of HERD__STAGE_BYTES, where they put
- * the results that the peers copy out.  At attach each rank
- * probes whether it can read every local peer's memory with
- * process_vm_readv (cma_ok), which those collectives need.
+ * the results that the peers copy out.  At attach each rank probes whether
+ * it can read every local peer's memory with process_vm_readv (cma_ok),
+ * which those collectives need.
  *
  * Segment names vanish as soon as every local peer has mapped them (a
  * MAPPED frame on the control connection), so a crash after init leaves
  * nothing in /dev/shm; what a rank killed during init left there is
- * removed by the next communicator created on the host (sweep_stale).  Peer deaths are noticed by the monitor (control
- * connection, pidfd), which rings the doorbell of the rank it breaks.
+ * removed by the next communicator created on the host (sweep_stale).
+ * Peer deaths are noticed by the monitor (control connection, pidfd),
+ * which rings the doorbell of the rank it breaks.
  */
 #include <dirent.h>
 #include <errno.h>

@@ -51,9 +51,10 @@ static size_t check_sums(const float *got, size_t n, int p)
 /* ---- results -------------------------------------------------------------- */
 
 /*
- * Every rank in place (the push), none, and only the even ranks (the
- * staging, which every rank must choose alike); with the full chunk and
- * with 4 KiB chunks, which go round the staging slots hundreds of times.
+ * Every rank in place (the push), none, and only the even ranks, out of
+ * place by the staging and by the push (which every rank must choose
+ * alike); with the full chunk and with 4 KiB chunks, which go round the
+ * staging slots hundreds of times.
  */
 static void sums_rank(int rank, int size, void *arg)
 {
@@ -82,9 +83,12 @@ static void sums_rank(int rank, int size, void *arg)
 
 			if (n == 0)
 				continue;
-			for (int mode = 0; mode < 3; mode++) {
-				bool inplace = mode == 1 || (mode == 2 && rank % 2 == 0);
+			/* 0, 3: none in place; 1: all; 2, 4: the even ranks; 3, 4: pushed */
+			for (int mode = 0; mode < 5; mode++) {
+				bool inplace = mode == 1 || ((mode == 2 || mode == 4) &&
+							     rank % 2 == 0);
 
+				herd__direct_push_max = mode >= 3 ? SIZE_MAX : 0;
 				for (size_t i = 0; i < n; i++) {
 					in[i] = in_value(rank, i);
 					out[i] = -1;
@@ -93,13 +97,15 @@ static void sums_rank(int rank, int size, void *arg)
 							     HERD_FLOAT32, HERD_SUM));
 				if (check_sums(inplace ? in : out, n, size) != 0) {
 					CHECK(false);
-					printf("     rank %d: %zu floats, chunk %zu, %s\n", rank, n,
-					       chunks[c], inplace ? "in place" : "out of place");
+					printf("     rank %d: %zu floats, chunk %zu, %s, %s\n", rank, n,
+					       chunks[c], inplace ? "in place" : "out of place",
+					       mode >= 3 ? "pushed" : "staged");
 				}
 			}
 		}
 	}
 	herd__direct_chunk_bytes = chunks[0];
+	herd__direct_push_max = 0;
 	/* float16 through float32, and AVG on integers: rounded once. */
 	{
 		const size_t n = 300000;

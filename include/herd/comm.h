@@ -99,19 +99,20 @@ typedef struct herd_comm_opts {
 	 * each other's memory (process_vm_readv, as Open MPI's CMA): up to
 	 * 1 KiB a shared-slot exchange; from 64 KiB a direct single-copy
 	 * allreduce, each rank reducing its slice of the peers' buffers and
-	 * writing the result into them (in place) or handing it to them
-	 * through shared memory (out of place; from 8 MiB the results are
-	 * written with streaming stores, past the cache).  Otherwise, and between
-	 * those sizes: up to 1 KiB on 3 to 16 ranks one exchange of every
-	 * vector with every rank; below 64 KiB recursive doubling; from 64 KiB
-	 * a pipelined ring (reduce-scatter then allgather), or, with 4, 8,
-	 * 16 ... ranks all on this host and talking TCP, reduce-scatter by
-	 * recursive halving and allgather by recursive doubling.  The other
-	 * collectives take their latency algorithm (recursive doubling, a
-	 * binomial tree) below 64 KiB and their bandwidth one (a ring, a
-	 * pipelined chain) from it.  "ring" (bandwidth) and "rd" (latency)
-	 * force that choice for every size and turn the direct and
-	 * one-exchange paths off.
+	 * writing the result into them (in place, or out of place while the
+	 * ranks' send buffers come to at most 32 MiB together) or handing it
+	 * to them through shared memory (out of place beyond; from 8 MiB the
+	 * results are written with streaming stores, past the cache).
+	 * Otherwise, and between those sizes: up to 1 KiB on 3 to 16 ranks
+	 * one exchange of every vector with every rank; below 64 KiB
+	 * recursive doubling; from 64 KiB a pipelined ring (reduce-scatter
+	 * then allgather), or, with 4, 8, 16 ... ranks all on this host and
+	 * talking TCP, reduce-scatter by recursive halving and allgather by
+	 * recursive doubling.  The other collectives take their latency
+	 * algorithm (recursive doubling, a binomial tree) below 64 KiB and
+	 * their bandwidth one (a ring, a pipelined chain) from it.  "ring"
+	 * (bandwidth) and "rd" (latency) force that choice for every size and
+	 * turn the direct and one-exchange paths off.
 	 */
 	const char *algo;
 	/* Network interface whose address peers connect to (default

@@ -528,10 +528,15 @@ static void copy_out(const dcall *c, size_t off, const uint8_t *src, size_t n)
 
 /*
  * Reduces the n elements at element offset off over all ranks into dst
- * (the peers' chunks come through the scratch; float16/bfloat16
- * SUM/PROD/AVG add in float32 and round once), own operand first and the
- * peers' after it in rank order from this rank, so that every element has
- * one reducer and every rank gets its bits.
+ * (float16/bfloat16 SUM/PROD/AVG add in float32 and round once), own
+ * operand first and the peers' after it in rank order from this rank, so
+ * that every element has one reducer and every rank gets its bits.  The
+ * peers' chunks come through the scratch, but for the first peer's when dst
+ * is not this rank's own operand (out of place): the kernel copies that one
+ * into dst itself, which is then reduced where it lies.  The kernel's copy
+ * fills whole lines without reading them first, where the reduction's
+ * stores into dst would read each line it writes: 2 ranks, 16 MiB out of
+ * place, 2.0 against 2.5 ms (medians of 5 on 2 cores).
  */
 static herd_status reduce_chunk_into(dcall *c, size_t off, size_t n, uint8_t *dst)
 {
@@ -544,9 +549,14 @@ static herd_status reduce_chunk_into(dcall *c, size_t off, size_t n, uint8_t *ds
 		herd__half_to_float(acc, (const uint16_t *)own, n, c->dtype);
 	for (int k = 1; k < c->p; k++) {
 		int j = (c->r + k) % c->p;
+		uint64_t at = c->d->peer_in[j] + off * c->es;
 
-		HERD_CHECK(cma_copy(c, j, bounce, c->d->peer_in[j] + off * c->es, n * c->es,
-				    false));
+		if (k == 1 && !c->widen && dst != own) {
+			HERD_CHECK(cma_copy(c, j, dst, at, n * c->es, false));
+			herd__reduce(dst, own, dst, n, c->dtype, c->eop);
+			continue;
+		}
+		HERD_CHECK(cma_copy(c, j, bounce, at, n * c->es, false));
 		if (c->widen) {
 			herd__half_to_float(tmp, (const uint16_t *)bounce, n, c->dtype);
 			herd__reduce(acc, acc, tmp, n, HERD_FLOAT32, c->eop);

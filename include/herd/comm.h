@@ -99,10 +99,10 @@ typedef struct herd_comm_opts {
 	 * each other's memory (process_vm_readv, as Open MPI's CMA): up to
 	 * 1 KiB a shared-slot exchange; from 64 KiB a direct single-copy
 	 * allreduce, each rank reducing its slice of the peers' buffers and
-	 * writing the result into them (in place, or out of place while the
-	 * ranks' send buffers come to at most 32 MiB together) or handing it
-	 * to them through shared memory (out of place beyond; from 8 MiB the
-	 * results are written with streaming stores, past the cache).
+	 * writing the result into them (in place, or out of place while p - 1
+	 * times the vector comes to at most 16 MiB) or handing it to them
+	 * through shared memory (out of place beyond; from 8 MiB the results
+	 * are written with streaming stores, past the cache).
 	 * Otherwise, and between those sizes: up to 1 KiB on 3 to 16 ranks
 	 * one exchange of every vector with every rank; below 64 KiB
 	 * recursive doubling; from 64 KiB a pipelined ring (reduce-scatter

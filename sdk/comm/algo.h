@@ -71,8 +71,8 @@ extern size_t herd__direct_min_bytes;
 extern size_t herd__direct_chunk_bytes;
 
 /* Out of place, the direct allreduce pushes its results into the peers'
- * receive buffers while the send buffers of all the ranks come to at most
- * this many bytes, and stages them beyond (direct.c): HERD__DIRECT_PUSH_MAX.
+ * receive buffers while p - 1 times the vector comes to at most this many
+ * bytes, and stages them beyond (direct.c): HERD__DIRECT_PUSH_MAX.
  * Tests set it to 0 or SIZE_MAX to take one way at every size; nothing
  * else writes it. */
 extern size_t herd__direct_push_max;

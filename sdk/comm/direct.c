@@ -16,17 +16,17 @@
  *     on its board (its fingerprint is there since the call began), then
  *     addr_cseq = s (release), and reads every peer's;
  *  2. reduce and share.  For each chunk of its slice, rank r reads the
- *     chunk of every peer's send buffer into cache-sized scratch
- *     (process_vm_readv: one kernel copy) and reduces them with its own.
+ *     chunk of every peer's send buffer into cache-sized scratch (out of
+ *     place, the first peer's straight into the destination), with
+ *     process_vm_readv (one kernel copy), and reduces them with its own.
  *     The result goes to every receive buffer in one of two ways, the
  *     same on every rank (each sees every rank's buffers after the post):
- *     - the push, when every rank is in place or the send buffers of all
- *       the ranks come to at most herd__direct_push_max bytes together
- *       (HERD__DIRECT_PUSH_MAX): r writes the result into its buffer and,
- *       while it is in cache, into every peer's (process_vm_writev).  In
- *       place, the lines it writes in a peer are the ones it has just read
- *       there, so they are in its cache too; out of place, the receive
- *       buffers are still in the cache at these sizes.
+ *     - the push, when every rank is in place or the results pushed,
+ *       p - 1 times the vector, come to at most herd__direct_push_max
+ *       bytes (HERD__DIRECT_PUSH_MAX): r writes the result into its
+ *       buffer and, while it is in cache, into every peer's
+ *       (process_vm_writev).  In place, the lines it writes in a peer are
+ *       the ones it has just read there, so they are in its cache too.
  *     - otherwise: r reduces into a staging slot of its segment (shm.c),
  *       copies it into its receive buffer and raises its `staged` count;
  *       every peer copies the chunk out of the slot into its own receive
@@ -109,18 +109,18 @@
 #define HERD__DIRECT_STREAM (8u * 1024u * 1024u)
 
 /*
- * Out of place, the push serves while the send buffers of all the ranks
- * come to at most this many bytes together, and the staging beyond: the
- * push writes each result once into every receive buffer, with no
- * exchange of cache lines between the cores, but into lines it must read
- * first, and those come from memory once the buffers no longer fit the
- * cache.  Measured on 2 cores (medians of 4-6 runs, push against staging):
- * 2 ranks, 8 MiB 1.1 against 1.4 ms, 16 MiB 2.4 against 2.8 ms, 24 MiB
- * 6.1 against 5.5 ms; 3 ranks, 8 MiB 2.8 against 3.2 ms, 12 MiB 6.8
- * against 5.4 ms; 4 ranks, 4 MiB 1.6 against 1.8 ms, 8 MiB 3.8 against
- * 3.7 ms.
+ * Out of place, the push serves while the results that all the ranks push
+ * into their peers, (p - 1) times the vector, come to at most this many
+ * bytes, and the staging beyond: the push writes each result once into
+ * every receive buffer, with no exchange of cache lines between the cores,
+ * but the kernel pins every page it writes and the lines come from memory
+ * once the buffers no longer fit the cache.  Measured on 2 cores, push
+ * against staging, medians of 6: 2 ranks, 16 MiB 2.4 against 2.8 ms,
+ * 24 MiB 6.1 against 5.1 ms; 3 ranks, 8 MiB 3.1 against 3.2 ms, 12 MiB
+ * 6.2 against 5.0 ms; 4 ranks, 4 MiB 1.7 against 1.7 ms, 8 MiB 4.7
+ * against 4.0 ms.
  */
-#define HERD__DIRECT_PUSH_MAX (32u * 1024u * 1024u)
+#define HERD__DIRECT_PUSH_MAX (16u * 1024u * 1024u)
 
 size_t herd__direct_chunk_bytes = HERD__STAGE_BYTES;
 size_t herd__direct_push_max = HERD__DIRECT_PUSH_MAX;
@@ -763,7 +763,7 @@ herd_status herd__direct_allreduce(herd_comm *comm, const void *in, void *out, s
 		note_posted(&c, j, c.s);
 	}
 	/* 2. reduce and push, or stage and copy out; 3. done */
-	push = all_in_place || count * c.es <= herd__direct_push_max / (size_t)c.p;
+	push = all_in_place || count * c.es <= herd__direct_push_max / (size_t)(c.p - 1);
 	st = push ? reduce_own(&c) : run_rounds(&c);
 	herd__stream_fence();
 	HERD_CHECK(st);

@@ -113,12 +113,11 @@
  * into their peers, (p - 1) times the vector, come to at most this many
  * bytes, and the staging beyond: the push writes each result once into
  * every receive buffer, with no exchange of cache lines between the cores,
- * but the kernel pins every page it writes and the lines come from memory
- * once the buffers no longer fit the cache.  Measured on 2 cores, push
- * against staging, medians of 6: 2 ranks, 16 MiB 2.4 against 2.8 ms,
- * 24 MiB 6.1 against 5.1 ms; 3 ranks, 8 MiB 3.1 against 3.2 ms, 12 MiB
- * 6.2 against 5.0 ms; 4 ranks, 4 MiB 1.7 against 1.7 ms, 8 MiB 4.7
- * against 4.0 ms.
+ * but the kernel pins every page it writes, and it loses once the buffers
+ * no longer fit the cache.  Measured on 2 cores, push against staging,
+ * medians of 6: 2 ranks, 16 MiB 2.4 against 2.8 ms, 24 MiB 6.1 against 5.1
+ * ms; 3 ranks, 8 MiB 3.1 against 3.2 ms, 12 MiB 6.2 against 5.0 ms; 4
+ * ranks, 4 MiB 1.7 against 1.7 ms, 8 MiB 4.7 against 4.0 ms.
  */
 #define HERD__DIRECT_PUSH_MAX (16u * 1024u * 1024u)
 
@@ -533,10 +532,11 @@ static void copy_out(const dcall *c, size_t off, const uint8_t *src, size_t n)
  * that every element has one reducer and every rank gets its bits.  The
  * peers' chunks come through the scratch, but for the first peer's when dst
  * is not this rank's own operand (out of place): the kernel copies that one
- * into dst itself, which is then reduced where it lies.  The kernel's copy
- * fills whole lines without reading them first, where the reduction's
- * stores into dst would read each line it writes: 2 ranks, 16 MiB out of
- * place, 2.0 against 2.5 ms (medians of 5 on 2 cores).
+ * into dst itself, which is then reduced where it lies: one pass over dst
+ * less, and the kernel's copy (rep movsb) may fill whole lines without
+ * reading them first, where the reduction's stores read each line they
+ * write.  2 ranks, 16 MiB out of place, 2.0 against 2.5 ms (medians of 5
+ * on 2 cores).
  */
 static herd_status reduce_chunk_into(dcall *c, size_t off, size_t n, uint8_t *dst)
 {

@@ -105,8 +105,9 @@ static void sums_rank(int rank, int size, void *arg)
 		}
 	}
 	herd__direct_chunk_bytes = chunks[0];
+	/* float16 through float32, and AVG on integers: rounded once (staged,
+	 * out of place: the push reduces the same way, in reduce_chunk_into). */
 	herd__direct_push_max = 0;
-	/* float16 through float32, and AVG on integers: rounded once. */
 	{
 		const size_t n = 300000;
 		uint16_t *h = malloc(n * sizeof(*h)), *hsum = malloc(n * sizeof(*hsum));

@@ -38,23 +38,17 @@
  * The slices the bandwidth algorithms cut, p blocks of at most
  * HERD__ALGO_BLOCK bytes, or HERD__ALGO_BLOCK_TCP when any pair of the
  * communicator uses TCP (every rank must cut the same slices, and every
- * rank sees the pairs alike: herd__comm_uses_shm); and for a widened type,
+ * rank sees the pairs alike: herd__comm_any_tcp); and for a widened type,
  * a float32 slice to reduce in (*wide, NULL otherwise; the caller frees it).
  */
 static herd_status slice_setup(herd_comm *comm, size_t count, size_t wes, bool widen,
 			       size_t *slice, float **wide)
 {
-	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
 	size_t block = herd__algo_block_elems(wes);
 
-	if (block > HERD__ALGO_BLOCK_TCP / wes) {
-		for (int j = 0; j < p; j++)
-			if (j != r && !herd__comm_uses_shm(comm, j)) {
-				block = HERD__ALGO_BLOCK_TCP / wes;
-				break;
-			}
-	}
-	*slice = block * (size_t)p;
+	if (block > HERD__ALGO_BLOCK_TCP / wes && herd__comm_any_tcp(comm))
+		block = HERD__ALGO_BLOCK_TCP / wes;
+	*slice = block * (size_t)herd_comm_size(comm);
 	*wide = NULL;
 	if (widen)
 		HERD_CHECK(herd__algo_alloc(wide, (count < *slice ? count : *slice) * wes,
@@ -223,14 +217,10 @@ out:
  * the size on one rank only if it is on all). */
 static bool hd_suits(herd_comm *comm)
 {
-	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
+	int p = herd_comm_size(comm);
 
-	if (p < 4 || (p & (p - 1)) != 0 || herd__comm_nlocal(comm) != p)
-		return false;
-	for (int j = 0; j < p; j++)
-		if (j != r && !herd__comm_uses_shm(comm, j))
-			return true;
-	return false;
+	return p >= 4 && (p & (p - 1)) == 0 && herd__comm_nlocal(comm) == p &&
+	       herd__comm_any_tcp(comm);
 }
 
 herd_status herd__algo_allreduce(herd_comm *comm, const herd__op *op)

@@ -90,6 +90,17 @@ const char *herd__comm_algo(const herd_comm *comm);
  * host and neither side asked for TCP.  Both sides decide alike (core.c). */
 bool herd__comm_uses_shm(const herd_comm *comm, int peer);
 
+/* Whether this rank talks TCP with some peer: some pair of the
+ * communicator does, and every rank sees it alike.  Inline, over the
+ * calls above, so that test_comm_algos's stand-in world has it too. */
+static inline bool herd__comm_any_tcp(const herd_comm *comm)
+{
+	for (int j = 0; j < herd_comm_size(comm); j++)
+		if (j != herd_comm_rank(comm) && !herd__comm_uses_shm(comm, j))
+			return true;
+	return false;
+}
+
 /* How many ranks of the communicator are on this host, this one included. */
 int herd__comm_nlocal(const herd_comm *comm);
 

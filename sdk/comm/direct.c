@@ -193,11 +193,9 @@ herd_status herd__direct_init(herd_comm *comm)
 	comm->ncpus = 1;
 	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
 		comm->ncpus = CPU_COUNT(&set);
-	if (comm->size < 2 || comm->nlocal != comm->size || !herd__shm_cma_all(comm))
+	if (comm->size < 2 || comm->nlocal != comm->size || !herd__shm_cma_all(comm) ||
+	    herd__comm_any_tcp(comm))
 		return HERD_OK;
-	for (int j = 0; j < comm->size; j++)
-		if (j != comm->rank && !herd__comm_uses_shm(comm, j))
-			return HERD_OK;
 	HERD_CHECK(herd__calloc(&d, 1, sizeof(*d), "direct collective state"));
 	comm->direct = d;
 	d->oversubscribed = comm->nlocal > comm->ncpus;
@@ -529,7 +527,8 @@ static void copy_out(const dcall *c, size_t off, const uint8_t *src, size_t n)
  * Reduces the n elements at element offset off over all ranks into dst
  * (float16/bfloat16 SUM/PROD/AVG add in float32 and round once), own
  * operand first and the peers' after it in rank order from this rank, so
- * that every element has one reducer and every rank gets its bits.  The
+ * that every element has one reducer and every rank gets its bits; dst
+ * holds the running result (in place it starts as the own operand).  The
  * peers' chunks come through the scratch, but for the first peer's when dst
  * is not this rank's own operand (out of place): the kernel copies that one
  * into dst itself, which is then reduced where it lies: one pass over dst
@@ -561,7 +560,7 @@ static herd_status reduce_chunk_into(dcall *c, size_t off, size_t n, uint8_t *ds
 			herd__half_to_float(tmp, (const uint16_t *)bounce, n, c->dtype);
 			herd__reduce(acc, acc, tmp, n, HERD_FLOAT32, c->eop);
 		} else {
-			herd__reduce(dst, k == 1 ? own : dst, bounce, n, c->dtype, c->eop);
+			herd__reduce(dst, dst, bounce, n, c->dtype, c->eop);
 		}
 	}
 	if (c->widen) {
@@ -668,8 +667,8 @@ static herd_status run_rounds(dcall *c)
 	return HERD_OK;
 }
 
-/* Reduces n elements at element offset off into this rank's receive
- * buffer, then writes them into every peer's (every rank in place). */
+/* The push: reduces n elements at element offset off into this rank's
+ * receive buffer, then writes them into every peer's. */
 static herd_status reduce_chunk(dcall *c, size_t off, size_t n)
 {
 	uint8_t *dst = c->out + off * c->es;

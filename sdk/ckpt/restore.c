@@ -34,21 +34,20 @@ typedef struct step_files {
 	herd__ckpt_manifest *m;
 	int dfd;
 	int *fds;              /* -1: not open yet */
-	int *fds2;             /* second descriptions of the same files, -1: none */
+	int *fds2;             /* second descriptions of the same files, -1: none
+				* (the upper half of the fds allocation) */
 } step_files;
 
 static void step_close(step_files *sf)
 {
-	if (sf->fds != NULL && sf->m != NULL)
-		for (size_t i = 0; i < sf->m->nfiles; i++)
+	if (sf->fds != NULL)
+		for (size_t i = 0; i < sf->m->nfiles; i++) {
 			if (sf->fds[i] >= 0)
 				close(sf->fds[i]);
-	if (sf->fds2 != NULL && sf->m != NULL)
-		for (size_t i = 0; i < sf->m->nfiles; i++)
 			if (sf->fds2[i] >= 0)
 				close(sf->fds2[i]);
+		}
 	free(sf->fds);
-	free(sf->fds2);
 	if (sf->dfd >= 0)
 		close(sf->dfd);
 	herd__ckpt_manifest_free(sf->m);
@@ -75,8 +74,9 @@ static herd_status step_open(step_files *sf, const char *dir, int64_t step)
 				 sf->dir, HERD__CKPT_MANIFEST, sf->m->step);
 		goto fail;
 	}
-	HERD_CHECK_GOTO(herd__calloc(&sf->fds, sf->m->nfiles + 1, sizeof(int), "files"), st, fail);
-	HERD_CHECK_GOTO(herd__calloc(&sf->fds2, sf->m->nfiles + 1, sizeof(int), "files"), st, fail);
+	HERD_CHECK_GOTO(herd__calloc(&sf->fds, 2 * sf->m->nfiles + 1, sizeof(int), "files"), st,
+			fail);
+	sf->fds2 = sf->fds + sf->m->nfiles;
 	for (size_t i = 0; i < sf->m->nfiles; i++)
 		sf->fds[i] = sf->fds2[i] = -1;
 	return HERD_OK;

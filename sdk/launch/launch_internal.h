@@ -232,6 +232,9 @@ herd_status herd__launch_spawn_helper(const char *const *argv, const char *const
  * report a channel the same way.
  */
 #define HERD__LAUNCH_LINK_ERR_MAX 2048
+/* How long a flush that found the helper gone waits for the rest of its
+ * stderr (its reason) before reporting the end without it. */
+#define HERD__LAUNCH_LINK_GONE_WAIT_MS 2000
 
 typedef struct herd__launch_link {
 	herd__launch_channel ch;
@@ -254,7 +257,12 @@ herd_status herd__launch_link_fill(herd__launch_link *l);
  * yet); HERD_EFORMAT for a bad frame.  herd__buf_consume(&l->in, len + 4)
  * once handled. */
 herd_status herd__launch_link_frame(herd__launch_link *l, const char **payload, size_t *len);
-/* Writes what it can of l->out; HERD_ESYS (errno's text) once writing failed. */
+/*
+ * Writes what it can of l->out.  HERD_ECLOSED when the helper closed its
+ * end (its stderr is read first, up to HERD__LAUNCH_LINK_GONE_WAIT_MS, so
+ * herd__launch_link_says quotes its reason), HERD_ESYS (errno's text) for
+ * another write error: the channel is then finished.
+ */
 herd_status herd__launch_link_flush(herd__launch_link *l);
 /* Reads the helper's stderr into the tail; closes errfd at its end. */
 void herd__launch_link_read_err(herd__launch_link *l);

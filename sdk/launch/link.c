@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -121,6 +122,31 @@ herd_status herd__launch_link_frame(herd__launch_link *l, const char **payload, 
 	return HERD_OK;
 }
 
+/*
+ * The helper closed its end (it exited, or never got going: ssh that cannot
+ * connect writes its reason and exits 255).  Its last words may still be on
+ * their way, so its stderr is read until it ends or wait_ms pass, and the
+ * end is reported as the read side reports it.
+ */
+static herd_status helper_gone(herd__launch_link *l, int wait_ms)
+{
+	int64_t deadline = herd__net_deadline(wait_ms);
+
+	for (;;) {
+		struct pollfd pfd;
+		int64_t left;
+
+		herd__launch_link_read_err(l);
+		left = deadline - herd__net_now_ms();
+		if (l->ch.errfd < 0 || left <= 0)
+			break;
+		pfd = (struct pollfd){ .fd = l->ch.errfd, .events = POLLIN };
+		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR)
+			break;
+	}
+	return herd__error(HERD_ECLOSED, "its herd exec ended");
+}
+
 herd_status herd__launch_link_flush(herd__launch_link *l)
 {
 	while (l->out.len > l->out.off && l->ch.wfd >= 0) {
@@ -130,6 +156,8 @@ herd_status herd__launch_link_flush(herd__launch_link *l)
 			continue;
 		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return HERD_OK;
+		if (w < 0 && errno == EPIPE)
+			return helper_gone(l, HERD__LAUNCH_LINK_GONE_WAIT_MS);
 		if (w <= 0)
 			return herd__error_errno(HERD_ESYS, w < 0 ? errno : EPIPE,
 						 "writing its channel");

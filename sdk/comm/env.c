@@ -12,7 +12,9 @@
 #include <string.h>
 
 #include "base.h"
+#include "bootstrap.h"
 #include "core.h"
+#include "topo/hostlist.h"
 
 /* The secret of a torchrun-style store when HERD_JOB_SECRET is not set:
  * derived from its address, so it keeps out nobody who can reach it. */
@@ -120,6 +122,9 @@ typedef struct identity {
 	int master_port;
 	const char *secret;       /* NULL: HERD_JOB_SECRET (the store's default) */
 	char default_secret[340];
+	bool derived;             /* no store named: boot (bootstrap.h) says where */
+	herd__boot boot;
+	char found[300];          /* derived: the address of the store found */
 } identity;
 
 static herd_status parse_int(const char *var, const char *v, int min, int *out)
@@ -168,6 +173,109 @@ static herd_status need_store(identity *id)
 	return HERD_OK;
 }
 
+/*
+ * No store named: every rank derives the same one (bootstrap.h) from the
+ * host of rank 0, a tag naming the job, and a key the engine shares (NULL:
+ * the user's secret file).  HERD_JOB_SECRET, when set, is the secret.
+ */
+static herd_status derive_store(identity *id, const char *host, const char *tag,
+				const char *shared_key)
+{
+	herd__boot *b = &id->boot;
+
+	if (strlen(host) >= sizeof(b->host) || strlen(tag) >= sizeof(b->tag))
+		return herd__error(HERD_EINVAL, "herd_comm_init_env: the host \"%.60s\" or the "
+				   "job tag \"%.60s\" is too long", host, tag);
+	herd__strlcpy(b->host, host, sizeof(b->host));
+	herd__strlcpy(b->tag, tag, sizeof(b->tag));
+	if (env("HERD_JOB_SECRET") != NULL)
+		herd__strlcpy(b->secret, env("HERD_JOB_SECRET"), sizeof(b->secret));
+	else
+		HERD_CHECK(herd__boot_secret(shared_key, tag, b->secret, sizeof(b->secret)));
+	id->secret = b->secret;
+	id->derived = true;
+	return HERD_OK;
+}
+
+/* The first name of a Slurm node list ("node[3-4,7]" -> "node3"). */
+static herd_status first_node(const char *var, const char *list, char *out, size_t cap)
+{
+	herd__hostlist hl;
+	herd_status st;
+
+	st = herd__hostlist_expand(&hl, list);
+	if (st != HERD_OK)
+		return herd__error_wrap(st, "%s: ", var);
+	if (hl.n == 0 || strlen(hl.names[0]) >= cap)
+		st = herd__error(HERD_EINVAL, "%s=%s: expected a node list", var, list);
+	else
+		herd__strlcpy(out, hl.names[0], cap);
+	herd__hostlist_free(&hl);
+	return st;
+}
+
+/* Slurm: rank 0 runs on the first node of the step (srun's block and
+ * cyclic distributions both put task 0 there). */
+static herd_status slurm_store(identity *id)
+{
+	static const char *lists[] = { "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST",
+				       "SLURM_NODELIST" };
+	const char *job = env("SLURM_JOB_ID"), *step = env("SLURM_STEP_ID");
+	const char *nnodes = env("SLURM_STEP_NUM_NODES");
+	char host[256], tag[128];
+
+	if (env("HERD_STORE") != NULL)
+		return need_store(id);
+	if (job == NULL)
+		return herd__error(HERD_EINVAL, "herd_comm_init_env: rank %d of %d from Slurm "
+				   "variables, but SLURM_JOB_ID is not set (start the ranks with "
+				   "srun, or set HERD_STORE)", id->rank, id->size);
+	host[0] = '\0';
+	if (nnodes != NULL && strcmp(nnodes, "1") == 0) {
+		herd__strlcpy(host, "127.0.0.1", sizeof(host));
+	} else {
+		for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]) && host[0] == '\0'; i++)
+			if (env(lists[i]) != NULL)
+				HERD_CHECK(first_node(lists[i], env(lists[i]), host, sizeof(host)));
+		if (host[0] == '\0')
+			return herd__error(HERD_EINVAL, "herd_comm_init_env: rank %d of %d from "
+					   "Slurm variables, but no node list (SLURM_STEP_NODELIST) "
+					   "says where rank 0 runs; set HERD_STORE", id->rank,
+					   id->size);
+	}
+	snprintf(tag, sizeof(tag), "slurm:%s.%s", job, step != NULL ? step : "batch");
+	return derive_store(id, host, tag, NULL);
+}
+
+/* Open MPI: one node, or MASTER_ADDR naming rank 0's host.  mpirun shares
+ * a random per-job key with its ranks (for PSM), which keys the secret. */
+static herd_status ompi_store(identity *id)
+{
+	const char *nodes = env("OMPI_MCA_orte_num_nodes"), *job = env("OMPI_MCA_ess_base_jobid");
+	const char *local = env("OMPI_COMM_WORLD_LOCAL_SIZE"), *host = env("MASTER_ADDR");
+	char tag[128];
+
+	if (env("HERD_STORE") != NULL)
+		return need_store(id);
+	if (host == NULL) {
+		bool one_node = (nodes != NULL && strcmp(nodes, "1") == 0) ||
+				(local != NULL && atoi(local) == id->size);
+
+		if (!one_node)
+			return herd__error(HERD_EINVAL, "herd_comm_init_env: rank %d of %d from "
+					   "Open MPI variables on more than one node: set "
+					   "MASTER_ADDR to the host of rank 0 (mpirun -x "
+					   "MASTER_ADDR=HOST), or HERD_STORE", id->rank, id->size);
+		host = "127.0.0.1";
+	}
+	if (job == NULL)
+		return herd__error(HERD_EINVAL, "herd_comm_init_env: rank %d of %d from Open MPI "
+				   "variables, but OMPI_MCA_ess_base_jobid is not set; set "
+				   "HERD_STORE", id->rank, id->size);
+	snprintf(tag, sizeof(tag), "ompi:%s", job);
+	return derive_store(id, host, tag, env("OMPI_MCA_orte_precondition_transports"));
+}
+
 static herd_status torchrun_store(identity *id)
 {
 	const char *addr = env("MASTER_ADDR"), *port = env("MASTER_PORT");
@@ -189,6 +297,18 @@ static herd_status torchrun_store(identity *id)
 		snprintf(id->master, sizeof(id->master), "[%s]:%d", addr, id->master_port);
 	else
 		snprintf(id->master, sizeof(id->master), "%s:%d", addr, id->master_port);
+	/* torchrun's agent already serves its own store on MASTER_PORT: herd's
+	 * goes to ports derived from the run, on the same host. */
+	if (env("TORCHELASTIC_USE_AGENT_STORE") != NULL &&
+	    strcmp(env("TORCHELASTIC_USE_AGENT_STORE"), "True") == 0) {
+		char tag[700];
+		const char *run = env("TORCHELASTIC_RUN_ID"),
+			   *restart = env("TORCHELASTIC_RESTART_COUNT");
+
+		snprintf(tag, sizeof(tag), "torchrun:%s:%s:%s", run != NULL ? run : "",
+			 id->master, restart != NULL ? restart : "0");
+		return derive_store(id, addr, tag, NULL);
+	}
 	id->store = id->master;
 	id->host_store = id->rank == 0;
 	if (env("HERD_JOB_SECRET") == NULL) {
@@ -216,23 +336,57 @@ static herd_status find_identity(identity *id)
 		return torchrun_store(id);
 	HERD_CHECK(read_pair(id, "Slurm", "SLURM_PROCID", "SLURM_NTASKS", &found));
 	if (found)
-		return need_store(id);
+		return slurm_store(id);
 	HERD_CHECK(read_pair(id, "Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
 			     &found));
 	if (found)
-		return need_store(id);
+		return ompi_store(id);
 	return herd__error(HERD_EINVAL, "herd_comm_init_env: no rank identity in the "
 			   "environment; set HERD_RANK and HERD_WORLD_SIZE (with HERD_STORE and "
 			   "HERD_JOB_SECRET), or torchrun's RANK, WORLD_SIZE, MASTER_ADDR and "
-			   "MASTER_PORT, or run under Slurm (SLURM_PROCID, SLURM_NTASKS) or Open "
-			   "MPI (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE) with HERD_STORE");
+			   "MASTER_PORT, or start the ranks with srun or mpirun");
+}
+
+/* Rank 0 of a derived store serves it; every rank then connects. */
+static herd_status open_store(identity *id, const herd__comm_cfg *cfg,
+			      herd_store_server **server, herd_store **store)
+{
+	herd_store_opts so = HERD_STORE_OPTS_INIT;
+	herd_status st;
+
+	if (id->derived) {
+		if (id->rank == 0) {
+			HERD_CHECK(herd__boot_serve(server, &id->boot));
+			snprintf(id->found, sizeof(id->found), "127.0.0.1:%d",
+				 herd_store_server_port(*server));
+			id->store = id->found;
+		} else {
+			st = herd__boot_connect(store, &id->boot, cfg->timeout_ms, id->found,
+						sizeof(id->found));
+			id->store = id->found;
+			return st;
+		}
+	} else if (id->host_store) {
+		herd_store_server_opts sv = HERD_STORE_SERVER_OPTS_INIT;
+
+		sv.host = id->master_host;
+		sv.port = id->master_port;
+		sv.secret = id->secret;
+		st = herd_store_server_start(server, &sv);
+		if (st != HERD_OK)
+			return herd__error_wrap(st, "rank 0 (torchrun style) cannot host the store "
+						"at %s: ", id->master);
+	}
+	so.secret = id->secret;
+	so.timeout_ms = cfg->timeout_ms;
+	so.connect_timeout_ms = cfg->timeout_ms;
+	return herd_store_connect(store, id->store, &so);
 }
 
 herd_status herd_comm_init_env(herd_comm **out, const herd_comm_opts *opts)
 {
 	herd_store_server *server = NULL;
 	herd_store *store = NULL, *ns = NULL;
-	herd_store_opts so = HERD_STORE_OPTS_INIT;
 	herd__comm_cfg cfg;
 	identity id;
 	herd_status st;
@@ -242,24 +396,11 @@ herd_status herd_comm_init_env(herd_comm **out, const herd_comm_opts *opts)
 	*out = NULL;
 	HERD_CHECK(herd__comm_cfg_resolve(opts, &cfg));
 	HERD_CHECK(find_identity(&id));
-	if (id.host_store) {
-		herd_store_server_opts sv = HERD_STORE_SERVER_OPTS_INIT;
-
-		sv.host = id.master_host;
-		sv.port = id.master_port;
-		sv.secret = id.secret;
-		st = herd_store_server_start(&server, &sv);
-		if (st != HERD_OK)
-			return herd__error_wrap(st, "herd_comm_init_env: rank 0 (torchrun style) "
-						"cannot host the store at %s: ", id.master);
-	}
-	so.secret = id.secret;
-	so.timeout_ms = cfg.timeout_ms;
-	so.connect_timeout_ms = cfg.timeout_ms;
-	st = herd_store_connect(&store, id.store, &so);
+	st = open_store(&id, &cfg, &server, &store);
 	if (st != HERD_OK) {
 		herd__error_wrap(st, "herd_comm_init_env: rank %d of %d (%s style): store %s: ",
-				 id.rank, id.size, id.style, id.store);
+				 id.rank, id.size, id.style,
+				 id.store != NULL ? id.store : id.boot.host);
 		goto fail;
 	}
 	/* A namespace of its own, apart from other users of the job's store. */

@@ -73,36 +73,7 @@ wait_pidfile() {
 	return 1
 }
 
-start() {
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "slurm.sh: needs root" >&2
-		exit 77
-	fi
-	for prog in munged slurmctld slurmd sinfo srun salloc python3; do
-		if ! command -v "$prog" >/dev/null; then
-			echo "slurm.sh: $prog not found (Debian packages slurm-wlm, munge)" >&2
-			exit 77
-		fi
-	done
-	mkdir -p "$dir"
-	dir=$(cd "$dir" && pwd)
-	mkdir -p "$dir/munge" "$dir/state" "$dir/spool/node1" "$dir/spool/node2" "$dir/dev"
-	chmod 0700 "$dir/munge"
-
-	# munge: a key of our own, a socket of our own.
-	dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
-	chmod 0400 "$dir/munge/munge.key"
-	munged --force --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.socket" \
-		--pid-file="$dir/munged.pid" --log-file="$dir/munge/munged.log" \
-		--seed-file="$dir/munge/munged.seed"
-	wait_pidfile "$dir/munged.pid" || { echo "slurm.sh: munged did not start" >&2; exit 1; }
-
-	# Two GPUs per node: NVIDIA's character devices, major 195.
-	for n in 0 1; do
-		rm -f "$dir/dev/nvidia$n"
-		mknod -m 0666 "$dir/dev/nvidia$n" c 195 "$n"
-	done
-
+write_conf() {
 	local ctld_port node1_port node2_port srun_lo
 	ctld_port=$(free_port)
 	node1_port=$(free_port)
@@ -153,25 +124,83 @@ start() {
 	NodeName=node[1-2] Name=gpu File=$dir/dev/nvidia[0-1]
 	EOF
 
+}
+
+# Starts slurmctld and both slurmds and waits until both nodes are idle
+# (bounded: 60 s); 1 when a daemon did not start or died, or the nodes did
+# not come up.
+daemons_up() {
 	export SLURM_CONF=$dir/slurm.conf
 	slurmctld -f "$dir/slurm.conf" -i
-	wait_pidfile "$dir/slurmctld.pid" || { echo "slurm.sh: slurmctld did not start" >&2; tail -5 "$dir/slurmctld.log" >&2; exit 1; }
+	wait_pidfile "$dir/slurmctld.pid" || { echo "slurm.sh: slurmctld did not start" >&2; return 1; }
 	for n in node1 node2; do
 		slurmd -f "$dir/slurm.conf" -N "$n"
-		wait_pidfile "$dir/slurmd-$n.pid" || { echo "slurm.sh: slurmd $n did not start" >&2; tail -5 "$dir/slurmd-$n.log" >&2; exit 1; }
+		wait_pidfile "$dir/slurmd-$n.pid" || { echo "slurm.sh: slurmd $n did not start" >&2; return 1; }
 	done
-
-	# Up once both nodes are idle (bounded: 60 s).
-	local state=""
+	local state="" d
 	for _ in $(seq 120); do
 		state=$(sinfo -h -N -o '%N %t' 2>/dev/null | sort | tr '\n' ' ')
 		if [ "$state" = "node1 idle node2 idle " ]; then
 			return 0
 		fi
+		for d in slurmctld slurmd-node1 slurmd-node2; do
+			kill -0 "$(cat "$dir/$d.pid" 2>/dev/null)" 2>/dev/null \
+				|| { echo "slurm.sh: $d exited" >&2; return 1; }
+		done
 		sleep 0.5
 	done
 	echo "slurm.sh: nodes not idle after 60 s: ${state:-no answer from slurmctld}" >&2
-	tail -5 "$dir/slurmctld.log" "$dir"/slurmd-node*.log >&2 || true
+	return 1
+}
+
+start() {
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "slurm.sh: needs root" >&2
+		exit 77
+	fi
+	for prog in munged slurmctld slurmd sinfo srun salloc python3; do
+		if ! command -v "$prog" >/dev/null; then
+			echo "slurm.sh: $prog not found (Debian packages slurm-wlm, munge)" >&2
+			exit 77
+		fi
+	done
+	mkdir -p "$dir"
+	dir=$(cd "$dir" && pwd)
+	mkdir -p "$dir/munge" "$dir/state" "$dir/spool/node1" "$dir/spool/node2" "$dir/dev"
+	chmod 0700 "$dir/munge"
+
+	# munge: a key of our own, a socket of our own.
+	dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
+	chmod 0400 "$dir/munge/munge.key"
+	munged --force --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.socket" \
+		--pid-file="$dir/munged.pid" --log-file="$dir/munge/munged.log" \
+		--seed-file="$dir/munge/munged.seed"
+	wait_pidfile "$dir/munged.pid" || { echo "slurm.sh: munged did not start" >&2; exit 1; }
+
+	# Two GPUs per node: NVIDIA's character devices, major 195.
+	for n in 0 1; do
+		rm -f "$dir/dev/nvidia$n"
+		mknod -m 0666 "$dir/dev/nvidia$n" c 195 "$n"
+	done
+
+	# The ports are picked free, but another process can take one before
+	# the daemon binds it; a daemon that died on "Address already in use"
+	# makes the whole cluster start again on new ports (3 tries).
+	local try
+	for try in 1 2 3; do
+		write_conf
+		if daemons_up; then
+			return 0
+		fi
+		if ! grep -qs "Address already in use" "$dir/slurmctld.log" "$dir"/slurmd-node*.log; then
+			tail -5 "$dir/slurmctld.log" "$dir"/slurmd-node*.log >&2 || true
+			exit 1
+		fi
+		echo "slurm.sh: a port was taken before its daemon bound it (try $try); new ports" >&2
+		for d in slurmd-node1 slurmd-node2 slurmctld; do kill_pidfile "$d"; done
+		rm -f "$dir/slurmctld.log" "$dir"/slurmd-node*.log
+		rm -rf "$dir/state" && mkdir -p "$dir/state"
+	done
 	exit 1
 }
 

@@ -25,7 +25,8 @@
 static const char usage_text[] =
 	"usage: herd launch -n N [options] [--] CMD [ARGS...]\n"
 	"Runs N ranks of CMD; every output line is prefixed [host:rank].  A CMD\n"
-	"ending in .lua runs as `herd CMD`: Lua ranks.\n"
+	"ending in .lua runs as `herd CMD`: Lua ranks; a CMD named herd runs this\n"
+	"herd program (the one on the nodes' PATH or $HERD_PROGRAM over ssh and Slurm).\n"
 	"  -n, --np N              number of ranks (required)\n"
 	"  --per-node K            ranks per node (default: fill each node's slots)\n"
 	"  --hosts EXPR            run over ssh on a hostlist, e.g. node[01-04]\n"
@@ -33,11 +34,23 @@ static const char usage_text[] =
 	"  --slurm                 run on the nodes of this Slurm allocation (srun)\n"
 	"  --gpus-per-rank G       lease and bind G GPUs per rank\n"
 	"  --restarts R            restart the whole job up to R times after a failure\n"
+	"  --env NAME=VALUE        set NAME in every rank's environment (repeatable);\n"
+	"                          it wins over herd's own variables, as an exported\n"
+	"                          MASTER_ADDR or MASTER_PORT does\n"
+	"  -u, --unbuffered        ranks' stdout line-buffered (C stdio through\n"
+	"                          coreutils' libstdbuf, PYTHONUNBUFFERED=1), so a\n"
+	"                          rank that is killed loses no finished line\n"
 	"  --log-dir DIR           also write DIR/rank.N.out and DIR/rank.N.err\n"
 	"  --timeout SEC           deadline for every rank to be started (default 60)\n"
 	"  --grace SEC             SIGTERM to SIGKILL when stopping (default 5)\n"
 	"  --prefix FMT            line prefix, %h host, %r rank (default \"[%h:%r] \")\n"
 	"  --no-prefix             no prefix\n"
+	"  -l, --label             srun's prefix: \"RANK: \"\n"
+	"Aliases for flags of torchrun and srun, with herd's meaning:\n"
+	"  --nproc-per-node, --ntasks-per-node K   --per-node K\n"
+	"  --max-restarts R                        --restarts R (the whole job)\n"
+	"  --gpus-per-task G                       --gpus-per-rank G\n"
+	"  -w, --nodelist EXPR                     --hosts EXPR (over ssh, not srun)\n"
 	"Exit status: 0 when every rank exited 0, else the first failed rank's\n"
 	"(128+N for signal N, 127 when it could not be started); 1 or 2 when the\n"
 	"job could not be launched.\n"
@@ -47,25 +60,121 @@ static const char usage_text[] =
 
 enum {
 	OPT_PER_NODE = 256, OPT_HOSTS, OPT_HOSTFILE, OPT_SLURM, OPT_GPUS, OPT_RESTARTS,
-	OPT_LOG_DIR, OPT_TIMEOUT, OPT_GRACE, OPT_PREFIX, OPT_NO_PREFIX
+	OPT_LOG_DIR, OPT_TIMEOUT, OPT_GRACE, OPT_PREFIX, OPT_NO_PREFIX, OPT_ENV
 };
 
 static const struct option options[] = {
 	{ "np", required_argument, NULL, 'n' },
 	{ "per-node", required_argument, NULL, OPT_PER_NODE },
+	{ "nproc-per-node", required_argument, NULL, OPT_PER_NODE },
+	{ "ntasks-per-node", required_argument, NULL, OPT_PER_NODE },
 	{ "hosts", required_argument, NULL, OPT_HOSTS },
+	{ "nodelist", required_argument, NULL, OPT_HOSTS },
 	{ "hostfile", required_argument, NULL, OPT_HOSTFILE },
 	{ "slurm", no_argument, NULL, OPT_SLURM },
 	{ "gpus-per-rank", required_argument, NULL, OPT_GPUS },
+	{ "gpus-per-task", required_argument, NULL, OPT_GPUS },
 	{ "restarts", required_argument, NULL, OPT_RESTARTS },
+	{ "max-restarts", required_argument, NULL, OPT_RESTARTS },
+	{ "env", required_argument, NULL, OPT_ENV },
+	{ "unbuffered", no_argument, NULL, 'u' },
 	{ "log-dir", required_argument, NULL, OPT_LOG_DIR },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "grace", required_argument, NULL, OPT_GRACE },
 	{ "prefix", required_argument, NULL, OPT_PREFIX },
 	{ "no-prefix", no_argument, NULL, OPT_NO_PREFIX },
+	{ "label", no_argument, NULL, 'l' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
 };
+
+/* The launcher's variables that ranks keep when exported: torchrun's
+ * contract names a user may set for a program that expects them. */
+static const char *const kept_exports[] = { "MASTER_ADDR", "MASTER_PORT" };
+
+/* What -u adds: coreutils' stdbuf library line-buffers C stdio. */
+#define STDBUF_LIB "/usr/libexec/coreutils/libstdbuf.so"
+
+/* The rank environment entries of the command line, NULL-terminated. */
+struct env_list {
+	const char **v;
+	char *preload;
+	size_t n, cap;
+};
+
+static int env_add(struct env_list *e, const char *entry)
+{
+	if (e->n + 2 > e->cap) {
+		size_t nc = e->cap ? 2 * e->cap : 16;
+		const char **nv = realloc(e->v, nc * sizeof(*nv));
+
+		if (nv == NULL)
+			return -1;
+		e->v = nv;
+		e->cap = nc;
+	}
+	e->v[e->n++] = entry;
+	e->v[e->n] = NULL;
+	return 0;
+}
+
+static int env_has(const struct env_list *e, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (size_t i = 0; i < e->n; i++)
+		if (strncmp(e->v[i], name, len) == 0 && e->v[i][len] == '=')
+			return 1;
+	return 0;
+}
+
+/* The entry "NAME=value" of this process's environment, or NULL. */
+static const char *environ_entry(const char *name)
+{
+	size_t len = strlen(name);
+
+	for (char **e = environ; *e != NULL; e++)
+		if (strncmp(*e, name, len) == 0 && (*e)[len] == '=' && (*e)[len + 1] != '\0')
+			return *e;
+	return NULL;
+}
+
+/* Exported MASTER_*, then what -u needs, after the --env entries (which
+ * win).  -1 when out of memory. */
+static int env_finish(struct env_list *e, int unbuffered)
+{
+	static const char *const unbuffered_env[] = { "_STDBUF_O=L", "PYTHONUNBUFFERED=1" };
+
+	for (size_t i = 0; i < sizeof(kept_exports) / sizeof(*kept_exports); i++) {
+		const char *entry = environ_entry(kept_exports[i]);
+
+		if (entry != NULL && !env_has(e, kept_exports[i]) && env_add(e, entry) != 0)
+			return -1;
+	}
+	if (!unbuffered)
+		return 0;
+	for (size_t i = 0; i < sizeof(unbuffered_env) / sizeof(*unbuffered_env); i++)
+		if (env_add(e, unbuffered_env[i]) != 0)
+			return -1;
+	if (access(STDBUF_LIB, R_OK) != 0) {
+		fprintf(stderr, "herd launch: -u: %s is missing (Debian coreutils): C programs "
+			"keep their stdout buffered; Python's is unbuffered\n", STDBUF_LIB);
+		return 0;
+	}
+	if (!env_has(e, "LD_PRELOAD")) {
+		const char *old = getenv("LD_PRELOAD");
+		size_t len = strlen(STDBUF_LIB) + (old != NULL ? strlen(old) : 0) + 16;
+
+		e->preload = malloc(len);
+		if (e->preload == NULL)
+			return -1;
+		snprintf(e->preload, len, "LD_PRELOAD=%s%s%s", STDBUF_LIB,
+			 old != NULL && old[0] != '\0' ? ":" : "", old != NULL ? old : "");
+		if (env_add(e, e->preload) != 0)
+			return -1;
+	}
+	return 0;
+}
 
 static int sig_pipe[2] = { -1, -1 };
 
@@ -157,80 +266,145 @@ static int supervise(herd_job *job)
 	}
 }
 
+/* One line and a hint, as a usage error says it. */
+static int usage_error(const char *fmt, const char *arg)
+{
+	fputs("herd launch: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs("\nTry 'herd launch --help' for more information.\n", stderr);
+	return -1;
+}
+
+/*
+ * The command line into spec and e.  0, 1 for --help (printed), -1 for a
+ * usage error (said).
+ */
+static int parse_args(int argc, char **argv, herd_job_spec *spec, struct env_list *e,
+		      int *unbuffered)
+{
+	int c, li, where_set = 0;
+	char opt[40];
+
+	opterr = 0;
+	optind = 1;
+	/* "+": options end at the command, whose own options are its own. */
+	while ((li = -1, c = getopt_long(argc, argv, "+n:w:ulh", options, &li)) != -1) {
+		/* The option as the user typed it, for messages (aliases too). */
+		if (li >= 0)
+			snprintf(opt, sizeof(opt), "--%s", options[li].name);
+		else
+			snprintf(opt, sizeof(opt), "-%c", c);
+		switch (c) {
+		case 'n':
+			if (parse_count(opt, optarg, 1, &spec->nranks) != 0)
+				return -1;
+			break;
+		case OPT_PER_NODE:
+			if (parse_count(opt, optarg, 1, &spec->per_node) != 0)
+				return -1;
+			break;
+		case 'w':
+			c = OPT_HOSTS;
+			/* fall through */
+		case OPT_HOSTS:
+		case OPT_HOSTFILE:
+		case OPT_SLURM:
+			if (where_set++)
+				return usage_error("give one of --hosts (-w), --hostfile and "
+						   "--slurm%s", "");
+			spec->where = c == OPT_HOSTS ? HERD_JOB_HOSTS
+				      : c == OPT_HOSTFILE ? HERD_JOB_HOSTFILE : HERD_JOB_SLURM;
+			spec->hosts = c == OPT_SLURM ? NULL : optarg;
+			break;
+		case OPT_GPUS:
+			if (parse_count(opt, optarg, 0, &spec->gpus_per_rank) != 0)
+				return -1;
+			break;
+		case OPT_RESTARTS:
+			if (parse_count(opt, optarg, 0, &spec->restarts) != 0)
+				return -1;
+			break;
+		case OPT_LOG_DIR:
+			spec->log_dir = optarg;
+			break;
+		case OPT_TIMEOUT:
+			if (parse_seconds("--timeout", optarg, &spec->start_timeout_ms) != 0)
+				return -1;
+			break;
+		case OPT_GRACE:
+			if (parse_seconds("--grace", optarg, &spec->grace_ms) != 0)
+				return -1;
+			break;
+		case OPT_PREFIX:
+			spec->prefix = optarg;
+			break;
+		case OPT_NO_PREFIX:
+			spec->prefix = "";
+			break;
+		case 'l':
+			spec->prefix = "%r: ";
+			break;
+		case 'u':
+			*unbuffered = 1;
+			break;
+		case OPT_ENV:
+			if (strchr(optarg, '=') == NULL || optarg[0] == '=')
+				return usage_error("--env %s: expected NAME=VALUE", optarg);
+			if (env_add(e, optarg) != 0)
+				return usage_error("out of memory%s", "");
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 1;
+		default:
+			return usage_error("unknown option or missing value: %s", argv[optind - 1]);
+		}
+	}
+	if (spec->nranks == 0)
+		return usage_error("-n N is required%s", "");
+	if (optind >= argc)
+		return usage_error("no command to run%s", "");
+	return 0;
+}
+
+/*
+ * The ranks' argv: a .lua script runs under the herd program, and a
+ * command named herd is the herd program (this one, locally).
+ */
+static const char **rank_argv(int argc, char **argv, const char *herd_program)
+{
+	const char **cmd = calloc((size_t)argc + 2, sizeof(*cmd));
+	const char *prog = herd_program != NULL ? herd_program : getenv("HERD_PROGRAM");
+	int k = 0;
+
+	if (cmd == NULL)
+		return NULL;
+	if (prog == NULL || prog[0] == '\0')
+		prog = "herd";
+	if (ends_with(argv[0], ".lua"))
+		cmd[k++] = prog;
+	for (int i = 0; i < argc; i++)
+		cmd[k++] = i == 0 && strcmp(argv[0], "herd") == 0 ? prog : argv[i];
+	cmd[k] = NULL;
+	return cmd;
+}
+
 int cmd_launch(int argc, char **argv)
 {
 	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct env_list extra = { NULL, NULL, 0, 0 };
 	const char **cmd = NULL;
 	char self[PATH_MAX];
-	int c, where_set = 0, status;
+	int rc, unbuffered = 0, status = SHELL_EXIT_FAILURE;
 	herd_status st;
 	herd_job *job = NULL;
 	struct sigaction sa;
 	static const int forward[] = { SIGINT, SIGTERM, SIGHUP };
 
-	opterr = 0;
-	optind = 1;
-	/* "+": options end at the command, whose own options are its own. */
-	while ((c = getopt_long(argc, argv, "+n:h", options, NULL)) != -1) {
-		switch (c) {
-		case 'n':
-			if (parse_count("-n", optarg, 1, &spec.nranks) != 0)
-				return SHELL_EXIT_USAGE;
-			break;
-		case OPT_PER_NODE:
-			if (parse_count("--per-node", optarg, 1, &spec.per_node) != 0)
-				return SHELL_EXIT_USAGE;
-			break;
-		case OPT_HOSTS:
-		case OPT_HOSTFILE:
-		case OPT_SLURM:
-			if (where_set++) {
-				fprintf(stderr, "herd launch: give one of --hosts, --hostfile and "
-					"--slurm\n");
-				return SHELL_EXIT_USAGE;
-			}
-			spec.where = c == OPT_HOSTS ? HERD_JOB_HOSTS
-				     : c == OPT_HOSTFILE ? HERD_JOB_HOSTFILE : HERD_JOB_SLURM;
-			spec.hosts = c == OPT_SLURM ? NULL : optarg;
-			break;
-		case OPT_GPUS:
-			if (parse_count("--gpus-per-rank", optarg, 0, &spec.gpus_per_rank) != 0)
-				return SHELL_EXIT_USAGE;
-			break;
-		case OPT_RESTARTS:
-			if (parse_count("--restarts", optarg, 0, &spec.restarts) != 0)
-				return SHELL_EXIT_USAGE;
-			break;
-		case OPT_LOG_DIR:
-			spec.log_dir = optarg;
-			break;
-		case OPT_TIMEOUT:
-			if (parse_seconds("--timeout", optarg, &spec.start_timeout_ms) != 0)
-				return SHELL_EXIT_USAGE;
-			break;
-		case OPT_GRACE:
-			if (parse_seconds("--grace", optarg, &spec.grace_ms) != 0)
-				return SHELL_EXIT_USAGE;
-			break;
-		case OPT_PREFIX:
-			spec.prefix = optarg;
-			break;
-		case OPT_NO_PREFIX:
-			spec.prefix = "";
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return SHELL_EXIT_OK;
-		default:
-			fprintf(stderr, "herd launch: unknown option or missing value: %s\n%s",
-				argv[optind - 1], usage_text);
-			return SHELL_EXIT_USAGE;
-		}
-	}
-	if (spec.nranks == 0 || optind >= argc) {
-		fprintf(stderr, "herd launch: %s\n%s", spec.nranks == 0 ? "-n N is required"
-			: "no command to run", usage_text);
-		return SHELL_EXIT_USAGE;
+	rc = parse_args(argc, argv, &spec, &extra, &unbuffered);
+	if (rc != 0) {
+		status = rc > 0 ? SHELL_EXIT_OK : SHELL_EXIT_USAGE;
+		goto out;
 	}
 	if (spec.where == HERD_JOB_LOCAL) {
 		/* Local nodes run this very program (`herd exec`, Lua ranks). */
@@ -241,29 +415,17 @@ int cmd_launch(int argc, char **argv)
 			spec.herd_program = self;
 		}
 	}
-	cmd = calloc((size_t)(argc - optind) + 2, sizeof(*cmd));
-	if (cmd == NULL) {
+	cmd = rank_argv(argc - optind, argv + optind, spec.herd_program);
+	if (cmd == NULL || env_finish(&extra, unbuffered) != 0) {
 		fprintf(stderr, "herd launch: out of memory\n");
-		return SHELL_EXIT_FAILURE;
-	}
-	{
-		int k = 0;
-
-		if (ends_with(argv[optind], ".lua")) {
-			const char *prog = spec.herd_program ? spec.herd_program : getenv("HERD_PROGRAM");
-
-			cmd[k++] = prog != NULL && prog[0] != '\0' ? prog : "herd";
-		}
-		for (int i = optind; i < argc; i++)
-			cmd[k++] = argv[i];
-		cmd[k] = NULL;
+		goto out;
 	}
 	spec.argv = cmd;
+	spec.env = extra.v;
 
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
 		fprintf(stderr, "herd launch: pipe: %s\n", strerror(errno));
-		free(cmd);
-		return SHELL_EXIT_FAILURE;
+		goto out;
 	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -276,9 +438,9 @@ int cmd_launch(int argc, char **argv)
 	st = herd_job_launch(&job, &spec);
 	if (st != HERD_OK) {
 		fprintf(stderr, "herd launch: %s\n", herd_last_error());
-		free(cmd);
-		return st == HERD_EINVAL || st == HERD_EFORMAT ? SHELL_EXIT_USAGE
-							       : SHELL_EXIT_FAILURE;
+		status = st == HERD_EINVAL || st == HERD_EFORMAT ? SHELL_EXIT_USAGE
+								 : SHELL_EXIT_FAILURE;
+		goto out;
 	}
 	status = supervise(job);
 	report_failed_starts(job);
@@ -286,7 +448,10 @@ int cmd_launch(int argc, char **argv)
 		fprintf(stderr, "herd launch: job %s failed: %s\n", herd_job_id(job),
 			herd_job_failure(job));
 	herd_job_free(job);
-	free(cmd);
 	fflush(stdout);
+out:
+	free(cmd);
+	free(extra.v);
+	free(extra.preload);
 	return status;
 }

@@ -344,7 +344,8 @@ static herd_status find_identity(identity *id)
 	return herd__error(HERD_EINVAL, "herd_comm_init_env: no rank identity in the "
 			   "environment; set HERD_RANK and HERD_WORLD_SIZE (with HERD_STORE and "
 			   "HERD_JOB_SECRET), or torchrun's RANK, WORLD_SIZE, MASTER_ADDR and "
-			   "MASTER_PORT, or start the ranks with srun or mpirun");
+			   "MASTER_PORT, or start the ranks with srun (SLURM_PROCID, SLURM_NTASKS) "
+			   "or mpirun (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE)");
 }
 
 /* Rank 0 of a derived store serves it; every rank then connects. */

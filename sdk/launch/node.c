@@ -159,6 +159,17 @@ static void free_strv(char **v)
 	free(v);
 }
 
+/* push, unless entry's name is one of names (the entry is then freed). */
+static herd_status push_unless(char ***v, size_t *n, size_t *cap, char *entry,
+			       char *const *names, size_t nnames)
+{
+	if (entry != NULL && name_in(entry, (const char *const *)names, nnames)) {
+		free(entry);
+		return HERD_OK;
+	}
+	return push(v, n, cap, entry);
+}
+
 /*
  * environ, less the contract's names and those the GPU plan or spec->env
  * set, then the contract, then the plan's GPU variables, then spec->env.
@@ -189,30 +200,34 @@ static herd_status rank_env(const herd__node *n, int i, char ***out)
 		HERD_CHECK_GOTO(push(&v, &cnt, &cap, strdup(e)), st, fail);
 	}
 #define PUSHF(...) HERD_CHECK_GOTO(push(&v, &cnt, &cap, fmt(__VA_ARGS__)), st, fail)
-	PUSHF("HERD_RANK=%d", rank);
-	PUSHF("HERD_WORLD_SIZE=%d", s->world_size);
-	PUSHF("HERD_LOCAL_RANK=%d", i);
-	PUSHF("HERD_LOCAL_WORLD_SIZE=%d", s->nranks);
-	PUSHF("HERD_NODE_RANK=%d", s->node_rank);
-	PUSHF("HERD_NNODES=%d", s->nnodes);
-	PUSHF("HERD_JOB_ID=%s", s->job_id);
-	PUSHF("HERD_STORE=%s", s->store);
-	PUSHF("HERD_JOB_SECRET=%s", s->secret);
-	PUSHF("HERD_RESTART_COUNT=%d", s->restart_count);
-	PUSHF("RANK=%d", rank);
-	PUSHF("LOCAL_RANK=%d", i);
-	PUSHF("WORLD_SIZE=%d", s->world_size);
-	PUSHF("LOCAL_WORLD_SIZE=%d", s->nranks);
-	PUSHF("GROUP_RANK=%d", s->node_rank);
-	PUSHF("MASTER_ADDR=%s", s->master_addr);
-	PUSHF("MASTER_PORT=%d", s->master_port);
-	PUSHF("TORCHELASTIC_RESTART_COUNT=%d", s->restart_count);
+	/* A contract variable that spec->env sets is spec->env's (an exported
+	 * MASTER_PORT, say): getenv would find the first of two. */
+#define PUSHC(...) HERD_CHECK_GOTO(push_unless(&v, &cnt, &cap, fmt(__VA_ARGS__), s->env, nenv), st, fail)
+	PUSHC("HERD_RANK=%d", rank);
+	PUSHC("HERD_WORLD_SIZE=%d", s->world_size);
+	PUSHC("HERD_LOCAL_RANK=%d", i);
+	PUSHC("HERD_LOCAL_WORLD_SIZE=%d", s->nranks);
+	PUSHC("HERD_NODE_RANK=%d", s->node_rank);
+	PUSHC("HERD_NNODES=%d", s->nnodes);
+	PUSHC("HERD_JOB_ID=%s", s->job_id);
+	PUSHC("HERD_STORE=%s", s->store);
+	PUSHC("HERD_JOB_SECRET=%s", s->secret);
+	PUSHC("HERD_RESTART_COUNT=%d", s->restart_count);
+	PUSHC("RANK=%d", rank);
+	PUSHC("LOCAL_RANK=%d", i);
+	PUSHC("WORLD_SIZE=%d", s->world_size);
+	PUSHC("LOCAL_WORLD_SIZE=%d", s->nranks);
+	PUSHC("GROUP_RANK=%d", s->node_rank);
+	PUSHC("MASTER_ADDR=%s", s->master_addr);
+	PUSHC("MASTER_PORT=%d", s->master_port);
+	PUSHC("TORCHELASTIC_RESTART_COUNT=%d", s->restart_count);
 	for (size_t k = 0; k < ngpu; k++)
 		if (!name_in(gpu[k], (const char *const *)s->env, nenv))
 			PUSHF("%s", gpu[k]);
 	for (size_t k = 0; k < nenv; k++)
 		PUSHF("%s", s->env[k]);
 #undef PUSHF
+#undef PUSHC
 	if (v == NULL)
 		HERD_CHECK_GOTO(push(&v, &cnt, &cap, strdup("HERD_RANK=0")), st, fail);
 	herd_free(gpu);
@@ -445,7 +460,8 @@ static herd_status start_rank(herd__node *n, int i)
 			snprintf(err, sizeof(err), "binding to its CPUs failed: %s",
 				 strerror(f.err));
 		else
-			snprintf(err, sizeof(err), "exec failed: %s", strerror(f.err));
+			snprintf(err, sizeof(err), "exec \"%.*s\": %s", PATH_MAX, n->spec.argv[0],
+				 strerror(f.err));
 		close_fd(&r->s[0].fd);
 		close_fd(&r->s[1].fd);
 		report_exit(n, r, HERD_RANK_FAILED_START, 127, 0, err);

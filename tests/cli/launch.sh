@@ -65,7 +65,7 @@ grep -qF "(restart 2)" "$tmp/err" || fail "summary lacks the restart: $(cat "$tm
 rc=$?
 [[ $rc == 127 ]] || fail "missing command gave status $rc"
 for r in 0 1; do
-	grep -qxF "herd launch: [$host:$r] exec failed: No such file or directory" "$tmp/err" \
+	grep -qxF "herd launch: [$host:$r] exec \"herd-no-such-command\": No such file or directory" "$tmp/err" \
 		|| fail "rank $r did not report the exec failure: $(cat "$tmp/err")"
 done
 
@@ -147,6 +147,41 @@ for via in "" 1; do
 	done
 	[[ -z $left ]] || fail "ranks left running after the launcher died (via exec: ${via:-no}):$left"
 	rm -f "$tmp"/pid.*
+done
+
+# --- an exported MASTER_PORT and --env win over herd's own values; -l is
+# srun's label
+out=$(MASTER_PORT=29555 "$HERD" launch -n 2 -- sh -c 'echo $MASTER_PORT') || fail "MASTER_PORT launch exited $?"
+[[ $(sort <<<"$out") == "[$host:0] 29555
+[$host:1] 29555" ]] || fail "exported MASTER_PORT: $out"
+out=$("$HERD" launch -n 2 -l --env FOO=bar --env MASTER_PORT=1234 -- sh -c 'echo $FOO $MASTER_PORT') \
+	|| fail "--env launch exited $?"
+[[ $(sort <<<"$out") == "0: bar 1234
+1: bar 1234" ]] || fail "--env and -l: $out"
+"$HERD" launch -n 1 --env =x -- true 2>"$tmp/err"; rc=$?
+[[ $rc == 2 ]] || fail "--env =x exited $rc"
+has "$(cat "$tmp/err")" "--env =x: expected NAME=VALUE"
+"$HERD" launch --max-restarts x -n 1 -- true 2>"$tmp/err"; rc=$?
+[[ $rc == 2 ]] || fail "--max-restarts x exited $rc"
+has "$(cat "$tmp/err")" "--max-restarts x: expected an integer"
+
+# --- a command named herd is this herd program, with herd not on PATH
+out=$(PATH=/usr/bin:/bin "$HERD" launch -n 2 -- herd bench allreduce -b 8 -e 8 -c 1) \
+	|| fail "herd bench under launch without herd on PATH exited $?: $out"
+has "$out" "[$host:0] # herd bench allreduce: 2 ranks"
+
+# --- -u: a rank that is killed keeps the lines its C stdio wrote (grep
+# into a pipe buffers them until it exits, unless line-buffered)
+for u in "" -u; do
+	timeout 30 "$HERD" launch $u -n 2 --grace 1 -- sh -c 'if [ $HERD_RANK = 0 ]; then
+		{ echo progress; sleep 30; } | grep progress; else sleep 1; exit 3; fi' \
+		>"$tmp/out" 2>/dev/null; rc=$?
+	[[ $rc == 3 ]] || fail "launch $u with a failing rank exited $rc"
+	if [[ -z $u ]]; then
+		grep -q progress "$tmp/out" && fail "without -u the buffered line came out (the test proves nothing)"
+	else
+		grep -qxF "[$host:0] progress" "$tmp/out" || fail "-u lost the line: $(cat "$tmp/out")"
+	fi
 done
 
 echo "launch: ok"

@@ -739,6 +739,17 @@ static void env_error_rank(int rank, int size, void *arg)
 	set_int("SLURM_PROCID", 3);
 	set_int("SLURM_NTASKS", 2);
 	CHECK_ERR(herd_comm_init_env(&comm, NULL), HERD_EINVAL, "SLURM_PROCID=3 is not below");
+	set_int("SLURM_PROCID", 1);
+	unsetenv("SLURM_JOB_ID");
+	CHECK_ERR(herd_comm_init_env(&comm, NULL), HERD_EINVAL, "SLURM_JOB_ID is not set");
+	clear_identity_env();
+	set_int("OMPI_COMM_WORLD_RANK", 1);
+	set_int("OMPI_COMM_WORLD_SIZE", 4);
+	set_int("OMPI_COMM_WORLD_LOCAL_SIZE", 2);
+	setenv("OMPI_MCA_orte_num_nodes", "2", 1);
+	CHECK_ERR(herd_comm_init_env(&comm, NULL), HERD_EINVAL, "set MASTER_ADDR to the host of rank 0");
+	unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+	unsetenv("OMPI_MCA_orte_num_nodes");
 	clear_identity_env();
 	set_int("RANK", 0);
 	set_int("WORLD_SIZE", 2);

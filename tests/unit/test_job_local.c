@@ -295,7 +295,7 @@ static void test_job_exec_failure_is_127_on_every_rank(void)
 		CHECK_OK(herd_job_rank(job, r, &rs));
 		CHECK_INT(rs.state, HERD_RANK_FAILED_START);
 		CHECK_INT(rs.exit_code, 127);
-		CHECK_STR(rs.error, "exec failed: No such file or directory");
+		CHECK_STR(rs.error, "exec \"herd-no-such-program-xyz\": No such file or directory");
 	}
 	herd_job_free(job);
 	capture_free(&c);

@@ -946,6 +946,14 @@ static void forward(struct child *ch, int rank, int np, const char *buf, size_t 
 	}
 }
 
+/* Whether stdout is a pipe or socket that nobody reads any more. */
+static int stdout_gone(void)
+{
+	struct pollfd p = { .fd = STDOUT_FILENO, .events = POLLOUT };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0;
+}
+
 static void describe_exit(int status, char *buf, size_t cap)
 {
 	if (WIFEXITED(status))
@@ -964,13 +972,16 @@ static int failed(const struct child *ch)
 
 /* Waits for the ranks, forwarding their stderr, until all have exited and
  * closed it; kills what is left at the deadline or once the grace after a
- * failure is over.  *timed_out says whether the deadline killed them. */
-static void supervise(struct child *ch, int np, double deadline, int *timed_out)
+ * failure is over.  *timed_out says whether the deadline killed them,
+ * *reader_gone whether a rank died of SIGPIPE on the results' output. */
+static void supervise(struct child *ch, int np, double deadline, int *timed_out,
+		      int *reader_gone)
 {
 	struct pollfd *fds = calloc((size_t)np, sizeof(*fds));
 	double fail_at = 0;
 	int killed = 0;
 	*timed_out = 0;
+	*reader_gone = 0;
 	for (;;) {
 		int open = 0, running = 0;
 		for (int r = 0; r < np; r++) {
@@ -983,20 +994,11 @@ static void supervise(struct child *ch, int np, double deadline, int *timed_out)
 		if (!running && !open)
 			break;
 		poll(fds, (nfds_t)np, 100);
-		for (int r = 0; r < np; r++) {
-			if (ch[r].errfd < 0 || !(fds[r].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			char buf[4096];
-			ssize_t n = read(ch[r].errfd, buf, sizeof(buf));
-			if (n > 0) {
-				forward(&ch[r], r, np, buf, (size_t)n);
-			} else if (n == 0 || errno != EINTR) {
-				if (ch[r].linelen > 0)
-					forward(&ch[r], r, np, "\n", 1);
-				close(ch[r].errfd);
-				ch[r].errfd = -1;
-			}
-		}
+		/* A rank that died of SIGPIPE (the reader of the results went
+		 * away, as with `| head`): what its peers then say about its
+		 * death is not shown.  Its exit may be reaped after their words
+		 * arrive, so the output is asked too: a pipe with no reader
+		 * polls as an error. */
 		double t = now_s();
 		for (int r = 0; r < np; r++) {
 			if (ch[r].exited || waitpid(ch[r].pid, &ch[r].status, WNOHANG) != ch[r].pid)
@@ -1005,6 +1007,25 @@ static void supervise(struct child *ch, int np, double deadline, int *timed_out)
 			ch[r].exit_time = t;
 			if (failed(&ch[r]) && fail_at == 0)
 				fail_at = t;
+			if (WIFSIGNALED(ch[r].status) && WTERMSIG(ch[r].status) == SIGPIPE)
+				*reader_gone = 1;
+		}
+		for (int r = 0; r < np; r++) {
+			if (ch[r].errfd < 0 || !(fds[r].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			char buf[4096];
+			ssize_t n = read(ch[r].errfd, buf, sizeof(buf));
+			if (n > 0 && !*reader_gone)
+				*reader_gone = stdout_gone();
+			if (n > 0) {
+				if (!*reader_gone)
+					forward(&ch[r], r, np, buf, (size_t)n);
+			} else if (n == 0 || errno != EINTR) {
+				if (ch[r].linelen > 0 && !*reader_gone)
+					forward(&ch[r], r, np, "\n", 1);
+				close(ch[r].errfd);
+				ch[r].errfd = -1;
+			}
 		}
 		int late = fail_at > 0 && t > fail_at + BENCH_FAIL_GRACE_S;
 		if (!killed && (late || t > deadline)) {
@@ -1126,16 +1147,17 @@ static int run_local(const struct bench_args *a, int argc, char **argv)
 		started++;
 	}
 	int deadline_s = a->timeout_s > 0 ? a->timeout_s : BENCH_RUN_DEADLINE_S;
-	int timed_out = 0;
+	int timed_out = 0, reader_gone = 0;
 	if (started < np) {
 		/* The others cannot complete: stop them now, not at their deadline. */
 		for (int r = 0; r < started; r++)
 			kill(ch[r].pid, SIGKILL);
-		supervise(ch, started, now_s(), &timed_out);
+		supervise(ch, started, now_s(), &timed_out, &reader_gone);
 		goto out;
 	}
-	supervise(ch, np, now_s() + deadline_s, &timed_out);
-	status = summarize(ch, np, timed_out, deadline_s);
+	supervise(ch, np, now_s() + deadline_s, &timed_out, &reader_gone);
+	/* Nobody reads the results any more: end as quietly as `yes | head`. */
+	status = reader_gone ? 128 + SIGPIPE : summarize(ch, np, timed_out, deadline_s);
 out:
 	herd_store_server_free(server);
 	free(child_argv);

@@ -128,4 +128,13 @@ allreduce --np 2 -r 2
 allreduce --transport ib
 allreduce --algo tree
 EOF
+# --- a reader that goes away (| head -1): the first record, no words
+# about the peers of the rank that got SIGPIPE, status 128+13 as `yes | head`
+for np in 1 4; do
+	"$HERD" bench allreduce -b 8 -e 16M --np $np --json 2>"$tmp/pipe_err" | head -1 >"$tmp/pipe_out"
+	rc=${PIPESTATUS[0]}
+	[[ $rc == 141 ]] || fail "--np $np --json | head -1: exit $rc"
+	[[ ! -s $tmp/pipe_err ]] || fail "--np $np --json | head -1 wrote on stderr: $(cat "$tmp/pipe_err")"
+	grep -q '^{"op":"allreduce","ranks":'$np',' "$tmp/pipe_out" || fail "first record: $(cat "$tmp/pipe_out")"
+done
 exit 0

@@ -3,8 +3,10 @@
 # variable set: `srun -N2 -n4 herd bench allreduce` in a real two-node
 # Slurm cluster (tests/harness/slurm.sh; the node names resolve to two
 # loopback addresses through an /etc/hosts of this test's own mount
-# namespace), and `mpirun -np 2 herd bench allreduce` with a real Open
-# MPI.  Rank 0 hosts the job's store at an address every rank derives
+# namespace), `mpirun -np 2 herd bench allreduce` with a real Open MPI,
+# and `torchrun --no-python` from PyPI's torch (on PATH or in the venv
+# .ci/torch makes, /opt/herd-torch), whose agent already serves its own
+# store on MASTER_PORT.  Rank 0 hosts the job's store at an address every rank derives
 # (test_comm_bootstrap covers ports held by others).
 # Needs root, unshare, slurm-wlm, munge and openmpi-bin; parts whose
 # engine is missing are skipped, and the test exits 77 when all are.
@@ -21,6 +23,7 @@ cleanup() {
 trap cleanup EXIT
 unset $(env | sed -n 's/^\(HERD_[A-Z_]*\)=.*/\1/p') SLURM_JOB_ID SLURM_JOBID RANK WORLD_SIZE \
 	MASTER_ADDR MASTER_PORT
+torchrun=$(command -v torchrun || ls /opt/herd-torch/bin/torchrun 2>/dev/null)
 export HOME=$tmp/home
 mkdir -p "$HOME"
 ran=0
@@ -43,6 +46,26 @@ if command -v mpirun >/dev/null; then
 	bench_ok "$out" 2
 	[[ ! -e $HOME/.herd/secret ]] || fail "under mpirun the user's secret file was used"
 	ran=$((ran + 1))
+else
+	echo "mpirun: not found (Debian openmpi-bin); skipped"
+fi
+
+# --- torchrun: with its agent's store on MASTER_PORT, and --standalone
+if [[ -n $torchrun ]]; then
+	for try in 1 2 3; do
+		port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+		out=$(timeout 120 "$torchrun" --no-python --nproc-per-node 3 --master-port "$port" \
+			"$HERD" bench allreduce -b 8 -e 64K 2>&1) && break
+		# The port picked free can be taken before torchrun binds it.
+		grep -qi "address already in use" <<<"$out" || break
+	done
+	bench_ok "$out" 3
+	out=$(timeout 120 "$torchrun" --standalone --no-python --nproc-per-node 2 \
+		"$HERD" bench allreduce -b 8 -e 64K 2>&1) || fail "torchrun --standalone exited $?: $out"
+	bench_ok "$out" 2
+	ran=$((ran + 1))
+else
+	echo "torchrun: not found (bash .ci/torch installs PyPI's torch); skipped"
 fi
 
 # --- Slurm: two nodes, rank 0 on node1
@@ -58,6 +81,8 @@ if [[ -n ${BOOTSTRAP_TEST_NS:-} ]] && command -v slurmctld >/dev/null; then
 		|| fail "the user's secret file: $(ls -la "$HOME/.herd")"
 
 	ran=$((ran + 1))
+else
+	echo "Slurm: slurmctld or the mount namespace not available; skipped"
 fi
 (( ran > 0 )) || exit 77
 echo "ok: $ran engines"

@@ -71,7 +71,8 @@
 static const char bench_usage[] =
 	"usage: herd bench OP [options]\n"
 	"  OP is allreduce, allgather, reduce_scatter, broadcast, reduce, alltoall\n"
-	"  or sendrecv.  Options (nccl-tests' letters; SIZE takes K, M, G):\n"
+	"  or sendrecv (nccl-tests' names work too: all_reduce, all_gather, and\n"
+	"  all_reduce_perf...).  Options (nccl-tests' letters; SIZE takes K, M, G):\n"
 	"  -b, --minbytes SIZE      smallest size (default 32M)\n"
 	"  -e, --maxbytes SIZE      largest size (default 32M)\n"
 	"  -f, --stepfactor N       multiply the size by N from row to row (default 2)\n"
@@ -79,10 +80,15 @@ static const char bench_usage[] =
 	"  -n, --iters N            timed calls per size (default 20)\n"
 	"  -w, --warmup_iters N     untimed calls before them (default 5)\n"
 	"  -c, --check 0|1          check every result, count wrong elements (default 1)\n"
-	"  -t, --datatype TYPE      float32 (default), float16, bfloat16, float64, int8,\n"
+	"  -d, --datatype TYPE      float32 (default), float16, bfloat16, float64, int8,\n"
 	"                           uint8, int32, uint32, int64, uint64\n"
 	"  -o, --op OP              reduction: sum (default), prod, min, max, avg\n"
 	"  -r, --root N             root of broadcast and reduce (default 0)\n"
+	"  -a, --average 0|1|2|3    time reported: rank 0's, the mean, the fastest or\n"
+	"                           (default 3, unlike nccl-tests' 1) the slowest rank's\n"
+	"  -N, --run_cycles N       run the whole sweep N times (default 1)\n"
+	"  -t, --nthreads 1         nccl-tests' threads per process: herd runs one\n"
+	"  -g, --ngpus 1            nccl-tests' GPUs per thread: herd uses one per rank\n"
 	"  --np N                   start N local ranks (default: the ranks given by\n"
 	"                           herd launch, srun, mpirun or torchrun, else 1)\n"
 	"  --transport auto|tcp     default HERD_TRANSPORT, else auto\n"
@@ -90,6 +96,9 @@ static const char bench_usage[] =
 	"  --timeout SEC            deadline of each call, and with --np of the run\n"
 	"                           (default: calls HERD_TIMEOUT or 300 s, run 3600 s)\n"
 	"  --json                   one JSON object per size and line, not a table\n"
+	"Without --np or a launcher's variables it runs one rank and says so.  It\n"
+	"warns on stderr when the machine is busy (load average above 0.5 per CPU\n"
+	"it does not use), as the figures are then noisy.\n"
 	"Columns, formulas and JSON fields are nccl-tests'; see shell/cmd_bench.c.\n";
 
 /* Deadline of a --np run when --timeout is not given. */
@@ -106,7 +115,7 @@ struct bench_args {
 	const struct bench_op *op;
 	size_t minbytes, maxbytes, stepbytes;
 	long stepfactor;
-	int iters, warmup, check, root, np, json, timeout_s;
+	int iters, warmup, check, root, np, json, timeout_s, average, cycles;
 	herd_dtype dtype;
 	herd_redop redop;
 	const char *transport, *algo;
@@ -367,11 +376,30 @@ static const struct bench_op bench_ops[] = {
 	{ "sendrecv", 0, 0, 0, 0, factor_one, fill_sendrecv, run_sendrecv, check_sendrecv },
 };
 
+/* An operation by herd's name or nccl-tests' (all_reduce, all_reduce_perf):
+ * underscores and a _perf suffix aside, the names are the same. */
 static const struct bench_op *find_op(const char *name)
 {
-	for (size_t i = 0; i < sizeof(bench_ops) / sizeof(bench_ops[0]); i++)
-		if (strcmp(bench_ops[i].name, name) == 0)
+	char plain[32];
+	size_t k = 0, n = strlen(name);
+
+	if (n > 5 && strcmp(name + n - 5, "_perf") == 0)
+		n -= 5;
+	for (size_t i = 0; i < n && k + 1 < sizeof(plain); i++)
+		if (name[i] != '_')
+			plain[k++] = name[i];
+	plain[k] = '\0';
+	for (size_t i = 0; i < sizeof(bench_ops) / sizeof(bench_ops[0]); i++) {
+		char want[32];
+		size_t m = 0;
+
+		for (const char *p = bench_ops[i].name; *p != '\0' && m + 1 < sizeof(want); p++)
+			if (*p != '_')
+				want[m++] = *p;
+		want[m] = '\0';
+		if (strcmp(want, plain) == 0)
 			return &bench_ops[i];
+	}
 	return NULL;
 }
 
@@ -387,7 +415,11 @@ static const struct option long_options[] = {
 	{ "iters", required_argument, NULL, 'n' },
 	{ "warmup_iters", required_argument, NULL, 'w' },
 	{ "check", required_argument, NULL, 'c' },
-	{ "datatype", required_argument, NULL, 't' },
+	{ "datatype", required_argument, NULL, 'd' },
+	{ "nthreads", required_argument, NULL, 't' },
+	{ "ngpus", required_argument, NULL, 'g' },
+	{ "average", required_argument, NULL, 'a' },
+	{ "run_cycles", required_argument, NULL, 'N' },
 	{ "op", required_argument, NULL, 'o' },
 	{ "root", required_argument, NULL, 'r' },
 	{ "np", required_argument, NULL, OPT_NP },
@@ -403,7 +435,7 @@ static int usage_error(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "herd bench: ");
 	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", bench_usage);
+	fprintf(stderr, "\nTry 'herd bench --help' for more information.\n");
 	return SHELL_EXIT_USAGE;
 }
 
@@ -440,9 +472,29 @@ static int parse_option(int c, const char *v, struct bench_args *a)
 	case 'r': bad = shell_parse_int(v, 0, BENCH_MAX_RANKS - 1, &a->root); break;
 	case OPT_NP: bad = shell_parse_int(v, 1, BENCH_MAX_RANKS, &a->np); break;
 	case OPT_TIMEOUT: bad = shell_parse_int(v, 1, INT_MAX / 1000, &a->timeout_s); break;
-	case 't':
+	case 'd':
 		if (herd_dtype_parse(v, &a->dtype) != HERD_OK)
 			return usage_error("%s", herd_last_error());
+		break;
+	case 't':
+	case 'g':
+		/* nccl-tests' threads per process and GPUs per thread: herd has
+		 * one of each per rank, and more ranks for more. */
+		if (shell_parse_int(v, 1, 1, &f) == 0)
+			break;
+		if (c == 't' && herd_dtype_parse(v, &(herd_dtype){ 0 }) == HERD_OK)
+			return usage_error("-t %s: -t is nccl-tests' thread count; the datatype "
+					   "is -d", v);
+		return usage_error(c == 't' ? "-t %s: herd bench runs one thread per rank; "
+				   "start more ranks with --np N or a launcher"
+				   : "-g %s: herd bench uses one GPU per rank; start more ranks "
+				   "with --np N or a launcher", v);
+	case 'a': bad = shell_parse_int(v, 0, 3, &a->average); break;
+	case 'N':
+		if (strcmp(v, "0") == 0)
+			return usage_error("-N %s: nccl-tests' 0 (run forever) is not offered; give "
+					   "a number of cycles", v);
+		bad = shell_parse_int(v, 1, 1000000, &a->cycles);
 		break;
 	case 'o':
 		if (herd_redop_parse(v, &a->redop) != HERD_OK)
@@ -460,8 +512,9 @@ static int parse_option(int c, const char *v, struct bench_args *a)
 		break;
 	}
 	if (bad) {
-		fprintf(stderr, "herd bench: bad value '%s' for %s\n%s", v,
-			opt_name(c, name, sizeof(name)), bench_usage);
+		fprintf(stderr, "herd bench: bad value '%s' for %s\n"
+			"Try 'herd bench --help' for more information.\n", v,
+			opt_name(c, name, sizeof(name)));
 		return SHELL_EXIT_USAGE;
 	}
 	return -1;
@@ -472,12 +525,13 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 {
 	*a = (struct bench_args){ .minbytes = 32u << 20, .maxbytes = 32u << 20,
 				  .stepfactor = 2, .iters = 20, .warmup = 5, .check = 1,
-				  .dtype = HERD_FLOAT32, .redop = HERD_SUM };
+				  .dtype = HERD_FLOAT32, .redop = HERD_SUM, .average = 3,
+				  .cycles = 1 };
 	char name[32];
 	int c;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":b:e:f:i:n:w:c:t:o:r:h", long_options, NULL)) !=
+	while ((c = getopt_long(argc, argv, ":b:e:f:i:n:w:c:d:t:g:a:N:o:r:h", long_options, NULL)) !=
 	       -1) {
 		if (c == 'h') {
 			fputs(bench_usage, stdout);
@@ -565,8 +619,12 @@ static herd_status measure(struct bench_ctx *c, int inplace, struct bench_result
 	for (int i = 0; i < a->iters && st == HERD_OK; i++)
 		st = a->op->run(c, inplace);
 	double us = (now_s() - t0) * 1e6 / a->iters;
+	/* -a: rank 0's time (the others add 0), the mean, the fastest, the slowest. */
+	static const herd_redop how[] = { HERD_SUM, HERD_AVG, HERD_MIN, HERD_MAX };
+	if (a->average == 0 && c->rank != 0)
+		us = 0;
 	if (st == HERD_OK)
-		st = herd_comm_allreduce(c->comm, &us, &us, 1, HERD_FLOAT64, HERD_MAX);
+		st = herd_comm_allreduce(c->comm, &us, &us, 1, HERD_FLOAT64, how[a->average]);
 	if (st != HERD_OK)
 		return st;
 	res->time_us = us;
@@ -716,7 +774,39 @@ static void report(const struct bench_ctx *c, const char *what, herd_status st)
 		herd_status_name(st), herd_last_error());
 }
 
-/* The sweep, on a joined communicator; the exit status. */
+/* One pass over the sizes; adds to the totals.  HERD_OK, or the failure
+ * (said, and the communicator marked broken). */
+static herd_status sweep_once(struct bench_ctx *c, double *bw_sum, int *bw_n, uint64_t *wrong)
+{
+	const struct bench_args *a = c->args;
+
+	for (size_t size = a->minbytes; size != 0; size = next_size(a, size)) {
+		struct bench_result res[2];
+
+		shape_of(a->op, size, c->es, c->nranks, &c->shape);
+		for (int inplace = 0; inplace < 2; inplace++) {
+			if (inplace && !a->op->has_inplace)
+				break;
+			herd_status st = measure(c, inplace, &res[inplace]);
+			if (st != HERD_OK) {
+				char what[128];
+				snprintf(what, sizeof(what), "%s of %zu B (%s)", a->op->name,
+					 c->shape.size, inplace ? "in-place" : "out-of-place");
+				report(c, what, st);
+				c->broken = 1;
+				return st;
+			}
+			*bw_sum += res[inplace].busbw;
+			(*bw_n)++;
+			*wrong += res[inplace].wrong;
+		}
+		if (c->rank == 0)
+			print_row(c, &res[0], a->op->has_inplace ? &res[1] : NULL);
+	}
+	return HERD_OK;
+}
+
+/* The sweep (-N times), on a joined communicator; the exit status. */
 static int sweep(struct bench_ctx *c)
 {
 	const struct bench_args *a = c->args;
@@ -734,31 +824,9 @@ static int sweep(struct bench_ctx *c)
 	double bw_sum = 0;
 	int bw_n = 0;
 	uint64_t wrong = 0;
-	for (size_t size = a->minbytes;; ) {
-		shape_of(a->op, size, c->es, c->nranks, &c->shape);
-		struct bench_result res[2];
-		for (int inplace = 0; inplace < 2; inplace++) {
-			if (inplace && !a->op->has_inplace)
-				break;
-			herd_status st = measure(c, inplace, &res[inplace]);
-			if (st != HERD_OK) {
-				char what[128];
-				snprintf(what, sizeof(what), "%s of %zu B (%s)", a->op->name,
-					 c->shape.size, inplace ? "in-place" : "out-of-place");
-				report(c, what, st);
-				c->broken = 1;
-				return SHELL_EXIT_FAILURE;
-			}
-			bw_sum += res[inplace].busbw;
-			bw_n++;
-			wrong += res[inplace].wrong;
-		}
-		if (c->rank == 0)
-			print_row(c, &res[0], a->op->has_inplace ? &res[1] : NULL);
-		size = next_size(a, size);
-		if (size == 0)
-			break;
-	}
+	for (int cycle = 0; cycle < a->cycles; cycle++)
+		if (sweep_once(c, &bw_sum, &bw_n, &wrong) != HERD_OK)
+			return SHELL_EXIT_FAILURE;
 	c->wrong = wrong;
 	if (c->rank == 0 && !a->json) {
 		if (a->check)
@@ -770,6 +838,26 @@ static int sweep(struct bench_ctx *c)
 		fflush(stdout);
 	}
 	return wrong ? SHELL_EXIT_FAILURE : SHELL_EXIT_OK;
+}
+
+/*
+ * Figures taken while other work runs are noisy: says so when the load
+ * average exceeds, by 0.5, what the CPUs this run does not use could
+ * carry (as bench/compare.sh does before it measures).
+ */
+static void warn_if_busy(int local_ranks)
+{
+	double load;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	if (f == NULL)
+		return;
+	if (fscanf(f, "%lf", &load) == 1 && load > 0.5 && cpus > 0 &&
+	    load - 0.5 > (double)(cpus - local_ranks > 0 ? cpus - local_ranks : 0))
+		fprintf(stderr, "herd bench: warning: this machine is busy (load average %.2f on "
+			"%ld CPUs): the figures will be noisy\n", load, cpus);
+	fclose(f);
 }
 
 /* A rank: join the ranks of the environment, sweep, leave. */
@@ -1190,8 +1278,14 @@ int cmd_bench(int argc, char **argv)
 	}
 	memcpy(given, argv, (size_t)argc * sizeof(*given));
 	int status = parse_args(argc, argv, &a);
-	if (status < 0 && a.np == 0 && !launched())
+	if (status < 0 && a.np == 0 && !launched()) {
 		a.np = 1;
+		fprintf(stderr, "herd bench: running one rank (no --np and no launcher's "
+			"variables); --np N runs N here, and herd launch, srun, mpirun or "
+			"torchrun start more\n");
+	}
+	if (status < 0 && a.np > 0)
+		warn_if_busy(a.np);
 	if (status < 0 && a.np > 0 && a.root >= a.np)
 		status = usage_error("%s", "the root (-r) is not one of the --np ranks");
 	if (status < 0)

@@ -43,12 +43,19 @@ int cmd_exec(int argc, char **argv)
 		       strcmp(argv[1], "--connect") == 0;
 	int rfd = STDIN_FILENO, wfd = STDOUT_FILENO;
 
+	static const char usage[] =
+		"usage: herd exec --stdio\n"
+		"       herd exec --connect HOST:PORT [--node NAME]\n"
+		"  the node side of herd launch: reads a node spec from stdin (or\n"
+		"  from the launcher at HOST:PORT, authenticated with HERD_JOB_SECRET)\n"
+		"  and streams the ranks' events back (not for interactive use)\n";
+
+	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		fputs(usage, stdout);
+		return SHELL_EXIT_OK;
+	}
 	if (!connect && (argc != 2 || strcmp(argv[1], "--stdio") != 0)) {
-		fprintf(stderr, "usage: herd exec --stdio\n"
-			"       herd exec --connect HOST:PORT [--node NAME]\n"
-			"  the node side of herd launch: reads a node spec from stdin (or\n"
-			"  from the launcher at HOST:PORT, authenticated with HERD_JOB_SECRET)\n"
-			"  and streams the ranks' events back (not for interactive use)\n");
+		fputs(usage, stderr);
 		return SHELL_EXIT_USAGE;
 	}
 	/* The launcher's death (a local launcher) stops the ranks too. */

@@ -51,9 +51,13 @@ static const char usage_text[] =
 	"  --max-restarts R                        --restarts R (the whole job)\n"
 	"  --gpus-per-task G                       --gpus-per-rank G\n"
 	"  -w, --nodelist EXPR                     --hosts EXPR (over ssh, not srun)\n"
-	"Exit status: 0 when every rank exited 0, else the first failed rank's\n"
-	"(128+N for signal N, 127 when it could not be started); 1 or 2 when the\n"
-	"job could not be launched.\n"
+	"Exit status (as timeout(1) keeps its own apart from the command's):\n"
+	"  0        every rank exited 0\n"
+	"  N        the first failed rank's status: its exit code, 128+S for\n"
+	"           signal S, 255 when its node was lost\n"
+	"  125      herd launch itself failed: a usage error, a placement that\n"
+	"           cannot be met, a node that cannot be reached at the start\n"
+	"  126/127  a rank's command is not executable / not found\n"
 	"Every rank sees HERD_RANK, HERD_WORLD_SIZE, HERD_LOCAL_RANK, HERD_NODE_RANK,\n"
 	"HERD_STORE, HERD_JOB_ID, HERD_JOB_SECRET, HERD_RESTART_COUNT and torchrun's\n"
 	"RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (see README.md).\n";
@@ -91,6 +95,10 @@ static const struct option options[] = {
 /* The launcher's variables that ranks keep when exported: torchrun's
  * contract names a user may set for a program that expects them. */
 static const char *const kept_exports[] = { "MASTER_ADDR", "MASTER_PORT" };
+
+/* herd launch's own failures, apart from its ranks' statuses (timeout(1)
+ * and env(1) use 125 for theirs). */
+#define LAUNCH_EXIT_OWN 125
 
 /* What -u adds: coreutils' stdbuf library line-buffers C stdio. */
 #define STDBUF_LIB "/usr/libexec/coreutils/libstdbuf.so"
@@ -248,7 +256,7 @@ static int supervise(herd_job *job)
 			return status;
 		if (st != HERD_ETIMEDOUT) {
 			fprintf(stderr, "herd launch: %s\n", herd_last_error());
-			return SHELL_EXIT_FAILURE;
+			return LAUNCH_EXIT_OWN;
 		}
 		if (poll(&p, 1, 100) > 0) {
 			char sigs[16];
@@ -395,7 +403,7 @@ int cmd_launch(int argc, char **argv)
 	struct env_list extra = { NULL, NULL, 0, 0 };
 	const char **cmd = NULL;
 	char self[PATH_MAX];
-	int rc, unbuffered = 0, status = SHELL_EXIT_FAILURE;
+	int rc, unbuffered = 0, status = LAUNCH_EXIT_OWN;
 	herd_status st;
 	herd_job *job = NULL;
 	struct sigaction sa;
@@ -403,7 +411,7 @@ int cmd_launch(int argc, char **argv)
 
 	rc = parse_args(argc, argv, &spec, &extra, &unbuffered);
 	if (rc != 0) {
-		status = rc > 0 ? SHELL_EXIT_OK : SHELL_EXIT_USAGE;
+		status = rc > 0 ? SHELL_EXIT_OK : LAUNCH_EXIT_OWN;
 		goto out;
 	}
 	if (spec.where == HERD_JOB_LOCAL) {
@@ -438,8 +446,6 @@ int cmd_launch(int argc, char **argv)
 	st = herd_job_launch(&job, &spec);
 	if (st != HERD_OK) {
 		fprintf(stderr, "herd launch: %s\n", herd_last_error());
-		status = st == HERD_EINVAL || st == HERD_EFORMAT ? SHELL_EXIT_USAGE
-								 : SHELL_EXIT_FAILURE;
 		goto out;
 	}
 	status = supervise(job);

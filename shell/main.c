@@ -5,10 +5,11 @@
  *   herd                      REPL when stdin is a terminal, else stdin as a script
  *   herd [options] FILE.lua [args]    run a script with `arg` as lua sets it
  *   herd -e CODE              run code
- *   herd COMMAND ...          a subcommand (discover)
+ *   herd COMMAND ...          a subcommand (discover, launch, ...)
+ *   herd help [COMMAND]       this help, or a command's (herd COMMAND --help)
  *
  * Exit status: 0, 1 when a script or command failed, 2 for a usage error or
- * a bad input file.
+ * a bad input file (herd launch keeps its own apart from its ranks': 125).
  */
 #include <lauxlib.h>
 #include <lua.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "herd.h"
@@ -32,7 +34,7 @@ static const struct command {
 	  "                    inventory and topology of this node" },
 	{ "bench", cmd_bench,
 	  "bench OP [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
-	  "        [-t TYPE] [-o REDOP] [--np N] [--json]\n"
+	  "        [-d TYPE] [-o REDOP] [-a 0-3] [-N CYCLES] [--np N] [--json]\n"
 	  "                    collective benchmark in nccl-tests' columns" },
 	{ "alloc", cmd_alloc,
 	  "alloc -g N [--per-node K] [--link nvlink|same-numa|any] [--inventory F]\n"
@@ -51,6 +53,8 @@ static const struct command {
 	{ "exec", cmd_exec,
 	  "exec --stdio | --connect HOST:PORT\n"
 	  "                    the node-side helper herd launch starts on each node" },
+	{ "help", NULL,
+	  "help [COMMAND]      this help, or COMMAND's (as herd COMMAND --help)" },
 	{ NULL, NULL, NULL }
 };
 
@@ -265,8 +269,12 @@ static int pmain(lua_State *L)
 	int args = collectargs(argv, &script);
 	luaL_checkversion(L);
 	if (args == HAS_ERROR) {
-		fprintf(stderr, "herd: unrecognized option '%s'\n", argv[script]);
-		print_usage(stderr);
+		if ((argv[script][1] == 'e' || argv[script][1] == 'l') && argv[script][2] == '\0')
+			fprintf(stderr, "herd: '%s' needs an argument (%s)\n", argv[script],
+				argv[script][1] == 'e' ? "the Lua code to run" : "a module name");
+		else
+			fprintf(stderr, "herd: unrecognized option '%s'\n", argv[script]);
+		fputs("Try 'herd --help' for more information.\n", stderr);
 		lua_pushinteger(L, SHELL_EXIT_USAGE);
 		return 1;
 	}
@@ -321,12 +329,101 @@ static int run_lua(int argc, char **argv)
 	return result;
 }
 
+/* Edit distance of a and b (short words only), for "did you mean". */
+static size_t distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), row[32];
+
+	if (la >= 32 || lb >= 32)
+		return 32;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[lb];
+}
+
+static const struct command *find_command(const char *name)
+{
+	for (const struct command *c = commands; c->name; c++)
+		if (strcmp(name, c->name) == 0)
+			return c;
+	return NULL;
+}
+
+/* `herd help [COMMAND]`. */
+static int cmd_help(int argc, char **argv)
+{
+	const struct command *c;
+	char help[] = "--help";
+	char *args[] = { argv[1], help, NULL };
+
+	if (argc < 2) {
+		print_usage(stdout);
+		return SHELL_EXIT_OK;
+	}
+	c = find_command(argv[1]);
+	if (c == NULL || c->run == NULL) {
+		fprintf(stderr, "herd help: '%s' is not a command\n"
+			"Try 'herd help' for the list.\n", argv[1]);
+		return SHELL_EXIT_USAGE;
+	}
+	return c->run(2, args);
+}
+
+/*
+ * A first word that is neither a command nor a file nor an option: a
+ * mistyped command, most likely.  Says so (with the nearest command) and
+ * returns 1; 0 when the word should run as a script.
+ */
+static int not_a_command(const char *word)
+{
+	const struct command *best = NULL;
+	size_t best_d = 3;
+	struct stat sb;
+
+	if (word[0] == '-' || strchr(word, '/') != NULL || stat(word, &sb) == 0)
+		return 0;
+	for (const struct command *c = commands; c->name; c++) {
+		size_t d = distance(word, c->name);
+
+		if (d < best_d || (strncmp(word, c->name, strlen(word)) == 0 && best == NULL)) {
+			best = c;
+			best_d = d;
+		}
+	}
+	if (best != NULL)
+		fprintf(stderr, "herd: '%s' is not a command or a file; did you mean '%s'?\n",
+			word, best->name);
+	else
+		fprintf(stderr, "herd: '%s' is not a command or a file\n"
+			"Try 'herd help' for the commands.\n", word);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1) {
-		for (const struct command *c = commands; c->name; c++)
-			if (strcmp(argv[1], c->name) == 0)
-				return c->run(argc - 1, argv + 1);
+		const struct command *c = find_command(argv[1]);
+
+		if (c != NULL)
+			return c->run != NULL ? c->run(argc - 1, argv + 1)
+					      : cmd_help(argc - 1, argv + 1);
+		if (not_a_command(argv[1]))
+			return SHELL_EXIT_USAGE;
 	}
 	return run_lua(argc, argv);
 }

@@ -60,14 +60,14 @@ while read -r args; do
     || fail "bench $args exited $?: $(cat "$tmp/err") $(cat "$tmp/out")"
   check_table "$tmp/out" 4
 done <<'EOF'
-allreduce -t float16 -o sum
-allreduce -t bfloat16 -o max
-allreduce -t int8 -o prod
-allreduce -t int32 -o avg
-allreduce -t float64 -o min
-reduce_scatter -t uint8 -o sum
-reduce -r 2 -o avg
-broadcast -r 1 -t int64
+allreduce -d float16 -o sum
+allreduce -d bfloat16 -o max
+allreduce -d int8 -o prod
+all_reduce -d int32 -o avg -a 1
+allreduce -d float64 -o min -a 0
+reduce_scatter_perf -d uint8 -o sum -t 1 -g 1
+reduce -r 2 -o avg -a 2
+broadcast -r 1 -d int64
 EOF
 
 # --- --json: one object per size, the table's fields
@@ -107,7 +107,8 @@ while read -r args; do
   "$HERD" bench $args >"$tmp/out" 2>"$tmp/err"; rc=$?
   [[ $rc == 2 ]] || fail "bench $args exited $rc, want 2"
   [[ ! -s $tmp/out ]] || fail "bench $args wrote to stdout"
-  grep -qF "usage: herd bench OP" "$tmp/err" || fail "bench $args: no usage: $(cat "$tmp/err")"
+  grep -qxF "Try 'herd bench --help' for more information." "$tmp/err" || fail "bench $args: no hint: $(cat "$tmp/err")"
+  [[ $(wc -l <"$tmp/err") == 2 ]] || fail "bench $args: more than one line and the hint: $(cat "$tmp/err")"
   grep -q "^herd bench: " "$tmp/err" || fail "bench $args: no message: $(cat "$tmp/err")"
 done <<'EOF'
 
@@ -121,20 +122,36 @@ allreduce -b 1M -e 1K
 allreduce -c 2
 allreduce -n 0
 allreduce -f x
-allreduce -t float7
+allreduce -d float7
+allreduce -t float32
+allreduce -t 4
+allreduce -g 8
+allreduce -a 4
+allreduce -N 0
 allreduce -o mean
 allreduce --np 0
 allreduce --np 2 -r 2
 allreduce --transport ib
 allreduce --algo tree
 EOF
+# --- nccl-tests' messages for its own flags, and the one-rank notice
+"$HERD" bench allreduce -t float32 2>&1 | grep -qF -- "-t float32: -t is nccl-tests' thread count; the datatype is -d" \
+  || fail "-t float32 message"
+"$HERD" bench allreduce -g 8 2>&1 | grep -qF -- "-g 8: herd bench uses one GPU per rank" || fail "-g 8 message"
+out=$(env -u HERD_RANK -u RANK -u SLURM_PROCID -u OMPI_COMM_WORLD_RANK "$HERD" bench allreduce -b 8 -e 8 -n 1 -w 0 2>&1) \
+  || fail "one-rank bench exited $?: $out"
+grep -qF "herd bench: running one rank (no --np and no launcher's variables)" <<<"$out" || fail "one-rank notice: $out"
+# -N 2: the sweep twice
+[[ $("$HERD" bench allreduce -b 8 -e 64 -f 8 -n 1 -w 0 -N 2 --np 2 | grep -c '^ ') == 4 ]] || fail "-N 2 rows"
+
 # --- a reader that goes away (| head -1): the first record, no words
 # about the peers of the rank that got SIGPIPE, status 128+13 as `yes | head`
 for np in 1 4; do
 	"$HERD" bench allreduce -b 8 -e 16M --np $np --json 2>"$tmp/pipe_err" | head -1 >"$tmp/pipe_out"
 	rc=${PIPESTATUS[0]}
 	[[ $rc == 141 ]] || fail "--np $np --json | head -1: exit $rc"
-	[[ ! -s $tmp/pipe_err ]] || fail "--np $np --json | head -1 wrote on stderr: $(cat "$tmp/pipe_err")"
+	! grep -v "warning: this machine is busy" "$tmp/pipe_err" \
+		|| fail "--np $np --json | head -1 wrote on stderr: $(cat "$tmp/pipe_err")"
 	grep -q '^{"op":"allreduce","ranks":'$np',' "$tmp/pipe_out" || fail "first record: $(cat "$tmp/pipe_out")"
 done
 exit 0

@@ -72,11 +72,11 @@ done
 # --- refusals before anything starts
 "$HERD" launch -n 3 --per-node 2 -- touch "$tmp/started" 2>"$tmp/err"
 rc=$?
-[[ $rc == 1 ]] || fail "3 ranks at 2 per node on one node gave status $rc"
+[[ $rc == 125 ]] || fail "3 ranks at 2 per node on one node gave status $rc"
 grep -qF "need 2 nodes; there are 1" "$tmp/err" || fail "refusal: $(cat "$tmp/err")"
 [[ ! -e $tmp/started ]] || fail "a rank started before the refusal"
 "$HERD" launch -- true 2>/dev/null
-[[ $? == 2 ]] || fail "launch without -n is not a usage error"
+[[ $? == 125 ]] || fail "launch without -n is not herd launch's own failure (125)"
 
 # --- --log-dir
 "$HERD" launch -n 2 --log-dir "$tmp/logs" -- sh -c 'echo o$RANK; echo e$RANK >&2' \
@@ -111,7 +111,7 @@ grep -qE '^1 GPU-[0-9a-f-]+,GPU-[0-9a-f-]+ PCI_BUS_ID$' <<<"$out" || fail "rank 
 HERD_INVENTORY=tests/fixtures/inventory/dgx-h100.json HERD_LEASE_DIR=$tmp/leases \
 	"$HERD" launch -n 9 --gpus-per-rank 1 -- touch "$tmp/started" 2>"$tmp/err"
 rc=$?
-[[ $rc == 1 ]] || fail "9 GPUs of 8 gave status $rc"
+[[ $rc == 125 ]] || fail "9 GPUs of 8 gave status $rc"
 grep -qF "9 GPUs for 9 ranks on" "$tmp/err" || fail "GPU refusal: $(cat "$tmp/err")"
 [[ ! -e $tmp/started ]] || fail "a rank started without its GPU"
 
@@ -159,10 +159,10 @@ out=$("$HERD" launch -n 2 -l --env FOO=bar --env MASTER_PORT=1234 -- sh -c 'echo
 [[ $(sort <<<"$out") == "0: bar 1234
 1: bar 1234" ]] || fail "--env and -l: $out"
 "$HERD" launch -n 1 --env =x -- true 2>"$tmp/err"; rc=$?
-[[ $rc == 2 ]] || fail "--env =x exited $rc"
+[[ $rc == 125 ]] || fail "--env =x exited $rc"
 has "$(cat "$tmp/err")" "--env =x: expected NAME=VALUE"
 "$HERD" launch --max-restarts x -n 1 -- true 2>"$tmp/err"; rc=$?
-[[ $rc == 2 ]] || fail "--max-restarts x exited $rc"
+[[ $rc == 125 ]] || fail "--max-restarts x exited $rc"
 has "$(cat "$tmp/err")" "--max-restarts x: expected an integer"
 
 # --- a command named herd is this herd program, with herd not on PATH

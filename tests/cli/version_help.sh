@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# herd --version and --help print to stdout and exit 0; a bad option is a
-# usage error: a message and the usage on stderr, exit status 2.
+# herd --version and --help print to stdout and exit 0; herd help and
+# herd help COMMAND, and COMMAND --help for every command; a bad option is a
+# usage error: one line and a hint to --help on stderr, exit status 2; a
+# mistyped command is named with the nearest one.
 set -u
 HERD=${1:?usage: version_help.sh /path/to/herd}
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -21,11 +23,30 @@ done
 "$HERD" --bogus >"$tmp/out" 2>"$tmp/err"; rc=$?
 [[ $rc == 2 ]] || fail "bad option exited $rc, want 2"
 grep -qF "herd: unrecognized option '--bogus'" "$tmp/err" || fail "bad option message: $(cat "$tmp/err")"
-grep -qF "usage: herd" "$tmp/err" || fail "bad option does not show usage on stderr"
+grep -qxF "Try 'herd --help' for more information." "$tmp/err" || fail "bad option gives no hint: $(cat "$tmp/err")"
+[[ $(wc -l <"$tmp/err") == 2 ]] || fail "bad option printed more than the message and the hint: $(cat "$tmp/err")"
 [[ ! -s $tmp/out ]] || fail "bad option wrote to stdout"
 
 "$HERD" -e >/dev/null 2>"$tmp/err"; rc=$?
 [[ $rc == 2 ]] || fail "-e without code exited $rc, want 2"
+grep -qF "herd: '-e' needs an argument (the Lua code to run)" "$tmp/err" || fail "-e without code: $(cat "$tmp/err")"
+
+out=$("$HERD" help) || fail "herd help exited $?"
+grep -qF "usage: herd [options] [script [args]]" <<<"$out" || fail "herd help: $out"
+for c in discover bench alloc gpus launch ckpt exec; do
+  out=$("$HERD" help $c) || fail "herd help $c exited $?"
+  grep -qF "usage: herd $c" <<<"$out" || fail "herd help $c: $out"
+  [[ $("$HERD" $c --help) == "$out" ]] || fail "herd $c --help differs from herd help $c"
+done
+"$HERD" help bogus >/dev/null 2>"$tmp/err"; rc=$?
+[[ $rc == 2 ]] || fail "herd help bogus exited $rc"
+"$HERD" lauch -n 2 -- true >"$tmp/out" 2>"$tmp/err"; rc=$?
+[[ $rc == 2 && ! -s $tmp/out ]] || fail "lauch exited $rc"
+grep -qxF "herd: 'lauch' is not a command or a file; did you mean 'launch'?" "$tmp/err" \
+  || fail "lauch: $(cat "$tmp/err")"
+"$HERD" zzzzzz >/dev/null 2>"$tmp/err"; rc=$?
+[[ $rc == 2 ]] || fail "zzzzzz exited $rc"
+grep -qF "herd: 'zzzzzz' is not a command or a file" "$tmp/err" || fail "zzzzzz: $(cat "$tmp/err")"
 
 out=$("$HERD" discover --help) || fail "discover --help exited $?"
 grep -qF "usage: herd discover" <<<"$out" || fail "discover --help: $out"

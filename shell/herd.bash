@@ -25,7 +25,7 @@ _herd()
 	bench)
 		if (( COMP_CWORD == 2 )); then
 			words=$("$prog" bench --help 2>/dev/null | sed -n '/^  OP is/,/Options/p' |
-				grep -oE '[a-z_]+' | grep -vxE 'is|or|s|options|nccl|tests|letters|takes')
+				tr '\n' ' ' | sed 's/[(.].*//; s/OP is//; s/ or / /; s/,//g')
 			COMPREPLY=($(compgen -W "$words" -- "$cur"))
 			return
 		fi

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "herd.h"
 #include "shell.h"
 
@@ -25,6 +27,7 @@ static const char alloc_usage[] =
 	"                  [--near-nic] [--shared] [--pack|--spread]\n"
 	"                  [--exclude LIST] [--include LIST] [--inventory FILE]\n"
 	"                  [--lease-dir DIR] [--ignore-slurm] [--explain] [--env]\n"
+	"                  [--json]\n"
 	"  -g, --gpus N         GPUs in all (one per rank)\n"
 	"  --per-node K         GPUs on each node used\n"
 	"  --nodes M            nodes to use\n"
@@ -47,10 +50,15 @@ static const char alloc_usage[] =
 	"  --explain            say why these GPUs\n"
 	"  --env                print each rank's environment (CUDA_VISIBLE_DEVICES,\n"
 	"                       NCCL hints)\n"
-	"Plans against the GPUs' current leases and Slurm's grant; takes no lease.\n";
+	"  --json               the plan as one JSON document (with --explain and\n"
+	"                       --env, their text and variables in it)\n"
+	"Plans against the GPUs' current leases and Slurm's grant and takes no\n"
+	"lease (\"holds_leases\": false): it ends with this command.  herd.alloc in\n"
+	"Lua takes the leases and holds them while its plan lives, unless\n"
+	"hold = false; herd launch --gpus-per-rank holds them for the job.\n";
 
 static const char gpus_usage[] =
-	"usage: herd gpus [--inventory FILE] [--lease-dir DIR]\n"
+	"usage: herd gpus [--inventory FILE] [--lease-dir DIR] [--json]\n"
 	"  every GPU of this node (or of the inventory's node that stands for it)\n"
 	"  and who holds its lease: job, pid, user, since; and the compute\n"
 	"  processes NVML shows on it\n";
@@ -68,6 +76,7 @@ struct alloc_args {
 	const char *lease_dir;
 	int explain;
 	int env;
+	int json;
 	int ignore_slurm;
 	struct name_list exclude, include;
 };
@@ -117,11 +126,11 @@ int shell_parse_int(const char *s, int min, int max, int *out)
 	return 0;
 }
 
-static int usage_error(const char *cmd, const char *usage, const char *fmt, const char *arg)
+static int usage_error(const char *cmd, const char *fmt, const char *arg)
 {
 	fprintf(stderr, "herd %s: ", cmd);
 	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", usage);
+	fprintf(stderr, "\nTry 'herd %s --help' for more information.\n", cmd);
 	return SHELL_EXIT_USAGE;
 }
 
@@ -203,6 +212,8 @@ static int parse_alloc(int argc, char **argv, struct alloc_args *a)
 			a->explain = 1;
 		} else if (strcmp(arg, "--env") == 0) {
 			a->env = 1;
+		} else if (strcmp(arg, "--json") == 0) {
+			a->json = 1;
 		} else if (strcmp(arg, "--ignore-slurm") == 0) {
 			a->ignore_slurm = 1;
 		} else if (strcmp(arg, "--near-nic") == 0) {
@@ -216,37 +227,30 @@ static int parse_alloc(int argc, char **argv, struct alloc_args *a)
 		} else if ((r = option_value(argc, argv, &i, "--gpus", &v)) != 0 ||
 			   (r = option_value(argc, argv, &i, "-g", &v)) != 0) {
 			if (r < 0)
-				return usage_error("alloc", alloc_usage,
-						   "option '%s' needs a count", arg);
+				return usage_error("alloc", "option '%s' needs a count", arg);
 			if (parse_count("-g", v, &a->req.gpus) != 0)
 				return SHELL_EXIT_USAGE;
 			got_gpus = 1;
 		} else if ((r = option_value(argc, argv, &i, "--per-node", &v)) != 0) {
 			if (r < 0 || parse_count("--per-node", v, &a->req.gpus_per_node) != 0)
-				return r < 0 ? usage_error("alloc", alloc_usage,
-							   "option '%s' needs a count", arg)
+				return r < 0 ? usage_error("alloc", "option '%s' needs a count", arg)
 					     : SHELL_EXIT_USAGE;
 		} else if ((r = option_value(argc, argv, &i, "--nodes", &v)) != 0) {
 			if (r < 0 || parse_count("--nodes", v, &a->req.nodes) != 0)
-				return r < 0 ? usage_error("alloc", alloc_usage,
-							   "option '%s' needs a count", arg)
+				return r < 0 ? usage_error("alloc", "option '%s' needs a count", arg)
 					     : SHELL_EXIT_USAGE;
 		} else if ((r = option_value(argc, argv, &i, "--gpus-per-rank", &v)) != 0) {
 			if (r < 0 || parse_count("--gpus-per-rank", v, &a->req.gpus_per_rank) != 0)
-				return r < 0 ? usage_error("alloc", alloc_usage,
-							   "option '%s' needs a count", arg)
+				return r < 0 ? usage_error("alloc", "option '%s' needs a count", arg)
 					     : SHELL_EXIT_USAGE;
 		} else if ((r = option_value(argc, argv, &i, "--link", &v)) != 0) {
 			if (r < 0)
-				return usage_error("alloc", alloc_usage,
-						   "option '%s' needs a value", arg);
+				return usage_error("alloc", "option '%s' needs a value", arg);
 			if (herd_alloc_link_parse(v, &a->req.link) != HERD_OK)
-				return usage_error("alloc", alloc_usage, "%s", herd_last_error());
+				return usage_error("alloc", "%s", herd_last_error());
 		} else if ((r = option_value(argc, argv, &i, "--min-memory", &v)) != 0) {
 			if (r < 0 || shell_parse_bytes(v, &a->req.min_free_memory_bytes) != 0)
-				return usage_error(
-					"alloc", alloc_usage,
-					"--min-memory needs a size (40G, 512MiB, bytes), not "
+				return usage_error("alloc", "--min-memory needs a size (40G, 512MiB, bytes), not "
 					"'%s'",
 					r < 0 ? "" : v);
 		} else if ((r = option_value(argc, argv, &i, "--exclude", &v)) != 0 ||
@@ -254,7 +258,7 @@ static int parse_alloc(int argc, char **argv, struct alloc_args *a)
 			struct name_list *l = arg[2] == 'e' ? &a->exclude : &a->include;
 
 			if (r < 0 || v[0] == '\0')
-				return usage_error("alloc", alloc_usage, "option '%s' needs a list",
+				return usage_error("alloc", "option '%s' needs a list",
 						   arg);
 			if (split_names(v, l) != 0) {
 				shell_message("herd", "out of memory");
@@ -262,20 +266,18 @@ static int parse_alloc(int argc, char **argv, struct alloc_args *a)
 			}
 		} else if ((r = option_value(argc, argv, &i, "--inventory", &a->inventory)) != 0) {
 			if (r < 0 || a->inventory[0] == '\0')
-				return usage_error("alloc", alloc_usage,
-						   "option '%s' needs a file name", "--inventory");
+				return usage_error("alloc", "option '%s' needs a file name", "--inventory");
 		} else if ((r = option_value(argc, argv, &i, "--lease-dir", &a->lease_dir)) != 0) {
 			if (r < 0 || a->lease_dir[0] == '\0')
-				return usage_error("alloc", alloc_usage,
-						   "option '%s' needs a directory", "--lease-dir");
+				return usage_error("alloc", "option '%s' needs a directory", "--lease-dir");
 		} else if (arg[0] == '-') {
-			return usage_error("alloc", alloc_usage, "unrecognized option '%s'", arg);
+			return usage_error("alloc", "unrecognized option '%s'", arg);
 		} else {
-			return usage_error("alloc", alloc_usage, "unexpected argument '%s'", arg);
+			return usage_error("alloc", "unexpected argument '%s'", arg);
 		}
 	}
 	if (!got_gpus && (a->req.gpus_per_node == 0 || a->req.nodes == 0))
-		return usage_error("alloc", alloc_usage, "%s",
+		return usage_error("alloc", "%s",
 				   "say how many GPUs: -g N (or --per-node K with --nodes M)");
 	a->req.exclude = a->exclude.names;
 	a->req.nexclude = a->exclude.n;
@@ -409,6 +411,92 @@ static void print_plan(const herd_plan *plan)
 	print_links(plan);
 }
 
+/* ---- --json: the same facts as the tables, for programs ---- */
+
+static json_t *json_gpu(const herd_plan_gpu *g)
+{
+	return json_pack("{s:I, s:o, s:o, s:i}", "index", (json_int_t)g->index, "uuid",
+			 shell_json_str(g->uuid), "pci_bus_id", shell_json_str(g->pci_bus_id),
+			 "numa_node", g->numa_node);
+}
+
+/* A rank's environment as an object; NULL when it cannot be had (said). */
+static json_t *json_env(const herd_plan *plan, size_t i)
+{
+	json_t *o = json_object();
+	char **env = NULL;
+
+	if (herd_plan_rank_env(plan, i, &env) != HERD_OK) {
+		shell_message("herd", herd_last_error());
+		json_decref(o);
+		return NULL;
+	}
+	for (char **e = env; o != NULL && *e != NULL; e++) {
+		char *eq = strchr(*e, '=');
+
+		if (eq != NULL) {
+			*eq = '\0';
+			json_object_set_new(o, *e, json_string(eq + 1));
+		}
+	}
+	herd_free(env);
+	return o;
+}
+
+static json_t *json_rank(const herd_plan *plan, size_t i, int env)
+{
+	const herd_plan_rank *r = herd_plan_rank_at(plan, i);
+	char link[HERD_LINK_STR_LEN];
+	json_t *gpus = json_array(), *o;
+
+	for (size_t k = 0; gpus != NULL && k < r->ngpus; k++)
+		json_array_append_new(gpus, json_gpu(&r->gpus[k]));
+	o = json_pack("{s:i, s:o, s:i, s:i, s:o, s:i, s:o, s:o, s:o, s:o, s:o}", "rank", r->rank,
+		      "host", shell_json_str(r->hostname), "node_rank", r->node_rank,
+		      "local_rank", r->local_rank, "gpus", gpus, "numa_node", r->numa_node,
+		      "cpus", shell_json_str(r->cpus), "nic", shell_json_str(r->nic), "nic_link",
+		      shell_json_str(r->nic[0] != '\0' ? herd_link_str(r->nic_link, link) : NULL),
+		      "nccl_ib_hca", shell_json_str(r->ib_hca), "nccl_socket_ifname",
+		      shell_json_str(r->socket_ifname));
+	if (o != NULL && env) {
+		json_t *e = json_env(plan, i);
+
+		if (e == NULL) {
+			json_decref(o);
+			return NULL;
+		}
+		json_object_set_new(o, "env", e);
+	}
+	return o;
+}
+
+static int print_plan_json(const herd_plan *plan, int explain, int env)
+{
+	json_t *ranks = json_array(), *warnings = json_array(), *doc;
+
+	for (size_t i = 0; ranks != NULL && i < herd_plan_rank_count(plan); i++) {
+		json_t *r = json_rank(plan, i, env);
+
+		if (r == NULL) {
+			json_decref(ranks);
+			json_decref(warnings);
+			return SHELL_EXIT_FAILURE;
+		}
+		json_array_append_new(ranks, r);
+	}
+	for (size_t i = 0; warnings != NULL && i < herd_plan_warning_count(plan); i++)
+		json_array_append_new(warnings, json_string(herd_plan_warning(plan, i)));
+	doc = json_pack("{s:i, s:I, s:I, s:I, s:f, s:b, s:o, s:o}", "v", 1, "ngpus",
+			(json_int_t)herd_plan_gpu_count(plan), "nranks",
+			(json_int_t)herd_plan_rank_count(plan), "nnodes",
+			(json_int_t)herd_plan_node_count(plan), "score", herd_plan_score(plan),
+			"holds_leases", herd_plan_held(plan) != 0, "ranks", ranks, "warnings",
+			warnings);
+	if (doc != NULL && explain)
+		json_object_set_new(doc, "explain", json_string(herd_plan_explain(plan)));
+	return shell_json_emit(doc) == 0 ? SHELL_EXIT_OK : SHELL_EXIT_FAILURE;
+}
+
 /* The exit status of a failed library call: bad input is a usage error. */
 static int failure(herd_status st)
 {
@@ -465,6 +553,10 @@ int cmd_alloc(int argc, char **argv)
 	}
 	for (size_t i = 0; i < herd_plan_warning_count(plan); i++)
 		fprintf(stderr, "herd: warning: %s\n", herd_plan_warning(plan, i));
+	if (a.json) {
+		status = finish(print_plan_json(plan, a.explain, a.env));
+		goto out;
+	}
 	print_plan(plan);
 	status = SHELL_EXIT_OK;
 	if (a.explain)
@@ -533,6 +625,40 @@ static void print_gpus(const herd_node *node, const herd_gpu_status *st, size_t 
 	}
 }
 
+static int print_gpus_json(const herd_node *node, const herd_gpu_status *st, size_t n,
+			   const char *dir)
+{
+	json_t *gpus = json_array(), *doc;
+
+	for (size_t i = 0; gpus != NULL && i < n; i++) {
+		const herd_gpu_status *s = &st[i];
+		bool holder = s->state == HERD_LEASE_EXCLUSIVE && s->pid > 0;
+		json_t *pids = s->processes >= 0 ? json_array() : json_null();
+
+		for (int k = 0; k < s->processes && k < HERD_GPU_STATUS_MAX_PIDS; k++)
+			json_array_append_new(pids, json_integer((json_int_t)s->pids[k]));
+		json_array_append_new(gpus, json_pack(
+			"{s:I, s:s, s:s, s:i, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+			"index", (json_int_t)i, "uuid", s->uuid, "pci_bus_id",
+			node->gpus[i].pci.bus_id, "numa_node", node->gpus[i].pci.numa_node, "lease",
+			herd_lease_state_str(s->state),
+			"job", holder && s->job[0] ? json_string(s->job) : json_null(),
+			"pid", holder ? json_integer((json_int_t)s->pid) : json_null(),
+			"user", holder && s->user[0] ? json_string(s->user) : json_null(),
+			"host", holder && s->host[0] ? json_string(s->host) : json_null(),
+			"since", holder && s->since > 0 ? json_integer((json_int_t)s->since)
+							  : json_null(),
+			"note", s->note[0] ? json_string(s->note) : json_null(),
+			"processes", s->processes >= 0 ? json_integer(s->processes) : json_null(),
+			"pids", pids,
+			"free_memory_bytes", s->free_memory_bytes >= 0
+				? json_integer((json_int_t)s->free_memory_bytes) : json_null()));
+	}
+	doc = json_pack("{s:i, s:s, s:s, s:o, s:o}", "v", 1, "host", node->hostname, "lease_dir",
+			dir, "gpus", gpus, "note", shell_json_str(n == 0 ? node->gpu_note : NULL));
+	return shell_json_emit(doc) == 0 ? SHELL_EXIT_OK : SHELL_EXIT_FAILURE;
+}
+
 int cmd_gpus(int argc, char **argv)
 {
 	herd_lease_opts lo = HERD_LEASE_OPTS_INIT;
@@ -541,7 +667,7 @@ int cmd_gpus(int argc, char **argv)
 	herd_gpu_status *st = NULL;
 	size_t n = 0, local = 0;
 	char dir[4096];
-	int status = SHELL_EXIT_FAILURE;
+	int status = SHELL_EXIT_FAILURE, json = 0;
 
 	for (int i = 1; i < argc; i++) {
 		int r;
@@ -549,17 +675,16 @@ int cmd_gpus(int argc, char **argv)
 		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			fputs(gpus_usage, stdout);
 			return SHELL_EXIT_OK;
+		} else if (strcmp(argv[i], "--json") == 0) {
+			json = 1;
 		} else if ((r = option_value(argc, argv, &i, "--inventory", &inventory)) != 0) {
 			if (r < 0 || inventory[0] == '\0')
-				return usage_error("gpus", gpus_usage,
-						   "option '%s' needs a file name", "--inventory");
+				return usage_error("gpus", "option '%s' needs a file name", "--inventory");
 		} else if ((r = option_value(argc, argv, &i, "--lease-dir", &lo.dir)) != 0) {
 			if (r < 0 || lo.dir[0] == '\0')
-				return usage_error("gpus", gpus_usage,
-						   "option '%s' needs a directory", "--lease-dir");
+				return usage_error("gpus", "option '%s' needs a directory", "--lease-dir");
 		} else {
-			return usage_error("gpus", gpus_usage,
-					   argv[i][0] == '-' ? "unrecognized option '%s'"
+			return usage_error("gpus", argv[i][0] == '-' ? "unrecognized option '%s'"
 							     : "unexpected argument '%s'",
 					   argv[i]);
 		}
@@ -575,8 +700,12 @@ int cmd_gpus(int argc, char **argv)
 		shell_message("herd", herd_last_error());
 		goto out;
 	}
-	print_gpus(herd_cluster_node(cluster, local), st, n, dir);
-	status = finish(SHELL_EXIT_OK);
+	if (json) {
+		status = finish(print_gpus_json(herd_cluster_node(cluster, local), st, n, dir));
+	} else {
+		print_gpus(herd_cluster_node(cluster, local), st, n, dir);
+		status = finish(SHELL_EXIT_OK);
+	}
 out:
 	herd_free(st);
 	herd_cluster_free(cluster);

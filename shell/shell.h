@@ -90,6 +90,17 @@ int shell_elem_store(void *buf, size_t i, herd_dtype dtype, shell_elem e);
 /* A size ("40G", "512MiB", "4096") in bytes into *out; 0, or -1 if malformed. */
 int shell_parse_bytes(const char *s, uint64_t *out);
 
+/*
+ * Writes doc (a jansson value) to stdout as one indented JSON document,
+ * keys in the order they were set, and releases it.  doc NULL (out of
+ * memory) is said on stderr.  0, or -1 when nothing or not all was
+ * written.  (shell/json_out.c)
+ */
+struct json_t;
+int shell_json_emit(struct json_t *doc);
+/* A JSON string of s, or null when s is NULL. */
+struct json_t *shell_json_str(const char *s);
+
 /* A decimal integer in [min, max] into *out; 0, or -1 (out untouched) if not. */
 int shell_parse_int(const char *s, int min, int max, int *out);
 

@@ -79,6 +79,18 @@ out=$(HERD_INVENTORY=$fixtures/dgx-h100.json "$HERD" gpus) || fail "gpus exited 
 has_re "$out" "^0 +GPU-79c8c292-6b94-45b5-b498-82321e35049e +0000:1b:00.0 +0 +exclusive +job-42 +$holder_pid +[^ ]+ +20[0-9]{2}-"
 has_re "$out" "^1 +GPU-da60fb1c-eb7a-4995-9588-532d4242aadb .* exclusive +job-42 +$holder_pid "
 [[ $(grep -c ' free ' <<<"$out") == 6 ]] || fail "want 6 free: $out"
+HERD_INVENTORY=$fixtures/dgx-h100.json "$HERD" gpus --json >"$tmp/gpus.json" || fail "gpus --json exited $?"
+python3 - "$tmp/gpus.json" "$holder_pid" "$tmp/leases" <<'PY' || fail "gpus --json: $(cat "$tmp/gpus.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["v"] == 1 and d["host"] == "dgx-h100" and d["lease_dir"] == sys.argv[3], d
+g = d["gpus"]
+assert [x["index"] for x in g] == list(range(8)), g
+assert g[0]["uuid"] == "GPU-79c8c292-6b94-45b5-b498-82321e35049e" and g[0]["pci_bus_id"] == "0000:1b:00.0"
+held = [x for x in g if x["lease"] == "exclusive"]
+assert len(held) == 2 and all(x["job"] == "job-42" and x["pid"] == int(sys.argv[2]) for x in held), held
+assert all(x["lease"] == "free" and x["pid"] is None for x in g if x not in held)
+PY
 "$HERD" alloc -g 8 --per-node 8 --inventory $fixtures/dgx-h100.json >/dev/null 2>"$tmp/err" \
   && fail "8 GPUs while 2 are held"
 has "$(cat "$tmp/err")" "need 8 GPUs on one node; node dgx-h100 has 6 free of 8; not available: GPU0 held by job job-42 (pid $holder_pid"
@@ -88,6 +100,21 @@ kill -9 "$holder_pid"; wait "$holder_pid" 2>/dev/null; holder_pid=
 exec 9>&-
 out=$(HERD_INVENTORY=$fixtures/dgx-h100.json "$HERD" gpus) || fail "gpus exited $?"
 [[ $(grep -c ' free ' <<<"$out") == 8 ]] || fail "the killed holder's GPUs are not free: $out"
+
+# --- alloc --json: the plan's facts, and that it holds no lease
+"$HERD" alloc -g 2 --link nvlink --inventory $fixtures/dgx-h100.json --json --env --explain \
+  >"$tmp/plan.json" || fail "alloc --json exited $?"
+python3 - "$tmp/plan.json" <<'PY' || fail "alloc --json: $(cat "$tmp/plan.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["v"] == 1 and d["ngpus"] == 2 and d["nranks"] == 2 and d["nnodes"] == 1, d
+assert d["holds_leases"] is False and d["warnings"] == [] and "explain" in d
+r = d["ranks"]
+assert [x["rank"] for x in r] == [0, 1] and all(x["host"] == "dgx-h100" for x in r)
+assert [x["gpus"][0]["index"] for x in r] == [0, 1], r
+assert r[0]["env"]["CUDA_VISIBLE_DEVICES"] == r[0]["gpus"][0]["uuid"], r[0]
+assert r[0]["nic"] == "mlx5_0" and r[0]["nccl_ib_hca"] == "=mlx5_0:1", r[0]
+PY
 
 # --- no GPU at all
 "$HERD" alloc -g 1 --inventory $fixtures/cpu-only.json >"$tmp/out" 2>"$tmp/err"; rc=$?
@@ -116,7 +143,7 @@ bad "unrecognized option '--bogus'" alloc -g 2 --bogus
 bad "--min-memory needs a size" alloc -g 2 --min-memory lots --inventory $dgx
 bad "exclude[0] 'GPU-nope' names no GPU" alloc -g 2 --exclude GPU-nope --inventory $dgx
 bad "/no/such.json" alloc -g 2 --inventory /no/such.json
-bad "unrecognized option '--json'" gpus --json
+bad "unrecognized option '--bogus'" gpus --bogus
 
 # --- a lease directory that cannot be used: a clear error, exit 1
 : >"$tmp/not-a-dir"

@@ -1,0 +1,26 @@
+/*
+ * shell/json_out.c - the --json output of herd's listings: one document,
+ * keys in the order they were set, written to stdout.
+ */
+#include <jansson.h>
+#include <stdio.h>
+
+#include "shell.h"
+
+int shell_json_emit(json_t *doc)
+{
+	int rc = -1;
+
+	if (doc != NULL && json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0 &&
+	    fputc('\n', stdout) != EOF)
+		rc = 0;
+	if (doc == NULL)
+		shell_message("herd", "out of memory building the JSON output");
+	json_decref(doc);
+	return rc;
+}
+
+json_t *shell_json_str(const char *s)
+{
+	return s != NULL ? json_string(s) : json_null();
+}

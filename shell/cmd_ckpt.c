@@ -30,6 +30,7 @@
  * entry has a known dtype, a shape whose size matches its offsets, and the
  * tensors tile the data exactly (no gap, no overlap, nothing after).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -50,10 +51,10 @@
 #include "shell.h"
 
 static const char ckpt_usage[] =
-	"usage: herd ckpt ls DIR\n"
-	"       herd ckpt verify DIR [STEP]\n"
-	"       herd ckpt inspect DIR [STEP]\n"
-	"       herd ckpt diff DIR A B\n"
+	"usage: herd ckpt ls [--json] DIR\n"
+	"       herd ckpt verify [--json] DIR [STEP]\n"
+	"       herd ckpt inspect [--json] DIR [STEP]\n"
+	"       herd ckpt diff [--json] DIR A B\n"
 	"       herd ckpt export [--format safetensors] DIR STEP OUT\n"
 	"       herd ckpt import [--format safetensors] FILE DIR [STEP]\n"
 	"  ls        the steps of DIR, oldest first: committed, partial (a save\n"
@@ -71,7 +72,8 @@ static const char ckpt_usage[] =
 	"  export    writes every tensor of STEP whole to OUT, a safetensors file\n"
 	"  import    reads a safetensors FILE into DIR as step STEP (default 0),\n"
 	"            saved by one rank\n"
-	"STEP is a number or 'latest', the newest committed step.\n";
+	"STEP is a number or 'latest', the newest committed step.  --json prints\n"
+	"what the listing shows as one JSON document, with the same exit status.\n";
 
 /* ------------------------------------------------------------- helpers */
 
@@ -79,8 +81,20 @@ static int usage_error(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "herd ckpt: ");
 	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", ckpt_usage);
+	fprintf(stderr, "\nTry 'herd ckpt --help' for more information.\n");
 	return SHELL_EXIT_USAGE;
+}
+
+/* --json: the listings print one JSON document instead of text. */
+static bool json;
+
+/* Appends row to the JSON rows, or frees it when printing text. */
+static void json_row(json_t *rows, json_t *row)
+{
+	if (rows != NULL)
+		json_array_append_new(rows, row);
+	else
+		json_decref(row);
 }
 
 /* A failed library call: its message, and exit status 1. */
@@ -284,20 +298,33 @@ static double elem_double(const void *buf, size_t i, herd_dtype dtype)
 static int ckpt_ls(int argc, char **argv)
 {
 	herd_ckpt_step_info *steps = NULL;
+	json_t *rows = NULL;
 	size_t n = 0;
 
 	if (argc != 1)
 		return usage_error("ls takes one directory%s", "");
 	if (herd_ckpt_list(argv[0], &steps, &n) != HERD_OK)
 		return failure();
-	printf("%-13s %-10s %10s %6s %8s %6s  %s\n", "step", "state", "size", "ranks", "tensors",
-	       "blobs", "saved");
+	if (json)
+		rows = json_array();
+	if (!json)
+		printf("%-13s %-10s %10s %6s %8s %6s  %s\n", "step", "state", "size", "ranks",
+		       "tensors", "blobs", "saved");
 	for (size_t i = 0; i < n; i++) {
 		const herd_ckpt_step_info *s = &steps[i];
 		const char *state = !s->committed ? "partial" : s->manifest_ok ? "committed"
 									       : "corrupt";
 		char size[32], when[32];
 
+		json_row(rows, json_pack("{s:I, s:s, s:s, s:I, s:o, s:o, s:o, s:o}", "step",
+					 (json_int_t)s->step, "name", s->name, "state", state,
+					 "bytes", (json_int_t)s->bytes,
+					 "ranks", s->manifest_ok ? json_integer(s->ranks) : json_null(),
+					 "tensors", s->manifest_ok ? json_integer(s->tensors) : json_null(),
+					 "blobs", s->manifest_ok ? json_integer(s->blobs) : json_null(),
+					 "time", s->time > 0 ? json_integer(s->time) : json_null()));
+		if (json)
+			continue;
 		human_bytes(s->bytes, size, sizeof(size));
 		time_str(s->time, when, sizeof(when));
 		if (s->manifest_ok)
@@ -308,6 +335,9 @@ static int ckpt_ls(int argc, char **argv)
 			       "-", "-", "-", when);
 	}
 	herd_free(steps);
+	if (rows != NULL &&
+	    shell_json_emit(json_pack("{s:i, s:s, s:o}", "v", 1, "dir", argv[0], "steps", rows)) != 0)
+		return SHELL_EXIT_FAILURE;
 	return finish(SHELL_EXIT_OK);
 }
 
@@ -317,18 +347,29 @@ struct verify_ctx {
 	herd_ckpt_reader *reader;   /* to tell tensors from blobs; may be NULL */
 	const char *dir;
 	char stepname[64];
+	json_t *problems;           /* --json: the problems; NULL: printed */
 };
 
 static void print_problem(const herd_ckpt_problem *p, void *arg)
 {
 	struct verify_ctx *v = arg;
 	size_t index;
+	bool tensor = p->tensor != NULL && (v->reader == NULL ||
+		herd_ckpt_reader_find(v->reader, p->tensor, &index) == HERD_OK);
 
+	if (v->problems != NULL) {
+		json_row(v->problems, json_pack(
+			"{s:s, s:o, s:o, s:o, s:o, s:o, s:s}", "file", p->file,
+			"tensor", tensor ? json_string(p->tensor) : json_null(),
+			"blob", p->tensor != NULL && !tensor ? json_string(p->tensor) : json_null(),
+			"shard", p->tensor != NULL ? json_integer((json_int_t)p->shard) : json_null(),
+			"chunk", p->chunk >= 0 ? json_integer((json_int_t)p->chunk) : json_null(),
+			"offset", p->offset >= 0 ? json_integer((json_int_t)p->offset) : json_null(),
+			"message", p->message));
+		return;
+	}
 	printf("%s/%s/%s: ", v->dir, v->stepname, p->file);
 	if (p->tensor != NULL) {
-		bool tensor = v->reader == NULL ||
-			herd_ckpt_reader_find(v->reader, p->tensor, &index) == HERD_OK;
-
 		if (tensor)
 			printf("tensor \"%s\" shard %" PRId64, p->tensor, p->shard);
 		else
@@ -344,9 +385,10 @@ static void print_problem(const herd_ckpt_problem *p, void *arg)
 
 static int ckpt_verify(int argc, char **argv)
 {
-	struct verify_ctx v = { NULL, NULL, "" };
+	struct verify_ctx v = { NULL, NULL, "", NULL };
 	int64_t step = HERD_CKPT_LATEST;
-	size_t problems = 0;
+	size_t problems = 0, nt = 0;
+	uint64_t bytes = 0;
 	herd_status st;
 
 	if (argc < 1 || argc > 2)
@@ -356,29 +398,46 @@ static int ckpt_verify(int argc, char **argv)
 	if (step == HERD_CKPT_LATEST && herd_ckpt_latest(argv[0], &step) != HERD_OK)
 		return failure();
 	v.dir = argv[0];
+	v.problems = json ? json_array() : NULL;
 	snprintf(v.stepname, sizeof(v.stepname), "step-%012" PRId64, step);
 	/* Without a readable manifest there is no reader; verify says why. */
 	if (herd_ckpt_reader_open(&v.reader, argv[0], step) != HERD_OK)
 		v.reader = NULL;
 	st = herd_ckpt_verify(argv[0], step, print_problem, &v, &problems);
-	if (st == HERD_OK) {
+	if (v.reader != NULL) {
+		nt = herd_ckpt_reader_tensor_count(v.reader);
+		for (size_t i = 0; i < nt; i++) {
+			herd_ckpt_tensor_info ti;
+
+			if (herd_ckpt_reader_tensor(v.reader, i, &ti) == HERD_OK)
+				bytes += ti.bytes;
+		}
+	}
+	if (v.problems != NULL && (st == HERD_OK || problems > 0)) {
+		json_t *doc = json_pack("{s:i, s:s, s:I, s:b, s:o}", "v", 1, "dir", argv[0], "step",
+					(json_int_t)step, "ok", st == HERD_OK, "problems",
+					v.problems);
+
+		v.problems = NULL;
+		if (doc != NULL && v.reader != NULL)
+			json_object_update_new(doc, json_pack(
+				"{s:I, s:I, s:I, s:i}", "tensors", (json_int_t)nt, "bytes",
+				(json_int_t)bytes, "blobs",
+				(json_int_t)herd_ckpt_reader_blob_count(v.reader), "ranks",
+				herd_ckpt_reader_ranks(v.reader)));
+		if (shell_json_emit(doc) != 0) {
+			herd_ckpt_reader_free(v.reader);
+			return SHELL_EXIT_FAILURE;
+		}
+	} else if (st == HERD_OK && !json) {
 		printf("%s/%s: ok", argv[0], v.stepname);
-		if (v.reader != NULL) {
-			uint64_t bytes = 0;
-			size_t nt = herd_ckpt_reader_tensor_count(v.reader);
-
-			for (size_t i = 0; i < nt; i++) {
-				herd_ckpt_tensor_info ti;
-
-				if (herd_ckpt_reader_tensor(v.reader, i, &ti) == HERD_OK)
-					bytes += ti.bytes;
-			}
+		if (v.reader != NULL)
 			printf(": %zu tensors (%" PRIu64 " bytes), %zu blobs, saved by %d ranks", nt,
 			       bytes, herd_ckpt_reader_blob_count(v.reader),
 			       herd_ckpt_reader_ranks(v.reader));
-		}
 		printf("\n");
 	}
+	json_decref(v.problems);
 	herd_ckpt_reader_free(v.reader);
 	fflush(stdout);
 	if (st == HERD_OK)
@@ -397,6 +456,42 @@ static const char *rule_name(herd_ckpt_blob_rule r)
 {
 	return r == HERD_CKPT_BLOB_SAME_RANK ? "same-rank" : r == HERD_CKPT_BLOB_RANK0 ? "rank0"
 										    : "strict";
+}
+
+/* inspect --json: the step's tensors and blobs. */
+static int inspect_json(herd_ckpt_reader *r, const char *dir, uint64_t total)
+{
+	json_t *tensors = json_array(), *blobs = json_array();
+
+	for (size_t i = 0; i < herd_ckpt_reader_tensor_count(r); i++) {
+		herd_ckpt_tensor_info ti;
+		json_t *shape = json_array();
+
+		if (herd_ckpt_reader_tensor(r, i, &ti) != HERD_OK) {
+			json_decref(shape);
+			continue;
+		}
+		for (int d = 0; d < ti.ndim; d++)
+			json_array_append_new(shape, json_integer((json_int_t)ti.shape[d]));
+		json_array_append_new(tensors, json_pack("{s:s, s:s, s:o, s:I, s:I}", "name",
+							 ti.name, "dtype", herd_dtype_name(ti.dtype),
+							 "shape", shape, "shards", (json_int_t)ti.shards,
+							 "bytes", (json_int_t)ti.bytes));
+	}
+	for (size_t i = 0; i < herd_ckpt_reader_blob_count(r); i++) {
+		herd_ckpt_blob_info bi;
+
+		if (herd_ckpt_reader_blob(r, i, &bi) == HERD_OK)
+			json_array_append_new(blobs, json_pack("{s:s, s:s, s:i}", "name", bi.name,
+							       "rule", rule_name(bi.rule), "ranks",
+							       bi.ranks));
+	}
+	return shell_json_emit(json_pack("{s:i, s:s, s:I, s:I, s:i, s:I, s:o, s:o}", "v", 1,
+					 "dir", dir, "step", (json_int_t)herd_ckpt_reader_step(r),
+					 "time", (json_int_t)herd_ckpt_reader_time(r), "ranks",
+					 herd_ckpt_reader_ranks(r), "bytes", (json_int_t)total,
+					 "tensors", tensors, "blobs", blobs)) == 0
+		? SHELL_EXIT_OK : SHELL_EXIT_FAILURE;
 }
 
 static int ckpt_inspect(int argc, char **argv)
@@ -423,6 +518,12 @@ static int ckpt_inspect(int argc, char **argv)
 			if (strlen(ti.name) > width)
 				width = strlen(ti.name);
 		}
+	}
+	if (json) {
+		int rc = inspect_json(r, argv[0], total);
+
+		herd_ckpt_reader_free(r);
+		return finish(rc);
 	}
 	time_str(herd_ckpt_reader_time(r), when, sizeof(when));
 	printf("step %" PRId64 " of %s: saved %s by %d rank%s; %zu tensors, %" PRIu64
@@ -481,6 +582,55 @@ static herd_status read_tensor(herd_ckpt_reader *r, const herd_ckpt_tensor_info 
 	return HERD_OK;
 }
 
+/*
+ * One line of diff: printed as "NAME  STATUS  DETAIL", or with --json
+ * (rows not NULL) appended as {name, kind, status, ...extra} with the
+ * status in snake case ("only in A" -> "only_in_a").  Takes extra.
+ */
+static void diff_out(json_t *rows, int width, const char *name, const char *kind,
+		     const char *status, json_t *extra, const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
+static void diff_out(json_t *rows, int width, const char *name, const char *kind,
+		     const char *status, json_t *extra, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (rows != NULL) {
+		char key[32];
+		size_t k = 0;
+		json_t *row;
+
+		for (const char *c = status; *c != '\0' && k + 1 < sizeof(key); c++)
+			key[k++] = *c == ' ' ? '_' : (char)tolower((unsigned char)*c);
+		key[k] = '\0';
+		row = json_pack("{s:s, s:s, s:s}", "name", name, "kind", kind, "status", key);
+		if (row != NULL && extra != NULL)
+			json_object_update(row, extra);
+		json_decref(extra);
+		json_row(rows, row);
+		return;
+	}
+	json_decref(extra);
+	if (fmt == NULL) {
+		printf("%-*s  %s\n", width, name, status);
+		return;
+	}
+	printf("%-*s  %-9s  ", width, name, status);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+static json_t *json_shape(int ndim, const uint64_t *shape)
+{
+	json_t *a = json_array();
+
+	for (int d = 0; d < ndim; d++)
+		json_array_append_new(a, json_integer((json_int_t)shape[d]));
+	return a;
+}
+
 static bool same_layout(const herd_ckpt_tensor_info *a, const herd_ckpt_tensor_info *b)
 {
 	return a->dtype == b->dtype && a->ndim == b->ndim &&
@@ -492,7 +642,8 @@ static bool same_layout(const herd_ckpt_tensor_info *a, const herd_ckpt_tensor_i
  * when equal, 1 when it differs, -1 when it cannot be read.
  */
 static int diff_tensor(herd_ckpt_reader *ra, herd_ckpt_reader *rb,
-		       const herd_ckpt_tensor_info *a, const herd_ckpt_tensor_info *b, int width)
+		       const herd_ckpt_tensor_info *a, const herd_ckpt_tensor_info *b, int width,
+		       json_t *rows)
 {
 	size_t esz = herd_dtype_size(a->dtype), count, differ = 0;
 	void *x = NULL, *y = NULL;
@@ -503,8 +654,13 @@ static int diff_tensor(herd_ckpt_reader *ra, herd_ckpt_reader *rb,
 	if (!same_layout(a, b)) {
 		shape_str(a->ndim, a->shape, sa, sizeof(sa));
 		shape_str(b->ndim, b->shape, sb, sizeof(sb));
-		printf("%-*s  %-9s  %s %s in A, %s %s in B\n", width, a->name, "reshaped",
-		       herd_dtype_name(a->dtype), sa, herd_dtype_name(b->dtype), sb);
+		diff_out(rows, width, a->name, "tensor", "reshaped",
+			 json_pack("{s:{s:s, s:o}, s:{s:s, s:o}}", "a", "dtype",
+				   herd_dtype_name(a->dtype), "shape", json_shape(a->ndim, a->shape),
+				   "b", "dtype", herd_dtype_name(b->dtype), "shape",
+				   json_shape(b->ndim, b->shape)),
+			 "%s %s in A, %s %s in B", herd_dtype_name(a->dtype), sa,
+			 herd_dtype_name(b->dtype), sb);
 		return 1;
 	}
 	if (read_tensor(ra, a, &x) != HERD_OK || read_tensor(rb, b, &y) != HERD_OK) {
@@ -527,17 +683,20 @@ static int diff_tensor(herd_ckpt_reader *ra, herd_ckpt_reader *rb,
 	free(x);
 	free(y);
 	if (differ == 0) {
-		printf("%-*s  %s\n", width, a->name, "same");
+		diff_out(rows, width, a->name, "tensor", "same", NULL, NULL);
 		return 0;
 	}
-	printf("%-*s  %-9s  %zu of %zu elements differ, max |a-b| %.9g%s\n", width, a->name,
-	       "changed", differ, count, maxdiff, nan ? " (and NaN)" : "");
+	diff_out(rows, width, a->name, "tensor", "changed",
+		 json_pack("{s:I, s:I, s:f, s:b}", "differ", (json_int_t)differ, "count",
+			   (json_int_t)count, "max_abs_diff", maxdiff, "nan", nan),
+		 "%zu of %zu elements differ, max |a-b| %.9g%s", differ, count, maxdiff,
+		 nan ? " (and NaN)" : "");
 	return 1;
 }
 
 /* Compares blob name between the steps, rank by rank: 0 same, 1 differs. */
 static int diff_blob(herd_ckpt_reader *ra, herd_ckpt_reader *rb, const herd_ckpt_blob_info *a,
-		     int width)
+		     int width, json_t *rows)
 {
 	size_t na = 0, nb = 0, changed = 0;
 	herd_ckpt_blob_info b;
@@ -548,12 +707,13 @@ static int diff_blob(herd_ckpt_reader *ra, herd_ckpt_reader *rb, const herd_ckpt
 	for (size_t i = 0; i < herd_ckpt_reader_blob_count(rb) && !found; i++)
 		found = herd_ckpt_reader_blob(rb, i, &b) == HERD_OK && strcmp(b.name, a->name) == 0;
 	if (!found) {
-		printf("%-*s  %s\n", width, a->name, "only in A");
+		diff_out(rows, width, a->name, "blob", "only in A", NULL, NULL);
 		return 1;
 	}
 	if (a->ranks != b.ranks) {
-		printf("%-*s  %-9s  saved by %d ranks in A, %d in B\n", width, a->name, "changed",
-		       a->ranks, b.ranks);
+		diff_out(rows, width, a->name, "blob", "changed",
+			 json_pack("{s:i, s:i}", "ranks_a", a->ranks, "ranks_b", b.ranks),
+			 "saved by %d ranks in A, %d in B", a->ranks, b.ranks);
 		return 1;
 	}
 	x = malloc(HERD_CKPT_BLOB_MAX);
@@ -571,10 +731,12 @@ static int diff_blob(herd_ckpt_reader *ra, herd_ckpt_reader *rb, const herd_ckpt
 		changed += na != nb || memcmp(x, y, na) != 0;
 	}
 	if (changed == 0)
-		printf("%-*s  %s\n", width, a->name, "same");
+		diff_out(rows, width, a->name, "blob", "same", NULL, NULL);
 	else
-		printf("%-*s  %-9s  the bytes of %zu of %d ranks differ\n", width, a->name,
-		       "changed", changed, a->ranks);
+		diff_out(rows, width, a->name, "blob", "changed",
+			 json_pack("{s:I, s:i}", "ranks_differ", (json_int_t)changed, "ranks",
+				   a->ranks),
+			 "the bytes of %zu of %d ranks differ", changed, a->ranks);
 	rc = changed > 0;
 out:
 	free(x);
@@ -585,6 +747,7 @@ out:
 static int ckpt_diff(int argc, char **argv)
 {
 	herd_ckpt_reader *ra = NULL, *rb = NULL;
+	json_t *rows = NULL;
 	int64_t sa, sb;
 	int width = 4, differs = 0, rc = SHELL_EXIT_USAGE;
 
@@ -610,8 +773,11 @@ static int ckpt_diff(int argc, char **argv)
 				width = (int)strlen(ti.name);
 		}
 	}
-	printf("A: step %" PRId64 ", B: step %" PRId64 " of %s\n", herd_ckpt_reader_step(ra),
-	       herd_ckpt_reader_step(rb), argv[0]);
+	if (json)
+		rows = json_array();
+	else
+		printf("A: step %" PRId64 ", B: step %" PRId64 " of %s\n",
+		       herd_ckpt_reader_step(ra), herd_ckpt_reader_step(rb), argv[0]);
 	for (size_t i = 0; i < herd_ckpt_reader_tensor_count(ra); i++) {
 		herd_ckpt_tensor_info a, b;
 		size_t j;
@@ -621,11 +787,11 @@ static int ckpt_diff(int argc, char **argv)
 			continue;
 		if (herd_ckpt_reader_find(rb, a.name, &j) != HERD_OK ||
 		    herd_ckpt_reader_tensor(rb, j, &b) != HERD_OK) {
-			printf("%-*s  %s\n", width, a.name, "only in A");
+			diff_out(rows, width, a.name, "tensor", "only in A", NULL, NULL);
 			differs = 1;
 			continue;
 		}
-		d = diff_tensor(ra, rb, &a, &b, width);
+		d = diff_tensor(ra, rb, &a, &b, width, rows);
 		if (d < 0) {
 			fflush(stdout);
 			shell_message("herd ckpt", herd_last_error());
@@ -639,7 +805,7 @@ static int ckpt_diff(int argc, char **argv)
 
 		if (herd_ckpt_reader_tensor(rb, i, &b) == HERD_OK &&
 		    herd_ckpt_reader_find(ra, b.name, &j) != HERD_OK) {
-			printf("%-*s  %s\n", width, b.name, "only in B");
+			diff_out(rows, width, b.name, "tensor", "only in B", NULL, NULL);
 			differs = 1;
 		}
 	}
@@ -649,7 +815,7 @@ static int ckpt_diff(int argc, char **argv)
 
 		if (herd_ckpt_reader_blob(ra, i, &a) != HERD_OK)
 			continue;
-		d = diff_blob(ra, rb, &a, width);
+		d = diff_blob(ra, rb, &a, width, rows);
 		if (d < 0) {
 			fflush(stdout);
 			shell_message("herd ckpt", herd_last_error());
@@ -667,12 +833,25 @@ static int ckpt_diff(int argc, char **argv)
 			found = herd_ckpt_reader_blob(ra, j, &a) == HERD_OK &&
 				strcmp(a.name, b.name) == 0;
 		if (!found) {
-			printf("%-*s  %s\n", width, b.name, "only in B");
+			diff_out(rows, width, b.name, "blob", "only in B", NULL, NULL);
 			differs = 1;
+		}
+	}
+	if (rows != NULL) {
+		json_t *doc = json_pack("{s:i, s:s, s:I, s:I, s:b, s:o}", "v", 1, "dir", argv[0],
+					"a", (json_int_t)herd_ckpt_reader_step(ra), "b",
+					(json_int_t)herd_ckpt_reader_step(rb), "same", !differs,
+					"entries", rows);
+
+		rows = NULL;
+		if (shell_json_emit(doc) != 0) {
+			rc = SHELL_EXIT_FAILURE;
+			goto out;
 		}
 	}
 	rc = finish(differs ? 1 : 0);
 out:
+	json_decref(rows);
 	herd_ckpt_reader_free(ra);
 	herd_ckpt_reader_free(rb);
 	return rc;
@@ -1187,9 +1366,21 @@ int cmd_ckpt(int argc, char **argv)
 		if (argc < 0)
 			return usage_error("--format takes 'safetensors' (the one format)%s", "");
 	}
-	for (int i = 0; i < argc; i++)
-		if (argv[i][0] == '-' && argv[i][1] != '\0')
-			return usage_error("unrecognized option '%s'", argv[i]);
+	{
+		int n = 0;
+		bool listing = strcmp(sub, "ls") == 0 || strcmp(sub, "verify") == 0 ||
+			       strcmp(sub, "inspect") == 0 || strcmp(sub, "diff") == 0;
+
+		for (int i = 0; i < argc; i++) {
+			if (listing && strcmp(argv[i], "--json") == 0)
+				json = true;
+			else if (argv[i][0] == '-' && argv[i][1] != '\0')
+				return usage_error("unrecognized option '%s'", argv[i]);
+			else
+				argv[n++] = argv[i];
+		}
+		argc = n;
+	}
 	if (strcmp(sub, "ls") == 0)
 		return ckpt_ls(argc, argv);
 	if (strcmp(sub, "verify") == 0)

@@ -75,6 +75,33 @@ has_re "$out" '^extra +only in B$'
 out=$("$HERD" ckpt diff "$one" 2 latest) || fail "diff of a step with itself: exit $?"
 [[ $(grep -c ' same$' <<<"$out") == 5 ]] || fail "diff 2 latest: $out"
 
+# --- --json: the same facts and exit statuses as the tables
+"$HERD" ckpt ls --json "$one" >"$tmp/ls.json" || fail "ls --json exited $?"
+"$HERD" ckpt inspect --json "$one" 2 >"$tmp/inspect.json" || fail "inspect --json exited $?"
+"$HERD" ckpt verify --json "$one" >"$tmp/verify.json" || fail "verify --json exited $?"
+"$HERD" ckpt diff --json "$one" 1 2 >"$tmp/diff.json"; rc=$?
+[[ $rc == 1 ]] || fail "diff --json of different steps: exit $rc"
+python3 - "$tmp" "$one" <<'PY' || fail "--json listings: $(cat "$tmp"/*.json)"
+import json, sys
+t, one = sys.argv[1], sys.argv[2]
+ls = json.load(open(t + "/ls.json"))
+assert ls["v"] == 1 and ls["dir"] == one, ls
+assert [(s["step"], s["state"], s["ranks"], s["tensors"]) for s in ls["steps"]] == \
+    [(1, "committed", 1, 4), (2, "committed", 1, 5)], ls
+ins = json.load(open(t + "/inspect.json"))
+assert ins["step"] == 2 and ins["bytes"] == 122 and ins["ranks"] == 1, ins
+w = [x for x in ins["tensors"] if x["name"] == "w"][0]
+assert w == {"name": "w", "dtype": "float32", "shape": [4, 5], "shards": 1, "bytes": 80}, w
+ver = json.load(open(t + "/verify.json"))
+assert ver["ok"] is True and ver["problems"] == [] and ver["step"] == 2 and ver["tensors"] == 5, ver
+d = json.load(open(t + "/diff.json"))
+assert d["a"] == 1 and d["b"] == 2 and d["same"] is False, d
+e = {x["name"]: x for x in d["entries"]}
+assert e["w"]["status"] == "changed" and e["w"]["differ"] == 1 and e["w"]["count"] == 20, e
+assert e["w"]["max_abs_diff"] == 1.5 and e["h"]["status"] == "same", e
+assert e["extra"]["status"] == "only_in_b" and e["extra"]["kind"] == "tensor", e
+PY
+
 # --- two ranks (torchrun's variables; rank 0 hosts the store): a sharded tensor
 cat >"$tmp/two.lua" <<'EOF'
 local ck = assert(herd.checkpoint(arg[1], "env", { chunk_bytes = 4096 }))
@@ -113,6 +140,17 @@ EOF
 [[ $(wc -l <"$tmp/out") == 1 ]] || fail "verify: one problem expected: $(cat "$tmp/out")"
 has_re "$(cat "$tmp/out")" "^$two/step-000000000005/rank-00001\\.data: tensor \"w\" shard 1 chunk 2 \\(byte 8192 of the file\\): checksum mismatch: expected [0-9a-f]{16}, got [0-9a-f]{16}\$"
 [[ $(cat "$tmp/err") == "herd ckpt: $two/step-000000000005: 1 problem" ]] || fail "verify stderr: $(cat "$tmp/err")"
+"$HERD" ckpt verify --json "$two" 5 >"$tmp/out" 2>/dev/null; rc=$?
+[[ $rc == 1 ]] || fail "verify --json after a flip: exit $rc"
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d["problems"]
+assert d["ok"] is False and len(p) == 1, d
+assert p[0]["file"] == "rank-00001.data" and p[0]["tensor"] == "w" and p[0]["blob"] is None, p
+assert (p[0]["shard"], p[0]["chunk"], p[0]["offset"]) == (1, 2, 8192), p
+assert p[0]["message"].startswith("checksum mismatch: expected "), p' "$tmp/out" \
+  || fail "verify --json after a flip: $(cat "$tmp/out")"
 # Reading the tensor whole verifies too: export refuses, naming the chunk.
 "$HERD" ckpt export "$two" 5 "$tmp/two.safetensors" >/dev/null 2>"$tmp/err"; rc=$?
 [[ $rc == 1 ]] || fail "export of a corrupt step: exit $rc"

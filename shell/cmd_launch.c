@@ -19,6 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "herd.h"
 #include "shell.h"
 
@@ -41,6 +43,9 @@ static const char usage_text[] =
 	"                          coreutils' libstdbuf, PYTHONUNBUFFERED=1), so a\n"
 	"                          rank that is killed loses no finished line\n"
 	"  --log-dir DIR           also write DIR/rank.N.out and DIR/rank.N.err\n"
+	"  --json-summary FILE     at the end, write the job's summary to FILE as JSON:\n"
+	"                          job id, exit status, restarts, first failure, and\n"
+	"                          each rank's host, pid, state, exit code or signal\n"
 	"  --timeout SEC           deadline for every rank to be started (default 60)\n"
 	"  --grace SEC             SIGTERM to SIGKILL when stopping (default 5)\n"
 	"  --prefix FMT            line prefix, %h host, %r rank (default \"[%h:%r] \")\n"
@@ -64,7 +69,7 @@ static const char usage_text[] =
 
 enum {
 	OPT_PER_NODE = 256, OPT_HOSTS, OPT_HOSTFILE, OPT_SLURM, OPT_GPUS, OPT_RESTARTS,
-	OPT_LOG_DIR, OPT_TIMEOUT, OPT_GRACE, OPT_PREFIX, OPT_NO_PREFIX, OPT_ENV
+	OPT_LOG_DIR, OPT_TIMEOUT, OPT_GRACE, OPT_PREFIX, OPT_NO_PREFIX, OPT_ENV, OPT_SUMMARY
 };
 
 static const struct option options[] = {
@@ -83,6 +88,7 @@ static const struct option options[] = {
 	{ "env", required_argument, NULL, OPT_ENV },
 	{ "unbuffered", no_argument, NULL, 'u' },
 	{ "log-dir", required_argument, NULL, OPT_LOG_DIR },
+	{ "json-summary", required_argument, NULL, OPT_SUMMARY },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "grace", required_argument, NULL, OPT_GRACE },
 	{ "prefix", required_argument, NULL, OPT_PREFIX },
@@ -274,6 +280,56 @@ static int supervise(herd_job *job)
 	}
 }
 
+/*
+ * --json-summary: the job's end as JSON in path (job NULL: it did not
+ * start, and error says why).  A link at path is not followed.  0, or -1
+ * (said) when the file cannot be written.
+ */
+static int write_summary(const char *path, const herd_job *job, int status, const char *error)
+{
+	json_t *ranks = json_array(), *doc;
+	char *text;
+	int fd, rc = -1;
+
+	for (int i = 0; job != NULL && i < herd_job_size(job); i++) {
+		herd_rank_status r;
+
+		if (herd_job_rank(job, i, &r) != HERD_OK)
+			continue;
+		json_array_append_new(ranks, json_pack(
+			"{s:i, s:i, s:i, s:o, s:o, s:s, s:o, s:o, s:o}", "rank", r.rank, "node_rank",
+			r.node_rank, "local_rank", r.local_rank, "host", shell_json_str(r.host),
+			"pid", r.pid > 0 ? json_integer(r.pid) : json_null(), "state",
+			herd_rank_state_str(r.state),
+			"exit_code", r.state == HERD_RANK_EXITED || r.state == HERD_RANK_FAILED_START
+				? json_integer(r.exit_code) : json_null(),
+			"signal", r.signal > 0 ? json_integer(r.signal) : json_null(),
+			"error", shell_json_str(r.error)));
+	}
+	doc = json_pack("{s:i, s:o, s:b, s:i, s:o, s:o, s:o}", "v", 1, "job_id",
+			shell_json_str(job != NULL ? herd_job_id(job) : NULL), "started", job != NULL,
+			"exit_status", status, "restarts",
+			job != NULL ? json_integer(herd_job_restart_count(job)) : json_null(),
+			"failure", shell_json_str(job != NULL ? herd_job_failure(job) : error),
+			"ranks", ranks);
+	text = doc != NULL ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(doc);
+	fd = text != NULL ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644)
+			  : -1;
+	if (fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text) &&
+	    write(fd, "\n", 1) == 1)
+		rc = 0;
+	if (rc != 0)
+		fprintf(stderr, "herd launch: --json-summary %s: %s\n", path,
+			text == NULL ? "out of memory" : strerror(errno));
+	if (fd >= 0 && close(fd) != 0 && rc == 0) {
+		fprintf(stderr, "herd launch: --json-summary %s: %s\n", path, strerror(errno));
+		rc = -1;
+	}
+	free(text);
+	return rc;
+}
+
 /* One line and a hint, as a usage error says it. */
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -288,7 +344,7 @@ static int usage_error(const char *fmt, const char *arg)
  * usage error (said).
  */
 static int parse_args(int argc, char **argv, herd_job_spec *spec, struct env_list *e,
-		      int *unbuffered)
+		      int *unbuffered, const char **summary)
 {
 	int c, li, where_set = 0;
 	char opt[40];
@@ -334,6 +390,11 @@ static int parse_args(int argc, char **argv, herd_job_spec *spec, struct env_lis
 			break;
 		case OPT_LOG_DIR:
 			spec->log_dir = optarg;
+			break;
+		case OPT_SUMMARY:
+			if (optarg[0] == '\0')
+				return usage_error("--json-summary needs a file name%s", "");
+			*summary = optarg;
 			break;
 		case OPT_TIMEOUT:
 			if (parse_seconds("--timeout", optarg, &spec->start_timeout_ms) != 0)
@@ -401,7 +462,7 @@ int cmd_launch(int argc, char **argv)
 {
 	herd_job_spec spec = HERD_JOB_SPEC_INIT;
 	struct env_list extra = { NULL, NULL, 0, 0 };
-	const char **cmd = NULL;
+	const char **cmd = NULL, *summary = NULL;
 	char self[PATH_MAX];
 	int rc, unbuffered = 0, status = LAUNCH_EXIT_OWN;
 	herd_status st;
@@ -409,7 +470,7 @@ int cmd_launch(int argc, char **argv)
 	struct sigaction sa;
 	static const int forward[] = { SIGINT, SIGTERM, SIGHUP };
 
-	rc = parse_args(argc, argv, &spec, &extra, &unbuffered);
+	rc = parse_args(argc, argv, &spec, &extra, &unbuffered, &summary);
 	if (rc != 0) {
 		status = rc > 0 ? SHELL_EXIT_OK : LAUNCH_EXIT_OWN;
 		goto out;
@@ -446,6 +507,8 @@ int cmd_launch(int argc, char **argv)
 	st = herd_job_launch(&job, &spec);
 	if (st != HERD_OK) {
 		fprintf(stderr, "herd launch: %s\n", herd_last_error());
+		if (summary != NULL)
+			write_summary(summary, NULL, status, herd_last_error());
 		goto out;
 	}
 	status = supervise(job);
@@ -453,6 +516,8 @@ int cmd_launch(int argc, char **argv)
 	if (herd_job_failure(job) != NULL)
 		fprintf(stderr, "herd launch: job %s failed: %s\n", herd_job_id(job),
 			herd_job_failure(job));
+	if (summary != NULL && write_summary(summary, job, status, NULL) != 0 && status == 0)
+		status = LAUNCH_EXIT_OWN;
 	herd_job_free(job);
 	fflush(stdout);
 out:

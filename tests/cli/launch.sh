@@ -165,6 +165,29 @@ has "$(cat "$tmp/err")" "--env =x: expected NAME=VALUE"
 [[ $rc == 125 ]] || fail "--max-restarts x exited $rc"
 has "$(cat "$tmp/err")" "--max-restarts x: expected an integer"
 
+# --- --json-summary: the job's end for programs, started or not
+"$HERD" launch -n 3 --json-summary "$tmp/summary.json" -- sh -c 'exit $((HERD_RANK == 1 ? 7 : 0))' \
+	2>/dev/null; rc=$?
+[[ $rc == 7 ]] || fail "summary job exited $rc"
+"$HERD" launch -n 3 --per-node 2 --json-summary "$tmp/refused.json" -- true 2>/dev/null; rc=$?
+[[ $rc == 125 ]] || fail "refused summary job exited $rc"
+python3 - "$tmp/summary.json" "$tmp/refused.json" "$host" <<'PY' || fail "summaries: $(cat "$tmp"/summary.json "$tmp"/refused.json)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["v"] == 1 and d["started"] is True and d["exit_status"] == 7 and d["restarts"] == 0, d
+assert d["failure"].startswith("rank 1 on "), d
+r = d["ranks"]
+assert [x["rank"] for x in r] == [0, 1, 2] and all(x["host"] == sys.argv[3] for x in r), r
+assert r[1]["state"] == "exited" and r[1]["exit_code"] == 7 and r[1]["signal"] is None, r
+assert all(x["pid"] > 0 for x in r), r
+# The others exited 0, or were stopped (SIGTERM) once rank 1 had failed.
+for x in (r[0], r[2]):
+    assert (x["state"], x["exit_code"], x["signal"]) in (("exited", 0, None), ("signaled", None, 15)), x
+f = json.load(open(sys.argv[2]))
+assert f["started"] is False and f["exit_status"] == 125 and f["ranks"] == [], f
+assert "need 2 nodes; there are 1" in f["failure"], f
+PY
+
 # --- a command named herd is this herd program, with herd not on PATH
 out=$(PATH=/usr/bin:/bin "$HERD" launch -n 2 -- herd bench allreduce -b 8 -e 8 -c 1) \
 	|| fail "herd bench under launch without herd on PATH exited $?: $out"

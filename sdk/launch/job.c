@@ -1151,8 +1151,11 @@ static void *supervise(void *arg)
 		pthread_mutex_lock(&job->mu);
 		if (job->first_failed >= 0 && !job->kill_req &&
 		    job->restart_count < job->spec.restarts) {
-			herd__log_warn("job %s: %s; restarting (%d of %d)", job->id,
-				       job->failure != NULL ? job->failure : "a rank failed",
+			/* The failure may end in the rank's own words: the restart
+			 * is a line of its own, not read as theirs. */
+			herd__log_warn("job %s: %s", job->id,
+				       job->failure != NULL ? job->failure : "a rank failed");
+			herd__log_warn("job %s: restarting every rank (restart %d of %d)", job->id,
 				       job->restart_count + 1, job->spec.restarts);
 			job->restart_count++;
 			restart = true;

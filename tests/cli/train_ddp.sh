@@ -31,7 +31,9 @@ for np in 2 4; do
   # peer's error that names rank 1's death.
   grep -qE "rank 1 on [^ ]+ \(pid [0-9]+\) was killed by signal 9|rank 1 \(host [^,]+, pid [0-9]+\) died" \
     <<<"$out" || fail "$np ranks: no word of rank 1's death: $out"
-  has "$out" "restarting (1 of 1)"
+  # The restart is a line of its own, not appended to the rank's words.
+  grep -qE "^herd\[[0-9]+\] warn: job [^ ]+: restarting every rank \(restart 1 of 1\)$" <<<"$out" \
+    || fail "$np ranks: no restart line of its own: $out"
   grep -qE "restart 1: resumed from step (20|30)$" <<<"$out" \
     || fail "$np ranks: the second attempt did not resume from step 20 or 30: $out"
   has "$out" "done: 60 steps on $np ranks"

@@ -330,6 +330,50 @@ static int write_summary(const char *path, const herd_job *job, int status, cons
 	return rc;
 }
 
+/*
+ * libherd's message with the spec's field names as the options that set
+ * them ("herd_job_spec.hosts" -> "--hosts"), into buf.
+ */
+static const char *in_options(const char *msg, const herd_job_spec *spec, char *buf, size_t cap)
+{
+	static const struct { const char *field, *option; } names[] = {
+		{ "herd_job_spec.nranks", "-n" },
+		{ "herd_job_spec.per_node", "--per-node" },
+		{ "herd_job_spec.gpus_per_rank", "--gpus-per-rank" },
+		{ "herd_job_spec.restarts", "--restarts" },
+		{ "herd_job_spec.env", "--env" },
+		{ "herd_job_spec.log_dir", "--log-dir" },
+		{ "herd_job_spec.prefix", "--prefix" },
+		{ "herd_job_spec.argv", "the command" },
+	};
+	size_t k = 0;
+
+	for (const char *p = msg; *p != '\0' && k + 1 < cap;) {
+		const char *with = NULL;
+		size_t skip = 0;
+
+		if (strncmp(p, "herd_job_spec.hosts", 19) == 0) {
+			with = spec->where == HERD_JOB_HOSTFILE ? "--hostfile" : "--hosts";
+			skip = 19;
+		}
+		for (size_t i = 0; with == NULL && i < sizeof(names) / sizeof(*names); i++)
+			if (strncmp(p, names[i].field, strlen(names[i].field)) == 0) {
+				with = names[i].option;
+				skip = strlen(names[i].field);
+			}
+		if (with == NULL) {
+			buf[k++] = *p++;
+			continue;
+		}
+		k += (size_t)snprintf(buf + k, cap - k, "%s", with);
+		if (k >= cap)
+			k = cap - 1;
+		p += skip;
+	}
+	buf[k] = '\0';
+	return buf;
+}
+
 /* One line and a hint, as a usage error says it. */
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -506,9 +550,12 @@ int cmd_launch(int argc, char **argv)
 
 	st = herd_job_launch(&job, &spec);
 	if (st != HERD_OK) {
-		fprintf(stderr, "herd launch: %s\n", herd_last_error());
+		char msg[2048];
+
+		in_options(herd_last_error(), &spec, msg, sizeof(msg));
+		fprintf(stderr, "herd launch: %s\n", msg);
 		if (summary != NULL)
-			write_summary(summary, NULL, status, herd_last_error());
+			write_summary(summary, NULL, status, msg);
 		goto out;
 	}
 	status = supervise(job);

@@ -151,13 +151,13 @@ static herd_status read_pair(identity *id, const char *style, const char *rank_v
 	if (!*found)
 		return HERD_OK;
 	if (r == NULL || s == NULL)
-		return herd__error(HERD_EINVAL, "herd_comm_init_env: %s is set but %s is not (%s "
+		return herd__error(HERD_EINVAL, "%s is set but %s is not (%s "
 				   "style needs both)", r != NULL ? rank_var : size_var,
 				   r != NULL ? size_var : rank_var, style);
 	HERD_CHECK(parse_int(rank_var, r, 0, &id->rank));
 	HERD_CHECK(parse_int(size_var, s, 1, &id->size));
 	if (id->rank >= id->size)
-		return herd__error(HERD_EINVAL, "herd_comm_init_env: %s=%d is not below %s=%d",
+		return herd__error(HERD_EINVAL, "%s=%d is not below %s=%d",
 				   rank_var, id->rank, size_var, id->size);
 	id->style = style;
 	return HERD_OK;
@@ -167,7 +167,7 @@ static herd_status need_store(identity *id)
 {
 	id->store = env("HERD_STORE");
 	if (id->store == NULL)
-		return herd__error(HERD_EINVAL, "herd_comm_init_env: rank %d of %d from %s "
+		return herd__error(HERD_EINVAL, "rank %d of %d from %s "
 				   "variables, but HERD_STORE (host:port of the job's store) is "
 				   "not set", id->rank, id->size, id->style);
 	return HERD_OK;
@@ -184,7 +184,7 @@ static herd_status derive_store(identity *id, const char *host, const char *tag,
 	herd__boot *b = &id->boot;
 
 	if (strlen(host) >= sizeof(b->host) || strlen(tag) >= sizeof(b->tag))
-		return herd__error(HERD_EINVAL, "herd_comm_init_env: the host \"%.60s\" or the "
+		return herd__error(HERD_EINVAL, "the host \"%.60s\" or the "
 				   "job tag \"%.60s\" is too long", host, tag);
 	herd__strlcpy(b->host, host, sizeof(b->host));
 	herd__strlcpy(b->tag, tag, sizeof(b->tag));
@@ -227,7 +227,7 @@ static herd_status slurm_store(identity *id)
 	if (env("HERD_STORE") != NULL)
 		return need_store(id);
 	if (job == NULL)
-		return herd__error(HERD_EINVAL, "herd_comm_init_env: rank %d of %d from Slurm "
+		return herd__error(HERD_EINVAL, "rank %d of %d from Slurm "
 				   "variables, but SLURM_JOB_ID is not set (start the ranks with "
 				   "srun, or set HERD_STORE)", id->rank, id->size);
 	host[0] = '\0';
@@ -238,7 +238,7 @@ static herd_status slurm_store(identity *id)
 			if (env(lists[i]) != NULL)
 				HERD_CHECK(first_node(lists[i], env(lists[i]), host, sizeof(host)));
 		if (host[0] == '\0')
-			return herd__error(HERD_EINVAL, "herd_comm_init_env: rank %d of %d from "
+			return herd__error(HERD_EINVAL, "rank %d of %d from "
 					   "Slurm variables, but no node list (SLURM_STEP_NODELIST) "
 					   "says where rank 0 runs; set HERD_STORE", id->rank,
 					   id->size);
@@ -262,14 +262,14 @@ static herd_status ompi_store(identity *id)
 				(local != NULL && atoi(local) == id->size);
 
 		if (!one_node)
-			return herd__error(HERD_EINVAL, "herd_comm_init_env: rank %d of %d from "
+			return herd__error(HERD_EINVAL, "rank %d of %d from "
 					   "Open MPI variables on more than one node: set "
 					   "MASTER_ADDR to the host of rank 0 (mpirun -x "
 					   "MASTER_ADDR=HOST), or HERD_STORE", id->rank, id->size);
 		host = "127.0.0.1";
 	}
 	if (job == NULL)
-		return herd__error(HERD_EINVAL, "herd_comm_init_env: rank %d of %d from Open MPI "
+		return herd__error(HERD_EINVAL, "rank %d of %d from Open MPI "
 				   "variables, but OMPI_MCA_ess_base_jobid is not set; set "
 				   "HERD_STORE", id->rank, id->size);
 	snprintf(tag, sizeof(tag), "ompi:%s", job);
@@ -283,7 +283,7 @@ static herd_status torchrun_store(identity *id)
 	if (env("HERD_STORE") != NULL)
 		return need_store(id);
 	if (addr == NULL || port == NULL)
-		return herd__error(HERD_EINVAL, "herd_comm_init_env: rank %d of %d from torchrun "
+		return herd__error(HERD_EINVAL, "rank %d of %d from torchrun "
 				   "variables (RANK, WORLD_SIZE), but %s is not set, nor "
 				   "HERD_STORE", id->rank, id->size,
 				   addr == NULL && port == NULL ? "MASTER_ADDR nor MASTER_PORT"
@@ -341,7 +341,7 @@ static herd_status find_identity(identity *id)
 			     &found));
 	if (found)
 		return ompi_store(id);
-	return herd__error(HERD_EINVAL, "herd_comm_init_env: no rank identity in the "
+	return herd__error(HERD_EINVAL, "no rank identity in the "
 			   "environment; set HERD_RANK and HERD_WORLD_SIZE (with HERD_STORE and "
 			   "HERD_JOB_SECRET), or torchrun's RANK, WORLD_SIZE, MASTER_ADDR and "
 			   "MASTER_PORT, or start the ranks with srun (SLURM_PROCID, SLURM_NTASKS) "
@@ -399,7 +399,7 @@ herd_status herd_comm_init_env(herd_comm **out, const herd_comm_opts *opts)
 	HERD_CHECK(find_identity(&id));
 	st = open_store(&id, &cfg, &server, &store);
 	if (st != HERD_OK) {
-		herd__error_wrap(st, "herd_comm_init_env: rank %d of %d (%s style): store %s: ",
+		herd__error_wrap(st, "rank %d of %d (%s style): store %s: ",
 				 id.rank, id.size, id.style,
 				 id.store != NULL ? id.store : id.boot.host);
 		goto fail;

@@ -1247,8 +1247,8 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 	st = job->launch_st;
 	pthread_mutex_unlock(&job->mu);
 	if (st != HERD_OK) {
-		st = herd__error(st, "herd_job_launch: %s",
-				 job->launch_err != NULL ? job->launch_err : "start failed");
+		st = herd__error(st, "%s", job->launch_err != NULL ? job->launch_err
+								 : "the job did not start");
 		goto fail;
 	}
 	*out = job;

@@ -150,6 +150,11 @@ static herd_status parse_group(struct parser *p, struct group *g)
 			p->pos++;
 			at = p->pos;
 			HERD_CHECK(parse_number(p, " after '-'", &r.hi, &hi_width));
+			/* "node[01-0" was cut short: it is unclosed, not a range
+			 * that goes backwards. */
+			if (r.hi < r.lo && strchr(p->expr + bracket, ']') == NULL)
+				return parse_error(p, p->pos, "expected ']' to close the '[' at "
+						   "column %zu", bracket + 1);
 			if (r.hi < r.lo)
 				return parse_error(p, at, "range %llu-%llu goes backwards", r.lo,
 						   r.hi);

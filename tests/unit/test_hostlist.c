@@ -88,6 +88,9 @@ static void test_hostlist_errors_name_the_column(void)
 		  "column 6: expected a number, got ']'");
 	CHECK_ERR(herd__hostlist_expand(&(herd__hostlist){ 0 }, "n[5-3]"), HERD_EFORMAT,
 		  "column 5: range 5-3 goes backwards");
+	/* Cut short, it is unclosed rather than backwards. */
+	CHECK_ERR(herd__hostlist_expand(&(herd__hostlist){ 0 }, "node[01-0"), HERD_EFORMAT,
+		  "column 10: expected ']' to close the '[' at column 5");
 	CHECK_ERR(herd__hostlist_expand(&(herd__hostlist){ 0 }, "a,,b"), HERD_EFORMAT,
 		  "column 3: empty host name before ','");
 	CHECK_ERR(herd__hostlist_expand(&(herd__hostlist){ 0 }, "a,b,"), HERD_EFORMAT,

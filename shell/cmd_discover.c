@@ -11,21 +11,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "herd.h"
 #include "shell.h"
 
 static const char discover_usage[] =
-	"usage: herd discover [--json] [--save FILE] [--inventory FILE]\n"
+	"usage: herd discover [--json] [--save FILE [--format json|msgpack]]\n"
+	"                     [--inventory FILE]\n"
 	"  --json             print the inventory as JSON instead of a summary\n"
-	"  --save FILE        also write the inventory to FILE (JSON for *.json,\n"
-	"                     else msgpack)\n"
+	"  --save FILE        also write the inventory to FILE, in the format its\n"
+	"                     name says: *.json JSON, *.msgpack or *.mpk msgpack\n"
+	"  --format F         the format of --save whatever its name: json, msgpack\n"
 	"  --inventory FILE   read this inventory file (JSON or msgpack) instead\n"
 	"                     of probing this node\n";
 
 struct discover_args {
 	int json;
 	const char *save;
+	const char *format;
 	const char *inventory;
 };
 
@@ -280,7 +284,7 @@ static int usage_error(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "herd discover: ");
 	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", discover_usage);
+	fprintf(stderr, "\nTry 'herd discover --help' for more information.\n");
 	return SHELL_EXIT_USAGE;
 }
 
@@ -318,6 +322,11 @@ static int parse_args(int argc, char **argv, struct discover_args *args)
 		} else if ((r = option_value(argc, argv, &i, "--save", &args->save)) != 0) {
 			if (r < 0 || args->save[0] == '\0')
 				return usage_error("option '%s' needs a file name", "--save");
+		} else if ((r = option_value(argc, argv, &i, "--format", &args->format)) != 0) {
+			if (r < 0 || (strcmp(args->format, "json") != 0 &&
+				      strcmp(args->format, "msgpack") != 0))
+				return usage_error("--format takes json or msgpack, not '%s'",
+						   r < 0 ? "" : args->format);
 		} else if ((r = option_value(argc, argv, &i, "--inventory",
 					     &args->inventory)) != 0) {
 			if (r < 0 || args->inventory[0] == '\0')
@@ -329,6 +338,25 @@ static int parse_args(int argc, char **argv, struct discover_args *args)
 			return usage_error("unexpected argument '%s'", a);
 		}
 	}
+	if (args->format != NULL && args->save == NULL)
+		return usage_error("--format says how --save writes; give --save FILE%s", "");
+	return -1;
+}
+
+/* The format of --save: --format, else the file's extension. */
+static int save_format(const struct discover_args *args, herd_format *out)
+{
+	const char *dot = strrchr(args->save, '.');
+
+	if (args->format != NULL)
+		*out = strcmp(args->format, "json") == 0 ? HERD_FORMAT_JSON : HERD_FORMAT_MSGPACK;
+	else if (dot != NULL && strcasecmp(dot, ".json") == 0)
+		*out = HERD_FORMAT_JSON;
+	else if (dot != NULL && (strcasecmp(dot, ".msgpack") == 0 || strcasecmp(dot, ".mpk") == 0))
+		*out = HERD_FORMAT_MSGPACK;
+	else
+		return usage_error("--save %s: its name does not say the format; end it in .json "
+				   "or .msgpack, or add --format json|msgpack", args->save);
 	return -1;
 }
 
@@ -348,7 +376,10 @@ static int print_json(const herd_cluster *cluster)
 int cmd_discover(int argc, char **argv)
 {
 	struct discover_args args = { 0 };
+	herd_format format = HERD_FORMAT_AUTO;
 	int status = parse_args(argc, argv, &args);
+	if (status < 0 && args.save != NULL)
+		status = save_format(&args, &format);
 	if (status >= 0)
 		return status;
 
@@ -362,7 +393,7 @@ int cmd_discover(int argc, char **argv)
 	}
 
 	status = SHELL_EXIT_OK;
-	if (args.save && herd_cluster_save(cluster, args.save, HERD_FORMAT_AUTO) != HERD_OK) {
+	if (args.save && herd_cluster_save(cluster, args.save, format) != HERD_OK) {
 		shell_message("herd", herd_last_error());
 		status = SHELL_EXIT_FAILURE;
 	}

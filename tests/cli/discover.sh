@@ -56,6 +56,20 @@ head -c 1 "$tmp/saved.msgpack" | od -An -tx1 | grep -qv '7b' || fail "msgpack fi
 cmp -s "$tmp/saved.json" "$tmp/from-msgpack.json" || fail "msgpack round trip differs"
 "$HERD" discover --inventory="$tmp/saved.msgpack" >"$tmp/summary2" || fail "--inventory=FILE"
 cmp -s "$tmp/summary1" "$tmp/summary2" || fail "summaries of the JSON and msgpack files differ"
+# The name says the format, or --format does; a name that says nothing is refused.
+"$HERD" discover --inventory "$tmp/saved.json" --save "$tmp/SAVED.JSON" >/dev/null || fail "save .JSON"
+cmp -s "$tmp/saved.json" "$tmp/SAVED.JSON" || fail ".JSON was not written as JSON"
+"$HERD" discover --inventory "$tmp/saved.json" --save "$tmp/inv.data" --format json >/dev/null \
+  || fail "save --format json"
+cmp -s "$tmp/saved.json" "$tmp/inv.data" || fail "--format json was not written as JSON"
+"$HERD" discover --inventory "$tmp/saved.json" --save "$tmp/inv.mpk" >/dev/null || fail "save .mpk"
+cmp -s "$tmp/saved.msgpack" "$tmp/inv.mpk" || fail ".mpk was not written as msgpack"
+"$HERD" discover --inventory "$tmp/saved.json" --save "$tmp/inv.txt" >/dev/null 2>"$tmp/err"; rc=$?
+[[ $rc == 2 && ! -e $tmp/inv.txt ]] || fail "save inv.txt exited $rc"
+grep -qF "herd discover: --save $tmp/inv.txt: its name does not say the format" "$tmp/err" \
+  || fail "save inv.txt: $(cat "$tmp/err")"
+"$HERD" discover --format yaml --save "$tmp/x.json" >/dev/null 2>"$tmp/err"; rc=$?
+[[ $rc == 2 ]] || fail "--format yaml exited $rc"
 "$HERD" discover --save "$tmp/no-such-dir/x.json" >/dev/null 2>"$tmp/err"; rc=$?
 [[ $rc == 1 ]] || fail "save into a missing directory exited $rc"
 grep -qF "herd: " "$tmp/err" && grep -qF "no-such-dir/x.json" "$tmp/err" || fail "save error: $(cat "$tmp/err")"

@@ -92,7 +92,9 @@ typedef void (*herd_job_output_fn)(void *userdata, int rank, const char *host,
 typedef struct herd_job_spec {
 	unsigned int version;      /* HERD_JOB_SPEC_VERSION */
 	const char *const *argv;   /* program and arguments, NULL-terminated; required */
-	const char *const *env;    /* extra "NAME=value" for every rank, NULL-terminated */
+	/* extra "NAME=value" for every rank, NULL-terminated; wins over the rank
+	 * variables herd sets (an exported MASTER_PORT, say) */
+	const char *const *env;
 	int nranks;                /* number of ranks; required, >= 1 */
 	int per_node;              /* ranks per node; 0: fill each node's slots */
 	herd_job_where where;      /* default HERD_JOB_LOCAL */
@@ -139,8 +141,8 @@ typedef struct herd_rank_status {
 	herd_rank_state state;
 	int exit_code;
 	int signal;
-	/* Why it failed to start (HERD_RANK_FAILED_START, e.g. "exec failed: No
-	 * such file or directory"), or, with exit_code 255, why its fate is
+	/* Why it failed to start (HERD_RANK_FAILED_START, e.g. "exec \"train\":
+	 * No such file or directory"), or, with exit_code 255, why its fate is
 	 * unknown ("lost contact with node ..."); NULL otherwise. */
 	const char *error;
 } herd_rank_status;

@@ -193,18 +193,27 @@ out=$(PATH=/usr/bin:/bin "$HERD" launch -n 2 -- herd bench allreduce -b 8 -e 8 -
 	|| fail "herd bench under launch without herd on PATH exited $?: $out"
 has "$out" "[$host:0] # herd bench allreduce: 2 ranks"
 
-# --- -u: a rank that is killed keeps the lines its C stdio wrote (grep
-# into a pipe buffers them until it exits, unless line-buffered)
+# --- -u: a process that is killed keeps the lines its C stdio wrote.
+# grep reads "progress" from a FIFO and writes it, buffered into the
+# rank's pipe unless line-buffered; the rank waits (3 s at most) until
+# /proc says grep has written something, then kills it with SIGKILL.
+# Without -u nothing is written and the line is lost; with -u it is there.
 for u in "" -u; do
-	timeout 30 "$HERD" launch $u -n 2 --grace 1 -- sh -c 'if [ $HERD_RANK = 0 ]; then
-		{ echo progress; sleep 30; } | grep progress; else sleep 1; exit 3; fi' \
-		>"$tmp/out" 2>/dev/null; rc=$?
-	[[ $rc == 3 ]] || fail "launch $u with a failing rank exited $rc"
+	rm -f "$tmp/fifo"
+	timeout 30 "$HERD" launch $u -n 1 -- sh -c 'mkfifo "$0/fifo"; grep progress <"$0/fifo" & g=$!
+		exec 3>"$0/fifo"; echo progress >&3; i=0
+		while [ $i -lt 30 ] && [ "$(sed -n "s/^wchar: //p" /proc/$g/io)" = 0 ]; do
+			sleep 0.1; i=$((i + 1)); done
+		kill -9 $g; wait $g; exit 0' "$tmp" >"$tmp/out" 2>"$tmp/err"; rc=$?
+	[[ $rc == 0 ]] || fail "launch $u of the killed grep exited $rc: $(cat "$tmp/err")"
 	if [[ -z $u ]]; then
 		grep -q progress "$tmp/out" && fail "without -u the buffered line came out (the test proves nothing)"
 	else
 		grep -qxF "[$host:0] progress" "$tmp/out" || fail "-u lost the line: $(cat "$tmp/out")"
 	fi
 done
+# -u sets what a user can check
+out=$("$HERD" launch -u -n 1 -- sh -c 'echo "$_STDBUF_O $PYTHONUNBUFFERED $LD_PRELOAD"') || fail "-u env"
+[[ $out == "[$host:0] L 1 /usr/libexec/coreutils/libstdbuf.so" ]] || fail "-u environment: $out"
 
 echo "launch: ok"

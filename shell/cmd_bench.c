@@ -1278,16 +1278,17 @@ int cmd_bench(int argc, char **argv)
 	}
 	memcpy(given, argv, (size_t)argc * sizeof(*given));
 	int status = parse_args(argc, argv, &a);
-	if (status < 0 && a.np == 0 && !launched()) {
+	int alone = status < 0 && a.np == 0 && !launched();
+	if (alone)
 		a.np = 1;
+	if (status < 0 && a.np > 0 && a.root >= a.np)
+		status = usage_error("%s", "the root (-r) is not one of the --np ranks");
+	if (status < 0 && alone)
 		fprintf(stderr, "herd bench: running one rank (no --np and no launcher's "
 			"variables); --np N runs N here, and herd launch, srun, mpirun or "
 			"torchrun start more\n");
-	}
 	if (status < 0 && a.np > 0)
 		warn_if_busy(a.np);
-	if (status < 0 && a.np > 0 && a.root >= a.np)
-		status = usage_error("%s", "the root (-r) is not one of the --np ranks");
 	if (status < 0)
 		status = a.np > 0 ? run_local(&a, argc, given) : run_rank(&a);
 	free(given);

@@ -230,6 +230,13 @@ static herd_status slurm_store(identity *id)
 		return herd__error(HERD_EINVAL, "rank %d of %d from Slurm "
 				   "variables, but SLURM_JOB_ID is not set (start the ranks with "
 				   "srun, or set HERD_STORE)", id->rank, id->size);
+	/* A batch script and salloc's shell have SLURM_PROCID=0 and the job's
+	 * SLURM_NTASKS too, but no step: the other "ranks" never come. */
+	if (step == NULL)
+		return herd__error(HERD_EINVAL, "SLURM_PROCID=%d and SLURM_NTASKS=%d, but no "
+				   "SLURM_STEP_ID: this is the job's batch script or salloc's "
+				   "shell, not a task of an srun step; start the ranks with srun "
+				   "(or herd launch --slurm)", id->rank, id->size);
 	host[0] = '\0';
 	if (nnodes != NULL && strcmp(nnodes, "1") == 0) {
 		herd__strlcpy(host, "127.0.0.1", sizeof(host));
@@ -243,7 +250,7 @@ static herd_status slurm_store(identity *id)
 					   "says where rank 0 runs; set HERD_STORE", id->rank,
 					   id->size);
 	}
-	snprintf(tag, sizeof(tag), "slurm:%s.%s", job, step != NULL ? step : "batch");
+	snprintf(tag, sizeof(tag), "slurm:%s.%s", job, step);
 	return derive_store(id, host, tag, NULL);
 }
 

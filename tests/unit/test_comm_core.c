@@ -742,6 +742,12 @@ static void env_error_rank(int rank, int size, void *arg)
 	set_int("SLURM_PROCID", 1);
 	unsetenv("SLURM_JOB_ID");
 	CHECK_ERR(herd_comm_init_env(&comm, NULL), HERD_EINVAL, "SLURM_JOB_ID is not set");
+	/* A batch script: the job's task count, no step. */
+	set_int("SLURM_PROCID", 0);
+	set_int("SLURM_JOB_ID", 42);
+	unsetenv("SLURM_STEP_ID");
+	CHECK_ERR(herd_comm_init_env(&comm, NULL), HERD_EINVAL, "not a task of an srun step");
+	unsetenv("SLURM_JOB_ID");
 	clear_identity_env();
 	set_int("OMPI_COMM_WORLD_RANK", 1);
 	set_int("OMPI_COMM_WORLD_SIZE", 4);

@@ -113,7 +113,7 @@ static herd_status secret_read(const char *path, char *out, size_t cap)
  * (link(2) does not replace, on NFS too). */
 static herd_status secret_create(const char *path)
 {
-	char dir[PATH_MAX], tmp[PATH_MAX + 64], text[2 * SECRET_BYTES + 2];
+	char dir[PATH_MAX], tmp[PATH_MAX + 400], host[256], text[2 * SECRET_BYTES + 2];
 	unsigned char raw[SECRET_BYTES];
 	herd_status st = HERD_OK;
 	char *slash;
@@ -129,7 +129,11 @@ static herd_status secret_create(const char *path)
 		return herd__error(HERD_EUNAVAIL, "OpenSSL's random generator failed");
 	hex(text, raw, SECRET_BYTES);
 	strcat(text, "\n");
-	snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", path, (long)getpid());
+	/* Unique across the nodes that share the home directory. */
+	if (gethostname(host, sizeof(host)) != 0)
+		herd__strlcpy(host, "host", sizeof(host));
+	host[sizeof(host) - 1] = '\0';
+	snprintf(tmp, sizeof(tmp), "%s.tmp-%s-%ld", path, host, (long)getpid());
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return herd__error_errno(HERD_EIO, errno, "creating %s", tmp);
@@ -199,11 +203,15 @@ herd_status herd__boot_connect(herd_store **out, const herd__boot *b, int timeou
 	int64_t deadline = herd__net_deadline(timeout_ms);
 	herd_store_opts so = HERD_STORE_OPTS_INIT;
 	char last[512] = "nothing answered";
+	int try_ms = 300;
 
 	*out = NULL;
 	so.secret = b->secret;
 	so.timeout_ms = timeout_ms;
-	for (;;) {
+	/* Short tries first, so that a port that is not rank 0's (silent,
+	 * another job's) does not hold up the next; longer each round, so
+	 * that a slow rank 0 (a loaded node) still gets through. */
+	for (;; try_ms = try_ms < 2500 ? 2 * try_ms : 5000) {
 		for (int k = 0; k < HERD__BOOT_PORTS; k++) {
 			int left = herd__net_remaining_ms(deadline);
 			herd_status st;
@@ -219,9 +227,7 @@ herd_status herd__boot_connect(herd_store **out, const herd__boot *b, int timeou
 				snprintf(addr, cap, "[%s]:%d", b->host, herd__boot_port(b->tag, k));
 			else
 				snprintf(addr, cap, "%s:%d", b->host, herd__boot_port(b->tag, k));
-			/* Short tries: a port that is not rank 0's (refused, silent,
-			 * another job's secret) must not hold up the next. */
-			so.connect_timeout_ms = left < 300 ? left : 300;
+			so.connect_timeout_ms = left < try_ms ? left : try_ms;
 			st = herd_store_connect(out, addr, &so);
 			if (st == HERD_OK)
 				return HERD_OK;

@@ -53,6 +53,8 @@ static const char usage_text[] =
 	"  -l, --label             srun's prefix: \"RANK: \"\n"
 	"Aliases for flags of torchrun and srun, with herd's meaning:\n"
 	"  --nproc-per-node, --ntasks-per-node K   --per-node K\n"
+	"  -N, --nodes, --nnodes M                 M nodes: -n is M times --per-node,\n"
+	"                                          or --per-node is -n / M rounded up\n"
 	"  --max-restarts R                        --restarts R (the whole job)\n"
 	"  --gpus-per-task G                       --gpus-per-rank G\n"
 	"  -w, --nodelist EXPR                     --hosts EXPR (over ssh, not srun)\n"
@@ -79,6 +81,8 @@ static const struct option options[] = {
 	{ "ntasks-per-node", required_argument, NULL, OPT_PER_NODE },
 	{ "hosts", required_argument, NULL, OPT_HOSTS },
 	{ "nodelist", required_argument, NULL, OPT_HOSTS },
+	{ "nodes", required_argument, NULL, 'N' },
+	{ "nnodes", required_argument, NULL, 'N' },
 	{ "hostfile", required_argument, NULL, OPT_HOSTFILE },
 	{ "slurm", no_argument, NULL, OPT_SLURM },
 	{ "gpus-per-rank", required_argument, NULL, OPT_GPUS },
@@ -390,13 +394,13 @@ static int usage_error(const char *fmt, const char *arg)
 static int parse_args(int argc, char **argv, herd_job_spec *spec, struct env_list *e,
 		      int *unbuffered, const char **summary)
 {
-	int c, li, where_set = 0;
+	int c, li, where_set = 0, nodes = 0;
 	char opt[40];
 
 	opterr = 0;
 	optind = 1;
 	/* "+": options end at the command, whose own options are its own. */
-	while ((li = -1, c = getopt_long(argc, argv, "+n:w:ulh", options, &li)) != -1) {
+	while ((li = -1, c = getopt_long(argc, argv, "+n:N:w:ulh", options, &li)) != -1) {
 		/* The option as the user typed it, for messages (aliases too). */
 		if (li >= 0)
 			snprintf(opt, sizeof(opt), "--%s", options[li].name);
@@ -409,6 +413,10 @@ static int parse_args(int argc, char **argv, herd_job_spec *spec, struct env_lis
 			break;
 		case OPT_PER_NODE:
 			if (parse_count(opt, optarg, 1, &spec->per_node) != 0)
+				return -1;
+			break;
+		case 'N':
+			if (parse_count(opt, optarg, 1, &nodes) != 0)
 				return -1;
 			break;
 		case 'w':
@@ -473,8 +481,16 @@ static int parse_args(int argc, char **argv, herd_job_spec *spec, struct env_lis
 			return usage_error("unknown option or missing value: %s", argv[optind - 1]);
 		}
 	}
+	/* torchrun's --nnodes and srun's -N: so many nodes, the ranks spread
+	 * evenly (-n from them and --per-node when -n is not given). */
+	if (nodes > 0 && spec->nranks == 0 && spec->per_node > 0)
+		spec->nranks = nodes * spec->per_node;
+	else if (nodes > 0 && spec->nranks > 0 && spec->per_node == 0)
+		spec->per_node = (spec->nranks + nodes - 1) / nodes;
+	if (nodes > 0 && spec->nranks > nodes * spec->per_node)
+		return usage_error("-n is more than -N/--nodes times --per-node%s", "");
 	if (spec->nranks == 0)
-		return usage_error("-n N is required%s", "");
+		return usage_error("-n N is required (or -N M with --per-node K)%s", "");
 	if (optind >= argc)
 		return usage_error("no command to run%s", "");
 	return 0;

@@ -188,6 +188,13 @@ assert f["started"] is False and f["exit_status"] == 125 and f["ranks"] == [], f
 assert "need 2 nodes; there are 1" in f["failure"], f
 PY
 
+# --- torchrun's --nnodes with --nproc-per-node; srun's -N with -n
+out=$("$HERD" launch --nnodes 1 --nproc-per-node 3 -- sh -c 'echo $HERD_WORLD_SIZE') || fail "--nnodes exited $?"
+[[ $(grep -c "^\[$host:[0-2]\] 3$" <<<"$out") == 3 ]] || fail "--nnodes 1 --nproc-per-node 3: $out"
+"$HERD" launch -N 2 -n 3 -- true 2>"$tmp/err"; rc=$?
+[[ $rc == 125 ]] || fail "-N 2 on one node exited $rc"
+has "$(cat "$tmp/err")" "3 ranks at 2 per node need 2 nodes; there are 1"
+
 # --- a command named herd is this herd program, with herd not on PATH
 out=$(PATH=/usr/bin:/bin "$HERD" launch -n 2 -- herd bench allreduce -b 8 -e 8 -c 1) \
 	|| fail "herd bench under launch without herd on PATH exited $?: $out"

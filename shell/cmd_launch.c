@@ -113,11 +113,12 @@ static const char *const kept_exports[] = { "MASTER_ADDR", "MASTER_PORT" };
 /* What -u adds: coreutils' stdbuf library line-buffers C stdio. */
 #define STDBUF_LIB "/usr/libexec/coreutils/libstdbuf.so"
 
-/* The rank environment entries of the command line, NULL-terminated. */
+/* The rank environment entries of the command line, NULL-terminated;
+ * owned[] holds those built here. */
 struct env_list {
 	const char **v;
-	char *preload;
-	size_t n, cap;
+	char *owned[2];
+	size_t n, cap, nowned;
 };
 
 static int env_add(struct env_list *e, const char *entry)
@@ -157,6 +158,29 @@ static const char *environ_entry(const char *name)
 	return NULL;
 }
 
+/*
+ * Adds NAME=ADD joined to this process's value of NAME (ADD first when
+ * first, with ':' between), unless --env set NAME.  -1 when out of memory.
+ */
+static int env_extend(struct env_list *e, const char *name, const char *add, bool first)
+{
+	const char *old = getenv(name);
+	size_t len = strlen(name) + strlen(add) + (old != NULL ? strlen(old) : 0) + 3;
+	char *entry;
+
+	if (env_has(e, name) || e->nowned == sizeof(e->owned) / sizeof(e->owned[0]))
+		return 0;
+	if (old == NULL)
+		old = "";
+	entry = malloc(len);
+	if (entry == NULL)
+		return -1;
+	e->owned[e->nowned++] = entry;
+	snprintf(entry, len, "%s=%s%s%s", name, first ? add : old,
+		 old[0] != '\0' ? ":" : "", first ? old : add);
+	return env_add(e, entry);
+}
+
 /* Exported MASTER_*, then what -u needs, after the --env entries (which
  * win).  -1 when out of memory. */
 static int env_finish(struct env_list *e, int unbuffered)
@@ -179,18 +203,12 @@ static int env_finish(struct env_list *e, int unbuffered)
 			"keep their stdout buffered; Python's is unbuffered\n", STDBUF_LIB);
 		return 0;
 	}
-	if (!env_has(e, "LD_PRELOAD")) {
-		const char *old = getenv("LD_PRELOAD");
-		size_t len = strlen(STDBUF_LIB) + (old != NULL ? strlen(old) : 0) + 16;
-
-		e->preload = malloc(len);
-		if (e->preload == NULL)
-			return -1;
-		snprintf(e->preload, len, "LD_PRELOAD=%s%s%s", STDBUF_LIB,
-			 old != NULL && old[0] != '\0' ? ":" : "", old != NULL ? old : "");
-		if (env_add(e, e->preload) != 0)
-			return -1;
-	}
+	/* A rank built with AddressSanitizer refuses to start when another
+	 * library is loaded before its runtime; libstdbuf only sets the
+	 * buffering of stdout, so that check is turned off. */
+	if (env_extend(e, "LD_PRELOAD", STDBUF_LIB, true) != 0 ||
+	    env_extend(e, "ASAN_OPTIONS", "verify_asan_link_order=0", false) != 0)
+		return -1;
 	return 0;
 }
 
@@ -521,7 +539,7 @@ static const char **rank_argv(int argc, char **argv, const char *herd_program)
 int cmd_launch(int argc, char **argv)
 {
 	herd_job_spec spec = HERD_JOB_SPEC_INIT;
-	struct env_list extra = { NULL, NULL, 0, 0 };
+	struct env_list extra = { NULL, { NULL, NULL }, 0, 0, 0 };
 	const char **cmd = NULL, *summary = NULL;
 	char self[PATH_MAX];
 	int rc, unbuffered = 0, status = LAUNCH_EXIT_OWN;
@@ -586,6 +604,7 @@ int cmd_launch(int argc, char **argv)
 out:
 	free(cmd);
 	free(extra.v);
-	free(extra.preload);
+	for (size_t i = 0; i < extra.nowned; i++)
+		free(extra.owned[i]);
 	return status;
 }

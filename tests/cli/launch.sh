@@ -220,7 +220,9 @@ for u in "" -u; do
 	fi
 done
 # -u sets what a user can check
-out=$("$HERD" launch -u -n 1 -- sh -c 'echo "$_STDBUF_O $PYTHONUNBUFFERED $LD_PRELOAD"') || fail "-u env"
-[[ $out == "[$host:0] L 1 /usr/libexec/coreutils/libstdbuf.so" ]] || fail "-u environment: $out"
+out=$(env -u LD_PRELOAD "$HERD" launch -u -n 1 -- sh -c 'echo "$_STDBUF_O $PYTHONUNBUFFERED $LD_PRELOAD $ASAN_OPTIONS"') \
+	|| fail "-u env"
+[[ $out =~ ^\[$host:0\]\ L\ 1\ /usr/libexec/coreutils/libstdbuf\.so\ (.*:)?verify_asan_link_order=0$ ]] \
+	|| fail "-u environment: $out"
 
 echo "launch: ok"

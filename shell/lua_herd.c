@@ -13,6 +13,12 @@
 int lherd_fail(lua_State *L, herd_status status)
 {
 	const char *msg = herd_last_error();
+	size_t n = strspn(msg, "abcdefghijklmnopqrstuvwxyz0123456789_");
+
+	/* "herd_ckpt_add_tensor: ..." names a C function the script did not
+	 * call; the script knows which method it called. */
+	if (strncmp(msg, "herd_", 5) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+		msg += n + 2;
 	lua_pushnil(L);
 	lua_pushstring(L, msg[0] != '\0' ? msg : herd_status_str(status));
 	lua_pushstring(L, herd_status_name(status));

@@ -235,10 +235,18 @@ static int parse_alloc(int argc, char **argv, struct alloc_args *a)
 			if (r < 0 || parse_count("--per-node", v, &a->req.gpus_per_node) != 0)
 				return r < 0 ? usage_error("alloc", "option '%s' needs a count", arg)
 					     : SHELL_EXIT_USAGE;
+			/* 0 is the library's "unset"; typed, it is a mistake. */
+			if (a->req.gpus_per_node == 0)
+				return usage_error("alloc", "--per-node 0: expected 1 or more GPUs on "
+						   "each node used (leave it out to let the planner "
+						   "choose)%s", "");
 		} else if ((r = option_value(argc, argv, &i, "--nodes", &v)) != 0) {
 			if (r < 0 || parse_count("--nodes", v, &a->req.nodes) != 0)
 				return r < 0 ? usage_error("alloc", "option '%s' needs a count", arg)
 					     : SHELL_EXIT_USAGE;
+			if (a->req.nodes == 0)
+				return usage_error("alloc", "--nodes 0: expected 1 or more nodes (leave "
+						   "it out to let the planner choose)%s", "");
 		} else if ((r = option_value(argc, argv, &i, "--gpus-per-rank", &v)) != 0) {
 			if (r < 0 || parse_count("--gpus-per-rank", v, &a->req.gpus_per_rank) != 0)
 				return r < 0 ? usage_error("alloc", "option '%s' needs a count", arg)

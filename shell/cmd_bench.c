@@ -567,6 +567,14 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		return usage_error("unexpected argument '%s'", argv[optind + 1]);
 	if (a->minbytes > a->maxbytes)
 		return usage_error("%s", "-b (minbytes) is larger than -e (maxbytes)");
+	if (a->minbytes < herd_dtype_size(a->dtype)) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "-b %zu: under one %s element (%zu bytes); the rows "
+			 "would move nothing", a->minbytes, herd_dtype_name(a->dtype),
+			 herd_dtype_size(a->dtype));
+		return usage_error("%s", msg);
+	}
 	return -1;
 }
 

@@ -225,11 +225,16 @@ static void on_signal(int sig)
 	errno = saved;
 }
 
+/* The largest count a launch option takes (ranks, nodes, GPUs, restarts). */
+#define COUNT_MAX 1000000
+/* The longest --timeout and --grace: about 23 days. */
+#define SECONDS_MAX 2.0e6
+
 static int parse_count(const char *opt, const char *v, int min, int *out)
 {
-	if (shell_parse_int(v, min, 1000000, out) != 0) {
-		fprintf(stderr, "herd launch: %s %s: expected an integer of at least %d\n", opt, v,
-			min);
+	if (shell_parse_int(v, min, COUNT_MAX, out) != 0) {
+		fprintf(stderr, "herd launch: %s %s: expected a whole number from %d to %d\n",
+			opt, v, min, COUNT_MAX);
 		return -1;
 	}
 	return 0;
@@ -242,8 +247,9 @@ static int parse_seconds(const char *opt, const char *v, int *ms)
 
 	errno = 0;
 	s = strtod(v, &end);
-	if (end == v || *end != '\0' || errno != 0 || !isfinite(s) || s < 0 || s > 2.0e6) {
-		fprintf(stderr, "herd launch: %s %s: expected a number of seconds\n", opt, v);
+	if (end == v || *end != '\0' || errno != 0 || !isfinite(s) || s < 0 || s > SECONDS_MAX) {
+		fprintf(stderr, "herd launch: %s %s: expected a number of seconds from 0 to %.0f\n",
+			opt, v, SECONDS_MAX);
 		return -1;
 	}
 	*ms = (int)ceil(s * 1000.0);

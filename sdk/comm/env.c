@@ -61,7 +61,7 @@ static herd_status parse_timeout(int *ms)
 	s = strtod(v, &end);
 	if (end == v || *end != '\0' || errno != 0 || !isfinite(s) || s <= 0 || s > 2.0e6)
 		return herd__error(HERD_EINVAL, "HERD_TIMEOUT=%s: expected a number of seconds "
-				   "greater than 0 (\"300\", \"0.5\")", v);
+				   "greater than 0 and at most 2000000 (\"300\", \"0.5\")", v);
 	*ms = (int)ceil(s * 1000.0);
 	return HERD_OK;
 }
@@ -135,8 +135,8 @@ static herd_status parse_int(const char *var, const char *v, int min, int *out)
 	errno = 0;
 	x = strtol(v, &end, 10);
 	if (end == v || *end != '\0' || errno != 0 || x < min || x > 1000000000)
-		return herd__error(HERD_EINVAL, "%s=%s: expected an integer of at least %d", var, v,
-				   min);
+		return herd__error(HERD_EINVAL, "%s=%s: expected an integer from %d to 1000000000",
+				   var, v, min);
 	*out = (int)x;
 	return HERD_OK;
 }

@@ -229,6 +229,14 @@ static herd_status check_spec(const herd_job_spec *s)
 			return herd__error(HERD_EINVAL, "herd_job_spec.env[%zu] is \"%s\"; expected "
 					   "NAME=value", i, s->env[i]);
 	}
+	/* Only %h, %r and %% mean something; any other % is a typo that
+	 * would otherwise print as it is. */
+	for (const char *p = s->prefix; p != NULL && (p = strchr(p, '%')) != NULL; p += 2)
+		if (p[1] != 'h' && p[1] != 'r' && p[1] != '%')
+			return herd__error(HERD_EINVAL, "herd_job_spec.prefix \"%s\": '%%%c' at "
+					   "column %zu is not %%h (host), %%r (rank) or %%%% (a %%)",
+					   s->prefix, p[1] != '\0' ? p[1] : ' ',
+					   (size_t)(p - s->prefix) + 1);
 	return HERD_OK;
 }
 

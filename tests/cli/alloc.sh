@@ -137,6 +137,8 @@ bad "-g needs a whole number of 0 or more, not 'many'" alloc -g many --inventory
 bad "request: gpus is 0; ask for at least one GPU" alloc -g 0 --inventory $dgx
 bad "request: gpus is 100000000; expected 0 to 65536" alloc -g 100000000 --inventory $dgx
 bad "say how many GPUs" alloc --inventory $dgx
+bad "--per-node 0: expected 1 or more GPUs on each node used" alloc -g 2 --per-node 0 --inventory $dgx
+bad "--nodes 0: expected 1 or more nodes" alloc -g 2 --nodes 0 --inventory $dgx
 bad "unknown link demand 'fast'" alloc -g 2 --link fast --inventory $dgx
 bad "gpus (8) is not a multiple of gpus_per_node (3)" alloc -g 8 --per-node 3 --inventory $dgx
 bad "unrecognized option '--bogus'" alloc -g 2 --bogus

@@ -128,6 +128,8 @@ allreduce -t 4
 allreduce -g 8
 allreduce -a 4
 allreduce -N 0
+allreduce -b 3 -e 3
+allreduce -b 4 -e 8 -d float64
 allreduce -o mean
 allreduce --np 0
 allreduce --np 2 -r 2

@@ -163,7 +163,7 @@ out=$("$HERD" launch -n 2 -l --env FOO=bar --env MASTER_PORT=1234 -- sh -c 'echo
 has "$(cat "$tmp/err")" "--env =x: expected NAME=VALUE"
 "$HERD" launch --max-restarts x -n 1 -- true 2>"$tmp/err"; rc=$?
 [[ $rc == 125 ]] || fail "--max-restarts x exited $rc"
-has "$(cat "$tmp/err")" "--max-restarts x: expected an integer"
+has "$(cat "$tmp/err")" "--max-restarts x: expected a whole number from 0 to 1000000"
 
 # --- --json-summary: the job's end for programs, started or not
 "$HERD" launch -n 3 --json-summary "$tmp/summary.json" -- sh -c 'exit $((HERD_RANK == 1 ? 7 : 0))' \
@@ -187,6 +187,16 @@ f = json.load(open(sys.argv[2]))
 assert f["started"] is False and f["exit_status"] == 125 and f["ranks"] == [], f
 assert "need 2 nodes; there are 1" in f["failure"], f
 PY
+
+# --- out-of-range values name the limit; an unknown % in --prefix is refused
+for args in "-n 99999999999999999999|-n 99999999999999999999: expected a whole number from 1 to 1000000" \
+	"--restarts 2000000|--restarts 2000000: expected a whole number from 0 to 1000000" \
+	"--timeout 1e308|--timeout 1e308: expected a number of seconds from 0 to 2000000" \
+	"--prefix %z|'%z' at column 1 is not %h (host), %r (rank) or %% (a %)"; do
+	"$HERD" launch ${args%%|*} -n 1 -- true 2>"$tmp/err"; rc=$?
+	[[ $rc == 125 ]] || fail "launch ${args%%|*} exited $rc"
+	has "$(cat "$tmp/err")" "${args#*|}"
+done
 
 # --- torchrun's --nnodes with --nproc-per-node; srun's -N with -n
 out=$("$HERD" launch --nnodes 1 --nproc-per-node 3 -- sh -c 'echo $HERD_WORLD_SIZE') || fail "--nnodes exited $?"

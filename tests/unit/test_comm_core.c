@@ -61,6 +61,9 @@ static void test_comm_options_come_from_env_unless_given(void)
 	unsetenv("HERD_TRANSPORT");
 	setenv("HERD_TIMEOUT", "soon", 1);
 	CHECK_ERR(herd__comm_cfg_resolve(NULL, &cfg), HERD_EINVAL, "HERD_TIMEOUT=soon");
+	/* Out of range, it says the limit. */
+	setenv("HERD_TIMEOUT", "1e99", 1);
+	CHECK_ERR(herd__comm_cfg_resolve(NULL, &cfg), HERD_EINVAL, "at most 2000000");
 	unsetenv("HERD_TIMEOUT");
 	unsetenv("HERD_ALGO");
 	CHECK_OK(herd__comm_cfg_resolve(NULL, &cfg));

@@ -27,6 +27,23 @@ int64_t herd__net_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void herd__net_cond_init(pthread_cond_t *cv)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(cv, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+int herd__net_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline)
+{
+	struct timespec ts = { (time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000L };
+
+	return pthread_cond_timedwait(cv, mu, &ts);
+}
+
 int64_t herd__net_deadline(int timeout_ms)
 {
 	return herd__net_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);

@@ -9,6 +9,7 @@
 #ifndef HERD_NET_H
 #define HERD_NET_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,13 @@ int64_t herd__net_deadline(int timeout_ms);
 
 /* Milliseconds left until deadline, clamped to [0, INT32_MAX], for poll(). */
 int herd__net_remaining_ms(int64_t deadline);
+
+/* A condition variable whose timed waits run on CLOCK_MONOTONIC, the clock
+ * of the deadlines, so that setting the wall clock moves none of them. */
+void herd__net_cond_init(pthread_cond_t *cv);
+
+/* pthread_cond_timedwait until deadline (mu held); ETIMEDOUT once past it. */
+int herd__net_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline);
 
 /*
  * Splits "host:port", "[v6addr]:port" into host (NUL-terminated, brackets

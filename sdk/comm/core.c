@@ -701,10 +701,10 @@ static herd_status comm_alloc(herd_comm **out, int rank, int size, const herd__c
 	atomic_init(&comm->mon_stop, false);
 	pthread_mutex_init(&comm->fail_mu, NULL);
 	pthread_mutex_init(&comm->q_mu, NULL);
-	pthread_cond_init(&comm->q_cv, NULL);
+	herd__net_cond_init(&comm->q_cv);
 	pthread_mutex_init(&comm->ctl_mu, NULL);
 	pthread_mutex_init(&comm->mon_mu, NULL);
-	pthread_cond_init(&comm->mon_cv, NULL);
+	herd__net_cond_init(&comm->mon_cv);
 	if (herd__calloc(&comm->peers, (size_t)size, sizeof(*comm->peers), "the peer table") !=
 	    HERD_OK) {
 		comm_free(comm);

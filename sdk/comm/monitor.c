@@ -503,17 +503,7 @@ void herd__monitor_query(herd_comm *comm, int wait_ms, herd__call_state *states,
 	pthread_mutex_lock(&comm->mon_mu);
 	while (!(comm->query_sent == token && comm->query_answers >= comm->query_expect) &&
 	       !atomic_load(&comm->aborted) && herd__net_now_ms() < deadline) {
-		struct timespec ts;
-		int64_t left = herd__net_remaining_ms(deadline);
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += left / 1000;
-		ts.tv_nsec += (left % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&comm->mon_cv, &comm->mon_mu, &ts);
+		herd__net_cond_wait_until(&comm->mon_cv, &comm->mon_mu, deadline);
 	}
 	herd__log_debug("rank %d: query %u: %d of %d peers answered in %d ms", comm->rank, token,
 			comm->query_sent == token ? comm->query_answers : 0, comm->query_expect,

@@ -1196,7 +1196,6 @@ static herd_status make_id(herd_job *job)
 herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 {
 	herd_job *job = NULL;
-	pthread_condattr_t ca;
 	sigset_t all, old;
 	herd_status st;
 	int rc;
@@ -1209,10 +1208,7 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 	job->wake[0] = job->wake[1] = -1;
 	job->first_failed = -1;
 	pthread_mutex_init(&job->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&job->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	herd__net_cond_init(&job->cv);
 	HERD_CHECK_GOTO(copy_spec(job, spec), st, fail);
 	job->nranks = spec->nranks;
 	HERD_CHECK_GOTO(herd__launch_backend_for(spec->where, &job->backend), st, fail);
@@ -1268,25 +1264,16 @@ fail:
 
 herd_status herd_job_wait(herd_job *job, int timeout_ms, int *exit_status)
 {
-	struct timespec ts;
+	int64_t deadline = herd__net_deadline(timeout_ms);
 	herd_status st = HERD_OK;
 
 	if (job == NULL)
 		return herd__error(HERD_EINVAL, "herd_job_wait: job is NULL");
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	if (timeout_ms >= 0) {
-		ts.tv_sec += timeout_ms / 1000;
-		ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-	}
 	pthread_mutex_lock(&job->mu);
 	while (!job->over) {
 		if (timeout_ms < 0) {
 			pthread_cond_wait(&job->cv, &job->mu);
-		} else if (pthread_cond_timedwait(&job->cv, &job->mu, &ts) == ETIMEDOUT &&
+		} else if (herd__net_cond_wait_until(&job->cv, &job->mu, deadline) == ETIMEDOUT &&
 			   !job->over) {
 			st = herd__error(HERD_ETIMEDOUT, "herd_job_wait: job %s still running "
 					 "after %d ms", job->id, timeout_ms);

@@ -56,19 +56,10 @@ typedef struct tcp_store {
 
 /* ---- the connection ------------------------------------------------------ */
 
-static void timespec_at(int64_t deadline, struct timespec *ts)
-{
-	ts->tv_sec = (time_t)(deadline / 1000);
-	ts->tv_nsec = (long)(deadline % 1000) * 1000000;
-}
-
 /* Waits on cv until woken or deadline; called with mu held. */
 static void wait_until(tcp_store *s, int64_t deadline)
 {
-	struct timespec ts;
-
-	timespec_at(deadline, &ts);
-	pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+	herd__net_cond_wait_until(&s->cv, &s->mu, deadline);
 }
 
 /* Records the first reason the connection became unusable; mu held. */
@@ -603,12 +594,7 @@ herd_status herd__store_tcp_connect(herd__store_backend **out, const char *addre
 	atomic_init(&s->next_id, 1);
 	snprintf(s->where, sizeof(s->where), "store %s", address);
 	{
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&s->cv, &ca);
-		pthread_condattr_destroy(&ca);
+		herd__net_cond_init(&s->cv);
 		pthread_mutex_init(&s->mu, NULL);
 	}
 	st = herd__net_connect(&s->fd, host, port, deadline);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "net.h"
 #include "test.h"
 
 static void test_status_names_and_descriptions_come_from_one_list(void)
@@ -115,6 +116,29 @@ static void test_files_write_atomically_and_read_back_within_limits(void)
 	rmdir(dir);
 }
 
+/* Deadlines are on CLOCK_MONOTONIC; a condition variable waited on with
+ * one must run on that clock too (on the wall clock, a deadline of "boot
+ * time + 200 ms" is decades past and the wait would return at once; a
+ * clock step would move it). */
+static void test_timed_wait_runs_on_the_monotonic_clock(void)
+{
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cv;
+	int64_t t0 = herd__net_now_ms(), waited;
+	int rc;
+
+	herd__net_cond_init(&cv);
+	pthread_mutex_lock(&mu);
+	do
+		rc = herd__net_cond_wait_until(&cv, &mu, t0 + 200);
+	while (rc == 0 && herd__net_now_ms() < t0 + 200);
+	pthread_mutex_unlock(&mu);
+	waited = herd__net_now_ms() - t0;
+	CHECK_INT(rc, ETIMEDOUT);
+	CHECK(waited >= 200 && waited < 5000);
+	pthread_cond_destroy(&cv);
+}
+
 int main(void)
 {
 	TEST_RUN(test_status_names_and_descriptions_come_from_one_list);
@@ -125,5 +149,6 @@ int main(void)
 	TEST_RUN(test_log_level_set_and_get);
 	TEST_RUN(test_strlcpy_truncates_and_terminates);
 	TEST_RUN(test_files_write_atomically_and_read_back_within_limits);
+	TEST_RUN(test_timed_wait_runs_on_the_monotonic_clock);
 	return TEST_DONE();
 }

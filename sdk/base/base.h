@@ -65,9 +65,15 @@ void herd__strlcpy(char *dst, const char *src, size_t cap);
 
 /*
  * Reads a whole file into a fresh buffer (NUL-terminated, the NUL not
- * counted in *len).  Refuses files larger than max_len with HERD_EFORMAT.
+ * counted in *len).  Refuses files larger than max_len with HERD_EFORMAT,
+ * and anything but a regular file (a FIFO, a device, a directory) with
+ * HERD_EIO at once: opening never waits for a writer.
  */
 herd_status herd__read_file(const char *path, size_t max_len, char **out, size_t *len);
+
+/* "a FIFO", "a directory", "a character device"... for a st_mode, in
+ * messages that say why a path is not the regular file expected. */
+const char *herd__file_kind(unsigned int mode);
 
 /*
  * Writes data to path atomically: a temporary file beside it, fsync,

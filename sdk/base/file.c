@@ -56,6 +56,20 @@ void herd__strlcpy(char *dst, const char *src, size_t cap)
 	dst[n] = '\0';
 }
 
+const char *herd__file_kind(unsigned int mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return "a regular file";
+	case S_IFDIR: return "a directory";
+	case S_IFIFO: return "a FIFO";
+	case S_IFCHR: return "a character device";
+	case S_IFBLK: return "a block device";
+	case S_IFSOCK: return "a socket";
+	case S_IFLNK: return "a symbolic link";
+	default: return "not a regular file";
+	}
+}
+
 herd_status herd__read_file(const char *path, size_t max_len, char **out, size_t *len)
 {
 	herd_status st = HERD_OK;
@@ -66,7 +80,8 @@ herd_status herd__read_file(const char *path, size_t max_len, char **out, size_t
 
 	*out = NULL;
 	*len = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO or a device must not wait for a writer. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return herd__error_errno(errno == ENOENT ? HERD_ENOTFOUND : HERD_EIO, errno,
 					 "cannot open %s", path);
@@ -74,10 +89,12 @@ herd_status herd__read_file(const char *path, size_t max_len, char **out, size_t
 		st = herd__error_errno(HERD_EIO, errno, "cannot stat %s", path);
 		goto out;
 	}
-	if (S_ISDIR(sb.st_mode)) {
-		st = herd__error(HERD_EIO, "%s is a directory, not a file", path);
+	if (!S_ISREG(sb.st_mode)) {
+		st = herd__error(HERD_EIO, "%s is %s, not a regular file", path,
+				 herd__file_kind(sb.st_mode));
 		goto out;
 	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	/* Regular files report their size; pipes and /proc files do not. */
 	cap = (S_ISREG(sb.st_mode) && sb.st_size > 0) ? (size_t)sb.st_size : 4096;
 	if (cap > max_len + 1)

@@ -195,6 +195,15 @@ void herd__ckpt_sum_hex(char *buf, uint64_t sum);
 /* pread of exactly len bytes; HERD_EIO naming path on error or short file. */
 herd_status herd__ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const char *path);
 
+/*
+ * Opens data file name of a step (dfd: the step directory) for reading,
+ * without following a link or waiting on a FIFO: 0 with *fd when it is a
+ * regular file of the manifest's size, else -1 and why ("a FIFO, not a
+ * regular file", "the file has 10 bytes, the manifest says 24").
+ */
+int herd__ckpt_data_open(int dfd, const char *name, uint64_t size, int *fd, char *why,
+			 size_t cap);
+
 /* How a read on another thread went (that thread cannot raise an error). */
 typedef struct herd__ckpt_read_result {
 	int err;             /* 0, an errno, or -1: the file ended early */

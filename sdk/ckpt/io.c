@@ -404,6 +404,30 @@ static void verify_range(verifier *v, int fd, const char *file, const char *what
 	}
 }
 
+int herd__ckpt_data_open(int dfd, const char *name, uint64_t size, int *fd, char *why,
+			 size_t cap)
+{
+	struct stat sb;
+
+	*fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (*fd < 0) {
+		snprintf(why, cap, "cannot open: %s", strerror(errno));
+		return -1;
+	}
+	if (fstat(*fd, &sb) != 0)
+		snprintf(why, cap, "cannot stat: %s", strerror(errno));
+	else if (!S_ISREG(sb.st_mode))
+		snprintf(why, cap, "it is %s, not a regular file", herd__file_kind(sb.st_mode));
+	else if ((uint64_t)sb.st_size != size)
+		snprintf(why, cap, "the file has %lld bytes, the manifest says %" PRIu64,
+			 (long long)sb.st_size, size);
+	else
+		return 0;
+	close(*fd);
+	*fd = -1;
+	return -1;
+}
+
 herd_status herd__ckpt_verify_data(const char *stepdir, const herd__ckpt_manifest *m,
 				   herd_ckpt_problem_fn fn, void *arg, size_t *problems)
 {
@@ -432,22 +456,11 @@ herd_status herd__ckpt_verify_data(const char *stepdir, const herd__ckpt_manifes
 		goto out;
 	}
 	for (size_t f = 0; f < m->nfiles; f++) {
-		struct stat sb;
+		char why[160];
 
-		fds[f] = openat(dfd, m->files[f].name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fds[f] < 0) {
-			problem(&v, m->files[f].name, NULL, -1, -1, -1, "cannot open: %s",
-				strerror(errno));
-			continue;
-		}
-		if (fstat(fds[f], &sb) != 0 || !S_ISREG(sb.st_mode) ||
-		    (uint64_t)sb.st_size != m->files[f].size) {
-			problem(&v, m->files[f].name, NULL, -1, -1, -1, "the file has %lld bytes, "
-				"the manifest says %" PRIu64, (long long)sb.st_size,
-				m->files[f].size);
-			close(fds[f]);
-			fds[f] = -1;
-		}
+		if (herd__ckpt_data_open(dfd, m->files[f].name, m->files[f].size, &fds[f], why,
+					 sizeof(why)) != 0)
+			problem(&v, m->files[f].name, NULL, -1, -1, -1, "%s", why);
 	}
 	if (m->checksum == HERD_CKPT_CHECKSUM_NONE)
 		goto done;

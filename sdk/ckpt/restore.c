@@ -89,20 +89,15 @@ fail:
 static herd_status step_fd(step_files *sf, uint32_t f, int *fd)
 {
 	const herd__ckpt_file *file = &sf->m->files[f];
-	struct stat sb;
+	char why[160];
 
 	if (sf->fds[f] >= 0) {
 		*fd = sf->fds[f];
 		return HERD_OK;
 	}
-	sf->fds[f] = openat(sf->dfd, file->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (sf->fds[f] < 0)
-		return herd__error_errno(HERD_EIO, errno, "cannot open %s/%s", sf->dir, file->name);
-	if (fstat(sf->fds[f], &sb) != 0 || !S_ISREG(sb.st_mode) ||
-	    (uint64_t)sb.st_size != file->size)
-		return herd__error(HERD_EFORMAT, "%s/%s: the file has %lld bytes, the manifest says "
-				   "%" PRIu64, sf->dir, file->name, (long long)sb.st_size,
-				   file->size);
+	if (herd__ckpt_data_open(sf->dfd, file->name, file->size, &sf->fds[f], why,
+				 sizeof(why)) != 0)
+		return herd__error(HERD_EFORMAT, "%s/%s: %s", sf->dir, file->name, why);
 	*fd = sf->fds[f];
 	return HERD_OK;
 }

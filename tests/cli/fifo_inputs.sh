@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Every file herd reads is checked to be a regular file without blocking
+# on open: a FIFO (nobody ever writes to it) or a device in place of a
+# hostfile, an inventory, a checkpoint's manifest or data file is named
+# in an error within seconds; a restore skips such a step with a warning.
+# Each command runs under timeout 20; 124 would be the hang.
+source "$(dirname "$0")/../harness/common.sh" "$@"
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+mkfifo fifo
+
+# quick CMD...: runs it bounded; sets rc and err, and fails if it hung.
+quick() {
+	local start=$SECONDS
+	timeout 20 "$@" >out 2>err </dev/null; rc=$?
+	err=$(cat err)
+	[[ $rc != 124 ]] || fail "$* hung on a FIFO"
+	(( SECONDS - start < 10 )) || fail "$* took $((SECONDS - start)) s"
+}
+
+quick "$HERD" launch --hostfile fifo -n 1 -- true
+[[ $rc == 125 ]] || fail "--hostfile fifo exited $rc"
+has "$err" "fifo is a FIFO, not a regular file"
+quick "$HERD" discover --inventory fifo
+[[ $rc == 2 ]] || fail "--inventory fifo exited $rc"
+has "$err" "fifo is a FIFO, not a regular file"
+quick "$HERD" alloc -g 1 --inventory /dev/zero
+[[ $rc == 2 ]] || fail "--inventory /dev/zero exited $rc"
+has "$err" "/dev/zero is a character device, not a regular file"
+
+# A checkpoint: step 1 intact, step 2's manifest a FIFO, step 3's data a FIFO.
+"$HERD" -e 'local ck = assert(herd.checkpoint("c"))
+  local w = { 1, 2, 3 }
+  assert(ck:add("w", w))
+  for s = 1, 3 do w[1] = s; assert(ck:save(s)) end
+  ck:close()' || fail "writing the checkpoint"
+rm c/step-000000000002/manifest.msgpack c/step-000000000003/rank-00000.data
+mkfifo c/step-000000000002/manifest.msgpack c/step-000000000003/rank-00000.data
+
+quick "$HERD" ckpt ls c
+[[ $rc == 0 ]] || fail "ckpt ls exited $rc: $err"
+has "$(cat out)" "2             corrupt"
+quick "$HERD" ckpt verify c 2
+[[ $rc == 1 ]] || fail "verify of the FIFO manifest exited $rc"
+has "$err" "c/step-000000000002/manifest.msgpack is a FIFO, not a regular file"
+quick "$HERD" ckpt verify c 3
+[[ $rc == 1 ]] || fail "verify of the FIFO data exited $rc"
+has "$(cat out)" "c/step-000000000003/rank-00000.data: it is a FIFO, not a regular file"
+quick "$HERD" ckpt export c 3 out.safetensors
+[[ $rc == 1 ]] || fail "export of the FIFO data exited $rc"
+has "$err" "rank-00000.data: it is a FIFO, not a regular file"
+quick "$HERD" ckpt inspect c 2
+[[ $rc == 1 ]] || fail "inspect of the FIFO manifest exited $rc"
+
+# A restore falls back past both, to step 1, and says why for step 3 (a
+# step whose manifest cannot be read is not a committed step to try).
+quick "$HERD" -e 'local ck = assert(herd.checkpoint("c"))
+  local w = { 0, 0, 0 }
+  assert(ck:add("w", w))
+  print(assert(ck:restore()), w[1])'
+[[ $rc == 0 ]] || fail "restore exited $rc: $err"
+[[ $(cat out) == $'1\t1.0' ]] || fail "restore: $(cat out)"
+has "$err" "rank-00000.data: it is a FIFO, not a regular file; trying the step before"
+echo "fifo_inputs: ok"

@@ -987,6 +987,7 @@ static int ckpt_export(const char *dir, const char *step_arg, const char *out_pa
 	void *buf = NULL;
 	size_t hlen = 0;
 	uint8_t len8[8];
+	struct stat sb;
 	int64_t step;
 	int fd = -1, rc = SHELL_EXIT_FAILURE;
 
@@ -1005,7 +1006,14 @@ static int ckpt_export(const char *dir, const char *step_arg, const char *out_pa
 		fprintf(stderr, "herd ckpt: %s: path too long\n", out_path);
 		goto out;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* A device, a FIFO or a link at OUT is not replaced by the rename. */
+	if (lstat(out_path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		fprintf(stderr, "herd ckpt: %s exists and is not a regular file: export writes a "
+			"new file and replaces only a regular one (remove it first, or name "
+			"another path)\n", out_path);
+		goto out;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		fprintf(stderr, "herd ckpt: cannot create %s: %s\n", tmp, strerror(errno));
 		goto out;

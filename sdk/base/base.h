@@ -76,8 +76,16 @@ herd_status herd__read_file(const char *path, size_t max_len, char **out, size_t
 const char *herd__file_kind(unsigned int mode);
 
 /*
- * Writes data to path atomically: a temporary file beside it, fsync,
- * rename, fsync of the directory.
+ * HERD_OK when path does not exist or is a regular file, which a new file
+ * may replace by rename; HERD_EINVAL naming what it is (a device, a FIFO,
+ * a symbolic link, a directory) otherwise: that is never replaced.
+ */
+herd_status herd__check_replaceable(const char *path);
+
+/*
+ * Writes data to path atomically: a temporary file beside it (created
+ * anew, never through a link), fsync, rename, fsync of the directory.
+ * Refuses a path that herd__check_replaceable refuses.
  */
 herd_status herd__write_file_atomic(const char *path, const void *data, size_t len);
 

@@ -195,16 +195,28 @@ herd_status herd__fsync_dir(const char *dir)
 	return HERD_OK;
 }
 
+herd_status herd__check_replaceable(const char *path)
+{
+	struct stat sb;
+
+	if (lstat(path, &sb) != 0 || S_ISREG(sb.st_mode))
+		return HERD_OK;
+	return herd__error(HERD_EINVAL, "%s exists and is %s: a new file replaces only a "
+			   "regular file (remove it first, or name another path)", path,
+			   herd__file_kind(sb.st_mode));
+}
+
 herd_status herd__write_file_atomic(const char *path, const void *data, size_t len)
 {
 	char tmp[PATH_MAX];
 	herd_status st;
 	int fd, n;
 
+	HERD_CHECK(herd__check_replaceable(path));
 	n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
 	if (n < 0 || (size_t)n >= sizeof(tmp))
 		return herd__error(HERD_EINVAL, "path too long: %s", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return herd__error_errno(HERD_EIO, errno, "cannot create %s", tmp);
 	st = write_all(fd, data, len, tmp);

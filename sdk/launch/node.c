@@ -380,20 +380,40 @@ static bool rank_cpus(const herd__node *n, int i, cpu_set_t *set)
 static herd_status open_logs(herd__node *n, struct rank *r)
 {
 	static const char *const ext[2] = { "out", "err" };
-	/* A restart appends to the files of the runs before it. */
-	int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
-		    (n->spec.restart_count == 0 ? O_TRUNC : 0);
+	/* A restart appends to the files of the runs before it.  Never
+	 * through a link, never a FIFO or device, only the owner reads. */
+	int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
+		    O_NOCTTY | (n->spec.restart_count == 0 ? O_TRUNC : 0);
+	struct stat sb;
 
 	if (n->spec.log_dir == NULL)
 		return HERD_OK;
+	/* In a directory others may write to (and not sticky, as /tmp is),
+	 * another user could swap a log file for something else between runs. */
+	if (stat(n->spec.log_dir, &sb) == 0 && (sb.st_mode & (S_IWGRP | S_IWOTH)) != 0 &&
+	    (sb.st_mode & S_ISVTX) == 0)
+		return herd__error(HERD_EINVAL, "log directory %s on %s is writable by other "
+				   "users (mode %04o) and not sticky: another user could replace "
+				   "the logs; use a directory only you can write", n->spec.log_dir,
+				   n->spec.host, (unsigned)(sb.st_mode & 07777));
 	for (int k = 0; k < 2; k++) {
 		char path[PATH_MAX];
 
 		snprintf(path, sizeof(path), "%s/rank.%d.%s", n->spec.log_dir, r->rank, ext[k]);
-		r->s[k].log_fd = open(path, flags, 0644);
+		r->s[k].log_fd = open(path, flags, 0600);
 		if (r->s[k].log_fd < 0)
+			return herd__error_errno(HERD_EIO, errno, "log file %s on %s%s", path,
+						 n->spec.host, errno == ELOOP
+						 ? " (a symbolic link is not followed)"
+						 : errno == ENXIO ? " (a FIFO, not a regular file)" : "");
+		if (fstat(r->s[k].log_fd, &sb) != 0)
 			return herd__error_errno(HERD_EIO, errno, "log file %s on %s", path,
 						 n->spec.host);
+		if (!S_ISREG(sb.st_mode) || sb.st_uid != geteuid())
+			return herd__error(HERD_EIO, "log file %s on %s is %s of user %u, not a "
+					   "regular file of this user", path, n->spec.host,
+					   herd__file_kind(sb.st_mode), (unsigned)sb.st_uid);
+		fcntl(r->s[k].log_fd, F_SETFL, fcntl(r->s[k].log_fd, F_GETFL) & ~O_NONBLOCK);
 	}
 	return HERD_OK;
 }

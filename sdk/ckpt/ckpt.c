@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,7 +150,8 @@ static size_t env_size(const char *name, size_t dflt)
 		return dflt;
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v == 0) {
+	/* strtoull takes "-1" as the largest value: only digits are a size. */
+	if (*s < '0' || *s > '9' || errno != 0 || *end != '\0' || v == 0 || v > SIZE_MAX / 2) {
 		herd__log_warn("%s=\"%s\" is not a positive number of bytes; using %zu", name, s,
 			       dflt);
 		return dflt;

@@ -271,4 +271,11 @@ has "$(cat "$tmp/err")" "step-000000000004"
 has "$(cat "$tmp/err")" "$tmp/nowhere"
 out=$("$HERD" ckpt --help) || fail "--help exited $?"
 has "$out" "herd ckpt export [--format safetensors] DIR STEP OUT"
+# --- HERD_CKPT_STAGING_BYTES: anything but a positive count of bytes is
+# said and the default used ("-1" too, which strtoull takes as huge)
+for v in -1 0 abc 1e23; do
+  err=$(HERD_CKPT_STAGING_BYTES=$v "$HERD" -e "local ck = assert(herd.checkpoint(\"$tmp/staging\")); ck:close()" 2>&1) \
+    || fail "staging $v: $err"
+  has "$err" "HERD_CKPT_STAGING_BYTES=\"$v\" is not a positive number of bytes; using 268435456"
+done
 echo "ckpt: all checks passed"

@@ -582,10 +582,15 @@ herd_status herd_ckpt_verify(const char *dir, int64_t step, herd_ckpt_problem_fn
 	st = herd__ckpt_manifest_load(&m, stepdir);
 	if (st == HERD_EFORMAT || st == HERD_EVERSION) {
 		/* The manifest itself is the problem: report it like any other. */
-		char msg[1024];
+		char msg[1024], prefix[PATH_MAX + 64];
+		size_t n = (size_t)snprintf(prefix, sizeof(prefix), "%s/%s: ", stepdir,
+					    HERD__CKPT_MANIFEST);
 		herd_ckpt_problem p = { HERD__CKPT_MANIFEST, NULL, -1, -1, -1, msg };
 
 		herd__strlcpy(msg, herd_last_error(), sizeof(msg));
+		/* The problem names its file; its message need not say it again. */
+		if (n < sizeof(prefix) && strncmp(msg, prefix, n) == 0)
+			p.message = msg + n;
 		if (fn != NULL)
 			fn(&p, arg);
 		if (problems != NULL)

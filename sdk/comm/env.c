@@ -406,9 +406,8 @@ herd_status herd_comm_init_env(herd_comm **out, const herd_comm_opts *opts)
 	HERD_CHECK(find_identity(&id));
 	st = open_store(&id, &cfg, &server, &store);
 	if (st != HERD_OK) {
-		herd__error_wrap(st, "rank %d of %d (%s style): store %s: ",
-				 id.rank, id.size, id.style,
-				 id.store != NULL ? id.store : id.boot.host);
+		/* The store's own messages begin with its address. */
+		herd__error_wrap(st, "rank %d of %d (%s style): ", id.rank, id.size, id.style);
 		goto fail;
 	}
 	/* A namespace of its own, apart from other users of the job's store. */

@@ -271,6 +271,14 @@ has "$(cat "$tmp/err")" "step-000000000004"
 has "$(cat "$tmp/err")" "$tmp/nowhere"
 out=$("$HERD" ckpt --help) || fail "--help exited $?"
 has "$out" "herd ckpt export [--format safetensors] DIR STEP OUT"
+# --- a corrupt manifest: its path said once
+cp -r "$one" "$tmp/bad"
+printf garbage >"$tmp/bad/step-000000000001/manifest.msgpack"
+"$HERD" ckpt verify "$tmp/bad" 1 >"$tmp/out" 2>/dev/null; rc=$?
+[[ $rc == 1 ]] || fail "verify of a corrupt manifest: exit $rc"
+[[ $(grep -o "manifest.msgpack" "$tmp/out" | wc -l) == 1 ]] || fail "the path twice: $(cat "$tmp/out")"
+has "$(cat "$tmp/out")" "$tmp/bad/step-000000000001/manifest.msgpack: truncated or not a checkpoint manifest"
+
 # --- HERD_CKPT_STAGING_BYTES: anything but a positive count of bytes is
 # said and the default used ("-1" too, which strtoull takes as huge)
 for v in -1 0 abc 1e23; do

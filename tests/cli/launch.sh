@@ -198,6 +198,12 @@ for args in "-n 99999999999999999999|-n 99999999999999999999: expected a whole n
 	has "$(cat "$tmp/err")" "${args#*|}"
 done
 
+# --- a deadline too short for anything: the ranks fail, and no message
+# says the store's address twice
+HERD_TIMEOUT=0.001 timeout 60 "$HERD" launch -n 2 -- "$HERD" bench allreduce -b 8 -e 8 -c 1 \
+	>"$tmp/out" 2>&1 && fail "HERD_TIMEOUT=0.001 succeeded"
+grep -E "store ([0-9.]+:[0-9]+): store \1" "$tmp/out" && fail "the store's address twice: $(cat "$tmp/out")"
+
 # --- torchrun's --nnodes with --nproc-per-node; srun's -N with -n
 out=$("$HERD" launch --nnodes 1 --nproc-per-node 3 -- sh -c 'echo $HERD_WORLD_SIZE') || fail "--nnodes exited $?"
 [[ $(grep -c "^\[$host:[0-2]\] 3$" <<<"$out") == 3 ]] || fail "--nnodes 1 --nproc-per-node 3: $out"

@@ -36,6 +36,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -980,6 +981,30 @@ out:
 	return rc;
 }
 
+/*
+ * The temporary file of an export in progress, for the signal handler that
+ * removes it when SIGINT, SIGTERM or SIGHUP ends the export (unlink is
+ * async-signal-safe); "" when there is none.
+ */
+static char export_tmp[4096];
+
+static void export_interrupted(int sig)
+{
+	if (export_tmp[0] != '\0')
+		unlink(export_tmp);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Installs (on) or removes the handler above for the export's signals. */
+static void export_guard(bool on)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], on ? export_interrupted : SIG_DFL);
+}
+
 static int ckpt_export(const char *dir, const char *step_arg, const char *out_path)
 {
 	herd_ckpt_reader *r = NULL;
@@ -1013,6 +1038,8 @@ static int ckpt_export(const char *dir, const char *step_arg, const char *out_pa
 			"another path)\n", out_path);
 		goto out;
 	}
+	snprintf(export_tmp, sizeof(export_tmp), "%s", tmp);
+	export_guard(true);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		fprintf(stderr, "herd ckpt: cannot create %s: %s\n", tmp, strerror(errno));
@@ -1047,6 +1074,7 @@ static int ckpt_export(const char *dir, const char *step_arg, const char *out_pa
 		goto out;
 	}
 	tmp[0] = '\0';
+	export_tmp[0] = '\0';
 	if (herd_ckpt_reader_blob_count(r) > 0)
 		fprintf(stderr, "herd ckpt: note: the %zu blobs of step %" PRId64 " are not "
 			"exported (safetensors holds tensors only)\n",
@@ -1059,6 +1087,8 @@ out:
 		close(fd);
 	if (rc != SHELL_EXIT_OK && tmp[0] != '\0')
 		unlink(tmp);
+	export_guard(false);
+	export_tmp[0] = '\0';
 	free(buf);
 	free(header);
 	herd_ckpt_reader_free(r);

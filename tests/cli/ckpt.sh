@@ -271,6 +271,40 @@ has "$(cat "$tmp/err")" "step-000000000004"
 has "$(cat "$tmp/err")" "$tmp/nowhere"
 out=$("$HERD" ckpt --help) || fail "--help exited $?"
 has "$out" "herd ckpt export [--format safetensors] DIR STEP OUT"
+# --- an export ended by SIGTERM (stopped while its temporary file is being
+# written, then signalled) leaves no temporary file behind
+python3 - "$tmp/big.safetensors" <<'PY' || fail "making a big safetensors file"
+import json, os, sys
+n = 64 << 20  # float32 elements: 256 MiB
+h = json.dumps({"w": {"dtype": "F32", "shape": [n], "data_offsets": [0, 4 * n]}}).encode()
+with open(sys.argv[1], "wb") as f:
+    f.write(len(h).to_bytes(8, "little") + h)
+    f.truncate(8 + len(h) + 4 * n)
+PY
+"$HERD" ckpt import "$tmp/big.safetensors" "$tmp/big" 0 >/dev/null || fail "import of the big file"
+interrupted=0
+for try in 1 2 3; do
+  rm -f "$tmp/big.out"*
+  "$HERD" ckpt export "$tmp/big" 0 "$tmp/big.out" >/dev/null 2>&1 &
+  pid=$!
+  for _ in $(seq 1000); do
+    compgen -G "$tmp/big.out.tmp-*" >/dev/null && break
+    sleep 0.01
+  done
+  kill -STOP "$pid" 2>/dev/null
+  if compgen -G "$tmp/big.out.tmp-*" >/dev/null; then
+    kill -TERM "$pid"; kill -CONT "$pid"
+    wait "$pid"; rc=$?
+    [[ $rc == 143 ]] || fail "the interrupted export exited $rc"
+    interrupted=1
+    break
+  fi
+  kill -CONT "$pid" 2>/dev/null; wait "$pid"   # it finished first: again
+done
+(( interrupted )) || fail "the export always finished before it could be stopped"
+compgen -G "$tmp/big.out*" >/dev/null && fail "an interrupted export left $(ls "$tmp" | grep big.out)"
+rm -rf "$tmp/big" "$tmp/big.safetensors"
+
 # --- a corrupt manifest: its path said once
 cp -r "$one" "$tmp/bad"
 printf garbage >"$tmp/bad/step-000000000001/manifest.msgpack"

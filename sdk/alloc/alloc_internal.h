@@ -101,6 +101,10 @@ bool herd__alloc_names_gpu(const herd_node *node, const herd_gpu *g, const char 
  */
 bool herd__lease_uuid_ok(const char *uuid);
 
+/* The descriptors whose flock(2) locks are the lease: a process that
+ * inherits them holds the lease until it closes them too. */
+size_t herd__lease_fds(const herd_lease *lease, const int **fds);
+
 /* ------------------------------------------------------------- usage */
 
 /*

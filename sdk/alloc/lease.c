@@ -605,6 +605,12 @@ size_t herd_lease_count(const herd_lease *lease)
 	return lease != NULL ? lease->n : 0;
 }
 
+size_t herd__lease_fds(const herd_lease *lease, const int **fds)
+{
+	*fds = lease != NULL ? lease->fds : NULL;
+	return lease != NULL ? lease->n : 0;
+}
+
 void herd_lease_free(herd_lease *lease)
 {
 	if (lease == NULL)

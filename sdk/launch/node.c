@@ -14,11 +14,13 @@
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "alloc/alloc_internal.h"
 #include "launch_internal.h"
 #include "net.h"
 
@@ -58,6 +60,8 @@ struct herd__node {
 	bool stopping;
 	int devnull;
 	herd_plan *plan;      /* GPU leases (gpus_per_rank > 0) */
+	pid_t guardian;       /* see start_guardian; 0: none */
+	int guardian_fd;      /* its pipe: rank pids, 0 for "done"; -1: none */
 };
 
 /* ---- copying a spec ------------------------------------------------------- */
@@ -418,6 +422,8 @@ static herd_status open_logs(herd__node *n, struct rank *r)
 	return HERD_OK;
 }
 
+static void guard(herd__node *n, pid_t group);
+
 static herd_status start_rank(herd__node *n, int i)
 {
 	struct rank *r = &n->ranks[i];
@@ -455,6 +461,7 @@ static herd_status start_rank(herd__node *n, int i)
 		      pin ? &cpus : NULL);
 	/* Both sides set the group, so that it exists before anyone signals it. */
 	setpgid(pid, pid);
+	guard(n, pid);
 	close_fd(&outp[1]);
 	close_fd(&errp[1]);
 	close_fd(&failp[1]);
@@ -539,6 +546,115 @@ static herd_status lease_gpus(herd__node *n)
 	return HERD_OK;
 }
 
+/* ---- the guardian ------------------------------------------------------------ */
+
+/*
+ * A process of the node that outlives this one for a moment: the ranks die
+ * with their supervisor (parent-death signal), but what they started does
+ * not, and the GPU leases would be free while it still runs.  The guardian
+ * is forked before the ranks, keeps only the read end of a pipe and the
+ * lease descriptors, and learns each rank's process group.  When this
+ * process ends without saying "done" (killed, even by SIGKILL), the pipe
+ * reads end-of-file: the guardian kills every rank's group and only then
+ * exits, closing the lease descriptors last, so a lease is never free while
+ * a process of the job runs.  Between fork and _exit it makes only
+ * async-signal-safe calls (this process has other threads).
+ */
+static void guardian_main(int rfd, const int *keep, size_t nkeep, pid_t *groups, int max)
+{
+	static const int quiet[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP };
+	struct sigaction ign;
+	struct rlimit rl;
+	int n = 0;
+
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	for (size_t i = 0; i < sizeof(quiet) / sizeof(*quiet); i++)
+		sigaction(quiet[i], &ign, NULL);
+	/* Nothing else of this process stays open in it: a channel or a
+	 * socket it kept would hide the supervisor's death from its peers. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur > 65536)
+		rl.rlim_cur = 65536;
+	for (int fd = 0; fd < (int)rl.rlim_cur; fd++) {
+		bool kept = fd == rfd;
+
+		for (size_t i = 0; i < nkeep && !kept; i++)
+			kept = fd == keep[i];
+		if (!kept)
+			close(fd);
+	}
+	for (;;) {
+		pid_t pid;
+		ssize_t got = read(rfd, &pid, sizeof(pid));
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got == (ssize_t)sizeof(pid) && pid == 0)
+			_exit(0);  /* the supervisor ended the job itself */
+		if (got == (ssize_t)sizeof(pid) && n < max) {
+			groups[n++] = pid;
+			continue;
+		}
+		if (got <= 0)
+			break;
+	}
+	for (int i = 0; i < n; i++)
+		kill(-groups[i], SIGKILL);
+	_exit(0);
+}
+
+static herd_status start_guardian(herd__node *n)
+{
+	const int *keep = NULL;
+	size_t nkeep = n->plan != NULL ? herd__lease_fds(n->plan->lease, &keep) : 0;
+	pid_t *groups = NULL;
+	int p[2];
+	pid_t pid;
+
+	HERD_CHECK(herd__calloc(&groups, (size_t)n->spec.nranks, sizeof(*groups),
+				"the guardian's groups"));
+	if (pipe2(p, O_CLOEXEC) != 0) {
+		free(groups);
+		return herd__error_errno(HERD_ESYS, errno, "the guardian's pipe on %s",
+					 n->spec.host);
+	}
+	pid = fork();
+	if (pid == 0)
+		guardian_main(p[0], keep, nkeep, groups, n->spec.nranks);
+	free(groups);
+	close(p[0]);
+	if (pid < 0) {
+		close(p[1]);
+		return herd__error_errno(HERD_ESYS, errno, "starting the guardian on %s",
+					 n->spec.host);
+	}
+	n->guardian = pid;
+	n->guardian_fd = p[1];
+	return HERD_OK;
+}
+
+/* Tells the guardian a rank's process group (one atomic write). */
+static void guard(herd__node *n, pid_t group)
+{
+	if (n->guardian_fd >= 0 && write(n->guardian_fd, &group, sizeof(group)) < 0) {
+		/* A guardian that is gone cannot guard; the ranks still run. */
+	}
+}
+
+/* The supervisor ends the job itself: the guardian leaves without a kill. */
+static void stop_guardian(herd__node *n)
+{
+	if (n->guardian_fd >= 0) {
+		guard(n, 0);
+		close_fd(&n->guardian_fd);
+	}
+	if (n->guardian > 0) {
+		while (waitpid(n->guardian, NULL, 0) < 0 && errno == EINTR)
+			;
+		n->guardian = 0;
+	}
+}
+
 /* ---- the public (internal) calls -------------------------------------------- */
 
 static herd_status check_spec(const herd__node_spec *s)
@@ -561,6 +677,7 @@ herd_status herd__node_start(herd__node **out, const herd__node_spec *spec,
 	HERD_CHECK(check_spec(spec));
 	HERD_CHECK(herd__calloc(&n, 1, sizeof(*n), "a node supervisor"));
 	n->devnull = -1;
+	n->guardian_fd = -1;
 	if (events != NULL)
 		n->ev = *events;
 	HERD_CHECK_GOTO(herd__calloc(&n->ranks, (size_t)spec->nranks, sizeof(*n->ranks),
@@ -590,6 +707,7 @@ herd_status herd__node_start(herd__node **out, const herd__node_spec *spec,
 		goto fail;
 	}
 	HERD_CHECK_GOTO(lease_gpus(n), st, fail);
+	HERD_CHECK_GOTO(start_guardian(n), st, fail);
 	for (int i = 0; i < spec->nranks; i++)
 		HERD_CHECK_GOTO(start_rank(n, i), st, fail);
 	*out = n;
@@ -821,6 +939,7 @@ void herd__node_free(herd__node *n)
 	}
 	free(n->ranks);
 	close_fd(&n->devnull);
+	stop_guardian(n);
 	herd_plan_free(n->plan);
 	herd__node_spec_free(&n->spec);
 	free(n);

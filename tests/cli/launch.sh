@@ -123,30 +123,47 @@ $out
 $(cat "$tmp/err")"
 grep -qE "^\[$host:0\] +65536 +16384 +float32 +sum" <<<"$out" || fail "bench lacks 64K row: $out"
 
-# --- no orphans: SIGKILL the launcher, its ranks must go
+# --- no orphans: SIGKILL the launcher; its ranks and what they started in
+# the background must go, and their GPU leases stay held until they have
+alive() {  # the pids of $* that still run (a zombie waiting for its reaper is gone)
+	local p
+	for p in "$@"; do
+		if kill -0 "$p" 2>/dev/null && [[ $(ps -o stat= -p "$p") != Z* ]]; then echo "$p"; fi
+	done
+}
+held() {  # how many GPUs of the fixture are leased
+	HERD_INVENTORY=tests/fixtures/inventory/dgx-h100.json HERD_LEASE_DIR=$tmp/leases \
+		"$HERD" gpus --json | grep -c '"lease": "exclusive"'
+}
 for via in "" 1; do
-	HERD_LAUNCH_VIA_EXEC=$via "$HERD" launch -n 3 -- sh -c 'echo $$ >"$0/pid.$RANK"; exec sleep 1000' \
+	HERD_INVENTORY=tests/fixtures/inventory/dgx-h100.json HERD_LEASE_DIR=$tmp/leases \
+	HERD_LAUNCH_VIA_EXEC=$via "$HERD" launch -n 3 --gpus-per-rank 1 -- sh -c \
+		'sleep 1000 & echo $! >"$0/child.$RANK"; echo $$ >"$0/pid.$RANK"; wait' \
 		"$tmp" >/dev/null 2>&1 &
 	launcher=$!
 	for _ in $(seq 400); do [[ -s $tmp/pid.0 && -s $tmp/pid.1 && -s $tmp/pid.2 ]] && break; sleep 0.1; done
 	[[ -s $tmp/pid.2 ]] || fail "ranks did not start (via exec: ${via:-no})"
-	pids=$(cat "$tmp"/pid.*)
-	for p in $pids; do kill -0 "$p" 2>/dev/null || fail "rank $p is not running"; done
+	pids=$(cat "$tmp"/pid.* "$tmp"/child.*)
+	[[ $(alive $pids | wc -l) == 6 ]] || fail "ranks and children are not all running: $pids"
+	[[ $(held) == 3 ]] || fail "the job's 3 GPUs are not leased (via exec: ${via:-no})"
 	kill -9 "$launcher"
 	wait "$launcher" 2>/dev/null
 	launcher=
-	left=
 	for _ in $(seq 100); do
-		left=
-		for p in $pids; do
-			# A zombie waiting for its reaper is gone for this purpose.
-			if kill -0 "$p" 2>/dev/null && [[ $(ps -o stat= -p "$p") != Z* ]]; then left+=" $p"; fi
-		done
-		[[ -z $left ]] && break
+		left=$(alive $pids)
+		gpus=$(held)
+		# Leases free while a process of the job runs: unless it is
+		# already dying (SIGKILLed a moment ago), that is the bug.
+		if [[ -n $left && $gpus != 3 ]]; then
+			sleep 1
+			[[ -z $(alive $pids) ]] || fail "GPU leases free while $(alive $pids) still run (via exec: ${via:-no})"
+		fi
+		[[ -z $left && $gpus == 0 ]] && break
 		sleep 0.1
 	done
-	[[ -z $left ]] || fail "ranks left running after the launcher died (via exec: ${via:-no}):$left"
-	rm -f "$tmp"/pid.*
+	[[ -z $(alive $pids) ]] || fail "ranks or their children left running after the launcher died (via exec: ${via:-no}): $(alive $pids)"
+	[[ $(held) == 0 ]] || fail "the dead job's GPU leases are still held (via exec: ${via:-no})"
+	rm -f "$tmp"/pid.* "$tmp"/child.*
 done
 
 # --- an exported MASTER_PORT and --env win over herd's own values; -l is

@@ -147,8 +147,12 @@ typedef struct herd_ckpt_opts {
  * Opens the checkpoint directory dir (created, with its parents, when
  * missing) for the ranks of comm.  comm is borrowed and must outlive the
  * handle; NULL means a world of one rank (a single process, no
- * communicator).  Rank 0 removes what interrupted saves and deletions left
- * behind (temporary step directories).  opts may be NULL.  Collective.
+ * communicator).  One job writes a directory at a time: rank 0 holds an
+ * flock(2) on dir/.lock (with a line naming its pid, host and HERD_JOB_ID)
+ * from open to close, and an open while another process holds it fails on
+ * every rank with HERD_EBUSY naming the holder.  Rank 0 then removes what
+ * interrupted saves and deletions left behind (temporary step
+ * directories).  opts may be NULL.  Collective.
  */
 HERD_EXTERN herd_status herd_ckpt_open(herd_ckpt **out, const char *dir, herd_comm *comm,
 				       const herd_ckpt_opts *opts);

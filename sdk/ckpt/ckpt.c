@@ -3,11 +3,14 @@
  * the few collectives the save and restore paths agree through.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <dirent.h>
 #include <unistd.h>
@@ -159,6 +162,48 @@ static size_t env_size(const char *name, size_t dflt)
 	return (size_t)v;
 }
 
+/*
+ * One writer per checkpoint directory: rank 0 of a job that opens it
+ * holds flock(2) on DIR/.lock until it closes (or dies), with a line that
+ * names it; another job's open is refused with that line, before it could
+ * sweep the first job's save in flight or apply its own retention.
+ */
+static herd_status lock_writer(const char *dir, int *out)
+{
+	char path[PATH_MAX], holder[256];
+	const char *job = getenv("HERD_JOB_ID");
+	ssize_t got;
+	int fd, n;
+
+	*out = -1;
+	HERD_CHECK(herd__ckpt_path(path, sizeof(path), dir, ".lock"));
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+	if (fd < 0)
+		return herd__error_errno(HERD_EIO, errno, "cannot open %s", path);
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int err = errno;
+
+		got = pread(fd, holder, sizeof(holder) - 1, 0);
+		close(fd);
+		if (err != EWOULDBLOCK)
+			return herd__error_errno(HERD_EIO, err, "cannot lock %s", path);
+		holder[got > 0 ? got : 0] = '\0';
+		holder[strcspn(holder, "\n")] = '\0';
+		return herd__error(HERD_EBUSY, "checkpoint directory %s is being written by %s; "
+				   "one job writes a directory at a time (herd ckpt ls and verify "
+				   "read it meanwhile)", dir, holder[0] != '\0' ? holder
+				   : "another process");
+	}
+	gethostname(holder, 64);
+	holder[63] = '\0';
+	n = snprintf(path, sizeof(path), "pid %ld on %s%s%s%s\n", (long)getpid(), holder,
+		     job != NULL ? " (job " : "", job != NULL ? job : "", job != NULL ? ")" : "");
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, path, (size_t)n, 0) != n)
+		herd__log_warn("%s/.lock: cannot record the writer: %s", dir, strerror(errno));
+	*out = fd;
+	return HERD_OK;
+}
+
 herd_status herd_ckpt_open(herd_ckpt **out, const char *dir, herd_comm *comm,
 			   const herd_ckpt_opts *opts)
 {
@@ -188,6 +233,7 @@ herd_status herd_ckpt_open(herd_ckpt **out, const char *dir, herd_comm *comm,
 		return herd__error(HERD_EINVAL, "herd_ckpt_open: chunk_bytes %zu is outside %u..%u",
 				   o.chunk_bytes, HERD__CKPT_CHUNK_MIN, HERD__CKPT_CHUNK_MAX);
 	HERD_CHECK(herd__calloc(&ck, 1, sizeof(*ck), "a checkpoint handle"));
+	ck->lock_fd = -1;
 	HERD_CHECK_GOTO(herd__strdup(&ck->dir, dir), st, out);
 	ck->comm = comm;
 	ck->rank = comm != NULL ? herd_comm_rank(comm) : 0;
@@ -204,6 +250,8 @@ herd_status herd_ckpt_open(herd_ckpt **out, const char *dir, herd_comm *comm,
 	if (ck->rank == 0) {
 		local = make_dirs(dir);
 		if (local == HERD_OK)
+			local = lock_writer(dir, &ck->lock_fd);
+		if (local == HERD_OK)
 			local = sweep(dir);
 	}
 	HERD_CHECK_GOTO(herd__ckpt_agree(ck, local, &failed), st, out);
@@ -211,6 +259,8 @@ herd_status herd_ckpt_open(herd_ckpt **out, const char *dir, herd_comm *comm,
 	ck = NULL;
 out:
 	if (ck != NULL) {
+		if (ck->lock_fd >= 0)
+			close(ck->lock_fd);
 		free(ck->dir);
 		free(ck);
 	}
@@ -225,6 +275,8 @@ herd_status herd_ckpt_close(herd_ckpt *ck)
 		return HERD_OK;
 	st = herd__ckpt_join(ck);
 	herd__ckpt_ring_free(ck);
+	if (ck->lock_fd >= 0)
+		close(ck->lock_fd);
 	free(ck->tensors);
 	free(ck->blobs);
 	free(ck->dir);

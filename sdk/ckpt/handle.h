@@ -38,6 +38,7 @@ typedef struct herd__ckpt_verdict {
 
 struct herd_ckpt {
 	char *dir;
+	int lock_fd;           /* rank 0: DIR/.lock, flock'ed while open; else -1 */
 	herd_comm *comm;       /* borrowed; NULL: a world of one rank */
 	int rank, size;
 	int keep_last, keep_every;

@@ -305,6 +305,28 @@ done
 compgen -G "$tmp/big.out*" >/dev/null && fail "an interrupted export left $(ls "$tmp" | grep big.out)"
 rm -rf "$tmp/big" "$tmp/big.safetensors"
 
+# --- one writer per directory: a second job's open is refused, naming the
+# first, and the first one's files are left alone; after it, the second opens
+mkfifo "$tmp/hold"
+W=$tmp/w1 "$HERD" -e 'local ck = assert(herd.checkpoint(os.getenv("W")))
+  assert(ck:add("w", { 1 })); assert(ck:save(1))
+  print("open") io.stdout:flush()
+  io.read("a")
+  ck:close()' <"$tmp/hold" >"$tmp/holder.out" &
+holder=$!
+exec 8>"$tmp/hold"
+for _ in $(seq 100); do grep -q open "$tmp/holder.out" 2>/dev/null && break; sleep 0.05; done
+grep -q open "$tmp/holder.out" || fail "the first writer did not open"
+mkdir "$tmp/w1/.tmp-step-000000000002"     # as if its save 2 were in flight
+out=$(W=$tmp/w1 "$HERD" -e 'print(herd.checkpoint(os.getenv("W")))') || fail "second open raised: $out"
+has "$out" "checkpoint directory $tmp/w1 is being written by pid $holder on"
+has "$out" "HERD_EBUSY"
+[[ -d $tmp/w1/.tmp-step-000000000002 ]] || fail "the refused open swept the first writer's save in flight"
+exec 8>&-
+wait "$holder" || fail "the first writer failed"
+out=$(W=$tmp/w1 "$HERD" -e 'print(herd.checkpoint(os.getenv("W")) ~= nil)') || fail "open after the first: $out"
+[[ $out == true ]] || fail "open after the first writer closed: $out"
+
 # --- a corrupt manifest: its path said once
 cp -r "$one" "$tmp/bad"
 printf garbage >"$tmp/bad/step-000000000001/manifest.msgpack"

@@ -54,6 +54,9 @@ static void test_ckpt_disk_full_fails_cleanly_and_keeps_previous(void)
 	CHECK_OK(herd_ckpt_open(&ck, mnt, NULL, &o));
 	CHECK_OK(herd_ckpt_add_tensor(ck, "small", small, HERD_UINT8, 1, gs, NULL, NULL));
 	CHECK_OK(herd_ckpt_save(ck, 1));
+	/* One writer per directory: the first closes before the second opens. */
+	CHECK_ERR(herd_ckpt_open(&ck_big, mnt, NULL, &o), HERD_EBUSY, "is being written by pid");
+	CHECK_OK(herd_ckpt_close(ck));
 
 	/* The same directory, a state larger than the file system. */
 	CHECK_OK(herd_ckpt_open(&ck_big, mnt, NULL, &o));
@@ -73,6 +76,8 @@ static void test_ckpt_disk_full_fails_cleanly_and_keeps_previous(void)
 
 	/* The previous checkpoint is intact, and the space is back. */
 	CHECK_OK(herd_ckpt_verify(mnt, 1, NULL, NULL, NULL));
+	CHECK_OK(herd_ckpt_open(&ck, mnt, NULL, &o));
+	CHECK_OK(herd_ckpt_add_tensor(ck, "small", small, HERD_UINT8, 1, gs, NULL, NULL));
 	memset(small, 0, SMALL);
 	CHECK_OK(herd_ckpt_restore(ck, HERD_CKPT_LATEST, &got));
 	CHECK_INT(got, 1);

@@ -316,8 +316,8 @@ static int supervise(herd_job *job)
 static int write_summary(const char *path, const herd_job *job, int status, const char *error)
 {
 	json_t *ranks = json_array(), *doc;
-	char *text;
-	int fd, rc = -1;
+	FILE *f;
+	int fd, rc;
 
 	for (int i = 0; job != NULL && i < herd_job_size(job); i++) {
 		herd_rank_status r;
@@ -340,21 +340,20 @@ static int write_summary(const char *path, const herd_job *job, int status, cons
 			job != NULL ? json_integer(herd_job_restart_count(job)) : json_null(),
 			"failure", shell_json_str(job != NULL ? herd_job_failure(job) : error),
 			"ranks", ranks);
-	text = doc != NULL ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-	json_decref(doc);
-	fd = text != NULL ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644)
-			  : -1;
-	if (fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text) &&
-	    write(fd, "\n", 1) == 1)
-		rc = 0;
-	if (rc != 0)
-		fprintf(stderr, "herd launch: --json-summary %s: %s\n", path,
-			text == NULL ? "out of memory" : strerror(errno));
-	if (fd >= 0 && close(fd) != 0 && rc == 0) {
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (f == NULL) {
+		fprintf(stderr, "herd launch: --json-summary %s: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		json_decref(doc);
+		return -1;
+	}
+	rc = shell_json_write(f, doc);
+	if (fclose(f) != 0 || rc != 0) {
 		fprintf(stderr, "herd launch: --json-summary %s: %s\n", path, strerror(errno));
 		rc = -1;
 	}
-	free(text);
 	return rc;
 }
 

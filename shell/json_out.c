@@ -7,17 +7,22 @@
 
 #include "shell.h"
 
-int shell_json_emit(json_t *doc)
+int shell_json_write(FILE *out, json_t *doc)
 {
 	int rc = -1;
 
-	if (doc != NULL && json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0 &&
-	    fputc('\n', stdout) != EOF)
+	if (doc != NULL && json_dumpf(doc, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0 &&
+	    fputc('\n', out) != EOF)
 		rc = 0;
 	if (doc == NULL)
 		shell_message("herd", "out of memory building the JSON output");
 	json_decref(doc);
 	return rc;
+}
+
+int shell_json_emit(json_t *doc)
+{
+	return shell_json_write(stdout, doc);
 }
 
 json_t *shell_json_str(const char *s)

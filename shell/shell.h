@@ -9,6 +9,7 @@
 #include <lua.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "herd/comm.h"
 
@@ -98,6 +99,8 @@ int shell_parse_bytes(const char *s, uint64_t *out);
  */
 struct json_t;
 int shell_json_emit(struct json_t *doc);
+/* The same to out (not closed). */
+int shell_json_write(FILE *out, struct json_t *doc);
 /* A JSON string of s, or null when s is NULL. */
 struct json_t *shell_json_str(const char *s);
 

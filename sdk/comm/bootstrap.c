@@ -30,11 +30,11 @@
 #include <unistd.h>
 
 #include <openssl/hmac.h>
-#include <openssl/rand.h>
 
 #include "base.h"
 #include "bootstrap.h"
 #include "net.h"
+#include "store/proto.h"
 
 #define SECRET_BYTES 32
 #define PORT_LO 20000
@@ -125,8 +125,7 @@ static herd_status secret_create(const char *path)
 		*slash = '\0';
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		return herd__error_errno(HERD_EIO, errno, "creating %s", dir);
-	if (RAND_bytes(raw, SECRET_BYTES) != 1)
-		return herd__error(HERD_EUNAVAIL, "OpenSSL's random generator failed");
+	HERD_CHECK(herd__store_random(raw, SECRET_BYTES));
 	hex(text, raw, SECRET_BYTES);
 	strcat(text, "\n");
 	/* Unique across the nodes that share the home directory. */

@@ -632,19 +632,18 @@ bool herd__comm_uses_shm(const herd_comm *comm, int peer)
 }
 
 /* A pidfd for each peer whose process this one can see: it turns readable
- * when that process exits, zombie or not. */
+ * when that process exits, zombie or not.  A peer already gone may have
+ * finished its init, its calls and its destroy before this rank got here:
+ * its control connection says which (a goodbye, or an end without one),
+ * and the monitor reads it. */
 static void open_pidfds(herd_comm *comm)
 {
 #ifdef SYS_pidfd_open
 	for (int j = 0; j < comm->size; j++) {
 		herd__peer *p = &comm->peers[j];
 
-		if (j == comm->rank || !p->same_pidns)
-			continue;
-		p->pidfd = (int)syscall(SYS_pidfd_open, (pid_t)p->pid, 0);
-		if (p->pidfd < 0 && errno == ESRCH)
-			herd__comm_fail_msg(comm, HERD_EPEER, false, "rank %d (host %s, pid %d) "
-					    "exited during herd_comm_init", j, p->host, p->pid);
+		if (j != comm->rank && p->same_pidns)
+			p->pidfd = (int)syscall(SYS_pidfd_open, (pid_t)p->pid, 0);
 	}
 #else
 	(void)comm;

@@ -5,7 +5,10 @@
  * without destroy, an init that not every rank joins.  Each over shared
  * memory and over TCP, with the times measured against the contract.
  */
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
 
 #include "comm_harness.h"
 
@@ -310,6 +313,66 @@ static void test_comm_exit_without_destroy_counts_as_a_death(void)
 
 /* ---- init ----------------------------------------------------------------- */
 
+/* Rank 0 of the next test is slow right where init opens its pidfds: this
+ * executable's syscall() stands before the C library's and waits first. */
+static int slow_pidfd_ms;
+
+long syscall(long nr, ...)
+{
+	static long (*real)(long, ...);
+	long arg[6];
+	va_list ap;
+
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		arg[i] = va_arg(ap, long);
+	va_end(ap);
+	if (real == NULL)
+		real = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+#ifdef SYS_pidfd_open
+	if (nr == SYS_pidfd_open && slow_pidfd_ms > 0)
+		sleep_ms(slow_pidfd_ms);
+#endif
+	return real(nr, arg[0], arg[1], arg[2], arg[3], arg[4], arg[5]);
+}
+
+/* Ranks 1 and 2 finish init, destroy and exit while rank 0 is still in the
+ * tail of its own init: a peer that left cleanly is no failure, whenever
+ * this rank gets to look at it; one that exited without destroy is a death. */
+static void hurried_rank(int rank, int size, void *arg)
+{
+	const fault_args *a = arg;
+	herd_comm *comm = NULL;
+
+	if (rank == 0)
+		slow_pidfd_ms = 150;
+	CHECK_OK(harness_comm(&comm, a->scope, rank, size, a->transport, 20000));
+	if (comm == NULL)
+		return;
+	if (rank == a->victim)
+		_exit(0);    /* no destroy: a death, however early */
+	if (rank == 0) {
+		sleep_ms(300);
+		if (a->victim > 0)
+			CHECK_ERR(herd__comm_broken(comm), HERD_EPEER, "rank 2 (host");
+		else
+			CHECK_OK(herd__comm_broken(comm));
+	}
+	herd_comm_destroy(comm);
+}
+
+static void test_comm_peer_leaving_while_a_rank_finishes_init_is_left_or_dead_as_it_went(void)
+{
+	for (size_t t = 0; t < 2; t++)
+		for (int victim = -1; victim <= 2; victim += 3) {
+			fault_args a = { .transport = transports[t], .victim = victim };
+
+			harness_scope(a.scope, sizeof(a.scope), "hurried");
+			CHECK_INT(run_ranks(3, hurried_rank, &a, 30000, NULL, NULL, 0, NULL), 0);
+		}
+}
+
+
 static void partial_init_rank(int rank, int size, void *arg)
 {
 	const fault_args *a = arg;
@@ -341,6 +404,7 @@ int main(void)
 	TEST_RUN(test_comm_peer_destroyed_without_finalize_gives_epeer_not_a_hang);
 	TEST_RUN(test_comm_clean_finalize_and_destroy_breaks_no_peer);
 	TEST_RUN(test_comm_exit_without_destroy_counts_as_a_death);
+	TEST_RUN(test_comm_peer_leaving_while_a_rank_finishes_init_is_left_or_dead_as_it_went);
 	TEST_RUN(test_comm_init_times_out_naming_the_ranks_that_did_not_join);
 	harness_stop();
 	return TEST_DONE();

@@ -54,7 +54,8 @@ extern "C" {
 	X(ECLOSED, -15, "connection closed")                                  \
 	X(EEXIST, -16, "already exists")                                      \
 	X(EBUSY, -17, "resource busy")                                        \
-	X(EINTERNAL, -18, "internal error")
+	X(EINTERNAL, -18, "internal error")                                   \
+	X(ENODEV, -19, "no usable GPU")
 
 typedef enum herd_status {
 #define HERD_STATUS_ENUM_(name, value, desc) HERD_##name = (value),

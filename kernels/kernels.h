@@ -1,0 +1,94 @@
+/*
+ * kernels/kernels.h - herd's CUDA kernels behind C launchers.  Internal:
+ * built only when libherd is built with CUDA (HERD_HAVE_CUDA), and called
+ * by herd's own code, benchmarks and tests, never by users.
+ *
+ * Every launcher takes device pointers and a stream (NULL: the legacy
+ * default stream), queues its work on that stream and returns without
+ * waiting, except where it says it synchronises.  A CUDA failure comes
+ * back as HERD_ENODEV when there is no usable GPU (no device, no driver,
+ * a driver older than the runtime) and HERD_EIO otherwise, with the CUDA
+ * error's own text in herd_last_error(); a bad argument is HERD_EINVAL
+ * naming it.  Nothing here exits or prints.
+ *
+ * Semantics are the host's (sdk/comm/reduce.c), so that a reduction gives
+ * the same bits wherever it runs: integer SUM and PROD wrap around, AVG
+ * truncates toward zero, MIN and MAX propagate NaN, float16 and bfloat16
+ * reduce through float32 and round once per call.
+ */
+#ifndef HERD_KERNELS_H
+#define HERD_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "herd/comm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A cudaStream_t, without making every includer include the runtime's header. */
+typedef struct CUstream_st *herd_kstream;
+
+/* The most sources one herd_k_reduce call combines. */
+#define HERD_K_MAX_SRCS 8
+
+/*
+ * dst[i] = srcs[0][i] OP srcs[1][i] OP ... OP srcs[nsrc-1][i], for count
+ * elements, 1 <= nsrc <= HERD_K_MAX_SRCS (nsrc 1 copies, or divides for
+ * AVG).  AVG sums and divides by nsrc.  dst may be one of the sources.
+ * Float16 and bfloat16 accumulate in float32 and round once at the end.
+ * Any alignment works; 16-byte aligned pointers take the wide path.
+ */
+herd_status herd_k_reduce(void *dst, const void *const *srcs, int nsrc, size_t count,
+			  herd_dtype dtype, herd_redop op, herd_kstream stream);
+
+/*
+ * dst[i] = src[i] converted from one floating-point type to another
+ * (float16, bfloat16, float32, float64; the same type copies), rounding to
+ * nearest even once, NaN and infinities kept.  Integer types are refused.
+ */
+herd_status herd_k_cast(void *dst, herd_dtype to, const void *src, herd_dtype from,
+			size_t count, herd_kstream stream);
+
+/*
+ * The benchmark's data, as nccl-tests makes it: small integers from
+ * (seed, index, rank), chosen per operation so that the reduction over
+ * nranks ranks is exact in every type (sums stay far below the 8 bits of
+ * bfloat16's mantissa for nranks <= 64; integer types wrap as defined).
+ * fill writes rank's contribution; verify compares buf with the reduction
+ * of all nranks contributions and sets *wrong to the number of elements
+ * that differ bit for bit.  verify synchronises the stream.
+ */
+herd_status herd_k_fill(void *buf, size_t count, herd_dtype dtype, herd_redop op, int rank,
+			int nranks, uint64_t seed, herd_kstream stream);
+herd_status herd_k_verify(const void *buf, size_t count, herd_dtype dtype, herd_redop op,
+			  int nranks, uint64_t seed, uint64_t *wrong, herd_kstream stream);
+
+/* Which copy herd_k_copy_bandwidth times. */
+typedef enum herd_kcopy {
+	HERD_KCOPY_D2D = 0,   /* device to device, one GPU */
+	HERD_KCOPY_H2D = 1,   /* pinned host to device */
+	HERD_KCOPY_D2H = 2    /* device to pinned host */
+} herd_kcopy;
+
+/*
+ * The copy-bandwidth probe: times `repeats` copies of `bytes` on the
+ * current device with CUDA events after one untimed copy, and gives the
+ * median rate in GB/s (1e9 bytes per second).  Device to device counts the
+ * bytes read plus the bytes written, as a memory bandwidth; the host copies
+ * count the bytes moved once, as a link bandwidth.  Allocates and frees its
+ * own buffers; synchronises.
+ */
+herd_status herd_k_copy_bandwidth(herd_kcopy kind, size_t bytes, int repeats, double *gbps);
+
+/* The number of CUDA devices this process sees; HERD_ENODEV (with CUDA's
+ * reason) when it sees none. */
+herd_status herd_k_device_count(int *count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HERD_KERNELS_H */

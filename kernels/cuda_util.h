@@ -118,15 +118,19 @@ herd_k_combine(typename D::C x, typename D::C y)
 }
 
 /* AVG's division, as reduce.c's scale: integers of up to 32 bits through
- * double (exact truncation), the others in their own type. */
+ * double (exact truncation), the others in their own type.  Floating point
+ * divides by a power of two as a product with its inverse, which is exact
+ * and rounds the same real number, so the bits are the division's. */
 template <typename D> __device__ __forceinline__ typename D::C herd_k_scale(typename D::C x, int n)
 {
 	using C = typename D::C;
 
 	if constexpr (D::integral && sizeof(C) <= 4)
 		return (C)((double)x / (double)n);
-	else
+	else if constexpr (D::integral)
 		return x / (C)n;
+	else
+		return (n & (n - 1)) == 0 ? x * ((C)1 / (C)n) : x / (C)n;
 }
 
 #endif /* HERD_KERNELS_CUDA_UTIL_H */

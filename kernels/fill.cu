@@ -7,8 +7,10 @@
  * so that the reduction over the ranks is exact in every type:
  *   SUM, MIN, MAX  -2..2 (unsigned types 0..4);
  *   AVG            -1..1 (unsigned 0..2) times nranks, so the mean is whole;
- *   PROD           1, except 2 on one rank and, for signed types, a sign
- *                  flip on one rank: the product is +-1 or +-2.
+ *   PROD           1 or 2 (a quarter of them 2), and for signed types a
+ *                  quarter negative: the product is a power of two, exact
+ *                  in every floating-point type (it may overflow float16's
+ *                  range to infinity, there as in the reduction).
  * verify computes each expected element from those values on its own
  * (integers in the unsigned twin, wrapping as herd defines; floating point
  * in double, exact for these values) and counts the elements whose bits
@@ -32,9 +34,9 @@ template <typename D> __device__ __forceinline__ int64_t value(int op, uint32_t 
 
 	switch (op) {
 	case HERD_PROD: {
-		int64_t v = (uint32_t)r == h % (uint32_t)n ? 2 : 1;
+		int64_t v = (k >> 2) % 4 == 0 ? 2 : 1;
 
-		return sign && (uint32_t)r == (h >> 8) % (uint32_t)n ? -v : v;
+		return sign && (k >> 4) % 4 == 0 ? -v : v;
 	}
 	case HERD_AVG:
 		return (sign ? (int64_t)(k % 3) - 1 : (int64_t)(k % 3)) * n;

@@ -83,8 +83,11 @@ static void print_usage(FILE *out)
 
 static void print_version(void)
 {
+	char gpu[HERD_GPU_VERSIONS_LEN];
+
 	printf("herd %s (libherd %s, %s)\n", HERD_VERSION_STRING, herd_version(),
 	       LUA_RELEASE);
+	printf("GPU: %s\n", herd_gpu_versions(gpu));
 	fflush(stdout);
 }
 

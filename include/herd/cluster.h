@@ -244,6 +244,17 @@ HERD_EXTERN herd_status herd_node_nic(const herd_node *node, size_t j,
 HERD_EXTERN herd_status herd_node_gpu_nic_link(const herd_node *node, size_t gpu,
 					       size_t nic, herd_link *out);
 
+#define HERD_GPU_VERSIONS_LEN 256
+
+/*
+ * The GPU software of this machine as libherd sees it, one line for
+ * people: the CUDA toolkit libherd was built with and the driver found at
+ * run time, e.g. "built with CUDA 13.0.88; driver 580.159.04 (CUDA 13.0)",
+ * "built with CUDA 13.0.88; NVIDIA driver not found (...)" or "built
+ * without CUDA; ...".  Writes into buf and returns it.
+ */
+HERD_EXTERN const char *herd_gpu_versions(char buf[HERD_GPU_VERSIONS_LEN]);
+
 #ifdef __cplusplus
 }
 #endif

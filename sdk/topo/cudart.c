@@ -87,7 +87,22 @@ herd_status herd__topo_probe_cudart(struct hwloc_topology *topo, herd_node *node
 	return HERD_OK;
 }
 
+int herd__cudart_driver_version(void)
+{
+	int v = 0;
+
+	if (cudaDriverGetVersion(&v) != cudaSuccess)
+		v = 0;
+	cudaGetLastError();
+	return v;
+}
+
 #else /* !HERD_HAVE_CUDA */
+
+int herd__cudart_driver_version(void)
+{
+	return 0;
+}
 
 herd_status herd__topo_probe_cudart(struct hwloc_topology *topo, herd_node *node,
 				    char *why, size_t cap)

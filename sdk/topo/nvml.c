@@ -74,6 +74,7 @@ struct nvml_api {
 	nvmlReturn_t (*nvlink_remote_pci)(nvmlDevice_t, unsigned int, nvmlPciInfo_t *);
 	nvmlReturn_t (*nvlink_remote_type)(nvmlDevice_t, unsigned int,
 					   nvmlIntNvLinkDeviceType_t *);
+	nvmlReturn_t (*driver_version)(char *, unsigned int);
 };
 
 static const struct nvml_symbol {
@@ -96,6 +97,7 @@ static const struct nvml_symbol {
 	  false },
 	{ "nvmlDeviceGetNvLinkRemoteDeviceType", offsetof(struct nvml_api, nvlink_remote_type),
 	  false },
+	{ "nvmlSystemGetDriverVersion", offsetof(struct nvml_api, driver_version), false },
 };
 
 /* One probe: the loaded library, the topology, and what to tell the caller. */
@@ -323,4 +325,29 @@ herd_status herd__topo_probe_nvml(struct hwloc_topology *topo, herd_node *node,
 	p.api.shutdown();
 	dlclose(p.lib);
 	return st;
+}
+
+bool herd__nvml_driver_version(char *out, size_t cap, char *why, size_t why_cap)
+{
+	struct nvml_probe p = { .why = why, .cap = why_cap };
+	char text[96] = "";
+	nvmlReturn_t rc;
+
+	out[0] = why[0] = '\0';
+	if (!nvml_load(&p))
+		return false;
+	rc = p.api.init();
+	if (rc == NVML_SUCCESS) {
+		rc = p.api.driver_version != NULL ? p.api.driver_version(text, sizeof(text))
+						  : NVML_SUCCESS;
+		p.api.shutdown();
+	}
+	if (rc != NVML_SUCCESS)
+		snprintf(why, why_cap, "NVML: %s", nvml_err(&p, rc));
+	else if (text[0] == '\0')
+		snprintf(why, why_cap, "%s lacks nvmlSystemGetDriverVersion", HERD_NVML_LIBRARY);
+	else
+		herd__strlcpy(out, text, cap);
+	dlclose(p.lib);
+	return out[0] != '\0';
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "herd_config.h"
 #include "probe.h"
 
 herd_status herd_cluster_discover(herd_cluster **out, const herd_discover_opts *opts)
@@ -284,4 +285,18 @@ herd_status herd__topo_note_append(char **note, const char *fmt, ...)
 	va_end(ap);
 	*note = p;
 	return HERD_OK;
+}
+
+const char *herd_gpu_versions(char buf[HERD_GPU_VERSIONS_LEN])
+{
+	char driver[64], why[128], cuda_s[40] = "";
+	int cuda = herd__cudart_driver_version();
+	bool have = herd__nvml_driver_version(driver, sizeof(driver), why, sizeof(why));
+
+	if (cuda > 0)
+		snprintf(cuda_s, sizeof(cuda_s), " (CUDA %d.%d)", cuda / 1000, cuda % 1000 / 10);
+	snprintf(buf, HERD_GPU_VERSIONS_LEN, "%s; %s%s%s",
+		 HERD_HAVE_CUDA ? "built with CUDA " HERD_CUDA_VERSION_STRING : "built without CUDA",
+		 have ? "driver " : "", have ? driver : why, cuda_s);
+	return buf;
 }

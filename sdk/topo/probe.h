@@ -89,6 +89,14 @@ herd_status herd__topo_probe_nvml(struct hwloc_topology *topo, herd_node *node,
 herd_status herd__topo_probe_cudart(struct hwloc_topology *topo, herd_node *node,
 				    char *why, size_t cap);
 
+/* The driver's version from NVML ("580.159.04"); false with why[] set when
+ * there is no NVML to ask. */
+bool herd__nvml_driver_version(char *out, size_t cap, char *why, size_t why_cap);
+
+/* The CUDA version the driver supports (13000 for 13.0); 0 when there is
+ * no driver or libherd was built without CUDA. */
+int herd__cudart_driver_version(void);
+
 /* Sorts node->gpus by PCI bus id. */
 void herd__topo_sort_gpus(herd_node *node);
 

@@ -3,8 +3,8 @@
 #
 #   bench/gpu_checks.sh BUILD_DIR [OUT_DIR]
 #
-# It prints the machine (GPU, driver, the NCCL PyTorch carries), runs the
-# `gpu`-labelled tests, herd's discovery on the real GPU, bench_kernels
+# It prints the machine (GPU, driver, the NCCL PyTorch carries), runs
+# `herd health --level 2`, the `gpu`-labelled tests, herd's discovery on the real GPU, bench_kernels
 # twice (the second run shows the spread), and the kernel test under
 # compute-sanitizer's memcheck when that tool is there.  Logs and
 # `herd discover --json` go to OUT_DIR (default: the current directory).
@@ -29,8 +29,12 @@ run "$bin/herd" --version
 run "$bin/herd" discover
 "$bin/herd" discover --json >"$out/discover.json" 2>&1 || echo "FAILED: herd discover --json"
 run "$bin/herd" gpus
+step "herd health --level 2"
+run "$bin/herd" health --level 2 --seconds 5
+"$bin/herd" health --level 2 --seconds 5 --json >"$out/health.json" 2>&1
+echo "herd health --json exit status: $?"
 step "gpu tests"
-run ctest --test-dir "$b" -L gpu --output-on-failure
+run ctest --test-dir "$b" -L gpu --output-on-failure -V
 step "bench_kernels"
 for i in 1 2; do
   run bash -o pipefail -c '"$0" --bytes 1G --repeats 20 | tee "$1"' "$bin/bench_kernels" \

@@ -4,12 +4,12 @@
  *
  *   build/bin/bench_kernels [--bytes N[K|M|G]] [--repeats R]
  *
- * The peer is cudaMemcpy device to device (herd_k_copy_bandwidth): it
+ * The peer is cudaMemcpy device to device (herd__k_copy_bandwidth): it
  * reads N bytes and writes N, the most a memory-bound kernel can hope to
  * move per second.  Each reduction reads nsrc arrays of N bytes and writes
  * one, so its rate counts (nsrc + 1) * N bytes; the ratio of the two rates
  * is how close the kernel comes to the memory's limit.  Every timed
- * reduction is checked: its sources come from herd_k_fill as ranks 0..nsrc-1
+ * reduction is checked: its sources come from herd__k_fill as ranks 0..nsrc-1
  * and the result is verified on the device (#wrong must be 0).  The host
  * copies (pinned, one direction at a time) are printed for reference.
  * Times are CUDA events around each call, median of R after one untimed
@@ -22,7 +22,7 @@
 
 #include "kernels.h"
 
-#define MAX_SRCS HERD_K_MAX_SRCS
+#define MAX_SRCS HERD__K_MAX_SRCS
 
 static int cmp_float(const void *a, const void *b)
 {
@@ -105,9 +105,9 @@ int main(int argc, char **argv)
 	       prop.l2CacheSize / 1048576.0, drv / 1000, drv % 1000 / 10, rt / 1000,
 	       rt % 1000 / 10);
 	printf("# %zu bytes per array, median of %d\n", bytes, repeats);
-	if (herd_k_copy_bandwidth(HERD_KCOPY_D2D, bytes, repeats, &copy) != HERD_OK ||
-	    herd_k_copy_bandwidth(HERD_KCOPY_H2D, bytes / 4, repeats, &h2d) != HERD_OK ||
-	    herd_k_copy_bandwidth(HERD_KCOPY_D2H, bytes / 4, repeats, &d2h) != HERD_OK) {
+	if (herd__k_copy_bandwidth(HERD__KCOPY_D2D, bytes, repeats, &copy) != HERD_OK ||
+	    herd__k_copy_bandwidth(HERD__KCOPY_H2D, bytes / 4, repeats, &h2d) != HERD_OK ||
+	    herd__k_copy_bandwidth(HERD__KCOPY_D2H, bytes / 4, repeats, &d2h) != HERD_OK) {
 		fprintf(stderr, "bench_kernels: %s\n", herd_last_error());
 		return 2;
 	}
@@ -132,20 +132,20 @@ int main(int argc, char **argv)
 
 		for (int k = 0; k < w->nsrc; k++) {
 			srcs[k] = src[k];
-			if (herd_k_fill(src[k], count, w->dtype, w->op, k, w->nsrc, 7, NULL) != HERD_OK)
+			if (herd__k_fill(src[k], count, w->dtype, w->op, k, w->nsrc, 7, NULL) != HERD_OK)
 				goto fail;
 		}
-		if (herd_k_reduce(dst, srcs, w->nsrc, count, w->dtype, w->op, NULL) != HERD_OK)
+		if (herd__k_reduce(dst, srcs, w->nsrc, count, w->dtype, w->op, NULL) != HERD_OK)
 			goto fail;
 		for (int i = 0; i < repeats; i++) {
 			cudaEventRecord(a, NULL);
-			herd_k_reduce(dst, srcs, w->nsrc, count, w->dtype, w->op, NULL);
+			herd__k_reduce(dst, srcs, w->nsrc, count, w->dtype, w->op, NULL);
 			cudaEventRecord(b, NULL);
 			if (!cuda_ok(cudaEventSynchronize(b), "the reduction"))
 				return 2;
 			cudaEventElapsedTime(&ms[i], a, b);
 		}
-		if (herd_k_verify(dst, count, w->dtype, w->op, w->nsrc, 7, &wrong, NULL) != HERD_OK)
+		if (herd__k_verify(dst, count, w->dtype, w->op, w->nsrc, 7, &wrong, NULL) != HERD_OK)
 			goto fail;
 		qsort(ms, (size_t)repeats, sizeof(*ms), cmp_float);
 		med = repeats % 2 ? ms[repeats / 2] : (ms[repeats / 2 - 1] + ms[repeats / 2]) / 2.0;

@@ -10,6 +10,7 @@
  *   herd/store.h     rendezvous key-value store: TCP server and client, file store
  *   herd/comm.h      collectives between ranks on host memory
  *   herd/ckpt.h      checkpoints: sharded save, verified and resharded restore
+ *   herd/health.h    per-GPU health checks in DCGM-style levels
  */
 #ifndef HERD_H
 #define HERD_H
@@ -21,5 +22,6 @@
 #include "herd/comm.h"
 #include "herd/job.h"
 #include "herd/ckpt.h"
+#include "herd/health.h"
 
 #endif /* HERD_H */

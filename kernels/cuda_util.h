@@ -24,9 +24,9 @@ herd_status herd__k_cuda_error(cudaError_t rc, const char *what);
 
 #define HERD_K_CUDA(call, what)                                   \
 	do {                                                      \
-		cudaError_t herd_k_rc_ = (call);                  \
-		if (herd_k_rc_ != cudaSuccess)                    \
-			return herd__k_cuda_error(herd_k_rc_, what); \
+		cudaError_t herd__k_rc_ = (call);                  \
+		if (herd__k_rc_ != cudaSuccess)                    \
+			return herd__k_cuda_error(herd__k_rc_, what); \
 	} while (0)
 
 /* The threads of a block, and blocks per multiprocessor for a grid that
@@ -89,7 +89,7 @@ struct herd_kt_bf16 : herd_kt<uint16_t, float> {
 /* x OP y, as reduce.c's RED_* macros: integers wrap in the unsigned twin;
  * MIN and MAX give a NaN on either side back. */
 template <typename D, int OP> __device__ __forceinline__ typename D::C
-herd_k_combine(typename D::C x, typename D::C y)
+herd__k_combine(typename D::C x, typename D::C y)
 {
 	using C = typename D::C;
 	using U = typename D::U;
@@ -121,7 +121,7 @@ herd_k_combine(typename D::C x, typename D::C y)
  * double (exact truncation), the others in their own type.  Floating point
  * divides by a power of two as a product with its inverse, which is exact
  * and rounds the same real number, so the bits are the division's. */
-template <typename D> __device__ __forceinline__ typename D::C herd_k_scale(typename D::C x, int n)
+template <typename D> __device__ __forceinline__ typename D::C herd__k_scale(typename D::C x, int n)
 {
 	using C = typename D::C;
 

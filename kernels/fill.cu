@@ -76,7 +76,7 @@ template <typename D> __device__ typename D::S expected(int op, uint32_t h, int 
 			else
 				acc = (U)(acc + (U)x);
 		}
-		return D::narrow(op == HERD_AVG ? herd_k_scale<D>((C)acc, nranks) : (C)acc);
+		return D::narrow(op == HERD_AVG ? herd__k_scale<D>((C)acc, nranks) : (C)acc);
 	} else {
 		double acc = (double)value<D>(op, h, 0, nranks);
 
@@ -130,15 +130,15 @@ static herd_status check_args(const char *fn, const void *buf, herd_dtype dtype,
 	return HERD_OK;
 }
 
-extern "C" herd_status herd_k_fill(void *buf, size_t count, herd_dtype dtype, herd_redop op,
-				   int rank, int nranks, uint64_t seed, herd_kstream stream)
+extern "C" herd_status herd__k_fill(void *buf, size_t count, herd_dtype dtype, herd_redop op,
+				   int rank, int nranks, uint64_t seed, herd__kstream stream)
 {
 	unsigned blocks;
 
 	if (count == 0)
 		return HERD_OK;
-	HERD_CHECK(check_args("herd_k_fill", buf, dtype, op, rank, nranks));
-	HERD_CHECK(herd__k_grid("herd_k_fill", count, &blocks));
+	HERD_CHECK(check_args("herd__k_fill", buf, dtype, op, rank, nranks));
+	HERD_CHECK(herd__k_grid("herd__k_fill", count, &blocks));
 	switch (dtype) {
 #define FILL_CASE(DT, TRAITS)                                                               \
 	case HERD_##DT:                                                                     \
@@ -151,13 +151,13 @@ extern "C" herd_status herd_k_fill(void *buf, size_t count, herd_dtype dtype, he
 	default:
 		break;
 	}
-	HERD_K_CUDA(cudaGetLastError(), "herd_k_fill: launching the kernel");
+	HERD_K_CUDA(cudaGetLastError(), "herd__k_fill: launching the kernel");
 	return HERD_OK;
 }
 
-extern "C" herd_status herd_k_verify(const void *buf, size_t count, herd_dtype dtype,
+extern "C" herd_status herd__k_verify(const void *buf, size_t count, herd_dtype dtype,
 				     herd_redop op, int nranks, uint64_t seed, uint64_t *wrong,
-				     herd_kstream stream)
+				     herd__kstream stream)
 {
 	cudaStream_t s = (cudaStream_t)stream;
 	unsigned long long *dev = NULL, host = 0;
@@ -165,14 +165,14 @@ extern "C" herd_status herd_k_verify(const void *buf, size_t count, herd_dtype d
 	unsigned blocks;
 
 	if (wrong == NULL)
-		return herd__error(HERD_EINVAL, "herd_k_verify: wrong is NULL");
+		return herd__error(HERD_EINVAL, "herd__k_verify: wrong is NULL");
 	*wrong = 0;
 	if (count == 0)
 		return HERD_OK;
-	HERD_CHECK(check_args("herd_k_verify", buf, dtype, op, 0, nranks));
-	HERD_CHECK(herd__k_grid("herd_k_verify", count, &blocks));
+	HERD_CHECK(check_args("herd__k_verify", buf, dtype, op, 0, nranks));
+	HERD_CHECK(herd__k_grid("herd__k_verify", count, &blocks));
 	HERD_K_CUDA(cudaMallocAsync((void **)&dev, sizeof(*dev), s),
-		    "herd_k_verify: allocating the counter");
+		    "herd__k_verify: allocating the counter");
 	rc = cudaMemsetAsync(dev, 0, sizeof(*dev), s);
 	if (rc == cudaSuccess) {
 		switch (dtype) {
@@ -194,7 +194,7 @@ extern "C" herd_status herd_k_verify(const void *buf, size_t count, herd_dtype d
 	if (rc == cudaSuccess)
 		rc = cudaStreamSynchronize(s);
 	if (rc != cudaSuccess)
-		return herd__k_cuda_error(rc, "herd_k_verify");
+		return herd__k_cuda_error(rc, "herd__k_verify");
 	*wrong = host;
 	return HERD_OK;
 }

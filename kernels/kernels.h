@@ -29,28 +29,28 @@ extern "C" {
 #endif
 
 /* A cudaStream_t, without making every includer include the runtime's header. */
-typedef struct CUstream_st *herd_kstream;
+typedef struct CUstream_st *herd__kstream;
 
-/* The most sources one herd_k_reduce call combines. */
-#define HERD_K_MAX_SRCS 8
+/* The most sources one herd__k_reduce call combines. */
+#define HERD__K_MAX_SRCS 8
 
 /*
  * dst[i] = srcs[0][i] OP srcs[1][i] OP ... OP srcs[nsrc-1][i], for count
- * elements, 1 <= nsrc <= HERD_K_MAX_SRCS (nsrc 1 copies, or divides for
+ * elements, 1 <= nsrc <= HERD__K_MAX_SRCS (nsrc 1 copies, or divides for
  * AVG).  AVG sums and divides by nsrc.  dst may be one of the sources.
  * Float16 and bfloat16 accumulate in float32 and round once at the end.
  * Any alignment works; 16-byte aligned pointers take the wide path.
  */
-herd_status herd_k_reduce(void *dst, const void *const *srcs, int nsrc, size_t count,
-			  herd_dtype dtype, herd_redop op, herd_kstream stream);
+herd_status herd__k_reduce(void *dst, const void *const *srcs, int nsrc, size_t count,
+			  herd_dtype dtype, herd_redop op, herd__kstream stream);
 
 /*
  * dst[i] = src[i] converted from one floating-point type to another
  * (float16, bfloat16, float32, float64; the same type copies), rounding to
  * nearest even once, NaN and infinities kept.  Integer types are refused.
  */
-herd_status herd_k_cast(void *dst, herd_dtype to, const void *src, herd_dtype from,
-			size_t count, herd_kstream stream);
+herd_status herd__k_cast(void *dst, herd_dtype to, const void *src, herd_dtype from,
+			size_t count, herd__kstream stream);
 
 /*
  * The benchmark's data, as nccl-tests makes it: small integers from
@@ -61,17 +61,17 @@ herd_status herd_k_cast(void *dst, herd_dtype to, const void *src, herd_dtype fr
  * of all nranks contributions and sets *wrong to the number of elements
  * that differ bit for bit.  verify synchronises the stream.
  */
-herd_status herd_k_fill(void *buf, size_t count, herd_dtype dtype, herd_redop op, int rank,
-			int nranks, uint64_t seed, herd_kstream stream);
-herd_status herd_k_verify(const void *buf, size_t count, herd_dtype dtype, herd_redop op,
-			  int nranks, uint64_t seed, uint64_t *wrong, herd_kstream stream);
+herd_status herd__k_fill(void *buf, size_t count, herd_dtype dtype, herd_redop op, int rank,
+			int nranks, uint64_t seed, herd__kstream stream);
+herd_status herd__k_verify(const void *buf, size_t count, herd_dtype dtype, herd_redop op,
+			  int nranks, uint64_t seed, uint64_t *wrong, herd__kstream stream);
 
-/* Which copy herd_k_copy_bandwidth times. */
-typedef enum herd_kcopy {
-	HERD_KCOPY_D2D = 0,   /* device to device, one GPU */
-	HERD_KCOPY_H2D = 1,   /* pinned host to device */
-	HERD_KCOPY_D2H = 2    /* device to pinned host */
-} herd_kcopy;
+/* Which copy herd__k_copy_bandwidth times. */
+typedef enum herd__kcopy {
+	HERD__KCOPY_D2D = 0,   /* device to device, one GPU */
+	HERD__KCOPY_H2D = 1,   /* pinned host to device */
+	HERD__KCOPY_D2H = 2    /* device to pinned host */
+} herd__kcopy;
 
 /*
  * The copy-bandwidth probe: times `repeats` copies of `bytes` on the
@@ -81,11 +81,33 @@ typedef enum herd_kcopy {
  * count the bytes moved once, as a link bandwidth.  Allocates and frees its
  * own buffers; synchronises.
  */
-herd_status herd_k_copy_bandwidth(herd_kcopy kind, size_t bytes, int repeats, double *gbps);
+herd_status herd__k_copy_bandwidth(herd__kcopy kind, size_t bytes, int repeats, double *gbps);
 
 /* The number of CUDA devices this process sees; HERD_ENODEV (with CUDA's
  * reason) when it sees none. */
-herd_status herd_k_device_count(int *count);
+herd_status herd__k_device_count(int *count);
+
+/* Makes CUDA device `index` current for the calling thread. */
+herd_status herd__k_set_device(int index);
+
+/* What herd__k_burn did. */
+typedef struct herd__kburn {
+	int n;                  /* the matrices' order */
+	long iterations;        /* products computed */
+	double seconds;         /* wall time of the loop */
+	double tflops;          /* 2 n^3 iterations / seconds, in 1e12 per second */
+	uint64_t wrong;         /* elements of any product that differ from the reference */
+} herd__kburn;
+
+/*
+ * The burn test: float32 matrix products of order n through cuBLAS
+ * (loaded at run time, libcublas.so.<CUDA major>) on the current device
+ * for about `seconds`, each compared element for element with a product
+ * computed once by herd's own kernel.  The inputs are small integers, so
+ * every correct product is exact and any difference is a fault.
+ * HERD_EUNAVAIL when cuBLAS cannot be loaded.  Synchronises.
+ */
+herd_status herd__k_burn(double seconds, int n, herd__kburn *out);
 
 #ifdef __cplusplus
 }

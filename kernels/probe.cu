@@ -35,12 +35,18 @@ herd_status herd__k_grid(const char *fn, size_t work, unsigned *blocks)
 	return HERD_OK;
 }
 
-extern "C" herd_status herd_k_device_count(int *count)
+extern "C" herd_status herd__k_device_count(int *count)
 {
 	*count = 0;
 	HERD_K_CUDA(cudaGetDeviceCount(count), "cudaGetDeviceCount");
 	if (*count <= 0)
 		return herd__error(HERD_ENODEV, "cudaGetDeviceCount: no CUDA device");
+	return HERD_OK;
+}
+
+extern "C" herd_status herd__k_set_device(int index)
+{
+	HERD_K_CUDA(cudaSetDevice(index), "cudaSetDevice");
 	return HERD_OK;
 }
 
@@ -66,7 +72,7 @@ static herd_status time_copies(void *dst, const void *src, size_t bytes, cudaMem
 	return HERD_OK;
 }
 
-extern "C" herd_status herd_k_copy_bandwidth(herd_kcopy kind, size_t bytes, int repeats,
+extern "C" herd_status herd__k_copy_bandwidth(herd__kcopy kind, size_t bytes, int repeats,
 					     double *gbps)
 {
 	void *dev1 = NULL, *dev2 = NULL, *host = NULL;
@@ -78,13 +84,13 @@ extern "C" herd_status herd_k_copy_bandwidth(herd_kcopy kind, size_t bytes, int 
 
 	*gbps = 0;
 	if (bytes == 0 || repeats < 1 || repeats > 100000)
-		return herd__error(HERD_EINVAL, "herd_k_copy_bandwidth: %zu bytes %d times: "
+		return herd__error(HERD_EINVAL, "herd__k_copy_bandwidth: %zu bytes %d times: "
 				   "expected at least 1 byte, 1 to 100000 times", bytes, repeats);
-	if (kind != HERD_KCOPY_D2D && kind != HERD_KCOPY_H2D && kind != HERD_KCOPY_D2H)
-		return herd__error(HERD_EINVAL, "herd_k_copy_bandwidth: unknown copy %d", (int)kind);
+	if (kind != HERD__KCOPY_D2D && kind != HERD__KCOPY_H2D && kind != HERD__KCOPY_D2H)
+		return herd__error(HERD_EINVAL, "herd__k_copy_bandwidth: unknown copy %d", (int)kind);
 	ms = (float *)calloc((size_t)repeats, sizeof(*ms));
 	if (ms == NULL)
-		return herd__error(HERD_ENOMEM, "herd_k_copy_bandwidth: out of memory");
+		return herd__error(HERD_ENOMEM, "herd__k_copy_bandwidth: out of memory");
 	rc = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
 	if (rc == cudaSuccess)
 		rc = cudaEventCreate(&a);
@@ -92,18 +98,18 @@ extern "C" herd_status herd_k_copy_bandwidth(herd_kcopy kind, size_t bytes, int 
 		rc = cudaEventCreate(&b);
 	if (rc == cudaSuccess)
 		rc = cudaMalloc(&dev1, bytes);
-	if (rc == cudaSuccess && kind == HERD_KCOPY_D2D)
+	if (rc == cudaSuccess && kind == HERD__KCOPY_D2D)
 		rc = cudaMalloc(&dev2, bytes);
-	if (rc == cudaSuccess && kind != HERD_KCOPY_D2D)
+	if (rc == cudaSuccess && kind != HERD__KCOPY_D2D)
 		rc = cudaMallocHost(&host, bytes);
 	/* Never time zeros or unwritten memory. */
 	if (rc == cudaSuccess)
 		rc = cudaMemsetAsync(dev1, 0x5a, bytes, s);
 	if (rc != cudaSuccess) {
-		st = herd__k_cuda_error(rc, "herd_k_copy_bandwidth: setting up");
-	} else if (kind == HERD_KCOPY_D2D) {
+		st = herd__k_cuda_error(rc, "herd__k_copy_bandwidth: setting up");
+	} else if (kind == HERD__KCOPY_D2D) {
 		st = time_copies(dev2, dev1, bytes, cudaMemcpyDeviceToDevice, repeats, ms, s, a, b);
-	} else if (kind == HERD_KCOPY_H2D) {
+	} else if (kind == HERD__KCOPY_H2D) {
 		memset(host, 0xa5, bytes);
 		st = time_copies(dev1, host, bytes, cudaMemcpyHostToDevice, repeats, ms, s, a, b);
 	} else {
@@ -115,9 +121,9 @@ extern "C" herd_status herd_k_copy_bandwidth(herd_kcopy kind, size_t bytes, int 
 		qsort(ms, (size_t)repeats, sizeof(*ms), cmp_float);
 		med = repeats % 2 ? ms[repeats / 2] : (ms[repeats / 2 - 1] + ms[repeats / 2]) / 2.0;
 		if (med <= 0)
-			st = herd__error(HERD_EIO, "herd_k_copy_bandwidth: the copies took no time");
+			st = herd__error(HERD_EIO, "herd__k_copy_bandwidth: the copies took no time");
 		else
-			*gbps = (double)bytes * (kind == HERD_KCOPY_D2D ? 2.0 : 1.0) / (med * 1e6);
+			*gbps = (double)bytes * (kind == HERD__KCOPY_D2D ? 2.0 : 1.0) / (med * 1e6);
 	}
 	if (s != NULL)
 		(void)cudaStreamSynchronize(s);

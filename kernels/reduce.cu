@@ -1,5 +1,5 @@
 /*
- * kernels/reduce.cu - element-wise reductions of up to HERD_K_MAX_SRCS
+ * kernels/reduce.cu - element-wise reductions of up to HERD__K_MAX_SRCS
  * arrays into one, and casts between the floating-point types.
  *
  * The reduction is memory-bound: nsrc arrays read once, one written once.
@@ -13,7 +13,7 @@
 #define HERD_K_UNROLL 4
 
 typedef struct srcs {
-	const void *p[HERD_K_MAX_SRCS];
+	const void *p[HERD__K_MAX_SRCS];
 } srcs;
 
 template <typename D> union vec16 {
@@ -59,7 +59,7 @@ reduce_kernel(void *dst_, srcs s, int nsrc, size_t nvec, size_t count, int div)
 			for (int u = 0; u < HERD_K_UNROLL; u++)
 #pragma unroll
 				for (int e = 0; e < V; e++)
-					acc[u][e] = herd_k_combine<D, OP>(acc[u][e],
+					acc[u][e] = herd__k_combine<D, OP>(acc[u][e],
 									  D::widen(in[u].e[e]));
 		}
 #pragma unroll
@@ -71,7 +71,7 @@ reduce_kernel(void *dst_, srcs s, int nsrc, size_t nvec, size_t count, int div)
 				continue;
 #pragma unroll
 			for (int e = 0; e < V; e++)
-				out.e[e] = D::narrow(div > 1 ? herd_k_scale<D>(acc[u][e], div) : acc[u][e]);
+				out.e[e] = D::narrow(div > 1 ? herd__k_scale<D>(acc[u][e], div) : acc[u][e]);
 			((uint4 *)dst_)[v] = out.raw;
 		}
 	}
@@ -79,8 +79,8 @@ reduce_kernel(void *dst_, srcs s, int nsrc, size_t nvec, size_t count, int div)
 		C acc = D::widen(((const S *)s.p[0])[i]);
 
 		for (int k = 1; k < nsrc; k++)
-			acc = herd_k_combine<D, OP>(acc, D::widen(((const S *)s.p[k])[i]));
-		((S *)dst_)[i] = D::narrow(div > 1 ? herd_k_scale<D>(acc, div) : acc);
+			acc = herd__k_combine<D, OP>(acc, D::widen(((const S *)s.p[k])[i]));
+		((S *)dst_)[i] = D::narrow(div > 1 ? herd__k_scale<D>(acc, div) : acc);
 	}
 }
 
@@ -96,10 +96,10 @@ static herd_status reduce_launch(void *dst, const srcs &s, int nsrc, size_t coun
 	for (int k = 0; k < nsrc; k++)
 		aligned = aligned && ((uintptr_t)s.p[k] & 15) == 0;
 	nvec = aligned ? count / V : 0;
-	HERD_CHECK(herd__k_grid("herd_k_reduce", nvec > 0 ? (nvec + HERD_K_UNROLL - 1) / HERD_K_UNROLL
+	HERD_CHECK(herd__k_grid("herd__k_reduce", nvec > 0 ? (nvec + HERD_K_UNROLL - 1) / HERD_K_UNROLL
 					 : count - nvec * V, &blocks));
 	reduce_kernel<D, OP><<<blocks, HERD_K_THREADS, 0, stream>>>(dst, s, nsrc, nvec, count, div);
-	HERD_K_CUDA(cudaGetLastError(), "herd_k_reduce: launching the kernel");
+	HERD_K_CUDA(cudaGetLastError(), "herd__k_reduce: launching the kernel");
 	return HERD_OK;
 }
 
@@ -119,27 +119,27 @@ static herd_status reduce_op(void *dst, const srcs &s, int nsrc, size_t count, h
 	case HERD_MAX:
 		return reduce_launch<D, HERD_MAX>(dst, s, nsrc, count, 1, stream);
 	default:
-		return herd__error(HERD_EINVAL, "herd_k_reduce: unknown reduction %d", (int)op);
+		return herd__error(HERD_EINVAL, "herd__k_reduce: unknown reduction %d", (int)op);
 	}
 }
 
-extern "C" herd_status herd_k_reduce(void *dst, const void *const *src_list, int nsrc,
+extern "C" herd_status herd__k_reduce(void *dst, const void *const *src_list, int nsrc,
 				     size_t count, herd_dtype dtype, herd_redop op,
-				     herd_kstream stream)
+				     herd__kstream stream)
 {
 	srcs s = {};
 
-	if (nsrc < 1 || nsrc > HERD_K_MAX_SRCS)
-		return herd__error(HERD_EINVAL, "herd_k_reduce: nsrc is %d, expected 1 to %d",
-				   nsrc, HERD_K_MAX_SRCS);
+	if (nsrc < 1 || nsrc > HERD__K_MAX_SRCS)
+		return herd__error(HERD_EINVAL, "herd__k_reduce: nsrc is %d, expected 1 to %d",
+				   nsrc, HERD__K_MAX_SRCS);
 	if (count == 0)
 		return HERD_OK;
 	if (dst == NULL || src_list == NULL)
-		return herd__error(HERD_EINVAL, "herd_k_reduce: %s is NULL",
+		return herd__error(HERD_EINVAL, "herd__k_reduce: %s is NULL",
 				   dst == NULL ? "dst" : "srcs");
 	for (int k = 0; k < nsrc; k++) {
 		if (src_list[k] == NULL)
-			return herd__error(HERD_EINVAL, "herd_k_reduce: srcs[%d] is NULL", k);
+			return herd__error(HERD_EINVAL, "herd__k_reduce: srcs[%d] is NULL", k);
 		s.p[k] = src_list[k];
 	}
 	switch (dtype) {
@@ -150,7 +150,7 @@ extern "C" herd_status herd_k_reduce(void *dst, const void *const *src_list, int
 		HERD_K_TYPES(REDUCE_CASE)
 #undef REDUCE_CASE
 	default:
-		return herd__error(HERD_EINVAL, "herd_k_reduce: unknown datatype %d", (int)dtype);
+		return herd__error(HERD_EINVAL, "herd__k_reduce: unknown datatype %d", (int)dtype);
 	}
 }
 
@@ -205,7 +205,7 @@ static herd_status cast_from(void *dst, const void *src, herd_dtype from, size_t
 {
 	unsigned blocks;
 
-	HERD_CHECK(herd__k_grid("herd_k_cast", count, &blocks));
+	HERD_CHECK(herd__k_grid("herd__k_cast", count, &blocks));
 	switch (from) {
 #define CAST_CASE(DT, TRAITS)                                                                 \
 	case HERD_##DT:                                                                       \
@@ -217,7 +217,7 @@ static herd_status cast_from(void *dst, const void *src, herd_dtype from, size_t
 	default:
 		return HERD_EINVAL;
 	}
-	HERD_K_CUDA(cudaGetLastError(), "herd_k_cast: launching the kernel");
+	HERD_K_CUDA(cudaGetLastError(), "herd__k_cast: launching the kernel");
 	return HERD_OK;
 }
 
@@ -226,17 +226,17 @@ static bool is_float_type(herd_dtype t)
 	return t == HERD_FLOAT16 || t == HERD_BFLOAT16 || t == HERD_FLOAT32 || t == HERD_FLOAT64;
 }
 
-extern "C" herd_status herd_k_cast(void *dst, herd_dtype to, const void *src, herd_dtype from,
-				   size_t count, herd_kstream stream)
+extern "C" herd_status herd__k_cast(void *dst, herd_dtype to, const void *src, herd_dtype from,
+				   size_t count, herd__kstream stream)
 {
 	if (!is_float_type(to) || !is_float_type(from))
-		return herd__error(HERD_EINVAL, "herd_k_cast: %s to %s: casts are between "
+		return herd__error(HERD_EINVAL, "herd__k_cast: %s to %s: casts are between "
 				   "float16, bfloat16, float32 and float64",
 				   herd_dtype_name(from), herd_dtype_name(to));
 	if (count == 0)
 		return HERD_OK;
 	if (dst == NULL || src == NULL)
-		return herd__error(HERD_EINVAL, "herd_k_cast: %s is NULL",
+		return herd__error(HERD_EINVAL, "herd__k_cast: %s is NULL",
 				   dst == NULL ? "dst" : "src");
 	switch (to) {
 #define CAST_TO(DT, TRAITS)                                                                 \

@@ -126,7 +126,7 @@ int shell_parse_int(const char *s, int min, int max, int *out)
 	return 0;
 }
 
-static int usage_error(const char *cmd, const char *fmt, const char *arg)
+int shell_usage_error(const char *cmd, const char *fmt, const char *arg)
 {
 	fprintf(stderr, "herd %s: ", cmd);
 	fprintf(stderr, fmt, arg);
@@ -135,7 +135,7 @@ static int usage_error(const char *cmd, const char *fmt, const char *arg)
 }
 
 /* "--opt VALUE", "--opt=VALUE" (and "-g N", "-gN" for short ones). */
-static int option_value(int argc, char **argv, int *i, const char *name, const char **out)
+int shell_option_value(int argc, char **argv, int *i, const char *name, const char **out)
 {
 	size_t len = strlen(name);
 	const char *a = argv[*i];
@@ -224,68 +224,68 @@ static int parse_alloc(int argc, char **argv, struct alloc_args *a)
 			a->req.policy = HERD_ALLOC_PACK;
 		} else if (strcmp(arg, "--spread") == 0) {
 			a->req.policy = HERD_ALLOC_SPREAD;
-		} else if ((r = option_value(argc, argv, &i, "--gpus", &v)) != 0 ||
-			   (r = option_value(argc, argv, &i, "-g", &v)) != 0) {
+		} else if ((r = shell_option_value(argc, argv, &i, "--gpus", &v)) != 0 ||
+			   (r = shell_option_value(argc, argv, &i, "-g", &v)) != 0) {
 			if (r < 0)
-				return usage_error("alloc", "option '%s' needs a count", arg);
+				return shell_usage_error("alloc", "option '%s' needs a count", arg);
 			if (parse_count("-g", v, &a->req.gpus) != 0)
 				return SHELL_EXIT_USAGE;
 			got_gpus = 1;
-		} else if ((r = option_value(argc, argv, &i, "--per-node", &v)) != 0) {
+		} else if ((r = shell_option_value(argc, argv, &i, "--per-node", &v)) != 0) {
 			if (r < 0 || parse_count("--per-node", v, &a->req.gpus_per_node) != 0)
-				return r < 0 ? usage_error("alloc", "option '%s' needs a count", arg)
+				return r < 0 ? shell_usage_error("alloc", "option '%s' needs a count", arg)
 					     : SHELL_EXIT_USAGE;
 			/* 0 is the library's "unset"; typed, it is a mistake. */
 			if (a->req.gpus_per_node == 0)
-				return usage_error("alloc", "--per-node 0: expected 1 or more GPUs on "
+				return shell_usage_error("alloc", "--per-node 0: expected 1 or more GPUs on "
 						   "each node used (leave it out to let the planner "
 						   "choose)%s", "");
-		} else if ((r = option_value(argc, argv, &i, "--nodes", &v)) != 0) {
+		} else if ((r = shell_option_value(argc, argv, &i, "--nodes", &v)) != 0) {
 			if (r < 0 || parse_count("--nodes", v, &a->req.nodes) != 0)
-				return r < 0 ? usage_error("alloc", "option '%s' needs a count", arg)
+				return r < 0 ? shell_usage_error("alloc", "option '%s' needs a count", arg)
 					     : SHELL_EXIT_USAGE;
 			if (a->req.nodes == 0)
-				return usage_error("alloc", "--nodes 0: expected 1 or more nodes (leave "
+				return shell_usage_error("alloc", "--nodes 0: expected 1 or more nodes (leave "
 						   "it out to let the planner choose)%s", "");
-		} else if ((r = option_value(argc, argv, &i, "--gpus-per-rank", &v)) != 0) {
+		} else if ((r = shell_option_value(argc, argv, &i, "--gpus-per-rank", &v)) != 0) {
 			if (r < 0 || parse_count("--gpus-per-rank", v, &a->req.gpus_per_rank) != 0)
-				return r < 0 ? usage_error("alloc", "option '%s' needs a count", arg)
+				return r < 0 ? shell_usage_error("alloc", "option '%s' needs a count", arg)
 					     : SHELL_EXIT_USAGE;
-		} else if ((r = option_value(argc, argv, &i, "--link", &v)) != 0) {
+		} else if ((r = shell_option_value(argc, argv, &i, "--link", &v)) != 0) {
 			if (r < 0)
-				return usage_error("alloc", "option '%s' needs a value", arg);
+				return shell_usage_error("alloc", "option '%s' needs a value", arg);
 			if (herd_alloc_link_parse(v, &a->req.link) != HERD_OK)
-				return usage_error("alloc", "%s", herd_last_error());
-		} else if ((r = option_value(argc, argv, &i, "--min-memory", &v)) != 0) {
+				return shell_usage_error("alloc", "%s", herd_last_error());
+		} else if ((r = shell_option_value(argc, argv, &i, "--min-memory", &v)) != 0) {
 			if (r < 0 || shell_parse_bytes(v, &a->req.min_free_memory_bytes) != 0)
-				return usage_error("alloc", "--min-memory needs a size (40G, 512MiB, bytes), not "
+				return shell_usage_error("alloc", "--min-memory needs a size (40G, 512MiB, bytes), not "
 					"'%s'",
 					r < 0 ? "" : v);
-		} else if ((r = option_value(argc, argv, &i, "--exclude", &v)) != 0 ||
-			   (r = option_value(argc, argv, &i, "--include", &v)) != 0) {
+		} else if ((r = shell_option_value(argc, argv, &i, "--exclude", &v)) != 0 ||
+			   (r = shell_option_value(argc, argv, &i, "--include", &v)) != 0) {
 			struct name_list *l = arg[2] == 'e' ? &a->exclude : &a->include;
 
 			if (r < 0 || v[0] == '\0')
-				return usage_error("alloc", "option '%s' needs a list",
+				return shell_usage_error("alloc", "option '%s' needs a list",
 						   arg);
 			if (split_names(v, l) != 0) {
 				shell_message("herd", "out of memory");
 				return SHELL_EXIT_FAILURE;
 			}
-		} else if ((r = option_value(argc, argv, &i, "--inventory", &a->inventory)) != 0) {
+		} else if ((r = shell_option_value(argc, argv, &i, "--inventory", &a->inventory)) != 0) {
 			if (r < 0 || a->inventory[0] == '\0')
-				return usage_error("alloc", "option '%s' needs a file name", "--inventory");
-		} else if ((r = option_value(argc, argv, &i, "--lease-dir", &a->lease_dir)) != 0) {
+				return shell_usage_error("alloc", "option '%s' needs a file name", "--inventory");
+		} else if ((r = shell_option_value(argc, argv, &i, "--lease-dir", &a->lease_dir)) != 0) {
 			if (r < 0 || a->lease_dir[0] == '\0')
-				return usage_error("alloc", "option '%s' needs a directory", "--lease-dir");
+				return shell_usage_error("alloc", "option '%s' needs a directory", "--lease-dir");
 		} else if (arg[0] == '-') {
-			return usage_error("alloc", "unrecognized option '%s'", arg);
+			return shell_usage_error("alloc", "unrecognized option '%s'", arg);
 		} else {
-			return usage_error("alloc", "unexpected argument '%s'", arg);
+			return shell_usage_error("alloc", "unexpected argument '%s'", arg);
 		}
 	}
 	if (!got_gpus && (a->req.gpus_per_node == 0 || a->req.nodes == 0))
-		return usage_error("alloc", "%s",
+		return shell_usage_error("alloc", "%s",
 				   "say how many GPUs: -g N (or --per-node K with --nodes M)");
 	a->req.exclude = a->exclude.names;
 	a->req.nexclude = a->exclude.n;
@@ -685,14 +685,14 @@ int cmd_gpus(int argc, char **argv)
 			return SHELL_EXIT_OK;
 		} else if (strcmp(argv[i], "--json") == 0) {
 			json = 1;
-		} else if ((r = option_value(argc, argv, &i, "--inventory", &inventory)) != 0) {
+		} else if ((r = shell_option_value(argc, argv, &i, "--inventory", &inventory)) != 0) {
 			if (r < 0 || inventory[0] == '\0')
-				return usage_error("gpus", "option '%s' needs a file name", "--inventory");
-		} else if ((r = option_value(argc, argv, &i, "--lease-dir", &lo.dir)) != 0) {
+				return shell_usage_error("gpus", "option '%s' needs a file name", "--inventory");
+		} else if ((r = shell_option_value(argc, argv, &i, "--lease-dir", &lo.dir)) != 0) {
 			if (r < 0 || lo.dir[0] == '\0')
-				return usage_error("gpus", "option '%s' needs a directory", "--lease-dir");
+				return shell_usage_error("gpus", "option '%s' needs a directory", "--lease-dir");
 		} else {
-			return usage_error("gpus", argv[i][0] == '-' ? "unrecognized option '%s'"
+			return shell_usage_error("gpus", argv[i][0] == '-' ? "unrecognized option '%s'"
 							     : "unexpected argument '%s'",
 					   argv[i]);
 		}

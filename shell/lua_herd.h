@@ -40,6 +40,9 @@ void lherd_open_alloc(lua_State *L);
  */
 void lherd_open_ckpt(lua_State *L);
 
+/* Adds herd.health to the herd table on top of the stack (lua_health.c). */
+void lherd_open_health(lua_State *L);
+
 /*
  * Pushes a new herd.Cluster that holds nothing yet and returns the slot the
  * caller stores its herd_cluster in (liolib's newprefile): the object is

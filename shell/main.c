@@ -43,6 +43,9 @@ static const struct command {
 	{ "gpus", cmd_gpus,
 	  "gpus [--inventory F] [--lease-dir DIR]\n"
 	  "                    every GPU of this node and who holds it" },
+	{ "health", cmd_health,
+	  "health [--level 1|2] [--seconds S] [--json]\n"
+	  "                    per-GPU checks: driver state, bandwidth, burn" },
 	{ "launch", cmd_launch,
 	  "launch -n N [--per-node K] [--hosts EXPR | --hostfile F | --slurm]\n"
 	  "        [--gpus-per-rank G] [--restarts R] [--log-dir D] [--timeout S] -- CMD\n"

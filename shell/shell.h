@@ -66,6 +66,9 @@ int cmd_exec(int argc, char **argv);
 /* `herd ckpt ls|verify|inspect|diff|export|import` (shell/cmd_ckpt.c). */
 int cmd_ckpt(int argc, char **argv);
 
+/* herd health (shell/cmd_health.c). */
+int cmd_health(int argc, char **argv);
+
 /*
  * One element of a dense array of a herd_dtype, widened: integer types to
  * int64_t in i (uint64 values above INT64_MAX wrap to negative numbers,
@@ -103,6 +106,15 @@ int shell_json_emit(struct json_t *doc);
 int shell_json_write(FILE *out, struct json_t *doc);
 /* A JSON string of s, or null when s is NULL. */
 struct json_t *shell_json_str(const char *s);
+
+/* "herd CMD: " fmt (with arg), then where to read more, on stderr;
+ * returns SHELL_EXIT_USAGE. */
+int shell_usage_error(const char *cmd, const char *fmt, const char *arg);
+
+/* argv[*i] is option name with a value ("--opt VALUE", "--opt=VALUE", and
+ * "-gN" for short ones): 1 with *out set (and *i past the value), -1 when
+ * the value is missing, 0 when argv[*i] is another option. */
+int shell_option_value(int argc, char **argv, int *i, const char *name, const char **out);
 
 /* A decimal integer in [min, max] into *out; 0, or -1 (out untouched) if not. */
 int shell_parse_int(const char *s, int min, int max, int *out);

@@ -87,6 +87,25 @@ herd_status herd__topo_probe_cudart(struct hwloc_topology *topo, herd_node *node
 	return HERD_OK;
 }
 
+int herd__cudart_device_of(const char *bus_id)
+{
+	int count = 0;
+
+	if (cudaGetDeviceCount(&count) != cudaSuccess) {
+		cudaGetLastError();
+		return -1;
+	}
+	for (int i = 0; i < count; i++) {
+		char bus[64], norm[HERD_PCI_ID_LEN];
+
+		if (cudaDeviceGetPCIBusId(bus, (int)sizeof(bus), i) == cudaSuccess &&
+		    herd__topo_pci_normalize(bus, norm) && strcmp(norm, bus_id) == 0)
+			return i;
+	}
+	cudaGetLastError();
+	return -1;
+}
+
 int herd__cudart_driver_version(void)
 {
 	int v = 0;
@@ -102,6 +121,12 @@ int herd__cudart_driver_version(void)
 int herd__cudart_driver_version(void)
 {
 	return 0;
+}
+
+int herd__cudart_device_of(const char *bus_id)
+{
+	(void)bus_id;
+	return -1;
 }
 
 herd_status herd__topo_probe_cudart(struct hwloc_topology *topo, herd_node *node,

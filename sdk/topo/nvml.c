@@ -75,6 +75,25 @@ struct nvml_api {
 	nvmlReturn_t (*nvlink_remote_type)(nvmlDevice_t, unsigned int,
 					   nvmlIntNvLinkDeviceType_t *);
 	nvmlReturn_t (*driver_version)(char *, unsigned int);
+	/* for herd health; NULL where the driver lacks them */
+	nvmlReturn_t (*ecc_mode)(nvmlDevice_t, nvmlEnableState_t *, nvmlEnableState_t *);
+	nvmlReturn_t (*ecc_total)(nvmlDevice_t, int, int, unsigned long long *);
+	nvmlReturn_t (*remapped_rows)(nvmlDevice_t, unsigned int *, unsigned int *, unsigned int *,
+				      unsigned int *);
+	nvmlReturn_t (*retired_pending)(nvmlDevice_t, nvmlEnableState_t *);
+	nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned int *);
+	nvmlReturn_t (*temperature_threshold)(nvmlDevice_t, int, unsigned int *);
+	nvmlReturn_t (*power_usage)(nvmlDevice_t, unsigned int *);
+	nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned int *);
+	nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned int *);
+	nvmlReturn_t (*max_clock)(nvmlDevice_t, int, unsigned int *);
+	nvmlReturn_t (*clock_events)(nvmlDevice_t, unsigned long long *);
+	nvmlReturn_t (*throttle_reasons)(nvmlDevice_t, unsigned long long *);
+	nvmlReturn_t (*pcie_gen)(nvmlDevice_t, unsigned int *);
+	nvmlReturn_t (*pcie_width)(nvmlDevice_t, unsigned int *);
+	nvmlReturn_t (*pcie_max_gen)(nvmlDevice_t, unsigned int *);
+	nvmlReturn_t (*pcie_max_width)(nvmlDevice_t, unsigned int *);
+	nvmlReturn_t (*bus_width)(nvmlDevice_t, unsigned int *);
 };
 
 static const struct nvml_symbol {
@@ -98,6 +117,27 @@ static const struct nvml_symbol {
 	{ "nvmlDeviceGetNvLinkRemoteDeviceType", offsetof(struct nvml_api, nvlink_remote_type),
 	  false },
 	{ "nvmlSystemGetDriverVersion", offsetof(struct nvml_api, driver_version), false },
+	{ "nvmlDeviceGetEccMode", offsetof(struct nvml_api, ecc_mode), false },
+	{ "nvmlDeviceGetTotalEccErrors", offsetof(struct nvml_api, ecc_total), false },
+	{ "nvmlDeviceGetRemappedRows", offsetof(struct nvml_api, remapped_rows), false },
+	{ "nvmlDeviceGetRetiredPagesPendingStatus", offsetof(struct nvml_api, retired_pending),
+	  false },
+	{ "nvmlDeviceGetTemperature", offsetof(struct nvml_api, temperature), false },
+	{ "nvmlDeviceGetTemperatureThreshold", offsetof(struct nvml_api, temperature_threshold),
+	  false },
+	{ "nvmlDeviceGetPowerUsage", offsetof(struct nvml_api, power_usage), false },
+	{ "nvmlDeviceGetEnforcedPowerLimit", offsetof(struct nvml_api, power_limit), false },
+	{ "nvmlDeviceGetClockInfo", offsetof(struct nvml_api, clock), false },
+	{ "nvmlDeviceGetMaxClockInfo", offsetof(struct nvml_api, max_clock), false },
+	{ "nvmlDeviceGetCurrentClocksEventReasons", offsetof(struct nvml_api, clock_events),
+	  false },
+	{ "nvmlDeviceGetCurrentClocksThrottleReasons", offsetof(struct nvml_api, throttle_reasons),
+	  false },
+	{ "nvmlDeviceGetCurrPcieLinkGeneration", offsetof(struct nvml_api, pcie_gen), false },
+	{ "nvmlDeviceGetCurrPcieLinkWidth", offsetof(struct nvml_api, pcie_width), false },
+	{ "nvmlDeviceGetMaxPcieLinkGeneration", offsetof(struct nvml_api, pcie_max_gen), false },
+	{ "nvmlDeviceGetMaxPcieLinkWidth", offsetof(struct nvml_api, pcie_max_width), false },
+	{ "nvmlDeviceGetMemoryBusWidth", offsetof(struct nvml_api, bus_width), false },
 };
 
 /* One probe: the loaded library, the topology, and what to tell the caller. */
@@ -350,4 +390,275 @@ bool herd__nvml_driver_version(char *out, size_t cap, char *why, size_t why_cap)
 		herd__strlcpy(out, text, cap);
 	dlclose(p.lib);
 	return out[0] != '\0';
+}
+
+/* ---- herd health: the driver's view of each GPU ------------------------------ */
+
+enum {
+	NVML_ERROR_NOT_SUPPORTED = 3,
+	NVML_ERROR_FUNCTION_NOT_FOUND = 13,
+	MEMORY_ERROR_CORRECTED = 0,
+	MEMORY_ERROR_UNCORRECTED = 1,
+	ECC_VOLATILE = 0,
+	ECC_AGGREGATE = 1,
+	TEMPERATURE_GPU = 0,
+	THRESHOLD_SLOWDOWN = 1,
+	CLOCK_SM = 1,
+	CLOCK_MEM = 2
+};
+
+/* The clock event reasons of nvml.h (nvmlClocksEventReason*). */
+static const struct clock_reason {
+	unsigned long long bit;
+	const char *name;
+	herd_health_result result;
+} clock_reasons[] = {
+	{ 0x1ull, "idle", HERD_HEALTH_PASS },
+	{ 0x2ull, "application clocks", HERD_HEALTH_PASS },
+	{ 0x4ull, "software power cap", HERD_HEALTH_PASS },
+	{ 0x8ull, "hardware slowdown", HERD_HEALTH_FAIL },
+	{ 0x10ull, "sync boost", HERD_HEALTH_PASS },
+	{ 0x20ull, "software thermal slowdown", HERD_HEALTH_WARN },
+	{ 0x40ull, "hardware thermal slowdown", HERD_HEALTH_FAIL },
+	{ 0x80ull, "hardware power brake", HERD_HEALTH_FAIL },
+	{ 0x100ull, "display clock setting", HERD_HEALTH_PASS },
+};
+
+/* A query's outcome: it answered, the GPU or driver cannot say, or it failed. */
+#define NVML_CALL(p, fn, ...) ((p)->api.fn != NULL ? (p)->api.fn(__VA_ARGS__) \
+						   : (nvmlReturn_t)NVML_ERROR_FUNCTION_NOT_FOUND)
+
+static bool nvml_unsupported(nvmlReturn_t rc)
+{
+	return rc == (nvmlReturn_t)NVML_ERROR_NOT_SUPPORTED ||
+	       rc == (nvmlReturn_t)NVML_ERROR_FUNCTION_NOT_FOUND;
+}
+
+/* A check that could not be read: SKIP when the GPU cannot say, FAIL when
+ * the driver failed to answer. */
+static herd_status health_unread(struct nvml_probe *p, herd_gpu_health *g, const char *name,
+				 const char *what, nvmlReturn_t rc)
+{
+	return herd__health_add(g, name, nvml_unsupported(rc) ? HERD_HEALTH_SKIP : HERD_HEALTH_FAIL,
+				0, "", "%s: %s", what, nvml_unsupported(rc) ? "not supported here"
+									     : nvml_err(p, rc));
+}
+
+static herd_status health_ecc(struct nvml_probe *p, nvmlDevice_t d, herd_gpu_health *g)
+{
+	nvmlEnableState_t cur = NVML_FEATURE_DISABLED, pending = NVML_FEATURE_DISABLED;
+	unsigned long long vc = 0, vu = 0, ac = 0, au = 0;
+	nvmlReturn_t rc = NVML_CALL(p, ecc_mode, d, &cur, &pending);
+
+	if (rc != NVML_SUCCESS)
+		return health_unread(p, g, "ecc", "nvmlDeviceGetEccMode", rc);
+	if (cur != NVML_FEATURE_ENABLED)
+		return herd__health_add(g, "ecc", HERD_HEALTH_WARN, 0, "", "ECC is off%s",
+					pending == NVML_FEATURE_ENABLED ? " (on after a reset)" : "");
+	rc = NVML_CALL(p, ecc_total, d, MEMORY_ERROR_UNCORRECTED, ECC_VOLATILE, &vu);
+	if (rc == NVML_SUCCESS)
+		rc = NVML_CALL(p, ecc_total, d, MEMORY_ERROR_CORRECTED, ECC_VOLATILE, &vc);
+	if (rc != NVML_SUCCESS)
+		return health_unread(p, g, "ecc", "nvmlDeviceGetTotalEccErrors", rc);
+	(void)NVML_CALL(p, ecc_total, d, MEMORY_ERROR_UNCORRECTED, ECC_AGGREGATE, &au);
+	(void)NVML_CALL(p, ecc_total, d, MEMORY_ERROR_CORRECTED, ECC_AGGREGATE, &ac);
+	return herd__health_add(g, "ecc", vu > 0 ? HERD_HEALTH_FAIL : au > 0 ? HERD_HEALTH_WARN
+									  : HERD_HEALTH_PASS,
+				(double)vu, "errors", "on; uncorrected %llu since the driver "
+				"loaded (%llu ever), corrected %llu (%llu ever)", vu, au, vc, ac);
+}
+
+static herd_status health_rows(struct nvml_probe *p, nvmlDevice_t d, herd_gpu_health *g)
+{
+	unsigned int corr = 0, unc = 0, pending = 0, failed = 0;
+	nvmlEnableState_t retired = NVML_FEATURE_DISABLED;
+	nvmlReturn_t rc = NVML_CALL(p, remapped_rows, d, &corr, &unc, &pending, &failed);
+
+	if (rc == NVML_SUCCESS)
+		return herd__health_add(g, "memory-rows", failed || pending ? HERD_HEALTH_FAIL
+									   : HERD_HEALTH_PASS,
+					(double)(corr + unc), "rows", "rows remapped: %u (%u for "
+					"uncorrectable errors)%s", corr + unc, unc,
+					failed ? "; a remapping failed: replace the GPU"
+					: pending ? "; a remapping is pending: reset the GPU" : "");
+	if (!nvml_unsupported(rc))
+		return health_unread(p, g, "memory-rows", "nvmlDeviceGetRemappedRows", rc);
+	/* GPUs before Ampere retire pages instead. */
+	rc = NVML_CALL(p, retired_pending, d, &retired);
+	if (rc != NVML_SUCCESS)
+		return health_unread(p, g, "memory-rows", "nvmlDeviceGetRetiredPagesPendingStatus",
+				     rc);
+	return herd__health_add(g, "memory-rows", retired == NVML_FEATURE_ENABLED ?
+				HERD_HEALTH_FAIL : HERD_HEALTH_PASS, 0, "",
+				retired == NVML_FEATURE_ENABLED ? "a page retirement is pending: "
+				"reset the GPU" : "no page retirement pending");
+}
+
+static herd_status health_temperature(struct nvml_probe *p, nvmlDevice_t d, herd_gpu_health *g)
+{
+	unsigned int t = 0, slow = 0;
+	nvmlReturn_t rc = NVML_CALL(p, temperature, d, TEMPERATURE_GPU, &t);
+
+	if (rc != NVML_SUCCESS)
+		return health_unread(p, g, "temperature", "nvmlDeviceGetTemperature", rc);
+	if (NVML_CALL(p, temperature_threshold, d, THRESHOLD_SLOWDOWN, &slow) != NVML_SUCCESS ||
+	    slow == 0)
+		return herd__health_add(g, "temperature", HERD_HEALTH_PASS, t, "C",
+					"%u C (no slowdown threshold given)", t);
+	return herd__health_add(g, "temperature", t >= slow ? HERD_HEALTH_FAIL :
+				t + 5 >= slow ? HERD_HEALTH_WARN : HERD_HEALTH_PASS, t, "C",
+				"%u C, slowdown at %u C", t, slow);
+}
+
+static herd_status health_power(struct nvml_probe *p, nvmlDevice_t d, herd_gpu_health *g)
+{
+	unsigned int mw = 0, limit = 0;
+	nvmlReturn_t rc = NVML_CALL(p, power_usage, d, &mw);
+
+	if (rc != NVML_SUCCESS)
+		return health_unread(p, g, "power", "nvmlDeviceGetPowerUsage", rc);
+	if (NVML_CALL(p, power_limit, d, &limit) != NVML_SUCCESS || limit == 0)
+		return herd__health_add(g, "power", HERD_HEALTH_PASS, mw / 1000.0, "W",
+					"%.0f W", mw / 1000.0);
+	return herd__health_add(g, "power", mw > limit + limit / 20 ? HERD_HEALTH_WARN
+								   : HERD_HEALTH_PASS,
+				mw / 1000.0, "W", "%.0f W of a %.0f W limit", mw / 1000.0,
+				limit / 1000.0);
+}
+
+static herd_status health_clocks(struct nvml_probe *p, nvmlDevice_t d, herd_gpu_health *g)
+{
+	unsigned int sm = 0, sm_max = 0, mem = 0, mem_max = 0;
+	unsigned long long reasons = 0;
+	herd_health_result worst = HERD_HEALTH_PASS;
+	char names[160] = "";
+	nvmlReturn_t rc = NVML_CALL(p, clock, d, CLOCK_SM, &sm);
+
+	if (rc != NVML_SUCCESS)
+		HERD_CHECK(health_unread(p, g, "clocks", "nvmlDeviceGetClockInfo", rc));
+	else {
+		(void)NVML_CALL(p, max_clock, d, CLOCK_SM, &sm_max);
+		(void)NVML_CALL(p, clock, d, CLOCK_MEM, &mem);
+		(void)NVML_CALL(p, max_clock, d, CLOCK_MEM, &mem_max);
+		HERD_CHECK(herd__health_add(g, "clocks", HERD_HEALTH_PASS, sm, "MHz",
+					    "SM %u of %u MHz, memory %u of %u MHz", sm, sm_max,
+					    mem, mem_max));
+	}
+	rc = NVML_CALL(p, clock_events, d, &reasons);
+	if (rc == (nvmlReturn_t)NVML_ERROR_FUNCTION_NOT_FOUND)
+		rc = NVML_CALL(p, throttle_reasons, d, &reasons);
+	if (rc != NVML_SUCCESS)
+		return health_unread(p, g, "clock-events", "nvmlDeviceGetCurrentClocksEventReasons",
+				     rc);
+	for (size_t i = 0; i < sizeof(clock_reasons) / sizeof(clock_reasons[0]); i++) {
+		const struct clock_reason *c = &clock_reasons[i];
+		size_t n = strlen(names);
+
+		if (!(reasons & c->bit))
+			continue;
+		snprintf(names + n, sizeof(names) - n, "%s%s", n ? ", " : "", c->name);
+		if (c->result > worst)
+			worst = c->result;
+	}
+	return herd__health_add(g, "clock-events", worst, 0, "", "%s (0x%llx)",
+				names[0] ? names : "none", reasons);
+}
+
+/* GB/s per lane and direction of PCIe generations 1 to 6, after encoding. */
+static const double pcie_lane_gbps[] = { 0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563 };
+
+static herd_status health_pcie(struct nvml_probe *p, nvmlDevice_t d, herd_gpu_health *g,
+			       double *link_gbps)
+{
+	unsigned int gen = 0, width = 0, max_gen = 0, max_width = 0;
+	nvmlReturn_t rc = NVML_CALL(p, pcie_gen, d, &gen);
+
+	if (rc == NVML_SUCCESS)
+		rc = NVML_CALL(p, pcie_width, d, &width);
+	if (rc == NVML_SUCCESS)
+		rc = NVML_CALL(p, pcie_max_gen, d, &max_gen);
+	if (rc == NVML_SUCCESS)
+		rc = NVML_CALL(p, pcie_max_width, d, &max_width);
+	if (rc != NVML_SUCCESS)
+		return health_unread(p, g, "pcie", "the PCIe link", rc);
+	if (max_gen < sizeof(pcie_lane_gbps) / sizeof(pcie_lane_gbps[0]))
+		*link_gbps = pcie_lane_gbps[max_gen] * max_width;
+	return herd__health_add(g, "pcie", width < max_width ? HERD_HEALTH_FAIL :
+				gen < max_gen ? HERD_HEALTH_WARN : HERD_HEALTH_PASS, width, "lanes",
+				"gen %u x%u of gen %u x%u%s", gen, width, max_gen, max_width,
+				width < max_width ? ": fewer lanes than the slot has"
+				: gen < max_gen ? " (a link may slow down while idle)" : "");
+}
+
+/* The memory's own rate: the memory clock's maximum, twice per cycle, times the bus width. */
+static double memory_gbps(struct nvml_probe *p, nvmlDevice_t d)
+{
+	unsigned int bits = 0, mhz = 0;
+
+	if (NVML_CALL(p, bus_width, d, &bits) != NVML_SUCCESS ||
+	    NVML_CALL(p, max_clock, d, CLOCK_MEM, &mhz) != NVML_SUCCESS)
+		return 0;
+	return (double)mhz * 1e6 * 2.0 * bits / 8.0 / 1e9;
+}
+
+static herd_status health_gpu(struct nvml_probe *p, unsigned int i, herd_gpu_health *g,
+			      herd__health_ref *ref)
+{
+	nvmlDevice_t d = NULL;
+	nvmlPciInfo_t pci;
+	char bus[HERD_PCI_ID_LEN];
+	nvmlReturn_t rc;
+
+	g->index = (int)i;
+	memset(&pci, 0, sizeof(pci));
+	rc = p->api.handle_by_index(i, &d);
+	if (rc != NVML_SUCCESS)
+		return health_unread(p, g, "nvml", "nvmlDeviceGetHandleByIndex_v2", rc);
+	if (p->api.pci_info(d, &pci) == NVML_SUCCESS && nvml_bus_id(&pci, bus))
+		herd__strlcpy(g->bus_id, bus, sizeof(g->bus_id));
+	(void)p->api.uuid(d, g->uuid, sizeof(g->uuid));
+	(void)p->api.name(d, g->name, sizeof(g->name));
+	ref->memory_gbps = memory_gbps(p, d);
+	HERD_CHECK(health_ecc(p, d, g));
+	HERD_CHECK(health_rows(p, d, g));
+	HERD_CHECK(health_temperature(p, d, g));
+	HERD_CHECK(health_power(p, d, g));
+	HERD_CHECK(health_clocks(p, d, g));
+	return health_pcie(p, d, g, &ref->link_gbps);
+}
+
+herd_status herd__nvml_health(herd_health_report *r, herd__health_ref **refs, char *why,
+			      size_t cap)
+{
+	struct nvml_probe p = { .why = why, .cap = cap };
+	unsigned int count = 0;
+	herd_status st = HERD_OK;
+	nvmlReturn_t rc;
+
+	why[0] = '\0';
+	if (!nvml_load(&p))
+		return HERD_EUNAVAIL;
+	rc = p.api.init();
+	if (rc != NVML_SUCCESS) {
+		snprintf(why, cap, "NVML: nvmlInit_v2: %s", nvml_err(&p, rc));
+		dlclose(p.lib);
+		return HERD_EUNAVAIL;
+	}
+	rc = p.api.device_count(&count);
+	if (rc != NVML_SUCCESS || count == 0) {
+		snprintf(why, cap, "NVML: %s", rc != NVML_SUCCESS ? nvml_err(&p, rc)
+							       : "the NVIDIA driver sees no GPU");
+		st = HERD_EUNAVAIL;
+	}
+	if (st == HERD_OK)
+		st = herd__calloc(&r->gpus, count, sizeof(*r->gpus), "the GPUs' health");
+	if (st == HERD_OK)
+		st = herd__calloc(refs, count, sizeof(**refs), "the GPUs' reference rates");
+	for (unsigned int i = 0; st == HERD_OK && i < count; i++) {
+		r->ngpus++;
+		st = health_gpu(&p, i, &r->gpus[i], &(*refs)[i]);
+	}
+	p.api.shutdown();
+	dlclose(p.lib);
+	return st;
 }

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "herd/health.h"
 #include "inventory.h"
 
 /* hwloc's handles, named without including hwloc.h. */
@@ -92,6 +93,31 @@ herd_status herd__topo_probe_cudart(struct hwloc_topology *topo, herd_node *node
 /* The driver's version from NVML ("580.159.04"); false with why[] set when
  * there is no NVML to ask. */
 bool herd__nvml_driver_version(char *out, size_t cap, char *why, size_t why_cap);
+
+/* --- health.c, nvml.c: herd health ------------------------------------ */
+
+/* What a GPU's rates are measured against: the memory's own rate and the
+ * PCIe link's, per direction, in GB/s (0: unknown). */
+typedef struct herd__health_ref {
+	double memory_gbps;
+	double link_gbps;
+} herd__health_ref;
+
+/* Appends a check to g (its detail from fmt). */
+herd_status herd__health_add(herd_gpu_health *g, const char *name, herd_health_result result,
+			     double value, const char *unit, const char *fmt, ...)
+	HERD_PRINTF(6, 7);
+
+/* Every GPU NVML sees, with the driver's checks (ECC, memory rows,
+ * temperature, power, clocks, clock events, PCIe) and *refs (one per GPU,
+ * the caller's to free); HERD_EUNAVAIL with why[] when there is no NVML or
+ * no GPU. */
+herd_status herd__nvml_health(herd_health_report *r, herd__health_ref **refs, char *why,
+			      size_t cap);
+
+/* The CUDA device index of the GPU at bus_id; -1 when CUDA does not see
+ * it (CUDA_VISIBLE_DEVICES, no driver, built without CUDA). */
+int herd__cudart_device_of(const char *bus_id);
 
 /* The CUDA version the driver supports (13000 for 13.0); 0 when there is
  * no driver or libherd was built without CUDA. */

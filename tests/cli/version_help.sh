@@ -9,8 +9,12 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
 
 out=$("$HERD" --version) || fail "--version exited $?"
-[[ $out =~ ^herd\ [0-9]+\.[0-9]+\.[0-9]+\ \(libherd\ [0-9]+\.[0-9]+\.[0-9]+,\ Lua\ 5\.4\.[0-9]+\)$ ]] \
+[[ $(head -1 <<<"$out") =~ ^herd\ [0-9]+\.[0-9]+\.[0-9]+\ \(libherd\ [0-9]+\.[0-9]+\.[0-9]+,\ Lua\ 5\.4\.[0-9]+\)$ ]] \
   || fail "--version printed: $out"
+# the GPU software: what libherd was built with, and the driver or why there is none
+[[ $(sed -n 2p <<<"$out") =~ ^GPU:\ built\ (with\ CUDA\ [0-9.]+|without\ CUDA)\;\ . ]] \
+  || fail "--version's GPU line: $out"
+[[ $(wc -l <<<"$out") == 2 ]] || fail "--version printed more than two lines: $out"
 [[ $("$HERD" -v) == "$out" ]] || fail "-v differs from --version"
 
 for opt in --help -h; do

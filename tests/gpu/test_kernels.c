@@ -147,7 +147,7 @@ static void check_reduce(herd_dtype t, herd_redop op, int nsrc, size_t skew)
 		host[k] = (char *)host[k] + skew * sz;
 	}
 	host_reduce(want, host, nsrc, n, t, op);
-	CHECK_OK(herd_k_reduce((char *)out + skew * sz, srcs, nsrc, n, t, op, NULL));
+	CHECK_OK(herd__k_reduce((char *)out + skew * sz, srcs, nsrc, n, t, op, NULL));
 	CHECK(cudaMemcpy(got, (char *)out + skew * sz, n * sz, cudaMemcpyDeviceToHost) ==
 	      cudaSuccess);
 	bad = differences(got, want, n, t, &first);
@@ -191,7 +191,7 @@ static void test_kernels_reduce_in_place(void)
 	cudaMemcpy(d1, h, n * sizeof(float), cudaMemcpyHostToDevice);
 	srcs[0] = d0;
 	srcs[1] = d1;
-	CHECK_OK(herd_k_reduce(d0, srcs, 2, n, HERD_FLOAT32, HERD_SUM, NULL));
+	CHECK_OK(herd__k_reduce(d0, srcs, 2, n, HERD_FLOAT32, HERD_SUM, NULL));
 	cudaMemcpy(h, d0, n * sizeof(float), cudaMemcpyDeviceToHost);
 	for (size_t i = 0; i < n; i++)
 		if (h[i] != (float)(2 * (i % 100))) {
@@ -234,7 +234,7 @@ static void check_cast(herd_dtype to, herd_dtype from)
 	CHECK(cudaMalloc(&dsrc, n * 8) == cudaSuccess);
 	CHECK(cudaMalloc(&ddst, n * 8) == cudaSuccess);
 	cudaMemcpy(dsrc, src, n * herd_dtype_size(from), cudaMemcpyHostToDevice);
-	CHECK_OK(herd_k_cast(ddst, to, dsrc, from, n, NULL));
+	CHECK_OK(herd__k_cast(ddst, to, dsrc, from, n, NULL));
 	cudaMemcpy(got, ddst, n * herd_dtype_size(to), cudaMemcpyDeviceToHost);
 	bad = differences(got, want, n, to, &first);
 	if (bad != 0)
@@ -258,7 +258,7 @@ static void test_kernels_cast_rounds_as_the_host_does(void)
 	for (size_t a = 0; a < 4; a++)
 		for (size_t b = 0; b < 4; b++)
 			check_cast(fl[a], fl[b]);
-	CHECK_ERR(herd_k_cast((void *)8, HERD_INT32, (void *)8, HERD_FLOAT32, 4, NULL),
+	CHECK_ERR(herd__k_cast((void *)8, HERD_INT32, (void *)8, HERD_FLOAT32, 4, NULL),
 		  HERD_EINVAL, "float32 to int32: casts are between");
 }
 
@@ -278,17 +278,17 @@ static void test_kernels_fill_and_verify_agree_with_the_reduction(void)
 
 			for (int r = 0; r < 4; r++) {
 				CHECK(cudaMalloc(&d[r], n * sz) == cudaSuccess);
-				CHECK_OK(herd_k_fill(d[r], n, (herd_dtype)t, ops[o], r, 4, 42, NULL));
+				CHECK_OK(herd__k_fill(d[r], n, (herd_dtype)t, ops[o], r, 4, 42, NULL));
 				srcs[r] = d[r];
 			}
-			CHECK_OK(herd_k_reduce(d[0], srcs, 4, n, (herd_dtype)t, ops[o], NULL));
-			CHECK_OK(herd_k_verify(d[0], n, (herd_dtype)t, ops[o], 4, 42, &wrong, NULL));
+			CHECK_OK(herd__k_reduce(d[0], srcs, 4, n, (herd_dtype)t, ops[o], NULL));
+			CHECK_OK(herd__k_verify(d[0], n, (herd_dtype)t, ops[o], 4, 42, &wrong, NULL));
 			if (wrong != 0)
 				fprintf(stderr, "  %s %s: %llu wrong\n", herd_dtype_name((herd_dtype)t),
 					herd_redop_name(ops[o]), (unsigned long long)wrong);
 			CHECK(wrong == 0);
 			/* a different seed is wrong almost everywhere */
-			CHECK_OK(herd_k_verify(d[0], n, (herd_dtype)t, ops[o], 4, 43, &wrong, NULL));
+			CHECK_OK(herd__k_verify(d[0], n, (herd_dtype)t, ops[o], 4, 43, &wrong, NULL));
 			if (wrong <= n / 10)
 				fprintf(stderr, "  %s %s: only %llu wrong with another seed\n",
 					herd_dtype_name((herd_dtype)t), herd_redop_name(ops[o]),
@@ -297,7 +297,7 @@ static void test_kernels_fill_and_verify_agree_with_the_reduction(void)
 			cudaMemcpy(&byte, (char *)d[0] + 500 * sz, 1, cudaMemcpyDeviceToHost);
 			byte ^= 1;
 			cudaMemcpy((char *)d[0] + 500 * sz, &byte, 1, cudaMemcpyHostToDevice);
-			CHECK_OK(herd_k_verify(d[0], n, (herd_dtype)t, ops[o], 4, 42, &wrong, NULL));
+			CHECK_OK(herd__k_verify(d[0], n, (herd_dtype)t, ops[o], 4, 42, &wrong, NULL));
 			CHECK(wrong == 1);
 			for (int r = 0; r < 4; r++)
 				cudaFree(d[r]);
@@ -306,34 +306,34 @@ static void test_kernels_fill_and_verify_agree_with_the_reduction(void)
 
 static void test_kernels_refuse_bad_arguments(void)
 {
-	const void *srcs[HERD_K_MAX_SRCS + 1] = { 0 };
+	const void *srcs[HERD__K_MAX_SRCS + 1] = { 0 };
 	uint64_t wrong;
 
-	CHECK_ERR(herd_k_reduce((void *)16, srcs, 0, 4, HERD_FLOAT32, HERD_SUM, NULL), HERD_EINVAL,
+	CHECK_ERR(herd__k_reduce((void *)16, srcs, 0, 4, HERD_FLOAT32, HERD_SUM, NULL), HERD_EINVAL,
 		  "nsrc is 0, expected 1 to 8");
-	CHECK_ERR(herd_k_reduce((void *)16, srcs, 9, 4, HERD_FLOAT32, HERD_SUM, NULL), HERD_EINVAL,
+	CHECK_ERR(herd__k_reduce((void *)16, srcs, 9, 4, HERD_FLOAT32, HERD_SUM, NULL), HERD_EINVAL,
 		  "nsrc is 9");
-	CHECK_ERR(herd_k_reduce((void *)16, srcs, 2, 4, HERD_FLOAT32, HERD_SUM, NULL), HERD_EINVAL,
+	CHECK_ERR(herd__k_reduce((void *)16, srcs, 2, 4, HERD_FLOAT32, HERD_SUM, NULL), HERD_EINVAL,
 		  "srcs[0] is NULL");
 	srcs[0] = srcs[1] = (void *)16;
-	CHECK_ERR(herd_k_reduce((void *)16, srcs, 2, 4, (herd_dtype)99, HERD_SUM, NULL),
+	CHECK_ERR(herd__k_reduce((void *)16, srcs, 2, 4, (herd_dtype)99, HERD_SUM, NULL),
 		  HERD_EINVAL, "unknown datatype 99");
-	CHECK_ERR(herd_k_fill((void *)16, 4, HERD_FLOAT32, HERD_SUM, 4, 4, 1, NULL), HERD_EINVAL,
+	CHECK_ERR(herd__k_fill((void *)16, 4, HERD_FLOAT32, HERD_SUM, 4, 4, 1, NULL), HERD_EINVAL,
 		  "rank 4 of 4 ranks");
-	CHECK_ERR(herd_k_verify((void *)16, 4, HERD_FLOAT32, HERD_SUM, 0, 1, &wrong, NULL),
+	CHECK_ERR(herd__k_verify((void *)16, 4, HERD_FLOAT32, HERD_SUM, 0, 1, &wrong, NULL),
 		  HERD_EINVAL, "of 0 ranks");
-	CHECK_ERR(herd_k_copy_bandwidth(HERD_KCOPY_D2D, 0, 5, &(double){ 0 }), HERD_EINVAL,
+	CHECK_ERR(herd__k_copy_bandwidth(HERD__KCOPY_D2D, 0, 5, &(double){ 0 }), HERD_EINVAL,
 		  "expected at least 1 byte");
 }
 
 static void test_kernels_copy_probe_gives_a_rate(void)
 {
-	const herd_kcopy kinds[] = { HERD_KCOPY_D2D, HERD_KCOPY_H2D, HERD_KCOPY_D2H };
+	const herd__kcopy kinds[] = { HERD__KCOPY_D2D, HERD__KCOPY_H2D, HERD__KCOPY_D2H };
 
 	for (size_t k = 0; k < 3; k++) {
 		double gbps = 0;
 
-		CHECK_OK(herd_k_copy_bandwidth(kinds[k], 64u << 20, 5, &gbps));
+		CHECK_OK(herd__k_copy_bandwidth(kinds[k], 64u << 20, 5, &gbps));
 		CHECK(gbps > 0 && isfinite(gbps));
 		printf("     copy %zu: %.1f GB/s\n", k, gbps);
 	}
@@ -343,10 +343,10 @@ static void test_kernels_copy_probe_gives_a_rate(void)
 static void test_kernels_without_a_gpu_say_enodev(void)
 {
 	const void *srcs[2] = { (void *)16, (void *)32 };
-	herd_status st = herd_k_reduce((void *)16, srcs, 2, 4, HERD_FLOAT32, HERD_SUM, NULL);
+	herd_status st = herd__k_reduce((void *)16, srcs, 2, 4, HERD_FLOAT32, HERD_SUM, NULL);
 
 	CHECK_INT(st, HERD_ENODEV);
-	CHECK(strncmp(herd_last_error(), "herd_k_reduce: ", 15) == 0);
+	CHECK(strncmp(herd_last_error(), "herd__k_reduce: ", 15) == 0);
 	CHECK(strstr(herd_last_error(), "(cuda") != NULL);
 	printf("     %s\n", herd_last_error());
 }
@@ -354,7 +354,7 @@ static void test_kernels_without_a_gpu_say_enodev(void)
 int main(void)
 {
 	int n = 0;
-	herd_status st = herd_k_device_count(&n);
+	herd_status st = herd__k_device_count(&n);
 
 	if (st == HERD_ENODEV) {
 		TEST_RUN(test_kernels_without_a_gpu_say_enodev);

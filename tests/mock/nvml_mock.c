@@ -6,7 +6,8 @@
  *   index 0  0000:9A:00.0  6 links to 0000:1B:00.0, 12 links to NVSwitches
  *   index 1  0000:1B:00.0  6 links to 0000:9A:00.0, 12 links to NVSwitches
  *   index 2  0000:5D:00.0  no NVLink
- * The ABI matches nvml.h (API version 12) for the entry points used.
+ * The ABI matches nvml.h (API version 12) for the entry points used.  The
+ * health queries at the end report healthy idle GPUs unless told a fault.
  */
 #include <stdio.h>
 #include <string.h>
@@ -146,5 +147,128 @@ nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, unsigned int li
 	if (link >= LINKS)
 		return INVALID_ARGUMENT;
 	fill_pci(p, (int)link < d->direct_links ? gpus[d->peer].bus_id : "00000000:C5:00.0");
+	return OK;
+}
+
+/*
+ * The health queries: every GPU healthy and idle, unless
+ * HERD_NVML_MOCK_FAULT names a fault of the GPU at index 1:
+ *   ecc      2 uncorrected errors since the driver loaded
+ *   rows     a row remapping pending
+ *   thermal  a hardware thermal slowdown, at 90 C of a slowdown at 87 C
+ *   pcie     a link of 8 lanes in a slot of 16
+ */
+#include <stdlib.h>
+
+static int fault(nvmlDevice_t d, const char *what)
+{
+	const char *f = getenv("HERD_NVML_MOCK_FAULT");
+
+	return d == &gpus[1] && f != NULL && strcmp(f, what) == 0;
+}
+
+nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t d, int *cur, int *pending)
+{
+	(void)d;
+	*cur = *pending = 1;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int type, int counter,
+					 unsigned long long *n)
+{
+	*n = type == 1 && fault(d, "ecc") ? 2 : type == 0 && counter == 1 ? 5 : 0;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned int *corr, unsigned int *unc,
+				       unsigned int *pending, unsigned int *failed)
+{
+	*corr = 1;
+	*unc = 0;
+	*pending = (unsigned int)fault(d, "rows");
+	*failed = 0;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned int *t)
+{
+	(void)sensor;
+	*t = fault(d, "thermal") ? 90 : 41;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t d, int which, unsigned int *t)
+{
+	(void)d;
+	*t = which == 1 ? 87 : 92;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int *mw)
+{
+	(void)d;
+	*mw = 72000;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned int *mw)
+{
+	(void)d;
+	*mw = 700000;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned int *mhz)
+{
+	(void)d;
+	*mhz = type == 2 ? 2619 : 345;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t d, int type, unsigned int *mhz)
+{
+	(void)d;
+	*mhz = type == 2 ? 2619 : 1980;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsigned long long *r)
+{
+	*r = fault(d, "thermal") ? 0x40 : 0x1;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t d, unsigned int *g)
+{
+	(void)d;
+	*g = 5;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t d, unsigned int *w)
+{
+	*w = fault(d, "pcie") ? 8 : 16;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t d, unsigned int *g)
+{
+	(void)d;
+	*g = 5;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t d, unsigned int *w)
+{
+	(void)d;
+	*w = 16;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryBusWidth(nvmlDevice_t d, unsigned int *bits)
+{
+	(void)d;
+	*bits = 5120;
 	return OK;
 }

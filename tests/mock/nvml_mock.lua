@@ -21,3 +21,20 @@ assert(node:link(2, 2) == "X")
 assert(not node:link(1, 2):match("^NV"), node:link(1, 2))
 assert(node.gpus[1].nvswitch_links == 12 and node.gpus[2].nvswitch_links == 0)
 print("mock NVML: 3 GPUs in PCI order, NV18 between the linked pair")
+
+-- herd.health: the driver's checks of the same three GPUs, as tables.
+local r = assert(herd.health())
+assert(r.level == 1 and r.note == nil and #r.gpus == 3, "health: " .. tostring(r.note))
+for _, g in ipairs(r.gpus) do
+  assert(g.result == "pass", ("health: GPU%d %s"):format(g.index, g.result))
+  local by = {}
+  for _, c in ipairs(g.checks) do by[c.name] = c end
+  assert(by.temperature.result == "pass" and by.temperature.value == 41 and
+         by.temperature.unit == "C", by.temperature.detail)
+  assert(by.pcie.detail == "gen 5 x16 of gen 5 x16", by.pcie.detail)
+end
+assert(r.gpus[2].bus_id == "0000:1b:00.0" and r.gpus[2].uuid:match("^GPU%-"), r.gpus[2].bus_id)
+local nothing, msg, status = herd.health{ level = 3 }
+assert(nothing == nil and msg == "level 3: expected 1 or 2" and status == "HERD_EINVAL", msg)
+assert(not pcall(herd.health, { levle = 1 }), "a misspelt option must raise")
+print("mock NVML: herd.health passes three idle GPUs")

@@ -84,13 +84,16 @@ static void print_usage(FILE *out)
 		"history in $HERD_HISTORY, else ${XDG_STATE_HOME:-~/.local/state}/herd/history.\n");
 }
 
-static void print_version(void)
+/* The version line; gpu adds what CUDA and driver herd finds (--version,
+ * not the REPL's banner). */
+static void print_version(int gpu)
 {
-	char gpu[HERD_GPU_VERSIONS_LEN];
+	char text[HERD_GPU_VERSIONS_LEN];
 
 	printf("herd %s (libherd %s, %s)\n", HERD_VERSION_STRING, herd_version(),
 	       LUA_RELEASE);
-	printf("GPU: %s\n", herd_gpu_versions(gpu));
+	if (gpu)
+		printf("GPU: %s\n", herd_gpu_versions(text));
 	fflush(stdout);
 }
 
@@ -290,7 +293,7 @@ static int pmain(lua_State *L)
 		return 1;
 	}
 	if (args & HAS_V)
-		print_version();
+		print_version(!(args & HAS_I));
 	luaL_openlibs(L);
 	luaL_requiref(L, "herd", luaopen_herd, 1);
 	lua_pop(L, 1);
@@ -305,7 +308,7 @@ static int pmain(lua_State *L)
 		shell_repl(L);
 	} else if (script == argc && !(args & (HAS_E | HAS_V))) {
 		if (isatty(STDIN_FILENO)) {
-			print_version();
+			print_version(0);
 			shell_repl(L);
 		} else if (dofile(L, NULL) != LUA_OK) {
 			return 0;

@@ -16,7 +16,8 @@ complete_words() {
 	printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' '
 }
 [[ $(complete_words la) == "launch " ]] || fail "la: $(complete_words la)"
-[[ $(complete_words he) == "help " ]] || fail "he: $(complete_words he)"
+[[ $(complete_words he) == "health help " ]] || fail "he: $(complete_words he)"
+[[ $(complete_words hel) == "help " ]] || fail "hel: $(complete_words hel)"
 [[ $(complete_words launch --nproc) == "--nproc-per-node " ]] || fail "launch --nproc: $(complete_words launch --nproc)"
 [[ $(complete_words launch --un) == "--unbuffered " ]] || fail "launch --un: $(complete_words launch --un)"
 [[ $(complete_words bench all) == "allgather allreduce alltoall " ]] || fail "bench all: $(complete_words bench all)"

@@ -223,6 +223,8 @@ int main(int argc, char **argv)
 			if (rank == 0)
 				printf("restart %d: no checkpoint yet, starting over\n", restarts);
 		} else {
+			/* HERD_ECORRUPT among them: steps exist and none verifies.
+			 * Starting over would overwrite them; a person decides. */
 			goto fail;
 		}
 	}

@@ -59,8 +59,10 @@ static const char ckpt_usage[] =
 	"       herd ckpt export [--format safetensors] DIR STEP OUT\n"
 	"       herd ckpt import [--format safetensors] FILE DIR [STEP]\n"
 	"  ls        the steps of DIR, oldest first: committed, partial (a save\n"
-	"            that did not finish) or corrupt (a manifest that does not\n"
-	"            decode); size, ranks, tensors, blobs, save time\n"
+	"            that did not finish), corrupt (a manifest that does not\n"
+	"            decode) or damaged (a file missing or of the wrong size);\n"
+	"            size, ranks, tensors, blobs, save time; checksums are not\n"
+	"            read (verify does that)\n"
 	"  verify    checks the manifest, every file's size and every chunk's\n"
 	"            checksum of STEP (default latest); prints each problem with\n"
 	"            its file, tensor, shard and chunk, and exits 1 if any\n"
@@ -313,17 +315,20 @@ static int ckpt_ls(int argc, char **argv)
 		       "tensors", "blobs", "saved");
 	for (size_t i = 0; i < n; i++) {
 		const herd_ckpt_step_info *s = &steps[i];
-		const char *state = !s->committed ? "partial" : s->manifest_ok ? "committed"
-									       : "corrupt";
+		const char *state = !s->committed ? "partial" : !s->manifest_ok ? "corrupt"
+								: s->files_ok ? "committed" : "damaged";
 		char size[32], when[32];
 
-		json_row(rows, json_pack("{s:I, s:s, s:s, s:I, s:o, s:o, s:o, s:o}", "step",
+		json_row(rows, json_pack("{s:I, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:b}", "step",
 					 (json_int_t)s->step, "name", s->name, "state", state,
 					 "bytes", (json_int_t)s->bytes,
 					 "ranks", s->manifest_ok ? json_integer(s->ranks) : json_null(),
 					 "tensors", s->manifest_ok ? json_integer(s->tensors) : json_null(),
 					 "blobs", s->manifest_ok ? json_integer(s->blobs) : json_null(),
-					 "time", s->time > 0 ? json_integer(s->time) : json_null()));
+					 "time", s->time > 0 ? json_integer(s->time) : json_null(),
+					 "problem", s->problem[0] && s->committed ? json_string(s->problem)
+										  : json_null(),
+					 "verified", 0));
 		if (json)
 			continue;
 		human_bytes(s->bytes, size, sizeof(size));
@@ -334,7 +339,11 @@ static int ckpt_ls(int argc, char **argv)
 		else
 			printf("%-13" PRId64 " %-10s %10s %6s %8s %6s  %s\n", s->step, state, size,
 			       "-", "-", "-", when);
+		if (s->committed && s->problem[0])
+			printf("  %s\n", s->problem);
 	}
+	if (!json && n > 0)
+		printf("(files and sizes checked; checksums not read: herd ckpt verify DIR STEP)\n");
 	herd_free(steps);
 	if (rows != NULL &&
 	    shell_json_emit(json_pack("{s:i, s:s, s:o}", "v", 1, "dir", argv[0], "steps", rows)) != 0)
@@ -913,24 +922,71 @@ static int write_all(int fd, const void *p, size_t n, const char *path)
 }
 
 /*
+ * What `herd ckpt import` keeps of a safetensors file beyond its tensors,
+ * as a blob saved by rank 0: {"metadata": the file's __metadata__,
+ * "scalars": [the names of its 0-d tensors, saved with shape [1]]}.
+ */
+#define KEPT_BLOB "safetensors.header"
+
+/* The kept header of the reader's step, or NULL when it has none. */
+static json_t *kept_header(herd_ckpt_reader *r)
+{
+	size_t len = 0;
+	json_t *v = NULL;
+	char *buf;
+
+	/* Its size first (a blob that is not there: HERD_ENOTFOUND). */
+	if (herd_ckpt_reader_read_blob(r, KEPT_BLOB, 0, NULL, 0, &len) != HERD_EINVAL || len == 0)
+		return NULL;
+	buf = malloc(len);
+	if (buf != NULL && herd_ckpt_reader_read_blob(r, KEPT_BLOB, 0, buf, len, &len) == HERD_OK)
+		v = json_loadb(buf, len, 0, NULL);
+	free(buf);
+	herd_clear_error();
+	return v;
+}
+
+/* Whether the JSON array list holds the string name. */
+static bool name_in(const json_t *list, const char *name)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(list, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), name) == 0)
+			return true;
+	return false;
+}
+
+/*
  * The header of an export: every tensor of the reader, in its order, at
  * consecutive offsets, and the step in __metadata__; padded with spaces to
  * a multiple of 8 bytes.  *out is freed with free.
  */
 static int export_header(herd_ckpt_reader *r, const char *dir, char **out, size_t *len)
 {
-	json_t *root = json_object(), *meta = json_object();
+	json_t *root = json_object(), *meta = NULL, *kept = kept_header(r), *scalars;
 	uint64_t at = 0;
 	char step[32], *text = NULL;
 	size_t n, padded;
 	int rc = -1;
 
+	const char *key;
+	json_t *v;
+
+	meta = json_object();
+	scalars = json_object_get(kept, "scalars");
 	if (root == NULL || meta == NULL)
 		goto nomem;
 	snprintf(step, sizeof(step), "%" PRId64, herd_ckpt_reader_step(r));
 	json_object_set_new(meta, "herd.step", json_string(step));
 	snprintf(step, sizeof(step), "%d", herd_ckpt_reader_ranks(r));
 	json_object_set_new(meta, "herd.ranks", json_string(step));
+	/* What an import kept of the file's own metadata (herd's keys are
+	 * this step's), and which tensors were scalars. */
+	json_object_foreach(json_object_get(kept, "metadata"), key, v)
+		if (strncmp(key, "herd.", 5) != 0 && json_is_string(v))
+			json_object_set(meta, key, v);
 	json_object_set(root, "__metadata__", meta);
 	for (size_t i = 0; i < herd_ckpt_reader_tensor_count(r); i++) {
 		herd_ckpt_tensor_info ti;
@@ -950,8 +1006,9 @@ static int export_header(herd_ckpt_reader *r, const char *dir, char **out, size_
 			goto nomem;
 		}
 		json_object_set_new(t, "dtype", json_string(st_dtype_name(ti.dtype)));
-		for (int d = 0; d < ti.ndim; d++)
-			json_array_append_new(shape, json_integer((json_int_t)ti.shape[d]));
+		if (!(ti.ndim == 1 && ti.shape[0] == 1 && name_in(scalars, ti.name)))
+			for (int d = 0; d < ti.ndim; d++)
+				json_array_append_new(shape, json_integer((json_int_t)ti.shape[d]));
 		json_object_set_new(t, "shape", shape);
 		json_object_set_new(t, "data_offsets",
 				    json_pack("[I, I]", (json_int_t)at,
@@ -978,6 +1035,7 @@ out:
 	free(text);
 	json_decref(meta);
 	json_decref(root);
+	json_decref(kept);
 	return rc;
 }
 
@@ -1102,6 +1160,7 @@ struct st_entry {
 	int ndim;
 	uint64_t shape[HERD_CKPT_MAX_DIMS];
 	uint64_t begin, end;
+	bool scalar;               /* shape [] in the file */
 };
 
 /* A parsed safetensors file, mapped read-only. */
@@ -1202,9 +1261,9 @@ static int st_entry_parse(const struct st_file *f, const char *key, json_t *v,
 		return st_bad(f, "tensor \"%s\": data_offsets end %" PRIu64 " lies beyond the %" PRIu64
 			      " data bytes of the file", name, e->end, f->data_len);
 	if (e->ndim == 0) {
-		/* herd tensors have at least one dimension: a scalar becomes [1]. */
-		fprintf(stderr, "herd ckpt: %s: note: tensor \"%s\" is a scalar; imported with "
-			"shape [1]\n", f->path, name);
+		/* herd tensors have at least one dimension: a scalar is saved with
+		 * shape [1], and the kept header says it was one. */
+		e->scalar = true;
 		e->ndim = 1;
 		e->shape[0] = 1;
 	}
@@ -1313,9 +1372,37 @@ static int st_open(struct st_file *f, const char *path)
 	return 0;
 }
 
+/* The kept header of an imported file (see KEPT_BLOB), or NULL when the
+ * file has neither metadata nor scalars.  Freed with free. */
+static char *kept_encode(const struct st_file *f)
+{
+	json_t *meta = json_object(), *scalars = json_array(), *v;
+	const char *key;
+	char *text = NULL;
+
+	/* herd's own keys name the step they were exported from, not this one. */
+	json_object_foreach(json_object_get(f->header, "__metadata__"), key, v)
+		if (strncmp(key, "herd.", 5) != 0 && meta != NULL)
+			json_object_set(meta, key, v);
+	for (size_t i = 0; i < f->n && scalars != NULL; i++)
+		if (f->entries[i].scalar)
+			json_array_append_new(scalars, json_string(f->entries[i].name));
+	if (meta != NULL && scalars != NULL &&
+	    (json_object_size(meta) > 0 || json_array_size(scalars) > 0)) {
+		json_t *doc = json_pack("{s:O, s:O}", "metadata", meta, "scalars", scalars);
+
+		text = doc != NULL ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+		json_decref(doc);
+	}
+	json_decref(meta);
+	json_decref(scalars);
+	return text;
+}
+
 static int ckpt_import(const char *path, const char *dir, const char *step_arg)
 {
 	struct st_file f;
+	char *kept = NULL;
 	herd_ckpt *ck = NULL;
 	herd_ckpt_opts o = HERD_CKPT_OPTS_INIT;
 	int64_t step = 0;
@@ -1345,6 +1432,12 @@ static int ckpt_import(const char *path, const char *dir, const char *step_arg)
 			goto out;
 		}
 	}
+	kept = kept_encode(&f);
+	if (kept != NULL && herd_ckpt_add_blob(ck, KEPT_BLOB, kept, strlen(kept),
+					       HERD_CKPT_BLOB_RANK0) != HERD_OK) {
+		fprintf(stderr, "herd ckpt: %s: %s\n", path, herd_last_error());
+		goto out;
+	}
 	if (herd_ckpt_save(ck, step) != HERD_OK) {
 		fprintf(stderr, "herd ckpt: importing %s: %s\n", path, herd_last_error());
 		goto out;
@@ -1356,6 +1449,7 @@ out:
 		rc = failure();
 	}
 	st_close(&f);
+	free(kept);
 	return rc;
 }
 

@@ -225,7 +225,10 @@ HERD_EXTERN herd_status herd_ckpt_wait(herd_ckpt *ck);
  * reported as a warning (log level warn) and skipped for the one before.
  * The ranks together read every chunk of the state they restore, so every
  * restored byte was verified.  *restored (may be NULL) gets the step.
- * HERD_ENOTFOUND when no step can be restored; HERD_EMISMATCH when a
+ * HERD_ENOTFOUND when there is no committed step (a fresh start);
+ * HERD_ECORRUPT when steps exist and none verifies (the message names
+ * them and the newest one's fault): not a fresh start, and starting over
+ * would write over them.  HERD_EMISMATCH when a
  * registered tensor or blob is missing from the step or differs in type or
  * shape (no fallback then).  On failure the registered memory may have
  * been partly overwritten.  Collective.
@@ -257,12 +260,19 @@ typedef struct herd_ckpt_step_info {
 	/* Whether the manifest decoded and its checksum matched (the data is
 	 * not read: herd_ckpt_verify does that). */
 	bool manifest_ok;
+	/* Whether every file the manifest lists is there, a regular file of
+	 * the size it gives (false when the manifest cannot be read); what is
+	 * wrong, when not, in problem ("rank-00001.data is missing"). */
+	bool files_ok;
+	char problem[160];
 } herd_ckpt_step_info;
 
 /*
  * Lists the step directories of dir, committed and not, oldest first.
  * *out is an array of *count entries freed with herd_free (NULL when
- * empty).  Reads only manifests.  Local, thread-safe.
+ * empty).  Reads only manifests, and checks what is cheap: every file
+ * present with the size the manifest says; checksums are not read
+ * (herd_ckpt_verify).  Local, thread-safe.
  */
 HERD_EXTERN herd_status herd_ckpt_list(const char *dir, herd_ckpt_step_info **out,
 				       size_t *count);

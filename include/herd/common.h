@@ -55,7 +55,8 @@ extern "C" {
 	X(EEXIST, -16, "already exists")                                      \
 	X(EBUSY, -17, "resource busy")                                        \
 	X(EINTERNAL, -18, "internal error")                                   \
-	X(ENODEV, -19, "no usable GPU")
+	X(ENODEV, -19, "no usable GPU")                                       \
+	X(ECORRUPT, -20, "data exists but does not verify")
 
 typedef enum herd_status {
 #define HERD_STATUS_ENUM_(name, value, desc) HERD_##name = (value),

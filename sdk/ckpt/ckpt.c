@@ -126,8 +126,9 @@ static herd_status sweep(const char *dir)
 	while ((e = readdir(d)) != NULL) {
 		int64_t step;
 
-		if (herd__ckpt_parse_step(e->d_name, HERD__CKPT_TMP_PREFIX, &step) ||
-		    herd__ckpt_parse_step(e->d_name, HERD__CKPT_DEL_PREFIX, &step)) {
+		if ((herd__ckpt_parse_step(e->d_name, HERD__CKPT_TMP_PREFIX, &step) ||
+		     herd__ckpt_parse_step(e->d_name, HERD__CKPT_DEL_PREFIX, &step)) &&
+		    herd__ckpt_is_ours(dir, e->d_name)) {
 			herd_status s2 = herd__ckpt_remove_tree(dir, e->d_name);
 
 			if (s2 != HERD_OK && st == HERD_OK)
@@ -360,8 +361,11 @@ herd_status herd_ckpt_add_tensor(herd_ckpt *ck, const char *name, void *data, he
 		t.shape[d] = global_shape[d];
 		t.box.offset[d] = offset != NULL ? offset[d] : 0;
 		t.box.shape[d] = shape != NULL ? shape[d] : global_shape[d];
-		if (t.shape[d] > HERD__CKPT_MAX_DIM || t.box.shape[d] > t.shape[d] ||
-		    t.box.offset[d] > t.shape[d] - t.box.shape[d])
+		if (t.shape[d] > HERD__CKPT_MAX_DIM)
+			return herd__error(HERD_EINVAL, "herd_ckpt_add_tensor: \"%s\": dimension %d: "
+					   "the global size %" PRIu64 " is over the limit of 2^48 "
+					   "(%" PRIu64 ")", name, d, t.shape[d], HERD__CKPT_MAX_DIM);
+		if (t.box.shape[d] > t.shape[d] || t.box.offset[d] > t.shape[d] - t.box.shape[d])
 			return herd__error(HERD_EINVAL, "herd_ckpt_add_tensor: \"%s\": dimension %d: "
 					   "the shard (%" PRIu64 " at %" PRIu64 ") does not lie within "
 					   "the global size %" PRIu64, name, d, t.box.shape[d],

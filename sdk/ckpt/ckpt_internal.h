@@ -285,4 +285,9 @@ herd_status herd__ckpt_verify_data(const char *stepdir, const herd__ckpt_manifes
  * what it cannot remove, which it reports. */
 herd_status herd__ckpt_remove_tree(const char *parent, const char *name);
 
+/* Whether dir/name, named like a step or a temporary step, is a directory
+ * (not a symbolic link to one): what herd itself makes.  Anything else is
+ * left alone, with a warning naming it. */
+bool herd__ckpt_is_ours(const char *dir, const char *name);
+
 #endif /* HERD_CKPT_INTERNAL_H */

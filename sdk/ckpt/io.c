@@ -252,6 +252,22 @@ static herd_status remove_contents(int fd, const char *where, int depth)
 	return st;
 }
 
+bool herd__ckpt_is_ours(const char *dir, const char *name)
+{
+	char path[4096];
+	struct stat sb;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (lstat(path, &sb) != 0)
+		return false;
+	if (S_ISDIR(sb.st_mode))
+		return true;
+	herd__log_warn("checkpoint directory %s: leaving %s alone: it is named like a step but is "
+		       "%s, not a directory herd made", dir, name,
+		       S_ISLNK(sb.st_mode) ? "a symbolic link" : "not a directory");
+	return false;
+}
+
 herd_status herd__ckpt_remove_tree(const char *parent, const char *name)
 {
 	char where[4096];
@@ -307,10 +323,10 @@ herd_status herd__ckpt_committed_steps(const char *dir, int64_t **out, size_t *c
 			continue;
 		/* One spelling per step, so that a step is never listed twice. */
 		herd__ckpt_step_name(canon, sizeof(canon), step);
-		if (strcmp(canon, e->d_name) != 0)
+		if (strcmp(canon, e->d_name) != 0 || !herd__ckpt_is_ours(dir, e->d_name))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/%s", dir, e->d_name, HERD__CKPT_MANIFEST);
-		if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+		if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
 			continue;
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 16;

@@ -377,7 +377,8 @@ herd_status herd_ckpt_restore(herd_ckpt *ck, int64_t step, int64_t *restored)
 	int64_t *steps = NULL;
 	size_t nsteps = 0, next;
 	herd_status st, local = HERD_OK;
-	char first_failure[1024] = "";
+	char first_failure[1024] = "", tried[256] = "";
+	size_t ntried = 0;
 	int failed;
 
 	if (ck == NULL)
@@ -399,10 +400,16 @@ herd_status herd_ckpt_restore(herd_ckpt *ck, int64_t step, int64_t *restored)
 		if (step == HERD_CKPT_LATEST) {
 			cand = ck->rank == 0 && next > 0 ? steps[--next] : -1;
 			HERD_CHECK_GOTO(herd__ckpt_bcast(ck, &cand, sizeof(cand)), st, out);
+			if (cand < 0 && ntried == 0) {
+				st = herd__error(HERD_ENOTFOUND, "no committed checkpoint step in %s "
+						 "(there is none)", ck->dir);
+				goto out;
+			}
+			/* Steps exist and none verifies: not a fresh start. */
 			if (cand < 0) {
-				st = herd__error(HERD_ENOTFOUND, "no checkpoint step in %s could be "
-						 "restored%s%s", ck->dir, first_failure[0] ? "; the "
-						 "newest failed: " : " (there is none)", first_failure);
+				st = herd__error(HERD_ECORRUPT, "none of the %zu committed checkpoint "
+						 "steps in %s verifies (%s); the newest failed: %s",
+						 ntried, ck->dir, tried, first_failure);
 				goto out;
 			}
 		}
@@ -417,6 +424,12 @@ herd_status herd_ckpt_restore(herd_ckpt *ck, int64_t step, int64_t *restored)
 			goto out;
 		if (first_failure[0] == '\0')
 			herd__strlcpy(first_failure, herd_last_error(), sizeof(first_failure));
+		if (strlen(tried) + 24 < sizeof(tried))
+			snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), "%s%" PRId64,
+				 ntried > 0 ? ", " : "steps ", cand);
+		else if (tried[strlen(tried) - 1] != '.')
+			herd__strlcpy(tried + strlen(tried), ", ...", sizeof(tried) - strlen(tried));
+		ntried++;
 		if (ck->rank == 0)
 			herd__log_warn("%s; trying the step before", herd_last_error());
 	}
@@ -446,6 +459,34 @@ static uint64_t dir_bytes(const char *dir, const char *name)
 	}
 	closedir(d);
 	return total;
+}
+
+/* Whether every file m lists is in the step directory path, a regular
+ * file of the size m gives; the first that is not, in problem. */
+static bool files_as_listed(const char *path, const herd__ckpt_manifest *m, char *problem,
+			    size_t cap)
+{
+	for (size_t i = 0; i < m->nfiles; i++) {
+		char fpath[4200];
+		struct stat sb;
+
+		snprintf(fpath, sizeof(fpath), "%s/%s", path, m->files[i].name);
+		if (lstat(fpath, &sb) != 0) {
+			snprintf(problem, cap, "%s: %s", m->files[i].name,
+				 errno == ENOENT ? "missing" : strerror(errno));
+			return false;
+		}
+		if (!S_ISREG(sb.st_mode)) {
+			snprintf(problem, cap, "%s is not a regular file", m->files[i].name);
+			return false;
+		}
+		if ((uint64_t)sb.st_size != m->files[i].size) {
+			snprintf(problem, cap, "%s has %" PRIu64 " bytes, the manifest says %" PRIu64,
+				 m->files[i].name, (uint64_t)sb.st_size, m->files[i].size);
+			return false;
+		}
+	}
+	return true;
 }
 
 static int cmp_info(const void *a, const void *b)
@@ -490,6 +531,8 @@ herd_status herd_ckpt_list(const char *dir, herd_ckpt_step_info **out, size_t *c
 		} else {
 			continue;
 		}
+		if (!herd__ckpt_is_ours(dir, e->d_name))
+			continue;
 		if (strlen(e->d_name) >= sizeof(it->name))
 			continue;
 		if (n == cap) {
@@ -515,6 +558,9 @@ herd_status herd_ckpt_list(const char *dir, herd_ckpt_step_info **out, size_t *c
 			it->tensors = (int)m->ntensors;
 			it->blobs = (int)m->nblobs;
 			it->time = m->time;
+			it->files_ok = files_as_listed(path, m, it->problem, sizeof(it->problem));
+		} else {
+			herd__strlcpy(it->problem, herd_last_error(), sizeof(it->problem));
 		}
 		/* A committed step is one renamed into place with its manifest. */
 		if (committed) {

@@ -629,9 +629,15 @@ static herd_status commit(herd__ckpt_job *job, const uint64_t *results, size_t s
 	HERD_CHECK_GOTO(rename_noreplace(tmpdir, stepdir), st, out);
 	HERD_CHECK_GOTO(herd__fsync_dir(ck->dir), st, out);
 	snprintf(text, sizeof(text), "%s\n", name);
-	if (herd__write_file_atomic(latest, text, strlen(text)) != HERD_OK)
-		herd__log_warn("checkpoint step %" PRId64 " is committed, but %s was not updated: %s",
-			       job->step, latest, herd_last_error());
+	/* `latest` names the newest step or nothing: left naming an older one,
+	 * it could name a step retention deletes next. */
+	if (herd__write_file_atomic(latest, text, strlen(text)) != HERD_OK) {
+		herd__log_warn("checkpoint step %" PRId64 " is committed, but %s was not updated "
+			       "(%s): removed it instead, until a save can write it", job->step,
+			       latest, herd_last_error());
+		if (unlink(latest) != 0 && errno != ENOENT)
+			herd__log_warn("cannot remove %s either: %s", latest, strerror(errno));
+	}
 	apply_retention(ck, job->step);
 out:
 	free(data);

@@ -48,6 +48,25 @@ mkdir "$one/.tmp-step-000000000003"
 out=$("$HERD" ckpt ls "$one") || fail "ls exited $?"
 has_re "$out" '^3 +partial +[0-9.]+ [KMG]?i?B +- +- +- +-$'
 rmdir "$one/.tmp-step-000000000003"
+# It says what it did not check.
+has "$out" "(files and sizes checked; checksums not read: herd ckpt verify DIR STEP)"
+# What is cheap to see, it sees: a data file cut short or gone is damaged.
+cp -r "$one" "$tmp/dmg"
+size1=$(stat -c %s "$tmp/dmg/step-000000000001/rank-00000.data")
+truncate -s $((size1 - 1)) "$tmp/dmg/step-000000000001/rank-00000.data"
+rm "$tmp/dmg/step-000000000002/rank-00000.data"
+out=$("$HERD" ckpt ls "$tmp/dmg") || fail "ls of a damaged directory exited $?"
+has_re "$out" '^1 +damaged +'
+has "$out" "  rank-00000.data has $((size1 - 1)) bytes, the manifest says $size1"
+has_re "$out" '^2 +damaged +'
+has "$out" "  rank-00000.data: missing"
+"$HERD" ckpt ls --json "$tmp/dmg" >"$tmp/dmg.json" || fail "ls --json of a damaged directory exited $?"
+python3 - "$tmp/dmg.json" <<'PY' || fail "ls --json, damaged: $(cat "$tmp/dmg.json")"
+import json, sys
+steps = json.load(open(sys.argv[1]))["steps"]
+assert [(s["state"], s["verified"]) for s in steps] == [("damaged", False), ("damaged", False)], steps
+assert steps[1]["problem"] == "rank-00000.data: missing", steps
+PY
 
 out=$("$HERD" ckpt inspect "$one" 2) || fail "inspect exited $?"
 has "$out" "step 2 of $one: saved "
@@ -200,6 +219,37 @@ cmp "$tmp/one.safetensors" "$tmp/again.safetensors" || fail "export -> import ->
 "$HERD" ckpt import "$tmp/one.safetensors" "$one" 9 >/dev/null 2>"$tmp/err"; rc=$?
 [[ $rc == 1 ]] || fail "import over an existing step: exit $rc"
 has "$(cat "$tmp/err")" "already"
+
+# A file of someone else's, with a scalar and metadata of its own: import
+# then export gives back the same tensors, shapes (the scalar's too) and
+# metadata, with herd's keys beside it.
+python3 - "$tmp/theirs.safetensors" <<'EOF' || fail "making theirs.safetensors"
+import json, struct, sys
+h = {"__metadata__": {"format": "pt", "note": "lr=0.1"},
+     "loss": {"dtype": "F32", "shape": [], "data_offsets": [0, 4]},
+     "w": {"dtype": "F64", "shape": [2, 1], "data_offsets": [4, 20]}}
+text = json.dumps(h).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(text)) + text +
+                              struct.pack("<f", 2.5) + struct.pack("<2d", 1.0, -2.0))
+EOF
+"$HERD" ckpt import "$tmp/theirs.safetensors" "$tmp/theirs" 3 >/dev/null 2>"$tmp/err" || fail "import theirs: $(cat "$tmp/err")"
+[[ ! -s $tmp/err ]] || fail "import theirs said: $(cat "$tmp/err")"
+"$HERD" ckpt export "$tmp/theirs" 3 "$tmp/theirs.back" >/dev/null || fail "export theirs"
+python3 - "$tmp/theirs.back" <<'EOF' || fail "theirs did not come back as it was"
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+data = b[8 + n:]
+assert h["__metadata__"] == {"herd.step": "3", "herd.ranks": "1", "format": "pt", "note": "lr=0.1"}, h
+assert h["loss"]["dtype"] == "F32" and h["loss"]["shape"] == [], h["loss"]
+assert h["w"]["dtype"] == "F64" and h["w"]["shape"] == [2, 1], h["w"]
+lo, hi = h["loss"]["data_offsets"]
+assert struct.unpack("<f", data[lo:hi]) == (2.5,)
+lo, hi = h["w"]["data_offsets"]
+assert struct.unpack("<2d", data[lo:hi]) == (1.0, -2.0)
+EOF
 
 # --- hostile files: exit 2, the reason, no step written
 hostile() { # NAME EXPECTED-MESSAGE PYTHON-BYTES-EXPRESSION

@@ -44,6 +44,17 @@ $(diff "$tmp/ref$np.txt" "$tmp/kill$np.txt")"
   v=$("$HERD" ckpt verify "$tmp/kill$np") || fail "$np ranks: verify: $v"
   has "$v" "step-000000000060: ok: 1 tensors (136 bytes), 0 blobs, saved by $np ranks"
 done
+# Every step damaged: the restarted attempt stops, naming the steps, instead
+# of starting over on top of them.
+cp -r "$tmp/ref2" "$tmp/bad2"
+for f in "$tmp"/bad2/step-*/rank-00000.data; do
+  python3 -c 'import sys; f = open(sys.argv[1], "r+b"); b = f.read(1); f.seek(0); f.write(bytes([b[0] ^ 1]))' "$f"
+done
+out=$(timeout 120 "$HERD" launch -n 2 --restarts 1 -- "$TRAIN" --steps 60 --every 10 --seed 7 \
+        --dir "$tmp/bad2" --kill-rank 1 --kill-at 5 2>&1)
+[[ $? != 0 ]] || fail "every step damaged: the job succeeded: $out"
+has "$out" "none of the 3 committed checkpoint steps in $tmp/bad2 verifies (steps 60, 50, 40)"
+grep -q "starting over" <<<"$out" && fail "every step damaged: it started over: $out"
 # 2 and 4 ranks train on different data (each rank makes its own samples):
 # the weights compared above are the training's, not a constant.
 cmp -s "$tmp/ref2.txt" "$tmp/ref4.txt" && fail "2 and 4 ranks gave the same weights"

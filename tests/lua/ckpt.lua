@@ -81,6 +81,27 @@ do
   m[1] = 42
   assert(ck:restore(99) == nil and m[1] == 42)
 
+  -- steps that exist and do not verify are not a fresh start: the third
+  -- value tells them apart
+  for _, step in ipairs({ 10, 11 }) do
+    local path = ("%s/step-%012d/rank-00000.data"):format(dir("shapes"), step)
+    local f = assert(io.open(path, "r+b"))
+    local b = f:read(1)
+    f:seek("set", 0)
+    f:write(string.char(b:byte() ~ 1))
+    f:close()
+  end
+  ok, msg, status = ck:restore()
+  assert(ok == nil and status == "HERD_ECORRUPT", tostring(msg))
+  assert(msg:find("none of the 2 committed checkpoint steps", 1, true) and
+         msg:find("(steps 11, 10)", 1, true), msg)
+  do
+    local fresh <close> = assert(herd.checkpoint(dir("fresh")))
+    assert(fresh:add("x", { 1 }))
+    ok, msg, status = fresh:restore()
+    assert(ok == nil and status == "HERD_ENOTFOUND" and msg:find("there is none", 1, true), tostring(msg))
+  end
+
   -- misuse raises, before the library is called
   raises("unknown option 'dtpye'", ck.add, ck, "x", { 1 }, { dtpye = "int8" })
   raises("unknown type 'float128'", ck.add, ck, "x", { 1 }, { dtype = "float128" })

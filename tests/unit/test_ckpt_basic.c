@@ -148,6 +148,12 @@ static void test_ckpt_add_rejects_bad_registrations(void)
 		  "printable");
 	CHECK_ERR(herd_ckpt_add_tensor(ck, "w", x, HERD_FLOAT32, 9, g, NULL, NULL), HERD_EINVAL,
 		  "ndim");
+	/* A global size over 2^48 says that is the limit. */
+	CHECK_ERR(herd_ckpt_add_tensor(ck, "huge", x, HERD_FLOAT32, 2,
+				       (uint64_t[]){ 4, (UINT64_C(1) << 48) + 1 },
+				       (uint64_t[]){ 0, 0 }, (uint64_t[]){ 1, 1 }), HERD_EINVAL,
+		  "dimension 1: the global size 281474976710657 is over the limit of 2^48 "
+		  "(281474976710656)");
 	CHECK_OK(herd_ckpt_add_tensor(ck, "w", x, HERD_FLOAT32, 2, g, NULL, NULL));
 	CHECK_ERR(herd_ckpt_add_blob(ck, "w", b, sizeof(b), HERD_CKPT_BLOB_RANK0), HERD_EEXIST,
 		  "already registered");
@@ -160,6 +166,57 @@ static void test_ckpt_add_rejects_bad_registrations(void)
 	CHECK_INT(count_dir(dir), 0);   /* the failed save left nothing */
 	CHECK_OK(herd_ckpt_close(ck));
 	CHECK_ERR(herd_ckpt_open(&ck, "", NULL, NULL), HERD_EINVAL, "empty");
+}
+
+/* A symbolic link or a plain file named like a step or a temporary step is
+ * not herd's: open's sweep and retention leave it alone and are not
+ * blocked by it, and listings do not take it for a step. */
+static void test_ckpt_leaves_what_it_did_not_make_alone(void)
+{
+	char dir[300], elsewhere[300], link0[400], linkdel[400], tmpfile[400], keep[400];
+	float x[4] = { 1, 2, 3, 4 };
+	uint64_t g[1] = { 4 };
+	herd_ckpt_opts o = HERD_CKPT_OPTS_INIT;
+	herd_ckpt_step_info *info = NULL;
+	herd_ckpt *ck = NULL;
+	struct stat sb;
+	size_t n = 0;
+	int64_t latest = -1;
+	FILE *f;
+
+	make_dir(dir, sizeof(dir), "not_ours");
+	make_dir(elsewhere, sizeof(elsewhere), "elsewhere");
+	CHECK(mkdir(dir, 0755) == 0 && mkdir(elsewhere, 0755) == 0);
+	snprintf(keep, sizeof(keep), "%s/precious", elsewhere);
+	f = fopen(keep, "w");
+	CHECK(f != NULL && fputs("mine\n", f) >= 0 && fclose(f) == 0);
+	snprintf(link0, sizeof(link0), "%s/step-000000000000", dir);
+	snprintf(linkdel, sizeof(linkdel), "%s/.del-step-000000000003.1", dir);
+	snprintf(tmpfile, sizeof(tmpfile), "%s/.tmp-step-000000000009.1", dir);
+	CHECK(symlink(elsewhere, link0) == 0 && symlink(elsewhere, linkdel) == 0);
+	f = fopen(tmpfile, "w");
+	CHECK(f != NULL && fclose(f) == 0);
+
+	o.keep_last = 1;
+	CHECK_OK(herd_ckpt_open(&ck, dir, NULL, &o));
+	CHECK_OK(herd_ckpt_add_tensor(ck, "x", x, HERD_FLOAT32, 1, g, NULL, NULL));
+	for (int64_t step = 1; step <= 3; step++)
+		CHECK_OK(herd_ckpt_save(ck, step));
+	CHECK_OK(herd_ckpt_close(ck));
+	/* Reopened: the sweep is not blocked either. */
+	CHECK_OK(herd_ckpt_open(&ck, dir, NULL, &o));
+	CHECK_OK(herd_ckpt_restore(ck, HERD_CKPT_LATEST, &latest));
+	CHECK_INT(latest, 3);
+	CHECK_OK(herd_ckpt_close(ck));
+	CHECK(lstat(link0, &sb) == 0 && S_ISLNK(sb.st_mode));
+	CHECK(lstat(linkdel, &sb) == 0 && S_ISLNK(sb.st_mode));
+	CHECK(lstat(tmpfile, &sb) == 0 && S_ISREG(sb.st_mode));
+	CHECK(stat(keep, &sb) == 0 && sb.st_size == 5);
+	CHECK_OK(herd_ckpt_list(dir, &info, &n));
+	CHECK_INT(n, 1);
+	if (n == 1)
+		CHECK(info[0].step == 3 && info[0].committed && info[0].files_ok);
+	herd_free(info);
 }
 
 /* ---- asynchronous saves ----------------------------------------------- */
@@ -359,11 +416,14 @@ static void test_ckpt_corruption_is_named_and_restore_falls_back(void)
 	CHECK(strstr(err, "step 2") != NULL && strstr(err, "manifest") != NULL);
 	/* Asking for the damaged step itself is an error, not a fallback. */
 	CHECK_ERR(herd_ckpt_restore(ck, 3, NULL), HERD_EFORMAT, "checksum mismatch");
-	/* Step 1 damaged too: nothing is left. */
+	/* Step 1 damaged too: steps exist and none verifies, which is not the
+	 * fresh start HERD_ENOTFOUND means; every step tried is named. */
 	snprintf(path, sizeof(path), "%s/step-000000000001/rank-00000.data", dir);
 	flip_byte(path, -1);
-	CHECK_ERR(herd_ckpt_restore(ck, HERD_CKPT_LATEST, NULL), HERD_ENOTFOUND,
-		  "could be restored");
+	CHECK_ERR(herd_ckpt_restore(ck, HERD_CKPT_LATEST, NULL), HERD_ECORRUPT,
+		  "none of the 3 committed checkpoint steps in");
+	CHECK(strstr(herd_last_error(), "verifies (steps 3, 2, 1); the newest failed: restoring "
+			 "checkpoint step 3: ") != NULL);
 	/* The last chunk is read by the second reader (the second half of
 	 * the run): named all the same. */
 	CHECK_ERR(herd_ckpt_restore(ck, 1, NULL), HERD_EFORMAT,
@@ -635,6 +695,7 @@ int main(void)
 	TEST_RUN(test_ckpt_add_rejects_bad_registrations);
 	TEST_RUN(test_ckpt_async_stages_in_pieces_and_second_save_waits);
 	TEST_RUN(test_ckpt_retention_keeps_last_n_and_every_kth);
+	TEST_RUN(test_ckpt_leaves_what_it_did_not_make_alone);
 	TEST_RUN(test_ckpt_corruption_is_named_and_restore_falls_back);
 	TEST_RUN(test_ckpt_hostile_manifests_are_rejected);
 	TEST_RUN(test_ckpt_hostile_step_is_skipped);

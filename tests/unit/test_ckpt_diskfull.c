@@ -5,6 +5,7 @@
  * and the previous checkpoint stays intact and restorable.  Needs root (to
  * mount); skipped (77) otherwise.
  */
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
@@ -90,6 +91,75 @@ static void test_ckpt_disk_full_fails_cleanly_and_keeps_previous(void)
 	free(want);
 }
 
+/* The step commits but `latest` cannot be written (no inode left for its
+ * temporary file): `latest` must not be left naming the step retention
+ * deletes right after. */
+static void test_ckpt_latest_never_names_a_deleted_step(void)
+{
+	char dir[300], filler[320], latest[320], text[64] = "";
+	uint8_t x[256];
+	uint64_t g[1] = { sizeof(x) };
+	herd_ckpt_opts o = HERD_CKPT_OPTS_INIT;
+	herd_ckpt *ck = NULL;
+	herd_status st = HERD_EIO;
+	int nfill = 0, freed = 0;
+	int64_t step = 2;
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s/inodes", mnt);
+	CHECK(mkdir(dir, 0755) == 0);
+	CHECK(mount("herd-ckpt-inodes", dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=64")
+	      == 0);
+	snprintf(filler, sizeof(filler), "%s/filler", dir);
+	CHECK(mkdir(filler, 0755) == 0);
+	o.keep_last = 1;
+	memset(x, 7, sizeof(x));
+	CHECK_OK(herd_ckpt_open(&ck, dir, NULL, &o));
+	CHECK_OK(herd_ckpt_add_tensor(ck, "x", x, HERD_UINT8, 1, g, NULL, NULL));
+	CHECK_OK(herd_ckpt_save(ck, 1));
+	/* Every inode taken... */
+	for (; nfill < 200; nfill++) {
+		char p[400];
+		int fd;
+
+		snprintf(p, sizeof(p), "%s/%d", filler, nfill);
+		fd = open(p, O_CREAT | O_WRONLY, 0600);
+		if (fd < 0)
+			break;
+		close(fd);
+	}
+	CHECK(nfill > 0 && nfill < 200);
+	/* ...then given back one at a time until a save fits, which leaves
+	 * none for latest's temporary file. */
+	while (st != HERD_OK && freed < nfill && freed < 16) {
+		char p[400];
+
+		snprintf(p, sizeof(p), "%s/%d", filler, freed++);
+		CHECK(unlink(p) == 0);
+		st = herd_ckpt_save(ck, step);
+		if (st != HERD_OK)
+			CHECK(strstr(herd_last_error(), "No space left on device") != NULL);
+	}
+	CHECK_OK(st);
+	snprintf(latest, sizeof(latest), "%s/latest", dir);
+	f = fopen(latest, "r");
+	if (f != NULL) {
+		CHECK(fgets(text, sizeof(text), f) != NULL);
+		fclose(f);
+		/* Written after all, then it names the new step. */
+		CHECK_STR(text, "step-000000000002\n");
+	}
+	CHECK(herd_ckpt_verify(dir, 1, NULL, NULL, NULL) != HERD_OK);   /* retention took it */
+	CHECK_OK(herd_ckpt_verify(dir, 2, NULL, NULL, NULL));
+	CHECK_OK(herd_ckpt_latest(dir, &step));
+	CHECK_INT(step, 2);
+	CHECK_OK(herd_ckpt_close(ck));
+	CHECK(umount(dir) == 0);
+	rmdir(dir);
+	printf("     %d inodes given back before step 2 fit; latest %s\n", freed,
+	       f != NULL ? "names it" : "removed");
+}
+
 int main(void)
 {
 	int rc;
@@ -106,6 +176,7 @@ int main(void)
 	}
 	herd_log_set_level(HERD_LOG_ERROR);
 	TEST_RUN(test_ckpt_disk_full_fails_cleanly_and_keeps_previous);
+	TEST_RUN(test_ckpt_latest_never_names_a_deleted_step);
 	if (umount(mnt) != 0)
 		fprintf(stderr, "cannot unmount %s: %s\n", mnt, strerror(errno));
 	rmdir(mnt);

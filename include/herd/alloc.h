@@ -60,7 +60,8 @@
  * locks: a process that opens and closes the file again (to read a
  * record) keeps its flock, where closing any descriptor drops all its
  * fcntl locks on the file.  Lock files are created on first use (mode
- * 0666, so that every user can lock them) and never deleted: deleting a
+ * 0644: every user can open them to lock them, only their creator can
+ * write them) and never deleted: deleting a
  * file that someone may hold or be about to lock would let a second
  * process lock a new file of the same name while the first still holds
  * the old one.  Releasing a lease empties the file and closes it.  After
@@ -73,13 +74,24 @@
  * overlapping GPUs cannot deadlock, and a request never holds part of its
  * GPUs.
  *
- * The record.  After locking, an exclusive holder writes into the file, as
- * text, "herd-lease v=1" on the first line and then key=value lines: uuid,
- * job, pid, user, uid, host, since (Unix seconds), mode.  The record only
- * says who holds the lease; the lock says whether anyone does.  A reader
- * treats a file whose lock nobody holds as free whatever it contains (a
- * killed holder leaves its record behind), and a locked file without a
- * readable record as held by someone unknown.  Shared holders write no
+ * The record.  After locking, an exclusive holder that may write the file
+ * writes into it, as text, "herd-lease v=1" on the first line and then
+ * key=value lines: uuid, job, pid, user, uid, host, since (Unix seconds),
+ * mode.  The record only says who holds the lease; the lock says whether
+ * anyone does.  A reader treats a file whose lock nobody holds as free
+ * whatever it contains (a killed holder leaves its record behind), believes
+ * a record only when its pid is the one /proc/locks shows holding the lock
+ * (else it names that pid, with a note that the record is not the
+ * holder's), and treats a locked file without a readable record as held by
+ * someone unknown.
+ *
+ * What a lease protects against: two herd jobs (or any programs that take
+ * the lease) ever using one GPU at once, and a GPU staying taken after its
+ * holder died.  What it does not: a program that uses a GPU without taking
+ * its lease (the lock is advisory; CUDA knows nothing of it); a user who
+ * holds a lease on purpose and never lets go (whoever may open the file
+ * may lock it); and the text of a record, which the file's owner may write
+ * as they like (only the pid is checked against the kernel).  Shared holders write no
  * record (there may be several at once).  Readers test the lock with
  * non-blocking locks of their own that last microseconds, so they can make
  * a concurrent lease attempt fail for a moment; herd_alloc retries those

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -256,6 +257,68 @@ static bool read_record(int fd, herd_gpu_status *s)
 	return true;
 }
 
+static bool pid_alive(int64_t pid);
+
+/*
+ * The pids that /proc/locks shows holding an exclusive flock on the file
+ * open as fd, at most max of them; -1 when /proc/locks cannot be read (no
+ * procfs).  A process that forked keeps being shown by the locker's pid.
+ */
+static int flock_holders(int fd, int64_t *pids, int max)
+{
+	struct stat sb;
+	char line[256];
+	int n = 0;
+	FILE *f;
+
+	if (fstat(fd, &sb) != 0 || (f = fopen("/proc/locks", "re")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char type[16], access[16];
+		unsigned int maj, min;
+		unsigned long long ino;
+		long long pid;
+
+		/* "1: FLOCK  ADVISORY  WRITE 1234 fe:00:5678 0 EOF"; waiters have "->". */
+		if (strstr(line, "->") != NULL ||
+		    sscanf(line, "%*d: %15s %*s %15s %lld %x:%x:%llu", type, access, &pid, &maj,
+			   &min, &ino) != 6)
+			continue;
+		if (strcmp(type, "FLOCK") == 0 && strcmp(access, "WRITE") == 0 &&
+		    ino == (unsigned long long)sb.st_ino && maj == major(sb.st_dev) &&
+		    min == minor(sb.st_dev) && n < max)
+			pids[n++] = pid;
+	}
+	fclose(f);
+	return n;
+}
+
+/*
+ * Whether the record read into s is the holder's: its pid holds the lock,
+ * as /proc/locks says.  Anyone who can write the file can write a record,
+ * so where the kernel can say who holds the lock, it decides; else the
+ * record's pid must at least be alive.
+ */
+static bool record_is_holders(int fd, herd_gpu_status *s)
+{
+	int64_t pids[8];
+	int n = flock_holders(fd, pids, 8);
+
+	if (n < 0)
+		return pid_alive(s->pid);
+	for (int i = 0; i < n; i++)
+		if (pids[i] == s->pid)
+			return true;
+	if (n > 0) {
+		snprintf(s->note, sizeof(s->note), "the lease record names pid %lld, which does not "
+			 "hold the lock; pid %lld does", (long long)s->pid, (long long)pids[0]);
+		s->job[0] = s->user[0] = s->host[0] = '\0';
+		s->pid = pids[0];
+		s->since = 0;
+	}
+	return false;
+}
+
 /* Whether pid may be alive here (another user's process, or unknowable). */
 static bool pid_alive(int64_t pid)
 {
@@ -311,7 +374,7 @@ static void probe(int fd, herd_gpu_status *s)
 			return;
 		/* A live holder's record settles it; anything else may be a
 		 * prober, or a holder between locking and writing. */
-		if (s->state == HERD_LEASE_EXCLUSIVE && read_record(fd, s) && pid_alive(s->pid))
+		if (s->state == HERD_LEASE_EXCLUSIVE && read_record(fd, s) && record_is_holders(fd, s))
 			return;
 	}
 	if (s->state == HERD_LEASE_SHARED) {
@@ -453,7 +516,7 @@ static herd_status lock_one(int dirfd, const char *dir, const char *uuid, bool s
 		int fd, e = EWOULDBLOCK;
 
 		fd = openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
-			    0666);
+			    0644);
 		if (fd < 0 && errno == EACCES) {
 			/* Another user's file we may not write: locking needs no
 			 * write access, only the record is lost. */
@@ -476,9 +539,11 @@ static herd_status lock_one(int dirfd, const char *dir, const char *uuid, bool s
 					   "something other than herd made it: remove it",
 					   dir, name);
 		}
-		/* Our own new file: make it lockable by every user, whatever the umask. */
-		if (writable && fsb.st_uid == geteuid() && (fsb.st_mode & 0777) != 0666 &&
-		    fchmod(fd, 0666) != 0)
+		/* Our own file: readable by every user, so that every user can
+		 * lock it (flock needs no write access), and written by us alone,
+		 * whatever the umask or an older herd's 0666 made it. */
+		if (writable && fsb.st_uid == geteuid() && (fsb.st_mode & 0777) != 0644 &&
+		    fchmod(fd, 0644) != 0)
 			herd__log_debug("cannot chmod %s/%s: %s", dir, name, strerror(errno));
 		for (int i = 0; i < LOCK_TRIES && e == EWOULDBLOCK; i++) {
 			if (i > 0)

@@ -181,8 +181,9 @@ static void test_lease_held_recorded_released_and_file_kept(void)
 	CHECK(text != NULL && strstr(text, want) != NULL && strstr(text, "\njob=job-7\n") != NULL &&
 	      strstr(text, "\nmode=exclusive\n") != NULL);
 	free(text);
+	/* Every user may lock it; only its creator may write a record. */
 	CHECK_INT(stat(lock_path(dir, A), &sb), 0);
-	CHECK_INT(sb.st_mode & 0777, 0666);
+	CHECK_INT(sb.st_mode & 0777, 0644);
 	herd_lease_free(l);
 	CHECK_STR(states(dir), "free,free,free");
 	/* Released: the file stays (never deleted), emptied. */
@@ -363,6 +364,26 @@ static void test_lease_files_written_by_something_else(void)
 	unlink(lock_path(dir, C));
 	CHECK_OK(herd_lease_acquire(&l, ab, 2, 0, &o));
 	herd_lease_free(l);
+	l = NULL;
+	/* A record rewritten while a holder holds the lease, naming another
+	 * live process and another job: the kernel's word on who holds the
+	 * lock wins, and the note says the record is not the holder's. */
+	h = holder(dir, a, 1, 0);
+	CHECK(h > 0);
+	{
+		char fake[256];
+
+		snprintf(fake, sizeof(fake), "herd-lease v=1\nuuid=%s\njob=forged\npid=%d\n"
+			 "user=mallory\nuid=4242\nhost=elsewhere\nsince=1\nmode=exclusive\n", A,
+			 (int)getpid());
+		write_file(lock_path(dir, A), fake);
+	}
+	s = status_of(dir, 0);
+	CHECK_INT(s.state, HERD_LEASE_EXCLUSIVE);
+	CHECK_INT(s.pid, h);
+	CHECK(strcmp(s.job, "forged") != 0 && strcmp(s.user, "mallory") != 0);
+	CHECK(strstr(s.note, "does not hold the lock") != NULL);
+	kill_holder(h);
 	rm_tree(dir);
 }
 

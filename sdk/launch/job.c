@@ -39,6 +39,9 @@
 /* Bytes of a helper's (ssh's) stderr kept for messages. */
 #define HELPER_ERR_MAX HERD__LAUNCH_LINK_ERR_MAX
 #define MAX_PENDING_SIGNALS 64
+/* How long the first failure waits for a better one to blame (a rank
+ * killed by a signal, whose peers' errors can reach the launcher first). */
+#define SETTLE_MS 250
 
 struct rank_info {
 	herd_rank_status st;   /* host points into the node list, error into strings */
@@ -89,6 +92,9 @@ struct herd_job {
 	int exit_status;
 	const char *failure;
 	int first_failed;              /* rank, -1 none */
+	/* The failure to blame while the settle window is open: -1 none. */
+	int candidate;
+	int64_t candidate_at;
 	int pending[MAX_PENDING_SIGNALS];
 	int npending;
 	/* Every string handed out (errors, summaries), freed with the job. */
@@ -373,6 +379,16 @@ static void on_started(herd_job *job, struct node_rt *nr, int rank, long pid)
 	nr->reported++;
 }
 
+/*
+ * Whether failure a is to be blamed before b, which came first: a rank
+ * killed by a signal nobody in the job sent before one that exited with
+ * an error, which is most often its peers' report of that death.
+ */
+static bool blame_before(const herd_rank_status *a, const herd_rank_status *b)
+{
+	return a->state == HERD_RANK_SIGNALED && b->state != HERD_RANK_SIGNALED;
+}
+
 /* The first-failure summary: who, how, and the last lines of its stderr. */
 static void summarize(herd_job *job, const struct rank_info *ri)
 {
@@ -426,12 +442,39 @@ static void on_exited(herd_job *job, struct node_rt *nr, int rank, herd_rank_sta
 	ri->st.exit_code = state == HERD_RANK_SIGNALED ? 0 : code;
 	ri->st.signal = state == HERD_RANK_SIGNALED ? sig : 0;
 	ri->st.error = err != NULL ? keep(job, "%.*s", (int)errlen, err) : NULL;
+	/* The blame waits for the settle window: a killed rank's peers may
+	 * report their own failure (caused by its death) first. */
 	if (failed(&ri->st) && job->first_failed < 0 && !job->stopping) {
-		job->first_failed = rank;
-		summarize(job, ri);
+		if (job->candidate < 0) {
+			job->candidate = rank;
+			job->candidate_at = herd__net_now_ms();
+		} else if (blame_before(&ri->st, &job->ranks[job->candidate].st)) {
+			job->candidate = rank;
+		}
 	}
 	pthread_mutex_unlock(&job->mu);
 	nr->ended++;
+}
+
+/*
+ * Ends the settle window when it has run out (or at once with force):
+ * the candidate becomes the failure the job reports.  Under mu.
+ */
+static void settle(herd_job *job, bool force)
+{
+	if (job->candidate < 0 || job->first_failed >= 0)
+		return;
+	if (!force && herd__net_now_ms() < job->candidate_at + SETTLE_MS)
+		return;
+	job->first_failed = job->candidate;
+	summarize(job, &job->ranks[job->candidate]);
+}
+
+static void settle_locked(herd_job *job, bool force)
+{
+	pthread_mutex_lock(&job->mu);
+	settle(job, force);
+	pthread_mutex_unlock(&job->mu);
 }
 
 /* Callbacks of in-process node supervisors. */
@@ -808,7 +851,7 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 	job->start_err[0] = '\0';
 	job->stopping = false;
 	pthread_mutex_lock(&job->mu);
-	job->first_failed = -1;
+	job->first_failed = job->candidate = -1;
 	job->failure = NULL;
 	for (int r = 0; r < job->nranks; r++) {
 		struct rank_info *ri = &job->ranks[r];
@@ -1028,6 +1071,7 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up, bool *ki
 					 "%s", job->spec.start_timeout_ms, hosts);
 			break;
 		}
+		settle_locked(job, all_done);
 		if (!job->stopping && job->first_failed >= 0)
 			stop_all(job, job->spec.grace_ms);
 		if (job->stopping && herd__net_now_ms() >= job->stop_deadline) {
@@ -1070,6 +1114,12 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up, bool *ki
 			if (timeout < 0 || t < timeout)
 				timeout = t;
 		}
+		if (job->candidate >= 0 && job->first_failed < 0) {
+			int t = herd__net_remaining_ms(job->candidate_at + SETTLE_MS);
+
+			if (timeout < 0 || t < timeout)
+				timeout = t;
+		}
 		if (poll(fds, (nfds_t)n, timeout) < 0 && errno != EINTR) {
 			st = herd__error_errno(HERD_ESYS, errno, "poll in the job's supervisor");
 			break;
@@ -1095,6 +1145,7 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up, bool *ki
 				channel_read(job, nr);
 		}
 	}
+	settle_locked(job, true);
 	free(fds);
 	return st;
 }
@@ -1206,7 +1257,7 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 	HERD_CHECK(check_spec(spec));
 	HERD_CHECK(herd__calloc(&job, 1, sizeof(*job), "a job"));
 	job->wake[0] = job->wake[1] = -1;
-	job->first_failed = -1;
+	job->first_failed = job->candidate = -1;
 	pthread_mutex_init(&job->mu, NULL);
 	herd__net_cond_init(&job->cv);
 	HERD_CHECK_GOTO(copy_spec(job, spec), st, fail);

@@ -258,4 +258,32 @@ out=$(env -u LD_PRELOAD "$HERD" launch -u -n 1 -- sh -c 'echo "$_STDBUF_O $PYTHO
 [[ $out =~ ^\[$host:0\]\ L\ 1\ /usr/libexec/coreutils/libstdbuf\.so\ (.*:)?verify_asan_link_order=0$ ]] \
 	|| fail "-u environment: $out"
 
+# --- kill -9 of one rank of a collective: its peers fail on its death and
+# may be reaped first; the summary blames the killed rank all the same and
+# the launch exits with its status (128 + 9), over shared memory and TCP,
+# three times each.  The launcher is stopped while the peers exit, so that
+# it finds every death at once, as a busy machine makes it do.
+for transport in auto tcp; do
+	for round in 1 2 3; do
+		rm -f "$tmp/pid.victim"
+		timeout 60 "$HERD" launch -n 4 -- sh -c '[ "$HERD_RANK" = 2 ] && echo $$ >"$0/pid.victim"
+			exec "$1" bench allreduce -b 16M -e 16M -n 100003 --transport "$2"' \
+			"$tmp" "$HERD" "$transport" >/dev/null 2>"$tmp/err" & launcher=$!
+		for i in $(seq 100); do [[ -s $tmp/pid.victim ]] && break; sleep 0.1; done
+		[[ -s $tmp/pid.victim ]] || fail "$transport: rank 2 did not start"
+		sleep 1
+		supervisor=$(ps -o pid= --ppid "$launcher" | head -1)   # herd, under timeout
+		[[ -n $supervisor ]] || fail "$transport: no herd launch under timeout"
+		kill -STOP $supervisor
+		kill -9 "$(cat "$tmp/pid.victim")"
+		sleep 2
+		kill -CONT $supervisor
+		wait "$launcher"; rc=$?; launcher=
+		rm -f "$tmp/pid.victim"
+		[[ $rc == 137 ]] || fail "$transport, round $round: exit $rc, want 137: $(cat "$tmp/err")"
+		grep -qE "rank 2 on $host \(pid [0-9]+\) was killed by signal 9" "$tmp/err" \
+			|| fail "$transport, round $round: the summary does not blame rank 2: $(cat "$tmp/err")"
+	done
+done
+
 echo "launch: ok"

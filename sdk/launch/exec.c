@@ -64,6 +64,13 @@ static void ev_exited(void *ud, int rank, herd_rank_state state, int code, int s
 	queue(x, herd__launch_enc_exited(&x->out, rank, state, code, sig, err));
 }
 
+static void ev_paused(void *ud, int rank, int sig)
+{
+	exec_state *x = ud;
+
+	queue(x, herd__launch_enc_paused(&x->out, rank, sig));
+}
+
 /* Writes what it can without blocking; false once the launcher is gone. */
 static bool flush(exec_state *x)
 {
@@ -285,7 +292,7 @@ herd_status herd_job_exec(int rfd, int wfd, int stop_fd)
 {
 	exec_state x = { .rfd = rfd, .wfd = wfd };
 	herd__node_spec spec;
-	herd__node_events ev = { &x, ev_started, ev_output, ev_exited };
+	herd__node_events ev = { &x, ev_started, ev_output, ev_exited, ev_paused };
 	char host[256];
 	herd_status st;
 

@@ -47,6 +47,7 @@ struct rank_info {
 	herd_rank_status st;   /* host points into the node list, error into strings */
 	char *tail[TAIL_LINES];
 	int tail_next, tail_n;
+	int paused;            /* the signal that stopped it, 0 when not stopped */
 };
 
 /* One node of the current run. */
@@ -92,6 +93,7 @@ struct herd_job {
 	int exit_status;
 	const char *failure;
 	int first_failed;              /* rank, -1 none */
+	int blamed_pause;              /* the stop signal of a blamed stopped rank, or 0 */
 	/* The failure to blame while the settle window is open: -1 none. */
 	int candidate;
 	int64_t candidate_at;
@@ -429,6 +431,28 @@ static void summarize(herd_job *job, const struct rank_info *ri)
 	free(s);
 }
 
+/* The summary for a stopped rank blamed for its peers' failure (peer). */
+static void summarize_paused(herd_job *job, const struct rank_info *ri,
+			     const struct rank_info *peer)
+{
+	const char *last = NULL;
+
+	if (peer->tail_n > 0)
+		last = peer->tail[(peer->tail_next - 1 + TAIL_LINES) % TAIL_LINES];
+	if (keep(job, "rank %d on %s (pid %ld) was stopped by signal %d (%s) and did not "
+		 "answer; rank %d %s%s%s", ri->st.rank, ri->st.host, ri->st.pid, ri->paused,
+		 strsignal(ri->paused), peer->st.rank, last != NULL ? "said: " : "exited with code ",
+		 last != NULL ? last : "", last != NULL ? "" : "1") != NULL)
+		job->failure = job->strings[job->nstrings - 1];
+}
+
+static void on_paused(herd_job *job, int rank, int sig)
+{
+	pthread_mutex_lock(&job->mu);
+	job->ranks[rank].paused = sig;
+	pthread_mutex_unlock(&job->mu);
+}
+
 /* err: errlen bytes, not necessarily NUL-terminated (a frame's field). */
 static void on_exited(herd_job *job, struct node_rt *nr, int rank, herd_rank_state state,
 		      int code, int sig, const char *err, size_t errlen)
@@ -466,6 +490,19 @@ static void settle(herd_job *job, bool force)
 		return;
 	if (!force && herd__net_now_ms() < job->candidate_at + SETTLE_MS)
 		return;
+	/* Its peers gave up on a stopped rank: that one did not answer. */
+	if (job->ranks[job->candidate].st.state == HERD_RANK_EXITED) {
+		for (int r = 0; r < job->nranks; r++) {
+			struct rank_info *ri = &job->ranks[r];
+
+			if (ri->paused != 0 && ri->st.state == HERD_RANK_RUNNING) {
+				summarize_paused(job, ri, &job->ranks[job->candidate]);
+				job->first_failed = r;
+				job->blamed_pause = ri->paused;
+				return;
+			}
+		}
+	}
 	job->first_failed = job->candidate;
 	summarize(job, &job->ranks[job->candidate]);
 }
@@ -490,6 +527,13 @@ static void local_output(void *ud, int rank, herd_job_stream s, const char *line
 	struct local_ctx *c = ud;
 
 	on_output(c->job, rank, s, line, len);
+}
+
+static void local_paused(void *ud, int rank, int sig)
+{
+	struct local_ctx *c = ud;
+
+	on_paused(c->job, rank, sig);
 }
 
 static void local_exited(void *ud, int rank, herd_rank_state state, int code, int sig,
@@ -626,6 +670,7 @@ static bool channel_event(herd_job *job, struct node_rt *nr, const herd__launch_
 	case HERD__LAUNCH_T_STARTED:
 	case HERD__LAUNCH_T_OUT:
 	case HERD__LAUNCH_T_EXITED:
+	case HERD__LAUNCH_T_PAUSED:
 		if (!rank_on_node(nr, m->rank)) {
 			snprintf(why, cap, "it reported rank %lld, which is not one of its own",
 				 (long long)m->rank);
@@ -635,6 +680,8 @@ static bool channel_event(herd_job *job, struct node_rt *nr, const herd__launch_
 			on_started(job, nr, (int)m->rank, (long)m->pid);
 		else if (m->type == HERD__LAUNCH_T_OUT)
 			on_output(job, (int)m->rank, (herd_job_stream)m->s, m->data, m->data_len);
+		else if (m->type == HERD__LAUNCH_T_PAUSED)
+			on_paused(job, (int)m->rank, (int)m->sig);
 		else
 			on_exited(job, nr, (int)m->rank, (herd_rank_state)m->state, (int)m->code,
 				  (int)m->sig, m->err_len > 0 ? m->err : NULL, m->err_len);
@@ -852,6 +899,7 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 	job->stopping = false;
 	pthread_mutex_lock(&job->mu);
 	job->first_failed = job->candidate = -1;
+	job->blamed_pause = 0;
 	job->failure = NULL;
 	for (int r = 0; r < job->nranks; r++) {
 		struct rank_info *ri = &job->ranks[r];
@@ -864,7 +912,7 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 			free(ri->tail[k]);
 			ri->tail[k] = NULL;
 		}
-		ri->tail_n = ri->tail_next = 0;
+		ri->tail_n = ri->tail_next = ri->paused = 0;
 	}
 	pthread_mutex_unlock(&job->mu);
 
@@ -895,7 +943,7 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 		for (size_t i = 0; i < job->nnodes; i++) {
 			struct node_rt *nr = &job->rt[i];
 			herd__node_events ev = { &nr->lctx, local_started, local_output,
-						 local_exited };
+						 local_exited, local_paused };
 			herd__node_spec s;
 
 			node_spec_of(job, nr->node, store, maddr, mport, &s);
@@ -1153,7 +1201,10 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up, bool *ki
 static void finish(herd_job *job, bool killed)
 {
 	pthread_mutex_lock(&job->mu);
-	if (job->first_failed >= 0) {
+	if (job->blamed_pause != 0) {
+		/* As a shell says of a stopped job: 128 + the signal. */
+		job->exit_status = 128 + job->blamed_pause;
+	} else if (job->first_failed >= 0) {
 		job->exit_status = status_of(&job->ranks[job->first_failed].st);
 	} else if (killed) {
 		job->exit_status = 128 + SIGTERM;

@@ -308,6 +308,9 @@ void herd__launch_link_free(herd__launch_link *l);
  *                          (1 stdout, 2 stderr), at most HERD_JOB_LINE_MAX
  *   exited {rank, state, code, sig, err?}  state: a herd_rank_state
  *                          (EXITED, SIGNALED or FAILED_START)
+ *   paused {rank, sig}     the rank was stopped by signal sig (SIGSTOP,
+ *                          SIGTSTP...), or continued again (sig 0); seen
+ *                          when the node next looks at its ranks
  *   done   {}              every rank has ended; exec exits after (a relay:
  *                          once its subtree's channels have closed too)
  *
@@ -355,6 +358,7 @@ void herd__launch_link_free(herd__launch_link *l);
 	X(STARTED, "started") \
 	X(OUT, "out")         \
 	X(EXITED, "exited")   \
+	X(PAUSED, "paused")   \
 	X(DONE, "done")       \
 	X(RELAY, "relay")
 
@@ -444,6 +448,7 @@ herd_status herd__launch_enc_out(herd__buf *buf, int rank, herd_job_stream s,
 				 const char *data, size_t len);
 herd_status herd__launch_enc_exited(herd__buf *buf, int rank, herd_rank_state state,
 				    int code, int sig, const char *err);
+herd_status herd__launch_enc_paused(herd__buf *buf, int rank, int sig);
 herd_status herd__launch_enc_done(herd__buf *buf);
 /* A relay frame around payload (one whole frame's payload, without its length). */
 herd_status herd__launch_enc_relay(herd__buf *buf, int node, const char *payload, size_t len);
@@ -504,6 +509,8 @@ typedef struct herd__node_events {
 	/* state EXITED (code), SIGNALED (sig) or FAILED_START (code 127, err). */
 	void (*exited)(void *userdata, int rank, herd_rank_state state, int code, int sig,
 		       const char *err);
+	/* Stopped by signal sig, or continued (sig 0); may be NULL. */
+	void (*paused)(void *userdata, int rank, int sig);
 } herd__node_events;
 
 /*

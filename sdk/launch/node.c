@@ -837,10 +837,17 @@ static void try_reap(herd__node *n, struct rank *r)
 	if (r->pid <= 0)
 		return;
 	do
-		got = waitpid(r->pid, &status, WNOHANG);
+		got = waitpid(r->pid, &status, WNOHANG | WUNTRACED | WCONTINUED);
 	while (got < 0 && errno == EINTR);
 	if (got == 0)
 		return;
+	/* Stopped (SIGSTOP, a terminal's SIGTSTP) or continued: still there. */
+	if (got > 0 && (WIFSTOPPED(status) || WIFCONTINUED(status))) {
+		if (n->ev.paused != NULL)
+			n->ev.paused(n->ev.userdata, r->rank,
+				     WIFSTOPPED(status) ? WSTOPSIG(status) : 0);
+		return;
+	}
 	/* Its last words are in the pipes already; anything a descendant
 	 * writes after this is not the rank's. */
 	for (int k = 0; k < 2; k++) {

@@ -240,6 +240,11 @@ herd_status herd__launch_msg_decode(herd__launch_msg *m, const void *data, size_
 		HERD_CHECK_GOTO(get_bytes(root, t, "err", TEXT_MAX, true, &m->err, &m->err_len),
 				st, fail);
 		break;
+	case HERD__LAUNCH_T_PAUSED:
+		HERD_CHECK_GOTO(get_int(root, t, "rank", 0, INT_MAX - 1, false, &m->rank), st,
+				fail);
+		HERD_CHECK_GOTO(get_int(root, t, "sig", 0, 64, false, &m->sig), st, fail);
+		break;
 	case HERD__LAUNCH_T_DONE:
 		break;
 	case HERD__LAUNCH_T_RELAY:
@@ -603,6 +608,16 @@ herd_status herd__launch_enc_exited(herd__buf *buf, int rank, herd_rank_state st
 	herd__frame_int(&e, "sig", sig);
 	if (err != NULL)
 		enc_str(&e, "err", err);
+	return enc_end(&e);
+}
+
+herd_status herd__launch_enc_paused(herd__buf *buf, int rank, int sig)
+{
+	herd__frame_enc e;
+
+	enc_begin(&e, buf, HERD__LAUNCH_T_PAUSED);
+	herd__frame_int(&e, "rank", rank);
+	herd__frame_int(&e, "sig", sig);
 	return enc_end(&e);
 }
 

@@ -286,4 +286,24 @@ for transport in auto tcp; do
 	done
 done
 
+# --- a rank stopped with SIGSTOP: its peers time out on it; the summary
+# names the stopped rank, and the launch exits as a shell says of a
+# stopped job (128 + 19), in-process and through herd exec.
+for via in 0 1; do
+	rm -f "$tmp/pid.victim"
+	HERD_LAUNCH_VIA_EXEC=$via HERD_TIMEOUT=3 timeout 60 "$HERD" launch -n 4 --grace 1 -- \
+		sh -c '[ "$HERD_RANK" = 1 ] && echo $$ >"$0/pid.victim"
+		exec "$1" bench allreduce -b 1M -e 1M -n 1000000' "$tmp" "$HERD" \
+		>/dev/null 2>"$tmp/err" & launcher=$!
+	for i in $(seq 100); do [[ -s $tmp/pid.victim ]] && break; sleep 0.1; done
+	[[ -s $tmp/pid.victim ]] || fail "SIGSTOP, via exec $via: rank 1 did not start"
+	sleep 1
+	kill -STOP "$(cat "$tmp/pid.victim")"
+	wait "$launcher"; rc=$?; launcher=
+	rm -f "$tmp/pid.victim"
+	[[ $rc == 147 ]] || fail "SIGSTOP, via exec $via: exit $rc, want 147: $(cat "$tmp/err")"
+	grep -qE "failed: rank 1 on $host \(pid [0-9]+\) was stopped by signal 19 \(.*\) and did not answer; rank [023] said: .*HERD_ETIMEDOUT" \
+		"$tmp/err" || fail "SIGSTOP, via exec $via: the summary does not name rank 1: $(cat "$tmp/err")"
+done
+
 echo "launch: ok"

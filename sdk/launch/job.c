@@ -39,6 +39,8 @@
 /* Bytes of a helper's (ssh's) stderr kept for messages. */
 #define HELPER_ERR_MAX HERD__LAUNCH_LINK_ERR_MAX
 #define MAX_PENDING_SIGNALS 64
+/* Output queued for a slow reader before lines are dropped. */
+#define OUTPUT_QUEUE_MAX ((size_t)16 << 20)
 /* How long the first failure waits for a better one to blame (a rank
  * killed by a signal, whose peers' errors can reach the launcher first). */
 #define SETTLE_MS 250
@@ -110,6 +112,7 @@ struct herd_job {
 	int64_t stop_deadline;         /* nodes silent past this are given up */
 	char start_err[1024];          /* why a node failed to come up */
 	char *line;                    /* output line being written */
+	herd__outq *outq;              /* the default output's writer, or NULL */
 };
 
 /* ---- small helpers ----------------------------------------------------------- */
@@ -282,20 +285,6 @@ static herd_status copy_spec(herd_job *job, const herd_job_spec *s)
 
 /* ---- output -------------------------------------------------------------------- */
 
-static void write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;  /* a closed stdout must not stop the job */
-		p += w;
-		n -= (size_t)w;
-	}
-}
-
 /* The prefix of a line, spec->prefix with %h, %r and %% expanded. */
 static size_t expand_prefix(const herd_job *job, char *out, size_t cap, const char *host,
 			    int rank)
@@ -365,9 +354,10 @@ static void on_output(herd_job *job, int rank, herd_job_stream stream, const cha
 	o = expand_prefix(job, job->line, PREFIX_MAX, ri->st.host, rank);
 	memcpy(job->line + o, line, len);
 	job->line[o + len] = '\n';
-	/* One write per line: lines of different ranks never mix. */
-	write_all(stream == HERD_JOB_STDERR ? STDERR_FILENO : STDOUT_FILENO, job->line,
-		  o + len + 1);
+	/* One write per line: lines of different ranks never mix.  Queued:
+	 * the supervisor never waits for a reader. */
+	herd__outq_push(job->outq, stream == HERD_JOB_STDERR ? STDERR_FILENO : STDOUT_FILENO,
+			job->line, o + len + 1);
 }
 
 /* ---- rank events ------------------------------------------------------------------- */
@@ -1198,8 +1188,24 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up, bool *ki
 	return st;
 }
 
+/* Whether the output still queued is to be abandoned: a signal or a kill
+ * came for the job while it waited for its reader. */
+static bool output_give_up(void *arg)
+{
+	herd_job *job = arg;
+	bool give_up;
+
+	pthread_mutex_lock(&job->mu);
+	give_up = job->kill_req || job->npending > 0;
+	pthread_mutex_unlock(&job->mu);
+	return give_up;
+}
+
 static void finish(herd_job *job, bool killed)
 {
+	/* The ranks are done; what they wrote goes out before the job is
+	 * over, unless the launcher is told to stop waiting for its reader. */
+	herd__outq_drain(job->outq, output_give_up, job);
 	pthread_mutex_lock(&job->mu);
 	if (job->blamed_pause != 0) {
 		/* As a shell says of a stopped job: 128 + the signal. */
@@ -1230,8 +1236,10 @@ static void *supervise(void *arg)
 		if (st == HERD_OK)
 			st = run_watch(job, deadline, &up, &killed);
 		if (st != HERD_OK) {
-			const char *msg = herd_last_error();
+			char msg[1024];
 
+			herd__strlcpy(msg, herd_last_error(), sizeof(msg));
+			herd__outq_drain(job->outq, output_give_up, job);
 			pthread_mutex_lock(&job->mu);
 			if (job->restart_count == 0 && !job->launched) {
 				job->launch_st = st;
@@ -1340,8 +1348,11 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 	 * elsewhere), and a SIGPIPE from a channel stays pending on it. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&job->thread, NULL, supervise, job);
+	st = spec->output == NULL ? herd__outq_start(&job->outq, OUTPUT_QUEUE_MAX) : HERD_OK;
+	rc = st == HERD_OK ? pthread_create(&job->thread, NULL, supervise, job) : 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (st != HERD_OK)
+		goto fail;
 	if (rc != 0) {
 		st = herd__error_errno(HERD_ESYS, rc, "herd_job_launch: supervisor thread");
 		goto fail;
@@ -1483,6 +1494,7 @@ void herd_job_free(herd_job *job)
 		pthread_join(job->thread, NULL);
 	}
 	free_rt(job);
+	herd__outq_free(job->outq);
 	for (int r = 0; job->ranks != NULL && r < job->nranks; r++)
 		for (int k = 0; k < TAIL_LINES; k++)
 			free(job->ranks[r].tail[k]);

@@ -497,6 +497,25 @@ void herd__relay_free(herd__relay *r);
  * pipes the supervisor reads, cut into lines.  Reaping is by pid (pidfds),
  * never waitpid(-1): the embedding program's own children are left alone.
  */
+/* ---- output.c: the job's lines to stdout and stderr, never blocking the caller ---- */
+
+typedef struct herd__outq herd__outq;
+
+/* Starts the writer thread (start it with signals blocked); at most
+ * max_bytes wait in the queue. */
+herd_status herd__outq_start(herd__outq **out, size_t max_bytes);
+
+/* Queues one write of data to fd, or drops it (counted, said later) when
+ * the queue is full.  Never blocks on the reader. */
+void herd__outq_push(herd__outq *q, int fd, const char *data, size_t len);
+
+/* Waits until everything queued is written, or give_up(arg) (asked every
+ * 100 ms) says to stop waiting; says on stderr what was not written. */
+void herd__outq_drain(herd__outq *q, bool (*give_up)(void *arg), void *arg);
+
+/* Stops the writer, even inside a write, and frees the queue. */
+void herd__outq_free(herd__outq *q);
+
 typedef struct herd__node herd__node;
 
 /* Where a node reports; the callbacks run inside herd__node_* calls. */

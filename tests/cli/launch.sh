@@ -286,6 +286,32 @@ for transport in auto tcp; do
 	done
 done
 
+# --- a reader that never reads the job's output (a FIFO held open, never
+# read): supervision goes on (rank 1's failure stops rank 0 at once), what
+# does not fit the queue is dropped and said, and SIGTERM to the launcher
+# waiting for its reader ends it with rank 1's status.
+rm -f "$tmp/fifo" "$tmp/pid.r0"
+mkfifo "$tmp/fifo"
+exec 7<>"$tmp/fifo"
+"$HERD" launch -n 2 -- sh -c 'if [ "$HERD_RANK" = 0 ]; then echo $$ >"$0/pid.r0"
+	yes "a line of output nobody reads" | head -c 30000000; exec sleep 60; fi
+	sleep 3; exit 3' "$tmp" >"$tmp/fifo" 2>"$tmp/err" & launcher=$!
+for i in $(seq 100); do [[ -s $tmp/pid.r0 ]] && break; sleep 0.1; done
+r0=$(cat "$tmp/pid.r0")
+for i in $(seq 150); do kill -0 "$r0" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$r0" 2>/dev/null && fail "stalled reader: rank 0 still runs 15 s after rank 1 failed"
+rm -f "$tmp/pid.r0"
+kill -TERM "$launcher"
+for i in $(seq 50); do kill -0 "$launcher" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$launcher" 2>/dev/null && fail "stalled reader: SIGTERM did not end the launcher within 5 s"
+wait "$launcher"; rc=$?; launcher=
+exec 7<&-
+[[ $rc == 3 ]] || fail "stalled reader: exit $rc, want rank 1's 3: $(cat "$tmp/err")"
+grep -qE "^herd launch: [0-9]+ lines \([0-9]+ bytes\) of the ranks' output dropped: " "$tmp/err" \
+	|| fail "stalled reader: nothing said of the dropped output: $(cat "$tmp/err")"
+grep -q "rank 1 on $host (pid [0-9]*) exited with code 3" "$tmp/err" \
+	|| fail "stalled reader: no failure summary: $(cat "$tmp/err")"
+
 # --- a rank stopped with SIGSTOP: its peers time out on it; the summary
 # names the stopped rank, and the launch exits as a shell says of a
 # stopped job (128 + 19), in-process and through herd exec.

@@ -328,7 +328,7 @@ for via in 0 1; do
 	wait "$launcher"; rc=$?; launcher=
 	rm -f "$tmp/pid.victim"
 	[[ $rc == 147 ]] || fail "SIGSTOP, via exec $via: exit $rc, want 147: $(cat "$tmp/err")"
-	grep -qE "failed: rank 1 on $host \(pid [0-9]+\) was stopped by signal 19 \(.*\) and did not answer; rank [023] said: .*HERD_ETIMEDOUT" \
+	grep -qE "failed: rank 1 on $host \(pid [0-9]+\) was stopped by signal 19 \(.*\) and did not answer; rank [023] said: .*(HERD_ETIMEDOUT|HERD_EPEER)" \
 		"$tmp/err" || fail "SIGSTOP, via exec $via: the summary does not name rank 1: $(cat "$tmp/err")"
 done
 

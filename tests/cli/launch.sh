@@ -261,18 +261,19 @@ out=$(env -u LD_PRELOAD "$HERD" launch -u -n 1 -- sh -c 'echo "$_STDBUF_O $PYTHO
 # --- kill -9 of one rank of a collective: its peers fail on its death and
 # may be reaped first; the summary blames the killed rank all the same and
 # the launch exits with its status (128 + 9), over shared memory and TCP,
-# three times each.  The launcher is stopped while the peers exit, so that
+# twice each.  The launcher is stopped while the peers exit, so that
 # it finds every death at once, as a busy machine makes it do.
 for transport in auto tcp; do
-	for round in 1 2 3; do
+	for round in 1 2; do
 		rm -f "$tmp/pid.victim"
-		timeout 60 "$HERD" launch -n 4 -- sh -c '[ "$HERD_RANK" = 2 ] && echo $$ >"$0/pid.victim"
-			exec "$1" bench allreduce -b 16M -e 16M -n 100003 --transport "$2"' \
+		# nice: four ranks spinning on two cores must not starve other tests
+		timeout 60 nice -n 10 "$HERD" launch -n 4 -- sh -c '[ "$HERD_RANK" = 2 ] && echo $$ >"$0/pid.victim"
+			exec "$1" bench allreduce -b 4M -e 4M -n 100003 --transport "$2"' \
 			"$tmp" "$HERD" "$transport" >/dev/null 2>"$tmp/err" & launcher=$!
 		for i in $(seq 100); do [[ -s $tmp/pid.victim ]] && break; sleep 0.1; done
 		[[ -s $tmp/pid.victim ]] || fail "$transport: rank 2 did not start"
 		sleep 1
-		supervisor=$(ps -o pid= --ppid "$launcher" | head -1)   # herd, under timeout
+		supervisor=$(ps -o pid= --ppid "$launcher" | head -1)   # herd (nice execs it), under timeout
 		[[ -n $supervisor ]] || fail "$transport: no herd launch under timeout"
 		kill -STOP $supervisor
 		kill -9 "$(cat "$tmp/pid.victim")"
@@ -317,7 +318,7 @@ grep -q "rank 1 on $host (pid [0-9]*) exited with code 3" "$tmp/err" \
 # stopped job (128 + 19), in-process and through herd exec.
 for via in 0 1; do
 	rm -f "$tmp/pid.victim"
-	HERD_LAUNCH_VIA_EXEC=$via HERD_TIMEOUT=3 timeout 60 "$HERD" launch -n 4 --grace 1 -- \
+	HERD_LAUNCH_VIA_EXEC=$via HERD_TIMEOUT=3 timeout 60 nice -n 10 "$HERD" launch -n 4 --grace 1 -- \
 		sh -c '[ "$HERD_RANK" = 1 ] && echo $$ >"$0/pid.victim"
 		exec "$1" bench allreduce -b 1M -e 1M -n 1000000' "$tmp" "$HERD" \
 		>/dev/null 2>"$tmp/err" & launcher=$!

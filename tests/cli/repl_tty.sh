@@ -49,6 +49,8 @@ wait_prompt() {
 }
 
 start
+# The first prompt may take a while on a machine busy with other tests.
+for _ in $(seq 200); do [[ -n $(screen | grep -v '^$') ]] && break; sleep 0.1; done
 wait_prompt
 
 # completion: herd.di<TAB> completes to herd.discover( ; a method after ':'
@@ -127,6 +129,8 @@ grep -q 'must\\040not\\040run\|must not run' "$history" && fail "discarded line 
 tmux -L "$sock" kill-server
 sock="$sock-2"
 start
+# The first prompt may take a while on a machine busy with other tests.
+for _ in $(seq 200); do [[ -n $(screen | grep -v '^$') ]] && break; sleep 0.1; done
 wait_prompt
 keys Up
 wait_for "herd> inc(41)"

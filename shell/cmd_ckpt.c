@@ -946,6 +946,20 @@ static json_t *kept_header(herd_ckpt_reader *r)
 	return v;
 }
 
+/* The reader's blobs but the kept header, which an export writes back. */
+static size_t other_blobs(herd_ckpt_reader *r)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < herd_ckpt_reader_blob_count(r); i++) {
+		herd_ckpt_blob_info bi;
+
+		if (herd_ckpt_reader_blob(r, i, &bi) == HERD_OK && strcmp(bi.name, KEPT_BLOB) != 0)
+			n++;
+	}
+	return n;
+}
+
 /* Whether the JSON array list holds the string name. */
 static bool name_in(const json_t *list, const char *name)
 {
@@ -1133,10 +1147,10 @@ static int ckpt_export(const char *dir, const char *step_arg, const char *out_pa
 	}
 	tmp[0] = '\0';
 	export_tmp[0] = '\0';
-	if (herd_ckpt_reader_blob_count(r) > 0)
+	if (other_blobs(r) > 0)
 		fprintf(stderr, "herd ckpt: note: the %zu blobs of step %" PRId64 " are not "
-			"exported (safetensors holds tensors only)\n",
-			herd_ckpt_reader_blob_count(r), herd_ckpt_reader_step(r));
+			"exported (safetensors holds tensors only)\n", other_blobs(r),
+			herd_ckpt_reader_step(r));
 	printf("%s: step %" PRId64 " of %s, %zu tensors\n", out_path, herd_ckpt_reader_step(r),
 	       dir, herd_ckpt_reader_tensor_count(r));
 	rc = finish(SHELL_EXIT_OK);

@@ -406,6 +406,13 @@ herd_status herd_ckpt_restore(herd_ckpt *ck, int64_t step, int64_t *restored)
 				goto out;
 			}
 			/* Steps exist and none verifies: not a fresh start. */
+			if (cand < 0 && ntried == 1) {
+				/* tried is "steps N": "step N" */
+				st = herd__error(HERD_ECORRUPT, "the only committed checkpoint step in "
+						 "%s does not verify (step%s): %s", ck->dir, tried + 5,
+						 first_failure);
+				goto out;
+			}
 			if (cand < 0) {
 				st = herd__error(HERD_ECORRUPT, "none of the %zu committed checkpoint "
 						 "steps in %s verifies (%s); the newest failed: %s",

@@ -235,7 +235,8 @@ open(sys.argv[1], "wb").write(struct.pack("<Q", len(text)) + text +
 EOF
 "$HERD" ckpt import "$tmp/theirs.safetensors" "$tmp/theirs" 3 >/dev/null 2>"$tmp/err" || fail "import theirs: $(cat "$tmp/err")"
 [[ ! -s $tmp/err ]] || fail "import theirs said: $(cat "$tmp/err")"
-"$HERD" ckpt export "$tmp/theirs" 3 "$tmp/theirs.back" >/dev/null || fail "export theirs"
+"$HERD" ckpt export "$tmp/theirs" 3 "$tmp/theirs.back" >/dev/null 2>"$tmp/err" || fail "export theirs"
+[[ ! -s $tmp/err ]] || fail "export theirs said: $(cat "$tmp/err")"
 python3 - "$tmp/theirs.back" <<'EOF' || fail "theirs did not come back as it was"
 import json, struct, sys
 b = open(sys.argv[1], "rb").read()

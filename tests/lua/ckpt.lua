@@ -100,6 +100,17 @@ do
     assert(fresh:add("x", { 1 }))
     ok, msg, status = fresh:restore()
     assert(ok == nil and status == "HERD_ENOTFOUND" and msg:find("there is none", 1, true), tostring(msg))
+    -- one step, damaged: said of the one
+    assert(fresh:save(1))
+    local f = assert(io.open(dir("fresh") .. "/step-000000000001/rank-00000.data", "r+b"))
+    local b = f:read(1)
+    f:seek("set", 0)
+    f:write(string.char(b:byte() ~ 1))
+    f:close()
+    ok, msg, status = fresh:restore()
+    assert(ok == nil and status == "HERD_ECORRUPT" and
+           msg:find("the only committed checkpoint step in " .. dir("fresh") ..
+                    " does not verify (step 1): restoring checkpoint step 1: ", 1, true), tostring(msg))
   end
 
   -- misuse raises, before the library is called

@@ -181,6 +181,30 @@ static bool nvml_load(struct nvml_probe *p)
 	return true;
 }
 
+/* Loads and initializes NVML; false, with why[] set, when it cannot. */
+static bool nvml_open(struct nvml_probe *p)
+{
+	nvmlReturn_t rc;
+
+	if (!nvml_load(p))
+		return false;
+	rc = p->api.init();
+	if (rc != NVML_SUCCESS) {
+		snprintf(p->why, p->cap, "NVML: nvmlInit_v2: %s", nvml_err(p, rc));
+		dlclose(p->lib);
+		p->lib = NULL;
+		return false;
+	}
+	return true;
+}
+
+static void nvml_close(struct nvml_probe *p)
+{
+	p->api.shutdown();
+	dlclose(p->lib);
+	p->lib = NULL;
+}
+
 static bool nvml_has_nvlink(const struct nvml_api *api)
 {
 	return api->nvlink_state != NULL && api->nvlink_remote_pci != NULL &&
@@ -346,20 +370,12 @@ herd_status herd__topo_probe_nvml(struct hwloc_topology *topo, herd_node *node,
 {
 	struct nvml_probe p = { .topo = topo, .why = why, .cap = cap };
 	herd_status st;
-	nvmlReturn_t rc;
 
 	why[0] = '\0';
-	if (!nvml_load(&p))
+	if (!nvml_open(&p))
 		return HERD_EUNAVAIL;
-	rc = p.api.init();
-	if (rc != NVML_SUCCESS) {
-		snprintf(why, cap, "NVML: nvmlInit_v2: %s", nvml_err(&p, rc));
-		dlclose(p.lib);
-		return HERD_EUNAVAIL;
-	}
 	st = nvml_gpus(&p, node);
-	p.api.shutdown();
-	dlclose(p.lib);
+	nvml_close(&p);
 	return st;
 }
 
@@ -370,21 +386,17 @@ bool herd__nvml_driver_version(char *out, size_t cap, char *why, size_t why_cap)
 	nvmlReturn_t rc;
 
 	out[0] = why[0] = '\0';
-	if (!nvml_load(&p))
+	if (!nvml_open(&p))
 		return false;
-	rc = p.api.init();
-	if (rc == NVML_SUCCESS) {
-		rc = p.api.driver_version != NULL ? p.api.driver_version(text, sizeof(text))
-						  : NVML_SUCCESS;
-		p.api.shutdown();
-	}
+	rc = p.api.driver_version != NULL ? p.api.driver_version(text, sizeof(text))
+					  : NVML_SUCCESS;
 	if (rc != NVML_SUCCESS)
 		snprintf(why, why_cap, "NVML: %s", nvml_err(&p, rc));
 	else if (text[0] == '\0')
 		snprintf(why, why_cap, "%s lacks nvmlSystemGetDriverVersion", HERD_NVML_LIBRARY);
 	else
 		herd__strlcpy(out, text, cap);
-	dlclose(p.lib);
+	nvml_close(&p);
 	return out[0] != '\0';
 }
 
@@ -632,14 +644,8 @@ herd_status herd__nvml_health(herd_health_report *r, herd__health_ref **refs, ch
 	nvmlReturn_t rc;
 
 	why[0] = '\0';
-	if (!nvml_load(&p))
+	if (!nvml_open(&p))
 		return HERD_EUNAVAIL;
-	rc = p.api.init();
-	if (rc != NVML_SUCCESS) {
-		snprintf(why, cap, "NVML: nvmlInit_v2: %s", nvml_err(&p, rc));
-		dlclose(p.lib);
-		return HERD_EUNAVAIL;
-	}
 	rc = p.api.device_count(&count);
 	if (rc != NVML_SUCCESS || count == 0) {
 		snprintf(why, cap, "NVML: %s", rc != NVML_SUCCESS ? nvml_err(&p, rc)
@@ -654,7 +660,6 @@ herd_status herd__nvml_health(herd_health_report *r, herd__health_ref **refs, ch
 		r->ngpus++;
 		st = health_gpu(&p, i, &r->gpus[i], &(*refs)[i]);
 	}
-	p.api.shutdown();
-	dlclose(p.lib);
+	nvml_close(&p);
 	return st;
 }

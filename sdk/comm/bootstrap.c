@@ -34,7 +34,7 @@
 #include "base.h"
 #include "bootstrap.h"
 #include "net.h"
-#include "store/proto.h"
+#include "auth.h"
 
 #define SECRET_BYTES 32
 #define PORT_LO 20000
@@ -125,7 +125,7 @@ static herd_status secret_create(const char *path)
 		*slash = '\0';
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		return herd__error_errno(HERD_EIO, errno, "creating %s", dir);
-	HERD_CHECK(herd__store_random(raw, SECRET_BYTES));
+	HERD_CHECK(herd__auth_random(raw, SECRET_BYTES));
 	hex(text, raw, SECRET_BYTES);
 	strcat(text, "\n");
 	/* Unique across the nodes that share the home directory. */

@@ -21,7 +21,7 @@
 #include "core.h"
 #include "mpjson.h"
 #include "net.h"
-#include "store/proto.h"
+#include "auth.h"
 
 #define INFO_VERSION 1
 #define INFO_MAX (64 * 1024)
@@ -585,7 +585,7 @@ static herd_status share_key(herd_comm *comm, int64_t deadline)
 	size_t len = 0;
 
 	if (comm->rank == 0) {
-		HERD_CHECK(herd__store_random(both, sizeof(both)));
+		HERD_CHECK(herd__auth_random(both, sizeof(both)));
 		HERD_CHECK(herd_store_set(comm->store, "key", both, sizeof(both)));
 	} else {
 		HERD_CHECK(herd_store_get(comm->store, "key", herd__net_remaining_ms(deadline), &val,

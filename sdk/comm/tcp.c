@@ -10,8 +10,8 @@
  * HMAC-SHA256(key, peer's nonce || own nonce || "herd-comm/1 FROM->TO KIND"),
  * the key being the communicator's random key that rank 0 put in the
  * (authenticated) store.  Each checks the other's proof, so both prove
- * they hold the key and neither proof can be replayed.  The store's HMAC
- * helpers (store/proto.h) do the hashing.
+ * they hold the key and neither proof can be replayed.  base/auth.h's HMAC
+ * does the hashing.
  *
  * The data link: non-blocking sockets with TCP_NODELAY, progressed with
  * sendmsg (header and payload in one call) and recv.  Copies are received
@@ -36,7 +36,7 @@
 #include "base.h"
 #include "core.h"
 #include "net.h"
-#include "store/proto.h"
+#include "auth.h"
 
 #define HELLO_MAGIC 0x48445248u     /* "HRDH" */
 #define HELLO_VERSION 1
@@ -62,7 +62,7 @@ typedef struct hello {
 	uint8_t pad;
 	int32_t from, to;
 	uint8_t id[HERD__COMM_ID_LEN];
-	uint8_t nonce[HERD__STORE_NONCE_LEN];
+	uint8_t nonce[HERD__AUTH_NONCE_LEN];
 	uint8_t pad2[8];
 } hello;
 
@@ -185,12 +185,12 @@ typedef struct hs {
 	int peer;                /* -1 until an inbound HELLO names it */
 	int kind;
 	int stage;               /* 0: reading HELLO, 1: reading PROOF, 2: done */
-	uint8_t out[sizeof(hello) + HERD__STORE_MAC_LEN];
+	uint8_t out[sizeof(hello) + HERD__AUTH_MAC_LEN];
 	size_t out_len, out_off;
 	uint8_t in[sizeof(hello)];
 	size_t in_got;
-	uint8_t nonce[HERD__STORE_NONCE_LEN];
-	uint8_t peer_nonce[HERD__STORE_NONCE_LEN];
+	uint8_t nonce[HERD__AUTH_NONCE_LEN];
+	uint8_t peer_nonce[HERD__AUTH_NONCE_LEN];
 } hs;
 
 /* Queues this rank's HELLO to h->peer. */
@@ -218,20 +218,20 @@ static herd_status hs_begin(herd_comm *comm, hs *h, int fd, int peer, int kind)
 	h->fd = fd;
 	h->peer = peer;
 	h->kind = kind;
-	HERD_CHECK(herd__store_random(h->nonce, sizeof(h->nonce)));
+	HERD_CHECK(herd__auth_random(h->nonce, sizeof(h->nonce)));
 	if (peer >= 0)
 		queue_hello(comm, h);
 	return HERD_OK;
 }
 
-static void proof(const herd_comm *comm, uint8_t out[HERD__STORE_MAC_LEN], int from, int to,
+static void proof(const herd_comm *comm, uint8_t out[HERD__AUTH_MAC_LEN], int from, int to,
 		  int kind, const uint8_t *first, const uint8_t *second)
 {
 	char label[64];
 
 	snprintf(label, sizeof(label), "herd-comm/1 %d->%d %s", from, to,
 		 kind == KIND_CTL ? "ctl" : "data");
-	herd__store_auth_mac(out, comm->key, sizeof(comm->key), first, second, label);
+	herd__auth_mac(out, comm->key, sizeof(comm->key), first, second, label);
 }
 
 /*
@@ -259,7 +259,7 @@ static herd_status hs_step(herd_comm *comm, hs *h, bool *taken)
 					 h->peer);
 	}
 	while (h->stage < 2) {
-		size_t want = h->stage == 0 ? sizeof(hello) : HERD__STORE_MAC_LEN;
+		size_t want = h->stage == 0 ? sizeof(hello) : HERD__AUTH_MAC_LEN;
 		ssize_t n = recv(h->fd, h->in + h->in_got, want - h->in_got, MSG_DONTWAIT);
 
 		if (n < 0 && errno == EINTR)
@@ -297,16 +297,15 @@ static herd_status hs_step(herd_comm *comm, hs *h, bool *taken)
 			memcpy(h->peer_nonce, m.nonce, sizeof(m.nonce));
 			proof(comm, h->out + h->out_len, comm->rank, h->peer, h->kind, h->peer_nonce,
 			      h->nonce);
-			h->out_len += HERD__STORE_MAC_LEN;
+			h->out_len += HERD__AUTH_MAC_LEN;
 			h->stage = 1;
 			return hs_step(comm, h, taken);
 		}
 		{
-			uint8_t want_mac[HERD__STORE_MAC_LEN];
-			herd__store_bytes got = { h->in, HERD__STORE_MAC_LEN };
+			uint8_t want_mac[HERD__AUTH_MAC_LEN];
 
 			proof(comm, want_mac, h->peer, comm->rank, h->kind, h->nonce, h->peer_nonce);
-			if (!herd__store_mac_equal(want_mac, got))
+			if (!herd__auth_mac_equal(want_mac, h->in, HERD__AUTH_MAC_LEN))
 				return herd__error(HERD_EAUTH, "%s failed to prove it holds the "
 						   "communicator's key",
 						   herd__comm_who(comm, h->peer, who, sizeof(who)));

@@ -40,14 +40,14 @@ static herd_status send_frame(int fd, herd__store_enc *e, herd__buf *b, int64_t 
 	return st;
 }
 
-static herd_status send_hello(int fd, const uint8_t nonce[HERD__STORE_NONCE_LEN],
+static herd_status send_hello(int fd, const uint8_t nonce[HERD__AUTH_NONCE_LEN],
 			      int64_t deadline, const char *peer)
 {
 	herd__buf b = { 0 };
 	herd__store_enc e;
 
 	herd__store_enc_begin(&e, &b, HERD__STORE_T_HELLO);
-	herd__store_enc_bin(&e, "nonce", nonce, HERD__STORE_NONCE_LEN);
+	herd__store_enc_bin(&e, "nonce", nonce, HERD__AUTH_NONCE_LEN);
 	return send_frame(fd, &e, &b, deadline, peer);
 }
 
@@ -67,7 +67,7 @@ static void send_refusal(int fd, herd_status code, const char *msg, const char *
 
 struct conn {
 	int fd;
-	uint8_t nonce[HERD__STORE_NONCE_LEN];
+	uint8_t nonce[HERD__AUTH_NONCE_LEN];
 	uint8_t frame[FRAME_BUF];
 	size_t have;
 	int64_t deadline;
@@ -112,7 +112,7 @@ static void missing_nodes(const struct acceptor *a, char *out, size_t cap)
 static herd_status check_auth(struct acceptor *a, struct conn *c, size_t *node, bool *fatal)
 {
 	const uint8_t *payload = c->frame + 4;
-	uint8_t want[HERD__STORE_MAC_LEN];
+	uint8_t want[HERD__AUTH_MAC_LEN];
 	char name[HERD__HOSTNAME_MAX + 1], all[512];
 	herd__store_msg m;
 	herd_status st = HERD_OK;
@@ -120,15 +120,15 @@ static herd_status check_auth(struct acceptor *a, struct conn *c, size_t *node, 
 
 	*fatal = false;
 	HERD_CHECK(herd__store_msg_decode(&m, payload, c->have - 4));
-	if (m.type != HERD__STORE_T_AUTH || m.nonce.n != HERD__STORE_NONCE_LEN ||
-	    m.mac.n != HERD__STORE_MAC_LEN || m.key.n == 0 || m.key.n > HERD__HOSTNAME_MAX) {
+	if (m.type != HERD__STORE_T_AUTH || m.nonce.n != HERD__AUTH_NONCE_LEN ||
+	    m.mac.n != HERD__AUTH_MAC_LEN || m.key.n == 0 || m.key.n > HERD__HOSTNAME_MAX) {
 		st = herd__error(HERD_EAUTH, "connection from %s: not a herd node's answer",
 				 c->peer);
 		goto out;
 	}
-	herd__store_auth_mac(want, a->secret, strlen(a->secret), c->nonce, m.nonce.p,
+	herd__auth_mac(want, a->secret, strlen(a->secret), c->nonce, m.nonce.p,
 			     HERD__CONNECT_LABEL_NODE);
-	if (!herd__store_mac_equal(want, m.mac)) {
+	if (!herd__auth_mac_equal(want, m.mac.p, m.mac.n)) {
 		st = herd__error(HERD_EAUTH, "connection from %s: wrong job secret", c->peer);
 		goto out;
 	}
@@ -155,7 +155,7 @@ static herd_status check_auth(struct acceptor *a, struct conn *c, size_t *node, 
 		goto out;
 	}
 	*node = i;
-	herd__store_auth_mac(want, a->secret, strlen(a->secret), m.nonce.p, c->nonce,
+	herd__auth_mac(want, a->secret, strlen(a->secret), m.nonce.p, c->nonce,
 			     HERD__CONNECT_LABEL_LAUNCHER);
 	{
 		herd__buf b = { 0 };
@@ -234,7 +234,7 @@ static void accept_all(struct acceptor *a, int lfd)
 		c->deadline = herd__net_deadline(HERD__CONNECT_AUTH_TIMEOUT_MS);
 		herd__net_peer_addr(fd, c->peer);
 		herd__net_tune(fd);
-		if (herd__store_random(c->nonce, sizeof(c->nonce)) != HERD_OK ||
+		if (herd__auth_random(c->nonce, sizeof(c->nonce)) != HERD_OK ||
 		    send_hello(fd, c->nonce, c->deadline, c->peer) != HERD_OK) {
 			close(fd);
 			continue;
@@ -382,8 +382,8 @@ herd_status herd_job_connect(int *fd, const char *addr, const char *secret, cons
 			     int timeout_ms)
 {
 	int64_t deadline = herd__net_deadline(timeout_ms > 0 ? timeout_ms : 60000);
-	uint8_t frame[FRAME_BUF], lnonce[HERD__STORE_NONCE_LEN], nnonce[HERD__STORE_NONCE_LEN];
-	uint8_t mac[HERD__STORE_MAC_LEN];
+	uint8_t frame[FRAME_BUF], lnonce[HERD__AUTH_NONCE_LEN], nnonce[HERD__AUTH_NONCE_LEN];
+	uint8_t mac[HERD__AUTH_MAC_LEN];
 	char host[HERD_NET_ADDR_LEN], name[HERD__HOSTNAME_MAX + 1], peer[HERD_NET_ADDR_LEN + 40];
 	herd__store_msg m;
 	herd__buf b = { 0 };
@@ -395,7 +395,7 @@ herd_status herd_job_connect(int *fd, const char *addr, const char *secret, cons
 	if (fd == NULL || addr == NULL)
 		return herd__error(HERD_EINVAL, "herd_job_connect: fd and addr are required");
 	*fd = -1;
-	HERD_CHECK(herd__store_secret(secret, &secret));
+	HERD_CHECK(herd__auth_secret(secret, &secret));
 	if (node == NULL || node[0] == '\0')
 		node = getenv("SLURMD_NODENAME");
 	if (node == NULL || node[0] == '\0') {
@@ -411,15 +411,15 @@ herd_status herd_job_connect(int *fd, const char *addr, const char *secret, cons
 	snprintf(peer, sizeof(peer), "launcher %s", addr);
 	HERD_CHECK_GOTO(herd__net_connect(&s, host, port, deadline), st, fail);
 	HERD_CHECK_GOTO(recv_frame(s, frame, &m, deadline, peer), st, fail);
-	if (m.type != HERD__STORE_T_HELLO || m.nonce.n != HERD__STORE_NONCE_LEN) {
+	if (m.type != HERD__STORE_T_HELLO || m.nonce.n != HERD__AUTH_NONCE_LEN) {
 		st = herd__error(HERD_EFORMAT, "%s: not a herd launcher (its greeting has no "
 				 "challenge)", peer);
 		goto fail;
 	}
 	memcpy(lnonce, m.nonce.p, sizeof(lnonce));
 	herd__store_msg_free(&m);
-	HERD_CHECK_GOTO(herd__store_random(nnonce, sizeof(nnonce)), st, fail);
-	herd__store_auth_mac(mac, secret, strlen(secret), lnonce, nnonce, HERD__CONNECT_LABEL_NODE);
+	HERD_CHECK_GOTO(herd__auth_random(nnonce, sizeof(nnonce)), st, fail);
+	herd__auth_mac(mac, secret, strlen(secret), lnonce, nnonce, HERD__CONNECT_LABEL_NODE);
 	herd__store_enc_begin(&e, &b, HERD__STORE_T_AUTH);
 	herd__store_enc_bin(&e, "nonce", nnonce, sizeof(nnonce));
 	herd__store_enc_bin(&e, "mac", mac, sizeof(mac));
@@ -438,9 +438,9 @@ herd_status herd_job_connect(int *fd, const char *addr, const char *secret, cons
 				 peer, node);
 		goto fail;
 	}
-	herd__store_auth_mac(mac, secret, strlen(secret), nnonce, lnonce,
+	herd__auth_mac(mac, secret, strlen(secret), nnonce, lnonce,
 			     HERD__CONNECT_LABEL_LAUNCHER);
-	if (m.type != HERD__STORE_T_AUTH_OK || !herd__store_mac_equal(mac, m.mac)) {
+	if (m.type != HERD__STORE_T_AUTH_OK || !herd__auth_mac_equal(mac, m.mac.p, m.mac.n)) {
 		st = herd__error(HERD_EAUTH, "%s did not prove that it knows the job secret",
 				 peer);
 		goto fail;

@@ -518,8 +518,8 @@ static herd_status recv_msg(tcp_store *s, int64_t deadline, herd__store_msg *m,
 /* The challenge-response of proto.h, from the client's side. */
 static herd_status authenticate(tcp_store *s, const char *secret, int64_t deadline)
 {
-	uint8_t cnonce[HERD__STORE_NONCE_LEN], mac[HERD__STORE_MAC_LEN];
-	uint8_t snonce[HERD__STORE_NONCE_LEN];
+	uint8_t cnonce[HERD__AUTH_NONCE_LEN], mac[HERD__AUTH_MAC_LEN];
+	uint8_t snonce[HERD__AUTH_NONCE_LEN];
 	herd__store_msg m;
 	uint8_t *payload = NULL;
 	herd__buf out = { 0 };
@@ -529,7 +529,7 @@ static herd_status authenticate(tcp_store *s, const char *secret, int64_t deadli
 	memset(&m, 0, sizeof(m));
 	HERD_CHECK(recv_msg(s, deadline, &m, &payload));
 	if (m.type != HERD__STORE_T_HELLO || !(m.has & HERD__STORE_F_NONCE) ||
-	    m.nonce.n != HERD__STORE_NONCE_LEN) {
+	    m.nonce.n != HERD__AUTH_NONCE_LEN) {
 		st = herd__error(HERD_EFORMAT, "not a herd store server (its greeting has no "
 				 "challenge)");
 		goto out;
@@ -538,8 +538,8 @@ static herd_status authenticate(tcp_store *s, const char *secret, int64_t deadli
 	herd__store_msg_free(&m);
 	free(payload);
 	payload = NULL;
-	HERD_CHECK_GOTO(herd__store_random(cnonce, sizeof(cnonce)), st, out);
-	herd__store_auth_mac(mac, secret, strlen(secret), snonce, cnonce, HERD__STORE_LABEL_CLIENT);
+	HERD_CHECK_GOTO(herd__auth_random(cnonce, sizeof(cnonce)), st, out);
+	herd__auth_mac(mac, secret, strlen(secret), snonce, cnonce, HERD__STORE_LABEL_CLIENT);
 	herd__store_enc_begin(&e, &out, HERD__STORE_T_AUTH);
 	herd__store_enc_bin(&e, "nonce", cnonce, sizeof(cnonce));
 	herd__store_enc_bin(&e, "mac", mac, sizeof(mac));
@@ -560,8 +560,8 @@ static herd_status authenticate(tcp_store *s, const char *secret, int64_t deadli
 				 (int)(m.msg.n > 300 ? 300 : m.msg.n), (const char *)m.msg.p);
 		goto out;
 	}
-	herd__store_auth_mac(mac, secret, strlen(secret), cnonce, snonce, HERD__STORE_LABEL_SERVER);
-	if (m.type != HERD__STORE_T_AUTH_OK || !herd__store_mac_equal(mac, m.mac)) {
+	herd__auth_mac(mac, secret, strlen(secret), cnonce, snonce, HERD__STORE_LABEL_SERVER);
+	if (m.type != HERD__STORE_T_AUTH_OK || !herd__auth_mac_equal(mac, m.mac.p, m.mac.n)) {
 		st = herd__error(HERD_EAUTH, "the server could not prove that it holds the job "
 				 "secret");
 		goto out;
@@ -586,7 +586,7 @@ herd_status herd__store_tcp_connect(herd__store_backend **out, const char *addre
 	int port;
 
 	*out = NULL;
-	HERD_CHECK(herd__store_secret(opts->secret, &secret));
+	HERD_CHECK(herd__auth_secret(opts->secret, &secret));
 	HERD_CHECK(herd__net_parse_hostport(address, host, sizeof(host), &port));
 	HERD_CHECK(herd__calloc(&s, 1, sizeof(*s), "a store connection"));
 	s->base.ops = &tcp_ops;

@@ -169,7 +169,7 @@ static herd_status write_value(file_store *s, const char *name, const void *valu
 	herd_status st = HERD_OK;
 	int fd;
 
-	HERD_CHECK(herd__store_random(rnd, sizeof(rnd)));
+	HERD_CHECK(herd__auth_random(rnd, sizeof(rnd)));
 	memcpy(tmp, "t-", 2);
 	for (size_t i = 0; i < sizeof(rnd); i++) {
 		tmp[2 + 2 * i] = hex[rnd[i] >> 4];

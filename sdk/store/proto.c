@@ -1,6 +1,6 @@
 /*
- * sdk/store/proto.c - frames, messages and authentication of the store's
- * wire format (see proto.h).
+ * sdk/store/proto.c - frames and messages of the store's wire format (see
+ * proto.h); the handshake's cryptography is base/auth.c's.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -8,9 +8,6 @@
 #include <string.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
 
 #include "base.h"
 #include "frame.h"
@@ -353,52 +350,6 @@ herd_status herd__store_enc_end(herd__store_enc *e)
 	return herd__frame_end(e, HERD__STORE_FRAME_MAX, "store protocol");
 }
 
-/* ---- authentication ------------------------------------------------------ */
-
-void herd__store_auth_mac(uint8_t out[HERD__STORE_MAC_LEN], const void *secret,
-			  size_t secret_len, const uint8_t first[HERD__STORE_NONCE_LEN],
-			  const uint8_t second[HERD__STORE_NONCE_LEN], const char *label)
-{
-	uint8_t msg[2 * HERD__STORE_NONCE_LEN + 64];
-	size_t llen = strlen(label);
-	unsigned int outlen = HERD__STORE_MAC_LEN;
-
-	if (llen > 64)
-		llen = 64;
-	memcpy(msg, first, HERD__STORE_NONCE_LEN);
-	memcpy(msg + HERD__STORE_NONCE_LEN, second, HERD__STORE_NONCE_LEN);
-	memcpy(msg + 2 * HERD__STORE_NONCE_LEN, label, llen);
-	if (HMAC(EVP_sha256(), secret, (int)secret_len, msg, 2 * HERD__STORE_NONCE_LEN + llen,
-		 out, &outlen) == NULL)
-		/* Cannot happen with SHA-256; a MAC of zeros then fails to verify
-		 * on the other side rather than passing. */
-		RAND_bytes(out, HERD__STORE_MAC_LEN);
-}
-
-int herd__store_mac_equal(const uint8_t want[HERD__STORE_MAC_LEN], herd__store_bytes got)
-{
-	return got.n == HERD__STORE_MAC_LEN && CRYPTO_memcmp(want, got.p, got.n) == 0;
-}
-
-herd_status herd__store_random(void *buf, size_t n)
-{
-	if (RAND_bytes(buf, (int)n) != 1)
-		return herd__error(HERD_EUNAVAIL, "OpenSSL's random generator failed");
-	return HERD_OK;
-}
-
-herd_status herd__store_secret(const char *given, const char **out)
-{
-	const char *s = given != NULL ? given : getenv("HERD_JOB_SECRET");
-
-	*out = NULL;
-	if (s == NULL || s[0] == '\0')
-		return herd__error(HERD_EINVAL, "no job secret: pass one in the options or set "
-				   "HERD_JOB_SECRET (herd_store_secret_generate makes one)");
-	*out = s;
-	return HERD_OK;
-}
-
 herd_status herd_store_secret_generate(char out[HERD_STORE_SECRET_BUF])
 {
 	static const char hex[] = "0123456789abcdef";
@@ -406,7 +357,7 @@ herd_status herd_store_secret_generate(char out[HERD_STORE_SECRET_BUF])
 
 	if (out == NULL)
 		return herd__error(HERD_EINVAL, "herd_store_secret_generate: out is NULL");
-	HERD_CHECK(herd__store_random(raw, sizeof(raw)));
+	HERD_CHECK(herd__auth_random(raw, sizeof(raw)));
 	for (size_t i = 0; i < sizeof(raw); i++) {
 		out[2 * i] = hex[raw[i] >> 4];
 		out[2 * i + 1] = hex[raw[i] & 15];

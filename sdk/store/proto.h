@@ -45,13 +45,12 @@
 
 #include "herd/store.h"
 
+#include "auth.h"
 #include "buf.h"
 #include "frame.h"
 
 #define HERD__STORE_FRAME_MAX (64u * 1024u * 1024u)
 #define HERD__STORE_FRAME_MAX_PREAUTH 256u
-#define HERD__STORE_NONCE_LEN 32
-#define HERD__STORE_MAC_LEN 32
 #define HERD__STORE_LABEL_CLIENT "herd-store/1 client"
 #define HERD__STORE_LABEL_SERVER "herd-store/1 server"
 
@@ -178,23 +177,6 @@ void herd__store_enc_item(herd__store_enc *e, const void *p, size_t n);
  * off the buffer again and the status says why.
  */
 herd_status herd__store_enc_end(herd__store_enc *e);
-
-/* HMAC-SHA256(secret, first || second || label) into out. */
-void herd__store_auth_mac(uint8_t out[HERD__STORE_MAC_LEN], const void *secret,
-			  size_t secret_len, const uint8_t first[HERD__STORE_NONCE_LEN],
-			  const uint8_t second[HERD__STORE_NONCE_LEN], const char *label);
-
-/* Whether got is exactly the 32 bytes of want, compared in constant time. */
-int herd__store_mac_equal(const uint8_t want[HERD__STORE_MAC_LEN], herd__store_bytes got);
-
-/* Fills buf with n bytes from OpenSSL's random generator. */
-herd_status herd__store_random(void *buf, size_t n);
-
-/*
- * The job secret: given when not NULL, else HERD_JOB_SECRET.  HERD_EINVAL
- * when both are missing or empty.
- */
-herd_status herd__store_secret(const char *given, const char **out);
 
 /*
  * Writes key quoted for a message into out: "job/x", with non-printable

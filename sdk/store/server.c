@@ -45,7 +45,7 @@ typedef struct conn {
 	enum conn_state state;
 	int dead;                 /* to be closed and freed by reap() */
 	int64_t deadline;         /* AUTH: authenticate by; CLOSING: give up by */
-	uint8_t nonce[HERD__STORE_NONCE_LEN];
+	uint8_t nonce[HERD__AUTH_NONCE_LEN];
 	char peer[HERD_NET_ADDR_LEN];
 	herd__buf in, out;
 } conn;
@@ -502,17 +502,17 @@ static const op_fn ops[HERD__STORE_T_COUNT] = {
 
 static void handle_auth(herd_store_server *srv, conn *c, const herd__store_msg *m)
 {
-	uint8_t want[HERD__STORE_MAC_LEN], proof[HERD__STORE_MAC_LEN];
+	uint8_t want[HERD__AUTH_MAC_LEN], proof[HERD__AUTH_MAC_LEN];
 	herd__store_enc e;
 
 	if (m->type != HERD__STORE_T_AUTH || !(m->has & HERD__STORE_F_MAC) ||
-	    !(m->has & HERD__STORE_F_NONCE) || m->nonce.n != HERD__STORE_NONCE_LEN) {
+	    !(m->has & HERD__STORE_F_NONCE) || m->nonce.n != HERD__AUTH_NONCE_LEN) {
 		kill_conn(srv, c, HERD_LOG_INFO, "sent a message other than an authentication");
 		return;
 	}
-	herd__store_auth_mac(want, srv->secret, srv->secret_len, c->nonce, m->nonce.p,
+	herd__auth_mac(want, srv->secret, srv->secret_len, c->nonce, m->nonce.p,
 			     HERD__STORE_LABEL_CLIENT);
-	if (!herd__store_mac_equal(want, m->mac)) {
+	if (!herd__auth_mac_equal(want, m->mac.p, m->mac.n)) {
 		herd__log_warn("store server %s: connection from %s failed authentication (its "
 			       "job secret differs)", srv->address, c->peer);
 		herd__error(HERD_EAUTH, "authentication failed: the client's job secret is not "
@@ -520,7 +520,7 @@ static void handle_auth(herd_store_server *srv, conn *c, const herd__store_msg *
 		reply_error_and_close(srv, c, HERD_EAUTH);
 		return;
 	}
-	herd__store_auth_mac(proof, srv->secret, srv->secret_len, m->nonce.p, c->nonce,
+	herd__auth_mac(proof, srv->secret, srv->secret_len, m->nonce.p, c->nonce,
 			     HERD__STORE_LABEL_SERVER);
 	herd__store_enc_begin(&e, &c->out, HERD__STORE_T_AUTH_OK);
 	herd__store_enc_bin(&e, "mac", proof, sizeof(proof));
@@ -661,7 +661,7 @@ static void accept_all(herd_store_server *srv)
 			srv->capconns = cap;
 		}
 		c = calloc(1, sizeof(*c));
-		if (c == NULL || herd__store_random(c->nonce, sizeof(c->nonce)) != HERD_OK) {
+		if (c == NULL || herd__auth_random(c->nonce, sizeof(c->nonce)) != HERD_OK) {
 			free(c);
 			close(fd);
 			return;
@@ -868,7 +868,7 @@ herd_status herd_store_server_start(herd_store_server **out, const herd_store_se
 	if (opts == NULL)
 		opts = &defaults;
 	HERD_CHECK(check_server_opts(opts));
-	HERD_CHECK(herd__store_secret(opts->secret, &secret));
+	HERD_CHECK(herd__auth_secret(opts->secret, &secret));
 	host = opts->host != NULL ? opts->host : "127.0.0.1";
 	HERD_CHECK(herd__calloc(&srv, 1, sizeof(*srv), "a store server"));
 	srv->listen_fd = srv->wake_fd = -1;
@@ -883,7 +883,7 @@ herd_status herd_store_server_start(herd_store_server **out, const herd_store_se
 		goto fail;
 	}
 	memcpy(srv->secret, secret, srv->secret_len);
-	HERD_CHECK_GOTO(herd__store_random(&srv->seed, sizeof(srv->seed)), st, fail);
+	HERD_CHECK_GOTO(herd__auth_random(&srv->seed, sizeof(srv->seed)), st, fail);
 	srv->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (srv->wake_fd < 0) {
 		st = herd__error_errno(HERD_ESYS, errno, "store server: eventfd");

@@ -141,7 +141,7 @@ static void test_connect_wrong_secret_is_refused_and_the_node_is_missed(void)
 static void *impostor_main(void *arg)
 {
 	int lfd = *(int *)arg, fd = -1;
-	uint8_t nonce[HERD__STORE_NONCE_LEN] = { 1 }, mac[HERD__STORE_MAC_LEN] = { 2 }, junk[256];
+	uint8_t nonce[HERD__AUTH_NONCE_LEN] = { 1 }, mac[HERD__AUTH_MAC_LEN] = { 2 }, junk[256];
 	int64_t deadline = herd__net_deadline(5000);
 	herd__buf b = { 0 };
 	herd__store_enc e;

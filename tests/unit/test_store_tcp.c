@@ -137,8 +137,8 @@ static long raw_wait_closed(int fd, int timeout_ms)
 /* Authenticates a raw socket as a well-behaved client would; 0 on success. */
 static int raw_auth(int fd, const char *secret)
 {
-	uint8_t buf[HERD__STORE_FRAME_MAX_PREAUTH], cnonce[HERD__STORE_NONCE_LEN];
-	uint8_t snonce[HERD__STORE_NONCE_LEN], mac[HERD__STORE_MAC_LEN];
+	uint8_t buf[HERD__STORE_FRAME_MAX_PREAUTH], cnonce[HERD__AUTH_NONCE_LEN];
+	uint8_t snonce[HERD__AUTH_NONCE_LEN], mac[HERD__AUTH_MAC_LEN];
 	herd__buf out = { 0 };
 	herd__store_enc e;
 	herd__store_msg m;
@@ -155,7 +155,7 @@ static int raw_auth(int fd, const char *secret)
 	if (!ok)
 		return -1;
 	memset(cnonce, 7, sizeof(cnonce));
-	herd__store_auth_mac(mac, secret, strlen(secret), snonce, cnonce, HERD__STORE_LABEL_CLIENT);
+	herd__auth_mac(mac, secret, strlen(secret), snonce, cnonce, HERD__STORE_LABEL_CLIENT);
 	herd__store_enc_begin(&e, &out, HERD__STORE_T_AUTH);
 	herd__store_enc_bin(&e, "nonce", cnonce, sizeof(cnonce));
 	herd__store_enc_bin(&e, "mac", mac, sizeof(mac));
@@ -166,8 +166,8 @@ static int raw_auth(int fd, const char *secret)
 	n = raw_read_frame(fd, buf, sizeof(buf), 2000);
 	if (n <= 0 || herd__store_msg_decode(&m, buf, (size_t)n) != HERD_OK)
 		return -1;
-	herd__store_auth_mac(mac, secret, strlen(secret), cnonce, snonce, HERD__STORE_LABEL_SERVER);
-	ok = m.type == HERD__STORE_T_AUTH_OK && herd__store_mac_equal(mac, m.mac);
+	herd__auth_mac(mac, secret, strlen(secret), cnonce, snonce, HERD__STORE_LABEL_SERVER);
+	ok = m.type == HERD__STORE_T_AUTH_OK && herd__auth_mac_equal(mac, m.mac.p, m.mac.n);
 	herd__store_msg_free(&m);
 	return ok ? 0 : -1;
 }
@@ -254,7 +254,7 @@ struct impostor {
 static void *impostor_run(void *arg)
 {
 	struct impostor *im = arg;
-	uint8_t nonce[HERD__STORE_NONCE_LEN], buf[256], fake[HERD__STORE_MAC_LEN];
+	uint8_t nonce[HERD__AUTH_NONCE_LEN], buf[256], fake[HERD__AUTH_MAC_LEN];
 	herd__buf out = { 0 };
 	herd__store_enc e;
 	int fd;

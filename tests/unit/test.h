@@ -3,7 +3,10 @@
  *
  * A test file defines static void functions and runs them from main with
  * TEST_RUN(fn); each CHECK that fails prints where and why, and the file
- * exits non-zero when any check failed.
+ * exits non-zero when any check failed.  A case that cannot run here ends
+ * with TEST_SKIP(reason); a file in which every case was skipped exits 77,
+ * which ctest reports as skipped, and one that checked nothing at all
+ * fails.
  */
 #ifndef HERD_TEST_H
 #define HERD_TEST_H
@@ -17,6 +20,8 @@
 
 static int test_failures;
 static int test_checks;
+static int test_skips;          /* cases ended by TEST_SKIP */
+static int test_case_skipped;   /* the running case was */
 
 /* n bytes that depend on seed alone (xorshift64), for data to round-trip. */
 static inline void test_fill_bytes(void *p, size_t n, uint64_t seed)
@@ -88,15 +93,31 @@ static inline void test_fill_bytes(void *p, size_t n, uint64_t seed)
 				   herd_last_error(), (needle));                \
 	} while (0)
 
+/* Ends the running case (a void function) as skipped, saying why. */
+#define TEST_SKIP(...)                                                  \
+	do {                                                            \
+		printf("     skipped: ");                               \
+		printf(__VA_ARGS__);                                    \
+		printf("\n");                                          \
+		test_case_skipped = 1;                                  \
+		test_skips++;                                           \
+		return;                                                 \
+	} while (0)
+
 #define TEST_RUN(fn)                                                    \
 	do {                                                            \
 		int before_ = test_failures;                            \
+		test_case_skipped = 0;                                  \
 		fn();                                                   \
-		printf("%s %s\n", test_failures == before_ ? "ok  " : "FAIL", #fn); \
+		printf("%s %s\n", test_failures != before_ ? "FAIL"     \
+		       : test_case_skipped ? "skip" : "ok  ", #fn);     \
 	} while (0)
 
+/* The exit status: 1 when a check failed or nothing was checked nor
+ * skipped, 77 when every case was skipped, else 0. */
 #define TEST_DONE()                                                             \
-	(printf("%d checks, %d failed\n", test_checks, test_failures),          \
-	 test_failures == 0 && test_checks > 0 ? 0 : 1)
+	(printf("%d checks, %d failed, %d cases skipped\n", test_checks,        \
+		test_failures, test_skips),                                     \
+	 test_failures > 0 ? 1 : test_checks > 0 ? 0 : test_skips > 0 ? 77 : 1)
 
 #endif /* HERD_TEST_H */

@@ -17,12 +17,10 @@
  * ... ranks, reduce-scatter by recursive halving and allgather by
  * recursive doubling (Rabenseifner) replace the ring: the same bytes per
  * rank, 2 log2 p steps per slice instead of 2(p - 1), each an exchange
- * between two partners.  Over loopback TCP, 4 ranks on 2 cores, in place,
- * medians of 5: 128 MiB 170 ms against 236 ms for the ring, 16 MiB 20.0
- * against 31.1 ms.  With 2 ranks the ring's merged steps do as well
- * (16 MiB 8.7 against 10.0 ms, 128 MiB 76-80 against 81-84 ms), so it
- * stays; between hosts too (not measured here, and with several ranks a
- * host, halving sends more across the hosts).
+ * between two partners; with 2 ranks the ring's merged steps do as well,
+ * so it stays; between hosts too (with several ranks a host, halving sends
+ * more across the hosts).  The figures behind the choice are in
+ * bench/RESULTS.md, "The direct path's thresholds".
  *
  * float16 and bfloat16 SUM/PROD/AVG reduce in float32 and round once:
  * each slice is widened into a float32 scratch slice, reduce-scattered

@@ -39,9 +39,8 @@
  *       each first and pinning every page; the copies out of shared memory
  *       are plain stores, and from HERD__DIRECT_STREAM bytes streaming ones
  *       (the result then goes to memory and leaves the operands in cache).
- *       With 4 ranks on 2 cores, 16 MiB out of place: 7.6 ms against
- *       10.6-11.5 ms for the push (in place, the push stays ahead: 6.1
- *       against 6.4-7.2 ms).
+ *       bench/RESULTS.md ("The direct path's thresholds") has the figures
+ *       that put the line between staging and the push.
  *  3. done = s (release); rank r returns once every peer's done is s: until
  *     then peers may still read its send buffer and staging slots and write
  *     its receive buffer.
@@ -102,9 +101,9 @@
  * From this many bytes, an out-of-place large allreduce writes its result
  * with streaming stores.  Out of place the operands and results of all the
  * ranks no longer fit the cache from a few MiB on (4 ranks of 8 MiB take
- * 64 MiB); measured on 2 cores, 4 ranks, 8 to 128 MiB: 3.0-3.1 ms against
- * 3.4-4.3 ms at 8 MiB, 64 against 78 ms at 128 MiB.  Smaller results stay
- * in cache, where the caller is likely to read them next.
+ * 64 MiB); smaller results stay in cache, where the caller is likely to
+ * read them next.  Chosen by measurement: bench/RESULTS.md, "The direct
+ * path's thresholds".
  */
 #define HERD__DIRECT_STREAM (8u * 1024u * 1024u)
 
@@ -114,10 +113,8 @@
  * bytes, and the staging beyond: the push writes each result once into
  * every receive buffer, with no exchange of cache lines between the cores,
  * but the kernel pins every page it writes, and it loses once the buffers
- * no longer fit the cache.  Measured on 2 cores, push against staging,
- * medians of 6: 2 ranks, 16 MiB 2.4 against 2.8 ms, 24 MiB 6.1 against 5.1
- * ms; 3 ranks, 8 MiB 3.1 against 3.2 ms, 12 MiB 6.2 against 5.0 ms; 4
- * ranks, 4 MiB 1.7 against 1.7 ms, 8 MiB 4.7 against 4.0 ms.
+ * no longer fit the cache.  Chosen by measurement: bench/RESULTS.md, "The
+ * direct path's thresholds".
  */
 #define HERD__DIRECT_PUSH_MAX (16u * 1024u * 1024u)
 
@@ -534,8 +531,7 @@ static void copy_out(const dcall *c, size_t off, const uint8_t *src, size_t n)
  * into dst itself, which is then reduced where it lies: one pass over dst
  * less, and the kernel's copy (rep movsb) may fill whole lines without
  * reading them first, where the reduction's stores read each line they
- * write.  2 ranks, 16 MiB out of place, 2.0 against 2.5 ms (medians of 5
- * on 2 cores).
+ * write (bench/RESULTS.md, "The direct path's thresholds").
  */
 static herd_status reduce_chunk_into(dcall *c, size_t off, size_t n, uint8_t *dst)
 {

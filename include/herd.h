@@ -5,6 +5,7 @@
  * own header under herd/:
  *
  *   herd/common.h    status codes, herd_last_error(), versions, logging
+ *   herd/dtype.h     element types and reductions
  *   herd/cluster.h   discovery: nodes, CPUs, memory, GPUs, NICs, topology
  *   herd/alloc.h     GPU allocation: placement plans, GPU leases, Slurm's grant
  *   herd/store.h     rendezvous key-value store: TCP server and client, file store
@@ -16,6 +17,7 @@
 #define HERD_H
 
 #include "herd/common.h"
+#include "herd/dtype.h"
 #include "herd/cluster.h"
 #include "herd/alloc.h"
 #include "herd/store.h"

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "herd/comm.h"
+#include "herd/dtype.h"
 
 #ifdef __cplusplus
 extern "C" {

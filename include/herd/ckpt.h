@@ -72,6 +72,7 @@
 
 #include "comm.h"
 #include "common.h"
+#include "dtype.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -25,7 +25,7 @@
 
 #include <stddef.h>
 
-#include "herd/common.h"
+#include "common.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,63 @@
+/*
+ * herd/dtype.h - element types and reductions: what collectives
+ * (herd/comm.h) move and reduce and what checkpoints (herd/ckpt.h) store.
+ * Values are stable once released.
+ */
+#ifndef HERD_DTYPE_H
+#define HERD_DTYPE_H
+
+#include <stddef.h>
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types.  float16 and bfloat16 reduce through float32 and are
+ * rounded to nearest even once, at the end. */
+typedef enum herd_dtype {
+	HERD_INT8 = 0,
+	HERD_UINT8 = 1,
+	HERD_INT32 = 2,
+	HERD_UINT32 = 3,
+	HERD_INT64 = 4,
+	HERD_UINT64 = 5,
+	HERD_FLOAT16 = 6,
+	HERD_BFLOAT16 = 7,
+	HERD_FLOAT32 = 8,
+	HERD_FLOAT64 = 9,
+	HERD_DTYPE_COUNT
+} herd_dtype;
+
+/* Reductions.  AVG is the sum divided by the number of ranks (for integers,
+ * truncated toward zero). */
+typedef enum herd_redop {
+	HERD_SUM = 0,
+	HERD_PROD = 1,
+	HERD_MIN = 2,
+	HERD_MAX = 3,
+	HERD_AVG = 4,
+	HERD_REDOP_COUNT
+} herd_redop;
+
+/* Size of one element in bytes; 0 for an unknown type. */
+HERD_EXTERN size_t herd_dtype_size(herd_dtype dtype);
+
+/* "float32", "bfloat16", ...; "unknown" for an unknown type. */
+HERD_EXTERN const char *herd_dtype_name(herd_dtype dtype);
+
+/* Parses a type name ("float32"; also "float", "half", "bf16", "int", "double"...). */
+HERD_EXTERN herd_status herd_dtype_parse(const char *name, herd_dtype *out);
+
+/* "sum", "prod", "min", "max", "avg"; "unknown" otherwise. */
+HERD_EXTERN const char *herd_redop_name(herd_redop op);
+
+/* Parses a reduction name. */
+HERD_EXTERN herd_status herd_redop_parse(const char *name, herd_redop *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HERD_DTYPE_H */

@@ -358,8 +358,13 @@ static herd_status wait_any(dcall *c, const dwant *w, size_t n, bool check, int6
 					return HERD_OK;
 				return HERD_EMISMATCH;
 			}
-			if (atomic_load(&comm->peers[w[i].peer].left))
+			/* Likewise a peer that posted, finished and destroyed its
+			 * communicator since: what it posted still counts. */
+			if (atomic_load(&comm->peers[w[i].peer].left)) {
+				if ((*which = first_ready(w, n)) >= 0)
+					return HERD_OK;
 				return herd__p2p_left_error(comm, w[i].peer);
+			}
 		}
 		if (t0 == 0)
 			t0 = herd__comm_now_ns();

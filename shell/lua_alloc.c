@@ -243,35 +243,17 @@ static int plan_tostring(lua_State *L)
 	return 1;
 }
 
-static void set_string(lua_State *L, const char *key, const char *value)
-{
-	lua_pushstring(L, value != NULL ? value : "");
-	lua_setfield(L, -2, key);
-}
-
-static void set_nonempty(lua_State *L, const char *key, const char *value)
-{
-	if (value != NULL && value[0] != '\0')
-		set_string(L, key, value);
-}
-
-static void set_integer(lua_State *L, const char *key, lua_Integer value)
-{
-	lua_pushinteger(L, value);
-	lua_setfield(L, -2, key);
-}
-
 static void push_gpu(lua_State *L, const herd_plan_gpu *g)
 {
 	lua_createtable(L, 0, 7);
-	set_integer(L, "rank", g->rank);
-	set_string(L, "host", g->hostname);
-	set_integer(L, "node", (lua_Integer)g->node + 1);
-	set_integer(L, "index", (lua_Integer)g->index);
-	set_string(L, "uuid", g->uuid);
-	set_string(L, "pci_bus_id", g->pci_bus_id);
+	lherd_set_integer(L, "rank", g->rank);
+	lherd_set_string(L, "host", g->hostname);
+	lherd_set_integer(L, "node", (lua_Integer)g->node + 1);
+	lherd_set_integer(L, "index", (lua_Integer)g->index);
+	lherd_set_string(L, "uuid", g->uuid);
+	lherd_set_string(L, "pci_bus_id", g->pci_bus_id);
 	if (g->numa_node >= 0)
-		set_integer(L, "numa", g->numa_node);
+		lherd_set_integer(L, "numa", g->numa_node);
 }
 
 static void push_rank(lua_State *L, const herd_plan_rank *r)
@@ -279,14 +261,14 @@ static void push_rank(lua_State *L, const herd_plan_rank *r)
 	char buf[HERD_LINK_STR_LEN];
 
 	lua_createtable(L, 0, 16);
-	set_integer(L, "rank", r->rank);
-	set_string(L, "host", r->hostname);
-	set_integer(L, "node", (lua_Integer)r->node + 1);
-	set_integer(L, "node_rank", r->node_rank);
-	set_integer(L, "local_rank", r->local_rank);
-	set_integer(L, "gpu", (lua_Integer)r->gpus[0].index);
-	set_string(L, "uuid", r->gpus[0].uuid);
-	set_string(L, "pci_bus_id", r->gpus[0].pci_bus_id);
+	lherd_set_integer(L, "rank", r->rank);
+	lherd_set_string(L, "host", r->hostname);
+	lherd_set_integer(L, "node", (lua_Integer)r->node + 1);
+	lherd_set_integer(L, "node_rank", r->node_rank);
+	lherd_set_integer(L, "local_rank", r->local_rank);
+	lherd_set_integer(L, "gpu", (lua_Integer)r->gpus[0].index);
+	lherd_set_string(L, "uuid", r->gpus[0].uuid);
+	lherd_set_string(L, "pci_bus_id", r->gpus[0].pci_bus_id);
 	lua_createtable(L, (int)r->ngpus, 0);
 	for (size_t g = 0; g < r->ngpus; g++) {
 		push_gpu(L, &r->gpus[g]);
@@ -294,13 +276,13 @@ static void push_rank(lua_State *L, const herd_plan_rank *r)
 	}
 	lua_setfield(L, -2, "gpus");
 	if (r->numa_node >= 0)
-		set_integer(L, "numa", r->numa_node);
-	set_nonempty(L, "cpus", r->cpus);
-	set_nonempty(L, "nic", r->nic);
+		lherd_set_integer(L, "numa", r->numa_node);
+	lherd_set_nonempty(L, "cpus", r->cpus);
+	lherd_set_nonempty(L, "nic", r->nic);
 	if (r->nic[0] != '\0')
-		set_string(L, "nic_link", herd_link_str(r->nic_link, buf));
-	set_nonempty(L, "ib_hca", r->ib_hca);
-	set_nonempty(L, "socket_ifname", r->socket_ifname);
+		lherd_set_string(L, "nic_link", herd_link_str(r->nic_link, buf));
+	lherd_set_nonempty(L, "ib_hca", r->ib_hca);
+	lherd_set_nonempty(L, "socket_ifname", r->socket_ifname);
 }
 
 static void get_ranks(lua_State *L, herd_plan *plan)
@@ -523,24 +505,24 @@ static int lherd_alloc(lua_State *L)
 static void push_status(lua_State *L, const herd_gpu_status *s, const herd_gpu *g, size_t index)
 {
 	lua_createtable(L, 0, 14);
-	set_integer(L, "index", (lua_Integer)index);
-	set_string(L, "uuid", s->uuid);
-	set_string(L, "pci_bus_id", g->pci.bus_id);
+	lherd_set_integer(L, "index", (lua_Integer)index);
+	lherd_set_string(L, "uuid", s->uuid);
+	lherd_set_string(L, "pci_bus_id", g->pci.bus_id);
 	if (g->pci.numa_node >= 0)
-		set_integer(L, "numa", g->pci.numa_node);
-	set_string(L, "state", herd_lease_state_str(s->state));
-	set_nonempty(L, "job", s->job);
+		lherd_set_integer(L, "numa", g->pci.numa_node);
+	lherd_set_string(L, "state", herd_lease_state_str(s->state));
+	lherd_set_nonempty(L, "job", s->job);
 	if (s->pid > 0)
-		set_integer(L, "pid", (lua_Integer)s->pid);
-	set_nonempty(L, "user", s->user);
-	set_nonempty(L, "host", s->host);
+		lherd_set_integer(L, "pid", (lua_Integer)s->pid);
+	lherd_set_nonempty(L, "user", s->user);
+	lherd_set_nonempty(L, "host", s->host);
 	if (s->since > 0)
-		set_integer(L, "since", (lua_Integer)s->since);
-	set_nonempty(L, "note", s->note);
+		lherd_set_integer(L, "since", (lua_Integer)s->since);
+	lherd_set_nonempty(L, "note", s->note);
 	if (s->processes >= 0)
-		set_integer(L, "processes", s->processes);
+		lherd_set_integer(L, "processes", s->processes);
 	if (s->free_memory_bytes >= 0)
-		set_integer(L, "free_memory_bytes", (lua_Integer)s->free_memory_bytes);
+		lherd_set_integer(L, "free_memory_bytes", (lua_Integer)s->free_memory_bytes);
 }
 
 /* A GPU status array from the library, freed by the collector. */

@@ -31,27 +31,6 @@ typedef struct lnode {
 
 /* ---------------------------------------------------------------- helpers */
 
-static void set_string(lua_State *L, const char *key, const char *value)
-{
-	if (value == NULL)
-		return;
-	lua_pushstring(L, value);
-	lua_setfield(L, -2, key);
-}
-
-/* Empty strings mean "none" in the inventory's fixed-size fields. */
-static void set_nonempty(lua_State *L, const char *key, const char *value)
-{
-	if (value != NULL && value[0] != '\0')
-		set_string(L, key, value);
-}
-
-static void set_integer(lua_State *L, const char *key, lua_Integer value)
-{
-	lua_pushinteger(L, value);
-	lua_setfield(L, -2, key);
-}
-
 /* Memory sizes fit a lua_Integer by far; clamp rather than wrap. */
 static void push_bytes(lua_State *L, uint64_t value)
 {
@@ -68,7 +47,7 @@ static void set_bytes(lua_State *L, const char *key, uint64_t value)
 static void set_numa(lua_State *L, int numa_node)
 {
 	if (numa_node >= 0)
-		set_integer(L, "numa_node", numa_node);
+		lherd_set_integer(L, "numa_node", numa_node);
 }
 
 static void set_strings(lua_State *L, const char *key, const char *const *v,
@@ -371,10 +350,10 @@ static void get_threads(lua_State *L, node_ref r)
 static void get_cpus(lua_State *L, node_ref r)
 {
 	lua_createtable(L, 0, 4);
-	set_integer(L, "packages", r.node->packages);
-	set_integer(L, "cores", r.node->cores);
-	set_integer(L, "threads", r.node->threads);
-	set_string(L, "model", r.node->cpu_model ? r.node->cpu_model : "");
+	lherd_set_integer(L, "packages", r.node->packages);
+	lherd_set_integer(L, "cores", r.node->cores);
+	lherd_set_integer(L, "threads", r.node->threads);
+	lherd_set_string(L, "model", r.node->cpu_model ? r.node->cpu_model : "");
 }
 
 static void get_numa(lua_State *L, node_ref r)
@@ -383,9 +362,9 @@ static void get_numa(lua_State *L, node_ref r)
 	for (size_t i = 0; i < r.node->nnuma; i++) {
 		const herd_numa_node *m = &r.node->numa[i];
 		lua_createtable(L, 0, 3);
-		set_integer(L, "os_index", m->os_index);
+		lherd_set_integer(L, "os_index", m->os_index);
 		set_bytes(L, "memory_bytes", m->memory_bytes);
-		set_string(L, "cpus", m->cpus ? m->cpus : "");
+		lherd_set_string(L, "cpus", m->cpus ? m->cpus : "");
 		lua_rawseti(L, -2, (lua_Integer)i + 1);
 	}
 }
@@ -403,20 +382,20 @@ static void get_memory_available_bytes(lua_State *L, node_ref r)
 static void push_gpu(lua_State *L, const herd_gpu *g)
 {
 	lua_createtable(L, 0, 12);
-	set_string(L, "uuid", g->uuid);
-	set_string(L, "name", g->name);
-	set_nonempty(L, "pci_bus_id", g->pci.bus_id);
-	set_nonempty(L, "host_bridge", g->pci.host_bridge);
+	lherd_set_string(L, "uuid", g->uuid);
+	lherd_set_string(L, "name", g->name);
+	lherd_set_nonempty(L, "pci_bus_id", g->pci.bus_id);
+	lherd_set_nonempty(L, "host_bridge", g->pci.host_bridge);
 	set_numa(L, g->pci.numa_node);
 	set_bytes(L, "memory_bytes", g->memory_bytes);
 	lua_pushfstring(L, "%d.%d", g->cc_major, g->cc_minor);
 	lua_setfield(L, -2, "cc");
-	set_integer(L, "nvswitch_links", g->nvswitch_links);
+	lherd_set_integer(L, "nvswitch_links", g->nvswitch_links);
 	lua_createtable(L, (int)g->nnvlinks, 0);
 	for (size_t i = 0; i < g->nnvlinks; i++) {
 		lua_createtable(L, 0, 2);
-		set_string(L, "peer_bus_id", g->nvlinks[i].peer_bus_id);
-		set_integer(L, "links", g->nvlinks[i].links);
+		lherd_set_string(L, "peer_bus_id", g->nvlinks[i].peer_bus_id);
+		lherd_set_integer(L, "links", g->nvlinks[i].links);
 		lua_rawseti(L, -2, (lua_Integer)i + 1);
 	}
 	lua_setfield(L, -2, "nvlinks");
@@ -445,13 +424,13 @@ static void get_nics(lua_State *L, node_ref r)
 	for (size_t i = 0; i < r.node->nnetdevs; i++) {
 		const herd_netdev *d = &r.node->netdevs[i];
 		lua_createtable(L, 0, 7);
-		set_string(L, "name", d->name);
-		set_string(L, "state", d->state);
-		set_integer(L, "mtu", d->mtu);
+		lherd_set_string(L, "name", d->name);
+		lherd_set_string(L, "state", d->state);
+		lherd_set_integer(L, "mtu", d->mtu);
 		if (d->speed_mbps >= 0)
-			set_integer(L, "speed_mbps", (lua_Integer)d->speed_mbps);
+			lherd_set_integer(L, "speed_mbps", (lua_Integer)d->speed_mbps);
 		set_strings(L, "addrs", d->addrs, d->naddrs);
-		set_nonempty(L, "pci_bus_id", d->pci.bus_id);
+		lherd_set_nonempty(L, "pci_bus_id", d->pci.bus_id);
 		set_numa(L, d->pci.numa_node);
 		lua_rawseti(L, -2, (lua_Integer)i + 1);
 	}
@@ -460,10 +439,10 @@ static void get_nics(lua_State *L, node_ref r)
 static void push_rdma_port(lua_State *L, const herd_rdma_port *p)
 {
 	lua_createtable(L, 0, 5);
-	set_integer(L, "port", p->port);
-	set_string(L, "state", p->state);
-	set_string(L, "link_layer", p->link_layer);
-	set_integer(L, "rate_gbps", p->rate_gbps);
+	lherd_set_integer(L, "port", p->port);
+	lherd_set_string(L, "state", p->state);
+	lherd_set_string(L, "link_layer", p->link_layer);
+	lherd_set_integer(L, "rate_gbps", p->rate_gbps);
 	set_strings(L, "gids", p->gids, p->ngids);
 }
 
@@ -473,9 +452,9 @@ static void get_rdma(lua_State *L, node_ref r)
 	for (size_t i = 0; i < r.node->nrdma; i++) {
 		const herd_rdma_device *d = &r.node->rdma[i];
 		lua_createtable(L, 0, 5);
-		set_string(L, "name", d->name);
-		set_nonempty(L, "netdev", d->netdev);
-		set_nonempty(L, "pci_bus_id", d->pci.bus_id);
+		lherd_set_string(L, "name", d->name);
+		lherd_set_nonempty(L, "netdev", d->netdev);
+		lherd_set_nonempty(L, "pci_bus_id", d->pci.bus_id);
 		set_numa(L, d->pci.numa_node);
 		lua_createtable(L, (int)d->nports, 0);
 		for (size_t k = 0; k < d->nports; k++) {

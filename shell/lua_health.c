@@ -18,32 +18,25 @@
 
 static const char *const health_options[] = { "level", "seconds", NULL };
 
-static void set_string(lua_State *L, const char *key, const char *value)
-{
-	lua_pushstring(L, value);
-	lua_setfield(L, -2, key);
-}
-
 static void push_check(lua_State *L, const herd_health_check *c)
 {
 	lua_createtable(L, 0, 5);
-	set_string(L, "name", c->name);
-	set_string(L, "result", herd_health_result_name(c->result));
+	lherd_set_string(L, "name", c->name);
+	lherd_set_string(L, "result", herd_health_result_name(c->result));
 	lua_pushnumber(L, c->value);
 	lua_setfield(L, -2, "value");
-	set_string(L, "unit", c->unit);
-	set_string(L, "detail", c->detail);
+	lherd_set_string(L, "unit", c->unit);
+	lherd_set_string(L, "detail", c->detail);
 }
 
 static void push_gpu(lua_State *L, const herd_gpu_health *g)
 {
 	lua_createtable(L, 0, 6);
-	lua_pushinteger(L, g->index);
-	lua_setfield(L, -2, "index");
-	set_string(L, "name", g->name);
-	set_string(L, "bus_id", g->bus_id);
-	set_string(L, "uuid", g->uuid);
-	set_string(L, "result", herd_health_result_name(g->result));
+	lherd_set_integer(L, "index", g->index);
+	lherd_set_string(L, "name", g->name);
+	lherd_set_string(L, "bus_id", g->bus_id);
+	lherd_set_string(L, "uuid", g->uuid);
+	lherd_set_string(L, "result", herd_health_result_name(g->result));
 	lua_createtable(L, (int)g->nchecks, 0);
 	for (size_t c = 0; c < g->nchecks; c++) {
 		push_check(L, &g->checks[c]);
@@ -58,10 +51,9 @@ static int push_report(lua_State *L)
 	const herd_health_report *r = lua_touserdata(L, 1);
 
 	lua_createtable(L, 0, 3);
-	lua_pushinteger(L, r->level);
-	lua_setfield(L, -2, "level");
+	lherd_set_integer(L, "level", r->level);
 	if (r->ngpus == 0)
-		set_string(L, "note", r->note);
+		lherd_set_string(L, "note", r->note);
 	lua_createtable(L, (int)r->ngpus, 0);
 	for (size_t g = 0; g < r->ngpus; g++) {
 		push_gpu(L, &r->gpus[g]);

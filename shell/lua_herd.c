@@ -55,6 +55,26 @@ void lherd_check_keys(lua_State *L, int arg, const char *const *known)
 	}
 }
 
+void lherd_set_string(lua_State *L, const char *key, const char *value)
+{
+	if (value == NULL)
+		return;
+	lua_pushstring(L, value);
+	lua_setfield(L, -2, key);
+}
+
+void lherd_set_nonempty(lua_State *L, const char *key, const char *value)
+{
+	if (value != NULL && value[0] != '\0')
+		lherd_set_string(L, key, value);
+}
+
+void lherd_set_integer(lua_State *L, const char *key, lua_Integer value)
+{
+	lua_pushinteger(L, value);
+	lua_setfield(L, -2, key);
+}
+
 static const char *const discover_options[] = { "inventory", NULL };
 
 /* herd.version() -> the library's version string ("0.1.0"). */

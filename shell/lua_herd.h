@@ -52,6 +52,15 @@ void lherd_open_health(lua_State *L);
  */
 herd_cluster **lherd_new_cluster(lua_State *L);
 
+/*
+ * Fields of the table on top of the stack: a string (none when value is
+ * NULL), a string only when not empty (the inventory's fixed-size fields
+ * use "" for none), an integer.
+ */
+void lherd_set_string(lua_State *L, const char *key, const char *value);
+void lherd_set_nonempty(lua_State *L, const char *key, const char *value);
+void lherd_set_integer(lua_State *L, const char *key, lua_Integer value);
+
 /* Pushes the status's failure triple: nil, herd_last_error(), status name. */
 int lherd_fail(lua_State *L, herd_status status);
 

@@ -297,7 +297,8 @@ static int flock_holders(int fd, int64_t *pids, int max)
  * Whether the record read into s is the holder's: its pid holds the lock,
  * as /proc/locks says.  Anyone who can write the file can write a record,
  * so where the kernel can say who holds the lock, it decides; else the
- * record's pid must at least be alive.
+ * record's pid must at least be alive.  When it is not the holder's, s is
+ * rewritten to name the pid that holds the lock, with a note.
  */
 static bool record_is_holders(int fd, herd_gpu_status *s)
 {

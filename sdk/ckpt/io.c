@@ -263,8 +263,7 @@ bool herd__ckpt_is_ours(const char *dir, const char *name)
 	if (S_ISDIR(sb.st_mode))
 		return true;
 	herd__log_warn("checkpoint directory %s: leaving %s alone: it is named like a step but is "
-		       "%s, not a directory herd made", dir, name,
-		       S_ISLNK(sb.st_mode) ? "a symbolic link" : "not a directory");
+		       "%s, not a directory herd made", dir, name, herd__file_kind(sb.st_mode));
 	return false;
 }
 

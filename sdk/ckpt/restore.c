@@ -407,15 +407,14 @@ herd_status herd_ckpt_restore(herd_ckpt *ck, int64_t step, int64_t *restored)
 			}
 			/* Steps exist and none verifies: not a fresh start. */
 			if (cand < 0 && ntried == 1) {
-				/* tried is "steps N": "step N" */
 				st = herd__error(HERD_ECORRUPT, "the only committed checkpoint step in "
-						 "%s does not verify (step%s): %s", ck->dir, tried + 5,
+						 "%s does not verify (step %s): %s", ck->dir, tried,
 						 first_failure);
 				goto out;
 			}
 			if (cand < 0) {
 				st = herd__error(HERD_ECORRUPT, "none of the %zu committed checkpoint "
-						 "steps in %s verifies (%s); the newest failed: %s",
+						 "steps in %s verifies (steps %s); the newest failed: %s",
 						 ntried, ck->dir, tried, first_failure);
 				goto out;
 			}
@@ -431,11 +430,15 @@ herd_status herd_ckpt_restore(herd_ckpt *ck, int64_t step, int64_t *restored)
 			goto out;
 		if (first_failure[0] == '\0')
 			herd__strlcpy(first_failure, herd_last_error(), sizeof(first_failure));
-		if (strlen(tried) + 24 < sizeof(tried))
-			snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), "%s%" PRId64,
-				 ntried > 0 ? ", " : "steps ", cand);
-		else if (tried[strlen(tried) - 1] != '.')
-			herd__strlcpy(tried + strlen(tried), ", ...", sizeof(tried) - strlen(tried));
+		/* The steps tried, newest first: "8, 7, 6", cut short with "...". */
+		{
+			size_t o = strlen(tried);
+
+			if (o + 24 < sizeof(tried))
+				snprintf(tried + o, sizeof(tried) - o, "%s%" PRId64, o ? ", " : "", cand);
+			else if (tried[o - 1] != '.')
+				herd__strlcpy(tried + o, ", ...", sizeof(tried) - o);
+		}
 		ntried++;
 		if (ck->rank == 0)
 			herd__log_warn("%s; trying the step before", herd_last_error());
@@ -484,7 +487,8 @@ static bool files_as_listed(const char *path, const herd__ckpt_manifest *m, char
 			return false;
 		}
 		if (!S_ISREG(sb.st_mode)) {
-			snprintf(problem, cap, "%s is not a regular file", m->files[i].name);
+			snprintf(problem, cap, "%s is %s, not a regular file", m->files[i].name,
+				 herd__file_kind(sb.st_mode));
 			return false;
 		}
 		if ((uint64_t)sb.st_size != m->files[i].size) {

@@ -425,14 +425,17 @@ static void summarize(herd_job *job, const struct rank_info *ri)
 static void summarize_paused(herd_job *job, const struct rank_info *ri,
 			     const struct rank_info *peer)
 {
-	const char *last = NULL;
+	char said[TAIL_LINE_MAX + 32];
 
+	/* The peer's last line on stderr, else how it ended. */
 	if (peer->tail_n > 0)
-		last = peer->tail[(peer->tail_next - 1 + TAIL_LINES) % TAIL_LINES];
+		snprintf(said, sizeof(said), "said: %s",
+			 peer->tail[(peer->tail_next - 1 + TAIL_LINES) % TAIL_LINES]);
+	else
+		snprintf(said, sizeof(said), "exited with code %d", peer->st.exit_code);
 	if (keep(job, "rank %d on %s (pid %ld) was stopped by signal %d (%s) and did not "
-		 "answer; rank %d %s%s%s", ri->st.rank, ri->st.host, ri->st.pid, ri->paused,
-		 strsignal(ri->paused), peer->st.rank, last != NULL ? "said: " : "exited with code ",
-		 last != NULL ? last : "", last != NULL ? "" : "1") != NULL)
+		 "answer; rank %d %s", ri->st.rank, ri->st.host, ri->st.pid, ri->paused,
+		 strsignal(ri->paused), peer->st.rank, said) != NULL)
 		job->failure = job->strings[job->nstrings - 1];
 }
 

@@ -175,14 +175,15 @@ void herd__outq_drain(herd__outq *q, bool (*give_up)(void *arg), void *arg)
 		return;
 	pthread_mutex_lock(&q->mu);
 	while (q->head != NULL || q->writing) {
+		bool stop;
+
+		herd__net_cond_wait_until(&q->cv, &q->mu, herd__net_deadline(100));
+		/* give_up takes the job's lock: never under this one. */
 		pthread_mutex_unlock(&q->mu);
-		if (give_up(arg)) {
-			pthread_mutex_lock(&q->mu);
-			break;
-		}
+		stop = give_up(arg);
 		pthread_mutex_lock(&q->mu);
-		if (q->head != NULL || q->writing)
-			herd__net_cond_wait_until(&q->cv, &q->mu, herd__net_deadline(100));
+		if (stop)
+			break;
 	}
 	for (struct out_line *l = q->head; l != NULL; l = l->next) {
 		lines++;

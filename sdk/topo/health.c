@@ -3,7 +3,6 @@
  * each GPU the CUDA runtime can reach the copy-bandwidth probe and, at
  * level 2, the burn (kernels/).
  */
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

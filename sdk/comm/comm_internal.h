@@ -1,10 +1,12 @@
 /*
  * sdk/comm/comm_internal.h - the contract between the communicator core
- * (bootstrap, transports, deadlines, failures, requests: core.c, shm.c,
- * tcp.c, ...) and the collective algorithms (ops.c, algo_*.c, reduce.c).
+ * (lifecycle, call numbering, deadlines, failures, progress: core.c,
+ * monitor.c, p2p.c; its transports under transport/) and the collective
+ * algorithms (algo/), with ops.c describing each call and tune.c choosing
+ * its algorithm between them.
  *
  * The algorithms see the communicator only through this header: they
- * describe each call as a herd__op, and move data with herd__p2p_exchange,
+ * read each call as a herd__op, and move data with herd__p2p_exchange,
  * which progresses any number of sends and receives to different peers at
  * once over whatever transport joins each pair.
  */
@@ -83,26 +85,62 @@ herd_status herd__comm_run(herd_comm *comm, herd__op *op);
 /* Queues op for the background thread and returns a request for it. */
 herd_status herd__comm_submit(herd_comm *comm, herd__op *op, herd_request **req);
 
-/* The algorithm to use ("auto", "ring", "rd"), as configured. */
-const char *herd__comm_algo(const herd_comm *comm);
+/*
+ * A transport that runs whole collectives among every rank of a
+ * communicator itself, rather than passing messages for an algorithm (the
+ * shared-memory transport's direct single-copy allreduce; a GPU
+ * transport's collectives).  tune.c offers its entries to the calls that
+ * fit; the core tells it of every call as the call begins.
+ */
+typedef struct herd__coll_ops {
+	const char *name;
+	/* Publishes the call this rank enters, before its algorithm runs, so
+	 * that a peer waiting inside the transport sees a mismatch instead of
+	 * waiting.  Called by the core on the thread that runs the call. */
+	void (*enter)(herd_comm *comm, const herd__op *op, uint64_t cseq);
+	/* Allreduce of at most small_max bytes, and of any size. */
+	herd__op_fn allreduce_small;
+	size_t small_max;
+	herd__op_fn allreduce;
+	/* Frees what the transport keeps for the communicator. */
+	void (*free)(herd_comm *comm);
+} herd__coll_ops;
 
-/* Whether the pair (this rank, peer) talks through shared memory: same
- * host and neither side asked for TCP.  Both sides decide alike (core.c). */
-bool herd__comm_uses_shm(const herd_comm *comm, int peer);
+/* The class of an algorithm, which the "algo" option may force. */
+typedef enum herd__algo_class {
+	HERD__CLASS_ANY = 0,        /* the only algorithm of its call; "auto" as a force */
+	HERD__CLASS_LATENCY,        /* "rd": recursive doubling, Bruck, binomial trees */
+	HERD__CLASS_BANDWIDTH,      /* "ring": ring, pipelined chain, pairwise steps */
+	HERD__CLASS_TUNED           /* taken by "auto" only: one-shot, halving-doubling, collectives of a transport */
+} herd__algo_class;
 
-/* Whether this rank talks TCP with some peer: some pair of the
- * communicator does, and every rank sees it alike.  Inline, over the
- * calls above, so that test_comm_algos's stand-in world has it too. */
-static inline bool herd__comm_any_tcp(const herd_comm *comm)
-{
-	for (int j = 0; j < herd_comm_size(comm); j++)
-		if (j != herd_comm_rank(comm) && !herd__comm_uses_shm(comm, j))
-			return true;
-	return false;
-}
+/*
+ * What the choice of an algorithm depends on besides the call: fixed at
+ * init and alike on every rank (each rank sees every pair the same way).
+ */
+typedef struct herd__place {
+	int force;                  /* herd__algo_class: ANY ("auto"), LATENCY or BANDWIDTH */
+	bool one_host;              /* every rank is on this host */
+	bool any_tcp;               /* some pair of the communicator talks TCP */
+	const herd__coll_ops *coll; /* a transport that runs collectives, or NULL */
+} herd__place;
 
-/* How many ranks of the communicator are on this host, this one included. */
-int herd__comm_nlocal(const herd_comm *comm);
+/* The communicator's placement (core.c; a test's stand-in has its own). */
+const herd__place *herd__comm_place(const herd_comm *comm);
+
+/*
+ * The algorithm for op, from the one table of tune.c: operation x size x
+ * placement.  Every rank of a call picks the same.
+ */
+herd__op_fn herd__tune_pick(const herd_comm *comm, const herd__op *op);
+
+/* Its name ("ring", "rd", "shm-direct", ...), for logs and benchmarks. */
+const char *herd__tune_name(const herd_comm *comm, const herd__op *op);
+
+/* From this many bytes, "auto" allreduce takes a collective transport's
+ * large allreduce (HERD__TUNE_COLL_MIN).  Tests lower it to take that path
+ * with little data; nothing else writes it. */
+extern size_t herd__tune_coll_min;
 
 /*
  * Where received bytes go: dst[i] = bytes as received (copy), or, when
@@ -137,22 +175,15 @@ typedef struct herd__xfer {
 herd_status herd__p2p_exchange(herd_comm *comm, const herd__xfer *sends, size_t nsends,
 			       const herd__xfer *recvs, size_t nrecvs);
 
-/*
- * Direct allreduce (direct.c): where every rank of the communicator is on
- * this host and can read the others' memory, ranks read each other's
- * buffers instead of passing messages.  herd__direct_allreduce_small takes
- * at most HERD__DIRECT_SMALL bytes and reduces them in rank order (every
- * rank gets the same bits); herd__direct_allreduce takes any size, each
- * rank reducing a slice of the vector which all then receive.  Both handle
- * float16/bfloat16 widening and AVG, in may equal out, and they fail as
- * herd__p2p_exchange does.
- */
-#define HERD__DIRECT_SMALL 1024u
-bool herd__direct_usable(const herd_comm *comm);
-herd_status herd__direct_allreduce_small(herd_comm *comm, const void *in, void *out,
-					 size_t count, herd_dtype dtype, herd_redop op);
-herd_status herd__direct_allreduce(herd_comm *comm, const void *in, void *out, size_t count,
-				   herd_dtype dtype, herd_redop op);
+/* Block b of n elements split as evenly as possible into p blocks: the
+ * first n % p blocks have one element more. */
+static inline void herd__split_even(size_t n, int p, int b, size_t *off, size_t *len)
+{
+	size_t base = n / (size_t)p, rem = n % (size_t)p, ub = (size_t)b;
+
+	*off = ub * base + (ub < rem ? ub : rem);
+	*len = base + (ub < rem ? 1 : 0);
+}
 
 /* Reduction kernels (reduce.c).  dst[i] = a[i] OP b[i] for count elements;
  * dst may alias a or b.  AVG is not accepted here. */

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,7 +19,7 @@
 #include <unistd.h>
 
 #include "base.h"
-#include "core.h"
+#include "comm/core.h"
 #include "mpjson.h"
 #include "net.h"
 #include "auth.h"
@@ -605,10 +606,11 @@ static herd_status share_key(herd_comm *comm, int64_t deadline)
 	return HERD_OK;
 }
 
-/* Which ranks share this host, and which pairs use shared memory. */
+/* Which ranks share this host, and the CPUs this process may run on. */
 static void classify_peers(herd_comm *comm)
 {
 	const herd__peer *me = &comm->peers[comm->rank];
+	cpu_set_t set;
 
 	comm->nlocal = 0;
 	for (int j = 0; j < comm->size; j++) {
@@ -621,6 +623,9 @@ static void classify_peers(herd_comm *comm)
 		if (p->same_host)
 			comm->nlocal++;
 	}
+	comm->ncpus = 1;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		comm->ncpus = CPU_COUNT(&set);
 }
 
 bool herd__comm_uses_shm(const herd_comm *comm, int peer)
@@ -629,6 +634,20 @@ bool herd__comm_uses_shm(const herd_comm *comm, int peer)
 
 	return peer != comm->rank && p->same_host && p->transport == HERD__TRANSPORT_AUTO &&
 	       comm->cfg.transport == HERD__TRANSPORT_AUTO;
+}
+
+/* What tune.c's choice depends on, alike on every rank: every rank sees
+ * the same hosts, and every pair's transport the same way from both ends.
+ * The collective transport, if any, is set after the mesh. */
+static void place_ranks(herd_comm *comm)
+{
+	comm->place.force = comm->cfg.algo;
+	comm->place.one_host = comm->nlocal == comm->size;
+	comm->place.any_tcp = false;
+	for (int j = 0; j < comm->size; j++)
+		if (j != comm->rank && !herd__comm_uses_shm(comm, j))
+			comm->place.any_tcp = true;
+	comm->place.coll = NULL;
 }
 
 /* A pidfd for each peer whose process this one can see: it turns readable
@@ -666,7 +685,8 @@ static void comm_free(herd_comm *comm)
 		if (p->pidfd >= 0)
 			close(p->pidfd);
 	}
-	herd__direct_free(comm);
+	if (comm->place.coll != NULL)
+		comm->place.coll->free(comm);
 	herd__shm_destroy(comm);
 	herd__p2p_free(comm);
 	if (comm->wake_fd >= 0)
@@ -762,13 +782,14 @@ herd_status herd__comm_init_cfg(herd_comm **out, herd_store *store, int rank, in
 	if (rank != 0)
 		HERD_CHECK_GOTO(share_key(comm, deadline), st, out);
 	classify_peers(comm);
+	place_ranks(comm);
 
 	HERD_CHECK_GOTO(herd__p2p_init(comm), st, out);
 	if (size > 1) {
 		HERD_CHECK_GOTO(herd__shm_create(comm), st, out);
 		HERD_CHECK_GOTO(herd__tcp_mesh(comm, listen_fd, deadline), st, out);
 		HERD_CHECK_GOTO(herd__shm_attach(comm, deadline), st, out);
-		HERD_CHECK_GOTO(herd__direct_init(comm), st, out);
+		HERD_CHECK_GOTO(herd__shm_coll_init(comm), st, out);
 		open_pidfds(comm);
 		HERD_CHECK_GOTO(herd__comm_broken(comm), st, out);
 		HERD_CHECK_GOTO(herd__monitor_start(comm), st, out);
@@ -830,9 +851,9 @@ const char *herd_comm_host(const herd_comm *comm, int rank)
 	return comm->peers[rank].host;
 }
 
-const char *herd__comm_algo(const herd_comm *comm)
+const herd__place *herd__comm_place(const herd_comm *comm)
 {
-	return comm->cfg.algo;
+	return &comm->place;
 }
 
 int herd__comm_nlocal(const herd_comm *comm)
@@ -871,7 +892,8 @@ static herd_status execute(herd_comm *comm, const herd__op *op, uint64_t cseq)
 	atomic_store_explicit(&comm->st_entered_cseq, cseq, memory_order_release);
 	atomic_store_explicit(&comm->st_entered_kind, op->fp.kind, memory_order_release);
 	atomic_store_explicit(&comm->st_busy, 1, memory_order_release);
-	herd__direct_enter(comm, op, cseq);
+	if (comm->place.coll != NULL)
+		comm->place.coll->enter(comm, op, cseq);
 	st = op->run(comm, op);
 	if (st != HERD_OK) {
 		st = herd__comm_fail(comm, st, true);

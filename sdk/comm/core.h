@@ -1,7 +1,8 @@
 /*
- * sdk/comm/core.h - the communicator itself, shared by the files of the
- * core (core.c, env.c, p2p.c, shm.c, tcp.c, monitor.c).  The algorithms do
- * not include this header: they see comm_internal.h only.
+ * sdk/comm/core.h - the communicator itself, shared by the core (core.c,
+ * env.c, p2p.c, monitor.c) and its transports (transport/: tcp.c, shm/).
+ * The algorithms (algo/) do not include this header: they see
+ * comm_internal.h only.
  *
  * Lifetime rules:
  *  1. Init meets the peers in the store (one msgpack "info" record per
@@ -34,8 +35,8 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "comm_internal.h"
-#include "transport.h"
+#include "comm/comm_internal.h"
+#include "comm/transport/transport.h"
 
 #define HERD__COMM_MSG_MAX 1024
 #define HERD__COMM_HOST_MAX 256
@@ -53,7 +54,7 @@ typedef enum herd__transport_mode {
 typedef struct herd__comm_cfg {
 	int timeout_ms;
 	int transport;              /* herd__transport_mode */
-	char algo[8];               /* "auto", "ring", "rd" */
+	int algo;                   /* herd__algo_class forced: ANY ("auto"), BANDWIDTH ("ring"), LATENCY ("rd") */
 	char ifname[64];            /* "" when none was named */
 } herd__comm_cfg;
 
@@ -102,7 +103,7 @@ typedef struct herd__peer {
 } herd__peer;
 
 typedef struct herd__shm herd__shm;
-typedef struct herd__direct herd__direct;
+typedef struct herd__coll_state herd__coll_state;
 
 struct herd_comm {
 	int rank, size;
@@ -116,7 +117,8 @@ struct herd_comm {
 	herd__peer *peers;
 	int nlocal;                 /* ranks on this host, this one included */
 	herd__shm *shm;             /* NULL when no peer is local */
-	herd__direct *direct;       /* NULL unless every peer is local and readable (direct.c) */
+	herd__place place;          /* what tune.c's choice depends on, set at init */
+	herd__coll_state *coll_state; /* place.coll's, for this communicator */
 	int ncpus;                  /* CPUs this process may run on */
 
 	/* Failure (rule 4). */
@@ -163,6 +165,13 @@ struct herd_comm {
 	/* Scratch for p2p.c, sized for the communicator. */
 	void *p2p_scratch;
 };
+
+/* Whether the pair (this rank, peer) talks through shared memory: same
+ * host and neither side asked for TCP.  Both sides decide alike. */
+bool herd__comm_uses_shm(const herd_comm *comm, int peer);
+
+/* How many ranks of the communicator are on this host, this one included. */
+int herd__comm_nlocal(const herd_comm *comm);
 
 /* Whether kind is a point-to-point call (send, recv, sendrecv), which
  * involves two ranks only and so does not advance the collective number. */
@@ -240,108 +249,6 @@ void herd__monitor_kick(herd_comm *comm);
  */
 void herd__monitor_query(herd_comm *comm, int wait_ms, herd__call_state *states,
 			 bool *answered);
-
-/* ---- transports ----------------------------------------------------------- */
-
-/* tcp.c: the listening socket and the addresses peers may reach it at. */
-herd_status herd__tcp_listen(herd_comm *comm, int *fd, char *addrs, size_t cap);
-
-/* tcp.c: connects and authenticates the control connection to every peer,
- * and a TCP data link to every peer whose link is not shared memory. */
-herd_status herd__tcp_mesh(herd_comm *comm, int listen_fd, int64_t deadline);
-
-/* shm.c: this rank's inbox (rings from its local peers), before the mesh. */
-herd_status herd__shm_create(herd_comm *comm);
-
-/* shm.c: maps the peers' inboxes, makes the links, and unlinks this rank's
- * segment once every local peer has mapped it.  After the mesh. */
-herd_status herd__shm_attach(herd_comm *comm, int64_t deadline);
-
-void herd__shm_destroy(herd_comm *comm);
-
-/* shm.c: sleeping on the doorbell.  arm (then check again), sleep, disarm. */
-uint32_t herd__shm_arm(herd_comm *comm);
-void herd__shm_sleep(herd_comm *comm, uint32_t seen, int timeout_ms);
-void herd__shm_disarm(herd_comm *comm);
-void herd__shm_ring_self(herd_comm *comm);
-
-/*
- * shm.c: the board of rank `rank` (this rank's own, or a local peer's), a
- * page of shared memory beside its inbox where the direct collectives
- * (direct.c) publish what they do; NULL when the rank is not local.
- */
-struct herd__board *herd__shm_board(const herd_comm *comm, int rank);
-
-/*
- * shm.c: the staging slots of rank `rank` (HERD__STAGE_SLOTS of
- * HERD__STAGE_BYTES, in its segment, mapped by every local peer), where a
- * direct allreduce puts the chunks of its result for the peers to copy;
- * NULL when the rank is not local.
- */
-#define HERD__STAGE_SLOTS 4u
-#define HERD__STAGE_BYTES (256u * 1024u)
-uint8_t *herd__shm_stage(const herd_comm *comm, int rank);
-
-/* shm.c: wakes local peer `rank` if it sleeps on its doorbell.  The
- * caller's earlier stores are ordered before the look at its flag. */
-void herd__shm_wake(herd_comm *comm, int rank);
-
-/* shm.c: whether a message from local peer `rank` waits, unread, at the
- * head of this rank's inbox; its header into *hdr. */
-bool herd__shm_pending(const herd_comm *comm, int rank, herd__wire_hdr *hdr);
-
-/* shm.c: whether this rank can read the memory of every local peer with
- * process_vm_readv, as measured at attach, and so could every peer. */
-bool herd__shm_cma_all(const herd_comm *comm);
-
-/* ---- direct collectives (direct.c) ---------------------------------------- */
-
-/*
- * What a rank publishes on its board, read by its local peers.  Each group
- * of fields is written by the owner only, on its own cache line.
- */
-#define HERD__BOARD_SMALL HERD__DIRECT_SMALL
-
-typedef struct herd__board_slot {
-	alignas(64) _Atomic uint64_t cseq;  /* the call whose data this is; set last */
-	uint64_t count;                     /* its fingerprint, compared by readers */
-	uint32_t len;
-	uint8_t kind, dtype, redop, pad;
-	uint8_t data[HERD__BOARD_SMALL];    /* from byte 24: a few bytes share the line */
-} herd__board_slot;
-
-typedef struct herd__board {
-	/* The current collective: its number and fingerprint, under a
-	 * seqlock (call_gen is odd while the owner writes them). */
-	alignas(64) _Atomic uint64_t call_gen;
-	uint64_t call_cseq;
-	uint8_t kind, dtype, redop;
-	int32_t root;
-	uint64_t count;
-	/* A large direct allreduce: its buffers, in the owner's memory, valid
-	 * for call addr_cseq (set after them, with release). */
-	alignas(64) _Atomic uint64_t addr_cseq;
-	uint64_t sendbuf, recvbuf;
-	/* The large allreduce's staging, counted from 0 in every call: the
-	 * rounds of its result the owner has put in its staging slots, and
-	 * the rounds it has copied out of every peer's. */
-	alignas(64) _Atomic uint64_t staged;
-	alignas(64) _Atomic uint64_t taken;
-	/* The last call in which the owner finished reading its peers'
-	 * memory and their staging slots. */
-	alignas(64) _Atomic uint64_t done;
-	/* Small allreduce data, by call parity (direct.c says why two). */
-	herd__board_slot slot[2];
-} herd__board;
-
-/* Sets comm->direct up when every peer shares memory with this rank and
- * every rank can read every other's memory; else leaves it NULL. */
-herd_status herd__direct_init(herd_comm *comm);
-void herd__direct_free(herd_comm *comm);
-
-/* Publishes the fingerprint of the collective this rank enters, so that a
- * peer waiting in a direct call sees a mismatch instead of waiting. */
-void herd__direct_enter(herd_comm *comm, const herd__op *op, uint64_t cseq);
 
 /* p2p.c: the error for a peer that destroyed its communicator while the
  * current call still needed it. */

@@ -13,7 +13,7 @@
 
 #include "base.h"
 #include "bootstrap.h"
-#include "core.h"
+#include "comm/core.h"
 #include "topo/hostlist.h"
 
 /* The secret of a torchrun-style store when HERD_JOB_SECRET is not set:
@@ -97,10 +97,15 @@ herd_status herd__comm_cfg_resolve(const herd_comm_opts *opts, herd__comm_cfg *o
 				   from);
 
 	v = pick(opts->algo, "algo", "HERD_ALGO", "auto", from, sizeof(from));
-	if (strcmp(v, "auto") != 0 && strcmp(v, "ring") != 0 && strcmp(v, "rd") != 0)
+	if (strcmp(v, "auto") == 0)
+		out->algo = HERD__CLASS_ANY;
+	else if (strcmp(v, "ring") == 0)
+		out->algo = HERD__CLASS_BANDWIDTH;
+	else if (strcmp(v, "rd") == 0)
+		out->algo = HERD__CLASS_LATENCY;
+	else
 		return herd__error(HERD_EINVAL, "algorithm from %s: expected \"auto\", \"ring\" or "
 				   "\"rd\"", from);
-	herd__strlcpy(out->algo, v, sizeof(out->algo));
 
 	v = pick(opts->socket_ifname, "socket_ifname", "HERD_SOCKET_IFNAME", "", from,
 		 sizeof(from));

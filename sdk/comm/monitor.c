@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "base.h"
-#include "core.h"
+#include "comm/core.h"
 #include "net.h"
 
 #define CTL_MAGIC 0x4c544348u      /* "HCTL" */

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "comm/algo.h"
+#include "comm/comm_internal.h"
 
 static herd_status check_comm(const char *fn, const herd_comm *comm)
 {
@@ -102,11 +102,11 @@ static herd_status overlap_error(const char *fn, const char *form)
 			   form);
 }
 
-static void op_init(herd__op *o, herd__op_fn run, herd__op_kind kind, herd_dtype dtype,
+/* Describes a call; tune.c picks its algorithm. */
+static void op_init(herd__op *o, const herd_comm *comm, herd__op_kind kind, herd_dtype dtype,
 		    int redop, int root, size_t count, const void *sendbuf, void *recvbuf)
 {
 	memset(o, 0, sizeof(*o));
-	o->run = run;
 	o->fp.kind = (uint8_t)kind;
 	o->fp.dtype = (uint8_t)dtype;
 	o->fp.redop = (uint8_t)redop;
@@ -117,6 +117,7 @@ static void op_init(herd__op *o, herd__op_fn run, herd__op_kind kind, herd_dtype
 	o->count = count;
 	o->peer = -1;
 	o->peer2 = -1;
+	o->run = herd__tune_pick(comm, o);
 }
 
 static herd_status check_req(const char *fn, herd_request **req)
@@ -144,7 +145,7 @@ static herd_status prep_allreduce(herd__op *o, const char *fn, herd_comm *comm,
 	HERD_CHECK(check_buf(fn, "recvbuf", recvbuf, count));
 	if (sendbuf != recvbuf && overlaps(sendbuf, bytes, recvbuf, bytes))
 		return overlap_error(fn, "sendbuf == recvbuf");
-	op_init(o, herd__algo_allreduce, HERD__OP_ALLREDUCE, dtype, op, -1, count, sendbuf,
+	op_init(o, comm, HERD__OP_ALLREDUCE, dtype, op, -1, count, sendbuf,
 		recvbuf);
 	return HERD_OK;
 }
@@ -166,7 +167,7 @@ static herd_status prep_reduce(herd__op *o, const char *fn, herd_comm *comm,
 		if (sendbuf != recvbuf && overlaps(sendbuf, bytes, recvbuf, bytes))
 			return overlap_error(fn, "sendbuf == recvbuf");
 	}
-	op_init(o, herd__algo_reduce, HERD__OP_REDUCE, dtype, op, root, count, sendbuf, recvbuf);
+	op_init(o, comm, HERD__OP_REDUCE, dtype, op, root, count, sendbuf, recvbuf);
 	return HERD_OK;
 }
 
@@ -186,7 +187,7 @@ static herd_status prep_broadcast(herd__op *o, const char *fn, herd_comm *comm,
 		if (sendbuf != recvbuf && overlaps(sendbuf, bytes, recvbuf, bytes))
 			return overlap_error(fn, "sendbuf == recvbuf");
 	}
-	op_init(o, herd__algo_broadcast, HERD__OP_BROADCAST, dtype, 0, root, count, sendbuf,
+	op_init(o, comm, HERD__OP_BROADCAST, dtype, 0, root, count, sendbuf,
 		recvbuf);
 	return HERD_OK;
 }
@@ -206,7 +207,7 @@ static herd_status prep_allgather(herd__op *o, const char *fn, herd_comm *comm,
 	if (count > 0 && sendbuf != (char *)recvbuf + (size_t)herd_comm_rank(comm) * bytes &&
 	    overlaps(sendbuf, bytes, recvbuf, all))
 		return overlap_error(fn, "sendbuf == recvbuf + rank * count elements");
-	op_init(o, herd__algo_allgather, HERD__OP_ALLGATHER, dtype, 0, -1, count, sendbuf,
+	op_init(o, comm, HERD__OP_ALLGATHER, dtype, 0, -1, count, sendbuf,
 		recvbuf);
 	return HERD_OK;
 }
@@ -228,7 +229,7 @@ static herd_status prep_reduce_scatter(herd__op *o, const char *fn, herd_comm *c
 	    recvbuf != (const char *)sendbuf + (size_t)herd_comm_rank(comm) * bytes &&
 	    overlaps(sendbuf, all, recvbuf, bytes))
 		return overlap_error(fn, "recvbuf == sendbuf + rank * count elements");
-	op_init(o, herd__algo_reduce_scatter, HERD__OP_REDUCE_SCATTER, dtype, op, -1, count,
+	op_init(o, comm, HERD__OP_REDUCE_SCATTER, dtype, op, -1, count,
 		sendbuf, recvbuf);
 	return HERD_OK;
 }
@@ -248,7 +249,7 @@ static herd_status prep_alltoall(herd__op *o, const char *fn, herd_comm *comm,
 		return herd__error(HERD_EINVAL,
 				   "%s: sendbuf and recvbuf overlap (alltoall has no in-place form)",
 				   fn);
-	op_init(o, herd__algo_alltoall, HERD__OP_ALLTOALL, dtype, 0, -1, count, sendbuf,
+	op_init(o, comm, HERD__OP_ALLTOALL, dtype, 0, -1, count, sendbuf,
 		recvbuf);
 	return HERD_OK;
 }
@@ -279,9 +280,8 @@ static herd_status prep_rooted(herd__op *o, const char *fn, herd_comm *comm, boo
 			return overlap_error(fn, scatter ? "recvbuf == sendbuf + root * count elements"
 							 : "sendbuf == recvbuf + root * count elements");
 	}
-	op_init(o, scatter ? herd__algo_scatter : herd__algo_gather,
-		scatter ? HERD__OP_SCATTER : HERD__OP_GATHER, dtype, 0, root, count, sendbuf,
-		recvbuf);
+	op_init(o, comm, scatter ? HERD__OP_SCATTER : HERD__OP_GATHER, dtype, 0, root, count,
+		sendbuf, recvbuf);
 	return HERD_OK;
 }
 
@@ -384,7 +384,7 @@ herd_status herd_comm_send(herd_comm *comm, const void *buf, size_t count, herd_
 	herd__op o;
 
 	HERD_CHECK(check_p2p(__func__, comm, buf, count, dtype, peer));
-	op_init(&o, herd__algo_send, HERD__OP_SEND, dtype, 0, -1, count, buf, NULL);
+	op_init(&o, comm, HERD__OP_SEND, dtype, 0, -1, count, buf, NULL);
 	o.peer = peer;
 	return herd__comm_run(comm, &o);
 }
@@ -394,7 +394,7 @@ herd_status herd_comm_recv(herd_comm *comm, void *buf, size_t count, herd_dtype 
 	herd__op o;
 
 	HERD_CHECK(check_p2p(__func__, comm, buf, count, dtype, peer));
-	op_init(&o, herd__algo_recv, HERD__OP_RECV, dtype, 0, -1, count, NULL, buf);
+	op_init(&o, comm, HERD__OP_RECV, dtype, 0, -1, count, NULL, buf);
 	o.peer = peer;
 	return herd__comm_run(comm, &o);
 }
@@ -427,7 +427,7 @@ herd_status herd_comm_sendrecv(herd_comm *comm, const void *sendbuf, size_t send
 	HERD_CHECK(check_buf(fn, "recvbuf", recvbuf, recvcount));
 	if (overlaps(sendbuf, sbytes, recvbuf, rbytes))
 		return herd__error(HERD_EINVAL, "%s: sendbuf and recvbuf overlap", fn);
-	op_init(&o, herd__algo_sendrecv, HERD__OP_SENDRECV, dtype, 0, -1, sendcount, sendbuf,
+	op_init(&o, comm, HERD__OP_SENDRECV, dtype, 0, -1, sendcount, sendbuf,
 		recvbuf);
 	o.recvcount = recvcount;
 	o.peer = dst;
@@ -438,7 +438,7 @@ herd_status herd_comm_sendrecv(herd_comm *comm, const void *sendbuf, size_t send
 static herd_status prep_barrier(herd__op *o, const char *fn, herd_comm *comm)
 {
 	HERD_CHECK(check_comm(fn, comm));
-	op_init(o, herd__algo_barrier, HERD__OP_BARRIER, HERD_UINT8, 0, -1, 0, NULL, NULL);
+	op_init(o, comm, HERD__OP_BARRIER, HERD_UINT8, 0, -1, 0, NULL, NULL);
 	return HERD_OK;
 }
 

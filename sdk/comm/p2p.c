@@ -31,7 +31,7 @@
 #include <time.h>
 
 #include "base.h"
-#include "core.h"
+#include "comm/core.h"
 #include "net.h"
 
 /* Measured on a 2-core VM: without the spin an 8-byte shared-memory

@@ -19,7 +19,7 @@
  *    of two NaNs, or of +0 and -0, comes out);
  *  - float16 and bfloat16 reduce through float32 and round once per call
  *    of herd__reduce (the collectives widen whole slices and round once
- *    per operation; see algo_allreduce.c).
+ *    per operation; see algo/allreduce.c).
  */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")

@@ -14,7 +14,7 @@
 
 #include <stdbool.h>
 
-#include "comm/algo.h"
+#include "comm/algo/algo.h"
 #include "comm_harness.h"
 #include "dtype_value.h"
 #include "herd/comm.h"

@@ -1,15 +1,15 @@
 /*
- * The collective algorithms (sdk/comm/algo_*.c) on their own, with threads
+ * The collective algorithms (sdk/comm/algo/) on their own, with threads
  * as ranks and an in-process stand-in for herd__p2p_exchange: every
  * operation, every element type and reduction, sizes 1 to 8, counts from 0
  * to several slices, both algorithms, in place and out of place, against
  * references computed in double precision.
  *
  * The stand-in is this file's own (it defines herd__p2p_exchange,
- * herd_comm_rank, herd_comm_size, herd__comm_algo, herd__comm_uses_shm,
- * herd__comm_nlocal and the direct calls, so the core's objects are not
- * linked).  Its ranks share no memory: the direct allreduce of direct.c is
- * never usable here.  Its ranks count as one host; algorithm "auto/tcp" is
+ * herd_comm_rank, herd_comm_size and herd__comm_place, so the core's
+ * objects are not linked); each rank picks its algorithm with tune.c's
+ * table, as ops.c does.  Its ranks share no memory: the world has no
+ * collective transport.  Its ranks count as one host; algorithm "auto/tcp" is
  * "auto" with every pair over TCP, which takes allreduce's halving-doubling
  * for 4 and 8 ranks.  Messages are queued per ordered pair; a receive
  * checks the length the sender sent.  Before its sends an exchange first takes
@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "comm/algo.h"
+#include "comm/algo/algo.h"
 #include "test.h"
 #include "dtype_value.h"
 
@@ -37,8 +37,7 @@ typedef struct msg {
 
 typedef struct world {
 	int size;
-	const char *algo;
-	bool tcp;               /* every pair over TCP ("auto/tcp") */
+	herd__place place;      /* force from the algorithm; any_tcp for "auto/tcp" */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	msg *head[MAX_RANKS][MAX_RANKS], *tail[MAX_RANKS][MAX_RANKS]; /* [from][to] */
@@ -60,43 +59,11 @@ int herd_comm_size(const herd_comm *comm)
 	return comm->w->size;
 }
 
-const char *herd__comm_algo(const herd_comm *comm)
+/* The world's placement: one host, every pair over shared memory unless
+ * the world is "auto/tcp", no collective transport. */
+const herd__place *herd__comm_place(const herd_comm *comm)
 {
-	return comm->w->algo;
-}
-
-/* Every pair of the stand-in world counts as shared memory unless the
- * world is "auto/tcp" (the block sizes the tests set are below
- * HERD__ALGO_BLOCK_TCP anyway). */
-bool herd__comm_uses_shm(const herd_comm *comm, int peer)
-{
-	return peer != comm->rank && !comm->w->tcp;
-}
-
-int herd__comm_nlocal(const herd_comm *comm)
-{
-	return comm->w->size;
-}
-
-bool herd__direct_usable(const herd_comm *comm)
-{
-	(void)comm;
-	return false;
-}
-
-/* Never called, as herd__direct_usable says no: an error if they were. */
-herd_status herd__direct_allreduce_small(herd_comm *comm, const void *in, void *out,
-					 size_t count, herd_dtype dtype, herd_redop op)
-{
-	(void)comm, (void)in, (void)out, (void)count, (void)dtype, (void)op;
-	return herd__error(HERD_EINTERNAL, "the stand-in world has no direct allreduce");
-}
-
-herd_status herd__direct_allreduce(herd_comm *comm, const void *in, void *out, size_t count,
-				   herd_dtype dtype, herd_redop op)
-{
-	(void)comm, (void)in, (void)out, (void)count, (void)dtype, (void)op;
-	return herd__error(HERD_EINTERNAL, "the stand-in world has no direct allreduce");
+	return &comm->w->place;
 }
 
 static void deliver(const herd__xfer *x, const msg *m, world *w)
@@ -197,6 +164,7 @@ static void *rank_main(void *arg)
 {
 	rank_ctx *c = arg;
 
+	c->op.run = herd__tune_pick(&c->comm, &c->op);
 	c->st = c->op.run(&c->comm, &c->op);
 	return NULL;
 }
@@ -205,8 +173,12 @@ static void *rank_main(void *arg)
  * message must have been taken with the length it was sent with. */
 static int run_ranks(int p, const char *algo, herd__op *ops)
 {
-	bool tcp = strcmp(algo, "auto/tcp") == 0;
-	world w = { .size = p, .algo = tcp ? "auto" : algo, .tcp = tcp };
+	world w = { .size = p };
+
+	w.place.force = strcmp(algo, "ring") == 0 ? HERD__CLASS_BANDWIDTH
+			: strcmp(algo, "rd") == 0 ? HERD__CLASS_LATENCY : HERD__CLASS_ANY;
+	w.place.one_host = true;
+	w.place.any_tcp = strcmp(algo, "auto/tcp") == 0;
 	rank_ctx ctx[MAX_RANKS];
 	pthread_t t[MAX_RANKS];
 	int bad = 0;
@@ -353,11 +325,12 @@ static int failures_shown;
 		}                                                                       \
 	} while (0)
 
-static void op_set(herd__op *o, herd__op_fn run, herd_dtype dt, herd_redop op, int root,
+/* A call of one rank; run_ranks picks its algorithm with tune.c. */
+static void op_set(herd__op *o, herd__op_kind kind, herd_dtype dt, herd_redop op, int root,
 		   size_t count, const void *sendbuf, void *recvbuf)
 {
 	memset(o, 0, sizeof(*o));
-	o->run = run;
+	o->fp.kind = (uint8_t)kind;
 	o->fp.dtype = (uint8_t)dt;
 	o->fp.redop = (uint8_t)op;
 	o->fp.root = root;
@@ -387,7 +360,7 @@ static int case_allreduce(int p, const char *algo, herd_dtype dt, herd_redop op,
 		in[r] = malloc(n * es + 1);
 		out[r] = inplace ? in[r] : malloc(n * es + 1);
 		fill(in[r], r, n, dt, op);
-		op_set(&ops[r], herd__algo_allreduce, dt, op, -1, n, in[r], out[r]);
+		op_set(&ops[r], HERD__OP_ALLREDUCE, dt, op, -1, n, in[r], out[r]);
 	}
 	bad += run_ranks(p, algo, ops);
 	for (int r = 0; r < p; r++) {
@@ -416,7 +389,7 @@ static int case_reduce(int p, const char *algo, herd_dtype dt, herd_redop op, si
 		fill(in[r], r, n, dt, op);
 		/* off the root, recvbuf is NULL or the input: neither may be written */
 		out[r] = inplace ? in[r] : r == root ? malloc(n * es + 1) : NULL;
-		op_set(&ops[r], herd__algo_reduce, dt, op, root, n, in[r], out[r]);
+		op_set(&ops[r], HERD__OP_REDUCE, dt, op, root, n, in[r], out[r]);
 	}
 	bad += run_ranks(p, algo, ops);
 	for (int r = 0; r < p; r++) {
@@ -449,7 +422,7 @@ static int case_broadcast(int p, const char *algo, herd_dtype dt, size_t n, bool
 	fill(in, root, n, dt, HERD_SUM);
 	for (int r = 0; r < p; r++) {
 		out[r] = r == root && inplace ? in : malloc(n * es + 1);
-		op_set(&ops[r], herd__algo_broadcast, dt, 0, root, n, r == root ? in : NULL, out[r]);
+		op_set(&ops[r], HERD__OP_BROADCAST, dt, 0, root, n, r == root ? in : NULL, out[r]);
 	}
 	bad += run_ranks(p, algo, ops);
 	for (int r = 0; r < p; r++) {
@@ -475,7 +448,7 @@ static int case_allgather(int p, const char *algo, herd_dtype dt, size_t n, bool
 		out[r] = malloc((size_t)p * n * es + 1);
 		in[r] = inplace ? (char *)out[r] + (size_t)r * n * es : malloc(n * es + 1);
 		fill(in[r], r, n, dt, HERD_SUM);
-		op_set(&ops[r], herd__algo_allgather, dt, 0, -1, n, in[r], out[r]);
+		op_set(&ops[r], HERD__OP_ALLGATHER, dt, 0, -1, n, in[r], out[r]);
 	}
 	bad += run_ranks(p, algo, ops);
 	for (int r = 0; r < p; r++) {
@@ -503,7 +476,7 @@ static int case_reduce_scatter(int p, const char *algo, herd_dtype dt, herd_redo
 		in[r] = malloc((size_t)p * n * es + 1);
 		fill(in[r], r, (size_t)p * n, dt, op);
 		out[r] = inplace ? (char *)in[r] + (size_t)r * n * es : malloc(n * es + 1);
-		op_set(&ops[r], herd__algo_reduce_scatter, dt, op, -1, n, in[r], out[r]);
+		op_set(&ops[r], HERD__OP_REDUCE_SCATTER, dt, op, -1, n, in[r], out[r]);
 	}
 	bad += run_ranks(p, algo, ops);
 	for (int r = 0; r < p; r++) {
@@ -526,7 +499,7 @@ static int case_move(int kind, int p, const char *algo, herd_dtype dt, size_t n,
 	size_t es = herd_dtype_size(dt), all = (size_t)p * n;
 	void *in[MAX_RANKS], *out[MAX_RANKS];
 	herd__op ops[MAX_RANKS];
-	herd__op_fn fns[3] = { herd__algo_alltoall, herd__algo_gather, herd__algo_scatter };
+	const herd__op_kind kinds[3] = { HERD__OP_ALLTOALL, HERD__OP_GATHER, HERD__OP_SCATTER };
 	int bad = 0;
 
 	for (int r = 0; r < p; r++) {
@@ -535,7 +508,7 @@ static int case_move(int kind, int p, const char *algo, herd_dtype dt, size_t n,
 		in[r] = malloc((big_in ? all : n) * es + 1);
 		out[r] = malloc((big_out ? all : n) * es + 1);
 		fill(in[r], r, big_in ? all : n, dt, HERD_SUM);
-		op_set(&ops[r], fns[kind], dt, 0, kind ? root : -1, n, in[r], out[r]);
+		op_set(&ops[r], kinds[kind], dt, 0, kind ? root : -1, n, in[r], out[r]);
 	}
 	bad += run_ranks(p, algo, ops);
 	for (int r = 0; r < p; r++) {
@@ -741,12 +714,12 @@ static void test_barrier_and_sendrecv_ring(void)
 		int32_t out[MAX_RANKS][3], in[MAX_RANKS][3];
 
 		for (int r = 0; r < p; r++)
-			op_set(&ops[r], herd__algo_barrier, HERD_UINT8, 0, -1, 0, NULL, NULL);
+			op_set(&ops[r], HERD__OP_BARRIER, HERD_UINT8, 0, -1, 0, NULL, NULL);
 		bad += run_ranks(p, "auto", ops);
 		for (int r = 0; r < p; r++) {
 			for (int k = 0; k < 3; k++)
 				in[r][k] = r * 10 + k;
-			op_set(&ops[r], herd__algo_sendrecv, HERD_INT32, 0, -1, 3, in[r], out[r]);
+			op_set(&ops[r], HERD__OP_SENDRECV, HERD_INT32, 0, -1, 3, in[r], out[r]);
 			ops[r].recvcount = 3;
 			ops[r].peer = (r + 1) % p;
 			ops[r].peer2 = (r + p - 1) % p;

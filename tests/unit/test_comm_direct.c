@@ -1,5 +1,5 @@
 /*
- * The direct allreduce of sdk/comm/direct.c (ranks of one host reading
+ * The direct allreduce of sdk/comm/transport/shm/direct.c (ranks of one host reading
  * each other's buffers and pushing or staging the results, and the small
  * allreduce through the shared boards), with real processes: exact
  * results at the sizes and shapes that matter to it (slices of unequal
@@ -12,7 +12,7 @@
  */
 #include <pthread.h>
 
-#include "comm/algo.h"
+#include "comm/transport/shm/shm.h"
 #include "comm_harness.h"
 
 typedef struct direct_args {
@@ -73,9 +73,9 @@ static void sums_rank(int rank, int size, void *arg)
 	out = malloc(most * sizeof(float));
 	if (comm == NULL || in == NULL || out == NULL)
 		goto out;
-	CHECK(herd__direct_usable(comm));
+	CHECK(herd__comm_place(comm)->coll != NULL);
 	/* Take the large path from the first byte past the small one. */
-	herd__direct_min_bytes = HERD__DIRECT_SMALL + 1;
+	herd__tune_coll_min = HERD__BOARD_SMALL + 1;
 	for (size_t c = 0; c < 2; c++) {
 		herd__direct_chunk_bytes = chunks[c];
 		for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {

@@ -1,5 +1,5 @@
 /*
- * sdk/comm/algo_rooted.c - the collectives with a root: broadcast, reduce,
+ * sdk/comm/algo/rooted.c - the collectives with a root: broadcast, reduce,
  * gather, scatter.  Ranks are renumbered relative to the root
  * (vr = rank - root mod p), so every tree and chain is rooted at 0.
  *
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/algo.h"
+#include "comm/algo/algo.h"
 
 static herd_status bcast_binomial(herd_comm *comm, void *buf, size_t bytes, int root)
 {
@@ -73,20 +73,31 @@ static herd_status bcast_chain(herd_comm *comm, const void *src, void *buf, size
 	return HERD_OK;
 }
 
-herd_status herd__algo_broadcast(herd_comm *comm, const herd__op *op)
+/* The root's data into its receive buffer first (tune.c leaves out the
+ * empty call and the lone rank). */
+static void *bcast_prepare(herd_comm *comm, const herd__op *op, size_t *bytes)
 {
-	int p = herd_comm_size(comm), r = herd_comm_rank(comm), root = op->fp.root;
-	size_t bytes = op->count * herd_dtype_size((herd_dtype)op->fp.dtype);
+	*bytes = op->count * herd_dtype_size((herd_dtype)op->fp.dtype);
+	if (herd_comm_rank(comm) == op->fp.root && op->sendbuf != op->recvbuf)
+		memcpy(op->recvbuf, op->sendbuf, *bytes);
+	return op->recvbuf;
+}
 
-	if (bytes == 0)
-		return HERD_OK;
-	if (r == root && op->sendbuf != op->recvbuf)
-		memcpy(op->recvbuf, op->sendbuf, bytes);
-	if (p == 1)
-		return HERD_OK;
-	if (herd__algo_pick(comm, bytes) == HERD__ALGO_LATENCY)
-		return bcast_binomial(comm, op->recvbuf, bytes, root);
-	return bcast_chain(comm, r == root ? op->sendbuf : op->recvbuf, op->recvbuf, bytes, root);
+herd_status herd__algo_broadcast_binomial(herd_comm *comm, const herd__op *op)
+{
+	size_t bytes;
+	void *buf = bcast_prepare(comm, op, &bytes);
+
+	return bcast_binomial(comm, buf, bytes, op->fp.root);
+}
+
+herd_status herd__algo_broadcast_chain(herd_comm *comm, const herd__op *op)
+{
+	size_t bytes;
+	void *buf = bcast_prepare(comm, op, &bytes);
+
+	return bcast_chain(comm, herd_comm_rank(comm) == op->fp.root ? op->sendbuf : buf, buf,
+			   bytes, op->fp.root);
 }
 
 /*
@@ -95,7 +106,7 @@ herd_status herd__algo_broadcast(herd_comm *comm, const herd__op *op)
  * from vr + mask (when it exists) and reduce.  Children are received one
  * at a time, as their sinks reduce into the same buffer.
  */
-static herd_status reduce_binomial(herd_comm *comm, const herd__op *op)
+herd_status herd__algo_reduce_binomial(herd_comm *comm, const herd__op *op)
 {
 	int p = herd_comm_size(comm), r = herd_comm_rank(comm), root = op->fp.root;
 	int vr = herd__algo_mod(r - root, p);
@@ -148,7 +159,7 @@ out:
  * float16/bfloat16 SUM/PROD/AVG widen the slice and each rank rounds its
  * own block before sending it to the root.
  */
-static herd_status reduce_ring(herd_comm *comm, const herd__op *op)
+herd_status herd__algo_reduce_ring(herd_comm *comm, const herd__op *op)
 {
 	int p = herd_comm_size(comm), r = herd_comm_rank(comm), root = op->fp.root;
 	herd_dtype dtype = (herd_dtype)op->fp.dtype;
@@ -229,23 +240,6 @@ out:
 	free(gather);
 	free(scratch);
 	return st;
-}
-
-herd_status herd__algo_reduce(herd_comm *comm, const herd__op *op)
-{
-	int p = herd_comm_size(comm);
-	size_t bytes = op->count * herd_dtype_size((herd_dtype)op->fp.dtype);
-
-	if (op->count == 0)
-		return HERD_OK;
-	if (p == 1) {
-		if (op->recvbuf != op->sendbuf)
-			memcpy(op->recvbuf, op->sendbuf, bytes);
-		return HERD_OK;
-	}
-	if (herd__algo_pick(comm, op->count < (size_t)p ? 0 : bytes) == HERD__ALGO_LATENCY)
-		return reduce_binomial(comm, op);
-	return reduce_ring(comm, op);
 }
 
 /* Root: one exchange with every other rank (sends when scatter, else

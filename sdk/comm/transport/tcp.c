@@ -1,5 +1,5 @@
 /*
- * sdk/comm/tcp.c - the TCP side of a communicator: the listening socket,
+ * sdk/comm/transport/tcp.c - the TCP side of a communicator: the listening socket,
  * the mesh of authenticated connections made at init (a control
  * connection to every peer, a data connection to every peer not reached
  * through shared memory), and the TCP data link.
@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "base.h"
-#include "core.h"
+#include "comm/core.h"
 #include "net.h"
 #include "auth.h"
 

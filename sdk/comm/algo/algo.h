@@ -1,20 +1,14 @@
 /*
- * sdk/comm/algo.h - the collective algorithms, as ops.c calls them, and the
- * helpers they share (algo_util.c).  Private to ops.c and algo_*.c.
+ * sdk/comm/algo/algo.h - the collective algorithms, and the helpers they
+ * share (util.c).  Private to sdk/comm/algo and to tune.c, which picks
+ * one per call.
  *
  * Every algorithm is a herd__op_fn: it reads its arguments from the
  * herd__op that ops.c validated, moves data only with herd__p2p_exchange
- * and learns who it is only from herd_comm_rank and herd_comm_size.  So an
- * algorithm runs the same over shared memory, TCP or a test's stand-in.
- *
- * Choice of algorithm (herd__algo_pick): "ring" forces the bandwidth
- * algorithms (ring, pipelined chain), "rd" the latency ones (recursive
- * doubling, Bruck, binomial trees); "auto" takes the latency ones below
- * HERD__ALGO_SMALL bytes, counted as what the latency algorithm moves in a
- * step (the vector for allreduce, reduce and broadcast, all p blocks for
- * allgather, reduce_scatter and alltoall), the bandwidth ones above, and
- * for the tiniest allreduce on three ranks or more a one-shot exchange.
- * Gather, scatter, send, recv, sendrecv and barrier have one algorithm.
+ * and learns who it is only from herd_comm_rank, herd_comm_size and
+ * herd__comm_place.  So an algorithm runs the same over shared memory, TCP
+ * or a test's stand-in.  Each runs a call of two ranks or more and one
+ * element or more: tune.c gives the others to herd__algo_local.
  */
 #ifndef HERD_COMM_ALGO_H
 #define HERD_COMM_ALGO_H
@@ -22,19 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "comm_internal.h"
-
-/* Below this many bytes per rank, "auto" picks the latency algorithms. */
-#define HERD__ALGO_SMALL (64u * 1024u)
-
-/*
- * Up to this many bytes per rank (and HERD__ONESHOT_RANKS ranks), "auto"
- * allreduce sends every rank's vector to every other rank in a single
- * exchange and reduces locally, in rank order: one step instead of the
- * log2 p (plus two) of recursive doubling.
- */
-#define HERD__ONESHOT_MAX 1024u
-#define HERD__ONESHOT_RANKS 16
+#include "comm/comm_internal.h"
 
 /*
  * The bandwidth algorithms work through the data in slices whose blocks
@@ -53,30 +35,6 @@
  */
 #define HERD__ALGO_BLOCK_TCP (256u * 1024u)
 
-/*
- * From this many bytes, "auto" allreduce on a communicator whose ranks all
- * share this host reads the peers' buffers directly (direct.c) instead of
- * running the ring; below HERD__DIRECT_SMALL bytes it uses the small
- * direct allreduce; in between, recursive doubling or the ring.
- */
-#define HERD__DIRECT_MIN (64u * 1024u)
-
-/* The threshold in force: HERD__DIRECT_MIN.  Tests lower it to take the
- * direct path with little data; nothing else writes it. */
-extern size_t herd__direct_min_bytes;
-
-/* The chunk of the direct allreduce in force: HERD__STAGE_BYTES (core.h).
- * Tests lower it (to a multiple of 8) to run many rounds through the
- * staging slots with little data; nothing else writes it. */
-extern size_t herd__direct_chunk_bytes;
-
-/* Out of place, the direct allreduce pushes its results into the peers'
- * receive buffers while p - 1 times the vector comes to at most this many
- * bytes, and stages them beyond (direct.c): HERD__DIRECT_PUSH_MAX.
- * Tests set it to 0 or SIZE_MAX to take one way at every size; nothing
- * else writes it. */
-extern size_t herd__direct_push_max;
-
 /* The block size in force: HERD__ALGO_BLOCK.  Tests lower it to run many
  * slices through little data; nothing else writes it. */
 extern size_t herd__algo_block_bytes;
@@ -89,12 +47,26 @@ static inline size_t herd__algo_block_elems(size_t elsize)
 	return n > 0 ? n : 1;
 }
 
-herd_status herd__algo_allreduce(herd_comm *comm, const herd__op *op);
-herd_status herd__algo_reduce(herd_comm *comm, const herd__op *op);
-herd_status herd__algo_broadcast(herd_comm *comm, const herd__op *op);
-herd_status herd__algo_allgather(herd_comm *comm, const herd__op *op);
-herd_status herd__algo_reduce_scatter(herd_comm *comm, const herd__op *op);
-herd_status herd__algo_alltoall(herd_comm *comm, const herd__op *op);
+/* The most ranks the one-shot allreduce runs on (its transfers are on the
+ * stack). */
+#define HERD__ONESHOT_RANKS 16
+
+/* The choices of tune.c's table, by operation; each name says how. */
+herd_status herd__algo_local(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_allreduce_oneshot(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_allreduce_rd(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_allreduce_hd(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_allreduce_ring(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_reduce_binomial(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_reduce_ring(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_broadcast_binomial(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_broadcast_chain(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_allgather_bruck(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_allgather_ring(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_reduce_scatter_rd(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_reduce_scatter_ring(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_alltoall_oneshot(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_alltoall_pairwise(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_gather(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_scatter(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_send(herd_comm *comm, const herd__op *op);
@@ -102,19 +74,7 @@ herd_status herd__algo_recv(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_sendrecv(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_barrier(herd_comm *comm, const herd__op *op);
 
-/* ---- helpers (algo_util.c) ------------------------------------------------ */
-
-typedef enum herd__algo_kind {
-	HERD__ALGO_LATENCY,     /* recursive doubling, Bruck, binomial tree */
-	HERD__ALGO_BANDWIDTH    /* ring, pipelined chain */
-} herd__algo_kind;
-
-/* The algorithm for a call moving `bytes` per rank: forced by
- * herd__comm_algo(), else by size. */
-herd__algo_kind herd__algo_pick(const herd_comm *comm, size_t bytes);
-
-/* Whether herd__comm_algo() leaves the choice to size ("auto"). */
-bool herd__algo_auto(const herd_comm *comm);
+/* ---- helpers (util.c) ----------------------------------------------------- */
 
 /* (a mod p) for a possibly negative a. */
 static inline int herd__algo_mod(int a, int p)
@@ -122,16 +82,6 @@ static inline int herd__algo_mod(int a, int p)
 	int m = a % p;
 
 	return m < 0 ? m + p : m;
-}
-
-/* Block b of n elements split as evenly as possible into p blocks: the
- * first n % p blocks have one element more. */
-static inline void herd__algo_split(size_t n, int p, int b, size_t *off, size_t *len)
-{
-	size_t base = n / (size_t)p, rem = n % (size_t)p, ub = (size_t)b;
-
-	*off = ub * base + (ub < rem ? ub : rem);
-	*len = base + (ub < rem ? 1 : 0);
 }
 
 /*
@@ -164,7 +114,7 @@ static inline herd_redop herd__algo_elem_op(herd_redop op)
 
 /*
  * Where the p blocks of a ring step live, in elements from a buffer's start:
- * with stride 0, block b is part b of n elements split by herd__algo_split
+ * with stride 0, block b is part b of n elements split by herd__split_even
  * (allreduce, reduce); otherwise block b starts at b * stride and has n
  * elements (reduce_scatter, allgather).
  */
@@ -180,7 +130,7 @@ static inline void herd__ring_block(const herd__ring_layout *l, int p, int b, si
 		*off = (size_t)b * l->stride;
 		*len = l->n;
 	} else {
-		herd__algo_split(l->n, p, b, off, len);
+		herd__split_even(l->n, p, b, off, len);
 	}
 }
 
@@ -237,7 +187,9 @@ herd_status herd__rd_allreduce(herd_comm *comm, const void *in, void *out, void 
 			       size_t count, herd_dtype dtype, herd_redop op);
 
 /*
- * One-shot allreduce (see HERD__ONESHOT_MAX), with float16/bfloat16
+ * One-shot allreduce: every rank's vector to every other rank in a
+ * single exchange, reduced locally (tune.c takes it for the tiniest
+ * vectors on three ranks or more), with float16/bfloat16
  * widening and AVG; the result is reduced in rank order, so it has the same
  * bits on every rank.  in may equal out.
  */

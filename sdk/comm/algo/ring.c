@@ -1,5 +1,5 @@
 /*
- * sdk/comm/algo_ring.c - the ring: reduce-scatter and allgather in p - 1
+ * sdk/comm/algo/ring.c - the ring: reduce-scatter and allgather in p - 1
  * steps each, every step sending one block to the next rank while the
  * previous rank's block arrives.  Each rank sends and receives (p-1)/p of
  * the data per phase, which is optimal for bandwidth; the sink reduces
@@ -15,7 +15,7 @@
  */
 #include <string.h>
 
-#include "comm/algo.h"
+#include "comm/algo/algo.h"
 
 size_t herd__ring_max_block(const herd__ring_layout *l, int p)
 {

@@ -1,32 +1,26 @@
 /*
- * sdk/comm/algo_util.c - what the collective algorithms share: the choice
- * between latency and bandwidth algorithms, one-send-one-receive steps,
- * scratch memory.
+ * sdk/comm/algo/util.c - what the collective algorithms share: the calls
+ * that need no peer, one-send-one-receive steps, scratch memory.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/algo.h"
+#include "comm/algo/algo.h"
 
 size_t herd__algo_block_bytes = HERD__ALGO_BLOCK;
-size_t herd__direct_min_bytes = HERD__DIRECT_MIN;
-
-herd__algo_kind herd__algo_pick(const herd_comm *comm, size_t bytes)
+/*
+ * The calls whose result needs no peer: an empty one, or one of a single
+ * rank (its own data to its own buffer).  tune.c sends them here before
+ * the table, so the other algorithms start from two ranks and one element.
+ */
+herd_status herd__algo_local(herd_comm *comm, const herd__op *op)
 {
-	const char *algo = herd__comm_algo(comm);
+	size_t bytes = op->count * herd_dtype_size((herd_dtype)op->fp.dtype);
 
-	if (algo != NULL && strcmp(algo, "ring") == 0)
-		return HERD__ALGO_BANDWIDTH;
-	if (algo != NULL && strcmp(algo, "rd") == 0)
-		return HERD__ALGO_LATENCY;
-	return bytes < HERD__ALGO_SMALL ? HERD__ALGO_LATENCY : HERD__ALGO_BANDWIDTH;
-}
-
-bool herd__algo_auto(const herd_comm *comm)
-{
-	const char *algo = herd__comm_algo(comm);
-
-	return algo == NULL || (strcmp(algo, "ring") != 0 && strcmp(algo, "rd") != 0);
+	/* one rank: every kind's result is its own data, where it asked */
+	if (bytes > 0 && op->recvbuf != op->sendbuf)
+		memcpy(op->recvbuf, op->sendbuf, bytes);
+	return HERD_OK;
 }
 
 herd_status herd__algo_xchg(herd_comm *comm, int to, const void *sbuf, size_t slen, int from,

@@ -1,7 +1,10 @@
 /*
- * sdk/comm/transport.h - what a transport (shared memory, TCP) provides to
- * the point-to-point layer (p2p.c): a link per peer that moves one message
- * at a time in each direction, without ever blocking.
+ * sdk/comm/transport/transport.h - what a transport (shared memory, TCP)
+ * provides to the point-to-point layer (p2p.c): a link per peer that moves
+ * one message at a time in each direction, without ever blocking; and how
+ * the core sets the transports up.  A transport that also runs whole
+ * collectives itself offers them as a herd__coll_ops (comm_internal.h),
+ * as the shared-memory transport does with its direct allreduce (shm/).
  *
  * A message is a header (herd__wire_hdr) followed by `len` payload bytes,
  * on the ordered stream of one direction of one pair.  p2p.c prepares a
@@ -25,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "comm_internal.h"
+#include "comm/comm_internal.h"
 
 /* "HRDM" in memory on a little-endian host; a peer of the other byte order
  * fails the magic check instead of being misread. */
@@ -110,5 +113,37 @@ struct herd__link {
 	herd_comm *comm;
 	int peer;
 };
+
+/* ---- setting the transports up, for the core (core.c) --------------------- */
+
+/* tcp.c: the listening socket and the addresses peers may reach it at. */
+herd_status herd__tcp_listen(herd_comm *comm, int *fd, char *addrs, size_t cap);
+
+/* tcp.c: connects and authenticates the control connection to every peer,
+ * and a TCP data link to every peer whose link is not shared memory. */
+herd_status herd__tcp_mesh(herd_comm *comm, int listen_fd, int64_t deadline);
+
+/* shm/shm.c: this rank's inbox (rings from its local peers), before the mesh. */
+herd_status herd__shm_create(herd_comm *comm);
+
+/* shm/shm.c: maps the peers' inboxes, makes the links, and unlinks this rank's
+ * segment once every local peer has mapped it.  After the mesh. */
+herd_status herd__shm_attach(herd_comm *comm, int64_t deadline);
+
+void herd__shm_destroy(herd_comm *comm);
+
+/* shm/shm.c: sleeping on the rank's doorbell futex, where shared-memory
+ * links (and the direct collectives) signal readiness: arm (then check
+ * again), sleep, disarm; ring_self wakes this rank's own sleeper. */
+uint32_t herd__shm_arm(herd_comm *comm);
+void herd__shm_sleep(herd_comm *comm, uint32_t seen, int timeout_ms);
+void herd__shm_disarm(herd_comm *comm);
+void herd__shm_ring_self(herd_comm *comm);
+
+/* shm/direct.c: makes the shared-memory transport the communicator's
+ * collective transport (place.coll) when every rank is on this host, every
+ * pair talks shared memory and every rank can read every other's memory;
+ * else leaves place.coll as it is.  After herd__shm_attach. */
+herd_status herd__shm_coll_init(herd_comm *comm);
 
 #endif /* HERD_COMM_TRANSPORT_H */

@@ -1,5 +1,5 @@
 /*
- * sdk/comm/algo_p2p.c - the calls that are one exchange or a few: send,
+ * sdk/comm/algo/pairwise.c - the calls that are one exchange or a few: send,
  * recv, sendrecv (one message each way, sent even when empty so that
  * calls pair up one to one), alltoall (pairwise exchange), barrier
  * (dissemination).
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/algo.h"
+#include "comm/algo/algo.h"
 
 /* Where empty messages point, as a transport may want a valid address. */
 static char empty_byte;
@@ -58,37 +58,48 @@ herd_status herd__algo_sendrecv(herd_comm *comm, const herd__op *op)
 	return herd__p2p_exchange(comm, &s, 1, &r, 1);
 }
 
-/*
- * Small blocks: every send and receive in one exchange (one step of
- * latency).  Large ones: p - 1 steps, at step s sending to rank r+s and
- * receiving from rank r-s, so that every rank is busy with exactly one
- * peer each way and no link carries two messages at once.
- */
-herd_status herd__algo_alltoall(herd_comm *comm, const herd__op *op)
+/* This rank's own block of an alltoall, copied (tune.c leaves out the
+ * empty call and the lone rank); the bytes of a block. */
+static size_t alltoall_own(herd_comm *comm, const herd__op *op)
+{
+	size_t block = op->count * herd_dtype_size((herd_dtype)op->fp.dtype);
+	size_t at = (size_t)herd_comm_rank(comm) * block;
+
+	memcpy((char *)op->recvbuf + at, (const char *)op->sendbuf + at, block);
+	return block;
+}
+
+/* Large blocks: p - 1 steps, at step s sending to rank r+s and receiving
+ * from rank r-s, so that every rank is busy with exactly one peer each
+ * way and no link carries two messages at once. */
+herd_status herd__algo_alltoall_pairwise(herd_comm *comm, const herd__op *op)
 {
 	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
-	herd_dtype dtype = (herd_dtype)op->fp.dtype;
-	size_t block = op->count * herd_dtype_size(dtype);
+	size_t block = alltoall_own(comm, op);
+	const char *in = op->sendbuf;
+	char *out = op->recvbuf;
+
+	for (int s = 1; s < p; s++) {
+		int to = herd__algo_mod(r + s, p), from = herd__algo_mod(r - s, p);
+
+		HERD_CHECK(herd__algo_xchg(comm, to, in + (size_t)to * block, block, from,
+					   out + (size_t)from * block, NULL, block, HERD_UINT8,
+					   HERD_SUM));
+	}
+	return HERD_OK;
+}
+
+/* Small blocks: every send and receive in one exchange (one step of
+ * latency). */
+herd_status herd__algo_alltoall_oneshot(herd_comm *comm, const herd__op *op)
+{
+	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
+	size_t block = alltoall_own(comm, op);
 	const char *in = op->sendbuf;
 	char *out = op->recvbuf;
 	herd__xfer *x;
 	herd_status st;
 
-	if (block == 0)
-		return HERD_OK;
-	memcpy(out + (size_t)r * block, in + (size_t)r * block, block);
-	if (p == 1)
-		return HERD_OK;
-	if (herd__algo_pick(comm, block * (size_t)p) == HERD__ALGO_BANDWIDTH) {
-		for (int s = 1; s < p; s++) {
-			int to = herd__algo_mod(r + s, p), from = herd__algo_mod(r - s, p);
-
-			HERD_CHECK(herd__algo_xchg(comm, to, in + (size_t)to * block, block, from,
-						   out + (size_t)from * block, NULL, block, HERD_UINT8,
-						   HERD_SUM));
-		}
-		return HERD_OK;
-	}
 	HERD_CHECK(herd__algo_alloc(&x, 2 * (size_t)(p - 1) * sizeof(*x),
 				    "the transfers of an alltoall"));
 	for (int s = 1; s < p; s++) {

@@ -1,5 +1,5 @@
 /*
- * sdk/comm/algo_allreduce.c - allreduce: for tiny vectors on more than two
+ * sdk/comm/algo/allreduce.c - allreduce: for tiny vectors on more than two
  * ranks a one-shot exchange (everyone sends to everyone, one step),
  * recursive doubling for small vectors (latency: log2 p steps), ring
  * reduce-scatter + ring allgather for large ones (bandwidth: each rank
@@ -19,8 +19,8 @@
  * rank, 2 log2 p steps per slice instead of 2(p - 1), each an exchange
  * between two partners; with 2 ranks the ring's merged steps do as well,
  * so it stays; between hosts too (with several ranks a host, halving sends
- * more across the hosts).  The figures behind the choice are in
- * bench/RESULTS.md, "The direct path's thresholds".
+ * more across the hosts).  tune.c makes the choice; the figures behind
+ * it are in bench/RESULTS.md, "The direct path's thresholds".
  *
  * float16 and bfloat16 SUM/PROD/AVG reduce in float32 and round once:
  * each slice is widened into a float32 scratch slice, reduce-scattered
@@ -30,13 +30,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/algo.h"
+#include "comm/algo/algo.h"
 
 /*
  * The slices the bandwidth algorithms cut, p blocks of at most
  * HERD__ALGO_BLOCK bytes, or HERD__ALGO_BLOCK_TCP when any pair of the
  * communicator uses TCP (every rank must cut the same slices, and every
- * rank sees the pairs alike: herd__comm_any_tcp); and for a widened type,
+ * rank sees the pairs alike: herd__place.any_tcp); and for a widened type,
  * a float32 slice to reduce in (*wide, NULL otherwise; the caller frees it).
  */
 static herd_status slice_setup(herd_comm *comm, size_t count, size_t wes, bool widen,
@@ -44,7 +44,7 @@ static herd_status slice_setup(herd_comm *comm, size_t count, size_t wes, bool w
 {
 	size_t block = herd__algo_block_elems(wes);
 
-	if (block > HERD__ALGO_BLOCK_TCP / wes && herd__comm_any_tcp(comm))
+	if (block > HERD__ALGO_BLOCK_TCP / wes && herd__comm_place(comm)->any_tcp)
 		block = HERD__ALGO_BLOCK_TCP / wes;
 	*slice = block * (size_t)herd_comm_size(comm);
 	*wide = NULL;
@@ -130,8 +130,8 @@ static void block_range(size_t n, int p, int lo, int hi, size_t *off, size_t *le
 {
 	size_t last_off, last_len;
 
-	herd__algo_split(n, p, lo, off, len);
-	herd__algo_split(n, p, hi - 1, &last_off, &last_len);
+	herd__split_even(n, p, lo, off, len);
+	herd__split_even(n, p, hi - 1, &last_off, &last_len);
 	*len = last_off + last_len - *off;
 }
 
@@ -186,7 +186,7 @@ static herd_status hd_allreduce(herd_comm *comm, const void *in, void *out, size
 			hi = keep_hi;
 		}
 		/* this rank's block of the slice is complete: finish it */
-		herd__algo_split(n, p, r, &off, &len);
+		herd__split_even(n, p, r, &off, &len);
 		if (op == HERD_AVG)
 			herd__reduce_scale(work + off * wes, len, wdt, p);
 		if (widen)
@@ -210,48 +210,29 @@ out:
 	return st;
 }
 
-/* Halving-doubling instead of the ring: a power of two ranks from 4, all
- * on this host, some pair over TCP.  Every rank sees the same (nlocal is
- * the size on one rank only if it is on all). */
-static bool hd_suits(herd_comm *comm)
-{
-	int p = herd_comm_size(comm);
+/* The choices of tune.c, each a whole allreduce of more than one rank
+ * and at least one element. */
 
-	return p >= 4 && (p & (p - 1)) == 0 && herd__comm_nlocal(comm) == p &&
-	       herd__comm_any_tcp(comm);
+herd_status herd__algo_allreduce_oneshot(herd_comm *comm, const herd__op *op)
+{
+	return herd__oneshot_allreduce(comm, op->sendbuf, op->recvbuf, op->count,
+				       (herd_dtype)op->fp.dtype, (herd_redop)op->fp.redop);
 }
 
-herd_status herd__algo_allreduce(herd_comm *comm, const herd__op *op)
+herd_status herd__algo_allreduce_rd(herd_comm *comm, const herd__op *op)
 {
-	int p = herd_comm_size(comm);
-	herd_dtype dtype = (herd_dtype)op->fp.dtype;
-	herd_redop redop = (herd_redop)op->fp.redop;
-	size_t bytes = op->count * herd_dtype_size(dtype);
+	return herd__rd_allreduce_full(comm, op->sendbuf, op->recvbuf, op->count,
+				       (herd_dtype)op->fp.dtype, (herd_redop)op->fp.redop);
+}
 
-	if (op->count == 0)
-		return HERD_OK;
-	if (p == 1) {
-		if (op->recvbuf != op->sendbuf)
-			memcpy(op->recvbuf, op->sendbuf, bytes);
-		return HERD_OK;
-	}
-	if (herd__algo_auto(comm) && herd__direct_usable(comm)) {
-		if (bytes <= HERD__DIRECT_SMALL)
-			return herd__direct_allreduce_small(comm, op->sendbuf, op->recvbuf,
-							    op->count, dtype, redop);
-		if (bytes >= herd__direct_min_bytes)
-			return herd__direct_allreduce(comm, op->sendbuf, op->recvbuf, op->count,
-						      dtype, redop);
-	}
-	if (herd__algo_auto(comm) && p > 2 && p <= HERD__ONESHOT_RANKS &&
-	    bytes <= HERD__ONESHOT_MAX)
-		return herd__oneshot_allreduce(comm, op->sendbuf, op->recvbuf, op->count, dtype,
-					       redop);
-	/* fewer elements than ranks leaves ring blocks empty: all latency */
-	if (herd__algo_pick(comm, op->count < (size_t)p ? 0 : bytes) == HERD__ALGO_LATENCY)
-		return herd__rd_allreduce_full(comm, op->sendbuf, op->recvbuf, op->count, dtype,
-					       redop);
-	if (herd__algo_auto(comm) && hd_suits(comm))
-		return hd_allreduce(comm, op->sendbuf, op->recvbuf, op->count, dtype, redop);
-	return ring_allreduce(comm, op->sendbuf, op->recvbuf, op->count, dtype, redop);
+herd_status herd__algo_allreduce_hd(herd_comm *comm, const herd__op *op)
+{
+	return hd_allreduce(comm, op->sendbuf, op->recvbuf, op->count, (herd_dtype)op->fp.dtype,
+			    (herd_redop)op->fp.redop);
+}
+
+herd_status herd__algo_allreduce_ring(herd_comm *comm, const herd__op *op)
+{
+	return ring_allreduce(comm, op->sendbuf, op->recvbuf, op->count, (herd_dtype)op->fp.dtype,
+			      (herd_redop)op->fp.redop);
 }

@@ -1,5 +1,5 @@
 /*
- * sdk/comm/shm.c - the shared-memory transport between the ranks of one
+ * sdk/comm/transport/shm/shm.c - the shared-memory transport between the ranks of one
  * host.
  *
  * Each rank creates one POSIX shared memory segment, its inbox,
@@ -56,7 +56,7 @@
 #include <unistd.h>
 
 #include "base.h"
-#include "core.h"
+#include "comm/transport/shm/shm.h"
 
 #define SHM_MAGIC 0x316d687364726568ull   /* "herdshm1" */
 #define SHM_VERSION 4

@@ -1,5 +1,5 @@
 /*
- * sdk/comm/direct.c - allreduce among the ranks of one host by reading
+ * sdk/comm/transport/shm/direct.c - allreduce among the ranks of one host by reading
  * each other's memory directly, instead of passing messages through the
  * shared-memory rings of shm.c, which copy every byte twice (sender to
  * slot, slot to destination).
@@ -10,7 +10,11 @@
  * (herd__board, a page of shared memory beside its inbox) where it
  * publishes what it does; only its owner writes it.
  *
- * Large allreduce (herd__direct_allreduce), call number s, p ranks, the
+ * The shared-memory transport offers them to tune.c as its collectives
+ * (herd__coll_ops, "shm-direct"), and publishes every collective call's
+ * fingerprint on the rank's board as the call begins (direct_enter).
+ *
+ * Large allreduce (direct_allreduce), call number s, p ranks, the
  * vector split into p slices, slice j reduced by rank j, chunk by chunk:
  *  1. post: each rank writes the addresses of its send and receive buffers
  *     on its board (its fingerprint is there since the call began), then
@@ -65,7 +69,7 @@
  * cannot be handed to another process before it is reaped, and the kernel
  * hands out pids in sequence, so not within that time).
  *
- * Small allreduce (herd__direct_allreduce_small), at most HERD__BOARD_SMALL
+ * Small allreduce (direct_allreduce_small), at most HERD__BOARD_SMALL
  * bytes: each rank copies its vector into slot[s % 2] of its board, sets
  * the slot's cseq = s, waits for every peer's slot s and reduces all slots
  * in rank order (the same bits on every rank), then sets done = s.  One
@@ -93,8 +97,7 @@
 #include <time.h>
 
 #include "base.h"
-#include "algo.h"
-#include "core.h"
+#include "comm/transport/shm/shm.h"
 #include "net.h"
 
 /*
@@ -145,7 +148,8 @@ typedef struct dwant {
 	int peer;
 } dwant;
 
-struct herd__direct {
+/* What the direct collectives keep for a communicator (its coll_state). */
+struct herd__coll_state {
 	uint8_t *scratch;        /* 3 * HERD__STAGE_BYTES, made at the first large call */
 	uint64_t slot_cseq[2];   /* the call that last wrote each small slot */
 	/* [size]: a call each peer is known to have finished reading this
@@ -167,7 +171,7 @@ struct herd__direct {
 /* One call, as every step sees it. */
 typedef struct dcall {
 	herd_comm *comm;
-	herd__direct *d;
+	herd__coll_state *d;
 	int p, r;
 	uint64_t s;              /* collective number */
 	herd_dtype dtype, wdt;   /* wdt: float32 for a widened float16/bfloat16 */
@@ -181,20 +185,19 @@ typedef struct dcall {
 
 /* ---- setup ---------------------------------------------------------------- */
 
-herd_status herd__direct_init(herd_comm *comm)
+static const herd__coll_ops direct_ops;
+
+herd_status herd__shm_coll_init(herd_comm *comm)
 {
 	size_t n = (size_t)comm->size;
-	herd__direct *d;
-	cpu_set_t set;
+	herd__coll_state *d;
 
-	comm->ncpus = 1;
-	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
-		comm->ncpus = CPU_COUNT(&set);
-	if (comm->size < 2 || comm->nlocal != comm->size || !herd__shm_cma_all(comm) ||
-	    herd__comm_any_tcp(comm))
+	if (comm->size < 2 || !comm->place.one_host || comm->place.any_tcp ||
+	    !herd__shm_cma_all(comm))
 		return HERD_OK;
 	HERD_CHECK(herd__calloc(&d, 1, sizeof(*d), "direct collective state"));
-	comm->direct = d;
+	comm->coll_state = d;
+	comm->place.coll = &direct_ops;
 	d->oversubscribed = comm->nlocal > comm->ncpus;
 	HERD_CHECK(herd__calloc(&d->known_done, n, sizeof(uint64_t), "direct collective state"));
 	HERD_CHECK(herd__calloc(&d->peer_in, 2 * n, sizeof(uint64_t), "direct collective state"));
@@ -205,9 +208,9 @@ herd_status herd__direct_init(herd_comm *comm)
 	return HERD_OK;
 }
 
-void herd__direct_free(herd_comm *comm)
+static void direct_free(herd_comm *comm)
 {
-	herd__direct *d = comm->direct;
+	herd__coll_state *d = comm->coll_state;
 
 	if (d == NULL)
 		return;
@@ -218,12 +221,7 @@ void herd__direct_free(herd_comm *comm)
 	free(d->got);
 	free(d->wants);
 	free(d);
-	comm->direct = NULL;
-}
-
-bool herd__direct_usable(const herd_comm *comm)
-{
-	return comm->direct != NULL;
+	comm->coll_state = NULL;
 }
 
 /* The seqlock of the call line: odd while the owner writes it. */
@@ -243,9 +241,9 @@ static void post_call(herd_comm *comm, const herd__op *op, uint64_t cseq)
 	atomic_store_explicit(&b->call_gen, gen + 2, memory_order_release);
 }
 
-void herd__direct_enter(herd_comm *comm, const herd__op *op, uint64_t cseq)
+static void direct_enter(herd_comm *comm, const herd__op *op, uint64_t cseq)
 {
-	if (comm->direct != NULL && !herd__op_is_p2p(op->fp.kind))
+	if (!herd__op_is_p2p(op->fp.kind))
 		post_call(comm, op, cseq);
 }
 
@@ -492,7 +490,7 @@ static size_t rounds_of(const dcall *c, int j, size_t *soff, size_t *slen)
 {
 	size_t step = herd__direct_chunk_bytes / herd_dtype_size(c->wdt);
 
-	herd__algo_split(c->count, c->p, j, soff, slen);
+	herd__split_even(c->count, c->p, j, soff, slen);
 	return (*slen + step - 1) / step;
 }
 
@@ -621,7 +619,7 @@ static herd_status run_rounds(dcall *c)
 {
 	herd__board *own = herd__shm_board(c->comm, c->r);
 	size_t soff, slen, staged = 0, taken = 0;
-	/* slice 0 is the longest (herd__algo_split) */
+	/* slice 0 is the longest (herd__split_even) */
 	size_t mine = rounds_of(c, c->r, &soff, &slen), all = rounds_of(c, 0, &soff, &slen);
 	bool *got = c->d->got;
 	dwant *w = c->d->wants;
@@ -688,7 +686,7 @@ static herd_status reduce_own(dcall *c)
 {
 	size_t off, len, step = herd__direct_chunk_bytes / herd_dtype_size(c->wdt);
 
-	herd__algo_split(c->count, c->p, c->r, &off, &len);
+	herd__split_even(c->count, c->p, c->r, &off, &len);
 	for (size_t i = 0; i < len; i += step) {
 		if (atomic_load_explicit(&c->comm->status, memory_order_relaxed) != HERD_OK)
 			return herd__comm_broken(c->comm);
@@ -702,7 +700,7 @@ static herd_status dcall_init(dcall *c, herd_comm *comm, const void *in, void *o
 {
 	memset(c, 0, sizeof(*c));
 	c->comm = comm;
-	c->d = comm->direct;
+	c->d = comm->coll_state;
 	c->p = comm->size;
 	c->r = comm->rank;
 	c->s = comm->op_cseq;
@@ -722,8 +720,8 @@ static herd_status dcall_init(dcall *c, herd_comm *comm, const void *in, void *o
 	return HERD_OK;
 }
 
-herd_status herd__direct_allreduce(herd_comm *comm, const void *in, void *out, size_t count,
-				   herd_dtype dtype, herd_redop op)
+static herd_status direct_allreduce(herd_comm *comm, const void *in, void *out, size_t count,
+				    herd_dtype dtype, herd_redop op)
 {
 	herd__board *own;
 	herd_status st;
@@ -775,8 +773,8 @@ herd_status herd__direct_allreduce(herd_comm *comm, const void *in, void *out, s
 
 /* ---- small allreduce ------------------------------------------------------ */
 
-herd_status herd__direct_allreduce_small(herd_comm *comm, const void *in, void *out,
-					 size_t count, herd_dtype dtype, herd_redop op)
+static herd_status direct_allreduce_small(herd_comm *comm, const void *in, void *out,
+					  size_t count, herd_dtype dtype, herd_redop op)
 {
 	_Alignas(64) float wide[2][HERD__BOARD_SMALL / 2];
 	herd__board *own;
@@ -848,3 +846,26 @@ herd_status herd__direct_allreduce_small(herd_comm *comm, const void *in, void *
 	atomic_store_explicit(&own->done, c.s, memory_order_release);
 	return HERD_OK;
 }
+
+/* ---- the collective transport --------------------------------------------- */
+
+static herd_status run_small(herd_comm *comm, const herd__op *op)
+{
+	return direct_allreduce_small(comm, op->sendbuf, op->recvbuf, op->count,
+				      (herd_dtype)op->fp.dtype, (herd_redop)op->fp.redop);
+}
+
+static herd_status run_large(herd_comm *comm, const herd__op *op)
+{
+	return direct_allreduce(comm, op->sendbuf, op->recvbuf, op->count,
+				(herd_dtype)op->fp.dtype, (herd_redop)op->fp.redop);
+}
+
+static const herd__coll_ops direct_ops = {
+	.name = "shm-direct",
+	.enter = direct_enter,
+	.allreduce_small = run_small,
+	.small_max = HERD__BOARD_SMALL,
+	.allreduce = run_large,
+	.free = direct_free,
+};

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/algo.h"
+#include "comm/algo/algo.h"
 
-static herd_status rs_small(herd_comm *comm, const herd__op *op)
+herd_status herd__algo_reduce_scatter_rd(herd_comm *comm, const herd__op *op)
 {
 	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
 	herd_dtype dtype = (herd_dtype)op->fp.dtype;
@@ -31,7 +31,7 @@ static herd_status rs_small(herd_comm *comm, const herd__op *op)
  * SUM/PROD/AVG widen each slice of every block into float32 scratch and
  * round the rank's own block once, at the end of its slice.
  */
-static herd_status rs_ring(herd_comm *comm, const herd__op *op)
+herd_status herd__algo_reduce_scatter_ring(herd_comm *comm, const herd__op *op)
 {
 	int p = herd_comm_size(comm);
 	herd_dtype dtype = (herd_dtype)op->fp.dtype;
@@ -76,21 +76,4 @@ static herd_status rs_ring(herd_comm *comm, const herd__op *op)
 out:
 	free(scratch);
 	return st;
-}
-
-herd_status herd__algo_reduce_scatter(herd_comm *comm, const herd__op *op)
-{
-	int p = herd_comm_size(comm);
-	size_t block = op->count * herd_dtype_size((herd_dtype)op->fp.dtype);
-
-	if (op->count == 0)
-		return HERD_OK;
-	if (p == 1) {
-		if (op->recvbuf != op->sendbuf)
-			memcpy(op->recvbuf, op->sendbuf, block);
-		return HERD_OK;
-	}
-	if (herd__algo_pick(comm, block * (size_t)p) == HERD__ALGO_LATENCY)
-		return rs_small(comm, op);
-	return rs_ring(comm, op);
 }

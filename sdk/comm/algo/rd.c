@@ -1,5 +1,5 @@
 /*
- * sdk/comm/algo_rd.c - the latency algorithms: recursive doubling for
+ * sdk/comm/algo/rd.c - the latency algorithms: recursive doubling for
  * allreduce, Bruck for allgather.  Both take ceil(log2 p) steps (recursive
  * doubling two more when p is not a power of two), each moving whole
  * vectors, which is what small messages want.  For the tiniest vectors a
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/algo.h"
+#include "comm/algo/algo.h"
 
 /*
  * Ranks below 2 * rem, rem = p - (largest power of two <= p), pair up

@@ -1,0 +1,239 @@
+/*
+ * sdk/comm/tune.c - which algorithm runs a call: one table, operation x
+ * size x placement.
+ *
+ * A call with nothing to send, or on one rank, needs no peer and goes to
+ * herd__algo_local.  Otherwise the first row of the table that fits wins:
+ *
+ *  - its operation is the call's;
+ *  - its class is allowed: "auto" (HERD__CLASS_ANY as the force) takes any
+ *    row within its size bounds; "ring" and "rd" force the bandwidth or the
+ *    latency rows whatever the size, and never take a tuned one;
+ *  - the placement has what the row needs (a transport that runs whole
+ *    collectives, every rank on one host, some pair over TCP, a power of
+ *    two ranks) and the rank count is within its bounds;
+ *  - the call's size is within its bounds, counted as what the latency
+ *    algorithm moves in a step: the vector for allreduce, reduce and
+ *    broadcast (0 for allreduce and reduce with fewer elements than ranks,
+ *    which leave ring blocks empty), all p blocks for allgather,
+ *    reduce_scatter and alltoall.
+ *
+ * Every rank computes the same row: the call's fingerprint is checked
+ * alike everywhere, and the placement is the same on every rank.  The
+ * figures behind the bounds are in bench/RESULTS.md ("The direct path's
+ * thresholds").
+ */
+#include <stddef.h>
+
+#include "comm/comm_internal.h"
+#include "comm/algo/algo.h"
+
+/* Below this many bytes, "auto" takes the latency algorithms. */
+#define HERD__TUNE_SMALL (64u * 1024u)
+
+/* Up to this many bytes (and from 3 to HERD__ONESHOT_RANKS ranks),
+ * "auto" allreduce exchanges every vector with every rank in one step
+ * instead of the log2 p (plus two) of recursive doubling. */
+#define HERD__TUNE_ONESHOT_MAX 1024u
+
+/* From this many bytes, "auto" allreduce takes a collective transport's
+ * large allreduce; up to its small_max, its small one; in between the
+ * rows below. */
+#define HERD__TUNE_COLL_MIN (64u * 1024u)
+
+size_t herd__tune_coll_min = HERD__TUNE_COLL_MIN;
+
+/* What a row needs of the placement. */
+enum {
+	NEED_COLL = 1,          /* a transport that runs collectives */
+	NEED_ONE_HOST = 2,      /* every rank on this host */
+	NEED_TCP = 4,           /* some pair over TCP */
+	NEED_POW2 = 8           /* a power of two ranks */
+};
+
+/* Size bounds, by name: each row says which apply. */
+typedef enum bound {
+	B_NONE = 0,
+	B_SMALL,                /* HERD__TUNE_SMALL */
+	B_ONESHOT,              /* HERD__TUNE_ONESHOT_MAX + 1 */
+	B_COLL_SMALL,           /* the collective transport's small_max + 1 */
+	B_COLL_MIN              /* herd__tune_coll_min */
+} bound;
+
+/* Where a row's algorithm is: its own function, or an entry of the
+ * collective transport. */
+enum { VIA_ALGO, VIA_COLL_SMALL, VIA_COLL };
+
+typedef struct row {
+	uint8_t kind;           /* herd__op_kind */
+	uint8_t cls;            /* herd__algo_class */
+	uint8_t need;
+	uint8_t via;
+	uint8_t lo, hi;         /* bound: size >= lo and size < hi; B_NONE: none */
+	int min_ranks, max_ranks; /* 0: none */
+	herd__op_fn run;        /* VIA_ALGO */
+	const char *name;
+} row;
+
+#define ROW(k, c, n, l, h, rmin, rmax, fn, nm) \
+	{ HERD__OP_##k, HERD__CLASS_##c, n, VIA_ALGO, l, h, rmin, rmax, fn, nm }
+#define COLL_ROW(k, via, l, h, nm) \
+	{ HERD__OP_##k, HERD__CLASS_TUNED, NEED_COLL, via, l, h, 0, 0, NULL, nm }
+
+static const row table[] = {
+	COLL_ROW(ALLREDUCE, VIA_COLL_SMALL, B_NONE, B_COLL_SMALL, "coll-small"),
+	COLL_ROW(ALLREDUCE, VIA_COLL, B_COLL_MIN, B_NONE, "coll"),
+	ROW(ALLREDUCE, TUNED, 0, B_NONE, B_ONESHOT, 3, HERD__ONESHOT_RANKS,
+	    herd__algo_allreduce_oneshot, "oneshot"),
+	ROW(ALLREDUCE, LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_allreduce_rd, "rd"),
+	ROW(ALLREDUCE, TUNED, NEED_ONE_HOST | NEED_TCP | NEED_POW2, B_NONE, B_NONE, 4, 0,
+	    herd__algo_allreduce_hd, "hd"),
+	ROW(ALLREDUCE, BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_allreduce_ring, "ring"),
+
+	ROW(REDUCE, LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_reduce_binomial, "binomial"),
+	ROW(REDUCE, BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_reduce_ring, "ring"),
+
+	ROW(BROADCAST, LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_broadcast_binomial,
+	    "binomial"),
+	ROW(BROADCAST, BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_broadcast_chain, "chain"),
+
+	ROW(ALLGATHER, LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_allgather_bruck, "bruck"),
+	ROW(ALLGATHER, BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_allgather_ring, "ring"),
+
+	ROW(REDUCE_SCATTER, LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_reduce_scatter_rd,
+	    "rd"),
+	ROW(REDUCE_SCATTER, BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_reduce_scatter_ring,
+	    "ring"),
+
+	ROW(ALLTOALL, LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_alltoall_oneshot, "oneshot"),
+	ROW(ALLTOALL, BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_alltoall_pairwise,
+	    "pairwise"),
+
+	ROW(GATHER, ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_gather, "linear"),
+	ROW(SCATTER, ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_scatter, "linear"),
+	ROW(SEND, ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_send, "send"),
+	ROW(RECV, ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_recv, "recv"),
+	ROW(SENDRECV, ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_sendrecv, "sendrecv"),
+	ROW(BARRIER, ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_barrier, "dissemination"),
+};
+
+static const row local_row = { 0, HERD__CLASS_ANY, 0, VIA_ALGO, B_NONE, B_NONE, 0, 0,
+			       herd__algo_local, "local" };
+
+/* The operations whose calls with no data or one rank need no peer. */
+static bool has_local(int kind)
+{
+	switch (kind) {
+	case HERD__OP_ALLREDUCE:
+	case HERD__OP_REDUCE:
+	case HERD__OP_BROADCAST:
+	case HERD__OP_ALLGATHER:
+	case HERD__OP_REDUCE_SCATTER:
+	case HERD__OP_ALLTOALL:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The size a row's bounds are compared with (see the top). */
+static size_t call_size(const herd__op *op, int p)
+{
+	size_t bytes = op->count * herd_dtype_size((herd_dtype)op->fp.dtype);
+
+	switch (op->fp.kind) {
+	case HERD__OP_ALLREDUCE:
+	case HERD__OP_REDUCE:
+		return op->count < (size_t)p ? 0 : bytes;
+	case HERD__OP_ALLGATHER:
+	case HERD__OP_REDUCE_SCATTER:
+	case HERD__OP_ALLTOALL:
+		return bytes * (size_t)p;
+	default:
+		return bytes;
+	}
+}
+
+static size_t bound_bytes(bound b, const herd__place *pl)
+{
+	switch (b) {
+	case B_SMALL:
+		return HERD__TUNE_SMALL;
+	case B_ONESHOT:
+		return HERD__TUNE_ONESHOT_MAX + 1;
+	case B_COLL_SMALL:
+		return pl->coll->small_max + 1;
+	case B_COLL_MIN:
+		return herd__tune_coll_min;
+	case B_NONE:
+	default:
+		return 0;
+	}
+}
+
+static bool fits(const row *w, const herd__place *pl, int p, size_t size)
+{
+	bool sized = true;
+
+	if (w->cls == HERD__CLASS_TUNED && pl->force != HERD__CLASS_ANY)
+		return false;
+	if ((w->cls == HERD__CLASS_LATENCY || w->cls == HERD__CLASS_BANDWIDTH) &&
+	    pl->force != HERD__CLASS_ANY) {
+		if (w->cls != pl->force)
+			return false;
+		sized = false;      /* forced: whatever the size */
+	}
+	if (((w->need & NEED_COLL) && pl->coll == NULL) ||
+	    ((w->need & NEED_ONE_HOST) && !pl->one_host) ||
+	    ((w->need & NEED_TCP) && !pl->any_tcp) || ((w->need & NEED_POW2) && (p & (p - 1))))
+		return false;
+	if ((w->min_ranks > 0 && p < w->min_ranks) || (w->max_ranks > 0 && p > w->max_ranks))
+		return false;
+	if (sized && w->lo != B_NONE && size < bound_bytes(w->lo, pl))
+		return false;
+	if (sized && w->hi != B_NONE && size >= bound_bytes(w->hi, pl))
+		return false;
+	return true;
+}
+
+static const row *pick(const herd_comm *comm, const herd__op *op)
+{
+	const herd__place *pl = herd__comm_place(comm);
+	int p = herd_comm_size(comm);
+	size_t size;
+
+	if (has_local(op->fp.kind) && (p == 1 || op->count == 0))
+		return &local_row;
+	size = call_size(op, p);
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (table[i].kind == op->fp.kind && fits(&table[i], pl, p, size))
+			return &table[i];
+	/* Every operation has a row of its own class or of class ANY. */
+	return NULL;
+}
+
+herd__op_fn herd__tune_pick(const herd_comm *comm, const herd__op *op)
+{
+	const herd__place *pl = herd__comm_place(comm);
+	const row *w = pick(comm, op);
+
+	if (w == NULL)
+		return NULL;
+	switch (w->via) {
+	case VIA_COLL_SMALL:
+		return pl->coll->allreduce_small;
+	case VIA_COLL:
+		return pl->coll->allreduce;
+	default:
+		return w->run;
+	}
+}
+
+const char *herd__tune_name(const herd_comm *comm, const herd__op *op)
+{
+	const row *w = pick(comm, op);
+
+	if (w == NULL)
+		return "none";
+	return w->via == VIA_ALGO ? w->name : herd__comm_place(comm)->coll->name;
+}

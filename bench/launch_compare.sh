@@ -4,6 +4,10 @@
 #   herd launch -n N bench_launch_barrier      (herd_comm_init_env + barrier)
 #   mpirun --oversubscribe -np N bench_mpi_init_barrier   (MPI_Init + MPI_Barrier)
 #
+# bare launches, a job of `true` and nothing else, at N = BARE_NPS:
+#
+#   herd launch -n N -- true                    mpirun --oversubscribe -np N true
+#
 # and, when an OpenSSH server can be started here (root, openssh-server;
 # tests/harness/sshd.sh on loopback), ssh fan-out:
 #
@@ -16,12 +20,13 @@
 # bin/bench_launch_barrier and bin/bench_mpi_init_barrier.
 #
 # usage: bench/launch_compare.sh [BUILD_DIR]
-#   environment: NP (16), REPEAT (7)
+#   environment: NP (16), REPEAT (7), BARE_NPS ("1 4 16 64")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 NP=${NP:-16}
 REPEAT=${REPEAT:-7}
+BARE_NPS=${BARE_NPS:-1 4 16 64}
 HERD=$(cd "$BUILD/bin" && pwd)/herd
 BARRIER=$BUILD/bin/bench_launch_barrier
 MPI_BARRIER=$BUILD/bin/bench_mpi_init_barrier
@@ -79,6 +84,22 @@ printf '| %-44s | %9.3f |\n' "herd launch -n $NP (herd_comm_init_env)" "$h"
 printf '| %-44s | %9.3f |\n' "mpirun --oversubscribe -np $NP (MPI_Init)" "$m"
 printf '| %-44s | %9.2f |\n' "ratio herd / Open MPI (target <= 0.5)" \
 	"$(python3 -c "import sys; print(float(sys.argv[1]) / float(sys.argv[2]))" "$h" "$m")"
+echo
+
+echo "bare launches, median of $REPEAT (herd: herd launch -n N -- true; Open MPI: mpirun --oversubscribe -np N true):"
+printf '| %5s | %9s | %9s | %9s |\n' "N" "herd s" "mpirun s" "ratio"
+printf '|%s|%s|%s|%s|\n' "-------" "-----------" "-----------" "-----------"
+for n in $BARE_NPS; do
+	bh=() bm=()
+	for r in $(seq "$REPEAT"); do
+		bh+=("$(timed "$HERD" launch -n "$n" -- true)")
+		bm+=("$(timed mpirun --oversubscribe -np "$n" true)")
+	done
+	h=$(echo "${bh[*]}" | median)
+	m=$(echo "${bm[*]}" | median)
+	printf '| %5s | %9.3f | %9.3f | %9.2f |\n' "$n" "$h" "$m" \
+		"$(python3 -c "import sys; print(float(sys.argv[1]) / float(sys.argv[2]))" "$h" "$m")"
+done
 echo
 
 if [[ $(id -u) != 0 ]] || ! command -v /usr/sbin/sshd >/dev/null; then

@@ -277,13 +277,15 @@ static void report_failed_starts(const herd_job *job)
 	}
 }
 
-/* Waits for the job, forwarding signals; returns its exit status. */
+/* Waits for the job, forwarding signals; returns its exit status.  Sleeps
+ * on the job's descriptor and the signal pipe, with no period. */
 static int supervise(herd_job *job)
 {
 	int status = 0, forwarded = 0;
 
 	for (;;) {
-		struct pollfd p = { .fd = sig_pipe[0], .events = POLLIN };
+		struct pollfd p[2] = { { .fd = sig_pipe[0], .events = POLLIN },
+				       { .fd = herd_job_fd(job), .events = POLLIN } };
 		herd_status st = herd_job_wait(job, 0, &status);
 
 		if (st == HERD_OK)
@@ -292,7 +294,7 @@ static int supervise(herd_job *job)
 			fprintf(stderr, "herd launch: %s\n", herd_last_error());
 			return LAUNCH_EXIT_OWN;
 		}
-		if (poll(&p, 1, 100) > 0) {
+		if (poll(p, 2, -1) > 0 && (p[0].revents & POLLIN)) {
 			char sigs[16];
 			ssize_t n = read(sig_pipe[0], sigs, sizeof(sigs));
 
@@ -574,6 +576,7 @@ int cmd_launch(int argc, char **argv)
 	}
 	spec.argv = cmd;
 	spec.env = extra.v;
+	spec.output = herd_job_output_stdio;
 
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
 		fprintf(stderr, "herd launch: pipe: %s\n", strerror(errno));

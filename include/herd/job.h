@@ -83,6 +83,17 @@ typedef enum herd_job_stream {
 typedef void (*herd_job_output_fn)(void *userdata, int rank, const char *host,
 				   herd_job_stream stream, const char *line, size_t len);
 
+/*
+ * The standard sink: each line, with its prefix and a newline, in one
+ * write to this process's stdout or stderr.  Given as spec.output, the job
+ * writes in its place from a writer thread of its own, with spec.prefix,
+ * so that a reader that stalls (a full pipe) never stalls the ranks:
+ * beyond 16 MiB queued, lines are dropped and their count is written when
+ * the reader drains.  Called directly, it writes "[host:rank] line".
+ */
+HERD_EXTERN void herd_job_output_stdio(void *userdata, int rank, const char *host,
+				       herd_job_stream stream, const char *line, size_t len);
+
 #define HERD_JOB_SPEC_VERSION 1
 
 /*
@@ -108,7 +119,10 @@ typedef struct herd_job_spec {
 	int restarts;              /* whole-job restarts after a failure; default 0 */
 	const char *herd_program;  /* `herd` on remote nodes; default $HERD_PROGRAM, else "herd" */
 	int connect_timeout_ms;    /* ssh ConnectTimeout per host; default 10000 */
-	herd_job_output_fn output; /* default: prefixed lines to stdout / stderr */
+	/* where rank output goes, line by line: herd_job_output_stdio, a
+	 * function of the caller's, or NULL: nowhere (log_dir and the failure
+	 * summary still get it); libherd writes to no stream unasked */
+	herd_job_output_fn output;
 	void *output_userdata;
 } herd_job_spec;
 
@@ -169,6 +183,14 @@ HERD_EXTERN herd_status herd_job_launch(herd_job **out, const herd_job_spec *spe
  * killed, 127 when its exec failed.  HERD_ETIMEDOUT when still running.
  */
 HERD_EXTERN herd_status herd_job_wait(herd_job *job, int timeout_ms, int *exit_status);
+
+/*
+ * A descriptor that becomes readable once the job is over (herd_job_wait
+ * then returns at once) and stays readable, for a caller's own poll or
+ * event loop: wait on it, then call herd_job_wait.  Owned by the job, valid
+ * until herd_job_free; do not read or close it.  -1 when job is NULL.
+ */
+HERD_EXTERN int herd_job_fd(const herd_job *job);
 
 /* Sends sig to every running rank (through the node supervisors). */
 HERD_EXTERN herd_status herd_job_signal(herd_job *job, int sig);

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/eventfd.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -83,6 +85,7 @@ struct herd_job {
 	pthread_t thread;
 	bool thread_started;
 	int wake[2];
+	int over_fd;                   /* eventfd, readable once over (herd_job_fd) */
 
 	/* Shared with the API calls, under mu. */
 	pthread_mutex_t mu;
@@ -159,6 +162,17 @@ static void wake(herd_job *job)
 
 	if (write(job->wake[1], &c, 1) < 0) {
 		/* The pipe is full: the thread has wake-ups pending anyway. */
+	}
+}
+
+/* The job is over (under mu): wakes herd_job_wait and makes herd_job_fd
+ * readable for good. */
+static void set_over(herd_job *job)
+{
+	job->over = true;
+	pthread_cond_broadcast(&job->cv);
+	if (job->over_fd >= 0 && eventfd_write(job->over_fd, 1) != 0) {
+		/* Cannot overflow: written once. */
 	}
 }
 
@@ -347,7 +361,9 @@ static void on_output(herd_job *job, int rank, herd_job_stream stream, const cha
 		keep_tail(ri, line, len);
 		pthread_mutex_unlock(&job->mu);
 	}
-	if (job->spec.output != NULL) {
+	if (job->spec.output == NULL)
+		return;
+	if (job->spec.output != herd_job_output_stdio) {
 		job->spec.output(job->spec.output_userdata, rank, ri->st.host, stream, line, len);
 		return;
 	}
@@ -1221,8 +1237,7 @@ static void finish(herd_job *job, bool killed)
 	} else {
 		job->exit_status = 0;
 	}
-	job->over = true;
-	pthread_cond_broadcast(&job->cv);
+	set_over(job);
 	pthread_mutex_unlock(&job->mu);
 }
 
@@ -1248,8 +1263,7 @@ static void *supervise(void *arg)
 				job->launch_st = st;
 				job->launch_err = strdup(msg);
 				job->launched = true;
-				job->over = true;
-				pthread_cond_broadcast(&job->cv);
+				set_over(job);
 				pthread_mutex_unlock(&job->mu);
 				free_rt(job);
 				return NULL;
@@ -1263,8 +1277,7 @@ static void *supervise(void *arg)
 			job->exit_status = 1;
 			if (job->first_failed >= 0)
 				job->exit_status = status_of(&job->ranks[job->first_failed].st);
-			job->over = true;
-			pthread_cond_broadcast(&job->cv);
+			set_over(job);
 			pthread_mutex_unlock(&job->mu);
 			return NULL;
 		}
@@ -1319,6 +1332,7 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 	HERD_CHECK(check_spec(spec));
 	HERD_CHECK(herd__calloc(&job, 1, sizeof(*job), "a job"));
 	job->wake[0] = job->wake[1] = -1;
+	job->over_fd = -1;
 	job->first_failed = job->candidate = -1;
 	pthread_mutex_init(&job->mu, NULL);
 	herd__net_cond_init(&job->cv);
@@ -1347,11 +1361,17 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 		st = herd__error_errno(HERD_ESYS, errno, "herd_job_launch: wake-up pipe");
 		goto fail;
 	}
+	job->over_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (job->over_fd < 0) {
+		st = herd__error_errno(HERD_ESYS, errno, "herd_job_launch: the job's eventfd");
+		goto fail;
+	}
 	/* The thread takes no process signals (the program's handlers run
 	 * elsewhere), and a SIGPIPE from a channel stays pending on it. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	st = spec->output == NULL ? herd__outq_start(&job->outq, OUTPUT_QUEUE_MAX) : HERD_OK;
+	st = spec->output == herd_job_output_stdio ? herd__outq_start(&job->outq, OUTPUT_QUEUE_MAX)
+						   : HERD_OK;
 	rc = st == HERD_OK ? pthread_create(&job->thread, NULL, supervise, job) : 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (st != HERD_OK)
@@ -1400,6 +1420,28 @@ herd_status herd_job_wait(herd_job *job, int timeout_ms, int *exit_status)
 		*exit_status = job->exit_status;
 	pthread_mutex_unlock(&job->mu);
 	return st;
+}
+
+int herd_job_fd(const herd_job *job)
+{
+	if (job == NULL)
+		return herd__error(HERD_EINVAL, "herd_job_fd: job is NULL"), -1;
+	return job->over_fd;
+}
+
+void herd_job_output_stdio(void *userdata, int rank, const char *host, herd_job_stream stream,
+			   const char *line, size_t len)
+{
+	char head[300];
+	int n = snprintf(head, sizeof(head), "[%s:%d] ", host != NULL ? host : "?", rank);
+	struct iovec iov[3] = { { head, n > 0 && (size_t)n < sizeof(head) ? (size_t)n : 0 },
+				{ (void *)line, len }, { "\n", 1 } };
+
+	(void)userdata;
+	/* One write per line: lines of different ranks never mix. */
+	if (writev(stream == HERD_JOB_STDERR ? STDERR_FILENO : STDOUT_FILENO, iov, 3) < 0) {
+		/* A sink has no caller to report to; a closed stdout loses the line. */
+	}
 }
 
 herd_status herd_job_signal(herd_job *job, int sig)
@@ -1519,6 +1561,8 @@ void herd_job_free(herd_job *job)
 		close(job->wake[0]);
 	if (job->wake[1] >= 0)
 		close(job->wake[1]);
+	if (job->over_fd >= 0)
+		close(job->over_fd);
 	pthread_cond_destroy(&job->cv);
 	pthread_mutex_destroy(&job->mu);
 	free(job);

@@ -5,6 +5,7 @@
  * kill with a grace period, wait deadlines, restarts and log files.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -548,6 +549,83 @@ static void test_job_restart_succeeds_after_failure(void)
 	capture_free(&c);
 }
 
+/* herd_job_fd turns readable when the job ends, not before, and stays so;
+ * herd_job_wait then returns at once. */
+static void test_job_fd_turns_readable_when_the_job_is_over(void)
+{
+	const char *argv[] = { "sh", "-c", "sleep 0.3", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	herd_job *job = NULL;
+	struct pollfd p;
+	int status = -1;
+
+	setup(&spec, &c, argv, 2);
+	CHECK_INT(herd_job_fd(NULL), -1);
+	CHECK_OK(herd_job_launch(&job, &spec));
+	if (job == NULL)
+		return;
+	p = (struct pollfd){ .fd = herd_job_fd(job), .events = POLLIN };
+	CHECK(p.fd >= 0);
+	CHECK_INT(poll(&p, 1, 0), 0);
+	CHECK_ERR(herd_job_wait(job, 0, &status), HERD_ETIMEDOUT, "still running");
+	CHECK_INT(poll(&p, 1, 30000), 1);
+	CHECK(p.revents & POLLIN);
+	CHECK_OK(herd_job_wait(job, 0, &status));
+	CHECK_INT(status, 0);
+	CHECK_INT(poll(&p, 1, 0), 1);
+	herd_job_free(job);
+}
+
+/* With no output sink, rank output goes nowhere: libherd writes to the
+ * caller's stdout and stderr only when asked (herd_job_output_stdio). */
+static void test_job_output_goes_nowhere_unless_asked(void)
+{
+	const char *argv[] = { "sh", "-c", "echo to-stdout; echo to-stderr >&2", NULL };
+	char path[] = "/tmp/herd-job-out-XXXXXX";
+	int fd = mkstemp(path), saved[2] = { dup(STDOUT_FILENO), dup(STDERR_FILENO) };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	herd_job *job = NULL;
+	char buf[256];
+	ssize_t n;
+	int status = -1;
+
+	CHECK(fd >= 0 && saved[0] >= 0 && saved[1] >= 0);
+	if (fd < 0 || saved[0] < 0 || saved[1] < 0)
+		return;
+	unlink(path);
+	spec.argv = argv;
+	spec.nranks = 2;
+	fflush(stdout);
+	fflush(stderr);
+	dup2(fd, STDOUT_FILENO);
+	dup2(fd, STDERR_FILENO);
+	if (herd_job_launch(&job, &spec) == HERD_OK) {
+		herd_job_wait(job, 30000, &status);
+		herd_job_free(job);
+	}
+	/* ... and asked: the same lines, prefixed, through the standard sink */
+	spec.output = herd_job_output_stdio;
+	spec.prefix = "<%r> ";
+	if (herd_job_launch(&job, &spec) == HERD_OK) {
+		herd_job_wait(job, 30000, NULL);
+		herd_job_free(job);
+	}
+	dup2(saved[0], STDOUT_FILENO);
+	dup2(saved[1], STDERR_FILENO);
+	close(saved[0]);
+	close(saved[1]);
+	CHECK_INT(status, 0);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	CHECK(n > 0);
+	buf[n > 0 ? n : 0] = '\0';
+	CHECK(strstr(buf, "<0> to-stdout\n") != NULL && strstr(buf, "<1> to-stdout\n") != NULL);
+	CHECK(strstr(buf, "<0> to-stderr\n") != NULL && strstr(buf, "<1> to-stderr\n") != NULL);
+	/* four lines, all from the second job */
+	CHECK_INT(strlen(buf), 4 * strlen("<0> to-stdout\n"));
+}
+
 static void test_job_log_dir_gets_per_rank_files(void)
 {
 	const char *argv[] = { "sh", "-c", "echo out of $RANK; echo err of $RANK >&2", NULL };
@@ -612,5 +690,7 @@ int main(void)
 	TEST_RUN(test_job_restarts_with_restart_count);
 	TEST_RUN(test_job_restart_succeeds_after_failure);
 	TEST_RUN(test_job_log_dir_gets_per_rank_files);
+	TEST_RUN(test_job_fd_turns_readable_when_the_job_is_over);
+	TEST_RUN(test_job_output_goes_nowhere_unless_asked);
 	return TEST_DONE();
 }

@@ -57,7 +57,25 @@ timed() {
 	python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.4f}')" "$t0" "$t1"
 }
 
-median() { tr ' ' '\n' | sort -g | awk '{ a[NR] = $1 } END { m = int((NR + 1) / 2); print (NR % 2) ? a[m] : (a[m] + a[m + 1]) / 2 }'; }
+# The same, for runs that may hang (mpirun -np 64 true does, now and then,
+# on a 2-CPU machine): after 60 s the run is killed and "hung" printed.
+timed_or_hung() {
+	local t0=$EPOCHREALTIME t1 rc=0
+	timeout 60 "$@" >"$tmp/run.out" 2>&1 || rc=$?
+	if [[ $rc == 124 ]]; then
+		echo hung
+		return
+	fi
+	if [[ $rc != 0 ]]; then
+		echo "launch_compare.sh: failed: $*" >&2
+		tail -5 "$tmp/run.out" >&2
+		exit 1
+	fi
+	t1=$EPOCHREALTIME
+	python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.4f}')" "$t0" "$t1"
+}
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { m = int((NR + 1) / 2); print (NR % 2) ? a[m] : (a[m] + a[m + 1]) / 2 }'; }
 
 echo "# herd launch vs mpirun: job startup — $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "host $(hostname), $(nproc) CPUs ($(lscpu | sed -n 's/^Model name: *//p' | head -1)), load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -92,11 +110,13 @@ printf '|%s|%s|%s|%s|\n' "-------" "-----------" "-----------" "-----------"
 for n in $BARE_NPS; do
 	bh=() bm=()
 	for r in $(seq "$REPEAT"); do
-		bh+=("$(timed "$HERD" launch -n "$n" -- true)")
-		bm+=("$(timed mpirun --oversubscribe -np "$n" true)")
+		bh+=("$(timed_or_hung "$HERD" launch -n "$n" -- true)")
+		bm+=("$(timed_or_hung mpirun --oversubscribe -np "$n" true)")
 	done
-	h=$(echo "${bh[*]}" | median)
-	m=$(echo "${bm[*]}" | median)
+	hung=$(echo "${bh[*]} ${bm[*]}" | tr ' ' '\n' | grep -c hung || true)
+	[[ $hung == 0 ]] || echo "N=$n: runs that hung and were killed after 60 s: herd ${bh[*]}; mpirun ${bm[*]}"
+	h=$(echo "${bh[*]}" | tr ' ' '\n' | grep -v hung | tr '\n' ' ' | median)
+	m=$(echo "${bm[*]}" | tr ' ' '\n' | grep -v hung | tr '\n' ' ' | median)
 	printf '| %5s | %9.3f | %9.3f | %9.2f |\n' "$n" "$h" "$m" \
 		"$(python3 -c "import sys; print(float(sys.argv[1]) / float(sys.argv[2]))" "$h" "$m")"
 done

@@ -3,12 +3,11 @@
  * range of sizes, with the columns, the timing and the bandwidth formulas
  * of nccl-tests, so its tables read side by side with theirs.
  *
- * Ranks.  With --np N the command is a small launcher: it hosts a store
- * server on 127.0.0.1 with a fresh job secret, starts N copies of itself
- * (exec, not a bare fork: the store server is a thread) with herd's rank
- * environment, forwards what they write on stderr as "[rank R] ...", waits
- * for them with a deadline, and reports the first rank that failed.  Rank
- * 0's standard output is the command's.  Without --np, a process started by
+ * Ranks.  With --np N the command launches N copies of itself on this host
+ * as a job (herd_job_launch, as `herd launch -n N` would), which join with
+ * herd_comm_init_env like any program; it forwards what they write on
+ * stderr as "[rank R] ...", waits for the job with a deadline, and reports
+ * the job's first failure.  Rank 0's standard output is the command's.  Without --np, a process started by
  * herd launch, srun, mpirun or torchrun joins the ranks it was given
  * (herd_comm_init_env); anywhere else --np 1 is implied.
  *
@@ -53,18 +52,17 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
+#include <stdatomic.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "herd.h"
 #include "herd/comm.h"
-#include "herd/store.h"
+#include "herd/job.h"
 #include "bench_data.h"
 #include "shell.h"
 
@@ -103,9 +101,6 @@ static const char bench_usage[] =
 
 /* Deadline of a --np run when --timeout is not given. */
 #define BENCH_RUN_DEADLINE_S 3600
-/* How long the other ranks get to exit once one has failed: a rank
- * notices a dead peer within about 2 s. */
-#define BENCH_FAIL_GRACE_S 10
 #define BENCH_MAX_RANKS 1024
 /* How a rank started by --np tells its launcher that the calls worked but
  * results were wrong (the launcher exits 1 either way). */
@@ -871,16 +866,9 @@ static void warn_if_busy(int local_ranks)
 /* A rank: join the ranks of the environment, sweep, leave. */
 static int run_rank(const struct bench_args *a)
 {
-	/* A rank started by --np dies with its launcher. */
-	const char *parent = getenv("HERD_BENCH_PARENT");
-	int by_np = parent && parent[0];
-	if (by_np) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != (pid_t)atol(parent)) {
-			fprintf(stderr, "herd bench: the launcher (pid %s) is gone\n", parent);
-			return SHELL_EXIT_FAILURE;
-		}
-	}
+	/* A rank of --np (its launcher's job) says "wrong results" apart. */
+	const char *launcher = getenv("HERD_BENCH_LAUNCHER");
+	int by_np = launcher != NULL && strcmp(launcher, "1") == 0;
 	herd_comm_opts opts = HERD_COMM_OPTS_INIT;
 	opts.transport = a->transport;
 	opts.algo = a->algo;
@@ -927,77 +915,48 @@ static int run_rank(const struct bench_args *a)
 
 /* ---------------------------------------------------- the --np launcher */
 
-struct child {
-	pid_t pid;
-	int errfd;        /* read end of its stderr, -1 at EOF */
-	int exited, status;
-	double exit_time;
-	char line[1024];  /* a line being forwarded */
-	size_t linelen;
-	char last[1024];  /* its last complete line */
+/* What the ranks' output sink shares with the launcher's thread. */
+struct bench_job {
+	int np;
+	int wake[2];              /* written once when stdout's reader went away */
+	atomic_int reader_gone;
 };
 
-/* Names the launcher sets for its ranks (and removes from what they inherit). */
-static const char *const rank_env[] = {
-	"HERD_RANK", "HERD_WORLD_SIZE", "HERD_LOCAL_RANK", "HERD_LOCAL_WORLD_SIZE",
-	"HERD_NODE_RANK", "HERD_NNODES", "HERD_JOB_ID", "HERD_STORE", "HERD_JOB_SECRET",
-	"HERD_RESTART_COUNT", "HERD_BENCH_PARENT", NULL
-};
-
-static int is_rank_env(const char *kv)
+/*
+ * The ranks' output, line by line, on the job's supervisor thread: what a
+ * rank writes on stdout is the command's (only rank 0 writes there), its
+ * stderr is forwarded as "[rank R] ...".  Once nobody reads stdout any more
+ * (`| head`), nothing more is shown and the launcher is woken to end.
+ */
+static void bench_output(void *userdata, int rank, const char *host, herd_job_stream stream,
+			 const char *line, size_t len)
 {
-	for (const char *const *n = rank_env; *n; n++) {
-		size_t len = strlen(*n);
-		if (strncmp(kv, *n, len) == 0 && kv[len] == '=')
-			return 1;
-	}
-	return 0;
-}
+	struct bench_job *b = userdata;
 
-/* The environment of rank r: the inherited one, then herd's rank contract.
- * The strings live in store (one block per rank). */
-static char **rank_environ(int r, int np, const char *store_addr, const char *secret,
-			   char *block, size_t cap)
-{
-	size_t n = 0;
-	while (environ[n])
-		n++;
-	char **env = calloc(n + 16, sizeof(*env));
-	if (env == NULL)
-		return NULL;
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (!is_rank_env(environ[i]))
-			env[k++] = environ[i];
-	const char *fmt[] = { "HERD_RANK=%d", "HERD_WORLD_SIZE=%d", "HERD_LOCAL_RANK=%d",
-			      "HERD_LOCAL_WORLD_SIZE=%d" };
-	int vals[] = { r, np, r, np };
-	size_t used = 0;
-	for (size_t i = 0; i < 4; i++) {
-		env[k++] = block + used;
-		used += (size_t)snprintf(block + used, cap - used, fmt[i], vals[i]) + 1;
+	(void)host;
+	if (atomic_load(&b->reader_gone))
+		return;
+	if (stream == HERD_JOB_STDOUT) {
+		struct iovec iov[2] = { { (void *)line, len }, { "\n", 1 } };
+
+		if (writev(STDOUT_FILENO, iov, 2) < 0 && errno == EPIPE) {
+			atomic_store(&b->reader_gone, 1);
+			if (write(b->wake[1], "x", 1) < 0) {
+				/* the pipe holds a byte already */
+			}
+		}
+		return;
 	}
-	env[k++] = block + used;
-	used += (size_t)snprintf(block + used, cap - used, "HERD_JOB_ID=bench-%ld",
-				 (long)getpid()) + 1;
-	env[k++] = block + used;
-	used += (size_t)snprintf(block + used, cap - used, "HERD_STORE=%s", store_addr) + 1;
-	env[k++] = block + used;
-	used += (size_t)snprintf(block + used, cap - used, "HERD_JOB_SECRET=%s", secret) + 1;
-	env[k++] = block + used;
-	used += (size_t)snprintf(block + used, cap - used, "HERD_BENCH_PARENT=%ld",
-				 (long)getpid()) + 1;
-	env[k++] = "HERD_NODE_RANK=0";
-	env[k++] = "HERD_NNODES=1";
-	env[k++] = "HERD_RESTART_COUNT=0";
-	env[k] = NULL;
-	return env;
+	if (b->np > 1)
+		fprintf(stderr, "[rank %d] %.*s\n", rank, (int)len, line);
+	else
+		fprintf(stderr, "%.*s\n", (int)len, line);
 }
 
 /* argv of a rank: this program, "bench", the arguments less --np. */
-static char **rank_argv(int argc, char **argv, char *exe)
+static const char **rank_argv(int argc, char **argv, const char *exe)
 {
-	char **out = calloc((size_t)argc + 2, sizeof(*out));
+	const char **out = calloc((size_t)argc + 2, sizeof(*out));
 	if (out == NULL)
 		return NULL;
 	int k = 0;
@@ -1021,244 +980,113 @@ static char **rank_argv(int argc, char **argv, char *exe)
 	return out;
 }
 
-/* Forwards the complete lines read from a rank's stderr. */
-static void forward(struct child *ch, int rank, int np, const char *buf, size_t n)
+/* The ranks still running, as " 0 2 3", into buf. */
+static void running_ranks(const herd_job *job, char *buf, size_t cap)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (buf[i] != '\n' && ch->linelen + 1 < sizeof(ch->line)) {
-			ch->line[ch->linelen++] = buf[i];
-			continue;
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (int r = 0; r < herd_job_size(job) && o < cap; r++) {
+		herd_rank_status rs;
+
+		if (herd_job_rank(job, r, &rs) == HERD_OK && rs.state == HERD_RANK_RUNNING) {
+			int n = snprintf(buf + o, cap - o, " %d", r);
+
+			if (n < 0)
+				break;
+			o += (size_t)n;
 		}
-		ch->line[ch->linelen] = '\0';
-		if (np > 1)
-			fprintf(stderr, "[rank %d] %s\n", rank, ch->line);
-		else
-			fprintf(stderr, "%s\n", ch->line);
-		if (ch->linelen > 0)
-			memcpy(ch->last, ch->line, ch->linelen + 1);
-		ch->linelen = 0;
-		if (buf[i] != '\n')
-			ch->line[ch->linelen++] = buf[i];
 	}
 }
 
-/* Whether stdout is a pipe or socket that nobody reads any more. */
-static int stdout_gone(void)
+/*
+ * Waits for the job until it is over, its deadline passes or stdout's
+ * reader goes away, sleeping on the job's descriptor and the sink's pipe;
+ * returns the command's exit status.
+ */
+static int wait_job(herd_job *job, struct bench_job *b, int deadline_s)
 {
-	struct pollfd p = { .fd = STDOUT_FILENO, .events = POLLOUT };
+	int64_t end = (int64_t)(now_s() * 1000) + (int64_t)deadline_s * 1000;
+	int status = 0;
+	char ranks[256];
 
-	return poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0;
-}
-
-static void describe_exit(int status, char *buf, size_t cap)
-{
-	if (WIFEXITED(status))
-		snprintf(buf, cap, "exit status %d", WEXITSTATUS(status));
-	else if (WIFSIGNALED(status))
-		snprintf(buf, cap, "killed by signal %d (%s)", WTERMSIG(status),
-			 strsignal(WTERMSIG(status)));
-	else
-		snprintf(buf, cap, "status %d", status);
-}
-
-static int failed(const struct child *ch)
-{
-	return ch->exited && !(WIFEXITED(ch->status) && WEXITSTATUS(ch->status) == 0);
-}
-
-/* Waits for the ranks, forwarding their stderr, until all have exited and
- * closed it; kills what is left at the deadline or once the grace after a
- * failure is over.  *timed_out says whether the deadline killed them,
- * *reader_gone whether a rank died of SIGPIPE on the results' output. */
-static void supervise(struct child *ch, int np, double deadline, int *timed_out,
-		      int *reader_gone)
-{
-	struct pollfd *fds = calloc((size_t)np, sizeof(*fds));
-	double fail_at = 0;
-	int killed = 0;
-	*timed_out = 0;
-	*reader_gone = 0;
 	for (;;) {
-		int open = 0, running = 0;
-		for (int r = 0; r < np; r++) {
-			fds[r].fd = ch[r].errfd;
-			fds[r].events = POLLIN;
-			fds[r].revents = 0;
-			open += ch[r].errfd >= 0;
-			running += !ch[r].exited;
-		}
-		if (!running && !open)
-			break;
-		poll(fds, (nfds_t)np, 100);
-		/* A rank that died of SIGPIPE (the reader of the results went
-		 * away, as with `| head`): what its peers then say about its
-		 * death is not shown.  Its exit may be reaped after their words
-		 * arrive, so the output is asked too: a pipe with no reader
-		 * polls as an error. */
-		double t = now_s();
-		for (int r = 0; r < np; r++) {
-			if (ch[r].exited || waitpid(ch[r].pid, &ch[r].status, WNOHANG) != ch[r].pid)
-				continue;
-			ch[r].exited = 1;
-			ch[r].exit_time = t;
-			if (failed(&ch[r]) && fail_at == 0)
-				fail_at = t;
-			if (WIFSIGNALED(ch[r].status) && WTERMSIG(ch[r].status) == SIGPIPE)
-				*reader_gone = 1;
-		}
-		for (int r = 0; r < np; r++) {
-			if (ch[r].errfd < 0 || !(fds[r].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			char buf[4096];
-			ssize_t n = read(ch[r].errfd, buf, sizeof(buf));
-			if (n > 0 && !*reader_gone)
-				*reader_gone = stdout_gone();
-			if (n > 0) {
-				if (!*reader_gone)
-					forward(&ch[r], r, np, buf, (size_t)n);
-			} else if (n == 0 || errno != EINTR) {
-				if (ch[r].linelen > 0 && !*reader_gone)
-					forward(&ch[r], r, np, "\n", 1);
-				close(ch[r].errfd);
-				ch[r].errfd = -1;
-			}
-		}
-		int late = fail_at > 0 && t > fail_at + BENCH_FAIL_GRACE_S;
-		if (!killed && (late || t > deadline)) {
-			*timed_out = !late;
-			for (int r = 0; r < np; r++)
-				if (!ch[r].exited)
-					kill(ch[r].pid, SIGKILL);
-			killed = 1;
-		}
-	}
-	free(fds);
-}
+		struct pollfd p[2] = { { .fd = herd_job_fd(job), .events = POLLIN },
+				       { .fd = b->wake[0], .events = POLLIN } };
+		int64_t left = end - (int64_t)(now_s() * 1000);
 
-/* What the launcher says at the end; the exit status. */
-static int summarize(const struct child *ch, int np, int timed_out, int deadline_s)
-{
-	char buf[128];
-	if (timed_out) {
-		fprintf(stderr, "herd bench: the ranks ran past the deadline of %d s; killed:",
-			deadline_s);
-		for (int r = 0; r < np; r++)
-			if (WIFSIGNALED(ch[r].status) && WTERMSIG(ch[r].status) == SIGKILL)
-				fprintf(stderr, " %d", r);
-		fprintf(stderr, " (--timeout SEC sets the deadline)\n");
-		return SHELL_EXIT_FAILURE;
-	}
-	int first = -1, others = 0, wrong = 0;
-	for (int r = 0; r < np; r++) {
-		if (!failed(&ch[r]))
-			continue;
-		wrong += WIFEXITED(ch[r].status) && WEXITSTATUS(ch[r].status) == BENCH_EXIT_WRONG;
-		if (first < 0 || ch[r].exit_time < ch[first].exit_time)
-			first = r;
-		others++;
-	}
-	if (first < 0)
-		return SHELL_EXIT_OK;
-	if (wrong == others) {
-		fprintf(stderr, "herd bench: some results were wrong (the #wrong column)\n");
-		return SHELL_EXIT_FAILURE;
-	}
-	describe_exit(ch[first].status, buf, sizeof(buf));
-	fprintf(stderr, "herd bench: rank %d failed first (%s)%s%s\n", first, buf,
-		ch[first].last[0] ? ": " : "", ch[first].last);
-	if (others > 1) {
-		fprintf(stderr, "herd bench: then %s", others > 2 ? "ranks" : "rank");
-		const char *sep = " ";
-		for (int r = 0; r < np; r++) {
-			if (r == first || !failed(&ch[r]))
-				continue;
-			fprintf(stderr, "%s%d", sep, r);
-			sep = ", ";
+		if (atomic_load(&b->reader_gone)) {
+			/* Nobody reads the results any more: end as quietly as
+			 * `yes | head`. */
+			herd_job_kill(job);
+			return 128 + SIGPIPE;
 		}
-		fprintf(stderr, " failed too\n");
+		if (herd_job_wait(job, 0, &status) == HERD_OK)
+			break;
+		if (left <= 0) {
+			running_ranks(job, ranks, sizeof(ranks));
+			herd_job_kill(job);
+			fprintf(stderr, "herd bench: the ranks ran past the deadline of %d s; "
+				"killed:%s (--timeout SEC sets the deadline)\n", deadline_s, ranks);
+			return SHELL_EXIT_FAILURE;
+		}
+		poll(p, 2, left > INT_MAX ? INT_MAX : (int)left);
 	}
+	if (status == 0)
+		return SHELL_EXIT_OK;
+	if (status == BENCH_EXIT_WRONG)
+		fprintf(stderr, "herd bench: some results were wrong (the #wrong column)\n");
+	else
+		fprintf(stderr, "herd bench: %s\n", herd_job_failure(job) != NULL
+			? herd_job_failure(job) : "a rank failed");
 	return SHELL_EXIT_FAILURE;
 }
 
-/* Starts np ranks of this command on this host and waits for them. */
+/* Runs np ranks of this command on this host as a job (herd_job_launch);
+ * they join with herd_comm_init_env, like any program. */
 static int run_local(const struct bench_args *a, int argc, char **argv)
 {
+	static const char *const rank_env[] = { "HERD_BENCH_LAUNCHER=1", NULL };
+	struct bench_job b = { .np = a->np, .wake = { -1, -1 } };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	herd_job *job = NULL;
 	int status = SHELL_EXIT_FAILURE;
-	int np = a->np;
 	char exe[PATH_MAX];
 	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	const char **child_argv;
+
 	if (len <= 0) {
 		fprintf(stderr, "herd bench: cannot find this program: %s\n", strerror(errno));
 		return SHELL_EXIT_FAILURE;
 	}
 	exe[len] = '\0';
-
-	char secret[HERD_STORE_SECRET_BUF];
-	herd_store_server *server = NULL;
-	herd_store_server_opts sopts = HERD_STORE_SERVER_OPTS_INIT;
-	sopts.host = "127.0.0.1";
-	sopts.secret = secret;
-	if (herd_store_secret_generate(secret) != HERD_OK ||
-	    herd_store_server_start(&server, &sopts) != HERD_OK) {
-		fprintf(stderr, "herd bench: starting the store: %s\n", herd_last_error());
-		return SHELL_EXIT_FAILURE;
-	}
-	const char *addr = herd_store_server_address(server);
-	char **child_argv = rank_argv(argc, argv, exe);
-	struct child *ch = calloc((size_t)np, sizeof(*ch));
-	size_t cap = 512 + strlen(addr) + sizeof(secret);
-	char *blocks = calloc((size_t)np, cap);
-	if (child_argv == NULL || ch == NULL || blocks == NULL) {
-		fprintf(stderr, "herd bench: out of memory\n");
+	child_argv = rank_argv(argc, argv, exe);
+	if (child_argv == NULL || pipe2(b.wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+		fprintf(stderr, "herd bench: %s\n", child_argv == NULL ? "out of memory"
+									 : strerror(errno));
 		goto out;
 	}
+	/* A reader gone shows as EPIPE in the sink, not a dead launcher. */
+	signal(SIGPIPE, SIG_IGN);
+	spec.argv = child_argv;
+	spec.env = rank_env;
+	spec.nranks = a->np;
+	spec.herd_program = exe;
+	spec.output = bench_output;
+	spec.output_userdata = &b;
 	fflush(stdout);
-	fflush(stderr);
-	int started = 0;
-	for (int r = 0; r < np; r++) {
-		ch[r].errfd = -1;
-		int fds[2];
-		char **env = rank_environ(r, np, addr, secret, blocks + (size_t)r * cap, cap);
-		posix_spawn_file_actions_t fa;
-		int err = env ? 0 : ENOMEM;
-		if (!err && pipe2(fds, O_CLOEXEC) != 0)
-			err = errno;
-		if (!err) {
-			posix_spawn_file_actions_init(&fa);
-			posix_spawn_file_actions_adddup2(&fa, fds[1], STDERR_FILENO);
-			err = posix_spawn(&ch[r].pid, exe, &fa, NULL, child_argv, env);
-			posix_spawn_file_actions_destroy(&fa);
-			close(fds[1]);
-			if (err)
-				close(fds[0]);
-			else
-				ch[r].errfd = fds[0];
-		}
-		free(env);
-		if (err) {
-			fprintf(stderr, "herd bench: cannot start rank %d (%s): %s\n", r, exe,
-				strerror(err));
-			break;
-		}
-		started++;
-	}
-	int deadline_s = a->timeout_s > 0 ? a->timeout_s : BENCH_RUN_DEADLINE_S;
-	int timed_out = 0, reader_gone = 0;
-	if (started < np) {
-		/* The others cannot complete: stop them now, not at their deadline. */
-		for (int r = 0; r < started; r++)
-			kill(ch[r].pid, SIGKILL);
-		supervise(ch, started, now_s(), &timed_out, &reader_gone);
+	if (herd_job_launch(&job, &spec) != HERD_OK) {
+		fprintf(stderr, "herd bench: starting %d ranks: %s\n", a->np, herd_last_error());
 		goto out;
 	}
-	supervise(ch, np, now_s() + deadline_s, &timed_out, &reader_gone);
-	/* Nobody reads the results any more: end as quietly as `yes | head`. */
-	status = reader_gone ? 128 + SIGPIPE : summarize(ch, np, timed_out, deadline_s);
+	status = wait_job(job, &b, a->timeout_s > 0 ? a->timeout_s : BENCH_RUN_DEADLINE_S);
+	herd_job_free(job);
 out:
-	herd_store_server_free(server);
+	if (b.wake[0] >= 0)
+		close(b.wake[0]);
+	if (b.wake[1] >= 0)
+		close(b.wake[1]);
 	free(child_argv);
-	free(ch);
-	free(blocks);
 	return status;
 }
 

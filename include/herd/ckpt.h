@@ -213,6 +213,17 @@ HERD_EXTERN herd_status herd_ckpt_save(herd_ckpt *ck, int64_t step);
 HERD_EXTERN herd_status herd_ckpt_save_async(herd_ckpt *ck, int64_t step);
 
 /*
+ * Aborts the save in flight on this rank (from any thread; not
+ * collective): its writer stops writing at its next piece, the step is
+ * not committed and its files are removed, and herd_ckpt_wait (or the
+ * synchronous save) returns HERD_EABORTED here and the failure, naming this
+ * rank, on the others.  Committed steps are left alone.  Does nothing when
+ * no save is in flight or it has already written everything; the next save
+ * starts afresh.  HERD_EINVAL when ck is NULL.
+ */
+HERD_EXTERN herd_status herd_ckpt_abort(herd_ckpt *ck);
+
+/*
  * Waits for the asynchronous save in flight and returns its status
  * (HERD_OK when none).  Collective.
  */

@@ -70,12 +70,14 @@ typedef struct herd_health_report {
 
 /* Options of herd_health_run.  A zeroed field means its default. */
 typedef struct herd_health_opts {
-	int version;                /* HERD_HEALTH_OPTS_VERSION (0 means 1) */
+	unsigned int version;       /* HERD_HEALTH_OPTS_VERSION */
 	int level;                  /* 1 or 2; 0: 1 */
 	double burn_seconds;        /* level 2's burn per GPU; 0: 5 */
 	int burn_order;             /* the matrices' order; 0: 8192 */
 	size_t copy_bytes;          /* the copy probe's size; 0: 1 GiB (256 MiB over PCIe) */
 } herd_health_opts;
+
+#define HERD_HEALTH_OPTS_INIT { HERD_HEALTH_OPTS_VERSION, 0, 0, 0, 0 }
 
 /*
  * Runs the checks of opts->level on every GPU of this node (NVML's list,

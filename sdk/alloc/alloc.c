@@ -178,11 +178,7 @@ herd_status herd_alloc(herd_plan **out, const herd_cluster *cluster,
 		return herd__error(HERD_EINVAL, "herd_alloc: cluster is NULL");
 	if (opts == NULL)
 		opts = &defaults;
-	if (opts->version == 0 || opts->version > HERD_ALLOC_OPTS_VERSION)
-		return herd__error(HERD_EINVAL,
-				   "herd_alloc: opts->version is %u, expected 1..%d "
-				   "(initialize opts with HERD_ALLOC_OPTS_INIT)",
-				   opts->version, HERD_ALLOC_OPTS_VERSION);
+	HERD__CHECK_VERSION("herd_alloc", opts, herd_alloc_opts, ALLOC_OPTS);
 	if (opts->wait_ms < 0)
 		return herd__error(HERD_EINVAL, "herd_alloc: wait_ms is %d; expected 0 or more",
 				   opts->wait_ms);

@@ -89,11 +89,8 @@ herd_status herd_lease_dir(const herd_lease_opts *opts, char *buf, size_t cap)
 
 	if (buf == NULL || cap == 0)
 		return herd__error(HERD_EINVAL, "herd_lease_dir: buf is NULL or empty");
-	if (opts != NULL && (opts->version == 0 || opts->version > HERD_LEASE_OPTS_VERSION))
-		return herd__error(HERD_EINVAL,
-				   "lease options: version is %u, expected 1..%d "
-				   "(initialize them with HERD_LEASE_OPTS_INIT)",
-				   opts->version, HERD_LEASE_OPTS_VERSION);
+	if (opts != NULL)
+		HERD__CHECK_VERSION("lease options", opts, herd_lease_opts, LEASE_OPTS);
 	if (opts != NULL && is_set(opts->dir))
 		n = snprintf(buf, cap, "%s", opts->dir);
 	else if (is_set(env))

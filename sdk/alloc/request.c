@@ -85,11 +85,7 @@ herd_status herd__alloc_request_check(const herd_alloc_request *req)
 {
 	if (req == NULL)
 		return herd__error(HERD_EINVAL, "request is NULL");
-	if (req->version == 0 || req->version > HERD_ALLOC_REQUEST_VERSION)
-		return herd__error(HERD_EINVAL,
-				   "request: version is %u, expected 1..%d (initialize it with "
-				   "HERD_ALLOC_REQUEST_INIT)",
-				   req->version, HERD_ALLOC_REQUEST_VERSION);
+	HERD__CHECK_VERSION("request", req, herd_alloc_request, ALLOC_REQUEST);
 	HERD_CHECK(check_range("gpus", req->gpus, 0, HERD_ALLOC_MAX_GPUS));
 	HERD_CHECK(
 		check_range("gpus_per_node", req->gpus_per_node, 0, HERD_ALLOC_MAX_GPUS_PER_NODE));

@@ -31,6 +31,19 @@ herd_status herd__error_errno(herd_status code, int err, const char *fmt, ...)
  */
 herd_status herd__error_wrap(herd_status code, const char *fmt, ...) HERD_PRINTF(2, 3);
 
+/*
+ * The one check of a public options struct's version: 1 .. what this
+ * library knows (a struct newer than the library is refused, not misread).
+ * HERD_EINVAL naming the call, the struct and the macro that initializes
+ * it.  NAME names the macros: COMM_OPTS for HERD_COMM_OPTS_VERSION and
+ * HERD_COMM_OPTS_INIT.
+ */
+#define HERD__CHECK_VERSION(fn, p, type, NAME)                                           \
+	HERD_CHECK(herd__check_version((fn), #type, (p)->version, HERD_##NAME##_VERSION, \
+				       "HERD_" #NAME "_INIT"))
+herd_status herd__check_version(const char *fn, const char *type, unsigned int version,
+				unsigned int max, const char *init);
+
 /* Return the status of expr from the calling function when it fails. */
 #define HERD_CHECK(expr)                                  \
 	do {                                              \

@@ -94,3 +94,12 @@ herd_status herd__error_wrap(herd_status code, const char *fmt, ...)
 	last_error[plen + mlen] = '\0';
 	return code;
 }
+
+herd_status herd__check_version(const char *fn, const char *type, unsigned int version,
+				unsigned int max, const char *init)
+{
+	if (version >= 1 && version <= max)
+		return HERD_OK;
+	return herd__error(HERD_EINVAL, "%s: %s.version is %u; this library knows 1..%u "
+			   "(initialize it with %s)", fn, type, version, max, init);
+}

@@ -217,10 +217,7 @@ herd_status herd_ckpt_open(herd_ckpt **out, const char *dir, herd_comm *comm,
 		return herd__error(HERD_EINVAL, "herd_ckpt_open: out and dir must not be NULL");
 	*out = NULL;
 	if (opts != NULL) {
-		if (opts->version != HERD_CKPT_OPTS_VERSION)
-			return herd__error(HERD_EVERSION, "herd_ckpt_open: options version %u, this "
-					   "library knows version %d", opts->version,
-					   HERD_CKPT_OPTS_VERSION);
+		HERD__CHECK_VERSION("herd_ckpt_open", opts, herd_ckpt_opts, CKPT_OPTS);
 		o = *opts;
 	}
 	if (o.keep_last < 0 || o.keep_every < 0)

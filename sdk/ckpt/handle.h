@@ -7,6 +7,7 @@
 #define HERD_CKPT_HANDLE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "ckpt_internal.h"
 
@@ -53,6 +54,7 @@ struct herd_ckpt {
 
 	/* The asynchronous save in flight, if any. */
 	bool busy;
+	atomic_bool abort_req;   /* herd_ckpt_abort: the save in flight stops writing */
 	pthread_t writer;
 	struct herd__ckpt_job *job;
 	uint8_t *ring;         /* staging memory, kept between saves (mmap) */

@@ -371,9 +371,25 @@ static void sink_write(sink *sk, const uint8_t *p, size_t n, uint64_t off)
 	}
 }
 
-/* Takes the next n bytes of the stream: writes them and hashes each chunk. */
-static void sink_put(sink *sk, const uint8_t *p, size_t n)
+/* Fails the sink once herd_ckpt_abort has been called: looked at before
+ * every piece and once more before the commit. */
+static void check_abort(herd__ckpt_job *job)
 {
+	sink *sk = &job->sk;
+
+	if (sk->st == HERD_OK && atomic_load(&job->ck->abort_req))
+		sink_fail(sk, herd__error(HERD_EABORTED, "the save of step %" PRId64 " was "
+					  "aborted (herd_ckpt_abort) after %" PRIu64 " of %" PRIu64
+					  " bytes", job->step, sk->pos, job->total));
+}
+
+/* Takes the next n bytes of the stream: writes them and hashes each chunk.
+ * After herd_ckpt_abort the sink fails, and later bytes are only counted. */
+static void sink_put(herd__ckpt_job *job, const uint8_t *p, size_t n)
+{
+	sink *sk = &job->sk;
+
+	check_abort(job);
 	sink_write(sk, p, n, sk->pos);
 	while (n > 0) {
 		const seg *s;
@@ -708,6 +724,7 @@ static herd_status begin(herd_ckpt *ck, int64_t step, herd__ckpt_job **out)
 	int failed;
 
 	*out = NULL;
+	atomic_store(&ck->abort_req, false);
 	if (step < 0 || step > HERD_CKPT_STEP_MAX)
 		local = herd__error(HERD_EINVAL, "checkpoint step %" PRId64 " is outside 0..%" PRId64,
 				    step, HERD_CKPT_STEP_MAX);
@@ -769,15 +786,16 @@ static herd_status save_in_place(herd__ckpt_job *job)
 				(void)herd__ckpt_hasher_wait(&h);
 			herd__ckpt_hasher_post_sums(&h, sg->src, sg->len, sg->chunk,
 						    job->sk.sums + sg->first);
-			sink_put(&job->sk, sg->src, (size_t)sg->len);
+			sink_put(job, sg->src, (size_t)sg->len);
 		}
 		if (job->nsegs > 0)
 			(void)herd__ckpt_hasher_wait(&h);
 		herd__ckpt_hasher_stop(&h);
 	} else {
 		for (size_t i = 0; i < job->nsegs; i++)
-			sink_put(&job->sk, job->segs[i].src, (size_t)job->segs[i].len);
+			sink_put(job, job->segs[i].src, (size_t)job->segs[i].len);
 	}
+	check_abort(job);
 	sink_close(&job->sk);
 	st = finish(job);
 	job_free(job);
@@ -880,12 +898,13 @@ static void *writer_main(void *arg)
 		if (n > WRITE_PIECE)
 			n = WRITE_PIECE;
 		/* Bytes [tail, tail + n) are the writer's until tail moves. */
-		sink_put(&job->sk, ck->ring + pos, (size_t)n);
+		sink_put(job, ck->ring + pos, (size_t)n);
 		pthread_mutex_lock(&job->mu);
 		job->tail += n;
 		pthread_cond_broadcast(&job->cv);
 		pthread_mutex_unlock(&job->mu);
 	}
+	check_abort(job);
 	sink_close(&job->sk);
 	job->st = finish(job);
 	if (job->st != HERD_OK)
@@ -1002,6 +1021,14 @@ herd_status herd__ckpt_join(herd_ckpt *ck)
 		herd__error(st, "%s", job->msg);
 	job_free(job);
 	return st;
+}
+
+herd_status herd_ckpt_abort(herd_ckpt *ck)
+{
+	if (ck == NULL)
+		return herd__error(HERD_EINVAL, "herd_ckpt_abort: ck is NULL");
+	atomic_store(&ck->abort_req, true);
+	return HERD_OK;
 }
 
 herd_status herd_ckpt_wait(herd_ckpt *ck)

@@ -74,10 +74,7 @@ herd_status herd__comm_cfg_resolve(const herd_comm_opts *opts, herd__comm_cfg *o
 
 	if (opts == NULL)
 		opts = &defaults;
-	if (opts->version == 0 || opts->version > HERD_COMM_OPTS_VERSION)
-		return herd__error(HERD_EINVAL, "herd_comm_opts.version is %u; initialize the "
-				   "options with HERD_COMM_OPTS_INIT (version %d)", opts->version,
-				   HERD_COMM_OPTS_VERSION);
+	HERD__CHECK_VERSION("herd_comm_init", opts, herd_comm_opts, COMM_OPTS);
 	memset(out, 0, sizeof(*out));
 	if (opts->timeout_ms < 0)
 		return herd__error(HERD_EINVAL, "herd_comm_opts.timeout_ms is %d; expected 0 (the "

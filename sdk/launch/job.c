@@ -217,10 +217,7 @@ static herd_status check_spec(const herd_job_spec *s)
 {
 	if (s == NULL)
 		return herd__error(HERD_EINVAL, "herd_job_launch: spec is NULL");
-	if (s->version == 0 || s->version > HERD_JOB_SPEC_VERSION)
-		return herd__error(HERD_EINVAL, "herd_job_spec.version is %u; initialize the spec "
-				   "with HERD_JOB_SPEC_INIT (version %d)", s->version,
-				   HERD_JOB_SPEC_VERSION);
+	HERD__CHECK_VERSION("herd_job_launch", s, herd_job_spec, JOB_SPEC);
 	if (s->argv == NULL || s->argv[0] == NULL || s->argv[0][0] == '\0')
 		return herd__error(HERD_EINVAL, "herd_job_spec.argv: expected a program and its "
 				   "arguments, NULL-terminated");

@@ -840,10 +840,8 @@ static void *serve(void *arg)
 
 static herd_status check_server_opts(const herd_store_server_opts *opts)
 {
-	if (opts->version == 0 || opts->version > HERD_STORE_SERVER_OPTS_VERSION)
-		return herd__error(HERD_EINVAL, "herd_store_server_opts.version is %u; initialize "
-				   "the options with HERD_STORE_SERVER_OPTS_INIT (version %d)",
-				   opts->version, HERD_STORE_SERVER_OPTS_VERSION);
+	HERD__CHECK_VERSION("herd_store_server_start", opts, herd_store_server_opts,
+			    STORE_SERVER_OPTS);
 	if (opts->port < 0 || opts->port > 65535)
 		return herd__error(HERD_EINVAL, "store server port %d is not 0 to 65535",
 				   opts->port);

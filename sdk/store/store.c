@@ -25,10 +25,7 @@ herd_status herd__store_opts_resolve(const herd_store_opts *opts, herd_store_opt
 
 	if (opts == NULL)
 		opts = &defaults;
-	if (opts->version == 0 || opts->version > HERD_STORE_OPTS_VERSION)
-		return herd__error(HERD_EINVAL, "herd_store_opts.version is %u; initialize the "
-				   "options with HERD_STORE_OPTS_INIT (version %d)",
-				   opts->version, HERD_STORE_OPTS_VERSION);
+	HERD__CHECK_VERSION("herd_store", opts, herd_store_opts, STORE_OPTS);
 	if (opts->timeout_ms < 0 || opts->connect_timeout_ms < 0)
 		return herd__error(HERD_EINVAL, "herd_store_opts: negative timeout (%d ms, "
 				   "connect %d ms)", opts->timeout_ms, opts->connect_timeout_ms);

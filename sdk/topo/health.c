@@ -148,11 +148,10 @@ static herd_status cuda_checks(herd_gpu_health *g, const herd__health_ref *ref,
 static herd_status check_opts(herd_health_opts *o, const herd_health_opts *in)
 {
 	memset(o, 0, sizeof(*o));
+	o->version = HERD_HEALTH_OPTS_VERSION;
 	if (in != NULL)
 		*o = *in;
-	if (o->version != 0 && o->version != HERD_HEALTH_OPTS_VERSION)
-		return herd__error(HERD_EVERSION, "herd_health_run: options version %d, this "
-				   "libherd knows %d", o->version, HERD_HEALTH_OPTS_VERSION);
+	HERD__CHECK_VERSION("herd_health_run", o, herd_health_opts, HEALTH_OPTS);
 	if (o->level == 0)
 		o->level = 1;
 	if (o->level != 1 && o->level != 2)

@@ -23,12 +23,9 @@ herd_status herd_cluster_discover(herd_cluster **out, const herd_discover_opts *
 	if (out == NULL)
 		return herd__error(HERD_EINVAL, "herd_cluster_discover: out is NULL");
 	*out = NULL;
-	if (opts != NULL &&
-	    (opts->version == 0 || opts->version > HERD_DISCOVER_OPTS_VERSION))
-		return herd__error(HERD_EINVAL,
-				   "herd_cluster_discover: opts->version is %u, expected 1..%d "
-				   "(initialize opts with HERD_DISCOVER_OPTS_INIT)",
-				   opts->version, HERD_DISCOVER_OPTS_VERSION);
+	if (opts != NULL)
+		HERD__CHECK_VERSION("herd_cluster_discover", opts, herd_discover_opts,
+				    DISCOVER_OPTS);
 	if (opts != NULL && opts->inventory != NULL)
 		return herd_cluster_load(out, opts->inventory);
 	/* A recorded inventory stands for this node's hardware: tests and

@@ -5,8 +5,13 @@
  * read-only tools (list, verify, reader), corruption of a data file and of
  * a manifest, and hostile manifests.
  */
+#include <dirent.h>
 #include <fcntl.h>
+#include <semaphore.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "comm_harness.h"
 
@@ -285,6 +290,82 @@ static void test_ckpt_async_stages_in_pieces_and_second_save_waits(void)
 	CHECK_OK(herd_ckpt_verify(dir, 3, NULL, NULL, NULL));
 	free(x);
 	free(first);
+}
+
+/*
+ * The writer of a save, held inside its first pwrite: while hold_writes is
+ * set, the next pwrite of this program says so on writer_held and waits
+ * for writes_may_go.  Every other pwrite goes straight to the kernel.
+ */
+static atomic_bool hold_writes;
+static sem_t writer_held, writes_may_go;
+
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	if (atomic_exchange(&hold_writes, false)) {
+		sem_post(&writer_held);
+		sem_wait(&writes_may_go);
+	}
+	return (ssize_t)syscall(SYS_pwrite64, fd, buf, n, off);
+}
+
+/* An asynchronous save aborted while its writer writes: not committed,
+ * nothing of it left, the steps before it intact, the next save fine. */
+static void test_ckpt_abort_stops_a_save_in_flight(void)
+{
+	enum { N = 300000 };
+	uint64_t g[1] = { N };
+	herd_ckpt_opts o = HERD_CKPT_OPTS_INIT;
+	float *x = malloc(sizeof(float) * N);
+	herd_ckpt *ck = NULL;
+	herd_ckpt_step_info *steps = NULL;
+	size_t nsteps = 0;
+	int64_t latest = -1;
+	char dir[300];
+
+	make_dir(dir, sizeof(dir), "abort");
+	CHECK(x != NULL && sem_init(&writer_held, 0, 0) == 0 &&
+	      sem_init(&writes_may_go, 0, 0) == 0);
+	if (x == NULL)
+		return;
+	CHECK_OK(herd_ckpt_open(&ck, dir, NULL, &o));
+	if (ck == NULL)
+		goto out;
+	CHECK_OK(herd_ckpt_add_tensor(ck, "x", x, HERD_FLOAT32, 1, g, NULL, NULL));
+	test_fill_bytes(x, sizeof(float) * N, 3);
+	CHECK_ERR(herd_ckpt_abort(NULL), HERD_EINVAL, "ck is NULL");
+	CHECK_OK(herd_ckpt_abort(ck));     /* nothing in flight: nothing happens */
+	CHECK_OK(herd_ckpt_save(ck, 4));
+	atomic_store(&hold_writes, true);
+	CHECK_OK(herd_ckpt_save_async(ck, 5));
+	sem_wait(&writer_held);
+	CHECK_OK(herd_ckpt_abort(ck));
+	sem_post(&writes_may_go);
+	CHECK_ERR(herd_ckpt_wait(ck), HERD_EABORTED, "aborted (herd_ckpt_abort)");
+	CHECK_OK(herd_ckpt_latest(dir, &latest));
+	CHECK_INT(latest, 4);
+	CHECK_OK(herd_ckpt_list(dir, &steps, &nsteps));
+	CHECK_INT(nsteps, 1);
+	herd_free(steps);
+	{
+		/* no temporary directory of step 5 left behind */
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		int others = 0;
+
+		while (d != NULL && (e = readdir(d)) != NULL)
+			others += strstr(e->d_name, "000000000005") != NULL;
+		if (d != NULL)
+			closedir(d);
+		CHECK_INT(others, 0);
+	}
+	CHECK_OK(herd_ckpt_save(ck, 6));
+	CHECK_OK(herd_ckpt_verify(dir, 6, NULL, NULL, NULL));
+	CHECK_OK(herd_ckpt_close(ck));
+out:
+	sem_destroy(&writer_held);
+	sem_destroy(&writes_may_go);
+	free(x);
 }
 
 /* ---- retention ---------------------------------------------------------- */
@@ -694,6 +775,7 @@ int main(void)
 	TEST_RUN(test_ckpt_roundtrip_every_dtype_bit_exact);
 	TEST_RUN(test_ckpt_add_rejects_bad_registrations);
 	TEST_RUN(test_ckpt_async_stages_in_pieces_and_second_save_waits);
+	TEST_RUN(test_ckpt_abort_stops_a_save_in_flight);
 	TEST_RUN(test_ckpt_retention_keeps_last_n_and_every_kth);
 	TEST_RUN(test_ckpt_leaves_what_it_did_not_make_alone);
 	TEST_RUN(test_ckpt_corruption_is_named_and_restore_falls_back);

@@ -229,7 +229,7 @@ static void test_discover_rejects_misuse(void)
 
 	CHECK_ERR(herd_cluster_discover(NULL, NULL), HERD_EINVAL, "out is NULL");
 	opts.version = 99;
-	CHECK_ERR(herd_cluster_discover(&cluster, &opts), HERD_EINVAL, "opts->version is 99");
+	CHECK_ERR(herd_cluster_discover(&cluster, &opts), HERD_EINVAL, "herd_discover_opts.version is 99");
 	CHECK(cluster == NULL);
 }
 

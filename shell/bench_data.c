@@ -37,77 +37,6 @@ static unsigned value(bench_pattern pat, int rank, size_t index)
 	}
 }
 
-/* ------------------------------------------------- half and bfloat16 */
-
-static uint32_t float_bits(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
-
-static float bits_float(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
-uint16_t bench_float_to_bf16(float f)
-{
-	uint32_t u = float_bits(f);
-	if ((u & 0x7fffffffu) > 0x7f800000u)
-		return (uint16_t)((u >> 16) | 0x40u); /* NaN stays NaN */
-	u += 0x7fffu + ((u >> 16) & 1u);
-	return (uint16_t)(u >> 16);
-}
-
-float bench_bf16_to_float(uint16_t h)
-{
-	return bits_float((uint32_t)h << 16);
-}
-
-uint16_t bench_float_to_half(float f)
-{
-	uint32_t u = float_bits(f);
-	uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-	uint32_t abs = u & 0x7fffffffu;
-	if (abs > 0x7f800000u)
-		return (uint16_t)(sign | 0x7e00u);
-	if (abs >= 0x477ff000u) /* rounds to >= 65520: infinity */
-		return (uint16_t)(sign | 0x7c00u);
-	if (abs < 0x38800000u) {
-		/* Subnormal half (or zero): scale by 2^24 and round the integer. */
-		float m = bits_float(abs) * 16777216.0f;
-		uint32_t q = (uint32_t)m;
-		float rest = m - (float)q;
-		if (rest > 0.5f || (rest == 0.5f && (q & 1u)))
-			q++;
-		return (uint16_t)(sign | q);
-	}
-	uint32_t e = (abs >> 23) - 112u; /* rebias 127 -> 15 */
-	uint32_t mant = abs & 0x7fffffu;
-	uint32_t h = (e << 10) | (mant >> 13);
-	uint32_t low = mant & 0x1fffu;
-	if (low > 0x1000u || (low == 0x1000u && (h & 1u)))
-		h++; /* a carry into the exponent is still right */
-	return (uint16_t)(sign | h);
-}
-
-float bench_half_to_float(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-	uint32_t e = (h >> 10) & 0x1fu;
-	uint32_t mant = h & 0x3ffu;
-	if (e == 0) {
-		float f = (float)mant / 16777216.0f;
-		return (h & 0x8000u) ? -f : f;
-	}
-	if (e == 31)
-		return bits_float(sign | 0x7f800000u | (mant << 13));
-	return bits_float(sign | ((e + 112u) << 23) | (mant << 13));
-}
-
 /* ------------------------------------------------------------ elements */
 
 static int is_float(herd_dtype dtype)
@@ -166,12 +95,12 @@ static uint64_t load_int_unsigned(const void *buf, herd_dtype dtype)
 
 void bench_store(void *buf, size_t i, herd_dtype dtype, double v)
 {
+	float f = (float)v;
+
 	switch (dtype) {
 	case HERD_FLOAT16:
-		((uint16_t *)buf)[i] = bench_float_to_half((float)v);
-		break;
 	case HERD_BFLOAT16:
-		((uint16_t *)buf)[i] = bench_float_to_bf16((float)v);
+		herd_dtype_from_float32(&f, (uint16_t *)buf + i, 1, dtype);
 		break;
 	case HERD_FLOAT32:
 		((float *)buf)[i] = (float)v;
@@ -314,26 +243,10 @@ size_t bench_check_reduce(const void *buf, size_t count, herd_dtype dtype, herd_
 
 int bench_parse_size(const char *s, size_t *out)
 {
-	if (s == NULL || *s < '0' || *s > '9')
+	uint64_t v;
+
+	if (herd_size_parse(s, &v) != HERD_OK || v > SIZE_MAX)
 		return -1;
-	errno = 0;
-	char *end = NULL;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno != 0)
-		return -1;
-	unsigned long long mult = 1;
-	switch (*end) {
-	case 'k': case 'K': mult = 1ull << 10; end++; break;
-	case 'm': case 'M': mult = 1ull << 20; end++; break;
-	case 'g': case 'G': mult = 1ull << 30; end++; break;
-	default: break;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end != '\0')
-		return -1;
-	if (v > (unsigned long long)SIZE_MAX / mult)
-		return -1;
-	*out = (size_t)(v * mult);
+	*out = (size_t)v;
 	return 0;
 }

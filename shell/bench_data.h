@@ -57,20 +57,11 @@ size_t bench_check_copy(const void *buf, size_t count, herd_dtype dtype, bench_p
 size_t bench_check_reduce(const void *buf, size_t count, herd_dtype dtype, herd_redop op,
 			  int nranks, size_t index0);
 
-/*
- * Parses a byte size: digits with an optional K, M or G suffix (powers of
- * 1024, upper or lower case, an optional trailing B).  0 on success, -1 on
- * a malformed or too large value.
- */
+/* Parses a byte size as herd_size_parse does ("16M", "1.5GiB"); 0 on
+ * success, -1 on a malformed value or one beyond size_t. */
 int bench_parse_size(const char *s, size_t *out);
 
 /* Writes one element converted from an integer-valued double. */
 void bench_store(void *buf, size_t i, herd_dtype dtype, double v);
-
-/* float <-> IEEE half and bfloat16 bits, round to nearest even. */
-uint16_t bench_float_to_half(float f);
-uint16_t bench_float_to_bf16(float f);
-float bench_half_to_float(uint16_t h);
-float bench_bf16_to_float(uint16_t h);
 
 #endif /* HERD_SHELL_BENCH_DATA_H */

@@ -85,32 +85,7 @@ struct alloc_args {
 
 int shell_parse_bytes(const char *s, uint64_t *out)
 {
-	static const struct {
-		const char *suffix;
-		int shift;
-	} units[] = { { "", 0 },    { "B", 0 },    { "K", 10 },   { "KiB", 10 }, { "KB", 10 },
-		      { "M", 20 },  { "MiB", 20 }, { "MB", 20 },  { "G", 30 },   { "GiB", 30 },
-		      { "GB", 30 }, { "T", 40 },   { "TiB", 40 }, { "TB", 40 } };
-	char *end;
-	double v;
-
-	if (s == NULL || *s == '\0' || *s == '-' || *s == '+')
-		return -1;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || end == s || v < 0)
-		return -1;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(end, units[i].suffix) == 0) {
-			double bytes = v * (double)((uint64_t)1 << units[i].shift);
-
-			if (bytes >= 18446744073709551616.0)
-				return -1;
-			*out = (uint64_t)bytes;
-			return 0;
-		}
-	}
-	return -1;
+	return herd_size_parse(s, out) == HERD_OK ? 0 : -1;
 }
 
 int shell_parse_int(const char *s, int min, int max, int *out)

@@ -47,7 +47,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench_data.h"
 #include "herd.h"
 #include "shell.h"
 
@@ -211,7 +210,7 @@ static bool dtype_is_int(herd_dtype dtype)
 shell_elem shell_elem_load(const void *buf, size_t i, herd_dtype dtype)
 {
 	shell_elem e = { dtype_is_int(dtype), 0, 0.0 };
-	uint16_t h;
+	float x;
 
 	switch (dtype) {
 #define LOAD_(code, type)                                                          \
@@ -227,12 +226,9 @@ shell_elem shell_elem_load(const void *buf, size_t i, herd_dtype dtype)
 	SHELL_PLAIN_DTYPES(LOAD_)
 #undef LOAD_
 	case HERD_FLOAT16:
-		memcpy(&h, (const char *)buf + i * 2, 2);
-		e.f = bench_half_to_float(h);
-		break;
 	case HERD_BFLOAT16:
-		memcpy(&h, (const char *)buf + i * 2, 2);
-		e.f = bench_bf16_to_float(h);
+		herd_dtype_to_float32((const char *)buf + i * 2, &x, 1, dtype);
+		e.f = x;
 		break;
 	default:
 		break;
@@ -256,7 +252,7 @@ static bool int_fits(herd_dtype dtype, int64_t v)
 int shell_elem_store(void *buf, size_t i, herd_dtype dtype, shell_elem e)
 {
 	double f = e.is_int ? (double)e.i : e.f;
-	uint16_t h;
+	float x;
 
 	if (dtype_is_int(dtype) && !e.is_int) {
 		/* A float becomes an integer only when it is one, in range. */
@@ -276,12 +272,9 @@ int shell_elem_store(void *buf, size_t i, herd_dtype dtype, shell_elem e)
 	SHELL_PLAIN_DTYPES(STORE_)
 #undef STORE_
 	case HERD_FLOAT16:
-		h = bench_float_to_half((float)f);
-		memcpy((char *)buf + i * 2, &h, 2);
-		break;
 	case HERD_BFLOAT16:
-		h = bench_float_to_bf16((float)f);
-		memcpy((char *)buf + i * 2, &h, 2);
+		x = (float)f;
+		herd_dtype_from_float32(&x, (char *)buf + i * 2, 1, dtype);
 		break;
 	default:
 		return -1;

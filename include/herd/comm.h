@@ -141,6 +141,16 @@ HERD_EXTERN void herd_comm_destroy(herd_comm *comm);
 HERD_EXTERN void herd_comm_abort(herd_comm *comm);
 
 /*
+ * The communicator's asynchronous error, without blocking and from any
+ * thread, as NCCL's ncclCommGetAsyncError: HERD_OK while it works, else
+ * the status it broke with (HERD_EPEER for a peer that died, even while
+ * this rank makes no call; HERD_ETIMEDOUT, HERD_EMISMATCH from a call on
+ * another thread; HERD_EABORTED), with its message as the last error.
+ * HERD_EINVAL when comm is NULL.
+ */
+HERD_EXTERN herd_status herd_comm_async_error(herd_comm *comm);
+
+/*
  * The operations.  Buffers are host memory; counts are in elements.
  * Out-of-place unless noted: sendbuf == recvbuf is in-place for allreduce,
  * reduce, broadcast; for allgather in-place means

@@ -96,6 +96,15 @@ HERD_EXTERN const char *herd_version(void);
  */
 HERD_EXTERN void herd_free(void *ptr);
 
+/*
+ * Parses a size in bytes: digits, an optional fraction, then an optional
+ * unit in any case: B; K, KB, KiB; M, MB, MiB; G, GB, GiB; T, TB, TiB, all
+ * powers of 1024 ("1.5G" is 1610612736 bytes; a fraction of a byte is
+ * dropped).  HERD_EINVAL naming text for anything else, or for more than
+ * 2^64 - 1 bytes.
+ */
+HERD_EXTERN herd_status herd_size_parse(const char *text, uint64_t *bytes);
+
 /* Log levels for HERD_LOG=error|warn|info|debug (default warn). */
 typedef enum herd_log_level {
 	HERD_LOG_ERROR = 0,

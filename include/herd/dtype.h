@@ -56,6 +56,18 @@ HERD_EXTERN const char *herd_redop_name(herd_redop op);
 /* Parses a reduction name. */
 HERD_EXTERN herd_status herd_redop_parse(const char *name, herd_redop *out);
 
+/*
+ * float16 or bfloat16 (dtype) to float32, count elements from src to dst,
+ * exactly; and float32 to float16 or bfloat16, rounding to nearest even
+ * (overflow gives infinity, a NaN stays a NaN, quieted).  The conversions
+ * herd's reductions of these types use.  HERD_EINVAL for another dtype or
+ * a NULL buffer with count > 0.
+ */
+HERD_EXTERN herd_status herd_dtype_to_float32(const void *src, float *dst, size_t count,
+					      herd_dtype dtype);
+HERD_EXTERN herd_status herd_dtype_from_float32(const float *src, void *dst, size_t count,
+						herd_dtype dtype);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,7 +4,13 @@
  * usage probe.  Internal to libherd.
  *
  *   request.c   request validation, names of links, states and policies
- *   planner.c   herd_alloc_plan: candidates, set search, node choice
+ *   planner.c   herd_alloc_plan: the steps in order, and the choice of nodes
+ *   planner.h   the planner's state, shared by the files of its steps:
+ *   candidates.c  each node's candidate GPUs, pair classes, set quality
+ *   search.c    the best set of k candidates of a node
+ *   bind.c      the plan: ranks bound to NICs and CPUs
+ *   describe.c  what each node lacks, when a request cannot be met
+ *   explain.c   why each node and set was chosen
  *   plan.c      the plan object: accessors, rank environment, free
  *   lease.c     lease files: directory, acquire, release, status query
  *   slurm.c     Slurm's granted GPUs from its environment values

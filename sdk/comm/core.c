@@ -851,6 +851,13 @@ const char *herd_comm_host(const herd_comm *comm, int rank)
 	return comm->peers[rank].host;
 }
 
+herd_status herd_comm_async_error(herd_comm *comm)
+{
+	if (comm == NULL)
+		return herd__error(HERD_EINVAL, "herd_comm_async_error: comm is NULL");
+	return herd__comm_broken(comm);
+}
+
 const herd__place *herd__comm_place(const herd_comm *comm)
 {
 	return &comm->place;

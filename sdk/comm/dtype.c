@@ -105,3 +105,30 @@ herd_status herd_redop_parse(const char *name, herd_redop *out)
 			   "unknown reduction \"%s\": expected one of sum, prod, min, max, avg",
 			   name);
 }
+
+static herd_status check_half(const char *fn, const void *src, const void *dst, size_t count,
+			      herd_dtype dtype)
+{
+	if (dtype != HERD_FLOAT16 && dtype != HERD_BFLOAT16)
+		return herd__error(HERD_EINVAL, "%s: dtype %d is not float16 or bfloat16", fn,
+				   (int)dtype);
+	if (count > 0 && (src == NULL || dst == NULL))
+		return herd__error(HERD_EINVAL, "%s: %s is NULL", fn, src == NULL ? "src" : "dst");
+	return HERD_OK;
+}
+
+herd_status herd_dtype_to_float32(const void *src, float *dst, size_t count, herd_dtype dtype)
+{
+	HERD_CHECK(check_half(__func__, src, dst, count, dtype));
+	if (count > 0)
+		herd__half_to_float(dst, src, count, dtype);
+	return HERD_OK;
+}
+
+herd_status herd_dtype_from_float32(const float *src, void *dst, size_t count, herd_dtype dtype)
+{
+	HERD_CHECK(check_half(__func__, src, dst, count, dtype));
+	if (count > 0)
+		herd__float_to_half(dst, src, count, dtype);
+	return HERD_OK;
+}

@@ -139,9 +139,73 @@ static void test_timed_wait_runs_on_the_monotonic_clock(void)
 	pthread_cond_destroy(&cv);
 }
 
+static void test_size_parse_reads_units_and_refuses_the_rest(void)
+{
+	static const struct {
+		const char *text;
+		uint64_t bytes;
+	} good[] = { { "0", 0 },
+		     { "8", 8 },
+		     { "8B", 8 },
+		     { "16k", 16384 },
+		     { "16KiB", 16384 },
+		     { "16kb", 16384 },
+		     { "64M", 64u << 20 },
+		     { "1.5G", 1610612736 },
+		     { "1.5gib", 1610612736 },
+		     { "2T", 2ull << 40 },
+		     { "1.5", 1 },
+		     { "18446744073709551615", UINT64_MAX },
+		     { "16777215T", 16777215ull << 40 } };
+	static const char *const bad[] = { "", "-1", "+1", "K", ".5K", "1.K", "1 K", "1KK", "1Q",
+					   "0x10", "inf", "nan", "1e3", "18446744073709551616",
+					   "16777216T", "1,5G" };
+	uint64_t v;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		v = 7;
+		CHECK_OK(herd_size_parse(good[i].text, &v));
+		CHECK_INT(v, good[i].bytes);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char want[64];
+
+		snprintf(want, sizeof(want), "\"%s\" is not a size", bad[i]);
+		CHECK_ERR(herd_size_parse(bad[i], &v), HERD_EINVAL, want);
+	}
+	CHECK_ERR(herd_size_parse(NULL, &v), HERD_EINVAL, "text is NULL");
+	CHECK_ERR(herd_size_parse("1", NULL), HERD_EINVAL, "bytes is NULL");
+}
+
+static void test_opts_version_check_names_the_struct_and_its_init(void)
+{
+	struct {
+		unsigned int version;
+	} o = { 0 };
+
+#define HERD_TEST_OPTS_VERSION 2
+	for (unsigned int v = 0; v < 4; v++) {
+		o.version = v;
+		if (v >= 1 && v <= 2)
+			CHECK_OK(herd__check_version("herd_test", "herd_test_opts", o.version,
+						     HERD_TEST_OPTS_VERSION, "HERD_TEST_OPTS_INIT"));
+		else
+			CHECK_ERR(herd__check_version("herd_test", "herd_test_opts", o.version,
+						      HERD_TEST_OPTS_VERSION, "HERD_TEST_OPTS_INIT"),
+				  HERD_EINVAL, "herd_test: herd_test_opts.version is");
+	}
+	o.version = 3;
+	CHECK_ERR(herd__check_version("herd_test", "herd_test_opts", o.version, 2,
+				      "HERD_TEST_OPTS_INIT"), HERD_EINVAL,
+		  "version is 3; this library knows 1..2 (initialize it with HERD_TEST_OPTS_INIT)");
+#undef HERD_TEST_OPTS_VERSION
+}
+
 int main(void)
 {
 	TEST_RUN(test_status_names_and_descriptions_come_from_one_list);
+	TEST_RUN(test_size_parse_reads_units_and_refuses_the_rest);
+	TEST_RUN(test_opts_version_check_names_the_struct_and_its_init);
 	TEST_RUN(test_version_matches_headers);
 	TEST_RUN(test_last_error_is_per_thread);
 	TEST_RUN(test_error_errno_and_wrap_compose_a_message);

@@ -812,6 +812,33 @@ static void test_redop_names_parse_back(void)
 	CHECK_ERR(herd_redop_parse(NULL, &op), HERD_EINVAL, "name");
 }
 
+/* The public conversions are the kernels' own: the same bits both ways,
+ * and a refusal for the types they do not convert. */
+static void test_public_half_conversions_are_the_kernels(void)
+{
+	enum { N = 4096 };
+	static uint16_t h[N], back[N], mine[N];
+	static float f[N], g[N];
+	herd_dtype types[2] = { HERD_FLOAT16, HERD_BFLOAT16 };
+
+	for (int t = 0; t < 2; t++) {
+		for (size_t i = 0; i < N; i++)
+			h[i] = (uint16_t)(i * 16 + (size_t)t);
+		CHECK_OK(herd_dtype_to_float32(h, f, N, types[t]));
+		herd__half_to_float(g, h, N, types[t]);
+		CHECK(memcmp(f, g, sizeof(f)) == 0);
+		for (size_t i = 0; i < N; i++)
+			f[i] = (float)i * 0.37f - 700.0f;
+		CHECK_OK(herd_dtype_from_float32(f, back, N, types[t]));
+		herd__float_to_half(mine, f, N, types[t]);
+		CHECK(memcmp(back, mine, sizeof(back)) == 0);
+	}
+	CHECK_OK(herd_dtype_to_float32(NULL, NULL, 0, HERD_FLOAT16));
+	CHECK_ERR(herd_dtype_to_float32(h, f, 1, HERD_FLOAT32), HERD_EINVAL,
+		  "is not float16 or bfloat16");
+	CHECK_ERR(herd_dtype_from_float32(f, NULL, 1, HERD_BFLOAT16), HERD_EINVAL, "dst is NULL");
+}
+
 int main(void)
 {
 	TEST_RUN(test_half_to_float_exhaustive_matches_definition);
@@ -819,6 +846,7 @@ int main(void)
 	TEST_RUN(test_float_to_half_random_floats_match_reference);
 	TEST_RUN(test_half_conversions_agree_with_f16c);
 	TEST_RUN(test_bfloat16_conversions_round_to_nearest_even);
+	TEST_RUN(test_public_half_conversions_are_the_kernels);
 	TEST_RUN(test_reduce_every_dtype_and_op_matches_reference);
 	TEST_RUN(test_reduce_integer_wraps_and_extremes);
 	TEST_RUN(test_reduce_min_max_propagate_nan_either_side);

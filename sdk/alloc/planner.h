@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 #include "alloc_internal.h"
-#include "topo/probe.h"
+#include "topo/pci.h"
 
 /* Pair classes in the order of preference; NONE is "no NIC at all". */
 enum { CLS_NV = 0, CLS_PIX, CLS_PXB, CLS_PHB, CLS_NODE, CLS_SYS, CLS_NONE };

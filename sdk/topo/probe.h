@@ -16,6 +16,7 @@
 
 #include "herd/health.h"
 #include "inventory.h"
+#include "pci.h"
 
 /* hwloc's handles, named without including hwloc.h. */
 struct hwloc_topology;
@@ -158,28 +159,11 @@ void herd__topo_gid_format(const uint8_t raw[16], char *buf);
 /* --- probe.c: helpers the probes share --------------------------------- */
 
 /*
- * Normalizes a PCI bus id to lower-case "dddd:bb:dd.f": NVML's 8-digit
- * domain ("00000000:18:00.0") shrinks to 4 digits, a missing domain
- * ("18:00.0") is 0000.  False (out empty) when in is not a bus id.
- */
-bool herd__topo_pci_normalize(const char *in, char out[HERD_PCI_ID_LEN]);
-
-/* Orders bus ids by (domain, bus, device, function); malformed ones last. */
-int herd__topo_pci_compare(const char *a, const char *b);
-
-/*
  * The first line of a small file (a sysfs attribute), newline stripped.
  * False when it cannot be read; raises nothing, for absent files are the
  * normal case there.
  */
 bool herd__topo_read_line(const char *path, char *buf, size_t cap);
-
-/*
- * The nearest PCI function at or above the device that the sysfs link path
- * resolves to (/sys/class/net/eth0/device -> its virtio device -> the PCI
- * function holding it).  False when there is none (a virtual device).
- */
-bool herd__topo_sysfs_pci_function(const char *path, char out[HERD_PCI_ID_LEN]);
 
 /* Appends "; " and a formatted sentence to why[cap], truncating. */
 void herd__topo_why_append(char *why, size_t cap, const char *fmt, ...) HERD_PRINTF(3, 4);

@@ -1,0 +1,135 @@
+/*
+ * sdk/ckpt/writer.c - phase 2 of a save: the sink that writes a rank's
+ * stream into its data file, hashing it chunk by chunk, and stops at
+ * herd_ckpt_abort.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "ckpt/save.h"
+
+/* ---- phase 2: the writer ----------------------------------------------- */
+
+void herd__save_sink_fail(sink *sk, herd_status st)
+{
+	if (sk->st == HERD_OK) {
+		sk->st = st;
+		herd__strlcpy(sk->msg, herd_last_error(), sizeof(sk->msg));
+	}
+}
+
+static void sink_write(sink *sk, const uint8_t *p, size_t n, uint64_t off)
+{
+	while (n > 0 && sk->st == HERD_OK) {
+		ssize_t w = pwrite(sk->fd, p, n, (off_t)off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			herd__save_sink_fail(sk, herd__error_errno(HERD_EIO, w < 0 ? errno : ENOSPC,
+								   "cannot write %s at byte %"
+								   PRIu64, sk->path, off));
+			return;
+		}
+		p += w;
+		n -= (size_t)w;
+		off += (uint64_t)w;
+	}
+}
+
+/* Fails the sink once herd_ckpt_abort has been called: looked at before
+ * every piece and once more before the commit. */
+void herd__save_check_abort(herd__ckpt_job *job)
+{
+	sink *sk = &job->sk;
+
+	if (sk->st == HERD_OK && atomic_load(&job->ck->abort_req))
+		herd__save_sink_fail(sk, herd__error(HERD_EABORTED, "the save of step %" PRId64
+						     " was aborted (herd_ckpt_abort) after %"
+						     PRIu64 " of %" PRIu64 " bytes", job->step,
+						     sk->pos, job->total));
+}
+
+/* Takes the next n bytes of the stream: writes them and hashes each chunk.
+ * After herd_ckpt_abort the sink fails, and later bytes are only counted. */
+void herd__save_sink_put(herd__ckpt_job *job, const uint8_t *p, size_t n)
+{
+	sink *sk = &job->sk;
+
+	herd__save_check_abort(job);
+	sink_write(sk, p, n, sk->pos);
+	while (n > 0) {
+		const seg *s;
+		uint64_t in, left, take;
+
+		while (sk->cur < sk->nsegs && sk->pos == sk->segs[sk->cur].at + sk->segs[sk->cur].len)
+			sk->cur++;
+		if (sk->cur == sk->nsegs)
+			return;   /* not reached: the stream is exactly the segments */
+		s = &sk->segs[sk->cur];
+		in = sk->pos - s->at;
+		left = s->chunk - in % s->chunk;
+		if (left > s->at + s->len - sk->pos)
+			left = s->at + s->len - sk->pos;
+		take = n < left ? n : left;
+		if (sk->hashing)
+			XXH3_64bits_update(sk->hs, p, (size_t)take);
+		sk->pos += take;
+		p += take;
+		n -= (size_t)take;
+		in += take;
+		if (in % s->chunk == 0 || sk->pos == s->at + s->len) {
+			if (sk->hashing)
+				sk->sums[s->first + (in - 1) / s->chunk] = XXH3_64bits_digest(sk->hs);
+			XXH3_64bits_reset(sk->hs);
+		}
+	}
+}
+
+/* Opens this rank's file in the temporary step directory. */
+void herd__save_sink_open(herd__ckpt_job *job)
+{
+	herd_ckpt *ck = job->ck;
+	sink *sk = &job->sk;
+	char name[64];
+
+	herd__ckpt_rank_file_name(name, sizeof(name), ck->rank);
+	snprintf(sk->path, sizeof(sk->path), "%s/%s/%s", ck->dir, job->tmp, name);
+	sk->segs = job->segs;
+	sk->nsegs = job->nsegs;
+	sk->hashing = job->p.sums;
+	if (herd__calloc(&sk->sums, job->nsums + 1, sizeof(uint64_t), "checksums") != HERD_OK) {
+		herd__save_sink_fail(sk, HERD_ENOMEM);
+		return;
+	}
+	sk->hs = XXH3_createState();
+	if (sk->hs == NULL || XXH3_64bits_reset(sk->hs) != XXH_OK) {
+		herd__save_sink_fail(sk, herd__error(HERD_ENOMEM, "out of memory for a checksum state"));
+		return;
+	}
+	sk->fd = open(sk->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (sk->fd < 0)
+		herd__save_sink_fail(sk, herd__error_errno(HERD_EIO, errno, "cannot create %s", sk->path));
+}
+
+/* Makes the file durable: an fsync error fails the checkpoint. */
+void herd__save_sink_close(sink *sk)
+{
+	if (sk->fd < 0)
+		return;
+	if (sk->st == HERD_OK && fsync(sk->fd) != 0)
+		herd__save_sink_fail(sk, herd__error_errno(HERD_EIO, errno, "cannot fsync %s", sk->path));
+	if (close(sk->fd) != 0 && sk->st == HERD_OK)
+		herd__save_sink_fail(sk, herd__error_errno(HERD_EIO, errno, "cannot close %s", sk->path));
+	sk->fd = -1;
+}

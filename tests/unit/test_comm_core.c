@@ -2,8 +2,7 @@
  * The communicator core with real processes: init over shared memory and
  * TCP, the point-to-point exchange (large rings, reductions into the sink,
  * ordering, mismatches), split, nonblocking calls, init from each style of
- * environment, and measurements of bandwidth and latency (printed, not
- * asserted).
+ * environment.  Bandwidth and latency are measured by bench/transport_bench.c.
  */
 #include <math.h>
 #include <netinet/in.h>
@@ -843,136 +842,6 @@ static void test_comm_ranks_as_threads_of_one_process(void)
 	}
 }
 
-/* ---- measurements --------------------------------------------------------- */
-
-typedef struct bench_args {
-	char scope[64];
-	const char *transport;
-} bench_args;
-
-static herd_status pingpong_run(herd_comm *comm, const herd__op *op)
-{
-	int r = herd_comm_rank(comm), other = 1 - r;
-	uint8_t msg[8] = { 0 }, got[8];
-	herd__xfer s = { .peer = other, .buf = msg, .len = sizeof(msg) };
-	herd__xfer v = { .peer = other, .len = sizeof(got) };
-
-	v.sink.dst = got;
-	for (size_t i = 0; i < op->count; i++) {
-		if (r == 0) {
-			HERD_CHECK(herd__p2p_exchange(comm, &s, 1, NULL, 0));
-			HERD_CHECK(herd__p2p_exchange(comm, NULL, 0, &v, 1));
-		} else {
-			HERD_CHECK(herd__p2p_exchange(comm, NULL, 0, &v, 1));
-			HERD_CHECK(herd__p2p_exchange(comm, &s, 1, NULL, 0));
-		}
-	}
-	return HERD_OK;
-}
-
-static void bench_rank(int rank, int size, void *arg)
-{
-	const bench_args *a = arg;
-	const size_t bytes = 64u << 20;
-	herd_comm *comm = NULL;
-	uint8_t *send = malloc(bytes), *recv = malloc(bytes);
-	const int reps = 8, pings = 20000;
-	double t0, bw, lat;
-	herd__op op;
-
-	CHECK_OK(harness_comm(&comm, a->scope, rank, size, a->transport, 60000));
-	if (comm == NULL || send == NULL || recv == NULL)
-		goto out;
-	memset(send, rank + 1, bytes);
-	memset(recv, 0, bytes);
-	CHECK_OK(ring_call(comm, send, recv, bytes));   /* warm up: page faults */
-	t0 = now_s();
-	for (int i = 0; i < reps; i++)
-		CHECK_OK(ring_call(comm, send, recv, bytes));
-	bw = (double)bytes * reps / (now_s() - t0) / 1e9;
-
-	op = make_op(pingpong_run, HERD__OP_SEND, NULL, NULL, 1000);
-	CHECK_OK(herd__comm_run(comm, &op));
-	op.count = (size_t)pings;
-	t0 = now_s();
-	CHECK_OK(herd__comm_run(comm, &op));
-	lat = (now_s() - t0) / pings / 2 * 1e6;
-	if (rank == 0) {
-		rank_result r = { .rank = 0, .value = bw, .t_ms = (int64_t)(lat * 1000) };
-
-		report(&r);
-	}
-	CHECK_OK(herd_comm_finalize(comm));
-out:
-	herd_comm_destroy(comm);
-	free(send);
-	free(recv);
-}
-
-static void test_comm_measure_bandwidth_and_latency(void)
-{
-	for (size_t t = 0; t < 2; t++) {
-		bench_args a = { .transport = transports[t] };
-		rank_result res[2];
-
-		memset(res, 0, sizeof(res));
-		harness_scope(a.scope, sizeof(a.scope), "bench");
-		CHECK_INT(run_ranks(2, bench_rank, &a, 120000, NULL, NULL, 0, res), 0);
-		printf("     %s (%s): 64 MiB ring exchange, 2 ranks: %.2f GB/s per direction; "
-		       "8-byte ping-pong: %.2f us one way\n", a.transport,
-		       t == 0 ? "shared memory" : "TCP loopback", res[0].value,
-		       (double)res[0].t_ms / 1000);
-	}
-}
-
-/* Many ranks on few cores: ring steps of 64 bytes.  Ranks that spun while
- * waiting would starve the ones they wait for; they sleep instead. */
-static herd_status ring_steps_run(herd_comm *comm, const herd__op *op)
-{
-	for (size_t i = 0; i < op->count; i++)
-		HERD_CHECK(ring_run(comm, &(herd__op){ .sendbuf = op->sendbuf,
-						       .recvbuf = op->recvbuf, .count = 64 }));
-	return HERD_OK;
-}
-
-static void oversubscribed_rank(int rank, int size, void *arg)
-{
-	const bench_args *a = arg;
-	herd_comm *comm = NULL;
-	uint8_t s[64] = { 0 }, r[64];
-	const int steps = 2000;
-	double t0;
-	herd__op op;
-
-	CHECK_OK(harness_comm(&comm, a->scope, rank, size, a->transport, 60000));
-	if (comm == NULL)
-		return;
-	op = make_op(ring_steps_run, HERD__OP_ALLGATHER, s, r, (size_t)steps);
-	t0 = now_s();
-	CHECK_OK(herd__comm_run(comm, &op));
-	if (rank == 0) {
-		rank_result res = { .rank = 0, .value = (now_s() - t0) / steps * 1e6 };
-
-		report(&res);
-	}
-	CHECK_OK(herd_comm_finalize(comm));
-	herd_comm_destroy(comm);
-}
-
-static void test_comm_measure_oversubscribed_ring_steps(void)
-{
-	for (size_t t = 0; t < 2; t++) {
-		bench_args a = { .transport = transports[t] };
-		rank_result res[7];
-
-		memset(res, 0, sizeof(res));
-		harness_scope(a.scope, sizeof(a.scope), "oversub");
-		CHECK_INT(run_ranks(7, oversubscribed_rank, &a, 120000, NULL, NULL, 0, res), 0);
-		printf("     %s: 7 ranks on %ld cores, ring steps of 64 bytes: %.1f us per step\n",
-		       a.transport, sysconf(_SC_NPROCESSORS_ONLN), res[0].value);
-	}
-}
-
 int main(void)
 {
 	harness_start();
@@ -991,8 +860,6 @@ int main(void)
 	TEST_RUN(test_comm_ranks_as_threads_of_one_process);
 	TEST_RUN(test_comm_init_env_reads_each_style_of_environment);
 	TEST_RUN(test_comm_init_env_names_what_is_missing);
-	TEST_RUN(test_comm_measure_bandwidth_and_latency);
-	TEST_RUN(test_comm_measure_oversubscribed_ring_steps);
 	harness_stop();
 	return TEST_DONE();
 }

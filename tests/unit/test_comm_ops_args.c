@@ -3,8 +3,8 @@
  * HERD_EINVAL naming the call, the argument and its value (and leave the
  * communicator working), NULL buffers are fine with count 0 and where a
  * buffer is ignored, nonblocking calls run and complete in call order,
- * calls that disagree between ranks fail instead of hanging; and how fast
- * allreduce is (printed, not asserted).
+ * calls that disagree between ranks fail instead of hanging.  How fast
+ * allreduce is, is bench/compare.sh's (herd bench allreduce).
  */
 #include <signal.h>
 
@@ -337,70 +337,6 @@ static void test_comm_ops_counts_that_differ_between_ranks_return_emismatch(void
 	}
 }
 
-/* ---- speed (printed) ---------------------------------------------------------- */
-
-typedef struct speed_args {
-	ops_session s;
-	size_t bytes;
-	int iters;
-} speed_args;
-
-static void speed_rank(int rank, int size, void *arg)
-{
-	speed_args *a = arg;
-	herd_comm *c = NULL;
-	size_t count = a->bytes / 4;
-	float *in = ops_alloc(a->bytes), *out = ops_alloc(a->bytes);
-	double t0, t;
-
-	CHECK_OK(ops_comm(&c, &a->s, rank, size));
-	if (c == NULL)
-		return;
-	ops_fill(in, rank, 0, count, HERD_FLOAT32, HERD_SUM);
-	CHECK_OK(herd_comm_allreduce(c, in, out, count, HERD_FLOAT32, HERD_SUM));
-	CHECK_OK(herd_comm_barrier(c));
-	t0 = now_s();
-	for (int i = 0; i < a->iters; i++)
-		CHECK_OK(herd_comm_allreduce(c, in, out, count, HERD_FLOAT32, HERD_SUM));
-	t = (now_s() - t0) / a->iters;
-	if (rank == 0) {
-		double algbw = (double)a->bytes / t / 1e9;
-
-		if (a->bytes >= 1024)
-			printf("     allreduce %zu MiB float32 sum, %d ranks over %s: %.2f ms, "
-			       "algbw %.2f GB/s, busbw %.2f GB/s\n", a->bytes >> 20, size,
-			       a->s.transport, t * 1e3, algbw, algbw * 2 * (size - 1) / size);
-		else
-			printf("     allreduce %zu bytes, %d ranks over %s: %.1f us\n", a->bytes, size,
-			       a->s.transport, t * 1e6);
-	}
-	CHECK_OK(herd_comm_finalize(c));
-	herd_comm_destroy(c);
-	free(in);
-	free(out);
-}
-
-static void test_comm_ops_measure_allreduce(void)
-{
-	static const int sizes[] = { 2, 4 };
-
-	/* under the sanitizers the numbers mean nothing: only check it runs */
-#ifdef __SANITIZE_ADDRESS__
-	const size_t big_bytes = 8u << 20;
-	const int big_iters = 1, small_iters = 10;
-#else
-	const size_t big_bytes = 128u << 20;
-	const int big_iters = 3, small_iters = 2000;
-#endif
-	for (size_t i = 0; i < 2; i++) {
-		speed_args big = { session("speed"), big_bytes, big_iters };
-		speed_args small = { session("speed"), 8, small_iters };
-
-		CHECK_INT(run_ranks(sizes[i], speed_rank, &big, 60000, NULL, NULL, 0, NULL), 0);
-		CHECK_INT(run_ranks(sizes[i], speed_rank, &small, 60000, NULL, NULL, 0, NULL), 0);
-	}
-}
-
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -409,7 +345,6 @@ int main(void)
 	TEST_RUN(test_comm_ops_bad_arguments_are_einval_and_harmless);
 	TEST_RUN(test_comm_ops_nonblocking_calls_complete_in_call_order);
 	TEST_RUN(test_comm_ops_counts_that_differ_between_ranks_return_emismatch);
-	TEST_RUN(test_comm_ops_measure_allreduce);
 	harness_stop();
 	return TEST_DONE();
 }

@@ -26,6 +26,7 @@
 #include "buf.h"
 #include "ckpt_internal.h"
 #include "mpjson.h"
+#include "mpwalk.h"
 #include "msgpack_check.h"
 
 /* The tail of every manifest: key "sum", then a 16-byte string header. */
@@ -194,14 +195,6 @@ const herd__ckpt_blob *herd__ckpt_manifest_blob(const herd__ckpt_manifest *m, co
 
 /* ---- encoder ----------------------------------------------------------- */
 
-static void pack_str(msgpack_packer *pk, const char *s)
-{
-	size_t n = strlen(s);
-
-	msgpack_pack_str(pk, n);
-	msgpack_pack_str_body(pk, s, n);
-}
-
 static void pack_hex(msgpack_packer *pk, uint64_t sum)
 {
 	char hex[SUM_HEX_LEN + 1];
@@ -221,17 +214,17 @@ static void pack_dims(msgpack_packer *pk, const uint64_t *dims, int ndim)
 static void pack_shard(msgpack_packer *pk, const herd__ckpt_shard *s)
 {
 	msgpack_pack_map(pk, 6);
-	pack_str(pk, "offset");
+	herd__mp_pack_str(pk, "offset");
 	pack_dims(pk, s->box.offset, s->box.ndim);
-	pack_str(pk, "shape");
+	herd__mp_pack_str(pk, "shape");
 	pack_dims(pk, s->box.shape, s->box.ndim);
-	pack_str(pk, "file");
+	herd__mp_pack_str(pk, "file");
 	msgpack_pack_uint32(pk, s->file);
-	pack_str(pk, "at");
+	herd__mp_pack_str(pk, "at");
 	msgpack_pack_uint64(pk, s->at);
-	pack_str(pk, "len");
+	herd__mp_pack_str(pk, "len");
 	msgpack_pack_uint64(pk, s->len);
-	pack_str(pk, "sums");
+	herd__mp_pack_str(pk, "sums");
 	msgpack_pack_array(pk, s->nsums);
 	for (size_t i = 0; i < s->nsums; i++)
 		pack_hex(pk, s->sums[i]);
@@ -240,73 +233,73 @@ static void pack_shard(msgpack_packer *pk, const herd__ckpt_shard *s)
 static void pack_manifest(msgpack_packer *pk, const herd__ckpt_manifest *m)
 {
 	msgpack_pack_map(pk, 11);
-	pack_str(pk, "v");
+	herd__mp_pack_str(pk, "v");
 	msgpack_pack_int(pk, HERD__CKPT_MANIFEST_VERSION);
-	pack_str(pk, "format");
-	pack_str(pk, "herd-checkpoint");
-	pack_str(pk, "step");
+	herd__mp_pack_str(pk, "format");
+	herd__mp_pack_str(pk, "herd-checkpoint");
+	herd__mp_pack_str(pk, "step");
 	msgpack_pack_int64(pk, m->step);
-	pack_str(pk, "ranks");
+	herd__mp_pack_str(pk, "ranks");
 	msgpack_pack_int(pk, m->ranks);
-	pack_str(pk, "time");
+	herd__mp_pack_str(pk, "time");
 	msgpack_pack_int64(pk, m->time);
-	pack_str(pk, "checksum");
-	pack_str(pk, m->checksum == HERD_CKPT_CHECKSUM_NONE ? "none" : "xxh3");
-	pack_str(pk, "chunk");
+	herd__mp_pack_str(pk, "checksum");
+	herd__mp_pack_str(pk, m->checksum == HERD_CKPT_CHECKSUM_NONE ? "none" : "xxh3");
+	herd__mp_pack_str(pk, "chunk");
 	msgpack_pack_uint64(pk, m->chunk_bytes);
-	pack_str(pk, "files");
+	herd__mp_pack_str(pk, "files");
 	msgpack_pack_array(pk, m->nfiles);
 	for (size_t i = 0; i < m->nfiles; i++) {
 		msgpack_pack_map(pk, 3);
-		pack_str(pk, "name");
-		pack_str(pk, m->files[i].name);
-		pack_str(pk, "rank");
+		herd__mp_pack_str(pk, "name");
+		herd__mp_pack_str(pk, m->files[i].name);
+		herd__mp_pack_str(pk, "rank");
 		msgpack_pack_int(pk, m->files[i].rank);
-		pack_str(pk, "size");
+		herd__mp_pack_str(pk, "size");
 		msgpack_pack_uint64(pk, m->files[i].size);
 	}
-	pack_str(pk, "tensors");
+	herd__mp_pack_str(pk, "tensors");
 	msgpack_pack_array(pk, m->ntensors);
 	for (size_t i = 0; i < m->ntensors; i++) {
 		const herd__ckpt_tensor *t = &m->tensors[i];
 
 		msgpack_pack_map(pk, 4);
-		pack_str(pk, "name");
-		pack_str(pk, t->name);
-		pack_str(pk, "dtype");
-		pack_str(pk, herd_dtype_name(t->dtype));
-		pack_str(pk, "shape");
+		herd__mp_pack_str(pk, "name");
+		herd__mp_pack_str(pk, t->name);
+		herd__mp_pack_str(pk, "dtype");
+		herd__mp_pack_str(pk, herd_dtype_name(t->dtype));
+		herd__mp_pack_str(pk, "shape");
 		pack_dims(pk, t->shape, t->ndim);
-		pack_str(pk, "shards");
+		herd__mp_pack_str(pk, "shards");
 		msgpack_pack_array(pk, t->nshards);
 		for (size_t j = 0; j < t->nshards; j++)
 			pack_shard(pk, &t->shards[j]);
 	}
-	pack_str(pk, "blobs");
+	herd__mp_pack_str(pk, "blobs");
 	msgpack_pack_array(pk, m->nblobs);
 	for (size_t i = 0; i < m->nblobs; i++) {
 		const herd__ckpt_blob *b = &m->blobs[i];
 
 		msgpack_pack_map(pk, 3);
-		pack_str(pk, "name");
-		pack_str(pk, b->name);
-		pack_str(pk, "rule");
-		pack_str(pk, rule_name(b->rule));
-		pack_str(pk, "parts");
+		herd__mp_pack_str(pk, "name");
+		herd__mp_pack_str(pk, b->name);
+		herd__mp_pack_str(pk, "rule");
+		herd__mp_pack_str(pk, rule_name(b->rule));
+		herd__mp_pack_str(pk, "parts");
 		msgpack_pack_array(pk, b->nparts);
 		for (size_t j = 0; j < b->nparts; j++) {
 			const herd__ckpt_blob_part *p = &b->parts[j];
 
 			msgpack_pack_map(pk, 5);
-			pack_str(pk, "rank");
+			herd__mp_pack_str(pk, "rank");
 			msgpack_pack_int(pk, p->rank);
-			pack_str(pk, "file");
+			herd__mp_pack_str(pk, "file");
 			msgpack_pack_uint32(pk, p->file);
-			pack_str(pk, "at");
+			herd__mp_pack_str(pk, "at");
 			msgpack_pack_uint64(pk, p->at);
-			pack_str(pk, "len");
+			herd__mp_pack_str(pk, "len");
 			msgpack_pack_uint64(pk, p->len);
-			pack_str(pk, "sum");
+			herd__mp_pack_str(pk, "sum");
 			pack_hex(pk, p->sum);
 		}
 	}
@@ -339,153 +332,36 @@ herd_status herd__ckpt_manifest_encode(const herd__ckpt_manifest *m, char **out,
 
 /* ---- decoder ----------------------------------------------------------- */
 
-/* Where the walker is: the data's origin and the path of the value. */
-typedef struct walk {
-	const char *origin;
-	size_t len;
-	char path[160];
-} walk;
-
-static void path_set(walk *w, size_t mark, const char *fmt, ...) HERD_PRINTF(3, 4);
-
-static void path_set(walk *w, size_t mark, const char *fmt, ...)
-{
-	size_t room = sizeof(w->path) - mark;
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(w->path + mark, room, fmt, ap);
-	va_end(ap);
-	w->len = mark + (n < 0 ? 0 : (size_t)n < room ? (size_t)n : room - 1);
-}
-
-static size_t push_key(walk *w, const char *key)
-{
-	size_t mark = w->len;
-
-	path_set(w, mark, "%s%s", mark > 0 ? "." : "", key);
-	return mark;
-}
-
-static size_t push_index(walk *w, size_t i)
-{
-	size_t mark = w->len;
-
-	path_set(w, mark, "[%zu]", i);
-	return mark;
-}
-
-static void pop(walk *w, size_t mark)
-{
-	w->len = mark;
-	w->path[mark] = '\0';
-}
-
-static herd_status fail(const walk *w, const char *fmt, ...) HERD_PRINTF(2, 3);
-
-static herd_status fail(const walk *w, const char *fmt, ...)
-{
-	char msg[400];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return herd__error(HERD_EFORMAT, "%s: %s: %s", w->origin, w->len > 0 ? w->path : "top level",
-			   msg);
-}
-
-/* The value of key in map (NULL when absent); a key given twice is refused. */
-static herd_status lookup(walk *w, const msgpack_object *map, const char *key,
-			  const msgpack_object **out)
-{
-	int count;
-
-	*out = herd__msgpack_map_get(map, key, &count);
-	if (count > 1)
-		return fail(w, "key \"%s\" appears twice", key);
-	return HERD_OK;
-}
-
-static herd_status need(walk *w, const msgpack_object *map, const char *key,
-			const msgpack_object **out)
-{
-	HERD_CHECK(lookup(w, map, key, out));
-	if (*out == NULL)
-		return fail(w, "missing required key \"%s\"", key);
-	return HERD_OK;
-}
-
-static herd_status as_map(walk *w, const msgpack_object *o)
-{
-	if (o->type != MSGPACK_OBJECT_MAP)
-		return fail(w, "expected a map");
-	return HERD_OK;
-}
-
-static herd_status as_array(walk *w, const msgpack_object *o, size_t lo, size_t hi, size_t *n)
-{
-	if (o->type != MSGPACK_OBJECT_ARRAY)
-		return fail(w, "expected an array");
-	if (o->via.array.size < lo || o->via.array.size > hi)
-		return fail(w, "expected an array of %zu..%zu items, got %" PRIu32, lo, hi,
-			    o->via.array.size);
-	*n = o->via.array.size;
-	return HERD_OK;
-}
-
-static herd_status as_uint(walk *w, const msgpack_object *o, uint64_t lo, uint64_t hi,
-			   uint64_t *out)
-{
-	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-		return fail(w, "expected a non-negative integer");
-	if (o->via.u64 < lo || o->via.u64 > hi)
-		return fail(w, "expected an integer in %" PRIu64 "..%" PRIu64 ", got %" PRIu64, lo,
-			    hi, o->via.u64);
-	*out = o->via.u64;
-	return HERD_OK;
-}
-
-static herd_status as_str(walk *w, const msgpack_object *o, const char **s, size_t *n)
-{
-	if (o->type != MSGPACK_OBJECT_STR)
-		return fail(w, "expected a string");
-	*s = o->via.str.ptr;
-	*n = o->via.str.size;
-	return HERD_OK;
-}
-
 /* Field helpers: the value of key, its path pushed while it is checked. */
-static herd_status get_uint(walk *w, const msgpack_object *map, const char *key, uint64_t lo,
-			    uint64_t hi, uint64_t *out)
+static herd_status get_uint(herd__mpwalk *w, const msgpack_object *map, const char *key,
+			    uint64_t lo, uint64_t hi, uint64_t *out)
 {
 	const msgpack_object *o;
 	herd_status st;
 	size_t mark;
 
-	HERD_CHECK(need(w, map, key, &o));
-	mark = push_key(w, key);
-	st = as_uint(w, o, lo, hi, out);
-	pop(w, mark);
+	HERD_CHECK(herd__mpwalk_need(w, map, key, &o));
+	mark = herd__mpwalk_key(w, key);
+	st = herd__mpwalk_uint(w, o, lo, hi, out);
+	herd__mpwalk_pop(w, mark);
 	return st;
 }
 
-static herd_status get_str(walk *w, const msgpack_object *map, const char *key, const char **s,
-			   size_t *n)
+static herd_status get_str(herd__mpwalk *w, const msgpack_object *map, const char *key,
+			   const char **s, size_t *n)
 {
 	const msgpack_object *o;
 	herd_status st;
 	size_t mark;
 
-	HERD_CHECK(need(w, map, key, &o));
-	mark = push_key(w, key);
-	st = as_str(w, o, s, n);
-	pop(w, mark);
+	HERD_CHECK(herd__mpwalk_need(w, map, key, &o));
+	mark = herd__mpwalk_key(w, key);
+	st = herd__mpwalk_str(w, o, SIZE_MAX, s, n);
+	herd__mpwalk_pop(w, mark);
 	return st;
 }
 
-static herd_status get_name(walk *w, const msgpack_object *map, const char *key,
+static herd_status get_name(herd__mpwalk *w, const msgpack_object *map, const char *key,
 			    bool (*valid)(const char *, size_t), const char *what, char **out)
 {
 	const char *s;
@@ -495,10 +371,10 @@ static herd_status get_name(walk *w, const msgpack_object *map, const char *key,
 	if (!valid(s, n)) {
 		herd_status st;
 
-		mark = push_key(w, key);
-		st = fail(w, "expected %s, got \"%.*s\"%s", what, (int)(n > 64 ? 64 : n), s,
-			  n > 64 ? "..." : "");
-		pop(w, mark);
+		mark = herd__mpwalk_key(w, key);
+		st = herd__mpwalk_fail(w, HERD_EFORMAT, "expected %s, got \"%.*s\"%s", what,
+				       (int)(n > 64 ? 64 : n), s, n > 64 ? "..." : "");
+		herd__mpwalk_pop(w, mark);
 		return st;
 	}
 	*out = malloc(n + 1);
@@ -509,57 +385,58 @@ static herd_status get_name(walk *w, const msgpack_object *map, const char *key,
 	return HERD_OK;
 }
 
-static herd_status get_hex(walk *w, const msgpack_object *o, uint64_t *out)
+static herd_status get_hex(herd__mpwalk *w, const msgpack_object *o, uint64_t *out)
 {
 	const char *s = NULL;
 	size_t n = 0;
 
-	HERD_CHECK(as_str(w, o, &s, &n));
+	HERD_CHECK(herd__mpwalk_str(w, o, SIZE_MAX, &s, &n));
 	if (!parse_hex(s, n, out))
-		return fail(w, "expected a checksum of 16 lower-case hex digits");
+		return herd__mpwalk_fail(w, HERD_EFORMAT, "expected a checksum of 16 lower-case hex digits");
 	return HERD_OK;
 }
 
 /* An array of ndim dimensions, each at most max. */
-static herd_status get_dims(walk *w, const msgpack_object *map, const char *key, int ndim_lo,
-			    int ndim_hi, uint64_t max, uint64_t *dims, int *ndim)
+static herd_status get_dims(herd__mpwalk *w, const msgpack_object *map, const char *key,
+			    int ndim_lo, int ndim_hi, uint64_t max, uint64_t *dims, int *ndim)
 {
 	const msgpack_object *o;
 	herd_status st;
 	size_t mark, n = 0;
 
-	HERD_CHECK(need(w, map, key, &o));
-	mark = push_key(w, key);
-	st = as_array(w, o, (size_t)ndim_lo, (size_t)ndim_hi, &n);
+	HERD_CHECK(herd__mpwalk_need(w, map, key, &o));
+	mark = herd__mpwalk_key(w, key);
+	st = herd__mpwalk_array(w, o, (size_t)ndim_lo, (size_t)ndim_hi, &n);
 	for (size_t i = 0; st == HERD_OK && i < n; i++) {
-		size_t m2 = push_index(w, i);
+		size_t m2 = herd__mpwalk_index(w, i);
 
-		st = as_uint(w, &o->via.array.ptr[i], 0, max, &dims[i]);
-		pop(w, m2);
+		st = herd__mpwalk_uint(w, &o->via.array.ptr[i], 0, max, &dims[i]);
+		herd__mpwalk_pop(w, m2);
 	}
-	pop(w, mark);
+	herd__mpwalk_pop(w, mark);
 	*ndim = (int)n;
 	return st;
 }
 
 /* Checks that [at, at+len) lies within file f of m. */
-static herd_status check_range(walk *w, const herd__ckpt_manifest *m, uint32_t f, uint64_t at,
-			       uint64_t len)
+static herd_status check_range(herd__mpwalk *w, const herd__ckpt_manifest *m, uint32_t f,
+			       uint64_t at, uint64_t len)
 {
 	uint64_t size = m->files[f].size;
 
 	if (at > size || len > size - at)
-		return fail(w, "bytes %" PRIu64 "..%" PRIu64 " lie past the end of %s (%" PRIu64
-			    " bytes)", at, at + len, m->files[f].name, size);
+		return herd__mpwalk_fail(w, HERD_EFORMAT, "bytes %" PRIu64 "..%" PRIu64 " lie past "
+					 "the end of %s (%" PRIu64 " bytes)", at, at + len,
+					 m->files[f].name, size);
 	return HERD_OK;
 }
 
-static herd_status decode_file(walk *w, const msgpack_object *o, herd__ckpt_manifest *m,
+static herd_status decode_file(herd__mpwalk *w, const msgpack_object *o, herd__ckpt_manifest *m,
 			       herd__ckpt_file *f)
 {
 	uint64_t v;
 
-	HERD_CHECK(as_map(w, o));
+	HERD_CHECK(herd__mpwalk_map(w, o, SIZE_MAX));
 	HERD_CHECK(get_name(w, o, "name", herd__ckpt_name_is_safe_file,
 			    "a file name of [A-Za-z0-9._-] not starting with '.'", &f->name));
 	HERD_CHECK(get_uint(w, o, "rank", 0, (uint64_t)m->ranks - 1, &v));
@@ -567,7 +444,7 @@ static herd_status decode_file(walk *w, const msgpack_object *o, herd__ckpt_mani
 	return get_uint(w, o, "size", 0, HERD__CKPT_MAX_BYTES, &f->size);
 }
 
-static herd_status decode_shard(walk *w, const msgpack_object *o, herd__ckpt_manifest *m,
+static herd_status decode_shard(herd__mpwalk *w, const msgpack_object *o, herd__ckpt_manifest *m,
 				const herd__ckpt_tensor *t, herd__ckpt_shard *s)
 {
 	const msgpack_object *sums;
@@ -576,7 +453,7 @@ static herd_status decode_shard(walk *w, const msgpack_object *o, herd__ckpt_man
 	herd_status st;
 	int nd = 0;
 
-	HERD_CHECK(as_map(w, o));
+	HERD_CHECK(herd__mpwalk_map(w, o, SIZE_MAX));
 	s->box.ndim = t->ndim;
 	HERD_CHECK(get_dims(w, o, "offset", t->ndim, t->ndim, HERD__CKPT_MAX_DIM, s->box.offset,
 			    &nd));
@@ -584,36 +461,37 @@ static herd_status decode_shard(walk *w, const msgpack_object *o, herd__ckpt_man
 			    &nd));
 	for (int d = 0; d < t->ndim; d++)
 		if (s->box.shape[d] > t->shape[d] || s->box.offset[d] > t->shape[d] - s->box.shape[d])
-			return fail(w, "dimension %d of the shard (%" PRIu64 " at %" PRIu64
-				    ") lies outside the tensor's %" PRIu64, d, s->box.shape[d],
-				    s->box.offset[d], t->shape[d]);
+			return herd__mpwalk_fail(w, HERD_EFORMAT, "dimension %d of the shard (%" PRIu64 " at %" PRIu64
+						 ") lies outside the tensor's %" PRIu64, d, s->box.shape[d],
+						 s->box.offset[d], t->shape[d]);
 	HERD_CHECK(get_uint(w, o, "file", 0, m->nfiles > 0 ? m->nfiles - 1 : 0, &v));
 	if (m->nfiles == 0)
-		return fail(w, "a shard refers to a file, but the step lists none");
+		return herd__mpwalk_fail(w, HERD_EFORMAT, "a shard refers to a file, but the step lists none");
 	s->file = (uint32_t)v;
 	HERD_CHECK(get_uint(w, o, "at", 0, HERD__CKPT_MAX_BYTES, &s->at));
 	HERD_CHECK(get_uint(w, o, "len", 0, HERD__CKPT_MAX_BYTES, &s->len));
 	/* The tensor's volume bounded this one, so no overflow here. */
 	herd__ckpt_volume(s->box.shape, t->ndim, HERD__CKPT_MAX_BYTES, &vol);
 	if (s->len != vol * herd_dtype_size(t->dtype))
-		return fail(w, "len is %" PRIu64 " bytes, but the shard's shape holds %" PRIu64,
-			    s->len, vol * herd_dtype_size(t->dtype));
+		return herd__mpwalk_fail(w, HERD_EFORMAT, "len is %" PRIu64 " bytes, but the shard's "
+					 "shape holds %" PRIu64, s->len,
+					 vol * herd_dtype_size(t->dtype));
 	HERD_CHECK(check_range(w, m, s->file, s->at, s->len));
 	want_sums = m->checksum == HERD_CKPT_CHECKSUM_NONE
 			    ? 0 : (s->len + m->chunk_bytes - 1) / m->chunk_bytes;
-	HERD_CHECK(need(w, o, "sums", &sums));
-	mark = push_key(w, "sums");
-	st = as_array(w, sums, (size_t)want_sums, (size_t)want_sums, &n);
+	HERD_CHECK(herd__mpwalk_need(w, o, "sums", &sums));
+	mark = herd__mpwalk_key(w, "sums");
+	st = herd__mpwalk_array(w, sums, (size_t)want_sums, (size_t)want_sums, &n);
 	if (st == HERD_OK)
 		st = herd__calloc(&s->sums, n, sizeof(uint64_t), "chunk checksums");
 	s->nsums = st == HERD_OK ? n : 0;
 	for (size_t i = 0; st == HERD_OK && i < n; i++) {
-		size_t m2 = push_index(w, i);
+		size_t m2 = herd__mpwalk_index(w, i);
 
 		st = get_hex(w, &sums->via.array.ptr[i], &s->sums[i]);
-		pop(w, m2);
+		herd__mpwalk_pop(w, m2);
 	}
-	pop(w, mark);
+	herd__mpwalk_pop(w, mark);
 	return st;
 }
 
@@ -625,7 +503,7 @@ static bool boxes_overlap(const herd__ckpt_box *a, const herd__ckpt_box *b)
 }
 
 /* The shards must tile the tensor: volumes add up, and no two overlap. */
-static herd_status check_tiling(walk *w, const herd__ckpt_tensor *t)
+static herd_status check_tiling(herd__mpwalk *w, const herd__ckpt_tensor *t)
 {
 	uint64_t total = 0, vol = 0, want = 0;
 
@@ -635,18 +513,18 @@ static herd_status check_tiling(walk *w, const herd__ckpt_tensor *t)
 		total += vol;   /* each at most want, at most 2^24 of them: no overflow */
 	}
 	if (total != want)
-		return fail(w, "the shards hold %" PRIu64 " elements, but the tensor has %" PRIu64,
-			    total, want);
+		return herd__mpwalk_fail(w, HERD_EFORMAT, "the shards hold %" PRIu64 " elements, but "
+					 "the tensor has %" PRIu64, total, want);
 	if (t->nshards > PAIRWISE_MAX)
 		return HERD_OK;
 	for (size_t i = 0; i < t->nshards; i++)
 		for (size_t j = i + 1; j < t->nshards; j++)
 			if (boxes_overlap(&t->shards[i].box, &t->shards[j].box))
-				return fail(w, "shards %zu and %zu overlap", i, j);
+				return herd__mpwalk_fail(w, HERD_EFORMAT, "shards %zu and %zu overlap", i, j);
 	return HERD_OK;
 }
 
-static herd_status decode_tensor(walk *w, const msgpack_object *o, herd__ckpt_manifest *m,
+static herd_status decode_tensor(herd__mpwalk *w, const msgpack_object *o, herd__ckpt_manifest *m,
 				 herd__ckpt_tensor *t)
 {
 	const msgpack_object *shards;
@@ -656,49 +534,49 @@ static herd_status decode_tensor(walk *w, const msgpack_object *o, herd__ckpt_ma
 	char dname[32];
 	uint64_t vol = 0;
 
-	HERD_CHECK(as_map(w, o));
+	HERD_CHECK(herd__mpwalk_map(w, o, SIZE_MAX));
 	HERD_CHECK(get_name(w, o, "name", herd__ckpt_name_is_valid,
 			    "a name of 1..255 printable ASCII characters", &t->name));
 	HERD_CHECK(get_str(w, o, "dtype", &s, &n));
 	herd__strlcpy(dname, s, n + 1 < sizeof(dname) ? n + 1 : sizeof(dname));
 	if (n >= sizeof(dname) || herd_dtype_parse(dname, &t->dtype) != HERD_OK ||
 	    strcmp(herd_dtype_name(t->dtype), dname) != 0) {
-		mark = push_key(w, "dtype");
-		st = fail(w, "expected a type name such as \"float32\", got \"%.*s\"",
-			  (int)(n > 32 ? 32 : n), s);
-		pop(w, mark);
+		mark = herd__mpwalk_key(w, "dtype");
+		st = herd__mpwalk_fail(w, HERD_EFORMAT, "expected a type name such as \"float32\", got \"%.*s\"",
+				       (int)(n > 32 ? 32 : n), s);
+		herd__mpwalk_pop(w, mark);
 		return st;
 	}
 	HERD_CHECK(get_dims(w, o, "shape", 1, HERD_CKPT_MAX_DIMS, HERD__CKPT_MAX_DIM, t->shape,
 			    &t->ndim));
 	if (!herd__ckpt_volume(t->shape, t->ndim, HERD__CKPT_MAX_BYTES / herd_dtype_size(t->dtype),
 			       &vol)) {
-		mark = push_key(w, "shape");
-		st = fail(w, "the tensor would hold more than %" PRIu64 " bytes",
-			  HERD__CKPT_MAX_BYTES);
-		pop(w, mark);
+		mark = herd__mpwalk_key(w, "shape");
+		st = herd__mpwalk_fail(w, HERD_EFORMAT, "the tensor would hold more than %" PRIu64 " bytes",
+				       HERD__CKPT_MAX_BYTES);
+		herd__mpwalk_pop(w, mark);
 		return st;
 	}
 	t->bytes = vol * herd_dtype_size(t->dtype);
-	HERD_CHECK(need(w, o, "shards", &shards));
-	mark = push_key(w, "shards");
-	st = as_array(w, shards, 1, HERD__CKPT_MAX_ITEMS, &n);
+	HERD_CHECK(herd__mpwalk_need(w, o, "shards", &shards));
+	mark = herd__mpwalk_key(w, "shards");
+	st = herd__mpwalk_array(w, shards, 1, HERD__CKPT_MAX_ITEMS, &n);
 	if (st == HERD_OK)
 		st = herd__calloc(&t->shards, n, sizeof(*t->shards), "shards");
 	t->nshards = st == HERD_OK ? n : 0;
 	for (size_t i = 0; st == HERD_OK && i < n; i++) {
-		size_t m2 = push_index(w, i);
+		size_t m2 = herd__mpwalk_index(w, i);
 
 		st = decode_shard(w, &shards->via.array.ptr[i], m, t, &t->shards[i]);
-		pop(w, m2);
+		herd__mpwalk_pop(w, m2);
 	}
 	if (st == HERD_OK)
 		st = check_tiling(w, t);
-	pop(w, mark);
+	herd__mpwalk_pop(w, mark);
 	return st;
 }
 
-static herd_status decode_blob(walk *w, const msgpack_object *o, herd__ckpt_manifest *m,
+static herd_status decode_blob(herd__mpwalk *w, const msgpack_object *o, herd__ckpt_manifest *m,
 			       herd__ckpt_blob *b)
 {
 	const msgpack_object *parts;
@@ -706,7 +584,7 @@ static herd_status decode_blob(walk *w, const msgpack_object *o, herd__ckpt_mani
 	size_t n = 0, mark;
 	herd_status st;
 
-	HERD_CHECK(as_map(w, o));
+	HERD_CHECK(herd__mpwalk_map(w, o, SIZE_MAX));
 	HERD_CHECK(get_name(w, o, "name", herd__ckpt_name_is_valid,
 			    "a name of 1..255 printable ASCII characters", &b->name));
 	HERD_CHECK(get_str(w, o, "rule", &s, &n));
@@ -717,32 +595,32 @@ static herd_status decode_blob(walk *w, const msgpack_object *o, herd__ckpt_mani
 	else if (n == 6 && memcmp(s, "strict", 6) == 0)
 		b->rule = HERD_CKPT_BLOB_STRICT;
 	else {
-		mark = push_key(w, "rule");
-		st = fail(w, "expected \"same_rank\", \"rank0\" or \"strict\"");
-		pop(w, mark);
+		mark = herd__mpwalk_key(w, "rule");
+		st = herd__mpwalk_fail(w, HERD_EFORMAT, "expected \"same_rank\", \"rank0\" or \"strict\"");
+		herd__mpwalk_pop(w, mark);
 		return st;
 	}
-	HERD_CHECK(need(w, o, "parts", &parts));
-	mark = push_key(w, "parts");
+	HERD_CHECK(herd__mpwalk_need(w, o, "parts", &parts));
+	mark = herd__mpwalk_key(w, "parts");
 	/* One part per saved rank, in rank order. */
-	st = as_array(w, parts, (size_t)m->ranks, (size_t)m->ranks, &n);
+	st = herd__mpwalk_array(w, parts, (size_t)m->ranks, (size_t)m->ranks, &n);
 	if (st == HERD_OK)
 		st = herd__calloc(&b->parts, n, sizeof(*b->parts), "blob parts");
 	b->nparts = st == HERD_OK ? n : 0;
 	for (size_t i = 0; st == HERD_OK && i < n; i++) {
 		const msgpack_object *p = &parts->via.array.ptr[i], *sum;
 		herd__ckpt_blob_part *part = &b->parts[i];
-		size_t m2 = push_index(w, i);
+		size_t m2 = herd__mpwalk_index(w, i);
 		uint64_t v = 0;
 
-		st = as_map(w, p);
+		st = herd__mpwalk_map(w, p, SIZE_MAX);
 		if (st == HERD_OK)
 			st = get_uint(w, p, "rank", i, i, &v);
 		part->rank = (int)i;
 		if (st == HERD_OK)
 			st = get_uint(w, p, "file", 0, m->nfiles > 0 ? m->nfiles - 1 : 0, &v);
 		if (st == HERD_OK && m->nfiles == 0)
-			st = fail(w, "a blob refers to a file, but the step lists none");
+			st = herd__mpwalk_fail(w, HERD_EFORMAT, "a blob refers to a file, but the step lists none");
 		part->file = (uint32_t)v;
 		if (st == HERD_OK)
 			st = get_uint(w, p, "at", 0, HERD__CKPT_MAX_BYTES, &part->at);
@@ -751,37 +629,37 @@ static herd_status decode_blob(walk *w, const msgpack_object *o, herd__ckpt_mani
 		if (st == HERD_OK)
 			st = check_range(w, m, part->file, part->at, part->len);
 		if (st == HERD_OK)
-			st = need(w, p, "sum", &sum);
+			st = herd__mpwalk_need(w, p, "sum", &sum);
 		if (st == HERD_OK) {
-			size_t m3 = push_key(w, "sum");
+			size_t m3 = herd__mpwalk_key(w, "sum");
 
 			st = get_hex(w, sum, &part->sum);
-			pop(w, m3);
+			herd__mpwalk_pop(w, m3);
 		}
-		pop(w, m2);
+		herd__mpwalk_pop(w, m2);
 	}
-	pop(w, mark);
+	herd__mpwalk_pop(w, mark);
 	return st;
 }
 
 /* Decodes the array at key into count items of size bytes each. */
-typedef herd_status (*item_fn)(walk *w, const msgpack_object *o, herd__ckpt_manifest *m,
+typedef herd_status (*item_fn)(herd__mpwalk *w, const msgpack_object *o, herd__ckpt_manifest *m,
 			       void *item);
 
-static herd_status decode_file_item(walk *w, const msgpack_object *o, herd__ckpt_manifest *m,
-				    void *item)
+static herd_status decode_file_item(herd__mpwalk *w, const msgpack_object *o,
+				    herd__ckpt_manifest *m, void *item)
 {
 	return decode_file(w, o, m, item);
 }
 
-static herd_status decode_tensor_item(walk *w, const msgpack_object *o, herd__ckpt_manifest *m,
-				      void *item)
+static herd_status decode_tensor_item(herd__mpwalk *w, const msgpack_object *o,
+				      herd__ckpt_manifest *m, void *item)
 {
 	return decode_tensor(w, o, m, item);
 }
 
-static herd_status decode_blob_item(walk *w, const msgpack_object *o, herd__ckpt_manifest *m,
-				    void *item)
+static herd_status decode_blob_item(herd__mpwalk *w, const msgpack_object *o,
+				    herd__ckpt_manifest *m, void *item)
 {
 	return decode_blob(w, o, m, item);
 }
@@ -791,7 +669,7 @@ static herd_status decode_blob_item(walk *w, const msgpack_object *o, herd__ckpt
  * their count before they are decoded, so that what a failure leaves
  * half-built is freed by herd__ckpt_manifest_free.
  */
-static herd_status get_items(walk *w, const msgpack_object *map, const char *key,
+static herd_status get_items(herd__mpwalk *w, const msgpack_object *map, const char *key,
 			     herd__ckpt_manifest *m, size_t size, void *items, size_t *count,
 			     item_fn fn)
 {
@@ -800,22 +678,22 @@ static herd_status get_items(walk *w, const msgpack_object *map, const char *key
 	size_t mark, n = 0;
 	char *p = NULL;
 
-	HERD_CHECK(need(w, map, key, &o));
-	mark = push_key(w, key);
-	HERD_CHECK_GOTO(as_array(w, o, 0, HERD__CKPT_MAX_ITEMS, &n), st, out);
+	HERD_CHECK(herd__mpwalk_need(w, map, key, &o));
+	mark = herd__mpwalk_key(w, key);
+	HERD_CHECK_GOTO(herd__mpwalk_array(w, o, 0, HERD__CKPT_MAX_ITEMS, &n), st, out);
 	HERD_CHECK_GOTO(herd__calloc(&p, n, size, key), st, out);
 	*(void **)items = p;
 	*count = n;
 	for (size_t i = 0; i < n; i++) {
-		size_t m2 = push_index(w, i);
+		size_t m2 = herd__mpwalk_index(w, i);
 
 		st = fn(w, &o->via.array.ptr[i], m, p + i * size);
-		pop(w, m2);
+		herd__mpwalk_pop(w, m2);
 		if (st != HERD_OK)
 			goto out;
 	}
 out:
-	pop(w, mark);
+	herd__mpwalk_pop(w, mark);
 	return st;
 }
 
@@ -825,7 +703,7 @@ static int cmp_str_ptr(const void *a, const void *b)
 }
 
 /* Names within one list must be distinct: a reader would pick either. */
-static herd_status check_unique(walk *w, const char *what, char **names, size_t n)
+static herd_status check_unique(herd__mpwalk *w, const char *what, char **names, size_t n)
 {
 	herd_status st = HERD_OK;
 	char **sorted = NULL;
@@ -837,14 +715,14 @@ static herd_status check_unique(walk *w, const char *what, char **names, size_t 
 	qsort(sorted, n, sizeof(char *), cmp_str_ptr);
 	for (size_t i = 1; i < n; i++)
 		if (strcmp(sorted[i - 1], sorted[i]) == 0) {
-			st = fail(w, "%s \"%.64s\" appears twice", what, sorted[i]);
+			st = herd__mpwalk_fail(w, HERD_EFORMAT, "%s \"%.64s\" appears twice", what, sorted[i]);
 			break;
 		}
 	free(sorted);
 	return st;
 }
 
-static herd_status check_names(walk *w, const herd__ckpt_manifest *m)
+static herd_status check_names(herd__mpwalk *w, const herd__ckpt_manifest *m)
 {
 	size_t most = m->nfiles > m->ntensors ? m->nfiles : m->ntensors;
 	herd_status st = HERD_OK;
@@ -868,20 +746,20 @@ static herd_status check_names(walk *w, const herd__ckpt_manifest *m)
 	return st;
 }
 
-static herd_status decode_root(walk *w, const msgpack_object *root, herd__ckpt_manifest *m)
+static herd_status decode_root(herd__mpwalk *w, const msgpack_object *root, herd__ckpt_manifest *m)
 {
 	const msgpack_object *v;
 	const char *s = NULL;
 	uint64_t u = 0;
 	size_t n = 0;
 
-	HERD_CHECK(as_map(w, root));
-	HERD_CHECK(lookup(w, root, "v", &v));
+	HERD_CHECK(herd__mpwalk_map(w, root, SIZE_MAX));
+	HERD_CHECK(herd__mpwalk_lookup(w, root, "v", &v));
 	if (v == NULL)
-		return fail(w, "missing required key \"v\" (the manifest format version): not a "
-			    "checkpoint manifest");
+		return herd__mpwalk_fail(w, HERD_EFORMAT, "missing required key \"v\" (the manifest "
+					 "format version): not a checkpoint manifest");
 	if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 < 1)
-		return fail(w, "\"v\" must be a positive integer");
+		return herd__mpwalk_fail(w, HERD_EFORMAT, "\"v\" must be a positive integer");
 	if (v->via.u64 > HERD__CKPT_MANIFEST_VERSION)
 		return herd__error(HERD_EVERSION, "%s: manifest format version %" PRIu64 " is newer "
 				   "than version %d, the newest this library reads", w->origin,
@@ -898,7 +776,7 @@ static herd_status decode_root(walk *w, const msgpack_object *root, herd__ckpt_m
 	else if (n == 4 && memcmp(s, "none", 4) == 0)
 		m->checksum = HERD_CKPT_CHECKSUM_NONE;
 	else
-		return fail(w, "checksum: expected \"xxh3\" or \"none\"");
+		return herd__mpwalk_fail(w, HERD_EFORMAT, "checksum: expected \"xxh3\" or \"none\"");
 	HERD_CHECK(get_uint(w, root, "chunk", HERD__CKPT_CHUNK_MIN, HERD__CKPT_CHUNK_MAX,
 			    &m->chunk_bytes));
 	HERD_CHECK(get_items(w, root, "files", m, sizeof(herd__ckpt_file), &m->files, &m->nfiles,
@@ -918,7 +796,7 @@ herd_status herd__ckpt_manifest_decode(herd__ckpt_manifest **out, const void *da
 	msgpack_unpacked unpacked;
 	uint64_t want, got;
 	herd_status st;
-	walk w;
+	herd__mpwalk w;
 
 	*out = NULL;
 	if (len > HERD__CKPT_MANIFEST_MAX)

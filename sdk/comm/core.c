@@ -21,6 +21,7 @@
 #include "base.h"
 #include "comm/core.h"
 #include "mpjson.h"
+#include "mpwalk.h"
 #include "net.h"
 #include "auth.h"
 
@@ -375,14 +376,6 @@ static void self_identity(herd__peer *me)
 	me->pid = (int32_t)getpid();
 }
 
-static void pack_str(msgpack_packer *pk, const char *s)
-{
-	size_t n = strlen(s);
-
-	msgpack_pack_str(pk, n);
-	msgpack_pack_str_body(pk, s, n);
-}
-
 static herd_status info_encode(const herd_comm *comm, char **out, size_t *len)
 {
 	const herd__peer *me = &comm->peers[comm->rank];
@@ -392,51 +385,79 @@ static herd_status info_encode(const herd_comm *comm, char **out, size_t *len)
 	herd__buf_init(&b, INFO_MAX);
 	msgpack_packer_init(&pk, &b, herd__buf_write);
 	msgpack_pack_map(&pk, 11);
-	pack_str(&pk, "v");
+	herd__mp_pack_str(&pk, "v");
 	msgpack_pack_int(&pk, INFO_VERSION);
-	pack_str(&pk, "rank");
+	herd__mp_pack_str(&pk, "rank");
 	msgpack_pack_int(&pk, comm->rank);
-	pack_str(&pk, "size");
+	herd__mp_pack_str(&pk, "size");
 	msgpack_pack_int(&pk, comm->size);
-	pack_str(&pk, "pid");
+	herd__mp_pack_str(&pk, "pid");
 	msgpack_pack_int32(&pk, me->pid);
-	pack_str(&pk, "host");
-	pack_str(&pk, me->host);
-	pack_str(&pk, "boot");
-	pack_str(&pk, me->boot_id);
-	pack_str(&pk, "shmdev");
+	herd__mp_pack_str(&pk, "host");
+	herd__mp_pack_str(&pk, me->host);
+	herd__mp_pack_str(&pk, "boot");
+	herd__mp_pack_str(&pk, me->boot_id);
+	herd__mp_pack_str(&pk, "shmdev");
 	msgpack_pack_uint64(&pk, me->shm_dev);
-	pack_str(&pk, "shmino");
+	herd__mp_pack_str(&pk, "shmino");
 	msgpack_pack_uint64(&pk, me->shm_ino);
-	pack_str(&pk, "pidns");
+	herd__mp_pack_str(&pk, "pidns");
 	msgpack_pack_uint64(&pk, me->pidns);
-	pack_str(&pk, "transport");
+	herd__mp_pack_str(&pk, "transport");
 	msgpack_pack_int(&pk, me->transport);
-	pack_str(&pk, "addrs");
-	pack_str(&pk, me->addrs);
+	herd__mp_pack_str(&pk, "addrs");
+	herd__mp_pack_str(&pk, me->addrs);
 	return herd__buf_take(&b, "the communicator info record", out, len);
 }
 
-static bool obj_int(const msgpack_object *o, int64_t *v)
+/* A string field of the record into dst (cap bytes with its NUL). */
+static herd_status info_str(herd__mpwalk *w, const msgpack_object *map, const char *key,
+			    char *dst, size_t cap)
 {
-	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX) {
-		*v = (int64_t)o->via.u64;
-		return true;
+	const msgpack_object *o;
+	const char *v = NULL;
+	size_t n = 0, mark;
+	herd_status st;
+
+	HERD_CHECK(herd__mpwalk_need(w, map, key, &o));
+	mark = herd__mpwalk_key(w, key);
+	st = herd__mpwalk_str(w, o, cap - 1, &v, &n);
+	herd__mpwalk_pop(w, mark);
+	if (st == HERD_OK) {
+		memcpy(dst, v, n);
+		dst[n] = '\0';
 	}
-	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-		*v = o->via.i64;
-		return true;
-	}
-	return false;
+	return st;
 }
 
-static bool obj_str(const msgpack_object *o, char *dst, size_t cap)
+/* An integer field of the record in lo..hi. */
+static herd_status info_int(herd__mpwalk *w, const msgpack_object *map, const char *key,
+			    int64_t lo, int64_t hi, int64_t *out)
 {
-	if (o->type != MSGPACK_OBJECT_STR || o->via.str.size >= cap)
-		return false;
-	memcpy(dst, o->via.str.ptr, o->via.str.size);
-	dst[o->via.str.size] = '\0';
-	return true;
+	const msgpack_object *o;
+	size_t mark;
+	herd_status st;
+
+	HERD_CHECK(herd__mpwalk_need(w, map, key, &o));
+	mark = herd__mpwalk_key(w, key);
+	st = herd__mpwalk_int(w, o, lo, hi, out);
+	herd__mpwalk_pop(w, mark);
+	return st;
+}
+
+/* An unsigned 64-bit field of the record (device and inode numbers). */
+static herd_status info_u64(herd__mpwalk *w, const msgpack_object *map, const char *key,
+			    uint64_t *out)
+{
+	const msgpack_object *o;
+	size_t mark;
+	herd_status st;
+
+	HERD_CHECK(herd__mpwalk_need(w, map, key, &o));
+	mark = herd__mpwalk_key(w, key);
+	st = herd__mpwalk_uint(w, o, 0, UINT64_MAX, out);
+	herd__mpwalk_pop(w, mark);
+	return st;
 }
 
 /* Decodes rank j's info record into peers[j]; checks it agrees with ours. */
@@ -444,59 +465,49 @@ static herd_status info_decode(herd_comm *comm, int j, const void *data, size_t 
 {
 	herd__peer *p = &comm->peers[j];
 	msgpack_unpacked up;
+	const msgpack_object *root;
 	int64_t v = -1, rank = -1, size = -1, pid = -1, transport = -1;
-	unsigned seen = 0;
+	char origin[64];
+	herd__mpwalk w = { .origin = origin };
 	herd_status st;
 
+	snprintf(origin, sizeof(origin), "the info record of rank %d", j);
 	msgpack_unpacked_init(&up);
 	st = herd__mpjson_unpack(&up, data, len);
-	if (st != HERD_OK || up.data.type != MSGPACK_OBJECT_MAP) {
+	root = &up.data;
+	if (st != HERD_OK) {
 		msgpack_unpacked_destroy(&up);
-		return herd__error(HERD_EFORMAT, "the info record of rank %d is malformed", j);
+		return herd__error(HERD_EFORMAT, "%s is malformed", origin);
 	}
-	for (uint32_t i = 0; i < up.data.via.map.size; i++) {
-		const msgpack_object *k = &up.data.via.map.ptr[i].key;
-		const msgpack_object *o = &up.data.via.map.ptr[i].val;
-		char name[16];
-		int64_t x = 0;
-		bool ok = true;
-
-		if (!obj_str(k, name, sizeof(name)))
-			continue;
-		if (strcmp(name, "v") == 0)
-			ok = obj_int(o, &v);
-		else if (strcmp(name, "rank") == 0)
-			ok = obj_int(o, &rank);
-		else if (strcmp(name, "size") == 0)
-			ok = obj_int(o, &size);
-		else if (strcmp(name, "pid") == 0)
-			ok = obj_int(o, &pid);
-		else if (strcmp(name, "transport") == 0)
-			ok = obj_int(o, &transport);
-		else if (strcmp(name, "host") == 0 && (seen |= 1))
-			ok = obj_str(o, p->host, sizeof(p->host));
-		else if (strcmp(name, "boot") == 0 && (seen |= 2))
-			ok = obj_str(o, p->boot_id, sizeof(p->boot_id));
-		else if (strcmp(name, "addrs") == 0 && (seen |= 4))
-			ok = obj_str(o, p->addrs, sizeof(p->addrs));
-		else if (strcmp(name, "shmdev") == 0 && (ok = obj_int(o, &x)))
-			p->shm_dev = (uint64_t)x;
-		else if (strcmp(name, "shmino") == 0 && (ok = obj_int(o, &x)))
-			p->shm_ino = (uint64_t)x;
-		else if (strcmp(name, "pidns") == 0 && (ok = obj_int(o, &x)))
-			p->pidns = (uint64_t)x;
-		if (!ok) {
-			msgpack_unpacked_destroy(&up);
-			return herd__error(HERD_EFORMAT, "the info record of rank %d: field \"%s\" "
-					   "has the wrong type or is too long", j, name);
-		}
-	}
+	st = herd__mpwalk_map(&w, root, 64);
+	if (st == HERD_OK)
+		st = info_int(&w, root, "v", 0, INT32_MAX, &v);
+	if (st == HERD_OK && v != INFO_VERSION)
+		st = herd__error(HERD_EVERSION, "rank %d speaks communicator version %" PRId64
+				 ", this library version %d", j, v, INFO_VERSION);
+	if (st == HERD_OK)
+		st = info_int(&w, root, "rank", 0, INT32_MAX, &rank);
+	if (st == HERD_OK)
+		st = info_int(&w, root, "size", 1, INT32_MAX, &size);
+	if (st == HERD_OK)
+		st = info_int(&w, root, "pid", 0, INT32_MAX, &pid);
+	if (st == HERD_OK)
+		st = info_int(&w, root, "transport", 0, INT32_MAX, &transport);
+	if (st == HERD_OK)
+		st = info_str(&w, root, "host", p->host, sizeof(p->host));
+	if (st == HERD_OK)
+		st = info_str(&w, root, "boot", p->boot_id, sizeof(p->boot_id));
+	if (st == HERD_OK)
+		st = info_str(&w, root, "addrs", p->addrs, sizeof(p->addrs));
+	if (st == HERD_OK)
+		st = info_u64(&w, root, "shmdev", &p->shm_dev);
+	if (st == HERD_OK)
+		st = info_u64(&w, root, "shmino", &p->shm_ino);
+	if (st == HERD_OK)
+		st = info_u64(&w, root, "pidns", &p->pidns);
 	msgpack_unpacked_destroy(&up);
-	if (v != INFO_VERSION)
-		return herd__error(HERD_EVERSION, "rank %d speaks communicator version %" PRId64
-				   ", this library version %d", j, v, INFO_VERSION);
-	if (seen != 7 || rank < 0 || pid < 0 || transport < 0)
-		return herd__error(HERD_EFORMAT, "the info record of rank %d lacks fields", j);
+	if (st != HERD_OK)
+		return st;
 	if (rank != j)
 		return herd__error(HERD_EFORMAT, "the info record of rank %d says rank %" PRId64,
 				   j, rank);

@@ -19,6 +19,7 @@
 #include "inventory.h"
 #include "mpjson.h"
 #include "msgpack_check.h"
+#include "mpwalk.h"
 
 /*
  * Bounds of integer fields, far beyond real machines but low enough that
@@ -34,139 +35,7 @@
 #define MAX_NVLINKS 64
 #define MAX_BYTES INT64_MAX
 
-/* Where the walker is: the data's origin and the path of the value. */
-typedef struct walk {
-	const char *origin;
-	size_t len;
-	char path[160];
-} walk;
-
-static void path_append(walk *w, const char *fmt, ...) HERD_PRINTF(2, 3);
-
-static void path_append(walk *w, const char *fmt, ...)
-{
-	size_t room = sizeof(w->path) - w->len;
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(w->path + w->len, room, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		w->len += (size_t)n < room ? (size_t)n : room - 1;
-}
-
-/* Appends ".key" to the path; returns the mark that path_pop goes back to. */
-static size_t path_push_key(walk *w, const char *key)
-{
-	size_t mark = w->len;
-
-	path_append(w, "%s%s", mark > 0 ? "." : "", key);
-	return mark;
-}
-
-static size_t path_push_index(walk *w, size_t i)
-{
-	size_t mark = w->len;
-
-	path_append(w, "[%zu]", i);
-	return mark;
-}
-
-static void path_pop(walk *w, size_t mark)
-{
-	w->len = mark;
-	w->path[mark] = '\0';
-}
-
-/* Raises code with "<origin>: <path>: <message>". */
-static herd_status fail(const walk *w, herd_status code, const char *fmt, ...) HERD_PRINTF(3, 4);
-
-static herd_status fail(const walk *w, herd_status code, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return herd__error(code, "%s: %s: %s", w->origin, w->len > 0 ? w->path : "top level",
-			   msg);
-}
-
-static const char *kind_of(const msgpack_object *o)
-{
-	switch (o->type) {
-	case MSGPACK_OBJECT_NIL:
-		return "null";
-	case MSGPACK_OBJECT_BOOLEAN:
-		return "a boolean";
-	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-		return "an integer";
-	case MSGPACK_OBJECT_FLOAT32:
-	case MSGPACK_OBJECT_FLOAT64:
-		return "a float";
-	case MSGPACK_OBJECT_STR:
-		return "a string";
-	case MSGPACK_OBJECT_ARRAY:
-		return "an array";
-	case MSGPACK_OBJECT_MAP:
-		return "a map";
-	case MSGPACK_OBJECT_BIN:
-		return "binary data";
-	case MSGPACK_OBJECT_EXT:
-		return "an extension value";
-	}
-	return "an unknown value";
-}
-
 /* ---- values: the object at the current path ---- */
-
-static herd_status map_value(walk *w, const msgpack_object *o)
-{
-	if (o->type != MSGPACK_OBJECT_MAP)
-		return fail(w, HERD_EFORMAT, "expected a map, got %s", kind_of(o));
-	if (o->via.map.size > HERD_INVENTORY_MAX_ITEMS)
-		return fail(w, HERD_EFORMAT, "expected a map of at most %d keys, got %" PRIu32 " keys",
-			    HERD_INVENTORY_MAX_ITEMS, o->via.map.size);
-	return HERD_OK;
-}
-
-static herd_status array_value(walk *w, const msgpack_object *o, size_t max, size_t *n)
-{
-	if (o->type != MSGPACK_OBJECT_ARRAY)
-		return fail(w, HERD_EFORMAT, "expected an array, got %s", kind_of(o));
-	if (o->via.array.size > max)
-		return fail(w, HERD_EFORMAT, "expected an array of at most %zu items, got %" PRIu32
-			    " items", max, o->via.array.size);
-	*n = o->via.array.size;
-	return HERD_OK;
-}
-
-static herd_status int_value(walk *w, const msgpack_object *o, int64_t lo, int64_t hi,
-			     int64_t *out)
-{
-	char got[24];
-
-	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-		if (o->via.u64 <= (uint64_t)hi && (lo <= 0 || o->via.u64 >= (uint64_t)lo)) {
-			*out = (int64_t)o->via.u64;
-			return HERD_OK;
-		}
-		snprintf(got, sizeof(got), "%" PRIu64, o->via.u64);
-	} else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-		if (o->via.i64 >= lo && o->via.i64 <= hi) {
-			*out = o->via.i64;
-			return HERD_OK;
-		}
-		snprintf(got, sizeof(got), "%" PRId64, o->via.i64);
-	} else {
-		return fail(w, HERD_EFORMAT, "expected an integer, got %s", kind_of(o));
-	}
-	return fail(w, HERD_EFORMAT, "expected an integer in %" PRId64 "..%" PRId64 ", got %s",
-		    lo, hi, got);
-}
 
 /* What a string must look like beyond its length. */
 typedef struct str_form {
@@ -174,29 +43,20 @@ typedef struct str_form {
 	bool (*valid)(const char *s, size_t n);
 } str_form;
 
-/* A string of at most max bytes (UTF-8, which herd__mpjson_check saw to). */
-static herd_status str_value(walk *w, const msgpack_object *o, size_t max,
+/* A string of at most max bytes (UTF-8, which herd__mpjson_check saw to),
+ * of the form given (NULL: any). */
+static herd_status str_value(herd__mpwalk *w, const msgpack_object *o, size_t max,
 			     const str_form *form, const char **s, size_t *n)
 {
-	if (o->type != MSGPACK_OBJECT_STR)
-		return fail(w, HERD_EFORMAT, "expected a string of at most %zu bytes, got %s", max,
-			    kind_of(o));
-	*s = o->via.str.ptr;
-	*n = o->via.str.size;
-	if (*n > max)
-		return fail(w, HERD_EFORMAT, "expected a string of at most %zu bytes, got one of "
-			    "%zu bytes", max, *n);
-	/* C strings end at a NUL: one inside would silently cut the value. */
-	if (memchr(*s, '\0', *n) != NULL)
-		return fail(w, HERD_EFORMAT, "the string contains a NUL byte");
+	HERD_CHECK(herd__mpwalk_str(w, o, max, s, n));
 	if (form != NULL && !form->valid(*s, *n))
-		return fail(w, HERD_EFORMAT, "expected %s, got \"%.*s\"%s", form->what,
-			    (int)(*n > 64 ? 64 : *n), *s, *n > 64 ? "..." : "");
+		return herd__mpwalk_fail(w, HERD_EFORMAT, "expected %s, got \"%.*s\"%s", form->what,
+					 (int)(*n > 64 ? 64 : *n), *s, *n > 64 ? "..." : "");
 	return HERD_OK;
 }
 
 /* A string into a fixed array of cap bytes: it must fit with its NUL. */
-static herd_status fixed_value(walk *w, const msgpack_object *o, char *dst, size_t cap,
+static herd_status fixed_value(herd__mpwalk *w, const msgpack_object *o, char *dst, size_t cap,
 			       const str_form *form)
 {
 	const char *s = NULL;
@@ -209,7 +69,7 @@ static herd_status fixed_value(walk *w, const msgpack_object *o, char *dst, size
 }
 
 /* A string into a heap copy that the node owns. */
-static herd_status dup_value(walk *w, const msgpack_object *o, const str_form *form,
+static herd_status dup_value(herd__mpwalk *w, const msgpack_object *o, const str_form *form,
 			     const char **dst)
 {
 	const char *s = NULL;
@@ -228,33 +88,16 @@ static herd_status dup_value(walk *w, const msgpack_object *o, const str_form *f
 
 /* ---- fields: the value of a key in the map at the current path ---- */
 
-/*
- * Finds key in map (NULL when absent).  A known key given twice is refused:
- * JSON readers disagree on which one wins, the inventory must not.
- */
-static herd_status lookup(walk *w, const msgpack_object *map, const char *key,
-			  const msgpack_object **out)
-{
-	int count;
-
-	*out = herd__msgpack_map_get(map, key, &count);
-	if (count > 1)
-		return fail(w, HERD_EFORMAT, "key \"%s\" appears twice", key);
-	return HERD_OK;
-}
-
-/* Finds a required key and steps the path into it; path_pop(w, *mark) after. */
-static herd_status enter(walk *w, const msgpack_object *map, const char *key,
+/* Finds a required key and steps the path into it; herd__mpwalk_pop(w, *mark) after. */
+static herd_status enter(herd__mpwalk *w, const msgpack_object *map, const char *key,
 			 const msgpack_object **out, size_t *mark)
 {
-	HERD_CHECK(lookup(w, map, key, out));
-	if (*out == NULL)
-		return fail(w, HERD_EFORMAT, "missing required key \"%s\"", key);
-	*mark = path_push_key(w, key);
+	HERD_CHECK(herd__mpwalk_need(w, map, key, out));
+	*mark = herd__mpwalk_key(w, key);
 	return HERD_OK;
 }
 
-static herd_status get_int(walk *w, const msgpack_object *map, const char *key, int64_t lo,
+static herd_status get_int(herd__mpwalk *w, const msgpack_object *map, const char *key, int64_t lo,
 			   int64_t hi, int64_t *out)
 {
 	const msgpack_object *o;
@@ -262,8 +105,8 @@ static herd_status get_int(walk *w, const msgpack_object *map, const char *key, 
 	size_t mark = 0;
 
 	HERD_CHECK(enter(w, map, key, &o, &mark));
-	st = int_value(w, o, lo, hi, out);
-	path_pop(w, mark);
+	st = herd__mpwalk_int(w, o, lo, hi, out);
+	herd__mpwalk_pop(w, mark);
 	return st;
 }
 
@@ -275,7 +118,7 @@ static herd_status get_int(walk *w, const msgpack_object *map, const char *key, 
 		(dst) = get_int_v_;                                          \
 	} while (0)
 
-static herd_status get_fixed(walk *w, const msgpack_object *map, const char *key, char *dst,
+static herd_status get_fixed(herd__mpwalk *w, const msgpack_object *map, const char *key, char *dst,
 			     size_t cap, const str_form *form)
 {
 	const msgpack_object *o;
@@ -284,13 +127,13 @@ static herd_status get_fixed(walk *w, const msgpack_object *map, const char *key
 
 	HERD_CHECK(enter(w, map, key, &o, &mark));
 	st = fixed_value(w, o, dst, cap, form);
-	path_pop(w, mark);
+	herd__mpwalk_pop(w, mark);
 	return st;
 }
 
 #define GET_FIXED(w, map, key, field, form) get_fixed(w, map, key, field, sizeof(field), form)
 
-static herd_status get_dup(walk *w, const msgpack_object *map, const char *key,
+static herd_status get_dup(herd__mpwalk *w, const msgpack_object *map, const char *key,
 			   const str_form *form, const char **dst)
 {
 	const msgpack_object *o;
@@ -299,32 +142,33 @@ static herd_status get_dup(walk *w, const msgpack_object *map, const char *key,
 
 	HERD_CHECK(enter(w, map, key, &o, &mark));
 	st = dup_value(w, o, form, dst);
-	path_pop(w, mark);
+	herd__mpwalk_pop(w, mark);
 	return st;
 }
 
 /* A note: a string, or null or absent for "nothing to say" (NULL). */
-static herd_status get_note(walk *w, const msgpack_object *map, const char *key,
+static herd_status get_note(herd__mpwalk *w, const msgpack_object *map, const char *key,
 			    const char **dst)
 {
 	const msgpack_object *o;
 	herd_status st;
 	size_t mark = 0;
 
-	HERD_CHECK(lookup(w, map, key, &o));
+	HERD_CHECK(herd__mpwalk_lookup(w, map, key, &o));
 	if (o == NULL || o->type == MSGPACK_OBJECT_NIL)
 		return HERD_OK;
-	mark = path_push_key(w, key);
+	mark = herd__mpwalk_key(w, key);
 	if (o->type != MSGPACK_OBJECT_STR)
-		st = fail(w, HERD_EFORMAT, "expected a string or null, got %s", kind_of(o));
+		st = herd__mpwalk_fail(w, HERD_EFORMAT, "expected a string or null, got %s",
+				       herd__mpwalk_kind(o));
 	else
 		st = dup_value(w, o, NULL, dst);
-	path_pop(w, mark);
+	herd__mpwalk_pop(w, mark);
 	return st;
 }
 
 /* Decodes one array item o into the zeroed item. */
-typedef herd_status (*item_fn)(walk *w, const msgpack_object *o, void *item);
+typedef herd_status (*item_fn)(herd__mpwalk *w, const msgpack_object *o, void *item);
 
 /*
  * An array field: allocates its items zeroed and stores them and their
@@ -332,8 +176,8 @@ typedef herd_status (*item_fn)(walk *w, const msgpack_object *o, void *item);
  * them, so that whatever a failure leaves half-built is reachable by
  * herd__node_clear and nothing leaks.
  */
-static herd_status get_items(walk *w, const msgpack_object *map, const char *key, size_t max,
-			     size_t size, void *items, size_t *count, item_fn fn)
+static herd_status get_items(herd__mpwalk *w, const msgpack_object *map, const char *key,
+			     size_t max, size_t size, void *items, size_t *count, item_fn fn)
 {
 	const msgpack_object *o;
 	herd_status st;
@@ -341,20 +185,20 @@ static herd_status get_items(walk *w, const msgpack_object *map, const char *key
 	char *p = NULL;
 
 	HERD_CHECK(enter(w, map, key, &o, &mark));
-	HERD_CHECK_GOTO(array_value(w, o, max, &n), st, out);
+	HERD_CHECK_GOTO(herd__mpwalk_array(w, o, 0, max, &n), st, out);
 	HERD_CHECK_GOTO(herd__calloc(&p, n, size, key), st, out);
 	*(void **)items = p;
 	*count = n;
 	for (size_t i = 0; i < n; i++) {
-		size_t item_mark = path_push_index(w, i);
+		size_t item_mark = herd__mpwalk_index(w, i);
 
 		st = fn(w, &o->via.array.ptr[i], p + i * size);
-		path_pop(w, item_mark);
+		herd__mpwalk_pop(w, item_mark);
 		if (st != HERD_OK)
 			goto out;
 	}
 out:
-	path_pop(w, mark);
+	herd__mpwalk_pop(w, mark);
 	return st;
 }
 
@@ -442,32 +286,32 @@ static const str_form name_form = { "a non-empty string", valid_non_empty };
 
 /* ---- the schema ---- */
 
-static herd_status pci_value(walk *w, const msgpack_object *o, const str_form *bus_form,
+static herd_status pci_value(herd__mpwalk *w, const msgpack_object *o, const str_form *bus_form,
 			     herd_pci_loc *pci)
 {
 	const msgpack_object *sw;
 	herd_status st;
 	size_t mark = 0, n = 0;
 
-	HERD_CHECK(map_value(w, o));
+	HERD_CHECK(herd__mpwalk_map(w, o, HERD_INVENTORY_MAX_ITEMS));
 	HERD_CHECK(GET_FIXED(w, o, "bus_id", pci->bus_id, bus_form));
 	HERD_CHECK(GET_FIXED(w, o, "host_bridge", pci->host_bridge, &host_bridge_form));
 	GET_INT(w, o, "numa_node", -1, MAX_NUMA_INDEX, pci->numa_node);
 	HERD_CHECK(enter(w, o, "switches", &sw, &mark));
-	st = array_value(w, sw, HERD_PCI_MAX_SWITCHES, &n);
+	st = herd__mpwalk_array(w, sw, 0, HERD_PCI_MAX_SWITCHES, &n);
 	for (size_t i = 0; st == HERD_OK && i < n; i++) {
-		size_t item_mark = path_push_index(w, i);
+		size_t item_mark = herd__mpwalk_index(w, i);
 
 		st = fixed_value(w, &sw->via.array.ptr[i], pci->switches[i],
 				 sizeof(pci->switches[i]), &bus_id_form);
-		path_pop(w, item_mark);
+		herd__mpwalk_pop(w, item_mark);
 	}
 	pci->nswitches = (int)n;
-	path_pop(w, mark);
+	herd__mpwalk_pop(w, mark);
 	return st;
 }
 
-static herd_status get_pci(walk *w, const msgpack_object *map, const str_form *bus_form,
+static herd_status get_pci(herd__mpwalk *w, const msgpack_object *map, const str_form *bus_form,
 			   herd_pci_loc *pci)
 {
 	const msgpack_object *o;
@@ -476,40 +320,40 @@ static herd_status get_pci(walk *w, const msgpack_object *map, const str_form *b
 
 	HERD_CHECK(enter(w, map, "pci", &o, &mark));
 	st = pci_value(w, o, bus_form, pci);
-	path_pop(w, mark);
+	herd__mpwalk_pop(w, mark);
 	return st;
 }
 
-static herd_status decode_string(walk *w, const msgpack_object *o, void *item)
+static herd_status decode_string(herd__mpwalk *w, const msgpack_object *o, void *item)
 {
 	return dup_value(w, o, NULL, item);
 }
 
-static herd_status decode_numa(walk *w, const msgpack_object *o, void *item)
+static herd_status decode_numa(herd__mpwalk *w, const msgpack_object *o, void *item)
 {
 	herd_numa_node *numa = item;
 
-	HERD_CHECK(map_value(w, o));
+	HERD_CHECK(herd__mpwalk_map(w, o, HERD_INVENTORY_MAX_ITEMS));
 	GET_INT(w, o, "os_index", 0, MAX_NUMA_INDEX, numa->os_index);
 	GET_INT(w, o, "memory_bytes", 0, MAX_BYTES, numa->memory_bytes);
 	return get_dup(w, o, "cpus", &cpulist_form, &numa->cpus);
 }
 
-static herd_status decode_nvlink(walk *w, const msgpack_object *o, void *item)
+static herd_status decode_nvlink(herd__mpwalk *w, const msgpack_object *o, void *item)
 {
 	herd_nvlink *link = item;
 
-	HERD_CHECK(map_value(w, o));
+	HERD_CHECK(herd__mpwalk_map(w, o, HERD_INVENTORY_MAX_ITEMS));
 	HERD_CHECK(GET_FIXED(w, o, "peer_bus_id", link->peer_bus_id, &bus_id_form));
 	GET_INT(w, o, "links", 0, MAX_NVLINKS, link->links);
 	return HERD_OK;
 }
 
-static herd_status decode_gpu(walk *w, const msgpack_object *o, void *item)
+static herd_status decode_gpu(herd__mpwalk *w, const msgpack_object *o, void *item)
 {
 	herd_gpu *gpu = item;
 
-	HERD_CHECK(map_value(w, o));
+	HERD_CHECK(herd__mpwalk_map(w, o, HERD_INVENTORY_MAX_ITEMS));
 	HERD_CHECK(GET_FIXED(w, o, "uuid", gpu->uuid, NULL));
 	HERD_CHECK(GET_FIXED(w, o, "name", gpu->name, NULL));
 	HERD_CHECK(get_pci(w, o, &bus_id_form, &gpu->pci));
@@ -521,11 +365,11 @@ static herd_status decode_gpu(walk *w, const msgpack_object *o, void *item)
 			 &gpu->nvlinks, &gpu->nnvlinks, decode_nvlink);
 }
 
-static herd_status decode_netdev(walk *w, const msgpack_object *o, void *item)
+static herd_status decode_netdev(herd__mpwalk *w, const msgpack_object *o, void *item)
 {
 	herd_netdev *dev = item;
 
-	HERD_CHECK(map_value(w, o));
+	HERD_CHECK(herd__mpwalk_map(w, o, HERD_INVENTORY_MAX_ITEMS));
 	HERD_CHECK(GET_FIXED(w, o, "name", dev->name, &name_form));
 	HERD_CHECK(GET_FIXED(w, o, "state", dev->state, NULL));
 	GET_INT(w, o, "mtu", 0, MAX_MTU, dev->mtu);
@@ -535,11 +379,11 @@ static herd_status decode_netdev(walk *w, const msgpack_object *o, void *item)
 	return get_pci(w, o, &nic_bus_id_form, &dev->pci);
 }
 
-static herd_status decode_rdma_port(walk *w, const msgpack_object *o, void *item)
+static herd_status decode_rdma_port(herd__mpwalk *w, const msgpack_object *o, void *item)
 {
 	herd_rdma_port *port = item;
 
-	HERD_CHECK(map_value(w, o));
+	HERD_CHECK(herd__mpwalk_map(w, o, HERD_INVENTORY_MAX_ITEMS));
 	GET_INT(w, o, "port", 1, MAX_RDMA_PORT, port->port);
 	HERD_CHECK(GET_FIXED(w, o, "state", port->state, NULL));
 	HERD_CHECK(GET_FIXED(w, o, "link_layer", port->link_layer, NULL));
@@ -548,11 +392,11 @@ static herd_status decode_rdma_port(walk *w, const msgpack_object *o, void *item
 			 &port->ngids, decode_string);
 }
 
-static herd_status decode_rdma(walk *w, const msgpack_object *o, void *item)
+static herd_status decode_rdma(herd__mpwalk *w, const msgpack_object *o, void *item)
 {
 	herd_rdma_device *dev = item;
 
-	HERD_CHECK(map_value(w, o));
+	HERD_CHECK(herd__mpwalk_map(w, o, HERD_INVENTORY_MAX_ITEMS));
 	HERD_CHECK(GET_FIXED(w, o, "name", dev->name, &name_form));
 	HERD_CHECK(GET_FIXED(w, o, "netdev", dev->netdev, NULL));
 	HERD_CHECK(get_pci(w, o, &nic_bus_id_form, &dev->pci));
@@ -560,11 +404,11 @@ static herd_status decode_rdma(walk *w, const msgpack_object *o, void *item)
 			 &dev->ports, &dev->nports, decode_rdma_port);
 }
 
-static herd_status decode_node(walk *w, const msgpack_object *o, void *item)
+static herd_status decode_node(herd__mpwalk *w, const msgpack_object *o, void *item)
 {
 	herd_node *node = item;
 
-	HERD_CHECK(map_value(w, o));
+	HERD_CHECK(herd__mpwalk_map(w, o, HERD_INVENTORY_MAX_ITEMS));
 	HERD_CHECK(get_dup(w, o, "hostname", &name_form, &node->hostname));
 	HERD_CHECK(get_dup(w, o, "cpu_model", NULL, &node->cpu_model));
 	GET_INT(w, o, "packages", 0, MAX_CPUS, node->packages);
@@ -588,25 +432,25 @@ static herd_status decode_node(walk *w, const msgpack_object *o, void *item)
  * The top-level map.  "v" is read first: a newer format may change
  * anything else, so its version is the one thing worth reporting.
  */
-static herd_status decode_root(walk *w, const msgpack_object *root, herd_cluster *cluster)
+static herd_status decode_root(herd__mpwalk *w, const msgpack_object *root, herd_cluster *cluster)
 {
 	const msgpack_object *v;
 	herd_status st;
 	int64_t version = 0;
 	size_t mark = 0;
 
-	HERD_CHECK(map_value(w, root));
-	HERD_CHECK(lookup(w, root, "v", &v));
+	HERD_CHECK(herd__mpwalk_map(w, root, HERD_INVENTORY_MAX_ITEMS));
+	HERD_CHECK(herd__mpwalk_lookup(w, root, "v", &v));
 	if (v == NULL)
-		return fail(w, HERD_EFORMAT, "missing required key \"v\" (the inventory format "
-			    "version): not an inventory");
-	mark = path_push_key(w, "v");
-	st = int_value(w, v, 1, INT64_MAX, &version);
+		return herd__mpwalk_fail(w, HERD_EFORMAT, "missing required key \"v\" (the inventory format "
+					 "version): not an inventory");
+	mark = herd__mpwalk_key(w, "v");
+	st = herd__mpwalk_int(w, v, 1, INT64_MAX, &version);
 	if (st == HERD_OK && version > HERD_INVENTORY_VERSION)
-		st = fail(w, HERD_EVERSION, "inventory format version %" PRId64 " is newer than "
-			  "version %d, the newest this library reads", version,
-			  HERD_INVENTORY_VERSION);
-	path_pop(w, mark);
+		st = herd__mpwalk_fail(w, HERD_EVERSION, "inventory format version %" PRId64 " is newer than "
+				       "version %d, the newest this library reads", version,
+				       HERD_INVENTORY_VERSION);
+	herd__mpwalk_pop(w, mark);
 	HERD_CHECK(st);
 	return get_items(w, root, "nodes", HERD_INVENTORY_MAX_NODES, sizeof(herd_node),
 			 &cluster->nodes, &cluster->nnodes, decode_node);
@@ -632,7 +476,7 @@ herd_status herd_cluster_decode(herd_cluster **out, const void *data, size_t len
 	msgpack_unpacked unpacked;
 	char *converted = NULL;
 	size_t mp_len = len;
-	walk w;
+	herd__mpwalk w;
 
 	if (out == NULL)
 		return herd__error(HERD_EINVAL, "herd_cluster_decode: out is NULL");

@@ -12,13 +12,7 @@
 
 #include "inventory.h"
 #include "mpjson.h"
-
-static void pack_str(msgpack_packer *pk, const char *s)
-{
-	size_t n = strlen(s);
-
-	msgpack_pack_str_with_body(pk, s, n);
-}
+#include "mpwalk.h"
 
 /* A string held in a fixed array, which is NUL-terminated within cap. */
 static void pack_fixed(msgpack_packer *pk, const char *s, size_t cap)
@@ -26,18 +20,6 @@ static void pack_fixed(msgpack_packer *pk, const char *s, size_t cap)
 	msgpack_pack_str_with_body(pk, s, strnlen(s, cap));
 }
 
-static void pack_note(msgpack_packer *pk, const char *note)
-{
-	if (note == NULL)
-		msgpack_pack_nil(pk);
-	else
-		pack_str(pk, note);
-}
-
-static void pack_key(msgpack_packer *pk, const char *key)
-{
-	pack_str(pk, key);
-}
 
 #define PACK_FIXED(pk, field) pack_fixed(pk, field, sizeof(field))
 
@@ -45,7 +27,7 @@ static void pack_strings(msgpack_packer *pk, const char *const *strings, size_t 
 {
 	msgpack_pack_array(pk, n);
 	for (size_t i = 0; i < n; i++)
-		pack_str(pk, strings[i]);
+		herd__mp_pack_str(pk, strings[i]);
 }
 
 static void pack_pci(msgpack_packer *pk, const herd_pci_loc *pci)
@@ -55,13 +37,13 @@ static void pack_pci(msgpack_packer *pk, const herd_pci_loc *pci)
 	if (nswitches > HERD_PCI_MAX_SWITCHES)
 		nswitches = HERD_PCI_MAX_SWITCHES;
 	msgpack_pack_map(pk, 4);
-	pack_key(pk, "bus_id");
+	herd__mp_pack_key(pk, "bus_id");
 	PACK_FIXED(pk, pci->bus_id);
-	pack_key(pk, "host_bridge");
+	herd__mp_pack_key(pk, "host_bridge");
 	PACK_FIXED(pk, pci->host_bridge);
-	pack_key(pk, "numa_node");
+	herd__mp_pack_key(pk, "numa_node");
 	msgpack_pack_int64(pk, pci->numa_node);
-	pack_key(pk, "switches");
+	herd__mp_pack_key(pk, "switches");
 	msgpack_pack_array(pk, nswitches);
 	for (size_t i = 0; i < nswitches; i++)
 		PACK_FIXED(pk, pci->switches[i]);
@@ -70,27 +52,27 @@ static void pack_pci(msgpack_packer *pk, const herd_pci_loc *pci)
 static void pack_gpu(msgpack_packer *pk, const herd_gpu *gpu)
 {
 	msgpack_pack_map(pk, 8);
-	pack_key(pk, "uuid");
+	herd__mp_pack_key(pk, "uuid");
 	PACK_FIXED(pk, gpu->uuid);
-	pack_key(pk, "name");
+	herd__mp_pack_key(pk, "name");
 	PACK_FIXED(pk, gpu->name);
-	pack_key(pk, "pci");
+	herd__mp_pack_key(pk, "pci");
 	pack_pci(pk, &gpu->pci);
-	pack_key(pk, "memory_bytes");
+	herd__mp_pack_key(pk, "memory_bytes");
 	msgpack_pack_uint64(pk, gpu->memory_bytes);
-	pack_key(pk, "cc_major");
+	herd__mp_pack_key(pk, "cc_major");
 	msgpack_pack_int64(pk, gpu->cc_major);
-	pack_key(pk, "cc_minor");
+	herd__mp_pack_key(pk, "cc_minor");
 	msgpack_pack_int64(pk, gpu->cc_minor);
-	pack_key(pk, "nvswitch_links");
+	herd__mp_pack_key(pk, "nvswitch_links");
 	msgpack_pack_int64(pk, gpu->nvswitch_links);
-	pack_key(pk, "nvlinks");
+	herd__mp_pack_key(pk, "nvlinks");
 	msgpack_pack_array(pk, gpu->nnvlinks);
 	for (size_t i = 0; i < gpu->nnvlinks; i++) {
 		msgpack_pack_map(pk, 2);
-		pack_key(pk, "peer_bus_id");
+		herd__mp_pack_key(pk, "peer_bus_id");
 		PACK_FIXED(pk, gpu->nvlinks[i].peer_bus_id);
-		pack_key(pk, "links");
+		herd__mp_pack_key(pk, "links");
 		msgpack_pack_int64(pk, gpu->nvlinks[i].links);
 	}
 }
@@ -98,45 +80,45 @@ static void pack_gpu(msgpack_packer *pk, const herd_gpu *gpu)
 static void pack_netdev(msgpack_packer *pk, const herd_netdev *dev)
 {
 	msgpack_pack_map(pk, 6);
-	pack_key(pk, "name");
+	herd__mp_pack_key(pk, "name");
 	PACK_FIXED(pk, dev->name);
-	pack_key(pk, "state");
+	herd__mp_pack_key(pk, "state");
 	PACK_FIXED(pk, dev->state);
-	pack_key(pk, "mtu");
+	herd__mp_pack_key(pk, "mtu");
 	msgpack_pack_int64(pk, dev->mtu);
-	pack_key(pk, "speed_mbps");
+	herd__mp_pack_key(pk, "speed_mbps");
 	msgpack_pack_int64(pk, dev->speed_mbps);
-	pack_key(pk, "addrs");
+	herd__mp_pack_key(pk, "addrs");
 	pack_strings(pk, dev->addrs, dev->naddrs);
-	pack_key(pk, "pci");
+	herd__mp_pack_key(pk, "pci");
 	pack_pci(pk, &dev->pci);
 }
 
 static void pack_rdma_port(msgpack_packer *pk, const herd_rdma_port *port)
 {
 	msgpack_pack_map(pk, 5);
-	pack_key(pk, "port");
+	herd__mp_pack_key(pk, "port");
 	msgpack_pack_int64(pk, port->port);
-	pack_key(pk, "state");
+	herd__mp_pack_key(pk, "state");
 	PACK_FIXED(pk, port->state);
-	pack_key(pk, "link_layer");
+	herd__mp_pack_key(pk, "link_layer");
 	PACK_FIXED(pk, port->link_layer);
-	pack_key(pk, "rate_gbps");
+	herd__mp_pack_key(pk, "rate_gbps");
 	msgpack_pack_int64(pk, port->rate_gbps);
-	pack_key(pk, "gids");
+	herd__mp_pack_key(pk, "gids");
 	pack_strings(pk, port->gids, port->ngids);
 }
 
 static void pack_rdma(msgpack_packer *pk, const herd_rdma_device *dev)
 {
 	msgpack_pack_map(pk, 4);
-	pack_key(pk, "name");
+	herd__mp_pack_key(pk, "name");
 	PACK_FIXED(pk, dev->name);
-	pack_key(pk, "netdev");
+	herd__mp_pack_key(pk, "netdev");
 	PACK_FIXED(pk, dev->netdev);
-	pack_key(pk, "pci");
+	herd__mp_pack_key(pk, "pci");
 	pack_pci(pk, &dev->pci);
-	pack_key(pk, "ports");
+	herd__mp_pack_key(pk, "ports");
 	msgpack_pack_array(pk, dev->nports);
 	for (size_t i = 0; i < dev->nports; i++)
 		pack_rdma_port(pk, &dev->ports[i]);
@@ -145,49 +127,49 @@ static void pack_rdma(msgpack_packer *pk, const herd_rdma_device *dev)
 static void pack_node(msgpack_packer *pk, const herd_node *node)
 {
 	msgpack_pack_map(pk, 13);
-	pack_key(pk, "hostname");
-	pack_str(pk, node->hostname ? node->hostname : "");
-	pack_key(pk, "cpu_model");
-	pack_str(pk, node->cpu_model ? node->cpu_model : "");
-	pack_key(pk, "packages");
+	herd__mp_pack_key(pk, "hostname");
+	herd__mp_pack_str(pk, node->hostname ? node->hostname : "");
+	herd__mp_pack_key(pk, "cpu_model");
+	herd__mp_pack_str(pk, node->cpu_model ? node->cpu_model : "");
+	herd__mp_pack_key(pk, "packages");
 	msgpack_pack_int64(pk, node->packages);
-	pack_key(pk, "cores");
+	herd__mp_pack_key(pk, "cores");
 	msgpack_pack_int64(pk, node->cores);
-	pack_key(pk, "threads");
+	herd__mp_pack_key(pk, "threads");
 	msgpack_pack_int64(pk, node->threads);
-	pack_key(pk, "memory_bytes");
+	herd__mp_pack_key(pk, "memory_bytes");
 	msgpack_pack_uint64(pk, node->memory_bytes);
-	pack_key(pk, "memory_available_bytes");
+	herd__mp_pack_key(pk, "memory_available_bytes");
 	msgpack_pack_uint64(pk, node->memory_available_bytes);
-	pack_key(pk, "numa");
+	herd__mp_pack_key(pk, "numa");
 	msgpack_pack_array(pk, node->nnuma);
 	for (size_t i = 0; i < node->nnuma; i++) {
 		const herd_numa_node *numa = &node->numa[i];
 
 		msgpack_pack_map(pk, 3);
-		pack_key(pk, "os_index");
+		herd__mp_pack_key(pk, "os_index");
 		msgpack_pack_int64(pk, numa->os_index);
-		pack_key(pk, "memory_bytes");
+		herd__mp_pack_key(pk, "memory_bytes");
 		msgpack_pack_uint64(pk, numa->memory_bytes);
-		pack_key(pk, "cpus");
-		pack_str(pk, numa->cpus ? numa->cpus : "");
+		herd__mp_pack_key(pk, "cpus");
+		herd__mp_pack_str(pk, numa->cpus ? numa->cpus : "");
 	}
-	pack_key(pk, "gpus");
+	herd__mp_pack_key(pk, "gpus");
 	msgpack_pack_array(pk, node->ngpus);
 	for (size_t i = 0; i < node->ngpus; i++)
 		pack_gpu(pk, &node->gpus[i]);
-	pack_key(pk, "gpu_note");
-	pack_note(pk, node->gpu_note);
-	pack_key(pk, "netdevs");
+	herd__mp_pack_key(pk, "gpu_note");
+	herd__mp_pack_str(pk, node->gpu_note);
+	herd__mp_pack_key(pk, "netdevs");
 	msgpack_pack_array(pk, node->nnetdevs);
 	for (size_t i = 0; i < node->nnetdevs; i++)
 		pack_netdev(pk, &node->netdevs[i]);
-	pack_key(pk, "rdma");
+	herd__mp_pack_key(pk, "rdma");
 	msgpack_pack_array(pk, node->nrdma);
 	for (size_t i = 0; i < node->nrdma; i++)
 		pack_rdma(pk, &node->rdma[i]);
-	pack_key(pk, "rdma_note");
-	pack_note(pk, node->rdma_note);
+	herd__mp_pack_key(pk, "rdma_note");
+	herd__mp_pack_str(pk, node->rdma_note);
 }
 
 /*
@@ -206,9 +188,9 @@ static herd_status encode_msgpack(const herd_cluster *cluster, char **out, size_
 	herd__buf_init(&buf, HERD_INVENTORY_MAX_BYTES);
 	msgpack_packer_init(&pk, &buf, herd__buf_write);
 	msgpack_pack_map(&pk, 2);
-	pack_key(&pk, "v");
+	herd__mp_pack_key(&pk, "v");
 	msgpack_pack_int64(&pk, HERD_INVENTORY_VERSION);
-	pack_key(&pk, "nodes");
+	herd__mp_pack_key(&pk, "nodes");
 	msgpack_pack_array(&pk, cluster->nnodes);
 	for (size_t i = 0; i < cluster->nnodes; i++)
 		pack_node(&pk, &cluster->nodes[i]);

@@ -8,9 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frame.h"
+#include "wire.h"
 #include "launch_internal.h"
-#include "msgpack_check.h"
 
 static const char *const type_names[HERD__LAUNCH_T_COUNT] = {
 	[HERD__LAUNCH_T_UNKNOWN] = "?",
@@ -36,91 +35,23 @@ herd_status herd__launch_frame_peek(const herd__buf *b, size_t *payload_len)
 /* ---- decoding ------------------------------------------------------------- */
 
 /*
- * A spec holds up to four string arrays and a rank array; everything else
- * is a flat map of a few fields.
+ * The node protocol's envelope.  A spec holds up to four string arrays and
+ * a rank array; everything else is a flat map of a few fields.
  */
-static const herd__msgpack_limits limits = {
-	.max_depth = 2,
-	.max_objects = 4 * HERD__LAUNCH_MAX_STRINGS + HERD__LAUNCH_MAX_RANKS_PER_NODE + 128,
+static const herd__wire_proto proto = {
+	.name = "node protocol",
+	.version = HERD__LAUNCH_PROTOCOL_VERSION,
+	.version_hint = "launcher and nodes must run the same herd",
+	.types = type_names,
+	.ntypes = HERD__LAUNCH_T_COUNT,
+	.limits = { .max_depth = 2,
+		    .max_objects = 4 * HERD__LAUNCH_MAX_STRINGS + HERD__LAUNCH_MAX_RANKS_PER_NODE +
+				   128 },
 };
-
-/* Unpacks a payload and checks the envelope: a map of unique string keys,
- * "v" this version, "t" a known type. */
-static herd_status unpack(msgpack_unpacked *up, const void *data, size_t len,
-			  herd__launch_type *type)
-{
-	const msgpack_object *root;
-	size_t off = 0;
-	int rc, have_v = 0;
-	herd__launch_type t = HERD__LAUNCH_T_UNKNOWN;
-
-	HERD_CHECK(herd__msgpack_check(data, len, &limits));
-	msgpack_unpacked_init(up);
-	rc = msgpack_unpack_next(up, data, len, &off);
-	if (rc != MSGPACK_UNPACK_SUCCESS || off != len)
-		return rc == MSGPACK_UNPACK_NOMEM_ERROR
-			? herd__error(HERD_ENOMEM, "node protocol: out of memory decoding a frame")
-			: herd__error(HERD_EFORMAT, "node protocol: frame is not one msgpack object");
-	root = &up->data;
-	if (root->type != MSGPACK_OBJECT_MAP)
-		return herd__error(HERD_EFORMAT, "node protocol: frame is not a msgpack map");
-	for (uint32_t i = 0; i < root->via.map.size; i++) {
-		const msgpack_object *k = &root->via.map.ptr[i].key, *v = &root->via.map.ptr[i].val;
-
-		if (k->type != MSGPACK_OBJECT_STR)
-			return herd__error(HERD_EFORMAT, "node protocol: a key is not a string");
-		for (uint32_t j = 0; j < i; j++) {
-			const msgpack_object *o = &root->via.map.ptr[j].key;
-
-			if (o->via.str.size == k->via.str.size &&
-			    memcmp(o->via.str.ptr, k->via.str.ptr, k->via.str.size) == 0)
-				return herd__error(HERD_EFORMAT, "node protocol: key \"%.*s\" "
-						   "appears twice", (int)(k->via.str.size > 32 ? 32
-						   : k->via.str.size), k->via.str.ptr);
-		}
-		if (k->via.str.size == 1 && k->via.str.ptr[0] == 'v') {
-			if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-				return herd__error(HERD_EFORMAT, "node protocol: \"v\" is not an "
-						   "integer");
-			if (v->via.u64 != HERD__LAUNCH_PROTOCOL_VERSION)
-				return herd__error(HERD_EVERSION, "node protocol: version %llu, this "
-						   "herd speaks version %d (launcher and nodes "
-						   "must run the same herd)",
-						   (unsigned long long)v->via.u64,
-						   HERD__LAUNCH_PROTOCOL_VERSION);
-			have_v = 1;
-		} else if (k->via.str.size == 1 && k->via.str.ptr[0] == 't') {
-			if (v->type != MSGPACK_OBJECT_STR)
-				return herd__error(HERD_EFORMAT, "node protocol: \"t\" is not a "
-						   "string");
-			for (int ti = 1; ti < HERD__LAUNCH_T_COUNT; ti++)
-				if (strlen(type_names[ti]) == v->via.str.size &&
-				    memcmp(type_names[ti], v->via.str.ptr, v->via.str.size) == 0)
-					t = (herd__launch_type)ti;
-			if (t == HERD__LAUNCH_T_UNKNOWN)
-				return herd__error(HERD_EFORMAT, "node protocol: unknown frame type "
-						   "\"%.*s\"", (int)(v->via.str.size > 32 ? 32
-						   : v->via.str.size), v->via.str.ptr);
-		}
-	}
-	if (!have_v || t == HERD__LAUNCH_T_UNKNOWN)
-		return herd__error(HERD_EFORMAT, "node protocol: frame without \"%s\"",
-				   have_v ? "t" : "v");
-	*type = t;
-	return HERD_OK;
-}
 
 static const msgpack_object *field(const msgpack_object *root, const char *name)
 {
-	size_t n = strlen(name);
-
-	for (uint32_t i = 0; i < root->via.map.size; i++) {
-		const msgpack_object *k = &root->via.map.ptr[i].key;
-
-		if (k->via.str.size == n && memcmp(k->via.str.ptr, name, n) == 0)
-			return &root->via.map.ptr[i].val;
-	}
-	return NULL;
+	return herd__wire_field(root, name);
 }
 
 /* An integer field in [min, max]; required unless optional (then *out stays). */
@@ -190,10 +121,12 @@ herd_status herd__launch_msg_decode(herd__launch_msg *m, const void *data, size_
 {
 	const msgpack_object *root;
 	herd__launch_type t;
+	int type = 0;
 	herd_status st;
 
 	memset(m, 0, sizeof(*m));
-	HERD_CHECK_GOTO(unpack(&m->up, data, len, &t), st, fail);
+	HERD_CHECK_GOTO(herd__wire_open(&proto, &m->up, data, len, &type), st, fail);
+	t = (herd__launch_type)type;
 	root = &m->up.data;
 	m->type = t;
 	switch (t) {
@@ -273,14 +206,14 @@ void herd__launch_msg_free(herd__launch_msg *m)
 herd__launch_type herd__launch_payload_type(const void *data, size_t len)
 {
 	msgpack_unpacked up;
-	herd__launch_type t = HERD__LAUNCH_T_UNKNOWN;
+	int t = HERD__LAUNCH_T_UNKNOWN;
 
 	memset(&up, 0, sizeof(up));
-	if (unpack(&up, data, len, &t) != HERD_OK)
+	if (herd__wire_open(&proto, &up, data, len, &t) != HERD_OK)
 		t = HERD__LAUNCH_T_UNKNOWN;
 	if (up.zone != NULL)
 		msgpack_unpacked_destroy(&up);
-	return t;
+	return (herd__launch_type)t;
 }
 
 /* A C string copy of a field: no NUL bytes inside. */
@@ -407,12 +340,12 @@ static herd_status decode_spec(herd__node_spec *s, const msgpack_object *root)
 herd_status herd__launch_spec_decode(herd__node_spec *out, const void *data, size_t len)
 {
 	msgpack_unpacked up;
-	herd__launch_type t = HERD__LAUNCH_T_UNKNOWN;
+	int t = HERD__LAUNCH_T_UNKNOWN;
 	herd_status st;
 
 	memset(out, 0, sizeof(*out));
 	memset(&up, 0, sizeof(up));
-	HERD_CHECK_GOTO(unpack(&up, data, len, &t), st, out);
+	HERD_CHECK_GOTO(herd__wire_open(&proto, &up, data, len, &t), st, out);
 	if (t != HERD__LAUNCH_T_SPEC) {
 		st = herd__error(HERD_EFORMAT, "node protocol: expected a spec frame, got %s",
 				 type_names[t]);
@@ -470,9 +403,7 @@ static void enc_str(herd__frame_enc *e, const char *name, const char *s)
 
 static void enc_begin(herd__frame_enc *e, herd__buf *buf, herd__launch_type type)
 {
-	herd__frame_begin(e, buf);
-	herd__frame_int(e, "v", HERD__LAUNCH_PROTOCOL_VERSION);
-	enc_str(e, "t", type_names[type]);
+	herd__wire_begin(&proto, e, buf, (int)type);
 }
 
 static herd_status enc_end(herd__frame_enc *e)

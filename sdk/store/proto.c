@@ -10,7 +10,7 @@
 #include <openssl/crypto.h>
 
 #include "base.h"
-#include "frame.h"
+#include "wire.h"
 #include "msgpack_check.h"
 #include "proto.h"
 
@@ -153,88 +153,43 @@ static int decode_field(herd__store_msg *m, const char *name, size_t nlen,
 	return 1;
 }
 
-static herd__store_type type_from_name(herd__store_bytes t)
-{
-	for (int i = 1; i < HERD__STORE_T_COUNT; i++)
-		if (strlen(type_names[i]) == t.n && memcmp(type_names[i], t.p, t.n) == 0)
-			return (herd__store_type)i;
-	return HERD__STORE_T_UNKNOWN;
-}
+/* The store protocol's envelope. */
+static const herd__wire_proto proto = {
+	.name = "store protocol",
+	.version = HERD_STORE_PROTOCOL_VERSION,
+	.types = type_names,
+	.ntypes = HERD__STORE_T_COUNT,
+	.limits = { .max_depth = HERD__STORE_MAX_DEPTH, .max_objects = HERD__STORE_MAX_OBJECTS },
+};
 
-static herd_status decode_map(herd__store_msg *m, const msgpack_object *root)
+/* The fields of an opened message ("v" and "t" are the envelope's). */
+static herd_status decode_fields(herd__store_msg *m, const msgpack_object *root)
 {
-	int64_t version = 0;
-	int have_v = 0, have_t = 0;
-	herd__store_bytes t = { NULL, 0 };
-
-	if (root->type != MSGPACK_OBJECT_MAP)
-		return herd__error(HERD_EFORMAT, "message is not a msgpack map");
 	for (uint32_t i = 0; i < root->via.map.size; i++) {
 		const msgpack_object_kv *kv = &root->via.map.ptr[i];
-		const char *name;
-		size_t nlen;
+		const char *name = kv->key.via.str.ptr;
+		size_t nlen = kv->key.via.str.size;
 		uint32_t bit;
 
-		if (kv->key.type != MSGPACK_OBJECT_STR)
-			return herd__error(HERD_EFORMAT, "message has a key that is not a string");
-		name = kv->key.via.str.ptr;
-		nlen = kv->key.via.str.size;
-		if (nlen == 1 && name[0] == 'v') {
-			if (have_v || !get_int(&kv->val, &version))
-				return herd__error(HERD_EFORMAT, "message field \"v\" is not one integer");
-			have_v = 1;
+		if (nlen == 1 && (name[0] == 'v' || name[0] == 't'))
 			continue;
-		}
-		if (nlen == 1 && name[0] == 't') {
-			if (have_t || !get_bytes(&kv->val, &t))
-				return herd__error(HERD_EFORMAT, "message field \"t\" is not one string");
-			have_t = 1;
-			continue;
-		}
 		if (!decode_field(m, name, nlen, &kv->val, &bit))
-			return herd__error(HERD_EFORMAT, "message field \"%.*s\" has the wrong type",
-					   (int)(nlen > 32 ? 32 : nlen), name);
-		if (m->has & bit)
-			return herd__error(HERD_EFORMAT, "message field \"%.*s\" appears twice",
-					   (int)nlen, name);
+			return herd__error(HERD_EFORMAT, "store protocol: message field \"%.*s\" has "
+					   "the wrong type", (int)(nlen > 32 ? 32 : nlen), name);
 		m->has |= bit;
 	}
-	if (!have_v)
-		return herd__error(HERD_EFORMAT, "message has no format version \"v\"");
-	if (version != HERD_STORE_PROTOCOL_VERSION)
-		return herd__error(HERD_EVERSION, "message has format version %lld; this library "
-				   "speaks version %d", (long long)version,
-				   HERD_STORE_PROTOCOL_VERSION);
-	if (!have_t)
-		return herd__error(HERD_EFORMAT, "message has no type \"t\"");
-	m->type = type_from_name(t);
-	if (m->type == HERD__STORE_T_UNKNOWN)
-		return herd__error(HERD_EFORMAT, "message has an unknown type");
 	return HERD_OK;
 }
-
-static const herd__msgpack_limits msgpack_limits = {
-	.max_depth = HERD__STORE_MAX_DEPTH,
-	.max_objects = HERD__STORE_MAX_OBJECTS,
-};
 
 herd_status herd__store_msg_decode(herd__store_msg *m, const void *data, size_t len)
 {
 	herd_status st;
-	size_t off = 0;
-	int rc;
+	int type = HERD__STORE_T_UNKNOWN;
 
 	memset(m, 0, sizeof(*m));
-	HERD_CHECK(herd__msgpack_check(data, len, &msgpack_limits));
-	msgpack_unpacked_init(&m->up);
-	rc = msgpack_unpack_next(&m->up, data, len, &off);
-	if (rc != MSGPACK_UNPACK_SUCCESS || off != len) {
-		st = rc == MSGPACK_UNPACK_NOMEM_ERROR
-			     ? herd__error(HERD_ENOMEM, "out of memory decoding a message")
-			     : herd__error(HERD_EFORMAT, "message is not one msgpack object");
-		goto fail;
-	}
-	HERD_CHECK_GOTO(decode_map(m, &m->up.data), st, fail);
+	HERD_CHECK_GOTO(herd__wire_open(&proto, &m->up, data, len, &type), st, fail);
+	m->type = (herd__store_type)type;
+	HERD_CHECK_GOTO(decode_fields(m, &m->up.data), st, fail);
 	return HERD_OK;
 fail:
 	herd__store_msg_free(m);
@@ -307,9 +262,7 @@ herd_status herd__store_request_check(const herd__store_msg *m)
 
 void herd__store_enc_begin(herd__store_enc *e, herd__buf *buf, herd__store_type type)
 {
-	herd__frame_begin(e, buf);
-	herd__store_enc_uint(e, "v", HERD_STORE_PROTOCOL_VERSION);
-	herd__store_enc_str(e, "t", herd__store_type_name(type));
+	herd__wire_begin(&proto, e, buf, (int)type);
 }
 
 void herd__store_enc_uint(herd__store_enc *e, const char *name, uint64_t value)

@@ -47,7 +47,7 @@
 
 #include "auth.h"
 #include "buf.h"
-#include "frame.h"
+#include "wire.h"
 
 #define HERD__STORE_FRAME_MAX (64u * 1024u * 1024u)
 #define HERD__STORE_FRAME_MAX_PREAUTH 256u

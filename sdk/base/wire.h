@@ -1,15 +1,15 @@
 /*
- * sdk/base/frame.h - the frame both of herd's wire protocols use (the
- * store's, sdk/store/proto.h, and the node protocol, sdk/launch): a 4-byte
- * big-endian payload length, then a msgpack map of string keys.  Not part
- * of the public API.
- *
- * Each protocol keeps its own envelope ("v", "t") and decoding; this file
- * holds the length prefix and the encoder that fills in the map header
- * once the fields are written.
+ * sdk/base/wire.h - the frames and envelope that both of herd's wire
+ * protocols use (the store's, sdk/store/proto.h, and the node protocol,
+ * sdk/launch): a 4-byte big-endian payload length, then one msgpack map of
+ * unique string keys, with "v" the protocol's version and "t" the message
+ * type by name.  This file holds the length prefix, the encoder that fills
+ * in the map header once the fields are written, and the decoding of the
+ * envelope; each protocol decodes its own fields.  Not part of the public
+ * API.
  */
-#ifndef HERD_BASE_FRAME_H
-#define HERD_BASE_FRAME_H
+#ifndef HERD_BASE_WIRE_H
+#define HERD_BASE_WIRE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -18,6 +18,7 @@
 
 #include "base.h"
 #include "buf.h"
+#include "msgpack_check.h"
 
 uint32_t herd__be32_load(const uint8_t *p);
 void herd__be32_store(uint8_t *p, uint32_t v);
@@ -62,4 +63,30 @@ void herd__frame_bin(herd__frame_enc *e, const char *name, const void *p, size_t
  */
 herd_status herd__frame_end(herd__frame_enc *e, size_t limit, const char *what);
 
-#endif
+/* A protocol, as its envelope is checked. */
+typedef struct herd__wire_proto {
+	const char *name;              /* "node protocol": prefixes every message */
+	unsigned int version;          /* the "v" this herd speaks */
+	const char *version_hint;      /* said after a version mismatch, or NULL */
+	const char *const *types;      /* "t" names by type number; [0] is unknown */
+	int ntypes;
+	herd__msgpack_limits limits;   /* what a payload may hold */
+} herd__wire_proto;
+
+/* Starts a frame of p with its "v" and "t" (type's name) fields. */
+void herd__wire_begin(const herd__wire_proto *p, herd__frame_enc *e, herd__buf *buf, int type);
+
+/*
+ * Checks a payload (herd__msgpack_check), unpacks it into *up (the caller
+ * destroys it, whatever the outcome) and checks the envelope: a map of
+ * unique string keys, "v" equal to p->version (HERD_EVERSION otherwise),
+ * "t" one of p->types (*type).  HERD_EFORMAT, HERD_ENOMEM, prefixed with
+ * p->name.
+ */
+herd_status herd__wire_open(const herd__wire_proto *p, msgpack_unpacked *up, const void *data,
+			    size_t len, int *type);
+
+/* The value of key name in an opened payload's map, NULL when absent. */
+const msgpack_object *herd__wire_field(const msgpack_object *root, const char *name);
+
+#endif /* HERD_BASE_WIRE_H */

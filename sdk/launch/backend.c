@@ -9,7 +9,7 @@
 
 herd_status herd__launch_backend_for(herd_job_where where, const herd__launch_backend **out)
 {
-	const char *via = getenv("HERD_LAUNCH_VIA_EXEC");
+	const char *via = herd__launch_env(HERD__LENV_VIA_EXEC);
 
 	*out = NULL;
 	switch (where) {

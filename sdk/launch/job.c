@@ -274,7 +274,7 @@ static herd_status copy_spec(herd_job *job, const herd_job_spec *s)
 	HERD_CHECK(herd__strdup(&job->log_dir, s->log_dir));
 	HERD_CHECK(herd__strdup(&job->prefix, s->prefix != NULL ? s->prefix : "[%h:%r] "));
 	if (prog == NULL || prog[0] == '\0')
-		prog = getenv("HERD_PROGRAM");
+		prog = herd__launch_env(HERD__LENV_PROGRAM);
 	if (prog == NULL || prog[0] == '\0')
 		prog = "herd";
 	HERD_CHECK(herd__strdup(&job->herd_program, prog));
@@ -800,7 +800,7 @@ static int free_port(const char *host)
  */
 static void advertise_host(const char *first_node, char *out, size_t cap)
 {
-	const char *env = getenv("HERD_LAUNCH_ADDR");
+	const char *env = herd__launch_env(HERD__LENV_LAUNCH_ADDR);
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_DGRAM }, *ai = NULL;
 
 	if (env != NULL && env[0] != '\0') {

@@ -515,23 +515,19 @@ out:
 
 /*
  * Leases gpus_per_rank GPUs for every rank of the node, held by this
- * process for the node's life.  HERD_INVENTORY names an inventory file to
- * plan for instead of discovering this node (fixtures, tests).
+ * process for the node's life, planned on the node as discovery sees it
+ * (which honours HERD_INVENTORY: an inventory file for fixtures and tests).
  */
 static herd_status lease_gpus(herd__node *n)
 {
 	herd_alloc_request req = HERD_ALLOC_REQUEST_INIT;
 	herd_cluster *cluster = NULL;
 	herd_alloc_opts ao = HERD_ALLOC_OPTS_INIT;
-	const char *inv = getenv("HERD_INVENTORY");
 	herd_status st;
 
 	if (n->spec.gpus_per_rank <= 0)
 		return HERD_OK;
-	if (inv != NULL && inv[0] != '\0')
-		st = herd_cluster_load(&cluster, inv);
-	else
-		st = herd_cluster_discover(&cluster, NULL);
+	st = herd_cluster_discover(&cluster, NULL);
 	if (st != HERD_OK)
 		return herd__error_wrap(st, "GPUs for the ranks on %s: ", n->spec.host);
 	req.gpus_per_rank = n->spec.gpus_per_rank;

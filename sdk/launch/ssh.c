@@ -57,7 +57,7 @@ struct ssh_cmd {
 
 static herd_status ssh_cmd_build(const herd__launch_ctx *ctx, struct ssh_cmd *c)
 {
-	const char *ssh = getenv("HERD_SSH");
+	const char *ssh = herd__launch_env(HERD__LENV_SSH);
 	int ms = ctx->spec->connect_timeout_ms > 0 ? ctx->spec->connect_timeout_ms
 						   : DEFAULT_CONNECT_TIMEOUT_MS;
 	size_t nextra = 0, n = 0;
@@ -70,8 +70,8 @@ static herd_status ssh_cmd_build(const herd__launch_ctx *ctx, struct ssh_cmd *c)
 	snprintf(c->timeout, sizeof(c->timeout), "ConnectTimeout=%d", (ms + 999) / 1000);
 
 	c->argv[n++] = ssh != NULL && ssh[0] != '\0' ? ssh : "ssh";
-	HERD_CHECK(herd__remote_env_args("HERD_SSH_ARGS", c->extra, sizeof(c->extra),
-					 c->argv + n, HERD__REMOTE_MAX_ARGS, &nextra));
+	HERD_CHECK(herd__launch_env_words(HERD__LENV_SSH_ARGS, c->extra, sizeof(c->extra),
+					  c->argv + n, HERD__REMOTE_MAX_ARGS, &nextra));
 	n += nextra;
 	c->argv[n++] = "-o";
 	c->argv[n++] = "BatchMode=yes";
@@ -117,22 +117,6 @@ out:
 	return st;
 }
 
-/* A positive whole number from the environment, or def when unset. */
-static herd_status env_count(const char *var, long def, long *out)
-{
-	const char *v = getenv(var);
-	char *end;
-
-	*out = def;
-	if (v == NULL || v[0] == '\0')
-		return HERD_OK;
-	*out = strtol(v, &end, 10);
-	if (*end != '\0' || *out < 1 || *out > 1000000)
-		return herd__error(HERD_EINVAL, "%s=%s: expected a whole number from 1 to 1000000",
-				   var, v);
-	return HERD_OK;
-}
-
 static herd_status ssh_tree(const herd__launch_ctx *ctx, herd__launch_tree *t)
 {
 	struct ssh_cmd *c = NULL;
@@ -141,10 +125,10 @@ static herd_status ssh_tree(const herd__launch_ctx *ctx, herd__launch_tree *t)
 	herd_status st;
 
 	memset(t, 0, sizeof(*t));
-	HERD_CHECK(env_count("HERD_SSH_TREE_MIN", DEFAULT_TREE_MIN, &min));
+	HERD_CHECK(herd__launch_env_count(HERD__LENV_SSH_TREE_MIN, DEFAULT_TREE_MIN, &min));
 	while (sq * sq < (long)ctx->nnodes)
 		sq++;
-	HERD_CHECK(env_count("HERD_SSH_TREE_WIDTH", sq, &width));
+	HERD_CHECK(herd__launch_env_count(HERD__LENV_SSH_TREE_WIDTH, sq, &width));
 	if (ctx->nnodes <= (size_t)min)
 		return HERD_OK;
 	HERD_CHECK(herd__calloc(&c, 1, sizeof(*c), "the ssh command line"));

@@ -430,9 +430,12 @@ int main(int argc, char **argv)
 		       "save time, on another core)\n", med[T_SAVE], med[T_SAVE_NOSUM], 100 * c,
 		       verdict(c <= 0.1), med[T_SAVE_CPU], med[T_NOSUM_CPU], 100 * cc);
 	}
-	if (herd_ckpt_close(ck_sum) != HERD_OK || herd_ckpt_close(ck_nosum) != HERD_OK ||
-	    herd_ckpt_close(ck_async) != HERD_OK)
-		die_herd("herd_ckpt_close");
+	if (herd_ckpt_wait(ck_sum) != HERD_OK || herd_ckpt_wait(ck_nosum) != HERD_OK ||
+	    herd_ckpt_wait(ck_async) != HERD_OK)
+		die_herd("herd_ckpt_wait");
+	herd_ckpt_free(ck_sum);
+	herd_ckpt_free(ck_nosum);
+	herd_ckpt_free(ck_async);
 	unlink(src);
 	free(state);
 	free(copy);

@@ -21,6 +21,6 @@ int main(void)
 		st = herd_comm_finalize(comm);
 	if (st != HERD_OK)
 		fprintf(stderr, "launch_barrier: %s: %s\n", herd_status_name(st), herd_last_error());
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 	return st == HERD_OK ? 0 : 1;
 }

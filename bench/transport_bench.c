@@ -76,7 +76,7 @@ int main(int argc, char **argv)
 	st = herd_comm_init_env(&c, NULL);
 	if (st == HERD_OK && herd_comm_size(c) < 2) {
 		fprintf(stderr, "bench_transport: run 2 ranks or more (herd launch -n 2 ...)\n");
-		herd_comm_destroy(c);
+		herd_comm_free(c);
 		return 2;
 	}
 	send = malloc(bytes);
@@ -115,7 +115,7 @@ int main(int argc, char **argv)
 		       (unsigned long long)bytes, bw, lat, step);
 	if (st != HERD_OK)
 		fprintf(stderr, "bench_transport: %s: %s\n", herd_status_name(st), herd_last_error());
-	herd_comm_destroy(c);
+	herd_comm_free(c);
 	free(send);
 	free(recv);
 	return st == HERD_OK ? 0 : 1;

@@ -260,15 +260,16 @@ int main(int argc, char **argv)
 fail:
 	fprintf(stderr, "example_train_ddp: %s\n", herd_last_error());
 out:
-	if (herd_ckpt_close(ck) != HERD_OK && rc == 0) {
+	if (ck != NULL && herd_ckpt_wait(ck) != HERD_OK && rc == 0) {
 		fprintf(stderr, "example_train_ddp: %s\n", herd_last_error());
 		rc = 1;
 	}
+	herd_ckpt_free(ck);
 	if (rc == 0 && (herd_comm_finalize(ckcomm) != HERD_OK || herd_comm_finalize(comm) != HERD_OK)) {
 		fprintf(stderr, "example_train_ddp: %s\n", herd_last_error());
 		rc = 1;
 	}
-	herd_comm_destroy(ckcomm);
-	herd_comm_destroy(comm);
+	herd_comm_free(ckcomm);
+	herd_comm_free(comm);
 	return rc;
 }

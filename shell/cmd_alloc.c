@@ -679,7 +679,7 @@ int cmd_gpus(int argc, char **argv)
 	}
 	if (herd_alloc_this_node(cluster, &local) != HERD_OK ||
 	    herd_lease_dir(&lo, dir, sizeof(dir)) != HERD_OK ||
-	    herd_gpu_status_query(&st, &n, herd_cluster_node(cluster, local), &lo) != HERD_OK) {
+	    herd_gpu_status_query(herd_cluster_node(cluster, local), &lo, &st, &n) != HERD_OK) {
 		shell_message("herd", herd_last_error());
 		goto out;
 	}

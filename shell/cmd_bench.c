@@ -901,7 +901,7 @@ static int run_rank(const struct bench_args *a)
 	} else {
 		herd_comm_abort(c.comm);
 	}
-	herd_comm_destroy(c.comm);
+	herd_comm_free(c.comm);
 	free(c.send);
 	free(c.recv);
 	if (fflush(stdout) != 0 || ferror(stdout)) {

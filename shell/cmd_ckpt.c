@@ -353,7 +353,7 @@ struct verify_ctx {
 	json_t *problems;           /* --json: the problems; NULL: printed */
 };
 
-static void print_problem(const herd_ckpt_problem *p, void *arg)
+static void print_problem(void *arg, const herd_ckpt_problem *p)
 {
 	struct verify_ctx *v = arg;
 	size_t index;
@@ -1452,9 +1452,9 @@ static int ckpt_import(const char *path, const char *dir, const char *step_arg)
 	printf("%s/step-%012" PRId64 ": %zu tensors from %s\n", dir, step, f.n, path);
 	rc = finish(SHELL_EXIT_OK);
 out:
-	if (herd_ckpt_close(ck) != HERD_OK && rc == SHELL_EXIT_OK) {
+	if (ck != NULL && herd_ckpt_wait(ck) != HERD_OK && rc == SHELL_EXIT_OK)
 		rc = failure();
-	}
+	herd_ckpt_free(ck);
 	st_close(&f);
 	free(kept);
 	return rc;

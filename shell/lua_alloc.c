@@ -565,7 +565,7 @@ static int lherd_gpus(lua_State *L)
 	if (rc != HERD_OK)
 		return lherd_fail(L, rc);
 	node = herd_cluster_node(*cluster, local);
-	rc = herd_gpu_status_query(st, &n, node, &lo);
+	rc = herd_gpu_status_query(node, &lo, st, &n);
 	if (rc != HERD_OK)
 		return lherd_fail(L, rc);
 	lua_createtable(L, (int)n, 0);

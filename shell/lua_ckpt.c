@@ -183,13 +183,15 @@ static herd_status ckpt_release(lckpt *c, bool finalize)
 {
 	herd_status st = HERD_OK;
 
-	if (c->ck != NULL)
-		st = herd_ckpt_close(c->ck);
+	if (c->ck != NULL) {
+		st = herd_ckpt_wait(c->ck);
+		herd_ckpt_free(c->ck);
+	}
 	c->ck = NULL;
 	if (c->comm != NULL) {
 		if (finalize && st == HERD_OK)
 			st = herd_comm_finalize(c->comm);
-		herd_comm_destroy(c->comm);
+		herd_comm_free(c->comm);
 		c->comm = NULL;
 	}
 	for (size_t i = 0; i < c->n; i++) {

@@ -152,10 +152,10 @@ typedef struct herd_alloc_request {
 	uint64_t min_free_memory_bytes;
 	herd_alloc_link link;
 	/* Prefer GPUs closer to a NIC (after the demands on GPU links). */
-	int near_nic;
+	bool near_nic;
 	/* Shared instead of exclusive: the GPUs may be shared with other
 	 * shared holders, never with an exclusive one. */
-	int shared;
+	bool shared;
 	herd_alloc_policy policy;
 	/* Never use these: GPU UUIDs, PCI bus ids or host names. */
 	const char *const *exclude;
@@ -323,8 +323,8 @@ HERD_EXTERN const char *herd_plan_warning(const herd_plan *plan, size_t i);
  */
 HERD_EXTERN herd_status herd_plan_rank_env(const herd_plan *plan, size_t i, char ***env);
 
-/* Whether the plan holds leases on its GPUs (1) or not (0). */
-HERD_EXTERN int herd_plan_held(const herd_plan *plan);
+/* Whether the plan holds leases on its GPUs. */
+HERD_EXTERN bool herd_plan_held(const herd_plan *plan);
 
 /*
  * Releases the plan's leases, if any; the plan stays readable.  Idempotent;
@@ -374,7 +374,7 @@ typedef struct herd_lease herd_lease;
  * herd_lease_free, or by the process's death.
  */
 HERD_EXTERN herd_status herd_lease_acquire(herd_lease **out, const char *const *uuids,
-					   size_t n, int shared,
+					   size_t n, bool shared,
 					   const herd_lease_opts *opts);
 
 /* Number of GPUs a lease holds. */
@@ -392,9 +392,9 @@ HERD_EXTERN void herd_lease_free(herd_lease *lease);
  * HERD_ESYS when the directory exists but cannot be read.  Creates
  * nothing; its lock probes last microseconds (see the top of the file).
  */
-HERD_EXTERN herd_status herd_gpu_status_query(herd_gpu_status **out, size_t *n,
-					      const herd_node *node,
-					      const herd_lease_opts *opts);
+HERD_EXTERN herd_status herd_gpu_status_query(const herd_node *node,
+					      const herd_lease_opts *opts,
+					      herd_gpu_status **out, size_t *n);
 
 /* --------------------------------------------------------------- Slurm */
 
@@ -440,7 +440,7 @@ typedef struct herd_slurm_env {
 HERD_EXTERN herd_status herd_alloc_slurm_gpus(const herd_node *node,
 					      const herd_slurm_env *env,
 					      size_t *granted, size_t *count,
-					      int *inside);
+					      bool *inside);
 
 /* ---------------------------------------------- allocation on this node */
 
@@ -467,9 +467,9 @@ typedef struct herd_alloc_opts {
 	/* Plan against the leases but take none (offline planning,
 	 * `herd alloc`).  A multi-node plan can only be made this way: each
 	 * node's leases are taken on that node. */
-	int plan_only;
+	bool plan_only;
 	/* Ignore the Slurm environment. */
-	int ignore_slurm;
+	bool ignore_slurm;
 } herd_alloc_opts;
 
 #define HERD_ALLOC_OPTS_INIT { HERD_ALLOC_OPTS_VERSION, NULL, NULL, 0, 0, 0 }

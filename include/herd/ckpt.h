@@ -44,8 +44,9 @@
  * every rank and leaves no step behind.
  *
  * Collective calls: herd_ckpt_open, herd_ckpt_save, herd_ckpt_save_async,
- * herd_ckpt_wait, herd_ckpt_restore and herd_ckpt_close are collective
- * over the handle's communicator: every rank makes them in the same order
+ * herd_ckpt_wait, herd_ckpt_restore and herd_ckpt_free (with a save in
+ * flight) are collective over the handle's communicator: every rank makes
+ * them in the same order
  * with the same step.  They return the same status on every rank (a
  * failure on one rank fails the call everywhere, with a message naming
  * that rank).  They inherit the communicator's deadline and its failure
@@ -159,11 +160,11 @@ HERD_EXTERN herd_status herd_ckpt_open(herd_ckpt **out, const char *dir, herd_co
 				       const herd_ckpt_opts *opts);
 
 /*
- * Waits for an asynchronous save in flight, then frees the handle.
- * Returns that save's status (HERD_OK when none).  Collective when a save
- * is in flight.  Accepts NULL.
+ * Frees the handle.  An asynchronous save in flight is waited for first
+ * (collective then) and its outcome dropped: call herd_ckpt_wait before to
+ * learn it.  Accepts NULL.
  */
-HERD_EXTERN herd_status herd_ckpt_close(herd_ckpt *ck);
+HERD_EXTERN void herd_ckpt_free(herd_ckpt *ck);
 
 /*
  * Registers a tensor.  data is this rank's shard, dense and row-major,
@@ -313,8 +314,9 @@ typedef struct herd_ckpt_problem {
 	const char *message;
 } herd_ckpt_problem;
 
-/* Called once per problem; the strings live until it returns. */
-typedef void (*herd_ckpt_problem_fn)(const herd_ckpt_problem *problem, void *arg);
+/* Called once per problem with the caller's userdata; the strings live
+ * until it returns. */
+typedef void (*herd_ckpt_problem_fn)(void *userdata, const herd_ckpt_problem *problem);
 
 /*
  * Verifies a step of dir (or HERD_CKPT_LATEST: the newest committed one):
@@ -326,7 +328,7 @@ typedef void (*herd_ckpt_problem_fn)(const herd_ckpt_problem *problem, void *arg
  * codes when it cannot be read at all.  Local.
  */
 HERD_EXTERN herd_status herd_ckpt_verify(const char *dir, int64_t step,
-					 herd_ckpt_problem_fn fn, void *arg,
+					 herd_ckpt_problem_fn fn, void *userdata,
 					 size_t *problems);
 
 /* A read-only view of one committed step.  Opaque. */

@@ -20,7 +20,7 @@
  *  - herd_comm_abort() from any thread makes pending calls return
  *    HERD_EABORTED at once.
  * After any of these errors the communicator is broken: later calls fail
- * with the same status, and it can only be destroyed.
+ * with the same status, and it can only be freed.
  *
  * Threads: one communicator is driven by one thread at a time (like an MPI
  * communicator or an NCCL stream), except herd_comm_abort, which any thread
@@ -53,25 +53,16 @@ typedef struct herd_comm_opts {
 	const char *transport;
 	/*
 	 * Algorithm for allreduce and friends (default HERD_ALGO, else "auto").
-	 * "auto" chooses by size and by where the ranks are.  Allreduce, when
-	 * every rank is on this host over shared memory and the ranks may read
-	 * each other's memory (process_vm_readv, as Open MPI's CMA): up to
-	 * 1 KiB a shared-slot exchange; from 64 KiB a direct single-copy
-	 * allreduce, each rank reducing its slice of the peers' buffers and
-	 * writing the result into them (in place, or out of place while p - 1
-	 * times the vector comes to at most 16 MiB) or handing it to them
-	 * through shared memory (out of place beyond; from 8 MiB the results
-	 * are written with streaming stores, past the cache).
-	 * Otherwise, and between those sizes: up to 1 KiB on 3 to 16 ranks
-	 * one exchange of every vector with every rank; below 64 KiB
-	 * recursive doubling; from 64 KiB a pipelined ring (reduce-scatter
-	 * then allgather), or, with 4, 8, 16 ... ranks all on this host and
-	 * talking TCP, reduce-scatter by recursive halving and allgather by
-	 * recursive doubling.  The other collectives take their latency
-	 * algorithm (recursive doubling, a binomial tree) below 64 KiB and
-	 * their bandwidth one (a ring, a pipelined chain) from it.  "ring"
-	 * (bandwidth) and "rd" (latency) force that choice for every size and
-	 * turn the direct and one-exchange paths off.
+	 * "auto" chooses by size and by where the ranks are: latency
+	 * algorithms (recursive doubling, Bruck, binomial trees, a one-step
+	 * exchange) for small messages, bandwidth ones (rings, pipelined
+	 * chains, halving-doubling) for large ones, and, where every rank is on
+	 * this host and may read the others' memory, the shared-memory
+	 * transport's direct allreduce.  docs/design.md ("sdk/comm") names the
+	 * table that decides, and bench/RESULTS.md the measurements behind it.
+	 * "ring" (bandwidth) and "rd" (latency) force that choice for every
+	 * size and turn the direct and one-exchange paths off.  Every choice
+	 * gives every rank the same bits.
 	 */
 	const char *algo;
 	/* Network interface whose address peers connect to (default
@@ -125,18 +116,18 @@ HERD_EXTERN const char *herd_comm_host(const herd_comm *comm, int rank);
 
 /*
  * Completes pending nonblocking operations and leaves the communicator in
- * step with its peers (a barrier), so that destroy closes no connection a
- * peer still reads.  Collective.  Does not free.
+ * step with its peers (a barrier), so that herd_comm_free closes no
+ * connection a peer still reads.  Collective.  Does not free.
  */
 HERD_EXTERN herd_status herd_comm_finalize(herd_comm *comm);
 
 /* Frees the communicator and its connections.  Local; accepts NULL. */
-HERD_EXTERN void herd_comm_destroy(herd_comm *comm);
+HERD_EXTERN void herd_comm_free(herd_comm *comm);
 
 /*
  * Makes every pending and later call on comm return HERD_EABORTED, and
  * closes its connections so that peers see HERD_EPEER.  Thread-safe and
- * async-signal-unsafe; returns at once.  destroy is still needed.
+ * async-signal-unsafe; returns at once.  herd_comm_free is still needed.
  */
 HERD_EXTERN void herd_comm_abort(herd_comm *comm);
 
@@ -251,7 +242,7 @@ HERD_EXTERN herd_status herd_comm_ibarrier(herd_comm *comm, herd_request **req);
  * Once complete: *done = 1, the operation's status is returned (its
  * message in herd_last_error()), and the request is freed.
  */
-HERD_EXTERN herd_status herd_request_test(herd_request *req, int *done);
+HERD_EXTERN herd_status herd_request_test(herd_request *req, bool *done);
 
 /* Waits for a request (within the communicator's deadline), frees it and
  * returns the operation's status. */

@@ -10,6 +10,7 @@
 #ifndef HERD_COMMON_H
 #define HERD_COMMON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -95,6 +96,15 @@ HERD_EXTERN const char *herd_version(void);
  * (for example the bytes of herd_cluster_encode).  Accepts NULL.
  */
 HERD_EXTERN void herd_free(void *ptr);
+
+/*
+ * The timeout of a call that waits, in milliseconds, the same in every
+ * header: 0 looks once and does not wait, a positive count waits at most
+ * that long, and the two sentinels below.  (In an options struct, 0 means
+ * the default, as every zeroed field does.)
+ */
+#define HERD_TIMEOUT_NONE (-1)      /* wait without a deadline */
+#define HERD_TIMEOUT_DEFAULT (-2)   /* the deadline the object was given at its start */
 
 /*
  * Parses a size in bytes: digits, an optional fraction, then an optional

@@ -69,9 +69,6 @@ extern "C" {
 /* Most keys one herd_store_wait may name. */
 #define HERD_STORE_WAIT_MAX_KEYS 4096
 
-/* For the timeout_ms of get and wait: use the handle's timeout. */
-#define HERD_STORE_TIMEOUT_DEFAULT (-1)
-
 /* Size of the buffer herd_store_secret_generate fills (64 hex digits + NUL). */
 #define HERD_STORE_SECRET_BUF 65
 
@@ -199,7 +196,8 @@ HERD_EXTERN herd_status herd_store_set(herd_store *store, const char *key,
 
 /*
  * Reads key, waiting up to timeout_ms until it exists (0: do not wait;
- * HERD_STORE_TIMEOUT_DEFAULT: the handle's timeout).  On success *value
+ * HERD_TIMEOUT_DEFAULT: the handle's timeout; HERD_TIMEOUT_NONE: no
+ * deadline).  On success *value
  * receives a copy of the bytes, followed by a NUL that *len does not count,
  * to be freed with herd_free; on failure *value is NULL and *len 0.  A key
  * still missing at the deadline gives HERD_ETIMEDOUT naming the key and the
@@ -230,18 +228,18 @@ HERD_EXTERN herd_status herd_store_add(herd_store *store, const char *key, int64
 HERD_EXTERN herd_status herd_store_compare_set(herd_store *store, const char *key,
 					       const void *expected, size_t expected_len,
 					       const void *desired, size_t desired_len,
-					       int *swapped, void **current, size_t *current_len);
+					       bool *swapped, void **current, size_t *current_len);
 
 /*
  * Deletes key.  *existed (may be NULL) is 1 when it was there, else 0; a
  * missing key is not an error.
  */
-HERD_EXTERN herd_status herd_store_delete(herd_store *store, const char *key, int *existed);
+HERD_EXTERN herd_status herd_store_delete(herd_store *store, const char *key, bool *existed);
 
 /*
  * Waits until every one of the nkeys keys exists (1 to
  * HERD_STORE_WAIT_MAX_KEYS of them), up to timeout_ms (0: check once;
- * HERD_STORE_TIMEOUT_DEFAULT: the handle's timeout).  HERD_ETIMEDOUT names
+ * HERD_TIMEOUT_DEFAULT: the handle's timeout; HERD_TIMEOUT_NONE: no deadline).  HERD_ETIMEDOUT names
  * the keys still missing.
  */
 HERD_EXTERN herd_status herd_store_wait(herd_store *store, const char *const *keys,

@@ -72,7 +72,7 @@ static herd_status slurm_grant(const herd_cluster *cluster, size_t local,
 	herd_slurm_env env = { getenv("SLURM_JOB_ID"), getenv("SLURM_STEP_GPUS"),
 			       getenv("SLURM_JOB_GPUS"), getenv("CUDA_VISIBLE_DEVICES") };
 	herd_status st;
-	int inside = 0;
+	bool inside = false;
 
 	*restricted = false;
 	HERD_CHECK(herd__calloc(&granted, node->ngpus + 1, sizeof(size_t), "Slurm's GPUs"));
@@ -207,8 +207,7 @@ herd_status herd_alloc(herd_plan **out, const herd_cluster *cluster,
 
 			free(status);
 			status = NULL;
-			HERD_CHECK_GOTO(herd_gpu_status_query(&status, &nstatus, node, &lo), st,
-					out);
+			HERD_CHECK_GOTO(herd_gpu_status_query(node, &lo, &status, &nstatus), st, out);
 		}
 		st = herd_alloc_plan(&plan, cluster, &req, status, nstatus);
 		if (st == HERD_ENORESOURCE && now_ms() < deadline && any_in_use(status, nstatus)) {

@@ -437,8 +437,8 @@ static void query_one(int dirfd, const char *dir, herd_gpu_status *s)
 	close(fd);
 }
 
-herd_status herd_gpu_status_query(herd_gpu_status **out, size_t *n, const herd_node *node,
-				  const herd_lease_opts *opts)
+herd_status herd_gpu_status_query(const herd_node *node, const herd_lease_opts *opts,
+				  herd_gpu_status **out, size_t *n)
 {
 	char dir[4096];
 	herd_gpu_status *st = NULL;
@@ -597,7 +597,7 @@ static void release_fds(int *fds, size_t n, bool shared)
 	}
 }
 
-herd_status herd_lease_acquire(herd_lease **out, const char *const *uuids, size_t n, int shared,
+herd_status herd_lease_acquire(herd_lease **out, const char *const *uuids, size_t n, bool shared,
 			       const herd_lease_opts *opts)
 {
 	char dir[4096];

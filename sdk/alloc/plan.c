@@ -137,7 +137,7 @@ const char *herd_plan_warning(const herd_plan *plan, size_t i)
 	return plan->warnings[i];
 }
 
-int herd_plan_held(const herd_plan *plan)
+bool herd_plan_held(const herd_plan *plan)
 {
 	return plan != NULL && plan->lease != NULL;
 }

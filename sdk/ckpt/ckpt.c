@@ -208,13 +208,11 @@ out:
 	return st;
 }
 
-herd_status herd_ckpt_close(herd_ckpt *ck)
+void herd_ckpt_free(herd_ckpt *ck)
 {
-	herd_status st;
-
 	if (ck == NULL)
-		return HERD_OK;
-	st = herd__ckpt_join(ck);
+		return;
+	(void)herd__ckpt_join(ck);   /* its outcome is herd_ckpt_wait's to report */
 	herd__ckpt_ring_free(ck);
 	if (ck->lock_fd >= 0)
 		close(ck->lock_fd);
@@ -222,7 +220,6 @@ herd_status herd_ckpt_close(herd_ckpt *ck)
 	free(ck->blobs);
 	free(ck->dir);
 	free(ck);
-	return st;
 }
 
 const char *herd_ckpt_dir(const herd_ckpt *ck)

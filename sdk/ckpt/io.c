@@ -391,7 +391,7 @@ static void problem(verifier *v, const char *file, const char *tensor, int64_t s
 				 msg);
 	}
 	if (v->fn != NULL)
-		v->fn(&p, v->arg);
+		v->fn(v->arg, &p);
 }
 
 /* Checks one range of a file chunk by chunk against sums. */

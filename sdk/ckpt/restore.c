@@ -649,7 +649,7 @@ herd_status herd_ckpt_verify(const char *dir, int64_t step, herd_ckpt_problem_fn
 		if (n < sizeof(prefix) && strncmp(msg, prefix, n) == 0)
 			p.message = msg + n;
 		if (fn != NULL)
-			fn(&p, arg);
+			fn(arg, &p);
 		if (problems != NULL)
 			*problems = 1;
 		return herd__error(HERD_EFORMAT, "%s", msg);

@@ -1026,15 +1026,15 @@ static herd_status request_finish(herd_request *req)
 	return st;
 }
 
-herd_status herd_request_test(herd_request *req, int *done)
+herd_status herd_request_test(herd_request *req, bool *done)
 {
 	if (req == NULL || done == NULL)
 		return herd__error(HERD_EINVAL, "herd_request_test: req and done must not be NULL");
 	if (!atomic_load(&req->done)) {
-		*done = 0;
+		*done = false;
 		return HERD_OK;
 	}
-	*done = 1;
+	*done = true;
 	return request_finish(req);
 }
 
@@ -1176,7 +1176,7 @@ void herd_comm_abort(herd_comm *comm)
 	herd__monitor_kick(comm);
 }
 
-void herd_comm_destroy(herd_comm *comm)
+void herd_comm_free(herd_comm *comm)
 {
 	if (comm == NULL)
 		return;

@@ -1,6 +1,6 @@
 /*
  * sdk/launch/connect.c - connect-back channels (connect.h): the launcher
- * accepting and authenticating its nodes, and herd_job_connect, the node's
+ * accepting and authenticating its nodes, and herd__job_connect, the node's
  * side.
  *
  * Every frame of the handshake is read exactly, header then payload, never
@@ -20,6 +20,7 @@
 #include "herd/job.h"
 
 #include "connect.h"
+#include "exec.h"
 #include "net.h"
 #include "store/proto.h"
 #include "topo/hostlist.h"
@@ -378,7 +379,7 @@ static herd_status recv_frame(int fd, uint8_t frame[FRAME_BUF], herd__store_msg 
 	return herd__store_msg_decode(m, frame + 4, want - 4);
 }
 
-herd_status herd_job_connect(int *fd, const char *addr, const char *secret, const char *node,
+herd_status herd__job_connect(int *fd, const char *addr, const char *secret, const char *node,
 			     int timeout_ms)
 {
 	int64_t deadline = herd__net_deadline(timeout_ms > 0 ? timeout_ms : 60000);
@@ -393,19 +394,19 @@ herd_status herd_job_connect(int *fd, const char *addr, const char *secret, cons
 
 	memset(&m, 0, sizeof(m));
 	if (fd == NULL || addr == NULL)
-		return herd__error(HERD_EINVAL, "herd_job_connect: fd and addr are required");
+		return herd__error(HERD_EINVAL, "herd exec --connect: fd and addr are required");
 	*fd = -1;
 	HERD_CHECK(herd__auth_secret(secret, &secret));
 	if (node == NULL || node[0] == '\0')
 		node = getenv("SLURMD_NODENAME");
 	if (node == NULL || node[0] == '\0') {
 		if (gethostname(name, sizeof(name)) != 0)
-			return herd__error_errno(HERD_ESYS, errno, "herd_job_connect: gethostname");
+			return herd__error_errno(HERD_ESYS, errno, "herd exec --connect: gethostname");
 		name[sizeof(name) - 1] = '\0';
 		node = name;
 	}
 	if (strlen(node) > HERD__HOSTNAME_MAX)
-		return herd__error(HERD_EINVAL, "herd_job_connect: node name \"%.40s...\" is "
+		return herd__error(HERD_EINVAL, "herd exec --connect: node name \"%.40s...\" is "
 				   "too long", node);
 	HERD_CHECK(herd__net_parse_hostport(addr, host, sizeof(host), &port));
 	snprintf(peer, sizeof(peer), "launcher %s", addr);

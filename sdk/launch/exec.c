@@ -1,5 +1,5 @@
 /*
- * sdk/launch/exec.c - herd_job_exec, the node side of a job that `herd exec`
+ * sdk/launch/exec.c - herd__job_exec, the node side of a job that `herd exec`
  * runs: the node protocol (launch_internal.h) over a pair of fds around one
  * node supervisor, and, for a node with a subtree (tree fan-out), the
  * relay to its children (relay.c).
@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "exec.h"
 #include "launch_internal.h"
 #include "net.h"
 
@@ -288,7 +289,7 @@ static herd_status serve(exec_state *x, int stop_fd)
 	return st;
 }
 
-herd_status herd_job_exec(int rfd, int wfd, int stop_fd)
+herd_status herd__job_exec(int rfd, int wfd, int stop_fd)
 {
 	exec_state x = { .rfd = rfd, .wfd = wfd };
 	herd__node_spec spec;
@@ -297,7 +298,7 @@ herd_status herd_job_exec(int rfd, int wfd, int stop_fd)
 	herd_status st;
 
 	if (rfd < 0 || wfd < 0)
-		return herd__error(HERD_EINVAL, "herd_job_exec: bad channel fds %d, %d", rfd, wfd);
+		return herd__error(HERD_EINVAL, "herd exec: bad channel fds %d, %d", rfd, wfd);
 	herd__buf_init(&x.in, HERD__LAUNCH_FRAME_MAX + 4);
 	herd__buf_init(&x.out, 0);
 	memset(&spec, 0, sizeof(spec));

@@ -1402,6 +1402,9 @@ herd_status herd_job_wait(herd_job *job, int timeout_ms, int *exit_status)
 
 	if (job == NULL)
 		return herd__error(HERD_EINVAL, "herd_job_wait: job is NULL");
+	if (timeout_ms < 0 && timeout_ms != HERD_TIMEOUT_NONE && timeout_ms != HERD_TIMEOUT_DEFAULT)
+		return herd__error(HERD_EINVAL, "herd_job_wait: timeout of %d ms (use 0 or more, "
+				   "HERD_TIMEOUT_NONE or HERD_TIMEOUT_DEFAULT)", timeout_ms);
 	pthread_mutex_lock(&job->mu);
 	while (!job->over) {
 		if (timeout_ms < 0) {
@@ -1472,7 +1475,7 @@ herd_status herd_job_kill(herd_job *job)
 		job->kill_req = true;
 	pthread_mutex_unlock(&job->mu);
 	wake(job);
-	return herd_job_wait(job, -1, NULL);
+	return herd_job_wait(job, HERD_TIMEOUT_NONE, NULL);
 }
 
 int herd_job_size(const herd_job *job)

@@ -31,9 +31,9 @@ typedef struct herd__store_ops {
 	/* expected NULL: expect the key absent.  *current as for get, NULL if absent. */
 	herd_status (*compare_set)(herd__store_backend *b, const char *key,
 				   const void *expected, size_t expected_len,
-				   const void *desired, size_t desired_len, int *swapped,
+				   const void *desired, size_t desired_len, bool *swapped,
 				   void **current, size_t *current_len, int timeout_ms);
-	herd_status (*del)(herd__store_backend *b, const char *key, int *existed,
+	herd_status (*del)(herd__store_backend *b, const char *key, bool *existed,
 			   int timeout_ms);
 	herd_status (*wait)(herd__store_backend *b, const char *const *keys, size_t nkeys,
 			    int timeout_ms);

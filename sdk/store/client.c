@@ -404,7 +404,7 @@ static herd_status tcp_add(herd__store_backend *b, const char *key, int64_t delt
 
 static herd_status tcp_compare_set(herd__store_backend *b, const char *key, const void *expected,
 				   size_t expected_len, const void *desired, size_t desired_len,
-				   int *swapped, void **current, size_t *current_len,
+				   bool *swapped, void **current, size_t *current_len,
 				   int timeout_ms)
 {
 	tcp_store *s = (tcp_store *)b;
@@ -428,7 +428,7 @@ static herd_status tcp_compare_set(herd__store_backend *b, const char *key, cons
 	return st;
 }
 
-static herd_status tcp_del(herd__store_backend *b, const char *key, int *existed,
+static herd_status tcp_del(herd__store_backend *b, const char *key, bool *existed,
 			   int timeout_ms)
 {
 	tcp_store *s = (tcp_store *)b;

@@ -320,7 +320,7 @@ out:
 
 static herd_status file_compare_set(herd__store_backend *b, const char *key,
 				    const void *expected, size_t expected_len,
-				    const void *desired, size_t desired_len, int *swapped,
+				    const void *desired, size_t desired_len, bool *swapped,
 				    void **current, size_t *current_len, int timeout_ms)
 {
 	file_store *s = (file_store *)b;
@@ -365,7 +365,7 @@ out:
 	return st;
 }
 
-static herd_status file_del(herd__store_backend *b, const char *key, int *existed,
+static herd_status file_del(herd__store_backend *b, const char *key, bool *existed,
 			    int timeout_ms)
 {
 	file_store *s = (file_store *)b;

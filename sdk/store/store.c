@@ -2,6 +2,7 @@
  * sdk/store/store.c - herd_store: argument checks, key prefixes and
  * timeouts in front of the backends (TCP client, file store).
  */
+#include <limits.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -167,10 +168,13 @@ static herd_status check_value(const void *value, size_t len, const char *what, 
 
 static herd_status wait_timeout(const herd_store *s, int timeout_ms, const char *fn, int *out)
 {
-	if (timeout_ms < HERD_STORE_TIMEOUT_DEFAULT)
-		return herd__error(HERD_EINVAL, "%s: timeout of %d ms (use 0 or more, or "
-				   "HERD_STORE_TIMEOUT_DEFAULT)", fn, timeout_ms);
-	*out = timeout_ms == HERD_STORE_TIMEOUT_DEFAULT ? s->backend->timeout_ms : timeout_ms;
+	if (timeout_ms < 0 && timeout_ms != HERD_TIMEOUT_NONE && timeout_ms != HERD_TIMEOUT_DEFAULT)
+		return herd__error(HERD_EINVAL, "%s: timeout of %d ms (use 0 or more, "
+				   "HERD_TIMEOUT_NONE or HERD_TIMEOUT_DEFAULT)", fn, timeout_ms);
+	/* No deadline: as long as an int of milliseconds goes (24 days). */
+	*out = timeout_ms == HERD_TIMEOUT_DEFAULT ? s->backend->timeout_ms
+	       : timeout_ms == HERD_TIMEOUT_NONE  ? INT_MAX
+						  : timeout_ms;
 	return HERD_OK;
 }
 
@@ -215,12 +219,12 @@ herd_status herd_store_add(herd_store *store, const char *key, int64_t delta, in
 
 herd_status herd_store_compare_set(herd_store *store, const char *key, const void *expected,
 				   size_t expected_len, const void *desired, size_t desired_len,
-				   int *swapped, void **current, size_t *current_len)
+				   bool *swapped, void **current, size_t *current_len)
 {
 	char full[HERD_STORE_KEY_MAX + 1];
 	void *cur = NULL;
 	size_t cur_len = 0;
-	int sw = 0;
+	bool sw = false;
 	herd_status st;
 
 	if (current != NULL)
@@ -249,10 +253,10 @@ herd_status herd_store_compare_set(herd_store *store, const char *key, const voi
 	return HERD_OK;
 }
 
-herd_status herd_store_delete(herd_store *store, const char *key, int *existed)
+herd_status herd_store_delete(herd_store *store, const char *key, bool *existed)
 {
 	char full[HERD_STORE_KEY_MAX + 1];
-	int ignored;
+	bool ignored;
 
 	HERD_CHECK(full_key(store, key, "herd_store_delete", full));
 	return store->backend->ops->del(store->backend, full, existed != NULL ? existed : &ignored,

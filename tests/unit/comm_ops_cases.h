@@ -402,7 +402,7 @@ static inline void ops_session_rank(int rank, int size, void *arg)
 		ops_p2p(c, n, tag);
 	}
 	CHECK_OK(herd_comm_finalize(c));
-	herd_comm_destroy(c);
+	herd_comm_free(c);
 }
 
 /* Runs a session on each size, reporting how long each took.  "auto"

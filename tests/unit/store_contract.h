@@ -374,7 +374,7 @@ static void test_store_compare_set_swaps_only_on_a_match(void)
 	herd_store *s = open_scoped("cas", 5000);
 	void *cur = (void *)1;
 	size_t len = 9;
-	int swapped = -1;
+	bool swapped = false;
 
 	if (s == NULL)
 		return;
@@ -453,7 +453,7 @@ static void test_store_compare_set_and_add_wake_waiters(void)
 static void test_store_delete_removes_the_key(void)
 {
 	herd_store *s = open_scoped("del", 5000);
-	int existed = -1;
+	bool existed = false;
 	void *v = NULL;
 
 	if (s == NULL)

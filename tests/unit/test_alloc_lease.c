@@ -64,7 +64,7 @@ static const char *states(const char *dir)
 	herd_gpu_status *s = NULL;
 	size_t n = 0;
 
-	if (herd_gpu_status_query(&s, &n, herd_cluster_node(c, 0), &o) != HERD_OK) {
+	if (herd_gpu_status_query(herd_cluster_node(c, 0), &o, &s, &n) != HERD_OK) {
 		snprintf(buf, sizeof(buf), "error: %s", herd_last_error());
 	} else {
 		snprintf(buf, sizeof(buf), "%s,%s,%s", herd_lease_state_str(s[0].state),
@@ -85,7 +85,7 @@ static herd_gpu_status status_of(const char *dir, size_t which)
 	size_t n = 0;
 
 	memset(&out, 0, sizeof(out));
-	if (herd_gpu_status_query(&s, &n, herd_cluster_node(c, 0), &o) == HERD_OK)
+	if (herd_gpu_status_query(herd_cluster_node(c, 0), &o, &s, &n) == HERD_OK)
 		out = s[which];
 	herd_free(s);
 	herd_cluster_free(c);

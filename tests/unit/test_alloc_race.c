@@ -68,7 +68,7 @@ static bool leases_are_mine(const herd_cluster *c, const herd_plan *plan, const 
 	bool ok = true;
 
 	lo.dir = dir;
-	if (herd_gpu_status_query(&s, &n, herd_cluster_node(c, 0), &lo) != HERD_OK)
+	if (herd_gpu_status_query(herd_cluster_node(c, 0), &lo, &s, &n) != HERD_OK)
 		return false;
 	for (size_t i = 0; i < herd_plan_gpu_count(plan); i++) {
 		const herd_gpu_status *g = &s[herd_plan_gpu_at(plan, i)->index];
@@ -257,7 +257,7 @@ static void test_alloc_race_kill9_of_all_holders_frees_every_gpu(void)
 	CHECK_INT(held, 8);
 	/* All eight held, each by one of the children, as the leases say. */
 	lo.dir = dir;
-	CHECK_OK(herd_gpu_status_query(&s, &n, node, &lo));
+	CHECK_OK(herd_gpu_status_query(node, &lo, &s, &n));
 	for (size_t g = 0; s != NULL && g < n; g++) {
 		bool by_child = false;
 
@@ -278,7 +278,7 @@ static void test_alloc_race_kill9_of_all_holders_frees_every_gpu(void)
 		      (WIFEXITED(status[i]) && WEXITSTATUS(status[i]) == 0));
 	close(fds[0]);
 	/* Every GPU free again at once, with the dead holders' records still there. */
-	CHECK_OK(herd_gpu_status_query(&s, &n, node, &lo));
+	CHECK_OK(herd_gpu_status_query(node, &lo, &s, &n));
 	for (size_t g = 0; s != NULL && g < n; g++)
 		CHECK_INT(s[g].state, HERD_LEASE_FREE);
 	herd_free(s);

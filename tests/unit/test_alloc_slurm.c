@@ -20,7 +20,7 @@ static const char *granted(const herd_node *node, const char *job, const char *s
 	static char buf[256];
 	herd_slurm_env env = { job, step, jobgpus, cvd };
 	size_t idx[16], n = 99, len = 0;
-	int inside = -1;
+	bool inside = false;
 	herd_status st = herd_alloc_slurm_gpus(node, &env, idx, &n, &inside);
 
 	if (st != HERD_OK)
@@ -49,7 +49,7 @@ static void test_alloc_slurm_indices_are_pci_bus_order(void)
 	const herd_node *node = dgx_node(&c);
 	herd_slurm_env env = { "77", "4", NULL, NULL };
 	size_t idx[8], n = 0;
-	int inside = 0;
+	bool inside = false;
 
 	CHECK_OK(herd_alloc_slurm_gpus(node, &env, idx, &n, &inside));
 	CHECK_INT(n, 1);
@@ -138,7 +138,7 @@ static void test_alloc_slurm_bad_values_say_which_variable(void)
 	const herd_node *node = dgx_node(&c);
 	herd_slurm_env env = { "77", NULL, NULL, NULL };
 	size_t idx[8], n;
-	int inside;
+	bool inside;
 
 	CHECK_STR(granted(node, "77", NULL, "NoDevFiles", NULL), "HERD_EINVAL");
 	CHECK(strstr(herd_last_error(), "SLURM_JOB_GPUS=NoDevFiles: gres.conf names no device "

@@ -97,7 +97,8 @@ static void test_ckpt_roundtrip_every_dtype_bit_exact(void)
 	for (int t = 0; t < N; t++)
 		CHECK(memcmp(data[t], want[t], 37 * 129 * herd_dtype_size((herd_dtype)t)) == 0);
 	CHECK_ERR(herd_ckpt_save(ck, 7), HERD_EEXIST, "already committed");
-	CHECK_OK(herd_ckpt_close(ck));
+	CHECK_OK(herd_ckpt_wait(ck));
+	herd_ckpt_free(ck);
 
 	/* The read-only view sees the same. */
 	{
@@ -169,7 +170,8 @@ static void test_ckpt_add_rejects_bad_registrations(void)
 	CHECK_ERR(herd_ckpt_save(ck, 1), HERD_EINVAL, "cover 8 of its 16 elements");
 	CHECK_ERR(herd_ckpt_latest(dir, &(int64_t){ 0 }), HERD_ENOTFOUND, "no committed");
 	CHECK_INT(count_dir(dir), 0);   /* the failed save left nothing */
-	CHECK_OK(herd_ckpt_close(ck));
+	CHECK_OK(herd_ckpt_wait(ck));
+	herd_ckpt_free(ck);
 	CHECK_ERR(herd_ckpt_open(&ck, "", NULL, NULL), HERD_EINVAL, "empty");
 }
 
@@ -207,12 +209,14 @@ static void test_ckpt_leaves_what_it_did_not_make_alone(void)
 	CHECK_OK(herd_ckpt_add_tensor(ck, "x", x, HERD_FLOAT32, 1, g, NULL, NULL));
 	for (int64_t step = 1; step <= 3; step++)
 		CHECK_OK(herd_ckpt_save(ck, step));
-	CHECK_OK(herd_ckpt_close(ck));
+	CHECK_OK(herd_ckpt_wait(ck));
+	herd_ckpt_free(ck);
 	/* Reopened: the sweep is not blocked either. */
 	CHECK_OK(herd_ckpt_open(&ck, dir, NULL, &o));
 	CHECK_OK(herd_ckpt_restore(ck, HERD_CKPT_LATEST, &latest));
 	CHECK_INT(latest, 3);
-	CHECK_OK(herd_ckpt_close(ck));
+	CHECK_OK(herd_ckpt_wait(ck));
+	herd_ckpt_free(ck);
 	CHECK(lstat(link0, &sb) == 0 && S_ISLNK(sb.st_mode));
 	CHECK(lstat(linkdel, &sb) == 0 && S_ISLNK(sb.st_mode));
 	CHECK(lstat(tmpfile, &sb) == 0 && S_ISREG(sb.st_mode));
@@ -286,7 +290,8 @@ static void test_ckpt_async_stages_in_pieces_and_second_save_waits(void)
 	CHECK_OK(herd_ckpt_verify(dir, 2, NULL, NULL, NULL));
 	/* close joins a save in flight. */
 	CHECK_OK(herd_ckpt_save_async(ck, 3));
-	CHECK_OK(herd_ckpt_close(ck));
+	CHECK_OK(herd_ckpt_wait(ck));
+	herd_ckpt_free(ck);
 	CHECK_OK(herd_ckpt_verify(dir, 3, NULL, NULL, NULL));
 	free(x);
 	free(first);
@@ -361,7 +366,8 @@ static void test_ckpt_abort_stops_a_save_in_flight(void)
 	}
 	CHECK_OK(herd_ckpt_save(ck, 6));
 	CHECK_OK(herd_ckpt_verify(dir, 6, NULL, NULL, NULL));
-	CHECK_OK(herd_ckpt_close(ck));
+	CHECK_OK(herd_ckpt_wait(ck));
+	herd_ckpt_free(ck);
 out:
 	sem_destroy(&writer_held);
 	sem_destroy(&writes_may_go);
@@ -405,7 +411,8 @@ static void test_ckpt_retention_keeps_last_n_and_every_kth(void)
 	CHECK_OK(herd_ckpt_restore(ck, 5, NULL));
 	CHECK_INT(x[7], 5007);
 	CHECK_ERR(herd_ckpt_restore(ck, 3, NULL), HERD_ENOTFOUND, "step-000000000003");
-	CHECK_OK(herd_ckpt_close(ck));
+	CHECK_OK(herd_ckpt_wait(ck));
+	herd_ckpt_free(ck);
 }
 
 /* ---- corruption --------------------------------------------------------- */
@@ -429,7 +436,7 @@ typedef struct seen {
 	int64_t chunk;
 } seen;
 
-static void on_problem(const herd_ckpt_problem *p, void *arg)
+static void on_problem(void *arg, const herd_ckpt_problem *p)
 {
 	seen *s = arg;
 
@@ -517,7 +524,8 @@ static void test_ckpt_corruption_is_named_and_restore_falls_back(void)
 	CHECK_INT(truncate(path, 4 * 4096 + 100), 0);
 	CHECK_ERR(herd_ckpt_restore(ck, 4, NULL), HERD_EFORMAT,
 		  "rank-00000.data: the file has 16484 bytes, the manifest says 40000");
-	CHECK_OK(herd_ckpt_close(ck));
+	CHECK_OK(herd_ckpt_wait(ck));
+	herd_ckpt_free(ck);
 }
 
 /* ---- hostile manifests -------------------------------------------------- */
@@ -656,7 +664,8 @@ static void test_ckpt_hostile_step_is_skipped(void)
 	CHECK_INT(got, 3);
 	CHECK(x[15] == 15.0f);
 	CHECK_ERR(herd_ckpt_verify(dir, 4, NULL, NULL, NULL), HERD_EFORMAT, "files[0].name");
-	CHECK_OK(herd_ckpt_close(ck));
+	CHECK_OK(herd_ckpt_wait(ck));
+	herd_ckpt_free(ck);
 	herd__ckpt_manifest_free(m);
 	free(data);
 }
@@ -682,9 +691,10 @@ static void blob_saver(int rank, int size, void *arg)
 	CHECK_OK(herd_ckpt_add_blob(ck, "loader", &pos, sizeof(pos), HERD_CKPT_BLOB_RANK0));
 	CHECK_OK(herd_ckpt_add_blob(ck, "cfg", &cfg, sizeof(cfg), HERD_CKPT_BLOB_STRICT));
 	CHECK_OK(herd_ckpt_save(ck, 10));
-	CHECK_OK(herd_ckpt_close(ck));
+	CHECK_OK(herd_ckpt_wait(ck));
+	herd_ckpt_free(ck);
 	CHECK_OK(herd_comm_finalize(comm));
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 }
 
 static void blob_restorer(int rank, int size, void *arg)
@@ -712,9 +722,10 @@ static void blob_restorer(int rank, int size, void *arg)
 		/* Every rank gets the same error, naming the rule. */
 		CHECK_ERR(herd_ckpt_restore(ck, HERD_CKPT_LATEST, NULL), HERD_EMISMATCH, "strict");
 	}
-	CHECK_OK(herd_ckpt_close(ck));
+	CHECK_OK(herd_ckpt_wait(ck));
+	herd_ckpt_free(ck);
 	CHECK_OK(herd_comm_finalize(comm));
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 }
 
 static void test_ckpt_blobs_follow_their_world_size_rules(void)
@@ -747,9 +758,10 @@ static void mismatch_rank(int rank, int size, void *arg)
 	CHECK_OK(herd_ckpt_add_tensor(ck, rank == 1 ? "other" : "x", x, HERD_FLOAT32, 1, g, NULL,
 				      NULL));
 	CHECK_ERR(herd_ckpt_save(ck, 1), HERD_EMISMATCH, "\"other\" on rank 1");
-	CHECK_OK(herd_ckpt_close(ck));
+	CHECK_OK(herd_ckpt_wait(ck));
+	herd_ckpt_free(ck);
 	CHECK_OK(herd_comm_finalize(comm));
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 }
 
 static void test_ckpt_ranks_that_disagree_fail_everywhere(void)

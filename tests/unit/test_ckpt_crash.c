@@ -103,7 +103,7 @@ static void save_forever(herd_comm *comm, const char *dir, void (*committed)(int
 		}
 		committed(next, arg);
 	}
-	herd_ckpt_close(ck);
+	herd_ckpt_free(ck);
 	free(s);
 }
 
@@ -128,7 +128,8 @@ static void check_after_kill(const char *dir, int64_t last_ok, int round)
 	CHECK_INT(newest, got);
 	CHECK_OK(herd_ckpt_verify(dir, got, NULL, NULL, NULL));
 	CHECK_INT(leftovers(dir), 0);    /* open swept what the kill left */
-	CHECK_OK(herd_ckpt_close(ck));
+	CHECK_OK(herd_ckpt_wait(ck));
+	herd_ckpt_free(ck);
 	free(s);
 }
 

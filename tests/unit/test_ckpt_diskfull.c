@@ -57,7 +57,8 @@ static void test_ckpt_disk_full_fails_cleanly_and_keeps_previous(void)
 	CHECK_OK(herd_ckpt_save(ck, 1));
 	/* One writer per directory: the first closes before the second opens. */
 	CHECK_ERR(herd_ckpt_open(&ck_big, mnt, NULL, &o), HERD_EBUSY, "is being written by pid");
-	CHECK_OK(herd_ckpt_close(ck));
+	CHECK_OK(herd_ckpt_wait(ck));
+	herd_ckpt_free(ck);
 
 	/* The same directory, a state larger than the file system. */
 	CHECK_OK(herd_ckpt_open(&ck_big, mnt, NULL, &o));
@@ -73,7 +74,8 @@ static void test_ckpt_disk_full_fails_cleanly_and_keeps_previous(void)
 	CHECK_ERR(herd_ckpt_wait(ck_big), HERD_EIO, "No space left on device");
 	CHECK_INT(committed_and_pending(&pending), 1);
 	CHECK_INT(pending, 0);
-	CHECK_OK(herd_ckpt_close(ck_big));
+	CHECK_OK(herd_ckpt_wait(ck_big));
+	herd_ckpt_free(ck_big);
 
 	/* The previous checkpoint is intact, and the space is back. */
 	CHECK_OK(herd_ckpt_verify(mnt, 1, NULL, NULL, NULL));
@@ -85,7 +87,8 @@ static void test_ckpt_disk_full_fails_cleanly_and_keeps_previous(void)
 	CHECK(memcmp(small, want, SMALL) == 0);
 	CHECK_OK(herd_ckpt_save(ck, 4));
 	CHECK_OK(herd_ckpt_verify(mnt, 4, NULL, NULL, NULL));
-	CHECK_OK(herd_ckpt_close(ck));
+	CHECK_OK(herd_ckpt_wait(ck));
+	herd_ckpt_free(ck);
 	free(small);
 	free(big);
 	free(want);
@@ -153,7 +156,8 @@ static void test_ckpt_latest_never_names_a_deleted_step(void)
 	CHECK_OK(herd_ckpt_verify(dir, 2, NULL, NULL, NULL));
 	CHECK_OK(herd_ckpt_latest(dir, &step));
 	CHECK_INT(step, 2);
-	CHECK_OK(herd_ckpt_close(ck));
+	CHECK_OK(herd_ckpt_wait(ck));
+	herd_ckpt_free(ck);
 	CHECK(umount(dir) == 0);
 	rmdir(dir);
 	printf("     %d inodes given back before step 2 fit; latest %s\n", freed,

@@ -57,9 +57,10 @@ static void saver(int rank, int size, void *arg)
 	/* The state may change once save_async returns. */
 	memset(a, 0, sizeof(a));
 	CHECK_OK(herd_ckpt_wait(ck));
-	CHECK_OK(herd_ckpt_close(ck));
+	CHECK_OK(herd_ckpt_wait(ck));
+	herd_ckpt_free(ck);
 	CHECK_OK(herd_comm_finalize(comm));
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 }
 
 /* Restores with rows of a and columns of b split over size ranks. */
@@ -105,9 +106,10 @@ static void restorer(int rank, int size, void *arg)
 		CHECK_INT(c[i], c_value(i));
 out:
 	test_checks++;
-	CHECK_OK(herd_ckpt_close(ck));
+	CHECK_OK(herd_ckpt_wait(ck));
+	herd_ckpt_free(ck);
 	CHECK_OK(herd_comm_finalize(comm));
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 	free(a);
 	free(b);
 }

@@ -109,7 +109,7 @@ static void init_rank(int rank, int size, void *arg)
 		CHECK_INT(first_wrong(recv, sizeof(recv), prev), sizeof(recv));
 	}
 	CHECK_OK(herd_comm_finalize(comm));
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 	CHECK_INT(count_fds(), fds0);
 	CHECK_INT(count_threads(), threads0);
 }
@@ -224,7 +224,7 @@ static void reinit_rank(int rank, int size, void *arg)
 		CHECK_OK(ring_call(comm, send, recv, sizeof(recv)));
 		CHECK_INT(first_wrong(recv, sizeof(recv), (rank + size - 1) % size), sizeof(recv));
 		CHECK_OK(herd_comm_finalize(comm));
-		herd_comm_destroy(comm);
+		herd_comm_free(comm);
 		if (rank == 1)
 			sleep_ms(100);
 	}
@@ -275,7 +275,7 @@ static void ifname_rank(int rank, int size, void *arg)
 			CHECK_OK(herd_comm_finalize(comm));
 		}
 	}
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 	herd_store_free(sub);
 	herd_store_free(root);
 }
@@ -317,7 +317,7 @@ static void big_ring_rank(int rank, int size, void *arg)
 		}
 		CHECK_OK(herd_comm_finalize(comm));
 	}
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 	free(send);
 	free(recv);
 }
@@ -377,7 +377,7 @@ static void reduce_rank(int rank, int size, void *arg)
 		CHECK_INT(bad, 0);
 		CHECK_OK(herd_comm_finalize(comm));
 	}
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 	free(send);
 	free(acc);
 }
@@ -431,7 +431,7 @@ static void order_rank(int rank, int size, void *arg)
 		CHECK_INT(first_wrong(recv + 300000, 300000, prev * 3 + 1), 300000);
 		CHECK_OK(herd_comm_finalize(comm));
 	}
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 	free(send);
 	free(recv);
 }
@@ -480,7 +480,7 @@ static void mismatch_rank(int rank, int size, void *arg)
 	/* Broken for good: the next call says the same; rank 2, whose own
 	 * exchange matched, hears of it from the others. */
 	CHECK_ERR(ring_call(comm, send, recv, 10), HERD_EMISMATCH, "mismatched calls");
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 }
 
 static void test_comm_mismatched_fingerprint_returns_emismatch_naming_both(void)
@@ -525,7 +525,7 @@ static void split_rank(int rank, int size, void *arg)
 		/* The sender's old rank: the new ranks run old ranks backwards. */
 		CHECK_INT(recv, color == 0 ? 2 - 2 * prev_new : 5 - 2 * prev_new);
 		CHECK_OK(herd_comm_finalize(sub));
-		herd_comm_destroy(sub);
+		herd_comm_free(sub);
 	}
 	/* The parent still works after the split. */
 	{
@@ -536,7 +536,7 @@ static void split_rank(int rank, int size, void *arg)
 		CHECK_INT(first_wrong(r, sizeof(r), (rank + size - 1) % size), sizeof(r));
 	}
 	CHECK_OK(herd_comm_finalize(comm));
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 	CHECK_INT(count_fds(), fds0);
 }
 
@@ -570,7 +570,7 @@ static void nonblocking_rank(int rank, int size, void *arg)
 	herd_request *r1 = NULL, *r2 = NULL;
 	uint8_t s1[64], b1[64 * 3], s2[256], b2[256 * 3], s3[8], b3[8 * 3];
 	herd__op op;
-	int done = -1;
+	bool done = true;
 
 	CHECK_OK(harness_comm(&comm, a->scope, rank, size, a->transport, 20000));
 	if (comm == NULL)
@@ -595,7 +595,7 @@ static void nonblocking_rank(int rank, int size, void *arg)
 	CHECK_INT(order_log[0], 1);
 	CHECK_INT(order_log[1], 2);
 	CHECK_INT(order_log[2], 3);
-	done = 0;
+	done = false;
 	CHECK_OK(herd_request_test(r2, &done));
 	CHECK_INT(done, 1);
 	CHECK_OK(herd_request_wait(r1));
@@ -605,7 +605,7 @@ static void nonblocking_rank(int rank, int size, void *arg)
 		CHECK_INT(first_wrong(b3 + 8 * j, 8, j + 20), 8);
 	}
 	CHECK_OK(herd_comm_finalize(comm));
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 }
 
 static void test_comm_nonblocking_calls_complete_in_call_order(void)
@@ -690,7 +690,7 @@ static void env_rank(int rank, int size, void *arg)
 	CHECK_OK(ring_call(comm, s, r, sizeof(r)));
 	CHECK_INT(first_wrong(r, sizeof(r), (rank + size - 1) % size), sizeof(r));
 	CHECK_OK(herd_comm_finalize(comm));
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 }
 
 static int free_port(void)
@@ -813,8 +813,8 @@ static void *thread_rank_main(void *arg)
 	T_OK(t, herd_comm_finalize(sub));
 	T_OK(t, herd_comm_finalize(comm));
 out:
-	herd_comm_destroy(sub);
-	herd_comm_destroy(comm);
+	herd_comm_free(sub);
+	herd_comm_free(comm);
 	return NULL;
 }
 

@@ -141,7 +141,7 @@ static void sums_rank(int rank, int size, void *arg)
 out:
 	free(in);
 	free(out);
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 }
 
 static void test_comm_direct_allreduce_sums_exactly_at_every_shape(void)
@@ -177,7 +177,7 @@ static void small_rank(int rank, int size, void *arg)
 			break;
 		}
 	}
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 }
 
 static void test_comm_direct_small_allreduce_reuses_slots_safely(void)
@@ -214,7 +214,7 @@ static void killed_rank(int rank, int size, void *arg)
 	report_status(rank, st, now_ms(), 0);
 	CHECK_ERR(st, HERD_EPEER, "rank 2 (host");
 out:
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 	if (res != buf)
 		free(res);
 	free(buf);
@@ -286,7 +286,7 @@ static void mismatch_rank(int rank, int size, void *arg)
 		  "mismatched calls");
 out:
 	free(buf);
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 }
 
 static void test_comm_direct_allreduce_mismatched_calls_give_emismatch(void)
@@ -334,7 +334,7 @@ static void late_rank(int rank, int size, void *arg)
 	}
 out:
 	free(buf);
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 }
 
 static void test_comm_direct_allreduce_rank_that_does_not_call_gives_etimedout(void)
@@ -378,7 +378,7 @@ static void abort_rank(int rank, int size, void *arg)
 	}
 out:
 	free(buf);
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 }
 
 static void test_comm_direct_allreduce_abort_from_another_thread_returns_within_100ms(void)

@@ -47,7 +47,7 @@ static void killed_rank(int rank, int size, void *arg)
 	/* Every later call says the same. */
 	CHECK_ERR(ring_call(comm, send, recv, 16), HERD_EPEER, "rank 2 (host");
 out:
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 	free(send);
 	free(recv);
 }
@@ -111,7 +111,7 @@ static void idle_killed_rank(int rank, int size, void *arg)
 	CHECK_ERR(ring_call(comm, s, r, sizeof(r)), HERD_EPEER, "rank 1 (host");
 	CHECK_ERR(herd__comm_broken(comm), HERD_EPEER, "died");
 	CHECK(now_ms() - t0 < 100);
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 }
 
 static void test_comm_death_of_an_idle_peer_fails_the_next_call_at_once(void)
@@ -153,7 +153,7 @@ static void late_rank(int rank, int size, void *arg)
 		CHECK_ERR(st, HERD_ETIMEDOUT, "did not arrive; its last completed call was "
 			  "#1 alltoall");
 	}
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 }
 
 static void test_comm_rank_that_does_not_call_gives_etimedout_naming_it(void)
@@ -203,7 +203,7 @@ static void abort_rank(int rank, int size, void *arg)
 		CHECK_ERR(ring_call(comm, s, r, sizeof(r)), HERD_EPEER, "rank 0 (host");
 		CHECK_ERR(herd__comm_broken(comm), HERD_EPEER, "aborted");
 	}
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 }
 
 static void test_comm_abort_from_another_thread_returns_eaborted_within_100ms(void)
@@ -234,7 +234,7 @@ static void leaving_rank(int rank, int size, void *arg)
 		return;
 	CHECK_OK(ring_call(comm, s, r, sizeof(r)));
 	if (rank == 0) {
-		herd_comm_destroy(comm);    /* without finalize, while rank 1 waits */
+		herd_comm_free(comm);    /* without finalize, while rank 1 waits */
 		return;
 	}
 	t0 = now_ms();
@@ -242,7 +242,7 @@ static void leaving_rank(int rank, int size, void *arg)
 		  "rank 0 (host");
 	CHECK_ERR(herd__comm_broken(comm), HERD_EPEER, "destroyed its communicator");
 	CHECK(now_ms() - t0 < 1000);
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 }
 
 static void test_comm_peer_destroyed_without_finalize_gives_epeer_not_a_hang(void)
@@ -272,7 +272,7 @@ static void clean_rank(int rank, int size, void *arg)
 		sleep_ms(400);
 		CHECK_OK(herd__comm_broken(comm));
 	}
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 }
 
 static void test_comm_clean_finalize_and_destroy_breaks_no_peer(void)
@@ -304,7 +304,7 @@ static void exiting_rank(int rank, int size, void *arg)
 	CHECK_ERR(all_call(comm, s, r, sizeof(s)), HERD_EPEER, "rank 1 (host");
 	CHECK_ERR(herd__comm_broken(comm), HERD_EPEER, "died");
 	CHECK(now_ms() - t0 < 2000);
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 }
 
 static void test_comm_exit_without_destroy_counts_as_a_death(void)
@@ -364,7 +364,7 @@ static void hurried_rank(int rank, int size, void *arg)
 		else
 			CHECK_OK(herd__comm_broken(comm));
 	}
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 }
 
 static void test_comm_peer_leaving_while_a_rank_finishes_init_is_left_or_dead_as_it_went(void)

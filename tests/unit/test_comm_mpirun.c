@@ -32,7 +32,7 @@ static int run_as_rank(void)
 			break;
 		}
 	CHECK_OK(herd_comm_finalize(comm));
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 	return test_failures == 0 ? 0 : 1;
 }
 

@@ -204,7 +204,7 @@ static void bad_args_rank(int rank, int size, void *arg)
 		OPS_VERIFY("gather with NULL recvbuf off the root", b, 8, HERD_FLOAT32,
 			   (double)ops_input((int)(i / 4), i % 4, HERD_FLOAT32, HERD_SUM));
 	CHECK_OK(herd_comm_finalize(c));
-	herd_comm_destroy(c);
+	herd_comm_free(c);
 }
 
 static void test_comm_ops_bad_arguments_are_einval_and_harmless(void)
@@ -231,6 +231,7 @@ static void nonblocking_rank(int rank, int size, void *arg)
 	float *big_in = ops_alloc(BIG * 4), *big_out = ops_alloc(BIG * 4);
 	float *ga_out = ops_alloc((size_t)size * N * 4), *sc_out = ops_alloc(N * 4);
 	int done = 0;
+	bool last;
 
 	CHECK_OK(ops_comm(&c, s, rank, size));
 	if (c == NULL)
@@ -255,7 +256,7 @@ static void nonblocking_rank(int rank, int size, void *arg)
 	CHECK_OK(herd_comm_iallreduce(c, big_in, big_out, BIG, HERD_FLOAT32, HERD_SUM, &req[9]));
 	CHECK_OK(herd_request_wait(req[9]));
 	for (int k = 0; k < NREQ - 1; k++) {
-		int d = 0;
+		bool d = false;
 
 		CHECK_OK(herd_request_test(req[k], &d));
 		CHECK_INT(d, 1);
@@ -284,13 +285,13 @@ static void nonblocking_rank(int rank, int size, void *arg)
 	/* A blocking call waits for the queue: after it the request is done. */
 	CHECK_OK(herd_comm_iallreduce(c, ar_in, ar_out, N, HERD_FLOAT32, HERD_MAX, &req[0]));
 	CHECK_OK(herd_comm_barrier(c));
-	done = 0;
-	CHECK_OK(herd_request_test(req[0], &done));
-	CHECK_INT(done, 1);
+	last = false;
+	CHECK_OK(herd_request_test(req[0], &last));
+	CHECK_INT(last, 1);
 	OPS_VERIFY("iallreduce max", ar_out, N, HERD_FLOAT32,
 		   ops_expected(size, i, HERD_FLOAT32, HERD_MAX));
 	CHECK_OK(herd_comm_finalize(c));
-	herd_comm_destroy(c);
+	herd_comm_free(c);
 	free(ar_in), free(ar_out), free(bc), free(rs_in), free(rs_out), free(ag_out), free(ag_in);
 	free(a2a_in), free(a2a_out), free(red), free(red_out), free(big_in), free(big_out);
 	free(ga_out), free(sc_out);
@@ -322,7 +323,7 @@ static void mismatch_rank(int rank, int size, void *arg)
 	CHECK_INT(st, HERD_EMISMATCH);
 	if (st == HERD_EMISMATCH)
 		CHECK(strstr(herd_last_error(), "allreduce") != NULL);
-	herd_comm_destroy(c);
+	herd_comm_free(c);
 }
 
 static void test_comm_ops_counts_that_differ_between_ranks_return_emismatch(void)

@@ -72,7 +72,7 @@ static void mixed_rank(int rank, int size, void *arg)
 	CHECK_INT(wrong, 0);
 	CHECK_OK(herd_comm_finalize(comm));
 out:
-	herd_comm_destroy(comm);
+	herd_comm_free(comm);
 	free(in);
 	free(out);
 }

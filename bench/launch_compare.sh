@@ -35,7 +35,7 @@ for p in "$HERD" "$BARRIER" "$MPI_BARRIER"; do
 done
 command -v mpirun >/dev/null || { echo "launch_compare.sh: mpirun not found (openmpi-bin)" >&2; exit 2; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-unset SLURM_JOB_ID HERD_LAUNCH_VIA_EXEC
+unset SLURM_JOB_ID
 
 tmp=$(mktemp -d)
 sshd_up=0

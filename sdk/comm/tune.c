@@ -80,7 +80,7 @@ typedef struct row {
 #define COLL_ROW(k, via, l, h, nm) \
 	{ HERD__OP_##k, HERD__CLASS_TUNED, NEED_COLL, via, l, h, 0, 0, NULL, nm }
 
-static const row table[] = {
+static const row allreduce_rows[] = {
 	COLL_ROW(ALLREDUCE, VIA_COLL_SMALL, B_NONE, B_COLL_SMALL, "coll-small"),
 	COLL_ROW(ALLREDUCE, VIA_COLL, B_COLL_MIN, B_NONE, "coll"),
 	ROW(ALLREDUCE, TUNED, 0, B_NONE, B_ONESHOT, 3, HERD__ONESHOT_RANKS,
@@ -89,32 +89,74 @@ static const row table[] = {
 	ROW(ALLREDUCE, TUNED, NEED_ONE_HOST | NEED_TCP | NEED_POW2, B_NONE, B_NONE, 4, 0,
 	    herd__algo_allreduce_hd, "hd"),
 	ROW(ALLREDUCE, BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_allreduce_ring, "ring"),
+};
 
+static const row reduce_rows[] = {
 	ROW(REDUCE, LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_reduce_binomial, "binomial"),
 	ROW(REDUCE, BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_reduce_ring, "ring"),
+};
 
+static const row broadcast_rows[] = {
 	ROW(BROADCAST, LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_broadcast_binomial,
 	    "binomial"),
 	ROW(BROADCAST, BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_broadcast_chain, "chain"),
+};
 
+static const row allgather_rows[] = {
 	ROW(ALLGATHER, LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_allgather_bruck, "bruck"),
 	ROW(ALLGATHER, BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_allgather_ring, "ring"),
+};
 
+static const row reduce_scatter_rows[] = {
 	ROW(REDUCE_SCATTER, LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_reduce_scatter_rd,
 	    "rd"),
 	ROW(REDUCE_SCATTER, BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_reduce_scatter_ring,
 	    "ring"),
+};
 
+static const row alltoall_rows[] = {
 	ROW(ALLTOALL, LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_alltoall_oneshot, "oneshot"),
 	ROW(ALLTOALL, BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_alltoall_pairwise,
 	    "pairwise"),
+};
 
+static const row gather_rows[] = {
 	ROW(GATHER, ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_gather, "linear"),
+};
+static const row scatter_rows[] = {
 	ROW(SCATTER, ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_scatter, "linear"),
+};
+static const row send_rows[] = {
 	ROW(SEND, ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_send, "send"),
+};
+static const row recv_rows[] = {
 	ROW(RECV, ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_recv, "recv"),
+};
+static const row sendrecv_rows[] = {
 	ROW(SENDRECV, ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_sendrecv, "sendrecv"),
+};
+static const row barrier_rows[] = {
 	ROW(BARRIER, ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_barrier, "dissemination"),
+};
+
+/* The table, by operation: its rows in the order they are tried. */
+#define ROWS(k, r) [HERD__OP_##k] = { r, sizeof(r) / sizeof(r[0]) }
+static const struct {
+	const row *rows;
+	size_t n;
+} table[] = {
+	ROWS(ALLREDUCE, allreduce_rows),
+	ROWS(REDUCE, reduce_rows),
+	ROWS(BROADCAST, broadcast_rows),
+	ROWS(ALLGATHER, allgather_rows),
+	ROWS(REDUCE_SCATTER, reduce_scatter_rows),
+	ROWS(ALLTOALL, alltoall_rows),
+	ROWS(GATHER, gather_rows),
+	ROWS(SCATTER, scatter_rows),
+	ROWS(SEND, send_rows),
+	ROWS(RECV, recv_rows),
+	ROWS(SENDRECV, sendrecv_rows),
+	ROWS(BARRIER, barrier_rows),
 };
 
 static const row local_row = { 0, HERD__CLASS_ANY, 0, VIA_ALGO, B_NONE, B_NONE, 0, 0,
@@ -196,18 +238,19 @@ static bool fits(const row *w, const herd__place *pl, int p, size_t size)
 	return true;
 }
 
-static const row *pick(const herd_comm *comm, const herd__op *op)
+static const row *pick(const herd_comm *comm, const herd__place *pl, const herd__op *op)
 {
-	const herd__place *pl = herd__comm_place(comm);
 	int p = herd_comm_size(comm);
 	size_t size;
 
 	if (has_local(op->fp.kind) && (p == 1 || op->count == 0))
 		return &local_row;
+	if (op->fp.kind >= sizeof(table) / sizeof(table[0]))
+		return NULL;
 	size = call_size(op, p);
-	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-		if (table[i].kind == op->fp.kind && fits(&table[i], pl, p, size))
-			return &table[i];
+	for (size_t i = 0; i < table[op->fp.kind].n; i++)
+		if (fits(&table[op->fp.kind].rows[i], pl, p, size))
+			return &table[op->fp.kind].rows[i];
 	/* Every operation has a row of its own class or of class ANY. */
 	return NULL;
 }
@@ -215,7 +258,7 @@ static const row *pick(const herd_comm *comm, const herd__op *op)
 herd__op_fn herd__tune_pick(const herd_comm *comm, const herd__op *op)
 {
 	const herd__place *pl = herd__comm_place(comm);
-	const row *w = pick(comm, op);
+	const row *w = pick(comm, pl, op);
 
 	if (w == NULL)
 		return NULL;
@@ -231,7 +274,7 @@ herd__op_fn herd__tune_pick(const herd_comm *comm, const herd__op *op)
 
 const char *herd__tune_name(const herd_comm *comm, const herd__op *op)
 {
-	const row *w = pick(comm, op);
+	const row *w = pick(comm, herd__comm_place(comm), op);
 
 	if (w == NULL)
 		return "none";

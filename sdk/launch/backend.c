@@ -9,13 +9,10 @@
 
 herd_status herd__launch_backend_for(herd_job_where where, const herd__launch_backend **out)
 {
-	const char *via = herd__launch_env(HERD__LENV_VIA_EXEC);
-
 	*out = NULL;
 	switch (where) {
 	case HERD_JOB_LOCAL:
-		*out = via != NULL && strcmp(via, "1") == 0 ? &herd__launch_backend_exec
-							     : &herd__launch_backend_local;
+		*out = &herd__launch_backend_local;
 		break;
 	case HERD_JOB_HOSTS:
 	case HERD_JOB_HOSTFILE:

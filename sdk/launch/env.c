@@ -14,7 +14,6 @@
 static const char *const names[HERD__LENV_COUNT] = {
 	[HERD__LENV_PROGRAM] = "HERD_PROGRAM",           /* herd on the nodes (spec.herd_program) */
 	[HERD__LENV_LAUNCH_ADDR] = "HERD_LAUNCH_ADDR",   /* the address nodes connect back to */
-	[HERD__LENV_VIA_EXEC] = "HERD_LAUNCH_VIA_EXEC",  /* "1": local nodes as herd exec children */
 	[HERD__LENV_SSH] = "HERD_SSH",                   /* the ssh program */
 	[HERD__LENV_SSH_ARGS] = "HERD_SSH_ARGS",         /* words added to every ssh */
 	[HERD__LENV_SSH_TREE_MIN] = "HERD_SSH_TREE_MIN", /* nodes from which ssh fans out as a tree */

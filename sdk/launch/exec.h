@@ -15,11 +15,13 @@
  * node's spec from rfd (the launcher writes it first), starts that node's
  * ranks, writes their events (started, output lines, exits) to wfd and
  * obeys the launcher's signal and stop commands, until every rank has
- * ended.  When rfd closes (the launcher died, ssh dropped) or stop_fd
+ * ended.  `herd exec` runs it on its main thread; a local job on a thread
+ * of the launcher (local.c), with every signal blocked.  When rfd closes (the launcher died, ssh dropped) or stop_fd
  * (may be -1) becomes readable (a signal handler's self-pipe), it stops
  * the ranks: SIGTERM, then SIGKILL after the job's grace period.  Ranks
- * are forked from the calling thread, which should be the process's only
- * one; the caller should ignore SIGPIPE.  Blocks until the ranks are gone.
+ * are forked from the calling thread, which must live until they end (it
+ * is their parent for PR_SET_PDEATHSIG); the caller ignores SIGPIPE or
+ * blocks it.  Blocks until the ranks are gone.
  * HERD_OK when the node ran to its end, HERD_ECLOSED when the launcher
  * went away, the launcher-visible error otherwise (a malformed spec, GPUs
  * that cannot be leased).  The wire format is internal to one herd

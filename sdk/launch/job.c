@@ -57,15 +57,10 @@ struct rank_info {
 /* One node of the current run. */
 struct node_rt {
 	herd__launch_node *node;
-	herd__node *local;             /* in-process supervisor, or NULL */
-	herd__launch_link link;        /* `herd exec`, for channel backends */
+	herd__launch_link link;        /* its `herd exec`: a thread, a child or a remote one */
 	size_t via;                    /* the node whose channel carries its frames:
 					  itself, or a first-level relay above it */
 	size_t nsub;                   /* nodes it relays to: the next nsub */
-	struct local_ctx {
-		herd_job *job;
-		struct node_rt *nr;
-	} lctx;                        /* userdata of the in-process supervisor */
 	bool ready, closed, done;
 	int reported;                  /* ranks started or failed to start */
 	int ended;                     /* ranks that exited */
@@ -520,36 +515,6 @@ static void settle_locked(herd_job *job, bool force)
 	pthread_mutex_unlock(&job->mu);
 }
 
-/* Callbacks of in-process node supervisors. */
-static void local_started(void *ud, int rank, long pid)
-{
-	struct local_ctx *c = ud;
-
-	on_started(c->job, c->nr, rank, pid);
-}
-
-static void local_output(void *ud, int rank, herd_job_stream s, const char *line, size_t len)
-{
-	struct local_ctx *c = ud;
-
-	on_output(c->job, rank, s, line, len);
-}
-
-static void local_paused(void *ud, int rank, int sig)
-{
-	struct local_ctx *c = ud;
-
-	on_paused(c->job, rank, sig);
-}
-
-static void local_exited(void *ud, int rank, herd_rank_state state, int code, int sig,
-			 const char *err)
-{
-	struct local_ctx *c = ud;
-
-	on_exited(c->job, c->nr, rank, state, code, sig, err, err != NULL ? strlen(err) : 0);
-}
-
 /* ---- channels -------------------------------------------------------------------- */
 
 /* The helper's last words for a message: "" or ": <text>" on one line. */
@@ -758,10 +723,8 @@ static void stop_all(herd_job *job, int grace_ms)
 	for (size_t i = 0; i < job->nnodes; i++) {
 		struct node_rt *nr = &job->rt[i];
 
-		if (nr->local != NULL)
-			herd__node_stop(nr->local, grace_ms);
-		else if (nr->via == i && !nr->closed &&
-			 herd__launch_enc_stop(&nr->link.out, grace_ms) == HERD_OK)
+		if (nr->via == i && !nr->closed &&
+		    herd__launch_enc_stop(&nr->link.out, grace_ms) == HERD_OK)
 			channel_write(job, nr);
 	}
 }
@@ -771,10 +734,8 @@ static void signal_all(herd_job *job, int sig)
 	for (size_t i = 0; i < job->nnodes; i++) {
 		struct node_rt *nr = &job->rt[i];
 
-		if (nr->local != NULL)
-			herd__node_signal(nr->local, sig);
-		else if (nr->via == i && !nr->closed &&
-			 herd__launch_enc_signal(&nr->link.out, sig) == HERD_OK)
+		if (nr->via == i && !nr->closed &&
+		    herd__launch_enc_signal(&nr->link.out, sig) == HERD_OK)
 			channel_write(job, nr);
 	}
 }
@@ -878,8 +839,6 @@ static void free_rt(herd_job *job)
 	for (size_t i = 0; job->rt != NULL && i < job->nnodes; i++) {
 		struct node_rt *nr = &job->rt[i];
 
-		herd__node_free(nr->local);
-		nr->local = NULL;
 		herd__launch_link_close(&nr->link);
 		/* Its stdin closed, `herd exec` stops its ranks and ends. */
 		herd__launch_link_reap(&nr->link, STOP_SLACK_MS);
@@ -889,6 +848,85 @@ static void free_rt(herd_job *job)
 	job->rt = NULL;
 	herd_store_server_free(job->store);
 	job->store = NULL;
+}
+
+/*
+ * Starts `herd exec` for every node through the backend (a thread, a child,
+ * or a remote process; a relay's subtree through its relay) and sends
+ * each its spec.
+ */
+static herd_status start_nodes(herd_job *job, const char *store, const char *adv,
+			       const char *maddr, int mport, int64_t deadline)
+{
+	herd_status st;
+	herd__launch_channel *ch = NULL;
+	herd__launch_tree tree = { 0 };
+	bool *direct = NULL;
+	herd__buf tmp;
+	herd__launch_ctx ctx = {
+		.spec = &job->spec, .job_id = job->id, .secret = job->secret,
+		.store_addr = store, .advertise_host = adv,
+		.herd_program = job->herd_program, .restart_count = job->restart_count,
+		.world_size = job->nranks, .nodes = job->nodes, .nnodes = job->nnodes,
+		.deadline = deadline,
+	};
+
+	herd__buf_init(&tmp, 0);
+	if (job->backend->tree != NULL)
+		HERD_CHECK_GOTO(job->backend->tree(&ctx, &tree), st, tree_out);
+	HERD_CHECK_GOTO(herd__calloc(&direct, job->nnodes, sizeof(*direct),
+				     "the job's first-level nodes"), st, tree_out);
+	if (tree.width > 0)
+		tree_layout(job, 0, job->nnodes, tree.width, true, 0);
+	for (size_t i = 0; i < job->nnodes; i++)
+		direct[i] = job->rt[i].via == i;
+	ctx.direct = direct;
+	HERD_CHECK_GOTO(herd__calloc(&ch, job->nnodes, sizeof(*ch), "the job's channels"),
+			st, tree_out);
+	st = job->backend->start(&ctx, ch);
+	for (size_t i = 0; st == HERD_OK && i < job->nnodes; i++)
+		if (direct[i])
+			herd__launch_link_attach(&job->rt[i].link, &ch[i]);
+	/* Node order: a relay's own spec goes before its subtree's. */
+	for (size_t i = 0; st == HERD_OK && i < job->nnodes; i++) {
+		struct node_rt *nr = &job->rt[i];
+		herd__node_spec s;
+		char **sub = NULL;
+
+		node_spec_of(job, nr->node, store, maddr, mport, &s);
+		if (nr->nsub > 0) {
+			st = herd__calloc(&sub, nr->nsub + 1, sizeof(*sub), "a relay's hosts");
+			if (st != HERD_OK)
+				break;
+			for (size_t k = 0; k < nr->nsub; k++)
+				sub[k] = job->nodes[i + 1 + k].host;
+			s.nsub = (int)nr->nsub;
+			s.sub = sub;
+			s.width = tree.width;
+			s.rsh = tree.argv;
+			s.rcmd = tree.cmd;
+		}
+		if (direct[i]) {
+			st = herd__launch_enc_spec(&nr->link.out, &s);
+		} else {
+			herd__buf_consume(&tmp, tmp.len - tmp.off);
+			st = herd__launch_enc_spec(&tmp, &s);
+			if (st == HERD_OK)
+				st = herd__launch_enc_relay(&job->rt[nr->via].link.out, (int)i,
+							    (const char *)tmp.data + tmp.off + 4,
+							    tmp.len - tmp.off - 4);
+		}
+		free(sub);
+	}
+	for (size_t i = 0; st == HERD_OK && i < job->nnodes; i++)
+		if (direct[i])
+			channel_write(job, &job->rt[i]);
+tree_out:
+	free(ch);
+	free(direct);
+	herd__buf_free(&tmp);
+	herd__launch_tree_free(&tree);
+	return st;
 }
 
 /* Starts one run: the store, then every node.  Nothing is left on failure. */
@@ -941,92 +979,9 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 
 		nr->node = &job->nodes[i];
 		nr->via = i;
-		nr->lctx.job = job;
-		nr->lctx.nr = nr;
 		herd__launch_link_init(&nr->link);
 	}
-	if (job->backend->start == NULL) {
-		for (size_t i = 0; i < job->nnodes; i++) {
-			struct node_rt *nr = &job->rt[i];
-			herd__node_events ev = { &nr->lctx, local_started, local_output,
-						 local_exited, local_paused };
-			herd__node_spec s;
-
-			node_spec_of(job, nr->node, store, maddr, mport, &s);
-			HERD_CHECK_GOTO(herd__node_start(&nr->local, &s, &ev), st, fail);
-			nr->ready = true;
-		}
-	} else {
-		herd__launch_channel *ch = NULL;
-		herd__launch_tree tree = { 0 };
-		bool *direct = NULL;
-		herd__buf tmp;
-		herd__launch_ctx ctx = {
-			.spec = &job->spec, .job_id = job->id, .secret = job->secret,
-			.store_addr = store, .advertise_host = adv,
-			.herd_program = job->herd_program, .restart_count = job->restart_count,
-			.world_size = job->nranks, .nodes = job->nodes, .nnodes = job->nnodes,
-			.deadline = deadline,
-		};
-
-		herd__buf_init(&tmp, 0);
-		if (job->backend->tree != NULL)
-			HERD_CHECK_GOTO(job->backend->tree(&ctx, &tree), st, tree_out);
-		HERD_CHECK_GOTO(herd__calloc(&direct, job->nnodes, sizeof(*direct),
-					     "the job's first-level nodes"), st, tree_out);
-		if (tree.width > 0)
-			tree_layout(job, 0, job->nnodes, tree.width, true, 0);
-		for (size_t i = 0; i < job->nnodes; i++)
-			direct[i] = job->rt[i].via == i;
-		ctx.direct = direct;
-		HERD_CHECK_GOTO(herd__calloc(&ch, job->nnodes, sizeof(*ch), "the job's channels"),
-				st, tree_out);
-		st = job->backend->start(&ctx, ch);
-		for (size_t i = 0; st == HERD_OK && i < job->nnodes; i++)
-			if (direct[i])
-				herd__launch_link_attach(&job->rt[i].link, &ch[i]);
-		/* Node order: a relay's own spec goes before its subtree's. */
-		for (size_t i = 0; st == HERD_OK && i < job->nnodes; i++) {
-			struct node_rt *nr = &job->rt[i];
-			herd__node_spec s;
-			char **sub = NULL;
-
-			node_spec_of(job, nr->node, store, maddr, mport, &s);
-			if (nr->nsub > 0) {
-				st = herd__calloc(&sub, nr->nsub + 1, sizeof(*sub), "a relay's hosts");
-				if (st != HERD_OK)
-					break;
-				for (size_t k = 0; k < nr->nsub; k++)
-					sub[k] = job->nodes[i + 1 + k].host;
-				s.nsub = (int)nr->nsub;
-				s.sub = sub;
-				s.width = tree.width;
-				s.rsh = tree.argv;
-				s.rcmd = tree.cmd;
-			}
-			if (direct[i]) {
-				st = herd__launch_enc_spec(&nr->link.out, &s);
-			} else {
-				herd__buf_consume(&tmp, tmp.len - tmp.off);
-				st = herd__launch_enc_spec(&tmp, &s);
-				if (st == HERD_OK)
-					st = herd__launch_enc_relay(&job->rt[nr->via].link.out, (int)i,
-								    (const char *)tmp.data + tmp.off + 4,
-								    tmp.len - tmp.off - 4);
-			}
-			free(sub);
-		}
-		for (size_t i = 0; st == HERD_OK && i < job->nnodes; i++)
-			if (direct[i])
-				channel_write(job, &job->rt[i]);
-tree_out:
-		free(ch);
-		free(direct);
-		herd__buf_free(&tmp);
-		herd__launch_tree_free(&tree);
-		if (st != HERD_OK)
-			goto fail;
-	}
+	HERD_CHECK_GOTO(start_nodes(job, store, adv, maddr, mport, deadline), st, fail);
 	return HERD_OK;
 fail:
 	free_rt(job);
@@ -1035,7 +990,7 @@ fail:
 
 static bool node_done(const struct node_rt *nr)
 {
-	return nr->local != NULL ? herd__node_done(nr->local) : nr->closed;
+	return nr->closed;
 }
 
 /* Requests of the API calls, applied on the supervisor thread. */
@@ -1073,7 +1028,7 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up, bool *ki
 	herd_status st = HERD_OK;
 
 	for (size_t i = 0; i < job->nnodes; i++)
-		cap += job->rt[i].local != NULL ? herd__node_nfds(job->rt[i].local) : 3;
+		cap += 3;
 	HERD_CHECK(herd__calloc(&fds, cap, sizeof(*fds), "the job's poll set"));
 	for (;;) {
 		bool all_done = true, all_up = true;
@@ -1132,7 +1087,7 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up, bool *ki
 			for (size_t i = 0; i < job->nnodes; i++) {
 				struct node_rt *nr = &job->rt[i];
 
-				if (nr->local != NULL || nr->closed)
+				if (nr->closed)
 					continue;
 				herd__launch_link_close(&nr->link);
 				if (nr->link.ch.pid > 0)
@@ -1146,14 +1101,6 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up, bool *ki
 		for (size_t i = 0; i < job->nnodes; i++) {
 			struct node_rt *nr = &job->rt[i];
 
-			if (nr->local != NULL) {
-				int t = herd__node_timeout(nr->local);
-
-				n += herd__node_pollfds(nr->local, fds + n);
-				if (t >= 0 && (timeout < 0 || t < timeout))
-					timeout = t;
-				continue;
-			}
 			n += herd__launch_link_pollfds(&nr->link, fds + n, true);
 		}
 		if (!*up) {
@@ -1183,14 +1130,6 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up, bool *ki
 		for (size_t i = 0; i < job->nnodes; i++) {
 			struct node_rt *nr = &job->rt[i];
 
-			if (nr->local != NULL) {
-				size_t k = herd__node_pollfds(nr->local, fds + 1);
-
-				/* Fresh revents: ask again without waiting. */
-				poll(fds + 1, (nfds_t)k, 0);
-				herd__node_process(nr->local, fds + 1, k);
-				continue;
-			}
 			if (nr->link.ch.errfd >= 0)
 				herd__launch_link_read_err(&nr->link);
 			if (nr->link.ch.wfd >= 0)

@@ -8,25 +8,29 @@
  *
  *   launcher (job.c)  --- backend->resolve --->  the nodes (host, slots)
  *                     --- herd__launch_place --> ranks on nodes
- *                     --- per run: a fresh store server, then per node
- *                         either a herd__node in-process (backend->start
- *                         is NULL: the local backend), or backend->start,
- *                         which starts `herd exec` on every node and hands
- *                         back one channel per node;
+ *                     --- per run: a fresh store server, then
+ *                         backend->start, which starts `herd exec` for
+ *                         every node and hands back one channel per node
+ *                         (local: its loop on a thread of this process, at
+ *                         the end of a socketpair; ssh, Slurm: a remote
+ *                         process);
  *   channel            --- node protocol (below): spec and commands down,
- *                         events up;
+ *                         events up: the one event path of every backend;
  *   `herd exec`        --- reads the spec, runs a herd__node, streams its
- *   (shell/cmd_exec.c)    events, obeys commands, stops its ranks when the
+ *   (exec.c)              events, obeys commands, stops its ranks when the
  *                         channel closes.
  *
- * Threads.  A job's supervisor thread owns its nodes, channels and helper
- * processes; every function here is called on it (or, in `herd exec`, on
- * the main thread) and none is thread-safe on a shared object.
+ * Threads.  A job's supervisor thread owns its channels and helper
+ * processes; a local node's loop runs on a thread of its own, sharing
+ * nothing with it but the socket.  Every function here is called on one of
+ * them (or, in `herd exec`, on the main thread) and none is thread-safe on
+ * a shared object.
  */
 #ifndef HERD_LAUNCH_INTERNAL_H
 #define HERD_LAUNCH_INTERNAL_H
 
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -142,11 +146,13 @@ void herd__launch_tree_group(size_t n, int width, size_t k, size_t *off, size_t 
  */
 typedef struct herd__launch_channel {
 	int rfd, wfd, errfd;
-	pid_t pid;
+	pid_t pid;              /* the helper process, or 0 */
+	pthread_t thread;       /* or the node's thread in this process (local.c) */
+	bool joinable;          /* thread is one */
 } herd__launch_channel;
 
-/* A channel with no fds and no process: {-1, -1, -1, 0}. */
-#define HERD__LAUNCH_CHANNEL_INIT { -1, -1, -1, 0 }
+/* A channel with no fds, no process and no thread. */
+#define HERD__LAUNCH_CHANNEL_INIT { -1, -1, -1, 0, 0, false }
 
 /* Closes the channel's fds and sets them to -1; the process stays (link.c). */
 void herd__launch_channel_close_fds(herd__launch_channel *ch);
@@ -177,15 +183,14 @@ typedef struct herd__launch_backend {
 	herd_status (*resolve)(const herd_job_spec *spec, herd__launch_node **nodes,
 			       size_t *nnodes);
 	/*
-	 * Starts `herd exec` (ctx->herd_program, arguments of the backend's
-	 * choosing, e.g. "exec --stdio") on every node of ctx and fills
-	 * channels[0..ctx->nnodes), one per node in node order; the launcher
-	 * then sends each its spec frame and waits for "ready" until
-	 * ctx->deadline.  On failure it leaves nothing running and every
-	 * channel HERD__LAUNCH_CHANNEL_INIT; the message names the host.
-	 * Called once per run (restarts call it again).  NULL: the nodes are
-	 * this host and the launcher runs their supervisors in-process
-	 * (herd__node), without `herd exec`.
+	 * Starts `herd exec` on every node of ctx (ctx->herd_program with
+	 * arguments of the backend's choosing, e.g. "exec --stdio"; the local
+	 * backend: its loop on a thread) and fills channels[0..ctx->nnodes),
+	 * one per node in node order; the launcher then sends each its spec
+	 * frame and waits for "ready" until ctx->deadline.  On failure it
+	 * leaves nothing running and every channel HERD__LAUNCH_CHANNEL_INIT;
+	 * the message names the host.  Called once per run (restarts call it
+	 * again).
 	 */
 	herd_status (*start)(const herd__launch_ctx *ctx, herd__launch_channel *channels);
 	/*
@@ -200,18 +205,12 @@ typedef struct herd__launch_backend {
 /* The backend for where; HERD_EUNAVAIL when this build has none for it. */
 herd_status herd__launch_backend_for(herd_job_where where, const herd__launch_backend **out);
 
-/* This node, fork/exec, supervisors in-process (sdk/launch/local.c). */
+/* This node: its supervisor `herd exec`'s loop on a thread (sdk/launch/local.c). */
 extern const herd__launch_backend herd__launch_backend_local;
 /* HERD_JOB_HOSTS and HERD_JOB_HOSTFILE over ssh (sdk/launch/ssh.c). */
 extern const herd__launch_backend herd__launch_backend_ssh;
 /* HERD_JOB_SLURM through srun (sdk/launch/slurm.c). */
 extern const herd__launch_backend herd__launch_backend_slurm;
-/*
- * This node, each supervisor a `herd exec --stdio` child over pipes: the
- * remote path without a remote host.  Chosen over the local backend when
- * HERD_LAUNCH_VIA_EXEC=1 (tests, and debugging the node protocol).
- */
-extern const herd__launch_backend herd__launch_backend_exec;
 
 /*
  * Starts a helper process (`herd exec --stdio` itself, or ssh that runs
@@ -248,7 +247,9 @@ void herd__launch_link_init(herd__launch_link *l);
 /* Takes over ch's fds (made non-blocking) and process. */
 void herd__launch_link_attach(herd__launch_link *l, const herd__launch_channel *ch);
 /*
- * Reads what has arrived into l->in.  HERD_OK, or HERD_ECLOSED at end of
+ * Reads what has arrived into l->in, at most 1 MiB a call (the caller
+ * handles the frames, and poll says when there is more).  HERD_OK, or
+ * HERD_ECLOSED at end of
  * stream (the helper's stderr read first, for its last words), HERD_ESYS
  * on a read error, HERD_ENOMEM: the channel is then finished.
  */
@@ -272,7 +273,8 @@ const char *herd__launch_link_says(const herd__launch_link *l, char *buf, size_t
 size_t herd__launch_link_pollfds(const herd__launch_link *l, struct pollfd *fds, bool read);
 /* Closes the channel's fds (the process stays, for reaping). */
 void herd__launch_link_close(herd__launch_link *l);
-/* Reaps the helper process: waits up to wait_ms, then SIGKILLs it. */
+/* Reaps the helper: joins a node thread (which ends once its socket is
+ * closed), or waits up to wait_ms for a process, then SIGKILLs it. */
 void herd__launch_link_reap(herd__launch_link *l, int wait_ms);
 /* Closes the fds and frees the buffers (not the process: reap first). */
 void herd__launch_link_free(herd__launch_link *l);
@@ -583,7 +585,6 @@ void herd__node_free(herd__node *node);
 typedef enum herd__launch_var {
 	HERD__LENV_PROGRAM,
 	HERD__LENV_LAUNCH_ADDR,
-	HERD__LENV_VIA_EXEC,
 	HERD__LENV_SSH,
 	HERD__LENV_SSH_ARGS,
 	HERD__LENV_SSH_TREE_MIN,

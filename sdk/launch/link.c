@@ -5,6 +5,7 @@
  * it reaches (job.c) and by a relay for each child (relay.c).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -90,9 +91,14 @@ const char *herd__launch_link_says(const herd__launch_link *l, char *buf, size_t
 	return buf;
 }
 
+/* Bytes one fill reads at most: a helper that writes as fast as it is read
+ * (a node thread of this process) would otherwise never let the read loop
+ * see EAGAIN, and the frames would pile up unhandled. */
+#define FILL_MAX ((size_t)1 << 20)
+
 herd_status herd__launch_link_fill(herd__launch_link *l)
 {
-	for (;;) {
+	for (size_t taken = 0; taken < FILL_MAX;) {
 		ssize_t got;
 
 		HERD_CHECK(herd__buf_reserve(&l->in, 65536));
@@ -103,6 +109,7 @@ herd_status herd__launch_link_fill(herd__launch_link *l)
 			return HERD_OK;
 		if (got > 0) {
 			l->in.len += (size_t)got;
+			taken += (size_t)got;
 			continue;
 		}
 		/* A helper that ended (ssh exits 255 when it cannot connect)
@@ -113,6 +120,7 @@ herd_status herd__launch_link_fill(herd__launch_link *l)
 		}
 		return herd__error_errno(HERD_ESYS, errno, "reading its channel");
 	}
+	return HERD_OK;
 }
 
 herd_status herd__launch_link_frame(herd__launch_link *l, const char **payload, size_t *len)
@@ -199,6 +207,12 @@ void herd__launch_link_reap(herd__launch_link *l, int wait_ms)
 {
 	int64_t deadline = herd__net_deadline(wait_ms);
 
+	if (l->ch.joinable) {
+		/* A node thread (local.c): its socket closed, it stops its ranks,
+		 * SIGKILL after their grace period, and ends. */
+		pthread_join(l->ch.thread, NULL);
+		l->ch.joinable = false;
+	}
 	if (l->ch.pid <= 0)
 		return;
 	for (;;) {

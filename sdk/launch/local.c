@@ -1,20 +1,22 @@
 /*
- * sdk/launch/local.c - the backends that run a job on this node: "local",
- * whose node supervisor runs in the launcher's own supervisor thread, and
- * "exec", which runs it as a `herd exec --stdio` child over pipes (the
- * remote path, without a remote host); and the helper-process spawner the
- * remote backends share.
+ * sdk/launch/local.c - the backend that runs a job on this node, whose
+ * node supervisor is `herd exec`'s loop on a thread of the launcher; and
+ * the helper-process spawner the remote backends share.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "exec.h"
 #include "launch_internal.h"
 
 extern char **environ;
@@ -43,38 +45,61 @@ static herd_status local_resolve(const herd_job_spec *spec, herd__launch_node **
 	return HERD_OK;
 }
 
-const herd__launch_backend herd__launch_backend_local = {
-	.name = "local",
-	.remote = false,
-	.resolve = local_resolve,
-	.start = NULL,
-};
-
+/* A node thread of a start that failed: its socket closed, it sees the
+ * launcher gone before any spec, and ends. */
 static void close_channel(herd__launch_channel *ch)
 {
 	herd__launch_channel_close_fds(ch);
-	if (ch->pid > 0) {
-		kill(ch->pid, SIGKILL);
-		while (waitpid(ch->pid, NULL, 0) < 0 && errno == EINTR)
-			;
-	}
+	if (ch->joinable)
+		pthread_join(ch->thread, NULL);
 	*ch = (herd__launch_channel)HERD__LAUNCH_CHANNEL_INIT;
 }
 
-static herd_status exec_start(const herd__launch_ctx *ctx, herd__launch_channel *channels)
+/*
+ * A local node is `herd exec`'s own loop (herd__job_exec) on a thread of
+ * this process, at the other end of a socketpair: the launcher drives it
+ * through the node protocol, as it drives a remote node through ssh or
+ * srun, so a job has one event path.  The thread is created by the job's
+ * supervisor thread and inherits its mask (every signal blocked: a SIGPIPE
+ * stays pending on it), forks the ranks, and returns once they are gone:
+ * when they end, or when its socket closes (it then stops them, SIGTERM and
+ * SIGKILL after the grace period).
+ */
+static void *node_thread(void *arg)
 {
-	const char *argv[] = { ctx->herd_program, "exec", "--stdio", NULL };
+	int fd = (int)(intptr_t)arg;
+
+	(void)herd__job_exec(fd, fd, -1);
+	close(fd);
+	return NULL;
+}
+
+static herd_status local_start(const herd__launch_ctx *ctx, herd__launch_channel *channels)
+{
 	herd_status st = HERD_OK;
 	size_t i;
 
 	for (i = 0; i < ctx->nnodes; i++)
 		channels[i] = (herd__launch_channel)HERD__LAUNCH_CHANNEL_INIT;
-	for (i = 0; i < ctx->nnodes; i++) {
-		st = herd__launch_spawn_helper(argv, NULL, &channels[i]);
-		if (st != HERD_OK) {
-			herd__error_wrap(st, "node %s: ", ctx->nodes[i].host);
+	for (i = 0; i < ctx->nnodes && st == HERD_OK; i++) {
+		herd__launch_channel *ch = &channels[i];
+		int sv[2], rc;
+
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+			st = herd__error_errno(HERD_ESYS, errno, "node %s: socketpair",
+					       ctx->nodes[i].host);
 			break;
 		}
+		rc = pthread_create(&ch->thread, NULL, node_thread, (void *)(intptr_t)sv[1]);
+		if (rc != 0) {
+			close(sv[0]);
+			close(sv[1]);
+			st = herd__error_errno(HERD_ESYS, rc, "node %s: its supervisor thread",
+					       ctx->nodes[i].host);
+			break;
+		}
+		ch->joinable = true;
+		ch->rfd = ch->wfd = sv[0];
 	}
 	if (st != HERD_OK)
 		for (i = 0; i < ctx->nnodes; i++)
@@ -82,11 +107,11 @@ static herd_status exec_start(const herd__launch_ctx *ctx, herd__launch_channel 
 	return st;
 }
 
-const herd__launch_backend herd__launch_backend_exec = {
-	.name = "exec",
+const herd__launch_backend herd__launch_backend_local = {
+	.name = "local",
 	.remote = false,
 	.resolve = local_resolve,
-	.start = exec_start,
+	.start = local_start,
 };
 
 /* PATH searched for argv0 before the fork, as execvp would. */

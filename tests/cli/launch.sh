@@ -11,7 +11,7 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-unset HERD_LAUNCH_VIA_EXEC HERD_RANK RANK WORLD_SIZE HERD_STORE
+unset HERD_RANK RANK WORLD_SIZE HERD_STORE
 host=$(hostname); host=${host%%.*}
 
 # --- four ranks, each line prefixed with its host and rank
@@ -135,36 +135,34 @@ held() {  # how many GPUs of the fixture are leased
 	HERD_INVENTORY=tests/fixtures/inventory/dgx-h100.json HERD_LEASE_DIR=$tmp/leases \
 		"$HERD" gpus --json | grep -c '"lease": "exclusive"'
 }
-for via in "" 1; do
-	HERD_INVENTORY=tests/fixtures/inventory/dgx-h100.json HERD_LEASE_DIR=$tmp/leases \
-	HERD_LAUNCH_VIA_EXEC=$via "$HERD" launch -n 3 --gpus-per-rank 1 -- sh -c \
-		'sleep 1000 & echo $! >"$0/child.$RANK"; echo $$ >"$0/pid.$RANK"; wait' \
-		"$tmp" >/dev/null 2>&1 &
-	launcher=$!
-	for _ in $(seq 400); do [[ -s $tmp/pid.0 && -s $tmp/pid.1 && -s $tmp/pid.2 ]] && break; sleep 0.1; done
-	[[ -s $tmp/pid.2 ]] || fail "ranks did not start (via exec: ${via:-no})"
-	pids=$(cat "$tmp"/pid.* "$tmp"/child.*)
-	[[ $(alive $pids | wc -l) == 6 ]] || fail "ranks and children are not all running: $pids"
-	[[ $(held) == 3 ]] || fail "the job's 3 GPUs are not leased (via exec: ${via:-no})"
-	kill -9 "$launcher"
-	wait "$launcher" 2>/dev/null
-	launcher=
-	for _ in $(seq 100); do
-		left=$(alive $pids)
-		gpus=$(held)
-		# Leases free while a process of the job runs: unless it is
-		# already dying (SIGKILLed a moment ago), that is the bug.
-		if [[ -n $left && $gpus != 3 ]]; then
-			sleep 1
-			[[ -z $(alive $pids) ]] || fail "GPU leases free while $(alive $pids) still run (via exec: ${via:-no})"
-		fi
-		[[ -z $left && $gpus == 0 ]] && break
-		sleep 0.1
-	done
-	[[ -z $(alive $pids) ]] || fail "ranks or their children left running after the launcher died (via exec: ${via:-no}): $(alive $pids)"
-	[[ $(held) == 0 ]] || fail "the dead job's GPU leases are still held (via exec: ${via:-no})"
-	rm -f "$tmp"/pid.* "$tmp"/child.*
+HERD_INVENTORY=tests/fixtures/inventory/dgx-h100.json HERD_LEASE_DIR=$tmp/leases \
+	"$HERD" launch -n 3 --gpus-per-rank 1 -- sh -c \
+	'sleep 1000 & echo $! >"$0/child.$RANK"; echo $$ >"$0/pid.$RANK"; wait' \
+	"$tmp" >/dev/null 2>&1 &
+launcher=$!
+for _ in $(seq 400); do [[ -s $tmp/pid.0 && -s $tmp/pid.1 && -s $tmp/pid.2 ]] && break; sleep 0.1; done
+[[ -s $tmp/pid.2 ]] || fail "ranks did not start"
+pids=$(cat "$tmp"/pid.* "$tmp"/child.*)
+[[ $(alive $pids | wc -l) == 6 ]] || fail "ranks and children are not all running: $pids"
+[[ $(held) == 3 ]] || fail "the job's 3 GPUs are not leased"
+kill -9 "$launcher"
+wait "$launcher" 2>/dev/null
+launcher=
+for _ in $(seq 100); do
+	left=$(alive $pids)
+	gpus=$(held)
+	# Leases free while a process of the job runs: unless it is
+	# already dying (SIGKILLed a moment ago), that is the bug.
+	if [[ -n $left && $gpus != 3 ]]; then
+		sleep 1
+		[[ -z $(alive $pids) ]] || fail "GPU leases free while $(alive $pids) still run"
+	fi
+	[[ -z $left && $gpus == 0 ]] && break
+	sleep 0.1
 done
+[[ -z $(alive $pids) ]] || fail "ranks or their children left running after the launcher died: $(alive $pids)"
+[[ $(held) == 0 ]] || fail "the dead job's GPU leases are still held"
+rm -f "$tmp"/pid.* "$tmp"/child.*
 
 # --- an exported MASTER_PORT and --env win over herd's own values; -l is
 # srun's label
@@ -315,22 +313,20 @@ grep -q "rank 1 on $host (pid [0-9]*) exited with code 3" "$tmp/err" \
 
 # --- a rank stopped with SIGSTOP: its peers time out on it; the summary
 # names the stopped rank, and the launch exits as a shell says of a
-# stopped job (128 + 19), in-process and through herd exec.
-for via in 0 1; do
-	rm -f "$tmp/pid.victim"
-	HERD_LAUNCH_VIA_EXEC=$via HERD_TIMEOUT=3 timeout 60 nice -n 10 "$HERD" launch -n 4 --grace 1 -- \
-		sh -c '[ "$HERD_RANK" = 1 ] && echo $$ >"$0/pid.victim"
-		exec "$1" bench allreduce -b 1M -e 1M -n 1000000' "$tmp" "$HERD" \
-		>/dev/null 2>"$tmp/err" & launcher=$!
-	for i in $(seq 100); do [[ -s $tmp/pid.victim ]] && break; sleep 0.1; done
-	[[ -s $tmp/pid.victim ]] || fail "SIGSTOP, via exec $via: rank 1 did not start"
-	sleep 1
-	kill -STOP "$(cat "$tmp/pid.victim")"
-	wait "$launcher"; rc=$?; launcher=
-	rm -f "$tmp/pid.victim"
-	[[ $rc == 147 ]] || fail "SIGSTOP, via exec $via: exit $rc, want 147: $(cat "$tmp/err")"
-	grep -qE "failed: rank 1 on $host \(pid [0-9]+\) was stopped by signal 19 \(.*\) and did not answer; rank [023] said: .*(HERD_ETIMEDOUT|HERD_EPEER)" \
-		"$tmp/err" || fail "SIGSTOP, via exec $via: the summary does not name rank 1: $(cat "$tmp/err")"
-done
+# stopped job (128 + 19).
+rm -f "$tmp/pid.victim"
+HERD_TIMEOUT=3 timeout 60 nice -n 10 "$HERD" launch -n 4 --grace 1 -- \
+	sh -c '[ "$HERD_RANK" = 1 ] && echo $$ >"$0/pid.victim"
+	exec "$1" bench allreduce -b 1M -e 1M -n 1000000' "$tmp" "$HERD" \
+	>/dev/null 2>"$tmp/err" & launcher=$!
+for i in $(seq 100); do [[ -s $tmp/pid.victim ]] && break; sleep 0.1; done
+[[ -s $tmp/pid.victim ]] || fail "SIGSTOP: rank 1 did not start"
+sleep 1
+kill -STOP "$(cat "$tmp/pid.victim")"
+wait "$launcher"; rc=$?; launcher=
+rm -f "$tmp/pid.victim"
+[[ $rc == 147 ]] || fail "SIGSTOP: exit $rc, want 147: $(cat "$tmp/err")"
+grep -qE "failed: rank 1 on $host \(pid [0-9]+\) was stopped by signal 19 \(.*\) and did not answer; rank [023] said: .*(HERD_ETIMEDOUT|HERD_EPEER)" \
+	"$tmp/err" || fail "SIGSTOP: the summary does not name rank 1: $(cat "$tmp/err")"
 
 echo "launch: ok"

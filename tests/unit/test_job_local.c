@@ -663,18 +663,6 @@ static void test_job_log_dir_gets_per_rank_files(void)
 
 int main(void)
 {
-#ifdef TEST_JOB_VIA_EXEC
-	/* The same specification through `herd exec --stdio` children: the
-	 * node protocol of the remote backends, on this host. */
-	const char *bin = getenv("HERD_BIN");
-
-	if (bin == NULL || access(bin, X_OK) != 0) {
-		printf("skipped: HERD_BIN (the herd program) is not set\n");
-		return 77;
-	}
-	setenv("HERD_PROGRAM", bin, 1);
-	setenv("HERD_LAUNCH_VIA_EXEC", "1", 1);
-#endif
 	/* The tests' sh, sleep and tr come from PATH. */
 	TEST_RUN(test_job_every_rank_sees_the_environment_contract);
 	TEST_RUN(test_job_output_arrives_as_whole_lines_with_streams_apart);

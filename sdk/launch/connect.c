@@ -21,22 +21,78 @@
 
 #include "connect.h"
 #include "exec.h"
+#include "auth.h"
 #include "net.h"
-#include "store/proto.h"
+#include "wire.h"
 #include "topo/hostlist.h"
 
-#define FRAME_BUF (4 + HERD__STORE_FRAME_MAX_PREAUTH)
+#define FRAME_BUF (4 + HERD__CONNECT_FRAME_MAX)
 /* Output of the helper kept for messages. */
 #define HELPER_OUT_MAX 8192
 
-/* Encodes one handshake frame and sends it whole before deadline. */
-static herd_status send_frame(int fd, herd__store_enc *e, herd__buf *b, int64_t deadline,
+/* The handshake's frames, on base/wire.c's envelope. */
+enum { T_UNKNOWN, T_HELLO, T_AUTH, T_AUTH_OK, T_ERROR, T_COUNT };
+
+static const char *const type_names[T_COUNT] = { "?", "hello", "auth", "auth_ok", "error" };
+
+static const herd__wire_proto proto = {
+	.name = "connect-back",
+	.version = 1,
+	.types = type_names,
+	.ntypes = T_COUNT,
+	.limits = { .max_depth = 1, .max_objects = 32 },
+};
+
+/* One decoded handshake frame; the bytes point into up. */
+typedef struct cb_msg {
+	msgpack_unpacked up;
+	int type;
+	const uint8_t *nonce, *mac, *key;
+	size_t nonce_n, mac_n, key_n;
+} cb_msg;
+
+/* A byte-string (or string) field, NULL and 0 when absent or of another type. */
+static const uint8_t *field_bytes(const msgpack_object *root, const char *name, size_t *n)
+{
+	const msgpack_object *o = herd__wire_field(root, name);
+
+	*n = 0;
+	if (o != NULL && o->type == MSGPACK_OBJECT_BIN) {
+		*n = o->via.bin.size;
+		return (const uint8_t *)o->via.bin.ptr;
+	}
+	if (o != NULL && o->type == MSGPACK_OBJECT_STR) {
+		*n = o->via.str.size;
+		return (const uint8_t *)o->via.str.ptr;
+	}
+	return NULL;
+}
+
+static herd_status cb_decode(cb_msg *m, const void *data, size_t len)
+{
+	memset(m, 0, sizeof(*m));
+	HERD_CHECK(herd__wire_open(&proto, &m->up, data, len, &m->type));
+	m->nonce = field_bytes(&m->up.data, "nonce", &m->nonce_n);
+	m->mac = field_bytes(&m->up.data, "mac", &m->mac_n);
+	m->key = field_bytes(&m->up.data, "key", &m->key_n);
+	return HERD_OK;
+}
+
+static void cb_free(cb_msg *m)
+{
+	if (m->up.zone != NULL)
+		msgpack_unpacked_destroy(&m->up);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Finishes one handshake frame and sends it whole before deadline. */
+static herd_status send_frame(int fd, herd__frame_enc *e, herd__buf *b, int64_t deadline,
 			      const char *peer)
 {
-	herd_status st;
+	herd_status st = herd__frame_end(e, HERD__CONNECT_FRAME_MAX, proto.name);
 
-	HERD_CHECK(herd__store_enc_end(e));
-	st = herd__net_send_all(fd, b->data + b->off, b->len - b->off, deadline, peer);
+	if (st == HERD_OK)
+		st = herd__net_send_all(fd, b->data + b->off, b->len - b->off, deadline, peer);
 	herd__buf_free(b);
 	return st;
 }
@@ -45,21 +101,21 @@ static herd_status send_hello(int fd, const uint8_t nonce[HERD__AUTH_NONCE_LEN],
 			      int64_t deadline, const char *peer)
 {
 	herd__buf b = { 0 };
-	herd__store_enc e;
+	herd__frame_enc e;
 
-	herd__store_enc_begin(&e, &b, HERD__STORE_T_HELLO);
-	herd__store_enc_bin(&e, "nonce", nonce, HERD__AUTH_NONCE_LEN);
+	herd__wire_begin(&proto, &e, &b, T_HELLO);
+	herd__frame_bin(&e, "nonce", nonce, HERD__AUTH_NONCE_LEN);
 	return send_frame(fd, &e, &b, deadline, peer);
 }
 
 static void send_refusal(int fd, herd_status code, const char *msg, const char *peer)
 {
 	herd__buf b = { 0 };
-	herd__store_enc e;
+	herd__frame_enc e;
 
-	herd__store_enc_begin(&e, &b, HERD__STORE_T_ERROR);
-	herd__store_enc_int(&e, "st", code);
-	herd__store_enc_str(&e, "msg", msg);
+	herd__wire_begin(&proto, &e, &b, T_ERROR);
+	herd__frame_int(&e, "st", code);
+	herd__frame_str(&e, "msg", msg, strlen(msg));
 	/* Best effort: the connection closes either way. */
 	(void)send_frame(fd, &e, &b, herd__net_deadline(100), peer);
 }
@@ -115,28 +171,32 @@ static herd_status check_auth(struct acceptor *a, struct conn *c, size_t *node, 
 	const uint8_t *payload = c->frame + 4;
 	uint8_t want[HERD__AUTH_MAC_LEN];
 	char name[HERD__HOSTNAME_MAX + 1], all[512];
-	herd__store_msg m;
+	cb_msg m;
 	herd_status st = HERD_OK;
 	size_t i;
 
 	*fatal = false;
-	HERD_CHECK(herd__store_msg_decode(&m, payload, c->have - 4));
-	if (m.type != HERD__STORE_T_AUTH || m.nonce.n != HERD__AUTH_NONCE_LEN ||
-	    m.mac.n != HERD__AUTH_MAC_LEN || m.key.n == 0 || m.key.n > HERD__HOSTNAME_MAX) {
+	st = cb_decode(&m, payload, c->have - 4);
+	if (st != HERD_OK) {
+		cb_free(&m);
+		return st;
+	}
+	if (m.type != T_AUTH || m.nonce_n != HERD__AUTH_NONCE_LEN ||
+	    m.mac_n != HERD__AUTH_MAC_LEN || m.key_n == 0 || m.key_n > HERD__HOSTNAME_MAX) {
 		st = herd__error(HERD_EAUTH, "connection from %s: not a herd node's answer",
 				 c->peer);
 		goto out;
 	}
-	herd__auth_mac(want, a->secret, strlen(a->secret), c->nonce, m.nonce.p,
-			     HERD__CONNECT_LABEL_NODE);
-	if (!herd__auth_mac_equal(want, m.mac.p, m.mac.n)) {
+	herd__auth_mac(want, a->secret, strlen(a->secret), c->nonce, m.nonce,
+		       HERD__CONNECT_LABEL_NODE);
+	if (!herd__auth_mac_equal(want, m.mac, m.mac_n)) {
 		st = herd__error(HERD_EAUTH, "connection from %s: wrong job secret", c->peer);
 		goto out;
 	}
 	/* From here on it knows the secret: it is one of ours, and what it
 	 * says about itself is to be believed. */
-	memcpy(name, m.key.p, m.key.n);
-	name[m.key.n] = '\0';
+	memcpy(name, m.key, m.key_n);
+	name[m.key_n] = '\0';
 	for (i = 0; i < a->nnodes; i++)
 		if (strcmp(a->nodes[i].host, name) == 0 && a->channels[i].rfd < 0)
 			break;
@@ -156,18 +216,18 @@ static herd_status check_auth(struct acceptor *a, struct conn *c, size_t *node, 
 		goto out;
 	}
 	*node = i;
-	herd__auth_mac(want, a->secret, strlen(a->secret), m.nonce.p, c->nonce,
-			     HERD__CONNECT_LABEL_LAUNCHER);
+	herd__auth_mac(want, a->secret, strlen(a->secret), m.nonce, c->nonce,
+		       HERD__CONNECT_LABEL_LAUNCHER);
 	{
 		herd__buf b = { 0 };
-		herd__store_enc e;
+		herd__frame_enc e;
 
-		herd__store_enc_begin(&e, &b, HERD__STORE_T_AUTH_OK);
-		herd__store_enc_bin(&e, "mac", want, sizeof(want));
+		herd__wire_begin(&proto, &e, &b, T_AUTH_OK);
+		herd__frame_bin(&e, "mac", want, sizeof(want));
 		st = send_frame(c->fd, &e, &b, c->deadline, c->peer);
 	}
 out:
-	herd__store_msg_free(&m);
+	cb_free(&m);
 	OPENSSL_cleanse(want, sizeof(want));
 	return st;
 }
@@ -186,7 +246,7 @@ static herd_status pending_read(struct acceptor *a, size_t i)
 	} else {
 		size_t len = (size_t)herd__be32_load(c->frame);
 
-		if (len == 0 || len > HERD__STORE_FRAME_MAX_PREAUTH) {
+		if (len == 0 || len > HERD__CONNECT_FRAME_MAX) {
 			herd__log_debug("launch: connection from %s: a %zu-byte frame before "
 					"authentication; dropped", c->peer, len);
 			drop(a, i);
@@ -354,8 +414,8 @@ out:
 /* ---- the node's side ------------------------------------------------------------- */
 
 /* Reads one whole handshake frame and decodes it (payload kept in frame). */
-static herd_status recv_frame(int fd, uint8_t frame[FRAME_BUF], herd__store_msg *m,
-			      int64_t deadline, const char *peer)
+static herd_status recv_frame(int fd, uint8_t frame[FRAME_BUF], cb_msg *m, int64_t deadline,
+			      const char *peer)
 {
 	size_t have = 0, want = 4;
 
@@ -370,13 +430,13 @@ static herd_status recv_frame(int fd, uint8_t frame[FRAME_BUF], herd__store_msg 
 		if (have == 4) {
 			size_t len = (size_t)herd__be32_load(frame);
 
-			if (len == 0 || len > HERD__STORE_FRAME_MAX_PREAUTH)
+			if (len == 0 || len > HERD__CONNECT_FRAME_MAX)
 				return herd__error(HERD_EFORMAT, "%s: not a herd launcher (a "
 						   "%zu-byte frame)", peer, len);
 			want = 4 + len;
 		}
 	}
-	return herd__store_msg_decode(m, frame + 4, want - 4);
+	return cb_decode(m, frame + 4, want - 4);
 }
 
 herd_status herd__job_connect(int *fd, const char *addr, const char *secret, const char *node,
@@ -386,9 +446,9 @@ herd_status herd__job_connect(int *fd, const char *addr, const char *secret, con
 	uint8_t frame[FRAME_BUF], lnonce[HERD__AUTH_NONCE_LEN], nnonce[HERD__AUTH_NONCE_LEN];
 	uint8_t mac[HERD__AUTH_MAC_LEN];
 	char host[HERD_NET_ADDR_LEN], name[HERD__HOSTNAME_MAX + 1], peer[HERD_NET_ADDR_LEN + 40];
-	herd__store_msg m;
+	cb_msg m;
 	herd__buf b = { 0 };
-	herd__store_enc e;
+	herd__frame_enc e;
 	herd_status st;
 	int port, s = -1;
 
@@ -412,19 +472,19 @@ herd_status herd__job_connect(int *fd, const char *addr, const char *secret, con
 	snprintf(peer, sizeof(peer), "launcher %s", addr);
 	HERD_CHECK_GOTO(herd__net_connect(&s, host, port, deadline), st, fail);
 	HERD_CHECK_GOTO(recv_frame(s, frame, &m, deadline, peer), st, fail);
-	if (m.type != HERD__STORE_T_HELLO || m.nonce.n != HERD__AUTH_NONCE_LEN) {
+	if (m.type != T_HELLO || m.nonce_n != HERD__AUTH_NONCE_LEN) {
 		st = herd__error(HERD_EFORMAT, "%s: not a herd launcher (its greeting has no "
 				 "challenge)", peer);
 		goto fail;
 	}
-	memcpy(lnonce, m.nonce.p, sizeof(lnonce));
-	herd__store_msg_free(&m);
+	memcpy(lnonce, m.nonce, sizeof(lnonce));
+	cb_free(&m);
 	HERD_CHECK_GOTO(herd__auth_random(nnonce, sizeof(nnonce)), st, fail);
 	herd__auth_mac(mac, secret, strlen(secret), lnonce, nnonce, HERD__CONNECT_LABEL_NODE);
-	herd__store_enc_begin(&e, &b, HERD__STORE_T_AUTH);
-	herd__store_enc_bin(&e, "nonce", nnonce, sizeof(nnonce));
-	herd__store_enc_bin(&e, "mac", mac, sizeof(mac));
-	herd__store_enc_bin(&e, "key", node, strlen(node));
+	herd__wire_begin(&proto, &e, &b, T_AUTH);
+	herd__frame_bin(&e, "nonce", nnonce, sizeof(nnonce));
+	herd__frame_bin(&e, "mac", mac, sizeof(mac));
+	herd__frame_bin(&e, "key", node, strlen(node));
 	HERD_CHECK_GOTO(send_frame(s, &e, &b, deadline, peer), st, fail);
 	st = recv_frame(s, frame, &m, deadline, peer);
 	if (st == HERD_ECLOSED) {
@@ -434,23 +494,22 @@ herd_status herd__job_connect(int *fd, const char *addr, const char *secret, con
 	}
 	if (st != HERD_OK)
 		goto fail;
-	if (m.type == HERD__STORE_T_ERROR) {
+	if (m.type == T_ERROR) {
 		st = herd__error(HERD_EAUTH, "%s refused node %s (is HERD_JOB_SECRET the job's?)",
 				 peer, node);
 		goto fail;
 	}
-	herd__auth_mac(mac, secret, strlen(secret), nnonce, lnonce,
-			     HERD__CONNECT_LABEL_LAUNCHER);
-	if (m.type != HERD__STORE_T_AUTH_OK || !herd__auth_mac_equal(mac, m.mac.p, m.mac.n)) {
+	herd__auth_mac(mac, secret, strlen(secret), nnonce, lnonce, HERD__CONNECT_LABEL_LAUNCHER);
+	if (m.type != T_AUTH_OK || !herd__auth_mac_equal(mac, m.mac, m.mac_n)) {
 		st = herd__error(HERD_EAUTH, "%s did not prove that it knows the job secret",
 				 peer);
 		goto fail;
 	}
-	herd__store_msg_free(&m);
+	cb_free(&m);
 	*fd = s;
 	return HERD_OK;
 fail:
-	herd__store_msg_free(&m);
+	cb_free(&m);
 	herd__buf_free(&b);
 	if (s >= 0)
 		close(s);

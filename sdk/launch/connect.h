@@ -6,9 +6,10 @@
  * libherd; the node's side is herd__job_connect (exec.h), which only the
  * herd program calls.
  *
- * Before the node protocol, both ends prove they know the job secret, in
- * the store's frames and with its HMAC (sdk/store/proto.h) under labels of
- * their own, so neither a store MAC nor a stray process can pass:
+ * Before the node protocol, both ends prove they know the job secret with
+ * the handshake of base/auth.h, in frames of base/wire.c's envelope (the
+ * same bytes as the store's greeting, under labels of their own, so neither
+ * a store MAC nor a stray process can pass):
  *
  *   launcher: {v, t:"hello", nonce: Nl}
  *   node:     {v, t:"auth", nonce: Nn, key: node name,
@@ -24,6 +25,9 @@
 #define HERD_LAUNCH_CONNECT_H
 
 #include "launch_internal.h"
+
+/* Largest handshake frame payload. */
+#define HERD__CONNECT_FRAME_MAX 256u
 
 #define HERD__CONNECT_LABEL_NODE "herd-launch/1 node"
 #define HERD__CONNECT_LABEL_LAUNCHER "herd-launch/1 launcher"

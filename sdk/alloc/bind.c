@@ -286,7 +286,9 @@ herd_status herd__planner_build(const struct planner *p, herd_plan *plan, struct
 				HERD_CHECK(herd_node_gpu_link(node, pg->index, gb,
 							      &blk->links[a * k + b]));
 				if (b > a) {
-					points += herd__planner_class_points[herd__planner_link_class(blk->links[a * k + b])];
+					int c = herd__planner_link_class(blk->links[a * k + b]);
+
+					points += herd__planner_class_points[c];
 					pairs++;
 				}
 			}

@@ -205,7 +205,8 @@ static int nearest_nic_class(const herd_node *node, size_t gpu)
 	for (size_t j = 0; j < n; j++) {
 		herd_link l;
 
-		if (herd_node_gpu_nic_link(node, gpu, j, &l) == HERD_OK && herd__planner_link_class(l) < best)
+		if (herd_node_gpu_nic_link(node, gpu, j, &l) == HERD_OK &&
+		    herd__planner_link_class(l) < best)
 			best = herd__planner_link_class(l);
 	}
 	return best;

@@ -188,6 +188,38 @@ herd_status herd__mpwalk_str(herd__mpwalk *w, const msgpack_object *o, size_t ma
 	return HERD_OK;
 }
 
+/* The value of a required key, checked by check with the path stepped into it. */
+#define GET_FIELD(w, map, key, check)                                 \
+	do {                                                          \
+		const msgpack_object *o;                              \
+		herd_status st;                                       \
+		size_t mark;                                          \
+                                                                      \
+		HERD_CHECK(herd__mpwalk_need(w, map, key, &o));       \
+		mark = herd__mpwalk_key(w, key);                      \
+		st = (check);                                         \
+		herd__mpwalk_pop(w, mark);                            \
+		return st;                                            \
+	} while (0)
+
+herd_status herd__mpwalk_get_int(herd__mpwalk *w, const msgpack_object *map, const char *key,
+				 int64_t lo, int64_t hi, int64_t *out)
+{
+	GET_FIELD(w, map, key, herd__mpwalk_int(w, o, lo, hi, out));
+}
+
+herd_status herd__mpwalk_get_uint(herd__mpwalk *w, const msgpack_object *map, const char *key,
+				  uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	GET_FIELD(w, map, key, herd__mpwalk_uint(w, o, lo, hi, out));
+}
+
+herd_status herd__mpwalk_get_str(herd__mpwalk *w, const msgpack_object *map, const char *key,
+				 size_t max, const char **s, size_t *n)
+{
+	GET_FIELD(w, map, key, herd__mpwalk_str(w, o, max, s, n));
+}
+
 void herd__mp_pack_str(msgpack_packer *pk, const char *s)
 {
 	size_t n;

@@ -59,6 +59,17 @@ herd_status herd__mpwalk_uint(herd__mpwalk *w, const msgpack_object *o, uint64_t
 herd_status herd__mpwalk_str(herd__mpwalk *w, const msgpack_object *o, size_t max,
 			     const char **s, size_t *n);
 
+/*
+ * The same for the value of a required key of map, its path stepped into
+ * while the value is checked: a missing key is an error naming it.
+ */
+herd_status herd__mpwalk_get_int(herd__mpwalk *w, const msgpack_object *map, const char *key,
+				 int64_t lo, int64_t hi, int64_t *out);
+herd_status herd__mpwalk_get_uint(herd__mpwalk *w, const msgpack_object *map, const char *key,
+				  uint64_t lo, uint64_t hi, uint64_t *out);
+herd_status herd__mpwalk_get_str(herd__mpwalk *w, const msgpack_object *map, const char *key,
+				 size_t max, const char **s, size_t *n);
+
 /* Packs s as a msgpack string (NULL as nil), and a map key. */
 void herd__mp_pack_str(msgpack_packer *pk, const char *s);
 void herd__mp_pack_key(msgpack_packer *pk, const char *key);

@@ -332,42 +332,13 @@ herd_status herd__ckpt_manifest_encode(const herd__ckpt_manifest *m, char **out,
 
 /* ---- decoder ----------------------------------------------------------- */
 
-/* Field helpers: the value of key, its path pushed while it is checked. */
-static herd_status get_uint(herd__mpwalk *w, const msgpack_object *map, const char *key,
-			    uint64_t lo, uint64_t hi, uint64_t *out)
-{
-	const msgpack_object *o;
-	herd_status st;
-	size_t mark;
-
-	HERD_CHECK(herd__mpwalk_need(w, map, key, &o));
-	mark = herd__mpwalk_key(w, key);
-	st = herd__mpwalk_uint(w, o, lo, hi, out);
-	herd__mpwalk_pop(w, mark);
-	return st;
-}
-
-static herd_status get_str(herd__mpwalk *w, const msgpack_object *map, const char *key,
-			   const char **s, size_t *n)
-{
-	const msgpack_object *o;
-	herd_status st;
-	size_t mark;
-
-	HERD_CHECK(herd__mpwalk_need(w, map, key, &o));
-	mark = herd__mpwalk_key(w, key);
-	st = herd__mpwalk_str(w, o, SIZE_MAX, s, n);
-	herd__mpwalk_pop(w, mark);
-	return st;
-}
-
 static herd_status get_name(herd__mpwalk *w, const msgpack_object *map, const char *key,
 			    bool (*valid)(const char *, size_t), const char *what, char **out)
 {
 	const char *s;
 	size_t n, mark;
 
-	HERD_CHECK(get_str(w, map, key, &s, &n));
+	HERD_CHECK(herd__mpwalk_get_str(w, map, key, SIZE_MAX, &s, &n));
 	if (!valid(s, n)) {
 		herd_status st;
 
@@ -439,9 +410,9 @@ static herd_status decode_file(herd__mpwalk *w, const msgpack_object *o, herd__c
 	HERD_CHECK(herd__mpwalk_map(w, o, SIZE_MAX));
 	HERD_CHECK(get_name(w, o, "name", herd__ckpt_name_is_safe_file,
 			    "a file name of [A-Za-z0-9._-] not starting with '.'", &f->name));
-	HERD_CHECK(get_uint(w, o, "rank", 0, (uint64_t)m->ranks - 1, &v));
+	HERD_CHECK(herd__mpwalk_get_uint(w, o, "rank", 0, (uint64_t)m->ranks - 1, &v));
 	f->rank = (int)v;
-	return get_uint(w, o, "size", 0, HERD__CKPT_MAX_BYTES, &f->size);
+	return herd__mpwalk_get_uint(w, o, "size", 0, HERD__CKPT_MAX_BYTES, &f->size);
 }
 
 static herd_status decode_shard(herd__mpwalk *w, const msgpack_object *o, herd__ckpt_manifest *m,
@@ -461,15 +432,17 @@ static herd_status decode_shard(herd__mpwalk *w, const msgpack_object *o, herd__
 			    &nd));
 	for (int d = 0; d < t->ndim; d++)
 		if (s->box.shape[d] > t->shape[d] || s->box.offset[d] > t->shape[d] - s->box.shape[d])
-			return herd__mpwalk_fail(w, HERD_EFORMAT, "dimension %d of the shard (%" PRIu64 " at %" PRIu64
-						 ") lies outside the tensor's %" PRIu64, d, s->box.shape[d],
-						 s->box.offset[d], t->shape[d]);
-	HERD_CHECK(get_uint(w, o, "file", 0, m->nfiles > 0 ? m->nfiles - 1 : 0, &v));
+			return herd__mpwalk_fail(w, HERD_EFORMAT, "dimension %d of the shard (%"
+						 PRIu64 " at %" PRIu64 ") lies outside the tensor's %"
+						 PRIu64, d, s->box.shape[d], s->box.offset[d],
+						 t->shape[d]);
+	HERD_CHECK(herd__mpwalk_get_uint(w, o, "file", 0, m->nfiles > 0 ? m->nfiles - 1 : 0,
+					 &v));
 	if (m->nfiles == 0)
 		return herd__mpwalk_fail(w, HERD_EFORMAT, "a shard refers to a file, but the step lists none");
 	s->file = (uint32_t)v;
-	HERD_CHECK(get_uint(w, o, "at", 0, HERD__CKPT_MAX_BYTES, &s->at));
-	HERD_CHECK(get_uint(w, o, "len", 0, HERD__CKPT_MAX_BYTES, &s->len));
+	HERD_CHECK(herd__mpwalk_get_uint(w, o, "at", 0, HERD__CKPT_MAX_BYTES, &s->at));
+	HERD_CHECK(herd__mpwalk_get_uint(w, o, "len", 0, HERD__CKPT_MAX_BYTES, &s->len));
 	/* The tensor's volume bounded this one, so no overflow here. */
 	herd__ckpt_volume(s->box.shape, t->ndim, HERD__CKPT_MAX_BYTES, &vol);
 	if (s->len != vol * herd_dtype_size(t->dtype))
@@ -537,7 +510,7 @@ static herd_status decode_tensor(herd__mpwalk *w, const msgpack_object *o, herd_
 	HERD_CHECK(herd__mpwalk_map(w, o, SIZE_MAX));
 	HERD_CHECK(get_name(w, o, "name", herd__ckpt_name_is_valid,
 			    "a name of 1..255 printable ASCII characters", &t->name));
-	HERD_CHECK(get_str(w, o, "dtype", &s, &n));
+	HERD_CHECK(herd__mpwalk_get_str(w, o, "dtype", SIZE_MAX, &s, &n));
 	herd__strlcpy(dname, s, n + 1 < sizeof(dname) ? n + 1 : sizeof(dname));
 	if (n >= sizeof(dname) || herd_dtype_parse(dname, &t->dtype) != HERD_OK ||
 	    strcmp(herd_dtype_name(t->dtype), dname) != 0) {
@@ -587,7 +560,7 @@ static herd_status decode_blob(herd__mpwalk *w, const msgpack_object *o, herd__c
 	HERD_CHECK(herd__mpwalk_map(w, o, SIZE_MAX));
 	HERD_CHECK(get_name(w, o, "name", herd__ckpt_name_is_valid,
 			    "a name of 1..255 printable ASCII characters", &b->name));
-	HERD_CHECK(get_str(w, o, "rule", &s, &n));
+	HERD_CHECK(herd__mpwalk_get_str(w, o, "rule", SIZE_MAX, &s, &n));
 	if (n == 9 && memcmp(s, "same_rank", 9) == 0)
 		b->rule = HERD_CKPT_BLOB_SAME_RANK;
 	else if (n == 5 && memcmp(s, "rank0", 5) == 0)
@@ -615,17 +588,19 @@ static herd_status decode_blob(herd__mpwalk *w, const msgpack_object *o, herd__c
 
 		st = herd__mpwalk_map(w, p, SIZE_MAX);
 		if (st == HERD_OK)
-			st = get_uint(w, p, "rank", i, i, &v);
+			st = herd__mpwalk_get_uint(w, p, "rank", i, i, &v);
 		part->rank = (int)i;
 		if (st == HERD_OK)
-			st = get_uint(w, p, "file", 0, m->nfiles > 0 ? m->nfiles - 1 : 0, &v);
+			st = herd__mpwalk_get_uint(w, p, "file", 0,
+						   m->nfiles > 0 ? m->nfiles - 1 : 0, &v);
 		if (st == HERD_OK && m->nfiles == 0)
-			st = herd__mpwalk_fail(w, HERD_EFORMAT, "a blob refers to a file, but the step lists none");
+			st = herd__mpwalk_fail(w, HERD_EFORMAT, "a blob refers to a file, but the step "
+					       "lists none");
 		part->file = (uint32_t)v;
 		if (st == HERD_OK)
-			st = get_uint(w, p, "at", 0, HERD__CKPT_MAX_BYTES, &part->at);
+			st = herd__mpwalk_get_uint(w, p, "at", 0, HERD__CKPT_MAX_BYTES, &part->at);
 		if (st == HERD_OK)
-			st = get_uint(w, p, "len", 1, HERD_CKPT_BLOB_MAX, &part->len);
+			st = herd__mpwalk_get_uint(w, p, "len", 1, HERD_CKPT_BLOB_MAX, &part->len);
 		if (st == HERD_OK)
 			st = check_range(w, m, part->file, part->at, part->len);
 		if (st == HERD_OK)
@@ -764,20 +739,20 @@ static herd_status decode_root(herd__mpwalk *w, const msgpack_object *root, herd
 		return herd__error(HERD_EVERSION, "%s: manifest format version %" PRIu64 " is newer "
 				   "than version %d, the newest this library reads", w->origin,
 				   v->via.u64, HERD__CKPT_MANIFEST_VERSION);
-	HERD_CHECK(get_uint(w, root, "step", 0, (uint64_t)HERD_CKPT_STEP_MAX, &u));
+	HERD_CHECK(herd__mpwalk_get_uint(w, root, "step", 0, (uint64_t)HERD_CKPT_STEP_MAX, &u));
 	m->step = (int64_t)u;
-	HERD_CHECK(get_uint(w, root, "ranks", 1, HERD__CKPT_MAX_RANKS, &u));
+	HERD_CHECK(herd__mpwalk_get_uint(w, root, "ranks", 1, HERD__CKPT_MAX_RANKS, &u));
 	m->ranks = (int)u;
-	HERD_CHECK(get_uint(w, root, "time", 0, INT64_MAX, &u));
+	HERD_CHECK(herd__mpwalk_get_uint(w, root, "time", 0, INT64_MAX, &u));
 	m->time = (int64_t)u;
-	HERD_CHECK(get_str(w, root, "checksum", &s, &n));
+	HERD_CHECK(herd__mpwalk_get_str(w, root, "checksum", SIZE_MAX, &s, &n));
 	if (n == 4 && memcmp(s, "xxh3", 4) == 0)
 		m->checksum = HERD_CKPT_CHECKSUM_XXH3;
 	else if (n == 4 && memcmp(s, "none", 4) == 0)
 		m->checksum = HERD_CKPT_CHECKSUM_NONE;
 	else
 		return herd__mpwalk_fail(w, HERD_EFORMAT, "checksum: expected \"xxh3\" or \"none\"");
-	HERD_CHECK(get_uint(w, root, "chunk", HERD__CKPT_CHUNK_MIN, HERD__CKPT_CHUNK_MAX,
+	HERD_CHECK(herd__mpwalk_get_uint(w, root, "chunk", HERD__CKPT_CHUNK_MIN, HERD__CKPT_CHUNK_MAX,
 			    &m->chunk_bytes));
 	HERD_CHECK(get_items(w, root, "files", m, sizeof(herd__ckpt_file), &m->files, &m->nfiles,
 			     decode_file_item));

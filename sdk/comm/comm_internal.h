@@ -111,7 +111,7 @@ typedef enum herd__algo_class {
 	HERD__CLASS_ANY = 0,        /* the only algorithm of its call; "auto" as a force */
 	HERD__CLASS_LATENCY,        /* "rd": recursive doubling, Bruck, binomial trees */
 	HERD__CLASS_BANDWIDTH,      /* "ring": ring, pipelined chain, pairwise steps */
-	HERD__CLASS_TUNED           /* taken by "auto" only: one-shot, halving-doubling, collectives of a transport */
+	HERD__CLASS_TUNED           /* "auto" only: one-shot, halving-doubling, a transport's */
 } herd__algo_class;
 
 /*

@@ -414,50 +414,13 @@ static herd_status info_encode(const herd_comm *comm, char **out, size_t *len)
 static herd_status info_str(herd__mpwalk *w, const msgpack_object *map, const char *key,
 			    char *dst, size_t cap)
 {
-	const msgpack_object *o;
 	const char *v = NULL;
-	size_t n = 0, mark;
-	herd_status st;
+	size_t n = 0;
 
-	HERD_CHECK(herd__mpwalk_need(w, map, key, &o));
-	mark = herd__mpwalk_key(w, key);
-	st = herd__mpwalk_str(w, o, cap - 1, &v, &n);
-	herd__mpwalk_pop(w, mark);
-	if (st == HERD_OK) {
-		memcpy(dst, v, n);
-		dst[n] = '\0';
-	}
-	return st;
-}
-
-/* An integer field of the record in lo..hi. */
-static herd_status info_int(herd__mpwalk *w, const msgpack_object *map, const char *key,
-			    int64_t lo, int64_t hi, int64_t *out)
-{
-	const msgpack_object *o;
-	size_t mark;
-	herd_status st;
-
-	HERD_CHECK(herd__mpwalk_need(w, map, key, &o));
-	mark = herd__mpwalk_key(w, key);
-	st = herd__mpwalk_int(w, o, lo, hi, out);
-	herd__mpwalk_pop(w, mark);
-	return st;
-}
-
-/* An unsigned 64-bit field of the record (device and inode numbers). */
-static herd_status info_u64(herd__mpwalk *w, const msgpack_object *map, const char *key,
-			    uint64_t *out)
-{
-	const msgpack_object *o;
-	size_t mark;
-	herd_status st;
-
-	HERD_CHECK(herd__mpwalk_need(w, map, key, &o));
-	mark = herd__mpwalk_key(w, key);
-	st = herd__mpwalk_uint(w, o, 0, UINT64_MAX, out);
-	herd__mpwalk_pop(w, mark);
-	return st;
+	HERD_CHECK(herd__mpwalk_get_str(w, map, key, cap - 1, &v, &n));
+	memcpy(dst, v, n);
+	dst[n] = '\0';
+	return HERD_OK;
 }
 
 /* Decodes rank j's info record into peers[j]; checks it agrees with ours. */
@@ -481,18 +444,18 @@ static herd_status info_decode(herd_comm *comm, int j, const void *data, size_t 
 	}
 	st = herd__mpwalk_map(&w, root, 64);
 	if (st == HERD_OK)
-		st = info_int(&w, root, "v", 0, INT32_MAX, &v);
+		st = herd__mpwalk_get_int(&w, root, "v", 0, INT32_MAX, &v);
 	if (st == HERD_OK && v != INFO_VERSION)
 		st = herd__error(HERD_EVERSION, "rank %d speaks communicator version %" PRId64
 				 ", this library version %d", j, v, INFO_VERSION);
 	if (st == HERD_OK)
-		st = info_int(&w, root, "rank", 0, INT32_MAX, &rank);
+		st = herd__mpwalk_get_int(&w, root, "rank", 0, INT32_MAX, &rank);
 	if (st == HERD_OK)
-		st = info_int(&w, root, "size", 1, INT32_MAX, &size);
+		st = herd__mpwalk_get_int(&w, root, "size", 1, INT32_MAX, &size);
 	if (st == HERD_OK)
-		st = info_int(&w, root, "pid", 0, INT32_MAX, &pid);
+		st = herd__mpwalk_get_int(&w, root, "pid", 0, INT32_MAX, &pid);
 	if (st == HERD_OK)
-		st = info_int(&w, root, "transport", 0, INT32_MAX, &transport);
+		st = herd__mpwalk_get_int(&w, root, "transport", 0, INT32_MAX, &transport);
 	if (st == HERD_OK)
 		st = info_str(&w, root, "host", p->host, sizeof(p->host));
 	if (st == HERD_OK)
@@ -500,11 +463,11 @@ static herd_status info_decode(herd_comm *comm, int j, const void *data, size_t 
 	if (st == HERD_OK)
 		st = info_str(&w, root, "addrs", p->addrs, sizeof(p->addrs));
 	if (st == HERD_OK)
-		st = info_u64(&w, root, "shmdev", &p->shm_dev);
+		st = herd__mpwalk_get_uint(&w, root, "shmdev", 0, UINT64_MAX, &p->shm_dev);
 	if (st == HERD_OK)
-		st = info_u64(&w, root, "shmino", &p->shm_ino);
+		st = herd__mpwalk_get_uint(&w, root, "shmino", 0, UINT64_MAX, &p->shm_ino);
 	if (st == HERD_OK)
-		st = info_u64(&w, root, "pidns", &p->pidns);
+		st = herd__mpwalk_get_uint(&w, root, "pidns", 0, UINT64_MAX, &p->pidns);
 	msgpack_unpacked_destroy(&up);
 	if (st != HERD_OK)
 		return st;

@@ -54,7 +54,7 @@ typedef enum herd__transport_mode {
 typedef struct herd__comm_cfg {
 	int timeout_ms;
 	int transport;              /* herd__transport_mode */
-	int algo;                   /* herd__algo_class forced: ANY ("auto"), BANDWIDTH ("ring"), LATENCY ("rd") */
+	int algo;                   /* herd__algo_class: ANY "auto", BANDWIDTH "ring", LATENCY "rd" */
 	char ifname[64];            /* "" when none was named */
 } herd__comm_cfg;
 

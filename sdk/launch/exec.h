@@ -16,8 +16,8 @@
  * ranks, writes their events (started, output lines, exits) to wfd and
  * obeys the launcher's signal and stop commands, until every rank has
  * ended.  `herd exec` runs it on its main thread; a local job on a thread
- * of the launcher (local.c), with every signal blocked.  When rfd closes (the launcher died, ssh dropped) or stop_fd
- * (may be -1) becomes readable (a signal handler's self-pipe), it stops
+ * of the launcher (local.c), with every signal blocked.  When rfd closes
+ * (the launcher died, ssh dropped) or stop_fd (may be -1) becomes readable (a signal handler's self-pipe), it stops
  * the ranks: SIGTERM, then SIGKILL after the job's grace period.  Ranks
  * are forked from the calling thread, which must live until they end (it
  * is their parent for PR_SET_PDEATHSIG); the caller ignores SIGPIPE or

@@ -97,24 +97,11 @@ static herd_status enter(herd__mpwalk *w, const msgpack_object *map, const char 
 	return HERD_OK;
 }
 
-static herd_status get_int(herd__mpwalk *w, const msgpack_object *map, const char *key, int64_t lo,
-			   int64_t hi, int64_t *out)
-{
-	const msgpack_object *o;
-	herd_status st;
-	size_t mark = 0;
-
-	HERD_CHECK(enter(w, map, key, &o, &mark));
-	st = herd__mpwalk_int(w, o, lo, hi, out);
-	herd__mpwalk_pop(w, mark);
-	return st;
-}
-
 /* get_int into an integer field of any type; the range makes it exact. */
 #define GET_INT(w, map, key, lo, hi, dst)                                    \
 	do {                                                                 \
 		int64_t get_int_v_ = 0;                                      \
-		HERD_CHECK(get_int(w, map, key, lo, hi, &get_int_v_));       \
+		HERD_CHECK(herd__mpwalk_get_int(w, map, key, lo, hi, &get_int_v_));       \
 		(dst) = get_int_v_;                                          \
 	} while (0)
 

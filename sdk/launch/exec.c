@@ -20,8 +20,10 @@
 #define SPEC_TIMEOUT_MS 60000
 /* Output waiting for a slow launcher beyond which ranks' pipes are left
  * unread (they then block on write, which slows them instead of this
- * process growing without bound). */
-#define OUT_BACKLOG_MAX (16u * 1024u * 1024u)
+ * process growing without bound).  Small: what is queued here when the
+ * ranks are stopped still has to reach the launcher before the node
+ * reports its end, and the launcher queues and drops output on its side. */
+#define OUT_BACKLOG_MAX (1u * 1024u * 1024u)
 /* How long the last frames may take to leave once every rank has ended. */
 #define FLUSH_TIMEOUT_MS 10000
 

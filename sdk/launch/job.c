@@ -88,6 +88,7 @@ struct herd_job {
 	struct rank_info *ranks;
 	int restart_count;
 	bool launched, over, kill_req;
+	bool late_signal;              /* a signal came once the job was failing or killed */
 	herd_status launch_st;
 	char *launch_err;
 	int exit_status;
@@ -943,6 +944,7 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 	job->stopping = false;
 	pthread_mutex_lock(&job->mu);
 	job->first_failed = job->candidate = -1;
+	job->late_signal = false;
 	job->blamed_pause = 0;
 	job->failure = NULL;
 	for (int r = 0; r < job->nranks; r++) {
@@ -1144,14 +1146,15 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up, bool *ki
 }
 
 /* Whether the output still queued is to be abandoned: a signal or a kill
- * came for the job while it waited for its reader. */
+ * came for the job while it waited for its reader, or a signal came once it
+ * was failing (the launcher is being told to end). */
 static bool output_give_up(void *arg)
 {
 	herd_job *job = arg;
 	bool give_up;
 
 	pthread_mutex_lock(&job->mu);
-	give_up = job->kill_req || job->npending > 0;
+	give_up = job->kill_req || job->npending > 0 || job->late_signal;
 	pthread_mutex_unlock(&job->mu);
 	return give_up;
 }
@@ -1398,6 +1401,10 @@ herd_status herd_job_signal(herd_job *job, int sig)
 					 "to be delivered to job %s", MAX_PENDING_SIGNALS, job->id);
 		else
 			job->pending[job->npending++] = sig;
+		/* The job is ending anyway: its output need not wait for a
+		 * reader that has stopped reading (output_give_up). */
+		if (job->first_failed >= 0 || job->kill_req)
+			job->late_signal = true;
 	}
 	pthread_mutex_unlock(&job->mu);
 	if (st == HERD_OK)

@@ -43,6 +43,10 @@ void lherd_open_ckpt(lua_State *L);
 /* Adds herd.health to the herd table on top of the stack (lua_health.c). */
 void lherd_open_health(lua_State *L);
 
+/* Adds herd.hostlist (expand, compress) to the herd table on top of the
+ * stack (lua_hostlist.c). */
+void lherd_open_hostlist(lua_State *L);
+
 /*
  * Pushes a new herd.Cluster that holds nothing yet and returns the slot the
  * caller stores its herd_cluster in (liolib's newprefile): the object is

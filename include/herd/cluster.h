@@ -247,6 +247,21 @@ HERD_EXTERN herd_status herd_node_gpu_nic_link(const herd_node *node, size_t gpu
 #define HERD_GPU_VERSIONS_LEN 256
 
 /*
+ * Hostlist expressions, as Slurm writes them ("node[01-04,07]",
+ * "a[1-2]b[3-4]", "login,gpu[1-2]"; a range keeps the width of its low
+ * end: "[08-10]" is 08 09 10).  herd_hostlist_expand gives the names in
+ * order, duplicates kept, as one block freed with herd_free (*names points
+ * at n strings inside it); HERD_EFORMAT with the column of what is wrong,
+ * also beyond 65536 names.  herd_hostlist_compress writes names back in
+ * that form, order kept, so that expanding the result gives them back
+ * (*expr freed with herd_free); HERD_EINVAL naming a name an expression
+ * cannot hold.
+ */
+HERD_EXTERN herd_status herd_hostlist_expand(const char *expr, char ***names, size_t *n);
+HERD_EXTERN herd_status herd_hostlist_compress(const char *const *names, size_t n,
+					       char **expr);
+
+/*
  * The GPU software of this machine as libherd sees it, one line for
  * people: the CUDA toolkit libherd was built with and the driver found at
  * run time, e.g. "built with CUDA 13.0.88; driver 580.159.04 (CUDA 13.0)",

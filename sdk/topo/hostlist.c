@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "herd/cluster.h"
+
 #include "base.h"
 #include "buf.h"
 #include "hostlist.h"
@@ -541,4 +543,49 @@ herd_status herd__hostlist_compress(char **out, const char *const *names, size_t
 out:
 	herd__buf_free(&b);
 	return st;
+}
+
+/* ---- the public calls ----------------------------------------------------- */
+
+herd_status herd_hostlist_expand(const char *expr, char ***names, size_t *n)
+{
+	herd__hostlist hl = { 0 };
+	size_t bytes;
+	char **block, *at;
+	herd_status st;
+
+	if (names == NULL || n == NULL)
+		return herd__error(HERD_EINVAL, "herd_hostlist_expand: names and n are required");
+	*names = NULL;
+	*n = 0;
+	if (expr == NULL)
+		return herd__error(HERD_EINVAL, "herd_hostlist_expand: expr is NULL");
+	HERD_CHECK(herd__hostlist_expand(&hl, expr));
+	bytes = (hl.n + 1) * sizeof(char *);
+	for (size_t i = 0; i < hl.n; i++)
+		bytes += strlen(hl.names[i]) + 1;
+	st = herd__calloc(&block, 1, bytes, "the names of a hostlist");
+	if (st == HERD_OK) {
+		at = (char *)(block + hl.n + 1);
+		for (size_t i = 0; i < hl.n; i++) {
+			size_t len = strlen(hl.names[i]) + 1;
+
+			memcpy(at, hl.names[i], len);
+			block[i] = at;
+			at += len;
+		}
+		*names = block;
+		*n = hl.n;
+	}
+	herd__hostlist_free(&hl);
+	return st;
+}
+
+herd_status herd_hostlist_compress(const char *const *names, size_t n, char **expr)
+{
+	if (expr == NULL || (names == NULL && n > 0))
+		return herd__error(HERD_EINVAL, "herd_hostlist_compress: %s is NULL",
+				   expr == NULL ? "expr" : "names");
+	*expr = NULL;
+	return herd__hostlist_compress(expr, names, n);
 }

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "herd/cluster.h"
+
 #include "base.h"
 #include "test.h"
 #include "topo/hostlist.h"
@@ -194,6 +196,30 @@ static void test_hostlist_push_checks_names(void)
 	herd__hostlist_free(&hl);
 }
 
+/* The public calls: one block of names freed with herd_free, the same
+ * errors as the internal ones, and NULL arguments refused. */
+static void test_hostlist_public_calls_expand_and_compress(void)
+{
+	const char *const back[] = { "gpu01", "gpu02", "gpu03", "login" };
+	char **names = NULL, *expr = NULL;
+	size_t n = 0;
+
+	CHECK_OK(herd_hostlist_expand("gpu[01-03],login", &names, &n));
+	CHECK_INT(n, 4);
+	for (size_t i = 0; names != NULL && i < n && i < 4; i++)
+		CHECK_STR(names[i], back[i]);
+	CHECK_OK(herd_hostlist_compress((const char *const *)names, n, &expr));
+	CHECK_STR(expr, "gpu[01-03],login");
+	herd_free(names);
+	herd_free(expr);
+	CHECK_ERR(herd_hostlist_expand("gpu[01-", &names, &n), HERD_EFORMAT, "column 8");
+	CHECK(names == NULL && n == 0);
+	CHECK_ERR(herd_hostlist_expand(NULL, &names, &n), HERD_EINVAL, "expr is NULL");
+	CHECK_ERR(herd_hostlist_expand("a", NULL, &n), HERD_EINVAL, "names and n");
+	CHECK_ERR(herd_hostlist_compress(back, 4, NULL), HERD_EINVAL, "expr is NULL");
+	CHECK_ERR(herd_hostlist_compress(NULL, 1, &expr), HERD_EINVAL, "names is NULL");
+}
+
 int main(void)
 {
 	TEST_RUN(test_hostlist_expands_ranges_and_lists_keeping_zero_padding);
@@ -204,5 +230,6 @@ int main(void)
 	TEST_RUN(test_hostlist_compress_writes_slurm_form);
 	TEST_RUN(test_hostlist_compress_then_expand_gives_the_names_back);
 	TEST_RUN(test_hostlist_push_checks_names);
+	TEST_RUN(test_hostlist_public_calls_expand_and_compress);
 	return TEST_DONE();
 }

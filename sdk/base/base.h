@@ -44,6 +44,10 @@ herd_status herd__error_wrap(herd_status code, const char *fmt, ...) HERD_PRINTF
 herd_status herd__check_version(const char *fn, const char *type, unsigned int version,
 				unsigned int max, const char *init);
 
+/* The one check of a timeout argument (common.h): 0 or more,
+ * HERD_TIMEOUT_NONE or HERD_TIMEOUT_DEFAULT; HERD_EINVAL naming fn. */
+herd_status herd__check_timeout(const char *fn, int timeout_ms);
+
 /* Return the status of expr from the calling function when it fails. */
 #define HERD_CHECK(expr)                                  \
 	do {                                              \

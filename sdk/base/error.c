@@ -103,3 +103,11 @@ herd_status herd__check_version(const char *fn, const char *type, unsigned int v
 	return herd__error(HERD_EINVAL, "%s: %s.version is %u; this library knows 1..%u "
 			   "(initialize it with %s)", fn, type, version, max, init);
 }
+
+herd_status herd__check_timeout(const char *fn, int timeout_ms)
+{
+	if (timeout_ms >= 0 || timeout_ms == HERD_TIMEOUT_NONE || timeout_ms == HERD_TIMEOUT_DEFAULT)
+		return HERD_OK;
+	return herd__error(HERD_EINVAL, "%s: timeout of %d ms (use 0 or more, HERD_TIMEOUT_NONE "
+			   "or HERD_TIMEOUT_DEFAULT)", fn, timeout_ms);
+}

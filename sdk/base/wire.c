@@ -121,16 +121,9 @@ void herd__wire_begin(const herd__wire_proto *p, herd__frame_enc *e, herd__buf *
 
 const msgpack_object *herd__wire_field(const msgpack_object *root, const char *name)
 {
-	size_t n = strlen(name);
+	int count;   /* at most 1: herd__wire_open refused duplicate keys */
 
-	for (uint32_t i = 0; i < root->via.map.size; i++) {
-		const msgpack_object *k = &root->via.map.ptr[i].key;
-
-		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
-		    memcmp(k->via.str.ptr, name, n) == 0)
-			return &root->via.map.ptr[i].val;
-	}
-	return NULL;
+	return herd__msgpack_map_get(root, name, &count);
 }
 
 /* Bytes of a key or name in messages: at most 32 of them. */

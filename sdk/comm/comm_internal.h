@@ -134,9 +134,6 @@ const herd__place *herd__comm_place(const herd_comm *comm);
  */
 herd__op_fn herd__tune_pick(const herd_comm *comm, const herd__op *op);
 
-/* Its name ("ring", "rd", "shm-direct", ...), for logs and benchmarks. */
-const char *herd__tune_name(const herd_comm *comm, const herd__op *op);
-
 /* From this many bytes, "auto" allreduce takes a collective transport's
  * large allreduce (HERD__TUNE_COLL_MIN).  Tests lower it to take that path
  * with little data; nothing else writes it. */

@@ -65,78 +65,69 @@ typedef enum bound {
 enum { VIA_ALGO, VIA_COLL_SMALL, VIA_COLL };
 
 typedef struct row {
-	uint8_t kind;           /* herd__op_kind */
 	uint8_t cls;            /* herd__algo_class */
 	uint8_t need;
 	uint8_t via;
 	uint8_t lo, hi;         /* bound: size >= lo and size < hi; B_NONE: none */
 	int min_ranks, max_ranks; /* 0: none */
 	herd__op_fn run;        /* VIA_ALGO */
-	const char *name;
 } row;
 
-#define ROW(k, c, n, l, h, rmin, rmax, fn, nm) \
-	{ HERD__OP_##k, HERD__CLASS_##c, n, VIA_ALGO, l, h, rmin, rmax, fn, nm }
-#define COLL_ROW(k, via, l, h, nm) \
-	{ HERD__OP_##k, HERD__CLASS_TUNED, NEED_COLL, via, l, h, 0, 0, NULL, nm }
+#define ROW(c, n, l, h, rmin, rmax, fn) { HERD__CLASS_##c, n, VIA_ALGO, l, h, rmin, rmax, fn }
+#define COLL_ROW(via, l, h) { HERD__CLASS_TUNED, NEED_COLL, via, l, h, 0, 0, NULL }
 
 static const row allreduce_rows[] = {
-	COLL_ROW(ALLREDUCE, VIA_COLL_SMALL, B_NONE, B_COLL_SMALL, "coll-small"),
-	COLL_ROW(ALLREDUCE, VIA_COLL, B_COLL_MIN, B_NONE, "coll"),
-	ROW(ALLREDUCE, TUNED, 0, B_NONE, B_ONESHOT, 3, HERD__ONESHOT_RANKS,
-	    herd__algo_allreduce_oneshot, "oneshot"),
-	ROW(ALLREDUCE, LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_allreduce_rd, "rd"),
-	ROW(ALLREDUCE, TUNED, NEED_ONE_HOST | NEED_TCP | NEED_POW2, B_NONE, B_NONE, 4, 0,
-	    herd__algo_allreduce_hd, "hd"),
-	ROW(ALLREDUCE, BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_allreduce_ring, "ring"),
+	COLL_ROW(VIA_COLL_SMALL, B_NONE, B_COLL_SMALL),
+	COLL_ROW(VIA_COLL, B_COLL_MIN, B_NONE),
+	ROW(TUNED, 0, B_NONE, B_ONESHOT, 3, HERD__ONESHOT_RANKS, herd__algo_allreduce_oneshot),
+	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_allreduce_rd),
+	ROW(TUNED, NEED_ONE_HOST | NEED_TCP | NEED_POW2, B_NONE, B_NONE, 4, 0,
+	    herd__algo_allreduce_hd),
+	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_allreduce_ring),
 };
 
 static const row reduce_rows[] = {
-	ROW(REDUCE, LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_reduce_binomial, "binomial"),
-	ROW(REDUCE, BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_reduce_ring, "ring"),
+	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_reduce_binomial),
+	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_reduce_ring),
 };
 
 static const row broadcast_rows[] = {
-	ROW(BROADCAST, LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_broadcast_binomial,
-	    "binomial"),
-	ROW(BROADCAST, BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_broadcast_chain, "chain"),
+	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_broadcast_binomial),
+	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_broadcast_chain),
 };
 
 static const row allgather_rows[] = {
-	ROW(ALLGATHER, LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_allgather_bruck, "bruck"),
-	ROW(ALLGATHER, BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_allgather_ring, "ring"),
+	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_allgather_bruck),
+	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_allgather_ring),
 };
 
 static const row reduce_scatter_rows[] = {
-	ROW(REDUCE_SCATTER, LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_reduce_scatter_rd,
-	    "rd"),
-	ROW(REDUCE_SCATTER, BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_reduce_scatter_ring,
-	    "ring"),
+	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_reduce_scatter_rd),
+	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_reduce_scatter_ring),
 };
 
 static const row alltoall_rows[] = {
-	ROW(ALLTOALL, LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_alltoall_oneshot, "oneshot"),
-	ROW(ALLTOALL, BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_alltoall_pairwise,
-	    "pairwise"),
+	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_alltoall_oneshot),
+	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_alltoall_pairwise),
 };
 
 static const row gather_rows[] = {
-	ROW(GATHER, ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_gather, "linear"),
+	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_gather),
 };
 static const row scatter_rows[] = {
-	ROW(SCATTER, ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_scatter, "linear"),
+	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_scatter),
 };
 static const row send_rows[] = {
-	ROW(SEND, ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_send, "send"),
+	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_send),
 };
 static const row recv_rows[] = {
-	ROW(RECV, ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_recv, "recv"),
+	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_recv),
 };
 static const row sendrecv_rows[] = {
-	ROW(SENDRECV, ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_sendrecv, "sendrecv"),
+	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_sendrecv),
 };
 static const row barrier_rows[] = {
-	ROW(BARRIER, ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_barrier, "dissemination"),
+	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_barrier),
 };
 
 /* The table, by operation: its rows in the order they are tried. */
@@ -159,8 +150,7 @@ static const struct {
 	ROWS(BARRIER, barrier_rows),
 };
 
-static const row local_row = { 0, HERD__CLASS_ANY, 0, VIA_ALGO, B_NONE, B_NONE, 0, 0,
-			       herd__algo_local, "local" };
+static const row local_row = ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_local);
 
 /* The operations whose calls with no data or one rank need no peer. */
 static bool has_local(int kind)
@@ -270,13 +260,4 @@ herd__op_fn herd__tune_pick(const herd_comm *comm, const herd__op *op)
 	default:
 		return w->run;
 	}
-}
-
-const char *herd__tune_name(const herd_comm *comm, const herd__op *op)
-{
-	const row *w = pick(comm, herd__comm_place(comm), op);
-
-	if (w == NULL)
-		return "none";
-	return w->via == VIA_ALGO ? w->name : herd__comm_place(comm)->coll->name;
 }

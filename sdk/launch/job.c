@@ -1344,9 +1344,7 @@ herd_status herd_job_wait(herd_job *job, int timeout_ms, int *exit_status)
 
 	if (job == NULL)
 		return herd__error(HERD_EINVAL, "herd_job_wait: job is NULL");
-	if (timeout_ms < 0 && timeout_ms != HERD_TIMEOUT_NONE && timeout_ms != HERD_TIMEOUT_DEFAULT)
-		return herd__error(HERD_EINVAL, "herd_job_wait: timeout of %d ms (use 0 or more, "
-				   "HERD_TIMEOUT_NONE or HERD_TIMEOUT_DEFAULT)", timeout_ms);
+	HERD_CHECK(herd__check_timeout("herd_job_wait", timeout_ms));
 	pthread_mutex_lock(&job->mu);
 	while (!job->over) {
 		if (timeout_ms < 0) {

@@ -49,16 +49,11 @@ static const herd__wire_proto proto = {
 				   128 },
 };
 
-static const msgpack_object *field(const msgpack_object *root, const char *name)
-{
-	return herd__wire_field(root, name);
-}
-
 /* An integer field in [min, max]; required unless optional (then *out stays). */
 static herd_status get_int(const msgpack_object *root, herd__launch_type t, const char *name,
 			   int64_t min, int64_t max, bool optional, int64_t *out)
 {
-	const msgpack_object *o = field(root, name);
+	const msgpack_object *o = herd__wire_field(root, name);
 	int64_t v;
 
 	if (o == NULL || o->type == MSGPACK_OBJECT_NIL) {
@@ -86,7 +81,7 @@ static herd_status get_int(const msgpack_object *root, herd__launch_type t, cons
 static herd_status get_bytes(const msgpack_object *root, herd__launch_type t, const char *name,
 			     size_t max, bool optional, const char **p, size_t *n)
 {
-	const msgpack_object *o = field(root, name);
+	const msgpack_object *o = herd__wire_field(root, name);
 
 	*p = NULL;
 	*n = 0;
@@ -239,7 +234,7 @@ static herd_status get_str(const msgpack_object *root, const char *name, size_t 
 static herd_status get_strv(const msgpack_object *root, const char *name, size_t min,
 			    char ***out)
 {
-	const msgpack_object *o = field(root, name);
+	const msgpack_object *o = herd__wire_field(root, name);
 	char **v;
 
 	*out = NULL;
@@ -267,7 +262,7 @@ static herd_status get_strv(const msgpack_object *root, const char *name, size_t
 /* An optional array of strings: absent or nil leaves *out NULL. */
 static herd_status get_strv_opt(const msgpack_object *root, const char *name, char ***out)
 {
-	const msgpack_object *o = field(root, name);
+	const msgpack_object *o = herd__wire_field(root, name);
 
 	*out = NULL;
 	if (o == NULL || o->type == MSGPACK_OBJECT_NIL)
@@ -305,7 +300,7 @@ static herd_status decode_spec(herd__node_spec *s, const msgpack_object *root)
 	HERD_CHECK(get_int_field(root, "gpus", 0, 4096, &s->gpus_per_rank));
 	HERD_CHECK(get_strv(root, "argv", 1, &s->argv));
 	HERD_CHECK(get_strv(root, "env", 0, &s->env));
-	r = field(root, "ranks");
+	r = herd__wire_field(root, "ranks");
 	if (r == NULL || r->type != MSGPACK_OBJECT_ARRAY || r->via.array.size == 0 ||
 	    r->via.array.size > HERD__LAUNCH_MAX_RANKS_PER_NODE)
 		return herd__error(HERD_EFORMAT, "node protocol: spec frame: \"ranks\" is not an "

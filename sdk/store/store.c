@@ -168,9 +168,7 @@ static herd_status check_value(const void *value, size_t len, const char *what, 
 
 static herd_status wait_timeout(const herd_store *s, int timeout_ms, const char *fn, int *out)
 {
-	if (timeout_ms < 0 && timeout_ms != HERD_TIMEOUT_NONE && timeout_ms != HERD_TIMEOUT_DEFAULT)
-		return herd__error(HERD_EINVAL, "%s: timeout of %d ms (use 0 or more, "
-				   "HERD_TIMEOUT_NONE or HERD_TIMEOUT_DEFAULT)", fn, timeout_ms);
+	HERD_CHECK(herd__check_timeout(fn, timeout_ms));
 	/* No deadline: as long as an int of milliseconds goes (24 days). */
 	*out = timeout_ms == HERD_TIMEOUT_DEFAULT ? s->backend->timeout_ms
 	       : timeout_ms == HERD_TIMEOUT_NONE  ? INT_MAX

@@ -582,8 +582,8 @@ static void test_job_fd_turns_readable_when_the_job_is_over(void)
 static void test_job_output_goes_nowhere_unless_asked(void)
 {
 	const char *argv[] = { "sh", "-c", "echo to-stdout; echo to-stderr >&2", NULL };
-	char path[] = "/tmp/herd-job-out-XXXXXX";
-	int fd = mkstemp(path), saved[2] = { dup(STDOUT_FILENO), dup(STDERR_FILENO) };
+	FILE *f = tmpfile();   /* an unnamed file: nothing to clean up */
+	int fd = f != NULL ? fileno(f) : -1, saved[2] = { dup(STDOUT_FILENO), dup(STDERR_FILENO) };
 	herd_job_spec spec = HERD_JOB_SPEC_INIT;
 	herd_job *job = NULL;
 	char buf[256];
@@ -593,7 +593,6 @@ static void test_job_output_goes_nowhere_unless_asked(void)
 	CHECK(fd >= 0 && saved[0] >= 0 && saved[1] >= 0);
 	if (fd < 0 || saved[0] < 0 || saved[1] < 0)
 		return;
-	unlink(path);
 	spec.argv = argv;
 	spec.nranks = 2;
 	fflush(stdout);
@@ -617,7 +616,7 @@ static void test_job_output_goes_nowhere_unless_asked(void)
 	close(saved[1]);
 	CHECK_INT(status, 0);
 	n = pread(fd, buf, sizeof(buf) - 1, 0);
-	close(fd);
+	fclose(f);
 	CHECK(n > 0);
 	buf[n > 0 ? n : 0] = '\0';
 	CHECK(strstr(buf, "<0> to-stdout\n") != NULL && strstr(buf, "<1> to-stdout\n") != NULL);

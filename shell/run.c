@@ -50,12 +50,18 @@ static int msghandler(lua_State *L)
 	return 1;
 }
 
-/* The hook set by the SIGINT handler: stops the code at its next instruction. */
+/*
+ * The hook set by the SIGINT handler: stops the code at its next instruction.
+ * The message carries no position: where the hook fires (a line of the chunk,
+ * or the return from a C function such as io.write) depends on when the
+ * signal came; the traceback says where.
+ */
 static void lstop(lua_State *L, lua_Debug *ar)
 {
 	(void)ar;
 	lua_sethook(L, NULL, 0, 0);
-	luaL_error(L, "interrupted!");
+	lua_pushliteral(L, "interrupted!");
+	lua_error(L);
 }
 
 /*

@@ -72,6 +72,15 @@ kill -INT $pid
 wait $pid; rc=$?
 [[ $rc == 1 ]] || fail "interrupted code exited $rc"
 grep -qx "herd: interrupted!" "$tmp/err" || fail "interrupt message: $(cat "$tmp/err")"
+# ... and the message is the same when the signal lands inside a C function
+# (the hook then fires on its return, one level below the chunk)
+"$HERD" -e 'io.stdout:write("running\n"); io.stdout:flush(); while true do io.stdout:flush() end' >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+for _ in $(seq 100); do [[ -s $tmp/out ]] && break; sleep 0.05; done
+kill -INT $pid
+wait $pid; rc=$?
+[[ $rc == 1 ]] || fail "code interrupted in C exited $rc"
+grep -qx "herd: interrupted!" "$tmp/err" || fail "interrupt message in C: $(cat "$tmp/err")"
 
 # stdin as a script: with no arguments when stdin is not a terminal, and with -
 [[ $(echo 'print("from stdin", ...)' | "$HERD") == "from stdin" ]] || fail "stdin script"

@@ -4,7 +4,7 @@
  * status of this node's GPUs.
  *
  * A herd.Plan is a full userdata holding the herd_plan*; its one close
- * path, reached from plan:release(), __close and __gc, releases the
+ * path, reached from plan:close(), __close and __gc, releases the
  * leases and frees the plan, so a plan held in a `local p <close>` is
  * released at the end of its block and one that is merely dropped is
  * released by the collector (the process's death releases it in any
@@ -12,7 +12,7 @@
  *
  *   local p = herd.alloc{gpus = 4, link = "nvlink", inventory = PATH}
  *   p.ranks[1].uuid, p.links[1][2], p.score, p:explain(), p:env(1)
- *   p:release()
+ *   p:close()
  *
  * Options of herd.alloc: gpus, per_node, nodes, gpus_per_rank (integers);
  * link ("any", "same-node", "nvlink", "same-numa"); min_memory (bytes, or
@@ -192,55 +192,29 @@ static void request_options(lua_State *L, int arg, herd_alloc_request *req)
 
 /* ---------------------------------------------------------------- plan */
 
-static lplan *to_lplan(lua_State *L, int arg)
-{
-	return (lplan *)luaL_checkudata(L, arg, LHERD_PLAN);
-}
+static const lherd_type plan_type; /* defined with the methods, below */
 
 static herd_plan *check_plan(lua_State *L, int arg)
 {
-	lplan *p = to_lplan(L, arg);
-
-	if (p->plan == NULL)
-		luaL_error(L, "attempt to use a released plan");
-	return p->plan;
+	return ((lplan *)lherd_check(L, arg, &plan_type))->plan;
 }
 
-/* The one close path; idempotent. */
-static void plan_release(lplan *p)
+/* The one close path (lua_object.c calls it once): releases the leases. */
+static void plan_release(lua_State *L)
 {
+	lplan *p = (lplan *)lua_touserdata(L, 1);
+
 	herd_plan_free(p->plan);
 	p->plan = NULL;
 }
 
-static int plan_close(lua_State *L)
+static void plan_describe(lua_State *L)
 {
-	check_plan(L, 1);
-	plan_release(to_lplan(L, 1));
-	lua_pushboolean(L, 1);
-	return 1;
-}
+	herd_plan *plan = ((lplan *)lua_touserdata(L, 1))->plan;
+	size_t n = herd_plan_node_count(plan);
 
-static int plan_gc(lua_State *L)
-{
-	plan_release(to_lplan(L, 1));
-	return 0;
-}
-
-static int plan_tostring(lua_State *L)
-{
-	lplan *p = to_lplan(L, 1);
-	size_t n;
-
-	if (p->plan == NULL) {
-		lua_pushliteral(L, "herd.Plan (released)");
-		return 1;
-	}
-	n = herd_plan_node_count(p->plan);
-	lua_pushfstring(L, "herd.Plan (%d GPUs on %d node%s%s) (%p)",
-			(int)herd_plan_gpu_count(p->plan), (int)n, n == 1 ? "" : "s",
-			herd_plan_held(p->plan) ? ", held" : "", (void *)p);
-	return 1;
+	lua_pushfstring(L, "%d GPUs on %d node%s%s", (int)herd_plan_gpu_count(plan), (int)n,
+			n == 1 ? "" : "s", herd_plan_held(plan) ? ", held" : "");
 }
 
 static void push_gpu(lua_State *L, const herd_plan_gpu *g)
@@ -429,34 +403,29 @@ static int plan_field_get(lua_State *L)
 	return 1;
 }
 
-/* __index: upvalue 1 the methods, upvalue 2 the field getters. */
-static int plan_index(lua_State *L)
-{
-	lua_settop(L, 2);
-	lua_pushvalue(L, 2);
-	if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
-		return 1;
-	lua_pushvalue(L, 2);
-	if (lua_rawget(L, lua_upvalueindex(2)) == LUA_TNIL)
-		return 1;
-	lua_pushvalue(L, 1);
-	lua_call(L, 1, 1);
-	return 1;
-}
-
 static const luaL_Reg plan_methods[] = {
 	{ "explain", plan_explain },
-	{ "release", plan_close },
 	{ "env", plan_env },
 	{ "link", plan_link },
 	{ NULL, NULL }
 };
 
-static const luaL_Reg plan_metamethods[] = {
-	{ "__gc", plan_gc },
-	{ "__close", plan_gc },
-	{ "__tostring", plan_tostring },
-	{ NULL, NULL }
+static void plan_fields_push(lua_State *L)
+{
+	lua_newtable(L);
+	for (const struct plan_field *f = plan_fields; f->name; f++) {
+		lua_pushlightuserdata(L, (void *)f);
+		lua_pushcclosure(L, plan_field_get, 1);
+		lua_setfield(L, -2, f->name);
+	}
+}
+
+static const lherd_type plan_type = {
+	.name = LHERD_PLAN,
+	.methods = plan_methods,
+	.fields = plan_fields_push,
+	.release = plan_release,
+	.describe = plan_describe,
 };
 
 /* --------------------------------------------------------------- herd.* */
@@ -490,9 +459,7 @@ static int lherd_alloc(lua_State *L)
 	opts.plan_only = !bool_option(L, 1, "hold", true);
 	opts.ignore_slurm = !bool_option(L, 1, "slurm", true);
 	/* Safe state before the resource: a plan object that holds nothing. */
-	p = (lplan *)lua_newuserdatauv(L, sizeof(*p), 0);
-	p->plan = NULL;
-	luaL_setmetatable(L, LHERD_PLAN);
+	p = (lplan *)lherd_new(L, &plan_type, sizeof(*p), 0);
 	st = discover(inventory, &cluster);
 	if (st == HERD_OK)
 		st = herd_alloc(&p->plan, cluster, &req, &opts);
@@ -525,24 +492,12 @@ static void push_status(lua_State *L, const herd_gpu_status *s, const herd_gpu *
 		lherd_set_integer(L, "free_memory_bytes", (lua_Integer)s->free_memory_bytes);
 }
 
-/* A GPU status array from the library, freed by the collector. */
-#define LHERD_STATUS_BUF "herd.GpuStatusBuffer"
-
-static int status_buf_gc(lua_State *L)
-{
-	herd_gpu_status **b = (herd_gpu_status **)luaL_checkudata(L, 1, LHERD_STATUS_BUF);
-
-	herd_free(*b);
-	*b = NULL;
-	return 0;
-}
-
 /* herd.gpus{inventory=, lease_dir=} -> array of GPU states, or nil, msg, status. */
 static int lherd_gpus(lua_State *L)
 {
 	herd_lease_opts lo = HERD_LEASE_OPTS_INIT;
 	herd_cluster **cluster;
-	herd_gpu_status **st;
+	void **st;
 	const char *inventory = NULL;
 	const herd_node *node;
 	size_t n = 0, local = 0;
@@ -556,21 +511,19 @@ static int lherd_gpus(lua_State *L)
 	}
 	/* Both owners exist before what they own, so an error frees all. */
 	cluster = lherd_new_cluster(L);
-	st = (herd_gpu_status **)lua_newuserdatauv(L, sizeof(*st), 0);
-	*st = NULL;
-	luaL_setmetatable(L, LHERD_STATUS_BUF);
+	st = lherd_hold(L, NULL);
 	rc = discover(inventory, cluster);
 	if (rc == HERD_OK)
 		rc = herd_alloc_this_node(*cluster, &local);
 	if (rc != HERD_OK)
 		return lherd_fail(L, rc);
 	node = herd_cluster_node(*cluster, local);
-	rc = herd_gpu_status_query(node, &lo, st, &n);
+	rc = herd_gpu_status_query(node, &lo, (herd_gpu_status **)st, &n);
 	if (rc != HERD_OK)
 		return lherd_fail(L, rc);
 	lua_createtable(L, (int)n, 0);
 	for (size_t i = 0; i < n; i++) {
-		push_status(L, &(*st)[i], &node->gpus[i], i);
+		push_status(L, &((herd_gpu_status *)*st)[i], &node->gpus[i], i);
 		lua_rawseti(L, -2, (lua_Integer)i + 1);
 	}
 	return 1;
@@ -578,35 +531,7 @@ static int lherd_gpus(lua_State *L)
 
 void lherd_open_alloc(lua_State *L)
 {
-	if (luaL_newmetatable(L, LHERD_PLAN)) {
-		lua_newtable(L); /* __members: names for the REPL's completion */
-		for (const luaL_Reg *m = plan_methods; m->name; m++) {
-			lua_pushliteral(L, "method");
-			lua_setfield(L, -2, m->name);
-		}
-		for (const struct plan_field *f = plan_fields; f->name; f++) {
-			lua_pushliteral(L, "field");
-			lua_setfield(L, -2, f->name);
-		}
-		lua_setfield(L, -2, "__members");
-		lua_newtable(L);
-		luaL_setfuncs(L, plan_methods, 0);
-		lua_newtable(L);
-		for (const struct plan_field *f = plan_fields; f->name; f++) {
-			lua_pushlightuserdata(L, (void *)f);
-			lua_pushcclosure(L, plan_field_get, 1);
-			lua_setfield(L, -2, f->name);
-		}
-		lua_pushcclosure(L, plan_index, 2);
-		lua_setfield(L, -2, "__index");
-		luaL_setfuncs(L, plan_metamethods, 0);
-	}
-	lua_pop(L, 1);
-	if (luaL_newmetatable(L, LHERD_STATUS_BUF)) {
-		lua_pushcfunction(L, status_buf_gc);
-		lua_setfield(L, -2, "__gc");
-	}
-	lua_pop(L, 1);
+	lherd_register(L, &plan_type);
 	/* The herd table is on top of the stack. */
 	lua_pushcfunction(L, lherd_alloc);
 	lua_setfield(L, -2, "alloc");

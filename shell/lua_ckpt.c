@@ -160,18 +160,11 @@ static int dims_option(lua_State *L, int arg, const char *name, uint64_t *out)
 
 /* ----------------------------------------------------------- the object */
 
-static lckpt *to_lckpt(lua_State *L, int arg)
-{
-	return (lckpt *)luaL_checkudata(L, arg, LHERD_CHECKPOINT);
-}
+static const lherd_type ckpt_type; /* defined with the methods, below */
 
 static lckpt *check_open(lua_State *L, int arg)
 {
-	lckpt *c = to_lckpt(L, arg);
-
-	if (c->ck == NULL)
-		luaL_error(L, "attempt to use a closed checkpoint");
-	return c;
+	return (lckpt *)lherd_check(L, arg, &ckpt_type);
 }
 
 /*
@@ -204,10 +197,10 @@ static herd_status ckpt_release(lckpt *c, bool finalize)
 	return st;
 }
 
-static int ckpt_gc(lua_State *L)
+/* __gc and __close: no barrier (the collector runs at no agreed point). */
+static void ckpt_drop(lua_State *L)
 {
-	ckpt_release(to_lckpt(L, 1), false);
-	return 0;
+	ckpt_release((lckpt *)lua_touserdata(L, 1), false);
 }
 
 /* ck:close() -> true, or nil, msg, status of the save that was in flight. */
@@ -221,16 +214,11 @@ static int ckpt_close(lua_State *L)
 	return 1;
 }
 
-static int ckpt_tostring(lua_State *L)
+static void ckpt_describe(lua_State *L)
 {
-	lckpt *c = to_lckpt(L, 1);
+	lckpt *c = (lckpt *)lua_touserdata(L, 1);
 
-	if (c->ck == NULL)
-		lua_pushliteral(L, "herd.Checkpoint (closed)");
-	else
-		lua_pushfstring(L, "herd.Checkpoint (%s, %d tensors) (%p)", herd_ckpt_dir(c->ck),
-				(int)c->n, (void *)c);
-	return 1;
+	lua_pushfstring(L, "%s, %d tensors", herd_ckpt_dir(c->ck), (int)c->n);
 }
 
 /* ck:rank(), ck:size(): this process's place among the checkpoint's ranks. */
@@ -480,9 +468,7 @@ static int lherd_checkpoint(lua_State *L)
 		ckpt_opts(L, 3, &o);
 	}
 	/* Safe state before the resources: an object that holds nothing. */
-	c = (lckpt *)lua_newuserdatauv(L, sizeof(*c), 1);
-	memset(c, 0, sizeof(*c));
-	luaL_setmetatable(L, LHERD_CHECKPOINT);
+	c = (lckpt *)lherd_new(L, &ckpt_type, sizeof(*c), 1);
 	lua_newtable(L);
 	lua_setiuservalue(L, -2, 1);
 	if (env && (st = herd_comm_init_env(&c->comm, NULL)) != HERD_OK)
@@ -506,27 +492,16 @@ static const luaL_Reg ckpt_methods[] = {
 	{ NULL, NULL }
 };
 
-static const luaL_Reg ckpt_metamethods[] = {
-	{ "__gc", ckpt_gc },
-	{ "__close", ckpt_gc },
-	{ "__tostring", ckpt_tostring },
-	{ NULL, NULL }
+static const lherd_type ckpt_type = {
+	.name = LHERD_CHECKPOINT,
+	.methods = ckpt_methods,
+	.release = ckpt_drop,
+	.describe = ckpt_describe,
 };
 
 void lherd_open_ckpt(lua_State *L)
 {
-	if (luaL_newmetatable(L, LHERD_CHECKPOINT)) {
-		lua_newtable(L); /* __members: names for the REPL's completion */
-		for (const luaL_Reg *m = ckpt_methods; m->name; m++) {
-			lua_pushliteral(L, "method");
-			lua_setfield(L, -2, m->name);
-		}
-		lua_setfield(L, -2, "__members");
-		luaL_newlib(L, ckpt_methods);
-		lua_setfield(L, -2, "__index");
-		luaL_setfuncs(L, ckpt_metamethods, 0);
-	}
-	lua_pop(L, 1);
+	lherd_register(L, &ckpt_type);
 	/* The herd table is on top of the stack. */
 	lua_pushcfunction(L, lherd_checkpoint);
 	lua_setfield(L, -2, "checkpoint");

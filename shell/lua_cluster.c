@@ -71,97 +71,47 @@ static herd_format check_format(lua_State *L, int arg, const char *def)
 
 /* ---------------------------------------------------------------- cluster */
 
-static lcluster *to_lcluster(lua_State *L, int arg)
-{
-	return (lcluster *)luaL_checkudata(L, arg, LHERD_CLUSTER);
-}
+/* Defined at the end, with the methods (a tentative definition). */
+static const lherd_type cluster_type, node_type;
 
 /* The cluster of argument arg, raising when it was closed (liolib's tofile). */
 static herd_cluster *check_cluster(lua_State *L, int arg)
 {
-	lcluster *c = to_lcluster(L, arg);
-	if (c->cluster == NULL)
-		luaL_error(L, "attempt to use a closed cluster");
-	return c->cluster;
+	return ((lcluster *)lherd_check(L, arg, &cluster_type))->cluster;
 }
 
 herd_cluster **lherd_new_cluster(lua_State *L)
 {
-	lcluster *c = (lcluster *)lua_newuserdatauv(L, sizeof(*c), 1);
-	c->cluster = NULL;
-	luaL_setmetatable(L, LHERD_CLUSTER);
+	lcluster *c = (lcluster *)lherd_new(L, &cluster_type, sizeof(*c), 1);
 	return &c->cluster;
 }
 
-/* The one close path; idempotent. */
-static void cluster_release(lcluster *c)
+/* The one close path (lua_object.c calls it once). */
+static void cluster_release(lua_State *L)
 {
+	lcluster *c = (lcluster *)lua_touserdata(L, 1);
 	herd_cluster_free(c->cluster);
 	c->cluster = NULL;
 }
 
-static int cluster_close(lua_State *L)
+static void cluster_describe(lua_State *L)
 {
-	lcluster *c = to_lcluster(L, 1);
-	if (c->cluster == NULL)
-		return luaL_error(L, "attempt to use a closed cluster");
-	cluster_release(c);
-	lua_pushboolean(L, 1);
-	return 1;
-}
-
-static int cluster_gc(lua_State *L)
-{
-	cluster_release(to_lcluster(L, 1));
-	return 0;
-}
-
-static int cluster_tostring(lua_State *L)
-{
-	lcluster *c = to_lcluster(L, 1);
-	if (c->cluster == NULL) {
-		lua_pushliteral(L, "herd.Cluster (closed)");
-	} else {
-		size_t n = herd_cluster_node_count(c->cluster);
-		lua_pushfstring(L, "herd.Cluster (%d node%s) (%p)", (int)n,
-				n == 1 ? "" : "s", (void *)c);
-	}
-	return 1;
-}
-
-/*
- * A buffer that libherd handed over, owned by a userdata (whose __gc frees
- * it) while it is copied into a Lua string, so that an error raised by the
- * copy (out of memory) cannot leak it.
- */
-#define LHERD_BUFFER "herd.Buffer"
-
-typedef struct lbuffer {
-	void *data;
-} lbuffer;
-
-static int buffer_release(lua_State *L)
-{
-	lbuffer *b = (lbuffer *)luaL_checkudata(L, 1, LHERD_BUFFER);
-	herd_free(b->data);
-	b->data = NULL;
-	return 0;
+	lcluster *c = (lcluster *)lua_touserdata(L, 1);
+	size_t n = herd_cluster_node_count(c->cluster);
+	lua_pushfstring(L, "%d node%s", (int)n, n == 1 ? "" : "s");
 }
 
 /* Pushes the encoding of the cluster as a string, or the failure triple. */
 static int push_encoding(lua_State *L, herd_format format)
 {
 	herd_cluster *cluster = check_cluster(L, 1);
-	lbuffer *b = (lbuffer *)lua_newuserdatauv(L, sizeof(*b), 0);
-	b->data = NULL;
-	luaL_setmetatable(L, LHERD_BUFFER);
+	void **data = lherd_hold(L, NULL);
 	size_t len = 0;
-	herd_status st = herd_cluster_encode(cluster, format, &b->data, &len);
+	herd_status st = herd_cluster_encode(cluster, format, data, &len);
 	if (st != HERD_OK)
 		return lherd_fail(L, st);
-	lua_pushlstring(L, (const char *)b->data, len);
-	herd_free(b->data);
-	b->data = NULL;
+	lua_pushlstring(L, (const char *)*data, len);
+	lherd_drop(L, -2);
 	return 1;
 }
 
@@ -235,9 +185,8 @@ typedef struct node_ref {
 static void push_node(lua_State *L, int cluster_idx, size_t index)
 {
 	cluster_idx = lua_absindex(L, cluster_idx);
-	lnode *n = (lnode *)lua_newuserdatauv(L, sizeof(*n), 1);
+	lnode *n = (lnode *)lherd_new(L, &node_type, sizeof(*n), 1);
 	n->index = index;
-	luaL_setmetatable(L, LHERD_NODE);
 	lua_pushvalue(L, cluster_idx);
 	lua_setiuservalue(L, -2, 1);
 }
@@ -245,7 +194,7 @@ static void push_node(lua_State *L, int cluster_idx, size_t index)
 /* The node of argument arg, through its cluster, which must be open. */
 static node_ref check_node(lua_State *L, int arg)
 {
-	lnode *n = (lnode *)luaL_checkudata(L, arg, LHERD_NODE);
+	lnode *n = (lnode *)lherd_to(L, arg, &node_type);
 	lua_getiuservalue(L, arg, 1);
 	/* The node's user value keeps the cluster object alive. */
 	lcluster *c = (lcluster *)lua_touserdata(L, -1);
@@ -260,7 +209,7 @@ static node_ref check_node(lua_State *L, int arg)
 
 static int node_tostring(lua_State *L)
 {
-	lnode *n = (lnode *)luaL_checkudata(L, 1, LHERD_NODE);
+	lnode *n = (lnode *)lherd_to(L, 1, &node_type);
 	lua_getiuservalue(L, 1, 1);
 	lcluster *c = (lcluster *)lua_touserdata(L, -1);
 	const herd_node *node = (c && c->cluster)
@@ -514,25 +463,7 @@ static const struct node_field {
 	{ NULL, NULL }
 };
 
-/* ------------------------------------------------------ metatables, index */
-
-/*
- * __index of both types: upvalue 1 is the methods table, upvalue 2 the
- * table of field getters (light C functions called with the object).
- */
-static int object_index(lua_State *L)
-{
-	lua_settop(L, 2);
-	lua_pushvalue(L, 2);
-	if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
-		return 1;
-	lua_pushvalue(L, 2);
-	if (lua_rawget(L, lua_upvalueindex(2)) == LUA_TNIL)
-		return 1; /* no such member: nil, as for a table */
-	lua_pushvalue(L, 1);
-	lua_call(L, 1, 1);
-	return 1;
-}
+/* ------------------------------------------------------------- the types */
 
 static int node_field_get(lua_State *L)
 {
@@ -544,19 +475,18 @@ static int node_field_get(lua_State *L)
 }
 
 static const luaL_Reg cluster_methods[] = {
-	{ "close", cluster_close },
 	{ "save", cluster_save },
 	{ "json", cluster_json },
 	{ "encode", cluster_encode },
 	{ NULL, NULL }
 };
 
-static const luaL_Reg cluster_metamethods[] = {
-	{ "__gc", cluster_gc },
-	{ "__close", cluster_gc },
-	{ "__tostring", cluster_tostring },
-	{ NULL, NULL }
-};
+static void cluster_fields(lua_State *L)
+{
+	lua_newtable(L);
+	lua_pushcfunction(L, cluster_nodes);
+	lua_setfield(L, -2, "nodes");
+}
 
 static const luaL_Reg node_methods[] = {
 	{ "link", node_link },
@@ -569,60 +499,34 @@ static const luaL_Reg node_metamethods[] = {
 	{ NULL, NULL }
 };
 
-/*
- * Completes the metatable under the getters table on the stack (and pops
- * the getters): metamethods, __index over methods then getters, and
- * __members, the name of every method and field ("method" or "field"),
- * which the REPL's tab completion reads since __index is a function.
- */
-static void fill_metatable(lua_State *L, const luaL_Reg *meta,
-			   const luaL_Reg *methods)
+static void node_fields_push(lua_State *L)
 {
-	lua_newtable(L); /* mt, getters, members */
-	for (const luaL_Reg *m = methods; m->name; m++) {
-		lua_pushliteral(L, "method");
-		lua_setfield(L, -2, m->name);
-	}
-	lua_pushnil(L);
-	while (lua_next(L, -3)) { /* for each getter */
-		lua_pop(L, 1);
-		lua_pushvalue(L, -1);
-		lua_pushliteral(L, "field");
-		lua_rawset(L, -4);
-	}
-	lua_setfield(L, -3, "__members");
 	lua_newtable(L);
-	luaL_setfuncs(L, methods, 0);
-	lua_insert(L, -2); /* mt, methods, getters */
-	lua_pushcclosure(L, object_index, 2);
-	lua_setfield(L, -2, "__index");
-	luaL_setfuncs(L, meta, 0);
+	for (const struct node_field *f = node_fields; f->name; f++) {
+		lua_pushlightuserdata(L, (void *)f);
+		lua_pushcclosure(L, node_field_get, 1);
+		lua_setfield(L, -2, f->name);
+	}
 }
+
+static const lherd_type cluster_type = {
+	.name = LHERD_CLUSTER,
+	.methods = cluster_methods,
+	.fields = cluster_fields,
+	.release = cluster_release,
+	.describe = cluster_describe,
+};
+
+/* A node holds no handle of its own: its cluster's close is its close. */
+static const lherd_type node_type = {
+	.name = LHERD_NODE,
+	.methods = node_methods,
+	.fields = node_fields_push,
+	.meta = node_metamethods,
+};
 
 void lherd_open_cluster(lua_State *L)
 {
-	if (luaL_newmetatable(L, LHERD_CLUSTER)) {
-		lua_newtable(L);
-		lua_pushcfunction(L, cluster_nodes);
-		lua_setfield(L, -2, "nodes");
-		fill_metatable(L, cluster_metamethods, cluster_methods);
-	}
-	lua_pop(L, 1);
-
-	if (luaL_newmetatable(L, LHERD_BUFFER)) {
-		lua_pushcfunction(L, buffer_release);
-		lua_setfield(L, -2, "__gc");
-	}
-	lua_pop(L, 1);
-
-	if (luaL_newmetatable(L, LHERD_NODE)) {
-		lua_newtable(L);
-		for (const struct node_field *f = node_fields; f->name; f++) {
-			lua_pushlightuserdata(L, (void *)f);
-			lua_pushcclosure(L, node_field_get, 1);
-			lua_setfield(L, -2, f->name);
-		}
-		fill_metatable(L, node_metamethods, node_methods);
-	}
-	lua_pop(L, 1);
+	lherd_register(L, &cluster_type);
+	lherd_register(L, &node_type);
 }

@@ -10,9 +10,53 @@
 #ifndef HERD_SHELL_LUA_HERD_H
 #define HERD_SHELL_LUA_HERD_H
 
+#include <lauxlib.h>
 #include <lua.h>
 
 #include "herd.h"
+
+/*
+ * A type of the bindings (shell/lua_object.c).  Its objects are full
+ * userdata whose first member is a pointer to what they hold, NULL once
+ * closed.  lherd_register builds the metatable once per state:
+ *   - __index over the methods, then the field getters;
+ *   - with release: obj:close() (true; raises when already closed, unless
+ *     methods has a close of its own), __close and __gc, which all call
+ *     release once, with the object at index 1;
+ *   - __tostring: "herd.Job (closed)", or "herd.Job (TEXT) (0x...)" where
+ *     describe pushes TEXT for an open object at index 1;
+ *   - __members: every method and field name with "method" or "field",
+ *     which the REPL reads for completion and printing;
+ *   - meta: any other metamethods (__len, __eq, ...).
+ */
+typedef struct lherd_type {
+	const char *name;                 /* "herd.Job": the metatable's name */
+	const luaL_Reg *methods;          /* may be NULL */
+	void (*fields)(lua_State *L);     /* pushes the getters table; may be NULL */
+	void (*release)(lua_State *L);    /* frees what the object holds; may be NULL */
+	void (*describe)(lua_State *L);   /* pushes a short text; may be NULL */
+	const luaL_Reg *meta;             /* may be NULL */
+} lherd_type;
+
+void lherd_register(lua_State *L, const lherd_type *t);
+
+/* Pushes a zeroed object of type t (size bytes, nuv user values) and
+ * returns it: the safe state before it holds anything (liolib's newprefile). */
+void *lherd_new(lua_State *L, const lherd_type *t, size_t size, int nuv);
+
+/* The object at arg, raising unless it is of type t (lherd_to), or unless
+ * it is also open (lherd_check: "attempt to use a closed herd.Job"). */
+void *lherd_to(lua_State *L, int arg, const lherd_type *t);
+void *lherd_check(lua_State *L, int arg, const lherd_type *t);
+
+/*
+ * Pushes a holder of memory libherd hands over and returns its slot: the
+ * memory, once stored there, is freed with release (NULL: herd_free) when
+ * the holder is collected or lherd_drop(L, idx) is called, so that an error
+ * raised while it is copied into Lua values cannot leak it.
+ */
+void **lherd_hold(lua_State *L, void (*release)(void *));
+void lherd_drop(lua_State *L, int idx);
 
 /* Metatable names, as luaL_checkudata and __name know them. */
 #define LHERD_CLUSTER "herd.Cluster"

@@ -2,7 +2,7 @@
 --   * misuse (an unknown option, a value of the wrong type, a released
 --     plan) raises;
 --   * a request that cannot be met returns nil, a message, a status name;
---   * one close path: p:release(), <close> variables and the collector
+--   * one close path: p:close(), <close> variables and the collector
 --     all let go of the leases.
 -- Leases live in a temporary directory; the fixtures stand for this node.
 local dgx = "tests/fixtures/inventory/dgx-h100.json"
@@ -74,10 +74,10 @@ do
   assert(#p.ranks == 8 and p.ranks[8].nic == "mlx5_7" and p.ranks[8].ib_hca == "=mlx5_7:1")
   assert(p.ranks[8].nic_link == "PIX" and p.ranks[8].local_rank == 7)
   assert(#p.warnings == 0)
-  assert(p:release() == true)
-  assert(tostring(p) == "herd.Plan (released)")
-  raises("attempt to use a released plan", function() return p.ranks end)
-  raises("attempt to use a released plan", p.release, p)
+  assert(p:close() == true)
+  assert(tostring(p) == "herd.Plan (closed)")
+  raises("attempt to use a closed herd.Plan", function() return p.ranks end)
+  raises("attempt to use a closed herd.Plan", p.close, p)
   assert(states(dgx) == "free,free,free,free,free,free,free,free")
 end
 
@@ -94,7 +94,7 @@ do
                                lease_dir = leases })
   assert(p.held == false and #p.gpus == 4 and p.gpus[4].index == 3)
   assert(states(dgx) == "free,free,free,free,free,free,free,free")
-  p:release()
+  p:close()
 end
 
 -- requests that cannot be met: nil, message, status
@@ -143,7 +143,7 @@ end
 -- the REPL completes a plan's members
 do
   local mt = getmetatable(assert(herd.alloc{ gpus = 1, inventory = dgx, hold = false }))
-  assert(mt.__members.explain == "method" and mt.__members.release == "method")
+  assert(mt.__members.explain == "method" and mt.__members.close == "method")
   assert(mt.__members.ranks == "field" and mt.__members.links == "field")
 end
 

@@ -136,8 +136,8 @@ do
 
   assert(ck:close() == true)
   assert(tostring(ck) == "herd.Checkpoint (closed)")
-  raises("attempt to use a closed checkpoint", ck.save, ck, 13)
-  raises("attempt to use a closed checkpoint", ck.close, ck)
+  raises("attempt to use a closed herd.Checkpoint", ck.save, ck, 13)
+  raises("attempt to use a closed herd.Checkpoint", ck.close, ck)
 end
 
 -- an asynchronous save keeps what was staged, whatever happens to the array after

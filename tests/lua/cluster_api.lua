@@ -111,9 +111,9 @@ do
   assert(c:close() == true)
   assert(tostring(c) == "herd.Cluster (closed)")
   assert(tostring(n) == "herd.Node (closed)")
-  raises("attempt to use a closed cluster", c.close, c)
-  raises("attempt to use a closed cluster", function() return c.nodes end)
-  raises("attempt to use a closed cluster", c.json, c)
+  raises("attempt to use a closed herd.Cluster", c.close, c)
+  raises("attempt to use a closed herd.Cluster", function() return c.nodes end)
+  raises("attempt to use a closed herd.Cluster", c.json, c)
   raises("attempt to use a node of a closed cluster", function() return n.hostname end)
   raises("attempt to use a node of a closed cluster", n.link, n, 1, 2)
 end

@@ -1,0 +1,204 @@
+/*
+ * shell/lua_object.c - the one way every herd type is made in Lua: a full
+ * userdata whose first member is the handle it owns (NULL once closed), a
+ * metatable built from an lherd_type, one idempotent release reached from
+ * obj:close(), __close and __gc, and a holder for what libherd hands over
+ * while it is being copied into Lua values.
+ */
+#include <lauxlib.h>
+#include <lua.h>
+#include <string.h>
+
+#include "lua_herd.h"
+
+/* ------------------------------------------------------------ checking */
+
+void *lherd_to(lua_State *L, int arg, const lherd_type *t)
+{
+	return luaL_checkudata(L, arg, t->name);
+}
+
+void *lherd_check(lua_State *L, int arg, const lherd_type *t)
+{
+	void **obj = (void **)luaL_checkudata(L, arg, t->name);
+
+	if (*obj == NULL)
+		luaL_error(L, "attempt to use a closed %s", t->name);
+	return obj;
+}
+
+void *lherd_new(lua_State *L, const lherd_type *t, size_t size, int nuv)
+{
+	void *obj = lua_newuserdatauv(L, size, nuv);
+
+	memset(obj, 0, size);
+	luaL_setmetatable(L, t->name);
+	return obj;
+}
+
+/* ----------------------------------------------------------- metamethods */
+
+/* The type of the object at 1: upvalue 1 of every generic metamethod. */
+static const lherd_type *upvalue_type(lua_State *L)
+{
+	return (const lherd_type *)lua_touserdata(L, lua_upvalueindex(1));
+}
+
+/* obj:close() -> true; a second close raises, as for a file. */
+static int generic_close(lua_State *L)
+{
+	const lherd_type *t = upvalue_type(L);
+
+	lherd_check(L, 1, t);
+	lua_settop(L, 1);
+	t->release(L);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* __gc and __close: release what is still held; silent when closed. */
+static int generic_gc(lua_State *L)
+{
+	const lherd_type *t = upvalue_type(L);
+	void **obj = (void **)lherd_to(L, 1, t);
+
+	lua_settop(L, 1);
+	if (*obj != NULL)
+		t->release(L);
+	return 0;
+}
+
+/* __tostring: "herd.Job (closed)", or the type's own text with the address. */
+static int generic_tostring(lua_State *L)
+{
+	const lherd_type *t = upvalue_type(L);
+	void **obj = (void **)lherd_to(L, 1, t);
+
+	if (t->release != NULL && *obj == NULL) {
+		lua_pushfstring(L, "%s (closed)", t->name);
+		return 1;
+	}
+	if (t->describe == NULL) {
+		lua_pushfstring(L, "%s (%p)", t->name, (void *)obj);
+		return 1;
+	}
+	lua_settop(L, 1);
+	t->describe(L);
+	lua_pushfstring(L, "%s (%s) (%p)", t->name, lua_tostring(L, -1), (void *)obj);
+	return 1;
+}
+
+/*
+ * __index: upvalue 1 the methods, upvalue 2 the field getters (functions
+ * called with the object).  An unknown key is nil, as for a table.
+ */
+static int object_index(lua_State *L)
+{
+	lua_settop(L, 2);
+	lua_pushvalue(L, 2);
+	if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
+		return 1;
+	lua_pushvalue(L, 2);
+	if (lua_rawget(L, lua_upvalueindex(2)) == LUA_TNIL)
+		return 1;
+	lua_pushvalue(L, 1);
+	lua_call(L, 1, 1);
+	return 1;
+}
+
+static void set_generic(lua_State *L, const lherd_type *t, lua_CFunction fn,
+			const char *name)
+{
+	lua_pushlightuserdata(L, (void *)t);
+	lua_pushcclosure(L, fn, 1);
+	lua_setfield(L, -2, name);
+}
+
+void lherd_register(lua_State *L, const lherd_type *t)
+{
+	if (!luaL_newmetatable(L, t->name)) {
+		lua_pop(L, 1);
+		return;
+	}
+	/* methods: the type's own, and close when it holds something */
+	lua_newtable(L);
+	if (t->release != NULL)
+		set_generic(L, t, generic_close, "close");
+	if (t->methods != NULL)
+		luaL_setfuncs(L, t->methods, 0);
+	/* getters */
+	if (t->fields != NULL)
+		t->fields(L);
+	else
+		lua_newtable(L);
+	/* __members: every method and field by kind, for the REPL's completion
+	 * and printing (mt, methods, getters, members) */
+	lua_newtable(L);
+	for (int i = -3; i <= -2; i++) {
+		lua_pushnil(L);
+		while (lua_next(L, i - 1)) {
+			lua_pop(L, 1);
+			lua_pushvalue(L, -1);
+			if (i == -3)
+				lua_pushliteral(L, "method");
+			else
+				lua_pushliteral(L, "field");
+			lua_rawset(L, -4);
+		}
+	}
+	lua_setfield(L, -4, "__members");
+	lua_pushcclosure(L, object_index, 2);
+	lua_setfield(L, -2, "__index");
+	if (t->release != NULL) {
+		set_generic(L, t, generic_gc, "__gc");
+		set_generic(L, t, generic_gc, "__close");
+	}
+	set_generic(L, t, generic_tostring, "__tostring");
+	if (t->meta != NULL)
+		luaL_setfuncs(L, t->meta, 0);
+	lua_pop(L, 1);
+}
+
+/* --------------------------------------------------------------- holders */
+
+/*
+ * A holder owns memory that libherd handed over (freed with herd_free, or
+ * with the function given) while it is copied into Lua values, so that an
+ * error raised by the copy (out of memory) cannot leak it.
+ */
+typedef struct lholder {
+	void *p;
+	void (*release)(void *);
+} lholder;
+
+static void release_holder(lua_State *L)
+{
+	lholder *h = (lholder *)lua_touserdata(L, 1);
+
+	h->release(h->p);
+	h->p = NULL;
+}
+
+static const lherd_type holder_type = {
+	.name = "herd.Held",
+	.release = release_holder,
+};
+
+void **lherd_hold(lua_State *L, void (*release)(void *))
+{
+	lholder *h;
+
+	lherd_register(L, &holder_type);
+	h = (lholder *)lherd_new(L, &holder_type, sizeof(*h), 0);
+	h->release = release != NULL ? release : herd_free;
+	return &h->p;
+}
+
+void lherd_drop(lua_State *L, int idx)
+{
+	lholder *h = (lholder *)luaL_checkudata(L, idx, holder_type.name);
+
+	if (h->p != NULL)
+		h->release(h->p);
+	h->p = NULL;
+}

@@ -159,6 +159,7 @@ int luaopen_herd(lua_State *L)
 	lherd_open_ckpt(L);
 	lherd_open_health(L);
 	lherd_open_hostlist(L);
+	lherd_open_buffer(L);
 	lua_getglobal(L, "require");
 	lua_pushliteral(L, "herd.pretty");
 	lua_call(L, 1, 1);

@@ -19,7 +19,8 @@
  * A type of the bindings (shell/lua_object.c).  Its objects are full
  * userdata whose first member is a pointer to what they hold, NULL once
  * closed.  lherd_register builds the metatable once per state:
- *   - __index over the methods, then the field getters;
+ *   - __index over the methods, then the field getters (item for a
+ *     number key);
  *   - with release: obj:close() (true; raises when already closed, unless
  *     methods has a close of its own), __close and __gc, which all call
  *     release once, with the object at index 1;
@@ -36,6 +37,7 @@ typedef struct lherd_type {
 	void (*release)(lua_State *L);    /* frees what the object holds; may be NULL */
 	void (*describe)(lua_State *L);   /* pushes a short text; may be NULL */
 	const luaL_Reg *meta;             /* may be NULL */
+	lua_CFunction item;               /* obj[number], called as (obj, key); may be NULL */
 } lherd_type;
 
 void lherd_register(lua_State *L, const lherd_type *t);
@@ -57,6 +59,44 @@ void *lherd_check(lua_State *L, int arg, const lherd_type *t);
  */
 void **lherd_hold(lua_State *L, void (*release)(void *));
 void lherd_drop(lua_State *L, int idx);
+
+/*
+ * herd.Buffer (shell/lua_buffer.c): count elements of dtype at data, in a
+ * block of memory shared with its views and with the nonblocking
+ * operations that use it (each holds a reference; the last frees it).
+ */
+#define LHERD_BUFFER "herd.Buffer"
+
+typedef struct lherd_block lherd_block;
+
+typedef struct lherd_buffer {
+	void *data;          /* NULL once closed */
+	size_t count;
+	herd_dtype dtype;
+	lherd_block *block;
+} lherd_buffer;
+
+lherd_block *lherd_block_ref(lherd_block *b);
+void lherd_block_unref(lherd_block *b);
+
+/* Pushes a new zeroed buffer. */
+lherd_buffer *lherd_new_buffer(lua_State *L, herd_dtype dtype, size_t count);
+
+/* The open buffer at arg, raising otherwise; lherd_test_buffer gives NULL
+ * for a value that is not a buffer. */
+lherd_buffer *lherd_check_buffer(lua_State *L, int arg);
+lherd_buffer *lherd_test_buffer(lua_State *L, int arg);
+
+/* A dtype name argument ("float32", "bf16", ...), raising when unknown. */
+herd_dtype lherd_check_dtype(lua_State *L, int arg);
+
+/* Pushes element i (0-based); stores the number at idx into element i,
+ * raising when it is not a number or does not fit the dtype. */
+void lherd_push_elem(lua_State *L, const lherd_buffer *b, size_t i);
+void lherd_store_elem(lua_State *L, lherd_buffer *b, size_t i, int idx);
+
+/* Adds herd.buffer to the herd table on top of the stack. */
+void lherd_open_buffer(lua_State *L);
 
 /* Metatable names, as luaL_checkudata and __name know them. */
 #define LHERD_CLUSTER "herd.Cluster"

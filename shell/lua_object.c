@@ -90,11 +90,16 @@ static int generic_tostring(lua_State *L)
 
 /*
  * __index: upvalue 1 the methods, upvalue 2 the field getters (functions
- * called with the object).  An unknown key is nil, as for a table.
+ * called with the object), upvalue 3 the type, whose item takes number
+ * keys.  An unknown key is nil, as for a table.
  */
 static int object_index(lua_State *L)
 {
+	const lherd_type *t = (const lherd_type *)lua_touserdata(L, lua_upvalueindex(3));
+
 	lua_settop(L, 2);
+	if (t->item != NULL && lua_type(L, 2) == LUA_TNUMBER)
+		return t->item(L);
 	lua_pushvalue(L, 2);
 	if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL)
 		return 1;
@@ -147,7 +152,8 @@ void lherd_register(lua_State *L, const lherd_type *t)
 		}
 	}
 	lua_setfield(L, -4, "__members");
-	lua_pushcclosure(L, object_index, 2);
+	lua_pushlightuserdata(L, (void *)t);
+	lua_pushcclosure(L, object_index, 3);
 	lua_setfield(L, -2, "__index");
 	if (t->release != NULL) {
 		set_generic(L, t, generic_gc, "__gc");

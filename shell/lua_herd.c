@@ -160,6 +160,9 @@ int luaopen_herd(lua_State *L)
 	lherd_open_health(L);
 	lherd_open_hostlist(L);
 	lherd_open_buffer(L);
+	lherd_open_msgpack(L);
+	lherd_open_store(L);
+	lherd_open_comm(L);
 	lua_getglobal(L, "require");
 	lua_pushliteral(L, "herd.pretty");
 	lua_call(L, 1, 1);

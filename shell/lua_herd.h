@@ -98,6 +98,23 @@ void lherd_store_elem(lua_State *L, lherd_buffer *b, size_t i, int idx);
 /* Adds herd.buffer to the herd table on top of the stack. */
 void lherd_open_buffer(lua_State *L);
 
+/*
+ * Lua values as msgpack (shell/lua_msgpack.c): lherd_msgpack_push pushes
+ * the encoding of the value at idx (raising on what cannot be encoded);
+ * lherd_msgpack_decode pushes the value of data and returns 1, or pushes
+ * nothing and returns 0 when data is not exactly one msgpack value.
+ */
+void lherd_msgpack_push(lua_State *L, int idx);
+int lherd_msgpack_decode(lua_State *L, const char *data, size_t len);
+void lherd_open_msgpack(lua_State *L);
+
+/* herd.store (lua_store.c) and herd.comm (lua_comm.c), added to the herd
+ * table on top of the stack; the open store or communicator at arg. */
+void lherd_open_store(lua_State *L);
+void lherd_open_comm(lua_State *L);
+herd_store *lherd_check_store(lua_State *L, int arg);
+herd_comm *lherd_check_comm(lua_State *L, int arg);
+
 /* Metatable names, as luaL_checkudata and __name know them. */
 #define LHERD_CLUSTER "herd.Cluster"
 #define LHERD_NODE "herd.Node"

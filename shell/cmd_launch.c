@@ -521,11 +521,7 @@ static int parse_args(int argc, char **argv, herd_job_spec *spec, struct env_lis
 	return 0;
 }
 
-/*
- * The ranks' argv: a .lua script runs under the herd program, and a
- * command named herd is the herd program (this one, locally).
- */
-static const char **rank_argv(int argc, char **argv, const char *herd_program)
+const char **shell_rank_argv(int argc, char *const *argv, const char *herd_program)
 {
 	const char **cmd = calloc((size_t)argc + 2, sizeof(*cmd));
 	const char *prog = herd_program != NULL ? herd_program : getenv("HERD_PROGRAM");
@@ -541,6 +537,16 @@ static const char **rank_argv(int argc, char **argv, const char *herd_program)
 		cmd[k++] = i == 0 && strcmp(argv[0], "herd") == 0 ? prog : argv[i];
 	cmd[k] = NULL;
 	return cmd;
+}
+
+const char *shell_self_program(char *buf, size_t cap)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, cap - 1);
+
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	return buf;
 }
 
 int cmd_launch(int argc, char **argv)
@@ -560,16 +566,10 @@ int cmd_launch(int argc, char **argv)
 		status = rc > 0 ? SHELL_EXIT_OK : LAUNCH_EXIT_OWN;
 		goto out;
 	}
-	if (spec.where == HERD_JOB_LOCAL) {
-		/* Local nodes run this very program (`herd exec`, Lua ranks). */
-		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-		if (n > 0) {
-			self[n] = '\0';
-			spec.herd_program = self;
-		}
-	}
-	cmd = rank_argv(argc - optind, argv + optind, spec.herd_program);
+	/* Local nodes run this very program (`herd exec`, Lua ranks). */
+	if (spec.where == HERD_JOB_LOCAL)
+		spec.herd_program = shell_self_program(self, sizeof(self));
+	cmd = shell_rank_argv(argc - optind, argv + optind, spec.herd_program);
 	if (cmd == NULL || env_finish(&extra, unbuffered) != 0) {
 		fprintf(stderr, "herd launch: out of memory\n");
 		goto out;

@@ -5,7 +5,11 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <stdbool.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lua_herd.h"
 #include "lua_modules.h"
@@ -110,6 +114,48 @@ static int lherd_discover(lua_State *L)
 	return 1;
 }
 
+/* The first of the variables that is a whole number, else def. */
+static lua_Integer env_int(const char *const *names, lua_Integer def)
+{
+	for (; *names != NULL; names++) {
+		const char *v = getenv(*names);
+		char *end;
+		long long x;
+
+		if (v == NULL || *v == '\0')
+			continue;
+		errno = 0;
+		x = strtoll(v, &end, 10);
+		if (*end == '\0' && errno == 0 && x >= 0 && x <= INT32_MAX)
+			return (lua_Integer)x;
+	}
+	return def;
+}
+
+/*
+ * herd.rank, herd.size, herd.local_rank, herd.host: this process's place
+ * in its job, as herd launch (HERD_*), torchrun, Slurm or Open MPI set it;
+ * rank 0 of 1 outside a job.
+ */
+static void set_identity(lua_State *L)
+{
+	static const char *const rank[] = { "HERD_RANK", "RANK", "SLURM_PROCID",
+					     "OMPI_COMM_WORLD_RANK", NULL };
+	static const char *const size[] = { "HERD_WORLD_SIZE", "WORLD_SIZE", "SLURM_NTASKS",
+					     "OMPI_COMM_WORLD_SIZE", NULL };
+	static const char *const local[] = { "HERD_LOCAL_RANK", "LOCAL_RANK", "SLURM_LOCALID",
+					      "OMPI_COMM_WORLD_LOCAL_RANK", NULL };
+	char host[256];
+
+	lherd_set_integer(L, "rank", env_int(rank, 0));
+	lherd_set_integer(L, "size", env_int(size, 1));
+	lherd_set_integer(L, "local_rank", env_int(local, 0));
+	if (gethostname(host, sizeof(host)) != 0)
+		strcpy(host, "localhost");
+	host[sizeof(host) - 1] = '\0';
+	lherd_set_string(L, "host", host);
+}
+
 static const luaL_Reg herd_funcs[] = {
 	{ "version", lherd_version },
 	{ "discover", lherd_discover },
@@ -163,6 +209,8 @@ int luaopen_herd(lua_State *L)
 	lherd_open_msgpack(L);
 	lherd_open_store(L);
 	lherd_open_comm(L);
+	lherd_open_job(L);
+	set_identity(L);
 	lua_getglobal(L, "require");
 	lua_pushliteral(L, "herd.pretty");
 	lua_call(L, 1, 1);

@@ -115,6 +115,15 @@ void lherd_open_comm(lua_State *L);
 herd_store *lherd_check_store(lua_State *L, int arg);
 herd_comm *lherd_check_comm(lua_State *L, int arg);
 
+/*
+ * herd.launch and herd.emit (lua_job.c).  The session's jobs are tracked
+ * (weakly): lherd_stop_jobs stops every one still running that was not
+ * launched with detach = true, and returns how many.
+ */
+void lherd_open_job(lua_State *L);
+void lherd_track_job(lua_State *L, int idx);
+int lherd_stop_jobs(lua_State *L);
+
 /* Metatable names, as luaL_checkudata and __name know them. */
 #define LHERD_CLUSTER "herd.Cluster"
 #define LHERD_NODE "herd.Node"

@@ -60,6 +60,16 @@ int cmd_gpus(int argc, char **argv);
 /* `herd launch -n N [...] -- CMD` (shell/cmd_launch.c). */
 int cmd_launch(int argc, char **argv);
 
+/*
+ * The ranks' argv of a launch (calloc'd array, strings borrowed): a .lua
+ * script runs under the herd program, and a command named herd is the herd
+ * program (herd_program, else $HERD_PROGRAM, else "herd").
+ */
+const char **shell_rank_argv(int argc, char *const *argv, const char *herd_program);
+
+/* This program's path (/proc/self/exe) in buf, or NULL. */
+const char *shell_self_program(char *buf, size_t cap);
+
 /* `herd exec --stdio`, the node side of herd launch (shell/cmd_exec.c). */
 int cmd_exec(int argc, char **argv);
 

@@ -1,0 +1,841 @@
+/*
+ * shell/lua_job.c - herd.launch{...}, the Lua face of herd_job_launch: a
+ * herd.Job; and herd.emit(value), by which a rank hands a result to the
+ * script that launched it.
+ *
+ *   local job <close> = herd.launch{cmd = "train.lua", n = 4}
+ *   local res = job:wait(600)       -- nil, msg, "HERD_ETIMEDOUT" while it runs
+ *   res.status, res.ok, res.ranks[1].host, res.failure
+ *   job:results()[1]                -- what rank 0 passed to herd.emit
+ *
+ * Options, with herd launch's meaning and defaults: cmd (a program and its
+ * arguments as an array, or one string; a first element ending in .lua
+ * runs as a Lua rank under this herd program), n, per_node, hosts |
+ * hostfile | slurm = true, gpus_per_rank, restarts, timeout (seconds for
+ * every rank to start, 60), grace (seconds, 5), env ({NAME = value} or
+ * {"NAME=value"}), log_dir, prefix; and output: "print" (the default, each
+ * line to this process's stdout or stderr with its "[host:rank] " prefix),
+ * "lines" (kept for job:lines(), up to 16 MiB: beyond, lines are dropped
+ * and counted) or "none"; detach = true keeps the job running when Ctrl-C
+ * interrupts the session (closing or collecting the Job still stops it).
+ *
+ * Values in rank order are arrays: element 1 is rank 0's.  A Job that is
+ * closed (job:close(), a <close> variable) or collected stops its ranks
+ * (SIGTERM, SIGKILL after the grace period): a script cannot leak them.
+ *
+ * herd.emit(value) on a rank of a job launched from Lua writes the value's
+ * msgpack encoding (hex, up to 32 KiB encoded) as one marked line on its
+ * stdout, which the launching script's Job keeps instead of printing; under
+ * `herd launch` it prints the value.
+ */
+#include <errno.h>
+#include <lauxlib.h>
+#include <limits.h>
+#include <lua.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lua_herd.h"
+#include "shell.h"
+
+#define LHERD_JOB "herd.Job"
+
+/* The mark of an emitted value's line, and the variable that asks for it. */
+#define EMIT_MARK "\x1eherd.emit "
+#define EMIT_ENV "HERD_EMIT"
+#define EMIT_MAX 32768
+/* What output = "lines" keeps before it drops. */
+#define LINES_MAX_BYTES (16u << 20)
+
+enum output_mode { OUT_PRINT, OUT_LINES, OUT_NONE };
+
+typedef struct qline {
+	struct qline *next;
+	int rank;
+	herd_job_stream stream;
+	size_t len;
+	char *host;
+	char text[];
+} qline;
+
+/* What the supervisor thread hands the Lua side: lines and emitted values. */
+typedef struct jobq {
+	pthread_mutex_t mu;
+	int efd;                 /* eventfd: a line arrived */
+	enum output_mode mode;
+	qline *head, *tail;
+	size_t bytes, dropped;
+	int nranks;
+	char **emitted;          /* per rank: the last value's msgpack bytes */
+	size_t *emitted_len;
+} jobq;
+
+typedef struct ljob {
+	herd_job *job;  /* NULL once closed */
+	jobq *q;
+	int grace_ms;
+	bool detach;
+	int status;     /* exit status, once over */
+} ljob;
+
+static const lherd_type job_type;
+
+/* ------------------------------------------------------ the output side */
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* An emitted value: keep its bytes as the rank's latest. */
+static void keep_emitted(jobq *q, int rank, const char *hex, size_t len)
+{
+	size_t n = len / 2;
+	char *bytes;
+
+	if (rank < 0 || rank >= q->nranks || len % 2 != 0 || (bytes = malloc(n + 1)) == NULL)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0) {
+			free(bytes);
+			return;
+		}
+		bytes[i] = (char)(hi << 4 | lo);
+	}
+	pthread_mutex_lock(&q->mu);
+	free(q->emitted[rank]);
+	q->emitted[rank] = bytes;
+	q->emitted_len[rank] = n;
+	pthread_mutex_unlock(&q->mu);
+}
+
+static void on_output(void *userdata, int rank, const char *host, herd_job_stream stream,
+		      const char *line, size_t len)
+{
+	jobq *q = (jobq *)userdata;
+	size_t mlen = sizeof(EMIT_MARK) - 1;
+	qline *l;
+
+	if (stream == HERD_JOB_STDOUT && len >= mlen && memcmp(line, EMIT_MARK, mlen) == 0) {
+		keep_emitted(q, rank, line + mlen, len - mlen);
+		return;
+	}
+	if (q->mode == OUT_PRINT) {
+		herd_job_output_stdio(NULL, rank, host, stream, line, len);
+		return;
+	}
+	if (q->mode == OUT_NONE)
+		return;
+	pthread_mutex_lock(&q->mu);
+	if (q->bytes + len > LINES_MAX_BYTES ||
+	    (l = malloc(sizeof(*l) + len + 1)) == NULL) {
+		q->dropped++;
+		pthread_mutex_unlock(&q->mu);
+		return;
+	}
+	l->next = NULL;
+	l->rank = rank;
+	l->stream = stream;
+	l->len = len;
+	l->host = strdup(host != NULL ? host : "");
+	memcpy(l->text, line, len);
+	l->text[len] = '\0';
+	if (q->tail != NULL)
+		q->tail->next = l;
+	else
+		q->head = l;
+	q->tail = l;
+	q->bytes += len;
+	pthread_mutex_unlock(&q->mu);
+	(void)eventfd_write(q->efd, 1);
+}
+
+static jobq *jobq_new(int nranks, enum output_mode mode)
+{
+	jobq *q = calloc(1, sizeof(*q));
+
+	if (q == NULL)
+		return NULL;
+	q->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	q->emitted = calloc((size_t)nranks, sizeof(*q->emitted));
+	q->emitted_len = calloc((size_t)nranks, sizeof(*q->emitted_len));
+	if (q->efd < 0 || q->emitted == NULL || q->emitted_len == NULL) {
+		if (q->efd >= 0)
+			close(q->efd);
+		free(q->emitted);
+		free(q->emitted_len);
+		free(q);
+		return NULL;
+	}
+	pthread_mutex_init(&q->mu, NULL);
+	q->nranks = nranks;
+	q->mode = mode;
+	return q;
+}
+
+/* After the job is freed: its supervisor thread no longer calls on_output. */
+static void jobq_free(jobq *q)
+{
+	if (q == NULL)
+		return;
+	for (qline *l = q->head, *next; l != NULL; l = next) {
+		next = l->next;
+		free(l->host);
+		free(l);
+	}
+	for (int i = 0; i < q->nranks; i++)
+		free(q->emitted[i]);
+	free(q->emitted);
+	free(q->emitted_len);
+	close(q->efd);
+	pthread_mutex_destroy(&q->mu);
+	free(q);
+}
+
+/* ------------------------------------------------------------ the object */
+
+static ljob *check_job(lua_State *L, int arg)
+{
+	return (ljob *)lherd_check(L, arg, &job_type);
+}
+
+/* Stops what still runs and frees it all (close, __close, __gc). */
+static void job_release(lua_State *L)
+{
+	ljob *j = (ljob *)lua_touserdata(L, 1);
+
+	herd_job_free(j->job);
+	j->job = NULL;
+	jobq_free(j->q);
+	j->q = NULL;
+}
+
+static void job_describe(lua_State *L)
+{
+	ljob *j = (ljob *)lua_touserdata(L, 1);
+
+	lua_pushfstring(L, "%s, %d ranks", herd_job_id(j->job), herd_job_size(j->job));
+}
+
+/* Whether the job is over (without blocking); sets j->status. */
+static bool job_over(ljob *j)
+{
+	return herd_job_wait(j->job, 0, &j->status) == HERD_OK;
+}
+
+/* Pushes the job's state as a table: the result of wait and status. */
+static void push_state(lua_State *L, ljob *j, bool over)
+{
+	int n = herd_job_size(j->job);
+	const char *failure = herd_job_failure(j->job);
+
+	lua_createtable(L, 0, 8);
+	lherd_set_string(L, "id", herd_job_id(j->job));
+	lherd_set_string(L, "state", over ? (j->status == 0 ? "succeeded" : "failed") : "running");
+	if (over) {
+		lherd_set_integer(L, "status", j->status);
+		lua_pushboolean(L, j->status == 0);
+		lua_setfield(L, -2, "ok");
+	}
+	lherd_set_integer(L, "restarts", herd_job_restart_count(j->job));
+	lherd_set_string(L, "failure", failure);
+	lua_createtable(L, n, 0);
+	for (int i = 0; i < n; i++) {
+		herd_rank_status r;
+
+		if (herd_job_rank(j->job, i, &r) != HERD_OK)
+			continue;
+		lua_createtable(L, 0, 8);
+		lherd_set_integer(L, "rank", r.rank);
+		lherd_set_string(L, "host", r.host);
+		lherd_set_integer(L, "node_rank", r.node_rank);
+		lherd_set_integer(L, "local_rank", r.local_rank);
+		if (r.pid > 0)
+			lherd_set_integer(L, "pid", r.pid);
+		lherd_set_string(L, "state", herd_rank_state_str(r.state));
+		if (r.state == HERD_RANK_EXITED || r.state == HERD_RANK_FAILED_START)
+			lherd_set_integer(L, "exit_code", r.exit_code);
+		if (r.state == HERD_RANK_SIGNALED)
+			lherd_set_integer(L, "signal", r.signal);
+		lherd_set_string(L, "error", r.error);
+		lua_rawseti(L, -2, i + 1);
+	}
+	lua_setfield(L, -2, "ranks");
+}
+
+/* ms left before deadline (a CLOCK_MONOTONIC ms), 0 when passed; -1: none. */
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int check_timeout_ms(lua_State *L, int arg)
+{
+	lua_Number t;
+
+	if (lua_isnoneornil(L, arg))
+		return HERD_TIMEOUT_NONE;
+	t = luaL_checknumber(L, arg);
+	luaL_argcheck(L, t >= 0 && t < INT_MAX / 1000.0, arg, "seconds, 0 or more");
+	return (int)(t * 1000.0 + 0.5);
+}
+
+/* job:wait([seconds]) -> the result table once over, or nil, msg,
+ * "HERD_ETIMEDOUT" while it still runs at the deadline. */
+static int job_wait(lua_State *L)
+{
+	ljob *j = check_job(L, 1);
+	int ms = check_timeout_ms(L, 2);
+	herd_status st = herd_job_wait(j->job, ms, &j->status);
+
+	if (st != HERD_OK)
+		return lherd_fail(L, st);
+	push_state(L, j, true);
+	return 1;
+}
+
+/* job:status() -> the same table at once; state "running" while it runs. */
+static int job_status(lua_State *L)
+{
+	ljob *j = check_job(L, 1);
+
+	push_state(L, j, job_over(j));
+	return 1;
+}
+
+static const struct {
+	const char *name;
+	int sig;
+} signals[] = {
+	{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "KILL", SIGKILL },
+	{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "TERM", SIGTERM }, { "CONT", SIGCONT },
+	{ "STOP", SIGSTOP }, { "TSTP", SIGTSTP }, { "ALRM", SIGALRM },
+};
+
+static int check_signal(lua_State *L, int arg)
+{
+	const char *name;
+
+	if (lua_type(L, arg) == LUA_TNUMBER) {
+		lua_Integer s = luaL_checkinteger(L, arg);
+
+		luaL_argcheck(L, s >= 1 && s < 65, arg, "a signal number is 1..64");
+		return (int)s;
+	}
+	name = luaL_checkstring(L, arg);
+	if (strncmp(name, "SIG", 3) == 0)
+		name += 3;
+	for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
+		if (strcmp(name, signals[i].name) == 0)
+			return signals[i].sig;
+	return luaL_argerror(L, arg, lua_pushfstring(L, "unknown signal '%s'", lua_tostring(L, arg)));
+}
+
+/* job:signal(name_or_number) -> true: the signal to every running rank. */
+static int job_signal(lua_State *L)
+{
+	ljob *j = check_job(L, 1);
+	herd_status st = herd_job_signal(j->job, check_signal(L, 2));
+
+	if (st != HERD_OK)
+		return lherd_fail(L, st);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* job:stop([grace]) -> the result table: SIGTERM, then after grace seconds
+ * (default the launch's) SIGKILL; no more restarts. */
+static int job_stop(lua_State *L)
+{
+	ljob *j = check_job(L, 1);
+	int grace = lua_isnoneornil(L, 2) ? j->grace_ms : check_timeout_ms(L, 2);
+
+	if (!job_over(j)) {
+		herd_job_signal(j->job, SIGTERM);
+		if (herd_job_wait(j->job, grace, &j->status) != HERD_OK)
+			herd_job_kill(j->job);
+	}
+	herd_job_kill(j->job);
+	(void)job_over(j);
+	push_state(L, j, true);
+	return 1;
+}
+
+static int job_id(lua_State *L)
+{
+	lua_pushstring(L, herd_job_id(check_job(L, 1)->job));
+	return 1;
+}
+
+static int job_size(lua_State *L)
+{
+	lua_pushinteger(L, herd_job_size(check_job(L, 1)->job));
+	return 1;
+}
+
+/*
+ * The iterator of job:lines(): the next {rank, host, stream, text}; nil
+ * once the job is over and every line was read, or at the deadline
+ * (upvalue 2, a monotonic ms; -1 none).
+ */
+static int lines_next(lua_State *L)
+{
+	ljob *j;
+	int64_t deadline = (int64_t)lua_tointeger(L, lua_upvalueindex(2));
+
+	lua_settop(L, 0);
+	lua_pushvalue(L, lua_upvalueindex(1));
+	j = check_job(L, 1);
+	for (;;) {
+		qline *l;
+		bool over = job_over(j);
+		int wait = -1;
+
+		pthread_mutex_lock(&j->q->mu);
+		l = j->q->head;
+		if (l != NULL) {
+			j->q->head = l->next;
+			if (j->q->head == NULL)
+				j->q->tail = NULL;
+			j->q->bytes -= l->len;
+		}
+		pthread_mutex_unlock(&j->q->mu);
+		if (l != NULL) {
+			lua_createtable(L, 0, 4);
+			lherd_set_integer(L, "rank", l->rank);
+			lherd_set_string(L, "host", l->host);
+			lherd_set_string(L, "stream", l->stream == HERD_JOB_STDERR ? "stderr" : "stdout");
+			lua_pushlstring(L, l->text, l->len);
+			lua_setfield(L, -2, "text");
+			free(l->host);
+			free(l);
+			return 1;
+		}
+		if (over)
+			return 0;
+		if (deadline >= 0) {
+			int64_t left = deadline - now_ms();
+
+			if (left <= 0)
+				return 0;
+			wait = left > INT_MAX ? INT_MAX : (int)left;
+		}
+		{
+			struct pollfd p[2] = { { .fd = j->q->efd, .events = POLLIN },
+					       { .fd = herd_job_fd(j->job), .events = POLLIN } };
+			eventfd_t v;
+
+			if (poll(p, 2, wait) < 0 && errno != EINTR)
+				return luaL_error(L, "job:lines: poll: %s", strerror(errno));
+			(void)eventfd_read(j->q->efd, &v);
+		}
+	}
+}
+
+/* for l in job:lines([seconds]) do ... end: the lines of a job launched
+ * with output = "lines", as they come, until it is over. */
+static int job_lines(lua_State *L)
+{
+	ljob *j = check_job(L, 1);
+	int ms = check_timeout_ms(L, 2);
+
+	if (j->q->mode != OUT_LINES)
+		return luaL_error(L, "job:lines() needs output = \"lines\" at herd.launch");
+	lua_settop(L, 1);
+	lua_pushinteger(L, ms == HERD_TIMEOUT_NONE ? -1 : now_ms() + ms);
+	lua_pushcclosure(L, lines_next, 2);
+	return 1;
+}
+
+/* job:dropped() -> lines output = "lines" dropped for want of reading. */
+static int job_dropped(lua_State *L)
+{
+	ljob *j = check_job(L, 1);
+
+	pthread_mutex_lock(&j->q->mu);
+	lua_pushinteger(L, (lua_Integer)j->q->dropped);
+	pthread_mutex_unlock(&j->q->mu);
+	return 1;
+}
+
+/* job:results() -> an array by rank (element 1 is rank 0) of the last
+ * value each rank passed to herd.emit (nil for none). */
+static int job_results(lua_State *L)
+{
+	ljob *j = check_job(L, 1);
+	int n = herd_job_size(j->job);
+
+	lua_createtable(L, n, 0);
+	for (int i = 0; i < n; i++) {
+		char *bytes;
+		size_t len;
+		int ok = 0;
+
+		pthread_mutex_lock(&j->q->mu);
+		len = j->q->emitted_len[i];
+		bytes = j->q->emitted[i] != NULL ? malloc(len + 1) : NULL;
+		if (bytes != NULL)
+			memcpy(bytes, j->q->emitted[i], len);
+		pthread_mutex_unlock(&j->q->mu);
+		if (bytes == NULL)
+			continue;
+		lua_pushlstring(L, bytes, len);
+		free(bytes);
+		ok = lherd_msgpack_decode(L, lua_tostring(L, -1), len);
+		if (ok) {
+			lua_rawseti(L, -3, i + 1);
+			lua_pop(L, 1);
+		} else {
+			lua_pop(L, 1);
+		}
+	}
+	return 1;
+}
+
+/* ---------------------------------------------------------- herd.launch */
+
+static const char *const launch_options[] = {
+	"cmd", "n", "per_node", "hosts", "hostfile", "slurm", "gpus_per_rank", "restarts",
+	"timeout", "grace", "env", "log_dir", "prefix", "output", "detach", "workdir", NULL
+};
+
+static int opt_int(lua_State *L, int arg, const char *name, int min, int def)
+{
+	int v = def;
+
+	if (lua_getfield(L, arg, name) != LUA_TNIL) {
+		int isint = 0;
+		lua_Integer i = lua_tointegerx(L, -1, &isint);
+
+		if (!isint || i < min || i > 1000000)
+			luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' must be a whole number "
+							      "from %d to 1000000", name, min));
+		v = (int)i;
+	}
+	lua_pop(L, 1);
+	return v;
+}
+
+static const char *opt_str(lua_State *L, int arg, const char *name)
+{
+	const char *s = NULL;
+
+	if (lua_getfield(L, arg, name) != LUA_TNIL) {
+		if (lua_type(L, -1) != LUA_TSTRING)
+			luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' must be a string", name));
+		s = lua_tostring(L, -1);
+	}
+	lua_pop(L, 1); /* the options table keeps the string */
+	return s;
+}
+
+static int opt_ms(lua_State *L, int arg, const char *name)
+{
+	int ms = 0;
+
+	if (lua_getfield(L, arg, name) != LUA_TNIL) {
+		lua_Number t = lua_tonumber(L, -1);
+
+		if (lua_type(L, -1) != LUA_TNUMBER || !(t > 0 && t < 2e6))
+			luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' is seconds, more than 0",
+							      name));
+		ms = (int)(t * 1000.0 + 0.5);
+	}
+	lua_pop(L, 1);
+	return ms;
+}
+
+/*
+ * A NULL-terminated array of strings kept in a userdata pushed on the
+ * stack, with the table of their Lua strings as its user value.
+ */
+static const char **string_array(lua_State *L, size_t n)
+{
+	const char **v = (const char **)lua_newuserdatauv(L, (n + 1) * sizeof(*v), 1);
+
+	memset(v, 0, (n + 1) * sizeof(*v));
+	lua_newtable(L);
+	lua_setiuservalue(L, -2, 1);
+	return v;
+}
+
+/* Keeps the string on top in the user value of the array at idx, pops it. */
+static const char *keep_string(lua_State *L, int idx)
+{
+	const char *s = lua_tostring(L, -1);
+
+	lua_getiuservalue(L, idx, 1);
+	lua_pushvalue(L, -2);
+	lua_rawseti(L, -2, (lua_Integer)luaL_len(L, -2) + 1);
+	lua_pop(L, 2);
+	return s;
+}
+
+/* cmd: an array of strings or one string; pushes the argv array. */
+static const char **cmd_option(lua_State *L, int arg, int *argc)
+{
+	const char **v;
+	lua_Integer n = 0;
+	int t = lua_getfield(L, arg, "cmd"), idx;
+
+	if (t == LUA_TSTRING) {
+		v = string_array(L, 1);
+		idx = lua_gettop(L);
+		lua_pushvalue(L, -2);
+		v[0] = keep_string(L, idx);
+		lua_remove(L, -2);
+		*argc = 1;
+		return v;
+	}
+	if (t != LUA_TTABLE || (n = luaL_len(L, -1)) < 1 || n > 100000)
+		luaL_argerror(L, arg, "option 'cmd' must be a command (an array of strings) "
+			      "or a script name");
+	v = string_array(L, (size_t)n);
+	idx = lua_gettop(L);
+	for (lua_Integer i = 1; i <= n; i++) {
+		lua_geti(L, -2, i);
+		if (lua_type(L, -1) != LUA_TSTRING && lua_type(L, -1) != LUA_TNUMBER)
+			luaL_argerror(L, arg, lua_pushfstring(L, "option 'cmd'[%I] must be a string", i));
+		lua_tostring(L, -1);
+		v[i - 1] = keep_string(L, idx);
+	}
+	lua_remove(L, -2);
+	*argc = (int)n;
+	return v;
+}
+
+/* env: {NAME = value} or {"NAME=value"}; pushes the array, with EMIT_ENV. */
+static const char **env_option(lua_State *L, int arg)
+{
+	size_t n = 0, k = 0;
+	const char **v;
+	int idx;
+
+	if (lua_getfield(L, arg, "env") != LUA_TNIL) {
+		if (!lua_istable(L, -1))
+			luaL_argerror(L, arg, "option 'env' must be a table");
+		lua_pushnil(L);
+		while (lua_next(L, -2)) {
+			lua_pop(L, 1);
+			n++;
+		}
+	}
+	v = string_array(L, n + 1);
+	idx = lua_gettop(L);
+	if (n > 0) {
+		lua_pushnil(L);
+		while (lua_next(L, -3)) {
+			if (lua_type(L, -2) == LUA_TSTRING) {
+				if (lua_type(L, -1) != LUA_TSTRING && lua_type(L, -1) != LUA_TNUMBER)
+					luaL_argerror(L, arg, lua_pushfstring(L, "option 'env': the "
+						"value of %s must be a string", lua_tostring(L, -2)));
+				lua_pushfstring(L, "%s=%s", lua_tostring(L, -2), lua_tostring(L, -1));
+			} else if (lua_type(L, -1) == LUA_TSTRING && strchr(lua_tostring(L, -1), '=')) {
+				lua_pushvalue(L, -1);
+			} else {
+				luaL_argerror(L, arg, "option 'env' takes NAME = value pairs or "
+					      "\"NAME=value\" strings");
+			}
+			v[k++] = keep_string(L, idx);
+			lua_pop(L, 1);
+		}
+	}
+	v[k] = EMIT_ENV "=1";
+	lua_remove(L, -2);
+	return v;
+}
+
+/* herd.launch{...} -> a herd.Job once every rank started, or nil, msg, status. */
+static int lherd_launch(lua_State *L)
+{
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	static const char *const modes[] = { "print", "lines", "none", NULL };
+	const char *hosts, *hostfile, *out, **argv;
+	char self[4096];
+	int argc, where = 0, mode = 0;
+	bool detach;
+	ljob *j;
+	herd_status st;
+
+	luaL_checktype(L, 1, LUA_TTABLE);
+	lherd_check_keys(L, 1, launch_options);
+	spec.nranks = opt_int(L, 1, "n", 1, 0);
+	luaL_argcheck(L, spec.nranks >= 1, 1, "option 'n' (the number of ranks) is required");
+	spec.per_node = opt_int(L, 1, "per_node", 1, 0);
+	spec.gpus_per_rank = opt_int(L, 1, "gpus_per_rank", 0, 0);
+	spec.restarts = opt_int(L, 1, "restarts", 0, 0);
+	spec.start_timeout_ms = opt_ms(L, 1, "timeout");
+	spec.grace_ms = opt_ms(L, 1, "grace");
+	spec.log_dir = opt_str(L, 1, "log_dir");
+	spec.prefix = opt_str(L, 1, "prefix");
+	spec.workdir = opt_str(L, 1, "workdir");
+	hosts = opt_str(L, 1, "hosts");
+	hostfile = opt_str(L, 1, "hostfile");
+	lua_getfield(L, 1, "slurm");
+	where = (hosts != NULL) + (hostfile != NULL) + lua_toboolean(L, -1);
+	luaL_argcheck(L, where <= 1, 1, "options 'hosts', 'hostfile' and 'slurm' exclude "
+		      "each other");
+	spec.where = hosts ? HERD_JOB_HOSTS : hostfile ? HERD_JOB_HOSTFILE
+		   : lua_toboolean(L, -1) ? HERD_JOB_SLURM : HERD_JOB_LOCAL;
+	spec.hosts = hosts ? hosts : hostfile;
+	lua_pop(L, 1);
+	out = opt_str(L, 1, "output");
+	for (mode = 0; out != NULL && modes[mode] != NULL && strcmp(modes[mode], out) != 0; mode++)
+		;
+	if (out != NULL && modes[mode] == NULL)
+		luaL_argerror(L, 1, "option 'output' must be \"print\", \"lines\" or \"none\"");
+	lua_getfield(L, 1, "detach");
+	detach = lua_toboolean(L, -1);
+	lua_pop(L, 1);
+
+	argv = cmd_option(L, 1, &argc);                     /* stack: ..., argv */
+	spec.env = env_option(L, 1);                        /* ..., argv, env */
+	if (spec.where == HERD_JOB_LOCAL)
+		spec.herd_program = shell_self_program(self, sizeof(self));
+	spec.argv = shell_rank_argv(argc, (char *const *)argv, spec.herd_program);
+	if (spec.argv == NULL)
+		return luaL_error(L, "not enough memory");
+
+	j = (ljob *)lherd_new(L, &job_type, sizeof(*j), 0);
+	j->detach = detach;
+	j->grace_ms = spec.grace_ms > 0 ? spec.grace_ms : 5000;
+	j->q = jobq_new(spec.nranks, (enum output_mode)mode);
+	if (j->q == NULL) {
+		free((void *)spec.argv);
+		return luaL_error(L, "not enough memory");
+	}
+	spec.output = on_output;
+	spec.output_userdata = j->q;
+	st = herd_job_launch(&j->job, &spec);
+	free((void *)spec.argv);
+	if (st != HERD_OK)
+		return lherd_fail(L, st);
+	lherd_track_job(L, -1);
+	return 1;
+}
+
+/* ------------------------------------------------------------ herd.emit */
+
+/* herd.emit(value): to the launching script's job:results(), or printed. */
+static int lherd_emit(lua_State *L)
+{
+	const char *e = getenv(EMIT_ENV);
+	const unsigned char *bytes;
+	size_t len;
+	luaL_Buffer b;
+	static const char hex[] = "0123456789abcdef";
+
+	luaL_checkany(L, 1);
+	if (e == NULL || strcmp(e, "1") != 0) {
+		/* not under a launching script: herd.pretty.print(value) */
+		lua_getfield(L, lua_upvalueindex(1), "pretty");
+		lua_getfield(L, -1, "print");
+		lua_pushvalue(L, 1);
+		lua_call(L, 1, 0);
+		return 0;
+	}
+	lherd_msgpack_push(L, 1);
+	bytes = (const unsigned char *)lua_tolstring(L, -1, &len);
+	if (len > EMIT_MAX)
+		return luaL_error(L, "herd.emit: the value takes %d bytes encoded (at most %d)",
+				  (int)len, EMIT_MAX);
+	luaL_buffinit(L, &b);
+	luaL_addstring(&b, EMIT_MARK);
+	for (size_t i = 0; i < len; i++) {
+		luaL_addchar(&b, hex[bytes[i] >> 4]);
+		luaL_addchar(&b, hex[bytes[i] & 15]);
+	}
+	luaL_addchar(&b, '\n');
+	luaL_pushresult(&b);
+	bytes = (const unsigned char *)lua_tolstring(L, -1, &len);
+	/* Lua's print and io.write go through C's stdout too: same order */
+	if (fwrite(bytes, 1, len, stdout) != len || fflush(stdout) != 0)
+		return luaL_error(L, "herd.emit: cannot write to stdout: %s", strerror(errno));
+	return 0;
+}
+
+static const luaL_Reg job_methods[] = {
+	{ "wait", job_wait },
+	{ "status", job_status },
+	{ "signal", job_signal },
+	{ "stop", job_stop },
+	{ "lines", job_lines },
+	{ "dropped", job_dropped },
+	{ "results", job_results },
+	{ "id", job_id },
+	{ "size", job_size },
+	{ NULL, NULL }
+};
+
+static const lherd_type job_type = {
+	.name = LHERD_JOB,
+	.methods = job_methods,
+	.release = job_release,
+	.describe = job_describe,
+};
+
+/* The session's jobs, for Ctrl-C: a weak table of Job -> true. */
+static const char jobs_key = 'j';
+
+void lherd_track_job(lua_State *L, int idx)
+{
+	idx = lua_absindex(L, idx);
+	if (lua_rawgetp(L, LUA_REGISTRYINDEX, &jobs_key) != LUA_TTABLE) {
+		lua_pop(L, 1);
+		lua_newtable(L);
+		lua_newtable(L);
+		lua_pushliteral(L, "k");
+		lua_setfield(L, -2, "__mode");
+		lua_setmetatable(L, -2);
+		lua_pushvalue(L, -1);
+		lua_rawsetp(L, LUA_REGISTRYINDEX, &jobs_key);
+	}
+	lua_pushvalue(L, idx);
+	lua_pushboolean(L, 1);
+	lua_rawset(L, -3);
+	lua_pop(L, 1);
+}
+
+int lherd_stop_jobs(lua_State *L)
+{
+	int stopped = 0;
+
+	if (lua_rawgetp(L, LUA_REGISTRYINDEX, &jobs_key) != LUA_TTABLE) {
+		lua_pop(L, 1);
+		return 0;
+	}
+	lua_pushnil(L);
+	while (lua_next(L, -2)) {
+		ljob *j = (ljob *)luaL_testudata(L, -2, LHERD_JOB);
+
+		lua_pop(L, 1);
+		if (j != NULL && j->job != NULL && !j->detach && !job_over(j)) {
+			herd_job_kill(j->job);
+			stopped++;
+		}
+	}
+	lua_pop(L, 1);
+	return stopped;
+}
+
+void lherd_open_job(lua_State *L)
+{
+	lherd_register(L, &job_type);
+	lua_pushcfunction(L, lherd_launch);
+	lua_setfield(L, -2, "launch");
+	lua_pushvalue(L, -1);
+	lua_pushcclosure(L, lherd_emit, 1);
+	lua_setfield(L, -2, "emit");
+}

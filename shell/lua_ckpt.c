@@ -2,30 +2,33 @@
  * shell/lua_ckpt.c - herd.checkpoint(dir, comm, opts), the Lua face of a
  * herd_ckpt: a herd.Checkpoint.
  *
- *   local ck <close> = herd.checkpoint("ckpt", nil, {keep_last = 3})
- *   local w = {0, 0, 0, 0, 0, 0}
- *   ck:add("w", w, {dtype = "float32", shape = {2, 3}})
+ *   local ck <close> = herd.checkpoint("ckpt", herd.comm(), {keep_last = 3})
+ *   local w = herd.buffer("float32", 6)
+ *   ck:add("w", w, {shape = {2, 3}})  -- saved from and restored into w's memory
+ *   ck:add("bias", {0.5, 0.25})        -- a Lua array: float64 unless dtype says
  *   ck:add("part", p, {dtype = "float64", global = {8}, offset = {4}, shape = {4}})
  *   assert(ck:save(100))              -- or ck:save_async(100) ... ck:wait()
  *   local step = ck:restore()         -- the newest step that verifies; fills w
  *
- * Tensors are Lua arrays of numbers (there is no buffer type in the Lua
- * bindings).  ck:add registers the array with a C buffer of the tensor's
+ * A tensor is a herd.Buffer or a Lua array of numbers.  A buffer is saved
+ * from its own memory and restored into it, with no copy through Lua
+ * values (its dtype is the tensor's; the checkpoint holds its memory while
+ * registered); the training loop's collectives and its checkpoints use the
+ * same memory.  An array is registered with a C buffer of the tensor's
  * dtype that the checkpoint owns; save and save_async copy the array into
  * it first (each value converted to the dtype: floating types round to
  * nearest, integer types take integral values in range, else it raises),
  * and restore copies the buffer back into the array, element by element,
  * only once the restore succeeded: a failed restore leaves the arrays as
- * they were.  Integer dtypes come back as Lua integers (uint64 above
- * math.maxinteger as negative ones, as Lua does), floating ones as floats.
- * The array keeps its length: #values must be the shard's element count at
- * every save.
+ * they were (a buffer is written by the restore itself).  Integer dtypes
+ * come back as Lua integers (uint64 above math.maxinteger as negative
+ * ones, as Lua does), floating ones as floats.  The array keeps its
+ * length: #values must be the shard's element count at every save.
  *
- * comm is nil (a world of one process) or "env": the ranks of the job this
- * process belongs to, met through the environment (herd launch's, Slurm's,
- * torchrun's or Open MPI's variables; herd_comm_init_env), in a
- * communicator of the checkpoint's own, freed with it.  Every rank calls
- * herd.checkpoint, add, save, restore and close in the same order.
+ * comm is nil (a world of one process) or a herd.Comm: its ranks save and
+ * restore together (herd.comm() is the job's).  The checkpoint keeps the
+ * Comm object alive and leaves it open.  Every rank calls herd.checkpoint,
+ * add, save, restore and close in the same order.
  *
  * Options: keep_last, keep_every (integers), staging_bytes, chunk_bytes
  * (integers or sizes such as "64M"), checksum ("xxh3" or "none").
@@ -35,8 +38,7 @@
  * library (an unreadable directory, a dead peer, no step to restore)
  * returns nil, the message and the status name.  One close path, reached
  * from ck:close(), __close and __gc, waits for a save in flight and frees
- * the checkpoint and its communicator; ck:close() also returns that save's
- * outcome and, with a communicator, finalizes it (a barrier) first.
+ * the checkpoint; ck:close() also returns that save's outcome.
  */
 #include <lauxlib.h>
 #include <limits.h>
@@ -53,14 +55,15 @@
 /* A registered tensor: the C buffer the library reads and fills. */
 typedef struct ltensor {
 	char *name;
-	void *data;
+	void *data;            /* owned, or a herd.Buffer's memory */
 	size_t count;          /* elements of the shard */
 	herd_dtype dtype;
+	lherd_block *block;    /* the buffer's block, held; NULL for an array */
 } ltensor;
 
 typedef struct lckpt {
 	herd_ckpt *ck;         /* NULL once closed */
-	herd_comm *comm;       /* owned; NULL for a world of one */
+	herd_comm *comm;       /* a herd.Comm's (user value 2); NULL for a world of one */
 	ltensor *t;
 	size_t n, cap;
 } lckpt;
@@ -168,11 +171,10 @@ static lckpt *check_open(lua_State *L, int arg)
 }
 
 /*
- * The one close path; idempotent.  finalize: leave the communicator in
- * step with its peers first (a collective barrier, only from ck:close(),
- * never from the collector).  Returns the status of the save in flight.
+ * The one close path; idempotent.  Returns the status of the save in
+ * flight.  The communicator is the caller's herd.Comm, left as it is.
  */
-static herd_status ckpt_release(lckpt *c, bool finalize)
+static herd_status ckpt_release(lckpt *c)
 {
 	herd_status st = HERD_OK;
 
@@ -181,15 +183,13 @@ static herd_status ckpt_release(lckpt *c, bool finalize)
 		herd_ckpt_free(c->ck);
 	}
 	c->ck = NULL;
-	if (c->comm != NULL) {
-		if (finalize && st == HERD_OK)
-			st = herd_comm_finalize(c->comm);
-		herd_comm_free(c->comm);
-		c->comm = NULL;
-	}
+	c->comm = NULL;
 	for (size_t i = 0; i < c->n; i++) {
 		free(c->t[i].name);
-		free(c->t[i].data);
+		if (c->t[i].block != NULL)
+			lherd_block_unref(c->t[i].block);
+		else
+			free(c->t[i].data);
 	}
 	free(c->t);
 	c->t = NULL;
@@ -200,13 +200,13 @@ static herd_status ckpt_release(lckpt *c, bool finalize)
 /* __gc and __close: no barrier (the collector runs at no agreed point). */
 static void ckpt_drop(lua_State *L)
 {
-	ckpt_release((lckpt *)lua_touserdata(L, 1), false);
+	ckpt_release((lckpt *)lua_touserdata(L, 1));
 }
 
 /* ck:close() -> true, or nil, msg, status of the save that was in flight. */
 static int ckpt_close(lua_State *L)
 {
-	herd_status st = ckpt_release(check_open(L, 1), true);
+	herd_status st = ckpt_release(check_open(L, 1));
 
 	if (st != HERD_OK)
 		return lherd_fail(L, st);
@@ -257,11 +257,18 @@ static int ckpt_add(lua_State *L)
 	herd_dtype dtype = HERD_FLOAT64;
 	int ndim = 1, gdim = 0, odim = 0;
 	uint64_t count = 1;
+	lherd_buffer *buf;
+	lua_Integer values;
 	ltensor *t;
 	herd_status st;
 
-	luaL_checktype(L, 3, LUA_TTABLE);
-	shape[0] = (uint64_t)luaL_len(L, 3);
+	buf = lherd_test_buffer(L, 3);
+	if (buf == NULL)
+		luaL_checktype(L, 3, LUA_TTABLE);
+	values = buf != NULL ? (lua_Integer)buf->count : luaL_len(L, 3);
+	shape[0] = (uint64_t)values;
+	if (buf != NULL)
+		dtype = buf->dtype;
 	if (!lua_isnoneornil(L, 4)) {
 		luaL_checktype(L, 4, LUA_TTABLE);
 		lherd_check_keys(L, 4, add_options);
@@ -271,6 +278,9 @@ static int ckpt_add(lua_State *L)
 			luaL_argerror(L, 4, lua_pushfstring(L, "option 'dtype': unknown type '%s'",
 							    luaL_tolstring(L, -1, NULL)));
 		lua_pop(L, 1);
+		if (buf != NULL && dtype != buf->dtype)
+			luaL_argerror(L, 4, lua_pushfstring(L, "option 'dtype': the buffer holds %s",
+							    herd_dtype_name(buf->dtype)));
 		if (lua_getfield(L, 4, "shape") != LUA_TNIL)
 			ndim = dims_option(L, 4, "shape", shape);
 		lua_pop(L, 1);
@@ -289,10 +299,10 @@ static int ckpt_add(lua_State *L)
 			luaL_argerror(L, 4, "the shard is too large");
 		count *= shape[d];
 	}
-	if (count != (uint64_t)luaL_len(L, 3))
-		luaL_argerror(L, 3, lua_pushfstring(L, "tensor '%s': the array has %d values; its "
-						    "shape holds %d", name, (int)luaL_len(L, 3),
-						    (int)count));
+	if (count != (uint64_t)values)
+		luaL_argerror(L, 3, lua_pushfstring(L, "tensor '%s': the %s has %d values; its "
+						    "shape holds %d", name, buf ? "buffer" : "array",
+						    (int)values, (int)count));
 	if (c->n == c->cap) {
 		size_t ncap = c->cap ? c->cap * 2 : 8;
 		ltensor *p = realloc(c->t, ncap * sizeof(*p));
@@ -307,19 +317,25 @@ static int ckpt_add(lua_State *L)
 	t->count = (size_t)count;
 	t->dtype = dtype;
 	t->name = strdup(name);
-	t->data = calloc(count > 0 ? (size_t)count : 1, herd_dtype_size(dtype));
+	/* a buffer is saved and restored in place; an array through a copy */
+	t->data = buf != NULL ? buf->data : calloc(count > 0 ? (size_t)count : 1,
+						   herd_dtype_size(dtype));
 	if (t->name == NULL || t->data == NULL) {
 		free(t->name);
-		free(t->data);
+		if (buf == NULL)
+			free(t->data);
 		return luaL_error(L, "not enough memory for tensor '%s'", name);
 	}
 	st = gdim ? herd_ckpt_add_tensor(c->ck, name, t->data, dtype, ndim, global, offset, shape)
 		  : herd_ckpt_add_tensor(c->ck, name, t->data, dtype, ndim, shape, NULL, NULL);
 	if (st != HERD_OK) {
 		free(t->name);
-		free(t->data);
+		if (buf == NULL)
+			free(t->data);
 		return lherd_fail(L, st);
 	}
+	if (buf != NULL)
+		t->block = lherd_block_ref(buf->block);
 	c->n++;
 	/* The array lives as long as the checkpoint: user value [i] = values. */
 	lua_getiuservalue(L, 1, 1);
@@ -338,6 +354,8 @@ static void copy_in(lua_State *L, lckpt *c)
 		ltensor *t = &c->t[i];
 		lua_Integer len;
 
+		if (t->block != NULL)
+			continue; /* a herd.Buffer: saved from its own memory */
 		lua_rawgeti(L, -1, (lua_Integer)i + 1);
 		len = luaL_len(L, -1);
 		if (len != (lua_Integer)t->count)
@@ -375,6 +393,8 @@ static void copy_out(lua_State *L, lckpt *c)
 	for (size_t i = 0; i < c->n; i++) {
 		ltensor *t = &c->t[i];
 
+		if (t->block != NULL)
+			continue; /* a herd.Buffer: restored into its own memory */
 		lua_rawgeti(L, -1, (lua_Integer)i + 1);
 		for (size_t j = 0; j < t->count; j++) {
 			shell_elem e = shell_elem_load(t->data, j, t->dtype);
@@ -453,26 +473,22 @@ static int lherd_checkpoint(lua_State *L)
 {
 	const char *dir = luaL_checkstring(L, 1);
 	herd_ckpt_opts o = HERD_CKPT_OPTS_INIT;
-	bool env = false;
+	herd_comm *comm = lua_isnoneornil(L, 2) ? NULL : lherd_check_comm(L, 2);
 	herd_status st;
 	lckpt *c;
 
-	if (!lua_isnoneornil(L, 2)) {
-		if (lua_type(L, 2) != LUA_TSTRING || strcmp(lua_tostring(L, 2), "env") != 0)
-			return luaL_argerror(L, 2, "comm must be nil (one process) or \"env\" (the "
-					     "job's ranks from the environment)");
-		env = true;
-	}
 	if (!lua_isnoneornil(L, 3)) {
 		luaL_checktype(L, 3, LUA_TTABLE);
 		ckpt_opts(L, 3, &o);
 	}
-	/* Safe state before the resources: an object that holds nothing. */
-	c = (lckpt *)lherd_new(L, &ckpt_type, sizeof(*c), 1);
+	/* Safe state before the resources: an object that holds nothing.
+	 * User values: 1 the registered arrays and buffers, 2 the herd.Comm. */
+	c = (lckpt *)lherd_new(L, &ckpt_type, sizeof(*c), 2);
 	lua_newtable(L);
 	lua_setiuservalue(L, -2, 1);
-	if (env && (st = herd_comm_init_env(&c->comm, NULL)) != HERD_OK)
-		return lherd_fail(L, st);
+	lua_pushvalue(L, 2);
+	lua_setiuservalue(L, -2, 2);
+	c->comm = comm;
 	st = herd_ckpt_open(&c->ck, dir, c->comm, &o);
 	if (st != HERD_OK)
 		return lherd_fail(L, st);

@@ -918,6 +918,20 @@ herd_comm *lherd_check_comm(lua_State *L, int arg)
 	return check_comm(L, arg);
 }
 
+herd_status lherd_comm_finish(lua_State *L)
+{
+	lcomm *c;
+	herd_status st = HERD_OK;
+
+	if (lua_rawgetp(L, LUA_REGISTRYINDEX, &world_key) != LUA_TNIL) {
+		c = (lcomm *)lua_touserdata(L, -1);
+		if (c->comm != NULL && herd_comm_async_error(c->comm) == HERD_OK)
+			st = herd_comm_finalize(c->comm);
+	}
+	lua_pop(L, 1);
+	return st;
+}
+
 void lherd_open_comm(lua_State *L)
 {
 	lherd_register(L, &comm_type);

@@ -116,6 +116,14 @@ herd_store *lherd_check_store(lua_State *L, int arg);
 herd_comm *lherd_check_comm(lua_State *L, int arg);
 
 /*
+ * The end of a script that ran to its end: the job's world communicator
+ * (herd.comm()), when it was opened and still works, is finalized, so that
+ * no rank leaves while a peer still exchanges with it.  HERD_OK, or the
+ * failure (its message in herd_last_error()).
+ */
+herd_status lherd_comm_finish(lua_State *L);
+
+/*
  * herd.launch and herd.emit (lua_job.c).  The session's jobs are tracked
  * (weakly): lherd_stop_jobs stops every one still running that was not
  * launched with detach = true, and returns how many.

@@ -314,6 +314,10 @@ static int pmain(lua_State *L)
 			return 0;
 		}
 	}
+	if (lherd_comm_finish(L) != HERD_OK) {
+		shell_message(shell_progname, herd_last_error());
+		return 0;
+	}
 	lua_pushinteger(L, SHELL_EXIT_OK);
 	return 1;
 }

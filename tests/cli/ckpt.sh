@@ -123,7 +123,7 @@ PY
 
 # --- two ranks (torchrun's variables; rank 0 hosts the store): a sharded tensor
 cat >"$tmp/two.lua" <<'EOF'
-local ck = assert(herd.checkpoint(arg[1], "env", { chunk_bytes = 4096 }))
+local ck = assert(herd.checkpoint(arg[1], herd.comm(), { chunk_bytes = 4096 }))
 local r, n = ck:rank(), ck:size()
 local part = {}
 for i = 1, 4096 do part[i] = r * 4096 + i end

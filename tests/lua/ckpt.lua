@@ -158,7 +158,7 @@ end
 raises("unknown option 'keep'", herd.checkpoint, dir("o"), nil, { keep = 1 })
 raises("option 'checksum' must be \"xxh3\" or \"none\"", herd.checkpoint, dir("o"), nil, { checksum = "md5" })
 raises("option 'keep_last' must be an integer of 0 or more", herd.checkpoint, dir("o"), nil, { keep_last = -1 })
-raises("comm must be nil (one process) or \"env\"", herd.checkpoint, dir("o"), 3)
+raises("herd.Comm expected, got number", herd.checkpoint, dir("o"), 3)
 do
   local ck, msg, status = herd.checkpoint("/proc/version/ckpt")
   assert(ck == nil and status ~= nil and msg:find("/proc/version", 1, true), tostring(msg))
@@ -188,6 +188,26 @@ do
   local x = { 0 }
   assert(again:add("x", x))
   assert(again:restore() == 1 and x[1] == 1)
+end
+
+-- a herd.Buffer is saved from and restored into its own memory, even once
+-- the script closed it (the checkpoint holds the memory)
+do
+  local ck <close> = assert(herd.checkpoint(dir("buffers")))
+  local w = herd.buffer("bfloat16", 6):iota(1)
+  local view = herd.buffer("int32", 10):iota(100):view(4, 3)
+  assert(ck:add("w", w, { shape = { 2, 3 } }))
+  assert(ck:add("v", view))
+  raises("the buffer holds int32", ck.add, ck, "x", view, { dtype = "float32" })
+  raises("tensor 'y': the buffer has 3 values; its shape holds 4", ck.add, ck, "y", view,
+         { shape = { 4 } })
+  assert(ck:save(1))
+  w:fill(0); view:fill(0)
+  assert(ck:restore() == 1)
+  assert(w[1] == 1 and w[6] == 6 and view[1] == 103 and view[3] == 105)
+  assert(ck:save(2))
+  view:close()
+  assert(ck:restore(2) == 2)
 end
 
 os.execute("rm -rf '" .. root .. "'")

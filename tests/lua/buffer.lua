@@ -1,0 +1,71 @@
+-- herd.buffer: typed host memory, liolib's conventions (misuse raises).
+local function raises(pattern, f, ...)
+  local ok, err = pcall(f, ...)
+  assert(not ok, "expected an error matching " .. pattern)
+  assert(tostring(err):find(pattern, 1, true), ("error %q does not match %q"):format(tostring(err), pattern))
+end
+
+-- every dtype: zeroed, indexed from 1, integers as integers, floats as floats
+for _, dt in ipairs({ "int8", "uint8", "int32", "uint32", "int64", "uint64", "float16",
+                      "bfloat16", "float32", "float64" }) do
+  local b = herd.buffer(dt, 5)
+  assert(#b == 5 and b.dtype == dt and b[1] == 0 and b[5] == 0, dt)
+  b:iota(1)
+  assert(b[1] == 1 and b[5] == 5 and b:sum() == 15 and b:min() == 1 and b:max() == 5, dt)
+  assert(math.type(b[2]) == (dt:find("float") and "float" or "integer"), dt)
+  assert(b.bytes == 5 * (({ int8 = 1, uint8 = 1, float16 = 2, bfloat16 = 2, int32 = 4,
+                             uint32 = 4, float32 = 4 })[dt] or 8), dt)
+  raises("index 6 out of range (buffer has 5)", function() return b[6] end)
+  raises("index 0 out of range", function() b[0] = 1 end)
+end
+
+-- rounding and range: what does not fit raises, floats round to the dtype
+local i8 = herd.buffer("int8", 2)
+i8[1] = -128; i8[2] = 127.0
+assert(i8[1] == -128 and i8[2] == 127)
+raises("element 1: 128 does not fit int8", function() i8[1] = 128 end)
+raises("element 2: 1.5 does not fit int8", function() i8[2] = 1.5 end)
+raises("a number expected, got string", function() i8[1] = "1" end)
+local h = herd.buffer("float16", 1); h[1] = 0.1
+assert(h[1] == 0.0999755859375)
+local u64 = herd.buffer.from("uint64", { -1 })   -- 2^64-1, as Lua carries it
+assert(u64[1] == -1)
+
+-- fill, views share memory and outlive their buffer, copy does not share
+local b = herd.buffer("float32", 8):fill(2.5)
+assert(b:sum() == 20)
+local v = b:view(3, 4)
+assert(#v == 4 and v.dtype == "float32")
+v:fill(1)
+assert(b[2] == 2.5 and b[3] == 1 and b[6] == 1 and b[7] == 2.5)
+local tail = b:view(5)
+assert(#tail == 4 and tail[1] == 1)
+assert(#b:view(9, 0) == 0)
+raises("the view goes past the end", b.view, b, 6, 4)
+raises("first element out of range", b.view, b, 0, 1)
+local c = b:copy()
+c[1] = 9
+assert(b[1] == 2.5)
+assert(b:close() == true)
+raises("attempt to use a closed herd.Buffer", b.sum, b)
+raises("attempt to use a closed herd.Buffer", b.close, b)
+assert(tostring(b) == "herd.Buffer (closed)")
+assert(v[1] == 1 and v:sum() == 4)   -- the view keeps the memory
+
+-- totable, from, cast (floats truncate toward zero, as numpy's astype)
+local f = herd.buffer.from("float64", { 1.75, -2.5, 3 })
+local t = f:totable()
+assert(#t == 3 and t[1] == 1.75 and t[3] == 3.0)
+local i = f:cast("int32")
+assert(i.dtype == "int32" and i[1] == 1 and i[2] == -2 and i[3] == 3)
+raises("does not fit uint8", function() return herd.buffer.from("int32", { 300 }):cast("uint8") end)
+assert(herd.buffer.from("int8", {}):sum() == 0 and herd.buffer("int8", 0):max() == nil)
+raises("unknown dtype 'float128'", herd.buffer, "float128", 1)
+raises("a count of 0 or more expected", herd.buffer, "int8", -1)
+raises("herd.Buffer has no field 'x' to set", function() herd.buffer("int8", 1).x = 1 end)
+
+-- printing and completion
+assert(tostring(herd.buffer("bf16", 3)):match("^herd.Buffer %(bfloat16%[3%]%) %(0x%x+%)$"))
+local m = getmetatable(herd.buffer("int8", 1)).__members
+assert(m.iota == "method" and m.close == "method" and m.dtype == "field")
+print("buffer.lua: ok")

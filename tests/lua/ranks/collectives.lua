@@ -1,0 +1,40 @@
+-- A rank of tests/lua/job.lua: every collective of herd.Comm, on buffers,
+-- numbers and msgpack values; herd.emit hands the checks' outcome back.
+local c = assert(herd.comm())
+assert(c == herd.comm())
+local r, n = c:rank(), c:size()
+local b = herd.buffer("float32", 1000):fill(r + 1)
+c:allreduce(b)
+assert(b[1] == n * (n + 1) / 2 and b[1000] == b[1])
+local out = herd.buffer("float32", 1000)
+c:allreduce(b, out, "max"); assert(out[5] == b[5])
+assert(c:allreduce(r) == n * (n - 1) // 2)
+assert(c:allreduce(3.5, "max") == 3.5)
+local t = c:allreduce({1, r, 2.5}); assert(t[1] == n and t[3] == 2.5 * n)
+local g = c:allgather({rank = r, host = c:host()}); assert(#g == n and g[n].rank == n - 1)
+local bc = c:broadcast(r == 1 and {x = "from1"} or nil, 1); assert(bc.x == "from1")
+local ag = c:allgather(herd.buffer("int32", 2):fill(r)); assert(#ag == 2 * n and ag[2 * n] == n - 1)
+local rs = c:reduce_scatter(herd.buffer("int64", 3 * n):iota()); assert(#rs == 3 and rs[1] == 3 * r * n)
+local a2a = c:alltoall(herd.buffer("int32", n):fill(r)); assert(a2a[n] == n - 1)
+local red = c:reduce(herd.buffer("int32", 1):fill(1), "sum", 0); if r == 0 then assert(red[1] == n) else assert(red == true) end
+local ga = c:gather(herd.buffer("int8", 1):fill(r), 0); if r == 0 then assert(ga[n] == n - 1) end
+local sc = c:scatter(r == 0 and herd.buffer("int32", n):iota(10) or nil, herd.buffer("int32", 1), 0); assert(sc[1] == 10 + r)
+if r == 0 then c:send({hello = n}, 1) elseif r == 1 then assert(c:recv(0).hello == n) end
+local req = c:iallreduce(herd.buffer("float64", 8):fill(1)); local res = assert(req:wait()); assert(res[8] == n)
+local even = c:split(r % 2, r); assert(even:size() == (n + 1 - r % 2) // 2)
+assert(not pcall(c.close, c))
+even:close()
+assert(c:barrier())
+-- misuse raises, with herd's message
+local function raises(pattern, f, ...)
+  local ok, err = pcall(f, ...)
+  assert(not ok and tostring(err):find(pattern, 1, true), tostring(err))
+end
+raises("a int32 buffer for float32 data", c.allreduce, c, herd.buffer("float32", 4), herd.buffer("int32", 4))
+raises("the buffer holds 2 elements; 4 needed", c.allreduce, c, herd.buffer("float32", 4), herd.buffer("float32", 2))
+raises("unknown reduction 'mean'", c.allreduce, c, herd.buffer("float32", 4), "mean")
+raises("root 9 out of range", c.broadcast, c, herd.buffer("float32", 4), 9)
+raises("5 elements do not split into", c.reduce_scatter, c, herd.buffer("float32", 5))
+assert(herd.rank == r and herd.size == n and herd.host == c:host())
+herd.emit({ rank = r, size = n, sum = c:allreduce(r + 1) })
+print(string.format("rank %d of %d ok on %s", r, n, c:host()))

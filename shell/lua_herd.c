@@ -210,6 +210,8 @@ int luaopen_herd(lua_State *L)
 	lherd_open_store(L);
 	lherd_open_comm(L);
 	lherd_open_job(L);
+	lherd_open_bench(L);
+	lherd_open_json(L);
 	set_identity(L);
 	lua_getglobal(L, "require");
 	lua_pushliteral(L, "herd.pretty");

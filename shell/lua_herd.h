@@ -132,6 +132,18 @@ void lherd_open_job(lua_State *L);
 void lherd_track_job(lua_State *L, int idx);
 int lherd_stop_jobs(lua_State *L);
 
+/*
+ * herd.json (lua_json.c): lherd_push_json pushes a jansson value (a json_t,
+ * as void * so that this header needs no jansson) as Lua values;
+ * lherd_json_release is json_decref for lherd_hold.
+ */
+void lherd_open_json(lua_State *L);
+void lherd_push_json(lua_State *L, const void *value);
+void lherd_json_release(void *p);
+
+/* Adds herd.bench (lua_bench.c) to the herd table on top of the stack. */
+void lherd_open_bench(lua_State *L);
+
 /* Metatable names, as luaL_checkudata and __name know them. */
 #define LHERD_CLUSTER "herd.Cluster"
 #define LHERD_NODE "herd.Node"

@@ -156,8 +156,19 @@ static void set_identity(lua_State *L)
 	lherd_set_string(L, "host", host);
 }
 
+/* herd.tty([fd]) -> whether fd (default 1, stdout) is a terminal. */
+static int lherd_tty(lua_State *L)
+{
+	lua_Integer fd = luaL_optinteger(L, 1, STDOUT_FILENO);
+
+	luaL_argcheck(L, fd >= 0 && fd <= INT32_MAX, 1, "a file descriptor");
+	lua_pushboolean(L, isatty((int)fd));
+	return 1;
+}
+
 static const luaL_Reg herd_funcs[] = {
 	{ "version", lherd_version },
+	{ "tty", lherd_tty },
 	{ "discover", lherd_discover },
 	{ NULL, NULL }
 };
@@ -213,9 +224,14 @@ int luaopen_herd(lua_State *L)
 	lherd_open_bench(L);
 	lherd_open_json(L);
 	set_identity(L);
-	lua_getglobal(L, "require");
-	lua_pushliteral(L, "herd.pretty");
-	lua_call(L, 1, 1);
-	lua_setfield(L, -2, "pretty");
+	/* the Lua modules of lua/, as herd.pretty, herd.plot, herd.experiment */
+	for (const struct herd_lua_module *m = herd_lua_modules; m->name; m++) {
+		if (strncmp(m->name, "herd.", 5) != 0)
+			continue;
+		lua_getglobal(L, "require");
+		lua_pushstring(L, m->name);
+		lua_call(L, 1, 1);
+		lua_setfield(L, -2, m->name + 5);
+	}
 	return 1;
 }

@@ -4,15 +4,19 @@
  *
  * A herd.Cluster is a full userdata holding the herd_cluster*; it frees it
  * through one idempotent close, reached from c:close(), __close and __gc.
- * Its user value is a table caching the herd.Node objects, so that
- * c.nodes[1] == c.nodes[1].  A herd.Node holds only its index; its user
- * value is the cluster object, which keeps the cluster alive as long as any
- * node is reachable, and every node access goes through the cluster so that
- * a node of a closed cluster raises instead of reading freed memory.
+ * Its user values are a table caching the herd.Node objects, so that
+ * c.nodes[1] == c.nodes[1], and the decoded JSON inventory.  A herd.Node
+ * holds only its index; its user value is the cluster object, which keeps
+ * the cluster alive as long as any node is reachable, and every node
+ * access goes through the cluster so that a node of a closed cluster
+ * raises instead of reading freed memory.
  *
- * Fields are computed on access and returned as fresh tables; a value the
- * inventory does not know (a NUMA node of -1, a speed of -1, an empty PCI
- * bus id) is left out (nil).
+ * A node's fields are the keys of its object in the JSON inventory, with
+ * the same values (docs/inventory.md: netdevs, pci.bus_id, cc_major, -1
+ * for unknown, null fields absent), returned as fresh tables on each
+ * access.  GPU and NIC indices count from 0, as nvidia-smi, CUDA and the
+ * GPU0 labels do: node.gpus[1] is GPU 0 (its index field says so), and
+ * node:link(0, 1) is the link between GPU 0 and GPU 1.
  */
 #include <lauxlib.h>
 #include <limits.h>
@@ -30,36 +34,6 @@ typedef struct lnode {
 } lnode;
 
 /* ---------------------------------------------------------------- helpers */
-
-/* Memory sizes fit a lua_Integer by far; clamp rather than wrap. */
-static void push_bytes(lua_State *L, uint64_t value)
-{
-	lua_pushinteger(L, value > (uint64_t)LUA_MAXINTEGER ? LUA_MAXINTEGER
-							    : (lua_Integer)value);
-}
-
-static void set_bytes(lua_State *L, const char *key, uint64_t value)
-{
-	push_bytes(L, value);
-	lua_setfield(L, -2, key);
-}
-
-static void set_numa(lua_State *L, int numa_node)
-{
-	if (numa_node >= 0)
-		lherd_set_integer(L, "numa_node", numa_node);
-}
-
-static void set_strings(lua_State *L, const char *key, const char *const *v,
-			size_t n)
-{
-	lua_createtable(L, (int)n, 0);
-	for (size_t i = 0; i < n; i++) {
-		lua_pushstring(L, v[i] ? v[i] : "");
-		lua_rawseti(L, -2, (lua_Integer)i + 1);
-	}
-	lua_setfield(L, -2, key);
-}
 
 static herd_format check_format(lua_State *L, int arg, const char *def)
 {
@@ -82,7 +56,8 @@ static herd_cluster *check_cluster(lua_State *L, int arg)
 
 herd_cluster **lherd_new_cluster(lua_State *L)
 {
-	lcluster *c = (lcluster *)lherd_new(L, &cluster_type, sizeof(*c), 1);
+	/* user values: 1 the node objects, 2 the decoded inventory */
+	lcluster *c = (lcluster *)lherd_new(L, &cluster_type, sizeof(*c), 2);
 	return &c->cluster;
 }
 
@@ -222,15 +197,17 @@ static int node_tostring(lua_State *L)
 	return 1;
 }
 
+/* A GPU or NIC index argument, 0-based as nvidia-smi and the GPU0 labels. */
 static size_t check_index(lua_State *L, int arg, size_t count, const char *what)
 {
 	lua_Integer i = luaL_checkinteger(L, arg);
-	if (i < 1 || (lua_Unsigned)i > count) {
-		const char *msg = lua_pushfstring(L, "%s index %d out of range (node has %d)",
-						  what, (int)i, (int)count);
+	if (i < 0 || (lua_Unsigned)i >= count) {
+		const char *msg = lua_pushfstring(L, "%s index %d out of range (node has %d: "
+						  "0..%d)", what, (int)i, (int)count,
+						  (int)count - 1);
 		luaL_argerror(L, arg, msg);
 	}
-	return (size_t)(i - 1);
+	return (size_t)i;
 }
 
 static int push_link(lua_State *L, herd_status st, herd_link link)
@@ -242,7 +219,7 @@ static int push_link(lua_State *L, herd_status st, herd_link link)
 	return 1;
 }
 
-/* node:link(i, j) -> the matrix code between GPUs i and j (1-based). */
+/* node:link(i, j) -> the matrix code between GPUs i and j (GPU indices, from 0). */
 static int node_link(lua_State *L)
 {
 	node_ref r = check_node(L, 1);
@@ -253,7 +230,7 @@ static int node_link(lua_State *L)
 	return push_link(L, st, link);
 }
 
-/* node:nic_link(i, j) -> the matrix code between GPU i and matrix NIC j. */
+/* node:nic_link(i, j) -> the matrix code between GPU i and matrix NIC j (from 0). */
 static int node_nic_link(lua_State *L)
 {
 	node_ref r = check_node(L, 1);
@@ -264,168 +241,98 @@ static int node_nic_link(lua_State *L)
 	return push_link(L, st, link);
 }
 
-/* Field getters: each pushes one value of the node. */
+/*
+ * Fields.  A node's fields are its object in the cluster's JSON inventory
+ * (herd_cluster_encode), decoded once per cluster and kept in the
+ * cluster's user value 2, so that Lua names every field as the inventory
+ * does (docs/inventory.md); each access returns a fresh copy.  Besides
+ * them: index (the node's place in c.nodes, from 1), and matrix_nics (the
+ * names of the NICs of the topology matrix, in node:nic_link's order);
+ * every GPU table also has index, its GPU index (from 0).
+ */
 
-static void get_index(lua_State *L, node_ref r)
+/* The decoded inventory of the cluster object at idx, pushed. */
+static void push_inventory(lua_State *L, int idx)
 {
-	lua_pushinteger(L, (lua_Integer)r.index + 1);
+	herd_cluster *cluster = check_cluster(L, idx);
+	size_t len = 0;
+	void **data, **json;
+	herd_status st;
+
+	idx = lua_absindex(L, idx);
+	if (lua_getiuservalue(L, idx, 2) == LUA_TTABLE)
+		return;
+	lua_pop(L, 1);
+	data = lherd_hold(L, NULL);
+	st = herd_cluster_encode(cluster, HERD_FORMAT_JSON, data, &len);
+	if (st != HERD_OK)
+		luaL_error(L, "cannot encode the cluster: %s", herd_last_error());
+	json = lherd_hold(L, lherd_json_release);
+	*json = lherd_json_parse((const char *)*data, len);
+	if (*json == NULL)
+		luaL_error(L, "cannot read the cluster's own JSON back");
+	lherd_push_json(L, *json);
+	lherd_drop(L, -2);
+	lherd_drop(L, -3);
+	lua_replace(L, -3);
+	lua_pop(L, 1);
+	lua_pushvalue(L, -1);
+	lua_setiuservalue(L, idx, 2);
 }
 
-static void get_hostname(lua_State *L, node_ref r)
+/* A deep copy of the table (or value) on top, replacing it. */
+static void deep_copy(lua_State *L, int depth)
 {
-	lua_pushstring(L, r.node->hostname);
-}
+	int src;
 
-static void get_cpu_model(lua_State *L, node_ref r)
-{
-	lua_pushstring(L, r.node->cpu_model ? r.node->cpu_model : "");
-}
-
-static void get_packages(lua_State *L, node_ref r)
-{
-	lua_pushinteger(L, r.node->packages);
-}
-
-static void get_cores(lua_State *L, node_ref r)
-{
-	lua_pushinteger(L, r.node->cores);
-}
-
-static void get_threads(lua_State *L, node_ref r)
-{
-	lua_pushinteger(L, r.node->threads);
-}
-
-static void get_cpus(lua_State *L, node_ref r)
-{
-	lua_createtable(L, 0, 4);
-	lherd_set_integer(L, "packages", r.node->packages);
-	lherd_set_integer(L, "cores", r.node->cores);
-	lherd_set_integer(L, "threads", r.node->threads);
-	lherd_set_string(L, "model", r.node->cpu_model ? r.node->cpu_model : "");
-}
-
-static void get_numa(lua_State *L, node_ref r)
-{
-	lua_createtable(L, (int)r.node->nnuma, 0);
-	for (size_t i = 0; i < r.node->nnuma; i++) {
-		const herd_numa_node *m = &r.node->numa[i];
-		lua_createtable(L, 0, 3);
-		lherd_set_integer(L, "os_index", m->os_index);
-		set_bytes(L, "memory_bytes", m->memory_bytes);
-		lherd_set_string(L, "cpus", m->cpus ? m->cpus : "");
-		lua_rawseti(L, -2, (lua_Integer)i + 1);
+	if (lua_type(L, -1) != LUA_TTABLE)
+		return;
+	luaL_checkstack(L, 4, "copy");
+	if (depth > 32)
+		luaL_error(L, "inventory nested too deep");
+	src = lua_gettop(L);
+	lua_createtable(L, (int)lua_rawlen(L, src), 0);
+	lua_pushnil(L);
+	while (lua_next(L, src)) {
+		deep_copy(L, depth + 1);
+		lua_pushvalue(L, -2);
+		lua_insert(L, -2);
+		lua_rawset(L, -4);
 	}
+	lua_remove(L, src);
 }
 
-static void get_memory_bytes(lua_State *L, node_ref r)
+static int node_json_field(lua_State *L)
 {
-	push_bytes(L, r.node->memory_bytes);
-}
+	node_ref r = check_node(L, 1);
+	const char *key = lua_tostring(L, lua_upvalueindex(1));
 
-static void get_memory_available_bytes(lua_State *L, node_ref r)
-{
-	push_bytes(L, r.node->memory_available_bytes);
-}
-
-static void push_gpu(lua_State *L, const herd_gpu *g)
-{
-	lua_createtable(L, 0, 12);
-	lherd_set_string(L, "uuid", g->uuid);
-	lherd_set_string(L, "name", g->name);
-	lherd_set_nonempty(L, "pci_bus_id", g->pci.bus_id);
-	lherd_set_nonempty(L, "host_bridge", g->pci.host_bridge);
-	set_numa(L, g->pci.numa_node);
-	set_bytes(L, "memory_bytes", g->memory_bytes);
-	lua_pushfstring(L, "%d.%d", g->cc_major, g->cc_minor);
-	lua_setfield(L, -2, "cc");
-	lherd_set_integer(L, "nvswitch_links", g->nvswitch_links);
-	lua_createtable(L, (int)g->nnvlinks, 0);
-	for (size_t i = 0; i < g->nnvlinks; i++) {
-		lua_createtable(L, 0, 2);
-		lherd_set_string(L, "peer_bus_id", g->nvlinks[i].peer_bus_id);
-		lherd_set_integer(L, "links", g->nvlinks[i].links);
-		lua_rawseti(L, -2, (lua_Integer)i + 1);
-	}
-	lua_setfield(L, -2, "nvlinks");
-}
-
-static void get_gpus(lua_State *L, node_ref r)
-{
-	lua_createtable(L, (int)r.node->ngpus, 0);
-	for (size_t i = 0; i < r.node->ngpus; i++) {
-		push_gpu(L, &r.node->gpus[i]);
-		lua_rawseti(L, -2, (lua_Integer)i + 1);
-	}
-}
-
-static void get_gpu_note(lua_State *L, node_ref r)
-{
-	if (r.node->gpu_note)
-		lua_pushstring(L, r.node->gpu_note);
-	else
-		lua_pushnil(L);
-}
-
-static void get_nics(lua_State *L, node_ref r)
-{
-	lua_createtable(L, (int)r.node->nnetdevs, 0);
-	for (size_t i = 0; i < r.node->nnetdevs; i++) {
-		const herd_netdev *d = &r.node->netdevs[i];
-		lua_createtable(L, 0, 7);
-		lherd_set_string(L, "name", d->name);
-		lherd_set_string(L, "state", d->state);
-		lherd_set_integer(L, "mtu", d->mtu);
-		if (d->speed_mbps >= 0)
-			lherd_set_integer(L, "speed_mbps", (lua_Integer)d->speed_mbps);
-		set_strings(L, "addrs", d->addrs, d->naddrs);
-		lherd_set_nonempty(L, "pci_bus_id", d->pci.bus_id);
-		set_numa(L, d->pci.numa_node);
-		lua_rawseti(L, -2, (lua_Integer)i + 1);
-	}
-}
-
-static void push_rdma_port(lua_State *L, const herd_rdma_port *p)
-{
-	lua_createtable(L, 0, 5);
-	lherd_set_integer(L, "port", p->port);
-	lherd_set_string(L, "state", p->state);
-	lherd_set_string(L, "link_layer", p->link_layer);
-	lherd_set_integer(L, "rate_gbps", p->rate_gbps);
-	set_strings(L, "gids", p->gids, p->ngids);
-}
-
-static void get_rdma(lua_State *L, node_ref r)
-{
-	lua_createtable(L, (int)r.node->nrdma, 0);
-	for (size_t i = 0; i < r.node->nrdma; i++) {
-		const herd_rdma_device *d = &r.node->rdma[i];
-		lua_createtable(L, 0, 5);
-		lherd_set_string(L, "name", d->name);
-		lherd_set_nonempty(L, "netdev", d->netdev);
-		lherd_set_nonempty(L, "pci_bus_id", d->pci.bus_id);
-		set_numa(L, d->pci.numa_node);
-		lua_createtable(L, (int)d->nports, 0);
-		for (size_t k = 0; k < d->nports; k++) {
-			push_rdma_port(L, &d->ports[k]);
-			lua_rawseti(L, -2, (lua_Integer)k + 1);
+	lua_getiuservalue(L, 1, 1);
+	push_inventory(L, -1);
+	lua_getfield(L, -1, "nodes");
+	lua_rawgeti(L, -1, (lua_Integer)r.index + 1);
+	lua_getfield(L, -1, key);
+	deep_copy(L, 0);
+	if (strcmp(key, "gpus") == 0 && lua_istable(L, -1)) {
+		for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, -1); i++) {
+			lua_rawgeti(L, -1, i);
+			lherd_set_integer(L, "index", i - 1);
+			lua_pop(L, 1);
 		}
-		lua_setfield(L, -2, "ports");
-		lua_rawseti(L, -2, (lua_Integer)i + 1);
 	}
+	return 1;
 }
 
-static void get_rdma_note(lua_State *L, node_ref r)
+static int node_index(lua_State *L)
 {
-	if (r.node->rdma_note)
-		lua_pushstring(L, r.node->rdma_note);
-	else
-		lua_pushnil(L);
+	lua_pushinteger(L, (lua_Integer)check_node(L, 1).index + 1);
+	return 1;
 }
 
 /* The NICs of the topology matrix, in the order node:nic_link numbers them. */
-static void get_matrix_nics(lua_State *L, node_ref r)
+static int node_matrix_nics(lua_State *L)
 {
+	node_ref r = check_node(L, 1);
 	size_t n = herd_node_nic_count(r.node);
 	lua_createtable(L, (int)n, 0);
 	for (size_t j = 0; j < n; j++) {
@@ -436,43 +343,17 @@ static void get_matrix_nics(lua_State *L, node_ref r)
 		lua_pushstring(L, name ? name : "");
 		lua_rawseti(L, -2, (lua_Integer)j + 1);
 	}
+	return 1;
 }
 
-typedef void (*node_getter)(lua_State *L, node_ref r);
-
-static const struct node_field {
-	const char *name;
-	node_getter get;
-} node_fields[] = {
-	{ "index", get_index },
-	{ "hostname", get_hostname },
-	{ "cpu_model", get_cpu_model },
-	{ "packages", get_packages },
-	{ "cores", get_cores },
-	{ "threads", get_threads },
-	{ "cpus", get_cpus },
-	{ "numa", get_numa },
-	{ "memory_bytes", get_memory_bytes },
-	{ "memory_available_bytes", get_memory_available_bytes },
-	{ "gpus", get_gpus },
-	{ "gpu_note", get_gpu_note },
-	{ "nics", get_nics },
-	{ "rdma", get_rdma },
-	{ "rdma_note", get_rdma_note },
-	{ "matrix_nics", get_matrix_nics },
-	{ NULL, NULL }
+/* The keys of a node in the JSON inventory (docs/inventory.md). */
+static const char *const node_json_keys[] = {
+	"hostname", "cpu_model", "packages", "cores", "threads", "memory_bytes",
+	"memory_available_bytes", "numa", "gpus", "gpu_note", "netdevs", "rdma", "rdma_note",
+	NULL
 };
 
 /* ------------------------------------------------------------- the types */
-
-static int node_field_get(lua_State *L)
-{
-	node_ref r = check_node(L, 1);
-	const struct node_field *f =
-		(const struct node_field *)lua_touserdata(L, lua_upvalueindex(1));
-	f->get(L, r);
-	return 1;
-}
 
 static const luaL_Reg cluster_methods[] = {
 	{ "save", cluster_save },
@@ -502,11 +383,15 @@ static const luaL_Reg node_metamethods[] = {
 static void node_fields_push(lua_State *L)
 {
 	lua_newtable(L);
-	for (const struct node_field *f = node_fields; f->name; f++) {
-		lua_pushlightuserdata(L, (void *)f);
-		lua_pushcclosure(L, node_field_get, 1);
-		lua_setfield(L, -2, f->name);
+	for (const char *const *k = node_json_keys; *k != NULL; k++) {
+		lua_pushstring(L, *k);
+		lua_pushcclosure(L, node_json_field, 1);
+		lua_setfield(L, -2, *k);
 	}
+	lua_pushcfunction(L, node_index);
+	lua_setfield(L, -2, "index");
+	lua_pushcfunction(L, node_matrix_nics);
+	lua_setfield(L, -2, "matrix_nics");
 }
 
 static const lherd_type cluster_type = {

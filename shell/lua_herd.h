@@ -139,6 +139,7 @@ int lherd_stop_jobs(lua_State *L);
  */
 void lherd_open_json(lua_State *L);
 void lherd_push_json(lua_State *L, const void *value);
+void *lherd_json_parse(const char *text, size_t len);  /* a json_t, or NULL */
 void lherd_json_release(void *p);
 
 /* Adds herd.bench (lua_bench.c) to the herd table on top of the stack. */

@@ -76,6 +76,11 @@ static void push_value(lua_State *L, const json_t *v, int depth)
 	}
 }
 
+void *lherd_json_parse(const char *text, size_t len)
+{
+	return json_loadb(text, len, JSON_DECODE_ANY, NULL);
+}
+
 void lherd_push_json(lua_State *L, const void *value)
 {
 	push_value(L, (const json_t *)value, 0);

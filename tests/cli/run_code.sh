@@ -90,7 +90,7 @@ echo 'error("in stdin")' | "$HERD" >/dev/null 2>&1 && fail "failing stdin script
 # the example of the issue
 fixture=tests/fixtures/inventory/dgx-h100.json
 if [[ -f $fixture ]]; then
-  out=$("$HERD" -e "local c = herd.discover{inventory=\"$fixture\"}; print(#c.nodes[1].gpus, c.nodes[1]:link(1, 2))") \
+  out=$("$HERD" -e "local c = herd.discover{inventory=\"$fixture\"}; print(#c.nodes[1].gpus, c.nodes[1]:link(0, 1))") \
     || fail "dgx example exited $?"
   [[ $out == "8	NV18" ]] || fail "dgx example printed: $out"
 else

@@ -41,7 +41,7 @@ do
   local n = c.nodes[1]
   local hostname = slurp("/proc/sys/kernel/hostname"):gsub("%s+$", "")
   assert(n.hostname == hostname, ("hostname %s, want %s"):format(n.hostname, hostname))
-  assert(n.cpus.threads >= 1 and n.cpus.cores >= 1 and n.cpus.packages >= 1)
+  assert(n.threads >= 1 and n.cores >= 1 and n.packages >= 1)
   assert(n.memory_bytes > 0 and n.memory_available_bytes <= n.memory_bytes)
   assert(#n.numa >= 1)
   if #n.gpus == 0 then assert(type(n.gpu_note) == "string" and #n.gpu_note > 0, "no GPU and no reason") end
@@ -75,7 +75,7 @@ do
   for _, p in ipairs({ pjson, pmp }) do
     local again = assert(herd.discover{ inventory = p })
     assert(again:json() == json, "round trip through " .. p)
-    assert(again.nodes[1]:link(1, 2) == "NV18")
+    assert(again.nodes[1]:link(0, 1) == "NV18")
     again:close()
   end
   -- an explicit format overrides the name
@@ -91,11 +91,11 @@ do
 
   -- misuse raises
   local n = c.nodes[1]
-  raises("bad argument #1 to 'link' %(GPU index 0 out of range %(node has 8%)%)", function() return n:link(0, 1) end)
-  raises("bad argument #2 to 'link' %(GPU index 9 out of range", function() return n:link(1, 9) end)
+  raises("bad argument #1 to 'link' %(GPU index %-1 out of range %(node has 8: 0%.%.7%)%)", function() return n:link(-1, 1) end)
+  raises("bad argument #2 to 'link' %(GPU index 8 out of range", function() return n:link(1, 8) end)
   raises("bad argument #1 to 'link' %(number expected, got string%)", function() return n:link("a", 1) end)
   raises("bad argument #1 to 'link' %(number has no integer representation%)", function() return n:link(1.5, 1) end)
-  raises("bad argument #2 to 'nic_link' %(NIC index 9 out of range %(node has 8%)%)", function() return n:nic_link(1, 9) end)
+  raises("bad argument #2 to 'nic_link' %(NIC index 8 out of range %(node has 8: 0%.%.7%)%)", function() return n:nic_link(1, 8) end)
   raises("bad argument #1 to 'link' %(herd.Node expected, got herd.Cluster%)", function() return n.link(c, 1, 2) end)
   raises("herd.Cluster expected, got no value", function() return c.json() end)
   raises("bad argument #1 to 'save' %(herd.Cluster expected, got herd.Node%)", function() return c.save(n, "x.json") end)
@@ -122,7 +122,7 @@ end
 do
   local n = assert(herd.discover{ inventory = dgx }).nodes[2 - 1]
   collectgarbage(); collectgarbage()
-  assert(n.hostname == "dgx-h100" and n:link(1, 8) == "NV18")
+  assert(n.hostname == "dgx-h100" and n:link(0, 7) == "NV18")
 end
 
 -- <close> closes at the end of the scope

@@ -26,10 +26,8 @@ do
   eq(n.packages, 2, "packages")
   eq(n.cores, 112, "cores")
   eq(n.threads, 224, "threads")
-  eq(n.cpus.packages, 2, "cpus.packages")
-  eq(n.cpus.cores, 112, "cpus.cores")
-  eq(n.cpus.threads, 224, "cpus.threads")
-  eq(n.cpus.model, n.cpu_model, "cpus.model")
+  eq(n.packages, 2, "packages")
+  eq(n.cpu_model, "Intel(R) Xeon(R) Platinum 8480C", "cpu_model")
   eq(n.memory_bytes, 2199023255552, "memory_bytes")
   assert(math.type(n.memory_available_bytes) == "integer")
   eq(#n.numa, 2, "numa count")
@@ -41,46 +39,50 @@ do
   eq(#n.gpus, 8, "gpu count")
   local g = n.gpus[1]
   eq(g.uuid, "GPU-79c8c292-6b94-45b5-b498-82321e35049e", "gpu uuid")
-  eq(g.pci_bus_id, "0000:1b:00.0", "gpu pci_bus_id")
+  eq(g.pci.bus_id, "0000:1b:00.0", "gpu pci.bus_id")
+  eq(g.pci.host_bridge, "0000:15", "gpu pci.host_bridge")
+  eq(g.index, 0, "gpu index")
   eq(g.name, "NVIDIA H100 80GB HBM3", "gpu name")
   eq(g.memory_bytes, 85520809984, "gpu memory_bytes")
-  eq(g.cc, "9.0", "gpu cc")
-  eq(g.numa_node, 0, "gpu numa_node")
+  eq(g.cc_major, 9, "gpu cc_major")
+  eq(g.cc_minor, 0, "gpu cc_minor")
+  eq(g.pci.numa_node, 0, "gpu pci.numa_node")
   eq(g.nvswitch_links, 18, "gpu nvswitch_links")
-  eq(n.gpus[8].pci_bus_id, "0000:df:00.0", "last gpu")
-  eq(n.gpus[8].numa_node, 1, "last gpu numa")
+  eq(n.gpus[8].pci.bus_id, "0000:df:00.0", "last gpu")
+  eq(n.gpus[8].pci.numa_node, 1, "last gpu numa")
+  eq(n.gpus[8].index, 7, "last gpu index")
   eq(n.gpu_note, nil, "gpu_note")
   -- GPUs come in PCI bus id order, and each has a distinct uuid
   local seen = {}
   for i, gpu in ipairs(n.gpus) do
     assert(not seen[gpu.uuid], "duplicate uuid")
     seen[gpu.uuid] = true
-    if i > 1 then assert(n.gpus[i - 1].pci_bus_id < gpu.pci_bus_id, "bus id order") end
+    if i > 1 then assert(n.gpus[i - 1].pci.bus_id < gpu.pci.bus_id, "bus id order") end
   end
 
   -- every pair of GPUs meets over the NVSwitch fabric with 18 links
-  for i = 1, 8 do
-    for j = 1, 8 do
+  for i = 0, 7 do
+    for j = 0, 7 do
       eq(n:link(i, j), i == j and "X" or "NV18", ("link(%d, %d)"):format(i, j))
     end
   end
 
-  eq(#n.nics, 11, "netdev count")
-  eq(n.nics[1].name, "lo", "nics[1].name")
-  eq(n.nics[1].pci_bus_id, nil, "lo has no PCI function")
-  eq(n.nics[1].speed_mbps, nil, "unknown speed is nil")
-  eq(n.nics[1].addrs[1], "127.0.0.1/8", "lo addr")
-  eq(n.nics[2].name, "eno3", "nics[2].name")
-  eq(n.nics[2].state, "up", "eno3 state")
-  eq(n.nics[2].mtu, 1500, "eno3 mtu")
-  eq(n.nics[2].speed_mbps, 10000, "eno3 speed")
-  eq(n.nics[2].pci_bus_id, "0000:03:00.0", "eno3 bus id")
-  eq(#n.nics[3].addrs, 0, "eno4 has no addresses")
+  eq(#n.netdevs, 11, "netdev count")
+  eq(n.netdevs[1].name, "lo", "netdevs[1].name")
+  eq(n.netdevs[1].pci.bus_id, "", "lo has no PCI function")
+  eq(n.netdevs[1].speed_mbps, -1, "unknown speed is -1, as in the inventory")
+  eq(n.netdevs[1].addrs[1], "127.0.0.1/8", "lo addr")
+  eq(n.netdevs[2].name, "eno3", "netdevs[2].name")
+  eq(n.netdevs[2].state, "up", "eno3 state")
+  eq(n.netdevs[2].mtu, 1500, "eno3 mtu")
+  eq(n.netdevs[2].speed_mbps, 10000, "eno3 speed")
+  eq(n.netdevs[2].pci.bus_id, "0000:03:00.0", "eno3 bus id")
+  eq(#n.netdevs[3].addrs, 0, "eno4 has no addresses")
 
   eq(#n.rdma, 8, "rdma count")
   eq(n.rdma[1].name, "mlx5_0", "rdma name")
   eq(n.rdma[1].netdev, "ibp24s0", "rdma netdev")
-  eq(n.rdma[1].pci_bus_id, "0000:18:00.0", "rdma bus id")
+  eq(n.rdma[1].pci.bus_id, "0000:18:00.0", "rdma bus id")
   eq(#n.rdma[1].ports, 1, "rdma ports")
   eq(n.rdma[1].ports[1].state, "active", "port state")
   eq(n.rdma[1].ports[1].link_layer, "infiniband", "port link layer")
@@ -92,10 +94,10 @@ do
   local nics = n.matrix_nics
   eq(#nics, 8, "matrix nics")
   eq(nics[1], "mlx5_0", "matrix nic 1")
-  eq(n:nic_link(1, 1), "PIX", "GPU0-NIC0 share a PCIe switch")
-  eq(n:nic_link(1, 2), "NODE", "GPU0-NIC1 same NUMA node, other host bridge")
-  eq(n:nic_link(1, 5), "SYS", "GPU0-NIC4 across NUMA nodes")
-  eq(n:nic_link(8, 8), "PIX", "GPU7-NIC7")
+  eq(n:nic_link(0, 0), "PIX", "GPU0-NIC0 share a PCIe switch")
+  eq(n:nic_link(0, 1), "NODE", "GPU0-NIC1 same NUMA node, other host bridge")
+  eq(n:nic_link(0, 4), "SYS", "GPU0-NIC4 across NUMA nodes")
+  eq(n:nic_link(7, 7), "PIX", "GPU7-NIC7")
   c:close()
 end
 
@@ -105,21 +107,21 @@ do
   local n = c.nodes[1]
   eq(n.hostname, "pcie-4gpu", "hostname")
   eq(#n.gpus, 4, "gpu count")
-  eq(n.gpus[1].cc, "8.9", "cc")
+  eq(n.gpus[1].cc_major * 10 + n.gpus[1].cc_minor, 89, "cc 8.9")
   eq(n.gpus[1].nvswitch_links, 0, "no nvswitch")
-  eq(n:link(1, 1), "X", "self")
-  eq(n:link(1, 2), "PIX", "same PCIe switch")
-  eq(n:link(2, 1), "PIX", "symmetric")
-  eq(n:link(1, 3), "SYS", "across sockets")
-  eq(n:link(3, 4), "NODE", "host bridges of one NUMA node")
+  eq(n:link(0, 0), "X", "self")
+  eq(n:link(0, 1), "PIX", "same PCIe switch")
+  eq(n:link(1, 0), "PIX", "symmetric")
+  eq(n:link(0, 2), "SYS", "across sockets")
+  eq(n:link(2, 3), "NODE", "host bridges of one NUMA node")
   eq(#n.rdma, 0, "no rdma")
   eq(n.rdma_note, "no RDMA devices: libibverbs found none", "rdma_note")
   -- without RDMA devices the matrix NICs are the netdevs on a PCI function
   local nics = n.matrix_nics
   eq(#nics, 1, "matrix nics")
   eq(nics[1], "eno1", "matrix nic")
-  eq(n:nic_link(1, 1), "NODE", "GPU0-eno1")
-  eq(n:nic_link(3, 1), "SYS", "GPU2-eno1")
+  eq(n:nic_link(0, 0), "NODE", "GPU0-eno1")
+  eq(n:nic_link(2, 0), "SYS", "GPU2-eno1")
   c:close()
 end
 
@@ -128,14 +130,14 @@ do
   local c = load("cpu-only.json")
   local n = c.nodes[1]
   eq(n.hostname, "cpu-only", "hostname")
-  eq(n.cpus.threads, 64, "threads")
+  eq(n.threads, 64, "threads")
   eq(#n.numa, 1, "numa")
   eq(#n.gpus, 0, "no gpus")
   eq(n.gpu_note, "no GPU: NVIDIA driver not found", "gpu_note")
   eq(n.rdma_note, "no RDMA devices: libibverbs found none", "rdma_note")
-  eq(#n.nics, 3, "nics")
-  local ok, err = pcall(n.link, n, 1, 1)
-  assert(not ok and err:find("GPU index 1 out of range %(node has 0%)"), err)
+  eq(#n.netdevs, 3, "netdevs")
+  local ok, err = pcall(n.link, n, 0, 0)
+  assert(not ok and err:find("GPU index 0 out of range %(node has 0: 0%.%.%-1%)"), err)
   c:close()
 end
 

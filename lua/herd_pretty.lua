@@ -165,15 +165,74 @@ function M.format(v, opts)
   return format_value(v, options(opts), 0, {})
 end
 
+-- A size in bytes as people read it: 85520809984 -> "79.6 GiB".
+local function human_bytes(n)
+  local units = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" }
+  local i = 1
+  while n >= 1024 and i < #units do n = n / 1024; i = i + 1 end
+  return i == 1 and string.format("%d B", n) or string.format("%.1f %s", n, units[i])
+end
+
+-- A field's value in an object's summary: arrays of records by their
+-- names ("8 x NVIDIA H100 80GB HBM3"), sizes in bytes with their reading.
+local function summary(k, v, opts)
+  if type(v) == "table" and not has_tostring(v) and #v > 0 and type(v[1]) == "table" then
+    local names, same = {}, true
+    for i, x in ipairs(v) do
+      names[i] = type(x) == "table" and type(rawget(x, "name")) == "string" and x.name or nil
+      if names[i] == nil then names = nil; break end
+      same = same and names[i] == names[1]
+    end
+    if names and same then return string.format("%d x %s", #v, quote(names[1])) end
+    if names then return M.format(names, opts) end
+    return string.format("{ %d items }", #v)
+  end
+  local s = M.format(v, opts)
+  if math.type(v) == "integer" and v > 0 and type(k) == "string" and k:match("_bytes$") then
+    s = s .. " -- " .. human_bytes(v)
+  end
+  return s
+end
+
+--- An object of the herd bindings with its fields, one per line: the
+-- fields its metatable's __members names (what tab completion offers),
+-- summarized.  Other values as M.format.
+function M.object(v, opts)
+  local mt = getmetatable(v)
+  local members = type(mt) == "table" and rawget(mt, "__members")
+  if type(members) ~= "table" then return M.format(v, opts) end
+  local names = {}
+  for k, kind in pairs(members) do if kind == "field" then names[#names + 1] = k end end
+  table.sort(names)
+  local head = tostring(v)
+  if #names == 0 then return head end
+  local o = options(opts)
+  o = setmetatable({ max_depth = 2, width = o.width - 4 }, { __index = o })
+  local lines, width = { head }, 0
+  for _, k in ipairs(names) do width = math.max(width, #k) end
+  for _, k in ipairs(names) do
+    local ok, x = pcall(function() return v[k] end)
+    if not ok then return head end     -- a closed object: its text says so
+    if x ~= nil then
+      lines[#lines + 1] = string.format("  %-" .. width .. "s = %s", k,
+                                        (summary(k, x, o):gsub("\n", "\n  ")))
+    end
+  end
+  return table.concat(lines, "\n")
+end
+
 --- Writes its arguments to stdout separated by tabs, as print does, but
--- tables formatted by M.format.  The REPL shows results through it.
+-- tables formatted by M.format and herd objects by M.object.  The REPL
+-- shows results through it.
 function M.print(...)
   local n = select("#", ...)
   local out = {}
   for i = 1, n do
     local v = select(i, ...)
-    if type(v) == "table" then
+    if type(v) == "table" and not has_tostring(v) then
       out[i] = M.format(v)
+    elseif type(v) == "userdata" then
+      out[i] = M.object(v)
     else
       out[i] = tostring(v)
     end

@@ -159,4 +159,16 @@ do
   end
 end
 
+-- the REPL prints an object with its fields, summarized
+do
+  local c <close> = assert(herd.discover{ inventory = dgx })
+  local text = herd.pretty.object(c.nodes[1])
+  assert(text:match("^herd%.Node 1 %(dgx%-h100%)\n"), text)
+  assert(text:find('\n  gpus%s+= 8 x "NVIDIA H100 80GB HBM3"\n'), text)
+  assert(text:find('\n  memory_bytes%s+= 2199023255552 %-%- 2%.0 TiB\n'), text)
+  assert(text:find('\n  hostname%s+= "dgx%-h100"\n'), text)
+  assert(herd.pretty.object(c):find("\n  nodes = { herd.Node 1 (dgx-h100) }", 1, true))
+  c:close()
+  assert(herd.pretty.object(c) == "herd.Cluster (closed)")
+end
 print("cluster_api: ok")

@@ -32,7 +32,7 @@
  * score, held, nodes, warnings.  GPU indices are the node's, 0-based in
  * PCI bus order as nvidia-smi numbers them; node is the inventory's,
  * 1-based like every Lua list.  p:env(i) is the environment of
- * p.ranks[i]; p:release() is the close (the plan cannot be read after).
+ * p.ranks[i]; p:close() lets the leases go (the plan cannot be read after).
  *
  * herd.gpus{inventory=, lease_dir=} lists the GPUs of this node: index,
  * uuid, pci_bus_id, numa, state ("free", "shared", "exclusive",
@@ -51,7 +51,7 @@
 #define LHERD_PLAN "herd.Plan"
 
 typedef struct lplan {
-	herd_plan *plan; /* NULL once released */
+	herd_plan *plan; /* NULL once closed */
 } lplan;
 
 /* ------------------------------------------------------------ options */

@@ -233,5 +233,8 @@ int luaopen_herd(lua_State *L)
 		lua_call(L, 1, 1);
 		lua_setfield(L, -2, m->name + 5);
 	}
+	/* help(x) at the prompt and in scripts, as herd.help(x) */
+	lua_getfield(L, -1, "help");
+	lua_setglobal(L, "help");
 	return 1;
 }

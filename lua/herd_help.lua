@@ -1,0 +1,633 @@
+-- herd.help: the reference of the Lua API, one entry per function, type
+-- and field.  help(herd.launch), herd.help("launch"), help("Job:wait"),
+-- help(job.wait) print an entry; help() lists them.  docs/lua.md is this
+-- text rendered by herd.help.markdown() (a test keeps the two the same).
+
+local M = {}
+
+local source = [==[
+# The herd module
+
+The `herd` program runs Lua 5.4 with the `herd` table loaded. Conventions of every binding, as Lua's
+own `io` library: misuse (a wrong type, an unknown option key, a closed object, a dtype mismatch, a
+buffer too small) raises an error with herd's message; an expected failure (a host unreachable, a
+timeout, a dead peer, a missing file) returns `nil`, the message, and the status name
+(`"HERD_ETIMEDOUT"`). Every object closes with `obj:close()`, at the end of a `local x <close>`
+block, or when collected. Indices: Lua arrays count from 1; ranks count from 0 (as `HERD_RANK` and
+MPI); GPU and NIC indices count from 0 (as nvidia-smi, `CUDA_VISIBLE_DEVICES` and the `GPU0`
+labels): `node.gpus[1]` is GPU 0, and values in rank order are arrays whose element 1 is rank 0's.
+At the prompt, `help(f)` or `herd.help("name")` prints an entry, objects print their fields, and
+Tab completes globals, fields and, after a colon, methods.
+
+## herd.version() -> string
+The library's version, such as `"0.1.0"`.
+
+## herd.help([what])
+Prints the entry of `what`: a function of the API (`help(herd.launch)`), or a name (`"launch"`,
+`"herd.Job"`, `"Job:wait"`). With no argument, lists every entry. `help` is also a global.
+
+## obj:close() -> true
+Every herd object (`herd.Cluster`, `herd.Job`, `herd.Comm`, `herd.Buffer`, ...) closes with
+`obj:close()`, once (a second close raises); a `local obj <close>` closes it at the end of its block,
+and the collector closes what a script dropped. A closed object raises when used.
+
+## herd.tty([fd]) -> boolean
+Whether file descriptor `fd` (default 1, stdout) is a terminal.
+
+## herd.rank, herd.size, herd.local_rank, herd.host
+This process's place in its job: rank, number of ranks, rank on its node, host name; from herd
+launch's variables (`HERD_RANK`...), else torchrun's, Slurm's or Open MPI's; rank 0 of 1 outside
+a job. `herd launch -n 4 script.lua` runs the script on every rank with these set.
+
+# Discovery
+
+## herd.discover([{inventory = path}]) -> herd.Cluster | nil, msg, status
+This node as probed now (CPUs, NUMA, memory, GPUs, NICs, RDMA), or the inventory file `path`
+(JSON or msgpack). An unknown option raises, so that a misspelt key does not probe this node
+instead of loading a file.
+
+## herd.Cluster
+A discovered cluster. `c.nodes` is the array of its `herd.Node`s (the same objects on every
+access). Prints its node count.
+
+## herd.Cluster:json() -> string
+The inventory as JSON text (docs/inventory.md).
+
+## herd.Cluster:encode([format]) -> string
+The inventory as bytes: `"msgpack"` (default) or `"json"`.
+
+## herd.Cluster:save(path[, format]) -> true | nil, msg, status
+Writes the inventory to `path`, in the format its name says (`.json`, `.msgpack`, `.mpk`) or
+`format`.
+
+## herd.Node
+A node of a cluster. Its fields are the keys of its object in the JSON inventory, with the same
+values (docs/inventory.md): `hostname`, `cpu_model`, `packages`, `cores`, `threads`,
+`memory_bytes`, `memory_available_bytes`, `numa`, `gpus` (each with `uuid`, `name`, `pci =
+{bus_id, host_bridge, numa_node, switches}`, `memory_bytes`, `cc_major`, `cc_minor`,
+`nvswitch_links`, `nvlinks`, and `index`, its GPU index from 0), `gpu_note`, `netdevs`, `rdma`,
+`rdma_note`; -1 stands for unknown, a field that is null is absent. Also `index` (its place in
+`c.nodes`, from 1) and `matrix_nics` (the NICs of the topology matrix, in `nic_link`'s order).
+Each access returns a fresh copy. A node keeps its cluster alive; once the cluster is closed,
+using the node raises.
+
+## herd.Node:link(i, j) -> string
+The topology matrix code between GPU `i` and GPU `j` (GPU indices, from 0): `"X"`, `"NV18"`,
+`"PIX"`, `"PXB"`, `"PHB"`, `"NODE"`, `"SYS"`, as `nvidia-smi topo -m` writes them.
+
+## herd.Node:nic_link(gpu, nic) -> string
+The matrix code between GPU `gpu` and NIC `nic` of `node.matrix_nics` (both from 0).
+
+## herd.hostlist.expand(expr) -> names | nil, msg, status
+Slurm's hostlist expression as an array of names: `"node[01-03],login"` gives `{"node01",
+"node02", "node03", "login"}`. A malformed expression returns its column in the message.
+
+## herd.hostlist.compress(names) -> string | nil, msg, status
+The shortest hostlist expression of an array of names: `{"n1", "n2", "n4"}` gives `"n[1-2,4]"`.
+
+# GPU allocation and health
+
+## herd.alloc{...} -> herd.Plan | nil, msg, status
+Plans GPUs for this node and, unless `hold = false`, takes their leases. Options: `gpus`,
+`per_node`, `nodes`, `gpus_per_rank`; `link` (`"any"`, `"same-node"`, `"nvlink"`, `"same-numa"`);
+`min_memory` (bytes or `"40G"`); `near_nic`, `shared`; `policy` (`"pack"`, `"spread"`); `exclude`,
+`include` (GPU UUIDs, PCI bus ids or host names); `inventory`, `lease_dir`, `job`, `wait_ms`,
+`hold`, `slurm` (default true: honour a Slurm allocation's grant).
+
+## herd.Plan
+A GPU plan. Fields: `ranks` (`rank`, `host`, `node`, `node_rank`, `local_rank`, `gpu` (its GPU
+index), `uuid`, `pci_bus_id`, `gpus`, `numa`, `cpus`, `nic`, `nic_link`, `ib_hca`,
+`socket_ifname`), `gpus` (`rank`, `host`, `node`, `index`, `uuid`, `pci_bus_id`, `numa`), `links`
+(`links[i][j]` between `p.gpus[i]` and `p.gpus[j]`), `score`, `held`, `nodes`, `warnings`.
+Closing it lets its leases go.
+
+## herd.Plan:explain() -> string
+Why the plan is what it is, as lines of text.
+
+## herd.Plan:env(i) -> table
+The environment of `p.ranks[i]` (`CUDA_VISIBLE_DEVICES` and the rest) as a table of strings.
+
+## herd.Plan:link(i, j) -> string
+The matrix code between the plan's GPUs `p.gpus[i]` and `p.gpus[j]`.
+
+## herd.gpus([{inventory =, lease_dir =}]) -> array | nil, msg, status
+The GPUs of this node and their leases: `index`, `uuid`, `pci_bus_id`, `numa`, `state`
+(`"free"`, `"shared"`, `"exclusive"`, `"unknown"`), and as far as known `job`, `pid`, `user`,
+`host`, `since`, `note`, `processes`, `free_memory_bytes`.
+
+## herd.health([{level =, seconds =}]) -> report | nil, msg, status
+The checks of `herd health` per GPU: `r.level`, `r.note` (why no GPU was checked), `r.gpus[i] =
+{index, name, bus_id, uuid, result, checks = {{name, result, value, unit, detail}, ...}}`; results
+are `"pass"`, `"warn"`, `"fail"` or `"skip"`. Level 2 adds the copy bandwidth and a cuBLAS burn of
+`seconds`.
+
+# Jobs
+
+## herd.launch{...} -> herd.Job | nil, msg, status
+Starts a job as `herd launch` does and returns once every rank started. Options, with herd
+launch's meaning and defaults: `cmd` (an array: program and arguments, or one string; a first
+element ending in `.lua` runs as Lua ranks under this herd program), `n` (required), `per_node`,
+`hosts` (a hostlist, over ssh) | `hostfile` | `slurm = true`, `gpus_per_rank`, `restarts`,
+`timeout` (seconds for every rank to start, 60), `grace` (seconds from SIGTERM to SIGKILL, 5),
+`env` (`{NAME = value}` or `{"NAME=value"}`), `log_dir`, `prefix`, `workdir`; `output`:
+`"print"` (default: every line to stdout or stderr with its `[host:rank] ` prefix), `"lines"`
+(kept for `job:lines()`, up to 16 MiB) or `"none"`; `detach = true` keeps the job running when
+Ctrl-C interrupts the session.
+
+## herd.Job
+A running or finished job. Closing it, or its collection, stops its ranks (SIGTERM, then SIGKILL
+after the grace period): a script cannot leak processes. Ctrl-C at the prompt stops the jobs the
+session started, except those launched with `detach = true`.
+
+## herd.Job:wait([seconds]) -> result | nil, msg, status
+Waits until the job is over (no argument: for as long as it takes) and returns its result:
+`status` (0, else the first failed rank's exit code, 128 + signal, 127 when it could not start),
+`ok`, `state` (`"succeeded"`, `"failed"`), `id`, `restarts`, `failure` (the first failure: host,
+rank, how it ended, the last lines of its stderr) and `ranks` (by rank, element 1 is rank 0:
+`rank`, `host`, `node_rank`, `local_rank`, `pid`, `state`, `exit_code` or `signal`, `error`).
+Still running at the deadline: `nil`, a message, `"HERD_ETIMEDOUT"`.
+
+## herd.Job:status() -> result
+The same table at once; `state` is `"running"` while it runs, with no `status`.
+
+## herd.Job:signal(sig) -> true
+Sends a signal (`"USR1"`, `"SIGTERM"`, or a number) to every running rank.
+
+## herd.Job:stop([grace]) -> result
+Stops the job: SIGTERM, then SIGKILL after `grace` seconds (default the launch's); no more
+restarts. Returns the result.
+
+## herd.Job:lines([seconds]) -> iterator
+For a job launched with `output = "lines"`: `for l in job:lines() do ... end` gives each line as
+`{rank =, host =, stream = "stdout" | "stderr", text =}` as it comes, until the job is over and
+every line was read, or `seconds` passed.
+
+## herd.Job:dropped() -> integer
+Lines that `output = "lines"` dropped because more than 16 MiB waited to be read.
+
+## herd.Job:results() -> array
+What each rank last passed to `herd.emit`, by rank (element 1 is rank 0's; nil for none).
+
+## herd.Job:id() -> string
+The job id, also `HERD_JOB_ID` of every rank.
+
+## herd.Job:size() -> integer
+The number of ranks.
+
+## herd.emit(value)
+On a rank of a job launched from Lua, hands `value` (any msgpack value, up to 32 KiB encoded) to
+the launching script's `job:results()`; elsewhere (under `herd launch`, or alone) prints it.
+
+# Rendezvous store
+
+## herd.store.serve([{host =, port =, secret =}]) -> herd.StoreServer | nil, msg, status
+Starts a store server in this process: on `host` (default `"127.0.0.1"`; `"0.0.0.0"` for other
+nodes), `port` (default a free one), with `secret` (default `HERD_JOB_SECRET`, else a fresh one).
+
+## herd.StoreServer
+A store server. `srv.secret` is its secret; it stops when closed.
+
+## herd.StoreServer:address() -> string
+`"host:port"`, as `herd.store.connect` takes it.
+
+## herd.StoreServer:port() -> integer
+The port it listens on.
+
+## herd.store.connect([address[, secret[, {timeout =, connect_timeout =}]]]) -> herd.Store | nil, msg, status
+Connects to a store server and proves, both ways, that both hold the secret. `address` defaults
+to `HERD_STORE`, `secret` to `HERD_JOB_SECRET`; `timeout` (seconds, default 300) is every call's
+deadline and `connect_timeout` how long to keep trying.
+
+## herd.store.env() -> herd.Store | nil, msg, status
+The job's own store, from `HERD_STORE` and `HERD_JOB_SECRET`.
+
+## herd.Store
+A connection to a store. A value is bytes, so that C programs read what a script writes.
+
+## herd.Store:set(key, value) -> true
+Sets `key`: a string as it is, any other value (number, boolean, table) as its msgpack encoding.
+
+## herd.Store:get(key[, seconds]) -> string | nil, msg, status
+The bytes of `key`, waiting until it exists (default the handle's deadline).
+
+## herd.Store:get_value(key[, seconds]) -> value | nil, msg, status
+The Lua value that `set` stored (msgpack decoded); raises when the bytes are not msgpack.
+
+## herd.Store:add(key[, delta]) -> integer
+Adds `delta` (default 1) to the counter at `key` atomically and returns the new value; a
+counter's bytes are its decimal text.
+
+## herd.Store:delete(key) -> boolean
+Deletes `key`; whether it existed.
+
+## herd.Store:wait(keys[, seconds]) -> true | nil, msg, status
+Waits until every key (a string or an array) exists; the message names those still missing.
+
+## herd.Store:prefix(p) -> herd.Store
+A handle whose keys are prefixed with `p`, on the same connection.
+
+## herd.msgpack.pack(value) -> string
+The msgpack encoding of a Lua value (nil, booleans, integers, floats, strings, tables: an array
+when its keys are exactly 1..n, else a map); functions, userdata and cycles raise.
+
+## herd.msgpack.unpack(bytes) -> value
+The value of exactly one msgpack value; raises otherwise.
+
+## herd.json.encode(value[, {indent =, sort =}]) -> string
+JSON text of a Lua value (tables as arrays or objects, as msgpack does; `herd.json.null` is
+null).
+
+## herd.json.decode(text) -> value | nil, msg, status
+The value of JSON text; null fields are absent and null array elements are `herd.json.null`.
+
+# Buffers and collectives
+
+## herd.buffer(dtype, n) -> herd.Buffer
+`n` zeroed elements of `dtype`: `int8`, `uint8`, `int32`, `uint32`, `int64`, `uint64`,
+`float16`, `bfloat16`, `float32`, `float64` (also `"float"`, `"half"`, `"bf16"`, `"double"`...).
+
+## herd.buffer.from(dtype, values) -> herd.Buffer
+A buffer holding the numbers of the array `values`.
+
+## herd.Buffer
+Typed host memory. `b[i]` (from 1) reads and writes an element (integer dtypes as integers,
+floating ones as floats; a value that does not fit raises); `#b` is its length, `b.dtype` and
+`b.bytes` its type and size. Collectives and checkpoints work on its memory directly. Views share
+it; the memory lives until the last buffer, view or operation on it is done.
+
+## herd.Buffer:fill(v) -> b
+Sets every element to `v`.
+
+## herd.Buffer:iota([start[, step]]) -> b
+Element `i` becomes `start + (i - 1) * step` (defaults 0 and 1).
+
+## herd.Buffer:sum() -> number
+The sum (integers wrap as Lua's do). `b:min()` and `b:max()` give the extremes (nil when empty).
+
+## herd.Buffer:min() -> number
+The smallest element; nil for an empty buffer.
+
+## herd.Buffer:max() -> number
+The largest element; nil for an empty buffer.
+
+## herd.Buffer:copy() -> herd.Buffer
+A new buffer with the same dtype and contents.
+
+## herd.Buffer:view(first[, n]) -> herd.Buffer
+The `n` elements from element `first` (default: to the end), sharing this buffer's memory.
+
+## herd.Buffer:totable() -> array
+The elements as a Lua array.
+
+## herd.Buffer:cast(dtype) -> herd.Buffer
+A new buffer of another dtype; floats become integers by truncation toward zero, and a value out
+of range raises.
+
+## herd.comm([{...}]) -> herd.Comm | nil, msg, status
+With no argument, the job's communicator, joined on first use from the environment (herd's,
+torchrun's, Slurm's or Open MPI's variables) and the same object afterwards; a script that ends
+normally finalizes it. `herd.comm{store =, rank =, size =}` joins a new one through a
+`herd.Store`; `herd.comm{timeout =, transport =, algo =, socket_ifname =}` a new one from the
+environment with those settings (`timeout` in seconds for every call; `transport` `"auto"` or
+`"tcp"`; `algo` `"auto"`, `"ring"` or `"rd"`).
+
+## herd.Comm
+A communicator. Every call is collective: all ranks make the same calls in the same order. A dead
+peer, a deadline, a mismatch between ranks or an abort return `nil`, herd's message naming the
+rank, and the status; the communicator is broken from then on. Reductions: `"sum"` (default),
+`"prod"`, `"min"`, `"max"`, `"avg"`. Without an output buffer an operation is in place where that
+has a meaning (allreduce, reduce, broadcast), else it returns a new buffer of the right size.
+
+## herd.Comm:rank() -> integer
+This rank, from 0.
+
+## herd.Comm:size() -> integer
+The number of ranks.
+
+## herd.Comm:host([rank]) -> string
+The host name of a rank (default this one).
+
+## herd.Comm:barrier() -> true
+Returns once every rank has entered it.
+
+## herd.Comm:allreduce(buf[, out][, op]) -> buffer
+Every rank gets the reduction of every rank's `buf`. `c:allreduce(3.5, "max")` and
+`c:allreduce({1, 2, 3})` reduce numbers and arrays of numbers (int64 when all are integers,
+else float64) and return the same shape.
+
+## herd.Comm:reduce(buf[, out], op, root) -> buffer | true
+The reduction lands on `root` (which gets the buffer; others get true). Numbers as for allreduce:
+the root gets the value, the others nil.
+
+## herd.Comm:broadcast(buf, root) -> buffer
+Every rank's `buf` becomes the root's. `c:broadcast(value, root)` moves any msgpack value (the
+others pass nil) and returns it.
+
+## herd.Comm:allgather(buf[, out]) -> buffer
+Every rank's `buf`, in rank order, on every rank (`size * #buf` elements).
+`c:allgather(value)` gathers any msgpack value into an array by rank.
+
+## herd.Comm:reduce_scatter(buf[, out][, op]) -> buffer
+Block `rank` of the reduction of every rank's `buf` (`#buf / size` elements).
+
+## herd.Comm:alltoall(buf[, out]) -> buffer
+Block `j` of rank `i`'s `buf` lands in block `i` of rank `j`'s output.
+
+## herd.Comm:gather(buf[, out], root) -> buffer | true
+Every rank's `buf` on the root, in rank order.
+
+## herd.Comm:scatter(buf, out, root) -> out
+Block `rank` of the root's `buf` (nil elsewhere) into `out`.
+
+## herd.Comm:send(buf or value, peer) -> true
+Sends a buffer to rank `peer`, or any msgpack value for `c:recv(peer)`.
+
+## herd.Comm:recv(buf or peer[, peer]) -> buffer | value
+`c:recv(buf, peer)` fills `buf` from `peer`; `c:recv(peer)` returns the value `peer` sent.
+
+## herd.Comm:split(color[, key]) -> herd.Comm | nil
+The ranks of the same `color` in a new communicator, ordered by `key` (default the rank); nil for
+a `color` of nil. The parent cannot be closed while such communicators are open.
+
+## herd.Comm:iallreduce(buf[, out][, op]) -> herd.Request
+Starts an allreduce and returns at once; also `ireduce(buf[, out], op, root)`,
+`ibroadcast(buf, root)`, `iallgather(buf[, out])`, `ireduce_scatter(buf[, out][, op])`,
+`ialltoall(buf[, out])` and `ibarrier()`. The buffers' memory is held until the request is done.
+
+## herd.Request
+A nonblocking operation in flight; it runs in the order it was called with the blocking ones.
+
+## herd.Request:wait() -> result | nil, msg, status
+Waits for the operation (within the communicator's deadline) and returns what the blocking call
+would (its output buffer, or true).
+
+## herd.Request:test() -> false | result | nil, msg, status
+False while the operation runs; then as `wait`.
+
+## herd.Comm:finalize() -> true
+Completes pending operations and leaves the ranks in step (a barrier), before closing.
+
+## herd.Comm:abort()
+Makes every pending and later call, here and on the peers, fail at once.
+
+## herd.Comm:error() -> nil | msg, status
+Nil while the communicator works, else why it broke.
+
+# Checkpoints
+
+## herd.checkpoint(dir[, comm[, opts]]) -> herd.Checkpoint | nil, msg, status
+A checkpoint directory; `comm` is nil (one process) or a `herd.Comm` whose ranks save together.
+Options: `keep_last`, `keep_every`, `staging_bytes`, `chunk_bytes` (bytes or `"64M"`), `checksum`
+(`"xxh3"` or `"none"`).
+
+## herd.Checkpoint
+Every rank calls add, save, restore and close in the same order.
+
+## herd.Checkpoint:add(name, tensor[, {dtype =, shape =, global =, offset =}]) -> true
+Registers a tensor: a `herd.Buffer` (saved from and restored into its own memory) or a Lua array
+of numbers (copied in at save and back at a successful restore; dtype default float64). `shape`
+defaults to `{#tensor}`; `global` and `offset` place this rank's shard in the global tensor.
+
+## herd.Checkpoint:save(step) -> true | nil, msg, status
+Saves every tensor as `step`, committed on every rank at once.
+
+## herd.Checkpoint:save_async(step) -> true | nil, msg, status
+Returns once the values are staged; the write goes on in the background. `ck:wait()` gives its
+outcome.
+
+## herd.Checkpoint:wait() -> true | nil, msg, status
+The outcome of the save in flight.
+
+## herd.Checkpoint:restore([step]) -> step | nil, msg, status
+Restores `step` (default the newest that verifies, falling back to older ones) into the tensors.
+
+## herd.Checkpoint:rank() -> integer
+This process's rank among the checkpoint's ranks; `ck:size()` their number, `ck:dir()` the
+directory.
+
+## herd.Checkpoint:size() -> integer
+The number of ranks.
+
+## herd.Checkpoint:dir() -> string
+The directory.
+
+## herd.Checkpoint:close() -> true | nil, msg, status
+Waits for a save in flight, returns its outcome, and frees the checkpoint.
+
+# Experiments
+
+## herd.bench(op[, opts]) -> records | nil, msg, status
+Runs `herd bench op --json` (a child of this program) and returns its records: `op`, `ranks`,
+`size`, `count`, `type`, `redop`, `root`, `out_of_place` and `in_place` (`time_us`, `algbw`,
+`busbw`, `wrong`). Options are herd bench's long options: `minbytes`, `maxbytes` (or `size` for
+both), `stepfactor`, `stepbytes`, `iters`, `warmup_iters`, `check`, `datatype`, `op`, `root`,
+`average`, `run_cycles`, `np`, `transport`, `algo`, `timeout`.
+
+## herd.experiment{params =, run =, repeats =, warmup =, order =, name =} -> herd.Experiment
+Runs `run(p)` for every combination `p` of `params` (a table of arrays; names in `order`,
+default sorted, the last varying fastest): `warmup` times (default 0, dropped), then `repeats`
+times (default 3). `run` returns a table of numbers (metrics) or one number (`value`).
+
+## herd.Experiment
+`e.records[i]` holds `params`, every sample (`samples[metric]`) and `stats[metric]`: `n`, `min`,
+`median`, `mean`, `p95`, `max`, `stddev`.
+
+## herd.Experiment:table([{stats =, metrics =}]) -> string
+An aligned text table: the parameters, then each metric's statistics (default median, min, max).
+
+## herd.Experiment:csv([opts]) -> string
+CSV with a header row, every statistic by default.
+
+## herd.Experiment:markdown([opts]) -> string
+A Markdown table.
+
+## herd.Experiment:json() -> string
+Every sample and statistic as JSON.
+
+## herd.Experiment:save(path) -> true | nil, msg
+Writes JSON, or CSV or Markdown when `path` ends in `.csv` or `.md`.
+
+## herd.experiment.load(path) -> herd.Experiment | nil, msg
+Reads an experiment saved as JSON.
+
+## herd.Experiment:series{x =, y =, series =, where =, stat =} -> array
+The series of a plot: statistic `stat` (default median) of metric `y` against parameter `x`, one
+series per value of the `series` parameter(s), records filtered by `where`.
+
+## herd.Experiment:plot{x =, y =, ...} -> string
+A terminal line chart of `series{...}`, with `herd.plot.text`'s options.
+
+## herd.Experiment:svg{x =, y =, ..., path =} -> string
+An SVG chart of `series{...}`, with `herd.plot.svg`'s options.
+
+## herd.plot.text(series[, opts]) -> string
+A line chart for the terminal: `series` is `{{name =, points = {{x, y}, ...}}, ...}`. Options:
+`title`, `xlabel`, `ylabel`, `logx`, `logy`, `xunit`/`yunit` (`"bytes"`: 1K, 4M), `xmin`, `xmax`,
+`ymin`, `ymax`, `width` (default 80 columns), `height` (20 rows), `color` (default: stdout is a
+terminal). One mark per series, dots between points, a legend.
+
+## herd.plot.svg(series[, opts]) -> string
+The same chart as SVG (axes, ticks, labels, grid, legend, title); `width`, `height` in pixels
+(800 x 500), `path` writes the file too.
+
+## herd.pretty.format(value[, opts]) -> string
+Readable text of a value, tables as Lua constructors.
+
+## herd.pretty.print(...)
+Prints values as the prompt does: tables formatted, herd objects with their fields.
+
+## herd.pretty.object(obj) -> string
+A herd object's text and fields, one per line.
+]==]
+
+-- Entries: { key =, heading =, body =, section = }, in order.
+local entries, by_key = {}, {}
+local intro
+do
+  local section, cur
+  for line in (source .. "\n"):gmatch("(.-)\n") do
+    local h1 = line:match("^# (.*)$")
+    local h2 = line:match("^## (.*)$")
+    if h1 then
+      section = { title = h1, entries = {} }
+      entries[#entries + 1] = section
+      cur = nil
+    elseif h2 then
+      local key = h2:match("^([%w_.:]+)")
+      cur = { key = key, heading = h2, body = {}, section = section.title }
+      table.insert(section.entries, cur)
+      by_key[key] = cur
+      for k in (h2 .. " "):gmatch("(herd%.[%w_.]+)[,%s]") do by_key[k] = by_key[k] or cur end
+    elseif cur then
+      table.insert(cur.body, line)
+    elseif section and line ~= "" then
+      intro = (intro and intro .. "\n" or "") .. line
+    end
+  end
+end
+
+local function find(name)
+  if by_key[name] then return by_key[name] end
+  for _, k in ipairs({ "herd." .. name, (name:gsub("^(%a)", string.upper)) }) do
+    if by_key[k] then return by_key[k] end
+    if by_key["herd." .. k] then return by_key["herd." .. k] end
+  end
+  -- "job:wait" and the like: a method of the type whose name starts so
+  local t, m = name:match("^(%a[%w_]*)[:.]([%w_]+)$")
+  if t then
+    local key = "herd." .. t:sub(1, 1):upper() .. t:sub(2) .. ":" .. m
+    if by_key[key] then return by_key[key] end
+  end
+  if name:match(":close$") then return by_key["obj:close"] end
+  -- a method that another entry of its type describes (c:ireduce in iallreduce's)
+  local ty, meth = name:match("^(herd%.%u[%w_]*):([%w_]+)$")
+  if ty then
+    for _, s in ipairs(entries) do
+      for _, e in ipairs(s.entries) do
+        if e.key:sub(1, #ty + 1) == ty .. ":" and table.concat(e.body, " "):find("`" .. meth .. "(", 1, true) then
+          return e
+        end
+      end
+    end
+  end
+  return nil
+end
+
+-- The name of an API function value: herd.X, herd.X.Y, or a method of a
+-- herd type (read from the registry's metatables).
+local function name_of(f)
+  for k, v in pairs(herd) do
+    if v == f then return "herd." .. k end
+    if type(v) == "table" then
+      for k2, v2 in pairs(v) do
+        if v2 == f then return "herd." .. k .. "." .. k2 end
+      end
+    end
+  end
+  local reg = debug.getregistry()
+  for tname, mt in pairs(reg) do
+    if type(tname) == "string" and tname:match("^herd%.%u") and type(mt) == "table" then
+      local idx = rawget(mt, "__index")
+      local methods = type(idx) == "function" and select(2, debug.getupvalue(idx, 1))
+      if type(methods) == "table" then
+        for k, v in pairs(methods) do
+          if v == f then return tname .. ":" .. k end
+        end
+      end
+      for k, v in pairs(mt) do
+        if v == f and type(k) == "string" then return tname .. ":" .. k end
+      end
+    end
+  end
+  return nil
+end
+
+local function render(e)
+  return e.heading .. "\n" .. table.concat(e.body, "\n"):gsub("%s+$", "")
+end
+
+-- The text help prints for what.
+function M.text(what)
+  if what == nil then
+    local out = { "herd's Lua API (help(name) for one entry):" }
+    for _, s in ipairs(entries) do
+      local keys = {}
+      for _, e in ipairs(s.entries) do keys[#keys + 1] = e.key end
+      out[#out + 1] = "  " .. s.title .. ": " .. table.concat(keys, ", ")
+    end
+    return table.concat(out, "\n")
+  end
+  local name = what
+  if type(what) == "function" then
+    name = name_of(what)
+    if not name then return nil, "no entry: this function is not part of herd's API" end
+  elseif type(what) == "userdata" then
+    local mt = getmetatable(what)
+    name = type(mt) == "table" and rawget(mt, "__name")
+  elseif type(what) == "table" then
+    for k, v in pairs(herd) do if v == what then name = "herd." .. k end end
+  end
+  if type(name) ~= "string" then return nil, "no entry for a " .. type(what) .. " value" end
+  local e = find(name)
+  if not e then return nil, "no entry named '" .. name .. "' (help() lists them)" end
+  return render(e)
+end
+
+-- Prints the entry of what (see the top of this file).
+function M.help(what)
+  local text, err = M.text(what)
+  print(text or err)
+end
+
+-- docs/lua.md: the whole reference as Markdown.
+function M.markdown()
+  local out = { "# Lua reference", "",
+                "This file is `herd.help.markdown()`: the text that `help()` prints at the `herd>`",
+                "prompt. Examples: `examples/lua/`.", "", intro, "" }
+  for _, s in ipairs(entries) do
+    out[#out + 1] = "## " .. s.title
+    out[#out + 1] = ""
+    for _, e in ipairs(s.entries) do
+      out[#out + 1] = "### `" .. e.heading .. "`"
+      out[#out + 1] = ""
+      local body = table.concat(e.body, "\n"):gsub("^%s+", ""):gsub("%s+$", "")
+      if body ~= "" then
+        out[#out + 1] = body
+        out[#out + 1] = ""
+      end
+    end
+  end
+  return (table.concat(out, "\n"):gsub("\n+$", "\n"))
+end
+
+-- The names of every entry, in order.
+function M.names()
+  local out = {}
+  for _, s in ipairs(entries) do
+    for _, e in ipairs(s.entries) do out[#out + 1] = e.key end
+  end
+  return out
+end
+
+setmetatable(M, { __call = function(_, what) return M.help(what) end })
+return M

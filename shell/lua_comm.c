@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "lua_herd.h"
+#include "shell.h"
 
 #define LHERD_COMM "herd.Comm"
 #define LHERD_REQUEST "herd.Request"
@@ -67,6 +68,7 @@ static void comm_release(lua_State *L)
 {
 	lcomm *c = (lcomm *)lua_touserdata(L, 1), *parent;
 
+	shell_interrupt_remove(c->comm);
 	herd_comm_free(c->comm);
 	c->comm = NULL;
 	lua_getiuservalue(L, 1, 1);
@@ -548,6 +550,7 @@ static int comm_split(lua_State *L)
 		return lherd_fail(L, st);
 	if (*slot == NULL)
 		return lua_pushnil(L), 1;
+	shell_interrupt_add_comm(*slot);
 	lua_pushvalue(L, 1);
 	lua_setiuservalue(L, -2, 1);
 	((lcomm *)lua_touserdata(L, 1))->children++;
@@ -824,6 +827,7 @@ static int lherd_comm(lua_State *L)
 		st = herd_comm_init_env(&c->comm, NULL);
 		if (st != HERD_OK)
 			return lherd_fail(L, st);
+		shell_interrupt_add_comm(c->comm);
 		lua_pushvalue(L, -1);
 		lua_rawsetp(L, LUA_REGISTRYINDEX, &world_key);
 		return 1;
@@ -861,6 +865,7 @@ static int lherd_comm(lua_State *L)
 	}
 	if (st != HERD_OK)
 		return lherd_fail(L, st);
+	shell_interrupt_add_comm(c->comm);
 	return 1;
 }
 

@@ -123,14 +123,9 @@ herd_comm *lherd_check_comm(lua_State *L, int arg);
  */
 herd_status lherd_comm_finish(lua_State *L);
 
-/*
- * herd.launch and herd.emit (lua_job.c).  The session's jobs are tracked
- * (weakly): lherd_stop_jobs stops every one still running that was not
- * launched with detach = true, and returns how many.
- */
+/* herd.launch and herd.emit (lua_job.c); Ctrl-C stops the session's jobs
+ * but those launched with detach = true (shell/interrupt.c). */
 void lherd_open_job(lua_State *L);
-void lherd_track_job(lua_State *L, int idx);
-int lherd_stop_jobs(lua_State *L);
 
 /*
  * herd.json (lua_json.c): lherd_push_json pushes a jansson value (a json_t,

@@ -213,6 +213,7 @@ static void job_release(lua_State *L)
 {
 	ljob *j = (ljob *)lua_touserdata(L, 1);
 
+	shell_interrupt_remove(j->job);
 	herd_job_free(j->job);
 	j->job = NULL;
 	jobq_free(j->q);
@@ -722,7 +723,7 @@ static int lherd_launch(lua_State *L)
 	free((void *)spec.argv);
 	if (st != HERD_OK)
 		return lherd_fail(L, st);
-	lherd_track_job(L, -1);
+	shell_interrupt_add_job(j->job, j->detach);
 	return 1;
 }
 
@@ -785,50 +786,6 @@ static const lherd_type job_type = {
 	.release = job_release,
 	.describe = job_describe,
 };
-
-/* The session's jobs, for Ctrl-C: a weak table of Job -> true. */
-static const char jobs_key = 'j';
-
-void lherd_track_job(lua_State *L, int idx)
-{
-	idx = lua_absindex(L, idx);
-	if (lua_rawgetp(L, LUA_REGISTRYINDEX, &jobs_key) != LUA_TTABLE) {
-		lua_pop(L, 1);
-		lua_newtable(L);
-		lua_newtable(L);
-		lua_pushliteral(L, "k");
-		lua_setfield(L, -2, "__mode");
-		lua_setmetatable(L, -2);
-		lua_pushvalue(L, -1);
-		lua_rawsetp(L, LUA_REGISTRYINDEX, &jobs_key);
-	}
-	lua_pushvalue(L, idx);
-	lua_pushboolean(L, 1);
-	lua_rawset(L, -3);
-	lua_pop(L, 1);
-}
-
-int lherd_stop_jobs(lua_State *L)
-{
-	int stopped = 0;
-
-	if (lua_rawgetp(L, LUA_REGISTRYINDEX, &jobs_key) != LUA_TTABLE) {
-		lua_pop(L, 1);
-		return 0;
-	}
-	lua_pushnil(L);
-	while (lua_next(L, -2)) {
-		ljob *j = (ljob *)luaL_testudata(L, -2, LHERD_JOB);
-
-		lua_pop(L, 1);
-		if (j != NULL && j->job != NULL && !j->detach && !job_over(j)) {
-			herd_job_kill(j->job);
-			stopped++;
-		}
-	}
-	lua_pop(L, 1);
-	return stopped;
-}
 
 void lherd_open_job(lua_State *L)
 {

@@ -75,6 +75,8 @@ static void laction(int sig)
 	signal(sig, SIG_DFL);
 	if (global_L != NULL)
 		lua_sethook(global_L, lstop, flag, 1);
+	/* communicators aborted, the session's jobs stopped (interrupt.c) */
+	shell_interrupt_signal();
 }
 
 int shell_docall(lua_State *L, int narg, int nres)

@@ -7,11 +7,13 @@
 #define HERD_SHELL_H
 
 #include <lua.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "herd/comm.h"
+#include "herd/job.h"
 
 /* Exit statuses of the herd program. */
 #define SHELL_EXIT_OK 0
@@ -40,6 +42,17 @@ int shell_report(lua_State *L, int status);
  * "interrupted!" error raised at the next instruction of the running code.
  */
 int shell_docall(lua_State *L, int narg, int nres);
+
+/*
+ * What Ctrl-C stops besides Lua code (shell/interrupt.c): communicators
+ * are aborted and jobs not launched with detach = true are stopped, from a
+ * thread of the program, when shell_interrupt_signal (async-signal-safe)
+ * is called.  Objects are added when made and removed before being freed.
+ */
+void shell_interrupt_add_comm(herd_comm *comm);
+void shell_interrupt_add_job(herd_job *job, bool detach);
+void shell_interrupt_remove(const void *obj);
+void shell_interrupt_signal(void);
 
 /*
  * The interactive loop on stdin: line editing and history when stdin is a

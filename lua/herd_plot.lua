@@ -68,6 +68,7 @@ local function prepare(series, opts)
   end
   if xmin > xmax then xmin, xmax, ymin, ymax = 1, 10, 1, 10 end
   if not opts.logy and ymin > 0 then ymin = 0 end
+  if not opts.logy and ymax > ymin then ymax = ymax + 0.05 * (ymax - ymin) end -- headroom
   xmin, xmax = opts.xmin or xmin, opts.xmax or xmax
   ymin, ymax = opts.ymin or ymin, opts.ymax or ymax
   if xmin == xmax then
@@ -185,8 +186,8 @@ function M.text(series, opts)
     local c = col(v)
     rule[c] = "+"
     local text = label(v, opts.xunit)
-    local start = math.max(1, c - #text // 2)
-    if start >= free and start + #text - 1 <= pw + 2 then
+    local start = math.max(1, math.min(c - #text // 2, pw - #text + 1))
+    if start >= free then
       for k = 1, #text do lab[start + k - 1] = text:sub(k, k) end
       free = start + #text + 1
     end
@@ -196,13 +197,21 @@ function M.text(series, opts)
   if opts.xlabel then
     lines[#lines + 1] = string.rep(" ", lw + 2 + math.max(0, (pw - #opts.xlabel) // 2)) .. opts.xlabel
   end
-  local legend = {}
+  -- the legend, as many entries to a line as fit the width
+  local line, used = string.rep(" ", lw + 2), lw + 2
   for si, s in ipairs(clean) do
     local mark = marks[(si - 1) % #marks + 1]
+    local entry = mark .. " " .. s.name
+    local gap = used > lw + 2 and 3 or 0
+    if used + gap + #entry > width and used > lw + 2 then
+      lines[#lines + 1] = line
+      line, used, gap = string.rep(" ", lw + 2), lw + 2, 0
+    end
     if color then mark = string.format("\27[%dm%s\27[0m", ansi[(si - 1) % #ansi + 1], mark) end
-    legend[#legend + 1] = mark .. " " .. s.name
+    line = line .. string.rep(" ", gap) .. mark .. " " .. s.name
+    used = used + gap + #entry
   end
-  lines[#lines + 1] = string.rep(" ", lw + 2) .. table.concat(legend, "   ")
+  lines[#lines + 1] = line
   return table.concat(lines, "\n")
 end
 
@@ -215,8 +224,15 @@ function M.svg(series, opts)
   opts = opts or {}
   local W, H = opts.width or 800, opts.height or 500
   local clean, xmin, xmax, ymin, ymax = prepare(series, opts)
-  local left, right, top, bottom = 80, 170, opts.title and 50 or 25, 60
+  -- the legend goes right of the plot when its names fit 40% of the width,
+  -- else under the plot, one entry per line (the picture grows for it)
+  local longest = 0
+  for _, s in ipairs(clean) do longest = math.max(longest, #s.name) end
+  local legend_w = 60 + math.ceil(7.5 * longest)
+  local below = legend_w > 0.4 * W
+  local left, right, top, bottom = 80, below and 30 or legend_w, opts.title and 50 or 25, 60
   local pw, ph = W - left - right, H - top - bottom
+  if below then H = H + 10 + 22 * #clean end
   local sx, sy = scale(xmin, xmax, opts.logx), scale(ymin, ymax, opts.logy)
   local function X(x) return left + sx(x) * pw end
   local function Y(y) return top + (1 - sy(y)) * ph end
@@ -245,7 +261,7 @@ function M.svg(series, opts)
   end
   add('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="black"/>', left, top, pw, ph)
   if opts.xlabel then
-    add('<text x="%.1f" y="%d" text-anchor="middle">%s</text>', left + pw / 2, H - 15, esc(opts.xlabel))
+    add('<text x="%.1f" y="%d" text-anchor="middle">%s</text>', left + pw / 2, top + ph + 45, esc(opts.xlabel))
   end
   if opts.ylabel then
     add('<text x="20" y="%.1f" text-anchor="middle" transform="rotate(-90 20 %.1f)">%s</text>',
@@ -262,11 +278,11 @@ function M.svg(series, opts)
     for _, p in ipairs(s.points) do
       add('<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>', X(p[1]), Y(p[2]), colr)
     end
-    local ly = top + 10 + (si - 1) * 22
-    add('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/>', left + pw + 15, ly,
-        left + pw + 40, ly, colr)
-    add('<circle cx="%d" cy="%d" r="3.5" fill="%s"/>', left + pw + 27, ly, colr)
-    add('<text x="%d" y="%d" dominant-baseline="middle">%s</text>', left + pw + 47, ly, esc(s.name))
+    local lx, ly = left + pw + 15, top + 10 + (si - 1) * 22
+    if below then lx, ly = left, top + ph + bottom + 5 + (si - 1) * 22 end
+    add('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/>', lx, ly, lx + 25, ly, colr)
+    add('<circle cx="%d" cy="%d" r="3.5" fill="%s"/>', lx + 12, ly, colr)
+    add('<text x="%d" y="%d" dominant-baseline="middle">%s</text>', lx + 32, ly, esc(s.name))
   end
   add('</svg>')
   local text = table.concat(out, "\n") .. "\n"

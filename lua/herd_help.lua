@@ -31,6 +31,10 @@ Every herd object (`herd.Cluster`, `herd.Job`, `herd.Comm`, `herd.Buffer`, ...) 
 `obj:close()`, once (a second close raises); a `local obj <close>` closes it at the end of its block,
 and the collector closes what a script dropped. A closed object raises when used.
 
+## herd.clock() -> seconds
+A monotonic clock in seconds (a float, nanosecond resolution), for timing: `local t0 =
+herd.clock(); ...; print(herd.clock() - t0)`.
+
 ## herd.tty([fd]) -> boolean
 Whether file descriptor `fd` (default 1, stdout) is a terminal.
 

@@ -81,9 +81,11 @@ lherd_buffer *lherd_new_buffer(lua_State *L, herd_dtype dtype, size_t count)
 	if (blk == NULL)
 		luaL_error(L, "not enough memory");
 	blk->refs = 1;
-	/* 64-byte aligned, at least one element, zeroed */
+	/* page-aligned from a page up (as herd bench's buffers), else 64-byte;
+	 * at least one element, zeroed */
 	blk->data = NULL;
-	if (posix_memalign(&blk->data, 64, count > 0 ? count * esize : esize) != 0) {
+	if (posix_memalign(&blk->data, count * esize >= 4096 ? 4096 : 64,
+			   count > 0 ? count * esize : esize) != 0) {
 		free(blk);
 		luaL_error(L, "not enough memory for a buffer of %I %s elements",
 			   (lua_Integer)count, herd_dtype_name(dtype));

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lua_herd.h"
@@ -166,9 +167,20 @@ static int lherd_tty(lua_State *L)
 	return 1;
 }
 
+/* herd.clock() -> seconds of CLOCK_MONOTONIC, to the nanosecond: for timing. */
+static int lherd_clock(lua_State *L)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+	return 1;
+}
+
 static const luaL_Reg herd_funcs[] = {
 	{ "version", lherd_version },
 	{ "tty", lherd_tty },
+	{ "clock", lherd_clock },
 	{ "discover", lherd_discover },
 	{ NULL, NULL }
 };

@@ -121,6 +121,9 @@
  */
 #define HERD__DIRECT_PUSH_MAX (16u * 1024u * 1024u)
 
+/* One scratch buffer: a chunk, and a page to place it in (scratch_near). */
+#define SCRATCH_EACH (HERD__STAGE_BYTES + 4096u + 64u)
+
 size_t herd__direct_chunk_bytes = HERD__STAGE_BYTES;
 size_t herd__direct_push_max = HERD__DIRECT_PUSH_MAX;
 /*
@@ -150,7 +153,7 @@ typedef struct dwant {
 
 /* What the direct collectives keep for a communicator (its coll_state). */
 struct herd__coll_state {
-	uint8_t *scratch;        /* 3 * HERD__STAGE_BYTES, made at the first large call */
+	uint8_t *scratch;        /* 3 * SCRATCH_EACH, made at the first large call */
 	uint64_t slot_cseq[2];   /* the call that last wrote each small slot */
 	/* [size]: a call each peer is known to have finished reading this
 	 * rank's memory for: from its done word, or inferred (a peer that
@@ -524,6 +527,23 @@ static void copy_out(const dcall *c, size_t off, const uint8_t *src, size_t n)
 }
 
 /*
+ * Scratch buffer `which` (of three), placed at `apart` bytes past dst
+ * within a page: a loop that stores into one buffer and loads from another
+ * at the same offset in its page stalls on every such pair (4K aliasing:
+ * the load is taken to depend on the store), which halved an in-place
+ * allreduce of page-aligned buffers (bench/RESULTS.md).  Each buffer has
+ * a page of slack for it.
+ */
+static uint8_t *scratch_near(dcall *c, int which, const void *dst, size_t apart)
+{
+	uintptr_t base = ((uintptr_t)c->d->scratch + (size_t)which * SCRATCH_EACH + 63) &
+			 ~(uintptr_t)63;
+	uintptr_t want = ((uintptr_t)dst + apart) & 4095 & ~(uintptr_t)63;
+
+	return (uint8_t *)(base + ((want - (base & 4095)) & 4095));
+}
+
+/*
  * Reduces the n elements at element offset off over all ranks into dst
  * (float16/bfloat16 SUM/PROD/AVG add in float32 and round once), own
  * operand first and the peers' after it in rank order from this rank, so
@@ -538,10 +558,10 @@ static void copy_out(const dcall *c, size_t off, const uint8_t *src, size_t n)
  */
 static herd_status reduce_chunk_into(dcall *c, size_t off, size_t n, uint8_t *dst)
 {
-	uint8_t *bounce = c->d->scratch;
+	uint8_t *bounce = scratch_near(c, 0, dst, 2048);
 	const uint8_t *own = c->in + off * c->es;
-	float *acc = (float *)(c->d->scratch + HERD__STAGE_BYTES);
-	float *tmp = (float *)(c->d->scratch + 2 * (size_t)HERD__STAGE_BYTES);
+	float *acc = (float *)scratch_near(c, 1, dst, 1024);
+	float *tmp = (float *)scratch_near(c, 2, dst, 3072);
 
 	if (c->widen)
 		herd__half_to_float(acc, (const uint16_t *)own, n, c->dtype);
@@ -731,7 +751,7 @@ static herd_status direct_allreduce(herd_comm *comm, const void *in, void *out, 
 	HERD_CHECK(dcall_init(&c, comm, in, out, count, dtype, op));
 	c.stream = in != out && count * c.es >= HERD__DIRECT_STREAM;
 	if (c.d->scratch == NULL)
-		HERD_CHECK(herd__calloc(&c.d->scratch, 3, HERD__STAGE_BYTES,
+		HERD_CHECK(herd__calloc(&c.d->scratch, 3, SCRATCH_EACH,
 					"the scratch of direct collectives"));
 
 	/* 1. post (the fingerprint went up as the call began); the staging

@@ -105,7 +105,7 @@ lherd_buffer *lherd_check_buffer(lua_State *L, int arg)
 
 lherd_buffer *lherd_test_buffer(lua_State *L, int arg)
 {
-	lherd_buffer *b = (lherd_buffer *)luaL_testudata(L, arg, buffer_type.name);
+	lherd_buffer *b = (lherd_buffer *)lherd_test(L, arg, &buffer_type);
 
 	if (b != NULL && b->data == NULL)
 		luaL_error(L, "attempt to use a closed %s", buffer_type.name);

@@ -72,7 +72,7 @@ static void comm_release(lua_State *L)
 	herd_comm_free(c->comm);
 	c->comm = NULL;
 	lua_getiuservalue(L, 1, 1);
-	parent = (lcomm *)luaL_testudata(L, -1, LHERD_COMM);
+	parent = (lcomm *)lherd_test(L, -1, &comm_type);
 	if (parent != NULL)
 		parent->children--;
 	lua_pop(L, 1);

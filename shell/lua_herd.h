@@ -47,7 +47,9 @@ void lherd_register(lua_State *L, const lherd_type *t);
 void *lherd_new(lua_State *L, const lherd_type *t, size_t size, int nuv);
 
 /* The object at arg, raising unless it is of type t (lherd_to), or unless
- * it is also open (lherd_check: "attempt to use a closed herd.Job"). */
+ * it is also open (lherd_check: "attempt to use a closed herd.Job");
+ * lherd_test gives NULL for a value of another type. */
+void *lherd_test(lua_State *L, int arg, const lherd_type *t);
 void *lherd_to(lua_State *L, int arg, const lherd_type *t);
 void *lherd_check(lua_State *L, int arg, const lherd_type *t);
 

@@ -63,10 +63,10 @@ printf 'function f()\n' | "$HERD" -i >"$tmp/out" 2>"$tmp/err"; rc=$?
 grep -qF "'end' expected near <eof>" "$tmp/err" || fail "EOF in chunk: $(cat "$tmp/err")"
 
 # Returned herd objects print through __tostring; fields through the pretty printer.
-out=$(printf 'c = herd.discover()\nc\n#c.nodes\nc.nodes[1].cpus.threads > 0\n' | "$HERD" -i 2>&1)
+out=$(printf 'c = herd.discover()\nc\n#c.nodes\nc.nodes[1].threads > 0\n' | "$HERD" -i 2>&1)
 grep -qE 'herd> herd\.Cluster \(1 node\)' <<<"$out" || fail "cluster value: $out"
 grep -qF 'herd> 1' <<<"$out" || fail "#c.nodes: $out"
-grep -qF 'herd> true' <<<"$out" || fail "cpus.threads: $out"
+grep -qF 'herd> true' <<<"$out" || fail "threads: $out"
 
 # Without -i and without a terminal, stdin is a script: no prompt.
 [[ $(printf 'print(6 * 7)\n' | "$HERD") == 42 ]] || fail "stdin script"

@@ -7,18 +7,19 @@ assert(#node.gpus == 3, "expected 3 GPUs from the mock NVML, got " .. #node.gpus
 local want = { "0000:1b:00.0", "0000:5d:00.0", "0000:9a:00.0" }
 for i, bus in ipairs(want) do
   local g = node.gpus[i]
-  assert(g.pci_bus_id == bus, ("GPU %d: bus id %s, expected %s"):format(i, g.pci_bus_id, bus))
+  assert(g.pci.bus_id == bus, ("GPU %d: bus id %s, expected %s"):format(i, g.pci.bus_id, bus))
+  assert(g.index == i - 1, g.index)
   assert(g.name == "NVIDIA H100 80GB HBM3", g.name)
   assert(g.memory_bytes == 85520809984, g.memory_bytes)
-  assert(g.cc == "9.0", g.cc)
+  assert(g.cc_major == 9 and g.cc_minor == 0, g.cc_major)
 end
 assert(node.gpus[1].uuid == "GPU-00000001-1111-2222-3333-444444444444", node.gpus[1].uuid)
 assert(node.gpus[3].uuid == "GPU-00000000-1111-2222-3333-444444444444", node.gpus[3].uuid)
--- 6 direct links plus min(12, 12) through the switches.
-assert(node:link(1, 3) == "NV18", node:link(1, 3))
-assert(node:link(3, 1) == "NV18", node:link(3, 1))
-assert(node:link(2, 2) == "X")
-assert(not node:link(1, 2):match("^NV"), node:link(1, 2))
+-- 6 direct links plus min(12, 12) through the switches (GPU indices from 0).
+assert(node:link(0, 2) == "NV18", node:link(0, 2))
+assert(node:link(2, 0) == "NV18", node:link(2, 0))
+assert(node:link(1, 1) == "X")
+assert(not node:link(0, 1):match("^NV"), node:link(0, 1))
 assert(node.gpus[1].nvswitch_links == 12 and node.gpus[2].nvswitch_links == 0)
 print("mock NVML: 3 GPUs in PCI order, NV18 between the linked pair")
 

@@ -795,20 +795,6 @@ static const char *const comm_options[] = {
 	"store", "rank", "size", "timeout", "transport", "algo", "socket_ifname", NULL
 };
 
-static const char *string_opt(lua_State *L, int arg, const char *name)
-{
-	const char *s = NULL;
-
-	if (lua_getfield(L, arg, name) != LUA_TNIL) {
-		if (lua_type(L, -1) != LUA_TSTRING)
-			luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' must be a string",
-							      name));
-		s = lua_tostring(L, -1);
-	}
-	lua_pop(L, 1); /* the string stays alive: the options table holds it */
-	return s;
-}
-
 /* herd.comm([opts]) -> a herd.Comm, or nil, msg, status. */
 static int lherd_comm(lua_State *L)
 {
@@ -834,25 +820,16 @@ static int lherd_comm(lua_State *L)
 	}
 	luaL_checktype(L, 1, LUA_TTABLE);
 	lherd_check_keys(L, 1, comm_options);
-	o.transport = string_opt(L, 1, "transport");
-	o.algo = string_opt(L, 1, "algo");
-	o.socket_ifname = string_opt(L, 1, "socket_ifname");
-	if (lua_getfield(L, 1, "timeout") != LUA_TNIL) {
-		lua_Number t = luaL_checknumber(L, -1);
-
-		luaL_argcheck(L, t > 0 && t < 2e6, 1, "option 'timeout' is seconds, more than 0");
-		o.timeout_ms = (int)(t * 1000.0 + 0.5);
-	}
-	lua_pop(L, 1);
+	o.transport = lherd_opt_string(L, 1, "transport");
+	o.algo = lherd_opt_string(L, 1, "algo");
+	o.socket_ifname = lherd_opt_string(L, 1, "socket_ifname");
+	o.timeout_ms = lherd_opt_ms(L, 1, "timeout");
 	if (lua_getfield(L, 1, "store") != LUA_TNIL) {
 		store = lherd_check_store(L, -1);
-		if (lua_getfield(L, 1, "rank") != LUA_TNUMBER || lua_getfield(L, 1, "size") != LUA_TNUMBER)
-			luaL_argerror(L, 1, "options 'rank' and 'size' come with 'store'");
-		rank = lua_tointeger(L, -2);
-		size = lua_tointeger(L, -1);
-		lua_pop(L, 2);
-		luaL_argcheck(L, size >= 1 && rank >= 0 && rank < size && size <= INT32_MAX, 1,
-			      "option 'rank' must be 0..size-1");
+		size = lherd_opt_integer(L, 1, "size", 1, INT32_MAX, 0);
+		luaL_argcheck(L, size >= 1, 1, "options 'rank' and 'size' come with 'store'");
+		rank = lherd_opt_integer(L, 1, "rank", 0, size - 1, -1);
+		luaL_argcheck(L, rank >= 0, 1, "options 'rank' and 'size' come with 'store'");
 	}
 	c = (lcomm *)lherd_new(L, &comm_type, sizeof(*c), 1);
 	if (store != NULL) {

@@ -60,6 +60,61 @@ void lherd_check_keys(lua_State *L, int arg, const char *const *known)
 	}
 }
 
+/* Pushes option name of the table at arg when it is set; raises when it is
+ * of another type than want. */
+static bool opt_get(lua_State *L, int arg, const char *name, int want)
+{
+	if (lua_getfield(L, arg, name) == LUA_TNIL) {
+		lua_pop(L, 1);
+		return false;
+	}
+	if (lua_type(L, -1) != want)
+		luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' must be a %s, not a %s", name,
+						      lua_typename(L, want), luaL_typename(L, -1)));
+	return true;
+}
+
+const char *lherd_opt_string(lua_State *L, int arg, const char *name)
+{
+	const char *s;
+
+	if (!opt_get(L, arg, name, LUA_TSTRING))
+		return NULL;
+	s = lua_tostring(L, -1);
+	lua_pop(L, 1); /* the options table keeps the string alive */
+	return s;
+}
+
+lua_Integer lherd_opt_integer(lua_State *L, int arg, const char *name, lua_Integer min,
+			      lua_Integer max, lua_Integer def)
+{
+	lua_Integer v;
+	int isint = 0;
+
+	if (!opt_get(L, arg, name, LUA_TNUMBER))
+		return def;
+	v = lua_tointegerx(L, -1, &isint);
+	if (!isint || v < min || v > max)
+		luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' must be a whole number from "
+						      "%I to %I", name, min, max));
+	lua_pop(L, 1);
+	return v;
+}
+
+int lherd_opt_ms(lua_State *L, int arg, const char *name)
+{
+	lua_Number t;
+
+	if (!opt_get(L, arg, name, LUA_TNUMBER))
+		return 0;
+	t = lua_tonumber(L, -1);
+	if (!(t > 0 && t < 2e6))
+		luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' is seconds, more than 0 "
+						      "(at most 2000000)", name));
+	lua_pop(L, 1);
+	return (int)(t * 1000.0 + 0.5);
+}
+
 void lherd_set_string(lua_State *L, const char *key, const char *value)
 {
 	if (value == NULL)

@@ -193,6 +193,17 @@ void lherd_set_string(lua_State *L, const char *key, const char *value);
 void lherd_set_nonempty(lua_State *L, const char *key, const char *value);
 void lherd_set_integer(lua_State *L, const char *key, lua_Integer value);
 
+/*
+ * Option name of the options table at arg, raising with the option's name
+ * when it has another type or is out of range: a string (NULL when
+ * absent), a whole number in [min, max] (def when absent), seconds more
+ * than 0 as milliseconds (0 when absent).
+ */
+const char *lherd_opt_string(lua_State *L, int arg, const char *name);
+lua_Integer lherd_opt_integer(lua_State *L, int arg, const char *name, lua_Integer min,
+			      lua_Integer max, lua_Integer def);
+int lherd_opt_ms(lua_State *L, int arg, const char *name);
+
 /* Pushes the status's failure triple: nil, herd_last_error(), status name. */
 int lherd_fail(lua_State *L, herd_status status);
 

@@ -512,52 +512,6 @@ static const char *const launch_options[] = {
 	"timeout", "grace", "env", "log_dir", "prefix", "output", "detach", "workdir", NULL
 };
 
-static int opt_int(lua_State *L, int arg, const char *name, int min, int def)
-{
-	int v = def;
-
-	if (lua_getfield(L, arg, name) != LUA_TNIL) {
-		int isint = 0;
-		lua_Integer i = lua_tointegerx(L, -1, &isint);
-
-		if (!isint || i < min || i > 1000000)
-			luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' must be a whole number "
-							      "from %d to 1000000", name, min));
-		v = (int)i;
-	}
-	lua_pop(L, 1);
-	return v;
-}
-
-static const char *opt_str(lua_State *L, int arg, const char *name)
-{
-	const char *s = NULL;
-
-	if (lua_getfield(L, arg, name) != LUA_TNIL) {
-		if (lua_type(L, -1) != LUA_TSTRING)
-			luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' must be a string", name));
-		s = lua_tostring(L, -1);
-	}
-	lua_pop(L, 1); /* the options table keeps the string */
-	return s;
-}
-
-static int opt_ms(lua_State *L, int arg, const char *name)
-{
-	int ms = 0;
-
-	if (lua_getfield(L, arg, name) != LUA_TNIL) {
-		lua_Number t = lua_tonumber(L, -1);
-
-		if (lua_type(L, -1) != LUA_TNUMBER || !(t > 0 && t < 2e6))
-			luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' is seconds, more than 0",
-							      name));
-		ms = (int)(t * 1000.0 + 0.5);
-	}
-	lua_pop(L, 1);
-	return ms;
-}
-
 /*
  * A NULL-terminated array of strings kept in a userdata pushed on the
  * stack, with the table of their Lua strings as its user value.
@@ -672,18 +626,18 @@ static int lherd_launch(lua_State *L)
 
 	luaL_checktype(L, 1, LUA_TTABLE);
 	lherd_check_keys(L, 1, launch_options);
-	spec.nranks = opt_int(L, 1, "n", 1, 0);
+	spec.nranks = (int)lherd_opt_integer(L, 1, "n", 1, 1000000, 0);
 	luaL_argcheck(L, spec.nranks >= 1, 1, "option 'n' (the number of ranks) is required");
-	spec.per_node = opt_int(L, 1, "per_node", 1, 0);
-	spec.gpus_per_rank = opt_int(L, 1, "gpus_per_rank", 0, 0);
-	spec.restarts = opt_int(L, 1, "restarts", 0, 0);
-	spec.start_timeout_ms = opt_ms(L, 1, "timeout");
-	spec.grace_ms = opt_ms(L, 1, "grace");
-	spec.log_dir = opt_str(L, 1, "log_dir");
-	spec.prefix = opt_str(L, 1, "prefix");
-	spec.workdir = opt_str(L, 1, "workdir");
-	hosts = opt_str(L, 1, "hosts");
-	hostfile = opt_str(L, 1, "hostfile");
+	spec.per_node = (int)lherd_opt_integer(L, 1, "per_node", 1, 1000000, 0);
+	spec.gpus_per_rank = (int)lherd_opt_integer(L, 1, "gpus_per_rank", 0, 1000000, 0);
+	spec.restarts = (int)lherd_opt_integer(L, 1, "restarts", 0, 1000000, 0);
+	spec.start_timeout_ms = lherd_opt_ms(L, 1, "timeout");
+	spec.grace_ms = lherd_opt_ms(L, 1, "grace");
+	spec.log_dir = lherd_opt_string(L, 1, "log_dir");
+	spec.prefix = lherd_opt_string(L, 1, "prefix");
+	spec.workdir = lherd_opt_string(L, 1, "workdir");
+	hosts = lherd_opt_string(L, 1, "hosts");
+	hostfile = lherd_opt_string(L, 1, "hostfile");
 	lua_getfield(L, 1, "slurm");
 	where = (hosts != NULL) + (hostfile != NULL) + lua_toboolean(L, -1);
 	luaL_argcheck(L, where <= 1, 1, "options 'hosts', 'hostfile' and 'slurm' exclude "
@@ -692,7 +646,7 @@ static int lherd_launch(lua_State *L)
 		   : lua_toboolean(L, -1) ? HERD_JOB_SLURM : HERD_JOB_LOCAL;
 	spec.hosts = hosts ? hosts : hostfile;
 	lua_pop(L, 1);
-	out = opt_str(L, 1, "output");
+	out = lherd_opt_string(L, 1, "output");
 	for (mode = 0; out != NULL && modes[mode] != NULL && strcmp(modes[mode], out) != 0; mode++)
 		;
 	if (out != NULL && modes[mode] == NULL)
@@ -721,8 +675,12 @@ static int lherd_launch(lua_State *L)
 	spec.output_userdata = j->q;
 	st = herd_job_launch(&j->job, &spec);
 	free((void *)spec.argv);
-	if (st != HERD_OK)
+	if (st != HERD_OK) {
+		/* no job: the object holds nothing, and its release will not run */
+		jobq_free(j->q);
+		j->q = NULL;
 		return lherd_fail(L, st);
+	}
 	shell_interrupt_add_job(j->job, j->detach);
 	return 1;
 }

@@ -248,36 +248,6 @@ static int server_port(lua_State *L)
 static const char *const serve_options[] = { "host", "port", "secret", NULL };
 static const char *const connect_options[] = { "timeout", "connect_timeout", NULL };
 
-static const char *opt_string(lua_State *L, int arg, const char *name)
-{
-	const char *s = NULL;
-
-	if (lua_getfield(L, arg, name) != LUA_TNIL) {
-		if (lua_type(L, -1) != LUA_TSTRING)
-			luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' must be a string",
-							      name));
-		s = lua_tostring(L, -1);
-	}
-	lua_pop(L, 1);
-	return s;
-}
-
-static int opt_ms(lua_State *L, int arg, const char *name)
-{
-	int ms = 0;
-
-	if (lua_getfield(L, arg, name) != LUA_TNIL) {
-		lua_Number t = lua_tonumber(L, -1);
-
-		if (lua_type(L, -1) != LUA_TNUMBER || !(t > 0 && t < INT_MAX / 1000.0))
-			luaL_argerror(L, arg, lua_pushfstring(L, "option '%s' is seconds, more "
-							      "than 0", name));
-		ms = (int)(t * 1000.0 + 0.5);
-	}
-	lua_pop(L, 1);
-	return ms;
-}
-
 /* herd.store.serve{host =, port =, secret =} -> a herd.StoreServer; the
  * secret defaults to HERD_JOB_SECRET, else a fresh one (srv.secret). */
 static int lstore_serve(lua_State *L)
@@ -290,15 +260,9 @@ static int lstore_serve(lua_State *L)
 	if (!lua_isnoneornil(L, 1)) {
 		luaL_checktype(L, 1, LUA_TTABLE);
 		lherd_check_keys(L, 1, serve_options);
-		o.host = opt_string(L, 1, "host");
-		o.secret = opt_string(L, 1, "secret");
-		if (lua_getfield(L, 1, "port") != LUA_TNIL) {
-			lua_Integer p = luaL_checkinteger(L, -1);
-
-			luaL_argcheck(L, p >= 0 && p <= 65535, 1, "option 'port' is 0..65535");
-			o.port = (int)p;
-		}
-		lua_pop(L, 1);
+		o.host = lherd_opt_string(L, 1, "host");
+		o.secret = lherd_opt_string(L, 1, "secret");
+		o.port = (int)lherd_opt_integer(L, 1, "port", 0, 65535, 0);
 	}
 	if (o.secret == NULL && (getenv("HERD_JOB_SECRET") == NULL ||
 				 getenv("HERD_JOB_SECRET")[0] == '\0')) {
@@ -344,8 +308,8 @@ static int lstore_connect(lua_State *L)
 	if (!lua_isnoneornil(L, 3)) {
 		luaL_checktype(L, 3, LUA_TTABLE);
 		lherd_check_keys(L, 3, connect_options);
-		o.timeout_ms = opt_ms(L, 3, "timeout");
-		o.connect_timeout_ms = opt_ms(L, 3, "connect_timeout");
+		o.timeout_ms = lherd_opt_ms(L, 3, "timeout");
+		o.connect_timeout_ms = lherd_opt_ms(L, 3, "connect_timeout");
 	}
 	s = (lstore *)lherd_new(L, &store_type, sizeof(*s), 0);
 	st = herd_store_connect(&s->store, addr, &o);

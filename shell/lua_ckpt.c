@@ -419,14 +419,6 @@ static int64_t check_step(lua_State *L, int arg)
 	return (int64_t)step;
 }
 
-static int push_result(lua_State *L, herd_status st)
-{
-	if (st != HERD_OK)
-		return lherd_fail(L, st);
-	lua_pushboolean(L, 1);
-	return 1;
-}
-
 /* ck:save(step) -> true once committed on every rank, or nil, msg, status. */
 static int ckpt_save(lua_State *L)
 {
@@ -434,7 +426,7 @@ static int ckpt_save(lua_State *L)
 	int64_t step = check_step(L, 2);
 
 	copy_in(L, c);
-	return push_result(L, herd_ckpt_save(c->ck, step));
+	return lherd_result(L, herd_ckpt_save(c->ck, step));
 }
 
 /* ck:save_async(step): returns once the values are staged; ck:wait() gives
@@ -445,12 +437,12 @@ static int ckpt_save_async(lua_State *L)
 	int64_t step = check_step(L, 2);
 
 	copy_in(L, c);
-	return push_result(L, herd_ckpt_save_async(c->ck, step));
+	return lherd_result(L, herd_ckpt_save_async(c->ck, step));
 }
 
 static int ckpt_wait(lua_State *L)
 {
-	return push_result(L, herd_ckpt_wait(check_open(L, 1)->ck));
+	return lherd_result(L, herd_ckpt_wait(check_open(L, 1)->ck));
 }
 
 /* ck:restore([step]) -> the restored step, or nil, msg, status. */

@@ -111,11 +111,7 @@ static int cluster_save(lua_State *L)
 	herd_cluster *cluster = check_cluster(L, 1);
 	const char *path = luaL_checkstring(L, 2);
 	herd_format format = check_format(L, 3, "auto");
-	herd_status st = herd_cluster_save(cluster, path, format);
-	if (st != HERD_OK)
-		return lherd_fail(L, st);
-	lua_pushboolean(L, 1);
-	return 1;
+	return lherd_result(L, herd_cluster_save(cluster, path, format));
 }
 
 static void push_node(lua_State *L, int cluster_idx, size_t index);

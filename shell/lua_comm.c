@@ -101,14 +101,12 @@ static void comm_describe(lua_State *L)
 	lua_pushfstring(L, "rank %d of %d", herd_comm_rank(c->comm), herd_comm_size(c->comm));
 }
 
-/* true, or the failure triple. */
+/* The value on top (nret 1) or true (nret 0), or the failure triple. */
 static int result(lua_State *L, herd_status st, int nret)
 {
-	if (st != HERD_OK)
-		return lherd_fail(L, st);
-	if (nret == 0)
-		lua_pushboolean(L, 1);
-	return nret > 0 ? nret : 1;
+	if (nret == 0 || st != HERD_OK)
+		return lherd_result(L, st);
+	return nret;
 }
 
 /* ------------------------------------------------------------ arguments */

@@ -30,6 +30,14 @@ int lherd_fail(lua_State *L, herd_status status)
 	return 3;
 }
 
+int lherd_result(lua_State *L, herd_status st)
+{
+	if (st != HERD_OK)
+		return lherd_fail(L, st);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 void lherd_check_keys(lua_State *L, int arg, const char *const *known)
 {
 	lua_pushnil(L);

@@ -207,6 +207,10 @@ int lherd_opt_ms(lua_State *L, int arg, const char *name);
 /* Pushes the status's failure triple: nil, herd_last_error(), status name. */
 int lherd_fail(lua_State *L, herd_status status);
 
+/* true for HERD_OK, else the failure triple: what a call that returns
+ * nothing else gives Lua. */
+int lherd_result(lua_State *L, herd_status st);
+
 /*
  * Raises an argument error on a key of the options table at arg that is not
  * in known (NULL-terminated); the message lists the known keys.

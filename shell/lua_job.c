@@ -348,12 +348,8 @@ static int check_signal(lua_State *L, int arg)
 static int job_signal(lua_State *L)
 {
 	ljob *j = check_job(L, 1);
-	herd_status st = herd_job_signal(j->job, check_signal(L, 2));
 
-	if (st != HERD_OK)
-		return lherd_fail(L, st);
-	lua_pushboolean(L, 1);
-	return 1;
+	return lherd_result(L, herd_job_signal(j->job, check_signal(L, 2)));
 }
 
 /* job:stop([grace]) -> the result table: SIGTERM, then after grace seconds

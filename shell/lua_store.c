@@ -91,14 +91,6 @@ static const char *check_key(lua_State *L, int arg)
 	return k;
 }
 
-static int result(lua_State *L, herd_status st)
-{
-	if (st != HERD_OK)
-		return lherd_fail(L, st);
-	lua_pushboolean(L, 1);
-	return 1;
-}
-
 /* ------------------------------------------------------------ methods */
 
 /* s:set(key, value) -> true: a string as it is, any other value as msgpack. */
@@ -115,7 +107,7 @@ static int store_set(lua_State *L)
 	else
 		lherd_msgpack_push(L, 3);
 	bytes = lua_tolstring(L, -1, &len);
-	return result(L, herd_store_set(s, key, bytes, len));
+	return lherd_result(L, herd_store_set(s, key, bytes, len));
 }
 
 /* Reads key into a string on the stack; 1, or the failure triple (3). */
@@ -195,7 +187,7 @@ static int store_wait(lua_State *L)
 	if (lua_type(L, 2) == LUA_TSTRING) {
 		const char *k = check_key(L, 2);
 
-		return result(L, herd_store_wait(s, &k, 1, ms));
+		return lherd_result(L, herd_store_wait(s, &k, 1, ms));
 	}
 	luaL_checktype(L, 2, LUA_TTABLE);
 	n = luaL_len(L, 2);
@@ -211,7 +203,7 @@ static int store_wait(lua_State *L)
 		keys[i - 1] = lua_tostring(L, -1);
 		lua_pop(L, 1);
 	}
-	return result(L, herd_store_wait(s, keys, (size_t)n, ms));
+	return lherd_result(L, herd_store_wait(s, keys, (size_t)n, ms));
 }
 
 /* s:prefix(p) -> a store whose keys are prefixed with p (sharing the connection). */

@@ -24,24 +24,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-screen() { tmux -L "$sock" capture-pane -p -t repl -S -300 2>/dev/null; }
-keys() { tmux -L "$sock" send-keys -t repl "$@"; }
-type_text() { tmux -L "$sock" send-keys -t repl -l "$1"; }
-wait_for() {
-  local want=$1 n=${2:-1}
-  for _ in $(seq 150); do
-    [[ $(screen | grep -cF -- "$want") -ge $n ]] && return 0
-    sleep 0.1
-  done
-  fail "timed out waiting for '$want' (x$n)"
-}
-wait_prompt() {
-  for _ in $(seq 150); do
-    [[ $(screen | grep -v '^$' | tail -1) == "herd>" ]] && return 0
-    sleep 0.1
-  done
-  fail "timed out waiting for an empty prompt"
-}
+source "$(dirname "$0")/../harness/tmux.sh"
 pid_of() { # the pid a rank wrote, within 15 s
   for _ in $(seq 150); do [[ -s $1 ]] && { cat "$1"; return 0; }; sleep 0.1; done
   fail "no pid in $1"

@@ -25,28 +25,7 @@ start() {
   tmux -L "$sock" -f /dev/null new-session -d -s repl -x 160 -y 50 \
     "env HERD_HISTORY='$history' TERM=xterm '$HERD'; echo EXITED=\$?; sleep 30"
 }
-screen() { tmux -L "$sock" capture-pane -p -t repl -S -100 2>/dev/null; }
-keys() { tmux -L "$sock" send-keys -t repl "$@"; }       # key names: Enter, Tab, C-c
-type_text() { tmux -L "$sock" send-keys -t repl -l "$1"; } # literal text
-# Waits until the screen contains a fixed string; its count must reach n.
-wait_for() {
-  local want=$1 n=${2:-1}
-  for _ in $(seq 100); do
-    [[ $(screen | grep -cF -- "$want") -ge $n ]] && return 0
-    sleep 0.1
-  done
-  fail "timed out waiting for '$want' (x$n)"
-}
-
-# Waits until the last line on the screen is an empty prompt.
-wait_prompt() {
-  local want=${1:-herd>}
-  for _ in $(seq 100); do
-    [[ $(screen | grep -v '^$' | tail -1) == "$want" ]] && return 0
-    sleep 0.1
-  done
-  fail "timed out waiting for an empty '$want' prompt"
-}
+source "$(dirname "$0")/../harness/tmux.sh"
 
 start
 # The first prompt may take a while on a machine busy with other tests.

@@ -227,6 +227,10 @@ Deletes `key`; whether it existed.
 ## herd.Store:wait(keys[, seconds]) -> true | nil, msg, status
 Waits until every key (a string or an array) exists; the message names those still missing.
 
+## herd.Store:keys([prefix]) -> array | nil, msg, status
+The keys that start with `prefix` (default: every key), in byte order, as this handle names them;
+more than 4096 return `nil`, a message and `"HERD_ENORESOURCE"`.
+
 ## herd.Store:prefix(p) -> herd.Store
 A handle whose keys are prefixed with `p`, on the same connection.
 

@@ -9,6 +9,7 @@
  *   s:set("name", "run7"); s:get("name")         -- bytes as they are
  *   s:add("arrived", 1)                          -- 1, 2, ... (decimal text)
  *   s:wait({"a", "b"}, 10)
+ *   s:keys("rank/")                              -- {"rank/0", "rank/1"}: byte order
  *   local js = herd.store.env()                  -- the job's own store
  *
  * A value is bytes, so that C programs and other tools read what a script
@@ -206,6 +207,26 @@ static int store_wait(lua_State *L)
 	return lherd_result(L, herd_store_wait(s, keys, (size_t)n, ms));
 }
 
+/* s:keys([prefix]) -> the keys that start with prefix, in byte order. */
+static int store_keys(lua_State *L)
+{
+	herd_store *s = lherd_check_store(L, 1);
+	const char *prefix = luaL_optstring(L, 2, "");
+	void **held = lherd_hold(L, NULL);
+	size_t n = 0;
+	herd_status st = herd_store_keys(s, prefix, (char ***)held, &n);
+
+	if (st != HERD_OK)
+		return lherd_fail(L, st);
+	lua_createtable(L, n < INT32_MAX ? (int)n : 0, 0);
+	for (size_t i = 0; i < n; i++) {
+		lua_pushstring(L, ((char **)*held)[i]);
+		lua_rawseti(L, -2, (lua_Integer)i + 1);
+	}
+	lherd_drop(L, -2);
+	return 1;
+}
+
 /* s:prefix(p) -> a store whose keys are prefixed with p (sharing the connection). */
 static int store_prefix(lua_State *L)
 {
@@ -336,6 +357,7 @@ static const luaL_Reg store_methods[] = {
 	{ "add", store_add },
 	{ "delete", store_delete },
 	{ "wait", store_wait },
+	{ "keys", store_keys },
 	{ "prefix", store_prefix },
 	{ NULL, NULL }
 };

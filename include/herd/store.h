@@ -245,6 +245,21 @@ HERD_EXTERN herd_status herd_store_delete(herd_store *store, const char *key, bo
 HERD_EXTERN herd_status herd_store_wait(herd_store *store, const char *const *keys,
 					size_t nkeys, int timeout_ms);
 
+/* The most keys one herd_store_keys lists. */
+#define HERD_STORE_KEYS_MAX 4096
+
+/*
+ * The keys of the store that start with prefix ("" or NULL: every key),
+ * as the handle names them (a prefix handle's keys without its prefix),
+ * in byte order: *keys receives a NULL-terminated array of *n strings, in
+ * one block freed with herd_free.  More than HERD_STORE_KEYS_MAX matching
+ * keys give HERD_ENORESOURCE (list a longer prefix).  Blocks for one round
+ * trip (TCP) or one read of the directory (file store), up to the
+ * handle's timeout.  On failure *keys is NULL and *n 0.
+ */
+HERD_EXTERN herd_status herd_store_keys(herd_store *store, const char *prefix, char ***keys,
+					size_t *n);
+
 /*
  * Frees a handle.  The connection (or directory handle) closes when its last
  * handle is freed.  No call may be running on this handle meanwhile.

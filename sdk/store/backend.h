@@ -20,6 +20,17 @@
 
 typedef struct herd__store_backend herd__store_backend;
 
+/* What a listing of keys collects: n malloc'd NUL-terminated keys. */
+typedef struct herd__store_keylist {
+	char **v;
+	size_t n, cap;
+} herd__store_keylist;
+
+/* Adds a copy of the len bytes at key; HERD_ENOMEM, or HERD_ENORESOURCE
+ * past HERD_STORE_KEYS_MAX (the message names prefix and where). */
+herd_status herd__store_keylist_add(herd__store_keylist *list, const void *key, size_t len,
+				    const char *prefix, const char *where);
+
 typedef struct herd__store_ops {
 	herd_status (*set)(herd__store_backend *b, const char *key, const void *value,
 			   size_t len, int timeout_ms);
@@ -36,6 +47,10 @@ typedef struct herd__store_ops {
 	herd_status (*del)(herd__store_backend *b, const char *key, bool *existed,
 			   int timeout_ms);
 	herd_status (*wait)(herd__store_backend *b, const char *const *keys, size_t nkeys,
+			    int timeout_ms);
+	/* The full keys that start with prefix (at most HERD_STORE_KEYS_MAX,
+	 * else HERD_ENORESOURCE), each added to list, unordered. */
+	herd_status (*keys)(herd__store_backend *b, const char *prefix, herd__store_keylist *list,
 			    int timeout_ms);
 	void (*destroy)(herd__store_backend *b);
 } herd__store_ops;

@@ -465,6 +465,32 @@ static herd_status tcp_wait(herd__store_backend *b, const char *const *keys, siz
 	return st;
 }
 
+static herd_status tcp_keys(herd__store_backend *b, const char *prefix,
+			    herd__store_keylist *list, int timeout_ms)
+{
+	tcp_store *s = (tcp_store *)b;
+	herd_status st;
+	request r;
+
+	begin(s, &r, HERD__STORE_T_KEYS, prefix);
+	snprintf(r.what, sizeof(r.what), "list keys");
+	st = exchange(s, &r, herd__net_deadline(timeout_ms));
+	if (st == HERD_OK && (r.reply.st != HERD_OK || !(r.reply.has & HERD__STORE_F_KEYS)))
+		st = herd__error(HERD_EPEER, "%s: the reply to a listing of keys has no keys",
+				 s->where);
+	for (size_t i = 0; st == HERD_OK && i < r.reply.nkeys; i++) {
+		herd__store_bytes k = herd__store_msg_item(r.reply.keys, i);
+
+		if (k.n == 0 || memchr(k.p, '\0', k.n) != NULL)
+			st = herd__error(HERD_EPEER, "%s: a listed key is empty or holds a NUL",
+					 s->where);
+		else
+			st = herd__store_keylist_add(list, k.p, k.n, prefix, s->where);
+	}
+	end(&r);
+	return st;
+}
+
 static void tcp_destroy(herd__store_backend *b)
 {
 	tcp_store *s = (tcp_store *)b;
@@ -484,6 +510,7 @@ static const herd__store_ops tcp_ops = {
 	.compare_set = tcp_compare_set,
 	.del = tcp_del,
 	.wait = tcp_wait,
+	.keys = tcp_keys,
 	.destroy = tcp_destroy,
 };
 

@@ -8,6 +8,8 @@
  *                              name of its own like ".."
  *   h-<sha256 of the key>      the same, for keys whose encoding is too long
  *                              for a file name
+ *   n-<sha256 of the key>      such a key itself, for listings (written before
+ *                              its h- file, removed after it)
  *   t-<random>                 a value being written, renamed into place
  *   lock                       flock(2)ed by every change
  *
@@ -17,9 +19,11 @@
  * cannot slip in between.  Waiting is polling, with a backoff, since
  * shared file systems do not deliver change notifications across nodes.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +206,21 @@ static herd_status write_value(file_store *s, const char *name, const void *valu
 	return st;
 }
 
+/* write_value for key, whose file is name: a hashed name gets its key
+ * written beside it first (n-<hash>), so that a listing can name it. */
+static herd_status write_keyed(file_store *s, const char *key, const char *name,
+			       const void *value, size_t len)
+{
+	if (name[0] == 'h') {
+		char kname[NAME_LEN];
+
+		memcpy(kname, name, NAME_LEN);
+		kname[0] = 'n';
+		HERD_CHECK(write_value(s, kname, key, strlen(key)));
+	}
+	return write_value(s, name, value, len);
+}
+
 /* Takes the directory's lock before deadline; *fd is closed to release it. */
 static herd_status lock_dir(file_store *s, int timeout_ms, const char *what, int *fd)
 {
@@ -265,7 +284,7 @@ static herd_status file_set(herd__store_backend *b, const char *key, const void 
 	key_name(key, name);
 	describe(what, sizeof(what), "set", key);
 	HERD_CHECK(lock_dir(s, timeout_ms, what, &lock));
-	st = write_value(s, name, value, len);
+	st = write_keyed(s, key, name, value, len);
 	unlock_dir(lock);
 	return st;
 }
@@ -311,7 +330,7 @@ static herd_status file_add(herd__store_backend *b, const char *key, int64_t del
 		herd__error_wrap(st, "%s: %s: ", s->where, what);
 		goto out;
 	}
-	st = write_value(s, name, text, strlen(text));
+	st = write_keyed(s, key, name, text, strlen(text));
 out:
 	unlock_dir(lock);
 	free(cur);
@@ -346,7 +365,7 @@ static herd_status file_compare_set(herd__store_backend *b, const char *key,
 			st = herd__error(HERD_ENOMEM, "out of memory copying a value");
 			goto out;
 		}
-		HERD_CHECK_GOTO(write_value(s, name, desired, desired_len), st, out);
+		HERD_CHECK_GOTO(write_keyed(s, key, name, desired, desired_len), st, out);
 		if (desired_len > 0)
 			memcpy(copy, desired, desired_len);
 		copy[desired_len] = '\0';
@@ -380,6 +399,12 @@ static herd_status file_del(herd__store_backend *b, const char *key, bool *exist
 	if (unlinkat(s->dirfd, name, 0) != 0) {
 		*existed = 0;
 		if (errno != ENOENT)
+			st = herd__error_errno(HERD_EIO, errno, "%s: cannot remove %s (%s)",
+					       s->where, name, what);
+	}
+	if (st == HERD_OK && name[0] == 'h') {
+		name[0] = 'n';
+		if (unlinkat(s->dirfd, name, 0) != 0 && errno != ENOENT)
 			st = herd__error_errno(HERD_EIO, errno, "%s: cannot remove %s (%s)",
 					       s->where, name, what);
 	}
@@ -423,6 +448,79 @@ static herd_status file_wait(herd__store_backend *b, const char *const *keys, si
 	}
 }
 
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* The key of a k- name (percent-decoded) into key; false when malformed. */
+static bool name_key(const char *name, char key[NAME_LEN])
+{
+	size_t o = 0;
+
+	for (const char *p = name + 2; *p != '\0'; p++) {
+		if (*p == '%') {
+			int hi = hexval(p[1]), lo = hi >= 0 ? hexval(p[2]) : -1;
+
+			if (lo < 0 || (hi == 0 && lo == 0))
+				return false;
+			key[o++] = (char)(hi << 4 | lo);
+			p += 2;
+		} else {
+			key[o++] = *p;
+		}
+	}
+	key[o] = '\0';
+	return o > 0;
+}
+
+/* Lists the directory: k- names decoded, h- names through their n- file. */
+static herd_status file_keys(herd__store_backend *b, const char *prefix,
+			     herd__store_keylist *list, int timeout_ms)
+{
+	file_store *s = (file_store *)b;
+	size_t plen = strlen(prefix);
+	herd_status st = HERD_OK;
+	struct dirent *d;
+	DIR *dir;
+	int fd;
+
+	(void)timeout_ms; /* one read of the directory, as a get */
+	fd = openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || (dir = fdopendir(fd)) == NULL) {
+		st = herd__error_errno(HERD_EIO, errno, "%s: cannot list the directory", s->where);
+		if (fd >= 0)
+			close(fd);
+		return st;
+	}
+	while (st == HERD_OK && (errno = 0, d = readdir(dir)) != NULL) {
+		char key[NAME_LEN];
+		void *long_key = NULL;
+		size_t len = 0;
+
+		if (d->d_name[0] == 'k' && d->d_name[1] == '-') {
+			if (!name_key(d->d_name, key))
+				continue; /* not a name this store writes */
+			if (strncmp(key, prefix, plen) == 0)
+				st = herd__store_keylist_add(list, key, strlen(key), prefix, s->where);
+		} else if (d->d_name[0] == 'h' && d->d_name[1] == '-') {
+			char kname[NAME_LEN];
+
+			snprintf(kname, sizeof(kname), "n-%s", d->d_name + 2);
+			st = read_value(s, kname, &long_key, &len);
+			if (st == HERD_OK && long_key == NULL)
+				continue; /* deleted meanwhile */
+			if (st == HERD_OK && len >= plen && memcmp(long_key, prefix, plen) == 0)
+				st = herd__store_keylist_add(list, long_key, len, prefix, s->where);
+			free(long_key);
+		}
+	}
+	if (st == HERD_OK && errno != 0)
+		st = herd__error_errno(HERD_EIO, errno, "%s: cannot list the directory", s->where);
+	closedir(dir);
+	return st;
+}
+
 static void file_destroy(herd__store_backend *b)
 {
 	file_store *s = (file_store *)b;
@@ -439,6 +537,7 @@ static const herd__store_ops file_ops = {
 	.compare_set = file_compare_set,
 	.del = file_del,
 	.wait = file_wait,
+	.keys = file_keys,
 	.destroy = file_destroy,
 };
 

@@ -228,6 +228,8 @@ herd_status herd__store_request_check(const herd__store_msg *m)
 		[HERD__STORE_T_CAS] = HERD__STORE_F_KEY | HERD__STORE_F_VAL,
 		[HERD__STORE_T_DEL] = HERD__STORE_F_KEY,
 		[HERD__STORE_T_WAIT] = HERD__STORE_F_KEYS | HERD__STORE_F_MS,
+		/* "key" is the prefix, which may be empty: every key */
+		[HERD__STORE_T_KEYS] = HERD__STORE_F_KEY,
 	};
 	const char *op = herd__store_type_name(m->type);
 	uint32_t need;
@@ -237,7 +239,7 @@ herd_status herd__store_request_check(const herd__store_msg *m)
 	need = needs[m->type] | HERD__STORE_F_ID;
 	if ((m->has & need) != need)
 		return herd__error(HERD_EFORMAT, "%s request lacks a field it needs", op);
-	if (m->has & HERD__STORE_F_KEY)
+	if ((m->has & HERD__STORE_F_KEY) && !(m->type == HERD__STORE_T_KEYS && m->key.n == 0))
 		HERD_CHECK(check_key(m->key, op));
 	if ((m->has & HERD__STORE_F_VAL) && m->val.n > HERD_STORE_VALUE_MAX)
 		return herd__error(HERD_EFORMAT, "%s request with a value of %zu bytes (at most %u)",

@@ -28,6 +28,8 @@
  *                                        (no "exp", or nil: the key must be absent)
  *   del  {id, key}                   -> reply {id, st, n: existed 0|1}
  *   wait {id, keys: [key...], ms}    -> reply {id, st}
+ *   keys {id, key: prefix, maybe ""} -> reply {id, st, keys: [key...]}
+ *                                        (HERD_ENORESOURCE beyond HERD_STORE_KEYS_MAX)
  *
  * "st" is a herd_status; a failed request's reply carries "msg", and a
  * timed-out get or wait's carries "missing": the keys still absent.  Keys
@@ -76,7 +78,8 @@
 	X(ADD, "add")        \
 	X(CAS, "cas")        \
 	X(DEL, "del")        \
-	X(WAIT, "wait")
+	X(WAIT, "wait")      \
+	X(KEYS, "keys")
 
 typedef enum herd__store_type {
 	HERD__STORE_T_UNKNOWN = 0,

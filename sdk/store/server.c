@@ -489,6 +489,36 @@ static void op_wait(herd_store_server *srv, conn *c, const herd__store_msg *m)
 	end_reply(srv, &enc, c);
 }
 
+/* Whether entry e's key starts with prefix p. */
+static bool has_prefix(const entry *e, herd__store_bytes p)
+{
+	return e->klen >= p.n && (p.n == 0 || memcmp(e->key, p.p, p.n) == 0);
+}
+
+static void op_keys(herd_store_server *srv, conn *c, const herd__store_msg *m)
+{
+	herd__store_enc enc;
+	size_t n = 0;
+
+	for (size_t i = 0; i < srv->nbuckets; i++)
+		for (const entry *e = srv->buckets[i]; e != NULL; e = e->next)
+			n += has_prefix(e, m->key);
+	if (n > HERD_STORE_KEYS_MAX) {
+		herd__error(HERD_ENORESOURCE, "%zu keys start with \"%.*s\" (a listing holds at "
+			    "most %d)", n, (int)(m->key.n > 200 ? 200 : m->key.n),
+			    (const char *)m->key.p, HERD_STORE_KEYS_MAX);
+		reply_status(srv, c, m->id, HERD_ENORESOURCE);
+		return;
+	}
+	begin_reply(&enc, c, m->id, HERD_OK);
+	herd__store_enc_array(&enc, "keys", n);
+	for (size_t i = 0; i < srv->nbuckets; i++)
+		for (const entry *e = srv->buckets[i]; e != NULL; e = e->next)
+			if (has_prefix(e, m->key))
+				herd__store_enc_item(&enc, e->key, e->klen);
+	end_reply(srv, &enc, c);
+}
+
 typedef void (*op_fn)(herd_store_server *srv, conn *c, const herd__store_msg *m);
 
 static const op_fn ops[HERD__STORE_T_COUNT] = {
@@ -498,6 +528,7 @@ static const op_fn ops[HERD__STORE_T_COUNT] = {
 	[HERD__STORE_T_CAS] = op_cas,
 	[HERD__STORE_T_DEL] = op_del,
 	[HERD__STORE_T_WAIT] = op_wait,
+	[HERD__STORE_T_KEYS] = op_keys,
 };
 
 static void handle_auth(herd_store_server *srv, conn *c, const herd__store_msg *m)

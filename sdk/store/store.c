@@ -290,7 +290,88 @@ out:
 	return st;
 }
 
+static int key_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+herd_status herd_store_keys(herd_store *store, const char *prefix, char ***keys, size_t *n)
+{
+	herd__store_keylist list = { NULL, 0, 0 };
+	char full[HERD_STORE_KEY_MAX + 1];
+	size_t plen = prefix != NULL ? strlen(prefix) : 0, bytes = 0;
+	herd_status st;
+	char **out, *p;
+
+	if (keys != NULL)
+		*keys = NULL;
+	if (n != NULL)
+		*n = 0;
+	if (store == NULL || keys == NULL || n == NULL)
+		return herd__error(HERD_EINVAL, "herd_store_keys: store, keys and n must not be NULL");
+	if (store->prefix_len + plen > HERD_STORE_KEY_MAX)
+		return herd__error(HERD_EINVAL, "herd_store_keys: a prefix of %zu bytes with the "
+				   "handle's (at most %d)", store->prefix_len + plen,
+				   HERD_STORE_KEY_MAX);
+	memcpy(full, store->prefix, store->prefix_len);
+	memcpy(full + store->prefix_len, prefix != NULL ? prefix : "", plen + 1);
+	st = store->backend->ops->keys(store->backend, full, &list, store->backend->timeout_ms);
+	for (size_t i = 0; st == HERD_OK && i < list.n; i++)
+		bytes += strlen(list.v[i]) - store->prefix_len + 1;
+	/* one block: the NULL-terminated array, then the keys without the handle's prefix */
+	if (st == HERD_OK)
+		st = herd__calloc(&out, 1, (list.n + 1) * sizeof(char *) + bytes, "a listing of keys");
+	if (st == HERD_OK) {
+		qsort(list.v, list.n, sizeof(*list.v), key_cmp);
+		p = (char *)(out + list.n + 1);
+		for (size_t i = 0; i < list.n; i++) {
+			size_t len = strlen(list.v[i]) - store->prefix_len;
+
+			out[i] = p;
+			memcpy(p, list.v[i] + store->prefix_len, len + 1);
+			p += len + 1;
+		}
+		out[list.n] = NULL;
+		*keys = out;
+		*n = list.n;
+	}
+	for (size_t i = 0; i < list.n; i++)
+		free(list.v[i]);
+	free(list.v);
+	return st;
+}
+
 /* ---- shared by the backends ---------------------------------------------- */
+
+herd_status herd__store_keylist_add(herd__store_keylist *list, const void *key, size_t len,
+				    const char *prefix, const char *where)
+{
+	char *copy;
+
+	if (list->n == HERD_STORE_KEYS_MAX) {
+		char q[80];
+
+		herd__store_quote(q, sizeof(q), prefix, strlen(prefix));
+		return herd__error(HERD_ENORESOURCE, "%s: more than %d keys start with %s (list "
+				   "a longer prefix)", where, HERD_STORE_KEYS_MAX, q);
+	}
+	if (list->n == list->cap) {
+		size_t ncap = list->cap ? 2 * list->cap : 64;
+		char **v = realloc(list->v, ncap * sizeof(*v));
+
+		if (v == NULL)
+			return herd__error(HERD_ENOMEM, "%s: out of memory listing keys", where);
+		list->v = v;
+		list->cap = ncap;
+	}
+	copy = malloc(len + 1);
+	if (copy == NULL)
+		return herd__error(HERD_ENOMEM, "%s: out of memory listing keys", where);
+	memcpy(copy, key, len);
+	copy[len] = '\0';
+	list->v[list->n++] = copy;
+	return HERD_OK;
+}
 
 herd_status herd__store_missing_error(const char *where, int timeout_ms, size_t nkeys,
 				      size_t nmissing, const herd__store_bytes *shown,

@@ -44,6 +44,14 @@ raises("1 to 4096 keys expected", s.wait, s, {})
 local p = s:prefix("job/")
 assert(p:set("x", "1") and s:get("job/x") == "1")
 
+-- keys: in byte order, by prefix, as the handle names them
+assert(p:set("b", "2") and p:set("a", "3"))
+local ks = assert(s:keys("job/"))
+assert(#ks == 3 and ks[1] == "job/a" and ks[2] == "job/b" and ks[3] == "job/x", table.concat(ks, ","))
+ks = assert(p:keys())
+assert(#ks == 3 and ks[1] == "a" and ks[3] == "x")
+assert(#assert(s:keys("nothing/")) == 0)
+
 -- a wrong secret is refused; the environment store needs HERD_STORE
 ok, msg, st = herd.store.connect(srv:address(), "wrong", { connect_timeout = 2 })
 assert(ok == nil and st == "HERD_EAUTH", msg)

@@ -598,6 +598,90 @@ static void test_store_rejects_bad_arguments(void)
 	herd_store_free(s);
 }
 
+static void test_store_keys_lists_a_prefix_in_byte_order(void)
+{
+	herd_store *s = open_scoped("keys", 5000), *sub = NULL;
+	char long_key[320], **keys = NULL;
+	size_t n = 99;
+
+	if (s == NULL)
+		return;
+	/* long enough that the file store names its file by a hash */
+	memset(long_key, 'a', sizeof(long_key) - 1);
+	memcpy(long_key, "a/long/", 7);
+	long_key[sizeof(long_key) - 1] = '\0';
+	CHECK_OK(herd_store_set(s, "b", "1", 1));
+	CHECK_OK(herd_store_set(s, "a", "2", 1));
+	CHECK_OK(herd_store_add(s, "a/count", 1, NULL));
+	CHECK_OK(herd_store_set(s, long_key, "3", 1));
+	CHECK_OK(herd_store_set(s, "z y%", "4", 1));
+
+	CHECK_OK(herd_store_keys(s, "", &keys, &n));
+	CHECK_INT(n, 5);
+	if (n == 5) {
+		CHECK_STR(keys[0], "a");
+		CHECK_STR(keys[1], "a/count");
+		CHECK_STR(keys[2], long_key);
+		CHECK_STR(keys[3], "b");
+		CHECK_STR(keys[4], "z y%");
+		CHECK(keys[5] == NULL);
+	}
+	herd_free(keys);
+	CHECK_OK(herd_store_keys(s, "a/", &keys, &n));
+	CHECK_INT(n, 2);
+	if (n == 2) {
+		CHECK_STR(keys[0], "a/count");
+		CHECK_STR(keys[1], long_key);
+	}
+	herd_free(keys);
+	CHECK_OK(herd_store_keys(s, "nothing", &keys, &n));
+	CHECK_INT(n, 0);
+	CHECK(keys != NULL && keys[0] == NULL);
+	herd_free(keys);
+	/* a prefix handle lists its own keys, without its prefix */
+	CHECK_OK(herd_store_prefix(&sub, s, "a/"));
+	CHECK_OK(herd_store_keys(sub, NULL, &keys, &n));
+	CHECK_INT(n, 2);
+	if (n == 2)
+		CHECK_STR(keys[0], "count");
+	herd_free(keys);
+	herd_store_free(sub);
+	/* deleted keys leave the listing */
+	CHECK_OK(herd_store_delete(s, long_key, NULL));
+	CHECK_OK(herd_store_delete(s, "b", NULL));
+	CHECK_OK(herd_store_keys(s, "", &keys, &n));
+	CHECK_INT(n, 3);
+	herd_free(keys);
+	CHECK_ERR(herd_store_keys(NULL, "", &keys, &n), HERD_EINVAL, "herd_store_keys");
+	CHECK(keys == NULL && n == 0);
+	herd_store_free(s);
+}
+
+static void test_store_keys_refuses_more_than_its_maximum(void)
+{
+	herd_store *s = open_scoped("keysmax", 10000);
+	char **keys = (char **)&keys;
+	size_t n = 99;
+
+	if (s == NULL)
+		return;
+	for (int i = 0; i <= HERD_STORE_KEYS_MAX; i++) {
+		char k[32];
+
+		snprintf(k, sizeof(k), "k%05d", i);
+		if (herd_store_set(s, k, "", 0) != HERD_OK) {
+			TEST_FAIL_("set %s: %s", k, herd_last_error());
+			break;
+		}
+	}
+	CHECK_ERR(herd_store_keys(s, "k", &keys, &n), HERD_ENORESOURCE, "4096");
+	CHECK(keys == NULL && n == 0);
+	CHECK_OK(herd_store_keys(s, "k0409", &keys, &n));
+	CHECK_INT(n, 7); /* k04090 .. k04096 */
+	herd_free(keys);
+	herd_store_free(s);
+}
+
 static void run_store_contract(void)
 {
 	TEST_RUN(test_store_set_then_get_returns_the_bytes);
@@ -616,6 +700,8 @@ static void run_store_contract(void)
 	TEST_RUN(test_store_wait_takes_up_to_its_maximum_of_keys);
 	TEST_RUN(test_store_prefixes_isolate_keys);
 	TEST_RUN(test_store_rejects_bad_arguments);
+	TEST_RUN(test_store_keys_lists_a_prefix_in_byte_order);
+	TEST_RUN(test_store_keys_refuses_more_than_its_maximum);
 }
 
 #endif /* HERD_TEST_STORE_CONTRACT_H */

@@ -53,14 +53,18 @@ static int list_dir(const char *dir, void (*fn)(const char *name, void *arg), vo
 
 static void check_store_name(const char *name, void *arg)
 {
+	/* Value files, long keys' names and the lock; never a temporary file
+	 * left behind. */
+	bool known = strncmp(name, "k-", 2) == 0 || strncmp(name, "h-", 2) == 0 ||
+		     strncmp(name, "n-", 2) == 0;
+
 	(void)arg;
-	/* Value files and the lock; never a temporary file left behind. */
 	if (strcmp(name, "lock") == 0)
 		return;
-	CHECK((strncmp(name, "k-", 2) == 0 || strncmp(name, "h-", 2) == 0) &&
+	CHECK(known &&
 	      strspn(name + 2, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-%") ==
 		      strlen(name + 2));
-	if (strncmp(name, "k-", 2) != 0 && strncmp(name, "h-", 2) != 0)
+	if (!known)
 		fprintf(stderr, "unexpected file in the store: %s\n", name);
 }
 
@@ -144,6 +148,9 @@ static void test_store_file_long_keys_get_hashed_names(void)
 	CHECK_OK(herd_store_get(s, b, 0, &v, NULL));
 	CHECK_STR((char *)v, "B");
 	herd_free(v);
+	/* two hashed value files, each with its key beside it, and the lock */
+	CHECK_INT(list_dir(dir, check_store_name, NULL), 5);
+	CHECK_OK(herd_store_delete(s, a, NULL));
 	CHECK_INT(list_dir(dir, check_store_name, NULL), 3);
 	herd_store_free(s);
 }

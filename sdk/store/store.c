@@ -322,7 +322,8 @@ herd_status herd_store_keys(herd_store *store, const char *prefix, char ***keys,
 	if (st == HERD_OK)
 		st = herd__calloc(&out, 1, (list.n + 1) * sizeof(char *) + bytes, "a listing of keys");
 	if (st == HERD_OK) {
-		qsort(list.v, list.n, sizeof(*list.v), key_cmp);
+		if (list.n > 1)
+			qsort(list.v, list.n, sizeof(*list.v), key_cmp);
 		p = (char *)(out + list.n + 1);
 		for (size_t i = 0; i < list.n; i++) {
 			size_t len = strlen(list.v[i]) - store->prefix_len;

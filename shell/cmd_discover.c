@@ -8,6 +8,7 @@
  * `nvidia-smi topo -m`.
  */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,13 +269,21 @@ static void print_node(const herd_node *n)
 		print_matrix(n);
 }
 
-static void print_summary(const herd_cluster *cluster)
+/* this_node: the summary of a probe of this node, which also says what GPU
+ * software libherd was built with and the driver it found (not so for an
+ * inventory file, whose node may be another machine). */
+static void print_summary(const herd_cluster *cluster, bool this_node)
 {
 	size_t count = herd_cluster_node_count(cluster);
 	for (size_t i = 0; i < count; i++) {
 		if (count > 1)
 			printf("%s== node %zu of %zu ==\n", i ? "\n" : "", i + 1, count);
 		print_node(herd_cluster_node(cluster, i));
+	}
+	if (this_node) {
+		char text[HERD_GPU_VERSIONS_LEN];
+
+		printf("GPU software: %s\n", herd_gpu_versions(text));
 	}
 }
 
@@ -401,7 +410,8 @@ int cmd_discover(int argc, char **argv)
 		if (args.json)
 			status = print_json(cluster);
 		else
-			print_summary(cluster);
+			print_summary(cluster, args.inventory == NULL &&
+					   getenv("HERD_INVENTORY") == NULL);
 	}
 	herd_cluster_free(cluster);
 	if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -263,10 +263,11 @@ HERD_EXTERN herd_status herd_hostlist_compress(const char *const *names, size_t 
 
 /*
  * The GPU software of this machine as libherd sees it, one line for
- * people: the CUDA toolkit libherd was built with and the driver found at
- * run time, e.g. "built with CUDA 13.0.88; driver 580.159.04 (CUDA 13.0)",
- * "built with CUDA 13.0.88; NVIDIA driver not found (...)" or "built
- * without CUDA; ...".  Writes into buf and returns it.
+ * people: the CUDA toolkit and NCCL libherd was built with and the driver
+ * found at run time, e.g. "built with CUDA 13.0.88 and NCCL 2.28.9; driver
+ * 580.159.04 (CUDA 13.0)", "built with CUDA 13.0.88 and NCCL 2.28.9;
+ * NVIDIA driver not found (...)" or "built without CUDA, without NCCL;
+ * ...".  Writes into buf and returns it.
  */
 HERD_EXTERN const char *herd_gpu_versions(char buf[HERD_GPU_VERSIONS_LEN]);
 

@@ -179,8 +179,9 @@ const char *herd_gpu_versions(char buf[HERD_GPU_VERSIONS_LEN])
 
 	if (cuda > 0)
 		snprintf(cuda_s, sizeof(cuda_s), " (CUDA %d.%d)", cuda / 1000, cuda % 1000 / 10);
-	snprintf(buf, HERD_GPU_VERSIONS_LEN, "%s; %s%s%s",
+	snprintf(buf, HERD_GPU_VERSIONS_LEN, "%s%s; %s%s%s",
 		 HERD_HAVE_CUDA ? "built with CUDA " HERD_CUDA_VERSION_STRING : "built without CUDA",
+		 HERD_HAVE_NCCL ? " and NCCL " HERD_NCCL_VERSION_STRING : ", without NCCL",
 		 have ? "driver " : "", have ? driver : why, cuda_s);
 	return buf;
 }

@@ -114,4 +114,8 @@ has "$out" "GPUs: none — no GPU: NVIDIA driver not found"
 has_re "$out" '^  eno1 +up +25000 Mb/s  mtu 1500 +0000:c1:00\.0  10\.1\.4\.17/22, fe80::be97:e1ff:fe68:2c30/64$'
 has_re "$out" '^  eno2 +down +speed \? +mtu 1500 +0000:c1:00\.1$'
 grep -q "Topology:" <<<"$out" && fail "cpu-only has a topology matrix"
+# what libherd was built with is this machine's, not an inventory's
+grep -q "^GPU software:" <<<"$out" && fail "an inventory file's summary names this machine's GPU software"
+out=$(unset HERD_INVENTORY; "$HERD" discover) || fail "discover exited $?"
+has_re "$out" '^GPU software: built (with CUDA [0-9.]+|without CUDA)( and NCCL [0-9.]+|, without NCCL); '
 echo "discover: ok"

@@ -11,8 +11,9 @@ tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
 out=$("$HERD" --version) || fail "--version exited $?"
 [[ $(head -1 <<<"$out") =~ ^herd\ [0-9]+\.[0-9]+\.[0-9]+\ \(libherd\ [0-9]+\.[0-9]+\.[0-9]+,\ Lua\ 5\.4\.[0-9]+\)$ ]] \
   || fail "--version printed: $out"
-# the GPU software: what libherd was built with, and the driver or why there is none
-[[ $(sed -n 2p <<<"$out") =~ ^GPU:\ built\ (with\ CUDA\ [0-9.]+|without\ CUDA)\;\ . ]] \
+# the GPU software: what libherd was built with (CUDA, NCCL), and the driver
+# or why there is none
+[[ $(sed -n 2p <<<"$out") =~ ^GPU:\ built\ (with\ CUDA\ [0-9.]+|without\ CUDA)(\ and\ NCCL\ [0-9]+\.[0-9]+\.[0-9]+|,\ without\ NCCL)\;\ . ]] \
   || fail "--version's GPU line: $out"
 [[ $(wc -l <<<"$out") == 2 ]] || fail "--version printed more than two lines: $out"
 [[ $("$HERD" -v) == "$out" ]] || fail "-v differs from --version"

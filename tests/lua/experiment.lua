@@ -1,0 +1,100 @@
+-- herd.experiment, herd.plot and herd.bench: statistics, the grid's order,
+-- the outputs, save and load, the charts' shape, and the benchmark's records.
+local function raises(pattern, f, ...)
+  local ok, err = pcall(f, ...)
+  assert(not ok, "expected an error matching " .. pattern)
+  assert(tostring(err):find(pattern, 1, true), ("error %q does not match %q"):format(tostring(err), pattern))
+end
+
+-- statistics: nearest-rank p95, sample stddev, the median of an even count
+local s = herd.experiment.stats({ 4, 1, 3, 2 })
+assert(s.n == 4 and s.min == 1 and s.max == 4 and s.mean == 2.5 and s.median == 2.5, s.median)
+assert(s.p95 == 4 and math.abs(s.stddev - math.sqrt(5 / 3)) < 1e-12)
+s = herd.experiment.stats({ 7 })
+assert(s.median == 7 and s.stddev == 0 and s.p95 == 7)
+assert(herd.experiment.stats({}).n == 0)
+
+-- the grid: every combination, the last name fastest, warmups dropped
+local calls = {}
+local e = herd.experiment{
+  name = "toy",
+  params = { size = { 10, 20 }, np = { 1, 2, 3 } },
+  order = { "np", "size" },
+  repeats = 3, warmup = 1,
+  run = function(p)
+    calls[#calls + 1] = p.np .. "/" .. p.size
+    return { time = p.np * p.size + #calls % 2, value = p.np }
+  end,
+}
+assert(#calls == 6 * 4, #calls)
+assert(calls[1] == "1/10" and calls[5] == "1/20" and calls[9] == "2/10", calls[5])
+assert(#e.records == 6 and e.records[2].params.np == 1 and e.records[2].params.size == 20)
+assert(#e.records[1].samples.time == 3 and e.records[1].stats.value.median == 1)
+assert(e.metrics[1] == "time" and e.metrics[2] == "value")
+assert(tostring(e) == "herd.Experiment (6 records, metrics: time, value)")
+
+-- a run may return one number; errors name the combination
+local one = herd.experiment{ params = { x = { 1, 2 } }, repeats = 2, run = function(p) return p.x * 10 end }
+assert(one.records[2].stats.value.mean == 20)
+raises("run(x=2) failed", herd.experiment, { params = { x = { 1, 2 } }, run = function(p)
+  if p.x == 2 then error("boom") end
+  return 1
+end })
+raises("returned a string", herd.experiment, { params = { x = { 1 } }, run = function() return "no" end })
+raises("unknown option 'repeat'", herd.experiment, { run = print, ["repeat"] = 2 })
+raises("params.x must be a non-empty array", herd.experiment, { params = { x = {} }, run = print })
+
+-- outputs: aligned table, CSV, Markdown, JSON; save and load by extension
+local t = e:table{ stats = { "median" } }
+local lines = {}
+for l in t:gmatch("[^\n]+") do lines[#lines + 1] = l end
+assert(#lines == 8 and lines[1]:match("^np +size +time +value$"), lines[1])
+assert(lines[3]:match("^ 1 +10 +1[01] +1$"), lines[3])
+local csv = e:csv()
+assert(csv:match("^np,size,time median,time mean,time min,time p95,time max,time stddev,value median"), csv)
+assert(select(2, csv:gsub("\n", "")) == 7)
+assert(e:markdown():match("^| np | size | time median | time min | time max |"))
+local dir = os.tmpname()
+os.remove(dir)
+os.execute("mkdir -p '" .. dir .. "'")
+assert(e:save(dir .. "/e.json") and e:save(dir .. "/e.csv") and e:save(dir .. "/e.md"))
+local back = assert(herd.experiment.load(dir .. "/e.json"))
+assert(back:table() == e:table() and back.name == "toy" and back.records[6].params.np == 3)
+local f = io.open(dir .. "/e.csv"); assert(f:read("a") == csv); f:close()
+local none, msg = herd.experiment.load(dir .. "/e.csv")
+assert(none == nil and msg:find("e.csv", 1, true), msg)
+os.execute("rm -rf '" .. dir .. "'")
+
+-- series and charts: one series per np, x ascending
+local series = e:series{ x = "size", y = "time", series = "np" }
+assert(#series == 3 and series[1].name == "np=1" and #series[1].points == 2)
+assert(series[1].points[1][1] == 10 and series[1].points[2][1] == 20)
+local chart = e:plot{ x = "size", y = "time", series = "np", color = false, title = "toy" }
+local n = 0
+for l in chart:gmatch("[^\n]+") do
+  n = n + 1
+  assert(#l <= 80, "a chart line of " .. #l .. " columns")
+  assert(not l:find("\27", 1, true), "colour codes with color = false")
+end
+assert(n >= 20 and chart:find("* np=1", 1, true) and chart:find("o np=3", 1, true), chart)
+local narrow = herd.plot.text(series, { width = 40, height = 8, logx = true, xunit = "bytes", color = false })
+for l in narrow:gmatch("[^\n]+") do assert(#l <= 40, #l) end
+assert(herd.plot.label(1536, "bytes") == "1.5K" and herd.plot.label(4 * 2 ^ 30, "bytes") == "4G")
+local ticks = herd.plot.ticks(1024, 1048576, true, "bytes", 6)
+assert(ticks[1] == 1024 and ticks[#ticks] <= 1048576 and #ticks >= 2, #ticks)
+local svg = e:svg{ x = "size", y = "time", series = "np", title = "a <toy> & more" }
+assert(svg:match("^<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"800\" height=\"500\""))
+assert(svg:find("a &lt;toy&gt; &amp; more", 1, true))
+assert(select(2, svg:gsub("<polyline ", "")) == 3 and select(2, svg:gsub("<circle ", "")) == 3 * 2 + 3)
+raises("x and y are required", e.series, e, { x = "size" })
+
+-- herd.bench: herd bench's records, its failures, and misuse
+local recs = assert(herd.bench("allreduce", { np = 2, minbytes = "1K", maxbytes = 2048, iters = 3,
+                                              warmup_iters = 1 }))
+assert(#recs == 2 and recs[1].op == "allreduce" and recs[1].ranks == 2 and recs[2].size == 2048)
+assert(recs[1].type == "float32" and recs[1].out_of_place.wrong == 0 and recs[1].in_place.busbw > 0)
+local ok, err, st = herd.bench("allreduce", { np = 2, datatype = "float128" })
+assert(ok == nil and st == "HERD_EIO" and err:find("exited with status 2", 1, true), err)
+raises("unknown option 'npp'", herd.bench, "allreduce", { npp = 2 })
+raises("option 'np' must be a number or a string", herd.bench, "allreduce", { np = {} })
+print("experiment.lua: ok")

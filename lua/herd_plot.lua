@@ -176,7 +176,7 @@ function M.text(series, opts)
     lines[#lines + 1] = string.format("%" .. lw .. "s |", at[r] or "") .. table.concat(cells)
   end
   -- the x axis: a rule with tick marks, and labels that do not overlap
-  local rule, labs = {}, {}
+  local rule = {}
   for c = 1, pw do rule[c] = "-" end
   local xt = ticks(xmin, xmax, opts.logx, opts.xunit, math.max(2, pw // 10))
   local free = 1

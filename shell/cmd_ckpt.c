@@ -202,14 +202,14 @@ static void safe_name(const char *s, size_t len, char *buf, size_t cap)
 	X(HERD_INT64, int64_t) X(HERD_UINT64, uint64_t)            \
 	X(HERD_FLOAT32, float) X(HERD_FLOAT64, double)
 
-static bool dtype_is_int(herd_dtype dtype)
+bool shell_dtype_is_int(herd_dtype dtype)
 {
 	return dtype <= HERD_UINT64;
 }
 
 shell_elem shell_elem_load(const void *buf, size_t i, herd_dtype dtype)
 {
-	shell_elem e = { dtype_is_int(dtype), 0, 0.0 };
+	shell_elem e = { shell_dtype_is_int(dtype), 0, 0.0 };
 	float x;
 
 	switch (dtype) {
@@ -254,18 +254,18 @@ int shell_elem_store(void *buf, size_t i, herd_dtype dtype, shell_elem e)
 	double f = e.is_int ? (double)e.i : e.f;
 	float x;
 
-	if (dtype_is_int(dtype) && !e.is_int) {
+	if (shell_dtype_is_int(dtype) && !e.is_int) {
 		/* A float becomes an integer only when it is one, in range. */
 		if (!(f >= -9223372036854775808.0 && f < 9223372036854775808.0) || f != floor(f))
 			return -1;
 		e.i = (int64_t)f;
 	}
-	if (dtype_is_int(dtype) && !int_fits(dtype, e.i))
+	if (shell_dtype_is_int(dtype) && !int_fits(dtype, e.i))
 		return -1;
 	switch (dtype) {
 #define STORE_(code, type)                                                         \
 	case code: {                                                               \
-		type v = dtype_is_int(dtype) ? (type)e.i : (type)f;                \
+		type v = shell_dtype_is_int(dtype) ? (type)e.i : (type)f;                \
 		memcpy((char *)buf + i * sizeof(type), &v, sizeof(v));             \
 		break;                                                             \
 	}

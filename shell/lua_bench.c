@@ -31,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "lua_herd.h"
@@ -87,14 +86,6 @@ static int run_deadline_s(lua_State *L, int arg)
 	if (!lua_isnoneornil(L, arg))
 		lua_pop(L, 1);
 	return s;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* herd.bench(op[, opts]) -> an array of records, or nil, msg, "HERD_EIO". */
@@ -155,10 +146,10 @@ static int lherd_bench(lua_State *L)
 	/* Read everything it prints, up to the deadline (errors below must not
 	 * leave the child: no Lua error is raised until it is reaped). */
 	luaL_buffinit(L, &out);
-	deadline = now_ms() + (int64_t)deadline_s * 1000;
+	deadline = lherd_now_ms() + (int64_t)deadline_s * 1000;
 	for (;;) {
 		struct pollfd p = { .fd = fds[0], .events = POLLIN };
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - lherd_now_ms();
 		char *dst;
 		ssize_t got;
 

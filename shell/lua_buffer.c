@@ -245,7 +245,7 @@ static int fold(lua_State *L, enum fold how)
 	lherd_buffer *b = lherd_check_buffer(L, 1);
 	lua_Integer iacc = 0;
 	double facc = 0.0;
-	bool is_int = shell_elem_load(b->data, 0, b->dtype).is_int;
+	bool is_int = shell_dtype_is_int(b->dtype);
 
 	if (b->count == 0 && how != FOLD_SUM) {
 		lua_pushnil(L);
@@ -332,7 +332,7 @@ static int buffer_cast(lua_State *L)
 	lherd_buffer *b = lherd_check_buffer(L, 1);
 	herd_dtype dt = lherd_check_dtype(L, 2);
 	lherd_buffer *c = lherd_new_buffer(L, dt, b->count);
-	bool to_int = shell_elem_load(c->data, 0, dt).is_int;
+	bool to_int = shell_dtype_is_int(dt);
 
 	for (size_t i = 0; i < b->count; i++) {
 		shell_elem e = shell_elem_load(b->data, i, b->dtype);

@@ -30,6 +30,43 @@ int lherd_fail(lua_State *L, herd_status status)
 	return 3;
 }
 
+int64_t lherd_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int lherd_check_seconds(lua_State *L, int arg, int absent)
+{
+	lua_Number t;
+
+	if (lua_isnoneornil(L, arg))
+		return absent;
+	t = luaL_checknumber(L, arg);
+	luaL_argcheck(L, t >= 0 && t < INT32_MAX / 1000.0, arg, "seconds, 0 or more");
+	return (int)(t * 1000.0 + 0.5);
+}
+
+bool lherd_is_array(lua_State *L, int idx, lua_Integer *n)
+{
+	lua_Integer count = 0, len = (lua_Integer)lua_rawlen(L, idx);
+
+	idx = lua_absindex(L, idx);
+	lua_pushnil(L);
+	while (lua_next(L, idx)) {
+		lua_pop(L, 1);
+		if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1 || lua_tointeger(L, -1) > len) {
+			lua_pop(L, 1);
+			return false;
+		}
+		count++;
+	}
+	*n = len;
+	return count == len;
+}
+
 int lherd_result(lua_State *L, herd_status st)
 {
 	if (st != HERD_OK)
@@ -284,6 +321,7 @@ static void preload_modules(lua_State *L)
 
 int luaopen_herd(lua_State *L)
 {
+	lherd_open_object(L);
 	lherd_open_cluster(L);
 	preload_modules(L);
 	luaL_newlib(L, herd_funcs);

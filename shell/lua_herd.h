@@ -12,6 +12,8 @@
 
 #include <lauxlib.h>
 #include <lua.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "herd.h"
 
@@ -60,6 +62,7 @@ void *lherd_check(lua_State *L, int arg, const lherd_type *t);
  * raised while it is copied into Lua values cannot leak it.
  */
 void **lherd_hold(lua_State *L, void (*release)(void *));
+void lherd_open_object(lua_State *L); /* registers the holders' type */
 void lherd_drop(lua_State *L, int idx);
 
 /*
@@ -203,6 +206,17 @@ const char *lherd_opt_string(lua_State *L, int arg, const char *name);
 lua_Integer lherd_opt_integer(lua_State *L, int arg, const char *name, lua_Integer min,
 			      lua_Integer max, lua_Integer def);
 int lherd_opt_ms(lua_State *L, int arg, const char *name);
+
+/* A timeout argument in seconds (0 or more) as ms; absent (none or nil)
+ * when the argument is not given. */
+int lherd_check_seconds(lua_State *L, int arg, int absent);
+
+/* CLOCK_MONOTONIC in ms, for the deadlines of waits in the bindings. */
+int64_t lherd_now_ms(void);
+
+/* Whether the table at idx is an array: its keys exactly 1..*n (an empty
+ * table is one), as msgpack and JSON encode it. */
+bool lherd_is_array(lua_State *L, int idx, lua_Integer *n);
 
 /* Pushes the status's failure triple: nil, herd_last_error(), status name. */
 int lherd_fail(lua_State *L, herd_status status);

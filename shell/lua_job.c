@@ -39,7 +39,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "lua_herd.h"
@@ -273,32 +272,12 @@ static void push_state(lua_State *L, ljob *j, bool over)
 	lua_setfield(L, -2, "ranks");
 }
 
-/* ms left before deadline (a CLOCK_MONOTONIC ms), 0 when passed; -1: none. */
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int check_timeout_ms(lua_State *L, int arg)
-{
-	lua_Number t;
-
-	if (lua_isnoneornil(L, arg))
-		return HERD_TIMEOUT_NONE;
-	t = luaL_checknumber(L, arg);
-	luaL_argcheck(L, t >= 0 && t < INT_MAX / 1000.0, arg, "seconds, 0 or more");
-	return (int)(t * 1000.0 + 0.5);
-}
-
 /* job:wait([seconds]) -> the result table once over, or nil, msg,
  * "HERD_ETIMEDOUT" while it still runs at the deadline. */
 static int job_wait(lua_State *L)
 {
 	ljob *j = check_job(L, 1);
-	int ms = check_timeout_ms(L, 2);
+	int ms = lherd_check_seconds(L, 2, HERD_TIMEOUT_NONE);
 	herd_status st = herd_job_wait(j->job, ms, &j->status);
 
 	if (st != HERD_OK)
@@ -357,12 +336,13 @@ static int job_signal(lua_State *L)
 static int job_stop(lua_State *L)
 {
 	ljob *j = check_job(L, 1);
-	int grace = lua_isnoneornil(L, 2) ? j->grace_ms : check_timeout_ms(L, 2);
+	int grace = lua_isnoneornil(L, 2) ? j->grace_ms : lherd_check_seconds(L, 2, HERD_TIMEOUT_NONE);
 
+	/* SIGTERM and the grace period first; herd_job_kill then ends what is
+	 * left (at once when nothing is) and turns restarts off */
 	if (!job_over(j)) {
 		herd_job_signal(j->job, SIGTERM);
-		if (herd_job_wait(j->job, grace, &j->status) != HERD_OK)
-			herd_job_kill(j->job);
+		(void)herd_job_wait(j->job, grace, &j->status);
 	}
 	herd_job_kill(j->job);
 	(void)job_over(j);
@@ -423,7 +403,7 @@ static int lines_next(lua_State *L)
 		if (over)
 			return 0;
 		if (deadline >= 0) {
-			int64_t left = deadline - now_ms();
+			int64_t left = deadline - lherd_now_ms();
 
 			if (left <= 0)
 				return 0;
@@ -446,12 +426,12 @@ static int lines_next(lua_State *L)
 static int job_lines(lua_State *L)
 {
 	ljob *j = check_job(L, 1);
-	int ms = check_timeout_ms(L, 2);
+	int ms = lherd_check_seconds(L, 2, HERD_TIMEOUT_NONE);
 
 	if (j->q->mode != OUT_LINES)
 		return luaL_error(L, "job:lines() needs output = \"lines\" at herd.launch");
 	lua_settop(L, 1);
-	lua_pushinteger(L, ms == HERD_TIMEOUT_NONE ? -1 : now_ms() + ms);
+	lua_pushinteger(L, ms == HERD_TIMEOUT_NONE ? -1 : lherd_now_ms() + ms);
 	lua_pushcclosure(L, lines_next, 2);
 	return 1;
 }

@@ -86,23 +86,6 @@ void lherd_push_json(lua_State *L, const void *value)
 	push_value(L, (const json_t *)value, 0);
 }
 
-static bool is_array(lua_State *L, int idx, lua_Integer *n)
-{
-	lua_Integer count = 0, len = (lua_Integer)lua_rawlen(L, idx);
-
-	lua_pushnil(L);
-	while (lua_next(L, idx)) {
-		lua_pop(L, 1);
-		if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1 || lua_tointeger(L, -1) > len) {
-			lua_pop(L, 1);
-			return false;
-		}
-		count++;
-	}
-	*n = len;
-	return count == len;
-}
-
 /* The JSON of the value at idx, new (NULL only when out of memory). */
 static json_t *to_json(lua_State *L, int idx, int depth)
 {
@@ -141,7 +124,7 @@ static json_t *to_json(lua_State *L, int idx, int depth)
 			luaL_error(L, "json: tables nested more than %d deep (a cycle?)", JSON_DEPTH);
 		luaL_checkstack(L, 6, "json");
 		held = lherd_hold(L, lherd_json_release);
-		if (is_array(L, idx, &n)) {
+		if (lherd_is_array(L, idx, &n)) {
 			*held = out = json_array();
 			for (lua_Integer i = 1; out != NULL && i <= n; i++) {
 				lua_rawgeti(L, idx, i);

@@ -21,25 +21,6 @@
 
 #define LHERD_MSGPACK_DEPTH 64
 
-/* Whether the table at idx is an array 1..n (n of its keys, all in order). */
-static bool is_array(lua_State *L, int idx, lua_Integer *n)
-{
-	lua_Integer count = 0, len = (lua_Integer)lua_rawlen(L, idx);
-
-	lua_pushnil(L);
-	while (lua_next(L, idx)) {
-		lua_pop(L, 1);
-		if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1 ||
-		    lua_tointeger(L, -1) > len) {
-			lua_pop(L, 1);
-			return false;
-		}
-		count++;
-	}
-	*n = len;
-	return count == len;
-}
-
 static void pack(lua_State *L, int idx, msgpack_packer *pk, int depth)
 {
 	idx = lua_absindex(L, idx);
@@ -74,7 +55,7 @@ static void pack(lua_State *L, int idx, msgpack_packer *pk, int depth)
 			luaL_error(L, "msgpack: tables nested more than %d deep (a cycle?)",
 				   LHERD_MSGPACK_DEPTH);
 		luaL_checkstack(L, 4, "msgpack");
-		if (is_array(L, idx, &n)) {
+		if (lherd_is_array(L, idx, &n)) {
 			msgpack_pack_array(pk, (size_t)n);
 			for (lua_Integer i = 1; i <= n; i++) {
 				lua_rawgeti(L, idx, i);

@@ -218,12 +218,15 @@ static const lherd_type holder_type = {
 
 void **lherd_hold(lua_State *L, void (*release)(void *))
 {
-	lholder *h;
+	lholder *h = (lholder *)lherd_new(L, &holder_type, sizeof(*h), 0);
 
-	lherd_register(L, &holder_type);
-	h = (lholder *)lherd_new(L, &holder_type, sizeof(*h), 0);
 	h->release = release != NULL ? release : herd_free;
 	return &h->p;
+}
+
+void lherd_open_object(lua_State *L)
+{
+	lherd_register(L, &holder_type);
 }
 
 void lherd_drop(lua_State *L, int idx)

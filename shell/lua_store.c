@@ -70,18 +70,6 @@ static void server_describe(lua_State *L)
 	lua_pushstring(L, herd_store_server_address(((lserver *)lua_touserdata(L, 1))->server));
 }
 
-/* A timeout argument in seconds -> ms; nil: the handle's deadline. */
-static int check_seconds(lua_State *L, int arg)
-{
-	lua_Number t;
-
-	if (lua_isnoneornil(L, arg))
-		return HERD_TIMEOUT_DEFAULT;
-	t = luaL_checknumber(L, arg);
-	luaL_argcheck(L, t >= 0 && t < INT_MAX / 1000.0, arg, "seconds, 0 or more");
-	return (int)(t * 1000.0 + 0.5);
-}
-
 static const char *check_key(lua_State *L, int arg)
 {
 	size_t len;
@@ -116,7 +104,7 @@ static int get_bytes(lua_State *L)
 {
 	herd_store *s = lherd_check_store(L, 1);
 	const char *key = check_key(L, 2);
-	int ms = check_seconds(L, 3);
+	int ms = lherd_check_seconds(L, 3, HERD_TIMEOUT_DEFAULT);
 	void **held = lherd_hold(L, NULL);
 	size_t len = 0;
 	herd_status st = herd_store_get(s, key, ms, held, &len);
@@ -181,7 +169,7 @@ static int store_delete(lua_State *L)
 static int store_wait(lua_State *L)
 {
 	herd_store *s = lherd_check_store(L, 1);
-	int ms = check_seconds(L, 3);
+	int ms = lherd_check_seconds(L, 3, HERD_TIMEOUT_DEFAULT);
 	lua_Integer n;
 	const char **keys;
 

@@ -104,6 +104,9 @@ typedef struct shell_elem {
 	double f;
 } shell_elem;
 
+/* Whether dtype holds integers (not floating point). */
+bool shell_dtype_is_int(herd_dtype dtype);
+
 /* Element i of buf, an array of dtype (shell/cmd_ckpt.c). */
 shell_elem shell_elem_load(const void *buf, size_t i, herd_dtype dtype);
 

@@ -177,42 +177,39 @@ static herd_status describe_nodes(herd__text *t, const struct planner *p, long p
 	return HERD_OK;
 }
 
-herd_status herd__planner_no_resource(const struct planner *p, long nodes, long per_node)
+/* HERD_ENORESOURCE with the text t and each node's reasons after sep. */
+static herd_status no_resource(herd__text *t, const struct planner *p, long per_node,
+			       const char *sep)
 {
-	herd__text t = { 0 };
 	char *msg = NULL;
-	herd_status st;
+	herd_status st = describe_nodes(t, p, per_node, sep);
 
-	describe_need(&t, p, nodes, per_node);
-	st = describe_nodes(&t, p, per_node, "; ");
 	if (st != HERD_OK) {
-		herd__text_free(&t);
+		herd__text_free(t);
 		return st;
 	}
-	HERD_CHECK(herd__text_take(&t, &msg));
+	HERD_CHECK(herd__text_take(t, &msg));
 	st = herd__error(HERD_ENORESOURCE, "%s", msg);
 	free(msg);
 	return st;
 }
 
+herd_status herd__planner_no_resource(const struct planner *p, long nodes, long per_node)
+{
+	herd__text t = { 0 };
+
+	describe_need(&t, p, nodes, per_node);
+	return no_resource(&t, p, per_node, "; ");
+}
+
 herd_status herd__planner_no_resource_total(const struct planner *p, size_t total)
 {
 	herd__text t = { 0 };
-	char *msg = NULL;
-	herd_status st;
 
 	herd__text_printf(&t, "need %ld GPU%s; the inventory has %zu free", p->G,
 			  p->G == 1 ? "" : "s", total);
 	if (p->R > 1)
 		herd__text_printf(&t, " (in whole groups of %ld per rank)", p->R);
-	st = describe_nodes(&t, p, 0, ": ");
-	if (st != HERD_OK) {
-		herd__text_free(&t);
-		return st;
-	}
-	HERD_CHECK(herd__text_take(&t, &msg));
-	st = herd__error(HERD_ENORESOURCE, "%s", msg);
-	free(msg);
-	return st;
+	return no_resource(&t, p, 0, ": ");
 }
 

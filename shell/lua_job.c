@@ -74,6 +74,7 @@ typedef struct jobq {
 	int nranks;
 	char **emitted;          /* per rank: the last value's msgpack bytes */
 	size_t *emitted_len;
+	char *prefix;            /* "print": the prefix format (NULL: the default) */
 } jobq;
 
 typedef struct ljob {
@@ -129,7 +130,7 @@ static void on_output(void *userdata, int rank, const char *host, herd_job_strea
 		return;
 	}
 	if (q->mode == OUT_PRINT) {
-		herd_job_output_stdio(NULL, rank, host, stream, line, len);
+		herd_job_output_stdio(q->prefix, rank, host, stream, line, len);
 		return;
 	}
 	if (q->mode == OUT_NONE)
@@ -158,7 +159,7 @@ static void on_output(void *userdata, int rank, const char *host, herd_job_strea
 	(void)eventfd_write(q->efd, 1);
 }
 
-static jobq *jobq_new(int nranks, enum output_mode mode)
+static jobq *jobq_new(int nranks, enum output_mode mode, const char *prefix)
 {
 	jobq *q = calloc(1, sizeof(*q));
 
@@ -167,11 +168,14 @@ static jobq *jobq_new(int nranks, enum output_mode mode)
 	q->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	q->emitted = calloc((size_t)nranks, sizeof(*q->emitted));
 	q->emitted_len = calloc((size_t)nranks, sizeof(*q->emitted_len));
-	if (q->efd < 0 || q->emitted == NULL || q->emitted_len == NULL) {
+	q->prefix = prefix != NULL ? strdup(prefix) : NULL;
+	if (q->efd < 0 || q->emitted == NULL || q->emitted_len == NULL ||
+	    (prefix != NULL && q->prefix == NULL)) {
 		if (q->efd >= 0)
 			close(q->efd);
 		free(q->emitted);
 		free(q->emitted_len);
+		free(q->prefix);
 		free(q);
 		return NULL;
 	}
@@ -195,6 +199,7 @@ static void jobq_free(jobq *q)
 		free(q->emitted[i]);
 	free(q->emitted);
 	free(q->emitted_len);
+	free(q->prefix);
 	close(q->efd);
 	pthread_mutex_destroy(&q->mu);
 	free(q);
@@ -642,7 +647,7 @@ static int lherd_launch(lua_State *L)
 	j = (ljob *)lherd_new(L, &job_type, sizeof(*j), 0);
 	j->detach = detach;
 	j->grace_ms = spec.grace_ms > 0 ? spec.grace_ms : 5000;
-	j->q = jobq_new(spec.nranks, (enum output_mode)mode);
+	j->q = jobq_new(spec.nranks, (enum output_mode)mode, spec.prefix);
 	if (j->q == NULL) {
 		free((void *)spec.argv);
 		return luaL_error(L, "not enough memory");

@@ -89,10 +89,21 @@ typedef void (*herd_job_output_fn)(void *userdata, int rank, const char *host,
  * writes in its place from a writer thread of its own, with spec.prefix,
  * so that a reader that stalls (a full pipe) never stalls the ranks:
  * beyond 16 MiB queued, lines are dropped and their count is written when
- * the reader drains.  Called directly, it writes "[host:rank] line".
+ * the reader drains.  Called directly, it writes the line with the prefix
+ * format given as userdata (a const char *; NULL: HERD_JOB_PREFIX_DEFAULT).
  */
 HERD_EXTERN void herd_job_output_stdio(void *userdata, int rank, const char *host,
 				       herd_job_stream stream, const char *line, size_t len);
+
+#define HERD_JOB_PREFIX_DEFAULT "[%h:%r] "
+
+/*
+ * The prefix of a rank's line: format with %h the host (NULL: "?"), %r the
+ * rank and %% a '%' (NULL: HERD_JOB_PREFIX_DEFAULT), into out, NUL
+ * terminated, cut to cap - 1 bytes.  Returns its length.
+ */
+HERD_EXTERN size_t herd_job_format_prefix(char *out, size_t cap, const char *format,
+					  const char *host, int rank);
 
 #define HERD_JOB_SPEC_VERSION 1
 

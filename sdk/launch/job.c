@@ -268,7 +268,7 @@ static herd_status copy_spec(herd_job *job, const herd_job_spec *s)
 	HERD_CHECK(herd__strdup(&job->hosts, s->hosts));
 	HERD_CHECK(herd__strdup(&job->workdir, s->workdir));
 	HERD_CHECK(herd__strdup(&job->log_dir, s->log_dir));
-	HERD_CHECK(herd__strdup(&job->prefix, s->prefix != NULL ? s->prefix : "[%h:%r] "));
+	HERD_CHECK(herd__strdup(&job->prefix, s->prefix != NULL ? s->prefix : HERD_JOB_PREFIX_DEFAULT));
 	if (prog == NULL || prog[0] == '\0')
 		prog = herd__launch_env(HERD__LENV_PROGRAM);
 	if (prog == NULL || prog[0] == '\0')
@@ -293,12 +293,18 @@ static herd_status copy_spec(herd_job *job, const herd_job_spec *s)
 /* ---- output -------------------------------------------------------------------- */
 
 /* The prefix of a line, spec->prefix with %h, %r and %% expanded. */
-static size_t expand_prefix(const herd_job *job, char *out, size_t cap, const char *host,
-			    int rank)
+size_t herd_job_format_prefix(char *out, size_t cap, const char *format, const char *host,
+			      int rank)
 {
 	size_t o = 0;
 
-	for (const char *p = job->prefix; *p != '\0' && o + 1 < cap; p++) {
+	if (out == NULL || cap == 0)
+		return 0;
+	if (format == NULL)
+		format = HERD_JOB_PREFIX_DEFAULT;
+	if (host == NULL)
+		host = "?";
+	for (const char *p = format; *p != '\0' && o + 1 < cap; p++) {
 		int n = 0;
 
 		if (p[0] == '%' && p[1] == 'h') {
@@ -360,7 +366,7 @@ static void on_output(herd_job *job, int rank, herd_job_stream stream, const cha
 		job->spec.output(job->spec.output_userdata, rank, ri->st.host, stream, line, len);
 		return;
 	}
-	o = expand_prefix(job, job->line, PREFIX_MAX, ri->st.host, rank);
+	o = herd_job_format_prefix(job->line, PREFIX_MAX, job->prefix, ri->st.host, rank);
 	memcpy(job->line + o, line, len);
 	job->line[o + len] = '\n';
 	/* One write per line: lines of different ranks never mix.  Queued:
@@ -1372,12 +1378,11 @@ int herd_job_fd(const herd_job *job)
 void herd_job_output_stdio(void *userdata, int rank, const char *host, herd_job_stream stream,
 			   const char *line, size_t len)
 {
-	char head[300];
-	int n = snprintf(head, sizeof(head), "[%s:%d] ", host != NULL ? host : "?", rank);
-	struct iovec iov[3] = { { head, n > 0 && (size_t)n < sizeof(head) ? (size_t)n : 0 },
-				{ (void *)line, len }, { "\n", 1 } };
+	char head[512];
+	struct iovec iov[3] = { { head, 0 }, { (void *)line, len }, { "\n", 1 } };
 
-	(void)userdata;
+	iov[0].iov_len = herd_job_format_prefix(head, sizeof(head), (const char *)userdata, host,
+						rank);
 	/* One write per line: lines of different ranks never mix. */
 	if (writev(stream == HERD_JOB_STDERR ? STDERR_FILENO : STDOUT_FILENO, iov, 3) < 0) {
 		/* A sink has no caller to report to; a closed stdout loses the line. */

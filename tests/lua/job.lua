@@ -111,4 +111,17 @@ raises('option \'output\' must be "print", "lines" or "none"', herd.launch, { cm
 local ok, msg, st = herd.launch{ cmd = { "true" }, n = 2, hosts = "node[1-" }
 assert(ok == nil and st == "HERD_EFORMAT", msg)
 assert(herd.launch{ cmd = { "/nonexistent/program" }, n = 1 }:wait(30).status == 127)
+-- output "print" (the default) writes each line with the prefix format asked for
+do
+  local code = 'local j <close> = assert(herd.launch{ cmd = { "sh", "-c", "echo hi" }, n = 2, '
+            .. 'prefix = "<%r@%h> " }); assert(j:wait(60))'
+  local f = assert(io.popen(("%q -e %q"):format(arg[-1], code)))
+  local out = f:read("a")
+  assert(f:close(), out)
+  for r = 0, 1 do
+    assert(out:find(("<%d@%s> hi\n"):format(r, herd.host), 1, true), out)
+  end
+  assert(not out:find("[" .. herd.host, 1, true), out)
+end
+
 print("job.lua: ok")

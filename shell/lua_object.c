@@ -8,6 +8,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "lua_herd.h"
@@ -15,21 +16,78 @@
 /* ------------------------------------------------------------ checking */
 
 /*
- * Whether the value at arg is an object of type t.  The metatable is found
- * in the registry under the type's address (lherd_register puts it there
- * too): luaL_testudata's lookup by name compares the name's bytes on every
- * call, a good part of a collective on 8 bytes from Lua.
+ * Which metatable is each type's, by address: an open-addressed table in a
+ * userdata anchored in the registry, found through the state's extra
+ * space (which its coroutines copy).  A type check is then the object's
+ * metatable compared with a pointer: the registry lookup under the type's
+ * address, a hash and a compare through the API, cost more than the rest
+ * of an 8-byte collective's binding.  A state without it (a coroutine made
+ * before the first type was registered) and a type not in it take the
+ * registry lookup (lherd_register puts every metatable there too).
  */
+#define MT_SLOTS 64
+
+typedef struct mt_table {
+	const lherd_type *type[MT_SLOTS];
+	const void *mt[MT_SLOTS];
+} mt_table;
+
+static const char mt_table_key = 0;
+
+static size_t mt_hash(const lherd_type *t)
+{
+	return (size_t)(((uintptr_t)t >> 3) * 0x9e3779b97f4a7c15u >> 32) % MT_SLOTS;
+}
+
+/* The slot of t in m: where it is, or where it would go; -1 when full. */
+static int mt_slot(const mt_table *m, const lherd_type *t)
+{
+	size_t h = mt_hash(t);
+
+	for (size_t i = 0; i < MT_SLOTS; i++) {
+		size_t k = (h + i) % MT_SLOTS;
+
+		if (m->type[k] == t || m->type[k] == NULL)
+			return (int)k;
+	}
+	return -1;
+}
+
+/* Records the metatable on top as t's. */
+static void mt_remember(lua_State *L, const lherd_type *t)
+{
+	mt_table *m = *(mt_table **)lua_getextraspace(L);
+	int k;
+
+	if (m == NULL) {
+		m = (mt_table *)lua_newuserdatauv(L, sizeof(*m), 0);
+		memset(m, 0, sizeof(*m));
+		lua_rawsetp(L, LUA_REGISTRYINDEX, &mt_table_key);
+		*(mt_table **)lua_getextraspace(L) = m;
+	}
+	if ((k = mt_slot(m, t)) >= 0) {
+		m->type[k] = t;
+		m->mt[k] = lua_topointer(L, -1);
+	}
+}
+
 void *lherd_test(lua_State *L, int arg, const lherd_type *t)
 {
 	void *p = lua_touserdata(L, arg);
+	const mt_table *m = *(mt_table **)lua_getextraspace(L);
+	int k;
 	bool same;
 
 	if (p == NULL || !lua_getmetatable(L, arg))
 		return NULL;
-	lua_rawgetp(L, LUA_REGISTRYINDEX, t);
-	same = lua_rawequal(L, -1, -2);
-	lua_pop(L, 2);
+	if (m != NULL && (k = mt_slot(m, t)) >= 0 && m->type[k] == t) {
+		same = lua_topointer(L, -1) == m->mt[k];
+		lua_pop(L, 1);
+	} else {
+		lua_rawgetp(L, LUA_REGISTRYINDEX, t);
+		same = lua_rawequal(L, -1, -2);
+		lua_pop(L, 2);
+	}
 	return same ? p : NULL;
 }
 
@@ -151,6 +209,7 @@ void lherd_register(lua_State *L, const lherd_type *t)
 	}
 	lua_pushvalue(L, -1);
 	lua_rawsetp(L, LUA_REGISTRYINDEX, t); /* for lherd_test */
+	mt_remember(L, t);
 	/* methods: the type's own, and close when it holds something */
 	lua_newtable(L);
 	if (t->release != NULL)

@@ -9,6 +9,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <type_traits>
@@ -69,6 +70,21 @@ struct herd_kt_bf16 : herd_kt<uint16_t, float> {
 	}
 };
 
+/* The 8-bit floats: to float through half (exact), and back saturating as
+ * herd's host conversions do (__NV_SATFINITE, nearest even). */
+template <__nv_fp8_interpretation_t F> struct herd_kt_fp8 : herd_kt<uint8_t, float> {
+	__device__ static float widen(uint8_t s)
+	{
+		return __half2float(__half(__nv_cvt_fp8_to_halfraw(s, F)));
+	}
+	__device__ static uint8_t narrow(float c)
+	{
+		return __nv_cvt_float_to_fp8(c, __NV_SATFINITE, F);
+	}
+};
+using herd_kt_e4m3 = herd_kt_fp8<__NV_E4M3>;
+using herd_kt_e5m2 = herd_kt_fp8<__NV_E5M2>;
+
 /* X(DTYPE, traits) for every type herd reduces. */
 #define HERD_K_TYPES(X)                              \
 	X(INT8, (herd_kt<int8_t, int8_t>))           \
@@ -80,7 +96,9 @@ struct herd_kt_bf16 : herd_kt<uint16_t, float> {
 	X(FLOAT16, (herd_kt_f16))                    \
 	X(BFLOAT16, (herd_kt_bf16))                  \
 	X(FLOAT32, (herd_kt<float, float>))          \
-	X(FLOAT64, (herd_kt<double, double>))
+	X(FLOAT64, (herd_kt<double, double>))        \
+	X(FLOAT8_E4M3, (herd_kt_e4m3))               \
+	X(FLOAT8_E5M2, (herd_kt_e5m2))
 
 #define HERD_K_UNPAREN(...) __VA_ARGS__
 

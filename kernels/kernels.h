@@ -13,8 +13,9 @@
  *
  * Semantics are the host's (sdk/comm/reduce.c), so that a reduction gives
  * the same bits wherever it runs: integer SUM and PROD wrap around, AVG
- * truncates toward zero, MIN and MAX propagate NaN, float16 and bfloat16
- * reduce through float32 and round once per call.
+ * truncates toward zero, MIN and MAX propagate NaN, the narrow floating
+ * types (float16, bfloat16, float8_e4m3, float8_e5m2) reduce through
+ * float32 and round once per call, into the 8-bit floats saturating.
  */
 #ifndef HERD_KERNELS_H
 #define HERD_KERNELS_H
@@ -38,7 +39,7 @@ typedef struct CUstream_st *herd__kstream;
  * dst[i] = srcs[0][i] OP srcs[1][i] OP ... OP srcs[nsrc-1][i], for count
  * elements, 1 <= nsrc <= HERD__K_MAX_SRCS (nsrc 1 copies, or divides for
  * AVG).  AVG sums and divides by nsrc.  dst may be one of the sources.
- * Float16 and bfloat16 accumulate in float32 and round once at the end.
+ * The narrow floating types accumulate in float32 and round once at the end.
  * Any alignment works; 16-byte aligned pointers take the wide path.
  */
 herd_status herd__k_reduce(void *dst, const void *const *srcs, int nsrc, size_t count,
@@ -46,8 +47,9 @@ herd_status herd__k_reduce(void *dst, const void *const *srcs, int nsrc, size_t 
 
 /*
  * dst[i] = src[i] converted from one floating-point type to another
- * (float16, bfloat16, float32, float64; the same type copies), rounding to
- * nearest even once, NaN and infinities kept.  Integer types are refused.
+ * (float16, bfloat16, float32, float64, float8_e4m3, float8_e5m2; the same
+ * type copies), rounding to nearest even once, NaN and infinities kept
+ * (into the 8-bit floats an infinity saturates).  Integer types are refused.
  */
 herd_status herd__k_cast(void *dst, herd_dtype to, const void *src, herd_dtype from,
 			size_t count, herd__kstream stream);
@@ -55,8 +57,10 @@ herd_status herd__k_cast(void *dst, herd_dtype to, const void *src, herd_dtype f
 /*
  * The benchmark's data, as nccl-tests makes it: small integers from
  * (seed, index, rank), chosen per operation so that the reduction over
- * nranks ranks is exact in every type (sums stay far below the 8 bits of
- * bfloat16's mantissa for nranks <= 64; integer types wrap as defined).
+ * nranks ranks is exact in every type where the sums fit its mantissa
+ * (bfloat16's 8 bits for nranks <= 64; float8_e4m3 to 8 ranks, float8_e5m2
+ * to 4; beyond, the expected value is the exact one rounded once, as herd
+ * reduces; integer types wrap as defined).
  * fill writes rank's contribution; verify compares buf with the reduction
  * of all nranks contributions and sets *wrong to the number of elements
  * that differ bit for bit.  verify synchronises the stream.

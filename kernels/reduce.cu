@@ -180,6 +180,14 @@ template <> __device__ __forceinline__ double from_double<herd_kt<double, double
 {
 	return d;
 }
+template <> __device__ __forceinline__ uint8_t from_double<herd_kt_e4m3>(double d)
+{
+	return __nv_cvt_double_to_fp8(d, __NV_SATFINITE, __NV_E4M3);
+}
+template <> __device__ __forceinline__ uint8_t from_double<herd_kt_e5m2>(double d)
+{
+	return __nv_cvt_double_to_fp8(d, __NV_SATFINITE, __NV_E5M2);
+}
 
 template <typename TO, typename FROM>
 __global__ void __launch_bounds__(HERD_K_THREADS)
@@ -197,7 +205,9 @@ cast_kernel(void *dst, const void *src, size_t count)
 	X(FLOAT16, (herd_kt_f16))                 \
 	X(BFLOAT16, (herd_kt_bf16))               \
 	X(FLOAT32, (herd_kt<float, float>))       \
-	X(FLOAT64, (herd_kt<double, double>))
+	X(FLOAT64, (herd_kt<double, double>))     \
+	X(FLOAT8_E4M3, (herd_kt_e4m3))            \
+	X(FLOAT8_E5M2, (herd_kt_e5m2))
 
 template <typename TO>
 static herd_status cast_from(void *dst, const void *src, herd_dtype from, size_t count,
@@ -221,17 +231,14 @@ static herd_status cast_from(void *dst, const void *src, herd_dtype from, size_t
 	return HERD_OK;
 }
 
-static bool is_float_type(herd_dtype t)
-{
-	return t == HERD_FLOAT16 || t == HERD_BFLOAT16 || t == HERD_FLOAT32 || t == HERD_FLOAT64;
-}
 
 extern "C" herd_status herd__k_cast(void *dst, herd_dtype to, const void *src, herd_dtype from,
 				   size_t count, herd__kstream stream)
 {
-	if (!is_float_type(to) || !is_float_type(from))
+	if (!herd_dtype_is_float(to) || !herd_dtype_is_float(from))
 		return herd__error(HERD_EINVAL, "herd__k_cast: %s to %s: casts are between "
-				   "float16, bfloat16, float32 and float64",
+				   "the floating types (float16, bfloat16, float32, float64, "
+				   "float8_e4m3, float8_e5m2)",
 				   herd_dtype_name(from), herd_dtype_name(to));
 	if (count == 0)
 		return HERD_OK;

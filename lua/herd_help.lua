@@ -252,7 +252,9 @@ The value of JSON text; null fields are absent and null array elements are `herd
 
 ## herd.buffer(dtype, n) -> herd.Buffer
 `n` zeroed elements of `dtype`: `int8`, `uint8`, `int32`, `uint32`, `int64`, `uint64`,
-`float16`, `bfloat16`, `float32`, `float64` (also `"float"`, `"half"`, `"bf16"`, `"double"`...).
+`float16`, `bfloat16`, `float32`, `float64`, `float8_e4m3`, `float8_e5m2` (also `"float"`,
+`"half"`, `"bf16"`, `"double"`, `"float8_e4m3fn"`, `"e5m2"`...). Storing into an 8-bit float
+rounds to nearest even and saturates at its largest finite value (448, 57344).
 
 ## herd.buffer.from(dtype, values) -> herd.Buffer
 A buffer holding the numbers of the array `values`.

@@ -39,11 +39,6 @@ static unsigned value(bench_pattern pat, int rank, size_t index)
 
 /* ------------------------------------------------------------ elements */
 
-static int is_float(herd_dtype dtype)
-{
-	return dtype == HERD_FLOAT16 || dtype == HERD_BFLOAT16 || dtype == HERD_FLOAT32 ||
-	       dtype == HERD_FLOAT64;
-}
 
 static int is_signed_int(herd_dtype dtype)
 {
@@ -100,7 +95,9 @@ void bench_store(void *buf, size_t i, herd_dtype dtype, double v)
 	switch (dtype) {
 	case HERD_FLOAT16:
 	case HERD_BFLOAT16:
-		herd_dtype_from_float32(&f, (uint16_t *)buf + i, 1, dtype);
+	case HERD_FLOAT8_E4M3:
+	case HERD_FLOAT8_E5M2:
+		herd_dtype_from_float32(&f, (char *)buf + i * herd_dtype_size(dtype), 1, dtype);
 		break;
 	case HERD_FLOAT32:
 		((float *)buf)[i] = (float)v;
@@ -191,7 +188,7 @@ size_t bench_check_copy(const void *buf, size_t count, herd_dtype dtype, bench_p
 static void expected(void *out, herd_dtype dtype, herd_redop op, int nranks, size_t index)
 {
 	bench_pattern pat = bench_pattern_for(1, op);
-	if (is_float(dtype)) {
+	if (herd_dtype_is_float(dtype)) {
 		double acc = value(pat, 0, index);
 		for (int r = 1; r < nranks; r++) {
 			double v = value(pat, r, index);

@@ -204,7 +204,7 @@ static void safe_name(const char *s, size_t len, char *buf, size_t cap)
 
 bool shell_dtype_is_int(herd_dtype dtype)
 {
-	return dtype <= HERD_UINT64;
+	return (unsigned)dtype < HERD_DTYPE_COUNT && !herd_dtype_is_float(dtype);
 }
 
 shell_elem shell_elem_load(const void *buf, size_t i, herd_dtype dtype)
@@ -225,12 +225,11 @@ shell_elem shell_elem_load(const void *buf, size_t i, herd_dtype dtype)
 	}
 	SHELL_PLAIN_DTYPES(LOAD_)
 #undef LOAD_
-	case HERD_FLOAT16:
-	case HERD_BFLOAT16:
-		herd_dtype_to_float32((const char *)buf + i * 2, &x, 1, dtype);
-		e.f = x;
-		break;
 	default:
+		/* the narrow floating types; an unknown type is refused (0) */
+		if (herd_dtype_to_float32((const char *)buf + i * herd_dtype_size(dtype), &x, 1,
+					  dtype) == HERD_OK)
+			e.f = x;
 		break;
 	}
 	return e;
@@ -271,13 +270,13 @@ int shell_elem_store(void *buf, size_t i, herd_dtype dtype, shell_elem e)
 	}
 	SHELL_PLAIN_DTYPES(STORE_)
 #undef STORE_
-	case HERD_FLOAT16:
-	case HERD_BFLOAT16:
-		x = (float)f;
-		herd_dtype_from_float32(&x, (char *)buf + i * 2, 1, dtype);
-		break;
 	default:
-		return -1;
+		/* the narrow floating types */
+		x = (float)f;
+		if (herd_dtype_from_float32(&x, (char *)buf + i * herd_dtype_size(dtype), 1,
+					    dtype) != HERD_OK)
+			return -1;
+		break;
 	}
 	return 0;
 }
@@ -533,7 +532,7 @@ static int ckpt_inspect(int argc, char **argv)
 	       " bytes; %zu blobs\n\n", herd_ckpt_reader_step(r), argv[0], when,
 	       herd_ckpt_reader_ranks(r), herd_ckpt_reader_ranks(r) == 1 ? "" : "s", nt, total,
 	       nb);
-	printf("%-*s  %-8s  %-20s  %6s  %14s\n", (int)width, "name", "dtype", "shape", "shards",
+	printf("%-*s  %-11s  %-20s  %6s  %14s\n", (int)width, "name", "dtype", "shape", "shards",
 	       "bytes");
 	for (size_t i = 0; i < nt; i++) {
 		herd_ckpt_tensor_info ti;
@@ -542,7 +541,7 @@ static int ckpt_inspect(int argc, char **argv)
 		if (herd_ckpt_reader_tensor(r, i, &ti) != HERD_OK)
 			continue;
 		shape_str(ti.ndim, ti.shape, shape, sizeof(shape));
-		printf("%-*s  %-8s  %-20s  %6zu  %14" PRIu64 "\n", (int)width, ti.name,
+		printf("%-*s  %-11s  %-20s  %6zu  %14" PRIu64 "\n", (int)width, ti.name,
 		       herd_dtype_name(ti.dtype), shape, ti.shards, ti.bytes);
 	}
 	if (nb > 0) {
@@ -872,7 +871,7 @@ static const struct st_dtype {
 	{ HERD_FLOAT16, "F16" }, { HERD_BFLOAT16, "BF16" }, { HERD_FLOAT32, "F32" },
 	{ HERD_FLOAT64, "F64" }, { HERD_INT8, "I8" },       { HERD_UINT8, "U8" },
 	{ HERD_INT32, "I32" },   { HERD_UINT32, "U32" },    { HERD_INT64, "I64" },
-	{ HERD_UINT64, "U64" },
+	{ HERD_UINT64, "U64" },  { HERD_FLOAT8_E4M3, "F8_E4M3" }, { HERD_FLOAT8_E5M2, "F8_E5M2" },
 };
 
 #define ST_NDTYPES (sizeof(st_dtypes) / sizeof(st_dtypes[0]))
@@ -1240,7 +1239,7 @@ static int st_entry_parse(const struct st_file *f, const char *key, json_t *v,
 
 		safe_name(json_string_value(dtype), json_string_length(dtype), d, sizeof(d));
 		return st_bad(f, "tensor \"%s\": dtype \"%s\" is not one herd holds (F16 BF16 F32 "
-			      "F64 I8 U8 I32 U32 I64 U64)", name, d);
+			      "F64 F8_E4M3 F8_E5M2 I8 U8 I32 U32 I64 U64)", name, d);
 	}
 	if (!json_is_array(shape) || json_array_size(shape) > HERD_CKPT_MAX_DIMS)
 		return st_bad(f, "tensor \"%s\": \"shape\" must be an array of at most %d sizes",

@@ -190,9 +190,26 @@ void herd__reduce(void *dst, const void *a, const void *b, size_t count, herd_dt
 /* buf[i] /= n, for AVG after a SUM. */
 void herd__reduce_scale(void *buf, size_t count, herd_dtype dtype, int n);
 
-/* float16 / bfloat16 <-> float32, round to nearest even. */
-void herd__half_to_float(float *dst, const uint16_t *src, size_t count, herd_dtype dtype);
-void herd__float_to_half(uint16_t *dst, const float *src, size_t count, herd_dtype dtype);
+/* The narrow floating types, which reduce through float32: float16,
+ * bfloat16, float8_e4m3, float8_e5m2. */
+static inline bool herd__dtype_narrow(herd_dtype dtype)
+{
+	return dtype == HERD_FLOAT16 || dtype == HERD_BFLOAT16 || dtype == HERD_FLOAT8_E4M3 ||
+	       dtype == HERD_FLOAT8_E5M2;
+}
+
+/* Whether a reduction of dtype by op runs in float32 and rounds once at the
+ * end: SUM, PROD and AVG of a narrow type (MIN and MAX pick an operand,
+ * exactly, in the type itself). */
+static inline bool herd__dtype_widens(herd_dtype dtype, herd_redop op)
+{
+	return herd__dtype_narrow(dtype) && (op == HERD_SUM || op == HERD_PROD || op == HERD_AVG);
+}
+
+/* A narrow type <-> float32, count elements; into the narrow type round to
+ * nearest even (herd/dtype.h says how each overflows). */
+void herd__narrow_to_float(float *dst, const void *src, size_t count, herd_dtype dtype);
+void herd__float_to_narrow(void *dst, const float *src, size_t count, herd_dtype dtype);
 
 /* memcpy whose stores bypass the cache (reduce.c), and the fence that
  * orders them before later stores. */

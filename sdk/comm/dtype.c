@@ -28,6 +28,8 @@ static const struct {
 	[HERD_BFLOAT16] = { 2, "bfloat16", { "bf16" } },
 	[HERD_FLOAT32] = { 4, "float32", { "float", "fp32", "f32" } },
 	[HERD_FLOAT64] = { 8, "float64", { "double", "fp64", "f64" } },
+	[HERD_FLOAT8_E4M3] = { 1, "float8_e4m3", { "float8_e4m3fn", "fp8_e4m3", "f8e4m3", "e4m3" } },
+	[HERD_FLOAT8_E5M2] = { 1, "float8_e5m2", { "fp8_e5m2", "f8e5m2", "e5m2" } },
 };
 
 static const char *const redops[HERD_REDOP_COUNT] = {
@@ -40,6 +42,11 @@ size_t herd_dtype_size(herd_dtype dtype)
 	if ((unsigned)dtype >= HERD_DTYPE_COUNT)
 		return 0;
 	return dtypes[dtype].size;
+}
+
+int herd_dtype_is_float(herd_dtype dtype)
+{
+	return dtype == HERD_FLOAT32 || dtype == HERD_FLOAT64 || herd__dtype_narrow(dtype);
 }
 
 const char *herd_dtype_name(herd_dtype dtype)
@@ -106,12 +113,12 @@ herd_status herd_redop_parse(const char *name, herd_redop *out)
 			   name);
 }
 
-static herd_status check_half(const char *fn, const void *src, const void *dst, size_t count,
-			      herd_dtype dtype)
+static herd_status check_narrow(const char *fn, const void *src, const void *dst, size_t count,
+				herd_dtype dtype)
 {
-	if (dtype != HERD_FLOAT16 && dtype != HERD_BFLOAT16)
-		return herd__error(HERD_EINVAL, "%s: dtype %d is not float16 or bfloat16", fn,
-				   (int)dtype);
+	if (!herd__dtype_narrow(dtype))
+		return herd__error(HERD_EINVAL, "%s: dtype %s is not float16, bfloat16, "
+				   "float8_e4m3 or float8_e5m2", fn, herd_dtype_name(dtype));
 	if (count > 0 && (src == NULL || dst == NULL))
 		return herd__error(HERD_EINVAL, "%s: %s is NULL", fn, src == NULL ? "src" : "dst");
 	return HERD_OK;
@@ -119,16 +126,16 @@ static herd_status check_half(const char *fn, const void *src, const void *dst, 
 
 herd_status herd_dtype_to_float32(const void *src, float *dst, size_t count, herd_dtype dtype)
 {
-	HERD_CHECK(check_half(__func__, src, dst, count, dtype));
+	HERD_CHECK(check_narrow(__func__, src, dst, count, dtype));
 	if (count > 0)
-		herd__half_to_float(dst, src, count, dtype);
+		herd__narrow_to_float(dst, src, count, dtype);
 	return HERD_OK;
 }
 
 herd_status herd_dtype_from_float32(const float *src, void *dst, size_t count, herd_dtype dtype)
 {
-	HERD_CHECK(check_half(__func__, src, dst, count, dtype));
+	HERD_CHECK(check_narrow(__func__, src, dst, count, dtype));
 	if (count > 0)
-		herd__float_to_half(dst, src, count, dtype);
+		herd__float_to_narrow(dst, src, count, dtype);
 	return HERD_OK;
 }

@@ -28,8 +28,9 @@ static herd_status check_dtype(const char *fn, herd_dtype dtype)
 {
 	if ((unsigned)dtype >= HERD_DTYPE_COUNT)
 		return herd__error(HERD_EINVAL,
-				   "%s: dtype %d is not a herd_dtype (expected 0..%d, int8..float64)",
-				   fn, (int)dtype, HERD_DTYPE_COUNT - 1);
+				   "%s: dtype %d is not a herd_dtype (expected 0..%d, %s..%s)",
+				   fn, (int)dtype, HERD_DTYPE_COUNT - 1, herd_dtype_name(0),
+				   herd_dtype_name(HERD_DTYPE_COUNT - 1));
 	return HERD_OK;
 }
 

@@ -1,8 +1,8 @@
 /*
  * sdk/comm/reduce.c - the reduction kernels on the CPU: dst = a OP b for
- * every element type and reduction, the AVG scaling, and float16/bfloat16
- * conversions with round-to-nearest-even, and a copy with streaming
- * stores.
+ * every element type and reduction, the AVG scaling, the conversions of
+ * the narrow floating types (float16, bfloat16, the 8-bit floats) with
+ * round-to-nearest-even, and a copy with streaming stores.
  *
  * Every kernel comes from one macro expansion over the type list and the
  * operation list (STYLE.md rule 10).  The loops are written for GCC's
@@ -17,8 +17,8 @@
  *  - MIN and MAX propagate NaN (a NaN on either side gives a NaN), so the
  *    result does not depend on the order of the operands (but for which
  *    of two NaNs, or of +0 and -0, comes out);
- *  - float16 and bfloat16 reduce through float32 and round once per call
- *    of herd__reduce (the collectives widen whole slices and round once
+ *  - the narrow floating types reduce through float32 and round once per
+ *    call of herd__reduce (the collectives widen whole slices and round once
  *    per operation; see algo/allreduce.c).
  */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -121,6 +121,78 @@ static inline uint16_t float_to_bf161(float f)
 }
 
 /*
+ * The 8-bit floats.  E4M3 (bias 7, 3 mantissa bits): no infinities, only
+ * S.1111.111 is a NaN, largest finite 0x7E = 448.  E5M2 (bias 15, 2
+ * mantissa bits): the all-ones exponent holds Inf and NaNs, largest finite
+ * 0x7B = 57344.
+ */
+typedef struct fp8_format {
+	int mbits;         /* mantissa bits */
+	int bias;
+	int emax;          /* exponent of the largest finite value */
+	uint32_t maxnorm;  /* its code */
+	bool ieee;         /* E5M2: the all-ones exponent is Inf and NaN */
+} fp8_format;
+
+static const fp8_format fp8_e4m3 = { 3, 7, 8, 0x7e, false };
+static const fp8_format fp8_e5m2 = { 2, 15, 15, 0x7b, true };
+
+/*
+ * To float32, exactly, branch-free as half_to_float1 (so that the loops
+ * vectorize): the exponent and mantissa shifted into place and rebiased; a
+ * subnormal renormalized by a float subtraction, which is exact; the
+ * all-ones exponent (E5M2) or code (E4M3) made Inf or a quiet NaN with its
+ * payload kept.
+ */
+static inline float fp8_to_float1(uint8_t v, const fp8_format *f)
+{
+	uint32_t sh = 23u - (uint32_t)f->mbits, rebias = (uint32_t)(127 - f->bias) << 23;
+	uint32_t em = (uint32_t)(v & 0x7fu) << sh;
+	uint32_t m = v & ((1u << f->mbits) - 1u), e = (uint32_t)(v & 0x7fu) >> f->mbits;
+	uint32_t eall = (uint32_t)(e == (0x7fu >> f->mbits));
+	uint32_t special = 0u - (f->ieee ? eall : (uint32_t)((v & 0x7fu) == 0x7fu));
+	uint32_t nan = special & (0u - (uint32_t)(m != 0 || !f->ieee));
+	uint32_t zero = 0u - (uint32_t)(e == 0);
+	uint32_t o = em + rebias;
+	uint32_t sub = float_to_bits(bits_to_float(o + (1u << 23)) -
+				     bits_to_float(rebias + (1u << 23)));
+	uint32_t infnan = 0x7f800000u | (nan & (0x00400000u | m << sh));
+
+	o = (o & ~zero) | (sub & zero);
+	o = (o & ~special) | (infnan & special);
+	return bits_to_float(o | (uint32_t)(v & 0x80u) << 24);
+}
+
+/*
+ * From float32, rounding to nearest even, saturating (CUDA's
+ * __NV_SATFINITE): beyond the largest finite value, infinity included, the
+ * largest finite value of the sign; a NaN stays a NaN (E5M2: quieted, its
+ * upper payload bits kept).  Zero keeps its sign.  Branch-free: a normal
+ * result is rebiased and rounded on the dropped bits, a carry moving to the
+ * next exponent by itself; one below the normal range is rounded by the
+ * FPU, adding a power of two whose ulp is the smallest subnormal step.
+ */
+static inline uint8_t float_to_fp81(float x, const fp8_format *f)
+{
+	uint32_t u = float_to_bits(x), sign = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
+	uint32_t sh = 23u - (uint32_t)f->mbits, rebias = (uint32_t)(127 - f->bias) << 23;
+	/* 2^(emin - mbits + 23): its ulp is the subnormal step 2^(emin - mbits) */
+	uint32_t magic = (uint32_t)(127 + 1 - f->bias - f->mbits + 23) << 23;
+	uint32_t is_nan = 0u - (uint32_t)(a > 0x7f800000u);
+	uint32_t big = 0u - (uint32_t)(a >= (uint32_t)(127 + f->emax + 1) << 23);
+	uint32_t small = 0u - (uint32_t)(a < rebias + (1u << 23));
+	uint32_t nrm = (a - rebias + (1u << (sh - 1)) - 1u + ((a >> sh) & 1u)) >> sh;
+	uint32_t sub = float_to_bits(bits_to_float(a) + bits_to_float(magic)) - magic;
+	uint32_t nancode = f->ieee ? 0x7eu | ((a >> sh) & 0x3u) : 0x7fu;
+	uint32_t o = (small & sub) | (~small & nrm);
+
+	o = o > f->maxnorm ? f->maxnorm : o;
+	o = (big & f->maxnorm) | (~big & o);
+	o = (is_nan & nancode) | (~is_nan & o);
+	return (uint8_t)(sign | o);
+}
+
+/*
  * Buffers may come from a transport at any byte offset (whole elements, not
  * aligned ones) and hold bytes written as another type, so the kernels
  * access memory through these: alignment 1 and may_alias.  x86 loads and
@@ -128,6 +200,7 @@ static inline uint16_t float_to_bf161(float f)
  */
 typedef float f32_u __attribute__((aligned(1), may_alias));
 typedef uint16_t u16_u __attribute__((aligned(1), may_alias));
+typedef uint8_t u8_u __attribute__((aligned(1), may_alias));
 
 HERD_KERNEL static void cvt_half_to_float(f32_u *dst, const u16_u *src, size_t n)
 {
@@ -152,6 +225,21 @@ HERD_KERNEL static void cvt_float_to_bf16(u16_u *dst, const f32_u *src, size_t n
 	for (size_t i = 0; i < n; i++)
 		dst[i] = float_to_bf161(src[i]);
 }
+
+/* One loop per format, so that its constants fold into the body. */
+#define DEFINE_FP8_CVT(NAME)                                                                \
+	HERD_KERNEL static void cvt_##NAME##_to_float(f32_u *dst, const u8_u *src, size_t n) \
+	{                                                                                   \
+		for (size_t i = 0; i < n; i++)                                              \
+			dst[i] = fp8_to_float1(src[i], &fp8_##NAME);                        \
+	}                                                                                   \
+	HERD_KERNEL static void cvt_float_to_##NAME(u8_u *dst, const f32_u *src, size_t n)   \
+	{                                                                                   \
+		for (size_t i = 0; i < n; i++)                                              \
+			dst[i] = float_to_fp81(src[i], &fp8_##NAME);                        \
+	}
+DEFINE_FP8_CVT(e4m3)
+DEFINE_FP8_CVT(e5m2)
 
 /*
  * Where the CPU has F16C (x86 since 2012), float16 converts in hardware,
@@ -215,9 +303,10 @@ static bool have_f16c(void)
 }
 #endif
 
-void herd__half_to_float(float *dst, const uint16_t *src, size_t count, herd_dtype dtype)
+void herd__narrow_to_float(float *dst, const void *src, size_t count, herd_dtype dtype)
 {
-	if (dtype == HERD_FLOAT16) {
+	switch (dtype) {
+	case HERD_FLOAT16:
 #ifdef HERD_HAVE_F16C_PATH
 		if (count >= 8 && have_f16c()) {
 			f16c_half_to_float((f32_u *)dst, (const u16_u *)src, count);
@@ -225,14 +314,25 @@ void herd__half_to_float(float *dst, const uint16_t *src, size_t count, herd_dty
 		}
 #endif
 		cvt_half_to_float((f32_u *)dst, (const u16_u *)src, count);
-	} else if (dtype == HERD_BFLOAT16) {
+		break;
+	case HERD_BFLOAT16:
 		cvt_bf16_to_float((f32_u *)dst, (const u16_u *)src, count);
+		break;
+	case HERD_FLOAT8_E4M3:
+		cvt_e4m3_to_float((f32_u *)dst, (const u8_u *)src, count);
+		break;
+	case HERD_FLOAT8_E5M2:
+		cvt_e5m2_to_float((f32_u *)dst, (const u8_u *)src, count);
+		break;
+	default:
+		break;
 	}
 }
 
-void herd__float_to_half(uint16_t *dst, const float *src, size_t count, herd_dtype dtype)
+void herd__float_to_narrow(void *dst, const float *src, size_t count, herd_dtype dtype)
 {
-	if (dtype == HERD_FLOAT16) {
+	switch (dtype) {
+	case HERD_FLOAT16:
 #ifdef HERD_HAVE_F16C_PATH
 		if (count >= 8 && have_f16c()) {
 			f16c_float_to_half((u16_u *)dst, (const f32_u *)src, count);
@@ -240,8 +340,18 @@ void herd__float_to_half(uint16_t *dst, const float *src, size_t count, herd_dty
 		}
 #endif
 		cvt_float_to_half((u16_u *)dst, (const f32_u *)src, count);
-	} else if (dtype == HERD_BFLOAT16) {
+		break;
+	case HERD_BFLOAT16:
 		cvt_float_to_bf16((u16_u *)dst, (const f32_u *)src, count);
+		break;
+	case HERD_FLOAT8_E4M3:
+		cvt_float_to_e4m3((u8_u *)dst, (const f32_u *)src, count);
+		break;
+	case HERD_FLOAT8_E5M2:
+		cvt_float_to_e5m2((u8_u *)dst, (const f32_u *)src, count);
+		break;
+	default:
+		break;
 	}
 }
 
@@ -264,9 +374,11 @@ void herd__float_to_half(uint16_t *dst, const float *src, size_t count, herd_dty
 	X(FLOAT64, double, double, F, N)
 
 /* The types that reduce through float32. */
-#define HERD_HALF_TYPES(X) \
-	X(FLOAT16)         \
-	X(BFLOAT16)
+#define HERD_NARROW_TYPES(X) \
+	X(FLOAT16)           \
+	X(BFLOAT16)          \
+	X(FLOAT8_E4M3)       \
+	X(FLOAT8_E5M2)
 
 /* The element-wise operations (AVG is SUM followed by a scale). */
 #define HERD_REDOPS(X) \
@@ -318,74 +430,76 @@ typedef void (*scale_fn)(void *buf, size_t n, int div);
 	}
 HERD_NATIVE_TYPES(DEFINE_NATIVE)
 
-/* float16 and bfloat16: blocks small enough to stay in L1 are widened to
+/* The narrow types: blocks small enough to stay in L1 are widened to
  * float32, combined by the float32 kernel and rounded back.  MIN and MAX
  * give back one of the operands exactly (widening is exact and so is
  * narrowing a value that came from the narrow type). */
-#define HALF_BLOCK 512
+#define NARROW_BLOCK 512
 
-static void reduce_half(void *dst_, const void *a_, const void *b_, size_t n,
-			herd_dtype dtype, reduce_fn f32)
+static void reduce_narrow(void *dst_, const void *a_, const void *b_, size_t n,
+			  herd_dtype dtype, reduce_fn f32)
 {
-	uint16_t *dst = dst_;
-	const uint16_t *a = a_, *b = b_;
-	float fa[HALF_BLOCK], fb[HALF_BLOCK];
+	unsigned char *dst = dst_;
+	const unsigned char *a = a_, *b = b_;
+	size_t es = herd_dtype_size(dtype);
+	float fa[NARROW_BLOCK], fb[NARROW_BLOCK];
 
-	for (size_t i = 0; i < n; i += HALF_BLOCK) {
-		size_t m = n - i < HALF_BLOCK ? n - i : HALF_BLOCK;
+	for (size_t i = 0; i < n; i += NARROW_BLOCK) {
+		size_t m = n - i < NARROW_BLOCK ? n - i : NARROW_BLOCK;
 
-		herd__half_to_float(fa, a + i, m, dtype);
-		herd__half_to_float(fb, b + i, m, dtype);
+		herd__narrow_to_float(fa, a + i * es, m, dtype);
+		herd__narrow_to_float(fb, b + i * es, m, dtype);
 		f32(fa, fa, fb, m);
-		herd__float_to_half(dst + i, fa, m, dtype);
+		herd__float_to_narrow(dst + i * es, fa, m, dtype);
 	}
 }
 
-static void scale_half(void *buf_, size_t n, int div, herd_dtype dtype)
+static void scale_narrow(void *buf_, size_t n, int div, herd_dtype dtype)
 {
-	uint16_t *buf = buf_;
-	float f[HALF_BLOCK];
+	unsigned char *buf = buf_;
+	size_t es = herd_dtype_size(dtype);
+	float f[NARROW_BLOCK];
 
-	for (size_t i = 0; i < n; i += HALF_BLOCK) {
-		size_t m = n - i < HALF_BLOCK ? n - i : HALF_BLOCK;
+	for (size_t i = 0; i < n; i += NARROW_BLOCK) {
+		size_t m = n - i < NARROW_BLOCK ? n - i : NARROW_BLOCK;
 
-		herd__half_to_float(f, buf + i, m, dtype);
+		herd__narrow_to_float(f, buf + i * es, m, dtype);
 		scale_FLOAT32(f, m, div);
-		herd__float_to_half(buf + i, f, m, dtype);
+		herd__float_to_narrow(buf + i * es, f, m, dtype);
 	}
 }
 
-#define DEFINE_HALF_OP(DT, OP)                                                       \
+#define DEFINE_NARROW_OP(DT, OP)                                                     \
 	static void reduce_##DT##_##OP(void *dst, const void *a, const void *b, size_t n) \
 	{                                                                            \
-		reduce_half(dst, a, b, n, HERD_##DT, reduce_FLOAT32_##OP);           \
+		reduce_narrow(dst, a, b, n, HERD_##DT, reduce_FLOAT32_##OP);         \
 	}
-#define DEFINE_HALF(DT)                                          \
-	DEFINE_HALF_OP(DT, SUM)                                  \
-	DEFINE_HALF_OP(DT, PROD)                                 \
-	DEFINE_HALF_OP(DT, MIN)                                  \
-	DEFINE_HALF_OP(DT, MAX)                                  \
+#define DEFINE_NARROW(DT)                                        \
+	DEFINE_NARROW_OP(DT, SUM)                                \
+	DEFINE_NARROW_OP(DT, PROD)                               \
+	DEFINE_NARROW_OP(DT, MIN)                                \
+	DEFINE_NARROW_OP(DT, MAX)                                \
 	static void scale_##DT(void *buf, size_t n, int div)     \
 	{                                                        \
-		scale_half(buf, n, div, HERD_##DT);              \
+		scale_narrow(buf, n, div, HERD_##DT);            \
 	}
-HERD_HALF_TYPES(DEFINE_HALF)
+HERD_NARROW_TYPES(DEFINE_NARROW)
 
 #define ROW_NATIVE(DT, T, U, K, S) ROW(DT)
-#define ROW_HALF(DT) ROW(DT)
+#define ROW_NARROW(DT) ROW(DT)
 #define ROW(DT)                                                                  \
 	[HERD_##DT] = { [HERD_SUM] = reduce_##DT##_SUM, [HERD_PROD] = reduce_##DT##_PROD, \
 			[HERD_MIN] = reduce_##DT##_MIN, [HERD_MAX] = reduce_##DT##_MAX },
 
 static const reduce_fn reducers[HERD_DTYPE_COUNT][HERD_REDOP_COUNT] = {
-	HERD_NATIVE_TYPES(ROW_NATIVE) HERD_HALF_TYPES(ROW_HALF)
+	HERD_NATIVE_TYPES(ROW_NATIVE) HERD_NARROW_TYPES(ROW_NARROW)
 };
 
 #define SCALER_NATIVE(DT, T, U, K, S) [HERD_##DT] = scale_##DT,
-#define SCALER_HALF(DT) [HERD_##DT] = scale_##DT,
+#define SCALER_NARROW(DT) [HERD_##DT] = scale_##DT,
 
 static const scale_fn scalers[HERD_DTYPE_COUNT] = {
-	HERD_NATIVE_TYPES(SCALER_NATIVE) HERD_HALF_TYPES(SCALER_HALF)
+	HERD_NATIVE_TYPES(SCALER_NATIVE) HERD_NARROW_TYPES(SCALER_NARROW)
 };
 
 void herd__reduce(void *dst, const void *a, const void *b, size_t count, herd_dtype dtype,

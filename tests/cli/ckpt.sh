@@ -227,11 +227,14 @@ python3 - "$tmp/theirs.safetensors" <<'EOF' || fail "making theirs.safetensors"
 import json, struct, sys
 h = {"__metadata__": {"format": "pt", "note": "lr=0.1"},
      "loss": {"dtype": "F32", "shape": [], "data_offsets": [0, 4]},
-     "w": {"dtype": "F64", "shape": [2, 1], "data_offsets": [4, 20]}}
+     "w": {"dtype": "F64", "shape": [2, 1], "data_offsets": [4, 20]},
+     "q": {"dtype": "F8_E4M3", "shape": [3], "data_offsets": [20, 23]},
+     "s": {"dtype": "F8_E5M2", "shape": [2], "data_offsets": [23, 25]}}
 text = json.dumps(h).encode()
 text += b" " * (-len(text) % 8)
 open(sys.argv[1], "wb").write(struct.pack("<Q", len(text)) + text +
-                              struct.pack("<f", 2.5) + struct.pack("<2d", 1.0, -2.0))
+                              struct.pack("<f", 2.5) + struct.pack("<2d", 1.0, -2.0) +
+                              bytes([0x38, 0xfe, 0x01, 0x3c, 0x7b]))
 EOF
 "$HERD" ckpt import "$tmp/theirs.safetensors" "$tmp/theirs" 3 >/dev/null 2>"$tmp/err" || fail "import theirs: $(cat "$tmp/err")"
 [[ ! -s $tmp/err ]] || fail "import theirs said: $(cat "$tmp/err")"
@@ -250,7 +253,14 @@ lo, hi = h["loss"]["data_offsets"]
 assert struct.unpack("<f", data[lo:hi]) == (2.5,)
 lo, hi = h["w"]["data_offsets"]
 assert struct.unpack("<2d", data[lo:hi]) == (1.0, -2.0)
+assert h["q"]["dtype"] == "F8_E4M3" and h["s"]["dtype"] == "F8_E5M2", (h["q"], h["s"])
+lo, hi = h["q"]["data_offsets"]
+assert data[lo:hi] == bytes([0x38, 0xfe, 0x01]), data[lo:hi]
+lo, hi = h["s"]["data_offsets"]
+assert data[lo:hi] == bytes([0x3c, 0x7b]), data[lo:hi]
 EOF
+"$HERD" ckpt inspect "$tmp/theirs" 3 >"$tmp/out" 2>&1 || fail "inspect theirs: $(cat "$tmp/out")"
+grep -Eq '^q +float8_e4m3 +\[3\] +1 +3$' "$tmp/out" || fail "inspect theirs: $(cat "$tmp/out")"
 
 # --- hostile files: exit 2, the reason, no step written
 hostile() { # NAME EXPECTED-MESSAGE PYTHON-BYTES-EXPRESSION
@@ -277,8 +287,8 @@ hostile notbrace "the header does not start with '{'" "st(b' {}')"
 hostile array "the header does not start with '{'" "st([1, 2])"
 hostile dupkey "header JSON, byte 65: duplicate object key" \
   "st(b'{\"a\": $f32, \"a\": $f32}', b'\\0' * 8)"
-hostile dtype 'tensor "a": dtype "F8_E4M3" is not one herd holds' \
-  "st({'a': {'dtype': 'F8_E4M3', 'shape': [2], 'data_offsets': [0, 2]}}, b'\\0' * 2)"
+hostile dtype 'tensor "a": dtype "I16" is not one herd holds' \
+  "st({'a': {'dtype': 'I16', 'shape': [2], 'data_offsets': [0, 4]}}, b'\\0' * 4)"
 hostile size 'tensor "a": data_offsets [0, 12] hold 12 bytes; its shape and dtype need 8' \
   "st({'a': {'dtype': 'F32', 'shape': [2], 'data_offsets': [0, 12]}}, b'\\0' * 12)"
 hostile reversed 'tensor "a": "data_offsets" must be [BEGIN, END]' \

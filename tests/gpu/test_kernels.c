@@ -20,14 +20,15 @@
 
 static const herd_redop ops[] = { HERD_SUM, HERD_PROD, HERD_MIN, HERD_MAX, HERD_AVG };
 
-static bool is_half(herd_dtype t)
+static bool is_narrow(herd_dtype t)
 {
-	return t == HERD_FLOAT16 || t == HERD_BFLOAT16;
+	return t == HERD_FLOAT16 || t == HERD_BFLOAT16 || t == HERD_FLOAT8_E4M3 ||
+	       t == HERD_FLOAT8_E5M2;
 }
 
 static bool is_float(herd_dtype t)
 {
-	return is_half(t) || t == HERD_FLOAT32 || t == HERD_FLOAT64;
+	return is_narrow(t) || t == HERD_FLOAT32 || t == HERD_FLOAT64;
 }
 
 /* Random values of type t: any bits for integers; for floating point
@@ -51,8 +52,8 @@ static void random_fill(void *buf, size_t n, herd_dtype t, uint64_t seed)
 	f[11] = INFINITY;
 	f[13] = -INFINITY;
 	f[17] = -0.0f;
-	if (is_half(t))
-		herd__float_to_half(buf, f, n, t);
+	if (is_narrow(t))
+		herd__float_to_narrow(buf, f, n, t);
 	else if (t == HERD_FLOAT32)
 		memcpy(buf, f, n * sizeof(*f));
 	else
@@ -69,17 +70,17 @@ static void host_reduce(void *dst, void *const *src, int nsrc, size_t n, herd_dt
 {
 	herd_redop pair = op == HERD_AVG ? HERD_SUM : op;
 
-	if (is_half(t)) {
+	if (is_narrow(t)) {
 		float *acc = malloc(n * sizeof(float)), *x = malloc(n * sizeof(float));
 
-		herd__half_to_float(acc, src[0], n, t);
+		herd__narrow_to_float(acc, src[0], n, t);
 		for (int k = 1; k < nsrc; k++) {
-			herd__half_to_float(x, src[k], n, t);
+			herd__narrow_to_float(x, src[k], n, t);
 			herd__reduce(acc, acc, x, n, HERD_FLOAT32, pair);
 		}
 		if (op == HERD_AVG)
 			herd__reduce_scale(acc, n, HERD_FLOAT32, nsrc);
-		herd__float_to_half(dst, acc, n, t);
+		herd__float_to_narrow(dst, acc, n, t);
 		free(acc);
 		free(x);
 		return;
@@ -215,17 +216,17 @@ static void check_cast(herd_dtype to, herd_dtype from)
 	f[23] = 1e30f;
 	f[29] = 1e-30f;
 	/* the source in its type, and the host's conversion through float32 */
-	if (is_half(from))
-		herd__float_to_half(src, f, n, from);
+	if (is_narrow(from))
+		herd__float_to_narrow(src, f, n, from);
 	else if (from == HERD_FLOAT32)
 		memcpy(src, f, n * sizeof(float));
 	else
 		for (size_t i = 0; i < n; i++)
 			((double *)src)[i] = (double)f[i];
-	if (is_half(from))
-		herd__half_to_float(f, src, n, from);
-	if (is_half(to))
-		herd__float_to_half(want, f, n, to);
+	if (is_narrow(from))
+		herd__narrow_to_float(f, src, n, from);
+	if (is_narrow(to))
+		herd__float_to_narrow(want, f, n, to);
 	else if (to == HERD_FLOAT32)
 		memcpy(want, f, n * sizeof(float));
 	else

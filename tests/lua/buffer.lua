@@ -64,6 +64,18 @@ raises("unknown dtype 'float128'", herd.buffer, "float128", 1)
 raises("a count of 0 or more expected", herd.buffer, "int8", -1)
 raises("herd.Buffer has no field 'x' to set", function() herd.buffer("int8", 1).x = 1 end)
 
+-- the 8-bit floats: nearest even, saturation at the largest finite value
+do
+  local e4 = herd.buffer.from("float8_e4m3fn", { 1.3, 500, -1e9, 17, 19, 2 ^ -10 })
+  assert(e4.dtype == "float8_e4m3")
+  local t = e4:totable()
+  assert(t[1] == 1.25 and t[2] == 448 and t[3] == -448 and t[4] == 16 and t[5] == 20 and t[6] == 0)
+  local e5 = herd.buffer.from("e5m2", { 1, 9, 1e6, -math.huge })
+  t = e5:totable()
+  assert(t[1] == 1 and t[2] == 8 and t[3] == 57344 and t[4] == -57344)
+  assert(e5:cast("float32")[3] == 57344 and herd.buffer.from("float32", { 0.3 }):cast("e4m3")[1] == 0.3125)
+end
+
 -- printing and completion
 assert(tostring(herd.buffer("bf16", 3)):match("^herd.Buffer %(bfloat16%[3%]%) %(0x%x+%)$"))
 local m = getmetatable(herd.buffer("int8", 1)).__members

@@ -55,15 +55,10 @@ static inline herd_status ops_comm(herd_comm **out, const ops_session *s, int ra
 
 /* ---- values ----------------------------------------------------------------- */
 
-static inline bool ops_is_float(herd_dtype dt)
-{
-	return dt >= HERD_FLOAT16;
-}
-
 static inline int64_t ops_input(int r, size_t i, herd_dtype dt, int op)
 {
 	bool is_signed = dt == HERD_INT8 || dt == HERD_INT32 || dt == HERD_INT64 ||
-			 ops_is_float(dt);
+			 herd_dtype_is_float(dt);
 	uint64_t h = (uint64_t)r * 2654435761u + i * 40503u + (uint64_t)dt * 977u;
 
 	h ^= h >> 13;
@@ -72,27 +67,6 @@ static inline int64_t ops_input(int r, size_t i, herd_dtype dt, int op)
 		return v == 3 ? (is_signed ? -1 : 1) : v;
 	}
 	return is_signed ? (int64_t)(h % 11) - 5 : (int64_t)(h % 11);
-}
-
-/* Stores v, rounded to nearest even for the float types. */
-static inline void ops_put(void *buf, size_t i, herd_dtype dt, double v)
-{
-	switch (dt) {
-	case HERD_INT8: ((int8_t *)buf)[i] = (int8_t)(int64_t)v; break;
-	case HERD_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(int64_t)v; break;
-	case HERD_INT32: ((int32_t *)buf)[i] = (int32_t)(int64_t)v; break;
-	case HERD_UINT32: ((uint32_t *)buf)[i] = (uint32_t)(int64_t)v; break;
-	case HERD_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-	case HERD_UINT64: ((uint64_t *)buf)[i] = (uint64_t)(int64_t)v; break;
-	case HERD_FLOAT32: ((float *)buf)[i] = (float)v; break;
-	case HERD_FLOAT64: ((double *)buf)[i] = v; break;
-	case HERD_FLOAT16: case HERD_BFLOAT16: {
-		float f = (float)v;
-		herd__float_to_half((uint16_t *)buf + i, &f, 1, dt);
-		break;
-	}
-	default: break;
-	}
 }
 
 /* The reduction over p ranks of element i (before the type's rounding). */
@@ -112,14 +86,14 @@ static inline double ops_expected(int p, size_t i, herd_dtype dt, int op)
 		}
 	}
 	if (op == HERD_AVG)
-		acc = ops_is_float(dt) ? acc / p : (double)((int64_t)acc / p);
+		acc = herd_dtype_is_float(dt) ? acc / p : (double)((int64_t)acc / p);
 	return acc;
 }
 
 static inline void ops_fill(void *buf, int r, size_t from, size_t n, herd_dtype dt, int op)
 {
 	for (size_t i = 0; i < n; i++)
-		ops_put(buf, i, dt, (double)ops_input(r, from + i, dt, op));
+		dtype_put(buf, i, dt, (double)ops_input(r, from + i, dt, op));
 }
 
 /* Whether element i is v as the type stores it, bit for bit. */
@@ -128,7 +102,7 @@ static inline bool ops_same(const void *got, size_t i, herd_dtype dt, double v)
 	size_t es = herd_dtype_size(dt);
 	unsigned char want[8];
 
-	ops_put(want, 0, dt, v);
+	dtype_put(want, 0, dt, v);
 	return memcmp((const unsigned char *)got + i * es, want, es) == 0;
 }
 

@@ -224,16 +224,11 @@ static int run_ranks(int p, const char *algo, herd__op *ops)
 
 /* ---- values and references ------------------------------------------------- */
 
-static bool is_float(herd_dtype dt)
-{
-	return dt >= HERD_FLOAT16;
-}
-
 /* Rank r's element i: small integers, so that every float sum and product
  * is exact (PROD uses 1, 2 and -1: at most 2^8). */
 static int64_t input(int r, size_t i, herd_dtype dt, herd_redop op)
 {
-	bool is_signed = dt == HERD_INT8 || dt == HERD_INT32 || dt == HERD_INT64 || is_float(dt);
+	bool is_signed = dt == HERD_INT8 || dt == HERD_INT32 || dt == HERD_INT64 || herd_dtype_is_float(dt);
 	uint64_t h = (uint64_t)r * 2654435761u + i * 40503u + (uint64_t)dt * 977u;
 
 	h ^= h >> 13;
@@ -242,26 +237,6 @@ static int64_t input(int r, size_t i, herd_dtype dt, herd_redop op)
 		return v == 3 ? (is_signed ? -1 : 1) : v;
 	}
 	return is_signed ? (int64_t)(h % 11) - 5 : (int64_t)(h % 11);
-}
-
-static void put(void *buf, size_t i, herd_dtype dt, double v)
-{
-	switch (dt) {
-	case HERD_INT8: ((int8_t *)buf)[i] = (int8_t)(int64_t)v; break;
-	case HERD_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(int64_t)v; break;
-	case HERD_INT32: ((int32_t *)buf)[i] = (int32_t)(int64_t)v; break;
-	case HERD_UINT32: ((uint32_t *)buf)[i] = (uint32_t)(int64_t)v; break;
-	case HERD_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-	case HERD_UINT64: ((uint64_t *)buf)[i] = (uint64_t)(int64_t)v; break;
-	case HERD_FLOAT32: ((float *)buf)[i] = (float)v; break;
-	case HERD_FLOAT64: ((double *)buf)[i] = v; break;
-	case HERD_FLOAT16: case HERD_BFLOAT16: {
-		float f = (float)v;  /* exact for every value used here */
-		herd__float_to_half((uint16_t *)buf + i, &f, 1, dt);
-		break;
-	}
-	default: break;
-	}
 }
 
 /* The reduction over p ranks of element i, as the type stores it. */
@@ -281,7 +256,7 @@ static double expected(int p, size_t i, herd_dtype dt, herd_redop op)
 		}
 	}
 	if (op == HERD_AVG) {
-		if (is_float(dt))
+		if (herd_dtype_is_float(dt))
 			acc /= p;
 		else
 			acc = (double)((int64_t)acc / p);  /* toward zero */
@@ -292,7 +267,7 @@ static double expected(int p, size_t i, herd_dtype dt, herd_redop op)
 static void fill(void *buf, int r, size_t n, herd_dtype dt, herd_redop op)
 {
 	for (size_t i = 0; i < n; i++)
-		put(buf, i, dt, (double)input(r, i, dt, op));
+		dtype_put(buf, i, dt, (double)input(r, i, dt, op));
 }
 
 /* Element i of got must be the reference v rounded into the type. */
@@ -301,13 +276,9 @@ static bool same(const void *got, size_t i, herd_dtype dt, double v)
 	size_t es = herd_dtype_size(dt);
 	unsigned char want[8];
 
-	put(want, 0, dt, v);
-	if (dt == HERD_FLOAT16 || dt == HERD_BFLOAT16) {
-		/* v may need rounding: do it in double -> float -> half, which is
-		 * exact here as v = sum / p has few bits */
-		float f = (float)v;
-		herd__float_to_half((uint16_t *)want, &f, 1, dt);
-	}
+	/* v may need rounding into a narrow type: put does it double -> float
+	 * -> narrow, which is exact here as v = sum / p has few bits */
+	dtype_put(want, 0, dt, v);
 	return memcmp((const unsigned char *)got + i * es, want, es) == 0;
 }
 

@@ -118,7 +118,7 @@ static void sums_rank(int rank, int size, void *arg)
 		     i++) {
 			float f = in_value(rank, i) / 4.0f;
 
-			herd__float_to_half(&h[i], &f, 1, HERD_FLOAT16);
+			herd__float_to_narrow(&h[i], &f, 1, HERD_FLOAT16);
 			v[i] = (int32_t)(i % 1000) * size + rank;
 			if (i + 1 < n)
 				continue;
@@ -127,7 +127,7 @@ static void sums_rank(int rank, int size, void *arg)
 			for (size_t k = 0; k < n; k += 997) {
 				float got;
 
-				herd__half_to_float(&got, &hsum[k], 1, HERD_FLOAT16);
+				herd__narrow_to_float(&got, &hsum[k], 1, HERD_FLOAT16);
 				CHECK(got == sum_value(size, k) / 4.0f);
 				/* the sum of (k % 1000) * p + r over r, divided by p */
 				CHECK_INT(avg[k], (int32_t)(k % 1000) * size + (size - 1) / 2);

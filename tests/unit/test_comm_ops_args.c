@@ -90,7 +90,8 @@ static void bad_args_rank(int rank, int size, void *arg)
 	CHECK_ERR(herd_comm_reduce_scatter(c, a, b, 4, HERD_FLOAT32, HERD_REDOP_COUNT), HERD_EINVAL,
 		  "herd_comm_reduce_scatter: op 5");
 	CHECK_ERR(herd_comm_broadcast(c, a, b, 8, HERD_DTYPE_COUNT, 0), HERD_EINVAL,
-		  "herd_comm_broadcast: dtype 10");
+		  "herd_comm_broadcast: dtype 12 is not a herd_dtype (expected 0..11, "
+		  "int8..float8_e5m2)");
 	/* NULL buffers with elements */
 	CHECK_ERR(herd_comm_allreduce(c, NULL, b, 8, HERD_FLOAT32, HERD_SUM), HERD_EINVAL,
 		  "herd_comm_allreduce: sendbuf is NULL with count 8");

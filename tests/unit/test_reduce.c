@@ -1,8 +1,9 @@
 /*
  * The reduction kernels and element types: every type x reduction against a
- * double-precision reference, the AVG scaling, and the float16/bfloat16
- * conversions exhaustively against an independent round-to-nearest-even
- * (and against the CPU's own F16C conversion where it has one).
+ * double-precision reference, the AVG scaling, and the conversions of the
+ * narrow floating types exhaustively against an independent
+ * round-to-nearest-even (and against the CPU's own F16C conversion where
+ * it has one).
  */
 #include <math.h>
 
@@ -134,13 +135,13 @@ static int bf16_is_nan(uint16_t h)
 static void to_float_one_by_one(float *dst, const uint16_t *src, size_t n, herd_dtype dt)
 {
 	for (size_t i = 0; i < n; i++)
-		herd__half_to_float(dst + i, src + i, 1, dt);
+		herd__narrow_to_float(dst + i, src + i, 1, dt);
 }
 
 static void to_half_one_by_one(uint16_t *dst, const float *src, size_t n, herd_dtype dt)
 {
 	for (size_t i = 0; i < n; i++)
-		herd__float_to_half(dst + i, src + i, 1, dt);
+		herd__float_to_narrow(dst + i, src + i, 1, dt);
 }
 
 /* Converts n floats both ways into out; returns how many differ. */
@@ -149,7 +150,7 @@ static size_t to_half_both(uint16_t *out, const float *in, size_t n, herd_dtype 
 	uint16_t *one = malloc(n * sizeof(*one) + 1);
 	size_t diff = 0;
 
-	herd__float_to_half(out, in, n, dt);
+	herd__float_to_narrow(out, in, n, dt);
 	if (one == NULL)
 		return n;
 	to_half_one_by_one(one, in, n, dt);
@@ -170,7 +171,7 @@ static void test_half_to_float_exhaustive_matches_definition(void)
 
 	for (int i = 0; i < 65536; i++)
 		src[i] = (uint16_t)i;
-	herd__half_to_float(dst, src, 65536, HERD_FLOAT16);
+	herd__narrow_to_float(dst, src, 65536, HERD_FLOAT16);
 	to_float_one_by_one(one, src, 65536, HERD_FLOAT16);
 	for (int i = 0; i < 65536; i++) {
 		double want = ref_half_value((uint16_t)i);
@@ -347,8 +348,8 @@ static void test_bfloat16_conversions_round_to_nearest_even(void)
 		goto out;
 	for (int i = 0; i < 65536; i++)
 		h[i] = (uint16_t)i;
-	herd__half_to_float(f, h, 65536, HERD_BFLOAT16);
-	herd__float_to_half(back, f, 65536, HERD_BFLOAT16);
+	herd__narrow_to_float(f, h, 65536, HERD_BFLOAT16);
+	herd__float_to_narrow(back, f, 65536, HERD_BFLOAT16);
 	for (int i = 0; i < 65536; i++) {
 		if (fbits(f[i]) != (uint32_t)i << 16 && bad++ < 5)
 			TEST_FAIL_("bf16 0x%04x -> 0x%08x", i, fbits(f[i]));
@@ -383,7 +384,7 @@ static void test_bfloat16_conversions_round_to_nearest_even(void)
 		float big[3] = { bitsf(0x7f7fffffu), bitsf(0x7f7f7fffu), bitsf(0xff7f8000u) };
 		uint16_t r[3];
 
-		herd__float_to_half(r, big, 3, HERD_BFLOAT16);
+		herd__float_to_narrow(r, big, 3, HERD_BFLOAT16);
 		CHECK_INT(r[0], 0x7f80);
 		CHECK_INT(r[1], 0x7f7f);
 		CHECK_INT(r[2], 0xff80);  /* tie, odd mantissa: up to -Inf */
@@ -771,8 +772,10 @@ static void test_dtype_sizes_names_and_nccl_tests_aliases(void)
 		{ "float16", HERD_FLOAT16 }, { "fp16", HERD_FLOAT16 },    { "bfloat16", HERD_BFLOAT16 },
 		{ "bf16", HERD_BFLOAT16 },   { "float", HERD_FLOAT32 },   { "float32", HERD_FLOAT32 },
 		{ "double", HERD_FLOAT64 },  { "float64", HERD_FLOAT64 }, { "FLOAT", HERD_FLOAT32 },
+		{ "float8_e4m3fn", HERD_FLOAT8_E4M3 }, { "fp8_e4m3", HERD_FLOAT8_E4M3 },
+		{ "f8e5m2", HERD_FLOAT8_E5M2 }, { "e5m2", HERD_FLOAT8_E5M2 },
 	};
-	static const size_t sizes[HERD_DTYPE_COUNT] = { 1, 1, 4, 4, 8, 8, 2, 2, 4, 8 };
+	static const size_t sizes[HERD_DTYPE_COUNT] = { 1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1 };
 	herd_dtype dt;
 
 	for (int t = 0; t < HERD_DTYPE_COUNT; t++) {
@@ -812,6 +815,198 @@ static void test_redop_names_parse_back(void)
 	CHECK_ERR(herd_redop_parse(NULL, &op), HERD_EINVAL, "name");
 }
 
+/* ---- the 8-bit floats, from their definitions ---------------------------- */
+
+typedef struct f8def {
+	herd_dtype dt;
+	int mbits, bias;
+	int ieee;          /* the all-ones exponent is Inf and NaN (E5M2) */
+} f8def;
+
+static const f8def f8defs[2] = {
+	{ HERD_FLOAT8_E4M3, 3, 7, 0 },
+	{ HERD_FLOAT8_E5M2, 2, 15, 1 },
+};
+
+static double pow2(int e)
+{
+	double r = 1;
+
+	for (; e > 0; e--)
+		r *= 2;
+	for (; e < 0; e++)
+		r /= 2;
+	return r;
+}
+
+/* The value of a code: E4M3's S.1111.111 and E5M2's S.11111.mm (mm != 0)
+ * are NaNs, S.11111.00 of E5M2 infinities. */
+static double f8_value(const f8def *d, unsigned code)
+{
+	unsigned e = (code & 0x7fu) >> d->mbits, m = code & ((1u << d->mbits) - 1u);
+	unsigned eall = (1u << (7 - d->mbits)) - 1u;
+	double v;
+
+	if (e == eall && (d->ieee || m == (1u << d->mbits) - 1u))
+		v = d->ieee && m == 0 ? INFINITY : NAN;
+	else if (e == 0)
+		v = m * pow2(1 - d->bias - d->mbits);
+	else
+		v = (1 + m * pow2(-d->mbits)) * pow2((int)e - d->bias);
+	return code & 0x80u ? -v : v;
+}
+
+/* x rounded into the type by definition: the nearest finite code of x's
+ * sign (which saturates), a tie to the even code; a NaN to a NaN. */
+static unsigned f8_round(const f8def *d, float x)
+{
+	unsigned sign = fbits(x) >> 31 ? 0x80u : 0u, best = sign;
+	double bestd = INFINITY, ax = x < 0 ? -(double)x : (double)x;
+
+	if (x != x)
+		return d->ieee ? sign | 0x7eu : sign | 0x7fu;
+	if (ax >= f8_value(d, d->ieee ? 0x7bu : 0x7eu))
+		return sign | (d->ieee ? 0x7bu : 0x7eu);  /* saturation */
+	for (unsigned c = 0; c < 0x80u; c++) {
+		double v = f8_value(d, c), dist;
+
+		if (v != v || v == INFINITY)
+			continue;
+		dist = v > ax ? v - ax : ax - v;
+		if (dist < bestd || (dist == bestd && (c & 1u) == 0)) {
+			bestd = dist;
+			best = sign | c;
+		}
+	}
+	return best;
+}
+
+static int f8_is_nan(const f8def *d, unsigned code)
+{
+	double v = f8_value(d, code);
+
+	return v != v;
+}
+
+/* Every code to float32 is its value; every finite code comes back, an
+ * infinity as the largest finite value of its sign (saturation). */
+static void test_float8_codes_convert_exactly_and_back(void)
+{
+	for (int t = 0; t < 2; t++) {
+		const f8def *d = &f8defs[t];
+		uint8_t codes[256], back[256];
+		float f[256];
+		int bad = 0;
+
+		for (int c = 0; c < 256; c++)
+			codes[c] = (uint8_t)c;
+		herd__narrow_to_float(f, codes, 256, d->dt);
+		herd__float_to_narrow(back, f, 256, d->dt);
+		for (unsigned c = 0; c < 256; c++) {
+			double want = f8_value(d, c);
+			int ok = want != want ? f[c] != f[c] && (fbits(f[c]) >> 31) == (c >> 7) &&
+							f8_is_nan(d, back[c]) && (back[c] & 0x80u) == (c & 0x80u)
+					      : (double)f[c] == want && (fbits(f[c]) >> 31) == (c >> 7) &&
+							back[c] == (want == INFINITY || want == -INFINITY
+								    ? (c & 0x80u) | 0x7bu : c);
+
+			if (!ok && bad++ < 5)
+				TEST_FAIL_("%s code 0x%02x: float %g (0x%08x), back 0x%02x; "
+					   "value %g", herd_dtype_name(d->dt), c, (double)f[c],
+					   fbits(f[c]), back[c], want);
+			test_checks++;
+		}
+	}
+}
+
+/* Midpoints of neighbouring codes (ties to even) and a float either side,
+ * random floats over the whole range, and the edges, against f8_round. */
+static void test_float8_rounding_matches_definition(void)
+{
+	enum { N = 200000 };
+	static float in[N];
+	static uint8_t out[N];
+	uint64_t x = 4242;
+
+	for (int t = 0; t < 2; t++) {
+		const f8def *d = &f8defs[t];
+		size_t n = 0;
+		int bad = 0;
+
+		for (unsigned c = 0; c + 1 < 0x80u && n + 6 < N; c++) {
+			double a = f8_value(d, c), b = f8_value(d, c + 1);
+			float mid;
+
+			if (a != a || b != b || b == INFINITY)
+				continue;
+			mid = (float)((a + b) / 2);  /* exact: a few bits */
+			in[n++] = mid;
+			in[n++] = -mid;
+			in[n++] = float_up(mid);
+			in[n++] = mid > 0 ? float_down(mid) : mid;
+		}
+		in[n++] = INFINITY;
+		in[n++] = -INFINITY;
+		in[n++] = NAN;
+		in[n++] = 3.4e38f;
+		in[n++] = -0.0f;
+		in[n++] = bitsf(1);  /* the smallest float32 subnormal */
+		while (n < N) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			/* exponents from 2^-30 to 2^19, either sign */
+			in[n++] = bitsf((uint32_t)(x & 0x807fffffu) |
+					(uint32_t)(97 + (x >> 40) % 50) << 23);
+		}
+		herd__float_to_narrow(out, in, N, d->dt);
+		for (size_t i = 0; i < N; i++) {
+			unsigned want = f8_round(d, in[i]);
+			int ok = f8_is_nan(d, want) ? f8_is_nan(d, out[i]) : out[i] == want;
+
+			if (!ok && bad++ < 5)
+				TEST_FAIL_("%s: float %a (0x%08x) -> 0x%02x, expected 0x%02x",
+					   herd_dtype_name(d->dt), (double)in[i], fbits(in[i]),
+					   out[i], want);
+			test_checks++;
+		}
+	}
+}
+
+/* The edges, spelled out: saturation and the ties at the top and bottom. */
+static void test_float8_edges(void)
+{
+	static const struct {
+		herd_dtype dt;
+		float in;
+		uint8_t out;
+	} cases[] = {
+		{ HERD_FLOAT8_E4M3, 448.0f, 0x7e },   { HERD_FLOAT8_E4M3, 464.0f, 0x7e },
+		{ HERD_FLOAT8_E4M3, 465.0f, 0x7e },   { HERD_FLOAT8_E4M3, 1e30f, 0x7e },
+		{ HERD_FLOAT8_E4M3, INFINITY, 0x7e }, { HERD_FLOAT8_E4M3, -INFINITY, 0xfe },
+		{ HERD_FLOAT8_E4M3, NAN, 0x7f },      { HERD_FLOAT8_E4M3, 0.001953125f, 0x01 },
+		{ HERD_FLOAT8_E4M3, 0.0009765625f, 0x00 }, { HERD_FLOAT8_E4M3, 0.0029296875f, 0x02 },
+		{ HERD_FLOAT8_E4M3, -0.0f, 0x80 },    { HERD_FLOAT8_E4M3, 17.0f, 0x58 },
+		{ HERD_FLOAT8_E4M3, 19.0f, 0x5a },    { HERD_FLOAT8_E5M2, 57344.0f, 0x7b },
+		{ HERD_FLOAT8_E5M2, 61440.0f, 0x7b }, { HERD_FLOAT8_E5M2, INFINITY, 0x7b },
+		{ HERD_FLOAT8_E5M2, -1e30f, 0xfb },   { HERD_FLOAT8_E5M2, 1.0f, 0x3c },
+		{ HERD_FLOAT8_E5M2, 9.0f, 0x48 },     { HERD_FLOAT8_E5M2, 0x1p-16f, 0x01 },
+	};
+	uint8_t b;
+	float f;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		herd__float_to_narrow(&b, &cases[i].in, 1, cases[i].dt);
+		if (b != cases[i].out)
+			TEST_FAIL_("%s: %a -> 0x%02x, expected 0x%02x", herd_dtype_name(cases[i].dt),
+				   (double)cases[i].in, b, cases[i].out);
+		test_checks++;
+	}
+	b = 0x7c;  /* E5M2 infinity stays one on the way to float32 */
+	herd__narrow_to_float(&f, &b, 1, HERD_FLOAT8_E5M2);
+	CHECK(f == INFINITY);
+}
+
 /* The public conversions are the kernels' own: the same bits both ways,
  * and a refusal for the types they do not convert. */
 static void test_public_half_conversions_are_the_kernels(void)
@@ -819,23 +1014,23 @@ static void test_public_half_conversions_are_the_kernels(void)
 	enum { N = 4096 };
 	static uint16_t h[N], back[N], mine[N];
 	static float f[N], g[N];
-	herd_dtype types[2] = { HERD_FLOAT16, HERD_BFLOAT16 };
+	herd_dtype types[4] = { HERD_FLOAT16, HERD_BFLOAT16, HERD_FLOAT8_E4M3, HERD_FLOAT8_E5M2 };
 
-	for (int t = 0; t < 2; t++) {
+	for (int t = 0; t < 4; t++) {
 		for (size_t i = 0; i < N; i++)
 			h[i] = (uint16_t)(i * 16 + (size_t)t);
 		CHECK_OK(herd_dtype_to_float32(h, f, N, types[t]));
-		herd__half_to_float(g, h, N, types[t]);
+		herd__narrow_to_float(g, h, N, types[t]);
 		CHECK(memcmp(f, g, sizeof(f)) == 0);
 		for (size_t i = 0; i < N; i++)
 			f[i] = (float)i * 0.37f - 700.0f;
 		CHECK_OK(herd_dtype_from_float32(f, back, N, types[t]));
-		herd__float_to_half(mine, f, N, types[t]);
+		herd__float_to_narrow(mine, f, N, types[t]);
 		CHECK(memcmp(back, mine, sizeof(back)) == 0);
 	}
 	CHECK_OK(herd_dtype_to_float32(NULL, NULL, 0, HERD_FLOAT16));
 	CHECK_ERR(herd_dtype_to_float32(h, f, 1, HERD_FLOAT32), HERD_EINVAL,
-		  "is not float16 or bfloat16");
+		  "float32 is not float16, bfloat16, float8_e4m3 or float8_e5m2");
 	CHECK_ERR(herd_dtype_from_float32(f, NULL, 1, HERD_BFLOAT16), HERD_EINVAL, "dst is NULL");
 }
 
@@ -846,6 +1041,9 @@ int main(void)
 	TEST_RUN(test_float_to_half_random_floats_match_reference);
 	TEST_RUN(test_half_conversions_agree_with_f16c);
 	TEST_RUN(test_bfloat16_conversions_round_to_nearest_even);
+	TEST_RUN(test_float8_codes_convert_exactly_and_back);
+	TEST_RUN(test_float8_rounding_matches_definition);
+	TEST_RUN(test_float8_edges);
 	TEST_RUN(test_public_half_conversions_are_the_kernels);
 	TEST_RUN(test_reduce_every_dtype_and_op_matches_reference);
 	TEST_RUN(test_reduce_integer_wraps_and_extremes);

@@ -97,12 +97,6 @@ herd_status herd__algo_xchg(herd_comm *comm, int to, const void *sbuf, size_t sl
 /* malloc that raises HERD_ENOMEM naming what the memory was for. */
 herd_status herd__algo_alloc(void *out_ptr, size_t bytes, const char *what);
 
-/*
- * Whether a reduction of dtype with op runs on float32 (float16 and
- * bfloat16 with SUM, PROD or AVG: converted once, rounded once at the end);
- * MIN and MAX run on the narrow type, where they are exact.
- */
-bool herd__algo_widens(herd_dtype dtype, herd_redop op);
 
 /* The element-wise operation of a reduction (AVG is SUM, scaled after). */
 static inline herd_redop herd__algo_elem_op(herd_redop op)
@@ -189,7 +183,7 @@ herd_status herd__rd_allreduce(herd_comm *comm, const void *in, void *out, void 
 /*
  * One-shot allreduce: every rank's vector to every other rank in a
  * single exchange, reduced locally (tune.c takes it for the tiniest
- * vectors on three ranks or more), with float16/bfloat16
+ * vectors on three ranks or more), with narrow-type
  * widening and AVG; the result is reduced in rank order, so it has the same
  * bits on every rank.  in may equal out.
  */
@@ -204,7 +198,7 @@ herd_status herd__oneshot_allreduce(herd_comm *comm, const void *in, void *out, 
 herd_status herd__bruck_allgather(herd_comm *comm, void *buf, size_t count, herd_dtype dtype);
 
 /*
- * Allreduce by recursive doubling, with float16/bfloat16 widening and AVG:
+ * Allreduce by recursive doubling, with narrow-type widening and AVG:
  * the whole of what herd__algo_allreduce does for small counts, also used
  * by reduce_scatter for small counts.
  */

@@ -22,7 +22,7 @@
  * more across the hosts).  tune.c makes the choice; the figures behind
  * it are in bench/RESULTS.md, "The direct path's thresholds".
  *
- * float16 and bfloat16 SUM/PROD/AVG reduce in float32 and round once:
+ * narrow-type (float16, bfloat16, float8) SUM/PROD/AVG reduce in float32 and round once:
  * each slice is widened into a float32 scratch slice, reduce-scattered
  * there, and each rank rounds its own block into recvbuf (after the AVG
  * division), so the allgather moves the narrow type.
@@ -50,7 +50,7 @@ static herd_status slice_setup(herd_comm *comm, size_t count, size_t wes, bool w
 	*wide = NULL;
 	if (widen)
 		HERD_CHECK(herd__algo_alloc(wide, (count < *slice ? count : *slice) * wes,
-					    "a float32 slice of a float16/bfloat16 allreduce"));
+					    "a float32 slice of a narrow-type allreduce"));
 	return HERD_OK;
 }
 
@@ -64,7 +64,7 @@ static herd_status ring_allreduce(herd_comm *comm, const void *in, void *out, si
 				  herd_dtype dtype, herd_redop op)
 {
 	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
-	bool widen = herd__algo_widens(dtype, op);
+	bool widen = herd__dtype_widens(dtype, op);
 	herd_dtype wdt = widen ? HERD_FLOAT32 : dtype;
 	size_t es = herd_dtype_size(dtype), wes = herd_dtype_size(wdt), slice, nslices;
 	const char *cin = in;
@@ -87,7 +87,7 @@ static herd_status ring_allreduce(herd_comm *comm, const void *in, void *out, si
 			rs.dtype = wdt;
 			rs.op = herd__algo_elem_op(op);
 			if (widen) {
-				herd__half_to_float(wide, (const uint16_t *)rs.in, rs.l.n, dtype);
+				herd__narrow_to_float(wide, rs.in, rs.l.n, dtype);
 				rs.in = rs.work = wide;
 			}
 			herd__ring_block(&rs.l, p, r, &ooff, &olen);
@@ -114,7 +114,7 @@ static herd_status ring_allreduce(herd_comm *comm, const void *in, void *out, si
 		if (op == HERD_AVG)
 			herd__reduce_scale(rs.own, olen, wdt, p);
 		if (widen)
-			herd__float_to_half((uint16_t *)(cout + (s0 + ooff) * es),
+			herd__float_to_narrow((cout + (s0 + ooff) * es),
 					    (const float *)rs.own, olen, dtype);
 		ag_l = rs.l;
 		ag_buf = cout + s0 * es;
@@ -149,7 +149,7 @@ static herd_status hd_allreduce(herd_comm *comm, const void *in, void *out, size
 				herd_dtype dtype, herd_redop op)
 {
 	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
-	bool widen = herd__algo_widens(dtype, op);
+	bool widen = herd__dtype_widens(dtype, op);
 	herd_dtype wdt = widen ? HERD_FLOAT32 : dtype;
 	size_t es = herd_dtype_size(dtype), wes = herd_dtype_size(wdt), slice;
 	herd_redop eop = herd__algo_elem_op(op);
@@ -166,7 +166,7 @@ static herd_status hd_allreduce(herd_comm *comm, const void *in, void *out, size
 		int lo = 0, hi = p;
 
 		if (widen) {
-			herd__half_to_float(wide, (const uint16_t *)src, n, dtype);
+			herd__narrow_to_float(wide, src, n, dtype);
 			src = work = (char *)wide;
 		}
 		for (int d = p / 2; d >= 1; d /= 2) {
@@ -190,7 +190,7 @@ static herd_status hd_allreduce(herd_comm *comm, const void *in, void *out, size
 		if (op == HERD_AVG)
 			herd__reduce_scale(work + off * wes, len, wdt, p);
 		if (widen)
-			herd__float_to_half((uint16_t *)(cout + (s0 + off) * es),
+			herd__float_to_narrow((cout + (s0 + off) * es),
 					    (const float *)work + off, len, dtype);
 		for (int d = 1; d < p; d *= 2) {
 			int peer_lo = r & d ? lo - d : hi, peer_hi = r & d ? lo : hi + d;

@@ -98,7 +98,7 @@ herd_status herd__rd_allreduce_full(herd_comm *comm, const void *in, void *out, 
 {
 	int p = herd_comm_size(comm);
 	herd_redop eop = herd__algo_elem_op(op);
-	bool widen = herd__algo_widens(dtype, op);
+	bool widen = herd__dtype_widens(dtype, op);
 	size_t bytes = count * (widen ? 2 * sizeof(float) : herd_dtype_size(dtype));
 	_Alignas(64) unsigned char stack[RD_STACK_BYTES];
 	void *scratch = stack;
@@ -108,17 +108,17 @@ herd_status herd__rd_allreduce_full(herd_comm *comm, const void *in, void *out, 
 		return HERD_OK;
 	if (bytes > sizeof(stack))
 		HERD_CHECK(herd__algo_alloc(&scratch, bytes, widen ? "float32 copies of a "
-					    "float16/bfloat16 allreduce" : "the partial results of "
+					    "narrow-type allreduce" : "the partial results of "
 					    "an allreduce"));
 	if (widen) {
 		float *wide = scratch;
 
-		herd__half_to_float(wide, in, count, dtype);
+		herd__narrow_to_float(wide, in, count, dtype);
 		st = herd__rd_allreduce(comm, wide, wide, wide + count, count, HERD_FLOAT32, eop);
 		if (st == HERD_OK) {
 			if (op == HERD_AVG)
 				herd__reduce_scale(wide, count, HERD_FLOAT32, p);
-			herd__float_to_half(out, wide, count, dtype);
+			herd__float_to_narrow(out, wide, count, dtype);
 		}
 	} else {
 		st = herd__rd_allreduce(comm, in, out, scratch, count, dtype, eop);
@@ -133,14 +133,14 @@ herd_status herd__rd_allreduce_full(herd_comm *comm, const void *in, void *out, 
 /*
  * Every rank's vector lands in slot j of `all` (the rank's own is copied
  * there, so that in may equal out), then out = all[0] op all[1] op ...
- * in rank order.  float16/bfloat16 SUM/PROD/AVG widen the p vectors into
+ * in rank order.  narrow-type SUM/PROD/AVG widen the p vectors into
  * float32 first and round the result once.
  */
 herd_status herd__oneshot_allreduce(herd_comm *comm, const void *in, void *out, size_t count,
 				    herd_dtype dtype, herd_redop op)
 {
 	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
-	bool widen = herd__algo_widens(dtype, op);
+	bool widen = herd__dtype_widens(dtype, op);
 	herd_dtype wdt = widen ? HERD_FLOAT32 : dtype;
 	herd_redop eop = herd__algo_elem_op(op);
 	size_t bytes = count * herd_dtype_size(dtype), wbytes = count * herd_dtype_size(wdt);
@@ -179,7 +179,7 @@ herd_status herd__oneshot_allreduce(herd_comm *comm, const void *in, void *out, 
 		work = all;
 		if (widen) {
 			work = all + (size_t)p * bytes;
-			herd__half_to_float((float *)work, (const uint16_t *)all, (size_t)p * count,
+			herd__narrow_to_float((float *)work, all, (size_t)p * count,
 					    dtype);
 		}
 		acc = widen ? work : out;
@@ -189,7 +189,7 @@ herd_status herd__oneshot_allreduce(herd_comm *comm, const void *in, void *out, 
 		if (op == HERD_AVG)
 			herd__reduce_scale(acc, count, wdt, p);
 		if (widen)
-			herd__float_to_half(out, (const float *)acc, count, dtype);
+			herd__float_to_narrow(out, (const float *)acc, count, dtype);
 	}
 	if (all != stack)
 		free(all);

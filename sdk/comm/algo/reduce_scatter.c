@@ -27,7 +27,7 @@ herd_status herd__algo_reduce_scatter_rd(herd_comm *comm, const herd__op *op)
 }
 
 /*
- * Slices of up to HERD__ALGO_BLOCK bytes of every block.  float16/bfloat16
+ * Slices of up to HERD__ALGO_BLOCK bytes of every block.  Narrow-type
  * SUM/PROD/AVG widen each slice of every block into float32 scratch and
  * round the rank's own block once, at the end of its slice.
  */
@@ -36,7 +36,7 @@ herd_status herd__algo_reduce_scatter_ring(herd_comm *comm, const herd__op *op)
 	int p = herd_comm_size(comm);
 	herd_dtype dtype = (herd_dtype)op->fp.dtype;
 	herd_redop redop = (herd_redop)op->fp.redop;
-	bool widen = herd__algo_widens(dtype, redop);
+	bool widen = herd__dtype_widens(dtype, redop);
 	herd_dtype wdt = widen ? HERD_FLOAT32 : dtype;
 	size_t es = herd_dtype_size(dtype), wes = herd_dtype_size(wdt);
 	size_t count = op->count, chunk = herd__algo_block_elems(wes);
@@ -60,8 +60,7 @@ herd_status herd__algo_reduce_scatter_ring(herd_comm *comm, const herd__op *op)
 
 		if (widen) {
 			for (int b = 0; b < p; b++)
-				herd__half_to_float((float *)(wide + (size_t)b * n * wes),
-						    (const uint16_t *)(in + ((size_t)b * count + c0) * es),
+				herd__narrow_to_float((float *)(wide + (size_t)b * n * wes), (in + ((size_t)b * count + c0) * es),
 						    n, dtype);
 			rs.l.stride = n;
 			rs.in = wide;
@@ -71,7 +70,7 @@ herd_status herd__algo_reduce_scatter_ring(herd_comm *comm, const herd__op *op)
 		if (redop == HERD_AVG)
 			herd__reduce_scale(rs.own, n, wdt, p);
 		if (widen)
-			herd__float_to_half((uint16_t *)(out + c0 * es), (const float *)rs.own, n, dtype);
+			herd__float_to_narrow((out + c0 * es), (const float *)rs.own, n, dtype);
 	}
 out:
 	free(scratch);

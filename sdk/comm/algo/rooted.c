@@ -112,7 +112,7 @@ herd_status herd__algo_reduce_binomial(herd_comm *comm, const herd__op *op)
 	int vr = herd__algo_mod(r - root, p);
 	herd_dtype dtype = (herd_dtype)op->fp.dtype;
 	herd_redop redop = (herd_redop)op->fp.redop, eop = herd__algo_elem_op(redop);
-	bool widen = herd__algo_widens(dtype, redop);
+	bool widen = herd__dtype_widens(dtype, redop);
 	herd_dtype wdt = widen ? HERD_FLOAT32 : dtype;
 	size_t bytes = op->count * herd_dtype_size(wdt);
 	bool has_child = !(vr & 1) && vr + 1 < p;
@@ -122,7 +122,7 @@ herd_status herd__algo_reduce_binomial(herd_comm *comm, const herd__op *op)
 
 	if (widen) {
 		HERD_CHECK(herd__algo_alloc(&scratch, bytes, "a float32 copy of a reduce"));
-		herd__half_to_float(scratch, op->sendbuf, op->count, dtype);
+		herd__narrow_to_float(scratch, op->sendbuf, op->count, dtype);
 		acc = accbuf = scratch;
 	} else if (r != root && has_child) {
 		HERD_CHECK(herd__algo_alloc(&scratch, bytes, "the partial result of a reduce"));
@@ -146,7 +146,7 @@ herd_status herd__algo_reduce_binomial(herd_comm *comm, const herd__op *op)
 		if (redop == HERD_AVG)
 			herd__reduce_scale(accbuf, op->count, wdt, p);
 		if (widen)
-			herd__float_to_half(op->recvbuf, scratch, op->count, dtype);
+			herd__float_to_narrow(op->recvbuf, scratch, op->count, dtype);
 	}
 out:
 	free(scratch);
@@ -156,7 +156,7 @@ out:
 /*
  * Ring reduce-scatter then gather, per slice of p blocks.  Only the root
  * writes recvbuf; the other ranks keep partial blocks in scratch.
- * float16/bfloat16 SUM/PROD/AVG widen the slice and each rank rounds its
+ * narrow-type SUM/PROD/AVG widen the slice and each rank rounds its
  * own block before sending it to the root.
  */
 herd_status herd__algo_reduce_ring(herd_comm *comm, const herd__op *op)
@@ -164,7 +164,7 @@ herd_status herd__algo_reduce_ring(herd_comm *comm, const herd__op *op)
 	int p = herd_comm_size(comm), r = herd_comm_rank(comm), root = op->fp.root;
 	herd_dtype dtype = (herd_dtype)op->fp.dtype;
 	herd_redop redop = (herd_redop)op->fp.redop;
-	bool widen = herd__algo_widens(dtype, redop);
+	bool widen = herd__dtype_widens(dtype, redop);
 	herd_dtype wdt = widen ? HERD_FLOAT32 : dtype;
 	size_t es = herd_dtype_size(dtype), wes = herd_dtype_size(wdt);
 	size_t count = op->count, block = herd__algo_block_elems(wes);
@@ -196,7 +196,7 @@ herd_status herd__algo_reduce_ring(herd_comm *comm, const herd__op *op)
 
 		herd__ring_block(&l, p, r, &ooff, &olen);
 		if (widen) {
-			herd__half_to_float((float *)wide, (const uint16_t *)sin, l.n, dtype);
+			herd__narrow_to_float((float *)wide, sin, l.n, dtype);
 			sin = wide;
 		} else if (r == root) {
 			own = out + (s0 + ooff) * es;
@@ -209,7 +209,7 @@ herd_status herd__algo_reduce_ring(herd_comm *comm, const herd__op *op)
 		if (widen) {
 			if (r == root)
 				own_narrow = out + (s0 + ooff) * es;
-			herd__float_to_half((uint16_t *)own_narrow, (const float *)own, olen, dtype);
+			herd__float_to_narrow(own_narrow, (const float *)own, olen, dtype);
 		} else {
 			own_narrow = own;
 		}

@@ -60,9 +60,3 @@ herd_status herd__algo_alloc(void *out_ptr, size_t bytes, const char *what)
 	memcpy(out_ptr, &p, sizeof(p));
 	return HERD_OK;
 }
-
-bool herd__algo_widens(herd_dtype dtype, herd_redop op)
-{
-	return (dtype == HERD_FLOAT16 || dtype == HERD_BFLOAT16) &&
-	       (op == HERD_SUM || op == HERD_PROD || op == HERD_AVG);
-}

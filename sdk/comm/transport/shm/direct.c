@@ -177,7 +177,7 @@ typedef struct dcall {
 	herd__coll_state *d;
 	int p, r;
 	uint64_t s;              /* collective number */
-	herd_dtype dtype, wdt;   /* wdt: float32 for a widened float16/bfloat16 */
+	herd_dtype dtype, wdt;   /* wdt: float32 for a widened narrow type */
 	herd_redop op, eop;      /* eop: AVG as SUM */
 	bool widen;
 	size_t es, count;
@@ -545,7 +545,7 @@ static uint8_t *scratch_near(dcall *c, int which, const void *dst, size_t apart)
 
 /*
  * Reduces the n elements at element offset off over all ranks into dst
- * (float16/bfloat16 SUM/PROD/AVG add in float32 and round once), own
+ * (narrow-type SUM/PROD/AVG add in float32 and round once), own
  * operand first and the peers' after it in rank order from this rank, so
  * that every element has one reducer and every rank gets its bits; dst
  * holds the running result (in place it starts as the own operand).  The
@@ -564,7 +564,7 @@ static herd_status reduce_chunk_into(dcall *c, size_t off, size_t n, uint8_t *ds
 	float *tmp = (float *)scratch_near(c, 2, dst, 3072);
 
 	if (c->widen)
-		herd__half_to_float(acc, (const uint16_t *)own, n, c->dtype);
+		herd__narrow_to_float(acc, own, n, c->dtype);
 	for (int k = 1; k < c->p; k++) {
 		int j = (c->r + k) % c->p;
 		uint64_t at = c->d->peer_in[j] + off * c->es;
@@ -576,7 +576,7 @@ static herd_status reduce_chunk_into(dcall *c, size_t off, size_t n, uint8_t *ds
 		}
 		HERD_CHECK(cma_copy(c, j, bounce, at, n * c->es, false));
 		if (c->widen) {
-			herd__half_to_float(tmp, (const uint16_t *)bounce, n, c->dtype);
+			herd__narrow_to_float(tmp, bounce, n, c->dtype);
 			herd__reduce(acc, acc, tmp, n, HERD_FLOAT32, c->eop);
 		} else {
 			herd__reduce(dst, dst, bounce, n, c->dtype, c->eop);
@@ -585,7 +585,7 @@ static herd_status reduce_chunk_into(dcall *c, size_t off, size_t n, uint8_t *ds
 	if (c->widen) {
 		if (c->op == HERD_AVG)
 			herd__reduce_scale(acc, n, HERD_FLOAT32, c->p);
-		herd__float_to_half((uint16_t *)dst, acc, n, c->dtype);
+		herd__float_to_narrow(dst, acc, n, c->dtype);
 	} else if (c->op == HERD_AVG) {
 		herd__reduce_scale(dst, n, c->dtype, c->p);
 	}
@@ -727,8 +727,7 @@ static herd_status dcall_init(dcall *c, herd_comm *comm, const void *in, void *o
 	c->dtype = dtype;
 	c->op = op;
 	c->eop = op == HERD_AVG ? HERD_SUM : op;
-	c->widen = (dtype == HERD_FLOAT16 || dtype == HERD_BFLOAT16) &&
-		   (op == HERD_SUM || op == HERD_PROD || op == HERD_AVG);
+	c->widen = herd__dtype_widens(dtype, op);
 	c->wdt = c->widen ? HERD_FLOAT32 : dtype;
 	c->es = herd_dtype_size(dtype);
 	c->count = count;
@@ -796,7 +795,9 @@ static herd_status direct_allreduce(herd_comm *comm, const void *in, void *out, 
 static herd_status direct_allreduce_small(herd_comm *comm, const void *in, void *out,
 					  size_t count, herd_dtype dtype, herd_redop op)
 {
-	_Alignas(64) float wide[2][HERD__BOARD_SMALL / 2];
+	/* float32 copies of up to HERD__BOARD_SMALL narrow elements (an 8-bit
+	 * float is one byte) */
+	_Alignas(64) float wide[2][HERD__BOARD_SMALL];
 	herd__board *own;
 	herd__board_slot *mine;
 	size_t bytes = count * herd_dtype_size(dtype);
@@ -842,16 +843,16 @@ static herd_status direct_allreduce_small(herd_comm *comm, const void *in, void 
 	}
 	/* out = slot 0 op slot 1 op ... in rank order. */
 	if (c.widen) {
-		herd__half_to_float(wide[0], (const uint16_t *)herd__shm_board(comm, 0)->slot[sl].data,
+		herd__narrow_to_float(wide[0], herd__shm_board(comm, 0)->slot[sl].data,
 				    count, dtype);
 		for (int j = 1; j < c.p; j++) {
-			herd__half_to_float(wide[1], (const uint16_t *)herd__shm_board(comm, j)
+			herd__narrow_to_float(wide[1], herd__shm_board(comm, j)
 					    ->slot[sl].data, count, dtype);
 			herd__reduce(wide[0], wide[0], wide[1], count, HERD_FLOAT32, c.eop);
 		}
 		if (op == HERD_AVG)
 			herd__reduce_scale(wide[0], count, HERD_FLOAT32, c.p);
-		herd__float_to_half(out, wide[0], count, dtype);
+		herd__float_to_narrow(out, wide[0], count, dtype);
 	} else {
 		herd__reduce(out, herd__shm_board(comm, 0)->slot[sl].data,
 			     herd__shm_board(comm, 1)->slot[sl].data, count, dtype, c.eop);

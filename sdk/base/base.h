@@ -77,6 +77,25 @@ herd_status herd__calloc(void *out_ptr, size_t n, size_t size, const char *what)
 /* strdup that raises HERD_ENOMEM. s may be NULL (then *out is NULL). */
 herd_status herd__strdup(char **out, const char *s);
 
+/*
+ * A library loaded at run time (the NVIDIA driver, NVML, NCCL): its entry
+ * points by name into the function pointers of a struct, at each one's
+ * offset.  herd__dl_open loads lib (dlopen, RTLD_NOW | RTLD_LOCAL) and
+ * fills api; it returns the handle, or NULL with why saying what is
+ * missing ("LIB: cannot be loaded (dlerror)", "LIB lacks SYMBOL") when the
+ * library or a required symbol is absent.  Optional symbols left NULL.
+ */
+typedef struct herd__dl_symbol {
+	const char *name;
+	size_t offset;
+	bool required;
+} herd__dl_symbol;
+
+#define HERD__DL_SYM(type, fn, field, required) { #fn, offsetof(type, field), required }
+
+void *herd__dl_open(const char *lib, const herd__dl_symbol *syms, size_t n, void *api,
+		    char *why, size_t cap);
+
 /* Copies src into dst[cap], truncating; always NUL-terminates. */
 void herd__strlcpy(char *dst, const char *src, size_t cap);
 

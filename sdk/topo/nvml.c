@@ -96,13 +96,9 @@ struct nvml_api {
 	nvmlReturn_t (*bus_width)(nvmlDevice_t, unsigned int *);
 };
 
-#define NVML_SYM(fn, field, required) { #fn, offsetof(struct nvml_api, field), required }
+#define NVML_SYM(fn, field, required) HERD__DL_SYM(struct nvml_api, fn, field, required)
 
-static const struct nvml_symbol {
-	const char *name;
-	size_t offset;
-	bool required;
-} nvml_symbols[] = {
+static const herd__dl_symbol nvml_symbols[] = {
 	NVML_SYM(nvmlInit_v2, init, true),
 	NVML_SYM(nvmlShutdown, shutdown, true),
 	NVML_SYM(nvmlErrorString, error_string, true),
@@ -154,31 +150,15 @@ static const char *nvml_err(const struct nvml_probe *p, nvmlReturn_t rc)
 
 static bool nvml_load(struct nvml_probe *p)
 {
-	const char *err;
+	char why[256];
 
-	p->lib = dlopen(HERD_NVML_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-	if (p->lib == NULL) {
-		err = dlerror();
-		snprintf(p->why, p->cap, "NVIDIA driver not found (%s)",
-			 err != NULL ? err : HERD_NVML_LIBRARY ": cannot be loaded");
-		return false;
-	}
-	for (size_t i = 0; i < sizeof(nvml_symbols) / sizeof(nvml_symbols[0]); i++) {
-		const struct nvml_symbol *s = &nvml_symbols[i];
-		void *sym = dlsym(p->lib, s->name);
-
-		if (sym == NULL && s->required) {
-			snprintf(p->why, p->cap, "NVIDIA driver too old: %s lacks %s",
-				 HERD_NVML_LIBRARY, s->name);
-			dlclose(p->lib);
-			p->lib = NULL;
-			return false;
-		}
-		/* POSIX guarantees a data pointer from dlsym converts to a
-		 * function pointer; memcpy says so without a cast ISO C lacks. */
-		memcpy((char *)&p->api + s->offset, &sym, sizeof(sym));
-	}
-	return true;
+	p->lib = herd__dl_open(HERD_NVML_LIBRARY, nvml_symbols,
+			       sizeof(nvml_symbols) / sizeof(nvml_symbols[0]), &p->api, why,
+			       sizeof(why));
+	if (p->lib == NULL)
+		snprintf(p->why, p->cap, "%s: %s", strstr(why, "lacks") != NULL ?
+			 "NVIDIA driver too old" : "NVIDIA driver not found", why);
+	return p->lib != NULL;
 }
 
 /* Loads and initializes NVML; false, with why[] set, when it cannot. */

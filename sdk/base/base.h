@@ -82,7 +82,7 @@ herd_status herd__strdup(char **out, const char *s);
  * points by name into the function pointers of a struct, at each one's
  * offset.  herd__dl_open loads lib (dlopen, RTLD_NOW | RTLD_LOCAL) and
  * fills api; it returns the handle, or NULL with why saying what is
- * missing ("LIB: cannot be loaded (dlerror)", "LIB lacks SYMBOL") when the
+ * missing (dlerror's text, or "LIB lacks SYMBOL") when the
  * library or a required symbol is absent.  Optional symbols left NULL.
  */
 typedef struct herd__dl_symbol {

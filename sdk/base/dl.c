@@ -16,8 +16,12 @@ void *herd__dl_open(const char *lib, const herd__dl_symbol *syms, size_t n, void
 	if (h == NULL) {
 		const char *err = dlerror();
 
-		snprintf(why, cap, "%s: cannot be loaded (%s)", lib,
-			 err != NULL ? err : "no reason given");
+		/* dlerror names the library: "libX.so.1: cannot open shared
+		 * object file: No such file or directory" */
+		if (err != NULL)
+			snprintf(why, cap, "%s", err);
+		else
+			snprintf(why, cap, "%s: cannot be loaded", lib);
 		return NULL;
 	}
 	for (size_t i = 0; i < n; i++) {

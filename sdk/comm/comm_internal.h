@@ -72,6 +72,7 @@ struct herd__op {
 	size_t recvcount;     /* sendrecv: elements to receive */
 	int peer;             /* send/recv/sendrecv: destination (or source for recv) */
 	int peer2;            /* sendrecv: source */
+	int device;           /* the buffers' GPU, or -1 for host memory */
 };
 
 /*
@@ -81,6 +82,10 @@ struct herd__op {
  * error at once.
  */
 herd_status herd__comm_run(herd_comm *comm, herd__op *op);
+
+/* Runs a call on device memory (op->device) through NCCL
+ * (transport/nccl.c): the run of every such call. */
+herd_status herd__nccl_run(herd_comm *comm, const herd__op *op);
 
 /* Queues op for the background thread and returns a request for it. */
 herd_status herd__comm_submit(herd_comm *comm, herd__op *op, herd_request **req);

@@ -661,6 +661,7 @@ static void comm_free(herd_comm *comm)
 	}
 	if (comm->place.coll != NULL)
 		comm->place.coll->free(comm);
+	herd__nccl_free(comm);
 	herd__shm_destroy(comm);
 	herd__p2p_free(comm);
 	if (comm->wake_fd >= 0)

@@ -104,6 +104,10 @@ typedef struct herd__peer {
 
 typedef struct herd__shm herd__shm;
 typedef struct herd__coll_state herd__coll_state;
+typedef struct herd__nccl herd__nccl;
+
+/* Frees the communicator's NCCL side, if any (transport/nccl.c). */
+void herd__nccl_free(herd_comm *comm);
 
 struct herd_comm {
 	int rank, size;
@@ -161,6 +165,9 @@ struct herd_comm {
 	uint32_t query_sent;        /* the token the monitor has sent */
 	int query_expect;           /* peers the query went to */
 	int query_answers;          /* of those, resolved */
+
+	/* Device collectives: NULL until the first one (transport/nccl.c). */
+	herd__nccl *nccl;
 
 	/* Scratch for p2p.c, sized for the communicator. */
 	void *p2p_scratch;

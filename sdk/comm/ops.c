@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "comm/comm_internal.h"
+#include "device.h"
 
 static herd_status check_comm(const char *fn, const herd_comm *comm)
 {
@@ -103,9 +104,59 @@ static herd_status overlap_error(const char *fn, const char *form)
 			   form);
 }
 
-/* Describes a call; tune.c picks its algorithm. */
-static void op_init(herd__op *o, const herd_comm *comm, herd__op_kind kind, herd_dtype dtype,
-		    int redop, int root, size_t count, const void *sendbuf, void *recvbuf)
+/* Whether buf, when used, is on a GPU; device gets its ordinal. */
+static herd__mem where(const void *buf, bool used, int *device)
+{
+	*device = -1;
+	return used && buf != NULL ? herd__dev_where(buf, device) : HERD__MEM_HOST;
+}
+
+/*
+ * Where the call's buffers are: host memory (o->device -1) for herd's own
+ * transports, or one GPU's memory for NCCL's (transport/nccl.c).  Buffers
+ * in both, or on two GPUs, are refused naming each; so are the calls NCCL
+ * does not carry here yet.
+ */
+static herd_status place_buffers(const char *fn, const herd_comm *comm, herd__op *o)
+{
+	bool root = o->fp.root == herd_comm_rank(comm);
+	bool send_used = o->fp.kind != HERD__OP_BROADCAST || root;
+	bool recv_used = o->fp.kind != HERD__OP_REDUCE || root;
+	int sdev, rdev;
+	herd__mem s = where(o->sendbuf, send_used, &sdev);
+	herd__mem r = where(o->recvbuf, recv_used, &rdev);
+
+	o->device = -1;
+	if (s == HERD__MEM_HOST && r == HERD__MEM_HOST)
+		return HERD_OK;
+	if (s != r && o->sendbuf != NULL && o->recvbuf != NULL && send_used && recv_used)
+		return herd__error(HERD_EINVAL, "%s: sendbuf is in %s memory and recvbuf in %s "
+				   "memory: both must be on the host or on one GPU", fn,
+				   s == HERD__MEM_DEVICE ? "GPU" : "host",
+				   r == HERD__MEM_DEVICE ? "GPU" : "host");
+	if (s == HERD__MEM_DEVICE && r == HERD__MEM_DEVICE && sdev != rdev)
+		return herd__error(HERD_EINVAL, "%s: sendbuf is on GPU %d and recvbuf on GPU %d: "
+				   "both must be on one GPU", fn, sdev, rdev);
+	switch ((herd__op_kind)o->fp.kind) {
+	case HERD__OP_ALLREDUCE:
+	case HERD__OP_REDUCE:
+	case HERD__OP_BROADCAST:
+	case HERD__OP_ALLGATHER:
+	case HERD__OP_REDUCE_SCATTER:
+		o->device = s == HERD__MEM_DEVICE ? sdev : rdev;
+		return HERD_OK;
+	default:
+		return herd__error(HERD_EUNAVAIL, "%s: device memory is not supported by %s (it is "
+				   "by allreduce, reduce, broadcast, allgather and reduce_scatter)",
+				   fn, herd__op_name((herd__op_kind)o->fp.kind));
+	}
+}
+
+/* Describes a call; NCCL runs it on device memory, and on host memory
+ * tune.c picks its algorithm. */
+static herd_status op_init(herd__op *o, const char *fn, const herd_comm *comm,
+			   herd__op_kind kind, herd_dtype dtype, int redop, int root, size_t count,
+			   const void *sendbuf, void *recvbuf)
 {
 	memset(o, 0, sizeof(*o));
 	o->fp.kind = (uint8_t)kind;
@@ -118,7 +169,9 @@ static void op_init(herd__op *o, const herd_comm *comm, herd__op_kind kind, herd
 	o->count = count;
 	o->peer = -1;
 	o->peer2 = -1;
-	o->run = herd__tune_pick(comm, o);
+	HERD_CHECK(place_buffers(fn, comm, o));
+	o->run = o->device >= 0 ? herd__nccl_run : herd__tune_pick(comm, o);
+	return HERD_OK;
 }
 
 static herd_status check_req(const char *fn, herd_request **req)
@@ -146,9 +199,8 @@ static herd_status prep_allreduce(herd__op *o, const char *fn, herd_comm *comm,
 	HERD_CHECK(check_buf(fn, "recvbuf", recvbuf, count));
 	if (sendbuf != recvbuf && overlaps(sendbuf, bytes, recvbuf, bytes))
 		return overlap_error(fn, "sendbuf == recvbuf");
-	op_init(o, comm, HERD__OP_ALLREDUCE, dtype, op, -1, count, sendbuf,
+	return op_init(o, fn, comm, HERD__OP_ALLREDUCE, dtype, op, -1, count, sendbuf,
 		recvbuf);
-	return HERD_OK;
 }
 
 static herd_status prep_reduce(herd__op *o, const char *fn, herd_comm *comm,
@@ -168,8 +220,7 @@ static herd_status prep_reduce(herd__op *o, const char *fn, herd_comm *comm,
 		if (sendbuf != recvbuf && overlaps(sendbuf, bytes, recvbuf, bytes))
 			return overlap_error(fn, "sendbuf == recvbuf");
 	}
-	op_init(o, comm, HERD__OP_REDUCE, dtype, op, root, count, sendbuf, recvbuf);
-	return HERD_OK;
+	return op_init(o, fn, comm, HERD__OP_REDUCE, dtype, op, root, count, sendbuf, recvbuf);
 }
 
 static herd_status prep_broadcast(herd__op *o, const char *fn, herd_comm *comm,
@@ -188,9 +239,8 @@ static herd_status prep_broadcast(herd__op *o, const char *fn, herd_comm *comm,
 		if (sendbuf != recvbuf && overlaps(sendbuf, bytes, recvbuf, bytes))
 			return overlap_error(fn, "sendbuf == recvbuf");
 	}
-	op_init(o, comm, HERD__OP_BROADCAST, dtype, 0, root, count, sendbuf,
+	return op_init(o, fn, comm, HERD__OP_BROADCAST, dtype, 0, root, count, sendbuf,
 		recvbuf);
-	return HERD_OK;
 }
 
 static herd_status prep_allgather(herd__op *o, const char *fn, herd_comm *comm,
@@ -208,9 +258,8 @@ static herd_status prep_allgather(herd__op *o, const char *fn, herd_comm *comm,
 	if (count > 0 && sendbuf != (char *)recvbuf + (size_t)herd_comm_rank(comm) * bytes &&
 	    overlaps(sendbuf, bytes, recvbuf, all))
 		return overlap_error(fn, "sendbuf == recvbuf + rank * count elements");
-	op_init(o, comm, HERD__OP_ALLGATHER, dtype, 0, -1, count, sendbuf,
+	return op_init(o, fn, comm, HERD__OP_ALLGATHER, dtype, 0, -1, count, sendbuf,
 		recvbuf);
-	return HERD_OK;
 }
 
 static herd_status prep_reduce_scatter(herd__op *o, const char *fn, herd_comm *comm,
@@ -230,9 +279,8 @@ static herd_status prep_reduce_scatter(herd__op *o, const char *fn, herd_comm *c
 	    recvbuf != (const char *)sendbuf + (size_t)herd_comm_rank(comm) * bytes &&
 	    overlaps(sendbuf, all, recvbuf, bytes))
 		return overlap_error(fn, "recvbuf == sendbuf + rank * count elements");
-	op_init(o, comm, HERD__OP_REDUCE_SCATTER, dtype, op, -1, count,
+	return op_init(o, fn, comm, HERD__OP_REDUCE_SCATTER, dtype, op, -1, count,
 		sendbuf, recvbuf);
-	return HERD_OK;
 }
 
 static herd_status prep_alltoall(herd__op *o, const char *fn, herd_comm *comm,
@@ -250,9 +298,8 @@ static herd_status prep_alltoall(herd__op *o, const char *fn, herd_comm *comm,
 		return herd__error(HERD_EINVAL,
 				   "%s: sendbuf and recvbuf overlap (alltoall has no in-place form)",
 				   fn);
-	op_init(o, comm, HERD__OP_ALLTOALL, dtype, 0, -1, count, sendbuf,
+	return op_init(o, fn, comm, HERD__OP_ALLTOALL, dtype, 0, -1, count, sendbuf,
 		recvbuf);
-	return HERD_OK;
 }
 
 /* Gather (scatter false) and scatter: the big buffer is the root's. */
@@ -281,9 +328,9 @@ static herd_status prep_rooted(herd__op *o, const char *fn, herd_comm *comm, boo
 			return overlap_error(fn, scatter ? "recvbuf == sendbuf + root * count elements"
 							 : "sendbuf == recvbuf + root * count elements");
 	}
-	op_init(o, comm, scatter ? HERD__OP_SCATTER : HERD__OP_GATHER, dtype, 0, root, count,
+	return op_init(o, fn, comm, scatter ? HERD__OP_SCATTER : HERD__OP_GATHER, dtype, 0, root,
+		       count,
 		sendbuf, recvbuf);
-	return HERD_OK;
 }
 
 /* ---- blocking calls ------------------------------------------------------- */
@@ -385,7 +432,7 @@ herd_status herd_comm_send(herd_comm *comm, const void *buf, size_t count, herd_
 	herd__op o;
 
 	HERD_CHECK(check_p2p(__func__, comm, buf, count, dtype, peer));
-	op_init(&o, comm, HERD__OP_SEND, dtype, 0, -1, count, buf, NULL);
+	HERD_CHECK(op_init(&o, __func__, comm, HERD__OP_SEND, dtype, 0, -1, count, buf, NULL));
 	o.peer = peer;
 	return herd__comm_run(comm, &o);
 }
@@ -395,7 +442,7 @@ herd_status herd_comm_recv(herd_comm *comm, void *buf, size_t count, herd_dtype 
 	herd__op o;
 
 	HERD_CHECK(check_p2p(__func__, comm, buf, count, dtype, peer));
-	op_init(&o, comm, HERD__OP_RECV, dtype, 0, -1, count, NULL, buf);
+	HERD_CHECK(op_init(&o, __func__, comm, HERD__OP_RECV, dtype, 0, -1, count, NULL, buf));
 	o.peer = peer;
 	return herd__comm_run(comm, &o);
 }
@@ -428,8 +475,8 @@ herd_status herd_comm_sendrecv(herd_comm *comm, const void *sendbuf, size_t send
 	HERD_CHECK(check_buf(fn, "recvbuf", recvbuf, recvcount));
 	if (overlaps(sendbuf, sbytes, recvbuf, rbytes))
 		return herd__error(HERD_EINVAL, "%s: sendbuf and recvbuf overlap", fn);
-	op_init(&o, comm, HERD__OP_SENDRECV, dtype, 0, -1, sendcount, sendbuf,
-		recvbuf);
+	HERD_CHECK(op_init(&o, __func__, comm, HERD__OP_SENDRECV, dtype, 0, -1, sendcount, sendbuf,
+		recvbuf));
 	o.recvcount = recvcount;
 	o.peer = dst;
 	o.peer2 = src;
@@ -439,8 +486,7 @@ herd_status herd_comm_sendrecv(herd_comm *comm, const void *sendbuf, size_t send
 static herd_status prep_barrier(herd__op *o, const char *fn, herd_comm *comm)
 {
 	HERD_CHECK(check_comm(fn, comm));
-	op_init(o, comm, HERD__OP_BARRIER, HERD_UINT8, 0, -1, 0, NULL, NULL);
-	return HERD_OK;
+	return op_init(o, fn, comm, HERD__OP_BARRIER, HERD_UINT8, 0, -1, 0, NULL, NULL);
 }
 
 herd_status herd_comm_barrier(herd_comm *comm)

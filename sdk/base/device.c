@@ -1,0 +1,222 @@
+/*
+ * sdk/base/device.c - device memory through the NVIDIA driver's API,
+ * loaded with dlopen (base/dl.c).  The few driver types used are declared
+ * here with the values of cuda.h, so that a libherd built without CUDA
+ * still tells a device pointer from a host one.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "device.h"
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+
+enum {
+	CUDA_SUCCESS = 0,
+	CUDA_ERROR_NOT_READY = 600,
+	CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
+	CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,
+	CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
+	CU_MEMORYTYPE_DEVICE = 2,
+	CU_STREAM_NON_BLOCKING = 1,
+	CU_EVENT_DISABLE_TIMING = 2
+};
+
+#define HERD_CUDA_DRIVER "libcuda.so.1"
+
+struct cu_api {
+	CUresult (*init)(unsigned int);
+	CUresult (*device_count)(int *);
+	CUresult (*error_string)(CUresult, const char **);
+	CUresult (*error_name)(CUresult, const char **);
+	CUresult (*pointer_attributes)(unsigned int, int *, void **, CUdeviceptr);
+	CUresult (*device_get)(CUdevice *, int);
+	CUresult (*primary_retain)(CUcontext *, CUdevice);
+	CUresult (*ctx_set_current)(CUcontext);
+	CUresult (*stream_create)(CUstream *, unsigned int);
+	CUresult (*stream_destroy)(CUstream);
+	CUresult (*event_create)(CUevent *, unsigned int);
+	CUresult (*event_destroy)(CUevent);
+	CUresult (*event_record)(CUevent, CUstream);
+	CUresult (*event_query)(CUevent);
+};
+
+#define CU_SYM(fn, field) HERD__DL_SYM(struct cu_api, fn, field, true)
+
+static const herd__dl_symbol cu_symbols[] = {
+	CU_SYM(cuInit, init),
+	CU_SYM(cuDeviceGetCount, device_count),
+	CU_SYM(cuGetErrorString, error_string),
+	CU_SYM(cuGetErrorName, error_name),
+	CU_SYM(cuPointerGetAttributes, pointer_attributes),
+	CU_SYM(cuDeviceGet, device_get),
+	CU_SYM(cuDevicePrimaryCtxRetain, primary_retain),
+	CU_SYM(cuCtxSetCurrent, ctx_set_current),
+	CU_SYM(cuStreamCreate, stream_create),
+	CU_SYM(cuStreamDestroy_v2, stream_destroy),
+	CU_SYM(cuEventCreate, event_create),
+	CU_SYM(cuEventDestroy_v2, event_destroy),
+	CU_SYM(cuEventRecord, event_record),
+	CU_SYM(cuEventQuery, event_query),
+};
+
+static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
+static struct cu_api cu;
+static bool cu_ok;         /* loaded, initialized, with a GPU */
+static char cu_why[512];
+
+/* "what: text (NAME)" for a driver error. */
+static herd_status cu_error(herd_status st, CUresult rc, const char *what)
+{
+	const char *text = NULL, *name = NULL;
+
+	if (cu.error_string == NULL || cu.error_string(rc, &text) != CUDA_SUCCESS)
+		text = NULL;
+	if (cu.error_name == NULL || cu.error_name(rc, &name) != CUDA_SUCCESS)
+		name = NULL;
+	return herd__error(st, "%s: %s (%s)", what, text != NULL ? text : "unknown error",
+			   name != NULL ? name : "CUresult");
+}
+
+static void cu_load(void)
+{
+	int n = 0;
+	CUresult rc;
+
+	if (herd__dl_open(HERD_CUDA_DRIVER, cu_symbols, sizeof(cu_symbols) / sizeof(cu_symbols[0]),
+			  &cu, cu_why, sizeof(cu_why)) == NULL)
+		return;
+	rc = cu.init(0);
+	if (rc == CUDA_SUCCESS)
+		rc = cu.device_count(&n);
+	if (rc != CUDA_SUCCESS) {
+		(void)cu_error(HERD_ENODEV, rc, "cuInit");
+		snprintf(cu_why, sizeof(cu_why), "%s", herd_last_error());
+		return;
+	}
+	if (n == 0) {
+		snprintf(cu_why, sizeof(cu_why), "the NVIDIA driver sees no GPU");
+		return;
+	}
+	cu_ok = true;
+}
+
+static bool cu_ready(void)
+{
+	pthread_once(&cu_once, cu_load);
+	return cu_ok;
+}
+
+const char *herd__dev_why(void)
+{
+	return cu_ready() ? "" : cu_why;
+}
+
+herd__mem herd__dev_where(const void *p, int *device)
+{
+	int attrs[3] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+			 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL };
+	unsigned int type = 0;
+	int managed = 0, ordinal = -1;
+	void *data[3] = { &type, &managed, &ordinal };
+
+	*device = -1;
+	if (p == NULL || !cu_ready())
+		return HERD__MEM_HOST;
+	/* Not an error for memory the driver does not know: every attribute
+	 * then reads as zero, host memory. */
+	if (cu.pointer_attributes(3, attrs, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+		return HERD__MEM_HOST;
+	if (type != CU_MEMORYTYPE_DEVICE && !managed)
+		return HERD__MEM_HOST;
+	*device = ordinal;
+	return HERD__MEM_DEVICE;
+}
+
+herd_status herd__dev_use(int device)
+{
+	CUdevice d;
+	CUcontext ctx;
+	CUresult rc;
+
+	if (!cu_ready())
+		return herd__error(HERD_ENODEV, "no GPU: %s", cu_why);
+	if ((rc = cu.device_get(&d, device)) != CUDA_SUCCESS)
+		return cu_error(HERD_ENODEV, rc, "cuDeviceGet");
+	if ((rc = cu.primary_retain(&ctx, d)) != CUDA_SUCCESS)
+		return cu_error(HERD_EIO, rc, "cuDevicePrimaryCtxRetain");
+	if ((rc = cu.ctx_set_current(ctx)) != CUDA_SUCCESS)
+		return cu_error(HERD_EIO, rc, "cuCtxSetCurrent");
+	return HERD_OK;
+}
+
+herd_status herd__dev_stream_create(void **stream)
+{
+	CUresult rc;
+
+	*stream = NULL;
+	if (!cu_ready())
+		return herd__error(HERD_ENODEV, "no GPU: %s", cu_why);
+	if ((rc = cu.stream_create((CUstream *)stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
+		return cu_error(HERD_EIO, rc, "cuStreamCreate");
+	return HERD_OK;
+}
+
+void herd__dev_stream_destroy(void *stream)
+{
+	if (stream != NULL && cu_ready())
+		(void)cu.stream_destroy((CUstream)stream);
+}
+
+herd_status herd__dev_event_create(void **event)
+{
+	CUresult rc;
+
+	*event = NULL;
+	if (!cu_ready())
+		return herd__error(HERD_ENODEV, "no GPU: %s", cu_why);
+	if ((rc = cu.event_create((CUevent *)event, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
+		return cu_error(HERD_EIO, rc, "cuEventCreate");
+	return HERD_OK;
+}
+
+void herd__dev_event_destroy(void *event)
+{
+	if (event != NULL && cu_ready())
+		(void)cu.event_destroy((CUevent)event);
+}
+
+herd_status herd__dev_event_record(void *event, void *stream)
+{
+	CUresult rc;
+
+	if (!cu_ready())
+		return herd__error(HERD_ENODEV, "no GPU: %s", cu_why);
+	rc = cu.event_record((CUevent)event, (CUstream)stream);
+	if (rc != CUDA_SUCCESS)
+		return cu_error(HERD_EIO, rc, "cuEventRecord");
+	return HERD_OK;
+}
+
+herd_status herd__dev_event_query(void *event, bool *done)
+{
+	CUresult rc;
+
+	*done = false;
+	if (!cu_ready())
+		return herd__error(HERD_ENODEV, "no GPU: %s", cu_why);
+	rc = cu.event_query((CUevent)event);
+	if (rc == CUDA_ERROR_NOT_READY)
+		return HERD_OK;
+	if (rc != CUDA_SUCCESS)
+		return cu_error(HERD_EIO, rc, "cuEventQuery");
+	*done = true;
+	return HERD_OK;
+}

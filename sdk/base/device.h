@@ -1,0 +1,48 @@
+/*
+ * sdk/base/device.h - GPU memory as libherd meets it in a caller's
+ * pointers, through the NVIDIA driver's API (libcuda.so.1) loaded at run
+ * time: libherd runs, and treats every pointer as host memory, where there
+ * is no driver or no GPU.
+ *
+ * Calls are thread-safe; the driver is loaded and initialized (cuInit) at
+ * the first call that needs it, once.  Errors are HERD_ENODEV when no GPU
+ * can be used at all and HERD_EIO for a failing driver call, with the
+ * driver's own text ("cuStreamCreate: out of memory (CUDA_ERROR_...)").
+ */
+#ifndef HERD_BASE_DEVICE_H
+#define HERD_BASE_DEVICE_H
+
+#include <stdbool.h>
+
+#include "base.h"
+
+/* Where memory is. */
+typedef enum herd__mem {
+	HERD__MEM_HOST = 0,     /* pageable or pinned host memory, or no GPU here */
+	HERD__MEM_DEVICE = 1    /* a GPU's memory, or managed memory */
+} herd__mem;
+
+/* Where p points; for device memory the device's ordinal (CUDA's, in this
+ * process's CUDA_VISIBLE_DEVICES) in *device. */
+herd__mem herd__dev_where(const void *p, int *device);
+
+/* Why no device memory can be met here ("" when the driver has a GPU):
+ * what loading or initializing the driver said. */
+const char *herd__dev_why(void);
+
+/* Makes device's primary context current on the calling thread, as
+ * cudaSetDevice does, so that the CUDA runtime and NCCL act on it. */
+herd_status herd__dev_use(int device);
+
+/* A stream of the current device that does not wait for the legacy
+ * default stream, and events without timing, to learn when work queued on
+ * a stream is done without blocking. */
+herd_status herd__dev_stream_create(void **stream);
+void herd__dev_stream_destroy(void *stream);
+herd_status herd__dev_event_create(void **event);
+void herd__dev_event_destroy(void *event);
+herd_status herd__dev_event_record(void *event, void *stream);
+/* *done: whether the work before the event's record has completed. */
+herd_status herd__dev_event_query(void *event, bool *done);
+
+#endif /* HERD_BASE_DEVICE_H */

@@ -1,0 +1,205 @@
+/*
+ * tests/mock/cuda_mock.c - a stand-in libcuda.so.1 for machines with no
+ * GPU, so that libherd's device path (sdk/base/device.c) and its NCCL
+ * transport run in CI against tests/mock/nccl_mock.c.  One "GPU" whose
+ * memory is host memory from cuMemAlloc_v2; streams and events on the
+ * host's clock: work the stand-in NCCL queues on a stream makes the stream
+ * busy until a time (or for ever), and an event recorded on it is ready
+ * from then.  Only the entry points libherd and the tests use, with the
+ * ABI of cuda.h.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+
+enum { OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_READY = 600, ALLOCS = 256 };
+
+struct CUstream_st {
+	int64_t busy_until_ms;      /* INT64_MAX: never done */
+};
+
+struct CUevent_st {
+	int64_t ready_ms;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char *p;
+	size_t n;
+} allocs[ALLOCS];
+static int context;             /* the one primary context, by address */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+CUresult cuInit(unsigned int flags)
+{
+	return flags == 0 ? OK : INVALID_VALUE;
+}
+
+CUresult cuDeviceGetCount(int *n)
+{
+	*n = 1;
+	return OK;
+}
+
+CUresult cuGetErrorString(CUresult rc, const char **s)
+{
+	*s = rc == NOT_READY ? "device not ready" : rc == OUT_OF_MEMORY ? "out of memory"
+	     : "invalid argument";
+	return OK;
+}
+
+CUresult cuGetErrorName(CUresult rc, const char **s)
+{
+	*s = rc == NOT_READY ? "CUDA_ERROR_NOT_READY" : rc == OUT_OF_MEMORY
+	     ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUDA_ERROR_INVALID_VALUE";
+	return OK;
+}
+
+CUresult cuDeviceGet(int *dev, int ordinal)
+{
+	if (ordinal != 0)
+		return INVALID_VALUE;
+	*dev = 0;
+	return OK;
+}
+
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev)
+{
+	*ctx = &context;
+	return dev == 0 ? OK : INVALID_VALUE;
+}
+
+CUresult cuCtxSetCurrent(void *ctx)
+{
+	return ctx == &context || ctx == NULL ? OK : INVALID_VALUE;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t n)
+{
+	CUresult rc = OUT_OF_MEMORY;
+
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < ALLOCS; i++) {
+		if (allocs[i].p != NULL)
+			continue;
+		allocs[i].p = calloc(1, n > 0 ? n : 1);
+		allocs[i].n = n;
+		*dptr = (CUdeviceptr)(uintptr_t)allocs[i].p;
+		rc = allocs[i].p != NULL ? OK : OUT_OF_MEMORY;
+		break;
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+	CUresult rc = INVALID_VALUE;
+
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < ALLOCS; i++) {
+		if ((uintptr_t)allocs[i].p != dptr || dptr == 0)
+			continue;
+		free(allocs[i].p);
+		allocs[i].p = NULL;
+		rc = OK;
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+/* Memory type 2 (device) and ordinal 0 inside an allocation; zeros, and
+ * success, for anything else, as the driver answers for host memory. */
+CUresult cuPointerGetAttributes(unsigned int n, int *attrs, void **data, CUdeviceptr ptr)
+{
+	int dev = 0;
+
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < ALLOCS; i++)
+		if (allocs[i].p != NULL && ptr >= (uintptr_t)allocs[i].p &&
+		    ptr < (uintptr_t)allocs[i].p + allocs[i].n)
+			dev = 1;
+	pthread_mutex_unlock(&mu);
+	for (unsigned int k = 0; k < n; k++) {
+		switch (attrs[k]) {
+		case 2:         /* CU_POINTER_ATTRIBUTE_MEMORY_TYPE */
+			*(unsigned int *)data[k] = dev ? 2u : 0u;
+			break;
+		case 8:         /* CU_POINTER_ATTRIBUTE_IS_MANAGED */
+			*(int *)data[k] = 0;
+			break;
+		case 9:         /* CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL */
+			*(int *)data[k] = dev ? 0 : -2;
+			break;
+		default:
+			return INVALID_VALUE;
+		}
+	}
+	return OK;
+}
+
+CUresult cuStreamCreate(struct CUstream_st **s, unsigned int flags)
+{
+	(void)flags;
+	*s = calloc(1, sizeof(**s));
+	return *s != NULL ? OK : OUT_OF_MEMORY;
+}
+
+CUresult cuStreamDestroy_v2(struct CUstream_st *s)
+{
+	free(s);
+	return OK;
+}
+
+CUresult cuEventCreate(struct CUevent_st **e, unsigned int flags)
+{
+	(void)flags;
+	*e = calloc(1, sizeof(**e));
+	return *e != NULL ? OK : OUT_OF_MEMORY;
+}
+
+CUresult cuEventDestroy_v2(struct CUevent_st *e)
+{
+	free(e);
+	return OK;
+}
+
+CUresult cuEventRecord(struct CUevent_st *e, struct CUstream_st *s)
+{
+	pthread_mutex_lock(&mu);
+	e->ready_ms = s != NULL ? s->busy_until_ms : 0;
+	pthread_mutex_unlock(&mu);
+	return OK;
+}
+
+CUresult cuEventQuery(struct CUevent_st *e)
+{
+	int64_t ready;
+
+	pthread_mutex_lock(&mu);
+	ready = e->ready_ms;
+	pthread_mutex_unlock(&mu);
+	return ready <= now_ms() ? OK : NOT_READY;
+}
+
+/* For the stand-in NCCL: work queued on s ends at until_ms (INT64_MAX:
+ * never), after whatever it queued before. */
+void herd_mock_stream_busy(struct CUstream_st *s, int64_t until_ms)
+{
+	pthread_mutex_lock(&mu);
+	if (until_ms > s->busy_until_ms)
+		s->busy_until_ms = until_ms;
+	pthread_mutex_unlock(&mu);
+}

@@ -1,0 +1,217 @@
+/*
+ * tests/mock/nccl_mock.c - a stand-in libnccl.so.2 for machines with no
+ * GPU, beside tests/mock/cuda_mock.c: what libherd's NCCL transport does
+ * around NCCL (its init through the store, its deadlines, abort, the
+ * errors it names) runs in CI.  It moves no data between processes: a
+ * collective copies sendbuf to recvbuf (the result of one rank), and the
+ * tests check behaviour, not values.
+ *
+ * HERD_MOCK_NCCL tells it what to do, for the communicator's rank R:
+ *   hang:R        R's collectives never complete
+ *   late:R:MS     R's collectives complete MS ms after they are queued
+ *   error:R:N     R's Nth collective (from 1) fails asynchronously:
+ *                 ncclCommGetAsyncError says ncclSystemError, and the
+ *                 collective never completes
+ *   init-hang:R   R's ncclCommInitRankConfig stays in progress for ever
+ * and by default everything completes at once.  The ABI is nccl.h's for
+ * the entry points libherd uses.
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef int ncclResult_t;
+enum { SUCCESS = 0, SYSTEM_ERROR = 2, INVALID_ARGUMENT = 4, IN_PROGRESS = 7 };
+
+typedef struct { char internal[128]; } ncclUniqueId;
+
+struct ncclComm {
+	int rank, nranks;
+	int ops;
+	ncclResult_t async;     /* what ncclCommGetAsyncError says */
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Whether HERD_MOCK_NCCL says `what` for rank; *arg: its number after the
+ * rank, if any. */
+static int told(const char *what, int rank, long *arg)
+{
+	const char *m = getenv("HERD_MOCK_NCCL");
+	size_t n = strlen(what);
+	char *end;
+	long r;
+
+	if (m == NULL || strncmp(m, what, n) != 0 || m[n] != ':')
+		return 0;
+	r = strtol(m + n + 1, &end, 10);
+	if (r != rank)
+		return 0;
+	if (arg != NULL)
+		*arg = *end == ':' ? strtol(end + 1, NULL, 10) : 0;
+	return 1;
+}
+
+/* The stand-in driver's stream clock. */
+static void stream_busy(void *stream, int64_t until_ms)
+{
+	static void (*busy)(void *, int64_t);
+
+	if (busy == NULL) {
+		void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+		void *sym = h != NULL ? dlsym(h, "herd_mock_stream_busy") : NULL;
+
+		memcpy(&busy, &sym, sizeof(sym));
+	}
+	if (busy != NULL && stream != NULL)
+		busy(stream, until_ms);
+}
+
+ncclResult_t ncclGetVersion(int *version)
+{
+	*version = 22800;
+	return SUCCESS;
+}
+
+const char *ncclGetErrorString(ncclResult_t rc)
+{
+	switch (rc) {
+	case SUCCESS: return "no error";
+	case SYSTEM_ERROR: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+	case INVALID_ARGUMENT: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+	case IN_PROGRESS: return "NCCL operation in progress";
+	default: return "unknown result code";
+	}
+}
+
+const char *ncclGetLastError(struct ncclComm *comm)
+{
+	(void)comm;
+	return "the stand-in NCCL was told to fail";
+}
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
+{
+	for (size_t i = 0; i < sizeof(id->internal); i++)
+		id->internal[i] = (char)(rand() & 0xff);
+	return SUCCESS;
+}
+
+ncclResult_t ncclCommInitRankConfig(struct ncclComm **comm, int nranks, ncclUniqueId id, int rank,
+				    void *config)
+{
+	struct ncclComm *c;
+
+	(void)id;
+	(void)config;
+	if (nranks < 1 || rank < 0 || rank >= nranks)
+		return INVALID_ARGUMENT;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return SYSTEM_ERROR;
+	c->rank = rank;
+	c->nranks = nranks;
+	c->async = told("init-hang", rank, NULL) ? IN_PROGRESS : SUCCESS;
+	*comm = c;
+	return c->async;
+}
+
+ncclResult_t ncclCommGetAsyncError(struct ncclComm *comm, ncclResult_t *async)
+{
+	*async = comm->async;
+	return SUCCESS;
+}
+
+ncclResult_t ncclCommAbort(struct ncclComm *comm)
+{
+	free(comm);
+	return SUCCESS;
+}
+
+ncclResult_t ncclCommFinalize(struct ncclComm *comm)
+{
+	return comm->async == SUCCESS ? SUCCESS : comm->async;
+}
+
+ncclResult_t ncclCommDestroy(struct ncclComm *comm)
+{
+	free(comm);
+	return SUCCESS;
+}
+
+/* A collective of bytes: queued on stream, done when HERD_MOCK_NCCL says. */
+static ncclResult_t collective(struct ncclComm *c, const void *send, void *recv, size_t bytes,
+			       void *stream)
+{
+	long arg = 0;
+
+	if (c->async != SUCCESS)
+		return c->async;
+	c->ops++;
+	if (recv != NULL && send != NULL && send != recv)
+		memmove(recv, send, bytes);
+	if (told("hang", c->rank, NULL)) {
+		stream_busy(stream, INT64_MAX);
+	} else if (told("late", c->rank, &arg)) {
+		stream_busy(stream, now_ms() + arg);
+	} else if (told("error", c->rank, &arg) && c->ops >= arg) {
+		c->async = SYSTEM_ERROR;
+		stream_busy(stream, INT64_MAX);
+	}
+	return SUCCESS;
+}
+
+static size_t type_size(int t)
+{
+	static const size_t sizes[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1 };
+
+	return t >= 0 && t < 12 ? sizes[t] : 0;
+}
+
+ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, int type, int op,
+			   struct ncclComm *comm, void *stream)
+{
+	(void)op;
+	return collective(comm, send, recv, count * type_size(type), stream);
+}
+
+ncclResult_t ncclReduce(const void *send, void *recv, size_t count, int type, int op, int root,
+			struct ncclComm *comm, void *stream)
+{
+	(void)op;
+	return collective(comm, send, comm->rank == root ? recv : NULL,
+			  count * type_size(type), stream);
+}
+
+ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, int type, int root,
+			   struct ncclComm *comm, void *stream)
+{
+	return collective(comm, comm->rank == root ? send : recv, recv, count * type_size(type),
+			  stream);
+}
+
+ncclResult_t ncclAllGather(const void *send, void *recv, size_t count, int type,
+			   struct ncclComm *comm, void *stream)
+{
+	size_t b = count * type_size(type);
+
+	return collective(comm, send, (char *)recv + (size_t)comm->rank * b, b, stream);
+}
+
+ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count, int type, int op,
+			       struct ncclComm *comm, void *stream)
+{
+	size_t b = count * type_size(type);
+
+	(void)op;
+	return collective(comm, (const char *)send + (size_t)comm->rank * b, recv, b, stream);
+}

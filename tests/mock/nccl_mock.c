@@ -6,13 +6,14 @@
  * collective copies sendbuf to recvbuf (the result of one rank), and the
  * tests check behaviour, not values.
  *
- * HERD_MOCK_NCCL tells it what to do, for the communicator's rank R:
- *   hang:R        R's collectives never complete
- *   late:R:MS     R's collectives complete MS ms after they are queued
- *   error:R:N     R's Nth collective (from 1) fails asynchronously:
- *                 ncclCommGetAsyncError says ncclSystemError, and the
- *                 collective never completes
- *   init-hang:R   R's ncclCommInitRankConfig stays in progress for ever
+ * HERD_MOCK_NCCL tells it what to do, for the communicator's rank R (or,
+ * with R left out, every rank):
+ *   hang[:R]        R's collectives never complete
+ *   late:R:MS       R's collectives complete MS ms after they are queued
+ *   error:R:N       R's Nth collective (from 1) fails asynchronously:
+ *                   ncclCommGetAsyncError says ncclSystemError, and the
+ *                   collective never completes
+ *   init-hang[:R]   R's ncclCommInitRankConfig stays in progress for ever
  * and by default everything completes at once.  The ABI is nccl.h's for
  * the entry points libherd uses.
  */
@@ -51,8 +52,10 @@ static int told(const char *what, int rank, long *arg)
 	char *end;
 	long r;
 
-	if (m == NULL || strncmp(m, what, n) != 0 || m[n] != ':')
+	if (m == NULL || strncmp(m, what, n) != 0 || (m[n] != ':' && m[n] != '\0'))
 		return 0;
+	if (m[n] == '\0')
+		return 1;
 	r = strtol(m + n + 1, &end, 10);
 	if (r != rank)
 		return 0;

@@ -296,6 +296,19 @@ static const ncclRedOp_t redops[HERD_REDOP_COUNT] = {
 	[HERD_MAX] = ncclMax, [HERD_AVG] = ncclAvg,
 };
 
+/* NCCL's name of the call, for messages. */
+static const char *nccl_call_name(herd__op_kind kind)
+{
+	switch (kind) {
+	case HERD__OP_ALLREDUCE: return "ncclAllReduce";
+	case HERD__OP_REDUCE: return "ncclReduce";
+	case HERD__OP_BROADCAST: return "ncclBroadcast";
+	case HERD__OP_ALLGATHER: return "ncclAllGather";
+	case HERD__OP_REDUCE_SCATTER: return "ncclReduceScatter";
+	default: return "NCCL";
+	}
+}
+
 /* Queues op on the communicator's stream. */
 static ncclResult_t enqueue(herd_comm *comm, const herd__op *op, ncclDataType_t t)
 {
@@ -323,8 +336,8 @@ herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
 {
 	herd__nccl *n = comm->nccl;
 	ncclDataType_t t = ncclInt8;
+	const char *what = nccl_call_name((herd__op_kind)op->fp.kind);
 	ncclResult_t rc;
-	char what[64];
 
 	if (n == NULL) {
 		HERD_CHECK(nccl_open(comm, op->device));
@@ -336,7 +349,6 @@ herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
 				   herd__op_name((herd__op_kind)op->fp.kind), op->device, n->device);
 	HERD_CHECK(map_dtype((herd_dtype)op->fp.dtype, &t));
 	HERD_CHECK(herd__dev_use(n->device));
-	snprintf(what, sizeof(what), "nccl%s", herd__op_name((herd__op_kind)op->fp.kind));
 	rc = enqueue(comm, op, t);
 	if (rc != ncclSuccess && rc != ncclInProgress)
 		return nccl_error(n->comm, rc, what);

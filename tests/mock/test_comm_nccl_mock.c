@@ -1,0 +1,226 @@
+/*
+ * Collectives on device memory around NCCL, with real rank processes and
+ * the stand-in libcuda.so.1 and libnccl.so.2 of tests/mock (ctest puts
+ * them first on LD_LIBRARY_PATH): buffers the driver calls device memory
+ * go to NCCL, made at the first device collective through the store; a
+ * hung NCCL call returns HERD_ETIMEDOUT at the deadline naming the rank
+ * that did not arrive; a peer killed during one gives HERD_EPEER within
+ * seconds; NCCL's asynchronous error, a late completion and a hung init
+ * behave as herd's contract says; mixed buffers are refused.
+ */
+#include <dlfcn.h>
+
+#include "comm_harness.h"
+
+/* The stand-in driver's allocator, as a CUDA program would call it. */
+static void *dev_alloc(size_t bytes)
+{
+	static int (*alloc)(unsigned long long *, size_t);
+	unsigned long long p = 0;
+
+	if (alloc == NULL) {
+		void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+		void *sym = h != NULL ? dlsym(h, "cuMemAlloc_v2") : NULL;
+
+		memcpy(&alloc, &sym, sizeof(sym));
+	}
+	if (alloc == NULL || alloc(&p, bytes) != 0)
+		return NULL;
+	return (void *)(uintptr_t)p;
+}
+
+typedef struct dev_args {
+	char scope[64];
+	const char *mock;       /* HERD_MOCK_NCCL in every rank */
+	int timeout_ms;
+	int absent;             /* a rank that makes no call (-1: none) */
+	int victim;             /* a rank the parent kills (-1: none) */
+} dev_args;
+
+static void set_mock(const char *mode)
+{
+	if (mode != NULL)
+		setenv("HERD_MOCK_NCCL", mode, 1);
+	else
+		unsetenv("HERD_MOCK_NCCL");
+}
+
+/* ---- the calls, mixed buffers, and what is not carried ---------------------- */
+
+static void calls_rank(int rank, int size, void *arg)
+{
+	const dev_args *a = arg;
+	enum { N = 1024 };
+	float *d = dev_alloc(N * size * sizeof(float)), *d2 = dev_alloc(N * size * sizeof(float));
+	float host[N];
+	herd_comm *comm = NULL;
+
+	set_mock(NULL);
+	CHECK(d != NULL && d2 != NULL);
+	CHECK_OK(harness_comm(&comm, a->scope, rank, size, "auto", 20000));
+	if (comm == NULL || d == NULL || d2 == NULL)
+		goto out;
+	memset(host, 0, sizeof(host));
+	CHECK_OK(herd_comm_allreduce(comm, d, d, N, HERD_FLOAT32, HERD_SUM));
+	CHECK_OK(herd_comm_allreduce(comm, d, d2, N, HERD_BFLOAT16, HERD_AVG));
+	CHECK_OK(herd_comm_reduce(comm, d, d2, N, HERD_INT64, HERD_MAX, 1));
+	CHECK_OK(herd_comm_broadcast(comm, d, d, N, HERD_FLOAT8_E4M3, 0));
+	CHECK_OK(herd_comm_allgather(comm, d, d2, N, HERD_FLOAT16));
+	CHECK_OK(herd_comm_reduce_scatter(comm, d2, d, N, HERD_UINT8, HERD_PROD));
+	/* host memory still goes to herd's own transports, on the same communicator */
+	CHECK_OK(herd_comm_allreduce(comm, host, host, N, HERD_FLOAT32, HERD_SUM));
+	CHECK_ERR(herd_comm_allreduce(comm, d, host, N, HERD_FLOAT32, HERD_SUM), HERD_EINVAL,
+		  "herd_comm_allreduce: sendbuf is in GPU memory and recvbuf in host memory");
+	CHECK_ERR(herd_comm_alltoall(comm, d, d2, N, HERD_FLOAT32), HERD_EUNAVAIL,
+		  "herd_comm_alltoall: device memory is not supported by alltoall");
+	/* a non-root's unused receive buffer is not looked at */
+	CHECK_OK(herd_comm_reduce(comm, d, rank == 0 ? d2 : host, N, HERD_FLOAT32, HERD_SUM, 0));
+	CHECK_OK(herd_comm_barrier(comm));
+out:
+	herd_comm_free(comm);
+}
+
+static void test_device_calls_run_through_nccl(void)
+{
+	dev_args a = { .absent = -1, .victim = -1 };
+
+	harness_scope(a.scope, sizeof(a.scope), "nccl-calls");
+	CHECK_INT(run_ranks(3, calls_rank, &a, 60000, NULL, NULL, 0, NULL), 0);
+}
+
+/* ---- faults ---------------------------------------------------------------- */
+
+static void fault_rank(int rank, int size, void *arg)
+{
+	const dev_args *a = arg;
+	float *d = dev_alloc(4096 * sizeof(float));
+	herd_comm *comm = NULL;
+	herd_status st;
+	int64_t t0;
+
+	set_mock(a->mock);
+	CHECK(d != NULL);
+	CHECK_OK(harness_comm(&comm, a->scope, rank, size, "auto", a->timeout_ms));
+	if (comm == NULL || d == NULL)
+		goto out;
+	if (rank == a->absent) {
+		/* never calls: the others' report names it */
+		sleep_ms(a->timeout_ms + 3000);
+		goto out;
+	}
+	t0 = now_ms();
+	st = herd_comm_allreduce(comm, d, d, 4096, HERD_FLOAT32, HERD_SUM);
+	report_status(rank, st, now_ms() - t0, 0);
+out:
+	herd_comm_free(comm);
+}
+
+static void kill_victim(const pid_t *pids, int size, void *arg)
+{
+	const dev_args *a = arg;
+
+	(void)size;
+	sleep_ms(1500);
+	kill(pids[a->victim], SIGKILL);
+}
+
+static void run_fault(dev_args *a, const char *name, int size, rank_result *res)
+{
+	harness_scope(a->scope, sizeof(a->scope), name);
+	memset(res, 0, sizeof(*res) * (size_t)size);
+	CHECK_INT(run_ranks(size, fault_rank, a, 60000, a->victim >= 0 ? kill_victim : NULL, a,
+			    a->victim >= 0 ? 1u << a->victim : 0, res), 0);
+}
+
+/* Every rank's NCCL call hangs and rank 2 never calls: ranks 0 and 1 get
+ * HERD_ETIMEDOUT at the deadline plus at most 1 s, naming rank 2. */
+static void test_hung_call_times_out_naming_the_missing_rank(void)
+{
+	dev_args a = { .mock = "hang", .timeout_ms = 2000, .absent = 2, .victim = -1 };
+	rank_result res[3];
+
+	run_fault(&a, "nccl-hang", 3, res);
+	for (int r = 0; r < 2; r++) {
+		CHECK(res[r].valid);
+		CHECK_INT(res[r].status, HERD_ETIMEDOUT);
+		CHECK(strstr(res[r].msg, "allreduce #") != NULL);
+		CHECK(strstr(res[r].msg, "rank 2 (host") != NULL);
+		CHECK(strstr(res[r].msg, "did not arrive") != NULL);
+		CHECK(res[r].t_ms >= 2000 && res[r].t_ms <= 3000);
+		if (res[r].t_ms < 2000 || res[r].t_ms > 3000 || strstr(res[r].msg, "rank 2") == NULL)
+			fprintf(stderr, "    rank %d after %" PRId64 " ms: %s\n", r, res[r].t_ms,
+				res[r].msg);
+	}
+}
+
+/* Rank 1 is killed while both wait in a hung NCCL call: rank 0 returns
+ * HERD_EPEER naming it within seconds, long before its 30 s deadline. */
+static void test_peer_killed_during_a_device_call_is_named(void)
+{
+	dev_args a = { .mock = "hang", .timeout_ms = 30000, .absent = -1, .victim = 1 };
+	rank_result res[2];
+
+	run_fault(&a, "nccl-kill", 2, res);
+	CHECK(res[0].valid);
+	CHECK_INT(res[0].status, HERD_EPEER);
+	CHECK(strstr(res[0].msg, "rank 1 (host") != NULL);
+	CHECK(res[0].t_ms < 10000);
+	if (res[0].status != HERD_EPEER || res[0].t_ms >= 10000)
+		fprintf(stderr, "    rank 0 after %" PRId64 " ms: %s\n", res[0].t_ms, res[0].msg);
+}
+
+/* NCCL's asynchronous error on rank 0: HERD_EIO with NCCL's text, at once. */
+static void test_async_error_is_nccls_text(void)
+{
+	dev_args a = { .mock = "error:0:1", .timeout_ms = 20000, .absent = -1, .victim = -1 };
+	rank_result res[2];
+
+	run_fault(&a, "nccl-error", 2, res);
+	CHECK(res[0].valid);
+	CHECK_INT(res[0].status, HERD_EIO);
+	CHECK(strstr(res[0].msg, "ncclAllReduce: unhandled system error") != NULL);
+	CHECK(res[0].t_ms < 5000);
+	if (res[0].status != HERD_EIO)
+		fprintf(stderr, "    rank 0: %s\n", res[0].msg);
+}
+
+/* A call that completes late, within the deadline, succeeds. */
+static void test_late_completion_succeeds(void)
+{
+	dev_args a = { .mock = "late:1:700", .timeout_ms = 20000, .absent = -1, .victim = -1 };
+	rank_result res[2];
+
+	run_fault(&a, "nccl-late", 2, res);
+	CHECK(res[0].valid && res[1].valid);
+	CHECK_INT(res[0].status, HERD_OK);
+	CHECK_INT(res[1].status, HERD_OK);
+	CHECK(res[1].t_ms >= 700);
+}
+
+/* An init that never ends is bounded by the call's deadline. */
+static void test_hung_init_times_out(void)
+{
+	dev_args a = { .mock = "init-hang:1", .timeout_ms = 2000, .absent = -1, .victim = -1 };
+	rank_result res[2];
+
+	run_fault(&a, "nccl-init", 2, res);
+	CHECK(res[1].valid);
+	CHECK_INT(res[1].status, HERD_ETIMEDOUT);
+	CHECK(strstr(res[1].msg, "allreduce #") != NULL);
+	CHECK(res[1].t_ms >= 2000 && res[1].t_ms <= 3000);
+	if (res[1].status != HERD_ETIMEDOUT)
+		fprintf(stderr, "    rank 1: %s\n", res[1].msg);
+}
+
+int main(void)
+{
+	harness_start();
+	TEST_RUN(test_device_calls_run_through_nccl);
+	TEST_RUN(test_hung_call_times_out_naming_the_missing_rank);
+	TEST_RUN(test_peer_killed_during_a_device_call_is_named);
+	TEST_RUN(test_async_error_is_nccls_text);
+	TEST_RUN(test_late_completion_succeeds);
+	TEST_RUN(test_hung_init_times_out);
+	harness_stop();
+	return TEST_DONE();
+}

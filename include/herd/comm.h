@@ -1,10 +1,31 @@
 /*
- * herd/comm.h - collective operations between ranks on host memory.
+ * herd/comm.h - collective operations between ranks, on host and device
+ * memory.
  *
  * A communicator (herd_comm) joins `size` ranks, each in its own process,
  * that met through a rendezvous store (herd/store.h).  Ranks on the same
  * host talk through shared memory, ranks on different hosts through TCP;
  * HERD_TRANSPORT=tcp forces TCP everywhere.
+ *
+ * Device memory.  Where the NVIDIA driver is present, each call asks it
+ * where its buffers are (cuPointerGetAttributes).  allreduce, reduce,
+ * broadcast, allgather and reduce_scatter on one GPU's memory (device or
+ * managed) run through NCCL (libnccl.so.2, loaded at run time): the NCCL
+ * communicator is made at the communicator's first device collective on
+ * that GPU, which every rank makes, with rank 0's unique id through the
+ * store, in NCCL's non-blocking mode so that the call's deadline covers it.
+ * The call queues NCCL's kernel on a stream of the communicator's and
+ * returns when it is done, with every guarantee below (on a timeout, a dead
+ * peer, an abort or NCCL's own asynchronous error, the NCCL communicator is
+ * aborted with ncclCommAbort; NCCL's failure is HERD_EIO with its text).
+ * A call whose buffers are in host and device memory, or on two GPUs, is
+ * HERD_EINVAL naming each; the other calls on device memory are
+ * HERD_EUNAVAIL, as is any device call where NCCL cannot be loaded or, for
+ * the 8-bit floats, is older than 2.24.  Reductions map onto NCCL's; AVG
+ * is ncclAvg, which for floating types scales each operand by 1/size
+ * before summing (the same mean as herd's sum-then-divide, rounded
+ * differently).  Device calls do not yet compare fingerprints between
+ * ranks: a mismatch shows as the timeout report's "rank N is in #S ...".
  *
  * Every call is collective in the MPI/NCCL sense: all ranks of the
  * communicator make the same calls in the same order.  Nothing hangs:

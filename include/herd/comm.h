@@ -25,7 +25,7 @@
  * is ncclAvg, which for floating types scales each operand by 1/size
  * before summing (the same mean as herd's sum-then-divide, rounded
  * differently).  Device calls do not yet compare fingerprints between
- * ranks: a mismatch shows as the timeout report's "rank N is in #S ...".
+ * ranks: calls that disagree wait in NCCL until the deadline.
  *
  * Every call is collective in the MPI/NCCL sense: all ranks of the
  * communicator make the same calls in the same order.  Nothing hangs:

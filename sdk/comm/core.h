@@ -56,6 +56,7 @@ typedef struct herd__comm_cfg {
 	int transport;              /* herd__transport_mode */
 	int algo;                   /* herd__algo_class: ANY "auto", BANDWIDTH "ring", LATENCY "rd" */
 	char ifname[64];            /* "" when none was named */
+	bool device_check;          /* device calls compare fingerprints (HERD_DEVICE_CHECK) */
 } herd__comm_cfg;
 
 /* Resolves opts (may be NULL) against the environment.  env.c. */

@@ -1,7 +1,7 @@
 /*
  * sdk/comm/env.c - the communicator's options and identity from the
- * environment: the one place where HERD_TIMEOUT, HERD_TRANSPORT, HERD_ALGO
- * and HERD_SOCKET_IFNAME override defaults, and herd_comm_init_env, which
+ * environment: the one place where HERD_TIMEOUT, HERD_TRANSPORT, HERD_ALGO,
+ * HERD_SOCKET_IFNAME and HERD_DEVICE_CHECK override defaults, and herd_comm_init_env, which
  * finds the rank, the world size and the store from herd's, torchrun's,
  * Slurm's or Open MPI's variables.
  */
@@ -109,6 +109,15 @@ herd_status herd__comm_cfg_resolve(const herd_comm_opts *opts, herd__comm_cfg *o
 	if (strlen(v) >= sizeof(out->ifname))
 		return herd__error(HERD_EINVAL, "interface name from %s is too long", from);
 	herd__strlcpy(out->ifname, v, sizeof(out->ifname));
+
+	v = env("HERD_DEVICE_CHECK");
+	if (v == NULL || strcmp(v, "1") == 0)
+		out->device_check = true;
+	else if (strcmp(v, "0") == 0)
+		out->device_check = false;
+	else
+		return herd__error(HERD_EINVAL, "HERD_DEVICE_CHECK=%s: expected 1 (compare device "
+				   "calls between ranks, the default) or 0", v);
 	return HERD_OK;
 }
 

@@ -35,6 +35,7 @@ typedef struct dev_args {
 	int timeout_ms;
 	int absent;             /* a rank that makes no call (-1: none) */
 	int victim;             /* a rank the parent kills (-1: none) */
+	int unchecked;          /* HERD_DEVICE_CHECK=0 */
 } dev_args;
 
 static void set_mock(const char *mode)
@@ -184,6 +185,57 @@ static void test_async_error_is_nccls_text(void)
 		fprintf(stderr, "    rank 0: %s\n", res[0].msg);
 }
 
+/* Calls that disagree (a count) fail with HERD_EMISMATCH naming both, at
+ * once, although NCCL would wait (every stand-in call hangs here); with
+ * HERD_DEVICE_CHECK=0 they are not compared. */
+static void mismatch_rank(int rank, int size, void *arg)
+{
+	const dev_args *a = arg;
+	float *d = dev_alloc(4096 * sizeof(float));
+	herd_comm *comm = NULL;
+	herd_status st;
+	int64_t t0;
+
+	set_mock(a->mock);
+	if (a->unchecked)
+		setenv("HERD_DEVICE_CHECK", "0", 1);
+	CHECK_OK(harness_comm(&comm, a->scope, rank, size, "auto", a->timeout_ms));
+	unsetenv("HERD_DEVICE_CHECK");
+	if (comm == NULL || d == NULL)
+		goto out;
+	t0 = now_ms();
+	st = herd_comm_allreduce(comm, d, d, 4096 - (size_t)rank, HERD_FLOAT32, HERD_SUM);
+	report_status(rank, st, now_ms() - t0, 0);
+out:
+	herd_comm_free(comm);
+}
+
+static void test_disagreeing_device_calls_are_a_mismatch(void)
+{
+	dev_args a = { .mock = "hang", .timeout_ms = 20000, .absent = -1, .victim = -1 };
+	rank_result res[2];
+
+	harness_scope(a.scope, sizeof(a.scope), "nccl-mismatch");
+	memset(res, 0, sizeof(res));
+	CHECK_INT(run_ranks(2, mismatch_rank, &a, 60000, NULL, NULL, 0, res), 0);
+	for (int r = 0; r < 2; r++) {
+		CHECK(res[r].valid);
+		CHECK_INT(res[r].status, HERD_EMISMATCH);
+		CHECK(strstr(res[r].msg, "count=4096") != NULL && strstr(res[r].msg, "count=4095"));
+		CHECK(res[r].t_ms < 5000);
+		if (res[r].status != HERD_EMISMATCH)
+			fprintf(stderr, "    rank %d: %s\n", r, res[r].msg);
+	}
+	/* unchecked: the stand-in completes each call as it is */
+	a.mock = NULL;
+	a.unchecked = 1;
+	harness_scope(a.scope, sizeof(a.scope), "nccl-unchecked");
+	memset(res, 0, sizeof(res));
+	CHECK_INT(run_ranks(2, mismatch_rank, &a, 60000, NULL, NULL, 0, res), 0);
+	CHECK_INT(res[0].status, HERD_OK);
+	CHECK_INT(res[1].status, HERD_OK);
+}
+
 /* A call that completes late, within the deadline, succeeds. */
 static void test_late_completion_succeeds(void)
 {
@@ -219,6 +271,7 @@ int main(void)
 	TEST_RUN(test_hung_call_times_out_naming_the_missing_rank);
 	TEST_RUN(test_peer_killed_during_a_device_call_is_named);
 	TEST_RUN(test_async_error_is_nccls_text);
+	TEST_RUN(test_disagreeing_device_calls_are_a_mismatch);
 	TEST_RUN(test_late_completion_succeeds);
 	TEST_RUN(test_hung_init_times_out);
 	harness_stop();

@@ -19,7 +19,13 @@
  *    last cases it aborts the NCCL communicator (ncclCommAbort) and the
  *    call returns the communicator's error: HERD_EPEER naming the dead
  *    rank, HERD_EABORTED, HERD_ETIMEDOUT naming the ranks that have not
- *    entered the call (herd__comm_timeout), or HERD_EIO with NCCL's text.
+ *    entered the call (herd__comm_timeout), or HERD_EIO with NCCL's text;
+ *  - while the GPU runs it, the call's fingerprint goes to the next rank
+ *    and comes from the previous one on the host transport (an empty
+ *    message whose header carries it, as every host call's does): ranks
+ *    that disagree fail with HERD_EMISMATCH naming both calls instead of
+ *    waiting in NCCL, and so does every rank, each pair being compared.
+ *    HERD_DEVICE_CHECK=0 turns this off.
  * Datatypes and reductions map one to one onto NCCL's; the 8-bit floats
  * need NCCL 2.24 or later and say so.  AVG is NCCL's ncclAvg, which for
  * floating types multiplies each operand by 1/nranks before summing (herd
@@ -332,6 +338,18 @@ static ncclResult_t enqueue(herd_comm *comm, const herd__op *op, ncclDataType_t 
 	}
 }
 
+/* The call's fingerprint to the next rank and from the previous one:
+ * herd__p2p_exchange compares the headers (HERD_EMISMATCH), and has the
+ * call's deadline and the communicator's failures. */
+static herd_status check_neighbours(herd_comm *comm)
+{
+	herd__xfer to = { 0 }, from = { 0 };
+
+	to.peer = (comm->rank + 1) % comm->size;
+	from.peer = (comm->rank + comm->size - 1) % comm->size;
+	return herd__p2p_exchange(comm, &to, 1, &from, 1);
+}
+
 herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
 {
 	herd__nccl *n = comm->nccl;
@@ -356,6 +374,14 @@ herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
 	if (rc == ncclInProgress)
 		HERD_CHECK(nccl_wait(comm, n, init_done, what));
 	HERD_CHECK(herd__dev_event_record(n->event, n->stream));
+	if (comm->cfg.device_check && comm->size > 1) {
+		herd_status st = check_neighbours(comm);
+
+		if (st != HERD_OK) {
+			nccl_drop(n);
+			return st;
+		}
+	}
 	return nccl_wait(comm, n, work_done, what);
 }
 
@@ -388,6 +414,18 @@ void herd__nccl_free(herd_comm *comm)
 }
 
 #else /* !HERD_HAVE_NCCL */
+
+/* The call's fingerprint to the next rank and from the previous one:
+ * herd__p2p_exchange compares the headers (HERD_EMISMATCH), and has the
+ * call's deadline and the communicator's failures. */
+static herd_status check_neighbours(herd_comm *comm)
+{
+	herd__xfer to = { 0 }, from = { 0 };
+
+	to.peer = (comm->rank + 1) % comm->size;
+	from.peer = (comm->rank + comm->size - 1) % comm->size;
+	return herd__p2p_exchange(comm, &to, 1, &from, 1);
+}
 
 herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
 {

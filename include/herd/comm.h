@@ -24,8 +24,10 @@
  * the 8-bit floats, is older than 2.24.  Reductions map onto NCCL's; AVG
  * is ncclAvg, which for floating types scales each operand by 1/size
  * before summing (the same mean as herd's sum-then-divide, rounded
- * differently).  Device calls do not yet compare fingerprints between
- * ranks: calls that disagree wait in NCCL until the deadline.
+ * differently).  While the GPU runs a call, its fingerprint goes to the
+ * next rank and comes from the previous one on the host transport, so that
+ * calls that disagree return HERD_EMISMATCH naming both instead of waiting
+ * in NCCL (HERD_DEVICE_CHECK=0 turns this off).
  *
  * Every call is collective in the MPI/NCCL sense: all ranks of the
  * communicator make the same calls in the same order.  Nothing hangs:

@@ -21,9 +21,12 @@
  * space (which its coroutines copy).  A type check is then the object's
  * metatable compared with a pointer: the registry lookup under the type's
  * address, a hash and a compare through the API, cost more than the rest
- * of an 8-byte collective's binding.  A state without it (a coroutine made
- * before the first type was registered) and a type not in it take the
- * registry lookup (lherd_register puts every metatable there too).
+ * of an 8-byte collective's binding.  The extra space is not initialized
+ * by Lua: lherd_open_object, the first thing luaopen_herd does, sets it in
+ * the main thread (whose extra space every later coroutine copies), so
+ * herd must be opened before the state makes a coroutine.  A type not in
+ * the table takes the registry lookup (lherd_register puts every
+ * metatable there too).
  */
 #define MT_SLOTS 64
 
@@ -53,18 +56,35 @@ static int mt_slot(const mt_table *m, const lherd_type *t)
 	return -1;
 }
 
+/* The table, in the registry and in the main thread's extra space. */
+static void mt_open(lua_State *L)
+{
+	mt_table *m;
+	lua_State *main;
+
+	if (lua_rawgetp(L, LUA_REGISTRYINDEX, &mt_table_key) == LUA_TUSERDATA) {
+		lua_pop(L, 1);
+		return;
+	}
+	lua_pop(L, 1);
+	m = (mt_table *)lua_newuserdatauv(L, sizeof(*m), 0);
+	memset(m, 0, sizeof(*m));
+	lua_rawsetp(L, LUA_REGISTRYINDEX, &mt_table_key);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+	main = lua_tothread(L, -1);
+	lua_pop(L, 1);
+	*(mt_table **)lua_getextraspace(main) = m;
+	*(mt_table **)lua_getextraspace(L) = m;
+}
+
 /* Records the metatable on top as t's. */
 static void mt_remember(lua_State *L, const lherd_type *t)
 {
-	mt_table *m = *(mt_table **)lua_getextraspace(L);
+	mt_table *m;
 	int k;
 
-	if (m == NULL) {
-		m = (mt_table *)lua_newuserdatauv(L, sizeof(*m), 0);
-		memset(m, 0, sizeof(*m));
-		lua_rawsetp(L, LUA_REGISTRYINDEX, &mt_table_key);
-		*(mt_table **)lua_getextraspace(L) = m;
-	}
+	mt_open(L);
+	m = *(mt_table **)lua_getextraspace(L);
 	if ((k = mt_slot(m, t)) >= 0) {
 		m->type[k] = t;
 		m->mt[k] = lua_topointer(L, -1);
@@ -80,7 +100,7 @@ void *lherd_test(lua_State *L, int arg, const lherd_type *t)
 
 	if (p == NULL || !lua_getmetatable(L, arg))
 		return NULL;
-	if (m != NULL && (k = mt_slot(m, t)) >= 0 && m->type[k] == t) {
+	if ((k = mt_slot(m, t)) >= 0 && m->type[k] == t) {
 		same = lua_topointer(L, -1) == m->mt[k];
 		lua_pop(L, 1);
 	} else {
@@ -285,6 +305,7 @@ void **lherd_hold(lua_State *L, void (*release)(void *))
 
 void lherd_open_object(lua_State *L)
 {
+	mt_open(L);
 	lherd_register(L, &holder_type);
 }
 

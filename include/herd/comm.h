@@ -198,6 +198,41 @@ HERD_EXTERN herd_status herd_comm_reduce_scatter(herd_comm *comm, const void *se
 						 void *recvbuf, size_t count,
 						 herd_dtype dtype, herd_redop op);
 
+/*
+ * Stream-ordered forms, on device memory only (host buffers: HERD_EINVAL):
+ * the call is queued on stream (a cudaStream_t; NULL is the legacy default
+ * stream), after the work already queued there, and returns once NCCL has
+ * queued it, as NCCL's own calls do; what reads its results is queued
+ * after it on the same stream.  Each queued call still has the
+ * communicator's deadline, counted from when it was queued: a watchdog
+ * thread polls the queued work's completion and NCCL's asynchronous error,
+ * and on the deadline, an error, a dead peer or an abort it aborts NCCL
+ * (which ends the queued kernels) and breaks the communicator; the next
+ * call, and herd_comm_async_error, return the error, naming the ranks and
+ * hosts as a blocking call's would.  The fingerprint comparison with the
+ * neighbouring ranks (above) is made before the call returns, so their
+ * host threads meet at each call (HERD_DEVICE_CHECK=0 turns it off).
+ * herd_stream is CUDA's cudaStream_t / CUstream.
+ */
+typedef struct CUstream_st *herd_stream;
+
+HERD_EXTERN herd_status herd_comm_allreduce_stream(herd_comm *comm, const void *sendbuf,
+						   void *recvbuf, size_t count, herd_dtype dtype,
+						   herd_redop op, herd_stream stream);
+HERD_EXTERN herd_status herd_comm_reduce_stream(herd_comm *comm, const void *sendbuf,
+						void *recvbuf, size_t count, herd_dtype dtype,
+						herd_redop op, int root, herd_stream stream);
+HERD_EXTERN herd_status herd_comm_broadcast_stream(herd_comm *comm, const void *sendbuf,
+						   void *recvbuf, size_t count, herd_dtype dtype,
+						   int root, herd_stream stream);
+HERD_EXTERN herd_status herd_comm_allgather_stream(herd_comm *comm, const void *sendbuf,
+						   void *recvbuf, size_t count, herd_dtype dtype,
+						   herd_stream stream);
+HERD_EXTERN herd_status herd_comm_reduce_scatter_stream(herd_comm *comm, const void *sendbuf,
+							void *recvbuf, size_t count,
+							herd_dtype dtype, herd_redop op,
+							herd_stream stream);
+
 /* Block j of rank i's sendbuf lands in block i of rank j's recvbuf; blocks
  * of count elements, size blocks per buffer. */
 HERD_EXTERN herd_status herd_comm_alltoall(herd_comm *comm, const void *sendbuf,

@@ -73,6 +73,8 @@ struct herd__op {
 	int peer;             /* send/recv/sendrecv: destination (or source for recv) */
 	int peer2;            /* sendrecv: source */
 	int device;           /* the buffers' GPU, or -1 for host memory */
+	bool queued;          /* stream-ordered: queued on stream, not waited for */
+	void *stream;         /* the caller's cudaStream_t (NULL: the legacy default) */
 };
 
 /*

@@ -275,7 +275,14 @@ static void describe_peer(herd_comm *comm, int j, const herd__call_state *s, boo
 
 herd_status herd__comm_timeout(herd_comm *comm, const int *waiting, size_t nwaiting)
 {
-	const herd__op *op = comm->op;
+	return herd__comm_timeout_call(comm, &comm->op->fp, comm->op_cseq, comm->op_start_ms,
+				       false, waiting, nwaiting);
+}
+
+herd_status herd__comm_timeout_call(herd_comm *comm, const herd__fp *fp, uint64_t cseq,
+				    int64_t start_ms, bool queued, const int *waiting,
+				    size_t nwaiting)
+{
 	char msg[HERD__COMM_MSG_MAX], who[HERD__COMM_HOST_MAX + 32];
 	herd__call_state *states = NULL;
 	bool *answered = NULL, *named = NULL, p2p;
@@ -291,14 +298,15 @@ herd_status herd__comm_timeout(herd_comm *comm, const int *waiting, size_t nwait
 		return herd__comm_fail(comm, HERD_ENOMEM, true);
 	}
 	herd__monitor_query(comm, QUERY_WAIT_MS, states, answered);
-	p2p = herd__op_is_p2p(op->fp.kind);
-	msg_append(msg, sizeof(msg), &o, "%s #%" PRIu64 " timed out after %.1f s on %s: ",
-		   herd__op_name((herd__op_kind)op->fp.kind), op->fp.seq,
-		   (double)(herd__net_now_ms() - comm->op_start_ms) / 1000.0,
+	p2p = herd__op_is_p2p(fp->kind);
+	msg_append(msg, sizeof(msg), &o, "%s #%" PRIu64 " %s %.1f s on %s: ",
+		   herd__op_name((herd__op_kind)fp->kind), fp->seq,
+		   queued ? "queued on a stream did not complete within" : "timed out after",
+		   (double)(herd__net_now_ms() - start_ms) / 1000.0,
 		   herd__comm_who(comm, comm->rank, who, sizeof(who)));
 	/* A collective: the ranks that have not reached it. */
 	for (int j = 0; j < comm->size && !p2p; j++) {
-		bool behind = answered[j] && states[j].entered_cseq < comm->op_cseq;
+		bool behind = answered[j] && states[j].entered_cseq < cseq;
 
 		if (j == comm->rank || !(behind || !answered[j]))
 			continue;

@@ -223,6 +223,13 @@ void herd__comm_doing(herd_comm *comm, char *buf, size_t cap);
  */
 herd_status herd__comm_timeout(herd_comm *comm, const int *waiting, size_t nwaiting);
 
+/* The same report for a call that is no longer the current one: fp, its
+ * collective number and when it started; queued: it was queued on a
+ * stream and did not complete (transport/nccl.c's watchdog).  Any thread. */
+herd_status herd__comm_timeout_call(herd_comm *comm, const herd__fp *fp, uint64_t cseq,
+				    int64_t start_ms, bool queued, const int *waiting,
+				    size_t nwaiting);
+
 /* ---- the monitor and the control connections (monitor.c) ------------------ */
 
 enum {

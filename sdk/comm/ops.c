@@ -380,6 +380,71 @@ herd_status herd_comm_reduce_scatter(herd_comm *comm, const void *sendbuf, void 
 	return herd__comm_run(comm, &o);
 }
 
+/* ---- stream-ordered calls ----------------------------------------------------- */
+
+/* Runs a prepared device call queued on stream. */
+static herd_status run_queued(herd_comm *comm, herd__op *o, const char *fn, herd_stream stream)
+{
+	/* Nothing to queue, on every rank alike whatever its pointers. */
+	if (o->fp.count == 0)
+		return HERD_OK;
+	if (o->device < 0)
+		return herd__error(HERD_EINVAL, "%s: the buffers are in host memory; a "
+				   "stream-ordered call takes device buffers", fn);
+	o->queued = true;
+	o->stream = stream;
+	return herd__comm_run(comm, o);
+}
+
+herd_status herd_comm_allreduce_stream(herd_comm *comm, const void *sendbuf, void *recvbuf,
+				       size_t count, herd_dtype dtype, herd_redop op,
+				       herd_stream stream)
+{
+	herd__op o;
+
+	HERD_CHECK(prep_allreduce(&o, __func__, comm, sendbuf, recvbuf, count, dtype, op));
+	return run_queued(comm, &o, __func__, stream);
+}
+
+herd_status herd_comm_reduce_stream(herd_comm *comm, const void *sendbuf, void *recvbuf,
+				    size_t count, herd_dtype dtype, herd_redop op, int root,
+				    herd_stream stream)
+{
+	herd__op o;
+
+	HERD_CHECK(prep_reduce(&o, __func__, comm, sendbuf, recvbuf, count, dtype, op, root));
+	return run_queued(comm, &o, __func__, stream);
+}
+
+herd_status herd_comm_broadcast_stream(herd_comm *comm, const void *sendbuf, void *recvbuf,
+				       size_t count, herd_dtype dtype, int root,
+				       herd_stream stream)
+{
+	herd__op o;
+
+	HERD_CHECK(prep_broadcast(&o, __func__, comm, sendbuf, recvbuf, count, dtype, root));
+	return run_queued(comm, &o, __func__, stream);
+}
+
+herd_status herd_comm_allgather_stream(herd_comm *comm, const void *sendbuf, void *recvbuf,
+				       size_t count, herd_dtype dtype, herd_stream stream)
+{
+	herd__op o;
+
+	HERD_CHECK(prep_allgather(&o, __func__, comm, sendbuf, recvbuf, count, dtype));
+	return run_queued(comm, &o, __func__, stream);
+}
+
+herd_status herd_comm_reduce_scatter_stream(herd_comm *comm, const void *sendbuf,
+					    void *recvbuf, size_t count, herd_dtype dtype,
+					    herd_redop op, herd_stream stream)
+{
+	herd__op o;
+
+	HERD_CHECK(prep_reduce_scatter(&o, __func__, comm, sendbuf, recvbuf, count, dtype, op));
+	return run_queued(comm, &o, __func__, stream);
+}
+
 herd_status herd_comm_alltoall(herd_comm *comm, const void *sendbuf, void *recvbuf,
 			       size_t count, herd_dtype dtype)
 {

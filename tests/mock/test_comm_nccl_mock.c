@@ -29,6 +29,20 @@ static void *dev_alloc(size_t bytes)
 	return (void *)(uintptr_t)p;
 }
 
+/* A stream of the stand-in driver, as cudaStreamCreate would give. */
+static herd_stream dev_stream(void)
+{
+	int (*create)(herd_stream *, unsigned int);
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	void *sym = h != NULL ? dlsym(h, "cuStreamCreate") : NULL;
+	herd_stream s = NULL;
+
+	memcpy(&create, &sym, sizeof(sym));
+	if (create == NULL || create(&s, 1) != 0)
+		return NULL;
+	return s;
+}
+
 typedef struct dev_args {
 	char scope[64];
 	const char *mock;       /* HERD_MOCK_NCCL in every rank */
@@ -236,6 +250,76 @@ static void test_disagreeing_device_calls_are_a_mismatch(void)
 	CHECK_INT(res[1].status, HERD_OK);
 }
 
+/* Stream-ordered calls return once queued; the watchdog finds their end,
+ * or their deadline: then the communicator breaks with the report naming
+ * the rank that never queued the call, for the next call and
+ * herd_comm_async_error alike. */
+static void stream_rank(int rank, int size, void *arg)
+{
+	const dev_args *a = arg;
+	float *d = dev_alloc(4096 * sizeof(float)), host[16];
+	herd_stream s = dev_stream();
+	herd_comm *comm = NULL;
+	herd_status st = HERD_OK;
+	int64_t t0, until;
+
+	set_mock(a->mock);
+	setenv("HERD_DEVICE_CHECK", "0", 1);
+	CHECK(d != NULL && s != NULL);
+	CHECK_OK(harness_comm(&comm, a->scope, rank, size, "auto", a->timeout_ms));
+	if (comm == NULL || d == NULL)
+		goto out;
+	if (rank == a->absent) {
+		sleep_ms(a->timeout_ms + 3000);
+		goto out;
+	}
+	CHECK_ERR(herd_comm_allreduce_stream(comm, host, host, 16, HERD_FLOAT32, HERD_SUM, s),
+		  HERD_EINVAL, "herd_comm_allreduce_stream: the buffers are in host memory");
+	t0 = now_ms();
+	CHECK_OK(herd_comm_allreduce_stream(comm, d, d, 4096, HERD_FLOAT32, HERD_SUM, s));
+	CHECK_OK(herd_comm_broadcast_stream(comm, d, d, 4096, HERD_FLOAT32, 0, s));
+	CHECK(now_ms() - t0 < 1000);
+	/* within the deadline and a second, the outcome is known */
+	until = t0 + a->timeout_ms + 1000;
+	while (now_ms() < until && (st = herd_comm_async_error(comm)) == HERD_OK)
+		sleep_ms(20);
+	report_status(rank, st, now_ms() - t0, 0);
+	if (st != HERD_OK)
+		CHECK_ERR(herd_comm_allreduce(comm, d, d, 16, HERD_FLOAT32, HERD_SUM), st,
+			  "allreduce #1 queued on a stream");
+out:
+	herd_comm_free(comm);
+}
+
+static void test_stream_calls_are_watched(void)
+{
+	dev_args a = { .mock = NULL, .timeout_ms = 1500, .absent = -1, .victim = -1 };
+	rank_result res[3];
+
+	/* done in time: no error ever */
+	harness_scope(a.scope, sizeof(a.scope), "nccl-stream");
+	memset(res, 0, sizeof(res));
+	CHECK_INT(run_ranks(2, stream_rank, &a, 60000, NULL, NULL, 0, res), 0);
+	CHECK_INT(res[0].status, HERD_OK);
+	CHECK_INT(res[1].status, HERD_OK);
+	/* hung, and rank 2 never queues it */
+	a.mock = "hang";
+	a.absent = 2;
+	harness_scope(a.scope, sizeof(a.scope), "nccl-stream-hang");
+	memset(res, 0, sizeof(res));
+	CHECK_INT(run_ranks(3, stream_rank, &a, 60000, NULL, NULL, 0, res), 0);
+	for (int r = 0; r < 2; r++) {
+		CHECK_INT(res[r].status, HERD_ETIMEDOUT);
+		CHECK(strstr(res[r].msg, "queued on a stream did not complete within") != NULL ||
+		      strstr(res[r].msg, "failed first") != NULL);
+		CHECK(strstr(res[r].msg, "rank 2 (host") != NULL);
+		CHECK(res[r].t_ms >= 1500 && res[r].t_ms <= 2500);
+		if (res[r].status != HERD_ETIMEDOUT || strstr(res[r].msg, "rank 2") == NULL)
+			fprintf(stderr, "    rank %d after %" PRId64 " ms: %s\n", r, res[r].t_ms,
+				res[r].msg);
+	}
+}
+
 /* A call that completes late, within the deadline, succeeds. */
 static void test_late_completion_succeeds(void)
 {
@@ -272,6 +356,7 @@ int main(void)
 	TEST_RUN(test_peer_killed_during_a_device_call_is_named);
 	TEST_RUN(test_async_error_is_nccls_text);
 	TEST_RUN(test_disagreeing_device_calls_are_a_mismatch);
+	TEST_RUN(test_stream_calls_are_watched);
 	TEST_RUN(test_late_completion_succeeds);
 	TEST_RUN(test_hung_init_times_out);
 	harness_stop();

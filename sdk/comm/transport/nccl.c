@@ -113,29 +113,67 @@ static void version_text(int v, char *buf, size_t cap)
 	snprintf(buf, cap, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
 }
 
-/* The communicator's NCCL side. */
+/* A collective queued on a caller's stream, until its event says done. */
+typedef struct nccl_pending {
+	void *event;
+	herd__fp fp;
+	uint64_t cseq;
+	int64_t start_ms, deadline;
+} nccl_pending;
+
+#define PENDING_MAX 1024
+
+/*
+ * The communicator's NCCL side.  mu guards comm (the watchdog may abort it
+ * while the calling thread uses it: every NCCL call on it is made under
+ * mu, and none of them blocks) and the queue of stream-ordered work.
+ */
 struct herd__nccl {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;      /* work queued, or stop */
 	ncclComm_t comm;        /* NULL once aborted */
 	int device;
-	void *stream, *event;
-	uint64_t init_cseq;     /* the collective that made it */
+	void *stream, *event;   /* the blocking calls' */
+	nccl_pending pending[PENDING_MAX];
+	size_t head, npending;  /* a ring */
+	void *spare[PENDING_MAX];
+	size_t nspare;
+	pthread_t watchdog;
+	bool watchdog_started, stop;
 };
 
-/* "what: NCCL's text (code N)", and NCCL's last error where it has one. */
-static herd_status nccl_error(ncclComm_t c, ncclResult_t rc, const char *what)
+/* "what: NCCL's text (NCCL result N): its last error". */
+static herd_status nccl_error(const char *last, ncclResult_t rc, const char *what)
 {
-	const char *last = nccl.last_error != NULL ? nccl.last_error(c) : NULL;
-
 	return herd__error(HERD_EIO, "%s: %s (NCCL result %d)%s%s", what, nccl.error_string(rc),
 			   (int)rc, last != NULL && last[0] != '\0' ? ": " : "",
 			   last != NULL ? last : "");
 }
 
+/* NCCL's asynchronous state, and its last error's text when it failed;
+ * ncclInvalidUsage once the NCCL communicator is aborted. */
+static ncclResult_t nccl_state(herd__nccl *n, char *last, size_t cap)
+{
+	ncclResult_t async = ncclInvalidUsage;
+
+	last[0] = '\0';
+	pthread_mutex_lock(&n->mu);
+	if (n->comm != NULL && nccl.async_error(n->comm, &async) != ncclSuccess)
+		async = ncclInternalError;
+	if (n->comm != NULL && async != ncclSuccess && async != ncclInProgress &&
+	    nccl.last_error != NULL)
+		herd__strlcpy(last, nccl.last_error(n->comm), cap);
+	pthread_mutex_unlock(&n->mu);
+	return async;
+}
+
 static void nccl_drop(herd__nccl *n)
 {
+	pthread_mutex_lock(&n->mu);
 	if (n->comm != NULL)
 		(void)nccl.abort(n->comm);
 	n->comm = NULL;
+	pthread_mutex_unlock(&n->mu);
 }
 
 /*
@@ -151,21 +189,24 @@ static herd_status nccl_wait(herd_comm *comm, herd__nccl *n, nccl_done_fn done_f
 	long sleep_ns = 0;
 
 	for (unsigned int pass = 0;; pass++) {
-		ncclResult_t async = ncclSuccess;
+		char last[256];
 		bool done = false;
 		herd_status st = done_fn(n, &done);
+		ncclResult_t async;
 
 		if (st == HERD_OK && done)
 			return HERD_OK;
-		if (st == HERD_OK && nccl.async_error(n->comm, &async) != ncclSuccess)
-			async = ncclInternalError;
-		if (st == HERD_OK && async != ncclSuccess && async != ncclInProgress)
-			st = nccl_error(n->comm, async, what);
+		async = nccl_state(n, last, sizeof(last));
+		if (st == HERD_OK && async != ncclSuccess && async != ncclInProgress &&
+		    async != ncclInvalidUsage)
+			st = nccl_error(last, async, what);
 		if (st != HERD_OK) {
 			nccl_drop(n);
 			return herd__comm_fail(comm, st, true);
 		}
-		if (atomic_load_explicit(&comm->status, memory_order_relaxed) != HERD_OK) {
+		/* aborted by the watchdog, which broke the communicator first */
+		if (async == ncclInvalidUsage ||
+		    atomic_load_explicit(&comm->status, memory_order_relaxed) != HERD_OK) {
 			nccl_drop(n);
 			return herd__comm_broken(comm);
 		}
@@ -180,13 +221,13 @@ static herd_status nccl_wait(herd_comm *comm, herd__nccl *n, nccl_done_fn done_f
 	}
 }
 
-/* Init is done when NCCL's asynchronous state is no longer in progress
- * (an error there is nccl_wait's). */
+/* Init (or a non-blocking enqueue) is done when NCCL's asynchronous state
+ * is no longer in progress (an error there is nccl_wait's). */
 static herd_status init_done(herd__nccl *n, bool *done)
 {
-	ncclResult_t async = ncclInProgress;
+	char last[8];
 
-	*done = nccl.async_error(n->comm, &async) == ncclSuccess && async == ncclSuccess;
+	*done = nccl_state(n, last, sizeof(last)) == ncclSuccess;
 	return HERD_OK;
 }
 
@@ -233,11 +274,26 @@ static herd_status share_id(herd_comm *comm, ncclUniqueId *id)
 	return HERD_OK;
 }
 
+static void nccl_destroy(herd__nccl *n)
+{
+	nccl_drop(n);
+	herd__dev_event_destroy(n->event);
+	herd__dev_stream_destroy(n->stream);
+	for (size_t i = 0; i < n->npending; i++)
+		herd__dev_event_destroy(n->pending[(n->head + i) % PENDING_MAX].event);
+	for (size_t i = 0; i < n->nspare; i++)
+		herd__dev_event_destroy(n->spare[i]);
+	pthread_mutex_destroy(&n->mu);
+	pthread_cond_destroy(&n->cv);
+	free(n);
+}
+
 /* Makes the NCCL communicator on device, within the call's deadline. */
 static herd_status nccl_open(herd_comm *comm, int device)
 {
 	ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
 	ncclUniqueId id;
+	ncclComm_t c = NULL;
 	herd__nccl *n;
 	ncclResult_t rc;
 	herd_status st;
@@ -247,8 +303,9 @@ static herd_status nccl_open(herd_comm *comm, int device)
 		return herd__error(HERD_EUNAVAIL, "device buffers need NCCL: %s", nccl_why);
 	HERD_CHECK(herd__dev_use(device));
 	HERD_CHECK(herd__calloc(&n, 1, sizeof(*n), "the NCCL communicator"));
+	pthread_mutex_init(&n->mu, NULL);
+	pthread_cond_init(&n->cv, NULL);
 	n->device = device;
-	n->init_cseq = comm->op_cseq;
 	st = herd__dev_stream_create(&n->stream);
 	if (st == HERD_OK)
 		st = herd__dev_event_create(&n->event);
@@ -257,11 +314,10 @@ static herd_status nccl_open(herd_comm *comm, int device)
 	if (st != HERD_OK)
 		goto fail;
 	config.blocking = 0;
-	rc = nccl.init_rank_config(&n->comm, comm->size, id, comm->rank, &config);
+	rc = nccl.init_rank_config(&c, comm->size, id, comm->rank, &config);
+	n->comm = c;
 	if (rc != ncclSuccess && rc != ncclInProgress) {
 		st = nccl_error(NULL, rc, "ncclCommInitRankConfig");
-		if (n->comm != NULL)
-			nccl_drop(n);
 		goto fail;
 	}
 	st = nccl_wait(comm, n, init_done, "ncclCommInitRankConfig");
@@ -270,9 +326,7 @@ static herd_status nccl_open(herd_comm *comm, int device)
 	comm->nccl = n;
 	return HERD_OK;
 fail:
-	herd__dev_event_destroy(n->event);
-	herd__dev_stream_destroy(n->stream);
-	free(n);
+	nccl_destroy(n);
 	return st;
 }
 
@@ -315,27 +369,37 @@ static const char *nccl_call_name(herd__op_kind kind)
 	}
 }
 
-/* Queues op on the communicator's stream. */
-static ncclResult_t enqueue(herd_comm *comm, const herd__op *op, ncclDataType_t t)
+/* Queues op on stream s; ncclInvalidUsage once aborted. */
+static ncclResult_t enqueue(herd__nccl *n, const herd__op *op, ncclDataType_t t,
+			    cudaStream_t s)
 {
-	ncclComm_t c = comm->nccl->comm;
-	cudaStream_t s = (cudaStream_t)comm->nccl->stream;
 	ncclRedOp_t r = redops[op->fp.redop];
+	ncclResult_t rc = ncclInvalidUsage;
+	ncclComm_t c;
 
-	switch ((herd__op_kind)op->fp.kind) {
+	pthread_mutex_lock(&n->mu);
+	c = n->comm;
+	switch (c == NULL ? 0 : (herd__op_kind)op->fp.kind) {
 	case HERD__OP_ALLREDUCE:
-		return nccl.allreduce(op->sendbuf, op->recvbuf, op->count, t, r, c, s);
+		rc = nccl.allreduce(op->sendbuf, op->recvbuf, op->count, t, r, c, s);
+		break;
 	case HERD__OP_REDUCE:
-		return nccl.reduce(op->sendbuf, op->recvbuf, op->count, t, r, op->fp.root, c, s);
+		rc = nccl.reduce(op->sendbuf, op->recvbuf, op->count, t, r, op->fp.root, c, s);
+		break;
 	case HERD__OP_BROADCAST:
-		return nccl.broadcast(op->sendbuf, op->recvbuf, op->count, t, op->fp.root, c, s);
+		rc = nccl.broadcast(op->sendbuf, op->recvbuf, op->count, t, op->fp.root, c, s);
+		break;
 	case HERD__OP_ALLGATHER:
-		return nccl.allgather(op->sendbuf, op->recvbuf, op->count, t, c, s);
+		rc = nccl.allgather(op->sendbuf, op->recvbuf, op->count, t, c, s);
+		break;
 	case HERD__OP_REDUCE_SCATTER:
-		return nccl.reduce_scatter(op->sendbuf, op->recvbuf, op->count, t, r, c, s);
+		rc = nccl.reduce_scatter(op->sendbuf, op->recvbuf, op->count, t, r, c, s);
+		break;
 	default:
-		return ncclInvalidUsage;
+		break;
 	}
+	pthread_mutex_unlock(&n->mu);
+	return rc;
 }
 
 /* The call's fingerprint to the next rank and from the previous one:
@@ -350,12 +414,127 @@ static herd_status check_neighbours(herd_comm *comm)
 	return herd__p2p_exchange(comm, &to, 1, &from, 1);
 }
 
+/* ---- the watchdog of stream-ordered work ----------------------------------- */
+
+/*
+ * Polls the work queued on callers' streams, oldest first: drops what is
+ * done; on NCCL's asynchronous error, a broken communicator (a dead peer,
+ * an abort) or the oldest work's deadline, breaks the communicator as a
+ * blocking call would and aborts NCCL, which ends the queued kernels.
+ * Every millisecond while work is queued.
+ */
+static void *watchdog_main(void *arg)
+{
+	herd_comm *comm = arg;
+	herd__nccl *n = comm->nccl;
+
+	pthread_mutex_lock(&n->mu);
+	while (!n->stop) {
+		struct timespec ts;
+		herd_status st = HERD_OK;
+		nccl_pending front;
+		bool late;
+
+		while (n->npending > 0) {
+			nccl_pending *p = &n->pending[n->head];
+			bool done = false;
+
+			if (herd__dev_event_query(p->event, &done) != HERD_OK || !done)
+				break;
+			n->spare[n->nspare++] = p->event;
+			n->head = (n->head + 1) % PENDING_MAX;
+			n->npending--;
+		}
+		if (n->npending == 0) {
+			pthread_cond_wait(&n->cv, &n->mu);
+			continue;
+		}
+		front = n->pending[n->head];
+		late = herd__net_now_ms() >= front.deadline;
+		if (n->comm != NULL) {
+			ncclResult_t async = ncclSuccess;
+
+			if (nccl.async_error(n->comm, &async) != ncclSuccess)
+				async = ncclInternalError;
+			if (async != ncclSuccess && async != ncclInProgress)
+				st = nccl_error(nccl.last_error != NULL ? nccl.last_error(n->comm) : NULL,
+						async, nccl_call_name((herd__op_kind)front.fp.kind));
+		}
+		if (st != HERD_OK || late || atomic_load(&comm->status) != HERD_OK) {
+			if (n->comm != NULL)
+				(void)nccl.abort(n->comm);
+			n->comm = NULL;
+			pthread_mutex_unlock(&n->mu);
+			if (st != HERD_OK)
+				(void)herd__comm_fail(comm, st, true);
+			else if (late)
+				(void)herd__comm_timeout_call(comm, &front.fp, front.cseq, front.start_ms,
+							      true, NULL, 0);
+			pthread_mutex_lock(&n->mu);
+			/* the queued work ends with NCCL; its events are not waited for */
+			while (n->npending > 0) {
+				herd__dev_event_destroy(n->pending[n->head].event);
+				n->head = (n->head + 1) % PENDING_MAX;
+				n->npending--;
+			}
+			continue;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&n->cv, &n->mu, &ts);
+	}
+	pthread_mutex_unlock(&n->mu);
+	return NULL;
+}
+
+/* Hands the work just queued on op's stream to the watchdog. */
+static herd_status watch(herd_comm *comm, herd__nccl *n, const herd__op *op)
+{
+	void *ev = NULL;
+	herd_status st = HERD_OK;
+
+	pthread_mutex_lock(&n->mu);
+	if (n->npending == PENDING_MAX)
+		st = herd__error(HERD_EBUSY, "%s: %d stream-ordered calls are already queued and "
+				 "not done", herd__op_name((herd__op_kind)op->fp.kind), PENDING_MAX);
+	else if (n->nspare > 0)
+		ev = n->spare[--n->nspare];
+	pthread_mutex_unlock(&n->mu);
+	HERD_CHECK(st);
+	if (ev == NULL)
+		HERD_CHECK(herd__dev_event_create(&ev));
+	st = herd__dev_event_record(ev, op->stream);
+	if (st == HERD_OK && !n->watchdog_started) {
+		st = herd__comm_thread_start(&n->watchdog, watchdog_main, comm, "the NCCL watchdog");
+		n->watchdog_started = st == HERD_OK;
+	}
+	if (st != HERD_OK) {
+		herd__dev_event_destroy(ev);
+		return st;
+	}
+	pthread_mutex_lock(&n->mu);
+	n->pending[(n->head + n->npending) % PENDING_MAX] = (nccl_pending){
+		ev, op->fp, comm->op_cseq, comm->op_start_ms, comm->op_start_ms + comm->cfg.timeout_ms
+	};
+	n->npending++;
+	pthread_cond_signal(&n->cv);
+	pthread_mutex_unlock(&n->mu);
+	return HERD_OK;
+}
+
+/* ---- the calls --------------------------------------------------------------- */
+
 herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
 {
 	herd__nccl *n = comm->nccl;
-	ncclDataType_t t = ncclInt8;
 	const char *what = nccl_call_name((herd__op_kind)op->fp.kind);
+	ncclDataType_t t = ncclInt8;
 	ncclResult_t rc;
+	herd_status st;
 
 	if (n == NULL) {
 		HERD_CHECK(nccl_open(comm, op->device));
@@ -367,22 +546,22 @@ herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
 				   herd__op_name((herd__op_kind)op->fp.kind), op->device, n->device);
 	HERD_CHECK(map_dtype((herd_dtype)op->fp.dtype, &t));
 	HERD_CHECK(herd__dev_use(n->device));
-	rc = enqueue(comm, op, t);
+	rc = enqueue(n, op, t, (cudaStream_t)(op->queued ? op->stream : n->stream));
+	if (rc == ncclInvalidUsage && herd__comm_broken(comm) != HERD_OK)
+		return herd__comm_broken(comm);   /* the watchdog aborted NCCL */
 	if (rc != ncclSuccess && rc != ncclInProgress)
-		return nccl_error(n->comm, rc, what);
+		return nccl_error(NULL, rc, what);
 	/* Non-blocking NCCL may still be queueing: the event goes after. */
 	if (rc == ncclInProgress)
 		HERD_CHECK(nccl_wait(comm, n, init_done, what));
-	HERD_CHECK(herd__dev_event_record(n->event, n->stream));
-	if (comm->cfg.device_check && comm->size > 1) {
-		herd_status st = check_neighbours(comm);
-
-		if (st != HERD_OK) {
-			nccl_drop(n);
-			return st;
-		}
+	st = op->queued ? watch(comm, n, op) : herd__dev_event_record(n->event, n->stream);
+	if (st == HERD_OK && comm->cfg.device_check && comm->size > 1)
+		st = check_neighbours(comm);
+	if (st != HERD_OK) {
+		nccl_drop(n);
+		return st;
 	}
-	return nccl_wait(comm, n, work_done, what);
+	return op->queued ? HERD_OK : nccl_wait(comm, n, work_done, what);
 }
 
 void herd__nccl_free(herd_comm *comm)
@@ -391,6 +570,13 @@ void herd__nccl_free(herd_comm *comm)
 
 	if (n == NULL)
 		return;
+	if (n->watchdog_started) {
+		pthread_mutex_lock(&n->mu);
+		n->stop = true;
+		pthread_cond_signal(&n->cv);
+		pthread_mutex_unlock(&n->mu);
+		pthread_join(n->watchdog, NULL);
+	}
 	/* A healthy communicator finalizes (bounded, as every wait); a broken
 	 * one, or one whose finalize fails, is aborted. */
 	if (n->comm != NULL && atomic_load(&comm->status) == HERD_OK &&
@@ -406,10 +592,7 @@ void herd__nccl_free(herd_comm *comm)
 			n->comm = NULL;
 		}
 	}
-	nccl_drop(n);
-	herd__dev_event_destroy(n->event);
-	herd__dev_stream_destroy(n->stream);
-	free(n);
+	nccl_destroy(n);
 	comm->nccl = NULL;
 }
 

@@ -8,20 +8,22 @@
  * HERD_TRANSPORT=tcp forces TCP everywhere.
  *
  * Device memory.  Where the NVIDIA driver is present, each call asks it
- * where its buffers are (cuPointerGetAttributes).  allreduce, reduce,
- * broadcast, allgather and reduce_scatter on one GPU's memory (device or
- * managed) run through NCCL (libnccl.so.2, loaded at run time): the NCCL
- * communicator is made at the communicator's first device collective on
- * that GPU, which every rank makes, with rank 0's unique id through the
- * store, in NCCL's non-blocking mode so that the call's deadline covers it.
+ * where its buffers are (cuPointerGetAttributes).  Every call on one GPU's
+ * memory (device or managed) runs through NCCL (libnccl.so.2, loaded at
+ * run time): allreduce, reduce, broadcast, allgather and reduce_scatter as
+ * NCCL's collectives, alltoall, gather, scatter, send, recv and sendrecv
+ * as groups of ncclSend and ncclRecv.  The NCCL communicator is made at
+ * the communicator's first device collective on that GPU, which every rank
+ * makes, with rank 0's unique id through the store, in NCCL's non-blocking
+ * mode so that the call's deadline covers it (a split makes its own at its
+ * first); a point-to-point call before it is HERD_EINVAL.
  * The call queues NCCL's kernel on a stream of the communicator's and
  * returns when it is done, with every guarantee below (on a timeout, a dead
  * peer, an abort or NCCL's own asynchronous error, the NCCL communicator is
  * aborted with ncclCommAbort; NCCL's failure is HERD_EIO with its text).
  * A call whose buffers are in host and device memory, or on two GPUs, is
- * HERD_EINVAL naming each; the other calls on device memory are
- * HERD_EUNAVAIL, as is any device call where NCCL cannot be loaded or, for
- * the 8-bit floats, is older than 2.24.  Reductions map onto NCCL's; AVG
+ * HERD_EINVAL naming each; a device call where NCCL cannot be loaded or,
+ * for the 8-bit floats, is older than 2.24, is HERD_EUNAVAIL.  Reductions map onto NCCL's; AVG
  * is ncclAvg, which for floating types scales each operand by 1/size
  * before summing (the same mean as herd's sum-then-divide, rounded
  * differently).  While the GPU runs a call, its fingerprint goes to the

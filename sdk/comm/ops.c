@@ -114,14 +114,14 @@ static herd__mem where(const void *buf, bool used, int *device)
 /*
  * Where the call's buffers are: host memory (o->device -1) for herd's own
  * transports, or one GPU's memory for NCCL's (transport/nccl.c).  Buffers
- * in both, or on two GPUs, are refused naming each; so are the calls NCCL
- * does not carry here yet.
+ * in both, or on two GPUs, are refused naming each.
  */
 static herd_status place_buffers(const char *fn, const herd_comm *comm, herd__op *o)
 {
 	bool root = o->fp.root == herd_comm_rank(comm);
-	bool send_used = o->fp.kind != HERD__OP_BROADCAST || root;
-	bool recv_used = o->fp.kind != HERD__OP_REDUCE || root;
+	bool send_used = (o->fp.kind != HERD__OP_BROADCAST && o->fp.kind != HERD__OP_SCATTER) ||
+			 root;
+	bool recv_used = (o->fp.kind != HERD__OP_REDUCE && o->fp.kind != HERD__OP_GATHER) || root;
 	int sdev, rdev;
 	herd__mem s = where(o->sendbuf, send_used, &sdev);
 	herd__mem r = where(o->recvbuf, recv_used, &rdev);
@@ -137,19 +137,8 @@ static herd_status place_buffers(const char *fn, const herd_comm *comm, herd__op
 	if (s == HERD__MEM_DEVICE && r == HERD__MEM_DEVICE && sdev != rdev)
 		return herd__error(HERD_EINVAL, "%s: sendbuf is on GPU %d and recvbuf on GPU %d: "
 				   "both must be on one GPU", fn, sdev, rdev);
-	switch ((herd__op_kind)o->fp.kind) {
-	case HERD__OP_ALLREDUCE:
-	case HERD__OP_REDUCE:
-	case HERD__OP_BROADCAST:
-	case HERD__OP_ALLGATHER:
-	case HERD__OP_REDUCE_SCATTER:
-		o->device = s == HERD__MEM_DEVICE ? sdev : rdev;
-		return HERD_OK;
-	default:
-		return herd__error(HERD_EUNAVAIL, "%s: device memory is not supported by %s (it is "
-				   "by allreduce, reduce, broadcast, allgather and reduce_scatter)",
-				   fn, herd__op_name((herd__op_kind)o->fp.kind));
-	}
+	o->device = s == HERD__MEM_DEVICE ? sdev : rdev;
+	return HERD_OK;
 }
 
 /* Describes a call; NCCL runs it on device memory, and on host memory

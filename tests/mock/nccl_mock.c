@@ -3,8 +3,8 @@
  * GPU, beside tests/mock/cuda_mock.c: what libherd's NCCL transport does
  * around NCCL (its init through the store, its deadlines, abort, the
  * errors it names) runs in CI.  It moves no data between processes: a
- * collective copies sendbuf to recvbuf (the result of one rank), and the
- * tests check behaviour, not values.
+ * collective copies sendbuf to recvbuf (the result of one rank), sends and
+ * receives move nothing, and the tests check behaviour, not values.
  *
  * HERD_MOCK_NCCL tells it what to do, for the communicator's rank R (or,
  * with R left out, every rank):
@@ -217,4 +217,34 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count, int t
 
 	(void)op;
 	return collective(comm, (const char *)send + (size_t)comm->rank * b, recv, b, stream);
+}
+
+ncclResult_t ncclSend(const void *send, size_t count, int type, int peer, struct ncclComm *comm,
+		      void *stream)
+{
+	(void)send;
+	(void)count;
+	(void)type;
+	return peer >= 0 && peer < comm->nranks ? collective(comm, NULL, NULL, 0, stream)
+						: INVALID_ARGUMENT;
+}
+
+ncclResult_t ncclRecv(void *recv, size_t count, int type, int peer, struct ncclComm *comm,
+		      void *stream)
+{
+	(void)recv;
+	(void)count;
+	(void)type;
+	return peer >= 0 && peer < comm->nranks ? collective(comm, NULL, NULL, 0, stream)
+						: INVALID_ARGUMENT;
+}
+
+ncclResult_t ncclGroupStart(void)
+{
+	return SUCCESS;
+}
+
+ncclResult_t ncclGroupEnd(void)
+{
+	return SUCCESS;
 }

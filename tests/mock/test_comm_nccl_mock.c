@@ -86,13 +86,54 @@ static void calls_rank(int rank, int size, void *arg)
 	CHECK_OK(herd_comm_allreduce(comm, host, host, N, HERD_FLOAT32, HERD_SUM));
 	CHECK_ERR(herd_comm_allreduce(comm, d, host, N, HERD_FLOAT32, HERD_SUM), HERD_EINVAL,
 		  "herd_comm_allreduce: sendbuf is in GPU memory and recvbuf in host memory");
-	CHECK_ERR(herd_comm_alltoall(comm, d, d2, N, HERD_FLOAT32), HERD_EUNAVAIL,
-		  "herd_comm_alltoall: device memory is not supported by alltoall");
+	/* the calls with no NCCL collective, as groups of sends and receives */
+	CHECK_OK(herd_comm_alltoall(comm, d, d2, N, HERD_FLOAT32));
+	CHECK_OK(herd_comm_gather(comm, d, rank == 2 ? d2 : host, N, HERD_INT32, 2));
+	CHECK_OK(herd_comm_scatter(comm, rank == 1 ? d2 : host, d, N, HERD_INT32, 1));
+	CHECK_OK(herd_comm_sendrecv(comm, d, N, (rank + 1) % size, d2, N, (rank + size - 1) % size,
+				    HERD_FLOAT64));
+	if (rank == 0)
+		CHECK_OK(herd_comm_send(comm, d, N, HERD_UINT8, 1));
+	if (rank == 1)
+		CHECK_OK(herd_comm_recv(comm, d, N, HERD_UINT8, 0));
 	/* a non-root's unused receive buffer is not looked at */
 	CHECK_OK(herd_comm_reduce(comm, d, rank == 0 ? d2 : host, N, HERD_FLOAT32, HERD_SUM, 0));
 	CHECK_OK(herd_comm_barrier(comm));
+	/* a split's device collectives make an NCCL communicator of its own */
+	{
+		herd_comm *half = NULL;
+
+		CHECK_OK(herd_comm_split(&half, comm, rank % 2, rank));
+		if (half != NULL)
+			CHECK_OK(herd_comm_allreduce(half, d, d, N, HERD_FLOAT32, HERD_MAX));
+		herd_comm_free(half);
+	}
 out:
 	herd_comm_free(comm);
+}
+
+/* Point to point first: the NCCL communicator, which every rank makes at
+ * once, does not exist yet. */
+static void p2p_first_rank(int rank, int size, void *arg)
+{
+	const dev_args *a = arg;
+	float *d = dev_alloc(64 * sizeof(float));
+	herd_comm *comm = NULL;
+
+	set_mock(NULL);
+	CHECK_OK(harness_comm(&comm, a->scope, rank, size, "auto", 20000));
+	if (comm != NULL && d != NULL && rank == 0)
+		CHECK_ERR(herd_comm_send(comm, d, 64, HERD_FLOAT32, 1), HERD_EINVAL,
+			  "send on device memory: this communicator has no NCCL communicator yet");
+	herd_comm_free(comm);
+}
+
+static void test_device_p2p_needs_a_collective_first(void)
+{
+	dev_args a = { .absent = -1, .victim = -1 };
+
+	harness_scope(a.scope, sizeof(a.scope), "nccl-p2p-first");
+	CHECK_INT(run_ranks(2, p2p_first_rank, &a, 60000, NULL, NULL, 0, NULL), 0);
 }
 
 static void test_device_calls_run_through_nccl(void)
@@ -352,6 +393,7 @@ int main(void)
 {
 	harness_start();
 	TEST_RUN(test_device_calls_run_through_nccl);
+	TEST_RUN(test_device_p2p_needs_a_collective_first);
 	TEST_RUN(test_hung_call_times_out_naming_the_missing_rank);
 	TEST_RUN(test_peer_killed_during_a_device_call_is_named);
 	TEST_RUN(test_async_error_is_nccls_text);

@@ -3,7 +3,8 @@
  * (libnccl.so.2, loaded at run time), with herd's guarantees around it.
  *
  * A call whose buffers are on a GPU (ops.c asks sdk/base/device.c) runs
- * here, numbered and timed by the core like any call, so that the
+ * here (NCCL's collectives, or groups of ncclSend and ncclRecv for the
+ * others), numbered and timed by the core like any call, so that the
  * monitor's view of who entered what, the timeout report and the failure
  * rules are the host's:
  *  - the NCCL communicator is made at the communicator's first device
@@ -68,6 +69,10 @@ struct nccl_api {
 				  cudaStream_t);
 	ncclResult_t (*reduce_scatter)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
 				       ncclComm_t, cudaStream_t);
+	ncclResult_t (*send)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+	ncclResult_t (*recv)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+	ncclResult_t (*group_start)(void);
+	ncclResult_t (*group_end)(void);
 };
 
 #define NCCL_SYM(fn, field, req) HERD__DL_SYM(struct nccl_api, fn, field, req)
@@ -87,6 +92,10 @@ static const herd__dl_symbol nccl_symbols[] = {
 	NCCL_SYM(ncclBroadcast, broadcast, true),
 	NCCL_SYM(ncclAllGather, allgather, true),
 	NCCL_SYM(ncclReduceScatter, reduce_scatter, true),
+	NCCL_SYM(ncclSend, send, true),
+	NCCL_SYM(ncclRecv, recv, true),
+	NCCL_SYM(ncclGroupStart, group_start, true),
+	NCCL_SYM(ncclGroupEnd, group_end, true),
 };
 
 static pthread_once_t nccl_once = PTHREAD_ONCE_INIT;
@@ -365,13 +374,64 @@ static const char *nccl_call_name(herd__op_kind kind)
 	case HERD__OP_BROADCAST: return "ncclBroadcast";
 	case HERD__OP_ALLGATHER: return "ncclAllGather";
 	case HERD__OP_REDUCE_SCATTER: return "ncclReduceScatter";
-	default: return "NCCL";
+	case HERD__OP_SEND: return "ncclSend";
+	case HERD__OP_RECV: return "ncclRecv";
+	default: return "ncclSend/ncclRecv";
 	}
+}
+
+/*
+ * The calls NCCL has no collective for, as a group of sends and receives
+ * (ncclGroupStart/End): alltoall, gather, scatter, sendrecv, and send and
+ * recv alone.  A rank's messages to itself are sends and receives too.
+ */
+static ncclResult_t enqueue_p2p(ncclComm_t c, const herd__op *op, ncclDataType_t t,
+				cudaStream_t s, int rank, int size)
+{
+	size_t b = op->count * herd_dtype_size((herd_dtype)op->fp.dtype);
+	const char *sb = op->sendbuf;
+	char *rb = op->recvbuf;
+	ncclResult_t rc = nccl.group_start(), rc2;
+	int root = op->fp.root;
+
+	for (int j = 0; j < size && rc == ncclSuccess; j++) {
+		switch ((herd__op_kind)op->fp.kind) {
+		case HERD__OP_ALLTOALL:
+			rc = nccl.send(sb + (size_t)j * b, op->count, t, j, c, s);
+			if (rc == ncclSuccess)
+				rc = nccl.recv(rb + (size_t)j * b, op->count, t, j, c, s);
+			break;
+		case HERD__OP_GATHER:
+			if (j == 0)
+				rc = nccl.send(sb, op->count, t, root, c, s);
+			if (rc == ncclSuccess && rank == root)
+				rc = nccl.recv(rb + (size_t)j * b, op->count, t, j, c, s);
+			break;
+		case HERD__OP_SCATTER:
+			if (rank == root)
+				rc = nccl.send(sb + (size_t)j * b, op->count, t, j, c, s);
+			if (rc == ncclSuccess && j == 0)
+				rc = nccl.recv(rb, op->count, t, root, c, s);
+			break;
+		default:
+			if (j > 0)
+				break;
+			if (op->fp.kind != HERD__OP_RECV)
+				rc = nccl.send(sb, op->count, t, op->peer, c, s);
+			if (rc == ncclSuccess && op->fp.kind == HERD__OP_RECV)
+				rc = nccl.recv(rb, op->count, t, op->peer, c, s);
+			if (rc == ncclSuccess && op->fp.kind == HERD__OP_SENDRECV)
+				rc = nccl.recv(rb, op->recvcount, t, op->peer2, c, s);
+			break;
+		}
+	}
+	rc2 = nccl.group_end();
+	return rc != ncclSuccess ? rc : rc2;
 }
 
 /* Queues op on stream s; ncclInvalidUsage once aborted. */
 static ncclResult_t enqueue(herd__nccl *n, const herd__op *op, ncclDataType_t t,
-			    cudaStream_t s)
+			    cudaStream_t s, int rank, int size)
 {
 	ncclRedOp_t r = redops[op->fp.redop];
 	ncclResult_t rc = ncclInvalidUsage;
@@ -380,6 +440,8 @@ static ncclResult_t enqueue(herd__nccl *n, const herd__op *op, ncclDataType_t t,
 	pthread_mutex_lock(&n->mu);
 	c = n->comm;
 	switch (c == NULL ? 0 : (herd__op_kind)op->fp.kind) {
+	case 0:
+		break;
 	case HERD__OP_ALLREDUCE:
 		rc = nccl.allreduce(op->sendbuf, op->recvbuf, op->count, t, r, c, s);
 		break;
@@ -396,22 +458,29 @@ static ncclResult_t enqueue(herd__nccl *n, const herd__op *op, ncclDataType_t t,
 		rc = nccl.reduce_scatter(op->sendbuf, op->recvbuf, op->count, t, r, c, s);
 		break;
 	default:
+		rc = enqueue_p2p(c, op, t, s, rank, size);
 		break;
 	}
 	pthread_mutex_unlock(&n->mu);
 	return rc;
 }
 
-/* The call's fingerprint to the next rank and from the previous one:
+/* The call's fingerprint to the next rank and from the previous one (a
+ * point-to-point call's: to its destination, from its source):
  * herd__p2p_exchange compares the headers (HERD_EMISMATCH), and has the
  * call's deadline and the communicator's failures. */
-static herd_status check_neighbours(herd_comm *comm)
+static herd_status check_neighbours(herd_comm *comm, const herd__op *op)
 {
 	herd__xfer to = { 0 }, from = { 0 };
+	bool sends = op->fp.kind != HERD__OP_RECV, recvs = op->fp.kind != HERD__OP_SEND;
 
 	to.peer = (comm->rank + 1) % comm->size;
 	from.peer = (comm->rank + comm->size - 1) % comm->size;
-	return herd__p2p_exchange(comm, &to, 1, &from, 1);
+	if (herd__op_is_p2p(op->fp.kind)) {
+		to.peer = op->peer;
+		from.peer = op->fp.kind == HERD__OP_SENDRECV ? op->peer2 : op->peer;
+	}
+	return herd__p2p_exchange(comm, &to, sends ? 1 : 0, &from, recvs ? 1 : 0);
 }
 
 /* ---- the watchdog of stream-ordered work ----------------------------------- */
@@ -536,6 +605,11 @@ herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
 	ncclResult_t rc;
 	herd_status st;
 
+	if (n == NULL && herd__op_is_p2p(op->fp.kind))
+		return herd__error(HERD_EINVAL, "%s on device memory: this communicator has no NCCL "
+				   "communicator yet; every rank makes it at its first device "
+				   "collective, which must come first",
+				   herd__op_name((herd__op_kind)op->fp.kind));
 	if (n == NULL) {
 		HERD_CHECK(nccl_open(comm, op->device));
 		n = comm->nccl;
@@ -546,7 +620,8 @@ herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
 				   herd__op_name((herd__op_kind)op->fp.kind), op->device, n->device);
 	HERD_CHECK(map_dtype((herd_dtype)op->fp.dtype, &t));
 	HERD_CHECK(herd__dev_use(n->device));
-	rc = enqueue(n, op, t, (cudaStream_t)(op->queued ? op->stream : n->stream));
+	rc = enqueue(n, op, t, (cudaStream_t)(op->queued ? op->stream : n->stream), comm->rank,
+		     comm->size);
 	if (rc == ncclInvalidUsage && herd__comm_broken(comm) != HERD_OK)
 		return herd__comm_broken(comm);   /* the watchdog aborted NCCL */
 	if (rc != ncclSuccess && rc != ncclInProgress)
@@ -556,7 +631,7 @@ herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
 		HERD_CHECK(nccl_wait(comm, n, init_done, what));
 	st = op->queued ? watch(comm, n, op) : herd__dev_event_record(n->event, n->stream);
 	if (st == HERD_OK && comm->cfg.device_check && comm->size > 1)
-		st = check_neighbours(comm);
+		st = check_neighbours(comm, op);
 	if (st != HERD_OK) {
 		nccl_drop(n);
 		return st;
@@ -598,16 +673,22 @@ void herd__nccl_free(herd_comm *comm)
 
 #else /* !HERD_HAVE_NCCL */
 
-/* The call's fingerprint to the next rank and from the previous one:
+/* The call's fingerprint to the next rank and from the previous one (a
+ * point-to-point call's: to its destination, from its source):
  * herd__p2p_exchange compares the headers (HERD_EMISMATCH), and has the
  * call's deadline and the communicator's failures. */
-static herd_status check_neighbours(herd_comm *comm)
+static herd_status check_neighbours(herd_comm *comm, const herd__op *op)
 {
 	herd__xfer to = { 0 }, from = { 0 };
+	bool sends = op->fp.kind != HERD__OP_RECV, recvs = op->fp.kind != HERD__OP_SEND;
 
 	to.peer = (comm->rank + 1) % comm->size;
 	from.peer = (comm->rank + comm->size - 1) % comm->size;
-	return herd__p2p_exchange(comm, &to, 1, &from, 1);
+	if (herd__op_is_p2p(op->fp.kind)) {
+		to.peer = op->peer;
+		from.peer = op->fp.kind == HERD__OP_SENDRECV ? op->peer2 : op->peer;
+	}
+	return herd__p2p_exchange(comm, &to, sends ? 1 : 0, &from, recvs ? 1 : 0);
 }
 
 herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)

@@ -673,24 +673,6 @@ void herd__nccl_free(herd_comm *comm)
 
 #else /* !HERD_HAVE_NCCL */
 
-/* The call's fingerprint to the next rank and from the previous one (a
- * point-to-point call's: to its destination, from its source):
- * herd__p2p_exchange compares the headers (HERD_EMISMATCH), and has the
- * call's deadline and the communicator's failures. */
-static herd_status check_neighbours(herd_comm *comm, const herd__op *op)
-{
-	herd__xfer to = { 0 }, from = { 0 };
-	bool sends = op->fp.kind != HERD__OP_RECV, recvs = op->fp.kind != HERD__OP_SEND;
-
-	to.peer = (comm->rank + 1) % comm->size;
-	from.peer = (comm->rank + comm->size - 1) % comm->size;
-	if (herd__op_is_p2p(op->fp.kind)) {
-		to.peer = op->peer;
-		from.peer = op->fp.kind == HERD__OP_SENDRECV ? op->peer2 : op->peer;
-	}
-	return herd__p2p_exchange(comm, &to, sends ? 1 : 0, &from, recvs ? 1 : 0);
-}
-
 herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
 {
 	(void)comm;

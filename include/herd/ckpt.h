@@ -177,6 +177,16 @@ HERD_EXTERN void herd_ckpt_free(herd_ckpt *ck);
  * global shape, and the distinct shards must tile each global tensor
  * exactly (identical shards on several ranks are written once).  A name
  * registered twice gives HERD_EEXIST.  data is borrowed.
+ *
+ * data may be a GPU's memory (the NVIDIA driver says where it is, as for
+ * collectives).  A save copies a device tensor into the staging memory
+ * (opts.staging_bytes) while the writer writes what is staged, so
+ * herd_ckpt_save of a state with device tensors runs as
+ * herd_ckpt_save_async followed by herd_ckpt_wait, and an asynchronous
+ * save returns once the device bytes are staged; checksums are of the
+ * host bytes.  A failed device copy fails the save on every rank with the
+ * driver's words.  A restore reads and verifies the shard on the host,
+ * into a buffer of the shard's size, and copies it to the device.
  */
 HERD_EXTERN herd_status herd_ckpt_add_tensor(herd_ckpt *ck, const char *name, void *data,
 					     herd_dtype dtype, int ndim,

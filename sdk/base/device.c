@@ -46,6 +46,8 @@ struct cu_api {
 	CUresult (*event_destroy)(CUevent);
 	CUresult (*event_record)(CUevent, CUstream);
 	CUresult (*event_query)(CUevent);
+	CUresult (*copy_dtoh)(void *, CUdeviceptr, size_t);
+	CUresult (*copy_htod)(CUdeviceptr, const void *, size_t);
 };
 
 #define CU_SYM(fn, field) HERD__DL_SYM(struct cu_api, fn, field, true)
@@ -65,6 +67,8 @@ static const herd__dl_symbol cu_symbols[] = {
 	CU_SYM(cuEventDestroy_v2, event_destroy),
 	CU_SYM(cuEventRecord, event_record),
 	CU_SYM(cuEventQuery, event_query),
+	CU_SYM(cuMemcpyDtoH_v2, copy_dtoh),
+	CU_SYM(cuMemcpyHtoD_v2, copy_htod),
 };
 
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
@@ -218,5 +222,37 @@ herd_status herd__dev_event_query(void *event, bool *done)
 	if (rc != CUDA_SUCCESS)
 		return cu_error(HERD_EIO, rc, "cuEventQuery");
 	*done = true;
+	return HERD_OK;
+}
+
+herd_status herd__dev_to_host(void *dst, const void *src, size_t n, const char *what)
+{
+	CUresult rc;
+
+	if (!cu_ready())
+		return herd__error(HERD_ENODEV, "%s: no GPU: %s", what, cu_why);
+	rc = n > 0 ? cu.copy_dtoh(dst, (CUdeviceptr)(uintptr_t)src, n) : CUDA_SUCCESS;
+	if (rc != CUDA_SUCCESS) {
+		char w[256];
+
+		snprintf(w, sizeof(w), "%s: cuMemcpyDtoH of %zu bytes", what, n);
+		return cu_error(HERD_EIO, rc, w);
+	}
+	return HERD_OK;
+}
+
+herd_status herd__dev_from_host(void *dst, const void *src, size_t n, const char *what)
+{
+	CUresult rc;
+
+	if (!cu_ready())
+		return herd__error(HERD_ENODEV, "%s: no GPU: %s", what, cu_why);
+	rc = n > 0 ? cu.copy_htod((CUdeviceptr)(uintptr_t)dst, src, n) : CUDA_SUCCESS;
+	if (rc != CUDA_SUCCESS) {
+		char w[256];
+
+		snprintf(w, sizeof(w), "%s: cuMemcpyHtoD of %zu bytes", what, n);
+		return cu_error(HERD_EIO, rc, w);
+	}
 	return HERD_OK;
 }

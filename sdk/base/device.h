@@ -45,4 +45,10 @@ herd_status herd__dev_event_record(void *event, void *stream);
 /* *done: whether the work before the event's record has completed. */
 herd_status herd__dev_event_query(void *event, bool *done);
 
+/* Copies n bytes from device to host memory, or from host to device
+ * memory, on the calling thread's current context (herd__dev_use); returns
+ * when the copy is done.  what names the copy in an error. */
+herd_status herd__dev_to_host(void *dst, const void *src, size_t n, const char *what);
+herd_status herd__dev_from_host(void *dst, const void *src, size_t n, const char *what);
+
 #endif /* HERD_BASE_DEVICE_H */

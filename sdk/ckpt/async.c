@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "ckpt/save.h"
+#include "device.h"
 
 /* ---- the asynchronous engine ------------------------------------------ */
 
@@ -117,7 +118,27 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-/* Copies the stream into the ring as space frees up. */
+/* The bytes of a device tensor into the ring; a failure is the writer's
+ * to report (the save fails on every rank), and staging goes on, so that
+ * the writer gets to the end of the stream. */
+static void stage_device(herd__ckpt_job *job, uint8_t *dst, const uint8_t *src, size_t n,
+			 int device)
+{
+	herd_status st;
+
+	if (atomic_load(&job->stage_st) != HERD_OK)
+		return;
+	st = herd__dev_use(device);
+	if (st == HERD_OK)
+		st = herd__dev_to_host(dst, src, n, "staging a device tensor");
+	if (st != HERD_OK) {
+		herd__strlcpy(job->stage_msg, herd_last_error(), sizeof(job->stage_msg));
+		atomic_store(&job->stage_st, (int)st);
+	}
+}
+
+/* Copies the stream into the ring as space frees up (from device memory
+ * while the writer writes what is staged). */
 static void stage(herd__ckpt_job *job)
 {
 	herd_ckpt *ck = job->ck;
@@ -141,7 +162,10 @@ static void stage(herd__ckpt_job *job)
 				n = room;
 			if (n > cap - pos)
 				n = cap - pos;
-			memcpy(ck->ring + pos, src, (size_t)n);
+			if (job->segs[i].device >= 0)
+				stage_device(job, ck->ring + pos, src, (size_t)n, job->segs[i].device);
+			else
+				memcpy(ck->ring + pos, src, (size_t)n);
 			src += n;
 			left -= n;
 			pthread_mutex_lock(&job->mu);

@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include "device.h"
 #include "handle.h"
 
 #define STAGING_DEFAULT ((size_t)256 << 20)
@@ -292,6 +293,7 @@ herd_status herd_ckpt_add_tensor(herd_ckpt *ck, const char *name, void *data, he
 	memset(&t, 0, sizeof(t));
 	herd__strlcpy(t.name, name, sizeof(t.name));
 	t.data = data;
+	(void)herd__dev_where(data, &t.device);
 	t.dtype = dtype;
 	t.box.ndim = ndim;
 	for (int d = 0; d < ndim; d++) {
@@ -324,6 +326,7 @@ herd_status herd_ckpt_add_blob(herd_ckpt *ck, const char *name, void *data, size
 			       herd_ckpt_blob_rule rule)
 {
 	herd__ckpt_reg_blob b;
+	int dev;
 
 	if (ck == NULL)
 		return herd__error(HERD_EINVAL, "herd_ckpt_add_blob: ck is NULL");
@@ -331,6 +334,10 @@ herd_status herd_ckpt_add_blob(herd_ckpt *ck, const char *name, void *data, size
 	if (data == NULL || size == 0 || size > HERD_CKPT_BLOB_MAX)
 		return herd__error(HERD_EINVAL, "herd_ckpt_add_blob: \"%s\": %zu bytes at %p; a blob "
 				   "is 1..%u bytes", name, size, data, HERD_CKPT_BLOB_MAX);
+	if (herd__dev_where(data, &dev) == HERD__MEM_DEVICE)
+		return herd__error(HERD_EINVAL, "herd_ckpt_add_blob: \"%s\": %p is GPU %d's memory; "
+				   "a blob is host memory (a tensor may be on a GPU)", name, data,
+				   dev);
 	if (rule != HERD_CKPT_BLOB_SAME_RANK && rule != HERD_CKPT_BLOB_RANK0 &&
 	    rule != HERD_CKPT_BLOB_STRICT)
 		return herd__error(HERD_EINVAL, "herd_ckpt_add_blob: \"%s\": unknown rule %d", name,

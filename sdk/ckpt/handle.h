@@ -19,6 +19,7 @@ typedef struct herd__ckpt_reg_tensor {
 	uint64_t shape[HERD_CKPT_MAX_DIMS];   /* global */
 	herd__ckpt_box box;                   /* this rank's shard */
 	uint64_t bytes;                       /* of the shard */
+	int device;                           /* data's GPU, -1: host memory */
 } herd__ckpt_reg_tensor;
 
 typedef struct herd__ckpt_reg_blob {

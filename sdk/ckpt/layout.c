@@ -203,12 +203,16 @@ herd_status herd__save_plan_segments(const plan *p, int r, const herd_ckpt *own,
 			s->len = vol * herd_dtype_size((herd_dtype)rec->dtype);
 			s->chunk = p->chunk;
 			s->nsums = p->sums ? (size_t)((s->len + p->chunk - 1) / p->chunk) : 0;
-			if (own != NULL)
+			s->device = -1;
+			if (own != NULL) {
 				s->src = own->tensors[i].data;
+				s->device = own->tensors[i].device;
+			}
 		} else {
 			s->len = rec->size;
 			s->chunk = rec->size;
 			s->nsums = 1;    /* zero without checksums: the manifest always has one */
+			s->device = -1;
 			if (own != NULL)
 				s->src = own->blobs[i - p->nt].data;
 		}

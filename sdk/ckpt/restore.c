@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "device.h"
 #include "handle.h"
 
 /* An open step: its manifest and its files, opened as they are needed. */
@@ -307,7 +308,7 @@ static herd_status restore_step(herd_ckpt *ck, int64_t step)
 	herd_status st = HERD_OK;
 	herd__ckpt_hasher hasher;
 	step_files sf;
-	uint8_t *buf = NULL;
+	uint8_t *buf = NULL, *host = NULL;
 
 	HERD_CHECK(step_open(&sf, ck->dir, step));
 	herd__ckpt_hasher_start(&hasher);
@@ -330,7 +331,22 @@ static herd_status restore_step(herd_ckpt *ck, int64_t step)
 					 herd_dtype_name(rt->dtype), rt->box.ndim, rt->shape[0]);
 			goto out;
 		}
-		HERD_CHECK_GOTO(fill_box(&sf, t, &rt->box, rt->data, buf, &hasher), st, out);
+		if (rt->device < 0) {
+			HERD_CHECK_GOTO(fill_box(&sf, t, &rt->box, rt->data, buf, &hasher), st, out);
+			continue;
+		}
+		/* A device tensor: read and verified on the host, then copied. */
+		HERD_CHECK_GOTO(herd__calloc(&host, rt->bytes > 0 ? rt->bytes : 1, 1,
+					     "a host copy of a device tensor"), st, out);
+		st = fill_box(&sf, t, &rt->box, host, buf, &hasher);
+		if (st == HERD_OK)
+			st = herd__dev_use(rt->device);
+		if (st == HERD_OK)
+			st = herd__dev_from_host(rt->data, host, (size_t)rt->bytes, rt->name);
+		free(host);
+		host = NULL;
+		if (st != HERD_OK)
+			goto out;
 	}
 	for (size_t i = 0; i < ck->nblobs; i++) {
 		const herd__ckpt_reg_blob *rb = &ck->blobs[i];

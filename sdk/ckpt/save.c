@@ -108,6 +108,13 @@ herd_status herd_ckpt_save(herd_ckpt *ck, int64_t step)
 	if (ck == NULL)
 		return herd__error(HERD_EINVAL, "herd_ckpt_save: ck is NULL");
 	HERD_CHECK(herd__ckpt_join(ck));
+	/* Device tensors go through staging memory, as an asynchronous save's:
+	 * their bytes come to the host while the writer writes. */
+	for (size_t i = 0; i < ck->ntensors; i++)
+		if (ck->tensors[i].device >= 0) {
+			HERD_CHECK(herd_ckpt_save_async(ck, step));
+			return herd__ckpt_join(ck);
+		}
 	HERD_CHECK(herd__save_begin(ck, step, &job));
 	return herd__save_in_place(job);
 }

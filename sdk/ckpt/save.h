@@ -57,6 +57,7 @@ typedef struct seg {
 	uint64_t chunk;        /* bytes per checksum */
 	size_t nsums, first;   /* its checksums in the rank's array */
 	const void *src;       /* this rank's bytes (own segments only) */
+	int device;            /* src's GPU, -1: host memory */
 } seg;
 
 /* The writer's side: a stream of bytes into one file, hashed per chunk. */
@@ -89,6 +90,10 @@ typedef struct herd__ckpt_job {
 	bool sync_init;
 	uint64_t head, tail;
 	bool whole;            /* the ring holds the whole stream: write after staging */
+	/* A staging copy that failed (a device's): the writer fails the save
+	 * with it.  stage_msg is written before stage_st. */
+	_Atomic int stage_st;
+	char stage_msg[512];
 	/* The writer thread's outcome. */
 	herd_status st;
 	char msg[1024];

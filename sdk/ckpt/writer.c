@@ -52,7 +52,10 @@ static void sink_write(sink *sk, const uint8_t *p, size_t n, uint64_t off)
 void herd__save_check_abort(herd__ckpt_job *job)
 {
 	sink *sk = &job->sk;
+	herd_status staged = (herd_status)atomic_load(&job->stage_st);
 
+	if (sk->st == HERD_OK && staged != HERD_OK)
+		herd__save_sink_fail(sk, herd__error(staged, "%s", job->stage_msg));
 	if (sk->st == HERD_OK && atomic_load(&job->ck->abort_req))
 		herd__save_sink_fail(sk, herd__error(HERD_EABORTED, "the save of step %" PRId64
 						     " was aborted (herd_ckpt_abort) after %"

@@ -5,8 +5,8 @@
  * memory is host memory from cuMemAlloc_v2; streams and events on the
  * host's clock: work the stand-in NCCL queues on a stream makes the stream
  * busy until a time (or for ever), and an event recorded on it is ready
- * from then.  Only the entry points libherd and the tests use, with the
- * ABI of cuda.h.
+ * from then.  HERD_MOCK_CUDA=copy-fail makes device-to-host copies fail.
+ * Only the entry points libherd and the tests use, with the ABI of cuda.h.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -17,7 +17,10 @@
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
 
-enum { OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_READY = 600, ALLOCS = 256 };
+enum {
+	OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_READY = 600, ILLEGAL_ADDRESS = 700,
+	ALLOCS = 256
+};
 
 struct CUstream_st {
 	int64_t busy_until_ms;      /* INT64_MAX: never done */
@@ -56,6 +59,7 @@ CUresult cuDeviceGetCount(int *n)
 CUresult cuGetErrorString(CUresult rc, const char **s)
 {
 	*s = rc == NOT_READY ? "device not ready" : rc == OUT_OF_MEMORY ? "out of memory"
+	     : rc == ILLEGAL_ADDRESS ? "an illegal memory access was encountered"
 	     : "invalid argument";
 	return OK;
 }
@@ -63,7 +67,8 @@ CUresult cuGetErrorString(CUresult rc, const char **s)
 CUresult cuGetErrorName(CUresult rc, const char **s)
 {
 	*s = rc == NOT_READY ? "CUDA_ERROR_NOT_READY" : rc == OUT_OF_MEMORY
-	     ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUDA_ERROR_INVALID_VALUE";
+	     ? "CUDA_ERROR_OUT_OF_MEMORY" : rc == ILLEGAL_ADDRESS ? "CUDA_ERROR_ILLEGAL_ADDRESS"
+	     : "CUDA_ERROR_INVALID_VALUE";
 	return OK;
 }
 
@@ -118,6 +123,22 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
 	}
 	pthread_mutex_unlock(&mu);
 	return rc;
+}
+
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+{
+	const char *m = getenv("HERD_MOCK_CUDA");
+
+	if (m != NULL && strcmp(m, "copy-fail") == 0)
+		return ILLEGAL_ADDRESS;
+	memcpy(dst, (const void *)(uintptr_t)src, n);
+	return OK;
+}
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+{
+	memcpy((void *)(uintptr_t)dst, src, n);
+	return OK;
 }
 
 /* Memory type 2 (device) and ordinal 0 inside an allocation; zeros, and

@@ -1,0 +1,135 @@
+/*
+ * Checkpoints of device tensors, with the stand-in libcuda.so.1 of
+ * tests/mock (whose device memory is host memory, so the test can look
+ * at it): a save stages device bytes through the staging ring while the
+ * writer writes (a ring smaller than the state included), a restore reads
+ * and verifies on the host and copies back; blobs stay host memory.
+ */
+#include <dlfcn.h>
+
+#include "test.h"
+
+static void *dev_alloc(size_t bytes)
+{
+	static int (*alloc)(unsigned long long *, size_t);
+	unsigned long long p = 0;
+
+	if (alloc == NULL) {
+		void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+		void *sym = h != NULL ? dlsym(h, "cuMemAlloc_v2") : NULL;
+
+		memcpy(&alloc, &sym, sizeof(sym));
+	}
+	if (alloc == NULL || alloc(&p, bytes) != 0)
+		return NULL;
+	return (void *)(uintptr_t)p;
+}
+
+static void make_dir(char *dir, size_t cap)
+{
+	snprintf(dir, cap, "/tmp/herd-ckpt-dev-XXXXXX");
+	CHECK(mkdtemp(dir) != NULL);
+}
+
+static void remove_dir(const char *dir)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK(system(cmd) == 0);
+}
+
+/* A device tensor of 3 MiB and a host one, saved with a 1 MiB ring
+ * (synchronously and in the background), and restored into fresh device
+ * memory: the same bytes. */
+static void test_device_tensors_save_and_restore(void)
+{
+	enum { N = 3 << 18 };   /* floats: 3 MiB */
+	const uint64_t shape[1] = { N }, hshape[1] = { 64 };
+	herd_ckpt_opts o = HERD_CKPT_OPTS_INIT;
+	float *dev = dev_alloc(N * sizeof(float)), *back = dev_alloc(N * sizeof(float));
+	float host[64], host_back[64];
+	uint64_t step_blob = 7, blob_back = 0;
+	herd_ckpt *ck = NULL;
+	int64_t restored = -1;
+	char dir[64];
+
+	CHECK(dev != NULL && back != NULL);
+	if (dev == NULL || back == NULL)
+		return;
+	make_dir(dir, sizeof(dir));
+	for (size_t i = 0; i < N; i++)
+		dev[i] = (float)i * 0.25f;
+	for (size_t i = 0; i < 64; i++)
+		host[i] = (float)i;
+	o.staging_bytes = 1u << 20;
+	CHECK_OK(herd_ckpt_open(&ck, dir, NULL, &o));
+	CHECK_OK(herd_ckpt_add_tensor(ck, "w", dev, HERD_FLOAT32, 1, shape, NULL, NULL));
+	CHECK_OK(herd_ckpt_add_tensor(ck, "h", host, HERD_FLOAT32, 1, hshape, NULL, NULL));
+	CHECK_OK(herd_ckpt_add_blob(ck, "step", &step_blob, sizeof(step_blob),
+				    HERD_CKPT_BLOB_SAME_RANK));
+	CHECK_ERR(herd_ckpt_add_blob(ck, "bad", back, 16, HERD_CKPT_BLOB_SAME_RANK), HERD_EINVAL,
+		  "a blob is host memory");
+	CHECK_OK(herd_ckpt_save(ck, 1));
+	for (size_t i = 0; i < N; i++)
+		dev[i] = -1.0f;
+	CHECK_OK(herd_ckpt_save_async(ck, 2));
+	CHECK_OK(herd_ckpt_wait(ck));
+	herd_ckpt_free(ck);
+	ck = NULL;
+
+	/* restore step 1 into fresh memory */
+	CHECK_OK(herd_ckpt_open(&ck, dir, NULL, &o));
+	CHECK_OK(herd_ckpt_add_tensor(ck, "w", back, HERD_FLOAT32, 1, shape, NULL, NULL));
+	CHECK_OK(herd_ckpt_add_tensor(ck, "h", host_back, HERD_FLOAT32, 1, hshape, NULL, NULL));
+	CHECK_OK(herd_ckpt_add_blob(ck, "step", &blob_back, sizeof(blob_back),
+				    HERD_CKPT_BLOB_SAME_RANK));
+	CHECK_OK(herd_ckpt_restore(ck, 1, &restored));
+	CHECK_INT(restored, 1);
+	CHECK(memcmp(host, host_back, sizeof(host)) == 0);
+	CHECK_INT(blob_back, 7);
+	{
+		size_t bad = 0;
+
+		for (size_t i = 0; i < N; i++)
+			bad += back[i] != (float)i * 0.25f;
+		CHECK_INT(bad, 0);
+	}
+	/* and the background save of step 2 */
+	CHECK_OK(herd_ckpt_restore(ck, 2, &restored));
+	CHECK_INT(restored, 2);
+	CHECK(back[0] == -1.0f && back[N - 1] == -1.0f);
+	herd_ckpt_free(ck);
+	remove_dir(dir);
+}
+
+/* A device copy that fails fails the save with the driver's words, and
+ * commits nothing. */
+static void test_failed_device_copy_fails_the_save(void)
+{
+	const uint64_t shape[1] = { 1 << 16 };
+	float *dev = dev_alloc(sizeof(float) << 16);
+	herd_ckpt_step_info *steps = NULL;
+	herd_ckpt *ck = NULL;
+	size_t n = 99;
+	char dir[64];
+
+	make_dir(dir, sizeof(dir));
+	CHECK_OK(herd_ckpt_open(&ck, dir, NULL, NULL));
+	CHECK_OK(herd_ckpt_add_tensor(ck, "w", dev, HERD_FLOAT32, 1, shape, NULL, NULL));
+	setenv("HERD_MOCK_CUDA", "copy-fail", 1);
+	CHECK_ERR(herd_ckpt_save(ck, 3), HERD_EIO, "staging a device tensor: cuMemcpyDtoH of");
+	unsetenv("HERD_MOCK_CUDA");
+	CHECK_OK(herd_ckpt_list(dir, &steps, &n));
+	CHECK_INT(n, 0);
+	herd_free(steps);
+	herd_ckpt_free(ck);
+	remove_dir(dir);
+}
+
+int main(void)
+{
+	TEST_RUN(test_device_tensors_save_and_restore);
+	TEST_RUN(test_failed_device_copy_fails_the_save);
+	return TEST_DONE();
+}

@@ -180,7 +180,8 @@ HERD_EXTERN void herd_ckpt_free(herd_ckpt *ck);
  *
  * data may be a GPU's memory (the NVIDIA driver says where it is, as for
  * collectives).  A save copies a device tensor into the staging memory
- * (opts.staging_bytes) while the writer writes what is staged, so
+ * (opts.staging_bytes, page-locked for the driver's copies once a device
+ * tensor is registered) while the writer writes what is staged, so
  * herd_ckpt_save of a state with device tensors runs as
  * herd_ckpt_save_async followed by herd_ckpt_wait, and an asynchronous
  * save returns once the device bytes are staged; checksums are of the

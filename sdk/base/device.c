@@ -48,6 +48,8 @@ struct cu_api {
 	CUresult (*event_query)(CUevent);
 	CUresult (*copy_dtoh)(void *, CUdeviceptr, size_t);
 	CUresult (*copy_htod)(CUdeviceptr, const void *, size_t);
+	CUresult (*host_register)(void *, size_t, unsigned int);
+	CUresult (*host_unregister)(void *);
 };
 
 #define CU_SYM(fn, field) HERD__DL_SYM(struct cu_api, fn, field, true)
@@ -69,6 +71,8 @@ static const herd__dl_symbol cu_symbols[] = {
 	CU_SYM(cuEventQuery, event_query),
 	CU_SYM(cuMemcpyDtoH_v2, copy_dtoh),
 	CU_SYM(cuMemcpyHtoD_v2, copy_htod),
+	CU_SYM(cuMemHostRegister_v2, host_register),
+	CU_SYM(cuMemHostUnregister, host_unregister),
 };
 
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
@@ -255,4 +259,25 @@ herd_status herd__dev_from_host(void *dst, const void *src, size_t n, const char
 		return cu_error(HERD_EIO, rc, w);
 	}
 	return HERD_OK;
+}
+
+bool herd__dev_pin(void *p, size_t n)
+{
+	CUresult rc;
+
+	if (!cu_ready() || p == NULL || n == 0)
+		return false;
+	rc = cu.host_register(p, n, 0);
+	if (rc != CUDA_SUCCESS) {
+		(void)cu_error(HERD_EIO, rc, "cuMemHostRegister");
+		herd__log_debug("%s: staging memory stays pageable", herd_last_error());
+		return false;
+	}
+	return true;
+}
+
+void herd__dev_unpin(void *p)
+{
+	if (p != NULL && cu_ready())
+		(void)cu.host_unregister(p);
 }

@@ -45,6 +45,13 @@ herd_status herd__dev_event_record(void *event, void *stream);
 /* *done: whether the work before the event's record has completed. */
 herd_status herd__dev_event_query(void *event, bool *done);
 
+/* Page-locks n bytes of host memory at p for the driver (cuMemHostRegister),
+ * so that copies to and from a device run at the link's speed; false when
+ * it cannot (an optimization: copies work without it).  herd__dev_unpin
+ * undoes it. */
+bool herd__dev_pin(void *p, size_t n);
+void herd__dev_unpin(void *p);
+
 /* Copies n bytes from device to host memory, or from host to device
  * memory, on the calling thread's current context (herd__dev_use); returns
  * when the copy is done.  what names the copy in an error. */

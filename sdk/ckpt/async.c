@@ -26,6 +26,9 @@
 
 void herd__ckpt_ring_free(herd_ckpt *ck)
 {
+	if (ck->ring_pinned)
+		herd__dev_unpin(ck->ring);
+	ck->ring_pinned = false;
 	if (ck->ring != NULL)
 		munmap(ck->ring, ck->ring_map);
 	ck->ring = NULL;
@@ -201,6 +204,10 @@ herd_status herd_ckpt_save_async(herd_ckpt *ck, int64_t step)
 		return herd__save_in_place(job);
 	}
 	job->sync_init = true;
+	/* Device tensors copy into page-locked memory at the link's speed. */
+	for (size_t i = 0; i < ck->ntensors && ck->ring != NULL && !ck->ring_pinned; i++)
+		if (ck->tensors[i].device >= 0)
+			ck->ring_pinned = herd__dev_pin(ck->ring, ck->ring_map);
 	if (ck->ring_cap < cap) {
 		/* ring_alloc said why (in the sink's message). */
 		herd__save_sink_fail(&job->sk, HERD_ENOMEM);

@@ -59,6 +59,7 @@ struct herd_ckpt {
 	pthread_t writer;
 	struct herd__ckpt_job *job;
 	uint8_t *ring;         /* staging memory, kept between saves (mmap) */
+	bool ring_pinned;      /* page-locked for device copies (herd__dev_pin) */
 	size_t ring_cap;       /* its usable bytes */
 	size_t ring_map;       /* its mapped bytes */
 };

@@ -125,6 +125,16 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
 	return rc;
 }
 
+CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags)
+{
+	return p != NULL && n > 0 && flags == 0 ? OK : INVALID_VALUE;
+}
+
+CUresult cuMemHostUnregister(void *p)
+{
+	return p != NULL ? OK : INVALID_VALUE;
+}
+
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
 {
 	const char *m = getenv("HERD_MOCK_CUDA");

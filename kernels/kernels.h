@@ -94,6 +94,10 @@ herd_status herd__k_device_count(int *count);
 /* Makes CUDA device `index` current for the calling thread. */
 herd_status herd__k_set_device(int index);
 
+/* bytes of the current device's memory (cudaMalloc), zeroed; and freed. */
+herd_status herd__k_alloc(void **p, size_t bytes);
+void herd__k_free(void *p);
+
 /* What herd__k_burn did. */
 typedef struct herd__kburn {
 	int n;                  /* the matrices' order */

@@ -50,6 +50,20 @@ extern "C" herd_status herd__k_set_device(int index)
 	return HERD_OK;
 }
 
+extern "C" herd_status herd__k_alloc(void **p, size_t bytes)
+{
+	*p = NULL;
+	HERD_K_CUDA(cudaMalloc(p, bytes > 0 ? bytes : 1), "cudaMalloc");
+	HERD_K_CUDA(cudaMemset(*p, 0, bytes > 0 ? bytes : 1), "cudaMemset");
+	return HERD_OK;
+}
+
+extern "C" void herd__k_free(void *p)
+{
+	if (p != NULL)
+		(void)cudaFree(p);
+}
+
 static int cmp_float(const void *a, const void *b)
 {
 	float x = *(const float *)a, y = *(const float *)b;

@@ -63,8 +63,13 @@
 #include "herd.h"
 #include "herd/comm.h"
 #include "herd/job.h"
+#include "base.h"
+#include "herd_config.h"
 #include "bench_data.h"
 #include "shell.h"
+#if HERD_HAVE_CUDA
+#include "kernels.h"
+#endif
 
 static const char bench_usage[] =
 	"usage: herd bench OP [options]\n"
@@ -94,6 +99,10 @@ static const char bench_usage[] =
 	"  --algo auto|ring|rd      default HERD_ALGO, else auto\n"
 	"  --timeout SEC            deadline of each call, and with --np of the run\n"
 	"                           (default: calls HERD_TIMEOUT or 300 s, run 3600 s)\n"
+	"  --device host|gpu        where the buffers are (default host); gpu: each\n"
+	"                           rank's GPU (its local rank among the GPUs it\n"
+	"                           sees), filled and checked by kernels, the calls\n"
+	"                           through NCCL; allreduce only\n"
 	"  --json                   one JSON object per size and line, not a table\n"
 	"Without --np or a launcher's variables it runs one rank and says so.  It\n"
 	"warns on stderr when the machine is busy (load average above 0.5 per CPU\n"
@@ -112,6 +121,7 @@ struct bench_args {
 	size_t minbytes, maxbytes, stepbytes;
 	long stepfactor;
 	int iters, warmup, check, root, np, json, timeout_s, average, cycles;
+	int gpu;           /* --device gpu: buffers in the rank's GPU memory */
 	herd_dtype dtype;
 	herd_redop redop;
 	const char *transport, *algo;
@@ -137,7 +147,7 @@ struct bench_ctx {
 	uint64_t wrong; /* wrong elements, summed over ranks */
 	bench_pattern pat;
 	struct bench_shape shape;
-	unsigned char *send, *recv;
+	unsigned char *send, *recv;   /* device memory with --device gpu */
 };
 
 /* One collective: its sizes, bandwidth factor and its fill, run and check
@@ -401,7 +411,7 @@ static const struct bench_op *find_op(const char *name)
 
 /* -------------------------------------------------------- command line */
 
-enum { OPT_NP = 256, OPT_JSON, OPT_TRANSPORT, OPT_ALGO, OPT_TIMEOUT };
+enum { OPT_NP = 256, OPT_JSON, OPT_TRANSPORT, OPT_ALGO, OPT_TIMEOUT, OPT_DEVICE };
 
 static const struct option long_options[] = {
 	{ "minbytes", required_argument, NULL, 'b' },
@@ -423,6 +433,7 @@ static const struct option long_options[] = {
 	{ "transport", required_argument, NULL, OPT_TRANSPORT },
 	{ "algo", required_argument, NULL, OPT_ALGO },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "device", required_argument, NULL, OPT_DEVICE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
 };
@@ -504,6 +515,10 @@ static int parse_option(int c, const char *v, struct bench_args *a)
 		bad = strcmp(v, "auto") != 0 && strcmp(v, "ring") != 0 && strcmp(v, "rd") != 0;
 		a->algo = v;
 		break;
+	case OPT_DEVICE:
+		bad = strcmp(v, "host") != 0 && strcmp(v, "gpu") != 0;
+		a->gpu = strcmp(v, "gpu") == 0;
+		break;
 	default:
 		break;
 	}
@@ -561,6 +576,13 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		return usage_error("unknown operation '%s'", argv[optind]);
 	if (optind + 1 < argc)
 		return usage_error("unexpected argument '%s'", argv[optind + 1]);
+	if (a->gpu && strcmp(a->op->name, "allreduce") != 0)
+		return usage_error("--device gpu: %s runs on host memory only for now (allreduce "
+				   "runs on the GPU)", a->op->name);
+#if !HERD_HAVE_CUDA
+	if (a->gpu)
+		return usage_error("%s", "--device gpu: this herd was built without CUDA");
+#endif
 	if (a->minbytes > a->maxbytes)
 		return usage_error("%s", "-b (minbytes) is larger than -e (maxbytes)");
 	if (a->minbytes < herd_dtype_size(a->dtype)) {
@@ -607,12 +629,47 @@ struct bench_result {
 	uint64_t wrong;
 };
 
+/*
+ * The inputs of a call, and the count of wrong elements of its result: on
+ * the host by the operation's own fill and check (bench_data.h), on a GPU
+ * (allreduce) by the fill and verify kernels, with the data nccl-tests
+ * makes (kernels.h), seeded by the size.
+ */
+static herd_status fill(struct bench_ctx *c, int inplace)
+{
+	if (!c->args->gpu) {
+		c->args->op->fill(c, inplace);
+		return HERD_OK;
+	}
+#if HERD_HAVE_CUDA
+	return herd__k_fill(inplace ? c->recv : c->send, c->shape.count, c->dtype,
+			    c->args->redop, c->rank, c->nranks, c->shape.size, NULL);
+#else
+	return herd__error(HERD_EUNAVAIL, "this herd was built without CUDA");
+#endif
+}
+
+static herd_status check(const struct bench_ctx *c, int inplace, uint64_t *wrong)
+{
+	if (!c->args->gpu) {
+		*wrong = c->args->op->check(c, inplace);
+		return HERD_OK;
+	}
+#if HERD_HAVE_CUDA
+	return herd__k_verify(c->recv, c->shape.count, c->dtype, c->args->redop, c->nranks,
+			      c->shape.size, wrong, NULL);
+#else
+	(void)inplace;
+	*wrong = 0;
+	return herd__error(HERD_EUNAVAIL, "this herd was built without CUDA");
+#endif
+}
+
 /* Runs and times one size in one placement; the result is every rank's. */
 static herd_status measure(struct bench_ctx *c, int inplace, struct bench_result *res)
 {
 	const struct bench_args *a = c->args;
-	herd_status st = HERD_OK;
-	a->op->fill(c, inplace);
+	herd_status st = fill(c, inplace);
 	for (int i = 0; i < a->warmup && st == HERD_OK; i++)
 		st = a->op->run(c, inplace);
 	if (st == HERD_OK)
@@ -637,11 +694,12 @@ static herd_status measure(struct bench_ctx *c, int inplace, struct bench_result
 	res->wrong = 0;
 	if (!a->check)
 		return HERD_OK;
-	a->op->fill(c, inplace);
+	HERD_CHECK(fill(c, inplace));
 	st = a->op->run(c, inplace);
 	if (st != HERD_OK)
 		return st;
-	uint64_t wrong = a->op->check(c, inplace);
+	uint64_t wrong = 0;
+	HERD_CHECK(check(c, inplace, &wrong));
 	if (wrong > 0)
 		fprintf(stderr, "herd bench: rank %d: %llu wrong elements in %s of %zu B (%s)\n",
 			c->rank, (unsigned long long)wrong, a->op->name, c->shape.size,
@@ -810,14 +868,68 @@ static herd_status sweep_once(struct bench_ctx *c, double *bw_sum, int *bw_n, ui
 	return HERD_OK;
 }
 
+/*
+ * --device gpu: the rank's GPU (its local rank, HERD_LOCAL_RANK or
+ * LOCAL_RANK, among the GPUs it sees) and its buffers there.
+ */
+static herd_status alloc_gpu(struct bench_ctx *c, size_t send_bytes, size_t recv_bytes)
+{
+#if HERD_HAVE_CUDA
+	const char *lr = getenv("HERD_LOCAL_RANK") != NULL ? getenv("HERD_LOCAL_RANK")
+							   : getenv("LOCAL_RANK");
+	int n = 0, local = lr != NULL ? atoi(lr) : 0;
+	void *s = NULL, *r = NULL;
+
+	HERD_CHECK(herd__k_device_count(&n));
+	HERD_CHECK(herd__k_set_device((local > 0 ? local : 0) % n));
+	HERD_CHECK(herd__k_alloc(&s, send_bytes));
+	if (herd__k_alloc(&r, recv_bytes) != HERD_OK) {
+		herd__k_free(s);
+		return herd__error(HERD_ENOMEM, "%s", herd_last_error());
+	}
+	c->send = s;
+	c->recv = r;
+	return HERD_OK;
+#else
+	(void)c;
+	(void)send_bytes;
+	(void)recv_bytes;
+	return herd__error(HERD_EUNAVAIL, "this herd was built without CUDA");
+#endif
+}
+
+static void free_buffers(struct bench_ctx *c)
+{
+#if HERD_HAVE_CUDA
+	if (c->args->gpu) {
+		herd__k_free(c->send);
+		herd__k_free(c->recv);
+		c->send = c->recv = NULL;
+		return;
+	}
+#endif
+	free(c->send);
+	free(c->recv);
+	c->send = c->recv = NULL;
+}
+
 /* The sweep (-N times), on a joined communicator; the exit status. */
 static int sweep(struct bench_ctx *c)
 {
 	const struct bench_args *a = c->args;
 	struct bench_shape big;
 	shape_of(a->op, a->maxbytes, c->es, c->nranks, &big);
-	c->send = alloc_buffer(big.send_count * c->es);
-	c->recv = alloc_buffer(big.recv_count * c->es);
+	if (a->gpu) {
+		herd_status st = alloc_gpu(c, big.send_count * c->es, big.recv_count * c->es);
+
+		if (st != HERD_OK) {
+			report(c, "--device gpu", st);
+			return SHELL_EXIT_FAILURE;
+		}
+	} else {
+		c->send = alloc_buffer(big.send_count * c->es);
+		c->recv = alloc_buffer(big.recv_count * c->es);
+	}
 	if (c->send == NULL || c->recv == NULL) {
 		fprintf(stderr, "herd bench: rank %d: cannot allocate %zu + %zu bytes\n", c->rank,
 			big.send_count * c->es, big.recv_count * c->es);
@@ -903,8 +1015,7 @@ static int run_rank(const struct bench_args *a)
 		herd_comm_abort(c.comm);
 	}
 	herd_comm_free(c.comm);
-	free(c.send);
-	free(c.recv);
+	free_buffers(&c);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		shell_message("herd", "cannot write to standard output");
 		status = SHELL_EXIT_FAILURE;

@@ -86,7 +86,11 @@ struct herd__op {
 herd_status herd__comm_run(herd_comm *comm, herd__op *op);
 
 /* Runs a call on device memory (op->device) through NCCL
- * (transport/nccl.c): the run of every such call. */
+ * (transport/nccl.c): the run of every such call.  herd__nccl_check says
+ * first, without running anything, whether it can: NCCL loaded, the
+ * datatype carried, the communicator's GPU, point to point after the
+ * first device collective. */
+herd_status herd__nccl_check(const herd_comm *comm, const herd__op *op);
 herd_status herd__nccl_run(herd_comm *comm, const herd__op *op);
 
 /* Queues op for the background thread and returns a request for it. */

@@ -159,6 +159,15 @@ static herd_status op_init(herd__op *o, const char *fn, const herd_comm *comm,
 	o->peer = -1;
 	o->peer2 = -1;
 	HERD_CHECK(place_buffers(fn, comm, o));
+	if (o->device >= 0) {
+		herd_status st = herd__nccl_check(comm, o);
+		char why[512];
+
+		if (st != HERD_OK) {
+			herd__strlcpy(why, herd_last_error(), sizeof(why));
+			return herd__error(st, "%s: %s", fn, why);
+		}
+	}
 	o->run = o->device >= 0 ? herd__nccl_run : herd__tune_pick(comm, o);
 	return HERD_OK;
 }

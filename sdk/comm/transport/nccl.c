@@ -307,9 +307,6 @@ static herd_status nccl_open(herd_comm *comm, int device)
 	ncclResult_t rc;
 	herd_status st;
 
-	pthread_once(&nccl_once, nccl_load);
-	if (nccl_version == 0)
-		return herd__error(HERD_EUNAVAIL, "device buffers need NCCL: %s", nccl_why);
 	HERD_CHECK(herd__dev_use(device));
 	HERD_CHECK(herd__calloc(&n, 1, sizeof(*n), "the NCCL communicator"));
 	pthread_mutex_init(&n->mu, NULL);
@@ -597,6 +594,26 @@ static herd_status watch(herd_comm *comm, herd__nccl *n, const herd__op *op)
 
 /* ---- the calls --------------------------------------------------------------- */
 
+herd_status herd__nccl_check(const herd_comm *comm, const herd__op *op)
+{
+	const char *name = herd__op_name((herd__op_kind)op->fp.kind);
+	ncclDataType_t t;
+
+	pthread_once(&nccl_once, nccl_load);
+	if (nccl_version == 0)
+		return herd__error(HERD_EUNAVAIL, "%s on device memory needs NCCL: %s", name,
+				   nccl_why);
+	if (comm->nccl == NULL && herd__op_is_p2p(op->fp.kind))
+		return herd__error(HERD_EINVAL, "%s on device memory: this communicator has no NCCL "
+				   "communicator yet; every rank makes it at its first device "
+				   "collective, which must come first", name);
+	if (comm->nccl != NULL && op->device != comm->nccl->device)
+		return herd__error(HERD_EINVAL, "%s: the buffers are on GPU %d; this "
+				   "communicator's device collectives run on GPU %d", name,
+				   op->device, comm->nccl->device);
+	return map_dtype((herd_dtype)op->fp.dtype, &t);
+}
+
 herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
 {
 	herd__nccl *n = comm->nccl;
@@ -605,19 +622,10 @@ herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
 	ncclResult_t rc;
 	herd_status st;
 
-	if (n == NULL && herd__op_is_p2p(op->fp.kind))
-		return herd__error(HERD_EINVAL, "%s on device memory: this communicator has no NCCL "
-				   "communicator yet; every rank makes it at its first device "
-				   "collective, which must come first",
-				   herd__op_name((herd__op_kind)op->fp.kind));
 	if (n == NULL) {
 		HERD_CHECK(nccl_open(comm, op->device));
 		n = comm->nccl;
 	}
-	if (op->device != n->device)
-		return herd__error(HERD_EINVAL, "%s: the buffers are on GPU %d; this "
-				   "communicator's device collectives run on GPU %d",
-				   herd__op_name((herd__op_kind)op->fp.kind), op->device, n->device);
 	HERD_CHECK(map_dtype((herd_dtype)op->fp.dtype, &t));
 	HERD_CHECK(herd__dev_use(n->device));
 	rc = enqueue(n, op, t, (cudaStream_t)(op->queued ? op->stream : n->stream), comm->rank,
@@ -673,11 +681,16 @@ void herd__nccl_free(herd_comm *comm)
 
 #else /* !HERD_HAVE_NCCL */
 
-herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
+herd_status herd__nccl_check(const herd_comm *comm, const herd__op *op)
 {
 	(void)comm;
 	return herd__error(HERD_EUNAVAIL, "%s on device memory: this libherd was built without "
 			   "NCCL", herd__op_name((herd__op_kind)op->fp.kind));
+}
+
+herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
+{
+	return herd__nccl_check(comm, op);
 }
 
 void herd__nccl_free(herd_comm *comm)

@@ -17,8 +17,10 @@
  * makes, with rank 0's unique id through the store, in NCCL's non-blocking
  * mode so that the call's deadline covers it (a split makes its own at its
  * first); a point-to-point call before it is HERD_EINVAL.
- * The call queues NCCL's kernel on a stream of the communicator's and
- * returns when it is done, with every guarantee below (on a timeout, a dead
+ * The call queues NCCL's kernel on a stream of the communicator's, which
+ * runs after the work queued before on the legacy default stream (and on
+ * streams created without cudaStreamNonBlocking; for others use the
+ * stream-ordered forms below), and returns when it is done, with every guarantee below (on a timeout, a dead
  * peer, an abort or NCCL's own asynchronous error, the NCCL communicator is
  * aborted with ncclCommAbort; NCCL's failure is HERD_EIO with its text).
  * A call whose buffers are in host and device memory, or on two GPUs, is

@@ -25,7 +25,7 @@ enum {
 	CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,
 	CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
 	CU_MEMORYTYPE_DEVICE = 2,
-	CU_STREAM_NON_BLOCKING = 1,
+	CU_STREAM_DEFAULT = 0,
 	CU_EVENT_DISABLE_TIMING = 2
 };
 
@@ -172,7 +172,7 @@ herd_status herd__dev_stream_create(void **stream)
 	*stream = NULL;
 	if (!cu_ready())
 		return herd__error(HERD_ENODEV, "no GPU: %s", cu_why);
-	if ((rc = cu.stream_create((CUstream *)stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
+	if ((rc = cu.stream_create((CUstream *)stream, CU_STREAM_DEFAULT)) != CUDA_SUCCESS)
 		return cu_error(HERD_EIO, rc, "cuStreamCreate");
 	return HERD_OK;
 }

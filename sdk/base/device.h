@@ -34,9 +34,10 @@ const char *herd__dev_why(void);
  * cudaSetDevice does, so that the CUDA runtime and NCCL act on it. */
 herd_status herd__dev_use(int device);
 
-/* A stream of the current device that does not wait for the legacy
- * default stream, and events without timing, to learn when work queued on
- * a stream is done without blocking. */
+/* A stream of the current device that, as the legacy default stream's
+ * neighbours do, runs after the work queued before it there (and the
+ * streams created blocking), and events without timing, to learn when
+ * work queued on a stream is done without blocking. */
 herd_status herd__dev_stream_create(void **stream);
 void herd__dev_stream_destroy(void *stream);
 herd_status herd__dev_event_create(void **event);

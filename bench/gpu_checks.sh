@@ -5,7 +5,9 @@
 #
 # It prints the machine (GPU, driver, the NCCL PyTorch carries), runs
 # `herd health --level 2`, the `gpu`-labelled tests, herd's discovery on the real GPU, bench_kernels
-# twice (the second run shows the spread), and the kernel test under
+# twice (the second run shows the spread), `herd bench allreduce --device
+# gpu` against bench_nccl_allreduce (raw NCCL) three times each,
+# alternating, with the ratio of the in-place medians, and the kernel test under
 # compute-sanitizer's memcheck when that tool is there.  Logs and
 # `herd discover --json` go to OUT_DIR (default: the current directory).
 # Every step runs whatever the one before it did; the exit status is 1 when
@@ -39,6 +41,34 @@ step "bench_kernels"
 for i in 1 2; do
   run bash -o pipefail -c '"$0" --bytes 1G --repeats 20 | tee "$1"' "$bin/bench_kernels" \
     "$out/bench_kernels.$i.txt"
+done
+step "herd bench allreduce --device gpu against raw NCCL, same sizes, alternating"
+for i in 1 2 3; do
+  run bash -o pipefail -c '"$0" bench allreduce --device gpu -b 8 -e 1G -f 8 -n 50 -w 10 -c 0 --json >"$1"' \
+    "$bin/herd" "$out/herd_gpu.$i.json"
+  run bash -o pipefail -c '"$0" 8 1073741824 8 50 10 >"$1"' "$bin/bench_nccl_allreduce" \
+    "$out/nccl_raw.$i.json"
+done
+python3 - "$out" <<'PY' || echo "FAILED: the comparison"
+import json, statistics, sys, glob
+d = sys.argv[1]
+def load(pat):
+    rows = {}
+    for f in sorted(glob.glob(f"{d}/{pat}")):
+        for line in open(f):
+            r = json.loads(line)
+            rows.setdefault(r["bytes"], []).append(r["in_place"]["time_us"])
+    return rows
+h, n = load("herd_gpu.*.json"), load("nccl_raw.*.json")
+print("%12s %14s %14s %8s" % ("bytes", "herd us", "NCCL us", "herd/NCCL"))
+for b in sorted(h):
+    if b in n:
+        mh, mn = statistics.median(h[b]), statistics.median(n[b])
+        print("%12d %14.2f %14.2f %8.3f" % (b, mh, mn, mh / mn))
+PY
+step "herd bench allreduce --device gpu, checked, every datatype"
+for d in float32 bfloat16 float16 float8_e4m3 int32; do
+  run "$bin/herd" bench allreduce --device gpu -d "$d" -b 8 -e 64M -f 64 -n 5 -w 2 -c 1
 done
 if command -v compute-sanitizer >/dev/null; then
   step "test_kernels under compute-sanitizer memcheck"

@@ -237,6 +237,24 @@ HERD_EXTERN herd_status herd_comm_reduce_scatter_stream(herd_comm *comm, const v
 							herd_dtype dtype, herd_redop op,
 							herd_stream stream);
 
+/*
+ * Groups, as NCCL's ncclGroupStart/End: the device calls (blocking and
+ * stream-ordered) made between herd_comm_group_start and the matching
+ * herd_comm_group_end are kept, not run, and group_end runs them as one
+ * NCCL group (NCCL may fuse them; sends and receives in one group cannot
+ * deadlock on each other's order).  Groups nest; the outermost end runs.
+ * A call returns HERD_OK when it is kept: its buffers must stay valid, and
+ * its outcome is group_end's.  group_end is one call of the communicator,
+ * with its deadline; it waits for the blocking calls' work, and queues the
+ * stream-ordered ones.  A group that holds a collective is compared with
+ * the neighbouring ranks' by the count and a digest of its calls; a group
+ * of sends and receives only is not compared.  Inside a group, a call on
+ * host memory, a nonblocking host call, barrier, split and finalize are
+ * HERD_EINVAL.
+ */
+HERD_EXTERN herd_status herd_comm_group_start(herd_comm *comm);
+HERD_EXTERN herd_status herd_comm_group_end(herd_comm *comm);
+
 /* Block j of rank i's sendbuf lands in block i of rank j's recvbuf; blocks
  * of count elements, size blocks per buffer. */
 HERD_EXTERN herd_status herd_comm_alltoall(herd_comm *comm, const void *sendbuf,

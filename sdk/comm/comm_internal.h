@@ -34,7 +34,9 @@ typedef enum herd__op_kind {
 	HERD__OP_SENDRECV,
 	HERD__OP_BARRIER,
 	HERD__OP_SPLIT,
-	HERD__OP_FINALIZE
+	HERD__OP_FINALIZE,
+	HERD__OP_GROUP,        /* device calls run as one NCCL group, a collective among them */
+	HERD__OP_GROUP_P2P     /* ... of sends and receives only */
 } herd__op_kind;
 
 /* "allreduce", ... */
@@ -92,6 +94,10 @@ herd_status herd__comm_run(herd_comm *comm, herd__op *op);
  * first device collective. */
 herd_status herd__nccl_check(const herd_comm *comm, const herd__op *op);
 herd_status herd__nccl_run(herd_comm *comm, const herd__op *op);
+
+/* Runs the device calls of a group (op->sendbuf: op->count herd__ops) as
+ * one NCCL group (herd_comm_group_end). */
+herd_status herd__nccl_run_group(herd_comm *comm, const herd__op *op);
 
 /* Queues op for the background thread and returns a request for it. */
 herd_status herd__comm_submit(herd_comm *comm, herd__op *op, herd_request **req);

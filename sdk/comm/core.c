@@ -44,7 +44,7 @@ struct herd_request {
 
 /* ---- names ---------------------------------------------------------------- */
 
-enum { F_DTYPE = 1, F_REDOP = 2, F_ROOT = 4, F_P2P = 8 };
+enum { F_DTYPE = 1, F_REDOP = 2, F_ROOT = 4, F_P2P = 8, F_GROUP = 16 };
 
 /* X(kind, name, the fingerprint fields that mean something for it) */
 #define HERD__OP_TABLE(X)                                    \
@@ -61,7 +61,9 @@ enum { F_DTYPE = 1, F_REDOP = 2, F_ROOT = 4, F_P2P = 8 };
 	X(SENDRECV, "sendrecv", F_DTYPE | F_P2P)             \
 	X(BARRIER, "barrier", 0)                             \
 	X(SPLIT, "split", 0)                                 \
-	X(FINALIZE, "finalize", 0)
+	X(FINALIZE, "finalize", 0)                           \
+	X(GROUP, "group", F_GROUP)                           \
+	X(GROUP_P2P, "group", F_GROUP | F_P2P)
 
 static const struct {
 	const char *name;
@@ -110,6 +112,10 @@ void herd__fp_format(const herd__fp *fp, char *buf, size_t cap)
 		o += (size_t)snprintf(buf + o, cap - o, " count=%" PRIu64, fp->count);
 	if ((flags & F_ROOT) && o < cap)
 		snprintf(buf + o, cap - o, " root=%" PRId32, fp->root);
+	/* a group: how many calls, and a digest of their fingerprints */
+	if ((flags & F_GROUP) && o < cap)
+		snprintf(buf + o, cap - o, " of %" PRIu64 " calls (digest %08" PRIx32 ")", fp->count,
+			 (uint32_t)fp->root);
 }
 
 const char *herd__comm_who(const herd_comm *comm, int rank, char *buf, size_t cap)
@@ -670,6 +676,7 @@ static void comm_free(herd_comm *comm)
 	if (comm->place.coll != NULL)
 		comm->place.coll->free(comm);
 	herd__nccl_free(comm);
+	free(comm->group_ops);
 	herd__shm_destroy(comm);
 	herd__p2p_free(comm);
 	if (comm->wake_fd >= 0)
@@ -907,6 +914,70 @@ static void drain_queue(herd_comm *comm)
 	pthread_mutex_unlock(&comm->q_mu);
 }
 
+/* A call between herd_comm_group_start and _end: kept for the end. */
+static herd_status group_record(herd_comm *comm, const herd__op *op)
+{
+	if (op->run != herd__nccl_run)
+		return herd__error(HERD_EINVAL, "%s inside a group: a group takes calls on device "
+				   "memory only", herd__op_name((herd__op_kind)op->fp.kind));
+	if (comm->group_n == comm->group_cap) {
+		size_t cap = comm->group_cap > 0 ? 2 * comm->group_cap : 16;
+		herd__op *ops = realloc(comm->group_ops, cap * sizeof(*ops));
+
+		if (ops == NULL)
+			return herd__error(HERD_ENOMEM, "out of memory for %zu calls of a group", cap);
+		comm->group_ops = ops;
+		comm->group_cap = cap;
+	}
+	comm->group_ops[comm->group_n++] = *op;
+	return HERD_OK;
+}
+
+herd_status herd_comm_group_start(herd_comm *comm)
+{
+	if (comm == NULL)
+		return herd__error(HERD_EINVAL, "herd_comm_group_start: comm is NULL");
+	HERD_CHECK(herd__comm_broken(comm));
+	comm->group_depth++;
+	return HERD_OK;
+}
+
+herd_status herd_comm_group_end(herd_comm *comm)
+{
+	herd__op op;
+	bool coll = false;
+	uint64_t digest = 0;
+	herd_status st;
+
+	if (comm == NULL)
+		return herd__error(HERD_EINVAL, "herd_comm_group_end: comm is NULL");
+	if (comm->group_depth == 0)
+		return herd__error(HERD_EINVAL, "herd_comm_group_end without herd_comm_group_start");
+	if (--comm->group_depth > 0 || comm->group_n == 0)
+		return HERD_OK;
+	memset(&op, 0, sizeof(op));
+	for (size_t i = 0; i < comm->group_n; i++) {
+		const herd__fp *f = &comm->group_ops[i].fp;
+		uint64_t v[4] = { f->kind, (uint64_t)f->dtype << 8 | f->redop, (uint64_t)f->root,
+				  f->count };
+
+		coll = coll || !herd__op_is_p2p(f->kind);
+		for (int k = 0; k < 4; k++)
+			digest = (digest ^ v[k]) * 0x100000001b3ull;
+	}
+	op.fp.kind = coll ? HERD__OP_GROUP : HERD__OP_GROUP_P2P;
+	op.fp.count = comm->group_n;
+	op.fp.root = (int32_t)(uint32_t)(digest ^ digest >> 32);
+	op.sendbuf = comm->group_ops;
+	op.count = comm->group_n;
+	op.device = comm->group_ops[0].device;
+	op.peer = op.peer2 = -1;
+	op.run = herd__nccl_run_group;
+	st = herd__comm_run(comm, &op);
+	comm->group_n = 0;
+	return st;
+}
+
 herd_status herd__comm_run(herd_comm *comm, herd__op *op)
 {
 	uint64_t cseq;
@@ -914,6 +985,8 @@ herd_status herd__comm_run(herd_comm *comm, herd__op *op)
 	if (comm == NULL || op == NULL || op->run == NULL)
 		return herd__error(HERD_EINVAL, "herd__comm_run: comm, op and op->run must not "
 				   "be NULL");
+	if (comm->group_depth > 0)
+		return group_record(comm, op);
 	drain_queue(comm);
 	HERD_CHECK(herd__comm_broken(comm));
 	cseq = number_call(comm, op);
@@ -964,6 +1037,10 @@ herd_status herd__comm_submit(herd_comm *comm, herd__op *op, herd_request **req)
 	if (comm == NULL || op == NULL || op->run == NULL)
 		return herd__error(HERD_EINVAL, "herd__comm_submit: comm, op and op->run must not "
 				   "be NULL");
+	if (comm->group_depth > 0)
+		return herd__error(HERD_EINVAL, "i%s inside a group: a group takes blocking and "
+				   "stream-ordered device calls only",
+				   herd__op_name((herd__op_kind)op->fp.kind));
 	HERD_CHECK(herd__comm_broken(comm));
 	if (!comm->progress_started) {
 		HERD_CHECK(herd__comm_thread_start(&comm->progress, progress_main, comm,

@@ -169,6 +169,10 @@ struct herd_comm {
 
 	/* Device collectives: NULL until the first one (transport/nccl.c). */
 	herd__nccl *nccl;
+	/* The device calls of an open group (herd_comm_group_start), copied. */
+	int group_depth;
+	herd__op *group_ops;
+	size_t group_n, group_cap;
 
 	/* Scratch for p2p.c, sized for the communicator. */
 	void *p2p_scratch;

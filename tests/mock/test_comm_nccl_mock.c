@@ -131,6 +131,89 @@ out:
 	herd_comm_free(comm);
 }
 
+/* Groups: kept calls run as one at the end; host calls refused inside; a
+ * group of sends and receives; nesting. */
+static void group_rank(int rank, int size, void *arg)
+{
+	const dev_args *a = arg;
+	enum { N = 512 };
+	float *d = dev_alloc(N * sizeof(float)), *e = dev_alloc(N * sizeof(float)), host[N];
+	herd_stream s = dev_stream();
+	herd_comm *comm = NULL;
+	bool absent;
+
+	comm = join(a, rank, size, &absent);
+	if (comm == NULL || d == NULL || e == NULL || s == NULL)
+		goto out;
+	CHECK_ERR(herd_comm_group_end(comm), HERD_EINVAL,
+		  "herd_comm_group_end without herd_comm_group_start");
+	CHECK_OK(herd_comm_group_start(comm));
+	CHECK_OK(herd_comm_allreduce(comm, d, d, N, HERD_FLOAT32, HERD_SUM));
+	CHECK_OK(herd_comm_group_start(comm));     /* nested */
+	CHECK_OK(herd_comm_broadcast_stream(comm, e, e, N, HERD_FLOAT32, 0, s));
+	CHECK_OK(herd_comm_group_end(comm));       /* inner: nothing runs yet */
+	CHECK_ERR(herd_comm_allreduce(comm, host, host, N, HERD_FLOAT32, HERD_SUM), HERD_EINVAL,
+		  "allreduce inside a group: a group takes calls on device memory only");
+	CHECK_ERR(herd_comm_barrier(comm), HERD_EINVAL, "barrier inside a group");
+	CHECK_OK(herd_comm_group_end(comm));
+	/* sends and receives around a ring, in one group */
+	CHECK_OK(herd_comm_group_start(comm));
+	CHECK_OK(herd_comm_send(comm, d, N, HERD_FLOAT32, (rank + 1) % size));
+	CHECK_OK(herd_comm_recv(comm, e, N, HERD_FLOAT32, (rank + size - 1) % size));
+	CHECK_OK(herd_comm_group_end(comm));
+	/* host calls after the group, on the same communicator */
+	CHECK_OK(herd_comm_allreduce(comm, host, host, N, HERD_FLOAT32, HERD_SUM));
+	CHECK_OK(herd_comm_async_error(comm));
+out:
+	herd_comm_free(comm);
+}
+
+static void test_groups_run_their_calls_at_the_end(void)
+{
+	dev_args a = { .absent = -1, .victim = -1, .timeout_ms = 20000 };
+
+	harness_scope(a.scope, sizeof(a.scope), "nccl-group");
+	CHECK_INT(run_ranks(3, group_rank, &a, 60000, NULL, NULL, 0, NULL), 0);
+}
+
+/* Groups that differ (two calls against one) are a mismatch naming both. */
+static void group_mismatch_rank(int rank, int size, void *arg)
+{
+	const dev_args *a = arg;
+	float *d = dev_alloc(64 * sizeof(float));
+	herd_comm *comm = NULL;
+	herd_status st;
+	bool absent;
+
+	comm = join(a, rank, size, &absent);
+	if (comm == NULL || d == NULL)
+		goto out;
+	CHECK_OK(herd_comm_group_start(comm));
+	for (int i = 0; i <= (rank == 0); i++)
+		CHECK_OK(herd_comm_allreduce(comm, d, d, 64, HERD_FLOAT32, HERD_SUM));
+	st = herd_comm_group_end(comm);
+	report_status(rank, st, 0, 0);
+out:
+	herd_comm_free(comm);
+}
+
+static void test_differing_groups_are_a_mismatch(void)
+{
+	dev_args a = { .mock = "hang", .absent = -1, .victim = -1, .timeout_ms = 20000 };
+	rank_result res[2];
+
+	harness_scope(a.scope, sizeof(a.scope), "nccl-group-mismatch");
+	memset(res, 0, sizeof(res));
+	CHECK_INT(run_ranks(2, group_mismatch_rank, &a, 60000, NULL, NULL, 0, res), 0);
+	for (int r = 0; r < 2; r++) {
+		CHECK_INT(res[r].status, HERD_EMISMATCH);
+		CHECK(strstr(res[r].msg, "group of 2 calls") != NULL &&
+		      strstr(res[r].msg, "group of 1 calls") != NULL);
+		if (res[r].status != HERD_EMISMATCH)
+			fprintf(stderr, "    rank %d: %s\n", r, res[r].msg);
+	}
+}
+
 /* Point to point first: the NCCL communicator, which every rank makes at
  * once, does not exist yet. */
 static void p2p_first_rank(int rank, int size, void *arg)
@@ -405,6 +488,8 @@ int main(void)
 	harness_start();
 	TEST_RUN(test_device_calls_run_through_nccl);
 	TEST_RUN(test_device_p2p_needs_a_collective_first);
+	TEST_RUN(test_groups_run_their_calls_at_the_end);
+	TEST_RUN(test_differing_groups_are_a_mismatch);
 	TEST_RUN(test_hung_call_times_out_naming_the_missing_rank);
 	TEST_RUN(test_peer_killed_during_a_device_call_is_named);
 	TEST_RUN(test_async_error_is_nccls_text);

@@ -426,16 +426,14 @@ static ncclResult_t enqueue_p2p(ncclComm_t c, const herd__op *op, ncclDataType_t
 	return rc != ncclSuccess ? rc : rc2;
 }
 
-/* Queues op on stream s; ncclInvalidUsage once aborted. */
-static ncclResult_t enqueue(herd__nccl *n, const herd__op *op, ncclDataType_t t,
-			    cudaStream_t s, int rank, int size)
+/* Queues op on stream s, with n->mu held; ncclInvalidUsage once aborted. */
+static ncclResult_t enqueue_locked(herd__nccl *n, const herd__op *op, ncclDataType_t t,
+				   cudaStream_t s, int rank, int size)
 {
 	ncclRedOp_t r = redops[op->fp.redop];
 	ncclResult_t rc = ncclInvalidUsage;
-	ncclComm_t c;
+	ncclComm_t c = n->comm;
 
-	pthread_mutex_lock(&n->mu);
-	c = n->comm;
 	switch (c == NULL ? 0 : (herd__op_kind)op->fp.kind) {
 	case 0:
 		break;
@@ -457,6 +455,34 @@ static ncclResult_t enqueue(herd__nccl *n, const herd__op *op, ncclDataType_t t,
 	default:
 		rc = enqueue_p2p(c, op, t, s, rank, size);
 		break;
+	}
+	return rc;
+}
+
+/* The stream a call runs on: its caller's, or the communicator's. */
+static cudaStream_t stream_of(const herd__nccl *n, const herd__op *op)
+{
+	return (cudaStream_t)(op->queued ? op->stream : n->stream);
+}
+
+/* Queues ops[0..count) as one NCCL group (one call: a group of one). */
+static ncclResult_t enqueue(herd_comm *comm, herd__nccl *n, const herd__op *ops, size_t count)
+{
+	ncclResult_t rc, rc2;
+
+	pthread_mutex_lock(&n->mu);
+	rc = count > 1 ? nccl.group_start() : ncclSuccess;
+	for (size_t i = 0; i < count && rc == ncclSuccess; i++) {
+		ncclDataType_t t = ncclInt8;
+
+		/* herd__nccl_check made sure of the datatype */
+		(void)map_dtype((herd_dtype)ops[i].fp.dtype, &t);
+		rc = enqueue_locked(n, &ops[i], t, stream_of(n, &ops[i]), comm->rank, comm->size);
+	}
+	if (count > 1) {
+		rc2 = nccl.group_end();
+		if (rc == ncclSuccess)
+			rc = rc2;
 	}
 	pthread_mutex_unlock(&n->mu);
 	return rc;
@@ -614,37 +640,73 @@ herd_status herd__nccl_check(const herd_comm *comm, const herd__op *op)
 	return map_dtype((herd_dtype)op->fp.dtype, &t);
 }
 
-herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
+/*
+ * Runs ops[0..count) (one call, or a group's) described by op: makes the
+ * NCCL communicator at the first (op is then a collective), queues them,
+ * compares op's fingerprint with the neighbours', hands the stream-ordered
+ * ones to the watchdog and waits for the blocking ones.
+ */
+static herd_status run_ops(herd_comm *comm, const herd__op *op, const herd__op *ops,
+			   size_t count)
 {
+	const char *what = count > 1 ? "ncclGroupEnd"
+				     : nccl_call_name((herd__op_kind)ops[0].fp.kind);
 	herd__nccl *n = comm->nccl;
-	const char *what = nccl_call_name((herd__op_kind)op->fp.kind);
-	ncclDataType_t t = ncclInt8;
+	bool blocking = false;
 	ncclResult_t rc;
-	herd_status st;
+	herd_status st = HERD_OK;
 
 	if (n == NULL) {
 		HERD_CHECK(nccl_open(comm, op->device));
 		n = comm->nccl;
 	}
-	HERD_CHECK(map_dtype((herd_dtype)op->fp.dtype, &t));
 	HERD_CHECK(herd__dev_use(n->device));
-	rc = enqueue(n, op, t, (cudaStream_t)(op->queued ? op->stream : n->stream), comm->rank,
-		     comm->size);
+	rc = enqueue(comm, n, ops, count);
 	if (rc == ncclInvalidUsage && herd__comm_broken(comm) != HERD_OK)
 		return herd__comm_broken(comm);   /* the watchdog aborted NCCL */
 	if (rc != ncclSuccess && rc != ncclInProgress)
 		return nccl_error(NULL, rc, what);
-	/* Non-blocking NCCL may still be queueing: the event goes after. */
+	/* Non-blocking NCCL may still be queueing: the events go after. */
 	if (rc == ncclInProgress)
 		HERD_CHECK(nccl_wait(comm, n, init_done, what));
-	st = op->queued ? watch(comm, n, op) : herd__dev_event_record(n->event, n->stream);
-	if (st == HERD_OK && comm->cfg.device_check && comm->size > 1)
+	for (size_t i = 0; i < count && st == HERD_OK; i++) {
+		if (ops[i].queued)
+			st = watch(comm, n, &ops[i]);
+		blocking = blocking || !ops[i].queued;
+	}
+	if (st == HERD_OK && blocking)
+		st = herd__dev_event_record(n->event, n->stream);
+	/* A group of sends and receives only is not compared (no collective
+	 * order to check it against). */
+	if (st == HERD_OK && comm->cfg.device_check && comm->size > 1 &&
+	    op->fp.kind != HERD__OP_GROUP_P2P)
 		st = check_neighbours(comm, op);
 	if (st != HERD_OK) {
 		nccl_drop(n);
 		return st;
 	}
-	return op->queued ? HERD_OK : nccl_wait(comm, n, work_done, what);
+	return blocking ? nccl_wait(comm, n, work_done, what) : HERD_OK;
+}
+
+herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
+{
+	return run_ops(comm, op, op, 1);
+}
+
+herd_status herd__nccl_run_group(herd_comm *comm, const herd__op *op)
+{
+	const herd__op *ops = op->sendbuf;
+
+	if (comm->nccl == NULL && op->fp.kind == HERD__OP_GROUP_P2P)
+		return herd__error(HERD_EINVAL, "a group of sends and receives on device memory: "
+				   "this communicator has no NCCL communicator yet; every rank "
+				   "makes it at its first device collective, which must come first");
+	for (size_t i = 0; i < op->count; i++)
+		if (ops[i].device != ops[0].device)
+			return herd__error(HERD_EINVAL, "a group's calls are on GPU %d and GPU %d: "
+					   "one GPU per communicator", ops[0].device,
+					   ops[i].device);
+	return run_ops(comm, op, ops, op->count);
 }
 
 void herd__nccl_free(herd_comm *comm)
@@ -689,6 +751,11 @@ herd_status herd__nccl_check(const herd_comm *comm, const herd__op *op)
 }
 
 herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
+{
+	return herd__nccl_check(comm, op);
+}
+
+herd_status herd__nccl_run_group(herd_comm *comm, const herd__op *op)
 {
 	return herd__nccl_check(comm, op);
 }

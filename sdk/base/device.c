@@ -229,36 +229,34 @@ herd_status herd__dev_event_query(void *event, bool *done)
 	return HERD_OK;
 }
 
-herd_status herd__dev_to_host(void *dst, const void *src, size_t n, const char *what)
+/* One synchronous copy either way: to_host from device src into host dst,
+ * else from host src into device dst. */
+static herd_status dev_copy(void *dst, const void *src, size_t n, bool to_host, const char *what)
 {
-	CUresult rc;
+	CUresult rc = CUDA_SUCCESS;
+	char w[256];
 
 	if (!cu_ready())
 		return herd__error(HERD_ENODEV, "%s: no GPU: %s", what, cu_why);
-	rc = n > 0 ? cu.copy_dtoh(dst, (CUdeviceptr)(uintptr_t)src, n) : CUDA_SUCCESS;
-	if (rc != CUDA_SUCCESS) {
-		char w[256];
+	if (n > 0 && to_host)
+		rc = cu.copy_dtoh(dst, (CUdeviceptr)(uintptr_t)src, n);
+	else if (n > 0)
+		rc = cu.copy_htod((CUdeviceptr)(uintptr_t)dst, src, n);
+	if (rc == CUDA_SUCCESS)
+		return HERD_OK;
+	snprintf(w, sizeof(w), "%s: %s of %zu bytes", what,
+		 to_host ? "cuMemcpyDtoH" : "cuMemcpyHtoD", n);
+	return cu_error(HERD_EIO, rc, w);
+}
 
-		snprintf(w, sizeof(w), "%s: cuMemcpyDtoH of %zu bytes", what, n);
-		return cu_error(HERD_EIO, rc, w);
-	}
-	return HERD_OK;
+herd_status herd__dev_to_host(void *dst, const void *src, size_t n, const char *what)
+{
+	return dev_copy(dst, src, n, true, what);
 }
 
 herd_status herd__dev_from_host(void *dst, const void *src, size_t n, const char *what)
 {
-	CUresult rc;
-
-	if (!cu_ready())
-		return herd__error(HERD_ENODEV, "%s: no GPU: %s", what, cu_why);
-	rc = n > 0 ? cu.copy_htod((CUdeviceptr)(uintptr_t)dst, src, n) : CUDA_SUCCESS;
-	if (rc != CUDA_SUCCESS) {
-		char w[256];
-
-		snprintf(w, sizeof(w), "%s: cuMemcpyHtoD of %zu bytes", what, n);
-		return cu_error(HERD_EIO, rc, w);
-	}
-	return HERD_OK;
+	return dev_copy(dst, src, n, false, what);
 }
 
 bool herd__dev_pin(void *p, size_t n)

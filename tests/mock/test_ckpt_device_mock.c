@@ -5,25 +5,9 @@
  * writer writes (a ring smaller than the state included), a restore reads
  * and verifies on the host and copies back; blobs stay host memory.
  */
-#include <dlfcn.h>
-
 #include "test.h"
 
-static void *dev_alloc(size_t bytes)
-{
-	static int (*alloc)(unsigned long long *, size_t);
-	unsigned long long p = 0;
-
-	if (alloc == NULL) {
-		void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-		void *sym = h != NULL ? dlsym(h, "cuMemAlloc_v2") : NULL;
-
-		memcpy(&alloc, &sym, sizeof(sym));
-	}
-	if (alloc == NULL || alloc(&p, bytes) != 0)
-		return NULL;
-	return (void *)(uintptr_t)p;
-}
+#include "mock_gpu.h"
 
 static void make_dir(char *dir, size_t cap)
 {

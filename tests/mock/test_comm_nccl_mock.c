@@ -8,40 +8,8 @@
  * seconds; NCCL's asynchronous error, a late completion and a hung init
  * behave as herd's contract says; mixed buffers are refused.
  */
-#include <dlfcn.h>
-
 #include "comm_harness.h"
-
-/* The stand-in driver's allocator, as a CUDA program would call it. */
-static void *dev_alloc(size_t bytes)
-{
-	static int (*alloc)(unsigned long long *, size_t);
-	unsigned long long p = 0;
-
-	if (alloc == NULL) {
-		void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-		void *sym = h != NULL ? dlsym(h, "cuMemAlloc_v2") : NULL;
-
-		memcpy(&alloc, &sym, sizeof(sym));
-	}
-	if (alloc == NULL || alloc(&p, bytes) != 0)
-		return NULL;
-	return (void *)(uintptr_t)p;
-}
-
-/* A stream of the stand-in driver, as cudaStreamCreate would give. */
-static herd_stream dev_stream(void)
-{
-	int (*create)(herd_stream *, unsigned int);
-	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	void *sym = h != NULL ? dlsym(h, "cuStreamCreate") : NULL;
-	herd_stream s = NULL;
-
-	memcpy(&create, &sym, sizeof(sym));
-	if (create == NULL || create(&s, 1) != 0)
-		return NULL;
-	return s;
-}
+#include "mock_gpu.h"
 
 typedef struct dev_args {
 	char scope[64];

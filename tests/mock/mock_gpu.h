@@ -1,0 +1,48 @@
+/*
+ * tests/mock/mock_gpu.h - what a test does with the stand-in driver
+ * (tests/mock/cuda_mock.c) as a CUDA program would with the real one:
+ * device memory (cuMemAlloc) and a stream (cuStreamCreate), through
+ * dlopen, so that the test links nothing but libherd.
+ */
+#ifndef HERD_TEST_MOCK_GPU_H
+#define HERD_TEST_MOCK_GPU_H
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+
+/* An entry point of the driver ctest put first on LD_LIBRARY_PATH. */
+static inline void *mock_driver_sym(const char *name)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+
+	return h != NULL ? dlsym(h, name) : NULL;
+}
+
+/* bytes of "device" memory, or NULL. */
+static inline void *dev_alloc(size_t bytes)
+{
+	int (*alloc)(unsigned long long *, size_t);
+	void *sym = mock_driver_sym("cuMemAlloc_v2");
+	unsigned long long p = 0;
+
+	memcpy(&alloc, &sym, sizeof(sym));
+	if (alloc == NULL || alloc(&p, bytes) != 0)
+		return NULL;
+	return (void *)(uintptr_t)p;
+}
+
+/* A stream, as cudaStreamCreate would give, or NULL. */
+static inline struct CUstream_st *dev_stream(void)
+{
+	int (*create)(struct CUstream_st **, unsigned int);
+	void *sym = mock_driver_sym("cuStreamCreate");
+	struct CUstream_st *s = NULL;
+
+	memcpy(&create, &sym, sizeof(sym));
+	if (create == NULL || create(&s, 1) != 0)
+		return NULL;
+	return s;
+}
+
+#endif /* HERD_TEST_MOCK_GPU_H */

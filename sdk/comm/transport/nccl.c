@@ -520,6 +520,9 @@ static void *watchdog_main(void *arg)
 	herd_comm *comm = arg;
 	herd__nccl *n = comm->nccl;
 
+	/* the events' context, current on this thread too */
+	if (herd__dev_use(n->device) != HERD_OK)
+		herd__log_warn("the NCCL watchdog of rank %d: %s", comm->rank, herd_last_error());
 	pthread_mutex_lock(&n->mu);
 	while (!n->stop) {
 		struct timespec ts;

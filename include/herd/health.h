@@ -8,7 +8,14 @@
  * event reasons, the PCIe link against its maximum) and a copy-bandwidth
  * probe (device to device against the memory's own rate, host to device
  * and back against the PCIe link's).  Level 2 adds a burn: float32 matrix
- * products through cuBLAS for a few seconds, every product checked.
+ * products through cuBLAS for a few seconds, every product checked.  At
+ * every level, last, the Xid events the kernel log holds for each GPU (the
+ * NVIDIA driver's "NVRM: Xid (PCI:...)" records in /dev/kmsg, or in the
+ * file HERD_KERNEL_LOG names, a saved dmesg for instance), those the
+ * checks just caused included: FAIL for an Xid of a failing GPU or memory
+ * (48, 61-64, 74, 79, 92, 94, 95, 119, 120, 140), WARN for the others
+ * (13, 31, 43, ...: mostly an application's faults), SKIP when the log
+ * cannot be read.
  *
  * Each check ends PASS, WARN (worth a look, not a fault: a link trained
  * below its maximum while idle), FAIL, or SKIP (it could not run here, and

@@ -1,9 +1,15 @@
 /*
  * sdk/topo/health.c - herd health: the driver's checks from nvml.c, then on
  * each GPU the CUDA runtime can reach the copy-bandwidth probe and, at
- * level 2, the burn (kernels/).
+ * level 2, the burn (kernels/), and last the Xid events the kernel log
+ * holds for each GPU (those of the checks just run included).
  */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <strings.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +151,208 @@ static herd_status cuda_checks(herd_gpu_health *g, const herd__health_ref *ref,
 
 #endif /* HERD_HAVE_CUDA */
 
+/* ---- Xid events ----------------------------------------------------------------- */
+
+/*
+ * The Xids that say the GPU or its memory failed (NVIDIA's Xid catalogue):
+ * a double-bit ECC error, row remapping failures, an NVLink error, the GPU
+ * off the bus, uncontained ECC errors, GSP and firmware faults.  Others
+ * (13 graphics engine exception, 31 memory page fault, 43 a context
+ * stopped, ...) are mostly an application's faults: worth a look.
+ */
+static const struct {
+	int code;
+	const char *what;
+} xid_fatal[] = {
+	{ 48, "double-bit ECC error" },      { 61, "internal micro-controller breakpoint" },
+	{ 62, "internal micro-controller halt" }, { 63, "ECC page retirement or row remap" },
+	{ 64, "row remapping failure" },     { 74, "NVLink error" },
+	{ 79, "GPU has fallen off the bus" }, { 92, "high single-bit ECC error rate" },
+	{ 94, "contained ECC error" },       { 95, "uncontained ECC error" },
+	{ 119, "GSP RPC timeout" },          { 120, "GSP error" },
+	{ 140, "unrecovered ECC error" },
+};
+
+#define XID_CODES_MAX 16
+
+typedef struct xid_tally {
+	int code[XID_CODES_MAX];
+	int count[XID_CODES_MAX];
+	int ncodes, total;
+} xid_tally;
+
+static const char *xid_fatal_what(int code)
+{
+	for (size_t i = 0; i < sizeof(xid_fatal) / sizeof(xid_fatal[0]); i++)
+		if (xid_fatal[i].code == code)
+			return xid_fatal[i].what;
+	return NULL;
+}
+
+/*
+ * An Xid record of the NVIDIA driver in a kernel log line ("NVRM: Xid
+ * (PCI:0000:1b:00): 79, pid=...") for the GPU at bus_id ("0000:1b:00.0"):
+ * its code, or -1.
+ */
+static int xid_of(const char *line, const char *bus_id)
+{
+	const char *p = strstr(line, "NVRM: Xid (PCI:");
+	size_t n = 0;
+	char *end;
+	long code;
+
+	if (p == NULL || bus_id[0] == '\0')
+		return -1;
+	p += strlen("NVRM: Xid (PCI:");
+	while (p[n] != '\0' && p[n] != ')')
+		n++;
+	/* the log names domain:bus:device; bus_id adds ".function" */
+	if (n == 0 || strncasecmp(p, bus_id, n) != 0 || (bus_id[n] != '.' && bus_id[n] != '\0') ||
+	    strncmp(p + n, "): ", 3) != 0)
+		return -1;
+	code = strtol(p + n + 3, &end, 10);
+	return end != p + n + 3 && code > 0 && code < 100000 ? (int)code : -1;
+}
+
+static void xid_count(xid_tally *t, int code)
+{
+	int i;
+
+	t->total++;
+	for (i = 0; i < t->ncodes && t->code[i] != code; i++)
+		;
+	if (i == t->ncodes && t->ncodes == XID_CODES_MAX)
+		return;
+	if (i == t->ncodes) {
+		t->code[t->ncodes] = code;
+		t->count[t->ncodes++] = 0;
+	}
+	t->count[i]++;
+}
+
+/*
+ * The kernel log: /dev/kmsg (every record the ring still holds, read
+ * without waiting), or the file HERD_KERNEL_LOG names (a saved `dmesg` of
+ * a machine, for instance).  Lines go to fn; *why says why it could not be
+ * read.
+ */
+static bool read_kernel_log(void (*fn)(const char *line, void *arg), void *arg, char *why,
+			    size_t cap)
+{
+	const char *path = getenv("HERD_KERNEL_LOG");
+	bool kmsg = path == NULL || path[0] == '\0';
+	int fd = open(kmsg ? "/dev/kmsg" : path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	char buf[8192], *line = buf;
+	size_t have = 0;
+
+	if (fd < 0) {
+		snprintf(why, cap, "%s: %s", kmsg ? "/dev/kmsg" : path, strerror(errno));
+		return false;
+	}
+	for (int records = 0; records < 1000000; records++) {
+		ssize_t r = read(fd, buf + have, sizeof(buf) - 1 - have);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EPIPE)
+			continue;   /* /dev/kmsg: records overwritten since; go on */
+		if (r <= 0)
+			break;
+		have += (size_t)r;
+		buf[have] = '\0';
+		if (kmsg) {
+			/* one record per read: "prio,seq,usec,flags;text\n" */
+			char *text = strchr(buf, ';');
+
+			fn(text != NULL ? text + 1 : buf, arg);
+			have = 0;
+			continue;
+		}
+		line = buf;
+		for (char *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
+			*nl = '\0';
+			fn(line, arg);
+		}
+		have = strlen(line);
+		memmove(buf, line, have);
+		if (have == sizeof(buf) - 1)
+			have = 0;   /* a line longer than the buffer: dropped */
+	}
+	if (!kmsg && have > 0) {
+		buf[have] = '\0';
+		fn(buf, arg);
+	}
+	close(fd);
+	return true;
+}
+
+struct xid_scan {
+	const herd_health_report *r;
+	xid_tally *tally;
+};
+
+static void xid_line(const char *line, void *arg)
+{
+	struct xid_scan *s = arg;
+
+	for (size_t g = 0; g < s->r->ngpus; g++) {
+		int code = xid_of(line, s->r->gpus[g].bus_id);
+
+		if (code > 0)
+			xid_count(&s->tally[g], code);
+	}
+}
+
+/* The "xid" check of every GPU: FAIL for an Xid of a failing GPU, WARN
+ * for others, PASS for none, SKIP when the log cannot be read. */
+static herd_status xid_checks(herd_health_report *r)
+{
+	xid_tally *tally = NULL;
+	struct xid_scan s;
+	char why[300];
+	herd_status st = HERD_OK;
+
+	HERD_CHECK(herd__calloc(&tally, r->ngpus > 0 ? r->ngpus : 1, sizeof(*tally), "Xid counts"));
+	s.r = r;
+	s.tally = tally;
+	if (!read_kernel_log(xid_line, &s, why, sizeof(why))) {
+		for (size_t g = 0; g < r->ngpus && st == HERD_OK; g++)
+			st = herd__health_add(&r->gpus[g], "xid", HERD_HEALTH_SKIP, 0, "",
+					      "the kernel log cannot be read: %s", why);
+		free(tally);
+		return st;
+	}
+	for (size_t g = 0; g < r->ngpus && st == HERD_OK; g++) {
+		const xid_tally *t = &tally[g];
+		herd_health_result res = HERD_HEALTH_PASS;
+		char detail[200];
+		size_t o = 0;
+
+		detail[0] = '\0';
+		for (int i = 0; i < t->ncodes && o < sizeof(detail); i++) {
+			const char *what = xid_fatal_what(t->code[i]);
+			int n = snprintf(detail + o, sizeof(detail) - o, "%sXid %d x%d%s%s%s",
+					 i > 0 ? ", " : "", t->code[i], t->count[i],
+					 what != NULL ? " (" : "", what != NULL ? what : "",
+					 what != NULL ? ")" : "");
+
+			if (what != NULL)
+				res = HERD_HEALTH_FAIL;
+			else if (res == HERD_HEALTH_PASS)
+				res = HERD_HEALTH_WARN;
+			if (n > 0)
+				o += (size_t)n;
+		}
+		st = t->total == 0
+			     ? herd__health_add(&r->gpus[g], "xid", HERD_HEALTH_PASS, 0, "events",
+						"no Xid in the kernel log")
+			     : herd__health_add(&r->gpus[g], "xid", res, t->total, "events", "%s",
+						detail);
+	}
+	free(tally);
+	return st;
+}
+
 static herd_status check_opts(herd_health_opts *o, const herd_health_opts *in)
 {
 	memset(o, 0, sizeof(*o));
@@ -212,6 +420,8 @@ herd_status herd_health_run(herd_health_report **out, const herd_health_opts *op
 	}
 	for (size_t i = 0; st == HERD_OK && i < r->ngpus; i++)
 		st = cuda_checks(&r->gpus[i], &refs[i], &o);
+	if (st == HERD_OK)
+		st = xid_checks(r);
 	free(refs);
 	if (st != HERD_OK) {
 		herd_health_free(r);

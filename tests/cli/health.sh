@@ -40,6 +40,18 @@ for f in ecc:ecc:'uncorrected 2 since the driver loaded' rows:memory-rows:'a rem
   grep -q '^GPU1 .*: fail$' <<<"$out" || fail "$fault: GPU1 did not fail: $out"
 done
 
+# Xid events in a saved kernel log: 79 fails GPU2, 13 warns GPU1, GPU0 has none;
+# a log that cannot be read skips the check.
+out=$(LD_LIBRARY_PATH=$mock HERD_KERNEL_LOG=tests/fixtures/kernel-log-xid.txt "$HERD" health 2>&1); rc=$?
+[[ $rc == 1 ]] || fail "xid: exit $rc, want 1: $out"
+grep -qE '^  xid +fail  Xid 79 x1 \(GPU has fallen off the bus\)$' <<<"$out" || fail "xid 79: $out"
+grep -qE '^  xid +warn  Xid 13 x2$' <<<"$out" || fail "xid 13: $out"
+grep -q '^GPU2 .*: fail$' <<<"$out" && grep -q '^GPU1 .*: warn$' <<<"$out" && grep -q '^GPU0 .*: pass$' <<<"$out" \
+  || fail "xid: GPU results: $out"
+out=$(LD_LIBRARY_PATH=$mock HERD_KERNEL_LOG=$tmp/none "$HERD" health 2>&1)
+grep -qE "^  xid +skip  the kernel log cannot be read: $tmp/none: No such file or directory$" <<<"$out" \
+  || fail "xid without a log: $out"
+
 # --json: the same report, the exit status in it too.
 LD_LIBRARY_PATH=$mock HERD_NVML_MOCK_FAULT=ecc "$HERD" health --json >"$tmp/h.json"; rc=$?
 [[ $rc == 1 ]] || fail "--json: exit $rc, want 1"

@@ -186,8 +186,9 @@ HERD_EXTERN void herd_ckpt_free(herd_ckpt *ck);
  * herd_ckpt_save_async followed by herd_ckpt_wait, and an asynchronous
  * save returns once the device bytes are staged; checksums are of the
  * host bytes.  A failed device copy fails the save on every rank with the
- * driver's words.  A restore reads and verifies the shard on the host,
- * into a buffer of the shard's size, and copies it to the device.
+ * driver's words.  A restore reads and verifies the shard on the host, in
+ * slabs of whole rows of at most the staging size, and copies each to the
+ * device.
  */
 HERD_EXTERN herd_status herd_ckpt_add_tensor(herd_ckpt *ck, const char *name, void *data,
 					     herd_dtype dtype, int ndim,

@@ -280,6 +280,40 @@ static herd_status fill_box(step_files *sf, const herd__ckpt_tensor *t, const he
 	return HERD_OK;
 }
 
+/*
+ * A device tensor's shard: read and verified on the host, then copied to
+ * the device, in slabs of whole rows (along the first dimension) of at
+ * most the staging size, so that the host memory it takes is bounded.
+ */
+static herd_status fill_device(herd_ckpt *ck, step_files *sf, const herd__ckpt_tensor *t,
+			       const herd__ckpt_reg_tensor *rt, uint8_t *buf,
+			       herd__ckpt_hasher *hasher)
+{
+	uint64_t rows = rt->box.shape[0], row = rows > 0 ? rt->bytes / rows : 0, per;
+	uint8_t *host = NULL;
+	herd_status st;
+
+	if (rt->bytes == 0)
+		return HERD_OK;
+	per = row > 0 && ck->staging_bytes / row > 0 ? ck->staging_bytes / row : 1;
+	if (per > rows)
+		per = rows;
+	HERD_CHECK(herd__calloc(&host, (size_t)(per * row), 1, "a host slab of a device tensor"));
+	st = herd__dev_use(rt->device);
+	for (uint64_t r0 = 0; r0 < rows && st == HERD_OK; r0 += per) {
+		herd__ckpt_box slab = rt->box;
+
+		slab.offset[0] += r0;
+		slab.shape[0] = rows - r0 < per ? rows - r0 : per;
+		st = fill_box(sf, t, &slab, host, buf, hasher);
+		if (st == HERD_OK)
+			st = herd__dev_from_host((uint8_t *)rt->data + r0 * row, host,
+						 (size_t)(slab.shape[0] * row), rt->name);
+	}
+	free(host);
+	return st;
+}
+
 /* Reads part p of a blob into dst, verified. */
 static herd_status read_blob(step_files *sf, const herd__ckpt_blob *b, size_t p, void *dst)
 {
@@ -308,7 +342,7 @@ static herd_status restore_step(herd_ckpt *ck, int64_t step)
 	herd_status st = HERD_OK;
 	herd__ckpt_hasher hasher;
 	step_files sf;
-	uint8_t *buf = NULL, *host = NULL;
+	uint8_t *buf = NULL;
 
 	HERD_CHECK(step_open(&sf, ck->dir, step));
 	herd__ckpt_hasher_start(&hasher);
@@ -335,16 +369,7 @@ static herd_status restore_step(herd_ckpt *ck, int64_t step)
 			HERD_CHECK_GOTO(fill_box(&sf, t, &rt->box, rt->data, buf, &hasher), st, out);
 			continue;
 		}
-		/* A device tensor: read and verified on the host, then copied. */
-		HERD_CHECK_GOTO(herd__calloc(&host, rt->bytes > 0 ? rt->bytes : 1, 1,
-					     "a host copy of a device tensor"), st, out);
-		st = fill_box(&sf, t, &rt->box, host, buf, &hasher);
-		if (st == HERD_OK)
-			st = herd__dev_use(rt->device);
-		if (st == HERD_OK)
-			st = herd__dev_from_host(rt->data, host, (size_t)rt->bytes, rt->name);
-		free(host);
-		host = NULL;
+		st = fill_device(ck, &sf, t, rt, buf, &hasher);
 		if (st != HERD_OK)
 			goto out;
 	}

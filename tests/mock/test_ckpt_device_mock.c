@@ -87,6 +87,42 @@ static void test_device_tensors_save_and_restore(void)
 	remove_dir(dir);
 }
 
+/* A 2-D device tensor saved whole and restored as a shard of rows, in
+ * slabs of the staging size (16 rows of 4000 bytes in 64 KiB). */
+static void test_device_shard_restores_in_slabs(void)
+{
+	enum { R = 64, C = 1000 };
+	const uint64_t shape[2] = { R, C }, off[2] = { 16, 0 }, part[2] = { 32, C };
+	herd_ckpt_opts o = HERD_CKPT_OPTS_INIT;
+	float *whole = dev_alloc(R * C * sizeof(float)), *half = dev_alloc(32 * C * sizeof(float));
+	herd_ckpt *ck = NULL;
+	int64_t restored = -1;
+	size_t bad = 0;
+	char dir[64];
+
+	CHECK(whole != NULL && half != NULL);
+	if (whole == NULL || half == NULL)
+		return;
+	make_dir(dir, sizeof(dir));
+	for (size_t i = 0; i < (size_t)R * C; i++)
+		whole[i] = (float)i;
+	o.staging_bytes = 64 << 10;
+	CHECK_OK(herd_ckpt_open(&ck, dir, NULL, &o));
+	CHECK_OK(herd_ckpt_add_tensor(ck, "m", whole, HERD_FLOAT32, 2, shape, NULL, NULL));
+	CHECK_OK(herd_ckpt_save(ck, 5));
+	herd_ckpt_free(ck);
+	ck = NULL;
+	CHECK_OK(herd_ckpt_open(&ck, dir, NULL, &o));
+	CHECK_OK(herd_ckpt_add_tensor(ck, "m", half, HERD_FLOAT32, 2, shape, off, part));
+	CHECK_OK(herd_ckpt_restore(ck, -1, &restored));
+	CHECK_INT(restored, 5);
+	for (size_t i = 0; i < (size_t)32 * C; i++)
+		bad += half[i] != (float)(16 * C + i);
+	CHECK_INT(bad, 0);
+	herd_ckpt_free(ck);
+	remove_dir(dir);
+}
+
 /* A device copy that fails fails the save with the driver's words, and
  * commits nothing. */
 static void test_failed_device_copy_fails_the_save(void)
@@ -114,6 +150,7 @@ static void test_failed_device_copy_fails_the_save(void)
 int main(void)
 {
 	TEST_RUN(test_device_tensors_save_and_restore);
+	TEST_RUN(test_device_shard_restores_in_slabs);
 	TEST_RUN(test_failed_device_copy_fails_the_save);
 	return TEST_DONE();
 }

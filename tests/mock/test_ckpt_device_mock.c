@@ -114,7 +114,7 @@ static void test_device_shard_restores_in_slabs(void)
 	ck = NULL;
 	CHECK_OK(herd_ckpt_open(&ck, dir, NULL, &o));
 	CHECK_OK(herd_ckpt_add_tensor(ck, "m", half, HERD_FLOAT32, 2, shape, off, part));
-	CHECK_OK(herd_ckpt_restore(ck, -1, &restored));
+	CHECK_OK(herd_ckpt_restore(ck, HERD_CKPT_LATEST, &restored));
 	CHECK_INT(restored, 5);
 	for (size_t i = 0; i < (size_t)32 * C; i++)
 		bad += half[i] != (float)(16 * C + i);

@@ -87,7 +87,8 @@ Slurm's hostlist expression as an array of names: `"node[01-03],login"` gives `{
 "node02", "node03", "login"}`. A malformed expression returns its column in the message.
 
 ## herd.hostlist.compress(names) -> string | nil, msg, status
-The shortest hostlist expression of an array of names: `{"n1", "n2", "n4"}` gives `"n[1-2,4]"`.
+The hostlist expression of an array of names, as `scontrol show hostlist` writes it, order kept:
+`{"n1", "n2", "n4"}` gives `"n[1-2,4]"`.
 
 # GPU allocation and health
 

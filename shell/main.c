@@ -50,6 +50,9 @@ static const struct command {
 	  "launch -n N [--per-node K] [--hosts EXPR | --hostfile F | --slurm]\n"
 	  "        [--gpus-per-rank G] [--restarts R] [--log-dir D] [--timeout S] -- CMD\n"
 	  "                    run N ranks of CMD (a .lua CMD: Lua ranks; see launch -h)" },
+	{ "hostlist", cmd_hostlist,
+	  "hostlist expand EXPR | compress NAMES... | count EXPR\n"
+	  "                    Slurm hostlist expressions, as scontrol prints them" },
 	{ "ckpt", cmd_ckpt,
 	  "ckpt ls|verify|inspect|diff|export|import DIR ...\n"
 	  "                    list, verify, compare, export checkpoints (see ckpt -h)" },

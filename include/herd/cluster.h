@@ -252,10 +252,15 @@ HERD_EXTERN herd_status herd_node_gpu_nic_link(const herd_node *node, size_t gpu
  * end: "[08-10]" is 08 09 10).  herd_hostlist_expand gives the names in
  * order, duplicates kept, as one block freed with herd_free (*names points
  * at n strings inside it); HERD_EFORMAT with the column of what is wrong,
- * also beyond 65536 names.  herd_hostlist_compress writes names back in
- * that form, order kept, so that expanding the result gives them back
- * (*expr freed with herd_free); HERD_EINVAL naming a name an expression
- * cannot hold.
+ * also beyond 65536 names.  herd_hostlist_compress writes names back as
+ * `scontrol show hostlist` does, order kept, so that Slurm and
+ * herd_hostlist_expand read them back: neighbouring names that differ in
+ * their trailing number share a bracket, a number one above the last
+ * continues a range when both are unpadded or have the range's padded
+ * width ("n[08-10]", "n[9-11]", "n[09,010]"), a name with text after its
+ * number stays whole (*expr freed with herd_free); HERD_EINVAL naming a
+ * name an expression cannot hold.  Beyond Slurm, expand also takes text
+ * after a bracket ("node[1-2]-ib").
  */
 HERD_EXTERN herd_status herd_hostlist_expand(const char *expr, char ***names, size_t *n);
 HERD_EXTERN herd_status herd_hostlist_compress(const char *const *names, size_t n,

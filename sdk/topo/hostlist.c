@@ -423,49 +423,62 @@ herd_status herd__hostlist_push(herd__hostlist *hl, const char *name)
 	return push_owned(hl, copy);
 }
 
-/* A name cut at its last number: prefix, digits, suffix. */
+/*
+ * Compression writes what Slurm's `scontrol show hostlist` writes, so that
+ * Slurm reads it back: a name ending in a number is its prefix and that
+ * number (a name with text after its last number is taken whole, as Slurm
+ * takes it); names next to each other in the list with the same prefix
+ * share one bracket; in it, a number one above the one before continues
+ * that range when both are written unpadded, or with as many digits as the
+ * range's first, zero-padded, one ("n[08-10]", "n[098-100]", "n[9-11]",
+ * but "n[09,010]"); the order of the list is kept ("n[5,3-4]").
+ */
 struct split {
 	const char *name;
 	size_t pre;  /* length of the prefix */
-	size_t ndig; /* 0: no number (or one too long to be a range) */
+	size_t ndig; /* digits as written; 0: no trailing number (or one too long) */
 	unsigned long long num;
-	int width; /* 0: unpadded, else the exact width leading zeros fix */
+	bool padded; /* written with a leading zero (and more than one digit) */
 };
 
 static void split_name(const char *name, struct split *s)
 {
-	size_t len = strlen(name), end = len, start;
+	size_t len = strlen(name), start = len;
 
 	memset(s, 0, sizeof(*s));
 	s->name = name;
-	while (end > 0 && !isdigit((unsigned char)name[end - 1]))
-		end--;
-	start = end;
 	while (start > 0 && isdigit((unsigned char)name[start - 1]))
 		start--;
 	s->pre = start;
-	if (end == start || end - start > NUM_DIGITS_MAX)
+	if (start == len || len - start > NUM_DIGITS_MAX)
 		return;
-	s->ndig = end - start;
-	for (size_t i = start; i < end; i++)
+	s->ndig = len - start;
+	for (size_t i = start; i < len; i++)
 		s->num = s->num * 10 + (unsigned long long)(name[i] - '0');
-	s->width = s->ndig > 1 && name[start] == '0' ? (int)s->ndig : 0;
+	s->padded = s->ndig > 1 && name[start] == '0';
 }
 
-/* Whether b can join the bracket group that a started, of width width. */
-static bool same_group(const struct split *a, const struct split *b, int width)
+/* Whether b shares a's bracket: both numbered, the same prefix. */
+static bool same_prefix(const struct split *a, const struct split *b)
 {
-	if (a->ndig == 0 || b->ndig == 0 || a->pre != b->pre ||
-	    memcmp(a->name, b->name, a->pre) != 0 ||
-	    strcmp(a->name + a->pre + a->ndig, b->name + b->pre + b->ndig) != 0)
-		return false;
-	return width == 0 ? b->width == 0 : (int)b->ndig == width;
+	return a->ndig > 0 && b->ndig > 0 && a->pre == b->pre &&
+	       memcmp(a->name, b->name, a->pre) == 0;
 }
 
-static herd_status put_number(herd__buf *b, unsigned long long v, int width)
+/* Whether b continues the range that first began and last ends. */
+static bool continues(const struct split *first, const struct split *last, const struct split *b)
+{
+	if (b->num != last->num + 1)
+		return false;
+	if (!first->padded)
+		return !b->padded && !last->padded;
+	return b->ndig == first->ndig;
+}
+
+static herd_status put_number(herd__buf *b, const struct split *s, unsigned long long v)
 {
 	char num[32];
-	int len = snprintf(num, sizeof(num), "%0*llu", width, v);
+	int len = snprintf(num, sizeof(num), "%0*llu", s->padded ? (int)s->ndig : 0, v);
 
 	return herd__buf_append(b, num, (size_t)len);
 }
@@ -485,13 +498,13 @@ herd_status herd__hostlist_compress(char **out, const char *const *names, size_t
 					   names[k] ? names[k] : "", why);
 	}
 	while (i < n) {
-		struct split first, cur;
+		struct split head, cur;
 		size_t j = i + 1;
 
-		split_name(names[i], &first);
+		split_name(names[i], &head);
 		while (j < n) {
 			split_name(names[j], &cur);
-			if (!same_group(&first, &cur, first.width))
+			if (!same_prefix(&head, &cur))
 				break;
 			j++;
 		}
@@ -502,39 +515,34 @@ herd_status herd__hostlist_compress(char **out, const char *const *names, size_t
 			i = j;
 			continue;
 		}
-		/* names[i..j) differ only in their last number. */
-		HERD_CHECK_GOTO(herd__buf_append(&b, names[i], first.pre), st, out);
+		/* names[i..j) differ only in their trailing number */
+		HERD_CHECK_GOTO(herd__buf_append(&b, names[i], head.pre), st, out);
 		HERD_CHECK_GOTO(herd__buf_append(&b, "[", 1), st, out);
 		for (size_t k = i; k < j;) {
-			unsigned long long lo, hi;
+			struct split first, last;
 			size_t m = k + 1;
 
-			split_name(names[k], &cur);
-			lo = hi = cur.num;
+			split_name(names[k], &first);
+			last = first;
 			while (m < j) {
 				struct split next;
 
 				split_name(names[m], &next);
-				if (next.num != hi + 1)
+				if (!continues(&first, &last, &next))
 					break;
-				hi++;
+				last = next;
 				m++;
 			}
 			if (k > i)
 				HERD_CHECK_GOTO(herd__buf_append(&b, ",", 1), st, out);
-			HERD_CHECK_GOTO(put_number(&b, lo, first.width), st, out);
-			if (hi > lo) {
+			HERD_CHECK_GOTO(put_number(&b, &first, first.num), st, out);
+			if (m > k + 1) {
 				HERD_CHECK_GOTO(herd__buf_append(&b, "-", 1), st, out);
-				HERD_CHECK_GOTO(put_number(&b, hi, first.width), st, out);
+				HERD_CHECK_GOTO(put_number(&b, &first, last.num), st, out);
 			}
 			k = m;
 		}
 		HERD_CHECK_GOTO(herd__buf_append(&b, "]", 1), st, out);
-		{
-			const char *suffix = names[i] + first.pre + first.ndig;
-
-			HERD_CHECK_GOTO(herd__buf_append(&b, suffix, strlen(suffix)), st, out);
-		}
 		i = j;
 	}
 	if (n == 0)

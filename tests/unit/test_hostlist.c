@@ -151,13 +151,16 @@ static void test_hostlist_compress_writes_slurm_form(void)
 	CHECK_STR(compress("node01 node02 node03 node04 node07"), "node[01-04,07]");
 	CHECK_STR(compress("n8 n9 n10"), "n[8-10]");
 	CHECK_STR(compress("n08 n09 n10"), "n[08-10]");
-	CHECK_STR(compress("rack1-n001-ib rack1-n002-ib rack1-n003-ib"), "rack1-n[001-003]-ib");
+	/* text after the last number: taken whole, as Slurm takes it */
+	CHECK_STR(compress("rack1-n001-ib rack1-n002-ib rack1-n003-ib"),
+		  "rack1-n001-ib,rack1-n002-ib,rack1-n003-ib");
 	CHECK_STR(compress("login gpu1 gpu2 db"), "login,gpu[1-2],db");
 	CHECK_STR(compress("n1"), "n1");
 	CHECK_STR(compress("n3 n1 n2"), "n[3,1-2]");
 	CHECK_STR(compress("n1 n1"), "n[1,1]");
-	/* Different widths do not share a group. */
-	CHECK_STR(compress("n1 n01 n2"), "n1,n01,n2");
+	/* Different widths share the bracket, not a range (as Slurm writes). */
+	CHECK_STR(compress("n1 n01 n2"), "n[1,01,2]");
+	CHECK_STR(compress("n09 n010 n099 n100"), "n[09,010,099-100]");
 	CHECK_STR(compress("127.0.0.2 127.0.0.3 127.0.0.4"), "127.0.0.[2-4]");
 	CHECK_STR(compress(""), "");
 	CHECK_STR(compress("a -b"), "ERROR");

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "herd.h"
+#include "comm/comm_internal.h"
 #include "lua_herd.h"
 #include "shell.h"
 
@@ -87,16 +88,18 @@ static void print_usage(FILE *out)
 		"history in $HERD_HISTORY, else ${XDG_STATE_HOME:-~/.local/state}/herd/history.\n");
 }
 
-/* The version line; gpu adds what CUDA and driver herd finds (--version,
- * not the REPL's banner). */
+/* The version line; gpu adds what CUDA, driver and NCCL herd finds
+ * (--version, not the REPL's banner). */
 static void print_version(int gpu)
 {
-	char text[HERD_GPU_VERSIONS_LEN];
+	char text[HERD_GPU_VERSIONS_LEN], nccl[512];
 
 	printf("herd %s (libherd %s, %s)\n", HERD_VERSION_STRING, herd_version(),
 	       LUA_RELEASE);
-	if (gpu)
+	if (gpu) {
 		printf("GPU: %s\n", herd_gpu_versions(text));
+		printf("NCCL for device calls: %s\n", herd__nccl_runtime(nccl, sizeof(nccl)));
+	}
 	fflush(stdout);
 }
 

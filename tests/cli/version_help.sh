@@ -15,7 +15,9 @@ out=$("$HERD" --version) || fail "--version exited $?"
 # or why there is none
 [[ $(sed -n 2p <<<"$out") =~ ^GPU:\ built\ (with\ CUDA\ [0-9.]+|without\ CUDA)(\ and\ NCCL\ [0-9]+\.[0-9]+\.[0-9]+|,\ without\ NCCL)\;\ . ]] \
   || fail "--version's GPU line: $out"
-[[ $(wc -l <<<"$out") == 2 ]] || fail "--version printed more than two lines: $out"
+# the NCCL device calls would load, or why none
+[[ $(sed -n 3p <<<"$out") =~ ^NCCL\ for\ device\ calls:\ . ]] || fail "--version's NCCL line: $out"
+[[ $(wc -l <<<"$out") == 3 ]] || fail "--version printed more than three lines: $out"
 [[ $("$HERD" -v) == "$out" ]] || fail "-v differs from --version"
 
 for opt in --help -h; do

@@ -623,6 +623,20 @@ static herd_status watch(herd_comm *comm, herd__nccl *n, const herd__op *op)
 
 /* ---- the calls --------------------------------------------------------------- */
 
+const char *herd__nccl_runtime(char *buf, size_t cap)
+{
+	char v[32];
+
+	pthread_once(&nccl_once, nccl_load);
+	if (nccl_version == 0) {
+		snprintf(buf, cap, "%s", nccl_why);
+		return buf;
+	}
+	version_text(nccl_version, v, sizeof(v));
+	snprintf(buf, cap, "NCCL %s (%s)", v, HERD_NCCL_LIBRARY);
+	return buf;
+}
+
 herd_status herd__nccl_check(const herd_comm *comm, const herd__op *op)
 {
 	const char *name = herd__op_name((herd__op_kind)op->fp.kind);
@@ -745,6 +759,12 @@ void herd__nccl_free(herd_comm *comm)
 }
 
 #else /* !HERD_HAVE_NCCL */
+
+const char *herd__nccl_runtime(char *buf, size_t cap)
+{
+	snprintf(buf, cap, "this libherd was built without NCCL");
+	return buf;
+}
 
 herd_status herd__nccl_check(const herd_comm *comm, const herd__op *op)
 {

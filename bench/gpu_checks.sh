@@ -66,9 +66,12 @@ for b in sorted(h):
         mh, mn = statistics.median(h[b]), statistics.median(n[b])
         print("%12d %14.2f %14.2f %8.3f" % (b, mh, mn, mh / mn))
 PY
-step "herd bench allreduce --device gpu, checked, every datatype"
+step "herd bench --device gpu, checked: allreduce in every datatype, then the other operations"
 for d in float32 bfloat16 float16 float8_e4m3 int32; do
   run "$bin/herd" bench allreduce --device gpu -d "$d" -b 8 -e 64M -f 64 -n 5 -w 2 -c 1
+done
+for op in reduce broadcast allgather reduce_scatter; do
+  run "$bin/herd" bench "$op" --device gpu -b 8 -e 64M -f 64 -n 5 -w 2 -c 1
 done
 if command -v compute-sanitizer >/dev/null; then
   step "test_kernels under compute-sanitizer memcheck"

@@ -102,7 +102,7 @@ static const char bench_usage[] =
 	"  --device host|gpu        where the buffers are (default host); gpu: each\n"
 	"                           rank's GPU (its local rank among the GPUs it\n"
 	"                           sees), filled and checked by kernels, the calls\n"
-	"                           through NCCL; allreduce only\n"
+	"                           through NCCL; not alltoall and sendrecv yet\n"
 	"  --json                   one JSON object per size and line, not a table\n"
 	"Without --np or a launcher's variables it runs one rank and says so.  It\n"
 	"warns on stderr when the machine is busy (load average above 0.5 per CPU\n"
@@ -576,9 +576,11 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		return usage_error("unknown operation '%s'", argv[optind]);
 	if (optind + 1 < argc)
 		return usage_error("unexpected argument '%s'", argv[optind + 1]);
-	if (a->gpu && strcmp(a->op->name, "allreduce") != 0)
-		return usage_error("--device gpu: %s runs on host memory only for now (allreduce "
-				   "runs on the GPU)", a->op->name);
+	if (a->gpu &&
+	    (strcmp(a->op->name, "alltoall") == 0 || strcmp(a->op->name, "sendrecv") == 0))
+		return usage_error("--device gpu: %s runs on host memory only for now (allreduce, "
+				   "reduce, broadcast, allgather and reduce_scatter run on the GPU)",
+				   a->op->name);
 #if !HERD_HAVE_CUDA
 	if (a->gpu)
 		return usage_error("%s", "--device gpu: this herd was built without CUDA");
@@ -629,11 +631,81 @@ struct bench_result {
 	uint64_t wrong;
 };
 
+#if HERD_HAVE_CUDA
+/*
+ * On a GPU the fill and verify kernels (kernels.h) make nccl-tests' data:
+ * a rank's contribution from (seed, index, rank) and the reduction of all
+ * of them checked element by element.  Each block of the allgather and
+ * reduce_scatter buffers has its own seed, so that a block is checked from
+ * index 0; the broadcast's and allgather's copies are "reductions" of one
+ * rank.  Seeds differ between sizes and between out of place and in place,
+ * so that what an earlier call left is never taken for a result.
+ */
+static uint64_t gpu_seed(const struct bench_ctx *c, int inplace)
+{
+	return (uint64_t)c->shape.size * 2 + (uint64_t)inplace;
+}
+
+static unsigned char *gpu_block(unsigned char *buf, const struct bench_ctx *c, int b)
+{
+	return buf + (size_t)b * c->shape.count * c->es;
+}
+
+static herd_status gpu_fill(struct bench_ctx *c, int inplace)
+{
+	const char *op = c->args->op->name;
+	uint64_t seed = gpu_seed(c, inplace);
+	size_t n = c->shape.count;
+
+	if (strcmp(op, "broadcast") == 0)
+		return c->rank != c->args->root ? HERD_OK
+			: herd__k_fill(inplace ? c->recv : c->send, n, c->dtype, HERD_SUM, 0, 1,
+				       seed, NULL);
+	if (strcmp(op, "allgather") == 0)
+		return herd__k_fill(inplace ? gpu_block(c->recv, c, c->rank) : c->send, n,
+				    c->dtype, HERD_SUM, 0, 1, seed + 1 + (uint64_t)c->rank, NULL);
+	if (strcmp(op, "reduce_scatter") == 0) {
+		for (int b = 0; b < c->nranks; b++)
+			HERD_CHECK(herd__k_fill(gpu_block(c->send, c, b), n, c->dtype,
+						c->args->redop, c->rank, c->nranks,
+						seed + 1 + (uint64_t)b, NULL));
+		return HERD_OK;
+	}
+	return herd__k_fill(inplace ? c->recv : c->send, n, c->dtype, c->args->redop, c->rank,
+			    c->nranks, seed, NULL);
+}
+
+static herd_status gpu_check(const struct bench_ctx *c, int inplace, uint64_t *wrong)
+{
+	const char *op = c->args->op->name;
+	uint64_t seed = gpu_seed(c, inplace), w = 0;
+	size_t n = c->shape.count;
+
+	*wrong = 0;
+	if (strcmp(op, "broadcast") == 0)
+		return herd__k_verify(c->recv, n, c->dtype, HERD_SUM, 1, seed, wrong, NULL);
+	if (strcmp(op, "allgather") == 0) {
+		for (int b = 0; b < c->nranks; b++) {
+			HERD_CHECK(herd__k_verify(gpu_block(c->recv, c, b), n, c->dtype, HERD_SUM, 1,
+						  seed + 1 + (uint64_t)b, &w, NULL));
+			*wrong += w;
+		}
+		return HERD_OK;
+	}
+	if (strcmp(op, "reduce_scatter") == 0)
+		return herd__k_verify(inplace ? gpu_block(c->send, c, c->rank) : c->recv, n,
+				      c->dtype, c->args->redop, c->nranks,
+				      seed + 1 + (uint64_t)c->rank, wrong, NULL);
+	if (strcmp(op, "reduce") == 0 && c->rank != c->args->root)
+		return HERD_OK;
+	return herd__k_verify(c->recv, n, c->dtype, c->args->redop, c->nranks, seed, wrong, NULL);
+}
+#endif
+
 /*
  * The inputs of a call, and the count of wrong elements of its result: on
  * the host by the operation's own fill and check (bench_data.h), on a GPU
- * (allreduce) by the fill and verify kernels, with the data nccl-tests
- * makes (kernels.h), seeded by the size.
+ * by the kernels (gpu_fill, gpu_check).
  */
 static herd_status fill(struct bench_ctx *c, int inplace)
 {
@@ -642,8 +714,7 @@ static herd_status fill(struct bench_ctx *c, int inplace)
 		return HERD_OK;
 	}
 #if HERD_HAVE_CUDA
-	return herd__k_fill(inplace ? c->recv : c->send, c->shape.count, c->dtype,
-			    c->args->redop, c->rank, c->nranks, c->shape.size, NULL);
+	return gpu_fill(c, inplace);
 #else
 	return herd__error(HERD_EUNAVAIL, "this herd was built without CUDA");
 #endif
@@ -656,8 +727,7 @@ static herd_status check(const struct bench_ctx *c, int inplace, uint64_t *wrong
 		return HERD_OK;
 	}
 #if HERD_HAVE_CUDA
-	return herd__k_verify(c->recv, c->shape.count, c->dtype, c->args->redop, c->nranks,
-			      c->shape.size, wrong, NULL);
+	return gpu_check(c, inplace, wrong);
 #else
 	(void)inplace;
 	*wrong = 0;

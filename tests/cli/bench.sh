@@ -136,7 +136,7 @@ allreduce --np 2 -r 2
 allreduce --transport ib
 allreduce --algo tree
 allreduce --device tpu
-broadcast --device gpu
+alltoall --device gpu
 EOF
 # --device gpu where no GPU is: each rank says why, exit 1, nothing measured
 # (on a GPU machine the gpu tests run it)

@@ -945,11 +945,13 @@ static herd_status sweep_once(struct bench_ctx *c, double *bw_sum, int *bw_n, ui
 static herd_status alloc_gpu(struct bench_ctx *c, size_t send_bytes, size_t recv_bytes)
 {
 #if HERD_HAVE_CUDA
-	const char *lr = getenv("HERD_LOCAL_RANK") != NULL ? getenv("HERD_LOCAL_RANK")
-							   : getenv("LOCAL_RANK");
-	int n = 0, local = lr != NULL ? atoi(lr) : 0;
+	const char *lr = getenv("HERD_LOCAL_RANK");
+	int n = 0, local;
 	void *s = NULL, *r = NULL;
 
+	if (lr == NULL)
+		lr = getenv("LOCAL_RANK");
+	local = lr != NULL ? atoi(lr) : 0;
 	HERD_CHECK(herd__k_device_count(&n));
 	HERD_CHECK(herd__k_set_device((local > 0 ? local : 0) % n));
 	HERD_CHECK(herd__k_alloc(&s, send_bytes));

@@ -56,11 +56,15 @@ static int compress(int argc, char **argv)
 	copy = malloc(len + 1);
 	if (copy == NULL)
 		goto out;
-	copy[0] = '\0';
+	len = 0;
 	for (int i = 0; i < argc; i++) {
-		strcat(copy, argv[i]);
-		strcat(copy, ",");
+		size_t m = strlen(argv[i]);
+
+		memcpy(copy + len, argv[i], m);
+		copy[len + m] = ',';
+		len += m + 1;
 	}
+	copy[len] = '\0';
 	for (char *save = NULL, *t = strtok_r(copy, ",", &save); t != NULL;
 	     t = strtok_r(NULL, ",", &save)) {
 		if (n == cap) {

@@ -22,9 +22,10 @@
  * metatable compared with a pointer: the registry lookup under the type's
  * address, a hash and a compare through the API, cost more than the rest
  * of an 8-byte collective's binding.  The extra space is not initialized
- * by Lua: lherd_open_object, the first thing luaopen_herd does, sets it in
- * the main thread (whose extra space every later coroutine copies), so
- * herd must be opened before the state makes a coroutine.  A type not in
+ * by Lua: the first lherd_register (lherd_open_object's, the first thing
+ * luaopen_herd does) sets it in the main thread, whose extra space every
+ * later coroutine copies, so herd must be opened before the state makes a
+ * coroutine.  A type not in
  * the table takes the registry lookup (lherd_register puts every
  * metatable there too).
  */
@@ -305,7 +306,6 @@ void **lherd_hold(lua_State *L, void (*release)(void *))
 
 void lherd_open_object(lua_State *L)
 {
-	mt_open(L);
 	lherd_register(L, &holder_type);
 }
 

@@ -122,9 +122,16 @@ static bool cu_ready(void)
 	return cu_ok;
 }
 
-const char *herd__dev_why(void)
+/* Why nothing here can use a GPU: HERD_ENODEV with what the driver said. */
+static herd_status no_gpu(void)
 {
-	return cu_ready() ? "" : cu_why;
+	return herd__error(HERD_ENODEV, "no GPU: %s", cu_why);
+}
+
+/* HERD_OK, or HERD_EIO with the driver's words for what failed. */
+static herd_status cu_check(CUresult rc, const char *what)
+{
+	return rc == CUDA_SUCCESS ? HERD_OK : cu_error(HERD_EIO, rc, what);
 }
 
 herd__mem herd__dev_where(const void *p, int *device)
@@ -155,26 +162,19 @@ herd_status herd__dev_use(int device)
 	CUresult rc;
 
 	if (!cu_ready())
-		return herd__error(HERD_ENODEV, "no GPU: %s", cu_why);
+		return no_gpu();
 	if ((rc = cu.device_get(&d, device)) != CUDA_SUCCESS)
 		return cu_error(HERD_ENODEV, rc, "cuDeviceGet");
-	if ((rc = cu.primary_retain(&ctx, d)) != CUDA_SUCCESS)
-		return cu_error(HERD_EIO, rc, "cuDevicePrimaryCtxRetain");
-	if ((rc = cu.ctx_set_current(ctx)) != CUDA_SUCCESS)
-		return cu_error(HERD_EIO, rc, "cuCtxSetCurrent");
-	return HERD_OK;
+	HERD_CHECK(cu_check(cu.primary_retain(&ctx, d), "cuDevicePrimaryCtxRetain"));
+	return cu_check(cu.ctx_set_current(ctx), "cuCtxSetCurrent");
 }
 
 herd_status herd__dev_stream_create(void **stream)
 {
-	CUresult rc;
-
 	*stream = NULL;
 	if (!cu_ready())
-		return herd__error(HERD_ENODEV, "no GPU: %s", cu_why);
-	if ((rc = cu.stream_create((CUstream *)stream, CU_STREAM_DEFAULT)) != CUDA_SUCCESS)
-		return cu_error(HERD_EIO, rc, "cuStreamCreate");
-	return HERD_OK;
+		return no_gpu();
+	return cu_check(cu.stream_create((CUstream *)stream, CU_STREAM_DEFAULT), "cuStreamCreate");
 }
 
 void herd__dev_stream_destroy(void *stream)
@@ -185,14 +185,11 @@ void herd__dev_stream_destroy(void *stream)
 
 herd_status herd__dev_event_create(void **event)
 {
-	CUresult rc;
-
 	*event = NULL;
 	if (!cu_ready())
-		return herd__error(HERD_ENODEV, "no GPU: %s", cu_why);
-	if ((rc = cu.event_create((CUevent *)event, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
-		return cu_error(HERD_EIO, rc, "cuEventCreate");
-	return HERD_OK;
+		return no_gpu();
+	return cu_check(cu.event_create((CUevent *)event, CU_EVENT_DISABLE_TIMING),
+			"cuEventCreate");
 }
 
 void herd__dev_event_destroy(void *event)
@@ -203,14 +200,9 @@ void herd__dev_event_destroy(void *event)
 
 herd_status herd__dev_event_record(void *event, void *stream)
 {
-	CUresult rc;
-
 	if (!cu_ready())
-		return herd__error(HERD_ENODEV, "no GPU: %s", cu_why);
-	rc = cu.event_record((CUevent)event, (CUstream)stream);
-	if (rc != CUDA_SUCCESS)
-		return cu_error(HERD_EIO, rc, "cuEventRecord");
-	return HERD_OK;
+		return no_gpu();
+	return cu_check(cu.event_record((CUevent)event, (CUstream)stream), "cuEventRecord");
 }
 
 herd_status herd__dev_event_query(void *event, bool *done)
@@ -219,14 +211,12 @@ herd_status herd__dev_event_query(void *event, bool *done)
 
 	*done = false;
 	if (!cu_ready())
-		return herd__error(HERD_ENODEV, "no GPU: %s", cu_why);
+		return no_gpu();
 	rc = cu.event_query((CUevent)event);
 	if (rc == CUDA_ERROR_NOT_READY)
 		return HERD_OK;
-	if (rc != CUDA_SUCCESS)
-		return cu_error(HERD_EIO, rc, "cuEventQuery");
-	*done = true;
-	return HERD_OK;
+	*done = rc == CUDA_SUCCESS;
+	return cu_check(rc, "cuEventQuery");
 }
 
 /* One synchronous copy either way: to_host from device src into host dst,

@@ -26,10 +26,6 @@ typedef enum herd__mem {
  * process's CUDA_VISIBLE_DEVICES) in *device. */
 herd__mem herd__dev_where(const void *p, int *device);
 
-/* Why no device memory can be met here ("" when the driver has a GPU):
- * what loading or initializing the driver said. */
-const char *herd__dev_why(void);
-
 /* Makes device's primary context current on the calling thread, as
  * cudaSetDevice does, so that the CUDA runtime and NCCL act on it. */
 herd_status herd__dev_use(int device);

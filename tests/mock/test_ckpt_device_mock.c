@@ -9,19 +9,6 @@
 
 #include "mock_gpu.h"
 
-static void make_dir(char *dir, size_t cap)
-{
-	snprintf(dir, cap, "/tmp/herd-ckpt-dev-XXXXXX");
-	CHECK(mkdtemp(dir) != NULL);
-}
-
-static void remove_dir(const char *dir)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	CHECK(system(cmd) == 0);
-}
 
 /* A device tensor of 3 MiB and a host one, saved with a 1 MiB ring
  * (synchronously and in the background), and restored into fresh device
@@ -36,12 +23,12 @@ static void test_device_tensors_save_and_restore(void)
 	uint64_t step_blob = 7, blob_back = 0;
 	herd_ckpt *ck = NULL;
 	int64_t restored = -1;
-	char dir[64];
+	char *dir;
 
 	CHECK(dev != NULL && back != NULL);
 	if (dev == NULL || back == NULL)
 		return;
-	make_dir(dir, sizeof(dir));
+	dir = make_tmpdir();
 	for (size_t i = 0; i < N; i++)
 		dev[i] = (float)i * 0.25f;
 	for (size_t i = 0; i < 64; i++)
@@ -84,7 +71,7 @@ static void test_device_tensors_save_and_restore(void)
 	CHECK_INT(restored, 2);
 	CHECK(back[0] == -1.0f && back[N - 1] == -1.0f);
 	herd_ckpt_free(ck);
-	remove_dir(dir);
+	rm_tree(dir);
 }
 
 /* A 2-D device tensor saved whole and restored as a shard of rows, in
@@ -98,12 +85,12 @@ static void test_device_shard_restores_in_slabs(void)
 	herd_ckpt *ck = NULL;
 	int64_t restored = -1;
 	size_t bad = 0;
-	char dir[64];
+	char *dir;
 
 	CHECK(whole != NULL && half != NULL);
 	if (whole == NULL || half == NULL)
 		return;
-	make_dir(dir, sizeof(dir));
+	dir = make_tmpdir();
 	for (size_t i = 0; i < (size_t)R * C; i++)
 		whole[i] = (float)i;
 	o.staging_bytes = 64 << 10;
@@ -120,7 +107,7 @@ static void test_device_shard_restores_in_slabs(void)
 		bad += half[i] != (float)(16 * C + i);
 	CHECK_INT(bad, 0);
 	herd_ckpt_free(ck);
-	remove_dir(dir);
+	rm_tree(dir);
 }
 
 /* A device copy that fails fails the save with the driver's words, and
@@ -132,9 +119,8 @@ static void test_failed_device_copy_fails_the_save(void)
 	herd_ckpt_step_info *steps = NULL;
 	herd_ckpt *ck = NULL;
 	size_t n = 99;
-	char dir[64];
+	char *dir = make_tmpdir();
 
-	make_dir(dir, sizeof(dir));
 	CHECK_OK(herd_ckpt_open(&ck, dir, NULL, NULL));
 	CHECK_OK(herd_ckpt_add_tensor(ck, "w", dev, HERD_FLOAT32, 1, shape, NULL, NULL));
 	setenv("HERD_MOCK_CUDA", "copy-fail", 1);
@@ -144,7 +130,7 @@ static void test_failed_device_copy_fails_the_save(void)
 	CHECK_INT(n, 0);
 	herd_free(steps);
 	herd_ckpt_free(ck);
-	remove_dir(dir);
+	rm_tree(dir);
 }
 
 int main(void)

@@ -47,6 +47,27 @@ static herd_comm *join(const dev_args *a, int rank, int size, bool *absent)
 	return comm;
 }
 
+/* The parent: kills a->victim, if any, 1.5 s after the ranks start. */
+static void kill_victim(const pid_t *pids, int size, void *arg)
+{
+	const dev_args *a = arg;
+
+	(void)size;
+	sleep_ms(1500);
+	kill(pids[a->victim], SIGKILL);
+}
+
+/* One scenario: fn on size ranks in a fresh store scope; what each
+ * reported in res (may be NULL); every rank but a->victim exits 0. */
+static void run_case(dev_args *a, const char *name, int size, rank_fn fn, rank_result *res)
+{
+	harness_scope(a->scope, sizeof(a->scope), name);
+	if (res != NULL)
+		memset(res, 0, sizeof(*res) * (size_t)size);
+	CHECK_INT(run_ranks(size, fn, a, 60000, a->victim >= 0 ? kill_victim : NULL, a,
+			    a->victim >= 0 ? 1u << a->victim : 0, res), 0);
+}
+
 /* ---- the calls, mixed buffers, and what is not carried ---------------------- */
 
 static void calls_rank(int rank, int size, void *arg)
@@ -140,8 +161,7 @@ static void test_groups_run_their_calls_at_the_end(void)
 {
 	dev_args a = { .absent = -1, .victim = -1, .timeout_ms = 20000 };
 
-	harness_scope(a.scope, sizeof(a.scope), "nccl-group");
-	CHECK_INT(run_ranks(3, group_rank, &a, 60000, NULL, NULL, 0, NULL), 0);
+	run_case(&a, "nccl-group", 3, group_rank, NULL);
 }
 
 /* Groups that differ (two calls against one) are a mismatch naming both. */
@@ -170,9 +190,7 @@ static void test_differing_groups_are_a_mismatch(void)
 	dev_args a = { .mock = "hang", .absent = -1, .victim = -1, .timeout_ms = 20000 };
 	rank_result res[2];
 
-	harness_scope(a.scope, sizeof(a.scope), "nccl-group-mismatch");
-	memset(res, 0, sizeof(res));
-	CHECK_INT(run_ranks(2, group_mismatch_rank, &a, 60000, NULL, NULL, 0, res), 0);
+	run_case(&a, "nccl-group-mismatch", 2, group_mismatch_rank, res);
 	for (int r = 0; r < 2; r++) {
 		CHECK_INT(res[r].status, HERD_EMISMATCH);
 		CHECK(strstr(res[r].msg, "group of 2 calls") != NULL &&
@@ -202,16 +220,14 @@ static void test_device_p2p_needs_a_collective_first(void)
 {
 	dev_args a = { .absent = -1, .victim = -1 };
 
-	harness_scope(a.scope, sizeof(a.scope), "nccl-p2p-first");
-	CHECK_INT(run_ranks(2, p2p_first_rank, &a, 60000, NULL, NULL, 0, NULL), 0);
+	run_case(&a, "nccl-p2p-first", 2, p2p_first_rank, NULL);
 }
 
 static void test_device_calls_run_through_nccl(void)
 {
 	dev_args a = { .absent = -1, .victim = -1 };
 
-	harness_scope(a.scope, sizeof(a.scope), "nccl-calls");
-	CHECK_INT(run_ranks(3, calls_rank, &a, 60000, NULL, NULL, 0, NULL), 0);
+	run_case(&a, "nccl-calls", 3, calls_rank, NULL);
 }
 
 /* ---- faults ---------------------------------------------------------------- */
@@ -223,7 +239,6 @@ static void fault_rank(int rank, int size, void *arg)
 	herd_comm *comm = NULL;
 	herd_status st;
 	int64_t t0;
-
 	bool absent;
 
 	CHECK(d != NULL);
@@ -237,23 +252,6 @@ out:
 	herd_comm_free(comm);
 }
 
-static void kill_victim(const pid_t *pids, int size, void *arg)
-{
-	const dev_args *a = arg;
-
-	(void)size;
-	sleep_ms(1500);
-	kill(pids[a->victim], SIGKILL);
-}
-
-static void run_fault(dev_args *a, const char *name, int size, rank_result *res)
-{
-	harness_scope(a->scope, sizeof(a->scope), name);
-	memset(res, 0, sizeof(*res) * (size_t)size);
-	CHECK_INT(run_ranks(size, fault_rank, a, 60000, a->victim >= 0 ? kill_victim : NULL, a,
-			    a->victim >= 0 ? 1u << a->victim : 0, res), 0);
-}
-
 /* Every rank's NCCL call hangs and rank 2 never calls: ranks 0 and 1 get
  * HERD_ETIMEDOUT at the deadline plus at most 1 s, naming rank 2. */
 static void test_hung_call_times_out_naming_the_missing_rank(void)
@@ -261,7 +259,7 @@ static void test_hung_call_times_out_naming_the_missing_rank(void)
 	dev_args a = { .mock = "hang", .timeout_ms = 2000, .absent = 2, .victim = -1 };
 	rank_result res[3];
 
-	run_fault(&a, "nccl-hang", 3, res);
+	run_case(&a, "nccl-hang", 3, fault_rank, res);
 	for (int r = 0; r < 2; r++) {
 		CHECK(res[r].valid);
 		CHECK_INT(res[r].status, HERD_ETIMEDOUT);
@@ -282,7 +280,7 @@ static void test_peer_killed_during_a_device_call_is_named(void)
 	dev_args a = { .mock = "hang", .timeout_ms = 30000, .absent = -1, .victim = 1 };
 	rank_result res[2];
 
-	run_fault(&a, "nccl-kill", 2, res);
+	run_case(&a, "nccl-kill", 2, fault_rank, res);
 	CHECK(res[0].valid);
 	CHECK_INT(res[0].status, HERD_EPEER);
 	CHECK(strstr(res[0].msg, "rank 1 (host") != NULL);
@@ -297,7 +295,7 @@ static void test_async_error_is_nccls_text(void)
 	dev_args a = { .mock = "error:0:1", .timeout_ms = 20000, .absent = -1, .victim = -1 };
 	rank_result res[2];
 
-	run_fault(&a, "nccl-error", 2, res);
+	run_case(&a, "nccl-error", 2, fault_rank, res);
 	CHECK(res[0].valid);
 	CHECK_INT(res[0].status, HERD_EIO);
 	CHECK(strstr(res[0].msg, "ncclAllReduce: unhandled system error") != NULL);
@@ -316,7 +314,6 @@ static void mismatch_rank(int rank, int size, void *arg)
 	herd_comm *comm = NULL;
 	herd_status st;
 	int64_t t0;
-
 	bool absent;
 
 	comm = join(a, rank, size, &absent);
@@ -334,9 +331,7 @@ static void test_disagreeing_device_calls_are_a_mismatch(void)
 	dev_args a = { .mock = "hang", .timeout_ms = 20000, .absent = -1, .victim = -1 };
 	rank_result res[2];
 
-	harness_scope(a.scope, sizeof(a.scope), "nccl-mismatch");
-	memset(res, 0, sizeof(res));
-	CHECK_INT(run_ranks(2, mismatch_rank, &a, 60000, NULL, NULL, 0, res), 0);
+	run_case(&a, "nccl-mismatch", 2, mismatch_rank, res);
 	for (int r = 0; r < 2; r++) {
 		CHECK(res[r].valid);
 		CHECK_INT(res[r].status, HERD_EMISMATCH);
@@ -348,9 +343,7 @@ static void test_disagreeing_device_calls_are_a_mismatch(void)
 	/* unchecked: the stand-in completes each call as it is */
 	a.mock = NULL;
 	a.unchecked = 1;
-	harness_scope(a.scope, sizeof(a.scope), "nccl-unchecked");
-	memset(res, 0, sizeof(res));
-	CHECK_INT(run_ranks(2, mismatch_rank, &a, 60000, NULL, NULL, 0, res), 0);
+	run_case(&a, "nccl-unchecked", 2, mismatch_rank, res);
 	CHECK_INT(res[0].status, HERD_OK);
 	CHECK_INT(res[1].status, HERD_OK);
 }
@@ -400,17 +393,13 @@ static void test_stream_calls_are_watched(void)
 	rank_result res[3];
 
 	/* done in time: no error ever */
-	harness_scope(a.scope, sizeof(a.scope), "nccl-stream");
-	memset(res, 0, sizeof(res));
-	CHECK_INT(run_ranks(2, stream_rank, &a, 60000, NULL, NULL, 0, res), 0);
+	run_case(&a, "nccl-stream", 2, stream_rank, res);
 	CHECK_INT(res[0].status, HERD_OK);
 	CHECK_INT(res[1].status, HERD_OK);
 	/* hung, and rank 2 never queues it */
 	a.mock = "hang";
 	a.absent = 2;
-	harness_scope(a.scope, sizeof(a.scope), "nccl-stream-hang");
-	memset(res, 0, sizeof(res));
-	CHECK_INT(run_ranks(3, stream_rank, &a, 60000, NULL, NULL, 0, res), 0);
+	run_case(&a, "nccl-stream-hang", 3, stream_rank, res);
 	for (int r = 0; r < 2; r++) {
 		CHECK_INT(res[r].status, HERD_ETIMEDOUT);
 		CHECK(strstr(res[r].msg, "queued on a stream did not complete within") != NULL ||
@@ -429,7 +418,7 @@ static void test_late_completion_succeeds(void)
 	dev_args a = { .mock = "late:1:700", .timeout_ms = 20000, .absent = -1, .victim = -1 };
 	rank_result res[2];
 
-	run_fault(&a, "nccl-late", 2, res);
+	run_case(&a, "nccl-late", 2, fault_rank, res);
 	CHECK(res[0].valid && res[1].valid);
 	CHECK_INT(res[0].status, HERD_OK);
 	CHECK_INT(res[1].status, HERD_OK);
@@ -442,7 +431,7 @@ static void test_hung_init_times_out(void)
 	dev_args a = { .mock = "init-hang:1", .timeout_ms = 2000, .absent = -1, .victim = -1 };
 	rank_result res[2];
 
-	run_fault(&a, "nccl-init", 2, res);
+	run_case(&a, "nccl-init", 2, fault_rank, res);
 	CHECK(res[1].valid);
 	CHECK_INT(res[1].status, HERD_ETIMEDOUT);
 	CHECK(strstr(res[1].msg, "allreduce #") != NULL);

@@ -11,10 +11,13 @@
 #ifndef HERD_TEST_H
 #define HERD_TEST_H
 
+#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "herd.h"
 
@@ -35,6 +38,37 @@ static inline void test_fill_bytes(void *p, size_t n, uint64_t seed)
 		x ^= x << 17;
 		b[i] = (uint8_t)x;
 	}
+}
+
+static inline int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	chmod(path, 0700);
+	return remove(path);
+}
+
+/* A fresh temporary directory (removed with rm_tree). */
+static inline char *make_tmpdir(void)
+{
+	char tmpl[] = "/tmp/herd-test-XXXXXX";
+	char *d = mkdtemp(tmpl);
+
+	if (d == NULL) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	return strdup(d);
+}
+
+static inline void rm_tree(char *dir)
+{
+	if (dir == NULL)
+		return;
+	chmod(dir, 0700);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(dir);
 }
 
 #define TEST_FAIL_(...)                                                 \

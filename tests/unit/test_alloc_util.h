@@ -7,7 +7,6 @@
 #define HERD_TEST_ALLOC_UTIL_H
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdbool.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -168,35 +167,5 @@ static inline const char *plan_gpus(const herd_plan *plan)
 	return buf;
 }
 
-static inline int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	chmod(path, 0700);
-	return remove(path);
-}
-
-/* A fresh temporary directory (removed with rm_tree). */
-static inline char *make_tmpdir(void)
-{
-	char tmpl[] = "/tmp/herd-alloc-test-XXXXXX";
-	char *d = mkdtemp(tmpl);
-
-	if (d == NULL) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	return strdup(d);
-}
-
-static inline void rm_tree(char *dir)
-{
-	if (dir == NULL)
-		return;
-	chmod(dir, 0700);
-	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	free(dir);
-}
 
 #endif /* HERD_TEST_ALLOC_UTIL_H */

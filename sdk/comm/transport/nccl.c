@@ -160,18 +160,27 @@ static herd_status nccl_error(const char *last, ncclResult_t rc, const char *wha
 }
 
 /* NCCL's asynchronous state, and its last error's text when it failed;
- * ncclInvalidUsage once the NCCL communicator is aborted. */
-static ncclResult_t nccl_state(herd__nccl *n, char *last, size_t cap)
+ * ncclInvalidUsage once the NCCL communicator is aborted.  With n->mu
+ * held (nccl_state takes it). */
+static ncclResult_t state_locked(herd__nccl *n, char *last, size_t cap)
 {
 	ncclResult_t async = ncclInvalidUsage;
 
 	last[0] = '\0';
-	pthread_mutex_lock(&n->mu);
 	if (n->comm != NULL && nccl.async_error(n->comm, &async) != ncclSuccess)
 		async = ncclInternalError;
 	if (n->comm != NULL && async != ncclSuccess && async != ncclInProgress &&
 	    nccl.last_error != NULL)
 		herd__strlcpy(last, nccl.last_error(n->comm), cap);
+	return async;
+}
+
+static ncclResult_t nccl_state(herd__nccl *n, char *last, size_t cap)
+{
+	ncclResult_t async;
+
+	pthread_mutex_lock(&n->mu);
+	async = state_locked(n, last, cap);
 	pthread_mutex_unlock(&n->mu);
 	return async;
 }
@@ -528,6 +537,8 @@ static void *watchdog_main(void *arg)
 		struct timespec ts;
 		herd_status st = HERD_OK;
 		nccl_pending front;
+		ncclResult_t async;
+		char last[256];
 		bool late;
 
 		while (n->npending > 0) {
@@ -546,15 +557,9 @@ static void *watchdog_main(void *arg)
 		}
 		front = n->pending[n->head];
 		late = herd__net_now_ms() >= front.deadline;
-		if (n->comm != NULL) {
-			ncclResult_t async = ncclSuccess;
-
-			if (nccl.async_error(n->comm, &async) != ncclSuccess)
-				async = ncclInternalError;
-			if (async != ncclSuccess && async != ncclInProgress)
-				st = nccl_error(nccl.last_error != NULL ? nccl.last_error(n->comm) : NULL,
-						async, nccl_call_name((herd__op_kind)front.fp.kind));
-		}
+		async = state_locked(n, last, sizeof(last));
+		if (async != ncclSuccess && async != ncclInProgress && async != ncclInvalidUsage)
+			st = nccl_error(last, async, nccl_call_name((herd__op_kind)front.fp.kind));
 		if (st != HERD_OK || late || atomic_load(&comm->status) != HERD_OK) {
 			if (n->comm != NULL)
 				(void)nccl.abort(n->comm);

@@ -63,7 +63,8 @@
  * Memory: registered pointers are borrowed; they must stay valid, and the
  * tensors' bytes unchanged during herd_ckpt_save and until
  * herd_ckpt_save_async returns (after that the program may modify them:
- * the data is in staging memory).  Tensors are host memory for now.
+ * the data is in staging memory).  Tensors may be host or GPU memory
+ * (herd_ckpt_add_tensor).
  */
 #ifndef HERD_CKPT_H
 #define HERD_CKPT_H
@@ -187,8 +188,9 @@ HERD_EXTERN void herd_ckpt_free(herd_ckpt *ck);
  * save returns once the device bytes are staged; checksums are of the
  * host bytes.  A failed device copy fails the save on every rank with the
  * driver's words.  A restore reads and verifies the shard on the host, in
- * slabs of whole rows of at most the staging size, and copies each to the
- * device.
+ * slabs of whole rows of at most half the staging size, and copies each to
+ * the device while the next is read; a failed copy fails the restore with
+ * HERD_ENODEV and the driver's words (older steps are not tried).
  */
 HERD_EXTERN herd_status herd_ckpt_add_tensor(herd_ckpt *ck, const char *name, void *data,
 					     herd_dtype dtype, int ndim,

@@ -217,13 +217,12 @@ herd_status herd__ckpt_read_error(const herd__ckpt_read_result *r, size_t len, c
 
 /*
  * herd__ckpt_pread of len bytes at off into buf, then *sum gets their
- * checksum (herd__ckpt_sum; sum NULL: none).  When ahead > 0, the kernel
- * is told before the hashing that the ahead bytes after these will be read
- * next (POSIX_FADV_WILLNEED), so that the disk reads them while these are
- * hashed instead of waiting for the next read.
+ * checksum (herd__ckpt_sum; sum NULL: none).  Sequential reads are left
+ * to the kernel's own read-ahead: telling it more (POSIX_FADV_WILLNEED on
+ * the next chunks) made restores from disk a third slower.
  */
-herd_status herd__ckpt_pread_sum(int fd, void *buf, size_t len, uint64_t off,
-				 uint64_t ahead, const char *path, uint64_t *sum);
+herd_status herd__ckpt_pread_sum(int fd, void *buf, size_t len, uint64_t off, const char *path,
+				 uint64_t *sum);
 
 /*
  * A thread that reads and verifies a run of chunks while its caller reads

@@ -62,17 +62,10 @@ herd_status herd__ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const 
 	return herd__ckpt_read_error(&r, len - (size_t)(r.at - off), path);
 }
 
-herd_status herd__ckpt_pread_sum(int fd, void *buf, size_t len, uint64_t off,
-				 uint64_t ahead, const char *path, uint64_t *sum)
+herd_status herd__ckpt_pread_sum(int fd, void *buf, size_t len, uint64_t off, const char *path,
+				 uint64_t *sum)
 {
 	HERD_CHECK(herd__ckpt_pread(fd, buf, len, off, path));
-	/*
-	 * Advice only: nothing depends on what the kernel does with it.  Given
-	 * after the read, so that the disk serves these bytes first; the
-	 * kernel skips what its own readahead already holds.
-	 */
-	if (ahead > 0)
-		(void)posix_fadvise(fd, (off_t)(off + len), (off_t)ahead, POSIX_FADV_WILLNEED);
 	if (sum != NULL)
 		*sum = herd__ckpt_sum(buf, len);
 	return HERD_OK;
@@ -405,9 +398,7 @@ static void verify_range(verifier *v, int fd, const char *file, const char *what
 		uint64_t got;
 
 		snprintf(path, sizeof(path), "%s/%s", v->stepdir, file);
-		/* The next chunks are read ahead while this one is hashed. */
-		if (herd__ckpt_pread_sum(fd, buf, (size_t)n, off, len - c * chunk - n < 2 * chunk
-					 ? len - c * chunk - n : 2 * chunk, path, &got) != HERD_OK) {
+		if (herd__ckpt_pread_sum(fd, buf, (size_t)n, off, path, &got) != HERD_OK) {
 			problem(v, file, what, shard, (int64_t)c, (int64_t)off, "%s",
 				herd_last_error());
 			return;

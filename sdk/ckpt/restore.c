@@ -8,9 +8,10 @@
  * contiguous runs (box.c).  The runs are read chunk by chunk; every chunk
  * touched is read whole and its checksum verified before any of its bytes
  * is used, and a chunk that a run covers entirely is read straight into
- * the destination and verified there.  The next chunks are read ahead
- * (POSIX_FADV_WILLNEED), and a chunk read in place is hashed on a thread
- * of the restore while the next one is read (read_chunk).
+ * the destination and verified there.  A run of whole chunks is read in
+ * two halves at once, one on a thread of the restore (split_run).  A
+ * device tensor is read in slabs into host memory, each slab copied to the
+ * device on a thread of its own while the next is read (fill_device).
  *
  * Agreement: each rank verifies what it reads; the ranks then agree on the
  * outcome (herd__ckpt_agree).  A step that fails verification on any rank
@@ -20,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,14 +171,13 @@ static herd_status check_pending(copier *c)
 	return r.bad < 0 ? HERD_OK : mismatch(c, from + (uint64_t)r.bad, r.sum);
 }
 
-/* Reads chunk k (n bytes) into p and verifies it.  The two chunks after it
- * are read ahead (WILLNEED). */
+/* Reads chunk k (n bytes) into p and verifies it. */
 static herd_status read_chunk(copier *c, uint64_t k, uint8_t *p, uint64_t n, const char *path)
 {
-	uint64_t cstart = k * c->chunk, next = c->shard->len - cstart - n, got = 0;
+	uint64_t got = 0;
 
-	HERD_CHECK(herd__ckpt_pread_sum(c->fd, p, (size_t)n, c->shard->at + cstart,
-					next < 2 * c->chunk ? next : 2 * c->chunk, path, &got));
+	HERD_CHECK(herd__ckpt_pread_sum(c->fd, p, (size_t)n, c->shard->at + k * c->chunk, path,
+					&got));
 	return got == c->shard->sums[k] ? HERD_OK : mismatch(c, k, got);
 }
 
@@ -281,35 +282,112 @@ static herd_status fill_box(step_files *sf, const herd__ckpt_tensor *t, const he
 }
 
 /*
- * A device tensor's shard: read and verified on the host, then copied to
- * the device, in slabs of whole rows (along the first dimension) of at
- * most the staging size, so that the host memory it takes is bounded.
+ * One slab's copy to the device, on a thread of its own.  A copy that
+ * fails is HERD_ENODEV, with the driver's words: the GPU, not the step,
+ * is at fault, so a restore of the latest step does not go on to older
+ * ones (is_damage).
+ */
+typedef struct slab_copy {
+	pthread_t thread;
+	bool running;
+	int device;
+	void *dst;
+	const void *src;
+	size_t n;
+	const char *what;
+	herd_status st;
+	char msg[512];
+} slab_copy;
+
+static void *slab_copy_main(void *arg)
+{
+	slab_copy *sc = arg;
+
+	sc->st = herd__dev_use(sc->device);
+	if (sc->st == HERD_OK)
+		sc->st = herd__dev_from_host(sc->dst, sc->src, sc->n, sc->what);
+	if (sc->st != HERD_OK) {
+		sc->st = HERD_ENODEV;
+		herd__strlcpy(sc->msg, herd_last_error(), sizeof(sc->msg));
+	}
+	return NULL;
+}
+
+/* Starts the copy sc describes; without a thread, makes it here. */
+static herd_status slab_copy_start(slab_copy *sc)
+{
+	if (pthread_create(&sc->thread, NULL, slab_copy_main, sc) == 0) {
+		sc->running = true;
+		return HERD_OK;
+	}
+	slab_copy_main(sc);
+	return sc->st == HERD_OK ? HERD_OK : herd__error(sc->st, "%s", sc->msg);
+}
+
+/* Waits for the copy sc started, if any; its outcome. */
+static herd_status slab_copy_wait(slab_copy *sc)
+{
+	if (!sc->running)
+		return HERD_OK;
+	pthread_join(sc->thread, NULL);
+	sc->running = false;
+	return sc->st == HERD_OK ? HERD_OK : herd__error(sc->st, "%s", sc->msg);
+}
+
+/*
+ * A device tensor's shard: read and verified on the host in slabs of whole
+ * rows (along the first dimension), then copied to the device.  Two slabs
+ * of at most half the staging size each take turns: one is copied to the
+ * device (page-locked where the driver allows) while the next is read
+ * into the other, so that the host memory it takes is bounded and the
+ * copies hide behind the reads.
  */
 static herd_status fill_device(herd_ckpt *ck, step_files *sf, const herd__ckpt_tensor *t,
 			       const herd__ckpt_reg_tensor *rt, uint8_t *buf,
 			       herd__ckpt_hasher *hasher)
 {
-	uint64_t rows = rt->box.shape[0], row = rows > 0 ? rt->bytes / rows : 0, per;
+	uint64_t rows = rt->box.shape[0], row = rows > 0 ? rt->bytes / rows : 0, per, i = 0;
+	size_t half = ck->staging_bytes / 2, slabs;
+	slab_copy sc[2] = { { .running = false }, { .running = false } };
 	uint8_t *host = NULL;
-	herd_status st;
+	herd_status st = HERD_OK, done;
+	bool pinned;
 
 	if (rt->bytes == 0)
 		return HERD_OK;
-	per = row > 0 && ck->staging_bytes / row > 0 ? ck->staging_bytes / row : 1;
+	per = row > 0 && half / row > 0 ? half / row : 1;
 	if (per > rows)
 		per = rows;
-	HERD_CHECK(herd__calloc(&host, (size_t)(per * row), 1, "a host slab of a device tensor"));
-	st = herd__dev_use(rt->device);
-	for (uint64_t r0 = 0; r0 < rows && st == HERD_OK; r0 += per) {
+	slabs = per < rows ? 2 : 1;
+	HERD_CHECK(herd__calloc(&host, slabs * (size_t)(per * row), 1,
+				"host slabs of a device tensor"));
+	pinned = herd__dev_pin(host, slabs * (size_t)(per * row));
+	for (uint64_t r0 = 0; r0 < rows && st == HERD_OK; r0 += per, i++) {
+		slab_copy *c = &sc[i % 2];
+		uint8_t *h = host + (i % 2) * per * row;
 		herd__ckpt_box slab = rt->box;
 
 		slab.offset[0] += r0;
 		slab.shape[0] = rows - r0 < per ? rows - r0 : per;
-		st = fill_box(sf, t, &slab, host, buf, hasher);
+		/* This slab's memory is free once its copy two slabs ago is. */
+		st = slab_copy_wait(c);
 		if (st == HERD_OK)
-			st = herd__dev_from_host((uint8_t *)rt->data + r0 * row, host,
-						 (size_t)(slab.shape[0] * row), rt->name);
+			st = fill_box(sf, t, &slab, h, buf, hasher);
+		if (st == HERD_OK) {
+			*c = (slab_copy){ .device = rt->device, .dst = (uint8_t *)rt->data + r0 * row,
+					  .src = h, .n = (size_t)(slab.shape[0] * row),
+					  .what = rt->name };
+			st = slab_copy_start(c);
+		}
 	}
+	/* The first failure is the one to report; every copy is waited for. */
+	for (int k = 0; k < 2; k++) {
+		done = slab_copy_wait(&sc[(i + (uint64_t)k) % 2]);
+		if (st == HERD_OK)
+			st = done;
+	}
+	if (pinned)
+		herd__dev_unpin(host);
 	free(host);
 	return st;
 }
@@ -326,7 +404,7 @@ static herd_status read_blob(step_files *sf, const herd__ckpt_blob *b, size_t p,
 	snprintf(path, sizeof(path), "%s/%s", sf->dir, sf->m->files[part->file].name);
 	if (sf->m->checksum == HERD_CKPT_CHECKSUM_NONE)
 		return herd__ckpt_pread(fd, dst, (size_t)part->len, part->at, path);
-	HERD_CHECK(herd__ckpt_pread_sum(fd, dst, (size_t)part->len, part->at, 0, path, &got));
+	HERD_CHECK(herd__ckpt_pread_sum(fd, dst, (size_t)part->len, part->at, path, &got));
 	if (got != part->sum)
 		return herd__error(HERD_EFORMAT, "%s: blob \"%s\" of rank %zu (byte %" PRIu64 " of the "
 				   "file): checksum mismatch: expected %016" PRIx64 ", got %016" PRIx64,

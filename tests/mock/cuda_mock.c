@@ -5,7 +5,8 @@
  * memory is host memory from cuMemAlloc_v2; streams and events on the
  * host's clock: work the stand-in NCCL queues on a stream makes the stream
  * busy until a time (or for ever), and an event recorded on it is ready
- * from then.  HERD_MOCK_CUDA=copy-fail makes device-to-host copies fail.
+ * from then.  HERD_MOCK_CUDA=copy-fail makes device-to-host copies fail,
+ * upload-fail host-to-device ones.
  * Only the entry points libherd and the tests use, with the ABI of cuda.h.
  */
 #include <pthread.h>
@@ -147,6 +148,10 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
 {
+	const char *m = getenv("HERD_MOCK_CUDA");
+
+	if (m != NULL && strcmp(m, "upload-fail") == 0)
+		return ILLEGAL_ADDRESS;
 	memcpy((void *)(uintptr_t)dst, src, n);
 	return OK;
 }

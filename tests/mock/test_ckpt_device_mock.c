@@ -75,7 +75,8 @@ static void test_device_tensors_save_and_restore(void)
 }
 
 /* A 2-D device tensor saved whole and restored as a shard of rows, in
- * slabs of the staging size (16 rows of 4000 bytes in 64 KiB). */
+ * slabs of half the staging size (8 rows of 4000 bytes in 32 KiB: four
+ * slabs, the two host buffers taking turns). */
 static void test_device_shard_restores_in_slabs(void)
 {
 	enum { R = 64, C = 1000 };
@@ -133,10 +134,45 @@ static void test_failed_device_copy_fails_the_save(void)
 	rm_tree(dir);
 }
 
+/* A copy to the device that fails fails the restore with the driver's
+ * words as HERD_ENODEV, after every copy started has finished, and the
+ * step is not taken for damaged: no older step is tried. */
+static void test_failed_device_copy_fails_the_restore(void)
+{
+	enum { R = 64, C = 1000 };
+	const uint64_t shape[2] = { R, C };
+	herd_ckpt_opts o = HERD_CKPT_OPTS_INIT;
+	float *m = dev_alloc(R * C * sizeof(float));
+	herd_ckpt *ck = NULL;
+	int64_t restored = 99;
+	char *dir;
+
+	CHECK(m != NULL);
+	if (m == NULL)
+		return;
+	dir = make_tmpdir();
+	o.staging_bytes = 64 << 10;
+	CHECK_OK(herd_ckpt_open(&ck, dir, NULL, &o));
+	CHECK_OK(herd_ckpt_add_tensor(ck, "m", m, HERD_FLOAT32, 2, shape, NULL, NULL));
+	CHECK_OK(herd_ckpt_save(ck, 1));
+	CHECK_OK(herd_ckpt_save(ck, 2));
+	setenv("HERD_MOCK_CUDA", "upload-fail", 1);
+	CHECK_ERR(herd_ckpt_restore(ck, HERD_CKPT_LATEST, &restored), HERD_ENODEV,
+		  "restoring checkpoint step 2: ");
+	CHECK(strstr(herd_last_error(), "cuMemcpyHtoD") != NULL);
+	CHECK_INT(restored, -1);
+	unsetenv("HERD_MOCK_CUDA");
+	CHECK_OK(herd_ckpt_restore(ck, HERD_CKPT_LATEST, &restored));
+	CHECK_INT(restored, 2);
+	herd_ckpt_free(ck);
+	rm_tree(dir);
+}
+
 int main(void)
 {
 	TEST_RUN(test_device_tensors_save_and_restore);
 	TEST_RUN(test_device_shard_restores_in_slabs);
 	TEST_RUN(test_failed_device_copy_fails_the_save);
+	TEST_RUN(test_failed_device_copy_fails_the_restore);
 	return TEST_DONE();
 }

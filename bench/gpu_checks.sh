@@ -70,7 +70,7 @@ step "herd bench --device gpu, checked: allreduce in every datatype, then the ot
 for d in float32 bfloat16 float16 float8_e4m3 int32; do
   run "$bin/herd" bench allreduce --device gpu -d "$d" -b 8 -e 64M -f 64 -n 5 -w 2 -c 1
 done
-for op in reduce broadcast allgather reduce_scatter; do
+for op in reduce broadcast allgather reduce_scatter alltoall sendrecv; do
   run "$bin/herd" bench "$op" --device gpu -b 8 -e 64M -f 64 -n 5 -w 2 -c 1
 done
 if command -v compute-sanitizer >/dev/null; then

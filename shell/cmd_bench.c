@@ -102,7 +102,7 @@ static const char bench_usage[] =
 	"  --device host|gpu        where the buffers are (default host); gpu: each\n"
 	"                           rank's GPU (its local rank among the GPUs it\n"
 	"                           sees), filled and checked by kernels, the calls\n"
-	"                           through NCCL; not alltoall and sendrecv yet\n"
+	"                           through NCCL\n"
 	"  --json                   one JSON object per size and line, not a table\n"
 	"Without --np or a launcher's variables it runs one rank and says so.  It\n"
 	"warns on stderr when the machine is busy (load average above 0.5 per CPU\n"
@@ -576,11 +576,6 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		return usage_error("unknown operation '%s'", argv[optind]);
 	if (optind + 1 < argc)
 		return usage_error("unexpected argument '%s'", argv[optind + 1]);
-	if (a->gpu &&
-	    (strcmp(a->op->name, "alltoall") == 0 || strcmp(a->op->name, "sendrecv") == 0))
-		return usage_error("--device gpu: %s runs on host memory only for now (allreduce, "
-				   "reduce, broadcast, allgather and reduce_scatter run on the GPU)",
-				   a->op->name);
 #if !HERD_HAVE_CUDA
 	if (a->gpu)
 		return usage_error("%s", "--device gpu: this herd was built without CUDA");
@@ -638,12 +633,20 @@ struct bench_result {
  * of them checked element by element.  Each block of the allgather and
  * reduce_scatter buffers has its own seed, so that a block is checked from
  * index 0; the broadcast's and allgather's copies are "reductions" of one
- * rank.  Seeds differ between sizes and between out of place and in place,
- * so that what an earlier call left is never taken for a result.
+ * rank, as are the alltoall's blocks (one seed per sender and receiver)
+ * and the sendrecv's buffer.  Seeds differ between sizes and between out
+ * of place and in place, so that what an earlier call left is never taken
+ * for a result.
  */
 static uint64_t gpu_seed(const struct bench_ctx *c, int inplace)
 {
 	return (uint64_t)c->shape.size * 2 + (uint64_t)inplace;
+}
+
+/* The seed of the alltoall block rank from sends to rank to. */
+static uint64_t pair_seed(const struct bench_ctx *c, uint64_t seed, int from, int to)
+{
+	return seed + 1 + (uint64_t)from * (uint64_t)c->nranks + (uint64_t)to;
 }
 
 static unsigned char *gpu_block(unsigned char *buf, const struct bench_ctx *c, int b)
@@ -671,6 +674,15 @@ static herd_status gpu_fill(struct bench_ctx *c, int inplace)
 						seed + 1 + (uint64_t)b, NULL));
 		return HERD_OK;
 	}
+	if (strcmp(op, "alltoall") == 0) {
+		for (int b = 0; b < c->nranks; b++)
+			HERD_CHECK(herd__k_fill(gpu_block(c->send, c, b), n, c->dtype, HERD_SUM, 0,
+						1, pair_seed(c, seed, c->rank, b), NULL));
+		return HERD_OK;
+	}
+	if (strcmp(op, "sendrecv") == 0)
+		return herd__k_fill(c->send, n, c->dtype, HERD_SUM, 0, 1,
+				    seed + 1 + (uint64_t)c->rank, NULL);
 	return herd__k_fill(inplace ? c->recv : c->send, n, c->dtype, c->args->redop, c->rank,
 			    c->nranks, seed, NULL);
 }
@@ -696,6 +708,17 @@ static herd_status gpu_check(const struct bench_ctx *c, int inplace, uint64_t *w
 		return herd__k_verify(inplace ? gpu_block(c->send, c, c->rank) : c->recv, n,
 				      c->dtype, c->args->redop, c->nranks,
 				      seed + 1 + (uint64_t)c->rank, wrong, NULL);
+	if (strcmp(op, "alltoall") == 0) {
+		for (int b = 0; b < c->nranks; b++) {
+			HERD_CHECK(herd__k_verify(gpu_block(c->recv, c, b), n, c->dtype, HERD_SUM, 1,
+						  pair_seed(c, seed, b, c->rank), &w, NULL));
+			*wrong += w;
+		}
+		return HERD_OK;
+	}
+	if (strcmp(op, "sendrecv") == 0)
+		return herd__k_verify(c->recv, n, c->dtype, HERD_SUM, 1,
+				      seed + 1 + (uint64_t)prev_rank(c), wrong, NULL);
 	if (strcmp(op, "reduce") == 0 && c->rank != c->args->root)
 		return HERD_OK;
 	return herd__k_verify(c->recv, n, c->dtype, c->args->redop, c->nranks, seed, wrong, NULL);
@@ -1006,6 +1029,18 @@ static int sweep(struct bench_ctx *c)
 		fprintf(stderr, "herd bench: rank %d: cannot allocate %zu + %zu bytes\n", c->rank,
 			big.send_count * c->es, big.recv_count * c->es);
 		return SHELL_EXIT_FAILURE;
+	}
+	if (a->gpu && !a->op->has_inplace) {
+		/* alltoall and sendrecv are point-to-point calls in NCCL, which a
+		 * first device collective gives their communicator. */
+		herd_status st = herd_comm_allreduce(c->comm, c->recv, c->recv, 1, HERD_UINT8,
+						     HERD_MAX);
+
+		if (st != HERD_OK) {
+			report(c, "--device gpu", st);
+			free_buffers(c);
+			return SHELL_EXIT_FAILURE;
+		}
 	}
 	if (c->rank == 0 && !a->json)
 		print_header(c);

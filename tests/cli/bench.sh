@@ -136,15 +136,16 @@ allreduce --np 2 -r 2
 allreduce --transport ib
 allreduce --algo tree
 allreduce --device tpu
-alltoall --device gpu
 EOF
 # --device gpu where no GPU is: each rank says why, exit 1, nothing measured
 # (on a GPU machine the gpu tests run it)
 if [[ ! -e /dev/nvidiactl ]]; then
-  "$HERD" bench allreduce --device gpu -b 8 -e 8 --np 2 >"$tmp/out" 2>"$tmp/err"; rc=$?
-  [[ $rc == 1 ]] || fail "--device gpu without a GPU exited $rc, want 1"
-  grep -q "rank [01]: --device gpu: HERD_\(ENODEV\|EUNAVAIL\)" "$tmp/err" || fail "--device gpu: $(cat "$tmp/err")"
-  grep -q "^ *8 " "$tmp/out" && fail "--device gpu measured without a GPU: $(cat "$tmp/out")"
+  for op in allreduce alltoall sendrecv; do
+    "$HERD" bench $op --device gpu -b 8 -e 8 --np 2 >"$tmp/out" 2>"$tmp/err"; rc=$?
+    [[ $rc == 1 ]] || fail "$op --device gpu without a GPU exited $rc, want 1"
+    grep -q "rank [01]: --device gpu: HERD_\(ENODEV\|EUNAVAIL\)" "$tmp/err" || fail "$op --device gpu: $(cat "$tmp/err")"
+    grep -q "^ *8 " "$tmp/out" && fail "$op --device gpu measured without a GPU: $(cat "$tmp/out")"
+  done
 fi
 # --- nccl-tests' messages for its own flags, and the one-rank notice
 "$HERD" bench allreduce -t float32 2>&1 | grep -qF -- "-t float32: -t is nccl-tests' thread count; the datatype is -d" \

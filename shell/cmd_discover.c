@@ -13,25 +13,44 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "herd.h"
 #include "shell.h"
 
 static const char discover_usage[] =
 	"usage: herd discover [--json] [--save FILE [--format json|msgpack]]\n"
-	"                     [--inventory FILE]\n"
+	"                     [--inventory FILE | --hosts EXPR | --hostfile FILE |\n"
+	"                      --slurm] [--timeout SEC]\n"
 	"  --json             print the inventory as JSON instead of a summary\n"
 	"  --save FILE        also write the inventory to FILE, in the format its\n"
 	"                     name says: *.json JSON, *.msgpack or *.mpk msgpack\n"
 	"  --format F         the format of --save whatever its name: json, msgpack\n"
 	"  --inventory FILE   read this inventory file (JSON or msgpack) instead\n"
-	"                     of probing this node\n";
+	"                     of probing this node\n"
+	"  --hosts EXPR       probe these nodes over ssh (a hostlist: node[01-04])\n"
+	"  --hostfile FILE    probe the hosts of an Open MPI / DeepSpeed hostfile\n"
+	"  --slurm            probe the nodes of this Slurm allocation (one srun step)\n"
+	"  --timeout SEC      give each node SEC seconds to answer (default 30)\n"
+	"Many nodes: nodes of one hardware shape on one line, then warnings about\n"
+	"differences that break or slow training, then the nodes that did not\n"
+	"answer and why.  Exit status 1 when some nodes did not answer, 2 when\n"
+	"none did.\n";
+
+static const char probe_usage[] =
+	"usage: herd probe [--text | --json]\n"
+	"  This node's inventory on standard output, for herd discover on other\n"
+	"  nodes: msgpack, or --text (lines of base64, what herd discover --hosts\n"
+	"  runs) or --json.\n";
 
 struct discover_args {
 	int json;
 	const char *save;
 	const char *format;
 	const char *inventory;
+	const char *hosts, *hostfile;
+	int slurm;
+	int timeout_s;
 };
 
 static double gib(uint64_t bytes)
@@ -287,6 +306,187 @@ static void print_summary(const herd_cluster *cluster, bool this_node)
 	}
 }
 
+/* ----------------------------------------------------------- many nodes */
+
+static void format_bytes(uint64_t b, char *out, size_t cap)
+{
+	if (b >= (1ull << 40))
+		snprintf(out, cap, "%.1f TiB", (double)b / (double)(1ull << 40));
+	else
+		snprintf(out, cap, "%.0f GiB", gib(b));
+}
+
+/* The GPUs of a node in a few words: "8x NVIDIA H100 80GB HBM3 NV18 all-to-all". */
+static void gpu_shape(const herd_node *n, char *out, size_t cap)
+{
+	int all = n->ngpus > 0, links = 0, direct = 0;
+
+	if (n->ngpus == 0) {
+		snprintf(out, cap, "no GPU");
+		return;
+	}
+	for (size_t i = 0; i < n->ngpus; i++) {
+		const herd_gpu *g = &n->gpus[i];
+
+		if (g->nvswitch_links <= 0)
+			all = 0;
+		else if (links == 0 || g->nvswitch_links < links)
+			links = g->nvswitch_links;
+		direct |= g->nnvlinks > 0;
+	}
+	if (all)
+		snprintf(out, cap, "%zux %s NV%d all-to-all", n->ngpus, n->gpus[0].name, links);
+	else
+		snprintf(out, cap, "%zux %s %s", n->ngpus, n->gpus[0].name,
+			 direct ? "NVLink pairs" : "PCIe");
+}
+
+/* The fabric side: active RDMA ports, else PCI interfaces that are up. */
+static void nic_shape(const herd_node *n, char *out, size_t cap)
+{
+	size_t ports = 0, up = 0;
+	int rate = -1;
+	const char *layer = "";
+	int64_t speed = -2;
+
+	for (size_t i = 0; i < n->nrdma; i++)
+		for (size_t p = 0; p < n->rdma[i].nports; p++)
+			if (strcmp(n->rdma[i].ports[p].state, "active") == 0) {
+				ports++;
+				if (rate < 0 || n->rdma[i].ports[p].rate_gbps > rate) {
+					rate = n->rdma[i].ports[p].rate_gbps;
+					layer = n->rdma[i].ports[p].link_layer;
+				}
+			}
+	if (ports > 0) {
+		snprintf(out, cap, "%zux RDMA %d Gb/s %s", ports, rate,
+			 strcmp(layer, "infiniband") == 0 ? "InfiniBand"
+			 : strcmp(layer, "ethernet") == 0 ? "RoCE" : layer);
+		return;
+	}
+	for (size_t i = 0; i < n->nnetdevs; i++)
+		if (n->netdevs[i].pci.bus_id[0] != '\0' && strcmp(n->netdevs[i].state, "up") == 0) {
+			up++;
+			if (n->netdevs[i].speed_mbps > speed)
+				speed = n->netdevs[i].speed_mbps;
+		}
+	if (up == 0)
+		snprintf(out, cap, "no RDMA, no PCI NIC up");
+	else if (speed >= 0)
+		snprintf(out, cap, "no RDMA, %zux NIC %g Gb/s", up, (double)speed / 1000.0);
+	else
+		snprintf(out, cap, "no RDMA, %zux NIC", up);
+}
+
+static void node_shape(const herd_node *n, char *out, size_t cap)
+{
+	char mem[32], gpus[160], nics[96];
+
+	format_bytes(n->memory_bytes, mem, sizeof(mem));
+	gpu_shape(n, gpus, sizeof(gpus));
+	nic_shape(n, nics, sizeof(nics));
+	snprintf(out, cap, "%dx %s %d cores  %s  %s  %s", n->packages,
+		 n->cpu_model && n->cpu_model[0] ? n->cpu_model : "unknown CPU", n->cores, mem,
+		 gpus, nics);
+}
+
+static void print_warning(void *userdata, const char *nodes, const char *message)
+{
+	(void)userdata;
+	printf("warning: %s: %s\n", nodes, message);
+}
+
+/* Nodes of one shape on one line, as sinfo groups them; then warnings. */
+static int print_cluster(const herd_cluster *cluster)
+{
+	size_t n = herd_cluster_node_count(cluster), groups = 0;
+	char (*shape)[512] = calloc(n + 1, sizeof(*shape));
+	const char **names = calloc(n + 1, sizeof(*names));
+	size_t *group = calloc(n + 1, sizeof(*group));
+	int width = 5, status = SHELL_EXIT_OK;
+	char **lists = calloc(n + 1, sizeof(*lists));
+
+	if (shape == NULL || names == NULL || group == NULL || lists == NULL) {
+		shell_message("herd", "out of memory");
+		status = SHELL_EXIT_FAILURE;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		node_shape(herd_cluster_node(cluster, i), shape[i], sizeof(shape[i]));
+		group[i] = i;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(shape[i], shape[j]) == 0) {
+				group[i] = group[j];
+				break;
+			}
+	}
+	for (size_t g = 0; g < n; g++) {
+		size_t k = 0;
+
+		if (group[g] != g)
+			continue;
+		for (size_t i = 0; i < n; i++)
+			if (group[i] == g)
+				names[k++] = herd_cluster_node(cluster, i)->hostname;
+		if (herd_hostlist_compress(names, k, &lists[g]) != HERD_OK) {
+			shell_message("herd", herd_last_error());
+			status = SHELL_EXIT_FAILURE;
+			goto out;
+		}
+		if ((int)strlen(lists[g]) > width)
+			width = (int)strlen(lists[g]);
+		groups++;
+	}
+	printf("%-*s  %5s  %s\n", width, "NODES", "COUNT", "SHAPE");
+	for (size_t g = 0; g < n; g++) {
+		size_t k = 0;
+
+		if (group[g] != g)
+			continue;
+		for (size_t i = 0; i < n; i++)
+			k += group[i] == g;
+		printf("%-*s  %5zu  %s\n", width, lists[g], k, shape[g]);
+	}
+	if (herd_cluster_check(cluster, print_warning, NULL) < 0) {
+		shell_message("herd", herd_last_error());
+		status = SHELL_EXIT_FAILURE;
+	}
+	(void)groups;
+out:
+	for (size_t i = 0; i < n && lists != NULL; i++)
+		herd_free(lists[i]);
+	free(lists);
+	free(group);
+	free(names);
+	free(shape);
+	return status;
+}
+
+/* On a terminal: "discover: 12 done, 1 failed, 3 pending" on one line. */
+static void show_progress(void *userdata, size_t done, size_t failed, size_t pending)
+{
+	(void)userdata;
+	fprintf(stderr, "\rdiscover: %zu done, %zu failed, %zu pending\033[K", done, failed,
+		pending);
+	if (pending == 0)
+		fputs("\r\033[K", stderr);
+	fflush(stderr);
+}
+
+/* The nodes that did not answer, on stderr; the exit status they make. */
+static int report_failures(const herd_cluster *cluster)
+{
+	size_t n = herd_cluster_failure_count(cluster);
+
+	for (size_t i = 0; i < n; i++) {
+		const char *host = NULL, *reason = NULL;
+
+		if (herd_cluster_failure(cluster, i, &host, &reason) == HERD_OK)
+			fprintf(stderr, "herd discover: %s: %s\n", host, reason);
+	}
+	return n > 0 ? SHELL_EXIT_FAILURE : SHELL_EXIT_OK;
+}
+
 /* ------------------------------------------------------------- command */
 
 static int usage_error(const char *fmt, const char *arg)
@@ -321,7 +521,7 @@ static int option_value(int argc, char **argv, int *i, const char *name,
 static int parse_args(int argc, char **argv, struct discover_args *args)
 {
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+		const char *a = argv[i], *v = NULL;
 		int r;
 		if (strcmp(a, "--json") == 0) {
 			args->json = 1;
@@ -341,6 +541,19 @@ static int parse_args(int argc, char **argv, struct discover_args *args)
 			if (r < 0 || args->inventory[0] == '\0')
 				return usage_error("option '%s' needs a file name",
 						   "--inventory");
+		} else if ((r = option_value(argc, argv, &i, "--hosts", &args->hosts)) != 0) {
+			if (r < 0 || args->hosts[0] == '\0')
+				return usage_error("option '%s' needs a hostlist (node[01-04])",
+						   "--hosts");
+		} else if ((r = option_value(argc, argv, &i, "--hostfile", &args->hostfile)) != 0) {
+			if (r < 0 || args->hostfile[0] == '\0')
+				return usage_error("option '%s' needs a file name", "--hostfile");
+		} else if (strcmp(a, "--slurm") == 0) {
+			args->slurm = 1;
+		} else if ((r = option_value(argc, argv, &i, "--timeout", &v)) != 0) {
+			if (r < 0 || shell_parse_int(v, 1, 86400, &args->timeout_s) != 0)
+				return usage_error("--timeout takes whole seconds from 1 to 86400, "
+						   "not '%s'", r < 0 ? "" : v);
 		} else if (a[0] == '-') {
 			return usage_error("unrecognized option '%s'", a);
 		} else {
@@ -349,6 +562,13 @@ static int parse_args(int argc, char **argv, struct discover_args *args)
 	}
 	if (args->format != NULL && args->save == NULL)
 		return usage_error("--format says how --save writes; give --save FILE%s", "");
+	if ((args->inventory != NULL) + (args->hosts != NULL) + (args->hostfile != NULL) +
+	    args->slurm > 1)
+		return usage_error("%s", "--inventory, --hosts, --hostfile and --slurm each name "
+				   "what to discover: give one");
+	if (args->timeout_s > 0 && args->hosts == NULL && args->hostfile == NULL && !args->slurm)
+		return usage_error("%s", "--timeout is for many nodes: give --hosts, --hostfile "
+				   "or --slurm");
 	return -1;
 }
 
@@ -393,12 +613,22 @@ int cmd_discover(int argc, char **argv)
 		return status;
 
 	herd_discover_opts opts = HERD_DISCOVER_OPTS_INIT;
+	bool many = args.hosts != NULL || args.hostfile != NULL || args.slurm;
 	opts.inventory = args.inventory;
+	opts.hosts = args.hosts;
+	opts.hostfile = args.hostfile;
+	opts.slurm = args.slurm;
+	opts.timeout_ms = args.timeout_s * 1000;
+	if (many && isatty(STDERR_FILENO))
+		opts.progress = show_progress;
 	herd_cluster *cluster = NULL;
-	if (herd_cluster_discover(&cluster, &opts) != HERD_OK) {
+	herd_status st = herd_cluster_discover(&cluster, &opts);
+	if (st != HERD_OK) {
 		shell_message("herd", herd_last_error());
-		/* A bad input file is the caller's to fix, as a usage error is. */
-		return args.inventory ? SHELL_EXIT_USAGE : SHELL_EXIT_FAILURE;
+		/* A bad input file is the caller's to fix, as a usage error is;
+		 * no node answering is exit status 2 too. */
+		return args.inventory || st == HERD_EFORMAT || st == HERD_EUNAVAIL
+			       ? SHELL_EXIT_USAGE : SHELL_EXIT_FAILURE;
 	}
 
 	status = SHELL_EXIT_OK;
@@ -409,14 +639,56 @@ int cmd_discover(int argc, char **argv)
 	if (status == SHELL_EXIT_OK) {
 		if (args.json)
 			status = print_json(cluster);
+		else if (many || herd_cluster_node_count(cluster) > 1)
+			status = print_cluster(cluster);
 		else
 			print_summary(cluster, args.inventory == NULL &&
 					   getenv("HERD_INVENTORY") == NULL);
 	}
+	if (status == SHELL_EXIT_OK)
+		status = report_failures(cluster);
 	herd_cluster_free(cluster);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		shell_message("herd", "cannot write to standard output");
 		status = SHELL_EXIT_FAILURE;
 	}
+	return status;
+}
+
+/* `herd probe`: this node's inventory, for herd discover on another node. */
+int cmd_probe(int argc, char **argv)
+{
+	herd_format format = HERD_FORMAT_MSGPACK;
+	herd_cluster *cluster = NULL;
+	void *data = NULL;
+	size_t len = 0;
+	int status = SHELL_EXIT_OK;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--text") == 0) {
+			format = HERD_FORMAT_TEXT;
+		} else if (strcmp(argv[i], "--json") == 0) {
+			format = HERD_FORMAT_JSON;
+		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			fputs(probe_usage, stdout);
+			return SHELL_EXIT_OK;
+		} else {
+			fprintf(stderr, "herd probe: unrecognized argument '%s'\n"
+				"Try 'herd probe --help' for more information.\n", argv[i]);
+			return SHELL_EXIT_USAGE;
+		}
+	}
+	if (herd_cluster_discover(&cluster, NULL) != HERD_OK ||
+	    herd_cluster_encode(cluster, format, &data, &len) != HERD_OK) {
+		shell_message("herd probe", herd_last_error());
+		herd_cluster_free(cluster);
+		return SHELL_EXIT_FAILURE;
+	}
+	if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0) {
+		shell_message("herd probe", "cannot write to standard output");
+		status = SHELL_EXIT_FAILURE;
+	}
+	herd_free(data);
+	herd_cluster_free(cluster);
 	return status;
 }

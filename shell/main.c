@@ -32,7 +32,8 @@ static const struct command {
 } commands[] = {
 	{ "discover", cmd_discover,
 	  "discover [--json] [--save FILE] [--inventory FILE]\n"
-	  "                    inventory and topology of this node" },
+	  "        [--hosts EXPR | --hostfile F | --slurm] [--timeout S]\n"
+	  "                    inventory and topology of this node or of many" },
 	{ "bench", cmd_bench,
 	  "bench OP [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
 	  "        [-d TYPE] [-o REDOP] [-a 0-3] [-N CYCLES] [--np N] [--json]\n"
@@ -57,6 +58,9 @@ static const struct command {
 	{ "ckpt", cmd_ckpt,
 	  "ckpt ls|verify|inspect|diff|export|import DIR ...\n"
 	  "                    list, verify, compare, export checkpoints (see ckpt -h)" },
+	{ "probe", cmd_probe,
+	  "probe [--text | --json]\n"
+	  "                    this node's inventory, for herd discover elsewhere" },
 	{ "exec", cmd_exec,
 	  "exec --stdio | --connect HOST:PORT\n"
 	  "                    the node-side helper herd launch starts on each node" },

@@ -62,6 +62,8 @@ void shell_repl(lua_State *L);
 
 /* `herd discover [--json] [--save FILE] [--inventory FILE]`. */
 int cmd_discover(int argc, char **argv);
+/* `herd probe`: this node's inventory for a discovery elsewhere (shell/cmd_discover.c). */
+int cmd_probe(int argc, char **argv);
 
 /* `herd bench OP [options]`: a collective benchmark (shell/cmd_bench.c). */
 int cmd_bench(int argc, char **argv);

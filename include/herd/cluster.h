@@ -65,6 +65,10 @@ typedef struct herd_gpu {
 	int nvswitch_links;
 	size_t nnvlinks;            /* direct GPU-GPU links */
 	const herd_nvlink *nvlinks;
+	int ecc;                    /* ECC mode: 1 on, 0 off, -1 unknown */
+	/* PCIe link now and at most (generation, lanes); 0 when unknown.  A
+	 * GPU at rest may train its link down to save power: compare widths. */
+	int pcie_gen, pcie_width, pcie_max_gen, pcie_max_width;
 } herd_gpu;
 
 /* A network interface (a netdev, as `ip link` lists them). */
@@ -125,12 +129,23 @@ typedef struct herd_node {
 	/* Why RDMA devices are absent, NULL when there is nothing to say
 	 * (also when a file omits it). */
 	const char *rdma_note;
+	/* The NVIDIA driver's version ("580.95.05"), NULL when there is none
+	 * or it is unknown (also when a file omits it). */
+	const char *gpu_driver;
 } herd_node;
 
 /* An inventory: a list of nodes.  Opaque. */
 typedef struct herd_cluster herd_cluster;
 
-#define HERD_DISCOVER_OPTS_VERSION 1
+#define HERD_DISCOVER_OPTS_VERSION 2
+
+/*
+ * Progress of a discovery of many nodes: nodes answered, failed and still
+ * pending.  Called on the discovering thread, at most every 100 ms and once
+ * at the end.
+ */
+typedef void (*herd_discover_progress_fn)(void *userdata, size_t done, size_t failed,
+					  size_t pending);
 
 /* Options of herd_cluster_discover.  A zeroed field means its default. */
 typedef struct herd_discover_opts {
@@ -138,9 +153,19 @@ typedef struct herd_discover_opts {
 	/* Load this inventory file (JSON or msgpack) instead of probing.
 	 * When NULL, the file named by HERD_INVENTORY, if set, is loaded. */
 	const char *inventory;
+	/* Version 2: many nodes, at most one of the three. */
+	const char *hosts;          /* a hostlist expression: "node[01-04]" (over ssh) */
+	const char *hostfile;       /* an Open MPI / DeepSpeed hostfile's hosts (over ssh) */
+	int slurm;                  /* non-zero: the nodes of this Slurm allocation
+				     * (SLURM_JOB_NODELIST), in one srun step */
+	int timeout_ms;             /* per node, from its start (0: 30 s) */
+	const char *herd_program;   /* `herd` on the nodes; default $HERD_PROGRAM,
+				     * else "herd" */
+	herd_discover_progress_fn progress;  /* may be NULL */
+	void *userdata;             /* progress's */
 } herd_discover_opts;
 
-#define HERD_DISCOVER_OPTS_INIT { HERD_DISCOVER_OPTS_VERSION, NULL }
+#define HERD_DISCOVER_OPTS_INIT { HERD_DISCOVER_OPTS_VERSION, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL }
 
 /*
  * Discovers this node (or loads opts->inventory) into *out, which the
@@ -148,19 +173,64 @@ typedef struct herd_discover_opts {
  * fail because hardware is absent: a node without GPUs or RDMA devices says
  * why in gpu_note / rdma_note.  Blocks for the duration of the probe
  * (typically well under a second); thread-safe.  On failure *out is NULL.
+ *
+ * With opts->hosts, ->hostfile or ->slurm it discovers those nodes instead:
+ * `herd probe` runs on every node at once (ssh: one client per node, the
+ * options and HERD_SSH / HERD_SSH_ARGS of the ssh launch backend, at most
+ * HERD_DISCOVER_FANOUT at a time, default 256; Slurm: one srun step with
+ * one task per node, HERD_SRUN / HERD_SRUN_ARGS), each node's inventory is
+ * decoded with the strict decoder and the nodes are merged, in the order
+ * given, into one inventory; each node's hostname is the name it was
+ * reached by.  A node that cannot be reached, runs past the timeout or
+ * prints something that is not an inventory is listed among the failures
+ * (herd_cluster_failure) with its reason (ssh's words, the timeout, the
+ * decoder's message); the call returns HERD_OK when at least one node
+ * answered, HERD_EUNAVAIL (the first reasons in the message) when none
+ * did, HERD_EFORMAT for a malformed hostlist or hostfile, HERD_EINVAL for
+ * two kinds of nodes at once.  Every helper process it starts has ended
+ * when it returns.
  */
 HERD_EXTERN herd_status herd_cluster_discover(herd_cluster **out,
 					      const herd_discover_opts *opts);
+
+/*
+ * The nodes a discovery could not inventory: how many, and failure i's
+ * host and reason (borrowed from the cluster).  They are part of the
+ * inventory: saved, loaded and encoded with it ("failed"; absent when
+ * there are none).
+ */
+HERD_EXTERN size_t herd_cluster_failure_count(const herd_cluster *cluster);
+HERD_EXTERN herd_status herd_cluster_failure(const herd_cluster *cluster, size_t i,
+					     const char **host, const char **reason);
+
+/*
+ * Differences between the nodes of an inventory that break or slow
+ * training, each given to fn as a hostlist of the nodes concerned (those
+ * that differ from the most common value; every node when there is none)
+ * and a sentence: GPU model or count, a node with fewer GPUs than its
+ * siblings, GPU driver or CUDA versions, NIC speed or MTU among the
+ * interfaces that are up, RDMA on some nodes only.  Returns the number of
+ * warnings (0 for one node), or -1 with herd_last_error set when memory
+ * runs out.
+ */
+typedef void (*herd_cluster_warning_fn)(void *userdata, const char *nodes, const char *message);
+HERD_EXTERN long herd_cluster_check(const herd_cluster *cluster, herd_cluster_warning_fn fn,
+				    void *userdata);
 
 /* Inventory encodings. */
 typedef enum herd_format {
 	HERD_FORMAT_AUTO = 0,       /* save: by file extension (.json), else msgpack */
 	HERD_FORMAT_MSGPACK = 1,
-	HERD_FORMAT_JSON = 2
+	HERD_FORMAT_JSON = 2,
+	/* What `herd probe --text` prints, for channels that carry lines of
+	 * text (ssh, srun --label): "herd-probe 1 HOSTNAME", the msgpack
+	 * encoding in base64 lines of 76 characters, "end"; each line ends in
+	 * a newline.  The decoder reads it as it reads the other two. */
+	HERD_FORMAT_TEXT = 3
 } herd_format;
 
 /*
- * Reads an inventory file, JSON or msgpack (told apart by content), into
+ * Reads an inventory file, JSON, msgpack or text (told apart by content), into
  * *out.  A malformed, truncated or hostile file gives HERD_EFORMAT (or
  * HERD_EVERSION) and a message naming the file and the offending field.
  */

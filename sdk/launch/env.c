@@ -20,6 +20,7 @@ static const char *const names[HERD__LENV_COUNT] = {
 	[HERD__LENV_SSH_TREE_WIDTH] = "HERD_SSH_TREE_WIDTH", /* the tree's fan-out */
 	[HERD__LENV_SRUN] = "HERD_SRUN",                 /* the srun program */
 	[HERD__LENV_SRUN_ARGS] = "HERD_SRUN_ARGS",       /* words added to srun */
+	[HERD__LENV_DISCOVER_FANOUT] = "HERD_DISCOVER_FANOUT", /* ssh clients at once */
 };
 
 const char *herd__launch_env(herd__launch_var var)

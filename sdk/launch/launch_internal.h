@@ -591,6 +591,7 @@ typedef enum herd__launch_var {
 	HERD__LENV_SSH_TREE_WIDTH,
 	HERD__LENV_SRUN,
 	HERD__LENV_SRUN_ARGS,
+	HERD__LENV_DISCOVER_FANOUT,
 	HERD__LENV_COUNT
 } herd__launch_var;
 

@@ -39,6 +39,25 @@ herd_status herd__remote_env_args(const char *var, char *buf, size_t cap, const 
  */
 bool herd__remote_shell_quote(const char *s, char *out, size_t cap);
 
+/* Room for the remote command line: the quoted program and its arguments. */
+#define HERD__SSH_REMOTE_MAX 4200
+
+/*
+ * The OpenSSH client's command line that runs `PROGRAM ARGS` (PROGRAM
+ * quoted for the remote shell, ARGS as given) on a host, as the ssh
+ * backend starts `herd exec` (ssh.c): argv[host_at] is to be set to the
+ * host.  connect_timeout_ms 0: the backend's default.
+ */
+typedef struct herd__ssh_cmd {
+	const char *argv[HERD__REMOTE_MAX_ARGS + 16 + 1];
+	size_t host_at;
+	char extra[4096], timeout[48], remote[HERD__SSH_REMOTE_MAX];
+	char quoted[HERD__SSH_REMOTE_MAX - 64];
+} herd__ssh_cmd;
+
+herd_status herd__ssh_cmd_build(herd__ssh_cmd *c, int connect_timeout_ms, const char *program,
+				const char *args);
+
 /*
  * Closes a channel's fds and ends its helper process: SIGTERM to its
  * process group, SIGKILL after wait_ms, reaped.  The channel is reset.

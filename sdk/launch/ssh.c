@@ -37,8 +37,6 @@
 
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000
 #define DEFAULT_TREE_MIN 32
-/* Room for the remote command line: the quoted program and its arguments. */
-#define REMOTE_CMD_MAX 4200
 
 static herd_status ssh_resolve(const herd_job_spec *spec, herd__launch_node **nodes,
 			       size_t *nnodes)
@@ -48,24 +46,16 @@ static herd_status ssh_resolve(const herd_job_spec *spec, herd__launch_node **no
 	return herd__remote_nodes_from_hostlist(spec->hosts, nodes, nnodes);
 }
 
-/* Everything the ssh command line needs, in one place: the launcher's and a relay's. */
-struct ssh_cmd {
-	const char *argv[HERD__REMOTE_MAX_ARGS + 16 + 1];
-	size_t host_at;              /* where the host goes */
-	char extra[4096], timeout[48], remote[REMOTE_CMD_MAX], quoted[REMOTE_CMD_MAX - 32];
-};
-
-static herd_status ssh_cmd_build(const herd__launch_ctx *ctx, struct ssh_cmd *c)
+herd_status herd__ssh_cmd_build(herd__ssh_cmd *c, int connect_timeout_ms, const char *program,
+				const char *args)
 {
 	const char *ssh = herd__launch_env(HERD__LENV_SSH);
-	int ms = ctx->spec->connect_timeout_ms > 0 ? ctx->spec->connect_timeout_ms
-						   : DEFAULT_CONNECT_TIMEOUT_MS;
+	int ms = connect_timeout_ms > 0 ? connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
 	size_t nextra = 0, n = 0;
 
-	if (!herd__remote_shell_quote(ctx->herd_program, c->quoted, sizeof(c->quoted)))
-		return herd__error(HERD_EINVAL, "herd_program \"%.60s...\" is too long",
-				   ctx->herd_program);
-	snprintf(c->remote, sizeof(c->remote), "%s exec --stdio", c->quoted);
+	if (!herd__remote_shell_quote(program, c->quoted, sizeof(c->quoted)))
+		return herd__error(HERD_EINVAL, "herd_program \"%.60s...\" is too long", program);
+	snprintf(c->remote, sizeof(c->remote), "%s %s", c->quoted, args);
 	/* ssh counts whole seconds; round up so the limit is never shorter. */
 	snprintf(c->timeout, sizeof(c->timeout), "ConnectTimeout=%d", (ms + 999) / 1000);
 
@@ -90,9 +80,15 @@ static herd_status ssh_cmd_build(const herd__launch_ctx *ctx, struct ssh_cmd *c)
 	return HERD_OK;
 }
 
+static herd_status ssh_cmd_build(const herd__launch_ctx *ctx, herd__ssh_cmd *c)
+{
+	return herd__ssh_cmd_build(c, ctx->spec->connect_timeout_ms, ctx->herd_program,
+				   "exec --stdio");
+}
+
 static herd_status ssh_start(const herd__launch_ctx *ctx, herd__launch_channel *channels)
 {
-	struct ssh_cmd *c = NULL;
+	herd__ssh_cmd *c = NULL;
 	herd_status st = HERD_OK;
 
 	for (size_t i = 0; i < ctx->nnodes; i++)
@@ -119,7 +115,7 @@ out:
 
 static herd_status ssh_tree(const herd__launch_ctx *ctx, herd__launch_tree *t)
 {
-	struct ssh_cmd *c = NULL;
+	herd__ssh_cmd *c = NULL;
 	long min, width, sq = 2;
 	size_t n = 0;
 	herd_status st;

@@ -34,6 +34,7 @@ static bool cuda_gpu(struct hwloc_topology *topo, int i, herd_gpu *gpu, char *wh
 	cudaError_t rc;
 
 	memset(&prop, 0, sizeof(prop));
+	gpu->ecc = -1;   /* the runtime's ECCEnabled is not read: NVML's is the one kept */
 	rc = cudaGetDeviceProperties(&prop, i);
 	if (rc == cudaSuccess)
 		rc = cudaDeviceGetPCIBusId(bus, (int)sizeof(bus), i);

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "inventory.h"
 #include "mpjson.h"
 #include "msgpack_check.h"
@@ -34,6 +36,8 @@
 #define MAX_CC 255
 #define MAX_NVLINKS 64
 #define MAX_BYTES INT64_MAX
+#define MAX_PCIE_GEN 16
+#define MAX_PCIE_WIDTH 64
 
 /* ---- values: the object at the current path ---- */
 
@@ -104,6 +108,30 @@ static herd_status enter(herd__mpwalk *w, const msgpack_object *map, const char 
 		HERD_CHECK(herd__mpwalk_get_int(w, map, key, lo, hi, &get_int_v_));       \
 		(dst) = get_int_v_;                                          \
 	} while (0)
+
+/*
+ * An integer field added within format version 1: files written before it
+ * lack it, and then it is def.
+ */
+static herd_status get_int_or(herd__mpwalk *w, const msgpack_object *map, const char *key,
+			      int64_t lo, int64_t hi, int64_t def, int *dst)
+{
+	const msgpack_object *o;
+	int64_t v = def;
+	size_t mark;
+	herd_status st;
+
+	HERD_CHECK(herd__mpwalk_lookup(w, map, key, &o));
+	if (o == NULL) {
+		*dst = (int)def;
+		return HERD_OK;
+	}
+	mark = herd__mpwalk_key(w, key);
+	st = herd__mpwalk_int(w, o, lo, hi, &v);
+	herd__mpwalk_pop(w, mark);
+	*dst = (int)v;
+	return st;
+}
 
 static herd_status get_fixed(herd__mpwalk *w, const msgpack_object *map, const char *key, char *dst,
 			     size_t cap, const str_form *form)
@@ -348,6 +376,12 @@ static herd_status decode_gpu(herd__mpwalk *w, const msgpack_object *o, void *it
 	GET_INT(w, o, "cc_major", 0, MAX_CC, gpu->cc_major);
 	GET_INT(w, o, "cc_minor", 0, MAX_CC, gpu->cc_minor);
 	GET_INT(w, o, "nvswitch_links", 0, MAX_NVLINKS, gpu->nvswitch_links);
+	HERD_CHECK(get_int_or(w, o, "ecc", -1, 1, -1, &gpu->ecc));
+	HERD_CHECK(get_int_or(w, o, "pcie_gen", 0, MAX_PCIE_GEN, 0, &gpu->pcie_gen));
+	HERD_CHECK(get_int_or(w, o, "pcie_width", 0, MAX_PCIE_WIDTH, 0, &gpu->pcie_width));
+	HERD_CHECK(get_int_or(w, o, "pcie_max_gen", 0, MAX_PCIE_GEN, 0, &gpu->pcie_max_gen));
+	HERD_CHECK(get_int_or(w, o, "pcie_max_width", 0, MAX_PCIE_WIDTH, 0,
+			      &gpu->pcie_max_width));
 	return get_items(w, o, "nvlinks", HERD_INVENTORY_MAX_ITEMS, sizeof(herd_nvlink),
 			 &gpu->nvlinks, &gpu->nnvlinks, decode_nvlink);
 }
@@ -412,7 +446,18 @@ static herd_status decode_node(herd__mpwalk *w, const msgpack_object *o, void *i
 			     &node->netdevs, &node->nnetdevs, decode_netdev));
 	HERD_CHECK(get_items(w, o, "rdma", HERD_INVENTORY_MAX_ITEMS, sizeof(herd_rdma_device),
 			     &node->rdma, &node->nrdma, decode_rdma));
-	return get_note(w, o, "rdma_note", &node->rdma_note);
+	HERD_CHECK(get_note(w, o, "rdma_note", &node->rdma_note));
+	/* Added within version 1: absent is unknown. */
+	return get_note(w, o, "gpu_driver", &node->gpu_driver);
+}
+
+static herd_status decode_failed(herd__mpwalk *w, const msgpack_object *o, void *item)
+{
+	herd__cluster_failed *f = item;
+
+	HERD_CHECK(herd__mpwalk_map(w, o, HERD_INVENTORY_MAX_ITEMS));
+	HERD_CHECK(get_dup(w, o, "host", &name_form, (const char **)&f->host));
+	return get_dup(w, o, "reason", NULL, (const char **)&f->reason);
 }
 
 /*
@@ -439,8 +484,87 @@ static herd_status decode_root(herd__mpwalk *w, const msgpack_object *root, herd
 				       HERD_INVENTORY_VERSION);
 	herd__mpwalk_pop(w, mark);
 	HERD_CHECK(st);
-	return get_items(w, root, "nodes", HERD_INVENTORY_MAX_NODES, sizeof(herd_node),
-			 &cluster->nodes, &cluster->nnodes, decode_node);
+	HERD_CHECK(get_items(w, root, "nodes", HERD_INVENTORY_MAX_NODES, sizeof(herd_node),
+			     &cluster->nodes, &cluster->nnodes, decode_node));
+	/* The nodes a discovery left out, when there are any. */
+	HERD_CHECK(herd__mpwalk_lookup(w, root, "failed", &v));
+	if (v == NULL)
+		return HERD_OK;
+	return get_items(w, root, "failed", HERD_INVENTORY_MAX_NODES, sizeof(herd__cluster_failed),
+			 &cluster->failed, &cluster->nfailed, decode_failed);
+}
+
+/* The start of a line, printable, for a message. */
+static void quote_line(const char *line, size_t n, char *out, size_t cap)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n && i < 60 && k + 5 < cap; i++) {
+		unsigned char c = (unsigned char)line[i];
+
+		if (c >= 0x20 && c < 0x7f && c != '"')
+			out[k++] = (char)c;
+		else
+			k += (size_t)snprintf(out + k, cap - k, "\\x%02x", c);
+	}
+	herd__strlcpy(out + k, n > 60 ? "..." : "", cap - k);
+}
+
+/*
+ * The msgpack inside the text form (HERD_FORMAT_TEXT): *out (of at most
+ * 3/4 of len bytes, freed with free).  HERD_EFORMAT naming the line.
+ */
+static herd_status text_to_msgpack(const char *text, size_t len, char **out, size_t *out_len)
+{
+	const size_t max_line = (HERD__INVENTORY_TEXT_LINE + 2) / 3 * 4;
+	unsigned char *mp = NULL;
+	size_t at = 0, mp_len = 0, line_no = 1;
+	char shown[320];
+	bool ended = false;
+
+	*out = NULL;
+	*out_len = 0;
+	HERD_CHECK(herd__calloc(&mp, len / 4 * 3 + 3, 1, "an inventory's text"));
+	/* The first line is the header: skip it. */
+	while (at < len && text[at] != '\n')
+		at++;
+	at++;
+	while (at < len) {
+		const char *line = text + at, *nl = memchr(line, '\n', len - at);
+		size_t n = nl != NULL ? (size_t)(nl - line) : len - at;
+		int got;
+
+		line_no++;
+		at += n + 1;
+		if (n == 3 && memcmp(line, "end", 3) == 0) {
+			ended = at >= len;
+			if (!ended) {
+				free(mp);
+				return herd__error(HERD_EFORMAT, "line %zu: text after \"end\"",
+						   line_no + 1);
+			}
+			break;
+		}
+		got = n > 0 && n % 4 == 0 && n <= max_line
+			      ? EVP_DecodeBlock(mp + mp_len, (const unsigned char *)line, (int)n)
+			      : -1;
+		if (got < 0) {
+			quote_line(line, n, shown, sizeof(shown));
+			free(mp);
+			return herd__error(HERD_EFORMAT, "line %zu: \"%s\" is not a line of base64",
+					   line_no, shown);
+		}
+		/* EVP_DecodeBlock counts the padding as zero bytes. */
+		mp_len += (size_t)got - (size_t)(line[n - 1] == '=') -
+			  (size_t)(n > 1 && line[n - 2] == '=');
+	}
+	if (!ended) {
+		free(mp);
+		return herd__error(HERD_EFORMAT, "the text ends before its \"end\" line (cut short)");
+	}
+	*out = (char *)mp;
+	*out_len = mp_len;
+	return HERD_OK;
 }
 
 /* JSON starts with an object (or, wrongly, an array); msgpack never does. */
@@ -478,7 +602,11 @@ herd_status herd_cluster_decode(herd_cluster **out, const void *data, size_t len
 		return herd__error(HERD_EFORMAT, "%s: %zu bytes is more than the %u bytes an "
 				   "inventory may have", origin, len, HERD_INVENTORY_MAX_BYTES);
 	msgpack_unpacked_init(&unpacked);
-	if (looks_like_json(bytes, len)) {
+	if (len > strlen(HERD__INVENTORY_TEXT_MAGIC) &&
+	    memcmp(bytes, HERD__INVENTORY_TEXT_MAGIC, strlen(HERD__INVENTORY_TEXT_MAGIC)) == 0) {
+		HERD_CHECK_GOTO(text_to_msgpack(bytes, len, &converted, &mp_len), st, wrap);
+		bytes = converted;
+	} else if (looks_like_json(bytes, len)) {
 		HERD_CHECK_GOTO(herd__mpjson_to_msgpack(bytes, len, HERD_INVENTORY_MAX_BYTES,
 							&converted, &mp_len), st, wrap);
 		bytes = converted;

@@ -10,6 +10,8 @@
  */
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "inventory.h"
 #include "mpjson.h"
 #include "mpwalk.h"
@@ -51,7 +53,7 @@ static void pack_pci(msgpack_packer *pk, const herd_pci_loc *pci)
 
 static void pack_gpu(msgpack_packer *pk, const herd_gpu *gpu)
 {
-	msgpack_pack_map(pk, 8);
+	msgpack_pack_map(pk, 13);
 	herd__mp_pack_key(pk, "uuid");
 	PACK_FIXED(pk, gpu->uuid);
 	herd__mp_pack_key(pk, "name");
@@ -75,6 +77,16 @@ static void pack_gpu(msgpack_packer *pk, const herd_gpu *gpu)
 		herd__mp_pack_key(pk, "links");
 		msgpack_pack_int64(pk, gpu->nvlinks[i].links);
 	}
+	herd__mp_pack_key(pk, "ecc");
+	msgpack_pack_int64(pk, gpu->ecc);
+	herd__mp_pack_key(pk, "pcie_gen");
+	msgpack_pack_int64(pk, gpu->pcie_gen);
+	herd__mp_pack_key(pk, "pcie_width");
+	msgpack_pack_int64(pk, gpu->pcie_width);
+	herd__mp_pack_key(pk, "pcie_max_gen");
+	msgpack_pack_int64(pk, gpu->pcie_max_gen);
+	herd__mp_pack_key(pk, "pcie_max_width");
+	msgpack_pack_int64(pk, gpu->pcie_max_width);
 }
 
 static void pack_netdev(msgpack_packer *pk, const herd_netdev *dev)
@@ -126,7 +138,7 @@ static void pack_rdma(msgpack_packer *pk, const herd_rdma_device *dev)
 
 static void pack_node(msgpack_packer *pk, const herd_node *node)
 {
-	msgpack_pack_map(pk, 13);
+	msgpack_pack_map(pk, 14);
 	herd__mp_pack_key(pk, "hostname");
 	herd__mp_pack_str(pk, node->hostname ? node->hostname : "");
 	herd__mp_pack_key(pk, "cpu_model");
@@ -170,6 +182,8 @@ static void pack_node(msgpack_packer *pk, const herd_node *node)
 		pack_rdma(pk, &node->rdma[i]);
 	herd__mp_pack_key(pk, "rdma_note");
 	herd__mp_pack_str(pk, node->rdma_note);
+	herd__mp_pack_key(pk, "gpu_driver");
+	herd__mp_pack_str(pk, node->gpu_driver);
 }
 
 /*
@@ -187,13 +201,25 @@ static herd_status encode_msgpack(const herd_cluster *cluster, char **out, size_
 
 	herd__buf_init(&buf, HERD_INVENTORY_MAX_BYTES);
 	msgpack_packer_init(&pk, &buf, herd__buf_write);
-	msgpack_pack_map(&pk, 2);
+	/* "failed" only when a discovery left some nodes out. */
+	msgpack_pack_map(&pk, cluster->nfailed > 0 ? 3 : 2);
 	herd__mp_pack_key(&pk, "v");
 	msgpack_pack_int64(&pk, HERD_INVENTORY_VERSION);
 	herd__mp_pack_key(&pk, "nodes");
 	msgpack_pack_array(&pk, cluster->nnodes);
 	for (size_t i = 0; i < cluster->nnodes; i++)
 		pack_node(&pk, &cluster->nodes[i]);
+	if (cluster->nfailed > 0) {
+		herd__mp_pack_key(&pk, "failed");
+		msgpack_pack_array(&pk, cluster->nfailed);
+		for (size_t i = 0; i < cluster->nfailed; i++) {
+			msgpack_pack_map(&pk, 2);
+			herd__mp_pack_key(&pk, "host");
+			herd__mp_pack_str(&pk, cluster->failed[i].host);
+			herd__mp_pack_key(&pk, "reason");
+			herd__mp_pack_str(&pk, cluster->failed[i].reason);
+		}
+	}
 	HERD_CHECK(herd__buf_take(&buf, "the inventory", out, len));
 	st = herd_cluster_decode(&check, *out, *len, "inventory");
 	herd_cluster_free(check);
@@ -206,6 +232,40 @@ static herd_status encode_msgpack(const herd_cluster *cluster, char **out, size_
 	if (st == HERD_EFORMAT || st == HERD_EVERSION)
 		st = HERD_EINVAL;
 	return herd__error_wrap(st, "cannot encode: ");
+}
+
+/* The text form (HERD_FORMAT_TEXT) of the msgpack encoding mp. */
+static herd_status encode_text(const herd_cluster *cluster, const char *mp, size_t mp_len,
+			       char **out, size_t *len)
+{
+	const char *name = cluster->nnodes > 0 && cluster->nodes[0].hostname != NULL
+				   ? cluster->nodes[0].hostname
+				   : "-";
+	unsigned char line[HERD__INVENTORY_TEXT_LINE * 4 / 3 + 4];
+	herd__buf buf;
+	herd_status st;
+
+	herd__buf_init(&buf, 0);
+	st = herd__buf_append(&buf, HERD__INVENTORY_TEXT_MAGIC, strlen(HERD__INVENTORY_TEXT_MAGIC));
+	if (st == HERD_OK)
+		st = herd__buf_append(&buf, name, strlen(name));
+	if (st == HERD_OK)
+		st = herd__buf_append(&buf, "\n", 1);
+	for (size_t at = 0; at < mp_len && st == HERD_OK; at += HERD__INVENTORY_TEXT_LINE) {
+		size_t n = mp_len - at < HERD__INVENTORY_TEXT_LINE ? mp_len - at
+								  : HERD__INVENTORY_TEXT_LINE;
+		int k = EVP_EncodeBlock(line, (const unsigned char *)mp + at, (int)n);
+
+		line[k] = '\n';
+		st = herd__buf_append(&buf, line, (size_t)k + 1);
+	}
+	if (st == HERD_OK)
+		st = herd__buf_append(&buf, "end\n", 4);
+	if (st != HERD_OK) {
+		herd__buf_free(&buf);
+		return st;
+	}
+	return herd__buf_take(&buf, "the inventory's text", out, len);
 }
 
 herd_status herd_cluster_encode(const herd_cluster *cluster, herd_format format,
@@ -222,13 +282,17 @@ herd_status herd_cluster_encode(const herd_cluster *cluster, herd_format format,
 	if (cluster == NULL)
 		return herd__error(HERD_EINVAL, "herd_cluster_encode: cluster is NULL");
 	if (format != HERD_FORMAT_AUTO && format != HERD_FORMAT_MSGPACK &&
-	    format != HERD_FORMAT_JSON)
+	    format != HERD_FORMAT_JSON && format != HERD_FORMAT_TEXT)
 		return herd__error(HERD_EINVAL, "herd_cluster_encode: unknown format %d",
 				   (int)format);
 	HERD_CHECK_GOTO(encode_msgpack(cluster, &mp, &mp_len), st, out);
 	if (format == HERD_FORMAT_JSON) {
 		HERD_CHECK_GOTO(herd__mpjson_to_json(mp, mp_len, HERD_INVENTORY_MAX_BYTES,
 						     &json, &json_len), st, out);
+		*data = json;
+		*len = json_len;
+	} else if (format == HERD_FORMAT_TEXT) {
+		HERD_CHECK_GOTO(encode_text(cluster, mp, mp_len, &json, &json_len), st, out);
 		*data = json;
 		*len = json_len;
 	} else {

@@ -38,6 +38,7 @@ void herd__node_clear(herd_node *node)
 	free((void *)node->cpu_model);
 	free((void *)node->gpu_note);
 	free((void *)node->rdma_note);
+	free((void *)node->gpu_driver);
 	for (size_t i = 0; i < node->nnuma; i++)
 		free((void *)node->numa[i].cpus);
 	free((void *)node->numa);
@@ -65,7 +66,31 @@ void herd_cluster_free(herd_cluster *cluster)
 	for (size_t i = 0; i < cluster->nnodes; i++)
 		herd__node_clear(&cluster->nodes[i]);
 	free(cluster->nodes);
+	for (size_t i = 0; i < cluster->nfailed; i++) {
+		free(cluster->failed[i].host);
+		free(cluster->failed[i].reason);
+	}
+	free(cluster->failed);
 	free(cluster);
+}
+
+size_t herd_cluster_failure_count(const herd_cluster *cluster)
+{
+	return cluster == NULL ? 0 : cluster->nfailed;
+}
+
+herd_status herd_cluster_failure(const herd_cluster *cluster, size_t i, const char **host,
+				 const char **reason)
+{
+	if (cluster == NULL || host == NULL || reason == NULL)
+		return herd__error(HERD_EINVAL, "herd_cluster_failure: cluster, host and reason "
+				   "must not be NULL");
+	if (i >= cluster->nfailed)
+		return herd__error(HERD_EINVAL, "herd_cluster_failure: failure %zu of %zu", i,
+				   cluster->nfailed);
+	*host = cluster->failed[i].host;
+	*reason = cluster->failed[i].reason;
+	return HERD_OK;
 }
 
 size_t herd_cluster_node_count(const herd_cluster *cluster)

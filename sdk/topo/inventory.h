@@ -17,9 +17,16 @@
 /* Casts a borrowed const pointer field of a node back to the owner's view. */
 #define HERD_MUT(type, field) (*(type *)(void *)&(field))
 
+/* A node a discovery could not inventory, and why. */
+typedef struct herd__cluster_failed {
+	char *host, *reason;
+} herd__cluster_failed;
+
 struct herd_cluster {
 	size_t nnodes;
 	herd_node *nodes;
+	size_t nfailed;
+	herd__cluster_failed *failed;
 };
 
 /* A cluster of nnodes zeroed nodes. */
@@ -27,6 +34,10 @@ herd_status herd__cluster_new(herd_cluster **out, size_t nnodes);
 
 /* Frees everything a node owns and zeroes it. */
 void herd__node_clear(herd_node *node);
+
+/* Probes this machine into a cluster of one node (herd_cluster_discover's
+ * work when it has no file to load and no other nodes to ask). */
+herd_status herd__cluster_probe(herd_cluster **out);
 
 /* Probes this machine into *node (zeroed by the caller). */
 herd_status herd__node_probe(herd_node *node);
@@ -39,5 +50,10 @@ herd_status herd__node_probe(herd_node *node);
 #define HERD_INVENTORY_MAX_NODES 65536
 #define HERD_INVENTORY_MAX_ITEMS 4096  /* GPUs, NICs, NUMA nodes, ports... per node */
 #define HERD_INVENTORY_MAX_STRING 4096
+
+/* The text form (HERD_FORMAT_TEXT): its first line's start, and the bytes
+ * of msgpack in each base64 line (76 characters). */
+#define HERD__INVENTORY_TEXT_MAGIC "herd-probe 1 "
+#define HERD__INVENTORY_TEXT_LINE 57
 
 #endif /* HERD_TOPO_INVENTORY_H */

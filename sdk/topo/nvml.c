@@ -268,6 +268,26 @@ static herd_status nvml_nvlinks(struct nvml_probe *p, nvmlDevice_t dev, herd_gpu
 	return HERD_OK;
 }
 
+/* ECC mode and PCIe link of a GPU, where the driver says (else unknown). */
+static void nvml_gpu_links(const struct nvml_api *api, nvmlDevice_t dev, herd_gpu *gpu)
+{
+	nvmlEnableState_t cur, pending;
+	unsigned int v;
+
+	gpu->ecc = -1;
+	if (api->ecc_mode != NULL && api->ecc_mode(dev, &cur, &pending) == NVML_SUCCESS)
+		gpu->ecc = cur != 0;
+	if (api->pcie_gen != NULL && api->pcie_gen(dev, &v) == NVML_SUCCESS && v <= 16)
+		gpu->pcie_gen = (int)v;
+	if (api->pcie_width != NULL && api->pcie_width(dev, &v) == NVML_SUCCESS && v <= 64)
+		gpu->pcie_width = (int)v;
+	if (api->pcie_max_gen != NULL && api->pcie_max_gen(dev, &v) == NVML_SUCCESS && v <= 16)
+		gpu->pcie_max_gen = (int)v;
+	if (api->pcie_max_width != NULL && api->pcie_max_width(dev, &v) == NVML_SUCCESS &&
+	    v <= 64)
+		gpu->pcie_max_width = (int)v;
+}
+
 /*
  * Fills *gpu for device index i.  *ok is false when the GPU cannot be
  * keyed by its bus id, and so is left out (why[] says so).
@@ -305,6 +325,7 @@ static herd_status nvml_gpu(struct nvml_probe *p, unsigned int i, herd_gpu *gpu,
 		gpu->memory_bytes = mem.total;
 	if (api->cuda_cc(dev, &gpu->cc_major, &gpu->cc_minor) != NVML_SUCCESS)
 		gpu->cc_major = gpu->cc_minor = 0;
+	nvml_gpu_links(api, dev, gpu);
 	*ok = true;
 	return nvml_nvlinks(p, dev, gpu);
 }
@@ -328,6 +349,12 @@ static herd_status nvml_gpus(struct nvml_probe *p, herd_node *node)
 	if (!nvml_has_nvlink(&p->api))
 		herd__topo_why_append(p->why, p->cap, "NVLink unknown: %s lacks the NVLink queries",
 				      HERD_NVML_LIBRARY);
+	if (p->api.driver_version != NULL) {
+		char text[96] = "";
+
+		if (p->api.driver_version(text, sizeof(text)) == NVML_SUCCESS && text[0] != '\0')
+			HERD_CHECK(herd__strdup(&HERD_MUT(char *, node->gpu_driver), text));
+	}
 	HERD_CHECK(herd__calloc(&gpus, count, sizeof(*gpus), "GPUs"));
 	HERD_MUT(herd_gpu *, node->gpus) = gpus;
 	for (unsigned int i = 0; i < count; i++) {

@@ -1,5 +1,5 @@
 /*
- * sdk/topo/probe.c - discovery of this node: herd_cluster_discover, the
+ * sdk/topo/probe.c - discovery of this node: herd__cluster_probe, the
  * order in which the probes run, and the small helpers they share (sysfs
  * reads, notes).
  */
@@ -15,24 +15,12 @@
 #include "herd_config.h"
 #include "probe.h"
 
-herd_status herd_cluster_discover(herd_cluster **out, const herd_discover_opts *opts)
+herd_status herd__cluster_probe(herd_cluster **out)
 {
 	herd_cluster *cluster = NULL;
 	herd_status st;
 
-	if (out == NULL)
-		return herd__error(HERD_EINVAL, "herd_cluster_discover: out is NULL");
 	*out = NULL;
-	if (opts != NULL)
-		HERD__CHECK_VERSION("herd_cluster_discover", opts, herd_discover_opts,
-				    DISCOVER_OPTS);
-	if (opts != NULL && opts->inventory != NULL)
-		return herd_cluster_load(out, opts->inventory);
-	/* A recorded inventory stands for this node's hardware: tests and
-	 * offline planning (herd alloc, herd gpus) on machines one is not on. */
-	if (getenv("HERD_INVENTORY") != NULL && getenv("HERD_INVENTORY")[0] != '\0')
-		return herd_cluster_load(out, getenv("HERD_INVENTORY"));
-
 	HERD_CHECK(herd__cluster_new(&cluster, 1));
 	st = herd__node_probe(&cluster->nodes[0]);
 	if (st != HERD_OK) {

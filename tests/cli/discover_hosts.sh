@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# herd discover of many nodes, against a real OpenSSH server
+# (tests/harness/sshd.sh) answering on 127.0.0.2 to 127.0.0.8 as hosts;
+# 127.0.0.9 refuses the connection.  On 127.0.0.4 `herd probe` is replaced
+# by a program that hangs, on 127.0.0.5 by one that prints garbage, and
+# 127.0.0.6 reports a DGX H100 (HERD_INVENTORY): the answering nodes are
+# grouped by shape with warnings about the odd one, the others named with
+# their reasons (ssh's words, the timeout, the decoder's), at the deadline.
+# The merged inventory saves and loads; none answering is exit status 2.
+# Needs root and openssh-server; exits 77 (skipped) without them.
+source "$(dirname "$0")/../harness/common.sh" "$@"
+cleanup() {
+	[[ -s $tmp/hang.pid ]] && kill "$(cat "$tmp/hang.pid")" 2>/dev/null
+	bash tests/harness/sshd.sh stop "$tmp/sshd"
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+sshd_start
+fixtures=$PWD/tests/fixtures/inventory
+
+# The program the "remote" hosts run as herd, chosen by the address the
+# ssh session came in on.
+cat >"$tmp/herd-node" <<SH
+#!/bin/sh
+set -- "\$@"
+server=\$(echo "\$SSH_CONNECTION" | cut -d' ' -f3)
+case \$server in
+127.0.0.4) echo \$\$ >"$tmp/hang.pid"; exec sleep 60 ;;
+127.0.0.5) echo "garbage, not an inventory"; exit 0 ;;
+127.0.0.6) export HERD_INVENTORY=$fixtures/dgx-h100.json ;;
+esac
+exec "$HERD" "\$@"
+SH
+chmod +x "$tmp/herd-node"
+export HERD_PROGRAM=$tmp/herd-node
+
+t0=$(date +%s.%N)
+timeout 60 "$HERD" discover --hosts '127.0.0.[2-9]' --timeout 3 >"$tmp/out" 2>"$tmp/err"; rc=$?
+t1=$(date +%s.%N)
+[[ $rc == 1 ]] || fail "discover with failing hosts exited $rc, want 1: $(cat "$tmp/out" "$tmp/err")"
+# The hung host is given up at the deadline (3 s), not later.
+awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 3 + 4) }' || fail "discover took $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') s with --timeout 3"
+grep -q "^127.0.0.\[2-3,7-8\] *4  " "$tmp/out" || fail "no group of the four alike: $(cat "$tmp/out")"
+grep -q "^127.0.0.6 *1  2x Intel(R) Xeon(R) Platinum 8480C 112 cores  2.0 TiB  8x NVIDIA H100 80GB HBM3 NV18 all-to-all" "$tmp/out" \
+	|| fail "no line of the DGX: $(cat "$tmp/out")"
+grep -q "^warning: 127.0.0.6: GPU count differs: 8 GPUs on 1 node, 0 GPUs on 4 others" "$tmp/out" \
+	|| fail "no GPU count warning: $(cat "$tmp/out")"
+grep -q "^warning: 127.0.0.6: RDMA differs" "$tmp/out" || fail "no RDMA warning: $(cat "$tmp/out")"
+grep -q "^herd discover: 127.0.0.9: ssh: connect to host 127.0.0.9 port [0-9]*: Connection refused$" "$tmp/err" \
+	|| fail "127.0.0.9 not named with ssh's words: $(cat "$tmp/err")"
+grep -qx "herd discover: 127.0.0.4: no answer within 3 s (--timeout)" "$tmp/err" \
+	|| fail "the hung host not named: $(cat "$tmp/err")"
+grep -q "^herd discover: 127.0.0.5: printed something that is not an inventory: " "$tmp/err" \
+	|| fail "the garbage not named: $(cat "$tmp/err")"
+[[ $(wc -l <"$tmp/err") == 3 ]] || fail "stderr has more than the three failures (progress off a terminal?): $(cat "$tmp/err")"
+kill "$(cat "$tmp/hang.pid")" 2>/dev/null
+
+# --- the merged inventory: JSON with the failures, saved and loaded back
+timeout 60 "$HERD" discover --hosts '127.0.0.[2-3,6]' --json --save "$tmp/c.json" >"$tmp/j" 2>"$tmp/err" \
+	|| fail "discover --json exited $?: $(cat "$tmp/err")"
+python3 - "$tmp/j" <<'PY' || fail "discover --json: $(cat "$tmp/j")"
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert [n["hostname"] for n in c["nodes"]] == ["127.0.0.2", "127.0.0.3", "127.0.0.6"], c["nodes"]
+assert len(c["nodes"][2]["gpus"]) == 8 and "failed" not in c
+PY
+"$HERD" discover --inventory "$tmp/c.json" --json | cmp - "$tmp/j" || fail "the saved inventory loads differently"
+"$HERD" discover --inventory "$tmp/c.json" | grep -q "^warning: 127.0.0.6: GPU count differs" \
+	|| fail "the saved inventory gives no warnings"
+timeout 60 "$HERD" discover --hosts '127.0.0.[2,9]' --json >"$tmp/j" 2>/dev/null; rc=$?
+[[ $rc == 1 ]] || fail "--json with a failed host exited $rc"
+python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert [f["host"] for f in c["failed"]] == ["127.0.0.9"] and "Connection refused" in c["failed"][0]["reason"], c
+' "$tmp/j" || fail "failures in --json: $(cat "$tmp/j")"
+
+# --- none answers: exit 2, the reasons in the message
+timeout 60 "$HERD" discover --hosts '127.0.0.9' >"$tmp/out" 2>"$tmp/err"; rc=$?
+[[ $rc == 2 ]] || fail "discover of an unreachable host exited $rc, want 2"
+grep -q "none of the 1 nodes answered: 127.0.0.9: ssh: connect to host" "$tmp/err" || fail "none answered: $(cat "$tmp/err")"
+
+# --- usage
+for args in "--hosts" "--hosts a --slurm" "--timeout 0 --hosts a" "--timeout 5" "--inventory x --hosts a"; do
+	"$HERD" discover $args >/dev/null 2>"$tmp/err"; rc=$?
+	[[ $rc == 2 ]] || fail "discover $args exited $rc, want 2"
+	grep -q "^herd discover: " "$tmp/err" || fail "discover $args: $(cat "$tmp/err")"
+done
+"$HERD" discover --hosts 'node[' 2>"$tmp/err"; rc=$?
+[[ $rc == 2 ]] && grep -q "column" "$tmp/err" || fail "a malformed hostlist: $rc $(cat "$tmp/err")"
+exit 0

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# herd discover --slurm inside a real two-node Slurm cluster on this machine
+# (tests/harness/slurm.sh): one srun step runs herd probe on both nodes,
+# node2 reporting a DGX H100 (HERD_INVENTORY), and the nodes are named as
+# Slurm names them; then node2's probe prints garbage, then hangs past
+# --timeout: node1 is kept, node2 named with the reason, exit status 1.
+# Outside an allocation it says so (exit 2).
+# Needs root, slurm-wlm and munge; exits 77 (skipped) without them.
+source "$(dirname "$0")/../harness/common.sh" "$@"
+cleanup() {
+	bash tests/harness/slurm.sh stop "$tmp/slurm"
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+harness_start slurm Slurm
+export SLURM_CONF=$tmp/slurm/slurm.conf
+unset SLURM_JOB_ID SLURM_JOBID SLURM_JOB_NODELIST SLURM_NODELIST SLURM_TASKS_PER_NODE \
+	HERD_INVENTORY HERD_LAUNCH_ADDR
+fixtures=$PWD/tests/fixtures/inventory
+# node2's probe, by $MODE (exported through salloc and srun).
+cat >"$tmp/herd-node" <<EOF
+#!/bin/sh
+if [ "\$SLURMD_NODENAME" = node2 ]; then
+	case \$MODE in
+	dgx) export HERD_INVENTORY=$fixtures/dgx-h100.json ;;
+	garbage) echo "not an inventory at all"; exit 0 ;;
+	hang) exec sleep 60 ;;
+	esac
+fi
+exec "$HERD" "\$@"
+EOF
+chmod +x "$tmp/herd-node"
+export HERD_PROGRAM=$tmp/herd-node
+
+MODE=dgx timeout 120 salloc -Q -N2 "$HERD" discover --slurm >"$tmp/out" 2>"$tmp/err" \
+	|| fail "discover --slurm exited $?: $(cat "$tmp/out" "$tmp/err")"
+grep -q "^node1 *1  1x .* no GPU " "$tmp/out" || fail "node1: $(cat "$tmp/out")"
+grep -q "^node2 *1  2x Intel(R) Xeon(R) Platinum 8480C 112 cores  2.0 TiB  8x NVIDIA H100" "$tmp/out" \
+	|| fail "node2: $(cat "$tmp/out")"
+grep -q "^warning: node[12]: GPU count differs" "$tmp/out" || fail "no warning: $(cat "$tmp/out")"
+[[ ! -s $tmp/err ]] || fail "stderr: $(cat "$tmp/err")"
+
+MODE=garbage timeout 120 salloc -Q -N2 "$HERD" discover --slurm --json >"$tmp/out" 2>"$tmp/err"; rc=$?
+[[ $rc == 1 ]] || fail "a node printing garbage: exit $rc, want 1: $(cat "$tmp/err")"
+python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert [n["hostname"] for n in c["nodes"]] == ["node1"], c["nodes"]
+assert c["failed"][0]["host"] == "node2" and "not an inventory" in c["failed"][0]["reason"], c["failed"]
+' "$tmp/out" || fail "garbage: $(cat "$tmp/out" "$tmp/err")"
+
+t0=$(date +%s)
+MODE=hang timeout 120 salloc -Q -N2 "$HERD" discover --slurm --timeout 3 >"$tmp/out" 2>"$tmp/err"; rc=$?
+t1=$(date +%s)
+[[ $rc == 1 ]] || fail "a hanging node: exit $rc, want 1: $(cat "$tmp/err")"
+grep -q "^herd discover: node2: no answer within 3 s (--timeout)" "$tmp/err" || fail "hang: $(cat "$tmp/err")"
+grep -q "^node1 " "$tmp/out" || fail "node1 lost with node2 hanging: $(cat "$tmp/out")"
+(( t1 - t0 < 20 )) || fail "discover with a hanging node took $((t1 - t0)) s"
+
+"$HERD" discover --slurm >/dev/null 2>"$tmp/err"; rc=$?
+[[ $rc == 2 ]] && grep -q "SLURM_JOB_ID" "$tmp/err" || fail "outside an allocation: $rc $(cat "$tmp/err")"
+exit 0

@@ -2,8 +2,9 @@
 # tests/harness/sshd.sh start|stop DIR
 #
 # A private OpenSSH server for tests: keys generated in DIR, listening on a
-# high port of the loopback addresses 127.0.0.1 to 127.0.0.8 only (which
-# tests use as distinct hosts), and a client configuration beside it:
+# high port of the loopback addresses 127.0.0.1 to 127.0.0.8 only (or to
+# 127.0.0.N with SSHD_HARNESS_HOSTS=N), which tests use as distinct hosts,
+# and a client configuration beside it:
 #
 #   ssh -F DIR/ssh_config 127.0.0.2 true
 #
@@ -19,23 +20,43 @@ usage() { echo "usage: $0 start|stop DIR" >&2; exit 2; }
 cmd=$1
 dir=$2
 
-# Hosts the server answers on; 127.0.0.9 and above stay unreachable.
-hosts=(127.0.0.1 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5 127.0.0.6 127.0.0.7 127.0.0.8)
+# Hosts the server answers on, 127.0.0.1 to 127.0.0.N with N from
+# SSHD_HARNESS_HOSTS (default 8; at most 250); the addresses above stay
+# unreachable.
+nhosts=${SSHD_HARNESS_HOSTS:-8}
+[[ $nhosts =~ ^[0-9]+$ ]] && [ "$nhosts" -ge 1 ] && [ "$nhosts" -le 250 ] || {
+	echo "sshd.sh: SSHD_HARNESS_HOSTS=$nhosts: want 1 to 250" >&2
+	exit 2
+}
+hosts=()
+for ((i = 1; i <= nhosts; i++)); do hosts+=("127.0.0.$i"); done
 
+# sshd listens on at most 16 addresses (MAX_LISTEN_SOCKS): one server per
+# 16 hosts, all on the same port with the same keys, sshd_config.G and
+# sshd.G.pid for group G (group 0 keeps the names sshd_config, sshd.pid).
+groups=$(( (nhosts + 15) / 16 ))
+conf_of() { if [ "$1" -eq 0 ]; then echo "$dir/sshd_config"; else echo "$dir/sshd_config.$1"; fi; }
+pid_of() { if [ "$1" -eq 0 ]; then echo "$dir/sshd.pid"; else echo "$dir/sshd.$1.pid"; fi; }
+
+# Stops every server whose pid file is in DIR, whatever SSHD_HARNESS_HOSTS
+# is now.
 stop() {
-	[ -f "$dir/sshd.pid" ] || return 0
-	local pid
-	pid=$(cat "$dir/sshd.pid")
-	# Only our own sshd: the pid must still be an sshd started with our config.
-	if [ -n "$pid" ] && grep -qF "$dir/sshd_config" "/proc/$pid/cmdline" 2>/dev/null; then
-		kill "$pid" 2>/dev/null || true
-		for _ in $(seq 50); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -9 "$pid" 2>/dev/null || true
-	fi
-	rm -f "$dir/sshd.pid"
+	local pid file
+	for file in "$dir"/sshd.pid "$dir"/sshd.*.pid; do
+		[ -f "$file" ] || continue
+		pid=$(cat "$file")
+		# Only our own sshd: the pid must still be an sshd started with a
+		# configuration of this directory.
+		if [ -n "$pid" ] && grep -qF "$dir/sshd_config" "/proc/$pid/cmdline" 2>/dev/null; then
+			kill "$pid" 2>/dev/null || true
+			for _ in $(seq 50); do
+				kill -0 "$pid" 2>/dev/null || break
+				sleep 0.1
+			done
+			kill -9 "$pid" 2>/dev/null || true
+		fi
+		rm -f "$file"
+	done
 }
 
 start() {
@@ -70,43 +91,51 @@ start() {
 		else
 			port=$((20000 + RANDOM % 30000))
 		fi
-		{
-			echo "Port $port"
-			for h in "${hosts[@]}"; do echo "ListenAddress $h"; done
-			cat <<-EOF
-			HostKey $dir/host_ed25519
-			PidFile $dir/sshd.pid
-			AuthorizedKeysFile $dir/authorized_keys
-			PermitRootLogin prohibit-password
-			PubkeyAuthentication yes
-			PasswordAuthentication no
-			KbdInteractiveAuthentication no
-			StrictModes no
-			UsePAM no
-			PrintMotd no
-			PrintLastLog no
-			X11Forwarding no
-			AllowTcpForwarding no
-			MaxStartups 200:30:400
-			MaxSessions 200
-			LogLevel VERBOSE
-			AcceptEnv ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS HERD_LOG
-			EOF
-		} >"$dir/sshd_config"
+		local g ok=1
 		: >"$dir/sshd.log"
-		# sshd binds its addresses before it daemonizes and fails only
-		# when it could bind none of them; one address whose port was
-		# taken between our pick and its bind is only logged, so the log
-		# is read too, and such an sshd is stopped and another port tried.
-		# The daemon writes its pid file a moment after it forks.
-		if /usr/sbin/sshd -f "$dir/sshd_config" -E "$dir/sshd.log"; then
-			for _ in $(seq 100); do
-				[ -s "$dir/sshd.pid" ] && break
-				sleep 0.05
-			done
-			grep -q "Bind to port" "$dir/sshd.log" || break
-			stop
+		for ((g = 0; g < groups; g++)); do
+			{
+				echo "Port $port"
+				for h in "${hosts[@]:$((g * 16)):16}"; do echo "ListenAddress $h"; done
+				cat <<-EOF
+				HostKey $dir/host_ed25519
+				PidFile $(pid_of $g)
+				AuthorizedKeysFile $dir/authorized_keys
+				PermitRootLogin prohibit-password
+				PubkeyAuthentication yes
+				PasswordAuthentication no
+				KbdInteractiveAuthentication no
+				StrictModes no
+				UsePAM no
+				PrintMotd no
+				PrintLastLog no
+				X11Forwarding no
+				AllowTcpForwarding no
+				MaxStartups 200:30:400
+				MaxSessions 200
+				LogLevel VERBOSE
+				AcceptEnv ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS HERD_LOG
+				EOF
+			} >"$(conf_of $g)"
+			# sshd binds its addresses before it daemonizes and fails only
+			# when it could bind none of them; one address whose port was
+			# taken between our pick and its bind is only logged, so the
+			# log is read too, and such servers are stopped and another
+			# port tried.  The daemon writes its pid file a moment after
+			# it forks.
+			if /usr/sbin/sshd -f "$(conf_of $g)" -E "$dir/sshd.log"; then
+				for _ in $(seq 100); do
+					[ -s "$(pid_of $g)" ] && break
+					sleep 0.05
+				done
+			else
+				ok=0
+			fi
+		done
+		if [ $ok -eq 1 ] && ! grep -q "Bind to port" "$dir/sshd.log"; then
+			break
 		fi
+		stop
 		if [ $tries -ge 10 ]; then
 			echo "sshd.sh: sshd did not start:" >&2
 			tail -5 "$dir/sshd.log" >&2

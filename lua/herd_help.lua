@@ -45,20 +45,31 @@ a job. `herd launch -n 4 script.lua` runs the script on every rank with these se
 
 # Discovery
 
-## herd.discover([{inventory = path}]) -> herd.Cluster | nil, msg, status
-This node as probed now (CPUs, NUMA, memory, GPUs, NICs, RDMA), or the inventory file `path`
-(JSON or msgpack). An unknown option raises, so that a misspelt key does not probe this node
-instead of loading a file.
+## herd.discover([opts]) -> herd.Cluster | nil, msg, status
+This node as probed now (CPUs, NUMA, memory, GPUs, NICs, RDMA); with `opts.inventory = path`
+the inventory file `path` (JSON, msgpack or text); with `opts.hosts` (a hostlist),
+`opts.hostfile` or `opts.slurm = true` those nodes, each running `herd probe` (over ssh, or in
+one srun step) within `opts.timeout` seconds (default 30): the nodes that answered, and in
+`c.failed` the others with their reasons (as `herd discover --hosts`). An unknown option raises,
+so that a misspelt key does not probe this node instead of loading a file.
 
 ## herd.Cluster
 A discovered cluster. `c.nodes` is the array of its `herd.Node`s (the same objects on every
-access). Prints its node count.
+access); `c.failed` the nodes a discovery could not inventory, `{host = ..., reason = ...}` each.
+Prints its node count.
 
 ## herd.Cluster:json() -> string
 The inventory as JSON text (docs/inventory.md).
 
 ## herd.Cluster:encode([format]) -> string
-The inventory as bytes: `"msgpack"` (default) or `"json"`.
+The inventory as bytes: `"msgpack"` (default), `"json"` or `"text"` (what `herd probe --text`
+prints).
+
+## herd.Cluster:warnings() -> {{nodes = hostlist, message = string}, ...}
+Differences between the nodes that break or slow training (`herd discover` prints them as
+warnings): GPU model or count, GPU driver, NIC speed or MTU, RDMA on some nodes only, ECC off, a
+GPU on a narrower PCIe link than its siblings; each names the nodes that differ from the most
+common value. Empty for one node.
 
 ## herd.Cluster:save(path[, format]) -> true | nil, msg, status
 Writes the inventory to `path`, in the format its name says (`.json`, `.msgpack`, `.mpk`) or
@@ -69,8 +80,9 @@ A node of a cluster. Its fields are the keys of its object in the JSON inventory
 values (docs/inventory.md): `hostname`, `cpu_model`, `packages`, `cores`, `threads`,
 `memory_bytes`, `memory_available_bytes`, `numa`, `gpus` (each with `uuid`, `name`, `pci =
 {bus_id, host_bridge, numa_node, switches}`, `memory_bytes`, `cc_major`, `cc_minor`,
-`nvswitch_links`, `nvlinks`, and `index`, its GPU index from 0), `gpu_note`, `netdevs`, `rdma`,
-`rdma_note`; -1 stands for unknown, a field that is null is absent. Also `index` (its place in
+`nvswitch_links`, `nvlinks`, `ecc`, `pcie_gen`, `pcie_width`, `pcie_max_gen`, `pcie_max_width`,
+and `index`, its GPU index from 0), `gpu_note`, `netdevs`, `rdma`, `rdma_note`, `gpu_driver`; -1
+stands for unknown, a field that is null is absent. Also `index` (its place in
 `c.nodes`, from 1) and `matrix_nics` (the NICs of the topology matrix, in `nic_link`'s order).
 Each access returns a fresh copy. A node keeps its cluster alive; once the cluster is closed,
 using the node raises.

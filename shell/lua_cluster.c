@@ -37,9 +37,9 @@ typedef struct lnode {
 
 static herd_format check_format(lua_State *L, int arg, const char *def)
 {
-	static const char *const names[] = { "auto", "msgpack", "json", NULL };
+	static const char *const names[] = { "auto", "msgpack", "json", "text", NULL };
 	static const herd_format formats[] = { HERD_FORMAT_AUTO, HERD_FORMAT_MSGPACK,
-					       HERD_FORMAT_JSON };
+					       HERD_FORMAT_JSON, HERD_FORMAT_TEXT };
 	return formats[luaL_checkoption(L, arg, def, names)];
 }
 
@@ -101,7 +101,7 @@ static int cluster_encode(lua_State *L)
 {
 	herd_format format = check_format(L, 2, "msgpack");
 	if (format == HERD_FORMAT_AUTO)
-		return luaL_argerror(L, 2, "expected \"msgpack\" or \"json\"");
+		return luaL_argerror(L, 2, "expected \"msgpack\", \"json\" or \"text\"");
 	return push_encoding(L, format);
 }
 
@@ -143,6 +143,49 @@ static int cluster_nodes(lua_State *L)
 		lua_rawgeti(L, -2, (lua_Integer)i);
 		lua_rawseti(L, -2, (lua_Integer)i);
 	}
+	return 1;
+}
+
+/* cluster.failed -> {{host = ..., reason = ...}, ...}: the nodes a
+ * discovery could not inventory. */
+static int cluster_failed(lua_State *L)
+{
+	herd_cluster *c = check_cluster(L, 1);
+	size_t n = herd_cluster_failure_count(c);
+
+	lua_createtable(L, n > INT_MAX ? 0 : (int)n, 0);
+	for (size_t i = 0; i < n; i++) {
+		const char *host = NULL, *reason = NULL;
+
+		if (herd_cluster_failure(c, i, &host, &reason) != HERD_OK)
+			break;
+		lua_createtable(L, 0, 2);
+		lherd_set_string(L, "host", host);
+		lherd_set_string(L, "reason", reason);
+		lua_rawseti(L, -2, (lua_Integer)i + 1);
+	}
+	return 1;
+}
+
+static void push_warning(void *userdata, const char *nodes, const char *message)
+{
+	lua_State *L = userdata;
+
+	lua_createtable(L, 0, 2);
+	lherd_set_string(L, "nodes", nodes);
+	lherd_set_string(L, "message", message);
+	lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+}
+
+/* cluster:warnings() -> {{nodes = "node[02]", message = "..."}, ...}
+ * (herd_cluster_check), or nil, msg, status. */
+static int cluster_warnings(lua_State *L)
+{
+	herd_cluster *c = check_cluster(L, 1);
+
+	lua_newtable(L);
+	if (herd_cluster_check(c, push_warning, L) < 0)
+		return lherd_fail(L, HERD_ENOMEM);
 	return 1;
 }
 
@@ -346,7 +389,7 @@ static int node_matrix_nics(lua_State *L)
 static const char *const node_json_keys[] = {
 	"hostname", "cpu_model", "packages", "cores", "threads", "memory_bytes",
 	"memory_available_bytes", "numa", "gpus", "gpu_note", "netdevs", "rdma", "rdma_note",
-	NULL
+	"gpu_driver", NULL
 };
 
 /* ------------------------------------------------------------- the types */
@@ -355,6 +398,7 @@ static const luaL_Reg cluster_methods[] = {
 	{ "save", cluster_save },
 	{ "json", cluster_json },
 	{ "encode", cluster_encode },
+	{ "warnings", cluster_warnings },
 	{ NULL, NULL }
 };
 
@@ -363,6 +407,8 @@ static void cluster_fields(lua_State *L)
 	lua_newtable(L);
 	lua_pushcfunction(L, cluster_nodes);
 	lua_setfield(L, -2, "nodes");
+	lua_pushcfunction(L, cluster_failed);
+	lua_setfield(L, -2, "failed");
 }
 
 static const luaL_Reg node_methods[] = {

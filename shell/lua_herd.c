@@ -180,7 +180,8 @@ void lherd_set_integer(lua_State *L, const char *key, lua_Integer value)
 	lua_setfield(L, -2, key);
 }
 
-static const char *const discover_options[] = { "inventory", NULL };
+static const char *const discover_options[] = { "inventory", "hosts", "hostfile", "slurm",
+						 "timeout", NULL };
 
 /* herd.version() -> the library's version string ("0.1.0"). */
 static int lherd_version(lua_State *L)
@@ -191,8 +192,11 @@ static int lherd_version(lua_State *L)
 
 /*
  * herd.discover([opts]) -> a herd.Cluster, or nil, msg, status.
- * opts.inventory: load this inventory file instead of probing this node.
- * An unknown option is misuse and raises, so that a misspelt key does not
+ * opts.inventory: load this inventory file instead of probing this node;
+ * opts.hosts (a hostlist), opts.hostfile or opts.slurm (true): probe those
+ * nodes instead (herd_cluster_discover), each given opts.timeout seconds;
+ * the nodes that did not answer are the cluster's failed list.  An
+ * unknown option is misuse and raises, so that a misspelt key does not
  * silently probe the local machine instead of loading a file.
  */
 static int lherd_discover(lua_State *L)
@@ -201,12 +205,16 @@ static int lherd_discover(lua_State *L)
 	if (!lua_isnoneornil(L, 1)) {
 		luaL_checktype(L, 1, LUA_TTABLE);
 		lherd_check_keys(L, 1, discover_options);
-		if (lua_getfield(L, 1, "inventory") != LUA_TNIL) {
-			if (lua_type(L, -1) != LUA_TSTRING)
-				return luaL_argerror(L, 1,
-					"option 'inventory' must be a file name (a string)");
-			opts.inventory = lua_tostring(L, -1);
+		opts.inventory = lherd_opt_string(L, 1, "inventory");
+		opts.hosts = lherd_opt_string(L, 1, "hosts");
+		opts.hostfile = lherd_opt_string(L, 1, "hostfile");
+		if (lua_getfield(L, 1, "slurm") != LUA_TNIL) {
+			if (!lua_isboolean(L, -1))
+				return luaL_argerror(L, 1, "option 'slurm' must be a boolean");
+			opts.slurm = lua_toboolean(L, -1);
 		}
+		lua_pop(L, 1);
+		opts.timeout_ms = lherd_opt_ms(L, 1, "timeout");
 	}
 	herd_cluster **slot = lherd_new_cluster(L);
 	herd_status st = herd_cluster_discover(slot, &opts);

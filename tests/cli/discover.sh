@@ -118,4 +118,36 @@ grep -q "Topology:" <<<"$out" && fail "cpu-only has a topology matrix"
 grep -q "^GPU software:" <<<"$out" && fail "an inventory file's summary names this machine's GPU software"
 out=$(unset HERD_INVENTORY; "$HERD" discover) || fail "discover exited $?"
 has_re "$out" '^GPU software: built (with CUDA [0-9.]+|without CUDA)( and NCCL [0-9.]+|, without NCCL); '
+# --- four DGX nodes: one line, no warning; plans across the nodes
+out=$("$HERD" discover --inventory $fixtures/dgx-h100-x4.json) || fail "x4 exited $?"
+[[ $out == "NODES       COUNT  SHAPE
+dgx[01-04]      4  2x Intel(R) Xeon(R) Platinum 8480C 112 cores  2.0 TiB  8x NVIDIA H100 80GB HBM3 NV18 all-to-all  8x RDMA 400 Gb/s InfiniBand" ]] \
+	|| fail "x4 summary: $out"
+out=$("$HERD" alloc -g 32 --per-node 8 --inventory $fixtures/dgx-h100-x4.json) || fail "alloc x4 exited $?"
+has "$out" "Plan: 32 GPUs, 32 ranks on 4 nodes"
+has_re "$out" '^31 +dgx04 +7 '
+
+# --- the same with one node of each kind of difference: each warning names
+# the odd node; the alike stay grouped
+python3 - "$fixtures/dgx-h100-x4.json" "$tmp/odd.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+n = c["nodes"]
+del n[1]["gpus"][7]                       # dgx02: a GPU missing
+n[2]["gpu_driver"] = "565.57.01"          # dgx03: another driver
+n[2]["gpus"][3]["pcie_width"] = 8         # dgx03: a GPU on x8
+n[3]["gpus"][0]["ecc"] = 0                # dgx04: ECC off on a GPU
+for d in n[3]["netdevs"]:
+    d["mtu"] = 2044 if d["name"].startswith("ib") else d["mtu"]
+json.dump(c, open(sys.argv[2], "w"))
+PY
+out=$("$HERD" discover --inventory "$tmp/odd.json") || fail "odd exited $?"
+has_re "$out" '^dgx\[01,03-04\] +3  '
+has_re "$out" '^dgx02 +1  .* 7x NVIDIA H100'
+has "$out" "warning: dgx02: GPU count differs: 7 GPUs on 1 node, 8 GPUs on 3 others"
+has "$out" "warning: dgx03: GPU driver differs: driver 565.57.01 on 1 node, driver 570.124.06 on 3 others"
+has "$out" "warning: dgx04: NIC MTU differs: MTU 2044 x8, 1500 on 1 node, MTU 4092 x8, 1500 on 3 others"
+has "$out" "warning: dgx04: ECC is off on some GPUs"
+has "$out" "warning: dgx03: GPU 0000:61:00.0 (NVIDIA H100 80GB HBM3) runs a PCIe x8 link, its siblings x16"
+[[ $(grep -c "^warning:" <<<"$out") == 5 ]] || fail "warnings: $out"
 echo "discover: ok"

@@ -101,11 +101,11 @@ do
   raises("bad argument #1 to 'save' %(herd.Cluster expected, got herd.Node%)", function() return c.save(n, "x.json") end)
   raises("bad argument #1 to 'save' %(string expected, got no value%)", function() return c:save() end)
   raises("bad argument #2 to 'save' %(invalid option 'yaml'%)", function() return c:save("x", "yaml") end)
-  raises("bad argument #1 to 'encode' %(expected \"msgpack\" or \"json\"%)", function() return c:encode("auto") end)
+  raises("bad argument #1 to 'encode' %(expected \"msgpack\", \"json\" or \"text\"%)", function() return c:encode("auto") end)
   raises("bad argument #1 to 'discover' %(table expected, got string%)", function() return herd.discover("x.json") end)
-  raises("bad argument #1 to 'discover' %(unknown option 'inventroy' %(known: inventory%)%)",
+  raises("bad argument #1 to 'discover' %(unknown option 'inventroy' %(known: inventory, hosts, hostfile, slurm, timeout%)%)",
     function() return herd.discover{ inventroy = dgx } end)
-  raises("option 'inventory' must be a file name", function() return herd.discover{ inventory = 42 } end)
+  raises("option 'inventory' must be a string", function() return herd.discover{ inventory = 42 } end)
 
   -- close: once; afterwards every use raises, the node's included
   assert(c:close() == true)
@@ -167,7 +167,8 @@ do
   assert(text:find('\n  gpus%s+= 8 x "NVIDIA H100 80GB HBM3"\n'), text)
   assert(text:find('\n  memory_bytes%s+= 2199023255552 %-%- 2%.0 TiB\n'), text)
   assert(text:find('\n  hostname%s+= "dgx%-h100"\n'), text)
-  assert(herd.pretty.object(c):find("\n  nodes = { herd.Node 1 (dgx-h100) }", 1, true))
+  assert(herd.pretty.object(c):find("\n  nodes  = { herd.Node 1 (dgx-h100) }", 1, true))
+  assert(herd.pretty.object(c):find("\n  failed = {}", 1, true))
   c:close()
   assert(herd.pretty.object(c) == "herd.Cluster (closed)")
 end

@@ -141,4 +141,47 @@ do
   c:close()
 end
 
+-- Four DGX nodes: alike, no warning; one with another driver is named.
+do
+  local c = load("dgx-h100-x4.json")
+  eq(#c.nodes, 4, "x4 nodes")
+  eq(#c:warnings(), 0, "x4 warnings")
+  eq(#c.failed, 0, "x4 failed")
+  eq(c.nodes[2].gpu_driver, "570.124.06", "gpu_driver")
+  eq(c.nodes[2].gpus[1].ecc, 1, "ecc")
+  eq(c.nodes[2].gpus[1].pcie_width, 16, "pcie_width")
+  local f = assert(io.open(dir .. "dgx-h100-x4.json"))
+  local text = f:read("a")
+  f:close()
+  local i = select(2, text:find('"hostname": "dgx02"', 1, true))
+  text = text:sub(1, i) .. text:sub(i + 1):gsub('"gpu_driver": "570.124.06"', '"gpu_driver": "565.1"', 1)
+  local path = os.tmpname()
+  f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+  local odd = assert(herd.discover{inventory = path})
+  os.remove(path)
+  local w = odd:warnings()
+  eq(#w, 1, "one warning")
+  eq(w[1].nodes, "dgx02", "warning nodes")
+  assert(w[1].message:find("GPU driver differs: driver 565.1 on 1 node", 1, true), w[1].message)
+  -- The text form herd probe --text prints.
+  local t = odd:encode("text")
+  assert(t:sub(1, 19) == "herd-probe 1 dgx01\n", t:sub(1, 20))
+  odd:close()
+  c:close()
+end
+
+-- Options of many nodes: their types are checked; a malformed hostlist fails.
+do
+  local ok, err = pcall(herd.discover, {hosts = 5})
+  assert(not ok and err:find("hosts"), err)
+  ok, err = pcall(herd.discover, {slurm = "yes"})
+  assert(not ok and err:find("slurm"), err)
+  ok, err = pcall(herd.discover, {hosts = "a", timeout = -1})
+  assert(not ok and err:find("timeout"), err)
+  local c, msg, status = herd.discover{hosts = "node["}
+  assert(c == nil and status == "HERD_EFORMAT", msg)
+end
+
 print("discover_fixtures: ok")

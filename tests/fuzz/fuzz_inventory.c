@@ -1,9 +1,11 @@
 /*
  * tests/fuzz/fuzz_inventory.c - the inventory decoder on arbitrary bytes
- * (JSON or msgpack, as sniffed): it must never crash, leak or hang, and
- * must fail only with HERD_EFORMAT or HERD_EVERSION and a message naming
- * the origin.  Whatever it accepts must encode in both formats, and each
- * encoding must decode again and encode to the very same bytes.
+ * (JSON, msgpack or the text form of herd probe --text, as sniffed; a
+ * cluster inventory with the nodes a discovery could not reach among
+ * them): it must never crash, leak or hang, and must fail only with
+ * HERD_EFORMAT or HERD_EVERSION and a message naming the origin.  Whatever
+ * it accepts must encode in every format, and each encoding must decode
+ * again and encode to the very same bytes.
  *
  *   fuzz_inventory -max_total_time=60 tests/fixtures/inventory tests/fuzz/corpus/fuzz_inventory
  */
@@ -46,7 +48,9 @@ static void check_same(const herd_cluster *c, herd_format format, const void *wa
 	void *data = encode(c, format, &len);
 
 	if (len != want_len || memcmp(data, want, len) != 0)
-		die(format == HERD_FORMAT_JSON ? "JSON encodings differ" : "msgpack encodings differ");
+		die(format == HERD_FORMAT_JSON	  ? "JSON encodings differ"
+		    : format == HERD_FORMAT_TEXT ? "text encodings differ"
+						 : "msgpack encodings differ");
 	herd_free(data);
 }
 
@@ -54,10 +58,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	herd_cluster *c = NULL, *from_mp, *from_json;
+	herd_cluster *c = NULL, *from_mp, *from_json, *from_text;
 	herd_status st = herd_cluster_decode(&c, data, size, "fuzz");
-	size_t mp_len = 0, json_len = 0;
-	void *mp, *json;
+	size_t mp_len = 0, json_len = 0, text_len = 0;
+	void *mp, *json, *text;
 
 	if (st != HERD_OK) {
 		if (c != NULL)
@@ -70,15 +74,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	mp = encode(c, HERD_FORMAT_MSGPACK, &mp_len);
 	json = encode(c, HERD_FORMAT_JSON, &json_len);
+	text = encode(c, HERD_FORMAT_TEXT, &text_len);
 	from_mp = decode(mp, mp_len);
 	from_json = decode(json, json_len);
+	from_text = decode(text, text_len);
 	check_same(from_mp, HERD_FORMAT_MSGPACK, mp, mp_len);
 	check_same(from_json, HERD_FORMAT_MSGPACK, mp, mp_len);
 	check_same(from_json, HERD_FORMAT_JSON, json, json_len);
+	check_same(from_text, HERD_FORMAT_MSGPACK, mp, mp_len);
+	check_same(from_text, HERD_FORMAT_TEXT, text, text_len);
 	herd_free(mp);
 	herd_free(json);
+	herd_free(text);
 	herd_cluster_free(from_mp);
 	herd_cluster_free(from_json);
+	herd_cluster_free(from_text);
 	herd_cluster_free(c);
 	return 0;
 }

@@ -32,16 +32,20 @@ static const char discover_usage[] =
 	"  --hostfile FILE    probe the hosts of an Open MPI / DeepSpeed hostfile\n"
 	"  --slurm            probe the nodes of this Slurm allocation (one srun step)\n"
 	"  --timeout SEC      give each node SEC seconds to answer (default 30)\n"
+	"  --links            then measure every pair of nodes that answered (herd TCP:\n"
+	"                     latency and bandwidth, each node with one peer at a\n"
+	"                     time) and flag the pairs slow against the median\n"
+	"  --links-bytes SIZE bytes each way per bandwidth exchange (default 64M)\n"
 	"Many nodes: nodes of one hardware shape on one line, then warnings about\n"
 	"differences that break or slow training, then the nodes that did not\n"
 	"answer and why.  Exit status 1 when some nodes did not answer, 2 when\n"
-	"none did.\n";
+	"none did; with --links, 1 also when a pair is slow.\n";
 
 static const char probe_usage[] =
-	"usage: herd probe [--text | --json]\n"
+	"usage: herd probe [--text | --json] | --links BYTES\n"
 	"  This node's inventory on standard output, for herd discover on other\n"
 	"  nodes: msgpack, or --text (lines of base64, what herd discover --hosts\n"
-	"  runs) or --json.\n";
+	"  runs) or --json.  --links BYTES: one rank of herd discover --links.\n";
 
 struct discover_args {
 	int json;
@@ -51,6 +55,8 @@ struct discover_args {
 	const char *hosts, *hostfile;
 	int slurm;
 	int timeout_s;
+	int links;
+	uint64_t links_bytes;
 };
 
 static double gib(uint64_t bytes)
@@ -550,6 +556,13 @@ static int parse_args(int argc, char **argv, struct discover_args *args)
 				return usage_error("option '%s' needs a file name", "--hostfile");
 		} else if (strcmp(a, "--slurm") == 0) {
 			args->slurm = 1;
+		} else if (strcmp(a, "--links") == 0) {
+			args->links = 1;
+		} else if ((r = option_value(argc, argv, &i, "--links-bytes", &v)) != 0) {
+			if (r < 0 || shell_parse_bytes(v, &args->links_bytes) != 0 ||
+			    args->links_bytes < 8 || args->links_bytes > (1ull << 32))
+				return usage_error("--links-bytes takes a size from 8 bytes to 4G, "
+						   "not '%s'", r < 0 ? "" : v);
 		} else if ((r = option_value(argc, argv, &i, "--timeout", &v)) != 0) {
 			if (r < 0 || shell_parse_int(v, 1, 86400, &args->timeout_s) != 0)
 				return usage_error("--timeout takes whole seconds from 1 to 86400, "
@@ -569,6 +582,13 @@ static int parse_args(int argc, char **argv, struct discover_args *args)
 	if (args->timeout_s > 0 && args->hosts == NULL && args->hostfile == NULL && !args->slurm)
 		return usage_error("%s", "--timeout is for many nodes: give --hosts, --hostfile "
 				   "or --slurm");
+	if ((args->links || args->links_bytes > 0) && args->hosts == NULL &&
+	    args->hostfile == NULL && !args->slurm)
+		return usage_error("%s", "--links measures between nodes: give --hosts, --hostfile "
+				   "or --slurm");
+	if (args->links && args->json)
+		return usage_error("%s", "--links prints a table; it has no JSON form yet (leave "
+				   "out --json)");
 	return -1;
 }
 
@@ -647,6 +667,14 @@ int cmd_discover(int argc, char **argv)
 	}
 	if (status == SHELL_EXIT_OK)
 		status = report_failures(cluster);
+	if (args.links && (status == SHELL_EXIT_OK || status == SHELL_EXIT_FAILURE)) {
+		int s = links_check(cluster, args.slurm, args.links_bytes > 0
+							  ? (size_t)args.links_bytes : 64u << 20,
+				    args.timeout_s > 0 ? args.timeout_s : 30);
+
+		if (s != SHELL_EXIT_OK)
+			status = s;
+	}
 	herd_cluster_free(cluster);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		shell_message("herd", "cannot write to standard output");
@@ -665,7 +693,17 @@ int cmd_probe(int argc, char **argv)
 	int status = SHELL_EXIT_OK;
 
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--text") == 0) {
+		if (strcmp(argv[i], "--links") == 0 && i + 1 < argc) {
+			uint64_t bytes = 0;
+
+			if (shell_parse_bytes(argv[i + 1], &bytes) != 0 || bytes < 8 ||
+			    bytes > (1ull << 32) || i + 2 != argc) {
+				fprintf(stderr, "herd probe: --links takes one size, from 8 bytes to "
+					"4G\nTry 'herd probe --help' for more information.\n");
+				return SHELL_EXIT_USAGE;
+			}
+			return links_rank((size_t)bytes);
+		} else if (strcmp(argv[i], "--text") == 0) {
 			format = HERD_FORMAT_TEXT;
 		} else if (strcmp(argv[i], "--json") == 0) {
 			format = HERD_FORMAT_JSON;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "herd/cluster.h"
 #include "herd/comm.h"
 #include "herd/job.h"
 
@@ -64,6 +65,11 @@ void shell_repl(lua_State *L);
 int cmd_discover(int argc, char **argv);
 /* `herd probe`: this node's inventory for a discovery elsewhere (shell/cmd_discover.c). */
 int cmd_probe(int argc, char **argv);
+/* The fabric check (shell/cmd_links.c): one rank of it (`herd probe
+ * --links BYTES`), and the launch of it on a discovered cluster's nodes
+ * with its report (`herd discover --links`); exit statuses. */
+int links_rank(size_t bytes);
+int links_check(const herd_cluster *cluster, bool slurm, size_t bytes, int timeout_s);
 
 /* `herd bench OP [options]`: a collective benchmark (shell/cmd_bench.c). */
 int cmd_bench(int argc, char **argv);

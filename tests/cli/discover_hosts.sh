@@ -7,6 +7,7 @@
 # grouped by shape with warnings about the odd one, the others named with
 # their reasons (ssh's words, the timeout, the decoder's), at the deadline.
 # The merged inventory saves and loads; none answering is exit status 2.
+# --links measures each pair of hosts once, over herd's TCP transport.
 # Needs root and openssh-server; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
 cleanup() {
@@ -80,8 +81,20 @@ timeout 60 "$HERD" discover --hosts '127.0.0.9' >"$tmp/out" 2>"$tmp/err"; rc=$?
 [[ $rc == 2 ]] || fail "discover of an unreachable host exited $rc, want 2"
 grep -q "none of the 1 nodes answered: 127.0.0.9: ssh: connect to host" "$tmp/err" || fail "none answered: $(cat "$tmp/err")"
 
+# --- the fabric check: every pair of three hosts once, named, with figures;
+# exit status 1 exactly when a pair is flagged slow
+timeout 120 "$HERD" discover --hosts '127.0.0.[2-3,7]' --links --links-bytes 1M >"$tmp/out" 2>"$tmp/err"; rc=$?
+pairs=$(grep -E '^127\.0\.0\.[0-9]+ +127\.0\.0\.[0-9]+ +[0-9]+\.[0-9] +[0-9]+\.[0-9]{3} +[0-9]+%' "$tmp/out" | awk '{print $1, $2}')
+[[ $pairs == "127.0.0.2 127.0.0.7
+127.0.0.2 127.0.0.3
+127.0.0.3 127.0.0.7" ]] || fail "links pairs: $(cat "$tmp/out" "$tmp/err")"
+grep -q "^median: [0-9.]* us, [0-9.]* GB/s; [0-3] of 3 pairs slow" "$tmp/out" || fail "links median: $(cat "$tmp/out")"
+slow=$(grep -c "SLOW$" "$tmp/out")
+[[ $rc == $((slow > 0 ? 1 : 0)) ]] || fail "links exited $rc with $slow slow pairs: $(cat "$tmp/out" "$tmp/err")"
+
 # --- usage
-for args in "--hosts" "--hosts a --slurm" "--timeout 0 --hosts a" "--timeout 5" "--inventory x --hosts a"; do
+for args in "--hosts" "--hosts a --slurm" "--timeout 0 --hosts a" "--timeout 5" "--inventory x --hosts a" \
+	"--links" "--hosts a --links --json" "--hosts a --links-bytes 4"; do
 	"$HERD" discover $args >/dev/null 2>"$tmp/err"; rc=$?
 	[[ $rc == 2 ]] || fail "discover $args exited $rc, want 2"
 	grep -q "^herd discover: " "$tmp/err" || fail "discover $args: $(cat "$tmp/err")"

@@ -4,7 +4,8 @@
 # node2 reporting a DGX H100 (HERD_INVENTORY), and the nodes are named as
 # Slurm names them; then node2's probe prints garbage, then hangs past
 # --timeout: node1 is kept, node2 named with the reason, exit status 1.
-# Outside an allocation it says so (exit 2).
+# --links measures node1-node2 in a launch through srun.  Outside an
+# allocation it says so (exit 2).
 # Needs root, slurm-wlm and munge; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
 cleanup() {
@@ -56,6 +57,11 @@ t1=$(date +%s)
 grep -q "^herd discover: node2: no answer within 3 s (--timeout)" "$tmp/err" || fail "hang: $(cat "$tmp/err")"
 grep -q "^node1 " "$tmp/out" || fail "node1 lost with node2 hanging: $(cat "$tmp/out")"
 (( t1 - t0 < 20 )) || fail "discover with a hanging node took $((t1 - t0)) s"
+
+# --- the fabric check between the two nodes, through one srun step
+MODE= timeout 120 salloc -Q -N2 "$HERD" discover --slurm --links --links-bytes 1M >"$tmp/out" 2>"$tmp/err"; rc=$?
+grep -qE "^node1 +node2 +[0-9.]+ +[0-9.]+ +100%$" "$tmp/out" || fail "links node1-node2: $rc $(cat "$tmp/out" "$tmp/err")"
+[[ $rc == 0 ]] || fail "links with one pair exited $rc"
 
 "$HERD" discover --slurm >/dev/null 2>"$tmp/err"; rc=$?
 [[ $rc == 2 ]] && grep -q "SLURM_JOB_ID" "$tmp/err" || fail "outside an allocation: $rc $(cat "$tmp/err")"

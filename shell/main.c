@@ -58,6 +58,9 @@ static const struct command {
 	{ "ckpt", cmd_ckpt,
 	  "ckpt ls|verify|inspect|diff|export|import DIR ...\n"
 	  "                    list, verify, compare, export checkpoints (see ckpt -h)" },
+	{ "bcast", cmd_bcast,
+	  "bcast [--hosts EXPR | --hostfile F | --slurm] FILE DEST\n"
+	  "                    copy a file to every node, verified, as sbcast" },
 	{ "probe", cmd_probe,
 	  "probe [--text | --json]\n"
 	  "                    this node's inventory, for herd discover elsewhere" },

@@ -65,6 +65,8 @@ void shell_repl(lua_State *L);
 int cmd_discover(int argc, char **argv);
 /* `herd probe`: this node's inventory for a discovery elsewhere (shell/cmd_discover.c). */
 int cmd_probe(int argc, char **argv);
+/* `herd bcast FILE DEST` and its node side (shell/cmd_bcast.c). */
+int cmd_bcast(int argc, char **argv);
 /* The fabric check (shell/cmd_links.c): one rank of it (`herd probe
  * --links BYTES`), and the launch of it on a discovered cluster's nodes
  * with its report (`herd discover --links`); exit statuses. */

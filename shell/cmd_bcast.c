@@ -1,0 +1,158 @@
+/*
+ * shell/cmd_bcast.c - `herd bcast FILE DEST`: a file to every node
+ * (herd_bcast), and its node side, `herd bcast --receive`.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "herd.h"
+#include "launch/bcast.h"
+#include "shell.h"
+
+static const char bcast_usage[] =
+	"usage: herd bcast [--hosts EXPR | --hostfile FILE | --slurm] [--timeout SEC]\n"
+	"                  FILE DEST\n"
+	"  Copies FILE to the absolute path DEST on every node, as Slurm's sbcast:\n"
+	"  over ssh (beyond 32 nodes as a tree, each first-level node forwarding to\n"
+	"  its group), or inside a Slurm allocation through one srun step.  Each\n"
+	"  node verifies the bytes' XXH3 sum, then fsyncs and renames its copy into\n"
+	"  place with FILE's mode; a node that fails is named on stderr with the\n"
+	"  reason and the others keep their copies.\n"
+	"  --hosts EXPR       the nodes, a hostlist (node[01-04])\n"
+	"  --hostfile FILE    the hosts of an Open MPI / DeepSpeed hostfile\n"
+	"  --slurm            the nodes of this Slurm allocation (the default inside one)\n"
+	"  --timeout SEC      a node that takes or says nothing this long fails (30)\n"
+	"Exit status 0 when every node has the file, 1 when some have not, 2 for a\n"
+	"usage error.\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "herd bcast: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'herd bcast --help' for more information.\n");
+	return SHELL_EXIT_USAGE;
+}
+
+static void on_result(void *userdata, const char *host, herd_status status, const char *error)
+{
+	(void)userdata;
+	if (status != HERD_OK)
+		fprintf(stderr, "herd bcast: %s: %s\n", host, error != NULL ? error : "failed");
+}
+
+/* `herd bcast --receive DEST --bytes N --mode OCT --timeout SEC [--forward HOSTS
+ * [--program HERD] [--ssh PROG] [--ssh-args WORDS]]` */
+static int receive(int argc, char **argv)
+{
+	const char *dest = NULL, *forward = NULL, *program = getenv("HERD_PROGRAM");
+	uint64_t bytes = UINT64_MAX;
+	long mode = -1;
+	int secs = 30;
+
+	for (int i = 1; i + 1 < argc; i += 2) {
+		const char *a = argv[i], *v = argv[i + 1];
+		char *end = NULL;
+
+		if (strcmp(a, "--receive") == 0)
+			dest = v;
+		else if (strcmp(a, "--bytes") == 0)
+			bytes = strtoull(v, &end, 10);
+		else if (strcmp(a, "--mode") == 0)
+			mode = strtol(v, &end, 8);
+		else if (strcmp(a, "--forward") == 0)
+			forward = v;
+		else if (strcmp(a, "--program") == 0)
+			program = v;
+		else if (strcmp(a, "--ssh") == 0 || strcmp(a, "--ssh-args") == 0)
+			/* The sender's ssh settings, for a relay's group. */
+			setenv(a[5] == '\0' ? "HERD_SSH" : "HERD_SSH_ARGS", v, 1);
+		else if (strcmp(a, "--timeout") == 0 && shell_parse_int(v, 1, 86400, &secs) == 0)
+			continue;
+		else
+			return usage_error("--receive: unexpected '%s'", a);
+		if (end != NULL && (*end != '\0' || end == v))
+			return usage_error("--receive: '%s' is not a number", v);
+	}
+	if (dest == NULL || bytes == UINT64_MAX || mode < 0 || mode > 07777 || argc % 2 == 0)
+		return usage_error("%s", "--receive needs DEST, --bytes N and --mode OCTAL");
+	if (herd__bcast_receive(dest, bytes, (int)mode, forward,
+				program != NULL && program[0] != '\0' ? program : "herd",
+				secs * 1000) != HERD_OK) {
+		shell_message("herd bcast", herd_last_error());
+		return SHELL_EXIT_FAILURE;
+	}
+	return SHELL_EXIT_OK;
+}
+
+int cmd_bcast(int argc, char **argv)
+{
+	herd_bcast_opts o = HERD_BCAST_OPTS_INIT;
+	const char *args[2] = { NULL, NULL };
+	int nargs = 0, kinds = 0, secs = 0;
+
+	if (argc > 1 && strcmp(argv[1], "--receive") == 0)
+		return receive(argc, argv);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			fputs(bcast_usage, stdout);
+			return SHELL_EXIT_OK;
+		} else if (strcmp(a, "--hosts") == 0 || strcmp(a, "--hostfile") == 0) {
+			if (i + 1 >= argc || argv[i + 1][0] == '\0')
+				return usage_error("option '%s' needs a value", a);
+			o.where = a[6] == 'f' ? HERD_JOB_HOSTFILE : HERD_JOB_HOSTS;
+			o.hosts = argv[++i];
+			kinds++;
+		} else if (strcmp(a, "--slurm") == 0) {
+			o.where = HERD_JOB_SLURM;
+			kinds++;
+		} else if (strcmp(a, "--timeout") == 0) {
+			if (i + 1 >= argc || shell_parse_int(argv[i + 1], 1, 86400, &secs) != 0)
+				return usage_error("--timeout takes whole seconds from 1 to 86400, not "
+						   "'%s'", i + 1 < argc ? argv[i + 1] : "");
+			o.timeout_ms = secs * 1000;
+			i++;
+		} else if (a[0] == '-' && a[1] != '\0') {
+			return usage_error("unrecognized option '%s'", a);
+		} else if (nargs < 2) {
+			args[nargs++] = a;
+		} else {
+			return usage_error("unexpected argument '%s'", a);
+		}
+	}
+	if (kinds > 1)
+		return usage_error("%s", "--hosts, --hostfile and --slurm each name the nodes: give "
+				   "one");
+	if (kinds == 0) {
+		const char *job = getenv("SLURM_JOB_ID");
+
+		if (job == NULL || job[0] == '\0')
+			return usage_error("%s", "which nodes? give --hosts, --hostfile or --slurm");
+		o.where = HERD_JOB_SLURM;
+	}
+	if (nargs < 2)
+		return usage_error("%s", "give FILE and DEST");
+	if (args[1][0] != '/')
+		return usage_error("DEST %s: give an absolute path (the nodes do not share this "
+				   "directory)", args[1]);
+	o.result = on_result;
+	switch (herd_bcast(args[0], args[1], &o)) {
+	case HERD_OK:
+		return SHELL_EXIT_OK;
+	case HERD_EPEER:
+		/* The nodes were named one by one. */
+		return SHELL_EXIT_FAILURE;
+	case HERD_EINVAL:
+	case HERD_EFORMAT:
+	case HERD_ENOTFOUND:
+	case HERD_EUNAVAIL:
+		shell_message("herd bcast", herd_last_error());
+		return SHELL_EXIT_USAGE;
+	default:
+		shell_message("herd bcast", herd_last_error());
+		return SHELL_EXIT_FAILURE;
+	}
+}

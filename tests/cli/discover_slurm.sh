@@ -4,7 +4,8 @@
 # node2 reporting a DGX H100 (HERD_INVENTORY), and the nodes are named as
 # Slurm names them; then node2's probe prints garbage, then hangs past
 # --timeout: node1 is kept, node2 named with the reason, exit status 1.
-# --links measures node1-node2 in a launch through srun.  Outside an
+# --links measures node1-node2 in a launch through srun; herd bcast copies
+# a file to both nodes through one srun step.  Outside an
 # allocation it says so (exit 2).
 # Needs root, slurm-wlm and munge; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
@@ -21,6 +22,12 @@ fixtures=$PWD/tests/fixtures/inventory
 # node2's probe, by $MODE (exported through salloc and srun).
 cat >"$tmp/herd-node" <<EOF
 #!/bin/sh
+# herd bcast: each node's copy at DEST.NODE, to be told apart here.
+if [ "\$1" = bcast ] && [ "\$2" = --receive ]; then
+	dest=\$3
+	shift 3
+	exec "$HERD" bcast --receive "\$dest.\$SLURMD_NODENAME" "\$@"
+fi
 if [ "\$SLURMD_NODENAME" = node2 ]; then
 	case \$MODE in
 	dgx) export HERD_INVENTORY=$fixtures/dgx-h100.json ;;
@@ -62,6 +69,18 @@ grep -q "^node1 " "$tmp/out" || fail "node1 lost with node2 hanging: $(cat "$tmp
 MODE= timeout 120 salloc -Q -N2 "$HERD" discover --slurm --links --links-bytes 1M >"$tmp/out" 2>"$tmp/err"; rc=$?
 grep -qE "^node1 +node2 +[0-9.]+ +[0-9.]+ +100%$" "$tmp/out" || fail "links node1-node2: $rc $(cat "$tmp/out" "$tmp/err")"
 [[ $rc == 0 ]] || fail "links with one pair exited $rc"
+
+# --- herd bcast through one srun step (the default inside an allocation)
+seq 1 300000 >"$tmp/src"
+mkdir "$tmp/copies"
+MODE= timeout 120 salloc -Q -N2 "$HERD" bcast "$tmp/src" "$tmp/copies/f" 2>"$tmp/err" \
+	|| fail "bcast in the allocation exited $?: $(cat "$tmp/err")"
+cmp -s "$tmp/src" "$tmp/copies/f.node1" && cmp -s "$tmp/src" "$tmp/copies/f.node2" \
+	|| fail "bcast copies: $(ls -l "$tmp/copies")"
+MODE= timeout 120 salloc -Q -N2 "$HERD" bcast --slurm "$tmp/src" "$tmp/no-such-dir/f" 2>"$tmp/err"; rc=$?
+[[ $rc == 1 ]] || fail "bcast to a missing directory exited $rc"
+grep -q "^herd bcast: node1: cannot create a file beside $tmp/no-such-dir/f.node1" "$tmp/err" &&
+	grep -q "^herd bcast: node2: cannot create" "$tmp/err" || fail "bcast failures: $(cat "$tmp/err")"
 
 "$HERD" discover --slurm >/dev/null 2>"$tmp/err"; rc=$?
 [[ $rc == 2 ]] && grep -q "SLURM_JOB_ID" "$tmp/err" || fail "outside an allocation: $rc $(cat "$tmp/err")"

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -49,6 +50,8 @@ typedef struct source {
 	int fd;
 	uint64_t data, got;        /* the file's bytes, and of the stream read so far */
 	bool relay;                /* the sum comes in the stream (else it is made here) */
+	bool seekable;             /* a regular file: each peer is fed from it at its
+				    * own pace (sendfile), after a pass for the sum */
 	XXH3_state_t *hash;
 	uint8_t trailer[8];        /* the sum as the stream carries it */
 	int timeout_ms;
@@ -213,6 +216,47 @@ static void sigpipe_block(sigset_t *old, bool *was_pending)
 	*was_pending = sigismember(&pending, SIGPIPE) == 1;
 }
 
+/* The sum of a seekable source, read once before it is sent. */
+static herd_status file_sum(source *s, uint8_t *buf, size_t cap)
+{
+	for (uint64_t at = 0; at < s->data;) {
+		size_t want = s->data - at < cap ? (size_t)(s->data - at) : cap;
+		ssize_t got = pread(s->fd, buf, want, (off_t)at);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return got < 0 ? herd__error_errno(HERD_EIO, errno, "reading the file")
+				       : herd__error(HERD_EIO, "the file shrank while it was sent");
+		XXH3_64bits_update(s->hash, buf, (size_t)got);
+		at += (uint64_t)got;
+	}
+	put_le64(s->trailer, XXH3_64bits_digest(s->hash));
+	s->got = s->data + 8;
+	return HERD_OK;
+}
+
+/*
+ * Writes to peer p what it lacks of the stream: from the shared chunk
+ * buf (stream bytes pos..pos+len), or, from a seekable source, the file at
+ * its own offset (sendfile, no copy through this process) and then the
+ * sum.  write's result.
+ */
+static ssize_t feed(peer *p, const source *src, const uint8_t *buf, uint64_t pos, size_t len)
+{
+	if (!src->seekable)
+		return write(p->link.ch.wfd, buf + (p->sent - pos), (size_t)(pos + len - p->sent));
+	if (p->sent < src->data) {
+		off_t off = (off_t)p->sent;
+		size_t n = src->data - p->sent < (1u << 20) ? (size_t)(src->data - p->sent)
+							      : (size_t)1 << 20;
+
+		return sendfile(p->link.ch.wfd, src->fd, &off, n);
+	}
+	return write(p->link.ch.wfd, src->trailer + (p->sent - src->data),
+		     (size_t)(src->data + 8 - p->sent));
+}
+
 static void sigpipe_restore(const sigset_t *old, bool was_pending)
 {
 	const struct timespec zero = { 0, 0 };
@@ -244,6 +288,11 @@ static herd_status pump(peer *peers, size_t np, source *src, int outfd, char *ou
 
 	sigpipe_block(&mask, &pipe_pending);
 	HERD_CHECK_GOTO(herd__calloc(&buf, CHUNK, 1, "the stream's buffer"), st, out);
+	if (src->seekable) {
+		/* The sum first; then the whole stream is there for every peer. */
+		HERD_CHECK_GOTO(file_sum(src, buf, CHUNK), st, out);
+		len = (size_t)total;
+	}
 	HERD_CHECK_GOTO(herd__calloc(&fds, 3 * np + 1, sizeof(*fds), "poll"), st, out);
 	HERD_CHECK_GOTO(herd__calloc(&owner, 3 * np + 1, sizeof(*owner), "poll"), st, out);
 	for (size_t i = 0; i < np; i++)
@@ -256,7 +305,7 @@ static herd_status pump(peer *peers, size_t np, source *src, int outfd, char *ou
 		for (size_t i = 0; i < np; i++)
 			if (!peers[i].closed && peers[i].sent < pos + len)
 				taken = false;
-		if (taken && pos + len < total) {
+		if (taken && pos + len < total && !src->seekable) {
 			pos += len;
 			len = 0;
 			st = source_next(src, buf, CHUNK, &len);
@@ -322,7 +371,7 @@ static herd_status pump(peer *peers, size_t np, source *src, int outfd, char *ou
 
 			if (fds[j].fd != p->link.ch.wfd || p->closed || fds[j].revents == 0)
 				continue;
-			w = write(p->link.ch.wfd, buf + (p->sent - pos), (size_t)(pos + len - p->sent));
+			w = feed(p, src, buf, pos, len);
 			if (w > 0) {
 				p->sent += (uint64_t)w;
 				p->idle_since = now;
@@ -621,7 +670,7 @@ herd_status herd__bcast_receive(const char *dest, uint64_t bytes, int mode, cons
 	herd__hostlist hl = { 0 };
 	outcome *all = NULL;
 	peer *peers = NULL;
-	source src = { STDIN_FILENO, bytes, 0, true, NULL, { 0 }, timeout_ms };
+	source src = { STDIN_FILENO, bytes, 0, true, false, NULL, { 0 }, timeout_ms };
 	copy c;
 	herd_status st;
 
@@ -734,7 +783,7 @@ herd_status herd_bcast(const char *file, const char *dest, const herd_bcast_opts
 	const char *program;
 	outcome *all = NULL;
 	peer *peers = NULL;
-	source src = { -1, 0, 0, false, NULL, { 0 }, DEFAULT_TIMEOUT_MS };
+	source src = { -1, 0, 0, false, true, NULL, { 0 }, DEFAULT_TIMEOUT_MS };
 	struct stat sb;
 	size_t n = 0, np = 0, failed = 0;
 	long min, width, sq = 2;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "herd.h"
+#include "launch/discover.h"
 #include "shell.h"
 
 static const char discover_usage[] =
@@ -42,10 +43,11 @@ static const char discover_usage[] =
 	"none did; with --links, 1 also when a pair is slow.\n";
 
 static const char probe_usage[] =
-	"usage: herd probe [--text | --json] | --links BYTES\n"
+	"usage: herd probe [--text | --json] [--forward HOSTS [--timeout S]] | --links BYTES\n"
 	"  This node's inventory on standard output, for herd discover on other\n"
 	"  nodes: msgpack, or --text (lines of base64, what herd discover --hosts\n"
-	"  runs) or --json.  --links BYTES: one rank of herd discover --links.\n";
+	"  runs) or --json.  --forward: also those hosts' (a relay of herd discover\n"
+	"  over an ssh tree).  --links BYTES: one rank of herd discover --links.\n";
 
 struct discover_args {
 	int json;
@@ -692,8 +694,31 @@ int cmd_probe(int argc, char **argv)
 	size_t len = 0;
 	int status = SHELL_EXIT_OK;
 
+	const char *forward = NULL, *program = getenv("HERD_PROGRAM");
+	int secs = 30;
+
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--links") == 0 && i + 1 < argc) {
+		if (i + 1 < argc && (strcmp(argv[i], "--forward") == 0 ||
+				     strcmp(argv[i], "--program") == 0 || strcmp(argv[i], "--ssh") == 0 ||
+				     strcmp(argv[i], "--ssh-args") == 0 ||
+				     strcmp(argv[i], "--timeout") == 0)) {
+			/* A relay of a discovery over an ssh tree, with the settings
+			 * of the herd that reached it. */
+			const char *v = argv[++i];
+
+			if (argv[i - 1][2] == 'f')
+				forward = v;
+			else if (argv[i - 1][2] == 'p')
+				program = v;
+			else if (argv[i - 1][2] == 't') {
+				if (shell_parse_int(v, 1, 86400, &secs) != 0) {
+					fprintf(stderr, "herd probe: --timeout %s: whole seconds, "
+						"please\n", v);
+					return SHELL_EXIT_USAGE;
+				}
+			} else
+				setenv(argv[i - 1][5] == '\0' ? "HERD_SSH" : "HERD_SSH_ARGS", v, 1);
+		} else if (strcmp(argv[i], "--links") == 0 && i + 1 < argc) {
 			uint64_t bytes = 0;
 
 			if (shell_parse_bytes(argv[i + 1], &bytes) != 0 || bytes < 8 ||
@@ -716,7 +741,11 @@ int cmd_probe(int argc, char **argv)
 			return SHELL_EXIT_USAGE;
 		}
 	}
-	if (herd_cluster_discover(&cluster, NULL) != HERD_OK ||
+	if ((forward != NULL
+		     ? herd__discover_relay(forward, secs * 1000,
+					    program != NULL && program[0] != '\0' ? program : "herd",
+					    &cluster)
+		     : herd_cluster_discover(&cluster, NULL)) != HERD_OK ||
 	    herd_cluster_encode(cluster, format, &data, &len) != HERD_OK) {
 		shell_message("herd probe", herd_last_error());
 		herd_cluster_free(cluster);

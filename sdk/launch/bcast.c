@@ -39,7 +39,6 @@
 
 #define CHUNK ((size_t)4 << 20)
 #define DEFAULT_TIMEOUT_MS 30000
-#define DEFAULT_TREE_MIN 32
 #define REAP_MS 1000
 #define POLL_MS 100
 #define LINE "herd-bcast "
@@ -514,35 +513,22 @@ static void read_outcomes(const peer *p, outcome *all, bool labelled)
 
 /* ---- starting receivers ------------------------------------------------------------ */
 
-/*
- * The receiver's arguments.  A relay reaches its group with this process's
- * herd program and ssh settings (HERD_SSH, HERD_SSH_ARGS), which ssh does
- * not carry: they go as arguments.
- */
+/* The receiver's arguments; a relay's end with herd__remote_relay_args. */
 static herd_status receive_args(char *out, size_t cap, const char *program, const char *dest,
 				uint64_t bytes, int mode, const char *forward, int timeout_ms)
 {
-	char qprog[PATH_MAX + 64];
-	const char *ssh = herd__launch_env(HERD__LENV_SSH);
-	const char *ssh_args = herd__launch_env(HERD__LENV_SSH_ARGS);
-	char qdest[PATH_MAX + 64], qfwd[4200], qssh[PATH_MAX + 64], qargs[4200];
+	char qdest[PATH_MAX + 64], qfwd[4200], relay[3 * HERD__SSH_REMOTE_MAX];
 	int n;
 
 	if (!herd__remote_shell_quote(dest, qdest, sizeof(qdest)) ||
-	    (forward != NULL && !herd__remote_shell_quote(forward, qfwd, sizeof(qfwd))) ||
-	    (forward != NULL && ssh != NULL && !herd__remote_shell_quote(ssh, qssh, sizeof(qssh))) ||
-	    (forward != NULL && ssh_args != NULL &&
-	     !herd__remote_shell_quote(ssh_args, qargs, sizeof(qargs))) ||
-	    !herd__remote_shell_quote(program, qprog, sizeof(qprog)))
+	    (forward != NULL && !herd__remote_shell_quote(forward, qfwd, sizeof(qfwd))))
 		return herd__error(HERD_EINVAL, "the destination or the node list is too long");
+	relay[0] = '\0';
+	if (forward != NULL)
+		HERD_CHECK(herd__remote_relay_args(relay, sizeof(relay), program));
 	n = snprintf(out, cap, "bcast --receive %s --bytes %" PRIu64 " --mode %04o --timeout %d"
-		     "%s%s%s%s%s%s%s%s", qdest, bytes, mode, (timeout_ms + 999) / 1000,
-		     forward != NULL ? " --forward " : "", forward != NULL ? qfwd : "",
-		     forward != NULL ? " --program " : "", forward != NULL ? qprog : "",
-		     forward != NULL && ssh != NULL ? " --ssh " : "",
-		     forward != NULL && ssh != NULL ? qssh : "",
-		     forward != NULL && ssh_args != NULL ? " --ssh-args " : "",
-		     forward != NULL && ssh_args != NULL ? qargs : "");
+		     "%s%s%s", qdest, bytes, mode, (timeout_ms + 999) / 1000,
+		     forward != NULL ? " --forward " : "", forward != NULL ? qfwd : "", relay);
 	if (n < 0 || (size_t)n >= cap)
 		return herd__error(HERD_EINVAL, "the destination or the node list is too long");
 	return HERD_OK;
@@ -553,7 +539,7 @@ static herd_status start_ssh(peer *p, const char *program, const char *dest, uin
 {
 	herd__ssh_cmd *cmd = NULL;
 	herd__launch_channel ch;
-	char args[8192];
+	char args[4 * HERD__SSH_REMOTE_MAX];
 	herd_status st;
 
 	herd__launch_link_init(&p->link);
@@ -786,7 +772,7 @@ herd_status herd_bcast(const char *file, const char *dest, const herd_bcast_opts
 	source src = { -1, 0, 0, false, true, NULL, { 0 }, DEFAULT_TIMEOUT_MS };
 	struct stat sb;
 	size_t n = 0, np = 0, failed = 0;
-	long min, width, sq = 2;
+	long width;
 	int mode;
 	herd_status st;
 
@@ -845,14 +831,7 @@ herd_status herd_bcast(const char *file, const char *dest, const herd_bcast_opts
 		HERD_CHECK_GOTO(start_srun(&peers[0], program, names, n, dest, src.data, mode,
 					   src.timeout_ms), st, out);
 	} else {
-		HERD_CHECK_GOTO(herd__launch_env_count(HERD__LENV_SSH_TREE_MIN, DEFAULT_TREE_MIN,
-						       &min), st, out);
-		while (sq * sq < (long)n)
-			sq++;
-		HERD_CHECK_GOTO(herd__launch_env_count(HERD__LENV_SSH_TREE_WIDTH, sq, &width), st,
-				out);
-		if (n <= (size_t)min)
-			width = (long)n;
+		HERD_CHECK_GOTO(herd__ssh_tree_width(n, &width), st, out);
 		np = herd__launch_tree_groups(n, (int)width);
 		HERD_CHECK_GOTO(herd__calloc(&peers, np + 1, sizeof(*peers), "the receivers"), st,
 				out);

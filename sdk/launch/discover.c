@@ -25,6 +25,7 @@
 
 #include "topo/hostlist.h"
 #include "topo/inventory.h"
+#include "discover.h"
 #include "net.h"
 #include "remote.h"
 
@@ -36,7 +37,8 @@
 
 /* ---- one node ------------------------------------------------------------ */
 
-typedef enum node_state { WAITING, RUNNING, DONE } node_state;
+/* VIA_RELAY: a node of a relay's group, answered for by the relay. */
+typedef enum node_state { WAITING, RUNNING, DONE, VIA_RELAY } node_state;
 
 typedef struct probe_node {
 	const char *host;          /* as reached */
@@ -47,6 +49,8 @@ typedef struct probe_node {
 	herd__buf err;             /* Slurm: the task's stderr lines */
 	herd_cluster *inv;         /* answered */
 	char *why;                 /* failed */
+	size_t group;              /* ssh tree: a relay's nodes, itself first (else 1) */
+	char *forward;             /* a relay's group beyond itself, a hostlist */
 } probe_node;
 
 static void node_fail(probe_node *p, const char *fmt, ...) HERD_PRINTF(2, 3);
@@ -74,7 +78,8 @@ static void node_answered(probe_node *p, const char *text, size_t len)
 
 	snprintf(origin, sizeof(origin), "%s", p->host);
 	if (len > 0 && herd_cluster_decode(&p->inv, text, len, origin) == HERD_OK) {
-		if (herd_cluster_node_count(p->inv) == 1) {
+		if (herd_cluster_node_count(p->inv) == 1 ||
+		    (p->group > 1 && herd_cluster_node_count(p->inv) >= 1)) {
 			p->state = DONE;
 			return;
 		}
@@ -118,10 +123,31 @@ static void ssh_ended(probe_node *p, int wstatus)
 		node_fail(p, "ssh ended by signal %d%s", WTERMSIG(wstatus), words);
 }
 
-static void ssh_start_node(probe_node *p, herd__ssh_cmd *cmd, int timeout_ms)
+/*
+ * Starts a node's probe: `herd probe --text`, or for a relay `herd probe
+ * --text --forward GROUP`, which probes its group itself and answers for
+ * all of them (given twice the time: it may wait the timeout on one).
+ */
+static void ssh_start_node(probe_node *p, herd__ssh_cmd *cmd, const char *program,
+			   int timeout_ms)
 {
+	char args[4 * HERD__SSH_REMOTE_MAX], relay[3 * HERD__SSH_REMOTE_MAX], qfwd[4200];
 	herd__launch_channel ch;
 
+	if (p->forward == NULL) {
+		herd__strlcpy(args, "probe --text", sizeof(args));
+	} else if (!herd__remote_shell_quote(p->forward, qfwd, sizeof(qfwd)) ||
+		   herd__remote_relay_args(relay, sizeof(relay), program) != HERD_OK) {
+		node_fail(p, "its group's command line is too long");
+		return;
+	} else {
+		snprintf(args, sizeof(args), "probe --text --forward %s --timeout %d%s", qfwd,
+			 (timeout_ms + 999) / 1000, relay);
+	}
+	if (herd__ssh_cmd_build(cmd, timeout_ms < 10000 ? timeout_ms : 0, program, args) != HERD_OK) {
+		node_fail(p, "%s", herd_last_error());
+		return;
+	}
 	cmd->argv[cmd->host_at] = p->host;
 	if (herd__launch_spawn_helper(cmd->argv, NULL, &ch) != HERD_OK) {
 		node_fail(p, "%s", herd_last_error());
@@ -132,7 +158,7 @@ static void ssh_start_node(probe_node *p, herd__ssh_cmd *cmd, int timeout_ms)
 	close(p->link.ch.wfd);
 	p->link.ch.wfd = -1;
 	herd__buf_init(&p->link.in, HERD_INVENTORY_MAX_BYTES / 2 * 3);
-	p->deadline = herd__net_deadline(timeout_ms);
+	p->deadline = herd__net_deadline(p->forward != NULL ? 2 * timeout_ms : timeout_ms);
 	p->state = RUNNING;
 }
 
@@ -197,17 +223,19 @@ static herd_status discover_ssh(probe_node *nodes, size_t n, const herd_discover
 
 	HERD_CHECK(herd__launch_env_count(HERD__LENV_DISCOVER_FANOUT, DEFAULT_FANOUT, &fanout));
 	HERD_CHECK(herd__calloc(&cmd, 1, sizeof(*cmd), "the ssh command line"));
-	HERD_CHECK_GOTO(herd__ssh_cmd_build(cmd, timeout_ms < 10000 ? timeout_ms : 0, program,
-					    "probe --text"), st, out);
 	HERD_CHECK_GOTO(herd__calloc(&fds, 2 * (size_t)fanout + 1, sizeof(*fds), "poll"), st, out);
 	HERD_CHECK_GOTO(herd__calloc(&owner, 2 * (size_t)fanout + 1, sizeof(*owner), "poll"), st,
 			out);
+	for (size_t i = 0; i < n; i++)
+		left -= nodes[i].state == VIA_RELAY;
 	while (left > 0) {
 		int64_t now = herd__net_now_ms(), wake = now + PROGRESS_MS;
 		size_t nfds = 0;
 
 		for (; next < n && running < (size_t)fanout; next++) {
-			ssh_start_node(&nodes[next], cmd, timeout_ms);
+			if (nodes[next].state == VIA_RELAY)
+				continue;
+			ssh_start_node(&nodes[next], cmd, program, timeout_ms);
 			running += nodes[next].state == RUNNING;
 		}
 		for (size_t i = 0; i < next; i++) {
@@ -219,7 +247,7 @@ static herd_status discover_ssh(probe_node *nodes, size_t n, const herd_discover
 			if (now >= p->deadline) {
 				herd__remote_channel_abort(&p->link.ch, REAP_MS);
 				node_fail(p, "no answer within %d s (--timeout)",
-					  (timeout_ms + 999) / 1000);
+					  ((p->forward != NULL ? 2 : 1) * timeout_ms + 999) / 1000);
 				continue;
 			}
 			k = herd__launch_link_pollfds(&p->link, fds + nfds, true);
@@ -239,7 +267,7 @@ static herd_status discover_ssh(probe_node *nodes, size_t n, const herd_discover
 				ssh_service(&nodes[i]);
 		left = running = 0;
 		for (size_t i = 0; i < n; i++) {
-			left += nodes[i].state != DONE;
+			left += nodes[i].state != DONE && nodes[i].state != VIA_RELAY;
 			running += nodes[i].state == RUNNING;
 		}
 		report_progress(o, nodes, n, &last, false);
@@ -503,6 +531,75 @@ out:
 	return st;
 }
 
+/* ---- an ssh tree ----------------------------------------------------------- */
+
+/* Makes the first node of each group of the tree over nodes a relay. */
+static herd_status plan_tree(probe_node *nodes, size_t n)
+{
+	size_t groups, off = 0, len = 0;
+	const char **names = NULL;
+	long width;
+
+	HERD_CHECK(herd__ssh_tree_width(n, &width));
+	if (width >= (long)n)
+		return HERD_OK;
+	HERD_CHECK(herd__calloc(&names, n + 1, sizeof(*names), "the node list"));
+	for (size_t i = 0; i < n; i++)
+		names[i] = nodes[i].host;
+	groups = herd__launch_tree_groups(n, (int)width);
+	for (size_t k = 0; k < groups; k++) {
+		herd__launch_tree_group(n, (int)width, k, &off, &len);
+		nodes[off].group = len;
+		for (size_t j = off + 1; j < off + len; j++)
+			nodes[j].state = VIA_RELAY;
+		if (len > 1 && herd__hostlist_compress(&nodes[off].forward, names + off + 1,
+						       len - 1) != HERD_OK) {
+			free(names);
+			return HERD_ENOMEM;
+		}
+	}
+	free(names);
+	return HERD_OK;
+}
+
+/* The nodes of a relay's group take their answers from the relay's. */
+static void expand_relay(probe_node *nodes, size_t r)
+{
+	probe_node *relay = &nodes[r];
+	herd_cluster *c = relay->inv;
+
+	for (size_t j = r + 1; j < r + relay->group; j++) {
+		probe_node *m = &nodes[j];
+		bool found = false;
+
+		if (c == NULL) {
+			node_fail(m, "not reached: its relay %s failed: %s", relay->host, relay->why);
+			continue;
+		}
+		for (size_t k = 1; k < c->nnodes && !found; k++) {
+			if (c->nodes[k].hostname == NULL || strcmp(c->nodes[k].hostname, m->host) != 0 ||
+			    herd__cluster_new(&m->inv, 1) != HERD_OK)
+				continue;
+			m->inv->nodes[0] = c->nodes[k];
+			memset(&c->nodes[k], 0, sizeof(c->nodes[k]));
+			m->state = DONE;
+			found = true;
+		}
+		for (size_t f = 0; f < c->nfailed && !found; f++)
+			if (strcmp(c->failed[f].host, m->host) == 0) {
+				node_fail(m, "%s", c->failed[f].reason);
+				found = true;
+			}
+		if (!found)
+			node_fail(m, "its relay %s said nothing of it", relay->host);
+	}
+	/* The relay keeps its own node. */
+	for (size_t k = 1; c != NULL && k < c->nnodes; k++)
+		herd__node_clear(&c->nodes[k]);
+	if (c != NULL && c->nnodes > 1)
+		c->nnodes = 1;
+}
+
 /* ---- merging ------------------------------------------------------------- */
 
 static herd_status merge(probe_node *nodes, size_t n, herd_cluster **out)
@@ -611,8 +708,15 @@ herd_status herd_cluster_discover(herd_cluster **out, const herd_discover_opts *
 		nodes[i].host = lnodes[i].host;
 		herd__launch_link_init(&nodes[i].link);
 	}
+	for (size_t i = 0; i < n; i++)
+		nodes[i].group = 1;
+	if (!o->slurm)
+		HERD_CHECK_GOTO(plan_tree(nodes, n), st, out);
 	st = o->slurm ? discover_slurm(nodes, n, o, program, timeout_ms)
 		      : discover_ssh(nodes, n, o, program, timeout_ms);
+	for (size_t i = 0; st == HERD_OK && i < n; i++)
+		if (nodes[i].group > 1)
+			expand_relay(nodes, i);
 	if (st == HERD_OK) {
 		int64_t last = 0;
 
@@ -621,6 +725,45 @@ herd_status herd_cluster_discover(herd_cluster **out, const herd_discover_opts *
 	}
 out:
 	for (size_t i = 0; i < n && nodes != NULL; i++) {
+		herd__launch_link_free(&nodes[i].link);
+		herd_cluster_free(nodes[i].inv);
+		free(nodes[i].why);
+		free(nodes[i].forward);
+	}
+	free(nodes);
+	herd__launch_nodes_free(lnodes, n);
+	return st;
+}
+
+herd_status herd__discover_relay(const char *forward, int timeout_ms, const char *program,
+				 herd_cluster **out)
+{
+	herd__launch_node *lnodes = NULL;
+	probe_node *nodes = NULL;
+	char self[256];
+	size_t n = 0;
+	herd_status st;
+
+	*out = NULL;
+	HERD_CHECK(herd__remote_nodes_from_hostlist(forward, &lnodes, &n));
+	HERD_CHECK_GOTO(herd__calloc(&nodes, n + 1, sizeof(*nodes), "the nodes"), st, out);
+	/* This node first, as the one a relay's parent reached. */
+	HERD_CHECK_GOTO(herd_cluster_discover(&nodes[0].inv, NULL), st, out);
+	/* merge renames the node to host: a copy of its own name, not the name. */
+	herd__strlcpy(self, nodes[0].inv->nodes[0].hostname != NULL
+				    ? nodes[0].inv->nodes[0].hostname : "localhost", sizeof(self));
+	nodes[0].host = self;
+	nodes[0].state = DONE;
+	for (size_t i = 0; i <= n; i++) {
+		nodes[i].group = 1;
+		herd__launch_link_init(&nodes[i].link);
+		if (i > 0)
+			nodes[i].host = lnodes[i - 1].host;
+	}
+	HERD_CHECK_GOTO(discover_ssh(nodes + 1, n, NULL, program, timeout_ms), st, out);
+	st = merge(nodes, n + 1, out);
+out:
+	for (size_t i = 0; i <= n && nodes != NULL; i++) {
 		herd__launch_link_free(&nodes[i].link);
 		herd_cluster_free(nodes[i].inv);
 		free(nodes[i].why);

@@ -40,7 +40,7 @@ herd_status herd__remote_env_args(const char *var, char *buf, size_t cap, const 
 bool herd__remote_shell_quote(const char *s, char *out, size_t cap);
 
 /* Room for the remote command line: the quoted program and its arguments. */
-#define HERD__SSH_REMOTE_MAX 4200
+#define HERD__SSH_REMOTE_MAX 16384
 
 /*
  * The OpenSSH client's command line that runs `PROGRAM ARGS` (PROGRAM
@@ -57,6 +57,23 @@ typedef struct herd__ssh_cmd {
 
 herd_status herd__ssh_cmd_build(herd__ssh_cmd *c, int connect_timeout_ms, const char *program,
 				const char *args);
+
+/*
+ * The width of an ssh tree over n nodes, as the launch makes it: n (flat)
+ * up to HERD_SSH_TREE_MIN nodes (default 32), else HERD_SSH_TREE_WIDTH
+ * (default the square root of n, at least 2).  HERD_EINVAL naming a bad
+ * setting.
+ */
+herd_status herd__ssh_tree_width(size_t n, long *width);
+
+/*
+ * What a relay (a node that reaches its group over ssh on this process's
+ * behalf: `herd bcast --receive`, `herd probe --text --forward`) needs to
+ * know of this process's settings, which ssh does not carry: " --program
+ * 'HERD'" and, when set, " --ssh 'PROG'" and " --ssh-args 'WORDS'", shell
+ * quoted, into out.  HERD_EINVAL when they do not fit.
+ */
+herd_status herd__remote_relay_args(char *out, size_t cap, const char *program);
 
 /*
  * Closes a channel's fds and ends its helper process: SIGTERM to its

@@ -55,7 +55,11 @@ herd_status herd__ssh_cmd_build(herd__ssh_cmd *c, int connect_timeout_ms, const 
 
 	if (!herd__remote_shell_quote(program, c->quoted, sizeof(c->quoted)))
 		return herd__error(HERD_EINVAL, "herd_program \"%.60s...\" is too long", program);
-	snprintf(c->remote, sizeof(c->remote), "%s %s", c->quoted, args);
+	n = (size_t)snprintf(c->remote, sizeof(c->remote), "%s %s", c->quoted, args);
+	if (n >= sizeof(c->remote))
+		return herd__error(HERD_EINVAL, "the remote command line (%zu bytes) is longer than "
+				   "%zu", n, sizeof(c->remote) - 1);
+	n = 0;
 	/* ssh counts whole seconds; round up so the limit is never shorter. */
 	snprintf(c->timeout, sizeof(c->timeout), "ConnectTimeout=%d", (ms + 999) / 1000);
 
@@ -77,6 +81,38 @@ herd_status herd__ssh_cmd_build(herd__ssh_cmd *c, int connect_timeout_ms, const 
 	c->host_at = n++;
 	c->argv[n++] = c->remote;
 	c->argv[n] = NULL;
+	return HERD_OK;
+}
+
+herd_status herd__ssh_tree_width(size_t n, long *width)
+{
+	long min, sq = 2;
+
+	HERD_CHECK(herd__launch_env_count(HERD__LENV_SSH_TREE_MIN, DEFAULT_TREE_MIN, &min));
+	while (sq * sq < (long)n)
+		sq++;
+	HERD_CHECK(herd__launch_env_count(HERD__LENV_SSH_TREE_WIDTH, sq, width));
+	if (n <= (size_t)min)
+		*width = (long)n;
+	return HERD_OK;
+}
+
+herd_status herd__remote_relay_args(char *out, size_t cap, const char *program)
+{
+	const char *ssh = herd__launch_env(HERD__LENV_SSH);
+	const char *ssh_args = herd__launch_env(HERD__LENV_SSH_ARGS);
+	char qprog[HERD__SSH_REMOTE_MAX], qssh[HERD__SSH_REMOTE_MAX], qargs[HERD__SSH_REMOTE_MAX];
+	int n;
+
+	if (!herd__remote_shell_quote(program, qprog, sizeof(qprog)) ||
+	    (ssh != NULL && !herd__remote_shell_quote(ssh, qssh, sizeof(qssh))) ||
+	    (ssh_args != NULL && !herd__remote_shell_quote(ssh_args, qargs, sizeof(qargs))))
+		return herd__error(HERD_EINVAL, "the herd program or the ssh settings are too long");
+	n = snprintf(out, cap, " --program %s%s%s%s%s", qprog, ssh != NULL ? " --ssh " : "",
+		     ssh != NULL ? qssh : "", ssh_args != NULL ? " --ssh-args " : "",
+		     ssh_args != NULL ? qargs : "");
+	if (n < 0 || (size_t)n >= cap)
+		return herd__error(HERD_EINVAL, "the herd program or the ssh settings are too long");
 	return HERD_OK;
 }
 
@@ -116,16 +152,13 @@ out:
 static herd_status ssh_tree(const herd__launch_ctx *ctx, herd__launch_tree *t)
 {
 	herd__ssh_cmd *c = NULL;
-	long min, width, sq = 2;
+	long width;
 	size_t n = 0;
 	herd_status st;
 
 	memset(t, 0, sizeof(*t));
-	HERD_CHECK(herd__launch_env_count(HERD__LENV_SSH_TREE_MIN, DEFAULT_TREE_MIN, &min));
-	while (sq * sq < (long)ctx->nnodes)
-		sq++;
-	HERD_CHECK(herd__launch_env_count(HERD__LENV_SSH_TREE_WIDTH, sq, &width));
-	if (ctx->nnodes <= (size_t)min)
+	HERD_CHECK(herd__ssh_tree_width(ctx->nnodes, &width));
+	if (width >= (long)ctx->nnodes)
 		return HERD_OK;
 	HERD_CHECK(herd__calloc(&c, 1, sizeof(*c), "the ssh command line"));
 	HERD_CHECK_GOTO(ssh_cmd_build(ctx, c), st, out);

@@ -6,7 +6,8 @@
 # 127.0.0.6 reports a DGX H100 (HERD_INVENTORY): the answering nodes are
 # grouped by shape with warnings about the odd one, the others named with
 # their reasons (ssh's words, the timeout, the decoder's), at the deadline.
-# The merged inventory saves and loads; none answering is exit status 2.
+# The same as a tree of relays.  The merged inventory saves and loads; none
+# answering is exit status 2.
 # --links measures each pair of hosts once, over herd's TCP transport.
 # Needs root and openssh-server; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
@@ -35,26 +36,32 @@ SH
 chmod +x "$tmp/herd-node"
 export HERD_PROGRAM=$tmp/herd-node
 
+# Flat, then as a tree (relays 127.0.0.2 and .6 probing their groups).
+for tree in 0 1; do
+env=()
+[[ $tree == 1 ]] && env=(HERD_SSH_TREE_MIN=2 HERD_SSH_TREE_WIDTH=2)
 t0=$(date +%s.%N)
-timeout 60 "$HERD" discover --hosts '127.0.0.[2-9]' --timeout 3 >"$tmp/out" 2>"$tmp/err"; rc=$?
+env "${env[@]}" timeout 60 "$HERD" discover --hosts '127.0.0.[2-9]' --timeout 3 >"$tmp/out" 2>"$tmp/err"; rc=$?
 t1=$(date +%s.%N)
-[[ $rc == 1 ]] || fail "discover with failing hosts exited $rc, want 1: $(cat "$tmp/out" "$tmp/err")"
+[[ $rc == 1 ]] || fail "tree=$tree: discover with failing hosts exited $rc, want 1: $(cat "$tmp/out" "$tmp/err")"
 # The hung host is given up at the deadline (3 s), not later.
-awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 3 + 4) }' || fail "discover took $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') s with --timeout 3"
-grep -q "^127.0.0.\[2-3,7-8\] *4  " "$tmp/out" || fail "no group of the four alike: $(cat "$tmp/out")"
+awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 3 + 4) }' || fail "tree=$tree: discover took $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') s with --timeout 3"
+grep -q "^127.0.0.\[2-3,7-8\] *4  " "$tmp/out" || fail "tree=$tree: no group of the four alike: $(cat "$tmp/out")"
 grep -q "^127.0.0.6 *1  2x Intel(R) Xeon(R) Platinum 8480C 112 cores  2.0 TiB  8x NVIDIA H100 80GB HBM3 NV18 all-to-all" "$tmp/out" \
-	|| fail "no line of the DGX: $(cat "$tmp/out")"
+	|| fail "tree=$tree: no line of the DGX: $(cat "$tmp/out")"
 grep -q "^warning: 127.0.0.6: GPU count differs: 8 GPUs on 1 node, 0 GPUs on 4 others" "$tmp/out" \
-	|| fail "no GPU count warning: $(cat "$tmp/out")"
-grep -q "^warning: 127.0.0.6: RDMA differs" "$tmp/out" || fail "no RDMA warning: $(cat "$tmp/out")"
+	|| fail "tree=$tree: no GPU count warning: $(cat "$tmp/out")"
+grep -q "^warning: 127.0.0.6: RDMA differs" "$tmp/out" || fail "tree=$tree: no RDMA warning: $(cat "$tmp/out")"
 grep -q "^herd discover: 127.0.0.9: ssh: connect to host 127.0.0.9 port [0-9]*: Connection refused$" "$tmp/err" \
-	|| fail "127.0.0.9 not named with ssh's words: $(cat "$tmp/err")"
+	|| fail "tree=$tree: 127.0.0.9 not named with ssh's words: $(cat "$tmp/err")"
 grep -qx "herd discover: 127.0.0.4: no answer within 3 s (--timeout)" "$tmp/err" \
-	|| fail "the hung host not named: $(cat "$tmp/err")"
+	|| fail "tree=$tree: the hung host not named: $(cat "$tmp/err")"
 grep -q "^herd discover: 127.0.0.5: printed something that is not an inventory: " "$tmp/err" \
-	|| fail "the garbage not named: $(cat "$tmp/err")"
-[[ $(wc -l <"$tmp/err") == 3 ]] || fail "stderr has more than the three failures (progress off a terminal?): $(cat "$tmp/err")"
+	|| fail "tree=$tree: the garbage not named: $(cat "$tmp/err")"
+[[ $(wc -l <"$tmp/err") == 3 ]] || fail "tree=$tree: stderr has more than the three failures (progress off a terminal?): $(cat "$tmp/err")"
 kill "$(cat "$tmp/hang.pid")" 2>/dev/null
+rm -f "$tmp/hang.pid"
+done
 
 # --- the merged inventory: JSON with the failures, saved and loaded back
 timeout 60 "$HERD" discover --hosts '127.0.0.[2-3,6]' --json --save "$tmp/c.json" >"$tmp/j" 2>"$tmp/err" \

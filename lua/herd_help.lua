@@ -67,7 +67,7 @@ prints).
 
 ## herd.Cluster:warnings() -> {{nodes = hostlist, message = string}, ...}
 Differences between the nodes that break or slow training (`herd discover` prints them as
-warnings): GPU model or count, GPU driver, NIC speed or MTU, RDMA on some nodes only, ECC off, a
+warnings): GPU model or count, GPU driver, CUDA and NCCL versions, NIC speed or MTU, RDMA on some nodes only, ECC off, a
 GPU on a narrower PCIe link than its siblings; each names the nodes that differ from the most
 common value. Empty for one node.
 
@@ -81,8 +81,8 @@ values (docs/inventory.md): `hostname`, `cpu_model`, `packages`, `cores`, `threa
 `memory_bytes`, `memory_available_bytes`, `numa`, `gpus` (each with `uuid`, `name`, `pci =
 {bus_id, host_bridge, numa_node, switches}`, `memory_bytes`, `cc_major`, `cc_minor`,
 `nvswitch_links`, `nvlinks`, `ecc`, `pcie_gen`, `pcie_width`, `pcie_max_gen`, `pcie_max_width`,
-and `index`, its GPU index from 0), `gpu_note`, `netdevs`, `rdma`, `rdma_note`, `gpu_driver`; -1
-stands for unknown, a field that is null is absent. Also `index` (its place in
+and `index`, its GPU index from 0), `gpu_note`, `netdevs`, `rdma`, `rdma_note`, `gpu_driver`,
+`cuda_driver`, `nccl`; -1 stands for unknown, a field that is null is absent. Also `index` (its place in
 `c.nodes`, from 1) and `matrix_nics` (the NICs of the topology matrix, in `nic_link`'s order).
 Each access returns a fresh copy. A node keeps its cluster alive; once the cluster is closed,
 using the node raises.

@@ -389,7 +389,7 @@ static int node_matrix_nics(lua_State *L)
 static const char *const node_json_keys[] = {
 	"hostname", "cpu_model", "packages", "cores", "threads", "memory_bytes",
 	"memory_available_bytes", "numa", "gpus", "gpu_note", "netdevs", "rdma", "rdma_note",
-	"gpu_driver", NULL
+	"gpu_driver", "cuda_driver", "nccl", NULL
 };
 
 /* ------------------------------------------------------------- the types */

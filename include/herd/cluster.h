@@ -132,6 +132,11 @@ typedef struct herd_node {
 	/* The NVIDIA driver's version ("580.95.05"), NULL when there is none
 	 * or it is unknown (also when a file omits it). */
 	const char *gpu_driver;
+	/* On a node with GPUs: the CUDA version its driver supports ("13.0")
+	 * and the NCCL a process there loads (libnccl.so.2 from the library
+	 * path, "2.28.9"); NULL when unknown or absent. */
+	const char *cuda_driver;
+	const char *nccl;
 } herd_node;
 
 /* An inventory: a list of nodes.  Opaque. */
@@ -208,7 +213,7 @@ HERD_EXTERN herd_status herd_cluster_failure(const herd_cluster *cluster, size_t
  * training, each given to fn as a hostlist of the nodes concerned (those
  * that differ from the most common value; every node when there is none)
  * and a sentence: GPU model or count, a node with fewer GPUs than its
- * siblings, GPU driver or CUDA versions, NIC speed or MTU among the
+ * siblings, GPU driver, CUDA or NCCL versions, NIC speed or MTU among the
  * interfaces that are up, RDMA on some nodes only.  Returns the number of
  * warnings (0 for one node), or -1 with herd_last_error set when memory
  * runs out.

@@ -96,6 +96,9 @@ typedef struct herd__dl_symbol {
 void *herd__dl_open(const char *lib, const herd__dl_symbol *syms, size_t n, void *api,
 		    char *why, size_t cap);
 
+/* The NCCL that device collectives load, and that discovery reports. */
+#define HERD_NCCL_LIBRARY "libnccl.so.2"
+
 /* Copies src into dst[cap], truncating; always NUL-terminates. */
 void herd__strlcpy(char *dst, const char *src, size_t cap);
 

@@ -135,6 +135,18 @@ static void gpu_driver(const herd_node *node, char *out, size_t cap)
 	}
 }
 
+static void cuda_driver(const herd_node *node, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s%s", node->cuda_driver != NULL ? "CUDA " : "",
+		 node->cuda_driver != NULL ? node->cuda_driver : "");
+}
+
+static void nccl(const herd_node *node, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s%s", node->nccl != NULL ? "NCCL " : "",
+		 node->nccl != NULL ? node->nccl : "");
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -279,6 +291,8 @@ long herd_cluster_check(const herd_cluster *cluster, herd_cluster_warning_fn fn,
 	by_value(&k, "GPU model", gpu_model);
 	by_value(&k, "GPU count", gpu_count);
 	by_value(&k, "GPU driver", gpu_driver);
+	by_value(&k, "CUDA driver version", cuda_driver);
+	by_value(&k, "NCCL", nccl);
 	by_value(&k, "NIC speed", nic_speeds);
 	by_value(&k, "NIC MTU", nic_mtus);
 	by_value(&k, "RDMA", rdma_presence);

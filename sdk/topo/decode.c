@@ -448,7 +448,9 @@ static herd_status decode_node(herd__mpwalk *w, const msgpack_object *o, void *i
 			     &node->rdma, &node->nrdma, decode_rdma));
 	HERD_CHECK(get_note(w, o, "rdma_note", &node->rdma_note));
 	/* Added within version 1: absent is unknown. */
-	return get_note(w, o, "gpu_driver", &node->gpu_driver);
+	HERD_CHECK(get_note(w, o, "gpu_driver", &node->gpu_driver));
+	HERD_CHECK(get_note(w, o, "cuda_driver", &node->cuda_driver));
+	return get_note(w, o, "nccl", &node->nccl);
 }
 
 static herd_status decode_failed(herd__mpwalk *w, const msgpack_object *o, void *item)

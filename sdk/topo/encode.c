@@ -138,7 +138,7 @@ static void pack_rdma(msgpack_packer *pk, const herd_rdma_device *dev)
 
 static void pack_node(msgpack_packer *pk, const herd_node *node)
 {
-	msgpack_pack_map(pk, 14);
+	msgpack_pack_map(pk, 16);
 	herd__mp_pack_key(pk, "hostname");
 	herd__mp_pack_str(pk, node->hostname ? node->hostname : "");
 	herd__mp_pack_key(pk, "cpu_model");
@@ -184,6 +184,10 @@ static void pack_node(msgpack_packer *pk, const herd_node *node)
 	herd__mp_pack_str(pk, node->rdma_note);
 	herd__mp_pack_key(pk, "gpu_driver");
 	herd__mp_pack_str(pk, node->gpu_driver);
+	herd__mp_pack_key(pk, "cuda_driver");
+	herd__mp_pack_str(pk, node->cuda_driver);
+	herd__mp_pack_key(pk, "nccl");
+	herd__mp_pack_str(pk, node->nccl);
 }
 
 /*

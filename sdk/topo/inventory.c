@@ -39,6 +39,8 @@ void herd__node_clear(herd_node *node)
 	free((void *)node->gpu_note);
 	free((void *)node->rdma_note);
 	free((void *)node->gpu_driver);
+	free((void *)node->cuda_driver);
+	free((void *)node->nccl);
 	for (size_t i = 0; i < node->nnuma; i++)
 		free((void *)node->numa[i].cpus);
 	free((void *)node->numa);

@@ -3,6 +3,7 @@
  * order in which the probes run, and the small helpers they share (sysfs
  * reads, notes).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -60,6 +61,42 @@ static herd_status probe_gpus(struct hwloc_topology *topo, herd_node *node)
 	return herd__topo_note_append(note, "no GPU: %s; CUDA runtime: %s", nvml_why, cuda_why);
 }
 
+/* ncclGetVersion, the one entry point the probe needs. */
+struct nccl_version_api {
+	int (*get_version)(int *);
+};
+
+/*
+ * The GPU software of a node with GPUs: the CUDA version its driver
+ * supports, and the NCCL a process here loads (the one libherd's device
+ * collectives would use).
+ */
+static herd_status probe_gpu_software(herd_node *node)
+{
+	static const herd__dl_symbol syms[] = {
+		HERD__DL_SYM(struct nccl_version_api, ncclGetVersion, get_version, true),
+	};
+	struct nccl_version_api api = { NULL };
+	int cuda = herd__cudart_driver_version(), v = 0;
+	char text[32], why[256];
+	void *lib;
+
+	if (node->ngpus == 0)
+		return HERD_OK;
+	if (cuda > 0) {
+		snprintf(text, sizeof(text), "%d.%d", cuda / 1000, cuda % 1000 / 10);
+		HERD_CHECK(herd__strdup(&HERD_MUT(char *, node->cuda_driver), text));
+	}
+	lib = herd__dl_open(HERD_NCCL_LIBRARY, syms, 1, &api, why, sizeof(why));
+	if (lib != NULL && api.get_version(&v) == 0 && v > 0)
+		snprintf(text, sizeof(text), "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+	else
+		text[0] = '\0';
+	if (lib != NULL)
+		dlclose(lib);
+	return text[0] != '\0' ? herd__strdup(&HERD_MUT(char *, node->nccl), text) : HERD_OK;
+}
+
 herd_status herd__node_probe(herd_node *node)
 {
 	struct hwloc_topology *topo = NULL;
@@ -72,6 +109,7 @@ herd_status herd__node_probe(herd_node *node)
 	if (!herd__topo_probe_memory(node))
 		node->memory_bytes = herd__topo_hwloc_memory(topo);
 	HERD_CHECK_GOTO(probe_gpus(topo, node), st, out);
+	HERD_CHECK_GOTO(probe_gpu_software(node), st, out);
 	HERD_CHECK_GOTO(herd__topo_probe_netdevs(topo, node), st, out);
 	HERD_CHECK_GOTO(herd__topo_probe_rdma(topo, node), st, out);
 	herd__log_debug("probed %s: %d threads, %zu NUMA nodes, %zu GPUs, %zu netdevs, "

@@ -137,6 +137,7 @@ del n[1]["gpus"][7]                       # dgx02: a GPU missing
 n[2]["gpu_driver"] = "565.57.01"          # dgx03: another driver
 n[2]["gpus"][3]["pcie_width"] = 8         # dgx03: a GPU on x8
 n[3]["gpus"][0]["ecc"] = 0                # dgx04: ECC off on a GPU
+n[1]["nccl"] = "2.21.5"                   # dgx02: another NCCL
 for d in n[3]["netdevs"]:
     d["mtu"] = 2044 if d["name"].startswith("ib") else d["mtu"]
 json.dump(c, open(sys.argv[2], "w"))
@@ -149,5 +150,6 @@ has "$out" "warning: dgx03: GPU driver differs: driver 565.57.01 on 1 node, driv
 has "$out" "warning: dgx04: NIC MTU differs: MTU 2044 x8, 1500 on 1 node, MTU 4092 x8, 1500 on 3 others"
 has "$out" "warning: dgx04: ECC is off on some GPUs"
 has "$out" "warning: dgx03: GPU 0000:61:00.0 (NVIDIA H100 80GB HBM3) runs a PCIe x8 link, its siblings x16"
-[[ $(grep -c "^warning:" <<<"$out") == 5 ]] || fail "warnings: $out"
+has "$out" "warning: dgx02: NCCL differs: NCCL 2.21.5 on 1 node, NCCL 2.26.2 on 3 others"
+[[ $(grep -c "^warning:" <<<"$out") == 6 ]] || fail "warnings: $out"
 echo "discover: ok"

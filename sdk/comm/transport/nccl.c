@@ -47,8 +47,6 @@
 #if HERD_HAVE_NCCL
 #include <nccl.h>
 
-#define HERD_NCCL_LIBRARY "libnccl.so.2"
-
 struct nccl_api {
 	ncclResult_t (*get_version)(int *);
 	const char *(*error_string)(ncclResult_t);

@@ -99,6 +99,10 @@ void *herd__dl_open(const char *lib, const herd__dl_symbol *syms, size_t n, void
 /* The NCCL that device collectives load, and that discovery reports. */
 #define HERD_NCCL_LIBRARY "libnccl.so.2"
 
+/* A formatted string in memory of its own (free), or NULL when memory
+ * runs out. */
+char *herd__vformat(const char *fmt, va_list ap);
+
 /* Copies src into dst[cap], truncating; always NUL-terminates. */
 void herd__strlcpy(char *dst, const char *src, size_t cap);
 

@@ -111,3 +111,10 @@ herd_status herd__check_timeout(const char *fn, int timeout_ms)
 	return herd__error(HERD_EINVAL, "%s: timeout of %d ms (use 0 or more, HERD_TIMEOUT_NONE "
 			   "or HERD_TIMEOUT_DEFAULT)", fn, timeout_ms);
 }
+
+char *herd__vformat(const char *fmt, va_list ap)
+{
+	char *s = NULL;
+
+	return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
+}

@@ -144,11 +144,10 @@ static void peer_fail(peer *p, const char *fmt, ...) HERD_PRINTF(2, 3);
 static void peer_fail(peer *p, const char *fmt, ...)
 {
 	va_list ap;
-	char *s = NULL;
+	char *s;
 
 	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
+	s = herd__vformat(fmt, ap);
 	va_end(ap);
 	if (p->why == NULL)
 		p->why = s;

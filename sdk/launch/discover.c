@@ -58,11 +58,10 @@ static void node_fail(probe_node *p, const char *fmt, ...) HERD_PRINTF(2, 3);
 static void node_fail(probe_node *p, const char *fmt, ...)
 {
 	va_list ap;
-	char *s = NULL;
+	char *s;
 
 	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
+	s = herd__vformat(fmt, ap);
 	va_end(ap);
 	free(p->why);
 	p->why = s != NULL ? s : strdup("(no memory for the reason)");

@@ -10,12 +10,7 @@
 # their copies.
 # Needs root and openssh-server; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
-cleanup() {
-	[[ -s $tmp/hang.pid ]] && kill "$(cat "$tmp/hang.pid")" 2>/dev/null
-	bash tests/harness/sshd.sh stop "$tmp/sshd"
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap sshd_cleanup EXIT
 sshd_start
 cat >"$tmp/herd-node" <<SH
 #!/bin/sh

@@ -11,12 +11,7 @@
 # --links measures each pair of hosts once, over herd's TCP transport.
 # Needs root and openssh-server; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
-cleanup() {
-	[[ -s $tmp/hang.pid ]] && kill "$(cat "$tmp/hang.pid")" 2>/dev/null
-	bash tests/harness/sshd.sh stop "$tmp/sshd"
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap sshd_cleanup EXIT
 sshd_start
 fixtures=$PWD/tests/fixtures/inventory
 

@@ -26,6 +26,15 @@ harness_start() {
 	[[ $rc == 0 ]] || fail "the $2 harness did not start"
 }
 
+# sshd_cleanup: for a test's EXIT trap: ends the process whose pid a
+# stand-in "remote" program wrote to $tmp/hang.pid (one the test made hang),
+# stops the sshd harness and removes $tmp.
+sshd_cleanup() {
+	[[ -s $tmp/hang.pid ]] && kill "$(cat "$tmp/hang.pid")" 2>/dev/null
+	bash tests/harness/sshd.sh stop "$tmp/sshd"
+	rm -rf "$tmp"
+}
+
 # sshd_start: the sshd harness (loopback addresses as hosts) in $tmp/sshd,
 # and the environment that has herd launch reach it: its ssh_config, this
 # herd as the program on the "remote" hosts, no inherited launch address

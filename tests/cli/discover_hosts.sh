@@ -8,7 +8,9 @@
 # their reasons (ssh's words, the timeout, the decoder's), at the deadline.
 # The same as a tree of relays.  The merged inventory saves and loads; none
 # answering is exit status 2.
-# --links measures each pair of hosts once, over herd's TCP transport.
+# --links measures each pair of hosts once, over herd's TCP transport, and
+# names a node throttled to a tenth of a CPU (a cgroup) as the one whose
+# every link is slow.
 # Needs root and openssh-server; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
 trap sshd_cleanup EXIT
@@ -21,6 +23,11 @@ cat >"$tmp/herd-node" <<SH
 #!/bin/sh
 set -- "\$@"
 server=\$(echo "\$SSH_CONNECTION" | cut -d' ' -f3)
+# The fabric check's rank on 127.0.0.8 joins a CPU-throttled cgroup when
+# the test made one (its procs file named in slow-procs).
+if [ "\$1 \$2" = "probe --links" ] && [ "\$server" = 127.0.0.8 ] && [ -s "$tmp/slow-procs" ]; then
+	echo \$\$ >"\$(cat "$tmp/slow-procs")"
+fi
 case \$server in
 127.0.0.4) echo \$\$ >"$tmp/hang.pid"; exec sleep 60 ;;
 127.0.0.5) echo "garbage, not an inventory"; exit 0 ;;
@@ -93,6 +100,32 @@ pairs=$(grep -E '^127\.0\.0\.[0-9]+ +127\.0\.0\.[0-9]+ +[0-9]+\.[0-9] +[0-9]+\.[
 grep -q "^median: [0-9.]* us, [0-9.]* GB/s; [0-3] of 3 pairs slow" "$tmp/out" || fail "links median: $(cat "$tmp/out")"
 slow=$(grep -c "SLOW$" "$tmp/out")
 [[ $rc == $((slow > 0 ? 1 : 0)) ]] || fail "links exited $rc with $slow slow pairs: $(cat "$tmp/out" "$tmp/err")"
+
+# --- a node whose every link is slow is named: its rank runs in a cgroup
+# of its own throttled to a tenth of a CPU (cgroup v1's cpu controller, or
+# v2's cpu.max), which slows everything it sends and receives
+cg=
+if [[ -w /sys/fs/cgroup/cpu/cpu.cfs_quota_us || -w /sys/fs/cgroup/cpu/cgroup.procs ]]; then
+	cg=/sys/fs/cgroup/cpu/herd-test-links-$$
+	mkdir "$cg" && echo 10000 >"$cg/cpu.cfs_period_us" && echo 1000 >"$cg/cpu.cfs_quota_us" \
+		&& echo "$cg/tasks" >"$tmp/slow-procs" || cg=
+elif grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
+	cg=/sys/fs/cgroup/herd-test-links-$$
+	mkdir "$cg" && echo "1000 10000" >"$cg/cpu.max" && echo "$cg/cgroup.procs" >"$tmp/slow-procs" || cg=
+fi
+if [[ -n $cg ]]; then
+	timeout 120 "$HERD" discover --hosts '127.0.0.[2-3,6-8]' --links --links-bytes 4M >"$tmp/out" 2>"$tmp/err"; rc=$?
+	rm -f "$tmp/slow-procs"
+	for _ in $(seq 50); do [[ -s $cg/cgroup.procs || -s $cg/tasks ]] || break; sleep 0.1; done
+	rmdir "$cg"
+	[[ $rc == 1 ]] || fail "links with a throttled node exited $rc: $(cat "$tmp/out" "$tmp/err")"
+	[[ $(grep -cE '(^127\.0\.0\.8 |  127\.0\.0\.8 ).*SLOW$' "$tmp/out") == 4 ]] \
+		|| fail "the throttled node's four pairs are not all slow: $(cat "$tmp/out")"
+	[[ $(grep "^warning: .*every link" "$tmp/out") == "warning: 127.0.0.8: every link of it is slow (a cable, port or NIC of this node?)" ]] \
+		|| fail "the throttled node is not named alone: $(cat "$tmp/out")"
+else
+	echo "links: no CPU cgroup to throttle a node here; the slow-node case is not run"
+fi
 
 # --- usage
 for args in "--hosts" "--hosts a --slurm" "--timeout 0 --hosts a" "--timeout 5" "--inventory x --hosts a" \

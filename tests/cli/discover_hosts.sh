@@ -65,6 +65,14 @@ kill "$(cat "$tmp/hang.pid")" 2>/dev/null
 rm -f "$tmp/hang.pid"
 done
 
+# --- on a terminal (script(1) gives it one), a progress line on stderr
+if command -v script >/dev/null; then
+	timeout 60 script -qec "'$HERD' discover --hosts '127.0.0.[2-3]'" /dev/null >"$tmp/tty" 2>&1 \
+		|| fail "discover on a terminal exited $?: $(cat "$tmp/tty")"
+	grep -aq "discover: [0-2] done, 0 failed, [0-2] pending" "$tmp/tty" || fail "no progress line: $(cat -v "$tmp/tty")"
+	grep -aq "^127.0.0.\[2-3\] *2  " "$tmp/tty" || fail "no summary on a terminal: $(cat -v "$tmp/tty")"
+fi
+
 # --- the merged inventory: JSON with the failures, saved and loaded back
 timeout 60 "$HERD" discover --hosts '127.0.0.[2-3,6]' --json --save "$tmp/c.json" >"$tmp/j" 2>"$tmp/err" \
 	|| fail "discover --json exited $?: $(cat "$tmp/err")"

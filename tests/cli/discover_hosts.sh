@@ -9,11 +9,12 @@
 # The same as a tree of relays.  The merged inventory saves and loads; none
 # answering is exit status 2.
 # --links measures each pair of hosts once, over herd's TCP transport, and
-# names a node throttled to a tenth of a CPU (a cgroup) as the one whose
+# names a node throttled to a twentieth of a CPU (a cgroup) as the one whose
 # every link is slow.
 # Needs root and openssh-server; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
-trap sshd_cleanup EXIT
+cg=
+trap 'sshd_cleanup; [[ -n $cg && -d $cg ]] && rmdir "$cg"' EXIT
 sshd_start
 fixtures=$PWD/tests/fixtures/inventory
 
@@ -110,22 +111,28 @@ slow=$(grep -c "SLOW$" "$tmp/out")
 [[ $rc == $((slow > 0 ? 1 : 0)) ]] || fail "links exited $rc with $slow slow pairs: $(cat "$tmp/out" "$tmp/err")"
 
 # --- a node whose every link is slow is named: its rank runs in a cgroup
-# of its own throttled to a tenth of a CPU (cgroup v1's cpu controller, or
-# v2's cpu.max), which slows everything it sends and receives
-cg=
-if [[ -w /sys/fs/cgroup/cpu/cpu.cfs_quota_us || -w /sys/fs/cgroup/cpu/cgroup.procs ]]; then
+# of its own throttled to a twentieth of a CPU (cgroup v1's cpu controller,
+# or v2's cpu.max), which slows everything it sends and receives
+if [[ -w /sys/fs/cgroup/cpu/cgroup.procs ]]; then
 	cg=/sys/fs/cgroup/cpu/herd-test-links-$$
-	mkdir "$cg" && echo 10000 >"$cg/cpu.cfs_period_us" && echo 1000 >"$cg/cpu.cfs_quota_us" \
-		&& echo "$cg/tasks" >"$tmp/slow-procs" || cg=
+	mkdir "$cg" || fail "cannot make the cgroup $cg"
+	{ echo 20000 >"$cg/cpu.cfs_period_us" && echo 1000 >"$cg/cpu.cfs_quota_us"; } \
+		|| { rmdir "$cg"; fail "cannot throttle the cgroup $cg"; }
+	echo "$cg/tasks" >"$tmp/slow-procs"
 elif grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
 	cg=/sys/fs/cgroup/herd-test-links-$$
-	mkdir "$cg" && echo "1000 10000" >"$cg/cpu.max" && echo "$cg/cgroup.procs" >"$tmp/slow-procs" || cg=
+	mkdir "$cg" || fail "cannot make the cgroup $cg"
+	echo "1000 20000" >"$cg/cpu.max" || { rmdir "$cg"; fail "cannot throttle the cgroup $cg"; }
+	echo "$cg/cgroup.procs" >"$tmp/slow-procs"
 fi
 if [[ -n $cg ]]; then
 	timeout 120 "$HERD" discover --hosts '127.0.0.[2-3,6-8]' --links --links-bytes 4M >"$tmp/out" 2>"$tmp/err"; rc=$?
+	procs=$(cat "$tmp/slow-procs")
 	rm -f "$tmp/slow-procs"
-	for _ in $(seq 50); do [[ -s $cg/cgroup.procs || -s $cg/tasks ]] || break; sleep 0.1; done
-	rmdir "$cg"
+	# The rank has ended with the job; its process may take a moment to go.
+	for _ in $(seq 100); do [[ -z $(cat "$procs") ]] && break; sleep 0.1; done
+	rmdir "$cg" || fail "the cgroup $cg still holds $(cat "$procs")"
+	cg=
 	[[ $rc == 1 ]] || fail "links with a throttled node exited $rc: $(cat "$tmp/out" "$tmp/err")"
 	[[ $(grep -cE '(^127\.0\.0\.8 |  127\.0\.0\.8 ).*SLOW$' "$tmp/out") == 4 ]] \
 		|| fail "the throttled node's four pairs are not all slow: $(cat "$tmp/out")"

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# herd across separate network stacks: a cluster of four hosts, each a
+# network and UTS namespace with its own sshd (tests/harness/netns.sh),
+# every one also carrying a docker0 bridge with the same 172.17.0.1 and an
+# unrouted second interface.  From host h1: herd launch places a rank on
+# each host (its own host name), an allreduce across the four gives exact
+# results (herd must connect through the addresses the hosts reach, not
+# docker0's), herd discover groups the four, and the fabric check measures
+# their six pairs.  After stop, nothing the harness made is left.
+# Needs root, iproute2 and openssh-server; exits 77 (skipped) without them.
+source "$(dirname "$0")/../harness/common.sh" "$@"
+cluster=$tmp/cluster
+cleanup() {
+	bash tests/harness/netns.sh stop "$cluster"
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+bash tests/harness/netns.sh start "$cluster" 4; rc=$?
+[[ $rc == 77 ]] && exit 77
+[[ $rc == 0 ]] || fail "the namespace cluster did not start"
+id=$(cat "$cluster/id")
+export HERD_SSH_ARGS="-F $cluster/ssh_config" HERD_PROGRAM=$HERD
+unset HERD_LAUNCH_ADDR SLURM_JOB_ID HERD_SOCKET_IFNAME
+on1() { timeout 120 "$cluster/run" 1 "$@"; }
+
+out=$(on1 "$HERD" launch --hosts 'h[1-4]' -n 4 -- hostname) || fail "launch exited $?: $out"
+[[ $(sort <<<"$out") == "[h1:0] h1
+[h2:1] h2
+[h3:2] h3
+[h4:3] h4" ]] || fail "ranks on the four hosts: $out"
+
+out=$(on1 "$HERD" launch --hosts 'h[1-4]' -n 8 --timeout 60 -- "$HERD" bench allreduce -b 8 -e 4M -f 16 -n 3 -w 1 -c 1 2>&1) \
+	|| fail "allreduce across the hosts exited $?: $out"
+rows=$(grep -cE '^\[h1:0\] +[0-9]+ +[0-9]+ +float32 +sum +-1 .* 0$' <<<"$out")
+[[ $rows == 5 ]] || fail "allreduce rows with #wrong 0: $rows: $out"
+has "$out" "# Out of bounds values : 0 OK"
+
+out=$(on1 "$HERD" discover --hosts 'h[1-4]') || fail "discover exited $?: $out"
+grep -qE '^h\[1-4\] +4  ' <<<"$out" || fail "discover: $out"
+
+out=$(on1 "$HERD" discover --hosts 'h[1-4]' --links --links-bytes 1M); rc=$?
+[[ $(grep -cE '^h[1-4] +h[1-4] +[0-9.]+ +[0-9.]+ +[0-9]+%' <<<"$out") == 6 ]] || fail "links: $rc $out"
+
+bash tests/harness/netns.sh stop "$cluster"
+[[ -z $(ip netns list | grep "herd-$id-") ]] || fail "namespaces left: $(ip netns list)"
+[[ -z $(ls /etc/netns 2>/dev/null | grep "herd-$id-") ]] || fail "/etc/netns left: $(ls /etc/netns)"
+exit 0

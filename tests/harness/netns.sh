@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# tests/harness/netns.sh start|stop DIR [N]
+#
+# A test cluster on this machine: N hosts (default 4, at most 16) as Linux
+# network namespaces joined by veth pairs to a bridge that lives in a
+# namespace of its own, so that no packet touches this machine's own
+# network stack.  Host i (1..N) is the namespace herd-<id>-h<i>, with
+#
+#   eth0     10.77.0.<i>/24 on the bridge (its name h<i> in /etc/hosts there)
+#   docker0  a bridge with 172.17.0.1/16, the same on every host, as Docker
+#            leaves it (an address no other host can reach)
+#   lan1     an unrouted interface with 192.168.<i>.1/24 (one end of a veth
+#            pair whose other end, lan1p, stays in the host)
+#
+# a UTS namespace whose host name is h<i>, and an OpenSSH server of its
+# own.  Commands run on a host with
+#
+#   DIR/run <i> CMD...        (ip netns exec, as the host's own processes)
+#   ssh -F DIR/ssh_config h2 CMD   (from inside any host)
+#
+# start leaves DIR/hosts (the names, one per line), DIR/ssh_config and
+# DIR/id (the cluster's id); stop removes every namespace, link, file under
+# /etc/netns and process that start made (only those: by the id and the
+# pids it wrote), also after a partial start.  Needs root, iproute2 and
+# openssh-server; exits 77 when namespaces cannot be made here.
+set -euo pipefail
+
+usage() { echo "usage: $0 start|stop DIR [N]" >&2; exit 2; }
+[ $# -ge 2 ] || usage
+cmd=$1
+dir=$2
+n=${3:-4}
+[[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 2 ] && [ "$n" -le 16 ] || usage
+
+ns_of() { echo "herd-$(cat "$dir/id")-h$1"; }
+switch_of() { echo "herd-$(cat "$dir/id")-sw"; }
+
+stop() {
+	[ -f "$dir/id" ] || return 0
+	local id ns pid
+	id=$(cat "$dir/id")
+	for f in "$dir"/sshd.*.pid; do
+		[ -f "$f" ] || continue
+		pid=$(cat "$f")
+		if [ -n "$pid" ] && grep -qF "$dir/sshd_config" "/proc/$pid/cmdline" 2>/dev/null; then
+			kill "$pid" 2>/dev/null || true
+		fi
+		rm -f "$f"
+	done
+	# Whatever still runs in the cluster's namespaces is the cluster's.
+	for ns in $(ip netns list | awk '{print $1}' | grep "^herd-$id-" || true); do
+		for pid in $(ip netns pids "$ns" 2>/dev/null || true); do
+			kill -9 "$pid" 2>/dev/null || true
+		done
+		ip netns del "$ns" 2>/dev/null || true
+		rm -rf "/etc/netns/$ns"
+	done
+	rm -f "$dir/id"
+}
+
+start() {
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "netns.sh: needs root" >&2
+		exit 77
+	fi
+	for prog in ip /usr/sbin/sshd ssh ssh-keygen unshare; do
+		command -v "$prog" >/dev/null || { echo "netns.sh: $prog not found" >&2; exit 77; }
+	done
+	mkdir -p "$dir"
+	dir=$(cd "$dir" && pwd)
+	printf '%04x%04x' $((RANDOM)) $$ >"$dir/id"
+	if ! ip netns add "$(switch_of)" 2>"$dir/netns.err"; then
+		echo "netns.sh: cannot make a network namespace: $(cat "$dir/netns.err")" >&2
+		rm -f "$dir/id"
+		exit 77
+	fi
+	trap 'stop' ERR
+	local sw i ns hosts_file
+	sw=$(switch_of)
+	ip -n "$sw" link add br0 type bridge
+	ip -n "$sw" link set br0 up
+	mkdir -p /run/sshd
+	rm -f "$dir"/host_ed25519* "$dir"/id_ed25519*
+	ssh-keygen -q -t ed25519 -N '' -C herd-cluster-host -f "$dir/host_ed25519"
+	ssh-keygen -q -t ed25519 -N '' -C herd-cluster-user -f "$dir/id_ed25519"
+	cp "$dir/id_ed25519.pub" "$dir/authorized_keys"
+	chmod 0600 "$dir/authorized_keys" "$dir/id_ed25519" "$dir/host_ed25519"
+	hosts_file=$dir/etc_hosts
+	{
+		echo "127.0.0.1 localhost"
+		for ((i = 1; i <= n; i++)); do echo "10.77.0.$i h$i"; done
+	} >"$hosts_file"
+	: >"$dir/hosts"
+	: >"$dir/known_hosts"
+	for ((i = 1; i <= n; i++)); do
+		ns=$(ns_of $i)
+		ip netns add "$ns"
+		ip link add "hv$i-$(cat "$dir/id")" type veth peer name eth0 netns "$ns" 2>/dev/null ||
+			ip link add "hv$i" type veth peer name eth0 netns "$ns"
+		# The switch end goes into the switch's namespace.
+		local sw_end
+		sw_end=$(ip -o link show | awk -F': ' '{print $2}' | grep -E "^hv$i(-$(cat "$dir/id"))?@" | cut -d@ -f1 | head -1)
+		ip link set "$sw_end" netns "$sw"
+		ip -n "$sw" link set "$sw_end" master br0 up
+		ip -n "$ns" link set lo up
+		ip -n "$ns" addr add "10.77.0.$i/24" dev eth0
+		ip -n "$ns" link set eth0 up
+		ip -n "$ns" link add docker0 type bridge
+		ip -n "$ns" addr add 172.17.0.1/16 dev docker0
+		ip -n "$ns" link set docker0 up
+		# (a veth pair inside the host: the dummy driver may be absent)
+		ip -n "$ns" link add lan1 type veth peer name lan1p
+		ip -n "$ns" addr add "192.168.$i.1/24" dev lan1
+		ip -n "$ns" link set lan1p up
+		ip -n "$ns" link set lan1 up
+		mkdir -p "/etc/netns/$ns"
+		cp "$hosts_file" "/etc/netns/$ns/hosts"
+		echo "h$i" >>"$dir/hosts"
+		echo "h$i $(cut -d' ' -f1-2 "$dir/host_ed25519.pub")" >>"$dir/known_hosts"
+		cat >"$dir/sshd_config.$i" <<-EOF
+		Port 22
+		ListenAddress 10.77.0.$i
+		HostKey $dir/host_ed25519
+		PidFile $dir/sshd.$i.pid
+		AuthorizedKeysFile $dir/authorized_keys
+		PermitRootLogin prohibit-password
+		PubkeyAuthentication yes
+		PasswordAuthentication no
+		KbdInteractiveAuthentication no
+		StrictModes no
+		UsePAM no
+		PrintMotd no
+		X11Forwarding no
+		MaxStartups 200:30:400
+		MaxSessions 200
+		AcceptEnv ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS HERD_LOG
+		EOF
+		# sshd_config.N names the pid file sshd.N.pid: stop knows it by both.
+		sed -i "1i # $dir/sshd_config" "$dir/sshd_config.$i"
+		ip netns exec "$ns" unshare --uts sh -c "hostname h$i && exec /usr/sbin/sshd -f '$dir/sshd_config.$i' -E '$dir/sshd.$i.log'"
+	done
+	cat >"$dir/ssh_config" <<-EOF
+	Host *
+	    User $(id -un)
+	    IdentityFile $dir/id_ed25519
+	    IdentitiesOnly yes
+	    UserKnownHostsFile $dir/known_hosts
+	    GlobalKnownHostsFile /dev/null
+	    StrictHostKeyChecking yes
+	    BatchMode yes
+	    LogLevel ERROR
+	    SendEnv ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS HERD_LOG
+	EOF
+	cat >"$dir/run" <<-EOF
+	#!/bin/sh
+	# run I CMD...: CMD on host I, in its network and UTS namespaces.
+	i=\$1; shift
+	exec ip netns exec "herd-$(cat "$dir/id")-h\$i" unshare --uts sh -c 'hostname "h\$0"; exec "\$@"' "\$i" "\$@"
+	EOF
+	chmod +x "$dir/run"
+	# Up when every host answers ssh from host 1 (bounded: 10 s each).
+	for ((i = 1; i <= n; i++)); do
+		local ok=0
+		for _ in $(seq 100); do
+			if "$dir/run" 1 ssh -F "$dir/ssh_config" -o ConnectTimeout=2 "h$i" true 2>/dev/null; then
+				ok=1
+				break
+			fi
+			sleep 0.1
+		done
+		if [ $ok -eq 0 ]; then
+			echo "netns.sh: h$i does not answer ssh:" >&2
+			"$dir/run" 1 ssh -F "$dir/ssh_config" -o ConnectTimeout=2 "h$i" true >&2 || true
+			tail -3 "$dir/sshd.$i.log" >&2 || true
+			stop
+			exit 1
+		fi
+	done
+	trap - ERR
+}
+
+case $cmd in
+start) start ;;
+stop) [ -d "$dir" ] && dir=$(cd "$dir" && pwd); stop ;;
+*) usage ;;
+esac

@@ -92,8 +92,13 @@ typedef struct herd_comm_opts {
 	 * gives every rank the same bits.
 	 */
 	const char *algo;
-	/* Network interface whose address peers connect to (default
-	 * HERD_SOCKET_IFNAME, else chosen by a reachability check). */
+	/* The network interfaces whose addresses peers connect to, in
+	 * NCCL_SOCKET_IFNAME's syntax: name prefixes "eth,ib", exact names
+	 * "=eth0", excluded with a leading '^' ("^docker,lo"); default
+	 * HERD_SOCKET_IFNAME, else every interface that is up, container and
+	 * virtual bridges (docker*, veth*, virbr*, ...) and loopback last, the
+	 * ones a peer cannot reach passed over at connect time.  A value that
+	 * matches no interface of a host fails there with the value named. */
 	const char *socket_ifname;
 } herd_comm_opts;
 

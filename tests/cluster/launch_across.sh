@@ -5,8 +5,9 @@
 # unrouted second interface.  From host h1: herd launch places a rank on
 # each host (its own host name), an allreduce across the four gives exact
 # results (herd must connect through the addresses the hosts reach, not
-# docker0's), herd discover groups the four, and the fabric check measures
-# their six pairs.  After stop, nothing the harness made is left.
+# docker0's), also with HERD_SOCKET_IFNAME in NCCL's syntax (and a value
+# that matches nothing named in the failure), herd discover groups the
+# four, and the fabric check measures their six pairs.  After stop, nothing the harness made is left.
 # Needs root, iproute2 and openssh-server; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
 cluster=$tmp/cluster
@@ -34,6 +35,18 @@ out=$(on1 "$HERD" launch --hosts 'h[1-4]' -n 8 --timeout 60 -- "$HERD" bench all
 rows=$(grep -cE '^\[h1:0\] +[0-9]+ +[0-9]+ +float32 +sum +-1 .* 0$' <<<"$out")
 [[ $rows == 5 ]] || fail "allreduce rows with #wrong 0: $rows: $out"
 has "$out" "# Out of bounds values : 0 OK"
+
+# HERD_SOCKET_IFNAME in NCCL_SOCKET_IFNAME's syntax: a prefix, an exact
+# name, an exclusion; one that matches nothing fails, naming it
+for spec in eth "=eth0" "^docker,lan"; do
+	out=$(on1 "$HERD" launch --hosts 'h[1-4]' -n 4 --timeout 60 --env "HERD_SOCKET_IFNAME=$spec" -- \
+		"$HERD" bench allreduce -b 1K -e 1K -n 2 -w 1 -c 1 2>&1) || fail "HERD_SOCKET_IFNAME=$spec: $out"
+	grep -qE '^\[h1:0\] +1024 +256 +float32 +sum +-1 .* 0$' <<<"$out" || fail "HERD_SOCKET_IFNAME=$spec: $out"
+done
+out=$(on1 "$HERD" launch --hosts 'h[1-4]' -n 4 --timeout 60 --env "HERD_SOCKET_IFNAME==eth" -- \
+	"$HERD" bench allreduce -b 1K -e 1K -n 2 -w 1 2>&1); rc=$?
+[[ $rc != 0 ]] || fail "HERD_SOCKET_IFNAME==eth (no such interface) succeeded: $out"
+has "$out" 'socket interface "=eth" (HERD_SOCKET_IFNAME'
 
 out=$(on1 "$HERD" discover --hosts 'h[1-4]') || fail "discover exited $?: $out"
 grep -qE '^h\[1-4\] +4  ' <<<"$out" || fail "discover: $out"

@@ -70,9 +70,62 @@ _Static_assert(sizeof(hello) == 64, "a hello is 64 bytes");
 
 /* ---- listening ------------------------------------------------------------ */
 
-/* The IPv4 address of interface name, or of every interface that is up
- * (non-loopback first) when name is NULL, as "a:port,b:port". */
-static herd_status local_addrs(const char *name, int port, char *out, size_t cap, int *count)
+/*
+ * Whether interface name matches spec, in NCCL_SOCKET_IFNAME's syntax: a
+ * comma-separated list of name prefixes ("eth,ib"), of exact names after
+ * a leading '=' ("=eth0"), either excluded instead with a leading '^'
+ * ("^docker,lo", "^=eth1").
+ */
+static bool if_matches(const char *spec, const char *name)
+{
+	bool exclude = false, exact = false, hit = false;
+	const char *p = spec;
+
+	if (*p == '^') {
+		exclude = true;
+		p++;
+	}
+	if (*p == '=') {
+		exact = true;
+		p++;
+	}
+	while (*p != '\0' && !hit) {
+		size_t n = strcspn(p, ",");
+
+		if (n > 0)
+			hit = exact ? strlen(name) == n && strncmp(name, p, n) == 0
+				    : strncmp(name, p, n) == 0;
+		p += n + (p[n] == ',');
+	}
+	return exclude ? !hit : hit;
+}
+
+/*
+ * The rank of an interface in the default order: ordinary ones first, then
+ * those that rarely reach another host (a container bridge, a virtual
+ * pair, a VM bridge: "docker0" carries 172.17.0.1 on every host that runs
+ * Docker), then loopback.
+ */
+static int if_rank(const struct ifaddrs *i)
+{
+	static const char *const virtual_prefixes[] = { "docker", "veth", "virbr", "br-",
+							"cni", "flannel", "vxlan", NULL };
+
+	if (i->ifa_flags & IFF_LOOPBACK)
+		return 2;
+	for (const char *const *v = virtual_prefixes; *v != NULL; v++)
+		if (strncmp(i->ifa_name, *v, strlen(*v)) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * The IPv4 addresses of the interfaces that are up, as "a:port,b:port":
+ * those spec matches (HERD_SOCKET_IFNAME's syntax, if_matches; loopback
+ * only when spec names it), or with spec NULL every one, in if_rank's
+ * order, so that peers try the likely ones first.
+ */
+static herd_status local_addrs(const char *spec, int port, char *out, size_t cap, int *count)
 {
 	struct ifaddrs *ifs = NULL;
 	size_t o = 0;
@@ -81,21 +134,16 @@ static herd_status local_addrs(const char *name, int port, char *out, size_t cap
 	out[0] = '\0';
 	if (getifaddrs(&ifs) != 0)
 		return herd__error_errno(HERD_ESYS, errno, "getifaddrs");
-	for (int pass = 0; pass < 2; pass++) {
+	for (int pass = 0; pass < 3; pass++) {
 		for (struct ifaddrs *i = ifs; i != NULL; i = i->ifa_next) {
 			char ip[INET_ADDRSTRLEN];
-			bool loop;
 			int n;
 
 			if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
-			    !(i->ifa_flags & IFF_UP))
+			    !(i->ifa_flags & IFF_UP) || if_rank(i) != pass)
 				continue;
-			if (name != NULL && strcmp(i->ifa_name, name) != 0)
-				continue;
-			loop = (i->ifa_flags & IFF_LOOPBACK) != 0;
-			if (name == NULL && loop != (pass == 1))
-				continue;
-			if (name != NULL && pass == 1)
+			if (spec != NULL && (!if_matches(spec, i->ifa_name) ||
+					     ((i->ifa_flags & IFF_LOOPBACK) && spec[0] == '^')))
 				continue;
 			inet_ntop(AF_INET, &((const struct sockaddr_in *)i->ifa_addr)->sin_addr, ip,
 				  sizeof(ip));
@@ -122,10 +170,14 @@ herd_status herd__tcp_listen(herd_comm *comm, int *fd, char *addrs, size_t cap)
 		HERD_CHECK(local_addrs(ifname, 1, addrs, cap, &count));
 		if (count == 0)
 			return herd__error(HERD_EINVAL, "socket interface \"%s\" (HERD_SOCKET_IFNAME "
-					   "or herd_comm_opts.socket_ifname) does not exist, is down "
-					   "or has no IPv4 address", ifname);
-		*strchr(addrs, ':') = '\0';
-		herd__strlcpy(ip, addrs, sizeof(ip));
+					   "or herd_comm_opts.socket_ifname, NCCL_SOCKET_IFNAME's "
+					   "syntax) matches no interface of this host that is up with "
+					   "an IPv4 address", ifname);
+		/* Listening on the first of them; several: on every one. */
+		if (count == 1) {
+			*strchr(addrs, ':') = '\0';
+			herd__strlcpy(ip, addrs, sizeof(ip));
+		}
 	}
 	HERD_CHECK(herd__net_listen(fd, ip, 0));
 	st = herd__net_local_addr(*fd, local, &port);

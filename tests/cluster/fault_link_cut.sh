@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# A host's link cut in the middle of a loop of allreduces (four hosts of
+# the namespace cluster, tests/harness/netns.sh; HERD_TIMEOUT=5): every
+# rank on the other hosts fails its call within the deadline plus 1 s,
+# naming host h3 and its rank; the job fails; and once it is over no
+# process of it is left on any host, h3's included.
+# Needs root, iproute2 and openssh-server; exits 77 (skipped) without them.
+source "$(dirname "$0")/../harness/common.sh" "$@"
+cluster=$tmp/cluster
+cleanup() {
+	bash tests/harness/netns.sh stop "$cluster"
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+bash tests/harness/netns.sh start "$cluster" 4; rc=$?
+[[ $rc == 77 ]] && exit 77
+[[ $rc == 0 ]] || fail "the namespace cluster did not start"
+id=$(cat "$cluster/id")
+export HERD_SSH_ARGS="-F $cluster/ssh_config" HERD_PROGRAM=$HERD
+unset HERD_LAUNCH_ADDR SLURM_JOB_ID HERD_SOCKET_IFNAME
+
+# Each rank times the call that fails and says how it failed.
+cat >"$tmp/loop.lua" <<'LUA'
+local c = herd.comm()
+local b = herd.buffer("float32", 1024)
+for i = 1, 10000000 do
+  local t0 = herd.clock()
+  local ok, msg, st = c:allreduce(b)
+  if not ok then
+    print(string.format("FAILED after %.3f s: %s: %s", herd.clock() - t0, st, msg))
+    os.exit(3)
+  end
+  if i == 200 then print("running") io.stdout:flush() end
+end
+LUA
+HERD_TIMEOUT=5 timeout 120 "$cluster/run" 1 "$HERD" launch --hosts 'h[1-4]' -n 4 -- "$HERD" "$tmp/loop.lua" \
+	>"$tmp/out" 2>"$tmp/err" &
+job=$!
+for _ in $(seq 300); do
+	[[ $(grep -c "running" "$tmp/out") == 4 ]] && break
+	sleep 0.1
+done
+[[ $(grep -c "running" "$tmp/out") == 4 ]] || fail "the ranks did not start: $(cat "$tmp/out" "$tmp/err")"
+ip -n "herd-$id-h3" link set eth0 down
+wait $job; rc=$?
+[[ $rc != 0 ]] || fail "the job succeeded with h3 cut off"
+# Each names h3's rank, or a rank that itself named h3 and left first (a
+# rank that failed exits, and its peers may see that before h3's silence).
+named_h3=()
+for r in 0 1 3; do
+	line=$(grep "^\[h$((r + 1)):$r\] FAILED after" "$tmp/out") || fail "rank $r did not fail: $(cat "$tmp/out" "$tmp/err")"
+	secs=$(sed -E 's/.*FAILED after ([0-9.]+) s.*/\1/' <<<"$line")
+	echo "rank $r: failed after $secs s: ${line#*: }"
+	awk -v s="$secs" 'BEGIN { exit !(s <= 5 + 1) }' || fail "rank $r failed after $secs s, beyond the deadline (5 s) plus 1 s"
+	grep -q "HERD_E[A-Z]*: .*rank 2 (host h3" <<<"$line" && named_h3+=("$r")
+done
+(( ${#named_h3[@]} >= 1 )) || fail "no rank names h3: $(cat "$tmp/out")"
+for r in 0 1 3; do
+	line=$(grep "^\[h$((r + 1)):$r\] FAILED after" "$tmp/out")
+	grep -q "rank 2 (host h3" <<<"$line" && continue
+	other=$(sed -nE 's/.*: rank ([0-9]+) \(host h[0-9]+, pid [0-9]+\) died:.*/\1/p' <<<"$line")
+	[[ " ${named_h3[*]} " == *" $other "* ]] || fail "rank $r names neither h3 nor a rank that named it: $line"
+done
+# Nothing of the job is left on any host (h3's rank ends at its own deadline).
+for _ in $(seq 300); do
+	pgrep -f "$tmp/loop.lua" >/dev/null || break
+	sleep 0.1
+done
+! pgrep -fa "$tmp/loop.lua" || fail "processes of the job are left"
+exit 0

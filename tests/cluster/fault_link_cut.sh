@@ -6,18 +6,7 @@
 # process of it is left on any host, h3's included.
 # Needs root, iproute2 and openssh-server; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
-cluster=$tmp/cluster
-cleanup() {
-	bash tests/harness/netns.sh stop "$cluster"
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-bash tests/harness/netns.sh start "$cluster" 4; rc=$?
-[[ $rc == 77 ]] && exit 77
-[[ $rc == 0 ]] || fail "the namespace cluster did not start"
-id=$(cat "$cluster/id")
-export HERD_SSH_ARGS="-F $cluster/ssh_config" HERD_PROGRAM=$HERD
-unset HERD_LAUNCH_ADDR SLURM_JOB_ID HERD_SOCKET_IFNAME
+netns_start 4
 
 # Each rank times the call that fails and says how it failed.
 cat >"$tmp/loop.lua" <<'LUA'

@@ -10,18 +10,7 @@
 # four, and the fabric check measures their six pairs.  After stop, nothing the harness made is left.
 # Needs root, iproute2 and openssh-server; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
-cluster=$tmp/cluster
-cleanup() {
-	bash tests/harness/netns.sh stop "$cluster"
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-bash tests/harness/netns.sh start "$cluster" 4; rc=$?
-[[ $rc == 77 ]] && exit 77
-[[ $rc == 0 ]] || fail "the namespace cluster did not start"
-id=$(cat "$cluster/id")
-export HERD_SSH_ARGS="-F $cluster/ssh_config" HERD_PROGRAM=$HERD
-unset HERD_LAUNCH_ADDR SLURM_JOB_ID HERD_SOCKET_IFNAME
+netns_start 4
 on1() { timeout 120 "$cluster/run" 1 "$@"; }
 
 out=$(on1 "$HERD" launch --hosts 'h[1-4]' -n 4 -- hostname) || fail "launch exited $?: $out"

@@ -45,3 +45,18 @@ sshd_start() {
 	export HERD_PROGRAM=$HERD
 	unset HERD_LAUNCH_ADDR SLURM_JOB_ID
 }
+
+# netns_start N: the namespace cluster (tests/harness/netns.sh) of N hosts in
+# $cluster ($tmp/cluster), stopped with $tmp removed at exit; id set to its
+# id, and the environment that has herd reach its hosts over ssh.
+netns_start() {
+	local rc
+	cluster=$tmp/cluster
+	trap 'bash tests/harness/netns.sh stop "$cluster"; rm -rf "$tmp"' EXIT
+	bash tests/harness/netns.sh start "$cluster" "$1"; rc=$?
+	[[ $rc == 77 ]] && exit 77
+	[[ $rc == 0 ]] || fail "the namespace cluster did not start"
+	id=$(cat "$cluster/id")
+	export HERD_SSH_ARGS="-F $cluster/ssh_config" HERD_PROGRAM=$HERD
+	unset HERD_LAUNCH_ADDR SLURM_JOB_ID HERD_SOCKET_IFNAME
+}

@@ -175,9 +175,11 @@ static bool record_failure(herd_comm *comm, herd_status st, bool propagate, cons
 	if (first) {
 		herd__log_debug("communicator broken on rank %d: %s: %s", comm->rank,
 				herd_status_name(st), msg);
-		herd__comm_wake(comm);
+		/* The peers are told before whatever waits here wakes: a process
+		 * that exits on the error has told them why. */
 		if (propagate)
-			herd__monitor_kick(comm);
+			herd__comm_tell_peers(comm);
+		herd__comm_wake(comm);
 	}
 	return first;
 }

@@ -57,15 +57,17 @@ static herd_status ctl_write(herd_comm *comm, int peer, uint32_t type, const voi
 			     size_t len)
 {
 	uint8_t frame[sizeof(ctl_hdr) + CTL_PAYLOAD_MAX];
-	ctl_hdr h = { CTL_MAGIC, (uint16_t)type, (uint16_t)len };
+	ctl_hdr h;
 	int64_t deadline = herd__net_deadline(CTL_WRITE_WAIT_MS);
 	int fd = comm->peers[peer].ctl_fd;
-	size_t off = 0, total = sizeof(h) + len;
+	size_t off = 0, total;
 
 	if (fd < 0)
 		return HERD_OK;
 	if (len > CTL_PAYLOAD_MAX)
 		len = CTL_PAYLOAD_MAX;
+	h = (ctl_hdr){ CTL_MAGIC, (uint16_t)type, (uint16_t)len };
+	total = sizeof(h) + len;
 	memcpy(frame, &h, sizeof(h));
 	if (len > 0)
 		memcpy(frame + sizeof(h), payload, len);
@@ -187,7 +189,9 @@ static void peer_dead(herd_comm *comm, int j, const char *why)
 	p->dead = true;
 	query_resolve(comm, j);
 	herd__comm_doing(comm, doing, sizeof(doing));
-	herd__comm_fail_msg(comm, HERD_EPEER, false, "%s: rank %d (host %s, pid %d) died: %s",
+	/* Passed on: a peer that has not seen it yet learns the cause from this
+	 * rank rather than only that this rank left. */
+	herd__comm_fail_msg(comm, HERD_EPEER, true, "%s: rank %d (host %s, pid %d) died: %s",
 			    doing, j, p->host, (int)p->pid, why);
 }
 
@@ -316,8 +320,7 @@ static void ctl_read(herd_comm *comm, int j)
 	}
 }
 
-/* Tells every peer about a failure this rank found, once. */
-static void propagate(herd_comm *comm)
+void herd__comm_tell_peers(herd_comm *comm)
 {
 	uint8_t payload[CTL_PAYLOAD_MAX];
 	int32_t code;
@@ -335,8 +338,9 @@ static void propagate(herd_comm *comm)
 	pthread_mutex_unlock(&comm->fail_mu);
 	if (!go)
 		return;
+	/* (A peer whose connection is gone already fails the send at once.) */
 	for (int j = 0; j < comm->size; j++)
-		if (comm->peers[j].ctl_fd >= 0 && !comm->peers[j].ctl_eof)
+		if (comm->peers[j].ctl_fd >= 0)
 			(void)herd__ctl_send(comm, j, HERD__CTL_FAILED, payload, sizeof(code) + len);
 }
 
@@ -449,10 +453,10 @@ static void *monitor_main(void *arg)
 		}
 		if (rc == 0)
 			check_pids(comm);
-		propagate(comm);
+		herd__comm_tell_peers(comm);
 		send_query(comm);
 	}
-	propagate(comm);
+	herd__comm_tell_peers(comm);
 	free(fds);
 	free(owner);
 	return NULL;

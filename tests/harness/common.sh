@@ -60,3 +60,50 @@ netns_start() {
 	export HERD_SSH_ARGS="-F $cluster/ssh_config" HERD_PROGRAM=$HERD
 	unset HERD_LAUNCH_ADDR SLURM_JOB_ID HERD_SOCKET_IFNAME
 }
+
+# The helpers of the fault tests (tests/cluster), after netns_start.
+
+# mono: CLOCK_MONOTONIC in seconds, as herd.clock() gives it to the ranks.
+mono() { python3 -c 'import time; print("%.3f" % time.monotonic())'; }
+
+# host_pids I TEXT: the processes of host I whose command line holds TEXT.
+host_pids() {
+	local p
+	for p in $(ip netns pids "herd-$id-h$1" 2>/dev/null); do
+		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "$2" && echo "$p"
+	done
+}
+
+# wait_lines N TEXT FILE SECS: until FILE holds N lines with TEXT; fails
+# after SECS seconds (bounded: polled every 0.1 s).
+wait_lines() {
+	local k
+	for ((k = 0; k < $4 * 10; k++)); do
+		[[ $(grep -cF -- "$2" "$3") -ge $1 ]] && return 0
+		sleep 0.1
+	done
+	fail "$1 lines with '$2' did not come within $4 s: $(cat "$3")"
+}
+
+# job_gone SECS TEXT...: waits until no process on the cluster's hosts
+# has any TEXT in its command line; fails, listing them, when some are
+# left after SECS seconds.  Prints how long they took.
+job_gone() {
+	local k t0 secs=$1 i t left
+	shift
+	t0=$(mono)
+	for ((k = 0; k <= secs * 20; k++)); do
+		left=$(for ((i = 1; i <= $(wc -l <"$cluster/hosts"); i++)); do
+			for t in "$@"; do host_pids $i "$t"; done
+		done)
+		[[ -z $left ]] && break
+		sleep 0.05
+	done
+	[[ -z $left ]] || fail "processes of the job are left $secs s on: $(ps -o pid,args -p "$(tr '\n' , <<<"$left")0" 2>&1)"
+	awk -v a="$t0" -v b="$(mono)" 'BEGIN { printf "%.2f\n", b - a }'
+}
+
+# within SECS LIMIT WHAT: fails unless SECS <= LIMIT.
+within() {
+	awk -v s="$1" -v l="$2" 'BEGIN { exit !(s <= l) }' || fail "$3 after $1 s, beyond $2 s"
+}

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # tests/harness/netns.sh start|stop DIR [N]
+# tests/harness/netns.sh cut|mend|shape|loss|delay|clear DIR I [ARG]
 #
 # A test cluster on this machine: N hosts (default 4, at most 16) as Linux
 # network namespaces joined by veth pairs to a bridge that lives in a
@@ -19,18 +20,39 @@
 #   ssh -F DIR/ssh_config h2 CMD   (from inside any host)
 #
 # start leaves DIR/hosts (the names, one per line), DIR/ssh_config and
-# DIR/id (the cluster's id); stop removes every namespace, link, file under
+# DIR/id (the cluster's id).  Faults on host I's link (eth0), each undone
+# by clear (and all by stop):
+#
+#   cut I          the link down (ip link set eth0 down); mend I: up again
+#   shape I RATE   both directions limited to RATE (tc tbf, e.g. 100mbit)
+#   loss I PCT     PCT% of the packets in and out dropped at random (an
+#                  nftables rule numgen random mod 100 < PCT drop)
+#   delay I MS     every byte of the host's TCP connections, ssh excepted,
+#                  held MS milliseconds each way (tests/harness/
+#                  delay_relay.py, a transparent relay the host's nftables
+#                  rules send its connections through: tc netem may be
+#                  missing from the kernel)
+#
+# stop removes every namespace, link, file under
 # /etc/netns and process that start made (only those: by the id and the
 # pids it wrote), also after a partial start.  Needs root, iproute2 and
 # openssh-server; exits 77 when namespaces cannot be made here.
 set -euo pipefail
 
-usage() { echo "usage: $0 start|stop DIR [N]" >&2; exit 2; }
+usage() {
+	echo "usage: $0 start|stop DIR [N] | cut|mend|shape|loss|delay|clear DIR I [ARG]" >&2
+	exit 2
+}
 [ $# -ge 2 ] || usage
 cmd=$1
 dir=$2
 n=${3:-4}
-[[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 2 ] && [ "$n" -le 16 ] || usage
+case $cmd in
+start | stop) [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 2 ] && [ "$n" -le 16 ] || usage ;;
+*) [[ $n =~ ^[0-9]+$ ]] || usage ;;
+esac
+RELAY_PORT=47999
+RELAY_MARK=0x4c7
 
 ns_of() { echo "herd-$(cat "$dir/id")-h$1"; }
 switch_of() { echo "herd-$(cat "$dir/id")-sw"; }
@@ -179,8 +201,79 @@ start() {
 	trap - ERR
 }
 
+# The switch's end of host $1's link.
+switch_port() {
+	ip -n "$(switch_of)" -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 |
+		grep -E "^hv$1(-$(cat "$dir/id"))?$" | head -1
+}
+
+# fault CMD I [ARG]: see the header.
+fault() {
+	local i=$2 arg=${3:-} ns port pid
+	[ -f "$dir/id" ] || { echo "netns.sh: no cluster in $dir" >&2; exit 1; }
+	ns=$(ns_of "$i")
+	ip netns list | grep -q "^$ns\b" || { echo "netns.sh: no host $i in $dir" >&2; exit 1; }
+	case $1 in
+	cut) ip -n "$ns" link set eth0 down ;;
+	mend) ip -n "$ns" link set eth0 up ;;
+	shape)
+		[[ $arg =~ ^[0-9]+[kmg]?bit$ ]] || { echo "netns.sh: shape: RATE like 100mbit, not '$arg'" >&2; exit 2; }
+		port=$(switch_port "$i")
+		tc -n "$ns" qdisc replace dev eth0 root tbf rate "$arg" burst 256kb latency 50ms
+		tc -n "$(switch_of)" qdisc replace dev "$port" root tbf rate "$arg" burst 256kb latency 50ms
+		;;
+	loss)
+		[[ $arg =~ ^[0-9]+$ ]] && [ "$arg" -le 100 ] || { echo "netns.sh: loss: a percentage, not '$arg'" >&2; exit 2; }
+		ip netns exec "$ns" nft -f - <<-EOF
+		table inet herd_loss {
+			chain in { type filter hook input priority 0; iifname "eth0" numgen random mod 100 < $arg drop; }
+			chain out { type filter hook output priority 0; oifname "eth0" numgen random mod 100 < $arg drop; }
+		}
+		EOF
+		;;
+	delay)
+		[[ $arg =~ ^[0-9]+$ ]] || { echo "netns.sh: delay: milliseconds, not '$arg'" >&2; exit 2; }
+		ip netns exec "$ns" python3 "$(dirname "$0")/delay_relay.py" $RELAY_PORT "$arg" $RELAY_MARK \
+			</dev/null >"$dir/relay.$i.log" 2>&1 &
+		echo $! >"$dir/relay.$i.pid"
+		# Listening before any connection is sent to it (bounded: 10 s).
+		for _ in $(seq 100); do
+			ip netns exec "$ns" ss -Hltn "sport = :$RELAY_PORT" | grep -q . && break
+			kill -0 "$(cat "$dir/relay.$i.pid")" 2>/dev/null || break
+			sleep 0.1
+		done
+		ip netns exec "$ns" ss -Hltn "sport = :$RELAY_PORT" | grep -q . ||
+			{ echo "netns.sh: the delay relay did not start: $(cat "$dir/relay.$i.log")" >&2; exit 1; }
+		ip netns exec "$ns" nft -f - <<-EOF
+		table ip herd_delay {
+			chain pre { type nat hook prerouting priority dstnat; iifname "eth0" tcp dport != 22 redirect to :$RELAY_PORT; }
+			chain out { type nat hook output priority -100; oifname "eth0" meta mark != $RELAY_MARK tcp dport != 22 redirect to :$RELAY_PORT; }
+		}
+		EOF
+		;;
+	clear)
+		ip netns exec "$ns" nft delete table inet herd_loss 2>/dev/null || true
+		ip netns exec "$ns" nft delete table ip herd_delay 2>/dev/null || true
+		if [ -f "$dir/relay.$i.pid" ]; then
+			pid=$(cat "$dir/relay.$i.pid")
+			grep -q delay_relay "/proc/$pid/cmdline" 2>/dev/null && kill "$pid" 2>/dev/null
+			rm -f "$dir/relay.$i.pid"
+		fi
+		tc -n "$ns" qdisc del dev eth0 root 2>/dev/null || true
+		port=$(switch_port "$i")
+		[ -n "$port" ] && { tc -n "$(switch_of)" qdisc del dev "$port" root 2>/dev/null || true; }
+		ip -n "$ns" link set eth0 up
+		;;
+	esac
+}
+
 case $cmd in
 start) start ;;
+cut | mend | shape | loss | delay | clear)
+	[ $# -ge 3 ] || usage
+	dir=$(cd "$dir" && pwd)
+	fault "$cmd" "$3" "${4:-}"
+	;;
 stop) [ -d "$dir" ] && dir=$(cd "$dir" && pwd); stop ;;
 *) usage ;;
 esac

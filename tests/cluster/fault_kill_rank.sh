@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# kill -9 of one rank (on host h3) in the middle of a loop of allreduces
+# across four hosts of the namespace cluster: every other rank's call fails
+# within 2 s of the kill with HERD_EPEER naming rank 2, host h3 and its
+# pid, and what the rank was doing (the allreduce and its number); the
+# launcher fails the job naming rank 2's signal; no process of the job is
+# left on any host.  Needs root, iproute2 and openssh-server; exits 77
+# (skipped) without them.
+source "$(dirname "$0")/../harness/common.sh" "$@"
+netns_start 4
+loop=$PWD/tests/cluster/fault_loop.lua
+
+timeout 120 "$cluster/run" 1 "$HERD" launch --hosts 'h[1-4]' -n 4 -- "$HERD" "$loop" \
+	>"$tmp/out" 2>"$tmp/err" &
+job=$!
+wait_lines 4 running "$tmp/out" 30
+victim=$(host_pids 3 "$loop" | head -1)
+[[ -n $victim ]] || fail "no rank process on h3"
+t_kill=$(mono)
+kill -9 "$victim"
+wait $job; rc=$?
+[[ $rc != 0 ]] || fail "the job succeeded with rank 2 killed"
+for r in 0 1 3; do
+	line=$(grep "^\[h$((r + 1)):$r\] FAILED after" "$tmp/out") || fail "rank $r did not fail: $(cat "$tmp/out" "$tmp/err")"
+	at=$(sed -E 's/.*\(at ([0-9.]+)\).*/\1/' <<<"$line")
+	secs=$(awk -v a="$at" -v k="$t_kill" 'BEGIN { printf "%.3f", a - k }')
+	echo "rank $r: detected after $secs s: ${line#*: }"
+	within "$secs" 2 "rank $r failed"
+	has "$line" "HERD_EPEER"
+	has "$line" "rank 2 (host h3, pid $victim) died"
+	grep -qE "allreduce #[0-9]+ failed on rank $r \(host h$((r + 1))\)" <<<"$line" ||
+		fail "rank $r does not say what it was doing: $line"
+done
+has "$(cat "$tmp/err")" "failed: rank 2 on h3 (pid $victim) was killed by signal 9"
+echo "launcher: $(grep -m1 "signal 9" "$tmp/err")"
+secs=$(job_gone 10 "$loop" "exec --stdio") || exit 1
+echo "job gone after $secs s"
+exit 0

@@ -115,7 +115,10 @@ typedef struct herd_job_spec {
 	unsigned int version;      /* HERD_JOB_SPEC_VERSION */
 	const char *const *argv;   /* program and arguments, NULL-terminated; required */
 	/* extra "NAME=value" for every rank, NULL-terminated; wins over the rank
-	 * variables herd sets (an exported MASTER_PORT, say) */
+	 * variables herd sets (an exported MASTER_PORT, say).  Every rank, remote
+	 * ones included, also gets this process's HERD_* and NCCL_* variables
+	 * (HERD_TIMEOUT, HERD_SOCKET_IFNAME, NCCL_DEBUG, ...), less the rank
+	 * contract's; env wins over them */
 	const char *const *env;
 	int nranks;                /* number of ranks; required, >= 1 */
 	int per_node;              /* ranks per node; 0: fill each node's slots */

@@ -202,6 +202,42 @@ static herd_status copy_strv(char ***out, const char *const *v, const char *what
 	return HERD_OK;
 }
 
+/*
+ * The ranks' extra environment: this process's HERD_* and NCCL_* variables
+ * (those a rank's communicator and NCCL read: HERD_TIMEOUT,
+ * HERD_SOCKET_IFNAME, NCCL_DEBUG, ...), less the rank contract's and those
+ * spec_env names, then spec_env.  Remote ranks start from the environment
+ * of a fresh ssh session or of srun, so they get the settings a local rank
+ * inherits.
+ */
+static herd_status job_env(char ***out, const char *const *spec_env)
+{
+	size_t n = 0, nspec = 0, k = 0;
+
+	*out = NULL;
+	while (spec_env != NULL && spec_env[nspec] != NULL)
+		nspec++;
+	for (size_t i = 0; environ[i] != NULL; i++)
+		n++;
+	HERD_CHECK(herd__calloc(out, n + nspec + 1, sizeof(char *), "the job's env"));
+	for (size_t i = 0; environ[i] != NULL; i++) {
+		const char *e = environ[i];
+		size_t len = strcspn(e, "=");
+		bool named = false;
+
+		if ((strncmp(e, "HERD_", 5) != 0 && strncmp(e, "NCCL_", 5) != 0) || e[len] != '=' ||
+		    herd__launch_contract_name(e))
+			continue;
+		for (size_t j = 0; j < nspec && !named; j++)
+			named = strncmp(spec_env[j], e, len) == 0 && spec_env[j][len] == '=';
+		if (!named)
+			HERD_CHECK(herd__strdup(&(*out)[k++], e));
+	}
+	for (size_t j = 0; j < nspec; j++)
+		HERD_CHECK(herd__strdup(&(*out)[k++], spec_env[j]));
+	return HERD_OK;
+}
+
 static void free_strv(char **v)
 {
 	for (size_t i = 0; v != NULL && v[i] != NULL; i++)
@@ -264,7 +300,7 @@ static herd_status copy_spec(herd_job *job, const herd_job_spec *s)
 
 	job->spec = *s;
 	HERD_CHECK(copy_strv(&job->argv, s->argv, "the job's argv"));
-	HERD_CHECK(copy_strv(&job->env, s->env, "the job's env"));
+	HERD_CHECK(job_env(&job->env, s->env));
 	HERD_CHECK(herd__strdup(&job->hosts, s->hosts));
 	HERD_CHECK(herd__strdup(&job->workdir, s->workdir));
 	HERD_CHECK(herd__strdup(&job->log_dir, s->log_dir));

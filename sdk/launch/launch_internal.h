@@ -403,6 +403,10 @@ typedef struct herd__node_spec {
 
 void herd__node_spec_free(herd__node_spec *s);
 
+/* Whether "NAME=value" (or "NAME") names a variable of the rank contract
+ * (HERD_RANK, MASTER_ADDR, ...), which the supervisor sets.  node.c. */
+bool herd__launch_contract_name(const char *entry);
+
 /*
  * A decoded event or command frame (not spec: see herd__launch_spec_decode).
  * Byte strings point into the payload, which must outlive it.

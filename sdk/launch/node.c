@@ -111,6 +111,13 @@ static const char *const contract_names[] = {
 	"HERD_BENCH_PARENT",
 };
 
+static bool name_in(const char *entry, const char *const *names, size_t n);
+
+bool herd__launch_contract_name(const char *entry)
+{
+	return name_in(entry, contract_names, sizeof(contract_names) / sizeof(*contract_names));
+}
+
 static bool name_in(const char *entry, const char *const *names, size_t n)
 {
 	size_t len = strcspn(entry, "=");
@@ -197,7 +204,7 @@ static herd_status rank_env(const herd__node *n, int i, char ***out)
 		const char *e = environ[k];
 
 		if (strchr(e, '=') == NULL ||
-		    name_in(e, contract_names, sizeof(contract_names) / sizeof(*contract_names)) ||
+		    herd__launch_contract_name(e) ||
 		    name_in(e, (const char *const *)gpu, ngpu) ||
 		    name_in(e, (const char *const *)s->env, nenv))
 			continue;

@@ -226,8 +226,8 @@ fault() {
 		[[ $arg =~ ^[0-9]+$ ]] && [ "$arg" -le 100 ] || { echo "netns.sh: loss: a percentage, not '$arg'" >&2; exit 2; }
 		ip netns exec "$ns" nft -f - <<-EOF
 		table inet herd_loss {
-			chain in { type filter hook input priority 0; iifname "eth0" numgen random mod 100 < $arg drop; }
-			chain out { type filter hook output priority 0; oifname "eth0" numgen random mod 100 < $arg drop; }
+			chain in { type filter hook input priority 0; iifname "eth0" numgen random mod 100 < $arg counter drop; }
+			chain out { type filter hook output priority 0; oifname "eth0" numgen random mod 100 < $arg counter drop; }
 		}
 		EOF
 		;;
@@ -246,8 +246,8 @@ fault() {
 			{ echo "netns.sh: the delay relay did not start: $(cat "$dir/relay.$i.log")" >&2; exit 1; }
 		ip netns exec "$ns" nft -f - <<-EOF
 		table ip herd_delay {
-			chain pre { type nat hook prerouting priority dstnat; iifname "eth0" tcp dport != 22 redirect to :$RELAY_PORT; }
-			chain out { type nat hook output priority -100; oifname "eth0" meta mark != $RELAY_MARK tcp dport != 22 redirect to :$RELAY_PORT; }
+			chain pre { type nat hook prerouting priority dstnat; iifname "eth0" tcp dport != 22 counter redirect to :$RELAY_PORT; }
+			chain out { type nat hook output priority -100; oifname "eth0" meta mark != $RELAY_MARK tcp dport != 22 counter redirect to :$RELAY_PORT; }
 		}
 		EOF
 		;;

@@ -56,8 +56,7 @@ herd_status herd__ckpt_agree(herd_ckpt *ck, herd_status local, int *failed_rank)
 		goto out;
 	*failed_rank = f;
 	st = all[f];
-	if (f != ck->rank)
-		herd__error(st, "rank %d: %s", f, v.msg);
+	herd__error(st, "rank %d (host %s): %s", f, herd_comm_host(ck->comm, f), v.msg);
 out:
 	free(all);
 	return st;

@@ -13,8 +13,8 @@
 #   lan1     an unrouted interface with 192.168.<i>.1/24 (one end of a veth
 #            pair whose other end, lan1p, stays in the host)
 #
-# a UTS namespace whose host name is h<i>, and an OpenSSH server of its
-# own.  Commands run on a host with
+# a UTS namespace whose host name is h<i>, an OpenSSH server of its own
+# and, for its ssh sessions, a home directory of its own (empty).  Commands run on a host with
 #
 #   DIR/run <i> CMD...        (ip netns exec, as the host's own processes)
 #   ssh -F DIR/ssh_config h2 CMD   (from inside any host)
@@ -97,7 +97,9 @@ start() {
 		exit 77
 	fi
 	trap 'stop' ERR
-	local sw i ns hosts_file
+	local sw i ns hosts_file home
+	home=$(getent passwd "$(id -un)" | cut -d: -f6)
+	[ -d "$home" ] || { echo "netns.sh: no home directory for $(id -un)" >&2; exit 77; }
 	sw=$(switch_of)
 	ip -n "$sw" link add br0 type bridge
 	ip -n "$sw" link set br0 up
@@ -159,7 +161,12 @@ start() {
 		EOF
 		# sshd_config.N names the pid file sshd.N.pid: stop knows it by both.
 		sed -i "1i # $dir/sshd_config" "$dir/sshd_config.$i"
-		ip netns exec "$ns" unshare --uts sh -c "hostname h$i && exec /usr/sbin/sshd -f '$dir/sshd_config.$i' -E '$dir/sshd.$i.log'"
+		# A fresh home directory for the host's sessions (a bind mount in the
+		# host's own mount namespace): a host is a machine of its own, not
+		# one that runs this machine's shell start-up files (whose locks a
+		# stopped cluster could leave behind).
+		mkdir -p -m 0700 "$dir/home/h$i"
+		ip netns exec "$ns" unshare --uts --mount sh -c "mount --bind '$dir/home/h$i' '$home' && hostname h$i && exec /usr/sbin/sshd -f '$dir/sshd_config.$i' -E '$dir/sshd.$i.log'"
 	done
 	cat >"$dir/ssh_config" <<-EOF
 	Host *

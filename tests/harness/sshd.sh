@@ -72,6 +72,10 @@ start() {
 	done
 	mkdir -p "$dir"
 	dir=$(cd "$dir" && pwd)
+	local home
+	home=$(getent passwd "$(id -un)" | cut -d: -f6)
+	[ -d "$home" ] || { echo "sshd.sh: no home directory for $(id -un)" >&2; exit 77; }
+	mkdir -p -m 0700 "$dir/home"
 	# sshd refuses to start without its privilege separation directory.
 	mkdir -p /run/sshd
 	chmod 0755 /run/sshd
@@ -123,7 +127,10 @@ start() {
 			# log is read too, and such servers are stopped and another
 			# port tried.  The daemon writes its pid file a moment after
 			# it forks.
-			if /usr/sbin/sshd -f "$(conf_of $g)" -E "$dir/sshd.log"; then
+			# Its sessions get a home directory of their own (a bind mount
+			# in a mount namespace of sshd's): not this machine's shell
+			# start-up files, whose locks a stopped test could leave behind.
+			if unshare --mount sh -c "mount --bind '$dir/home' '$home' && exec /usr/sbin/sshd -f '$(conf_of $g)' -E '$dir/sshd.log'"; then
 				for _ in $(seq 100); do
 					[ -s "$(pid_of $g)" ] && break
 					sleep 0.05

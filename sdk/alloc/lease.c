@@ -496,6 +496,14 @@ static void describe_holder(int fd, char *buf, size_t cap)
 		 (long long)s.pid, pid_alive(s.pid) ? "" : ", not running here", s.user, s.host);
 }
 
+/* Whether other users write in the lease directory (/run/herd, 1777). */
+static bool dir_shared(int dirfd)
+{
+	struct stat sb;
+
+	return fstat(dirfd, &sb) == 0 && (sb.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+}
+
 /*
  * Locks one lease file: opens (creating it), locks without blocking, and
  * checks that the name still leads to the locked file.  *out is the fd.
@@ -505,6 +513,7 @@ static herd_status lock_one(int dirfd, const char *dir, const char *uuid, bool s
 {
 	char name[HERD_NAME_LEN + 8];
 	int op = (shared ? LOCK_SH : LOCK_EX) | LOCK_NB;
+	mode_t mode = dir_shared(dirfd) ? 0644 : 0600;
 
 	*out = -1;
 	lease_name(uuid, name);
@@ -514,7 +523,7 @@ static herd_status lock_one(int dirfd, const char *dir, const char *uuid, bool s
 		int fd, e = EWOULDBLOCK;
 
 		fd = openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
-			    0644);
+			    mode);
 		if (fd < 0 && errno == EACCES) {
 			/* Another user's file we may not write: locking needs no
 			 * write access, only the record is lost. */
@@ -537,11 +546,12 @@ static herd_status lock_one(int dirfd, const char *dir, const char *uuid, bool s
 					   "something other than herd made it: remove it",
 					   dir, name);
 		}
-		/* Our own file: readable by every user, so that every user can
-		 * lock it (flock needs no write access), and written by us alone,
-		 * whatever the umask or an older herd's 0666 made it. */
-		if (writable && fsb.st_uid == geteuid() && (fsb.st_mode & 0777) != 0644 &&
-		    fchmod(fd, 0644) != 0)
+		/* Our own file, written by us alone whatever the umask or an
+		 * older herd's 0666 made it: in a shared directory readable by
+		 * every user, so that every user can lock it (flock needs no
+		 * write access); in a private one owner-only. */
+		if (writable && fsb.st_uid == geteuid() && (fsb.st_mode & 0777) != mode &&
+		    fchmod(fd, mode) != 0)
 			herd__log_debug("cannot chmod %s/%s: %s", dir, name, strerror(errno));
 		for (int i = 0; i < LOCK_TRIES && e == EWOULDBLOCK; i++) {
 			if (i > 0)

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "herd/common.h"
 
@@ -127,10 +128,12 @@ herd_status herd__check_replaceable(const char *path);
 
 /*
  * Writes data to path atomically: a temporary file beside it (created
- * anew, never through a link), fsync, rename, fsync of the directory.
- * Refuses a path that herd__check_replaceable refuses.
+ * anew with mode, less the umask; never through a link), fsync, rename,
+ * fsync of the directory.  Refuses a path that herd__check_replaceable
+ * refuses.
  */
-herd_status herd__write_file_atomic(const char *path, const void *data, size_t len);
+herd_status herd__write_file_atomic(const char *path, const void *data, size_t len,
+				    mode_t mode);
 
 /* fsync of a directory, so that renames and creations in it are durable. */
 herd_status herd__fsync_dir(const char *dir);

@@ -206,7 +206,8 @@ herd_status herd__check_replaceable(const char *path)
 			   herd__file_kind(sb.st_mode));
 }
 
-herd_status herd__write_file_atomic(const char *path, const void *data, size_t len)
+herd_status herd__write_file_atomic(const char *path, const void *data, size_t len,
+				    mode_t mode)
 {
 	char tmp[PATH_MAX];
 	herd_status st;
@@ -216,7 +217,7 @@ herd_status herd__write_file_atomic(const char *path, const void *data, size_t l
 	n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
 	if (n < 0 || (size_t)n >= sizeof(tmp))
 		return herd__error(HERD_EINVAL, "path too long: %s", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0)
 		return herd__error_errno(HERD_EIO, errno, "cannot create %s", tmp);
 	st = write_all(fd, data, len, tmp);

@@ -41,7 +41,7 @@ static herd_status make_dirs(const char *dir)
 		if (path[i] != '/' && path[i] != '\0')
 			continue;
 		path[i] = '\0';
-		if (mkdir(path, 0755) != 0 && errno != EEXIST)
+		if (mkdir(path, 0700) != 0 && errno != EEXIST)
 			return herd__error_errno(HERD_EIO, errno, "cannot create directory %s", path);
 		path[i] = dir[i];
 	}
@@ -122,7 +122,7 @@ static herd_status lock_writer(const char *dir, int *out)
 
 	*out = -1;
 	HERD_CHECK(herd__ckpt_path(path, sizeof(path), dir, ".lock"));
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
 	if (fd < 0)
 		return herd__error_errno(HERD_EIO, errno, "cannot open %s", path);
 	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {

@@ -201,14 +201,14 @@ static herd_status commit(herd__ckpt_job *job, const uint64_t *results, size_t s
 	HERD_CHECK_GOTO(herd__ckpt_manifest_encode(m, &data, &len), st, out);
 	/* temp file, fsync, rename, fsync of the step directory */
 	HERD_CHECK_GOTO(herd__ckpt_path(mpath, sizeof(mpath), tmpdir, HERD__CKPT_MANIFEST), st, out);
-	HERD_CHECK_GOTO(herd__write_file_atomic(mpath, data, len), st, out);
+	HERD_CHECK_GOTO(herd__write_file_atomic(mpath, data, len, 0600), st, out);
 	/* The commit point: the step appears whole, under its name. */
 	HERD_CHECK_GOTO(rename_noreplace(tmpdir, stepdir), st, out);
 	HERD_CHECK_GOTO(herd__fsync_dir(ck->dir), st, out);
 	snprintf(text, sizeof(text), "%s\n", name);
 	/* `latest` names the newest step or nothing: left naming an older one,
 	 * it could name a step retention deletes next. */
-	if (herd__write_file_atomic(latest, text, strlen(text)) != HERD_OK) {
+	if (herd__write_file_atomic(latest, text, strlen(text), 0600) != HERD_OK) {
 		herd__log_warn("checkpoint step %" PRId64 " is committed, but %s was not updated "
 			       "(%s): removed it instead, until a save can write it", job->step,
 			       latest, herd_last_error());

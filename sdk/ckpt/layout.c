@@ -262,7 +262,7 @@ herd_status herd__save_begin(herd_ckpt *ck, int64_t step, herd__ckpt_job **out)
 					    "committed in %s", step, ck->dir);
 		if (local == HERD_OK)
 			local = herd__ckpt_path(path, sizeof(path), ck->dir, job->tmp);
-		if (local == HERD_OK && mkdir(path, 0755) != 0)
+		if (local == HERD_OK && mkdir(path, 0700) != 0)
 			local = herd__error_errno(HERD_EIO, errno, "cannot create %s", path);
 	}
 	HERD_CHECK_GOTO(herd__ckpt_agree(ck, local, &failed), st, fail);

@@ -120,7 +120,7 @@ void herd__save_sink_open(herd__ckpt_job *job)
 		herd__save_sink_fail(sk, herd__error(HERD_ENOMEM, "out of memory for a checksum state"));
 		return;
 	}
-	sk->fd = open(sk->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	sk->fd = open(sk->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (sk->fd < 0)
 		herd__save_sink_fail(sk, herd__error_errno(HERD_EIO, errno, "cannot create %s", sk->path));
 }

@@ -704,7 +704,7 @@ herd_status herd__node_start(herd__node **out, const herd__node_spec *spec,
 		st = herd__error_errno(HERD_ESYS, errno, "/dev/null on %s", spec->host);
 		goto fail;
 	}
-	if (spec->log_dir != NULL && mkdir(spec->log_dir, 0755) != 0 && errno != EEXIST) {
+	if (spec->log_dir != NULL && mkdir(spec->log_dir, 0700) != 0 && errno != EEXIST) {
 		st = herd__error_errno(HERD_EIO, errno, "log directory %s on %s", spec->log_dir,
 				       spec->host);
 		goto fail;

@@ -323,7 +323,7 @@ herd_status herd_cluster_save(const herd_cluster *cluster, const char *path,
 		format = n >= 5 && strcmp(path + n - 5, ".json") == 0 ? HERD_FORMAT_JSON
 								       : HERD_FORMAT_MSGPACK;
 	HERD_CHECK_GOTO(herd_cluster_encode(cluster, format, &data, &len), st, out);
-	HERD_CHECK_GOTO(herd__write_file_atomic(path, data, len), st, out);
+	HERD_CHECK_GOTO(herd__write_file_atomic(path, data, len, 0644), st, out);
 out:
 	if (st != HERD_OK)
 		herd__error_wrap(st, "saving %s: ", path);

@@ -181,7 +181,15 @@ static void test_lease_held_recorded_released_and_file_kept(void)
 	CHECK(text != NULL && strstr(text, want) != NULL && strstr(text, "\njob=job-7\n") != NULL &&
 	      strstr(text, "\nmode=exclusive\n") != NULL);
 	free(text);
-	/* Every user may lock it; only its creator may write a record. */
+	/* In a private directory (this one is mkdtemp's 0700) owner-only. */
+	CHECK_INT(stat(lock_path(dir, A), &sb), 0);
+	CHECK_INT(sb.st_mode & 0777, 0600);
+	herd_lease_free(l);
+	/* In a shared one (1777, as /run/herd) every user may lock it; only
+	 * its creator may write a record. */
+	CHECK_INT(chmod(dir, 01777), 0);
+	l = NULL;
+	CHECK_OK(herd_lease_acquire(&l, both, 2, 0, &o));
 	CHECK_INT(stat(lock_path(dir, A), &sb), 0);
 	CHECK_INT(sb.st_mode & 0777, 0644);
 	herd_lease_free(l);

@@ -96,7 +96,13 @@ static void test_files_write_atomically_and_read_back_within_limits(void)
 
 	CHECK(mkdtemp(dir) != NULL);
 	snprintf(path, sizeof(path), "%s/f.bin", dir);
-	CHECK_OK(herd__write_file_atomic(path, "hello\0world", 11));
+	CHECK_OK(herd__write_file_atomic(path, "hello\0world", 11, 0600));
+	{
+		struct stat sb;
+
+		/* Created with the mode asked for: owner-only. */
+		CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0077) == 0);
+	}
 	CHECK_OK(herd__read_file(path, 11, &data, &len));
 	CHECK_INT(len, 11);
 	CHECK(data != NULL && memcmp(data, "hello\0world", 11) == 0 && data[11] == '\0');
@@ -111,7 +117,7 @@ static void test_files_write_atomically_and_read_back_within_limits(void)
 	CHECK(len > 0 && strstr(data, "Pid:") != NULL);
 	free(data);
 	snprintf(other, sizeof(other), "%s/no/such/dir/f", dir);
-	CHECK_ERR(herd__write_file_atomic(other, "x", 1), HERD_EIO, "cannot create");
+	CHECK_ERR(herd__write_file_atomic(other, "x", 1, 0644), HERD_EIO, "cannot create");
 	unlink(path);
 	rmdir(dir);
 }

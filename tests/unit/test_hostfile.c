@@ -126,12 +126,12 @@ static void test_hostfile_load_reads_a_file_and_names_missing_ones(void)
 
 	CHECK(mkdtemp(dir) != NULL);
 	snprintf(path, sizeof(path), "%s/hosts", dir);
-	CHECK_OK(herd__write_file_atomic(path, text, sizeof(text) - 1));
+	CHECK_OK(herd__write_file_atomic(path, text, sizeof(text) - 1, 0644));
 	CHECK_OK(herd__hostfile_load(&hf, path));
 	CHECK_INT(hf.n, 2);
 	CHECK_INT(herd__hostfile_slots(&hf), 4);
 	herd__hostfile_free(&hf);
-	CHECK_OK(herd__write_file_atomic(path, "n1 slots=2\nn2 slots=two\n", 24));
+	CHECK_OK(herd__write_file_atomic(path, "n1 slots=2\nn2 slots=two\n", 24, 0644));
 	CHECK_ERR(herd__hostfile_load(&hf, path), HERD_EFORMAT, "/hosts:2:10: slots: expected");
 	unlink(path);
 	CHECK_ERR(herd__hostfile_load(&hf, path), HERD_ENOTFOUND, path);

@@ -53,7 +53,8 @@ typedef struct source {
 				    * own pace (sendfile), after a pass for the sum */
 	XXH3_state_t *hash;
 	uint8_t trailer[8];        /* the sum as the stream carries it */
-	int timeout_ms;
+	int timeout_ms;            /* --timeout: a peer that takes nothing that long fails */
+	int read_ms;               /* how long a read waits for a byte; 0: timeout_ms */
 } source;
 
 static void put_le64(uint8_t *p, uint64_t v)
@@ -91,13 +92,14 @@ static herd_status source_next(source *s, uint8_t *buf, size_t cap, size_t *n)
 		want = (size_t)(s->data - s->got);
 	for (;;) {
 		struct pollfd pf = { .fd = s->fd, .events = POLLIN };
-		int r = poll(&pf, 1, s->timeout_ms);
+		int r = poll(&pf, 1, s->read_ms > 0 ? s->read_ms : s->timeout_ms);
 
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r == 0)
 			return herd__error(HERD_ETIMEDOUT, "nothing to read for %d s (after %" PRIu64
-					   " of %" PRIu64 " bytes)", (s->timeout_ms + 999) / 1000,
+					   " of %" PRIu64 " bytes)",
+					   ((s->read_ms > 0 ? s->read_ms : s->timeout_ms) + 999) / 1000,
 					   s->got, total);
 		got = read(s->fd, buf, want);
 		if (got < 0 && (errno == EINTR || errno == EAGAIN))
@@ -655,7 +657,11 @@ herd_status herd__bcast_receive(const char *dest, uint64_t bytes, int mode, cons
 	herd__hostlist hl = { 0 };
 	outcome *all = NULL;
 	peer *peers = NULL;
-	source src = { STDIN_FILENO, bytes, 0, true, false, NULL, { 0 }, timeout_ms };
+	/* What feeds this node (the sender, or a relay) may itself wait the
+	 * timeout on a stalled peer before it drops it and goes on: this node
+	 * waits twice that for its next byte. */
+	source src = { STDIN_FILENO, bytes, 0, true, false, NULL, { 0 }, timeout_ms,
+		       2 * timeout_ms };
 	copy c;
 	herd_status st;
 
@@ -768,7 +774,7 @@ herd_status herd_bcast(const char *file, const char *dest, const herd_bcast_opts
 	const char *program;
 	outcome *all = NULL;
 	peer *peers = NULL;
-	source src = { -1, 0, 0, false, true, NULL, { 0 }, DEFAULT_TIMEOUT_MS };
+	source src = { -1, 0, 0, false, true, NULL, { 0 }, DEFAULT_TIMEOUT_MS, 0 };
 	struct stat sb;
 	size_t n = 0, np = 0, failed = 0;
 	long width;

@@ -21,6 +21,7 @@ static const char *const names[HERD__LENV_COUNT] = {
 	[HERD__LENV_SRUN] = "HERD_SRUN",                 /* the srun program */
 	[HERD__LENV_SRUN_ARGS] = "HERD_SRUN_ARGS",       /* words added to srun */
 	[HERD__LENV_DISCOVER_FANOUT] = "HERD_DISCOVER_FANOUT", /* ssh clients at once */
+	[HERD__LENV_LAUNCH_BIND] = "HERD_LAUNCH_BIND",   /* where the launcher listens */
 };
 
 const char *herd__launch_env(herd__launch_var var)

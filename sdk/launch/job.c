@@ -899,7 +899,7 @@ static void free_rt(herd_job *job)
  * each its spec.
  */
 static herd_status start_nodes(herd_job *job, const char *store, const char *adv,
-			       const char *maddr, int mport, int64_t deadline)
+			       const char *bind, const char *maddr, int mport, int64_t deadline)
 {
 	herd_status st;
 	herd__launch_channel *ch = NULL;
@@ -908,7 +908,7 @@ static herd_status start_nodes(herd_job *job, const char *store, const char *adv
 	herd__buf tmp;
 	herd__launch_ctx ctx = {
 		.spec = &job->spec, .job_id = job->id, .secret = job->secret,
-		.store_addr = store, .advertise_host = adv,
+		.store_addr = store, .advertise_host = adv, .bind_host = bind,
 		.herd_program = job->herd_program, .restart_count = job->restart_count,
 		.world_size = job->nranks, .nodes = job->nodes, .nnodes = job->nnodes,
 		.deadline = deadline,
@@ -978,7 +978,7 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 	herd_store_server_opts so = HERD_STORE_SERVER_OPTS_INIT;
 	bool remote = job->backend->remote;
 	char adv[256], store[300];
-	const char *maddr;
+	const char *maddr, *bind;
 	int mport;
 	herd_status st;
 
@@ -1004,17 +1004,34 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 	}
 	pthread_mutex_unlock(&job->mu);
 
-	so.host = remote ? "0.0.0.0" : "127.0.0.1";
-	so.secret = job->secret;
-	HERD_CHECK_GOTO(herd_store_server_start(&job->store, &so), st, fail);
+	/* The store and the connect-back socket listen only where the nodes
+	 * reach this launcher, unless HERD_LAUNCH_BIND says otherwise. */
 	if (remote)
 		advertise_host(job->nodes[0].host, adv, sizeof(adv));
 	else
 		herd__strlcpy(adv, "127.0.0.1", sizeof(adv));
+	bind = herd__launch_env(HERD__LENV_LAUNCH_BIND);
+	if (bind == NULL || bind[0] == '\0')
+		bind = adv;
+	so.host = bind;
+	so.secret = job->secret;
+	st = herd_store_server_start(&job->store, &so);
+	if (st != HERD_OK) {
+		char why[1024];
+
+		herd__strlcpy(why, herd_last_error(), sizeof(why));
+		st = herd__error(st, "the job's store: %s (%s; HERD_LAUNCH_BIND=0.0.0.0 listens on "
+				 "every interface)", why,
+				 bind != adv ? "HERD_LAUNCH_BIND"
+				 : remote && herd__launch_env(HERD__LENV_LAUNCH_ADDR) != NULL
+				 ? "HERD_LAUNCH_ADDR, where the nodes reach this launcher"
+				 : "the address the nodes reach this launcher at");
+		goto fail;
+	}
 	snprintf(store, sizeof(store), strchr(adv, ':') != NULL ? "[%s]:%d" : "%s:%d", adv,
 		 herd_store_server_port(job->store));
 	maddr = remote ? job->nodes[0].host : "127.0.0.1";
-	mport = free_port(so.host);
+	mport = free_port(bind);
 
 	HERD_CHECK_GOTO(herd__calloc(&job->rt, job->nnodes, sizeof(*job->rt), "the job's nodes"),
 			st, fail);
@@ -1025,7 +1042,7 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 		nr->via = i;
 		herd__launch_link_init(&nr->link);
 	}
-	HERD_CHECK_GOTO(start_nodes(job, store, adv, maddr, mport, deadline), st, fail);
+	HERD_CHECK_GOTO(start_nodes(job, store, adv, bind, maddr, mport, deadline), st, fail);
 	return HERD_OK;
 fail:
 	free_rt(job);

@@ -94,6 +94,8 @@ typedef struct herd__launch_ctx {
 	const char *store_addr;       /* HERD_STORE: host:port as the nodes reach it */
 	const char *advertise_host;   /* this launcher's address as the nodes reach it
 					 (the host part of store_addr): for connect-back */
+	const char *bind_host;        /* where the launcher's sockets listen: that
+					 address, or HERD_LAUNCH_BIND */
 	const char *herd_program;     /* `herd` on the nodes (spec, $HERD_PROGRAM, "herd") */
 	int restart_count;            /* HERD_RESTART_COUNT of this run */
 	int world_size;
@@ -596,6 +598,7 @@ typedef enum herd__launch_var {
 	HERD__LENV_SRUN,
 	HERD__LENV_SRUN_ARGS,
 	HERD__LENV_DISCOVER_FANOUT,
+	HERD__LENV_LAUNCH_BIND,
 	HERD__LENV_COUNT
 } herd__launch_var;
 

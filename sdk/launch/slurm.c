@@ -296,7 +296,7 @@ static herd_status slurm_start(const herd__launch_ctx *ctx, herd__launch_channel
 		st = herd__error(HERD_ENOMEM, "out of memory for srun's arguments");
 		goto out;
 	}
-	HERD_CHECK_GOTO(herd__net_listen(&lfd, "0.0.0.0", 0), st, out);
+	HERD_CHECK_GOTO(herd__net_listen(&lfd, ctx->bind_host, 0), st, out);
 	HERD_CHECK_GOTO(herd__net_local_addr(lfd, local, &port), st, out);
 	snprintf(connect, sizeof(connect),
 		 strchr(ctx->advertise_host, ':') != NULL ? "[%s]:%d" : "%s:%d",

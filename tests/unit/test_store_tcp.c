@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "base.h"
@@ -477,8 +478,72 @@ static void test_store_tcp_silent_client_is_dropped_at_the_auth_deadline(void)
 	herd_store_server_free(strict);
 }
 
+static pid_t fork_server_auth(int *port, int auth_timeout_ms);
+
+/* 500 connections that never authenticate (silent, or stopped half way
+ * through a frame) do not stall the job's own clients, and the server
+ * drops each at its authentication deadline.  The server runs in a child,
+ * so that this process holds only the client ends. */
+static void test_store_tcp_500_idle_connections_do_not_stall_clients(void)
+{
+	enum { IDLE = 500 };
+	static int fds[IDLE];
+	herd_store *c = NULL;
+	struct rlimit rl;
+	char addr[64], *v = NULL;
+	size_t len = 0;
+	int port = 0, open_ = 0, dropped = 0;
+	pid_t pid;
+
+	/* The default limit of 1024 descriptors holds 500 and the rest. */
+	CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	if (rl.rlim_cur < 2 * IDLE + 64 && rl.rlim_max >= 2 * IDLE + 64) {
+		rl.rlim_cur = 2 * IDLE + 64;
+		CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+	}
+	pid = fork_server_auth(&port, 1500);
+	CHECK(pid > 0 && port > 0);
+	if (pid <= 0 || port <= 0)
+		return;
+	for (int i = 0; i < IDLE; i++) {
+		fds[i] = raw_connect(port);
+		open_ += fds[i] >= 0;
+		/* Every tenth sends the first two bytes of a frame's length. */
+		if (fds[i] >= 0 && i % 10 == 0)
+			CHECK(send(fds[i], "\0\0", 2, MSG_NOSIGNAL) == 2);
+	}
+	CHECK_INT(open_, IDLE);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	/* With all of them open, a client connects, writes and reads. */
+	CHECK_OK(connect_with(&c, addr, SECRET, 2000, 2000));
+	if (c != NULL) {
+		CHECK_OK(herd_store_set(c, "k", "v", 1));
+		CHECK_OK(herd_store_get(c, "k", 1000, (void **)&v, &len));
+		CHECK(len == 1 && v != NULL && v[0] == 'v');
+		herd_free(v);
+		herd_store_free(c);
+	}
+	/* And the server drops every one of them (bounded: 5 s in all). */
+	for (int i = 0; i < IDLE; i++)
+		if (fds[i] >= 0) {
+			dropped += raw_wait_closed(fds[i], i == 0 ? 5000 : 100) >= 0;
+			close(fds[i]);
+		}
+	CHECK_INT(dropped, IDLE);
+	printf("  %d idle connections open; a client connected, set and got; the server "
+	       "dropped all %d at its deadline\n", open_, dropped);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
 /* A child process hosting a server; its port comes back through a pipe. */
 static pid_t fork_server(int *port)
+{
+	return fork_server_auth(port, 0);
+}
+
+/* The same with the server's authentication deadline (0: the default). */
+static pid_t fork_server_auth(int *port, int auth_timeout_ms)
 {
 	int fds[2];
 	pid_t pid;
@@ -492,7 +557,7 @@ static pid_t fork_server(int *port)
 		int p = 0;
 
 		close(fds[0]);
-		if (start_server(&srv, 0) == HERD_OK)
+		if (start_server(&srv, auth_timeout_ms) == HERD_OK)
 			p = herd_store_server_port(srv);
 		if (write(fds[1], &p, sizeof(p)) != sizeof(p))
 			_exit(1);
@@ -941,6 +1006,7 @@ int main(void)
 	TEST_RUN(test_store_tcp_4gb_length_prefix_is_dropped);
 	TEST_RUN(test_store_tcp_garbage_after_auth_is_answered_and_dropped);
 	TEST_RUN(test_store_tcp_silent_client_is_dropped_at_the_auth_deadline);
+	TEST_RUN(test_store_tcp_500_idle_connections_do_not_stall_clients);
 	TEST_RUN(test_store_tcp_killed_server_gives_eclosed_at_once);
 	TEST_RUN(test_store_tcp_hung_server_times_out_at_the_deadline);
 	TEST_RUN(test_store_tcp_stopped_server_releases_waiting_clients);

@@ -478,6 +478,93 @@ static void test_store_tcp_silent_client_is_dropped_at_the_auth_deadline(void)
 	herd_store_server_free(strict);
 }
 
+/* One of the 16 processes of the 4,096-client test: 256 clients connect at
+ * once with the others, each sets its key and reads it back, then the
+ * first waits for every process's "ready" key.  Exits 0, or 1 after
+ * printing what failed. */
+static void load_child(int child, int nchild, int per)
+{
+	herd_store **c = calloc((size_t)per, sizeof(*c));
+	const char **keys = calloc((size_t)nchild, sizeof(*keys));
+	char key[64], *v = NULL;
+	size_t len = 0;
+
+	if (c == NULL || keys == NULL)
+		_exit(1);
+	for (int i = 0; i < per; i++)
+		if (contract_open(&c[i], 60000) != HERD_OK) {
+			fprintf(stderr, "child %d, client %d: %s\n", child, i, herd_last_error());
+			_exit(1);
+		}
+	for (int i = 0; i < per; i++) {
+		snprintf(key, sizeof(key), "load/%d/%d", child, i);
+		if (herd_store_set(c[i], key, key, strlen(key)) != HERD_OK ||
+		    herd_store_get(c[i], key, 60000, (void **)&v, &len) != HERD_OK ||
+		    len != strlen(key) || memcmp(v, key, len) != 0) {
+			fprintf(stderr, "child %d, client %d: %s\n", child, i, herd_last_error());
+			_exit(1);
+		}
+		herd_free(v);
+		v = NULL;
+	}
+	snprintf(key, sizeof(key), "load/ready/%d", child);
+	if (herd_store_set(c[0], key, "1", 1) != HERD_OK)
+		_exit(1);
+	for (int k = 0; k < nchild; k++) {
+		char *name = malloc(32);
+
+		if (name == NULL)
+			_exit(1);
+		snprintf(name, 32, "load/ready/%d", k);
+		keys[k] = name;
+	}
+	if (herd_store_wait(c[per - 1], keys, (size_t)nchild, 60000) != HERD_OK) {
+		fprintf(stderr, "child %d: wait: %s\n", child, herd_last_error());
+		_exit(1);
+	}
+	for (int i = 0; i < per; i++)
+		herd_store_free(c[i]);
+	_exit(0);
+}
+
+/* 4,096 clients of one server at once (16 processes of 256, connecting
+ * together), each setting, getting and waiting: none is refused or reset
+ * (PyTorch's TCPStore has been reported failing at 1,536 ranks). */
+static void test_store_tcp_serves_4096_clients_at_once(void)
+{
+	enum { NCHILD = 16, PER = 256 };
+	pid_t pids[NCHILD];
+	struct rlimit rl;
+	int ok = 0;
+
+	/* The server's end of every connection lives in this process. */
+	CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	if (rl.rlim_cur < NCHILD * PER + 256) {
+		if (rl.rlim_max < NCHILD * PER + 256) {
+			TEST_SKIP("the descriptor limit (hard %llu) is below 4,352",
+				  (unsigned long long)rl.rlim_max);
+		}
+		rl.rlim_cur = NCHILD * PER + 256;
+		CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+	}
+	fflush(NULL);
+	for (int k = 0; k < NCHILD; k++) {
+		pids[k] = fork();
+		if (pids[k] == 0)
+			load_child(k, NCHILD, PER);
+	}
+	for (int k = 0; k < NCHILD; k++) {
+		int ws = 0;
+
+		if (pids[k] > 0 && waitpid(pids[k], &ws, 0) == pids[k] && WIFEXITED(ws) &&
+		    WEXITSTATUS(ws) == 0)
+			ok++;
+	}
+	CHECK_INT(ok, NCHILD);
+	printf("  %d clients in %d processes connected at once, set, got and waited: "
+	       "%d processes of %d succeeded\n", NCHILD * PER, NCHILD, ok, NCHILD);
+}
+
 static pid_t fork_server_auth(int *port, int auth_timeout_ms);
 
 /* 500 connections that never authenticate (silent, or stopped half way
@@ -1007,6 +1094,7 @@ int main(void)
 	TEST_RUN(test_store_tcp_garbage_after_auth_is_answered_and_dropped);
 	TEST_RUN(test_store_tcp_silent_client_is_dropped_at_the_auth_deadline);
 	TEST_RUN(test_store_tcp_500_idle_connections_do_not_stall_clients);
+	TEST_RUN(test_store_tcp_serves_4096_clients_at_once);
 	TEST_RUN(test_store_tcp_killed_server_gives_eclosed_at_once);
 	TEST_RUN(test_store_tcp_hung_server_times_out_at_the_deadline);
 	TEST_RUN(test_store_tcp_stopped_server_releases_waiting_clients);

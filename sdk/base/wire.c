@@ -137,10 +137,17 @@ herd_status herd__wire_open(const herd__wire_proto *p, msgpack_unpacked *up, con
 {
 	const msgpack_object *root, *v, *t;
 	size_t off = 0;
+	herd_status st;
 	int rc;
 
 	msgpack_unpacked_init(up);
-	HERD_CHECK(herd__msgpack_check(data, len, &p->limits));
+	st = herd__msgpack_check(data, len, &p->limits);
+	if (st != HERD_OK) {
+		char why[256];
+
+		herd__strlcpy(why, herd_last_error(), sizeof(why));
+		return herd__error(st, "%s: %s", p->name, why);
+	}
 	rc = msgpack_unpack_next(up, data, len, &off);
 	if (rc != MSGPACK_UNPACK_SUCCESS || off != len)
 		return rc == MSGPACK_UNPACK_NOMEM_ERROR

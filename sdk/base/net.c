@@ -4,7 +4,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <limits.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -370,4 +372,94 @@ herd_status herd__net_recv_some(int fd, void *buf, size_t cap, size_t *got, int6
 		if (!ready)
 			return HERD_OK;
 	}
+}
+
+/* ---- interfaces ------------------------------------------------------------ */
+
+/*
+ * Whether interface name matches spec, in NCCL_SOCKET_IFNAME's syntax: a
+ * comma-separated list of name prefixes ("eth,ib"), of exact names after
+ * a leading '=' ("=eth0"), either excluded instead with a leading '^'
+ * ("^docker,lo", "^=eth1").
+ */
+bool herd__net_if_matches(const char *spec, const char *name)
+{
+	bool exclude = false, exact = false, hit = false;
+	const char *p = spec;
+
+	if (*p == '^') {
+		exclude = true;
+		p++;
+	}
+	if (*p == '=') {
+		exact = true;
+		p++;
+	}
+	while (*p != '\0' && !hit) {
+		size_t n = strcspn(p, ",");
+
+		if (n > 0)
+			hit = exact ? strlen(name) == n && strncmp(name, p, n) == 0
+				    : strncmp(name, p, n) == 0;
+		p += n + (p[n] == ',');
+	}
+	return exclude ? !hit : hit;
+}
+
+/*
+ * The rank of an interface in the default order: ordinary ones first, then
+ * those that rarely reach another host (a container bridge, a virtual
+ * pair, a VM bridge: "docker0" carries 172.17.0.1 on every host that runs
+ * Docker), then loopback.
+ */
+static int if_rank(const struct ifaddrs *i)
+{
+	static const char *const virtual_prefixes[] = { "docker", "veth", "virbr", "br-",
+							"cni", "flannel", "vxlan", NULL };
+
+	if (i->ifa_flags & IFF_LOOPBACK)
+		return 2;
+	for (const char *const *v = virtual_prefixes; *v != NULL; v++)
+		if (strncmp(i->ifa_name, *v, strlen(*v)) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * The IPv4 addresses of the interfaces that are up, as "a:port,b:port":
+ * those spec matches (HERD_SOCKET_IFNAME's syntax, herd__net_if_matches; loopback
+ * only when spec names it), or with spec NULL every one, in if_rank's
+ * order, so that peers try the likely ones first.
+ */
+herd_status herd__net_if_addrs(const char *spec, int port, char *out, size_t cap, int *count)
+{
+	struct ifaddrs *ifs = NULL;
+	size_t o = 0;
+
+	*count = 0;
+	out[0] = '\0';
+	if (getifaddrs(&ifs) != 0)
+		return herd__error_errno(HERD_ESYS, errno, "getifaddrs");
+	for (int pass = 0; pass < 3; pass++) {
+		for (struct ifaddrs *i = ifs; i != NULL; i = i->ifa_next) {
+			char ip[INET_ADDRSTRLEN];
+			int n;
+
+			if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
+			    !(i->ifa_flags & IFF_UP) || if_rank(i) != pass)
+				continue;
+			if (spec != NULL && (!herd__net_if_matches(spec, i->ifa_name) ||
+					     ((i->ifa_flags & IFF_LOOPBACK) && spec[0] == '^')))
+				continue;
+			inet_ntop(AF_INET, &((const struct sockaddr_in *)i->ifa_addr)->sin_addr, ip,
+				  sizeof(ip));
+			n = snprintf(out + o, cap - o, "%s%s:%d", o > 0 ? "," : "", ip, port);
+			if (n < 0 || (size_t)n >= cap - o)
+				break;
+			o += (size_t)n;
+			(*count)++;
+		}
+	}
+	freeifaddrs(ifs);
+	return HERD_OK;
 }

@@ -59,6 +59,24 @@ herd_status herd__net_connect(int *fd, const char *host, int port, int64_t deadl
  */
 herd_status herd__net_listen(int *fd, const char *host, int port);
 
+/*
+ * Whether interface name matches spec, in NCCL_SOCKET_IFNAME's syntax
+ * (HERD_SOCKET_IFNAME): a comma-separated list of name prefixes ("eth,ib"),
+ * of exact names after a leading '=' ("=eth0"), either excluded instead
+ * with a leading '^' ("^docker,lo", "^=eth1").
+ */
+bool herd__net_if_matches(const char *spec, const char *name);
+
+/*
+ * The IPv4 addresses of this host's interfaces that are up, as
+ * "a:port,b:port" in out (cap bytes) and their number in *count: those
+ * spec matches (loopback only when spec names it), or with spec NULL
+ * every one; ordinary interfaces first, then container and VM bridges and
+ * virtual pairs (docker0 carries 172.17.0.1 on every Docker host), then
+ * loopback, so that peers try the likely ones first.
+ */
+herd_status herd__net_if_addrs(const char *spec, int port, char *out, size_t cap, int *count);
+
 /* The local address of a socket as "a.b.c.d:port" or "[v6]:port", and its port. */
 herd_status herd__net_local_addr(int fd, char addr[HERD_NET_ADDR_LEN], int *port);
 

@@ -566,6 +566,17 @@ static const char *helper_says(struct node_rt *nr, char *buf, size_t cap)
 	return herd__launch_link_says(&nr->link, buf, cap);
 }
 
+/* What the helper said, unless it only repeats why (herd exec prints the
+ * error it also sent). */
+static const char *helper_adds(struct node_rt *nr, const char *why, char *buf, size_t cap)
+{
+	const char *says = helper_says(nr, buf, cap), *last = says, *p;
+
+	while ((p = strstr(last, "herd exec: ")) != NULL)
+		last = p + strlen("herd exec: ");
+	return last[0] != '\0' && strstr(why, last) != NULL ? "" : says;
+}
+
 /* Ranks a lost node never reported are counted as failed there. */
 static void node_lost(herd_job *job, struct node_rt *nr, const char *why)
 {
@@ -600,7 +611,7 @@ static void node_fail(herd_job *job, struct node_rt *nr, const char *why)
 
 	if (!nr->done && !node_up(nr) && job->start_err[0] == '\0')
 		snprintf(job->start_err, sizeof(job->start_err), "node %s: %.900s%s",
-			 nr->node->host, why, helper_says(nr, says, sizeof(says)));
+			 nr->node->host, why, helper_adds(nr, why, says, sizeof(says)));
 	herd__launch_link_close(&nr->link);
 	if (!nr->done)
 		node_lost(job, nr, why);

@@ -6,7 +6,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <limits.h>
+#include <net/if.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -670,6 +672,47 @@ static herd_status check_spec(const herd__node_spec *s)
 	return HERD_OK;
 }
 
+/*
+ * The HERD_SOCKET_IFNAME the ranks will get (spec->env's, else this
+ * process's) must match an interface of this host that is up with an IPv4
+ * address: a name that matches nothing here fails the node before any of
+ * its ranks starts, naming the host, the value and what the host has.
+ */
+static herd_status check_ifname(const herd__node_spec *s)
+{
+	static const char var[] = "HERD_SOCKET_IFNAME=";
+	const char *spec = getenv("HERD_SOCKET_IFNAME");
+	char addrs[512], names[256] = "";
+	struct ifaddrs *ifs = NULL;
+	size_t o = 0;
+	int count = 0;
+
+	for (size_t i = 0; s->env[i] != NULL; i++)
+		if (strncmp(s->env[i], var, sizeof(var) - 1) == 0)
+			spec = s->env[i] + sizeof(var) - 1;
+	if (spec == NULL || spec[0] == '\0')
+		return HERD_OK;
+	HERD_CHECK(herd__net_if_addrs(spec, 1, addrs, sizeof(addrs), &count));
+	if (count > 0)
+		return HERD_OK;
+	if (getifaddrs(&ifs) == 0) {
+		for (struct ifaddrs *i = ifs; i != NULL; i = i->ifa_next) {
+			int n;
+
+			if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
+			    !(i->ifa_flags & IFF_UP) || o >= sizeof(names))
+				continue;
+			n = snprintf(names + o, sizeof(names) - o, "%s%s", o > 0 ? ", " : "",
+				     i->ifa_name);
+			o = n < 0 ? sizeof(names) : o + (size_t)n;
+		}
+		freeifaddrs(ifs);
+	}
+	return herd__error(HERD_EINVAL, "HERD_SOCKET_IFNAME=%s matches no interface of %s that "
+			   "is up with an IPv4 address (it has: %s)", spec, s->host,
+			   names[0] != '\0' ? names : "none");
+}
+
 herd_status herd__node_start(herd__node **out, const herd__node_spec *spec,
 			     const herd__node_events *events)
 {
@@ -678,6 +721,7 @@ herd_status herd__node_start(herd__node **out, const herd__node_spec *spec,
 
 	*out = NULL;
 	HERD_CHECK(check_spec(spec));
+	HERD_CHECK(check_ifname(spec));
 	HERD_CHECK(herd__calloc(&n, 1, sizeof(*n), "a node supervisor"));
 	n->devnull = -1;
 	n->guardian_fd = -1;

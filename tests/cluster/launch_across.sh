@@ -26,7 +26,8 @@ rows=$(grep -cE '^\[h1:0\] +[0-9]+ +[0-9]+ +float32 +sum +-1 .* 0$' <<<"$out")
 has "$out" "# Out of bounds values : 0 OK"
 
 # HERD_SOCKET_IFNAME in NCCL_SOCKET_IFNAME's syntax: a prefix, an exact
-# name, an exclusion; one that matches nothing fails, naming it
+# name, an exclusion; one that matches nothing on a host fails there
+# before the ranks start, naming the host and the value
 for spec in eth "=eth0" "^docker,lan"; do
 	out=$(on1 "$HERD" launch --hosts 'h[1-4]' -n 4 --timeout 60 --env "HERD_SOCKET_IFNAME=$spec" -- \
 		"$HERD" bench allreduce -b 1K -e 1K -n 2 -w 1 -c 1 2>&1) || fail "HERD_SOCKET_IFNAME=$spec: $out"
@@ -35,7 +36,11 @@ done
 out=$(on1 "$HERD" launch --hosts 'h[1-4]' -n 4 --timeout 60 --env "HERD_SOCKET_IFNAME==eth" -- \
 	"$HERD" bench allreduce -b 1K -e 1K -n 2 -w 1 2>&1); rc=$?
 [[ $rc != 0 ]] || fail "HERD_SOCKET_IFNAME==eth (no such interface) succeeded: $out"
-has "$out" 'socket interface "=eth" (HERD_SOCKET_IFNAME'
+# The node supervisor refuses it before any rank of its starts, naming the
+# host, the value and the interfaces the host has.
+grep -qE '^herd launch: node h[1-4]: HERD_EINVAL: HERD_SOCKET_IFNAME==eth matches no interface of h[1-4] that is up with an IPv4 address \(it has: .*eth0.*\)$' <<<"$out" ||
+	fail "HERD_SOCKET_IFNAME==eth: $out"
+! grep -q '^\[h' <<<"$out" || fail "ranks ran with HERD_SOCKET_IFNAME==eth: $out"
 
 out=$(on1 "$HERD" discover --hosts 'h[1-4]') || fail "discover exited $?: $out"
 grep -qE '^h\[1-4\] +4  ' <<<"$out" || fail "discover: $out"

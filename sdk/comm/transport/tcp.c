@@ -70,94 +70,6 @@ _Static_assert(sizeof(hello) == 64, "a hello is 64 bytes");
 
 /* ---- listening ------------------------------------------------------------ */
 
-/*
- * Whether interface name matches spec, in NCCL_SOCKET_IFNAME's syntax: a
- * comma-separated list of name prefixes ("eth,ib"), of exact names after
- * a leading '=' ("=eth0"), either excluded instead with a leading '^'
- * ("^docker,lo", "^=eth1").
- */
-static bool if_matches(const char *spec, const char *name)
-{
-	bool exclude = false, exact = false, hit = false;
-	const char *p = spec;
-
-	if (*p == '^') {
-		exclude = true;
-		p++;
-	}
-	if (*p == '=') {
-		exact = true;
-		p++;
-	}
-	while (*p != '\0' && !hit) {
-		size_t n = strcspn(p, ",");
-
-		if (n > 0)
-			hit = exact ? strlen(name) == n && strncmp(name, p, n) == 0
-				    : strncmp(name, p, n) == 0;
-		p += n + (p[n] == ',');
-	}
-	return exclude ? !hit : hit;
-}
-
-/*
- * The rank of an interface in the default order: ordinary ones first, then
- * those that rarely reach another host (a container bridge, a virtual
- * pair, a VM bridge: "docker0" carries 172.17.0.1 on every host that runs
- * Docker), then loopback.
- */
-static int if_rank(const struct ifaddrs *i)
-{
-	static const char *const virtual_prefixes[] = { "docker", "veth", "virbr", "br-",
-							"cni", "flannel", "vxlan", NULL };
-
-	if (i->ifa_flags & IFF_LOOPBACK)
-		return 2;
-	for (const char *const *v = virtual_prefixes; *v != NULL; v++)
-		if (strncmp(i->ifa_name, *v, strlen(*v)) == 0)
-			return 1;
-	return 0;
-}
-
-/*
- * The IPv4 addresses of the interfaces that are up, as "a:port,b:port":
- * those spec matches (HERD_SOCKET_IFNAME's syntax, if_matches; loopback
- * only when spec names it), or with spec NULL every one, in if_rank's
- * order, so that peers try the likely ones first.
- */
-static herd_status local_addrs(const char *spec, int port, char *out, size_t cap, int *count)
-{
-	struct ifaddrs *ifs = NULL;
-	size_t o = 0;
-
-	*count = 0;
-	out[0] = '\0';
-	if (getifaddrs(&ifs) != 0)
-		return herd__error_errno(HERD_ESYS, errno, "getifaddrs");
-	for (int pass = 0; pass < 3; pass++) {
-		for (struct ifaddrs *i = ifs; i != NULL; i = i->ifa_next) {
-			char ip[INET_ADDRSTRLEN];
-			int n;
-
-			if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
-			    !(i->ifa_flags & IFF_UP) || if_rank(i) != pass)
-				continue;
-			if (spec != NULL && (!if_matches(spec, i->ifa_name) ||
-					     ((i->ifa_flags & IFF_LOOPBACK) && spec[0] == '^')))
-				continue;
-			inet_ntop(AF_INET, &((const struct sockaddr_in *)i->ifa_addr)->sin_addr, ip,
-				  sizeof(ip));
-			n = snprintf(out + o, cap - o, "%s%s:%d", o > 0 ? "," : "", ip, port);
-			if (n < 0 || (size_t)n >= cap - o)
-				break;
-			o += (size_t)n;
-			(*count)++;
-		}
-	}
-	freeifaddrs(ifs);
-	return HERD_OK;
-}
-
 herd_status herd__tcp_listen(herd_comm *comm, int *fd, char *addrs, size_t cap)
 {
 	const char *ifname = comm->cfg.ifname[0] != '\0' ? comm->cfg.ifname : NULL;
@@ -167,7 +79,7 @@ herd_status herd__tcp_listen(herd_comm *comm, int *fd, char *addrs, size_t cap)
 
 	*fd = -1;
 	if (ifname != NULL) {
-		HERD_CHECK(local_addrs(ifname, 1, addrs, cap, &count));
+		HERD_CHECK(herd__net_if_addrs(ifname, 1, addrs, cap, &count));
 		if (count == 0)
 			return herd__error(HERD_EINVAL, "socket interface \"%s\" (HERD_SOCKET_IFNAME "
 					   "or herd_comm_opts.socket_ifname, NCCL_SOCKET_IFNAME's "
@@ -182,7 +94,7 @@ herd_status herd__tcp_listen(herd_comm *comm, int *fd, char *addrs, size_t cap)
 	HERD_CHECK(herd__net_listen(fd, ip, 0));
 	st = herd__net_local_addr(*fd, local, &port);
 	if (st == HERD_OK)
-		st = local_addrs(ifname, port, addrs, cap, &count);
+		st = herd__net_if_addrs(ifname, port, addrs, cap, &count);
 	if (st == HERD_OK && count == 0)
 		st = herd__error(HERD_EUNAVAIL, "no network interface is up");
 	if (st != HERD_OK) {

@@ -21,11 +21,7 @@ kill -9 "$victim"
 wait $job; rc=$?
 [[ $rc != 0 ]] || fail "the job succeeded with rank 2 killed"
 for r in 0 1 3; do
-	line=$(grep "^\[h$((r + 1)):$r\] FAILED after" "$tmp/out") || fail "rank $r did not fail: $(cat "$tmp/out" "$tmp/err")"
-	at=$(sed -E 's/.*\(at ([0-9.]+)\).*/\1/' <<<"$line")
-	secs=$(awk -v a="$at" -v k="$t_kill" 'BEGIN { printf "%.3f", a - k }')
-	echo "rank $r: detected after $secs s: ${line#*: }"
-	within "$secs" 2 "rank $r failed"
+	rank_failure $r "$t_kill" 2 "$tmp/out"
 	has "$line" "HERD_EPEER"
 	has "$line" "rank 2 (host h3, pid $victim) died"
 	grep -qE "allreduce #[0-9]+ failed on rank $r \(host h$((r + 1))\)" <<<"$line" ||

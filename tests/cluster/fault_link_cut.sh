@@ -21,11 +21,7 @@ wait $job; rc=$?
 # Each names h3's rank: itself, or through the rank that failed first (a
 # rank tells its peers why it failed before its caller sees the error).
 for r in 0 1 3; do
-	line=$(grep "^\[h$((r + 1)):$r\] FAILED after" "$tmp/out") || fail "rank $r did not fail: $(cat "$tmp/out" "$tmp/err")"
-	at=$(sed -E 's/.*\(at ([0-9.]+)\).*/\1/' <<<"$line")
-	secs=$(awk -v a="$at" -v k="$t_cut" 'BEGIN { printf "%.3f", a - k }')
-	echo "rank $r: detected after $secs s: ${line#*: }"
-	within "$secs" 6 "rank $r failed (deadline 5 s plus 1 s)"
+	rank_failure $r "$t_cut" 6 "$tmp/out"
 	grep -q "HERD_E[A-Z]*: .*rank 2 (host h3" <<<"$line" || fail "rank $r does not name h3's rank: $line"
 done
 # Nothing of the job is left on any host (h3's rank ends at its own deadline).

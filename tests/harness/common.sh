@@ -107,3 +107,28 @@ job_gone() {
 within() {
 	awk -v s="$1" -v l="$2" 'BEGIN { exit !(s <= l) }' || fail "$3 after $1 s, beyond $2 s"
 }
+
+# rank_failure R T0 LIMIT FILE: rank R's (on host h<R+1>) "FAILED after"
+# line in FILE (tests/cluster/fault_loop.lua's), which must have come at
+# most LIMIT seconds after T0 (the fault, by mono); prints the detection
+# time and leaves the line in $line.  Not in a subshell.
+rank_failure() {
+	local at secs
+	line=$(grep "^\[h$(($1 + 1)):$1\] FAILED after" "$4") || fail "rank $1 did not fail: $(cat "$4")"
+	at=$(sed -E 's/.*\(at ([0-9.]+)\).*/\1/' <<<"$line")
+	secs=$(awk -v a="$at" -v k="$2" 'BEGIN { printf "%.3f", a - k }')
+	echo "rank $1: detected after $secs s: ${line#*: }"
+	within "$secs" "$3" "rank $1 failed"
+}
+
+# loop_exact CALLS FLOATS TIMEOUT: from h1, four ranks on h1-h4 run
+# tests/cluster/fault_loop.lua CALLS times on FLOATS floats under
+# HERD_TIMEOUT=TIMEOUT; fails unless the job succeeds with every rank
+# exact.  Leaves the output in $out.
+loop_exact() {
+	out=$(HERD_TIMEOUT=$3 timeout 200 "$cluster/run" 1 "$HERD" launch --hosts 'h[1-4]' -n 4 -- \
+		"$HERD" "$PWD/tests/cluster/fault_loop.lua" "$1" "$2" 2>&1) ||
+		fail "allreduces of $2 floats failed: $out"
+	[[ $(grep -c "done: $1 calls of $2 floats, every result exact" <<<"$out") == 4 ]] ||
+		fail "not every rank finished exact: $out"
+}

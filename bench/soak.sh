@@ -7,8 +7,8 @@
 # interval and any error as it happens; the exit status is the job's.
 #
 # usage: bench/soak.sh [BUILD_DIR]
-#   environment: SECONDS_TOTAL (1800), INTERVAL (60), N (4), HOSTS, DIR (a
-#   fresh directory under /tmp, removed at the end)
+#   environment: SECONDS_TOTAL (1800), INTERVAL (60), N (4), HOSTS, DIR
+#   (default: a fresh temporary directory, removed at the end)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -16,7 +16,7 @@ HERD=$(cd "$BUILD/bin" && pwd)/herd
 total=${SECONDS_TOTAL:-1800}
 interval=${INTERVAL:-60}
 n=${N:-4}
-dir=${DIR:-$(mktemp -d /tmp/herd-soak.XXXXXX)}
+dir=${DIR:-$(mktemp -d)}
 [[ -n ${DIR:-} ]] || trap 'rm -rf "$dir"' EXIT
 where=()
 [[ -n ${HOSTS:-} ]] && where=(--hosts "$HOSTS")

@@ -38,6 +38,7 @@
 # pids it wrote), also after a partial start.  Needs root, iproute2 and
 # openssh-server; exits 77 when namespaces cannot be made here.
 set -euo pipefail
+source "$(dirname "$0")/sshd_lib.sh"
 
 usage() {
 	echo "usage: $0 start|stop DIR [N] | cut|mend|shape|loss|delay|clear DIR I [ARG]" >&2
@@ -98,8 +99,7 @@ start() {
 	fi
 	trap 'stop' ERR
 	local sw i ns hosts_file home
-	home=$(getent passwd "$(id -un)" | cut -d: -f6)
-	[ -d "$home" ] || { echo "netns.sh: no home directory for $(id -un)" >&2; exit 77; }
+	home=$(login_home netns.sh)
 	sw=$(switch_of)
 	ip -n "$sw" link add br0 type bridge
 	ip -n "$sw" link set br0 up
@@ -141,30 +141,15 @@ start() {
 		cp "$hosts_file" "/etc/netns/$ns/hosts"
 		echo "h$i" >>"$dir/hosts"
 		echo "h$i $(cut -d' ' -f1-2 "$dir/host_ed25519.pub")" >>"$dir/known_hosts"
-		cat >"$dir/sshd_config.$i" <<-EOF
-		Port 22
-		ListenAddress 10.77.0.$i
-		HostKey $dir/host_ed25519
-		PidFile $dir/sshd.$i.pid
-		AuthorizedKeysFile $dir/authorized_keys
-		PermitRootLogin prohibit-password
-		PubkeyAuthentication yes
-		PasswordAuthentication no
-		KbdInteractiveAuthentication no
-		StrictModes no
-		UsePAM no
-		PrintMotd no
-		X11Forwarding no
-		MaxStartups 200:30:400
-		MaxSessions 200
-		AcceptEnv ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS HERD_LOG
-		EOF
+		{
+			echo "Port 22"
+			echo "ListenAddress 10.77.0.$i"
+			sshd_options "$dir" "$dir/sshd.$i.pid"
+		} >"$dir/sshd_config.$i"
 		# sshd_config.N names the pid file sshd.N.pid: stop knows it by both.
 		sed -i "1i # $dir/sshd_config" "$dir/sshd_config.$i"
-		# A fresh home directory for the host's sessions (a bind mount in the
-		# host's own mount namespace): a host is a machine of its own, not
-		# one that runs this machine's shell start-up files (whose locks a
-		# stopped cluster could leave behind).
+		# A fresh home directory for the host's sessions (login_home): a
+		# host is a machine of its own.
 		mkdir -p -m 0700 "$dir/home/h$i"
 		ip netns exec "$ns" unshare --uts --mount sh -c "mount --bind '$dir/home/h$i' '$home' && hostname h$i && exec /usr/sbin/sshd -f '$dir/sshd_config.$i' -E '$dir/sshd.$i.log'"
 	done

@@ -14,6 +14,7 @@
 # user) and Debian's openssh-server and openssh-client; exits 77 when they
 # are missing, so a test can skip.
 set -euo pipefail
+source "$(dirname "$0")/sshd_lib.sh"
 
 usage() { echo "usage: $0 start|stop DIR" >&2; exit 2; }
 [ $# -eq 2 ] || usage
@@ -73,8 +74,7 @@ start() {
 	mkdir -p "$dir"
 	dir=$(cd "$dir" && pwd)
 	local home
-	home=$(getent passwd "$(id -un)" | cut -d: -f6)
-	[ -d "$home" ] || { echo "sshd.sh: no home directory for $(id -un)" >&2; exit 77; }
+	home=$(login_home sshd.sh)
 	mkdir -p -m 0700 "$dir/home"
 	# sshd refuses to start without its privilege separation directory.
 	mkdir -p /run/sshd
@@ -101,25 +101,8 @@ start() {
 			{
 				echo "Port $port"
 				for h in "${hosts[@]:$((g * 16)):16}"; do echo "ListenAddress $h"; done
-				cat <<-EOF
-				HostKey $dir/host_ed25519
-				PidFile $(pid_of $g)
-				AuthorizedKeysFile $dir/authorized_keys
-				PermitRootLogin prohibit-password
-				PubkeyAuthentication yes
-				PasswordAuthentication no
-				KbdInteractiveAuthentication no
-				StrictModes no
-				UsePAM no
-				PrintMotd no
-				PrintLastLog no
-				X11Forwarding no
-				AllowTcpForwarding no
-				MaxStartups 200:30:400
-				MaxSessions 200
-				LogLevel VERBOSE
-				AcceptEnv ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS HERD_LOG
-				EOF
+				echo "LogLevel VERBOSE"
+				sshd_options "$dir" "$(pid_of $g)"
 			} >"$(conf_of $g)"
 			# sshd binds its addresses before it daemonizes and fails only
 			# when it could bind none of them; one address whose port was
@@ -127,9 +110,7 @@ start() {
 			# log is read too, and such servers are stopped and another
 			# port tried.  The daemon writes its pid file a moment after
 			# it forks.
-			# Its sessions get a home directory of their own (a bind mount
-			# in a mount namespace of sshd's): not this machine's shell
-			# start-up files, whose locks a stopped test could leave behind.
+			# Its sessions get a home directory of their own (login_home).
 			if unshare --mount sh -c "mount --bind '$dir/home' '$home' && exec /usr/sbin/sshd -f '$(conf_of $g)' -E '$dir/sshd.log'"; then
 				for _ in $(seq 100); do
 					[ -s "$(pid_of $g)" ] && break

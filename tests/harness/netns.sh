@@ -153,18 +153,10 @@ start() {
 		mkdir -p -m 0700 "$dir/home/h$i"
 		ip netns exec "$ns" unshare --uts --mount sh -c "mount --bind '$dir/home/h$i' '$home' && hostname h$i && exec /usr/sbin/sshd -f '$dir/sshd_config.$i' -E '$dir/sshd.$i.log'"
 	done
-	cat >"$dir/ssh_config" <<-EOF
-	Host *
-	    User $(id -un)
-	    IdentityFile $dir/id_ed25519
-	    IdentitiesOnly yes
-	    UserKnownHostsFile $dir/known_hosts
-	    GlobalKnownHostsFile /dev/null
-	    StrictHostKeyChecking yes
-	    BatchMode yes
-	    LogLevel ERROR
-	    SendEnv ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS HERD_LOG
-	EOF
+	{
+		echo "Host *"
+		ssh_options "$dir"
+	} >"$dir/ssh_config"
 	cat >"$dir/run" <<-EOF
 	#!/bin/sh
 	# run I CMD...: CMD on host I, in its network and UTS namespaces.

@@ -137,21 +137,11 @@ start() {
 	key=$(cut -d' ' -f1-2 "$dir/host_ed25519.pub")
 	: >"$dir/known_hosts"
 	for h in "${hosts[@]}"; do echo "[$h]:$port $key" >>"$dir/known_hosts"; done
-	cat >"$dir/ssh_config" <<-EOF
-	Host *
-	    Port $port
-	    User $(id -un)
-	    IdentityFile $dir/id_ed25519
-	    IdentitiesOnly yes
-	    UserKnownHostsFile $dir/known_hosts
-	    GlobalKnownHostsFile /dev/null
-	    StrictHostKeyChecking yes
-	    BatchMode yes
-	    ControlMaster no
-	    ControlPath none
-	    LogLevel ERROR
-	    SendEnv ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS HERD_LOG
-	EOF
+	{
+		echo "Host *"
+		echo "    Port $port"
+		ssh_options "$dir"
+	} >"$dir/ssh_config"
 
 	# Up when a login works (bounded: 10 s).
 	for _ in $(seq 100); do

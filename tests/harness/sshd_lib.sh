@@ -25,6 +25,25 @@ sshd_options() {
 	EOF
 }
 
+# ssh_options DIR: the client side (for `ssh -F`), under a "Host *" line
+# the caller writes with anything of its own: DIR's key and known hosts
+# only, no prompt, no shared connection, the variables the servers accept.
+ssh_options() {
+	cat <<-EOF
+	    User $(id -un)
+	    IdentityFile $1/id_ed25519
+	    IdentitiesOnly yes
+	    UserKnownHostsFile $1/known_hosts
+	    GlobalKnownHostsFile /dev/null
+	    StrictHostKeyChecking yes
+	    BatchMode yes
+	    ControlMaster no
+	    ControlPath none
+	    LogLevel ERROR
+	    SendEnv ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS HERD_LOG
+	EOF
+}
+
 # login_home NAME: the home directory of the user running, which the
 # servers' sessions see replaced by a fresh one (a bind mount in sshd's own
 # mount namespace): not this machine's shell start-up files, whose locks a

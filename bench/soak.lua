@@ -4,7 +4,9 @@
 -- 4 MiB shard in DIR, restored and compared once saved.  Rank 0 prints a
 -- line per INTERVAL: the time, the collectives done and their bandwidth
 -- (bytes over the time inside the calls) in that interval, the checkpoints
--- saved, and the errors so far.  Any error
+-- saved, and the errors so far.  Rank 0's clock decides, for every rank,
+-- when a checkpoint is due and when the run ends (a broadcast each round):
+-- ranks that read their own clocks would part ways.  Any error
 -- is printed with its time and counted; the run goes on while the
 -- communicator works, and ends at the first one that breaks it.
 local seconds, interval, dir = tonumber(arg[1]), tonumber(arg[2]), arg[3]
@@ -13,6 +15,7 @@ local rank, size = c:rank(), c:size()
 local big = herd.buffer("float32", 1 << 20)
 local small = herd.buffer("float32", 1024)
 local shard = herd.buffer("float32", 1 << 20)
+local ctl = herd.buffer("int32", 2) -- rank 0's decision: {checkpoint due, stop}
 local ck = assert(herd.checkpoint(dir, c, { keep_last = 2 }))
 assert(ck:add("shard", shard, { global = { (1 << 20) * size }, offset = { (1 << 20) * rank } }))
 local t0 = herd.clock()
@@ -26,12 +29,20 @@ local function failed(what, msg, st)
   io.stdout:flush()
 end
 
-while herd.clock() - t0 < seconds do
+while true do
+  if rank == 0 then
+    local now = herd.clock()
+    ctl[1] = now >= next_report and 1 or 0
+    ctl[2] = now - t0 >= seconds and 1 or 0
+  end
+  local ok, msg, st = c:broadcast(ctl, 0)
+  if not ok then failed("broadcast", msg, st) break end
+  if ctl[2] == 1 then break end
   local round = calls // 2
   big:fill(rank + round % 7)
   small:fill(rank + 1)
   local t1 = herd.clock()
-  local ok, msg, st = c:allreduce(big)
+  ok, msg, st = c:allreduce(big)
   busy = busy + herd.clock() - t1
   if not ok then failed("allreduce 4 MiB", msg, st) break end
   local want = size * (size - 1) // 2 + size * (round % 7)
@@ -43,7 +54,7 @@ while herd.clock() - t0 < seconds do
   if small:min() ~= size * (size + 1) // 2 then failed("allreduce 4 KiB", "wrong result", "-") end
   calls, bytes = calls + 2, bytes + (4 << 20) + 4096
   local now = herd.clock()
-  if now >= next_report then
+  if ctl[1] == 1 then
     step = step + 1
     shard:fill(step * 10 + rank)
     ok, msg, st = ck:save(step)

@@ -16,19 +16,11 @@
  *
  * STEP is a step number or "latest" (the newest committed step).
  *
- * safetensors (https://github.com/huggingface/safetensors): an 8-byte
- * little-endian header length N, N bytes of JSON
- *   {"__metadata__": {"k": "v"},
- *    "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [BEGIN, END]}}
- * padded with spaces to a multiple of 8, then the tensors' bytes, dense,
- * row-major and little-endian, offsets counted from the end of the header.
- * Export writes every tensor whole (assembled from its shards and verified
- * chunk by chunk) in the step's order, through a temporary file renamed
- * into place; blobs have no place in the format and are left out (with a
- * note).  Import is strict as the reference reader is, for files from
- * anywhere: the header is bounded, its JSON has no duplicate keys, every
- * entry has a known dtype, a shape whose size matches its offsets, and the
- * tensors tile the data exactly (no gap, no overlap, nothing after).
+ * safetensors (the format and the import's checks: safetensors.h): export
+ * writes every tensor whole (assembled from its shards and verified chunk
+ * by chunk) in the step's order, its header padded with spaces to a
+ * multiple of 8, through a temporary file renamed into place; blobs have
+ * no place in the format and are left out (with a note).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -48,6 +40,7 @@
 #include <unistd.h>
 
 #include "herd.h"
+#include "safetensors.h"
 #include "shell.h"
 
 static const char ckpt_usage[] =
@@ -172,25 +165,6 @@ static void time_str(int64_t t, char *buf, size_t cap)
 	if (t <= 0 || localtime_r(&tt, &tm) == NULL || strftime(buf, cap, "%Y-%m-%d %H:%M:%S",
 								  &tm) == 0)
 		snprintf(buf, cap, "-");
-}
-
-/*
- * A name from an untrusted file, fit for a terminal: printable ASCII as
- * is, other bytes as \xNN, at most about 80 characters.
- */
-static void safe_name(const char *s, size_t len, char *buf, size_t cap)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < len && n + 8 < cap && n < 80; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c >= 0x20 && c < 0x7f && c != '\\')
-			buf[n++] = (char)c;
-		else
-			n += (size_t)snprintf(buf + n, cap - n, "\\x%02x", c);
-	}
-	buf[n] = '\0';
 }
 
 /* ------------------------------------------------------------ elements */
@@ -861,29 +835,6 @@ out:
 
 /* ---------------------------------------------------------- safetensors */
 
-/* The reference reader's bound on the header. */
-#define ST_HEADER_MAX (100u * 1024u * 1024u)
-
-static const struct st_dtype {
-	herd_dtype dtype;
-	const char *name;
-} st_dtypes[] = {
-	{ HERD_FLOAT16, "F16" }, { HERD_BFLOAT16, "BF16" }, { HERD_FLOAT32, "F32" },
-	{ HERD_FLOAT64, "F64" }, { HERD_INT8, "I8" },       { HERD_UINT8, "U8" },
-	{ HERD_INT32, "I32" },   { HERD_UINT32, "U32" },    { HERD_INT64, "I64" },
-	{ HERD_UINT64, "U64" },  { HERD_FLOAT8_E4M3, "F8_E4M3" }, { HERD_FLOAT8_E5M2, "F8_E5M2" },
-};
-
-#define ST_NDTYPES (sizeof(st_dtypes) / sizeof(st_dtypes[0]))
-
-static const char *st_dtype_name(herd_dtype dtype)
-{
-	for (size_t i = 0; i < ST_NDTYPES; i++)
-		if (st_dtypes[i].dtype == dtype)
-			return st_dtypes[i].name;
-	return NULL;
-}
-
 static bool host_is_little_endian(void)
 {
 	const uint16_t one = 1;
@@ -1159,225 +1110,6 @@ out:
 	return rc;
 }
 
-/* One tensor of a safetensors file, as its header describes it. */
-struct st_entry {
-	const char *name;          /* borrowed from the JSON */
-	herd_dtype dtype;
-	int ndim;
-	uint64_t shape[HERD_CKPT_MAX_DIMS];
-	uint64_t begin, end;
-	bool scalar;               /* shape [] in the file */
-};
-
-/* A parsed safetensors file, mapped read-only. */
-struct st_file {
-	const char *path;
-	int fd;
-	uint8_t *map;
-	size_t size;
-	json_t *header;
-	struct st_entry *entries;
-	size_t n;
-	const uint8_t *data;       /* the byte buffer after the header */
-	uint64_t data_len;
-};
-
-/* Reports a malformed file: "herd ckpt: PATH: what". */
-static int st_bad(const struct st_file *f, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static int st_bad(const struct st_file *f, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "herd ckpt: %s: ", f->path);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n");
-	return -1;
-}
-
-static bool get_u64(const json_t *v, uint64_t *out)
-{
-	if (!json_is_integer(v) || json_integer_value(v) < 0)
-		return false;
-	*out = (uint64_t)json_integer_value(v);
-	return true;
-}
-
-/* Checks one header entry into e. */
-static int st_entry_parse(const struct st_file *f, const char *key, json_t *v,
-			  struct st_entry *e)
-{
-	json_t *dtype = json_object_get(v, "dtype"), *shape = json_object_get(v, "shape");
-	json_t *offs = json_object_get(v, "data_offsets");
-	size_t klen = strlen(key), esz;
-	uint64_t count = 1;
-	char name[128];
-
-	safe_name(key, klen, name, sizeof(name));
-	memset(e, 0, sizeof(*e));
-	e->name = key;
-	if (!json_is_object(v))
-		return st_bad(f, "tensor \"%s\": expected an object", name);
-	if (klen == 0 || klen > HERD_CKPT_NAME_MAX)
-		return st_bad(f, "tensor \"%s\": a herd tensor name has 1..%d characters", name,
-			      HERD_CKPT_NAME_MAX);
-	for (size_t i = 0; i < klen; i++)
-		if ((unsigned char)key[i] < 0x20 || (unsigned char)key[i] > 0x7e)
-			return st_bad(f, "tensor \"%s\": a herd tensor name is printable ASCII",
-				      name);
-	if (!json_is_string(dtype))
-		return st_bad(f, "tensor \"%s\": \"dtype\" must be a string", name);
-	e->dtype = HERD_DTYPE_COUNT;
-	for (size_t i = 0; i < ST_NDTYPES; i++)
-		if (strcmp(json_string_value(dtype), st_dtypes[i].name) == 0)
-			e->dtype = st_dtypes[i].dtype;
-	if (e->dtype == HERD_DTYPE_COUNT) {
-		char d[64];
-
-		safe_name(json_string_value(dtype), json_string_length(dtype), d, sizeof(d));
-		return st_bad(f, "tensor \"%s\": dtype \"%s\" is not one herd holds (F16 BF16 F32 "
-			      "F64 F8_E4M3 F8_E5M2 I8 U8 I32 U32 I64 U64)", name, d);
-	}
-	if (!json_is_array(shape) || json_array_size(shape) > HERD_CKPT_MAX_DIMS)
-		return st_bad(f, "tensor \"%s\": \"shape\" must be an array of at most %d sizes",
-			      name, HERD_CKPT_MAX_DIMS);
-	e->ndim = (int)json_array_size(shape);
-	esz = herd_dtype_size(e->dtype);
-	for (int d = 0; d < e->ndim; d++) {
-		if (!get_u64(json_array_get(shape, (size_t)d), &e->shape[d]))
-			return st_bad(f, "tensor \"%s\": shape[%d] must be an integer of 0 or more",
-				      name, d);
-		if (e->shape[d] != 0 && count > UINT64_MAX / esz / e->shape[d])
-			return st_bad(f, "tensor \"%s\": shape %d: the size overflows", name, d);
-		count *= e->shape[d];
-	}
-	if (!json_is_array(offs) || json_array_size(offs) != 2 ||
-	    !get_u64(json_array_get(offs, 0), &e->begin) ||
-	    !get_u64(json_array_get(offs, 1), &e->end) || e->begin > e->end)
-		return st_bad(f, "tensor \"%s\": \"data_offsets\" must be [BEGIN, END] with 0 <= "
-			      "BEGIN <= END", name);
-	if (e->end - e->begin != count * esz)
-		return st_bad(f, "tensor \"%s\": data_offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64
-			      " bytes; its shape and dtype need %" PRIu64, name, e->begin, e->end,
-			      e->end - e->begin, count * esz);
-	if (e->end > f->data_len)
-		return st_bad(f, "tensor \"%s\": data_offsets end %" PRIu64 " lies beyond the %" PRIu64
-			      " data bytes of the file", name, e->end, f->data_len);
-	if (e->ndim == 0) {
-		/* herd tensors have at least one dimension: a scalar is saved with
-		 * shape [1], and the kept header says it was one. */
-		e->scalar = true;
-		e->ndim = 1;
-		e->shape[0] = 1;
-	}
-	return 0;
-}
-
-static int cmp_entry(const void *a, const void *b)
-{
-	const struct st_entry *x = a, *y = b;
-
-	if (x->begin != y->begin)
-		return x->begin < y->begin ? -1 : 1;
-	return (x->end > y->end) - (x->end < y->end);
-}
-
-static void st_close(struct st_file *f)
-{
-	free(f->entries);
-	json_decref(f->header);
-	if (f->map != NULL && f->map != MAP_FAILED)
-		munmap(f->map, f->size);
-	if (f->fd >= 0)
-		close(f->fd);
-}
-
-/* Maps and checks a safetensors file; on failure says why and returns -1. */
-static int st_open(struct st_file *f, const char *path)
-{
-	struct stat sb;
-	json_error_t jerr;
-	uint64_t hlen = 0;
-	const char *key;
-	json_t *v;
-	size_t i = 0;
-
-	memset(f, 0, sizeof(*f));
-	f->path = path;
-	f->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (f->fd < 0)
-		return st_bad(f, "cannot open: %s", strerror(errno));
-	if (fstat(f->fd, &sb) != 0 || !S_ISREG(sb.st_mode))
-		return st_bad(f, "not a regular file");
-	if (sb.st_size < 8)
-		return st_bad(f, "%lld bytes: too short for a safetensors file (8-byte header "
-			      "length, then the header)", (long long)sb.st_size);
-	f->size = (size_t)sb.st_size;
-	f->map = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, f->fd, 0);
-	if (f->map == MAP_FAILED)
-		return st_bad(f, "cannot map: %s", strerror(errno));
-	for (int b = 7; b >= 0; b--)
-		hlen = hlen << 8 | f->map[b];
-	if (hlen < 2 || hlen > ST_HEADER_MAX || hlen > f->size - 8)
-		return st_bad(f, "header length %" PRIu64 ": expected 2..%u bytes within the "
-			      "file's %zu", hlen, ST_HEADER_MAX, f->size);
-	if (f->map[8] != '{')
-		return st_bad(f, "the header does not start with '{'");
-	f->header = json_loadb((const char *)f->map + 8, (size_t)hlen, JSON_REJECT_DUPLICATES,
-			       &jerr);
-	if (f->header == NULL)
-		return st_bad(f, "header JSON, byte %d: %s", jerr.position, jerr.text);
-	if (!json_is_object(f->header))
-		return st_bad(f, "the header is not a JSON object");
-	f->data = f->map + 8 + hlen;
-	f->data_len = f->size - 8 - hlen;
-	f->entries = calloc(json_object_size(f->header) + 1, sizeof(*f->entries));
-	if (f->entries == NULL)
-		return st_bad(f, "out of memory");
-	json_object_foreach(f->header, key, v) {
-		if (strcmp(key, "__metadata__") == 0) {
-			const char *mk;
-			json_t *mv;
-
-			if (!json_is_object(v))
-				return st_bad(f, "\"__metadata__\" must be an object of strings");
-			json_object_foreach(v, mk, mv)
-				if (!json_is_string(mv))
-					return st_bad(f, "\"__metadata__\" must be an object of "
-						      "strings");
-			continue;
-		}
-		if (st_entry_parse(f, key, v, &f->entries[i]) != 0)
-			return -1;
-		i++;
-	}
-	f->n = i;
-	/* The tensors tile the data: sorted by offset, each starts where the
-	 * one before ends, the first at 0 and the last at the end. */
-	qsort(f->entries, f->n, sizeof(*f->entries), cmp_entry);
-	for (uint64_t at = 0, k = 0; k <= f->n; k++) {
-		char name[128];
-
-		if (k == f->n) {
-			if (at != f->data_len)
-				return st_bad(f, "%" PRIu64 " bytes after the last tensor's data "
-					      "(the tensors end at %" PRIu64 " of %" PRIu64 ")",
-					      f->data_len - at, at, f->data_len);
-			break;
-		}
-		safe_name(f->entries[k].name, strlen(f->entries[k].name), name, sizeof(name));
-		if (f->entries[k].begin != at)
-			return st_bad(f, "tensor \"%s\": data_offsets begin %" PRIu64 " where %" PRIu64
-				      " was expected (the tensors' data must follow one another "
-				      "without gaps or overlaps)", name, f->entries[k].begin, at);
-		at = f->entries[k].end;
-	}
-	return 0;
-}
-
 /* The kept header of an imported file (see KEPT_BLOB), or NULL when the
  * file has neither metadata nor scalars.  Freed with free. */
 static char *kept_encode(const struct st_file *f)
@@ -1421,6 +1153,7 @@ static int ckpt_import(const char *path, const char *dir, const char *step_arg)
 		return SHELL_EXIT_FAILURE;
 	}
 	if (st_open(&f, path) != 0) {
+		fprintf(stderr, "herd ckpt: %s\n", f.error);
 		st_close(&f);
 		return SHELL_EXIT_USAGE;
 	}

@@ -392,9 +392,9 @@ static void self_identity(herd__peer *me)
 	me->pid = (int32_t)getpid();
 }
 
-static herd_status info_encode(const herd_comm *comm, char **out, size_t *len)
+herd_status herd__comm_info_pack(const herd__peer *me, int rank, int size, char **out,
+				  size_t *len)
 {
-	const herd__peer *me = &comm->peers[comm->rank];
 	herd__buf b;
 	msgpack_packer pk;
 
@@ -404,9 +404,9 @@ static herd_status info_encode(const herd_comm *comm, char **out, size_t *len)
 	herd__mp_pack_str(&pk, "v");
 	msgpack_pack_int(&pk, INFO_VERSION);
 	herd__mp_pack_str(&pk, "rank");
-	msgpack_pack_int(&pk, comm->rank);
+	msgpack_pack_int(&pk, rank);
 	herd__mp_pack_str(&pk, "size");
-	msgpack_pack_int(&pk, comm->size);
+	msgpack_pack_int(&pk, size);
 	herd__mp_pack_str(&pk, "pid");
 	msgpack_pack_int32(&pk, me->pid);
 	herd__mp_pack_str(&pk, "host");
@@ -439,18 +439,16 @@ static herd_status info_str(herd__mpwalk *w, const msgpack_object *map, const ch
 	return HERD_OK;
 }
 
-/* Decodes rank j's info record into peers[j]; checks it agrees with ours. */
-static herd_status info_decode(herd_comm *comm, int j, const void *data, size_t len)
+herd_status herd__comm_info_parse(herd__peer *p, const char *origin, const void *data,
+				   size_t len, int64_t *rank, int64_t *size)
 {
-	herd__peer *p = &comm->peers[j];
 	msgpack_unpacked up;
 	const msgpack_object *root;
-	int64_t v = -1, rank = -1, size = -1, pid = -1, transport = -1;
-	char origin[64];
+	int64_t v = -1, pid = -1, transport = -1;
 	herd__mpwalk w = { .origin = origin };
 	herd_status st;
 
-	snprintf(origin, sizeof(origin), "the info record of rank %d", j);
+	*rank = *size = -1;
 	msgpack_unpacked_init(&up);
 	st = herd__mpjson_unpack(&up, data, len);
 	root = &up.data;
@@ -462,12 +460,12 @@ static herd_status info_decode(herd_comm *comm, int j, const void *data, size_t 
 	if (st == HERD_OK)
 		st = herd__mpwalk_get_int(&w, root, "v", 0, INT32_MAX, &v);
 	if (st == HERD_OK && v != INFO_VERSION)
-		st = herd__error(HERD_EVERSION, "rank %d speaks communicator version %" PRId64
-				 ", this library version %d", j, v, INFO_VERSION);
+		st = herd__error(HERD_EVERSION, "%s speaks communicator version %" PRId64
+				 ", this library version %d", origin, v, INFO_VERSION);
 	if (st == HERD_OK)
-		st = herd__mpwalk_get_int(&w, root, "rank", 0, INT32_MAX, &rank);
+		st = herd__mpwalk_get_int(&w, root, "rank", 0, INT32_MAX, rank);
 	if (st == HERD_OK)
-		st = herd__mpwalk_get_int(&w, root, "size", 1, INT32_MAX, &size);
+		st = herd__mpwalk_get_int(&w, root, "size", 1, INT32_MAX, size);
 	if (st == HERD_OK)
 		st = herd__mpwalk_get_int(&w, root, "pid", 0, INT32_MAX, &pid);
 	if (st == HERD_OK)
@@ -487,6 +485,20 @@ static herd_status info_decode(herd_comm *comm, int j, const void *data, size_t 
 	msgpack_unpacked_destroy(&up);
 	if (st != HERD_OK)
 		return st;
+	p->pid = (int32_t)pid;
+	p->transport = (int)transport;
+	return HERD_OK;
+}
+
+/* Decodes rank j's info record into peers[j]; checks it agrees with ours. */
+static herd_status info_decode(herd_comm *comm, int j, const void *data, size_t len)
+{
+	herd__peer *p = &comm->peers[j];
+	int64_t rank, size;
+	char origin[64];
+
+	snprintf(origin, sizeof(origin), "the info record of rank %d", j);
+	HERD_CHECK(herd__comm_info_parse(p, origin, data, len, &rank, &size));
 	if (rank != j)
 		return herd__error(HERD_EFORMAT, "the info record of rank %d says rank %" PRId64,
 				   j, rank);
@@ -495,8 +507,6 @@ static herd_status info_decode(herd_comm *comm, int j, const void *data, size_t 
 				   " ranks, rank %d (host %s) one of %d: every rank must pass the "
 				   "same size", j, p->host, size, comm->rank,
 				   comm->peers[comm->rank].host, comm->size);
-	p->pid = (int32_t)pid;
-	p->transport = (int)transport;
 	return HERD_OK;
 }
 
@@ -766,7 +776,8 @@ herd_status herd__comm_init_cfg(herd_comm **out, herd_store *store, int rank, in
 	if (size > 1)
 		HERD_CHECK_GOTO(herd__tcp_listen(comm, &listen_fd, comm->peers[rank].addrs,
 						 sizeof(comm->peers[rank].addrs)), st, out);
-	HERD_CHECK_GOTO(info_encode(comm, &info, &info_len), st, out);
+	HERD_CHECK_GOTO(herd__comm_info_pack(&comm->peers[comm->rank], comm->rank, comm->size,
+					     &info, &info_len), st, out);
 	snprintf(key, sizeof(key), "info/%d", rank);
 	HERD_CHECK_GOTO(herd_store_set(comm->store, key, info, info_len), st, out);
 	HERD_CHECK_GOTO(wait_infos(comm, deadline, start), st, out);

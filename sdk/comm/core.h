@@ -234,6 +234,18 @@ herd_status herd__comm_timeout_call(herd_comm *comm, const herd__fp *fp, uint64_
 				    int64_t start_ms, bool queued, const int *waiting,
 				    size_t nwaiting);
 
+/*
+ * The info record a rank publishes in the store at init (msgpack: its
+ * rank, the size it joined, pid, host, boot id, /dev/shm and pid namespace
+ * identity, transport, listening addresses).  parse fills p's info-record
+ * fields and *rank, *size from a record of outside origin (origin names it
+ * in messages): HERD_EFORMAT or HERD_EVERSION when it is not one.
+ */
+herd_status herd__comm_info_pack(const herd__peer *me, int rank, int size, char **out,
+				  size_t *len);
+herd_status herd__comm_info_parse(herd__peer *p, const char *origin, const void *data,
+				   size_t len, int64_t *rank, int64_t *size);
+
 /* ---- the monitor and the control connections (monitor.c) ------------------ */
 
 enum {
@@ -244,6 +256,29 @@ enum {
 	HERD__CTL_QUERY = 5,        /* {uint32 token}: what are you doing? */
 	HERD__CTL_STATUS = 6        /* {uint32 token, herd__call_state} */
 };
+
+/* A control frame: this header, in host byte order, then len bytes of
+ * payload (at most HERD__CTL_PAYLOAD_MAX). */
+typedef struct herd__ctl_hdr {
+	uint32_t magic;
+	uint16_t type;
+	uint16_t len;
+} herd__ctl_hdr;
+
+#define HERD__CTL_PAYLOAD_MAX 1200
+
+/*
+ * The next control frame of the len bytes at buf: its size, with *h and
+ * *payload (inside buf) set; 0 when the frame is not whole yet; -1 when
+ * the bytes are not a control frame (the stream is out of step).
+ */
+long herd__ctl_frame(const uint8_t *buf, size_t len, herd__ctl_hdr *h, const uint8_t **payload);
+
+/* A FAILED frame's payload: the status its sender failed with (a timeout
+ * and a mismatch as they are, anything else HERD_EPEER) and its message
+ * (text_len bytes, not terminated).  false when too short or too long. */
+bool herd__ctl_failed_parse(const uint8_t *payload, size_t len, herd_status *code,
+			    const char **text, int *text_len);
 
 /* Writes one control frame to peer, whole; best effort (a peer that does
  * not read its control connection is not waited for beyond a moment). */

@@ -35,21 +35,46 @@
 #include "net.h"
 
 #define CTL_MAGIC 0x4c544348u      /* "HCTL" */
-#define CTL_PAYLOAD_MAX 1200
+#define CTL_PAYLOAD_MAX HERD__CTL_PAYLOAD_MAX
 #define CTL_WRITE_WAIT_MS 200
 #define MONITOR_TICK_MS 1000
 
-typedef struct ctl_hdr {
-	uint32_t magic;
-	uint16_t type;
-	uint16_t len;
-} ctl_hdr;
+typedef herd__ctl_hdr ctl_hdr;
 
 typedef struct ctl_status {
 	uint32_t token;
 	uint8_t entered_kind, done_kind, busy, pad;
 	uint64_t entered_seq, entered_cseq, done_seq;
 } ctl_status;
+
+long herd__ctl_frame(const uint8_t *buf, size_t len, herd__ctl_hdr *h, const uint8_t **payload)
+{
+	if (len < sizeof(*h))
+		return 0;
+	memcpy(h, buf, sizeof(*h));
+	if (h->magic != CTL_MAGIC || h->len > CTL_PAYLOAD_MAX)
+		return -1;
+	if (len - sizeof(*h) < h->len)
+		return 0;
+	*payload = buf + sizeof(*h);
+	return (long)(sizeof(*h) + h->len);
+}
+
+bool herd__ctl_failed_parse(const uint8_t *payload, size_t len, herd_status *code,
+			    const char **text, int *text_len)
+{
+	int32_t c;
+
+	if (len < sizeof(c) || len > CTL_PAYLOAD_MAX)
+		return false;
+	memcpy(&c, payload, sizeof(c));
+	/* A timeout or a mismatch is the same here; anything else (a local
+	 * error over there) is a failed peer. */
+	*code = c == HERD_ETIMEDOUT || c == HERD_EMISMATCH ? (herd_status)c : HERD_EPEER;
+	*text = (const char *)payload + sizeof(c);
+	*text_len = (int)(len - sizeof(c));
+	return true;
+}
 
 /* Writes a frame whole (ctl_mu held): a frame cut short would leave the
  * stream out of step, so a short wait for room is allowed. */
@@ -215,19 +240,15 @@ static void on_frame(herd_comm *comm, int j, const ctl_hdr *h, const uint8_t *pa
 				    "communicator", doing, j, p->host);
 		break;
 	case HERD__CTL_FAILED: {
-		int32_t code;
+		herd_status code;
+		const char *text;
+		int text_len;
 
-		if (h->len < sizeof(code))
+		if (!herd__ctl_failed_parse(payload, h->len, &code, &text, &text_len))
 			break;
-		memcpy(&code, payload, sizeof(code));
-		/* A timeout or a mismatch is the same here; anything else (a local
-		 * error over there) is a failed peer. */
-		if (code != HERD_ETIMEDOUT && code != HERD_EMISMATCH)
-			code = HERD_EPEER;
 		herd__comm_doing(comm, doing, sizeof(doing));
-		herd__comm_fail_msg(comm, (herd_status)code, false, "%s: rank %d (host %s) failed "
-				    "first: %.*s", doing, j, p->host,
-				    (int)(h->len - sizeof(code)), (const char *)payload + sizeof(code));
+		herd__comm_fail_msg(comm, code, false, "%s: rank %d (host %s) failed first: %.*s",
+				    doing, j, p->host, text_len, text);
 		break;
 	}
 	case HERD__CTL_QUERY: {
@@ -301,19 +322,21 @@ static void ctl_read(herd_comm *comm, int j)
 			return;
 		}
 		p->ctl_in_len += (size_t)n;
-		while (p->ctl_in_len - off >= sizeof(ctl_hdr)) {
+		for (;;) {
 			ctl_hdr h;
+			const uint8_t *payload = NULL;
+			long used = herd__ctl_frame(p->ctl_in + off, p->ctl_in_len - off, &h,
+						    &payload);
 
-			memcpy(&h, p->ctl_in + off, sizeof(h));
-			if (h.magic != CTL_MAGIC || h.len > CTL_PAYLOAD_MAX) {
+			if (used < 0) {
 				p->ctl_eof = true;
 				peer_dead(comm, j, "it sent garbage on its control connection");
 				return;
 			}
-			if (p->ctl_in_len - off < sizeof(h) + h.len)
+			if (used == 0)
 				break;
-			on_frame(comm, j, &h, p->ctl_in + off + sizeof(h));
-			off += sizeof(h) + h.len;
+			on_frame(comm, j, &h, payload);
+			off += (size_t)used;
 		}
 		memmove(p->ctl_in, p->ctl_in + off, p->ctl_in_len - off);
 		p->ctl_in_len -= off;

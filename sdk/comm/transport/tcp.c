@@ -157,6 +157,29 @@ typedef struct hs {
 	uint8_t peer_nonce[HERD__AUTH_NONCE_LEN];
 } hs;
 
+bool herd__tcp_hello_check(const void *in, size_t len, const uint8_t *id, int rank, int size,
+			   int *from, int *kind, uint8_t *nonce)
+{
+	hello m;
+
+	if (len != sizeof(m))
+		return false;
+	memcpy(&m, in, sizeof(m));
+	if (m.magic != HELLO_MAGIC || m.version != HELLO_VERSION ||
+	    memcmp(m.id, id, sizeof(m.id)) != 0 || m.to != rank ||
+	    (m.kind != KIND_CTL && m.kind != KIND_DATA))
+		return false;
+	/* Outbound: the peer called must answer for the same kind of link.
+	 * Inbound: only a higher rank calls a lower one. */
+	if (*from >= 0 ? (m.from != *from || m.kind != *kind)
+		       : (m.from <= rank || m.from >= size))
+		return false;
+	*from = m.from;
+	*kind = m.kind;
+	memcpy(nonce, m.nonce, sizeof(m.nonce));
+	return true;
+}
+
 /* Queues this rank's HELLO to h->peer. */
 static void queue_hello(herd_comm *comm, hs *h)
 {
@@ -241,24 +264,19 @@ static herd_status hs_step(herd_comm *comm, hs *h, bool *taken)
 			continue;
 		h->in_got = 0;
 		if (h->stage == 0) {
-			hello m;
+			int from = h->peer, kind = h->kind;
 
-			memcpy(&m, h->in, sizeof(m));
-			if (m.magic != HELLO_MAGIC || m.version != HELLO_VERSION ||
-			    memcmp(m.id, comm->id, sizeof(m.id)) != 0 || m.to != comm->rank ||
-			    (m.kind != KIND_CTL && m.kind != KIND_DATA) ||
-			    (h->peer >= 0 && (m.from != h->peer || m.kind != h->kind)) ||
-			    (h->peer < 0 && (m.from <= comm->rank || m.from >= comm->size)))
+			if (!herd__tcp_hello_check(h->in, sizeof(h->in), comm->id, comm->rank,
+						   comm->size, &from, &kind, h->peer_nonce))
 				return herd__error(HERD_EAUTH, "a connection sent a HELLO that is not "
 						   "for this communicator and rank");
 			if (h->peer < 0) {
 				/* An inbound connection: which slot it fills is checked by the
 				 * caller once the proof is in. */
-				h->peer = m.from;
-				h->kind = m.kind;
+				h->peer = from;
+				h->kind = kind;
 				queue_hello(comm, h);
 			}
-			memcpy(h->peer_nonce, m.nonce, sizeof(m.nonce));
 			proof(comm, h->out + h->out_len, comm->rank, h->peer, h->kind, h->peer_nonce,
 			      h->nonce);
 			h->out_len += HERD__AUTH_MAC_LEN;

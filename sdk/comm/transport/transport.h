@@ -119,6 +119,16 @@ struct herd__link {
 /* tcp.c: the listening socket and the addresses peers may reach it at. */
 herd_status herd__tcp_listen(herd_comm *comm, int *fd, char *addrs, size_t cap);
 
+/*
+ * tcp.c: checks the len bytes at in as the 64-byte HELLO a connection
+ * opens with: for communicator id (HERD__COMM_ID_LEN bytes) and this rank
+ * of size; from an expected peer and kind (*from >= 0: an outbound
+ * connection) or from any higher rank (*from < 0: inbound, then *from and
+ * *kind are set).  Copies its nonce (HERD__AUTH_NONCE_LEN bytes) when true.
+ */
+bool herd__tcp_hello_check(const void *in, size_t len, const uint8_t *id, int rank, int size,
+			   int *from, int *kind, uint8_t *nonce);
+
 /* tcp.c: connects and authenticates the control connection to every peer,
  * and a TCP data link to every peer whose link is not shared memory. */
 herd_status herd__tcp_mesh(herd_comm *comm, int listen_fd, int64_t deadline);

@@ -95,10 +95,16 @@ typedef struct herd_comm_opts {
 	/* The network interfaces whose addresses peers connect to, in
 	 * NCCL_SOCKET_IFNAME's syntax: name prefixes "eth,ib", exact names
 	 * "=eth0", excluded with a leading '^' ("^docker,lo"); default
-	 * HERD_SOCKET_IFNAME, else every interface that is up, container and
-	 * virtual bridges (docker*, veth*, virbr*, ...) and loopback last, the
-	 * ones a peer cannot reach passed over at connect time.  A value that
-	 * matches no interface of a host fails there with the value named. */
+	 * HERD_SOCKET_IFNAME.  A value that matches no interface of a host
+	 * fails there with the value named.  Unset, a rank listens (during
+	 * init only) on the address it reaches the store from, as NCCL's
+	 * bootstrap takes the interface on NCCL_COMM_ID's subnet; when that is
+	 * loopback, on 127.0.0.1 if every rank is on its host, else on the
+	 * address that routes toward a remote peer's; with a store that has no
+	 * connection (a file store) and no remote peer address, on every
+	 * interface, container and virtual bridges (docker*, veth*, virbr*,
+	 * ...) and loopback published last.  Never on every interface when
+	 * the value names one interface. */
 	const char *socket_ifname;
 } herd_comm_opts;
 

@@ -578,6 +578,43 @@ static herd_status read_infos(herd_comm *comm, int64_t deadline)
 	return HERD_OK;
 }
 
+/*
+ * Where ranks that chose no listening address at first (herd__tcp_listen)
+ * listen: each publishes "addr/RANK" once the info records are in, and the
+ * others read it.
+ */
+static herd_status late_addrs(herd_comm *comm, int *listen_fd, int64_t deadline)
+{
+	herd__peer *me = &comm->peers[comm->rank];
+	char key[32];
+
+	if (*listen_fd < 0) {
+		HERD_CHECK(herd__tcp_listen_late(comm, listen_fd, me->addrs, sizeof(me->addrs)));
+		snprintf(key, sizeof(key), "addr/%d", comm->rank);
+		HERD_CHECK(herd_store_set(comm->store, key, me->addrs, strlen(me->addrs)));
+	}
+	for (int j = 0; j < comm->size; j++) {
+		herd__peer *p = &comm->peers[j];
+		void *val = NULL;
+		size_t len = 0;
+
+		if (j == comm->rank || p->addrs[0] != '\0')
+			continue;
+		snprintf(key, sizeof(key), "addr/%d", j);
+		HERD_CHECK(herd_store_get(comm->store, key, herd__net_remaining_ms(deadline), &val,
+					  &len));
+		if (len == 0 || len >= sizeof(p->addrs) || memchr(val, '\0', len) != NULL) {
+			free(val);
+			return herd__error(HERD_EFORMAT, "rank %d (host %s) published a listening "
+					   "address of %zu bytes", j, p->host, len);
+		}
+		memcpy(p->addrs, val, len);
+		p->addrs[len] = '\0';
+		free(val);
+	}
+	return HERD_OK;
+}
+
 /* The job-wide key and id: made by rank 0, read by the others. */
 static herd_status share_key(herd_comm *comm, int64_t deadline)
 {
@@ -786,6 +823,8 @@ herd_status herd__comm_init_cfg(herd_comm **out, herd_store *store, int rank, in
 		HERD_CHECK_GOTO(share_key(comm, deadline), st, out);
 	classify_peers(comm);
 	place_ranks(comm);
+	if (size > 1)
+		HERD_CHECK_GOTO(late_addrs(comm, &listen_fd, deadline), st, out);
 
 	HERD_CHECK_GOTO(herd__p2p_init(comm), st, out);
 	if (size > 1) {
@@ -797,9 +836,11 @@ herd_status herd__comm_init_cfg(herd_comm **out, herd_store *store, int rank, in
 		HERD_CHECK_GOTO(herd__comm_broken(comm), st, out);
 		HERD_CHECK_GOTO(herd__monitor_start(comm), st, out);
 	}
-	herd__log_debug("communicator %s: rank %d of %d on %s, %d on this host, transport %s",
-			comm->id_hex, rank, size, comm->peers[rank].host, comm->nlocal,
-			cfg->transport == HERD__TRANSPORT_TCP ? "tcp" : "auto");
+	herd__log_debug("communicator %s: rank %d of %d on %s, %d on this host, transport %s, "
+			"listened on %s during init", comm->id_hex, rank, size,
+			comm->peers[rank].host, comm->nlocal,
+			cfg->transport == HERD__TRANSPORT_TCP ? "tcp" : "auto",
+			size > 1 ? comm->peers[rank].addrs : "nothing");
 	st = HERD_OK;
 out:
 	free(info);

@@ -52,6 +52,9 @@ typedef struct herd__store_ops {
 	 * else HERD_ENORESOURCE), each added to list, unordered. */
 	herd_status (*keys)(herd__store_backend *b, const char *prefix, herd__store_keylist *list,
 			    int timeout_ms);
+	/* Optional: the local address of the connection to the store (numeric,
+	 * no port), for a backend that has one. */
+	herd_status (*local_addr)(herd__store_backend *b, char *addr, size_t cap);
 	void (*destroy)(herd__store_backend *b);
 } herd__store_ops;
 
@@ -61,6 +64,14 @@ struct herd__store_backend {
 	atomic_int refs;
 	int timeout_ms;   /* the handle's timeout, resolved */
 };
+
+/*
+ * The address this process reaches the store from (the source address of
+ * its TCP connection: the interface that faces the store's host), into
+ * addr (cap bytes).  HERD_EUNAVAIL for a store without a connection (a
+ * file store).  For the communicator's choice of interface (comm/core.c).
+ */
+herd_status herd__store_local_addr(const herd_store *s, char *addr, size_t cap);
 
 /* Resolves the options shared by both stores: version check, defaults. */
 herd_status herd__store_opts_resolve(const herd_store_opts *opts, herd_store_opts *out);

@@ -503,6 +503,16 @@ static void tcp_destroy(herd__store_backend *b)
 	free(s);
 }
 
+static herd_status tcp_local_addr(herd__store_backend *b, char *addr, size_t cap)
+{
+	tcp_store *s = (tcp_store *)b;
+	char a[HERD_NET_ADDR_LEN];
+	int port;
+
+	HERD_CHECK(herd__net_local_addr(s->fd, a, &port));
+	return herd__net_parse_hostport(a, addr, cap, &port);
+}
+
 static const herd__store_ops tcp_ops = {
 	.set = tcp_set,
 	.get = tcp_get,
@@ -511,6 +521,7 @@ static const herd__store_ops tcp_ops = {
 	.del = tcp_del,
 	.wait = tcp_wait,
 	.keys = tcp_keys,
+	.local_addr = tcp_local_addr,
 	.destroy = tcp_destroy,
 };
 

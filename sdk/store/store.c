@@ -77,6 +77,13 @@ herd_status herd_store_connect(herd_store **out, const char *address,
 	return wrap_backend(out, b);
 }
 
+herd_status herd__store_local_addr(const herd_store *s, char *addr, size_t cap)
+{
+	if (s->backend->ops->local_addr == NULL)
+		return herd__error(HERD_EUNAVAIL, "the store has no network connection");
+	return s->backend->ops->local_addr(s->backend, addr, cap);
+}
+
 herd_status herd_store_open_file(herd_store **out, const char *dir, const herd_store_opts *opts)
 {
 	herd__store_backend *b;

@@ -329,4 +329,10 @@ rm -f "$tmp/pid.victim"
 grep -qE "failed: rank 1 on $host \(pid [0-9]+\) was stopped by signal 19 \(.*\) and did not answer; rank [023] said: .*(HERD_ETIMEDOUT|HERD_EPEER)" \
 	"$tmp/err" || fail "SIGSTOP: the summary does not name rank 1: $(cat "$tmp/err")"
 
+# A job on one host: its ranks listen on loopback only while they start.
+out=$(HERD_LOG=debug timeout 30 "$HERD" launch -n 2 -- "$HERD" -e 'assert(herd.comm():barrier())' 2>&1) ||
+	fail "a 2-rank barrier failed: $out"
+[[ $(grep -cE 'listened on 127\.0\.0\.1:[0-9]+ during init$' <<<"$out") == 2 ]] ||
+	fail "the ranks of a one-host job did not listen on loopback alone: $out"
+
 echo "launch: ok"

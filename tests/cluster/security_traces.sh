@@ -3,7 +3,8 @@
 # cluster: a job of four ranks (--log-dir, a checkpoint) runs; meanwhile
 # its secret (read from a rank's environment) is on no command line of any
 # process on any host, the job's store listens on the launcher's address
-# on the hosts' network only (not every interface), and a client on
+# on the hosts' network only (not every interface), so do the ranks
+# while their communicators start, and a client on
 # another host with a wrong secret or none cannot read or write a key
 # (HERD_EAUTH) while one with the secret can.  Afterwards the secret is in
 # no log file, checkpoint file, output line or sshd log; the log and
@@ -14,7 +15,7 @@ netns_start 4
 prog=$PWD/tests/cluster/security_job.lua
 
 "$cluster/run" 1 "$HERD" launch --hosts 'h[1-4]' -n 4 --log-dir "$tmp/logs" -- \
-	"$HERD" "$prog" "$tmp/ck" "$tmp/go" >"$tmp/out" 2>"$tmp/err" &
+	"$HERD" "$prog" "$tmp/ck" "$tmp/go" "$tmp/go2" >"$tmp/out" 2>"$tmp/err" &
 job=$!
 wait_lines 4 ready "$tmp/out" 60
 rank=$(host_pids 2 "$prog" | head -1)
@@ -50,7 +51,30 @@ wrong=$(printf '%064d' 7)
 out=$(probe "'$wrong'"); echo "wrong secret: $out"; has "$out" "refused: HERD_EAUTH"
 out=$(probe "'$secret'"); has "$out" "connected"
 
+# A communicator's ranks listen, while it starts, on the address that
+# faces the job's store only: ranks 0-2 wait inside a second
+# communicator's init for rank 3.
 touch "$tmp/go"
+wait_lines 4 "joining again" "$tmp/out" 30
+rank_pid() { # I: the rank process on h<I> (its first argument is the program)
+	local p
+	for p in $(host_pids "$1" "$prog"); do
+		[[ $(tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | sed -n 2p) == "$prog" ]] && echo "$p"
+	done
+}
+for i in 1 2 3; do
+	pid=$(rank_pid "$i")
+	[[ $(wc -w <<<"$pid") == 1 ]] || fail "not one rank process on h$i: '$pid'"
+	listen=
+	for ((k = 0; k < 100 && ${#listen} == 0; k++)); do # at most 10 s
+		sleep 0.1
+		listen=$(ip netns exec "herd-$id-h$i" ss -Hltnp | grep "pid=$pid," | awk '{print $4}')
+	done
+	[[ $(wc -l <<<"$listen") == 1 && $listen == 10.77.0.$i:* ]] ||
+		fail "the rank on h$i (pid $pid) listens on '$listen', not on 10.77.0.$i alone; listening: $(ip netns exec "herd-$id-h$i" ss -Hltnp); output: $(cat "$tmp/out" "$tmp/err")"
+	echo "rank on h$i listens on $listen during init"
+done
+touch "$tmp/go2"
 wait $job || fail "the job failed: $(cat "$tmp/out" "$tmp/err")"
 traces=("$tmp/logs" "$tmp/ck" "$tmp/out" "$tmp/err" "$cluster"/sshd.*.log)
 if grep -rlF -- "$secret" "${traces[@]}"; then

@@ -35,6 +35,7 @@
 
 #include "base.h"
 #include "comm/core.h"
+#include "store/backend.h"
 #include "net.h"
 #include "auth.h"
 
@@ -70,28 +71,33 @@ _Static_assert(sizeof(hello) == 64, "a hello is 64 bytes");
 
 /* ---- listening ------------------------------------------------------------ */
 
-herd_status herd__tcp_listen(herd_comm *comm, int *fd, char *addrs, size_t cap)
+/* Listens on ip (a numeric IPv4 address) and publishes it alone. */
+static herd_status listen_on(int *fd, const char *ip, char *addrs, size_t cap)
 {
-	const char *ifname = comm->cfg.ifname[0] != '\0' ? comm->cfg.ifname : NULL;
-	char ip[INET_ADDRSTRLEN] = "0.0.0.0", local[HERD_NET_ADDR_LEN];
+	char local[HERD_NET_ADDR_LEN];
+	int port = 0;
+	herd_status st;
+
+	HERD_CHECK(herd__net_listen(fd, ip, 0));
+	st = herd__net_local_addr(*fd, local, &port);
+	if (st == HERD_OK && (size_t)snprintf(addrs, cap, "%s:%d", ip, port) >= cap)
+		st = herd__error(HERD_EINTERNAL, "the address %s:%d is too long", ip, port);
+	if (st != HERD_OK) {
+		close(*fd);
+		*fd = -1;
+	}
+	return st;
+}
+
+/* Listens on every interface and publishes every address, likely ones
+ * first (herd__net_if_addrs' order); ifname NULL or a HERD_SOCKET_IFNAME. */
+static herd_status listen_any(int *fd, const char *ifname, char *addrs, size_t cap)
+{
+	char local[HERD_NET_ADDR_LEN];
 	int port = 0, count = 0;
 	herd_status st;
 
-	*fd = -1;
-	if (ifname != NULL) {
-		HERD_CHECK(herd__net_if_addrs(ifname, 1, addrs, cap, &count));
-		if (count == 0)
-			return herd__error(HERD_EINVAL, "socket interface \"%s\" (HERD_SOCKET_IFNAME "
-					   "or herd_comm_opts.socket_ifname, NCCL_SOCKET_IFNAME's "
-					   "syntax) matches no interface of this host that is up with "
-					   "an IPv4 address", ifname);
-		/* Listening on the first of them; several: on every one. */
-		if (count == 1) {
-			*strchr(addrs, ':') = '\0';
-			herd__strlcpy(ip, addrs, sizeof(ip));
-		}
-	}
-	HERD_CHECK(herd__net_listen(fd, ip, 0));
+	HERD_CHECK(herd__net_listen(fd, "0.0.0.0", 0));
 	st = herd__net_local_addr(*fd, local, &port);
 	if (st == HERD_OK)
 		st = herd__net_if_addrs(ifname, port, addrs, cap, &count);
@@ -102,6 +108,90 @@ herd_status herd__tcp_listen(herd_comm *comm, int *fd, char *addrs, size_t cap)
 		*fd = -1;
 	}
 	return st;
+}
+
+static bool ipv4_loopback(const char *ip)
+{
+	struct in_addr a;
+
+	return inet_pton(AF_INET, ip, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+herd_status herd__tcp_listen(herd_comm *comm, int *fd, char *addrs, size_t cap)
+{
+	const char *ifname = comm->cfg.ifname[0] != '\0' ? comm->cfg.ifname : NULL;
+	char via[HERD_NET_ADDR_LEN];
+	struct in_addr a;
+	int count = 0;
+
+	*fd = -1;
+	addrs[0] = '\0';
+	if (ifname != NULL) {
+		HERD_CHECK(herd__net_if_addrs(ifname, 1, addrs, cap, &count));
+		if (count == 0)
+			return herd__error(HERD_EINVAL, "socket interface \"%s\" (HERD_SOCKET_IFNAME "
+					   "or herd_comm_opts.socket_ifname, NCCL_SOCKET_IFNAME's "
+					   "syntax) matches no interface of this host that is up with "
+					   "an IPv4 address", ifname);
+		if (count > 1)
+			return listen_any(fd, ifname, addrs, cap);
+		*strchr(addrs, ':') = '\0';
+		herd__strlcpy(via, addrs, sizeof(via));
+		return listen_on(fd, via, addrs, cap);
+	}
+	/* The interface this rank reaches the job's store through faces the
+	 * rest of the job (as NCCL's bootstrap takes the interface on
+	 * NCCL_COMM_ID's subnet).  A loopback route says nothing of other
+	 * hosts: herd__tcp_listen_late decides once the peers are known. */
+	if (herd__store_local_addr(comm->store, via, sizeof(via)) == HERD_OK &&
+	    inet_pton(AF_INET, via, &a) == 1 && !ipv4_loopback(via))
+		return listen_on(fd, via, addrs, cap);
+	herd_clear_error();
+	return HERD_OK;
+}
+
+/* The source address this host uses toward a peer's first published address. */
+static bool route_toward(const char *peer_addrs, char *ip, size_t cap)
+{
+	char first[HERD__COMM_ADDRS_MAX], host[HERD_NET_ADDR_LEN];
+	struct sockaddr_in dst = { .sin_family = AF_INET }, src;
+	socklen_t sl = sizeof(src);
+	bool ok = false;
+	int port, s;
+
+	herd__strlcpy(first, peer_addrs, sizeof(first));
+	if (strchr(first, ',') != NULL)
+		*strchr(first, ',') = '\0';
+	if (herd__net_parse_hostport(first, host, sizeof(host), &port) != HERD_OK ||
+	    inet_pton(AF_INET, host, &dst.sin_addr) != 1) {
+		herd_clear_error();
+		return false;
+	}
+	dst.sin_port = htons((uint16_t)port);
+	/* A datagram socket's connect sends nothing: the kernel picks the route. */
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s >= 0 && connect(s, (struct sockaddr *)&dst, sizeof(dst)) == 0 &&
+	    getsockname(s, (struct sockaddr *)&src, &sl) == 0)
+		ok = inet_ntop(AF_INET, &src.sin_addr, ip, (socklen_t)cap) != NULL;
+	if (s >= 0)
+		close(s);
+	return ok;
+}
+
+herd_status herd__tcp_listen_late(herd_comm *comm, int *fd, char *addrs, size_t cap)
+{
+	char ip[INET_ADDRSTRLEN];
+	bool alone = true;
+
+	for (int j = 0; j < comm->size; j++)
+		alone = alone && (j == comm->rank || comm->peers[j].same_host);
+	if (alone)
+		return listen_on(fd, "127.0.0.1", addrs, cap);
+	for (int j = 0; j < comm->size; j++)
+		if (j != comm->rank && !comm->peers[j].same_host && comm->peers[j].addrs[0] != '\0' &&
+		    route_toward(comm->peers[j].addrs, ip, sizeof(ip)) && !ipv4_loopback(ip))
+			return listen_on(fd, ip, addrs, cap);
+	return listen_any(fd, NULL, addrs, cap);
 }
 
 /* ---- connecting ----------------------------------------------------------- */

@@ -116,8 +116,24 @@ struct herd__link {
 
 /* ---- setting the transports up, for the core (core.c) --------------------- */
 
-/* tcp.c: the listening socket and the addresses peers may reach it at. */
+/*
+ * tcp.c: the listening socket and the addresses peers may reach it at
+ * (addrs, "a.b.c.d:port,...").  It binds to one address, not to every
+ * interface: the interfaces HERD_SOCKET_IFNAME names (every one of them
+ * when it names several), else the one this rank reaches the job's store
+ * from.  When that route is loopback (or the store has no connection),
+ * *fd stays -1 and addrs empty: the rank publishes no address with its
+ * info record, and herd__tcp_listen_late decides once the peers are known.
+ */
 herd_status herd__tcp_listen(herd_comm *comm, int *fd, char *addrs, size_t cap);
+
+/*
+ * tcp.c: the deferred choice, after the info records: 127.0.0.1 when every
+ * peer is on this host; else the address this host routes from toward the
+ * first remote peer's published address; else (no peer published one)
+ * every interface, likely addresses first.
+ */
+herd_status herd__tcp_listen_late(herd_comm *comm, int *fd, char *addrs, size_t cap);
 
 /*
  * tcp.c: checks the len bytes at in as the 64-byte HELLO a connection

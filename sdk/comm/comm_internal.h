@@ -145,6 +145,14 @@ typedef struct herd__place {
 	bool one_host;              /* every rank is on this host */
 	bool any_tcp;               /* some pair of the communicator talks TCP */
 	const herd__coll_ops *coll; /* a transport that runs collectives, or NULL */
+	/* The hosts, for the two-level algorithms: numbered in the order of
+	 * their lowest ranks; host h's ranks, in rank order, are
+	 * host_ranks[host_start[h] .. host_start[h + 1]). */
+	int nhosts;
+	int max_local;              /* the most ranks on one host */
+	const int *host_of;         /* [size] */
+	const int *host_start;      /* [nhosts + 1] */
+	const int *host_ranks;      /* [size] */
 } herd__place;
 
 /* The communicator's placement (core.c; a test's stand-in has its own). */

@@ -673,10 +673,54 @@ bool herd__comm_uses_shm(const herd_comm *comm, int peer)
 	       comm->cfg.transport == HERD__TRANSPORT_AUTO;
 }
 
+static bool same_host(const herd__peer *a, const herd__peer *b)
+{
+	return strcmp(a->host, b->host) == 0 && strcmp(a->boot_id, b->boot_id) == 0 &&
+	       a->shm_dev == b->shm_dev && a->shm_ino == b->shm_ino;
+}
+
+/* The hosts of place (see herd__place), from every rank's info record. */
+static herd_status place_hosts(herd_comm *comm)
+{
+	herd__place *pl = &comm->place;
+	int p = comm->size, nh = 0, *host_of, *start, *ranks, *first;
+
+	HERD_CHECK(herd__calloc(&comm->hosts, (size_t)(4 * p + 1), sizeof(int), "the host table"));
+	host_of = comm->hosts;
+	start = host_of + p;
+	ranks = start + p + 1;
+	first = ranks + p;          /* each host's lowest rank */
+	for (int j = 0; j < p; j++) {
+		int h = 0;
+
+		while (h < nh && !same_host(&comm->peers[first[h]], &comm->peers[j]))
+			h++;
+		if (h == nh)
+			first[nh++] = j;
+		host_of[j] = h;
+		start[h + 1]++;
+	}
+	pl->max_local = 0;
+	for (int h = 0; h < nh; h++) {
+		pl->max_local = start[h + 1] > pl->max_local ? start[h + 1] : pl->max_local;
+		start[h + 1] += start[h];
+	}
+	/* each host's next free slot, where its lowest rank was */
+	for (int h = 0; h < nh; h++)
+		first[h] = start[h];
+	for (int j = 0; j < p; j++)
+		ranks[first[host_of[j]]++] = j;
+	pl->nhosts = nh;
+	pl->host_of = host_of;
+	pl->host_start = start;
+	pl->host_ranks = ranks;
+	return HERD_OK;
+}
+
 /* What tune.c's choice depends on, alike on every rank: every rank sees
  * the same hosts, and every pair's transport the same way from both ends.
  * The collective transport, if any, is set after the mesh. */
-static void place_ranks(herd_comm *comm)
+static herd_status place_ranks(herd_comm *comm)
 {
 	comm->place.force = comm->cfg.algo;
 	comm->place.one_host = comm->nlocal == comm->size;
@@ -685,6 +729,7 @@ static void place_ranks(herd_comm *comm)
 		if (j != comm->rank && !herd__comm_uses_shm(comm, j))
 			comm->place.any_tcp = true;
 	comm->place.coll = NULL;
+	return place_hosts(comm);
 }
 
 /* A pidfd for each peer whose process this one can see: it turns readable
@@ -742,6 +787,7 @@ static void comm_free(herd_comm *comm)
 	pthread_mutex_destroy(&comm->mon_mu);
 	pthread_cond_destroy(&comm->mon_cv);
 	free(comm->peers);
+	free(comm->hosts);
 	free(comm);
 }
 
@@ -822,7 +868,7 @@ herd_status herd__comm_init_cfg(herd_comm **out, herd_store *store, int rank, in
 	if (rank != 0)
 		HERD_CHECK_GOTO(share_key(comm, deadline), st, out);
 	classify_peers(comm);
-	place_ranks(comm);
+	HERD_CHECK_GOTO(place_ranks(comm), st, out);
 	if (size > 1)
 		HERD_CHECK_GOTO(late_addrs(comm, &listen_fd, deadline), st, out);
 

@@ -123,6 +123,7 @@ struct herd_comm {
 	int nlocal;                 /* ranks on this host, this one included */
 	herd__shm *shm;             /* NULL when no peer is local */
 	herd__place place;          /* what tune.c's choice depends on, set at init */
+	int *hosts;                 /* place's host tables, one allocation */
 	herd__coll_state *coll_state; /* place.coll's, for this communicator */
 	int ncpus;                  /* CPUs this process may run on */
 

@@ -11,7 +11,8 @@
  *    latency rows whatever the size, and never take a tuned one;
  *  - the placement has what the row needs (a transport that runs whole
  *    collectives, every rank on one host, some pair over TCP, a power of
- *    two ranks) and the rank count is within its bounds;
+ *    two ranks, several hosts with several ranks on some) and the rank
+ *    count is within its bounds;
  *  - the call's size is within its bounds, counted as what the latency
  *    algorithm moves in a step: the vector for allreduce, reduce and
  *    broadcast (0 for allreduce and reduce with fewer elements than ranks,
@@ -48,7 +49,8 @@ enum {
 	NEED_COLL = 1,          /* a transport that runs collectives */
 	NEED_ONE_HOST = 2,      /* every rank on this host */
 	NEED_TCP = 4,           /* some pair over TCP */
-	NEED_POW2 = 8           /* a power of two ranks */
+	NEED_POW2 = 8,          /* a power of two ranks */
+	NEED_HOSTS = 16         /* several hosts, several ranks on some */
 };
 
 /* Size bounds, by name: each row says which apply. */
@@ -83,6 +85,7 @@ static const row allreduce_rows[] = {
 	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_allreduce_rd),
 	ROW(TUNED, NEED_ONE_HOST | NEED_TCP | NEED_POW2, B_NONE, B_NONE, 4, 0,
 	    herd__algo_allreduce_hd),
+	ROW(TUNED, NEED_HOSTS, B_NONE, B_NONE, 0, 0, herd__algo_allreduce_hier),
 	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_allreduce_ring),
 };
 
@@ -217,7 +220,8 @@ static bool fits(const row *w, const herd__place *pl, int p, size_t size)
 	}
 	if (((w->need & NEED_COLL) && pl->coll == NULL) ||
 	    ((w->need & NEED_ONE_HOST) && !pl->one_host) ||
-	    ((w->need & NEED_TCP) && !pl->any_tcp) || ((w->need & NEED_POW2) && (p & (p - 1))))
+	    ((w->need & NEED_TCP) && !pl->any_tcp) || ((w->need & NEED_POW2) && (p & (p - 1))) ||
+	    ((w->need & NEED_HOSTS) && (pl->nhosts < 2 || pl->max_local < 2)))
 		return false;
 	if ((w->min_ranks > 0 && p < w->min_ranks) || (w->max_ranks > 0 && p > w->max_ranks))
 		return false;

@@ -164,9 +164,52 @@ static void *rank_main(void *arg)
 {
 	rank_ctx *c = arg;
 
-	c->op.run = herd__tune_pick(&c->comm, &c->op);
+	if (c->op.run == NULL)
+		c->op.run = herd__tune_pick(&c->comm, &c->op);
 	c->st = c->op.run(&c->comm, &c->op);
 	return NULL;
+}
+
+/*
+ * The hosts of algorithm "hosts:LAYOUT" (e.g. "hosts:3+1", "hosts:2+2/rr"):
+ * rank counts per host, ranks numbered host by host, or with "/rr" dealt
+ * out round-robin (rank r on the r-th host that still has room).  Fills
+ * the placement's host tables in tables (4 * MAX_RANKS + 1 ints); returns
+ * the rank count.
+ */
+static int hosts_layout(const char *algo, herd__place *pl, int *tables)
+{
+	int n[MAX_RANKS], nh = 0, p = 0, *host_of = tables, *start = tables + MAX_RANKS;
+	int *ranks = start + MAX_RANKS + 1, next[MAX_RANKS];
+	const char *s = algo + strlen("hosts:");
+	bool rr = strstr(algo, "/rr") != NULL;
+
+	while (*s >= '1' && *s <= '9') {
+		n[nh++] = *s++ - '0';
+		if (*s == '+')
+			s++;
+	}
+	start[0] = 0;
+	pl->max_local = 0;
+	for (int h = 0; h < nh; h++) {
+		start[h + 1] = start[h] + n[h];
+		next[h] = start[h];
+		pl->max_local = n[h] > pl->max_local ? n[h] : pl->max_local;
+	}
+	p = start[nh];
+	for (int r = 0, cur = 0; r < p; r++) {
+		while (next[cur] == start[cur + 1])
+			cur = rr ? (cur + 1) % nh : cur + 1;
+		host_of[r] = cur;
+		ranks[next[cur]++] = r;
+		if (rr)
+			cur = (cur + 1) % nh;
+	}
+	pl->nhosts = nh;
+	pl->host_of = host_of;
+	pl->host_start = start;
+	pl->host_ranks = ranks;
+	return p;
 }
 
 /* Runs ops[r] on rank r, all at once; every rank must succeed and every
@@ -174,15 +217,25 @@ static void *rank_main(void *arg)
 static int run_ranks(int p, const char *algo, herd__op *ops)
 {
 	world w = { .size = p };
+	int tables[4 * MAX_RANKS + 1];
 
 	w.place.force = strcmp(algo, "ring") == 0 ? HERD__CLASS_BANDWIDTH
 			: strcmp(algo, "rd") == 0 ? HERD__CLASS_LATENCY : HERD__CLASS_ANY;
 	w.place.one_host = true;
 	w.place.any_tcp = strcmp(algo, "auto/tcp") == 0;
+	if (strncmp(algo, "hosts:", 6) == 0) {
+		w.size = hosts_layout(algo, &w.place, tables);
+		w.place.one_host = false;
+		w.place.any_tcp = true;
+	}
 	rank_ctx ctx[MAX_RANKS];
 	pthread_t t[MAX_RANKS];
 	int bad = 0;
 
+	if (w.size != p) {
+		TEST_FAIL_("layout %s has %d ranks, the case %d", algo, w.size, p);
+		return 1;
+	}
 	pthread_mutex_init(&w.mu, NULL);
 	pthread_cond_init(&w.cv, NULL);
 	for (int r = 0; r < p; r++) {
@@ -319,8 +372,19 @@ static void op_set(herd__op *o, herd__op_kind kind, herd_dtype dt, herd_redop op
 static const char *const algos[] = { "auto", "ring", "rd", "auto/tcp" };
 #define NALGOS (sizeof(algos) / sizeof(algos[0]))
 
+/* One allreduce; run: the algorithm every rank runs, NULL for tune.c's
+ * choice (which must then be the two-level one on a "hosts:" layout). */
+static int case_allreduce_with(int p, const char *algo, herd_dtype dt, herd_redop op, size_t n,
+			       bool inplace, herd__op_fn run);
+
 static int case_allreduce(int p, const char *algo, herd_dtype dt, herd_redop op, size_t n,
 			  bool inplace)
+{
+	return case_allreduce_with(p, algo, dt, op, n, inplace, NULL);
+}
+
+static int case_allreduce_with(int p, const char *algo, herd_dtype dt, herd_redop op, size_t n,
+			       bool inplace, herd__op_fn run)
 {
 	size_t es = herd_dtype_size(dt);
 	void *in[MAX_RANKS], *out[MAX_RANKS];
@@ -332,6 +396,25 @@ static int case_allreduce(int p, const char *algo, herd_dtype dt, herd_redop op,
 		out[r] = inplace ? in[r] : malloc(n * es + 1);
 		fill(in[r], r, n, dt, op);
 		op_set(&ops[r], HERD__OP_ALLREDUCE, dt, op, -1, n, in[r], out[r]);
+		ops[r].run = run;
+	}
+	if (run == NULL && strncmp(algo, "hosts:", 6) == 0) {
+		herd__place pl;
+		int tables[4 * MAX_RANKS + 1];
+		world w = { .size = p };
+		herd_comm c = { &w, 0 };
+
+		hosts_layout(algo, &pl, tables);
+		pl.force = HERD__CLASS_ANY;
+		pl.one_host = false;
+		pl.any_tcp = true;
+		pl.coll = NULL;
+		w.place = pl;
+		if (herd__tune_pick(&c, &ops[0]) != herd__algo_allreduce_hier) {
+			TEST_FAIL_("allreduce of %zu elements on %s: auto did not take the "
+				   "two-level algorithm", n, algo);
+			bad++;
+		}
 	}
 	bad += run_ranks(p, algo, ops);
 	for (int r = 0; r < p; r++) {
@@ -536,6 +619,42 @@ static void test_allreduce_every_dtype_op_size_and_algorithm(void)
 	CHECK_INT(bad, 0);
 }
 
+/*
+ * The two-level allreduce on hosts of uneven rank counts and rank orders
+ * that are not host by host: every type and reduction, counts 0, 1, a
+ * prime and several MiB, in place and out of place; the algorithm is
+ * called directly for the small counts (tune.c takes it from 64 KiB), and
+ * "auto" must take it for the large ones.
+ */
+static void test_two_level_allreduce_on_uneven_hosts(void)
+{
+	static const char *const layouts[] = { "hosts:3+1", "hosts:2+1+1", "hosts:1+3", "hosts:2+2",
+					      "hosts:2+2/rr", "hosts:3+3+2/rr", "hosts:4+4",
+					      "hosts:1+2+1/rr" };
+	static const size_t counts[] = { 0, 1, 2, 7, 1009 };
+	int bad = 0;
+
+	for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); l++) {
+		herd__place pl;
+		int tables[4 * MAX_RANKS + 1], p = hosts_layout(layouts[l], &pl, tables);
+
+		for (int dt = 0; dt < HERD_DTYPE_COUNT; dt++)
+			for (int op = 0; op < HERD_REDOP_COUNT; op++)
+				for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+					bad += case_allreduce_with(p, layouts[l], (herd_dtype)dt,
+								   (herd_redop)op, counts[c],
+								   (c + (size_t)op) % 2 == 1,
+								   herd__algo_allreduce_hier);
+		/* several MiB: "auto" takes the two-level algorithm */
+		bad += case_allreduce_with(p, layouts[l], HERD_FLOAT32, HERD_SUM,
+					   (3u << 20) / 4 + 4099, l % 2 == 0, NULL);
+		bad += case_allreduce_with(p, layouts[l], HERD_BFLOAT16, HERD_AVG, (1u << 20) + 17,
+					   l % 2 == 1, NULL);
+		bad += case_allreduce_with(p, layouts[l], HERD_INT64, HERD_MIN, 300007, true, NULL);
+	}
+	CHECK_INT(bad, 0);
+}
+
 /* Several slices of real size, a ragged last one, in place and not. */
 static void test_allreduce_large_spans_slices(void)
 {
@@ -724,6 +843,7 @@ int main(void)
 {
 	TIMED_RUN(test_allreduce_every_dtype_op_size_and_algorithm);
 	TIMED_RUN(test_allreduce_large_spans_slices);
+	TIMED_RUN(test_two_level_allreduce_on_uneven_hosts);
 	TIMED_RUN(test_ring_algorithms_with_tiny_blocks_cross_many_slices);
 	TIMED_RUN(test_reduce_every_root_dtype_and_algorithm);
 	TIMED_RUN(test_broadcast_every_root_and_algorithm);

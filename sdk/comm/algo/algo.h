@@ -57,6 +57,7 @@ herd_status herd__algo_allreduce_oneshot(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_allreduce_rd(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_allreduce_hd(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_allreduce_ring(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_allreduce_hier(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_reduce_binomial(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_reduce_ring(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_broadcast_binomial(herd_comm *comm, const herd__op *op);

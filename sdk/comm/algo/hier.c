@@ -1,0 +1,182 @@
+/*
+ * sdk/comm/algo/hier.c - the two-level allreduce, for ranks on several
+ * hosts with more than one rank on some: the links inside a host (shared
+ * memory) are many times faster than those between hosts, so the vector
+ * crosses each host's link once each way, and every rank of a host drives
+ * its own part of it at the same time:
+ *
+ *   1. inside each host, a ring reduce-scatter: local rank k holds its
+ *      block reduced over the host;
+ *   2. between hosts, for each part of its block, the ranks that hold that
+ *      part (one per host) allreduce it: a ring reduce-scatter, the part's
+ *      own sub-block finished (AVG's division, a narrow type's rounding),
+ *      a ring allgather;
+ *   3. inside each host, a ring allgather of the blocks.
+ *
+ * Hosts may hold different numbers of ranks (3 + 1, 2 + 1 + 1): the
+ * vector is cut into P parts, P the most ranks on one host, and on a host
+ * of L ranks local rank k holds parts ceil(kP/L) .. ceil((k+1)P/L) - 1, a
+ * contiguous block of one part or more.  So each part has one holder per
+ * host, and with as many ranks on every host each rank holds one part.
+ * A rank allreduces its parts in order, and so do the other holders: the
+ * earliest part not done always has all its holders at it, so nothing
+ * waits in a cycle.  Every element is reduced by one rank, in one order,
+ * so every rank ends with the same bits.
+ *
+ * Each host crosses its link with (2(H-1)/H) of the vector for H hosts, as
+ * a flat ring with one rank per host does; a flat ring over L ranks per
+ * host sends L times that much over some host's link in all.  tune.c
+ * takes it for large vectors where hosts hold several ranks.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/algo/algo.h"
+
+/* Some ranks of the communicator, in ring order; me is this rank's index. */
+typedef struct group {
+	const int *ranks;
+	int n, me;
+} group;
+
+/*
+ * Ring reduce-scatter over g of the blocks offs[b] .. offs[b + 1]
+ * (elements): block g.me of work ends reduced over the group.  Step k
+ * sends block me-k-1 (from in at the first step, else from work, where
+ * the step before reduced it) and reduces block me-k-2 of in into work.
+ * in may equal work.
+ */
+static herd_status group_rs(herd_comm *comm, const group *g, const size_t *offs, const char *in,
+			    char *work, herd_dtype dtype, herd_redop op)
+{
+	size_t es = herd_dtype_size(dtype);
+	int n = g->n, to = g->ranks[herd__algo_mod(g->me + 1, n)];
+	int from = g->ranks[herd__algo_mod(g->me - 1, n)];
+
+	if (n == 1) {
+		size_t off = offs[0], len = offs[1] - offs[0];
+
+		if (in != work && len > 0)
+			memmove(work + off * es, in + off * es, len * es);
+		return HERD_OK;
+	}
+	for (int k = 0; k < n - 1; k++) {
+		int sb = herd__algo_mod(g->me - k - 1, n), rb = herd__algo_mod(g->me - k - 2, n);
+		const char *src = k == 0 ? in : work;
+
+		HERD_CHECK(herd__algo_xchg(comm, to, src + offs[sb] * es,
+					   (offs[sb + 1] - offs[sb]) * es, from, work + offs[rb] * es,
+					   in + offs[rb] * es, (offs[rb + 1] - offs[rb]) * es, dtype,
+					   op));
+	}
+	return HERD_OK;
+}
+
+/* Ring allgather over g in place on buf: block g.me is this rank's. */
+static herd_status group_ag(herd_comm *comm, const group *g, const size_t *offs, char *buf,
+			    herd_dtype dtype)
+{
+	size_t es = herd_dtype_size(dtype);
+	int n = g->n, to = g->ranks[herd__algo_mod(g->me + 1, n)];
+	int from = g->ranks[herd__algo_mod(g->me - 1, n)];
+
+	for (int k = 0; k < n - 1; k++) {
+		int sb = herd__algo_mod(g->me - k, n), rb = herd__algo_mod(g->me - k - 1, n);
+
+		HERD_CHECK(herd__algo_xchg(comm, to, buf + offs[sb] * es,
+					   (offs[sb + 1] - offs[sb]) * es, from, buf + offs[rb] * es,
+					   NULL, (offs[rb + 1] - offs[rb]) * es, dtype, HERD_SUM));
+	}
+	return HERD_OK;
+}
+
+/* The first part a local rank k of a host of nlocal ranks holds, of P. */
+static int first_part(int k, int nlocal, int parts)
+{
+	return (int)(((long long)k * parts + nlocal - 1) / nlocal);
+}
+
+/* Element offset of part j of count elements cut in P parts. */
+static size_t part_off(size_t count, int parts, int j)
+{
+	size_t off, len;
+
+	if (j >= parts)
+		return count;
+	herd__split_even(count, parts, j, &off, &len);
+	return off;
+}
+
+herd_status herd__algo_allreduce_hier(herd_comm *comm, const herd__op *op)
+{
+	const herd__place *pl = herd__comm_place(comm);
+	int r = herd_comm_rank(comm), p = herd_comm_size(comm);
+	int h = pl->host_of[r], nh = pl->nhosts, parts = pl->max_local;
+	int nlocal = pl->host_start[h + 1] - pl->host_start[h], me = 0;
+	herd_dtype dtype = (herd_dtype)op->fp.dtype;
+	herd_redop rop = (herd_redop)op->fp.redop, eop = herd__algo_elem_op(rop);
+	bool widen = herd__dtype_widens(dtype, rop);
+	herd_dtype wdt = widen ? HERD_FLOAT32 : dtype;
+	size_t count = op->count, es = herd_dtype_size(dtype), wes = herd_dtype_size(wdt);
+	size_t *loffs = NULL, *hoffs = NULL;
+	int *holders = NULL;
+	float *wide = NULL;
+	char *out = op->recvbuf, *work = out;
+	const char *in = op->sendbuf;
+	group local, across;
+	herd_status st;
+
+	for (int i = 0; i < nlocal; i++)
+		if (pl->host_ranks[pl->host_start[h] + i] == r)
+			me = i;
+	local = (group){ pl->host_ranks + pl->host_start[h], nlocal, me };
+	HERD_CHECK(herd__algo_alloc(&loffs, (size_t)(nlocal + 1 + nh + 1) * sizeof(size_t),
+				    "the blocks of a two-level allreduce"));
+	hoffs = loffs + nlocal + 1;
+	HERD_CHECK_GOTO(herd__algo_alloc(&holders, (size_t)nh * sizeof(int),
+					 "the holders of a part"), st, out);
+	for (int i = 0; i <= nlocal; i++)
+		loffs[i] = part_off(count, parts, first_part(i, nlocal, parts));
+	if (widen) {
+		HERD_CHECK_GOTO(herd__algo_alloc(&wide, count * wes, "a float32 copy of a "
+						 "narrow-type allreduce"), st, out);
+		herd__narrow_to_float(wide, in, count, dtype);
+		in = work = (char *)wide;
+	}
+
+	/* 1: this host's sum of my block */
+	HERD_CHECK_GOTO(group_rs(comm, &local, loffs, in, work, wdt, eop), st, out);
+
+	/* 2: each of my parts with its holders on the other hosts */
+	for (int j = first_part(me, nlocal, parts); j < first_part(me + 1, nlocal, parts); j++) {
+		size_t off = part_off(count, parts, j), len = part_off(count, parts, j + 1) - off;
+		size_t soff, slen;
+
+		for (int g = 0; g < nh; g++) {
+			int gl = pl->host_start[g + 1] - pl->host_start[g];
+
+			holders[g] = pl->host_ranks[pl->host_start[g] +
+						    (int)((long long)j * gl / parts)];
+		}
+		across = (group){ holders, nh, h };
+		for (int g = 0; g <= nh; g++)
+			hoffs[g] = off + part_off(len, nh, g);
+		HERD_CHECK_GOTO(group_rs(comm, &across, hoffs, work, work, wdt, eop), st, out);
+		soff = hoffs[h];
+		slen = hoffs[h + 1] - soff;
+		if (rop == HERD_AVG)
+			herd__reduce_scale(work + soff * wes, slen, wdt, p);
+		if (widen)
+			herd__float_to_narrow(out + soff * es, (const float *)work + soff, slen,
+					      dtype);
+		HERD_CHECK_GOTO(group_ag(comm, &across, hoffs, out, dtype), st, out);
+	}
+
+	/* 3: every block to every rank of the host */
+	st = group_ag(comm, &local, loffs, out, dtype);
+out:
+	free(wide);
+	free(holders);
+	free(loffs);
+	return st;
+}

@@ -7,6 +7,9 @@
  *
  * --np N forks N ranks on this host; they meet in a gloo FileStore in a
  * fresh temporary directory and connect a full mesh over TCP on 127.0.0.1.
+ * Across hosts (bench/multihost_compare.sh) each rank is a process of its
+ * own: --rank R --np N --store DIR --addr IP, DIR a directory every host
+ * sees, IP the address this rank listens on.
  * gloo::AllreduceRingChunked reduces in place (the buffer is input and
  * output), so its figures are in the in-place columns and the out-of-place
  * ones say N/A.  Per size: fill, warmup calls, a barrier, iters timed calls;
@@ -41,6 +44,8 @@ struct Args {
 	size_t minbytes = 32u << 20, maxbytes = 32u << 20;
 	long factor = 2;
 	int iters = 20, warmup = 5, check = 1, np = 1;
+	int rank = -1;                  /* one rank of a job across hosts */
+	std::string store, addr = "127.0.0.1";
 };
 
 bool parse_size(const char *s, size_t *out)
@@ -87,12 +92,19 @@ bool parse_args(int argc, char **argv, Args *a)
 			a->check = atoi(v);
 		} else if (o == "--np") {
 			a->np = atoi(v);
+		} else if (o == "--rank") {
+			a->rank = atoi(v);
+		} else if (o == "--store") {
+			a->store = v;
+		} else if (o == "--addr") {
+			a->addr = v;
 		} else {
 			return false;
 		}
 	}
 	return a->minbytes <= a->maxbytes && a->factor >= 2 && a->iters >= 1 &&
-	       a->warmup >= 0 && a->np >= 1;
+	       a->warmup >= 0 && a->np >= 1 && a->rank < a->np &&
+	       (a->rank < 0) == a->store.empty();
 }
 
 float value(int rank, size_t i)
@@ -145,7 +157,7 @@ void print_header(int n, const Args &a)
 int run_rank(int rank, const Args &a, const std::string &dir)
 {
 	gloo::rendezvous::FileStore store(dir);
-	gloo::transport::tcp::attr attr("127.0.0.1");
+	gloo::transport::tcp::attr attr(a.addr.c_str());
 	auto dev = gloo::transport::tcp::CreateDevice(attr);
 	auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, a.np);
 	ctx->setTimeout(std::chrono::seconds(300));
@@ -235,8 +247,18 @@ int main(int argc, char **argv)
 	Args a;
 	if (!parse_args(argc, argv, &a)) {
 		fprintf(stderr, "usage: %s [--np N] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] "
-			"[-w WARMUP] [-c 0|1]\n", argv[0]);
+			"[-w WARMUP] [-c 0|1]\n"
+			"       %s --rank R --np N --store DIR [--addr IP] [-b ...]\n", argv[0],
+			argv[0]);
 		return 2;
+	}
+	if (a.rank >= 0) {
+		try {
+			return run_rank(a.rank, a, a.store);
+		} catch (const std::exception &e) {
+			fprintf(stderr, "gloo rank %d: %s\n", a.rank, e.what());
+			return 1;
+		}
 	}
 	char dir[] = "/tmp/herd-gloo-XXXXXX";
 	if (mkdtemp(dir) == nullptr) {

@@ -65,6 +65,7 @@
 #include "herd/job.h"
 #include "base.h"
 #include "herd_config.h"
+#include "comm/comm_internal.h"
 #include "bench_data.h"
 #include "shell.h"
 #if HERD_HAVE_CUDA
@@ -104,6 +105,8 @@ static const char bench_usage[] =
 	"                           sees), filled and checked by kernels, the calls\n"
 	"                           through NCCL\n"
 	"  --json                   one JSON object per size and line, not a table\n"
+	"  --explain                say, per size, which algorithm runs the call and\n"
+	"                           why (a \"# algorithm\" line above the table)\n"
 	"Without --np or a launcher's variables it runs one rank and says so.  It\n"
 	"warns on stderr when the machine is busy (load average above 0.5 per CPU\n"
 	"it does not use), as the figures are then noisy.\n"
@@ -120,7 +123,7 @@ struct bench_args {
 	const struct bench_op *op;
 	size_t minbytes, maxbytes, stepbytes;
 	long stepfactor;
-	int iters, warmup, check, root, np, json, timeout_s, average, cycles;
+	int iters, warmup, check, root, np, json, timeout_s, average, cycles, explain;
 	int gpu;           /* --device gpu: buffers in the rank's GPU memory */
 	herd_dtype dtype;
 	herd_redop redop;
@@ -411,7 +414,7 @@ static const struct bench_op *find_op(const char *name)
 
 /* -------------------------------------------------------- command line */
 
-enum { OPT_NP = 256, OPT_JSON, OPT_TRANSPORT, OPT_ALGO, OPT_TIMEOUT, OPT_DEVICE };
+enum { OPT_NP = 256, OPT_JSON, OPT_TRANSPORT, OPT_ALGO, OPT_TIMEOUT, OPT_DEVICE, OPT_EXPLAIN };
 
 static const struct option long_options[] = {
 	{ "minbytes", required_argument, NULL, 'b' },
@@ -430,6 +433,7 @@ static const struct option long_options[] = {
 	{ "root", required_argument, NULL, 'r' },
 	{ "np", required_argument, NULL, OPT_NP },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "explain", no_argument, NULL, OPT_EXPLAIN },
 	{ "transport", required_argument, NULL, OPT_TRANSPORT },
 	{ "algo", required_argument, NULL, OPT_ALGO },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
@@ -561,8 +565,8 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 			}
 			return usage_error("unrecognized option '%s'", argv[optind - 1]);
 		}
-		if (c == OPT_JSON) {
-			a->json = 1;
+		if (c == OPT_JSON || c == OPT_EXPLAIN) {
+			*(c == OPT_JSON ? &a->json : &a->explain) = 1;
 			continue;
 		}
 		int st = parse_option(c, optarg, a);
@@ -827,6 +831,44 @@ static void hosts_label(herd_comm *comm, int n, char *buf, size_t cap)
 		snprintf(buf, cap, "%d hosts", distinct);
 }
 
+/* --explain: per size, the algorithm tune.c takes for the call (the same
+ * choice on every rank) and why; on device memory NCCL chooses. */
+static void print_explain(const struct bench_ctx *c)
+{
+	static const struct {
+		const char *name;
+		herd__op_kind kind;
+	} kinds[] = {
+		{ "allreduce", HERD__OP_ALLREDUCE }, { "allgather", HERD__OP_ALLGATHER },
+		{ "reduce_scatter", HERD__OP_REDUCE_SCATTER }, { "broadcast", HERD__OP_BROADCAST },
+		{ "reduce", HERD__OP_REDUCE }, { "alltoall", HERD__OP_ALLTOALL },
+		{ "sendrecv", HERD__OP_SENDRECV },
+	};
+	const struct bench_args *a = c->args;
+
+	if (a->gpu) {
+		printf("# algorithm: NCCL's own choice (device memory)\n");
+		return;
+	}
+	for (size_t size = a->minbytes; size != 0; size = next_size(a, size)) {
+		struct bench_shape s;
+		herd__op op;
+		char why[1024];
+
+		shape_of(a->op, size, c->es, c->nranks, &s);
+		memset(&op, 0, sizeof(op));
+		for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+			if (strcmp(kinds[k].name, a->op->name) == 0)
+				op.fp.kind = (uint8_t)kinds[k].kind;
+		op.fp.dtype = (uint8_t)c->dtype;
+		op.fp.redop = a->op->reduces ? (uint8_t)a->redop : 0;
+		op.fp.root = a->op->rooted ? a->root : -1;
+		op.fp.count = op.count = s.count;
+		herd__tune_explain(c->comm, &op, why, sizeof(why));
+		printf("# algorithm at %zu B: %s\n", s.size, why);
+	}
+}
+
 static void print_header(const struct bench_ctx *c)
 {
 	const struct bench_args *a = c->args;
@@ -1044,6 +1086,8 @@ static int sweep(struct bench_ctx *c)
 	}
 	if (c->rank == 0 && !a->json)
 		print_header(c);
+	if (c->rank == 0 && a->explain)
+		print_explain(c);
 	double bw_sum = 0;
 	int bw_n = 0;
 	uint64_t wrong = 0;

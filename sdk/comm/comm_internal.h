@@ -164,6 +164,15 @@ const herd__place *herd__comm_place(const herd_comm *comm);
  */
 herd__op_fn herd__tune_pick(const herd_comm *comm, const herd__op *op);
 
+/*
+ * Which algorithm herd__tune_pick takes for op and why, in buf: the call's
+ * size, the placement, the force, the algorithm's name, and each row
+ * passed over with its reason ("16777216 bytes (sized as 16777216) on 4
+ * ranks, 2 hosts with at most 2 ranks, algo auto: two-level; passed over
+ * one-shot: below 1025 bytes, ...").
+ */
+void herd__tune_explain(const herd_comm *comm, const herd__op *op, char *buf, size_t cap);
+
 /* From this many bytes, "auto" allreduce takes a collective transport's
  * large allreduce (HERD__TUNE_COLL_MIN).  Tests lower it to take that path
  * with little data; nothing else writes it. */

@@ -649,7 +649,7 @@ static void classify_peers(herd_comm *comm)
 	const herd__peer *me = &comm->peers[comm->rank];
 	cpu_set_t set;
 
-	comm->nlocal = 0;
+	comm->nlocal = comm->nkernel = 0;
 	for (int j = 0; j < comm->size; j++) {
 		herd__peer *p = &comm->peers[j];
 
@@ -659,6 +659,10 @@ static void classify_peers(herd_comm *comm)
 		p->same_pidns = p->same_host && me->pidns != 0 && p->pidns == me->pidns;
 		if (p->same_host)
 			comm->nlocal++;
+		/* Containers of one machine (network namespaces, pods) are hosts
+		 * of their own but share its kernel, and its CPUs. */
+		if (p->same_host || (me->boot_id[0] != '\0' && strcmp(p->boot_id, me->boot_id) == 0))
+			comm->nkernel++;
 	}
 	comm->ncpus = 1;
 	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)

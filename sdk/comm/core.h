@@ -126,6 +126,8 @@ struct herd_comm {
 	int *hosts;                 /* place's host tables, one allocation */
 	herd__coll_state *coll_state; /* place.coll's, for this communicator */
 	int ncpus;                  /* CPUs this process may run on */
+	int nkernel;                /* ranks on this machine's kernel (same boot id),
+				     * this host's and other containers' */
 
 	/* Failure (rule 4). */
 	atomic_int status;

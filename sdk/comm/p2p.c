@@ -468,7 +468,7 @@ static herd_status run_exchange(exchange *x)
 	unsigned int busy_passes = 0, spins = 0;
 	uint32_t seen = 0;
 	bool armed = false, left_seen = false;
-	bool oversubscribed = comm->ncpus > 0 && comm->nlocal > comm->ncpus;
+	bool oversubscribed = comm->ncpus > 0 && comm->nkernel > comm->ncpus;
 	int64_t spin_ns = oversubscribed && comm->shm == NULL ? SPIN_NS_TCP_OVERSUBSCRIBED
 							       : SPIN_NS;
 

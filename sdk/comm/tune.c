@@ -25,6 +25,8 @@
  * thresholds").
  */
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "comm/comm_internal.h"
 #include "comm/algo/algo.h"
@@ -73,64 +75,65 @@ typedef struct row {
 	uint8_t lo, hi;         /* bound: size >= lo and size < hi; B_NONE: none */
 	int min_ranks, max_ranks; /* 0: none */
 	herd__op_fn run;        /* VIA_ALGO */
+	const char *name;       /* what herd__tune_explain calls it */
 } row;
 
-#define ROW(c, n, l, h, rmin, rmax, fn) { HERD__CLASS_##c, n, VIA_ALGO, l, h, rmin, rmax, fn }
-#define COLL_ROW(via, l, h) { HERD__CLASS_TUNED, NEED_COLL, via, l, h, 0, 0, NULL }
+#define ROW(c, n, l, h, rmin, rmax, fn, nm) { HERD__CLASS_##c, n, VIA_ALGO, l, h, rmin, rmax, fn, nm }
+#define COLL_ROW(via, l, h, nm) { HERD__CLASS_TUNED, NEED_COLL, via, l, h, 0, 0, NULL, nm }
 
 static const row allreduce_rows[] = {
-	COLL_ROW(VIA_COLL_SMALL, B_NONE, B_COLL_SMALL),
-	COLL_ROW(VIA_COLL, B_COLL_MIN, B_NONE),
-	ROW(TUNED, 0, B_NONE, B_ONESHOT, 3, HERD__ONESHOT_RANKS, herd__algo_allreduce_oneshot),
-	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_allreduce_rd),
+	COLL_ROW(VIA_COLL_SMALL, B_NONE, B_COLL_SMALL, "shared-memory direct, small"),
+	COLL_ROW(VIA_COLL, B_COLL_MIN, B_NONE, "shared-memory direct"),
+	ROW(TUNED, 0, B_NONE, B_ONESHOT, 3, HERD__ONESHOT_RANKS, herd__algo_allreduce_oneshot, "one-shot"),
+	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_allreduce_rd, "recursive doubling"),
 	ROW(TUNED, NEED_ONE_HOST | NEED_TCP | NEED_POW2, B_NONE, B_NONE, 4, 0,
-	    herd__algo_allreduce_hd),
-	ROW(TUNED, NEED_HOSTS, B_NONE, B_NONE, 0, 0, herd__algo_allreduce_hier),
-	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_allreduce_ring),
+	    herd__algo_allreduce_hd, "halving-doubling"),
+	ROW(TUNED, NEED_HOSTS, B_NONE, B_NONE, 0, 0, herd__algo_allreduce_hier, "two-level"),
+	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_allreduce_ring, "ring"),
 };
 
 static const row reduce_rows[] = {
-	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_reduce_binomial),
-	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_reduce_ring),
+	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_reduce_binomial, "binomial tree"),
+	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_reduce_ring, "ring"),
 };
 
 static const row broadcast_rows[] = {
-	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_broadcast_binomial),
-	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_broadcast_chain),
+	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_broadcast_binomial, "binomial tree"),
+	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_broadcast_chain, "pipelined chain"),
 };
 
 static const row allgather_rows[] = {
-	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_allgather_bruck),
-	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_allgather_ring),
+	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_allgather_bruck, "Bruck"),
+	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_allgather_ring, "ring"),
 };
 
 static const row reduce_scatter_rows[] = {
-	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_reduce_scatter_rd),
-	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_reduce_scatter_ring),
+	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_reduce_scatter_rd, "recursive halving"),
+	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_reduce_scatter_ring, "ring"),
 };
 
 static const row alltoall_rows[] = {
-	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_alltoall_oneshot),
-	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_alltoall_pairwise),
+	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_alltoall_oneshot, "one-shot"),
+	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_alltoall_pairwise, "pairwise"),
 };
 
 static const row gather_rows[] = {
-	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_gather),
+	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_gather, "direct"),
 };
 static const row scatter_rows[] = {
-	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_scatter),
+	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_scatter, "direct"),
 };
 static const row send_rows[] = {
-	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_send),
+	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_send, "point-to-point"),
 };
 static const row recv_rows[] = {
-	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_recv),
+	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_recv, "point-to-point"),
 };
 static const row sendrecv_rows[] = {
-	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_sendrecv),
+	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_sendrecv, "point-to-point"),
 };
 static const row barrier_rows[] = {
-	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_barrier),
+	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_barrier, "dissemination"),
 };
 
 /* The table, by operation: its rows in the order they are tried. */
@@ -153,7 +156,8 @@ static const struct {
 	ROWS(BARRIER, barrier_rows),
 };
 
-static const row local_row = ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_local);
+static const row local_row = ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_local,
+				  "local (no peer needed)");
 
 /* The operations whose calls with no data or one rank need no peer. */
 static bool has_local(int kind)
@@ -206,30 +210,55 @@ static size_t bound_bytes(bound b, const herd__place *pl)
 	}
 }
 
-static bool fits(const row *w, const herd__place *pl, int p, size_t size)
+/* Why row w does not take a call of size bytes on p ranks, in buf; NULL
+ * when it does. */
+static const char *why_not(const row *w, const herd__place *pl, int p, size_t size, char *buf,
+			   size_t cap)
 {
 	bool sized = true;
 
 	if (w->cls == HERD__CLASS_TUNED && pl->force != HERD__CLASS_ANY)
-		return false;
+		return "a tuned choice, and the algorithm class is forced";
 	if ((w->cls == HERD__CLASS_LATENCY || w->cls == HERD__CLASS_BANDWIDTH) &&
 	    pl->force != HERD__CLASS_ANY) {
 		if (w->cls != pl->force)
-			return false;
+			return "not of the forced class";
 		sized = false;      /* forced: whatever the size */
 	}
-	if (((w->need & NEED_COLL) && pl->coll == NULL) ||
-	    ((w->need & NEED_ONE_HOST) && !pl->one_host) ||
-	    ((w->need & NEED_TCP) && !pl->any_tcp) || ((w->need & NEED_POW2) && (p & (p - 1))) ||
-	    ((w->need & NEED_HOSTS) && (pl->nhosts < 2 || pl->max_local < 2)))
-		return false;
-	if ((w->min_ranks > 0 && p < w->min_ranks) || (w->max_ranks > 0 && p > w->max_ranks))
-		return false;
-	if (sized && w->lo != B_NONE && size < bound_bytes(w->lo, pl))
-		return false;
-	if (sized && w->hi != B_NONE && size >= bound_bytes(w->hi, pl))
-		return false;
-	return true;
+	if ((w->need & NEED_COLL) && pl->coll == NULL)
+		return "needs a transport that runs collectives (every rank on one host)";
+	if ((w->need & NEED_ONE_HOST) && !pl->one_host)
+		return "needs every rank on one host";
+	if ((w->need & NEED_TCP) && !pl->any_tcp)
+		return "needs some pair over TCP";
+	if ((w->need & NEED_POW2) && (p & (p - 1)))
+		return "needs a power of two ranks";
+	if ((w->need & NEED_HOSTS) && (pl->nhosts < 2 || pl->max_local < 2))
+		return "needs several hosts with several ranks on some";
+	if (w->min_ranks > 0 && p < w->min_ranks) {
+		snprintf(buf, cap, "needs %d ranks or more", w->min_ranks);
+		return buf;
+	}
+	if (w->max_ranks > 0 && p > w->max_ranks) {
+		snprintf(buf, cap, "takes at most %d ranks", w->max_ranks);
+		return buf;
+	}
+	if (sized && w->lo != B_NONE && size < bound_bytes(w->lo, pl)) {
+		snprintf(buf, cap, "from %zu bytes", bound_bytes(w->lo, pl));
+		return buf;
+	}
+	if (sized && w->hi != B_NONE && size >= bound_bytes(w->hi, pl)) {
+		snprintf(buf, cap, "below %zu bytes", bound_bytes(w->hi, pl));
+		return buf;
+	}
+	return NULL;
+}
+
+static bool fits(const row *w, const herd__place *pl, int p, size_t size)
+{
+	char buf[64];
+
+	return why_not(w, pl, p, size, buf, sizeof(buf)) == NULL;
 }
 
 static const row *pick(const herd_comm *comm, const herd__place *pl, const herd__op *op)
@@ -263,5 +292,34 @@ herd__op_fn herd__tune_pick(const herd_comm *comm, const herd__op *op)
 		return pl->coll->allreduce;
 	default:
 		return w->run;
+	}
+}
+
+void herd__tune_explain(const herd_comm *comm, const herd__op *op, char *buf, size_t cap)
+{
+	const herd__place *pl = herd__comm_place(comm);
+	const row *w = pick(comm, pl, op);
+	int p = herd_comm_size(comm);
+	size_t size = call_size(op, p), o;
+	const char *cls = pl->force == HERD__CLASS_LATENCY ? "rd"
+			  : pl->force == HERD__CLASS_BANDWIDTH ? "ring" : "auto";
+
+	if (cap == 0)
+		return;
+	snprintf(buf, cap, "%zu bytes (sized as %zu) on %d ranks, %d host%s with at most %d "
+		 "ranks, algo %s: %s", op->count * herd_dtype_size((herd_dtype)op->fp.dtype), size,
+		 p, pl->nhosts, pl->nhosts == 1 ? "" : "s", pl->max_local, cls,
+		 w != NULL ? w->name : "none");
+	if (w == NULL || w == &local_row || pl->force != HERD__CLASS_ANY)
+		return;
+	o = strlen(buf);
+	/* The rows tried before it, and why each passed. */
+	for (size_t i = 0; i < table[op->fp.kind].n && &table[op->fp.kind].rows[i] != w && o < cap;
+	     i++) {
+		const row *x = &table[op->fp.kind].rows[i];
+		char why[64];
+
+		o += (size_t)snprintf(buf + o, cap - o, "%s %s: %s", i == 0 ? "; passed over" : ",",
+				      x->name, why_not(x, pl, p, size, why, sizeof(why)));
 	}
 }

@@ -3,7 +3,8 @@
 # network and UTS namespace with its own sshd (tests/harness/netns.sh),
 # every one also carrying a docker0 bridge with the same 172.17.0.1 and an
 # unrouted second interface.  From host h1: herd launch places a rank on
-# each host (its own host name), an allreduce across the four gives exact
+# each host (its own host name), allreduces across the four (two ranks on
+# each, and 2 + 2 + 1 on three: the two-level algorithm) give exact
 # results (herd must connect through the addresses the hosts reach, not
 # docker0's), also with HERD_SOCKET_IFNAME in NCCL's syntax (and a value
 # that matches nothing named in the failure), herd discover groups the
@@ -19,11 +20,20 @@ out=$(on1 "$HERD" launch --hosts 'h[1-4]' -n 4 -- hostname) || fail "launch exit
 [h3:2] h3
 [h4:3] h4" ]] || fail "ranks on the four hosts: $out"
 
-out=$(on1 "$HERD" launch --hosts 'h[1-4]' -n 8 --timeout 60 -- "$HERD" bench allreduce -b 8 -e 4M -f 16 -n 3 -w 1 -c 1 2>&1) \
+# Two ranks on each host: from 64 KiB the two-level allreduce (shared
+# memory inside a host, TCP between); then 2 + 2 + 1 ranks, uneven.
+out=$(on1 "$HERD" launch --hosts 'h[1-4]' -n 8 --timeout 60 -- "$HERD" bench allreduce -b 8 -e 4M -f 16 -n 3 -w 1 -c 1 --explain 2>&1) \
 	|| fail "allreduce across the hosts exited $?: $out"
 rows=$(grep -cE '^\[h1:0\] +[0-9]+ +[0-9]+ +float32 +sum +-1 .* 0$' <<<"$out")
 [[ $rows == 5 ]] || fail "allreduce rows with #wrong 0: $rows: $out"
 has "$out" "# Out of bounds values : 0 OK"
+has "$out" "# algorithm at 524288 B: 524288 bytes (sized as 524288) on 8 ranks, 4 hosts with at most 2 ranks, algo auto: two-level;"
+has "$out" "# algorithm at 8 B: 8 bytes (sized as 0) on 8 ranks, 4 hosts with at most 2 ranks, algo auto: one-shot"
+out=$(on1 "$HERD" launch --hosts 'h[1-3]' -n 5 --timeout 60 -- "$HERD" bench allreduce -b 1M -e 3M -f 3 -n 3 -w 1 -c 1 -d bfloat16 --explain 2>&1) \
+	|| fail "allreduce on 2 + 2 + 1 ranks exited $?: $out"
+has "$out" "on 5 ranks, 3 hosts with at most 2 ranks, algo auto: two-level;"
+[[ $(grep -cE '^\[h1:0\] +[0-9]+ +[0-9]+ +bfloat16 +sum +-1 .* 0$' <<<"$out") == 2 ]] ||
+	fail "allreduce on 2 + 2 + 1 ranks, rows with #wrong 0: $out"
 
 # HERD_SOCKET_IFNAME in NCCL_SOCKET_IFNAME's syntax: a prefix, an exact
 # name, an exclusion; one that matches nothing on a host fails there

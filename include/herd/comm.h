@@ -83,9 +83,14 @@ typedef struct herd_comm_opts {
 	 * "auto" chooses by size and by where the ranks are: latency
 	 * algorithms (recursive doubling, Bruck, binomial trees, a one-step
 	 * exchange) for small messages, bandwidth ones (rings, pipelined
-	 * chains, halving-doubling) for large ones, and, where every rank is on
+	 * chains, halving-doubling) for large ones; where every rank is on
 	 * this host and may read the others' memory, the shared-memory
-	 * transport's direct allreduce.  docs/design.md ("sdk/comm") names the
+	 * transport's direct allreduce; where the ranks are on several hosts,
+	 * several on some, a two-level allreduce (reduce-scatter inside each
+	 * host, each part allreduced between hosts by the ranks that hold it,
+	 * all at once, allgather inside each host), so that the vector
+	 * crosses each host's link once each way.  `herd bench --explain`
+	 * says which, and why.  docs/design.md ("sdk/comm") names the
 	 * table that decides, and bench/RESULTS.md the measurements behind it.
 	 * "ring" (bandwidth) and "rd" (latency) force that choice for every
 	 * size and turn the direct and one-exchange paths off.  Every choice

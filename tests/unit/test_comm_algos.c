@@ -42,7 +42,11 @@ typedef struct world {
 	pthread_cond_t cv;
 	msg *head[MAX_RANKS][MAX_RANKS], *tail[MAX_RANKS][MAX_RANKS]; /* [from][to] */
 	int bad_len;
+	size_t sent, sent_across;   /* bytes sent, and between hosts ("hosts:" layouts) */
 } world;
+
+/* The last run_ranks' bytes sent, and those between hosts. */
+static size_t last_sent, last_sent_across;
 
 struct herd_comm {
 	world *w;
@@ -132,6 +136,10 @@ herd_status herd__p2p_exchange(herd_comm *comm, const herd__xfer *sends, size_t 
 		if (sends[i].len)
 			memcpy(m->data, sends[i].buf, sends[i].len);
 		pthread_mutex_lock(&w->mu);
+		w->sent += sends[i].len;
+		if (w->place.nhosts > 1 &&
+		    w->place.host_of[comm->rank] != w->place.host_of[sends[i].peer])
+			w->sent_across += sends[i].len;
 		if (w->tail[comm->rank][sends[i].peer])
 			w->tail[comm->rank][sends[i].peer]->next = m;
 		else
@@ -227,6 +235,8 @@ static int run_ranks(int p, const char *algo, herd__op *ops)
 		w.size = hosts_layout(algo, &w.place, tables);
 		w.place.one_host = false;
 		w.place.any_tcp = true;
+		if (strstr(algo, ",ring") != NULL)
+			w.place.force = HERD__CLASS_BANDWIDTH;
 	}
 	rank_ctx ctx[MAX_RANKS];
 	pthread_t t[MAX_RANKS];
@@ -266,6 +276,8 @@ static int run_ranks(int p, const char *algo, herd__op *ops)
 			}
 		}
 	}
+	last_sent = w.sent;
+	last_sent_across = w.sent_across;
 	if (w.bad_len) {
 		TEST_FAIL_("%d ranks: %d messages received with the wrong length", p, w.bad_len);
 		bad++;
@@ -398,7 +410,7 @@ static int case_allreduce_with(int p, const char *algo, herd_dtype dt, herd_redo
 		op_set(&ops[r], HERD__OP_ALLREDUCE, dt, op, -1, n, in[r], out[r]);
 		ops[r].run = run;
 	}
-	if (run == NULL && strncmp(algo, "hosts:", 6) == 0) {
+	if (run == NULL && strncmp(algo, "hosts:", 6) == 0 && strstr(algo, ",ring") == NULL) {
 		herd__place pl;
 		int tables[4 * MAX_RANKS + 1];
 		world w = { .size = p };
@@ -628,9 +640,13 @@ static void test_allreduce_every_dtype_op_size_and_algorithm(void)
  */
 static void test_two_level_allreduce_on_uneven_hosts(void)
 {
-	static const char *const layouts[] = { "hosts:3+1", "hosts:2+1+1", "hosts:1+3", "hosts:2+2",
-					      "hosts:2+2/rr", "hosts:3+3+2/rr", "hosts:4+4",
-					      "hosts:1+2+1/rr" };
+	/* Under the sanitizers (several times slower) four of the eight. */
+	static const char *const layouts[] = { "hosts:3+1", "hosts:2+1+1", "hosts:2+2/rr",
+					      "hosts:3+3+2/rr",
+#ifndef __SANITIZE_ADDRESS__
+					      "hosts:1+3", "hosts:2+2", "hosts:4+4", "hosts:1+2+1/rr"
+#endif
+	};
 	static const size_t counts[] = { 0, 1, 2, 7, 1009 };
 	int bad = 0;
 
@@ -652,6 +668,38 @@ static void test_two_level_allreduce_on_uneven_hosts(void)
 					   l % 2 == 1, NULL);
 		bad += case_allreduce_with(p, layouts[l], HERD_INT64, HERD_MIN, 300007, true, NULL);
 	}
+	CHECK_INT(bad, 0);
+}
+
+/*
+ * The rings run host by host whatever the numbering: on hosts whose ranks
+ * are dealt out round-robin, and on uneven ones, every ring operation
+ * still gives every rank the right result (and each its own block).
+ */
+static void test_rings_follow_the_hosts(void)
+{
+	static const char *const layouts[] = { "hosts:2+2/rr,ring", "hosts:3+1/rr,ring",
+					      "hosts:3+3+2/rr,ring", "hosts:1+2+1/rr,ring",
+					      "hosts:2+2,ring" };
+	int bad = 0;
+
+	for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); l++) {
+		herd__place pl;
+		int tables[4 * MAX_RANKS + 1], p = hosts_layout(layouts[l], &pl, tables);
+
+		for (int dt = 0; dt < HERD_DTYPE_COUNT; dt++) {
+			bad += case_allreduce(p, layouts[l], (herd_dtype)dt, (herd_redop)(dt % HERD_REDOP_COUNT),
+					      1009 + (size_t)dt, dt % 2 == 0);
+			bad += case_reduce_scatter(p, layouts[l], (herd_dtype)dt,
+						   dt % 2 ? HERD_SUM : HERD_MAX, 1009, dt % 2 == 1);
+			bad += case_allgather(p, layouts[l], (herd_dtype)dt, 1009, dt % 2 == 0);
+		}
+		bad += case_allreduce(p, layouts[l], HERD_FLOAT32, HERD_SUM, (3u << 20) / 4 + 7, false);
+	}
+	/* 2 + 2 dealt round-robin: a ring in rank order would cross between
+	 * the hosts at every hop; host by host, at half of them. */
+	bad += case_allgather(4, "hosts:2+2/rr,ring", HERD_INT32, 4096, false);
+	CHECK(last_sent > 0 && last_sent_across * 2 == last_sent);
 	CHECK_INT(bad, 0);
 }
 
@@ -844,6 +892,7 @@ int main(void)
 	TIMED_RUN(test_allreduce_every_dtype_op_size_and_algorithm);
 	TIMED_RUN(test_allreduce_large_spans_slices);
 	TIMED_RUN(test_two_level_allreduce_on_uneven_hosts);
+	TIMED_RUN(test_rings_follow_the_hosts);
 	TIMED_RUN(test_ring_algorithms_with_tiny_blocks_cross_many_slices);
 	TIMED_RUN(test_reduce_every_root_dtype_and_algorithm);
 	TIMED_RUN(test_broadcast_every_root_and_algorithm);

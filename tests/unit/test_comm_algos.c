@@ -672,9 +672,10 @@ static void test_two_level_allreduce_on_uneven_hosts(void)
 }
 
 /*
- * The rings run host by host whatever the numbering: on hosts whose ranks
- * are dealt out round-robin, and on uneven ones, every ring operation
- * still gives every rank the right result (and each its own block).
+ * The rings and the broadcast chain run host by host whatever the
+ * numbering: on hosts whose ranks are dealt out round-robin, and on uneven
+ * ones, every ring operation still gives every rank the right result (and
+ * each its own block), and fewer bytes cross between hosts.
  */
 static void test_rings_follow_the_hosts(void)
 {
@@ -693,6 +694,10 @@ static void test_rings_follow_the_hosts(void)
 			bad += case_reduce_scatter(p, layouts[l], (herd_dtype)dt,
 						   dt % 2 ? HERD_SUM : HERD_MAX, 1009, dt % 2 == 1);
 			bad += case_allgather(p, layouts[l], (herd_dtype)dt, 1009, dt % 2 == 0);
+			bad += case_broadcast(p, layouts[l], (herd_dtype)dt, 1009 + (size_t)dt * 97,
+					      dt % 2 == 1, dt % p);
+			bad += case_reduce(p, layouts[l], (herd_dtype)dt, HERD_SUM, 1009, dt % 2 == 0,
+					   (dt + 1) % p);
 		}
 		bad += case_allreduce(p, layouts[l], HERD_FLOAT32, HERD_SUM, (3u << 20) / 4 + 7, false);
 	}
@@ -700,6 +705,9 @@ static void test_rings_follow_the_hosts(void)
 	 * the hosts at every hop; host by host, at half of them. */
 	bad += case_allgather(4, "hosts:2+2/rr,ring", HERD_INT32, 4096, false);
 	CHECK(last_sent > 0 && last_sent_across * 2 == last_sent);
+	/* the chain broadcast from rank 0 (0, 2 | 1, 3): one hop of three between */
+	bad += case_broadcast(4, "hosts:2+2/rr,ring", HERD_INT32, 300001, false, 0);
+	CHECK(last_sent > 0 && last_sent_across * 3 == last_sent);
 	CHECK_INT(bad, 0);
 }
 

@@ -95,6 +95,16 @@ herd_status herd__algo_xchg(herd_comm *comm, int to, const void *sbuf, size_t sl
 			    void *dst, const void *with, size_t rlen, herd_dtype dtype,
 			    herd_redop op);
 
+/*
+ * Positions host by host (herd__place.host_ranks: hosts in the order of
+ * their lowest ranks, each host's ranks in rank order), where rings and
+ * chains run, so that they cross between hosts once per host whatever the
+ * numbering: this rank's position, and the rank at position i (any
+ * integer, taken mod p).  The identity on one host.
+ */
+int herd__algo_pos(const herd_comm *comm);
+int herd__algo_at(const herd_comm *comm, int i);
+
 /* malloc that raises HERD_ENOMEM naming what the memory was for. */
 herd_status herd__algo_alloc(void *out_ptr, size_t bytes, const char *what);
 

@@ -51,35 +51,11 @@ static void set_recv(herd__xfer *x, int peer, void *dst, const void *with, size_
 	x->sink.op = op;
 }
 
-/* This rank's position on the ring. */
-static int ring_pos(const herd_comm *comm)
-{
-	const herd__place *pl = herd__comm_place(comm);
-	int r = herd_comm_rank(comm);
-
-	if (pl->nhosts < 2)
-		return r;
-	for (int i = pl->host_start[pl->host_of[r]]; i < pl->host_start[pl->host_of[r] + 1]; i++)
-		if (pl->host_ranks[i] == r)
-			return i;
-	return r;
-}
-
-/* The rank at position i (any integer: taken mod p). */
-static int ring_rank(const herd_comm *comm, int i)
-{
-	const herd__place *pl = herd__comm_place(comm);
-	int p = herd_comm_size(comm);
-
-	i = herd__algo_mod(i, p);
-	return pl->nhosts < 2 ? i : pl->host_ranks[i];
-}
-
 void herd__ring_rs_step(herd__ring_rs *rs, herd_comm *comm, int k, herd__xfer *send,
 			herd__xfer *recv)
 {
-	int p = herd_comm_size(comm), r = ring_pos(comm);
-	int sb = ring_rank(comm, r - k - 1), rb = ring_rank(comm, r - k - 2);
+	int p = herd_comm_size(comm), r = herd__algo_pos(comm);
+	int sb = herd__algo_at(comm, r - k - 1), rb = herd__algo_at(comm, r - k - 2);
 	size_t es = herd_dtype_size(rs->dtype), soff, slen, roff, rlen;
 	const char *in = rs->in;
 	const char *src;
@@ -94,8 +70,8 @@ void herd__ring_rs_step(herd__ring_rs *rs, herd_comm *comm, int k, herd__xfer *s
 		dst = (char *)rs->work + roff * es;
 	else
 		dst = (char *)rs->tmp + (size_t)(k % 2) * herd__ring_max_block(&rs->l, p) * es;
-	set_send(send, ring_rank(comm, r + 1), src, slen * es);
-	set_recv(recv, ring_rank(comm, r - 1), dst, in + roff * es, rlen * es, rs->dtype,
+	set_send(send, herd__algo_at(comm, r + 1), src, slen * es);
+	set_recv(recv, herd__algo_at(comm, r - 1), dst, in + roff * es, rlen * es, rs->dtype,
 		 rs->op);
 	rs->prev = dst;
 }
@@ -103,15 +79,15 @@ void herd__ring_rs_step(herd__ring_rs *rs, herd_comm *comm, int k, herd__xfer *s
 void herd__ring_ag_step(const herd__ring_layout *l, void *buf, herd_dtype dtype,
 			herd_comm *comm, int k, herd__xfer *send, herd__xfer *recv)
 {
-	int p = herd_comm_size(comm), r = ring_pos(comm);
-	int sb = ring_rank(comm, r - k), rb = ring_rank(comm, r - k - 1);
+	int p = herd_comm_size(comm), r = herd__algo_pos(comm);
+	int sb = herd__algo_at(comm, r - k), rb = herd__algo_at(comm, r - k - 1);
 	size_t es = herd_dtype_size(dtype), soff, slen, roff, rlen;
 	char *cbuf = buf;
 
 	herd__ring_block(l, p, sb, &soff, &slen);
 	herd__ring_block(l, p, rb, &roff, &rlen);
-	set_send(send, ring_rank(comm, r + 1), cbuf + soff * es, slen * es);
-	set_recv(recv, ring_rank(comm, r - 1), cbuf + roff * es, NULL, rlen * es, dtype,
+	set_send(send, herd__algo_at(comm, r + 1), cbuf + soff * es, slen * es);
+	set_recv(recv, herd__algo_at(comm, r - 1), cbuf + roff * es, NULL, rlen * es, dtype,
 		 HERD_SUM);
 }
 

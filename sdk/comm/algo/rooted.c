@@ -50,14 +50,19 @@ static herd_status bcast_binomial(herd_comm *comm, void *buf, size_t bytes, int 
 static herd_status bcast_chain(herd_comm *comm, const void *src, void *buf, size_t bytes,
 			       int root)
 {
-	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
-	int vr = herd__algo_mod(r - root, p);
-	int prev = vr > 0 ? herd__algo_mod(r - 1, p) : -1;
-	int next = vr < p - 1 ? herd__algo_mod(r + 1, p) : -1;
+	/* The chain runs host by host (herd__algo_pos) from the root on. */
+	int p = herd_comm_size(comm), pos = herd__algo_pos(comm), root_pos = 0;
+	int vr, prev, next;
 	size_t chunk = herd__algo_block_elems(1), nchunks = (bytes + chunk - 1) / chunk;
-	const char *from = vr == 0 ? src : buf;
+	const char *from;
 	char *to = buf;
 
+	while (root_pos < p - 1 && herd__algo_at(comm, root_pos) != root)
+		root_pos++;
+	vr = herd__algo_mod(pos - root_pos, p);
+	prev = vr > 0 ? herd__algo_at(comm, pos - 1) : -1;
+	next = vr < p - 1 ? herd__algo_at(comm, pos + 1) : -1;
+	from = vr == 0 ? src : buf;
 	/* at step t, rank vr sends chunk t - vr and receives chunk t - vr + 1 */
 	for (size_t t = 0; t < nchunks + (size_t)p - 2; t++) {
 		bool do_send = next >= 0 && t >= (size_t)vr && t - (size_t)vr < nchunks;

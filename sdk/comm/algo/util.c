@@ -60,3 +60,24 @@ herd_status herd__algo_alloc(void *out_ptr, size_t bytes, const char *what)
 	memcpy(out_ptr, &p, sizeof(p));
 	return HERD_OK;
 }
+
+int herd__algo_pos(const herd_comm *comm)
+{
+	const herd__place *pl = herd__comm_place(comm);
+	int r = herd_comm_rank(comm);
+
+	if (pl->nhosts < 2)
+		return r;
+	for (int i = pl->host_start[pl->host_of[r]]; i < pl->host_start[pl->host_of[r] + 1]; i++)
+		if (pl->host_ranks[i] == r)
+			return i;
+	return r;
+}
+
+int herd__algo_at(const herd_comm *comm, int i)
+{
+	const herd__place *pl = herd__comm_place(comm);
+
+	i = herd__algo_mod(i, herd_comm_size(comm));
+	return pl->nhosts < 2 ? i : pl->host_ranks[i];
+}

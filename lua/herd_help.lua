@@ -312,7 +312,7 @@ torchrun's, Slurm's or Open MPI's variables) and the same object afterwards; a s
 normally finalizes it. `herd.comm{store =, rank =, size =}` joins a new one through a
 `herd.Store`; `herd.comm{timeout =, transport =, algo =, socket_ifname =}` a new one from the
 environment with those settings (`timeout` in seconds for every call; `transport` `"auto"` or
-`"tcp"`; `algo` `"auto"`, `"ring"` or `"rd"`).
+`"tcp"`; `algo` `"auto"`, `"ring"`, `"rd"` or `"hier"`).
 
 ## herd.Comm
 A communicator. Every call is collective: all ranks make the same calls in the same order. A dead

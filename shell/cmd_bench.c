@@ -97,7 +97,7 @@ static const char bench_usage[] =
 	"  --np N                   start N local ranks (default: the ranks given by\n"
 	"                           herd launch, srun, mpirun or torchrun, else 1)\n"
 	"  --transport auto|tcp     default HERD_TRANSPORT, else auto\n"
-	"  --algo auto|ring|rd      default HERD_ALGO, else auto\n"
+	"  --algo auto|ring|rd|hier default HERD_ALGO, else auto\n"
 	"  --timeout SEC            deadline of each call, and with --np of the run\n"
 	"                           (default: calls HERD_TIMEOUT or 300 s, run 3600 s)\n"
 	"  --device host|gpu        where the buffers are (default host); gpu: each\n"
@@ -516,7 +516,8 @@ static int parse_option(int c, const char *v, struct bench_args *a)
 		a->transport = v;
 		break;
 	case OPT_ALGO:
-		bad = strcmp(v, "auto") != 0 && strcmp(v, "ring") != 0 && strcmp(v, "rd") != 0;
+		bad = strcmp(v, "auto") != 0 && strcmp(v, "ring") != 0 && strcmp(v, "rd") != 0 &&
+		      strcmp(v, "hier") != 0;
 		a->algo = v;
 		break;
 	case OPT_DEVICE:

@@ -92,6 +92,8 @@ typedef struct herd_comm_opts {
 	 * crosses each host's link once each way.  `herd bench --explain`
 	 * says which, and why.  docs/design.md ("sdk/comm") names the
 	 * table that decides, and bench/RESULTS.md the measurements behind it.
+	 * "hier" takes the two-level allreduce at every size where the ranks
+	 * are on several hosts, several on some, and "auto" elsewhere.
 	 * "ring" (bandwidth) and "rd" (latency) force that choice for every
 	 * size and turn the direct and one-exchange paths off.  Every choice
 	 * gives every rank the same bits.

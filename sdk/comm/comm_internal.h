@@ -133,7 +133,9 @@ typedef enum herd__algo_class {
 	HERD__CLASS_ANY = 0,        /* the only algorithm of its call; "auto" as a force */
 	HERD__CLASS_LATENCY,        /* "rd": recursive doubling, Bruck, binomial trees */
 	HERD__CLASS_BANDWIDTH,      /* "ring": ring, pipelined chain, pairwise steps */
-	HERD__CLASS_TUNED           /* "auto" only: one-shot, halving-doubling, a transport's */
+	HERD__CLASS_TUNED,          /* "auto" only: one-shot, halving-doubling, a transport's */
+	HERD__CLASS_HIER            /* "hier" as a force: the two-level algorithms at every
+				     * size where the hosts allow, "auto" elsewhere */
 } herd__algo_class;
 
 /*

@@ -54,7 +54,8 @@ typedef enum herd__transport_mode {
 typedef struct herd__comm_cfg {
 	int timeout_ms;
 	int transport;              /* herd__transport_mode */
-	int algo;                   /* herd__algo_class: ANY "auto", BANDWIDTH "ring", LATENCY "rd" */
+	int algo;                   /* herd__algo_class: ANY "auto", BANDWIDTH "ring", LATENCY "rd",
+				     * HIER "hier" */
 	char ifname[64];            /* "" when none was named */
 	bool device_check;          /* device calls compare fingerprints (HERD_DEVICE_CHECK) */
 } herd__comm_cfg;

@@ -100,9 +100,11 @@ herd_status herd__comm_cfg_resolve(const herd_comm_opts *opts, herd__comm_cfg *o
 		out->algo = HERD__CLASS_BANDWIDTH;
 	else if (strcmp(v, "rd") == 0)
 		out->algo = HERD__CLASS_LATENCY;
+	else if (strcmp(v, "hier") == 0)
+		out->algo = HERD__CLASS_HIER;
 	else
-		return herd__error(HERD_EINVAL, "algorithm from %s: expected \"auto\", \"ring\" or "
-				   "\"rd\"", from);
+		return herd__error(HERD_EINVAL, "algorithm from %s: expected \"auto\", \"ring\", "
+				   "\"rd\" or \"hier\"", from);
 
 	v = pick(opts->socket_ifname, "socket_ifname", "HERD_SOCKET_IFNAME", "", from,
 		 sizeof(from));

@@ -8,7 +8,9 @@
  *  - its operation is the call's;
  *  - its class is allowed: "auto" (HERD__CLASS_ANY as the force) takes any
  *    row within its size bounds; "ring" and "rd" force the bandwidth or the
- *    latency rows whatever the size, and never take a tuned one;
+ *    latency rows whatever the size, and never take a tuned one; "hier"
+ *    takes a two-level row first whatever the size where the hosts allow
+ *    (several, several ranks on some), and is "auto" otherwise;
  *  - the placement has what the row needs (a transport that runs whole
  *    collectives, every rank on one host, some pair over TCP, a power of
  *    two ranks, several hosts with several ranks on some) and the rank
@@ -217,10 +219,11 @@ static const char *why_not(const row *w, const herd__place *pl, int p, size_t si
 {
 	bool sized = true;
 
-	if (w->cls == HERD__CLASS_TUNED && pl->force != HERD__CLASS_ANY)
+	if (w->cls == HERD__CLASS_TUNED && pl->force != HERD__CLASS_ANY &&
+	    pl->force != HERD__CLASS_HIER)
 		return "a tuned choice, and the algorithm class is forced";
 	if ((w->cls == HERD__CLASS_LATENCY || w->cls == HERD__CLASS_BANDWIDTH) &&
-	    pl->force != HERD__CLASS_ANY) {
+	    (pl->force == HERD__CLASS_LATENCY || pl->force == HERD__CLASS_BANDWIDTH)) {
 		if (w->cls != pl->force)
 			return "not of the forced class";
 		sized = false;      /* forced: whatever the size */
@@ -271,6 +274,14 @@ static const row *pick(const herd_comm *comm, const herd__place *pl, const herd_
 	if (op->fp.kind >= sizeof(table) / sizeof(table[0]))
 		return NULL;
 	size = call_size(op, p);
+	/* "hier": a two-level row whatever the size, where the hosts allow */
+	for (size_t i = 0; pl->force == HERD__CLASS_HIER && i < table[op->fp.kind].n; i++) {
+		const row *w = &table[op->fp.kind].rows[i];
+		char why[64];
+
+		if ((w->need & NEED_HOSTS) && why_not(w, pl, p, size, why, sizeof(why)) == NULL)
+			return w;
+	}
 	for (size_t i = 0; i < table[op->fp.kind].n; i++)
 		if (fits(&table[op->fp.kind].rows[i], pl, p, size))
 			return &table[op->fp.kind].rows[i];
@@ -302,7 +313,8 @@ void herd__tune_explain(const herd_comm *comm, const herd__op *op, char *buf, si
 	int p = herd_comm_size(comm);
 	size_t size = call_size(op, p), o;
 	const char *cls = pl->force == HERD__CLASS_LATENCY ? "rd"
-			  : pl->force == HERD__CLASS_BANDWIDTH ? "ring" : "auto";
+			  : pl->force == HERD__CLASS_BANDWIDTH ? "ring"
+			  : pl->force == HERD__CLASS_HIER ? "hier" : "auto";
 
 	if (cap == 0)
 		return;
@@ -310,7 +322,9 @@ void herd__tune_explain(const herd_comm *comm, const herd__op *op, char *buf, si
 		 "ranks, algo %s: %s", op->count * herd_dtype_size((herd_dtype)op->fp.dtype), size,
 		 p, pl->nhosts, pl->nhosts == 1 ? "" : "s", pl->max_local, cls,
 		 w != NULL ? w->name : "none");
-	if (w == NULL || w == &local_row || pl->force != HERD__CLASS_ANY)
+	if (w == NULL || w == &local_row || pl->force == HERD__CLASS_LATENCY ||
+	    pl->force == HERD__CLASS_BANDWIDTH ||
+	    (pl->force == HERD__CLASS_HIER && (w->need & NEED_HOSTS)))
 		return;
 	o = strlen(buf);
 	/* The rows tried before it, and why each passed. */

@@ -175,4 +175,6 @@ has "$out" "# algorithm at 4096 B: 4096 bytes (sized as 4096) on 2 ranks, 1 host
 has "$out" "# algorithm at 2097152 B: 2097152 bytes (sized as 2097152) on 2 ranks, 1 host with at most 2 ranks, algo auto: shared-memory direct; passed over"
 out=$(HERD_ALGO=ring "$HERD" bench allgather -b 64 -e 64 -n 1 -w 0 --np 3 --explain 2>&1) || fail "--explain, ring: $out"
 has "$out" "# algorithm at 48 B: 16 bytes (sized as 48) on 3 ranks, 1 host with at most 3 ranks, algo ring: ring"
+out=$(HERD_ALGO=hier "$HERD" bench allreduce -b 8 -e 8 -n 1 -w 0 --np 2 --explain 2>&1) || fail "--explain, hier: $out"
+has "$out" "# algorithm at 8 B: 8 bytes (sized as 8) on 2 ranks, 1 host with at most 2 ranks, algo hier: shared-memory direct, small"
 exit 0

@@ -29,6 +29,11 @@ rows=$(grep -cE '^\[h1:0\] +[0-9]+ +[0-9]+ +float32 +sum +-1 .* 0$' <<<"$out")
 has "$out" "# Out of bounds values : 0 OK"
 has "$out" "# algorithm at 524288 B: 524288 bytes (sized as 524288) on 8 ranks, 4 hosts with at most 2 ranks, algo auto: two-level;"
 has "$out" "# algorithm at 8 B: 8 bytes (sized as 0) on 8 ranks, 4 hosts with at most 2 ranks, algo auto: one-shot"
+out=$(on1 "$HERD" launch --hosts 'h[1-4]' -n 8 --timeout 60 --env HERD_ALGO=hier -- "$HERD" bench allreduce -b 8 -e 8K -f 32 -n 3 -w 1 -c 1 -d float16 -o avg --explain 2>&1) \
+	|| fail "HERD_ALGO=hier across the hosts exited $?: $out"
+has "$out" "# algorithm at 8 B: 8 bytes (sized as 0) on 8 ranks, 4 hosts with at most 2 ranks, algo hier: two-level"
+[[ $(grep -cE '^\[h1:0\] +[0-9]+ +[0-9]+ +float16 +avg +-1 .* 0$' <<<"$out") == 3 ]] ||
+	fail "HERD_ALGO=hier, rows with #wrong 0: $out"
 out=$(on1 "$HERD" launch --hosts 'h[1-3]' -n 5 --timeout 60 -- "$HERD" bench allreduce -b 1M -e 3M -f 3 -n 3 -w 1 -c 1 -d bfloat16 --explain 2>&1) \
 	|| fail "allreduce on 2 + 2 + 1 ranks exited $?: $out"
 has "$out" "on 5 ranks, 3 hosts with at most 2 ranks, algo auto: two-level;"

@@ -237,6 +237,8 @@ static int run_ranks(int p, const char *algo, herd__op *ops)
 		w.place.any_tcp = true;
 		if (strstr(algo, ",ring") != NULL)
 			w.place.force = HERD__CLASS_BANDWIDTH;
+		if (strstr(algo, ",hier") != NULL)
+			w.place.force = HERD__CLASS_HIER;
 	}
 	rank_ctx ctx[MAX_RANKS];
 	pthread_t t[MAX_RANKS];
@@ -417,7 +419,7 @@ static int case_allreduce_with(int p, const char *algo, herd_dtype dt, herd_redo
 		herd_comm c = { &w, 0 };
 
 		hosts_layout(algo, &pl, tables);
-		pl.force = HERD__CLASS_ANY;
+		pl.force = strstr(algo, ",hier") != NULL ? HERD__CLASS_HIER : HERD__CLASS_ANY;
 		pl.one_host = false;
 		pl.any_tcp = true;
 		pl.coll = NULL;
@@ -636,7 +638,7 @@ static void test_allreduce_every_dtype_op_size_and_algorithm(void)
  * that are not host by host: every type and reduction, counts 0, 1, a
  * prime and several MiB, in place and out of place; the algorithm is
  * called directly for the small counts (tune.c takes it from 64 KiB), and
- * "auto" must take it for the large ones.
+ * "auto" must take it for the large ones, "hier" for any.
  */
 static void test_two_level_allreduce_on_uneven_hosts(void)
 {
@@ -661,6 +663,15 @@ static void test_two_level_allreduce_on_uneven_hosts(void)
 								   (herd_redop)op, counts[c],
 								   (c + (size_t)op) % 2 == 1,
 								   herd__algo_allreduce_hier);
+		/* "hier" takes it at every size */
+		{
+			char hier[64];
+
+			snprintf(hier, sizeof(hier), "%s,hier", layouts[l]);
+			bad += case_allreduce_with(p, hier, HERD_FLOAT32, HERD_SUM, 1, false, NULL);
+			bad += case_allreduce_with(p, hier, HERD_FLOAT16, HERD_AVG, 7, true, NULL);
+			bad += case_allreduce_with(p, hier, HERD_INT8, HERD_MAX, 1009, false, NULL);
+		}
 		/* several MiB: "auto" takes the two-level algorithm */
 		bad += case_allreduce_with(p, layouts[l], HERD_FLOAT32, HERD_SUM,
 					   (3u << 20) / 4 + 4099, l % 2 == 0, NULL);

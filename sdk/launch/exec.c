@@ -150,10 +150,12 @@ static herd_status commands(exec_state *x)
 			return HERD_OK;
 		HERD_CHECK(herd__launch_msg_decode(&m, x->in.data + x->in.off + 4, len));
 		/* Commands go on to the subtree as they came. */
-		if ((m.type == HERD__LAUNCH_T_SIGNAL || m.type == HERD__LAUNCH_T_STOP) &&
-		    x->relay != NULL)
+		if ((m.type == HERD__LAUNCH_T_SIGNAL || m.type == HERD__LAUNCH_T_STOP ||
+		     m.type == HERD__LAUNCH_T_GO) && x->relay != NULL)
 			herd__relay_command(x->relay, (const char *)x->in.data + x->in.off + 4, len);
-		if (m.type == HERD__LAUNCH_T_SIGNAL) {
+		if (m.type == HERD__LAUNCH_T_GO) {
+			herd__node_go(x->node);
+		} else if (m.type == HERD__LAUNCH_T_SIGNAL) {
 			herd__node_signal(x->node, (int)m.sig);
 		} else if (m.type == HERD__LAUNCH_T_STOP) {
 			herd__node_stop(x->node, (int)m.grace);
@@ -316,20 +318,22 @@ herd_status herd__job_exec(int rfd, int wfd, int stop_fd)
 	if (gethostname(host, sizeof(host)) != 0)
 		herd__strlcpy(host, "?", sizeof(host));
 	host[sizeof(host) - 1] = '\0';
+	/* Checked before ready: the launcher says go only once every node
+	 * is, so a node that refuses leaves no rank started anywhere. */
+	st = herd__node_create(&x.node, &spec, &ev);
+	if (st != HERD_OK) {
+		st = refuse(&x, st);
+		goto out;
+	}
 	HERD_CHECK_GOTO(herd__launch_enc_ready(&x.out, host, (long)getpid()), st, out);
 	flush(&x);
-	/* The subtree's ssh connections go up while this node starts its ranks. */
+	/* The subtree's ssh connections go up while the launcher waits. */
 	if (spec.nsub > 0) {
 		st = herd__relay_start(&x.relay, &spec, &x.out);
 		if (st != HERD_OK) {
 			st = refuse(&x, st);
 			goto out;
 		}
-	}
-	st = herd__node_start(&x.node, &spec, &ev);
-	if (st != HERD_OK) {
-		st = refuse(&x, st);
-		goto out;
 	}
 	flush(&x);
 	st = serve(&x, stop_fd);

@@ -783,6 +783,17 @@ static void stop_all(herd_job *job, int grace_ms)
 	}
 }
 
+/* Every node is ready (checked its spec): the ranks may start. */
+static void go_all(herd_job *job)
+{
+	for (size_t i = 0; i < job->nnodes; i++) {
+		struct node_rt *nr = &job->rt[i];
+
+		if (nr->via == i && !nr->closed && herd__launch_enc_go(&nr->link.out) == HERD_OK)
+			channel_write(job, nr);
+	}
+}
+
 static void signal_all(herd_job *job, int sig)
 {
 	for (size_t i = 0; i < job->nnodes; i++) {
@@ -1102,8 +1113,8 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up, bool *ki
 	for (size_t i = 0; i < job->nnodes; i++)
 		cap += 3;
 	HERD_CHECK(herd__calloc(&fds, cap, sizeof(*fds), "the job's poll set"));
-	for (;;) {
-		bool all_done = true, all_up = true;
+	for (bool went = false;;) {
+		bool all_done = true, all_up = true, all_ready = true;
 		int timeout = -1;
 		size_t n = 0;
 
@@ -1111,7 +1122,13 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up, bool *ki
 			struct node_rt *nr = &job->rt[i];
 
 			all_done = all_done && node_done(nr);
+			all_ready = all_ready && nr->ready;
 			all_up = all_up && nr->ready && nr->reported == nr->node->nranks;
+		}
+		if (!went && all_ready && !job->stopping && job->first_failed < 0 &&
+		    job->start_err[0] == '\0') {
+			went = true;
+			go_all(job);
 		}
 		if (!*up && job->start_err[0] != '\0') {
 			st = herd__error(HERD_EUNAVAIL, "%s", job->start_err);

@@ -301,10 +301,14 @@ void herd__launch_link_free(herd__launch_link *l);
  *          first and once; the secret travels here, never on a command line.
  *   signal {sig}           send sig to every running rank's process group
  *   stop   {grace}         SIGTERM now, SIGKILL after grace ms (0: at once)
+ *   go     {}              start the ranks: sent once every node of the job
+ *                          has said ready, so that a node that refuses the
+ *                          spec leaves no rank started anywhere
  *
  * exec -> launcher
- *   ready  {host, pid}     spec accepted (host: the node's own name, pid:
- *                          exec's); ranks are being started
+ *   ready  {host, pid}     spec accepted and checked (host: the node's own
+ *                          name, pid: exec's); its ranks start on go (a
+ *                          stop first: each is reported exited FAILED_START)
  *   error  {st, msg}       the spec was refused or the node cannot run it
  *                          (leases busy, bad workdir); exec exits after
  *   started {rank, pid}
@@ -333,8 +337,8 @@ void herd__launch_link_free(herd__launch_link *l);
  *   relay  {node, frame}   node: the node rank the frame is for or from;
  *                          frame: a whole payload (bin) of another type
  * Down, the launcher sends each subtree node's own spec wrapped; a relay
- * unwraps what is for its child and passes the rest on unchanged; signal
- * and stop apply to the relay's ranks and go on to every child.  Up, a
+ * unwraps what is for its child and passes the rest on unchanged; signal,
+ * stop and go apply to the relay's ranks and go on to every child.  Up, a
  * relay wraps every frame of a child and passes wrapped frames on as they
  * are, so the launcher attributes ready, error, started, out, exited and
  * done to the node that sent them.  A child a relay cannot reach or loses
@@ -357,6 +361,7 @@ void herd__launch_link_free(herd__launch_link *l);
 	X(SPEC, "spec")       \
 	X(SIGNAL, "signal")   \
 	X(STOP, "stop")       \
+	X(GO, "go")           \
 	X(READY, "ready")     \
 	X(ERROR, "error")     \
 	X(STARTED, "started") \
@@ -449,6 +454,7 @@ herd_status herd__launch_spec_decode(herd__node_spec *out, const void *data, siz
 herd_status herd__launch_enc_spec(herd__buf *buf, const herd__node_spec *s);
 herd_status herd__launch_enc_signal(herd__buf *buf, int sig);
 herd_status herd__launch_enc_stop(herd__buf *buf, int grace_ms);
+herd_status herd__launch_enc_go(herd__buf *buf);
 herd_status herd__launch_enc_ready(herd__buf *buf, const char *host, long pid);
 herd_status herd__launch_enc_error(herd__buf *buf, herd_status st, const char *msg);
 herd_status herd__launch_enc_started(herd__buf *buf, int rank, long pid);
@@ -541,14 +547,22 @@ typedef struct herd__node_events {
 } herd__node_events;
 
 /*
- * Starts every rank of spec (copied) and returns: each has been reported
- * through started, or exited with FAILED_START when its exec failed (it
- * does not fail the call).  HERD_EINVAL for a bad spec, HERD_ESYS when
- * pipes or fork fail, HERD_ENORESOURCE when the node's GPUs cannot be
- * leased: the ranks already started are then killed and reaped.
+ * Checks spec (copied) and makes the node ready to start its ranks: GPU
+ * leases, the guardian.  No rank runs yet.  HERD_EINVAL for a bad spec
+ * or a HERD_SOCKET_IFNAME that matches no interface here (naming the host,
+ * the value and the interfaces), HERD_ESYS, HERD_ENORESOURCE when the
+ * node's GPUs cannot be leased.
  */
-herd_status herd__node_start(herd__node **out, const herd__node_spec *spec,
-			     const herd__node_events *events);
+herd_status herd__node_create(herd__node **out, const herd__node_spec *spec,
+			      const herd__node_events *events);
+
+/*
+ * Starts every rank (once; nothing after a stop): each is reported through
+ * started, or exited with FAILED_START when its exec failed; when pipes
+ * or fork fail, that rank and those after it are reported FAILED_START
+ * with the reason and the started ones are killed.
+ */
+void herd__node_go(herd__node *node);
 
 /*
  * The fds the node needs polled (rank pipes, pidfds), written to fds[0..]
@@ -573,6 +587,7 @@ void herd__node_signal(herd__node *node, int sig);
 /*
  * SIGTERM to every running rank now and SIGKILL to those left after
  * grace_ms (0: SIGKILL at once); an earlier deadline already set stands.
+ * Before herd__node_go: every rank is reported FAILED_START, none starts.
  */
 void herd__node_stop(herd__node *node, int grace_ms);
 

@@ -60,6 +60,7 @@ struct herd__node {
 	struct rank *ranks;
 	int64_t kill_at;      /* SIGKILL deadline of a stop; 0: none */
 	bool stopping;
+	bool started;         /* herd__node_go ran */
 	int devnull;
 	herd_plan *plan;      /* GPU leases (gpus_per_rank > 0) */
 	pid_t guardian;       /* see start_guardian; 0: none */
@@ -713,8 +714,8 @@ static herd_status check_ifname(const herd__node_spec *s)
 			   names[0] != '\0' ? names : "none");
 }
 
-herd_status herd__node_start(herd__node **out, const herd__node_spec *spec,
-			     const herd__node_events *events)
+herd_status herd__node_create(herd__node **out, const herd__node_spec *spec,
+			      const herd__node_events *events)
 {
 	herd__node *n = NULL;
 	herd_status st;
@@ -755,13 +756,39 @@ herd_status herd__node_start(herd__node **out, const herd__node_spec *spec,
 	}
 	HERD_CHECK_GOTO(lease_gpus(n), st, fail);
 	HERD_CHECK_GOTO(start_guardian(n), st, fail);
-	for (int i = 0; i < spec->nranks; i++)
-		HERD_CHECK_GOTO(start_rank(n, i), st, fail);
 	*out = n;
 	return HERD_OK;
 fail:
 	herd__node_free(n);
 	return st;
+}
+
+/* Reports every rank not started yet as FAILED_START, saying why. */
+static void fail_unstarted(herd__node *n, const char *why)
+{
+	for (int i = 0; i < n->spec.nranks; i++) {
+		struct rank *r = &n->ranks[i];
+
+		if (r->pid == 0 && !r->ended)
+			report_exit(n, r, HERD_RANK_FAILED_START, 127, 0, why);
+	}
+}
+
+void herd__node_go(herd__node *n)
+{
+	if (n->started || n->stopping)
+		return;
+	n->started = true;
+	for (int i = 0; i < n->spec.nranks; i++) {
+		if (start_rank(n, i) != HERD_OK) {
+			char why[512];
+
+			herd__strlcpy(why, herd_last_error(), sizeof(why));
+			fail_unstarted(n, why);
+			herd__node_stop(n, 0);
+			return;
+		}
+	}
 }
 
 size_t herd__node_nfds(const herd__node *n)
@@ -948,6 +975,12 @@ void herd__node_stop(herd__node *n, int grace_ms)
 {
 	int64_t at = herd__net_deadline(grace_ms > 0 ? grace_ms : 0);
 
+	if (!n->started) {
+		n->started = n->stopping = true;
+		fail_unstarted(n, "the job stopped before its ranks started (another node "
+			       "failed, or the launcher went away)");
+		return;
+	}
 	if (!n->stopping) {
 		n->stopping = true;
 		herd__node_signal(n, grace_ms > 0 ? SIGTERM : SIGKILL);

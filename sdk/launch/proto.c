@@ -174,6 +174,7 @@ herd_status herd__launch_msg_decode(herd__launch_msg *m, const void *data, size_
 		HERD_CHECK_GOTO(get_int(root, t, "sig", 0, 64, false, &m->sig), st, fail);
 		break;
 	case HERD__LAUNCH_T_DONE:
+	case HERD__LAUNCH_T_GO:
 		break;
 	case HERD__LAUNCH_T_RELAY:
 		HERD_CHECK_GOTO(get_int(root, t, "node", 0, INT_MAX - 1, false, &m->node), st,
@@ -544,6 +545,14 @@ herd_status herd__launch_enc_paused(herd__buf *buf, int rank, int sig)
 	enc_begin(&e, buf, HERD__LAUNCH_T_PAUSED);
 	herd__frame_int(&e, "rank", rank);
 	herd__frame_int(&e, "sig", sig);
+	return enc_end(&e);
+}
+
+herd_status herd__launch_enc_go(herd__buf *buf)
+{
+	herd__frame_enc e;
+
+	enc_begin(&e, buf, HERD__LAUNCH_T_GO);
 	return enc_end(&e);
 }
 

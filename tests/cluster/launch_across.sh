@@ -48,14 +48,25 @@ for spec in eth "=eth0" "^docker,lan"; do
 		"$HERD" bench allreduce -b 1K -e 1K -n 2 -w 1 -c 1 2>&1) || fail "HERD_SOCKET_IFNAME=$spec: $out"
 	grep -qE '^\[h1:0\] +1024 +256 +float32 +sum +-1 .* 0$' <<<"$out" || fail "HERD_SOCKET_IFNAME=$spec: $out"
 done
-out=$(on1 "$HERD" launch --hosts 'h[1-4]' -n 4 --timeout 60 --env "HERD_SOCKET_IFNAME==eth" -- \
-	"$HERD" bench allreduce -b 1K -e 1K -n 2 -w 1 2>&1); rc=$?
-[[ $rc != 0 ]] || fail "HERD_SOCKET_IFNAME==eth (no such interface) succeeded: $out"
-# The node supervisor refuses it before any rank of its starts, naming the
-# host, the value and the interfaces the host has.
-grep -qE '^herd launch: node h[1-4]: HERD_EINVAL: HERD_SOCKET_IFNAME==eth matches no interface of h[1-4] that is up with an IPv4 address \(it has: .*eth0.*\)$' <<<"$out" ||
-	fail "HERD_SOCKET_IFNAME==eth: $out"
-! grep -q '^\[h' <<<"$out" || fail "ranks ran with HERD_SOCKET_IFNAME==eth: $out"
+# On h3 only, the value matches nothing: h3's supervisor refuses the spec
+# before saying ready, naming the host, the value and the interfaces it
+# has, and the launcher never says go: no rank runs on any host (each
+# would leave a file).
+out=$(on1 "$HERD" launch --hosts 'h[1-4]' -n 4 --timeout 60 --env "HERD_SOCKET_IFNAME=^nothing" -- \
+	sh -c 'touch "$0/ran.$HERD_RANK"; exec "$1" bench allreduce -b 1K -e 1K -n 2 -w 1' "$tmp" "$HERD" 2>&1) ||
+	fail "the ranks did not run with HERD_SOCKET_IFNAME=^nothing: $out"
+[[ $(ls "$tmp"/ran.* | wc -l) == 4 ]] || fail "the ranks left no trace: $(ls "$tmp")"
+rm -f "$tmp"/ran.*
+"$cluster/run" 3 sh -c 'ip link set lan1 down && ip link set lan1 name eth9 && ip link set eth9 up' ||
+	fail "cannot rename h3's lan1"
+out=$(on1 "$HERD" launch --hosts 'h[1-4]' -n 4 --timeout 60 --env "HERD_SOCKET_IFNAME==lan1" -- \
+	sh -c 'touch "$0/ran.$HERD_RANK"; exec "$1" bench allreduce -b 1K -e 1K -n 2 -w 1' "$tmp" "$HERD" 2>&1); rc=$?
+"$cluster/run" 3 sh -c 'ip link set eth9 down && ip link set eth9 name lan1 && ip link set lan1 up'
+[[ $rc != 0 ]] || fail "HERD_SOCKET_IFNAME==lan1 (none on h3) succeeded: $out"
+grep -qE '^herd launch: node h3: HERD_EINVAL: HERD_SOCKET_IFNAME==lan1 matches no interface of h3 that is up with an IPv4 address \(it has: .*eth0.*\)$' <<<"$out" ||
+	fail "HERD_SOCKET_IFNAME==lan1: $out"
+! grep -q '^\[h' <<<"$out" || fail "ranks ran with HERD_SOCKET_IFNAME==lan1: $out"
+[[ -z $(ls "$tmp"/ran.* 2>/dev/null) ]] || fail "ranks started though h3 refused: $(ls "$tmp"/ran.*)"
 
 out=$(on1 "$HERD" discover --hosts 'h[1-4]') || fail "discover exited $?: $out"
 grep -qE '^h\[1-4\] +4  ' <<<"$out" || fail "discover: $out"

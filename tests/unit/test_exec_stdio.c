@@ -123,8 +123,10 @@ static void spec_init(herd__node_spec *s, char **argv, int *ranks, int n)
 	s->grace_ms = 1000;
 }
 
-/* Starts herd exec and sends it the spec of argv on ranks; 0 once sent. */
-static int exec_start(struct exec_proc *x, herd__buf *b, char **argv, int *ranks, int n)
+/* Starts herd exec and sends it the spec of argv on ranks, then go unless
+ * gated; 0 once sent. */
+static int exec_start_gated(struct exec_proc *x, herd__buf *b, char **argv, int *ranks, int n,
+			    bool gated)
 {
 	herd__node_spec s;
 
@@ -135,7 +137,16 @@ static int exec_start(struct exec_proc *x, herd__buf *b, char **argv, int *ranks
 	spec_init(&s, argv, ranks, n);
 	CHECK_OK(herd__launch_enc_spec(b, &s));
 	send_frame(x, b);
+	if (!gated) {
+		CHECK_OK(herd__launch_enc_go(b));
+		send_frame(x, b);
+	}
 	return 0;
+}
+
+static int exec_start(struct exec_proc *x, herd__buf *b, char **argv, int *ranks, int n)
+{
+	return exec_start_gated(x, b, argv, ranks, n, false);
 }
 
 /*
@@ -290,6 +301,60 @@ static void test_exec_obeys_signal_command(void)
 	exec_finish(&x, -1);
 }
 
+/*
+ * Ranks start on go only: a stop before it (the launcher saw another node
+ * fail) reports every rank exited FAILED_START, none started, and the
+ * program never ran (it would have made a file).
+ */
+static void test_exec_starts_no_rank_before_go(void)
+{
+	char path[] = "/tmp/herd-test-gate-XXXXXX";
+	char *argv[] = { "sh", "-c", "touch \"$0.ran\"", path, NULL };
+	char ran[sizeof(path) + 8];
+	int ranks[] = { 0, 1 }, failed = 0, done = 0;
+	struct exec_proc x;
+	herd__buf b = { 0 };
+	herd__launch_msg m;
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	close(fd);
+	snprintf(ran, sizeof(ran), "%s.ran", path);
+	if (exec_start_gated(&x, &b, argv, ranks, 2, true) != 0)
+		return;
+	CHECK_OK(next_event(&x, &m));
+	CHECK_INT(m.type, HERD__LAUNCH_T_READY);
+	herd__launch_msg_free(&m);
+	usleep(200 * 1000);
+	CHECK(access(ran, F_OK) != 0);
+	CHECK_OK(herd__launch_enc_stop(&b, 0));
+	send_frame(&x, &b);
+	for (int i = 0; i < 10 && !done; i++) {
+		if (next_event(&x, &m) != HERD_OK) {
+			CHECK(0);
+			break;
+		}
+		CHECK(m.type == HERD__LAUNCH_T_EXITED || m.type == HERD__LAUNCH_T_DONE);
+		if (m.type == HERD__LAUNCH_T_EXITED) {
+			CHECK_INT(m.state, HERD_RANK_FAILED_START);
+			CHECK(m.err_len > 0 && memmem(m.err, m.err_len, "before its ranks started",
+						      24) != NULL);
+			failed++;
+		}
+		done += m.type == HERD__LAUNCH_T_DONE;
+		herd__launch_msg_free(&m);
+	}
+	CHECK_INT(failed, 2);
+	CHECK_INT(done, 1);
+	CHECK(access(ran, F_OK) != 0);
+	close(x.to);
+	exec_finish(&x, -1);
+	herd__buf_free(&b);
+	unlink(path);
+}
+
 static void test_exec_refuses_a_malformed_spec(void)
 {
 	/* A stop command where the spec belongs. */
@@ -360,6 +425,7 @@ int main(void)
 	TEST_RUN(test_exec_runs_the_spec_and_reports_every_event);
 	TEST_RUN(test_exec_stops_its_ranks_when_stdin_closes);
 	TEST_RUN(test_exec_obeys_signal_command);
+	TEST_RUN(test_exec_starts_no_rank_before_go);
 	TEST_RUN(test_exec_refuses_a_malformed_spec);
 	return TEST_DONE();
 }

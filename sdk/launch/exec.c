@@ -154,7 +154,13 @@ static herd_status commands(exec_state *x)
 		     m.type == HERD__LAUNCH_T_GO) && x->relay != NULL)
 			herd__relay_command(x->relay, (const char *)x->in.data + x->in.off + 4, len);
 		if (m.type == HERD__LAUNCH_T_GO) {
-			herd__node_go(x->node);
+			herd_status gst = herd__node_go(x->node);
+
+			/* The node failed: said before any rank's end, as a spec refused. */
+			if (gst != HERD_OK) {
+				queue(x, herd__launch_enc_error(&x->out, gst, herd_last_error()));
+				herd__node_stop(x->node, 0);
+			}
 		} else if (m.type == HERD__LAUNCH_T_SIGNAL) {
 			herd__node_signal(x->node, (int)m.sig);
 		} else if (m.type == HERD__LAUNCH_T_STOP) {

@@ -558,11 +558,12 @@ herd_status herd__node_create(herd__node **out, const herd__node_spec *spec,
 
 /*
  * Starts every rank (once; nothing after a stop): each is reported through
- * started, or exited with FAILED_START when its exec failed; when pipes
- * or fork fail, that rank and those after it are reported FAILED_START
- * with the reason and the started ones are killed.
+ * started, or exited with FAILED_START when its exec failed (not an error
+ * of the call).  HERD_EIO for a log file that cannot be opened, HERD_ESYS
+ * when pipes or fork fail: the ranks after it are not started, and
+ * herd__node_stop ends the started ones and reports the others.
  */
-void herd__node_go(herd__node *node);
+herd_status herd__node_go(herd__node *node);
 
 /*
  * The fds the node needs polled (rank pipes, pidfds), written to fds[0..]

@@ -774,21 +774,14 @@ static void fail_unstarted(herd__node *n, const char *why)
 	}
 }
 
-void herd__node_go(herd__node *n)
+herd_status herd__node_go(herd__node *n)
 {
 	if (n->started || n->stopping)
-		return;
+		return HERD_OK;
 	n->started = true;
-	for (int i = 0; i < n->spec.nranks; i++) {
-		if (start_rank(n, i) != HERD_OK) {
-			char why[512];
-
-			herd__strlcpy(why, herd_last_error(), sizeof(why));
-			fail_unstarted(n, why);
-			herd__node_stop(n, 0);
-			return;
-		}
-	}
+	for (int i = 0; i < n->spec.nranks; i++)
+		HERD_CHECK(start_rank(n, i));
+	return HERD_OK;
 }
 
 size_t herd__node_nfds(const herd__node *n)
@@ -981,6 +974,8 @@ void herd__node_stop(herd__node *n, int grace_ms)
 			       "failed, or the launcher went away)");
 		return;
 	}
+	/* Those a failed herd__node_go left. */
+	fail_unstarted(n, "its node stopped before it started");
 	if (!n->stopping) {
 		n->stopping = true;
 		herd__node_signal(n, grace_ms > 0 ? SIGTERM : SIGKILL);

@@ -297,9 +297,9 @@ herd_status herd__ctl_expect(herd_comm *comm, int peer, uint32_t want, int64_t d
  * control connection down, and ends a query under way.  Any thread. */
 void herd__ctl_abort(herd_comm *comm);
 
-/* Tells every peer about a failure this rank found (one FAILED frame
- * each), once per communicator; nothing when the failure came from a peer.
- * Any thread: the thread that records the failure tells before anything
+/* Tells every peer about a failure this rank found or heard of in a
+ * peer's FAILED frame (one FAILED frame each), once per communicator;
+ * nothing after an ABORT.  Any thread: the thread that records the failure tells before anything
  * waiting on the communicator wakes, so that a process that exits on the
  * error has told its peers why. */
 void herd__comm_tell_peers(herd_comm *comm);

@@ -12,9 +12,10 @@
  *     well;
  *   - destroy sends BYE first, so that a clean exit is not taken for a
  *     crash; abort sends ABORT;
- *   - a rank whose call failed (mismatch, timeout, a dead peer) sends
- *     FAILED with its status and message, so that peers blocked on it
- *     return too instead of waiting for their deadline;
+ *   - a rank whose call failed (mismatch, timeout, a dead peer, or a
+ *     peer's FAILED) sends FAILED with its status and message, once, so
+ *     that peers blocked on it return too instead of waiting for their
+ *     deadline, and learn the cause before they see this rank exit;
  *   - QUERY / STATUS: a rank whose call timed out asks every peer what it
  *     is doing, for the message that names who did not arrive.
  *
@@ -246,8 +247,10 @@ static void on_frame(herd_comm *comm, int j, const ctl_hdr *h, const uint8_t *pa
 
 		if (!herd__ctl_failed_parse(payload, h->len, &code, &text, &text_len))
 			break;
+		/* Passed on too (once): a peer that has not heard yet must not
+		 * learn of it only from this rank's exit. */
 		herd__comm_doing(comm, doing, sizeof(doing));
-		herd__comm_fail_msg(comm, code, false, "%s: rank %d (host %s) failed first: %.*s",
+		herd__comm_fail_msg(comm, code, true, "%s: rank %d (host %s) failed first: %.*s",
 				    doing, j, p->host, text_len, text);
 		break;
 	}

@@ -157,6 +157,7 @@ struct bench_ctx {
  * for out-of-place (inplace 0) and in-place (1). */
 struct bench_op {
 	const char *name;
+	herd__op_kind kind;  /* herd's call, for --explain */
 	int reduces, rooted, has_inplace;
 	int per_rank; /* count is size / n (allgather, reduce_scatter, alltoall) */
 	double (*busbw_factor)(int n);
@@ -371,18 +372,19 @@ static size_t check_sendrecv(const struct bench_ctx *c, int inplace)
 }
 
 static const struct bench_op bench_ops[] = {
-	{ "allreduce", 1, 0, 1, 0, factor_allreduce, fill_reduce, run_allreduce,
+	{ "allreduce", HERD__OP_ALLREDUCE, 1, 0, 1, 0, factor_allreduce, fill_reduce, run_allreduce,
 	  check_allreduce },
-	{ "allgather", 0, 0, 1, 1, factor_gather, fill_allgather, run_allgather,
+	{ "allgather", HERD__OP_ALLGATHER, 0, 0, 1, 1, factor_gather, fill_allgather, run_allgather,
 	  check_allgather },
-	{ "reduce_scatter", 1, 0, 1, 1, factor_gather, fill_reduce_scatter,
+	{ "reduce_scatter", HERD__OP_REDUCE_SCATTER, 1, 0, 1, 1, factor_gather, fill_reduce_scatter,
 	  run_reduce_scatter, check_reduce_scatter },
-	{ "broadcast", 0, 1, 1, 0, factor_one, fill_broadcast, run_broadcast,
+	{ "broadcast", HERD__OP_BROADCAST, 0, 1, 1, 0, factor_one, fill_broadcast, run_broadcast,
 	  check_broadcast },
-	{ "reduce", 1, 1, 1, 0, factor_one, fill_reduce, run_reduce, check_reduce },
-	{ "alltoall", 0, 0, 0, 1, factor_gather, fill_alltoall, run_alltoall,
+	{ "reduce", HERD__OP_REDUCE, 1, 1, 1, 0, factor_one, fill_reduce, run_reduce, check_reduce },
+	{ "alltoall", HERD__OP_ALLTOALL, 0, 0, 0, 1, factor_gather, fill_alltoall, run_alltoall,
 	  check_alltoall },
-	{ "sendrecv", 0, 0, 0, 0, factor_one, fill_sendrecv, run_sendrecv, check_sendrecv },
+	{ "sendrecv", HERD__OP_SENDRECV, 0, 0, 0, 0, factor_one, fill_sendrecv, run_sendrecv,
+	  check_sendrecv },
 };
 
 /* An operation by herd's name or nccl-tests' (all_reduce, all_reduce_perf):
@@ -836,15 +838,6 @@ static void hosts_label(herd_comm *comm, int n, char *buf, size_t cap)
  * choice on every rank) and why; on device memory NCCL chooses. */
 static void print_explain(const struct bench_ctx *c)
 {
-	static const struct {
-		const char *name;
-		herd__op_kind kind;
-	} kinds[] = {
-		{ "allreduce", HERD__OP_ALLREDUCE }, { "allgather", HERD__OP_ALLGATHER },
-		{ "reduce_scatter", HERD__OP_REDUCE_SCATTER }, { "broadcast", HERD__OP_BROADCAST },
-		{ "reduce", HERD__OP_REDUCE }, { "alltoall", HERD__OP_ALLTOALL },
-		{ "sendrecv", HERD__OP_SENDRECV },
-	};
 	const struct bench_args *a = c->args;
 
 	if (a->gpu) {
@@ -858,9 +851,7 @@ static void print_explain(const struct bench_ctx *c)
 
 		shape_of(a->op, size, c->es, c->nranks, &s);
 		memset(&op, 0, sizeof(op));
-		for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
-			if (strcmp(kinds[k].name, a->op->name) == 0)
-				op.fp.kind = (uint8_t)kinds[k].kind;
+		op.fp.kind = (uint8_t)a->op->kind;
 		op.fp.dtype = (uint8_t)c->dtype;
 		op.fp.redop = a->op->reduces ? (uint8_t)a->redop : 0;
 		op.fp.root = a->op->rooted ? a->root : -1;

@@ -126,6 +126,26 @@ static void format_sockaddr(const struct sockaddr *sa, char addr[HERD_NET_ADDR_L
 		*port = p;
 }
 
+bool herd__net_source_addr(const char *host, char *out, size_t cap)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_DGRAM }, *ai = NULL;
+	struct sockaddr_in src;
+	socklen_t sl = sizeof(src);
+	bool ok = false;
+	int fd;
+
+	if (getaddrinfo(host, "9", &hints, &ai) != 0 || ai == NULL)
+		return false;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&src, &sl) == 0)
+		ok = inet_ntop(AF_INET, &src.sin_addr, out, (socklen_t)cap) != NULL;
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(ai);
+	return ok;
+}
+
 herd_status herd__net_local_addr(int fd, char addr[HERD_NET_ADDR_LEN], int *port)
 {
 	struct sockaddr_storage ss;

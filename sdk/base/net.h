@@ -77,6 +77,14 @@ bool herd__net_if_matches(const char *spec, const char *name);
  */
 herd_status herd__net_if_addrs(const char *spec, int port, char *out, size_t cap, int *count);
 
+/*
+ * The IPv4 source address this host's routes give toward host (a name or
+ * a numeric address), numeric, into out: the interface that faces it.  A
+ * datagram socket's connect, which sends nothing.  false when host does
+ * not resolve or no route leads there.
+ */
+bool herd__net_source_addr(const char *host, char *out, size_t cap);
+
 /* The local address of a socket as "a.b.c.d:port" or "[v6]:port", and its port. */
 herd_status herd__net_local_addr(int fd, char addr[HERD_NET_ADDR_LEN], int *port);
 

@@ -643,6 +643,13 @@ static herd_status share_key(herd_comm *comm, int64_t deadline)
 	return HERD_OK;
 }
 
+/* Same host name, boot and /dev/shm: one host (not merely one kernel). */
+static bool same_host(const herd__peer *a, const herd__peer *b)
+{
+	return strcmp(a->host, b->host) == 0 && strcmp(a->boot_id, b->boot_id) == 0 &&
+	       a->shm_dev == b->shm_dev && a->shm_ino == b->shm_ino;
+}
+
 /* Which ranks share this host, and the CPUs this process may run on. */
 static void classify_peers(herd_comm *comm)
 {
@@ -653,9 +660,7 @@ static void classify_peers(herd_comm *comm)
 	for (int j = 0; j < comm->size; j++) {
 		herd__peer *p = &comm->peers[j];
 
-		p->same_host = strcmp(p->host, me->host) == 0 &&
-			       strcmp(p->boot_id, me->boot_id) == 0 &&
-			       p->shm_dev == me->shm_dev && p->shm_ino == me->shm_ino;
+		p->same_host = same_host(p, me);
 		p->same_pidns = p->same_host && me->pidns != 0 && p->pidns == me->pidns;
 		if (p->same_host)
 			comm->nlocal++;
@@ -675,12 +680,6 @@ bool herd__comm_uses_shm(const herd_comm *comm, int peer)
 
 	return peer != comm->rank && p->same_host && p->transport == HERD__TRANSPORT_AUTO &&
 	       comm->cfg.transport == HERD__TRANSPORT_AUTO;
-}
-
-static bool same_host(const herd__peer *a, const herd__peer *b)
-{
-	return strcmp(a->host, b->host) == 0 && strcmp(a->boot_id, b->boot_id) == 0 &&
-	       a->shm_dev == b->shm_dev && a->shm_ino == b->shm_ino;
 }
 
 /* The hosts of place (see herd__place), from every rank's info record. */

@@ -48,12 +48,18 @@ typedef struct ctl_status {
 	uint64_t entered_seq, entered_cseq, done_seq;
 } ctl_status;
 
+/* Whether h heads a control frame at all. */
+static bool hdr_ok(const herd__ctl_hdr *h)
+{
+	return h->magic == CTL_MAGIC && h->len <= CTL_PAYLOAD_MAX;
+}
+
 long herd__ctl_frame(const uint8_t *buf, size_t len, herd__ctl_hdr *h, const uint8_t **payload)
 {
 	if (len < sizeof(*h))
 		return 0;
 	memcpy(h, buf, sizeof(*h));
-	if (h->magic != CTL_MAGIC || h->len > CTL_PAYLOAD_MAX)
+	if (!hdr_ok(h))
 		return -1;
 	if (len - sizeof(*h) < h->len)
 		return 0;
@@ -183,7 +189,7 @@ herd_status herd__ctl_expect(herd_comm *comm, int peer, uint32_t want, int64_t d
 	ctl_hdr h;
 
 	HERD_CHECK(read_exact(comm, peer, &h, sizeof(h), deadline));
-	if (h.magic != CTL_MAGIC || h.type != want || h.len > CTL_PAYLOAD_MAX)
+	if (!hdr_ok(&h) || h.type != want)
 		return herd__error(HERD_EFORMAT, "rank %d sent control frame type %u during init, "
 				   "expected %u", peer, h.type, want);
 	return read_exact(comm, peer, payload, h.len, deadline);

@@ -767,6 +767,24 @@ static void channel_write(herd_job *job, struct node_rt *nr)
 
 /* ---- runs ---------------------------------------------------------------------- */
 
+/* One command (stop with grace arg, signal arg, go) to every node the
+ * launcher talks to directly; relays pass it on to their subtrees. */
+static void command_all(herd_job *job, herd__launch_type type, int arg)
+{
+	for (size_t i = 0; i < job->nnodes; i++) {
+		struct node_rt *nr = &job->rt[i];
+		herd_status st;
+
+		if (nr->via != i || nr->closed)
+			continue;
+		st = type == HERD__LAUNCH_T_STOP ? herd__launch_enc_stop(&nr->link.out, arg)
+		     : type == HERD__LAUNCH_T_SIGNAL ? herd__launch_enc_signal(&nr->link.out, arg)
+		     : herd__launch_enc_go(&nr->link.out);
+		if (st == HERD_OK)
+			channel_write(job, nr);
+	}
+}
+
 static void stop_all(herd_job *job, int grace_ms)
 {
 	int64_t hard = herd__net_deadline(grace_ms + STOP_SLACK_MS);
@@ -774,35 +792,7 @@ static void stop_all(herd_job *job, int grace_ms)
 	if (!job->stopping || hard < job->stop_deadline)
 		job->stop_deadline = hard;
 	job->stopping = true;
-	for (size_t i = 0; i < job->nnodes; i++) {
-		struct node_rt *nr = &job->rt[i];
-
-		if (nr->via == i && !nr->closed &&
-		    herd__launch_enc_stop(&nr->link.out, grace_ms) == HERD_OK)
-			channel_write(job, nr);
-	}
-}
-
-/* Every node is ready (checked its spec): the ranks may start. */
-static void go_all(herd_job *job)
-{
-	for (size_t i = 0; i < job->nnodes; i++) {
-		struct node_rt *nr = &job->rt[i];
-
-		if (nr->via == i && !nr->closed && herd__launch_enc_go(&nr->link.out) == HERD_OK)
-			channel_write(job, nr);
-	}
-}
-
-static void signal_all(herd_job *job, int sig)
-{
-	for (size_t i = 0; i < job->nnodes; i++) {
-		struct node_rt *nr = &job->rt[i];
-
-		if (nr->via == i && !nr->closed &&
-		    herd__launch_enc_signal(&nr->link.out, sig) == HERD_OK)
-			channel_write(job, nr);
-	}
+	command_all(job, HERD__LAUNCH_T_STOP, grace_ms);
 }
 
 /* A port nobody listens on now, for MASTER_PORT. */
@@ -827,29 +817,13 @@ static int free_port(const char *host)
 static void advertise_host(const char *first_node, char *out, size_t cap)
 {
 	const char *env = herd__launch_env(HERD__LENV_LAUNCH_ADDR);
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_DGRAM }, *ai = NULL;
 
 	if (env != NULL && env[0] != '\0') {
 		herd__strlcpy(out, env, cap);
 		return;
 	}
-	if (getaddrinfo(first_node, "9", &hints, &ai) == 0 && ai != NULL) {
-		int fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
-
-		if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-		    getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
-		    getnameinfo((struct sockaddr *)&ss, sl, out, (socklen_t)cap, NULL, 0,
-				NI_NUMERICHOST) == 0) {
-			close(fd);
-			freeaddrinfo(ai);
-			return;
-		}
-		if (fd >= 0)
-			close(fd);
-		freeaddrinfo(ai);
-	}
+	if (herd__net_source_addr(first_node, out, cap))
+		return;
 	if (gethostname(out, cap) != 0)
 		herd__strlcpy(out, "localhost", cap);
 }
@@ -1092,7 +1066,7 @@ static void apply_requests(herd_job *job, bool *killed)
 	kill_req = job->kill_req;
 	pthread_mutex_unlock(&job->mu);
 	for (int i = 0; i < n; i++)
-		signal_all(job, sigs[i]);
+		command_all(job, HERD__LAUNCH_T_SIGNAL, sigs[i]);
 	if (kill_req && !*killed) {
 		*killed = true;
 		stop_all(job, job->spec.grace_ms);
@@ -1127,8 +1101,9 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up, bool *ki
 		}
 		if (!went && all_ready && !job->stopping && job->first_failed < 0 &&
 		    job->start_err[0] == '\0') {
+			/* every node checked its spec: the ranks may start */
 			went = true;
-			go_all(job);
+			command_all(job, HERD__LAUNCH_T_GO, 0);
 		}
 		if (!*up && job->start_err[0] != '\0') {
 			st = herd__error(HERD_EUNAVAIL, "%s", job->start_err);

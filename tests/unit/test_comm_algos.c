@@ -220,6 +220,33 @@ static int hosts_layout(const char *algo, herd__place *pl, int *tables)
 	return p;
 }
 
+/*
+ * The world's placement for algorithm algo: "auto", "ring", "rd" on one
+ * host ("auto/tcp": every pair over TCP), or a "hosts:" layout, forced
+ * with ",ring" or ",hier".  Returns the layout's rank count (0 for one
+ * host); tables as for hosts_layout.
+ */
+static int place_of(const char *algo, herd__place *pl, int *tables)
+{
+	int p = 0;
+
+	memset(pl, 0, sizeof(*pl));
+	pl->force = strcmp(algo, "ring") == 0 ? HERD__CLASS_BANDWIDTH
+		    : strcmp(algo, "rd") == 0 ? HERD__CLASS_LATENCY : HERD__CLASS_ANY;
+	pl->one_host = true;
+	pl->any_tcp = strcmp(algo, "auto/tcp") == 0;
+	if (strncmp(algo, "hosts:", 6) == 0) {
+		p = hosts_layout(algo, pl, tables);
+		pl->one_host = false;
+		pl->any_tcp = true;
+		if (strstr(algo, ",ring") != NULL)
+			pl->force = HERD__CLASS_BANDWIDTH;
+		if (strstr(algo, ",hier") != NULL)
+			pl->force = HERD__CLASS_HIER;
+	}
+	return p;
+}
+
 /* Runs ops[r] on rank r, all at once; every rank must succeed and every
  * message must have been taken with the length it was sent with. */
 static int run_ranks(int p, const char *algo, herd__op *ops)
@@ -227,19 +254,10 @@ static int run_ranks(int p, const char *algo, herd__op *ops)
 	world w = { .size = p };
 	int tables[4 * MAX_RANKS + 1];
 
-	w.place.force = strcmp(algo, "ring") == 0 ? HERD__CLASS_BANDWIDTH
-			: strcmp(algo, "rd") == 0 ? HERD__CLASS_LATENCY : HERD__CLASS_ANY;
-	w.place.one_host = true;
-	w.place.any_tcp = strcmp(algo, "auto/tcp") == 0;
-	if (strncmp(algo, "hosts:", 6) == 0) {
-		w.size = hosts_layout(algo, &w.place, tables);
-		w.place.one_host = false;
-		w.place.any_tcp = true;
-		if (strstr(algo, ",ring") != NULL)
-			w.place.force = HERD__CLASS_BANDWIDTH;
-		if (strstr(algo, ",hier") != NULL)
-			w.place.force = HERD__CLASS_HIER;
-	}
+	int layout = place_of(algo, &w.place, tables);
+
+	if (layout > 0)
+		w.size = layout;
 	rank_ctx ctx[MAX_RANKS];
 	pthread_t t[MAX_RANKS];
 	int bad = 0;
@@ -413,17 +431,11 @@ static int case_allreduce_with(int p, const char *algo, herd_dtype dt, herd_redo
 		ops[r].run = run;
 	}
 	if (run == NULL && strncmp(algo, "hosts:", 6) == 0 && strstr(algo, ",ring") == NULL) {
-		herd__place pl;
 		int tables[4 * MAX_RANKS + 1];
 		world w = { .size = p };
 		herd_comm c = { &w, 0 };
 
-		hosts_layout(algo, &pl, tables);
-		pl.force = strstr(algo, ",hier") != NULL ? HERD__CLASS_HIER : HERD__CLASS_ANY;
-		pl.one_host = false;
-		pl.any_tcp = true;
-		pl.coll = NULL;
-		w.place = pl;
+		place_of(algo, &w.place, tables);
 		if (herd__tune_pick(&c, &ops[0]) != herd__algo_allreduce_hier) {
 			TEST_FAIL_("allreduce of %zu elements on %s: auto did not take the "
 				   "two-level algorithm", n, algo);

@@ -308,22 +308,18 @@ static void test_exec_obeys_signal_command(void)
  */
 static void test_exec_starts_no_rank_before_go(void)
 {
-	char path[] = "/tmp/herd-test-gate-XXXXXX";
-	char *argv[] = { "sh", "-c", "touch \"$0.ran\"", path, NULL };
-	char ran[sizeof(path) + 8];
+	char *dir = make_tmpdir(), ran[256];
+	char *argv[] = { "sh", "-c", "touch \"$0\"", ran, NULL };
 	int ranks[] = { 0, 1 }, failed = 0, done = 0;
 	struct exec_proc x;
 	herd__buf b = { 0 };
 	herd__launch_msg m;
-	int fd = mkstemp(path);
 
-	CHECK(fd >= 0);
-	if (fd < 0)
+	snprintf(ran, sizeof(ran), "%s/ran", dir);
+	if (exec_start_gated(&x, &b, argv, ranks, 2, true) != 0) {
+		rm_tree(dir);
 		return;
-	close(fd);
-	snprintf(ran, sizeof(ran), "%s.ran", path);
-	if (exec_start_gated(&x, &b, argv, ranks, 2, true) != 0)
-		return;
+	}
 	CHECK_OK(next_event(&x, &m));
 	CHECK_INT(m.type, HERD__LAUNCH_T_READY);
 	herd__launch_msg_free(&m);
@@ -352,7 +348,7 @@ static void test_exec_starts_no_rank_before_go(void)
 	close(x.to);
 	exec_finish(&x, -1);
 	herd__buf_free(&b);
-	unlink(path);
+	rm_tree(dir);
 }
 
 static void test_exec_refuses_a_malformed_spec(void)

@@ -110,18 +110,18 @@ static herd_status listen_any(int *fd, const char *ifname, char *addrs, size_t c
 	return st;
 }
 
-static bool ipv4_loopback(const char *ip)
+/* An IPv4 address outside 127/8: one that other hosts may reach. */
+static bool ipv4_routable(const char *ip)
 {
 	struct in_addr a;
 
-	return inet_pton(AF_INET, ip, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+	return inet_pton(AF_INET, ip, &a) == 1 && (ntohl(a.s_addr) >> 24) != 127;
 }
 
 herd_status herd__tcp_listen(herd_comm *comm, int *fd, char *addrs, size_t cap)
 {
 	const char *ifname = comm->cfg.ifname[0] != '\0' ? comm->cfg.ifname : NULL;
 	char via[HERD_NET_ADDR_LEN];
-	struct in_addr a;
 	int count = 0;
 
 	*fd = -1;
@@ -144,7 +144,7 @@ herd_status herd__tcp_listen(herd_comm *comm, int *fd, char *addrs, size_t cap)
 	 * NCCL_COMM_ID's subnet).  A loopback route says nothing of other
 	 * hosts: herd__tcp_listen_late decides once the peers are known. */
 	if (herd__store_local_addr(comm->store, via, sizeof(via)) == HERD_OK &&
-	    inet_pton(AF_INET, via, &a) == 1 && !ipv4_loopback(via))
+	    ipv4_routable(via))
 		return listen_on(fd, via, addrs, cap);
 	herd_clear_error();
 	return HERD_OK;
@@ -154,28 +154,16 @@ herd_status herd__tcp_listen(herd_comm *comm, int *fd, char *addrs, size_t cap)
 static bool route_toward(const char *peer_addrs, char *ip, size_t cap)
 {
 	char first[HERD__COMM_ADDRS_MAX], host[HERD_NET_ADDR_LEN];
-	struct sockaddr_in dst = { .sin_family = AF_INET }, src;
-	socklen_t sl = sizeof(src);
-	bool ok = false;
-	int port, s;
+	int port;
 
 	herd__strlcpy(first, peer_addrs, sizeof(first));
 	if (strchr(first, ',') != NULL)
 		*strchr(first, ',') = '\0';
-	if (herd__net_parse_hostport(first, host, sizeof(host), &port) != HERD_OK ||
-	    inet_pton(AF_INET, host, &dst.sin_addr) != 1) {
+	if (herd__net_parse_hostport(first, host, sizeof(host), &port) != HERD_OK) {
 		herd_clear_error();
 		return false;
 	}
-	dst.sin_port = htons((uint16_t)port);
-	/* A datagram socket's connect sends nothing: the kernel picks the route. */
-	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (s >= 0 && connect(s, (struct sockaddr *)&dst, sizeof(dst)) == 0 &&
-	    getsockname(s, (struct sockaddr *)&src, &sl) == 0)
-		ok = inet_ntop(AF_INET, &src.sin_addr, ip, (socklen_t)cap) != NULL;
-	if (s >= 0)
-		close(s);
-	return ok;
+	return herd__net_source_addr(host, ip, cap);
 }
 
 herd_status herd__tcp_listen_late(herd_comm *comm, int *fd, char *addrs, size_t cap)
@@ -189,7 +177,7 @@ herd_status herd__tcp_listen_late(herd_comm *comm, int *fd, char *addrs, size_t 
 		return listen_on(fd, "127.0.0.1", addrs, cap);
 	for (int j = 0; j < comm->size; j++)
 		if (j != comm->rank && !comm->peers[j].same_host && comm->peers[j].addrs[0] != '\0' &&
-		    route_toward(comm->peers[j].addrs, ip, sizeof(ip)) && !ipv4_loopback(ip))
+		    route_toward(comm->peers[j].addrs, ip, sizeof(ip)) && ipv4_routable(ip))
 			return listen_on(fd, ip, addrs, cap);
 	return listen_any(fd, NULL, addrs, cap);
 }

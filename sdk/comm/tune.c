@@ -106,11 +106,13 @@ static const row broadcast_rows[] = {
 
 static const row allgather_rows[] = {
 	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_allgather_bruck, "Bruck"),
+	ROW(TUNED, NEED_HOSTS, B_NONE, B_NONE, 0, 0, herd__algo_allgather_hier, "two-level"),
 	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_allgather_ring, "ring"),
 };
 
 static const row reduce_scatter_rows[] = {
 	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_reduce_scatter_rd, "recursive halving"),
+	ROW(TUNED, NEED_HOSTS, B_NONE, B_NONE, 0, 0, herd__algo_reduce_scatter_hier, "two-level"),
 	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_reduce_scatter_ring, "ring"),
 };
 

@@ -381,7 +381,11 @@ static int failures_shown;
 		}                                                                       \
 	} while (0)
 
-/* A call of one rank; run_ranks picks its algorithm with tune.c. */
+/* The algorithm the next cases run on every rank; NULL: tune.c picks. */
+static herd__op_fn case_run;
+
+/* A call of one rank; run_ranks picks its algorithm with tune.c unless
+ * case_run names one. */
 static void op_set(herd__op *o, herd__op_kind kind, herd_dtype dt, herd_redop op, int root,
 		   size_t count, const void *sendbuf, void *recvbuf)
 {
@@ -394,6 +398,7 @@ static void op_set(herd__op *o, herd__op_kind kind, herd_dtype dt, herd_redop op
 	o->count = count;
 	o->sendbuf = sendbuf;
 	o->recvbuf = recvbuf;
+	o->run = case_run;
 }
 
 /* ---- one case of each operation -------------------------------------------- */
@@ -694,6 +699,114 @@ static void test_two_level_allreduce_on_uneven_hosts(void)
 	CHECK_INT(bad, 0);
 }
 
+/* The algorithm tune.c picks for a call on a "hosts:" layout. */
+static herd__op_fn pick_on(const char *algo, herd__op_kind kind, size_t count)
+{
+	int tables[4 * MAX_RANKS + 1];
+	world w = { 0 };
+	herd_comm c = { &w, 0 };
+	herd__op o;
+
+	w.size = place_of(algo, &w.place, tables);
+	op_set(&o, kind, HERD_FLOAT32, HERD_SUM, 0, count, NULL, NULL);
+	o.run = NULL;
+	return herd__tune_pick(&c, &o);
+}
+
+/*
+ * The two-level reduce_scatter and allgather on the same layouts: every
+ * type (and reduction), blocks of 0, 1, a prime and 70001 elements (more
+ * than a MiB for the wide types), in place and out of place, called
+ * directly; "auto" takes them for large blocks and "hier" for any, and a
+ * host's link carries each other host's block once.
+ */
+static void test_two_level_reduce_scatter_and_allgather(void)
+{
+	static const char *const layouts[] = { "hosts:3+1", "hosts:2+1+1", "hosts:2+2/rr",
+					      "hosts:3+3+2/rr",
+#ifndef __SANITIZE_ADDRESS__
+					      "hosts:1+3", "hosts:4+4", "hosts:1+2+1/rr"
+#endif
+	};
+	static const size_t counts[] = { 0, 1, 7, 1009 };
+	int bad = 0;
+
+	for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); l++) {
+		herd__place pl;
+		int tables[4 * MAX_RANKS + 1], p = hosts_layout(layouts[l], &pl, tables);
+		char hier[64];
+
+		case_run = NULL;
+		snprintf(hier, sizeof(hier), "%s,hier", layouts[l]);
+		CHECK(pick_on(layouts[l], HERD__OP_ALLGATHER, 1u << 16) == herd__algo_allgather_hier);
+		CHECK(pick_on(layouts[l], HERD__OP_REDUCE_SCATTER, 1u << 16) ==
+		      herd__algo_reduce_scatter_hier);
+		CHECK(pick_on(layouts[l], HERD__OP_ALLGATHER, 1) == herd__algo_allgather_bruck);
+		CHECK(pick_on(hier, HERD__OP_REDUCE_SCATTER, 1) == herd__algo_reduce_scatter_hier);
+		bad += case_allgather(p, layouts[l], HERD_BFLOAT16, 70001, l % 2 == 0);
+		bad += case_reduce_scatter(p, layouts[l], HERD_FLOAT32, HERD_AVG, 70001, l % 2 == 1);
+		bad += case_reduce_scatter(p, hier, HERD_INT32, HERD_MAX, 3, false);
+		case_run = herd__algo_allgather_hier;
+		for (int dt = 0; dt < HERD_DTYPE_COUNT; dt++)
+			for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+				bad += case_allgather(p, layouts[l], (herd_dtype)dt, counts[c],
+						      (c + (size_t)dt) % 2 == 0);
+		case_run = herd__algo_reduce_scatter_hier;
+		for (int dt = 0; dt < HERD_DTYPE_COUNT; dt++)
+			for (int op = 0; op < HERD_REDOP_COUNT; op++)
+				for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+					bad += case_reduce_scatter(p, layouts[l], (herd_dtype)dt,
+								   (herd_redop)op, counts[c],
+								   (c + (size_t)op) % 2 == 1);
+		bad += case_reduce_scatter(p, layouts[l], HERD_INT64, HERD_SUM, 70001, true);
+	}
+	/* 2 + 2 dealt round-robin: each host receives the other's two blocks,
+	 * one per local rank: 4 blocks sent between hosts (a ring host by host
+	 * sends 6), and each rank passes its two to its neighbour: 12 in all */
+	case_run = herd__algo_allgather_hier;
+	bad += case_allgather(4, "hosts:2+2/rr", HERD_INT32, 4096, false);
+	CHECK(last_sent == 12 * 4096 * 4 && last_sent_across == 4 * 4096 * 4);
+	case_run = herd__algo_reduce_scatter_hier;
+	bad += case_reduce_scatter(4, "hosts:2+2/rr", HERD_INT32, HERD_SUM, 4096, false);
+	CHECK(last_sent == 12 * 4096 * 4 && last_sent_across == 4 * 4096 * 4);
+	/* 4 + 4: a flat ring sends 7 blocks over each host's link, this 4 */
+	case_run = herd__algo_allgather_hier;
+	bad += case_allgather(8, "hosts:4+4", HERD_INT32, 1000, false);
+	CHECK(last_sent_across == 2 * 4 * 1000 * 4);
+	case_run = NULL;
+	CHECK_INT(bad, 0);
+}
+
+/*
+ * The binomial trees of broadcast and reduce run root's host first, then
+ * host by host: on 2 + 2 dealt round-robin (hosts 0, 2 | 1, 3) the vector
+ * crosses between the hosts once, whichever the root; in rank order it
+ * would cross twice from root 0 (0 -> 2 in one step, 0 -> 1 and 2 -> 3
+ * in the next).  On 4 hosts of 2 dealt round-robin, 3 times (once into
+ * each other host), where in rank order 6 of the 7 sends cross.
+ */
+static void test_trees_cross_between_hosts_once(void)
+{
+	int bad = 0;
+
+	for (int root = 0; root < 4; root++) {
+		bad += case_broadcast(4, "hosts:2+2/rr", HERD_INT32, 1000, root % 2 == 0, root);
+		CHECK(last_sent == 3 * 4000 && last_sent_across == 4000);
+		bad += case_reduce(4, "hosts:2+2/rr", HERD_INT32, HERD_SUM, 1000, root % 2 == 1, root);
+		CHECK(last_sent == 3 * 4000 && last_sent_across == 4000);
+	}
+	for (int root = 0; root < 8; root++) {
+		bad += case_broadcast(8, "hosts:2+2+2+2/rr", HERD_FLOAT64, 33, false, root);
+		CHECK(last_sent == 7 * 33 * 8 && last_sent_across == 3 * 33 * 8);
+		bad += case_reduce(8, "hosts:2+2+2+2/rr", HERD_FLOAT64, HERD_MIN, 33, false, root);
+		CHECK(last_sent == 7 * 33 * 8 && last_sent_across == 3 * 33 * 8);
+		bad += case_broadcast(8, "hosts:3+3+2/rr", HERD_FLOAT64, 33, false, root);
+		bad += case_reduce(8, "hosts:3+1+2+2", HERD_FLOAT32, HERD_AVG, 33, true, root);
+		bad += case_reduce(8, "hosts:3+3+2/rr", HERD_FLOAT16, HERD_PROD, 33, false, root);
+	}
+	CHECK_INT(bad, 0);
+}
+
 /*
  * The rings and the broadcast chain run host by host whatever the
  * numbering: on hosts whose ranks are dealt out round-robin, and on uneven
@@ -924,6 +1037,8 @@ int main(void)
 	TIMED_RUN(test_allreduce_large_spans_slices);
 	TIMED_RUN(test_two_level_allreduce_on_uneven_hosts);
 	TIMED_RUN(test_rings_follow_the_hosts);
+	TIMED_RUN(test_two_level_reduce_scatter_and_allgather);
+	TIMED_RUN(test_trees_cross_between_hosts_once);
 	TIMED_RUN(test_ring_algorithms_with_tiny_blocks_cross_many_slices);
 	TIMED_RUN(test_reduce_every_root_dtype_and_algorithm);
 	TIMED_RUN(test_broadcast_every_root_and_algorithm);

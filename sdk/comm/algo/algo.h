@@ -58,6 +58,8 @@ herd_status herd__algo_allreduce_rd(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_allreduce_hd(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_allreduce_ring(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_allreduce_hier(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_reduce_scatter_hier(herd_comm *comm, const herd__op *op);
+herd_status herd__algo_allgather_hier(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_reduce_binomial(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_reduce_ring(herd_comm *comm, const herd__op *op);
 herd_status herd__algo_broadcast_binomial(herd_comm *comm, const herd__op *op);
@@ -104,6 +106,19 @@ herd_status herd__algo_xchg(herd_comm *comm, int to, const void *sbuf, size_t sl
  */
 int herd__algo_pos(const herd_comm *comm);
 int herd__algo_at(const herd_comm *comm, int i);
+
+/*
+ * The order the binomial trees of a rooted call run in: the root, the
+ * other ranks of its host, then the other hosts one after the other
+ * (each host's ranks together, in host_ranks order).  A tree over it is
+ * two-level where hosts hold a power of two ranks each (a tree between
+ * one rank per host, then one inside each host) and close to it
+ * elsewhere, whatever the numbering.  This rank's place in it for a given
+ * root, and the rank at place v (0 <= v < p).  (rank - root) mod p on one
+ * host.
+ */
+int herd__algo_tree_pos(const herd_comm *comm, int root);
+int herd__algo_tree_at(const herd_comm *comm, int root, int v);
 
 /* malloc that raises HERD_ENOMEM naming what the memory was for. */
 herd_status herd__algo_alloc(void *out_ptr, size_t bytes, const char *what);

@@ -107,6 +107,185 @@ static size_t part_off(size_t count, int parts, int j)
 	return off;
 }
 
+/*
+ * Where reduce_scatter's and allgather's blocks go: the p blocks (one per
+ * rank) laid out part by part, and inside a part host by host, where the
+ * block of rank d (local rank i of a host of L ranks) belongs to part
+ * first_part(i, L, P).  Each part then holds at most one block per host,
+ * and the rank that holds that part on d's host (see the top) is d
+ * itself; so local rank k's parts are one contiguous run, and the holders
+ * of a part, one per host, hold the blocks of that part's ranks.
+ */
+typedef struct slots {
+	size_t *slot;           /* [p]: block d's first element */
+	size_t *pstart;         /* [P + 1]: part j's first element */
+	int *holders;           /* [H]: the holders of the part at hand */
+	size_t *hoffs;          /* [H + 1]: its blocks, host by host */
+} slots;
+
+static herd_status slots_make(const herd__place *pl, int p, size_t n, slots *s)
+{
+	int nh = pl->nhosts, parts = pl->max_local;
+	size_t *mem;
+	size_t at = 0;
+
+	HERD_CHECK(herd__algo_alloc(&mem, ((size_t)p + (size_t)parts + 1 + (size_t)nh + 1 +
+					   (size_t)nh) * sizeof(size_t),
+				    "the block layout of a two-level collective"));
+	s->slot = mem;
+	s->pstart = mem + p;
+	s->hoffs = s->pstart + parts + 1;
+	s->holders = (int *)(s->hoffs + nh + 1);
+	for (int j = 0; j < parts; j++) {
+		s->pstart[j] = at;
+		for (int g = 0; g < nh; g++) {
+			int gl = pl->host_start[g + 1] - pl->host_start[g];
+
+			for (int i = 0; i < gl; i++) {
+				if (first_part(i, gl, parts) != j)
+					continue;
+				s->slot[pl->host_ranks[pl->host_start[g] + i]] = at;
+				at += n;
+			}
+		}
+	}
+	s->pstart[parts] = at;
+	return HERD_OK;
+}
+
+/* The group of part j's holders (this rank's is the one of host h), and
+ * its blocks in s->hoffs. */
+static group part_group(const herd__place *pl, slots *s, int j, int h, size_t n)
+{
+	int parts = pl->max_local;
+	size_t at = s->pstart[j];
+
+	for (int g = 0; g < pl->nhosts; g++) {
+		int gl = pl->host_start[g + 1] - pl->host_start[g], k = (int)((long long)j * gl / parts);
+
+		s->holders[g] = pl->host_ranks[pl->host_start[g] + k];
+		s->hoffs[g] = at;
+		/* a host whose holder's run starts before j has no block here */
+		if (first_part(k, gl, parts) == j)
+			at += n;
+	}
+	s->hoffs[pl->nhosts] = at;
+	return (group){ s->holders, pl->nhosts, h };
+}
+
+/* This rank's host, its local group, and the element bounds of the local
+ * ranks' runs of parts. */
+static group local_group(const herd__place *pl, int r, const slots *s, size_t *loffs)
+{
+	int h = pl->host_of[r], nlocal = pl->host_start[h + 1] - pl->host_start[h], me = 0;
+
+	for (int i = 0; i < nlocal; i++)
+		if (pl->host_ranks[pl->host_start[h] + i] == r)
+			me = i;
+	for (int i = 0; i <= nlocal && loffs != NULL; i++)
+		loffs[i] = s->pstart[first_part(i, nlocal, pl->max_local)];
+	return (group){ pl->host_ranks + pl->host_start[h], nlocal, me };
+}
+
+/*
+ * Two-level reduce_scatter: the blocks into the parts layout (widened for
+ * narrow types), a ring reduce-scatter of the parts inside the host, then
+ * for each of this rank's parts a ring reduce-scatter of its blocks among
+ * its holders; the block left here is this rank's.  Each host's link
+ * carries the blocks of the other hosts' ranks once: (p - L) of p blocks,
+ * where a ring with L ranks per host sends p - 1.
+ */
+herd_status herd__algo_reduce_scatter_hier(herd_comm *comm, const herd__op *op)
+{
+	const herd__place *pl = herd__comm_place(comm);
+	int r = herd_comm_rank(comm), p = herd_comm_size(comm), h = pl->host_of[r];
+	herd_dtype dtype = (herd_dtype)op->fp.dtype;
+	herd_redop rop = (herd_redop)op->fp.redop, eop = herd__algo_elem_op(rop);
+	bool widen = herd__dtype_widens(dtype, rop);
+	herd_dtype wdt = widen ? HERD_FLOAT32 : dtype;
+	size_t n = op->count, es = herd_dtype_size(dtype), wes = herd_dtype_size(wdt);
+	size_t *loffs = NULL;
+	const char *in = op->sendbuf;
+	char *work = NULL, *own;
+	slots s;
+	group local;
+	herd_status st;
+
+	HERD_CHECK(slots_make(pl, p, n, &s));
+	HERD_CHECK_GOTO(herd__algo_alloc(&loffs, (size_t)(p + 1) * sizeof(size_t),
+					 "the parts of a two-level reduce_scatter"), st, out);
+	HERD_CHECK_GOTO(herd__algo_alloc(&work, (size_t)p * n * wes,
+					 "the blocks of a two-level reduce_scatter"), st, out);
+	for (int d = 0; d < p; d++) {
+		if (widen)
+			herd__narrow_to_float((float *)work + s.slot[d], in + (size_t)d * n * es, n,
+					      dtype);
+		else
+			memcpy(work + s.slot[d] * es, in + (size_t)d * n * es, n * es);
+	}
+	local = local_group(pl, r, &s, loffs);
+	HERD_CHECK_GOTO(group_rs(comm, &local, loffs, work, work, wdt, eop), st, out);
+	for (int j = first_part(local.me, local.n, pl->max_local);
+	     j < first_part(local.me + 1, local.n, pl->max_local); j++) {
+		group across = part_group(pl, &s, j, h, n);
+
+		HERD_CHECK_GOTO(group_rs(comm, &across, s.hoffs, work, work, wdt, eop), st, out);
+	}
+	own = work + s.slot[r] * wes;
+	if (rop == HERD_AVG)
+		herd__reduce_scale(own, n, wdt, p);
+	if (widen)
+		herd__float_to_narrow(op->recvbuf, (const float *)own, n, dtype);
+	else
+		memcpy(op->recvbuf, own, n * es);
+out:
+	free(work);
+	free(loffs);
+	free(s.slot);
+	return st;
+}
+
+/*
+ * Two-level allgather, the reverse: this rank's block into its slot, for
+ * each of its parts a ring allgather among the part's holders, a ring
+ * allgather of the parts inside the host, and the blocks out in rank
+ * order.  Each host's link carries the other hosts' blocks once.
+ */
+herd_status herd__algo_allgather_hier(herd_comm *comm, const herd__op *op)
+{
+	const herd__place *pl = herd__comm_place(comm);
+	int r = herd_comm_rank(comm), p = herd_comm_size(comm), h = pl->host_of[r];
+	herd_dtype dtype = (herd_dtype)op->fp.dtype;
+	size_t n = op->count, es = herd_dtype_size(dtype);
+	size_t *loffs = NULL;
+	char *work = NULL, *out = op->recvbuf;
+	slots s;
+	group local;
+	herd_status st;
+
+	HERD_CHECK(slots_make(pl, p, n, &s));
+	HERD_CHECK_GOTO(herd__algo_alloc(&loffs, (size_t)(p + 1) * sizeof(size_t),
+					 "the parts of a two-level allgather"), st, out);
+	HERD_CHECK_GOTO(herd__algo_alloc(&work, (size_t)p * n * es,
+					 "the blocks of a two-level allgather"), st, out);
+	memcpy(work + s.slot[r] * es, op->sendbuf, n * es);
+	local = local_group(pl, r, &s, loffs);
+	for (int j = first_part(local.me, local.n, pl->max_local);
+	     j < first_part(local.me + 1, local.n, pl->max_local); j++) {
+		group across = part_group(pl, &s, j, h, n);
+
+		HERD_CHECK_GOTO(group_ag(comm, &across, s.hoffs, work, dtype), st, out);
+	}
+	HERD_CHECK_GOTO(group_ag(comm, &local, loffs, work, dtype), st, out);
+	for (int d = 0; d < p; d++)
+		memmove(out + (size_t)d * n * es, work + s.slot[d] * es, n * es);
+out:
+	free(work);
+	free(loffs);
+	free(s.slot);
+	return st;
+}
+
 herd_status herd__algo_allreduce_hier(herd_comm *comm, const herd__op *op)
 {
 	const herd__place *pl = herd__comm_place(comm);

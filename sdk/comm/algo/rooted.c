@@ -1,7 +1,8 @@
 /*
  * sdk/comm/algo/rooted.c - the collectives with a root: broadcast, reduce,
- * gather, scatter.  Ranks are renumbered relative to the root
- * (vr = rank - root mod p), so every tree and chain is rooted at 0.
+ * gather, scatter.  Ranks are renumbered relative to the root, host by
+ * host (herd__algo_tree_pos, herd__algo_pos), so every tree and chain is
+ * rooted at 0 and crosses between hosts as few times as it can.
  *
  *  - broadcast: a binomial tree for small messages (log2 p steps, a
  *    parent sends to all its children at once); for large ones a chain
@@ -21,13 +22,14 @@
 
 static herd_status bcast_binomial(herd_comm *comm, void *buf, size_t bytes, int root)
 {
-	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
-	int vr = herd__algo_mod(r - root, p), mask = 1, nchild = 0;
+	int p = herd_comm_size(comm);
+	int vr = herd__algo_tree_pos(comm, root), mask = 1, nchild = 0;
 	herd__xfer children[32];
 
 	while (mask < p) {
 		if (vr & mask) {
-			HERD_CHECK(herd__algo_xchg(comm, -1, NULL, 0, herd__algo_mod(r - mask, p), buf,
+			HERD_CHECK(herd__algo_xchg(comm, -1, NULL, 0,
+						   herd__algo_tree_at(comm, root, vr - mask), buf,
 						   NULL, bytes, HERD_UINT8, HERD_SUM));
 			break;
 		}
@@ -36,7 +38,7 @@ static herd_status bcast_binomial(herd_comm *comm, void *buf, size_t bytes, int 
 	for (mask >>= 1; mask > 0; mask >>= 1) {
 		if (vr + mask < p) {
 			memset(&children[nchild], 0, sizeof(children[nchild]));
-			children[nchild].peer = herd__algo_mod(r + mask, p);
+			children[nchild].peer = herd__algo_tree_at(comm, root, vr + mask);
 			children[nchild].buf = buf;
 			children[nchild].len = bytes;
 			nchild++;
@@ -114,7 +116,7 @@ herd_status herd__algo_broadcast_chain(herd_comm *comm, const herd__op *op)
 herd_status herd__algo_reduce_binomial(herd_comm *comm, const herd__op *op)
 {
 	int p = herd_comm_size(comm), r = herd_comm_rank(comm), root = op->fp.root;
-	int vr = herd__algo_mod(r - root, p);
+	int vr = herd__algo_tree_pos(comm, root);
 	herd_dtype dtype = (herd_dtype)op->fp.dtype;
 	herd_redop redop = (herd_redop)op->fp.redop, eop = herd__algo_elem_op(redop);
 	bool widen = herd__dtype_widens(dtype, redop);
@@ -135,13 +137,15 @@ herd_status herd__algo_reduce_binomial(herd_comm *comm, const herd__op *op)
 	}
 	for (int mask = 1; mask < p; mask <<= 1) {
 		if (vr & mask) {
-			HERD_CHECK_GOTO(herd__algo_xchg(comm, herd__algo_mod(r - mask, p), acc, bytes,
+			HERD_CHECK_GOTO(herd__algo_xchg(comm, herd__algo_tree_at(comm, root, vr - mask),
+							acc, bytes,
 							-1, NULL, NULL, 0, wdt, eop),
 					st, out);
 			break;
 		}
 		if (vr + mask < p) {
-			HERD_CHECK_GOTO(herd__algo_xchg(comm, -1, NULL, 0, herd__algo_mod(r + mask, p),
+			HERD_CHECK_GOTO(herd__algo_xchg(comm, -1, NULL, 0,
+							herd__algo_tree_at(comm, root, vr + mask),
 							accbuf, acc, bytes, wdt, eop),
 					st, out);
 			acc = accbuf;

@@ -81,3 +81,44 @@ int herd__algo_at(const herd_comm *comm, int i)
 	i = herd__algo_mod(i, herd_comm_size(comm));
 	return pl->nhosts < 2 ? i : pl->host_ranks[i];
 }
+
+/* Where the root's host's ranks start in host_ranks, how many, and the
+ * root's index among them. */
+static void root_host(const herd__place *pl, int root, int *start, int *n, int *k)
+{
+	int h = pl->host_of[root];
+
+	*start = pl->host_start[h];
+	*n = pl->host_start[h + 1] - *start;
+	*k = 0;
+	while (*k < *n - 1 && pl->host_ranks[*start + *k] != root)
+		(*k)++;
+}
+
+int herd__algo_tree_pos(const herd_comm *comm, int root)
+{
+	const herd__place *pl = herd__comm_place(comm);
+	int r = herd_comm_rank(comm), p = herd_comm_size(comm), i, start, n, k;
+
+	if (pl->nhosts < 2)
+		return herd__algo_mod(r - root, p);
+	i = herd__algo_pos(comm);
+	root_host(pl, root, &start, &n, &k);
+	if (i >= start && i < start + n)
+		return herd__algo_mod(i - start - k, n);
+	return n + (i < start ? i : i - n);
+}
+
+int herd__algo_tree_at(const herd_comm *comm, int root, int v)
+{
+	const herd__place *pl = herd__comm_place(comm);
+	int p = herd_comm_size(comm), start, n, k;
+
+	if (pl->nhosts < 2)
+		return herd__algo_mod(v + root, p);
+	root_host(pl, root, &start, &n, &k);
+	if (v < n)
+		return pl->host_ranks[start + herd__algo_mod(v + k, n)];
+	v -= n;
+	return pl->host_ranks[v < start ? v : v + n];
+}

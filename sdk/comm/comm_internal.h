@@ -155,7 +155,21 @@ typedef struct herd__place {
 	const int *host_of;         /* [size] */
 	const int *host_start;      /* [nhosts + 1] */
 	const int *host_ranks;      /* [size] */
+	/* The links between hosts, for tune.c's cost model (nhosts > 1): the
+	 * one-way time of a small message and the time per byte, in seconds,
+	 * rank 0's figures on every rank (links.c): HERD_NET_LINK's, or
+	 * measured at init between rank 0 and the lowest rank of another
+	 * host. */
+	double net_lat_s, net_byte_s;
+	int net_from;               /* herd__net_from */
 } herd__place;
+
+/* Where herd__place's link figures come from. */
+typedef enum herd__net_from {
+	HERD__NET_NONE = 0,         /* one host: no link between hosts */
+	HERD__NET_GIVEN,            /* HERD_NET_LINK on rank 0 */
+	HERD__NET_MEASURED          /* measured at init */
+} herd__net_from;
 
 /* The communicator's placement (core.c; a test's stand-in has its own). */
 const herd__place *herd__comm_place(const herd_comm *comm);

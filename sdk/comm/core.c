@@ -834,6 +834,19 @@ static herd_status comm_alloc(herd_comm **out, int rank, int size, const herd__c
 	return HERD_OK;
 }
 
+static herd_status execute(herd_comm *comm, const herd__op *op, uint64_t cseq);
+
+/* The link figures (links.c), run as a call before the first: numbered 0,
+ * so that the caller's calls are numbered from 1 as ever. */
+static herd_status probe_links(herd_comm *comm)
+{
+	herd__op op = { .run = herd__links_probe };
+
+	op.fp.kind = HERD__OP_BARRIER;
+	op.fp.root = -1;
+	return execute(comm, &op, 0);
+}
+
 herd_status herd__comm_init_cfg(herd_comm **out, herd_store *store, int rank, int size,
 				const herd__comm_cfg *cfg)
 {
@@ -884,6 +897,8 @@ herd_status herd__comm_init_cfg(herd_comm **out, herd_store *store, int rank, in
 		open_pidfds(comm);
 		HERD_CHECK_GOTO(herd__comm_broken(comm), st, out);
 		HERD_CHECK_GOTO(herd__monitor_start(comm), st, out);
+		if (comm->place.nhosts > 1)
+			HERD_CHECK_GOTO(probe_links(comm), st, out);
 	}
 	herd__log_debug("communicator %s: rank %d of %d on %s, %d on this host, transport %s, "
 			"listened on %s during init", comm->id_hex, rank, size,

@@ -58,6 +58,8 @@ typedef struct herd__comm_cfg {
 				     * HIER "hier" */
 	char ifname[64];            /* "" when none was named */
 	bool device_check;          /* device calls compare fingerprints (HERD_DEVICE_CHECK) */
+	double net_lat_us;          /* HERD_NET_LINK's latency, 0 when not given */
+	double net_gbit;            /* ... and rate in Gbit/s */
 } herd__comm_cfg;
 
 /* Resolves opts (may be NULL) against the environment.  env.c. */
@@ -181,6 +183,10 @@ struct herd_comm {
 	/* Scratch for p2p.c, sized for the communicator. */
 	void *p2p_scratch;
 };
+
+/* Settles place's link figures, an un-numbered exchange of every rank at
+ * the end of init when the ranks are on several hosts.  links.c. */
+herd_status herd__links_probe(herd_comm *comm, const herd__op *op);
 
 /* Whether the pair (this rank, peer) talks through shared memory: same
  * host and neither side asked for TCP.  Both sides decide alike. */

@@ -112,6 +112,23 @@ herd_status herd__comm_cfg_resolve(const herd_comm_opts *opts, herd__comm_cfg *o
 		return herd__error(HERD_EINVAL, "interface name from %s is too long", from);
 	herd__strlcpy(out->ifname, v, sizeof(out->ifname));
 
+	v = env("HERD_NET_LINK");
+	if (v != NULL && *v != '\0') {
+		char *end;
+		double lat, gbit;
+
+		errno = 0;
+		lat = strtod(v, &end);
+		gbit = *end == ',' ? strtod(end + 1, &end) : -1;
+		if (*end != '\0' || errno != 0 || !isfinite(lat) || !isfinite(gbit) || lat <= 0 ||
+		    lat > 1e6 || gbit <= 0 || gbit > 1e5)
+			return herd__error(HERD_EINVAL, "HERD_NET_LINK=%s: expected the links between "
+					   "hosts as LATENCY_US,GBIT_PER_S, e.g. \"5,100\" (one-way "
+					   "latency 5 us, 100 Gbit/s)", v);
+		out->net_lat_us = lat;
+		out->net_gbit = gbit;
+	}
+
 	v = env("HERD_DEVICE_CHECK");
 	if (v == NULL || strcmp(v, "1") == 0)
 		out->device_check = true;

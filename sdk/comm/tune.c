@@ -26,6 +26,7 @@
  * figures behind the bounds are in bench/RESULTS.md ("The direct path's
  * thresholds").
  */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -70,6 +71,23 @@ typedef enum bound {
  * collective transport. */
 enum { VIA_ALGO, VIA_COLL_SMALL, VIA_COLL };
 
+/* How the cost model weighs a row's algorithm (see cost()); M_NONE:
+ * it does not, and the size bounds decide. */
+typedef enum model {
+	M_NONE = 0,
+	M_ONESHOT,              /* every vector to every rank in one step */
+	M_RD,                   /* log2 p steps of whole vectors */
+	M_HD,                   /* halving from distance p/2, then doubling */
+	M_HIER,                 /* two-level allreduce */
+	M_RING,                 /* ring allreduce */
+	M_BRUCK,                /* Bruck allgather */
+	M_HIER_BLOCKS,          /* two-level allgather, reduce_scatter */
+	M_RING_BLOCKS,          /* ring allgather, reduce_scatter */
+	M_TREE,                 /* binomial tree, root's host first */
+	M_CHAIN,                /* pipelined chain, host by host */
+	M_RING_REDUCE           /* ring reduce-scatter, gather to the root */
+} model;
+
 typedef struct row {
 	uint8_t cls;            /* herd__algo_class */
 	uint8_t need;
@@ -78,66 +96,71 @@ typedef struct row {
 	int min_ranks, max_ranks; /* 0: none */
 	herd__op_fn run;        /* VIA_ALGO */
 	const char *name;       /* what herd__tune_explain calls it */
+	uint8_t model;
 } row;
 
-#define ROW(c, n, l, h, rmin, rmax, fn, nm) { HERD__CLASS_##c, n, VIA_ALGO, l, h, rmin, rmax, fn, nm }
-#define COLL_ROW(via, l, h, nm) { HERD__CLASS_TUNED, NEED_COLL, via, l, h, 0, 0, NULL, nm }
+#define ROW(c, n, l, h, rmin, rmax, fn, nm, m) \
+	{ HERD__CLASS_##c, n, VIA_ALGO, l, h, rmin, rmax, fn, nm, M_##m }
+#define COLL_ROW(via, l, h, nm) { HERD__CLASS_TUNED, NEED_COLL, via, l, h, 0, 0, NULL, nm, M_NONE }
 
 static const row allreduce_rows[] = {
 	COLL_ROW(VIA_COLL_SMALL, B_NONE, B_COLL_SMALL, "shared-memory direct, small"),
 	COLL_ROW(VIA_COLL, B_COLL_MIN, B_NONE, "shared-memory direct"),
-	ROW(TUNED, 0, B_NONE, B_ONESHOT, 3, HERD__ONESHOT_RANKS, herd__algo_allreduce_oneshot, "one-shot"),
-	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_allreduce_rd, "recursive doubling"),
-	ROW(TUNED, NEED_ONE_HOST | NEED_TCP | NEED_POW2, B_NONE, B_NONE, 4, 0,
-	    herd__algo_allreduce_hd, "halving-doubling"),
-	ROW(TUNED, NEED_HOSTS, B_NONE, B_NONE, 0, 0, herd__algo_allreduce_hier, "two-level"),
-	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_allreduce_ring, "ring"),
+	ROW(TUNED, 0, B_NONE, B_ONESHOT, 3, HERD__ONESHOT_RANKS, herd__algo_allreduce_oneshot,
+	    "one-shot", ONESHOT),
+	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_allreduce_rd, "recursive doubling", RD),
+	ROW(TUNED, NEED_TCP | NEED_POW2, B_NONE, B_NONE, 4, 0,
+	    herd__algo_allreduce_hd, "halving-doubling", HD),
+	ROW(TUNED, NEED_HOSTS, B_NONE, B_NONE, 0, 0, herd__algo_allreduce_hier, "two-level", HIER),
+	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_allreduce_ring, "ring", RING),
 };
 
 static const row reduce_rows[] = {
-	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_reduce_binomial, "binomial tree"),
-	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_reduce_ring, "ring"),
+	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_reduce_binomial, "binomial tree", TREE),
+	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_reduce_ring, "ring", RING_REDUCE),
 };
 
 static const row broadcast_rows[] = {
-	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_broadcast_binomial, "binomial tree"),
-	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_broadcast_chain, "pipelined chain"),
+	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_broadcast_binomial, "binomial tree", TREE),
+	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_broadcast_chain, "pipelined chain", CHAIN),
 };
 
 static const row allgather_rows[] = {
-	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_allgather_bruck, "Bruck"),
-	ROW(TUNED, NEED_HOSTS, B_NONE, B_NONE, 0, 0, herd__algo_allgather_hier, "two-level"),
-	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_allgather_ring, "ring"),
+	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_allgather_bruck, "Bruck", BRUCK),
+	ROW(TUNED, NEED_HOSTS, B_NONE, B_NONE, 0, 0, herd__algo_allgather_hier, "two-level",
+	    HIER_BLOCKS),
+	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_allgather_ring, "ring", RING_BLOCKS),
 };
 
 static const row reduce_scatter_rows[] = {
-	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_reduce_scatter_rd, "recursive halving"),
-	ROW(TUNED, NEED_HOSTS, B_NONE, B_NONE, 0, 0, herd__algo_reduce_scatter_hier, "two-level"),
-	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_reduce_scatter_ring, "ring"),
+	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_reduce_scatter_rd, "recursive halving", RD),
+	ROW(TUNED, NEED_HOSTS, B_NONE, B_NONE, 0, 0, herd__algo_reduce_scatter_hier, "two-level",
+	    HIER_BLOCKS),
+	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_reduce_scatter_ring, "ring", RING_BLOCKS),
 };
 
 static const row alltoall_rows[] = {
-	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_alltoall_oneshot, "one-shot"),
-	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_alltoall_pairwise, "pairwise"),
+	ROW(LATENCY, 0, B_NONE, B_SMALL, 0, 0, herd__algo_alltoall_oneshot, "one-shot", NONE),
+	ROW(BANDWIDTH, 0, B_NONE, B_NONE, 0, 0, herd__algo_alltoall_pairwise, "pairwise", NONE),
 };
 
 static const row gather_rows[] = {
-	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_gather, "direct"),
+	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_gather, "direct", NONE),
 };
 static const row scatter_rows[] = {
-	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_scatter, "direct"),
+	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_scatter, "direct", NONE),
 };
 static const row send_rows[] = {
-	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_send, "point-to-point"),
+	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_send, "point-to-point", NONE),
 };
 static const row recv_rows[] = {
-	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_recv, "point-to-point"),
+	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_recv, "point-to-point", NONE),
 };
 static const row sendrecv_rows[] = {
-	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_sendrecv, "point-to-point"),
+	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_sendrecv, "point-to-point", NONE),
 };
 static const row barrier_rows[] = {
-	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_barrier, "dissemination"),
+	ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_barrier, "dissemination", NONE),
 };
 
 /* The table, by operation: its rows in the order they are tried. */
@@ -161,7 +184,7 @@ static const struct {
 };
 
 static const row local_row = ROW(ANY, 0, B_NONE, B_NONE, 0, 0, herd__algo_local,
-				  "local (no peer needed)");
+				  "local (no peer needed)", NONE);
 
 /* The operations whose calls with no data or one rank need no peer. */
 static bool has_local(int kind)
@@ -214,12 +237,14 @@ static size_t bound_bytes(bound b, const herd__place *pl)
 	}
 }
 
+static bool costed(const herd__place *pl);
+
 /* Why row w does not take a call of size bytes on p ranks, in buf; NULL
  * when it does. */
 static const char *why_not(const row *w, const herd__place *pl, int p, size_t size, char *buf,
 			   size_t cap)
 {
-	bool sized = true;
+	bool sized = !costed(pl);
 
 	if (w->cls == HERD__CLASS_TUNED && pl->force != HERD__CLASS_ANY &&
 	    pl->force != HERD__CLASS_HIER)
@@ -259,6 +284,100 @@ static const char *why_not(const row *w, const herd__place *pl, int p, size_t si
 	return NULL;
 }
 
+/* ---- the cost model ------------------------------------------------------
+
+ * Where ranks are on several hosts and the choice is "auto" (or "hier"
+ * where the two-level rows do not fit), the algorithm is the one of least
+ * estimated time among the rows whose placement needs are met, whatever
+ * their size bounds; the rows without a model (alltoall, gather, ...)
+ * keep theirs.  The estimate counts steps and the bytes the busiest link
+ * carries in each: a step between hosts costs the links' one-way latency
+ * plus its bytes over their rate (herd__place's figures, measured at init
+ * or given by HERD_NET_LINK), where every rank of a host shares its link;
+ * a step inside a host costs SHM_LAT plus its bytes at SHM_BYTE.  Host
+ * numbers H, ranks per host L (the most on one), p ranks, n the call's
+ * bytes (b = n / p a block of allgather and reduce_scatter):
+ *
+ *   one-shot            net(L (p-L) n) + (p-1) SHM_LAT (a message each)
+ *   recursive doubling  lg H net(L n) + (lg p - lg H) shm(n), + 2 shm(n)
+ *                       when p is no power of two (the fold)
+ *   halving-doubling    2 (lg H net-latency + L (1-1/H) n net-bytes
+ *                       + lg L shm(n / H)): its large halves cross first
+ *   two-level           2 (L-1) shm(n / L) + 2 (H-1) net(n / H)
+ *   ring                2 (p-1) net(n / p): each step crosses a host link
+ *   Bruck               lg p net-latency + L (p-L) b net-bytes
+ *   two-level blocks    (H-1) net(L b) + (L-1) shm(H b)
+ *   ring blocks         (p-1) net(b)
+ *   binomial tree       lg H net(n) + lg L shm(n)
+ *   pipelined chain     (ceil(n / chunk) + p - 2) net(chunk), chunk the
+ *                       smaller of n and HERD__ALGO_BLOCK
+ *   ring reduce         (p-1) net(n / p) + net((p-L) n / p)
+ *
+ * lg is the base-2 logarithm rounded up.  Every rank has the same
+ * figures (rank 0's), so every rank picks the same row.
+ */
+
+/* A step inside a host: about what one step of herd's shared-memory
+ * transport takes (bench/RESULTS.md, 8-byte allreduce on one host), and
+ * the copy rate of one core. */
+#define SHM_LAT 1e-6
+#define SHM_BYTE (1.0 / 5e9)
+
+static bool costed(const herd__place *pl)
+{
+	return pl->nhosts > 1 && pl->net_from != HERD__NET_NONE &&
+	       (pl->force == HERD__CLASS_ANY || pl->force == HERD__CLASS_HIER);
+}
+
+static double lg(int x)
+{
+	int k = 0;
+
+	while ((1 << k) < x && k < 30)
+		k++;
+	return k;
+}
+
+static double cost(const row *w, const herd__place *pl, int p, size_t size)
+{
+	double a = pl->net_lat_s, B = pl->net_byte_s, n = (double)size, H = pl->nhosts;
+	double L = pl->max_local, b = n / p, P = p, chunk;
+#define NET(m) (a + (m) * B)
+#define SHM(m) (SHM_LAT + (m) * SHM_BYTE)
+
+	switch (w->model) {
+	case M_ONESHOT:
+		return NET(L * (P - L) * n) + (P - 1) * SHM_LAT;
+	case M_RD:
+		return lg(pl->nhosts) * NET(L * n) + (lg(p) - lg(pl->nhosts)) * SHM(n) +
+		       ((p & (p - 1)) ? 2 * SHM(n) : 0);
+	case M_HD:
+		return 2 * (lg(pl->nhosts) * a + L * (1 - 1 / H) * n * B +
+			    lg(pl->max_local) * SHM(n / H));
+	case M_HIER:
+		return 2 * (L - 1) * SHM(n / L) + 2 * (H - 1) * NET(n / H);
+	case M_RING:
+		return 2 * (P - 1) * NET(n / P);
+	case M_BRUCK:
+		return lg(p) * a + L * (P - L) * b * B;
+	case M_HIER_BLOCKS:
+		return (H - 1) * NET(L * b) + (L - 1) * SHM(H * b);
+	case M_RING_BLOCKS:
+		return (P - 1) * NET(b);
+	case M_TREE:
+		return lg(pl->nhosts) * NET(n) + lg(pl->max_local) * SHM(n);
+	case M_CHAIN:
+		chunk = n < herd__algo_block_bytes ? n : (double)herd__algo_block_bytes;
+		return (ceil(n / chunk) + P - 2) * NET(chunk);
+	case M_RING_REDUCE:
+		return (P - 1) * NET(n / P) + NET((P - L) * n / P);
+	default:
+		return -1;
+	}
+#undef NET
+#undef SHM
+}
+
 static bool fits(const row *w, const herd__place *pl, int p, size_t size)
 {
 	char buf[64];
@@ -284,6 +403,22 @@ static const row *pick(const herd_comm *comm, const herd__place *pl, const herd_
 		if ((w->need & NEED_HOSTS) && why_not(w, pl, p, size, why, sizeof(why)) == NULL)
 			return w;
 	}
+	if (costed(pl)) {
+		const row *best = NULL;
+		double best_cost = 0;
+
+		for (size_t i = 0; i < table[op->fp.kind].n; i++) {
+			const row *w = &table[op->fp.kind].rows[i];
+			double c = cost(w, pl, p, size);
+
+			if (c >= 0 && fits(w, pl, p, size) && (best == NULL || c < best_cost)) {
+				best = w;
+				best_cost = c;
+			}
+		}
+		if (best != NULL)
+			return best;
+	}
 	for (size_t i = 0; i < table[op->fp.kind].n; i++)
 		if (fits(&table[op->fp.kind].rows[i], pl, p, size))
 			return &table[op->fp.kind].rows[i];
@@ -308,6 +443,17 @@ herd__op_fn herd__tune_pick(const herd_comm *comm, const herd__op *op)
 	}
 }
 
+/* A time in the units that read best. */
+static void fmt_time(char *buf, size_t cap, double secs)
+{
+	if (secs < 1e-3)
+		snprintf(buf, cap, "%.1f us", secs * 1e6);
+	else if (secs < 1)
+		snprintf(buf, cap, "%.2f ms", secs * 1e3);
+	else
+		snprintf(buf, cap, "%.2f s", secs);
+}
+
 void herd__tune_explain(const herd_comm *comm, const herd__op *op, char *buf, size_t cap)
 {
 	const herd__place *pl = herd__comm_place(comm);
@@ -317,6 +463,8 @@ void herd__tune_explain(const herd_comm *comm, const herd__op *op, char *buf, si
 	const char *cls = pl->force == HERD__CLASS_LATENCY ? "rd"
 			  : pl->force == HERD__CLASS_BANDWIDTH ? "ring"
 			  : pl->force == HERD__CLASS_HIER ? "hier" : "auto";
+	bool by_cost;
+	char t[32];
 
 	if (cap == 0)
 		return;
@@ -329,13 +477,43 @@ void herd__tune_explain(const herd_comm *comm, const herd__op *op, char *buf, si
 	    (pl->force == HERD__CLASS_HIER && (w->need & NEED_HOSTS)))
 		return;
 	o = strlen(buf);
-	/* The rows tried before it, and why each passed. */
-	for (size_t i = 0; i < table[op->fp.kind].n && &table[op->fp.kind].rows[i] != w && o < cap;
-	     i++) {
+	by_cost = costed(pl) && cost(w, pl, p, size) >= 0;
+	if (by_cost && o < cap) {
+		fmt_time(t, sizeof(t), cost(w, pl, p, size));
+		o += (size_t)snprintf(buf + o, cap - o, ", estimated %s with links between hosts of "
+				      "%.1f us and %.3f GB/s (%s)", t, pl->net_lat_s * 1e6,
+				      1e-9 / pl->net_byte_s, pl->net_from == HERD__NET_GIVEN ?
+				      "HERD_NET_LINK" : "measured at init");
+	}
+	/* The other rows, and why each passed: a reason, or its estimate. */
+	for (size_t i = 0, k = 0; i < table[op->fp.kind].n && o < cap; i++) {
 		const row *x = &table[op->fp.kind].rows[i];
-		char why[64];
+		const char *why;
+		char reason[64];
 
-		o += (size_t)snprintf(buf + o, cap - o, "%s %s: %s", i == 0 ? "; passed over" : ",",
-				      x->name, why_not(x, pl, p, size, why, sizeof(why)));
+		if (x == w)
+			break;
+		why = why_not(x, pl, p, size, reason, sizeof(reason));
+		if (why == NULL && by_cost && cost(x, pl, p, size) >= 0) {
+			fmt_time(t, sizeof(t), cost(x, pl, p, size));
+			snprintf(reason, sizeof(reason), "estimated %s", t);
+			why = reason;
+		}
+		if (why == NULL)
+			continue;
+		o += (size_t)snprintf(buf + o, cap - o, "%s %s: %s", k++ == 0 ? "; passed over" : ",",
+				      x->name, why);
+	}
+	for (size_t i = 0, k = 0; by_cost && i < table[op->fp.kind].n && o < cap; i++) {
+		const row *x = &table[op->fp.kind].rows[i];
+		char reason[64];
+
+		if (x <= w)
+			continue;
+		if (why_not(x, pl, p, size, reason, sizeof(reason)) != NULL || cost(x, pl, p, size) < 0)
+			continue;
+		fmt_time(t, sizeof(t), cost(x, pl, p, size));
+		o += (size_t)snprintf(buf + o, cap - o, "%s %s: estimated %s",
+				      k++ == 0 ? "; after it" : ",", x->name, t);
 	}
 }

@@ -80,23 +80,28 @@ typedef struct herd_comm_opts {
 	const char *transport;
 	/*
 	 * Algorithm for allreduce and friends (default HERD_ALGO, else "auto").
-	 * "auto" chooses by size and by where the ranks are: latency
-	 * algorithms (recursive doubling, Bruck, binomial trees, a one-step
-	 * exchange) for small messages, bandwidth ones (rings, pipelined
-	 * chains, halving-doubling) for large ones; where every rank is on
-	 * this host and may read the others' memory, the shared-memory
-	 * transport's direct allreduce; where the ranks are on several hosts,
-	 * several on some, a two-level allreduce (reduce-scatter inside each
-	 * host, each part allreduced between hosts by the ranks that hold it,
-	 * all at once, allgather inside each host), so that the vector
-	 * crosses each host's link once each way.  `herd bench --explain`
-	 * says which, and why.  docs/design.md ("sdk/comm") names the
-	 * table that decides, and bench/RESULTS.md the measurements behind it.
-	 * "hier" takes the two-level allreduce at every size where the ranks
-	 * are on several hosts, several on some, and "auto" elsewhere.
-	 * "ring" (bandwidth) and "rd" (latency) force that choice for every
-	 * size and turn the direct and one-exchange paths off.  Every choice
-	 * gives every rank the same bits.
+	 * "auto" chooses by size and by where the ranks are.  On one host:
+	 * latency algorithms (recursive doubling, Bruck, binomial trees, a
+	 * one-step exchange) for small messages, bandwidth ones (rings,
+	 * pipelined chains, halving-doubling) for large ones, and where every
+	 * rank may read the others' memory the shared-memory transport's
+	 * direct allreduce.  On several hosts: the algorithm of least
+	 * estimated time from a cost model (steps, and the bytes the busiest
+	 * link carries in each; the links between hosts measured at init
+	 * between rank 0 and the next host, or given by HERD_NET_LINK=
+	 * LATENCY_US,GBIT_PER_S, rank 0's figures on every rank), among them
+	 * the two-level allreduce, reduce_scatter and allgather where hosts
+	 * hold several ranks (inside each host over shared memory, between
+	 * hosts by one rank per part of the data, every rank of a host at
+	 * once), so that the data crosses each host's link once.  Trees and
+	 * rings run host by host whatever the numbering.  `herd bench
+	 * --explain` says which, the estimates and why.  docs/design.md
+	 * ("sdk/comm") names the table that decides, and bench/RESULTS.md the
+	 * measurements behind it.  "hier" takes the two-level algorithms at
+	 * every size where the ranks are on several hosts, several on some,
+	 * and "auto" elsewhere.  "ring" (bandwidth) and "rd" (latency) force
+	 * that choice for every size and turn the direct and one-exchange
+	 * paths off.  Every choice gives every rank the same bits.
 	 */
 	const char *algo;
 	/* The network interfaces whose addresses peers connect to, in

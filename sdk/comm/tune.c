@@ -21,8 +21,14 @@
  *    which leave ring blocks empty), all p blocks for allgather,
  *    reduce_scatter and alltoall.
  *
+ * Where the ranks are on several hosts, "auto" (and "hier" where no
+ * two-level row fits) weighs the rows instead: the cost model below takes
+ * the row of least estimated time among those whose placement needs are
+ * met, whatever their size bounds.
+ *
  * Every rank computes the same row: the call's fingerprint is checked
- * alike everywhere, and the placement is the same on every rank.  The
+ * alike everywhere, and the placement (link figures included) is the same
+ * on every rank.  The
  * figures behind the bounds are in bench/RESULTS.md ("The direct path's
  * thresholds").
  */
@@ -285,7 +291,7 @@ static const char *why_not(const row *w, const herd__place *pl, int p, size_t si
 }
 
 /* ---- the cost model ------------------------------------------------------
-
+ *
  * Where ranks are on several hosts and the choice is "auto" (or "hier"
  * where the two-level rows do not fit), the algorithm is the one of least
  * estimated time among the rows whose placement needs are met, whatever

@@ -59,9 +59,11 @@ static size_t check_sums(const float *got, size_t n, int p)
 static void sums_rank(int rank, int size, void *arg)
 {
 	const direct_args *a = arg;
-	/* 0..p-1 elements leave slices empty; 3 MiB + 3 crosses chunks
-	 * unevenly; 8 MiB + 20 bytes is written with streaming stores. */
-	const size_t counts[] = { 1,   (size_t)size - 1, 255, 256, 65536 + 3, (3u << 18) + 3,
+	/* 0..p-1 elements leave slices empty; 1024 floats fill a small slot,
+	 * 1025 are the first large call; 3 MiB + 3 crosses chunks unevenly;
+	 * 8 MiB + 20 bytes is written with streaming stores. */
+	const size_t counts[] = { 1,   (size_t)size - 1, 255, 256, HERD__BOARD_SMALL / 4,
+				  HERD__BOARD_SMALL / 4 + 1, 65536 + 3, (3u << 18) + 3,
 				  (2u << 20) + 5 };
 	const size_t chunks[] = { herd__direct_chunk_bytes, 4096 };
 	herd_comm *comm = NULL;

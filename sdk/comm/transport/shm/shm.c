@@ -22,7 +22,7 @@
  * seq_cst fences (Dekker), so no wake-up is lost.  Oversubscribed ranks
  * therefore sleep instead of spinning each other out of the CPU.
  *
- * The header page also holds the rank's board, where the direct
+ * The header pages also hold the rank's board, where the direct
  * collectives (direct.c) publish their calls; after the rings come
  * HERD__STAGE_SLOTS staging slots of HERD__STAGE_BYTES, where they put
  * the results that the peers copy out.  At attach each rank probes whether
@@ -59,7 +59,7 @@
 #include "comm/transport/shm/shm.h"
 
 #define SHM_MAGIC 0x316d687364726568ull   /* "herdshm1" */
-#define SHM_VERSION 4
+#define SHM_VERSION 5
 /* Ring geometry: NSLOTS slots of SLOT_MAX bytes (4 MiB per ring) while an
  * inbox stays within INBOX_BUDGET; with many local peers the slots shrink
  * (down to SLOT_MIN) so that the memory reserved per rank stays bounded.
@@ -72,6 +72,8 @@
 #define INBOX_BUDGET ((size_t)32 << 20)
 #define PAGE 4096u
 #define HDR_ROOM 64u
+/* The inbox header's pages: the header, with the board's small slots. */
+#define HDR_BYTES ((sizeof(inbox_hdr) + PAGE - 1) / PAGE * PAGE)
 
 typedef struct inbox_hdr {
 	_Atomic uint64_t magic;            /* set last, with release */
@@ -92,7 +94,7 @@ typedef struct ring {
 	alignas(64) uint32_t len[NSLOTS];  /* bytes in each slot, set before head moves */
 } ring;
 
-_Static_assert(sizeof(inbox_hdr) <= PAGE && sizeof(ring) <= PAGE, "headers fit a page");
+_Static_assert(sizeof(ring) <= PAGE, "a ring's header fits a page");
 _Static_assert(sizeof(herd__wire_hdr) <= HDR_ROOM, "a message header fits its room");
 
 struct herd__shm {
@@ -344,7 +346,7 @@ static ring *ring_at(const herd__shm *s, uint8_t *inbox, int to, int from)
 {
 	int idx = s->lpos[from] < s->lpos[to] ? s->lpos[from] : s->lpos[from] - 1;
 
-	return (ring *)(inbox + PAGE + (size_t)idx * ring_bytes((const inbox_hdr *)inbox));
+	return (ring *)(inbox + HDR_BYTES + (size_t)idx * ring_bytes((const inbox_hdr *)inbox));
 }
 
 /* The slot size for an inbox of nrings rings. */
@@ -446,7 +448,7 @@ herd_status herd__shm_create(herd_comm *comm)
 	sweep_stale(comm->peers[comm->rank].pidns);
 	segment_name(comm, comm->rank, s->name, sizeof(s->name));
 	slot = slot_size_for(s->ngroup - 1);
-	stage_off = PAGE + (size_t)(s->ngroup - 1) * (PAGE + (size_t)NSLOTS * slot);
+	stage_off = HDR_BYTES + (size_t)(s->ngroup - 1) * (PAGE + (size_t)NSLOTS * slot);
 	s->own_size = stage_off + (size_t)HERD__STAGE_SLOTS * HERD__STAGE_BYTES;
 	fd = shm_open(s->name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -503,7 +505,7 @@ static herd_status map_peer(herd_comm *comm, int j)
 	if (fd < 0)
 		return herd__error_errno(HERD_ESYS, errno, "cannot open the shared memory of rank "
 					 "%d (host %s), /dev/shm%s", j, comm->peers[j].host, name);
-	if (fstat(fd, &sb) != 0 || (size_t)sb.st_size < PAGE) {
+	if (fstat(fd, &sb) != 0 || (size_t)sb.st_size < HDR_BYTES) {
 		close(fd);
 		return herd__error(HERD_EFORMAT, "/dev/shm%s is too small", name);
 	}
@@ -520,7 +522,7 @@ static herd_status map_peer(herd_comm *comm, int j)
 	    h->version != SHM_VERSION || h->nrings != (uint32_t)(s->ngroup - 1) ||
 	    h->nslots == 0 || h->nslots > NSLOTS || h->slot_size < 4096 ||
 	    h->slot_size % 64 != 0 ||
-	    h->stage_off < PAGE + (size_t)h->nrings * ring_bytes(h) ||
+	    h->stage_off < HDR_BYTES + (size_t)h->nrings * ring_bytes(h) ||
 	    h->stage_off % PAGE != 0 || h->stage_off > s->map_size[j] ||
 	    s->map_size[j] - h->stage_off < (size_t)HERD__STAGE_SLOTS * HERD__STAGE_BYTES)
 		return herd__error(HERD_EFORMAT, "/dev/shm%s of rank %d is not a herd inbox of "

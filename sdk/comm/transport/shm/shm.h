@@ -48,7 +48,10 @@ bool herd__shm_cma_all(const herd_comm *comm);
  * What a rank publishes on its board, read by its local peers.  Each group
  * of fields is written by the owner only, on its own cache line.
  */
-#define HERD__BOARD_SMALL 1024u
+/* The small direct allreduce's most bytes.  2 ranks on 2 cores: 2 and 4
+ * KiB took 0.7 and 0.9-1.05 us here against 1.2-1.7 and 1.9-2.1 us through
+ * recursive doubling over the rings (bench/RESULTS.md). */
+#define HERD__BOARD_SMALL 4096u
 
 typedef struct herd__board_slot {
 	alignas(64) _Atomic uint64_t cseq;  /* the call whose data this is; set last */

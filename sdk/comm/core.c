@@ -25,7 +25,7 @@
 #include "net.h"
 #include "auth.h"
 
-#define INFO_VERSION 1
+#define INFO_VERSION 2
 #define INFO_MAX (64 * 1024)
 /* How long a timed-out call waits for its peers to say what they are doing. */
 #define QUERY_WAIT_MS 500
@@ -400,7 +400,7 @@ herd_status herd__comm_info_pack(const herd__peer *me, int rank, int size, char 
 
 	herd__buf_init(&b, INFO_MAX);
 	msgpack_packer_init(&pk, &b, herd__buf_write);
-	msgpack_pack_map(&pk, 11);
+	msgpack_pack_map(&pk, 12);
 	herd__mp_pack_str(&pk, "v");
 	msgpack_pack_int(&pk, INFO_VERSION);
 	herd__mp_pack_str(&pk, "rank");
@@ -423,6 +423,8 @@ herd_status herd__comm_info_pack(const herd__peer *me, int rank, int size, char 
 	msgpack_pack_int(&pk, me->transport);
 	herd__mp_pack_str(&pk, "addrs");
 	herd__mp_pack_str(&pk, me->addrs);
+	herd__mp_pack_str(&pk, "streams");
+	msgpack_pack_int(&pk, me->streams);
 	return herd__buf_take(&b, "the communicator info record", out, len);
 }
 
@@ -444,7 +446,7 @@ herd_status herd__comm_info_parse(herd__peer *p, const char *origin, const void 
 {
 	msgpack_unpacked up;
 	const msgpack_object *root;
-	int64_t v = -1, pid = -1, transport = -1;
+	int64_t v = -1, pid = -1, transport = -1, streams = 1;
 	herd__mpwalk w = { .origin = origin };
 	herd_status st;
 
@@ -482,11 +484,14 @@ herd_status herd__comm_info_parse(herd__peer *p, const char *origin, const void 
 		st = herd__mpwalk_get_uint(&w, root, "shmino", 0, UINT64_MAX, &p->shm_ino);
 	if (st == HERD_OK)
 		st = herd__mpwalk_get_uint(&w, root, "pidns", 0, UINT64_MAX, &p->pidns);
+	if (st == HERD_OK)
+		st = herd__mpwalk_get_int(&w, root, "streams", 1, HERD__STREAMS_MAX, &streams);
 	msgpack_unpacked_destroy(&up);
 	if (st != HERD_OK)
 		return st;
 	p->pid = (int32_t)pid;
 	p->transport = (int)transport;
+	p->streams = (int)streams;
 	return HERD_OK;
 }
 
@@ -682,6 +687,15 @@ bool herd__comm_uses_shm(const herd_comm *comm, int peer)
 	       comm->cfg.transport == HERD__TRANSPORT_AUTO;
 }
 
+int herd__comm_streams(const herd_comm *comm, int peer)
+{
+	int mine = comm->peers[comm->rank].streams, theirs = comm->peers[peer].streams;
+
+	if (peer == comm->rank || herd__comm_uses_shm(comm, peer))
+		return 1;
+	return mine < theirs ? mine : theirs;
+}
+
 /* The hosts of place (see herd__place), from every rank's info record. */
 static herd_status place_hosts(herd_comm *comm)
 {
@@ -765,6 +779,9 @@ static void comm_free(herd_comm *comm)
 
 		if (p->link != NULL)
 			p->link->ops->close(p->link);
+		for (int k = 0; k < HERD__STREAMS_MAX - 1; k++)
+			if (p->more[k] != NULL)
+				p->more[k]->ops->close(p->more[k]);
 		if (p->ctl_fd >= 0)
 			close(p->ctl_fd);
 		if (p->pidfd >= 0)
@@ -862,6 +879,7 @@ herd_status herd__comm_init_cfg(herd_comm **out, herd_store *store, int rank, in
 	HERD_CHECK(comm_alloc(&comm, rank, size, cfg));
 	self_identity(&comm->peers[rank]);
 	comm->peers[rank].transport = cfg->transport;
+	comm->peers[rank].streams = cfg->streams;
 
 	/* Every init of a rank on one store gets the next generation, so that
 	 * ranks re-initializing on the same store meet their own kind. */
@@ -1337,9 +1355,13 @@ void herd_comm_abort(herd_comm *comm)
 	herd__comm_wake(comm);
 
 	herd__ctl_abort(comm);
-	for (int j = 0; j < comm->size; j++)
+	for (int j = 0; j < comm->size; j++) {
 		if (comm->peers[j].link != NULL)
 			comm->peers[j].link->ops->shutdown(comm->peers[j].link);
+		for (int k = 0; k < HERD__STREAMS_MAX - 1; k++)
+			if (comm->peers[j].more[k] != NULL)
+				comm->peers[j].more[k]->ops->shutdown(comm->peers[j].more[k]);
+	}
 	herd__monitor_kick(comm);
 }
 

@@ -44,6 +44,8 @@
 #define HERD__COMM_ID_LEN 8
 #define HERD__COMM_ADDRS_MAX 512
 #define HERD__COMM_DEFAULT_TIMEOUT_MS 300000
+/* The most TCP data connections per pair of ranks (HERD_SOCKET_STREAMS). */
+#define HERD__STREAMS_MAX 8
 
 typedef enum herd__transport_mode {
 	HERD__TRANSPORT_AUTO = 0,   /* shared memory within a host, TCP between */
@@ -58,6 +60,7 @@ typedef struct herd__comm_cfg {
 				     * HIER "hier" */
 	char ifname[64];            /* "" when none was named */
 	bool device_check;          /* device calls compare fingerprints (HERD_DEVICE_CHECK) */
+	int streams;                /* TCP data connections per pair (HERD_SOCKET_STREAMS) */
 	double net_lat_us;          /* HERD_NET_LINK's latency, 0 when not given */
 	double net_gbit;            /* ... and rate in Gbit/s */
 } herd__comm_cfg;
@@ -88,10 +91,13 @@ typedef struct herd__peer {
 	uint64_t pidns;             /* inode of its pid namespace */
 	int32_t pid;
 	int transport;              /* what it asked for */
+	int streams;                /* the TCP data connections per pair it asked for */
 	bool same_host;             /* same host name, boot and /dev/shm */
 	bool same_pidns;            /* its pid means something here */
 
 	herd__link *link;           /* data link; NULL for the rank itself */
+	/* Over TCP, herd__comm_streams(comm, j) connections: link and these. */
+	herd__link *more[HERD__STREAMS_MAX - 1];
 	int ctl_fd;                 /* control connection; -1 for the rank itself */
 	int pidfd;                  /* -1 when none */
 	atomic_int left;            /* it said goodbye (destroyed its communicator) */
@@ -187,6 +193,17 @@ struct herd_comm {
 /* Settles place's link figures, an un-numbered exchange of every rank at
  * the end of init when the ranks are on several hosts.  links.c. */
 herd_status herd__links_probe(herd_comm *comm, const herd__op *op);
+
+/* The data links of the pair (this rank, peer): 1 over shared memory,
+ * the fewer of the two ranks' HERD_SOCKET_STREAMS over TCP.  Both sides
+ * decide alike. */
+int herd__comm_streams(const herd_comm *comm, int peer);
+
+/* Data link s (0 <= s < herd__comm_streams) of the pair with peer. */
+static inline herd__link *herd__comm_link(const herd_comm *comm, int peer, int s)
+{
+	return s == 0 ? comm->peers[peer].link : comm->peers[peer].more[s - 1];
+}
 
 /* Whether the pair (this rank, peer) talks through shared memory: same
  * host and neither side asked for TCP.  Both sides decide alike. */

@@ -112,6 +112,21 @@ herd_status herd__comm_cfg_resolve(const herd_comm_opts *opts, herd__comm_cfg *o
 		return herd__error(HERD_EINVAL, "interface name from %s is too long", from);
 	herd__strlcpy(out->ifname, v, sizeof(out->ifname));
 
+	out->streams = 1;
+	v = env("HERD_SOCKET_STREAMS");
+	if (v != NULL && *v != '\0') {
+		char *end;
+		long n;
+
+		errno = 0;
+		n = strtol(v, &end, 10);
+		if (*end != '\0' || errno != 0 || n < 1 || n > HERD__STREAMS_MAX)
+			return herd__error(HERD_EINVAL, "HERD_SOCKET_STREAMS=%s: expected the TCP "
+					   "connections per pair of ranks on different hosts, 1 to %d",
+					   v, HERD__STREAMS_MAX);
+		out->streams = (int)n;
+	}
+
 	v = env("HERD_NET_LINK");
 	if (v != NULL && *v != '\0') {
 		char *end;

@@ -9,6 +9,13 @@
  * pass calls try_send / try_recv on every active message, so a ring where
  * every rank sends first cannot deadlock.
  *
+ * Where a pair has several TCP connections (HERD_SOCKET_STREAMS), a
+ * message of STRIPE_MIN bytes or more travels as pieces, one per
+ * connection, each with its own header: sender and receiver cut it alike
+ * from its length (stripe()), and each connection keeps its pieces in
+ * message order, so the pieces of one message move at once and land
+ * where they belong.
+ *
  * Receivers check the header against their own call (check_header): a
  * collective compares every field of the fingerprint and its collective
  * number, a point-to-point call the dtype and the byte count only.
@@ -55,24 +62,33 @@
  * why (see settle). */
 #define SETTLE_MS 200
 
+/* Below this many bytes a message travels whole on a pair's first
+ * connection; from it, in up to one piece per connection of at least
+ * this many bytes. */
+#define STRIPE_MIN (64u * 1024u)
+
+/* Data links are numbered peer * HERD__STREAMS_MAX + stream. */
+#define LINK_ID(peer, stream) ((peer) * HERD__STREAMS_MAX + (stream))
+
 typedef struct p2p_scratch {
-	int *last;               /* [size]: last message seen per peer, -1 */
-	int *fd_slot;            /* [size]: index in pfds per peer, -1 */
-	struct pollfd *pfds;     /* [size + 1] */
+	int *last;               /* [size * STREAMS_MAX]: last message seen per link, -1 */
+	int *fd_slot;            /* [size * STREAMS_MAX]: index in pfds per link, -1 */
+	struct pollfd *pfds;     /* [size * STREAMS_MAX + 1] */
 	int *waiting;            /* [size] */
 } p2p_scratch;
 
 herd_status herd__p2p_init(herd_comm *comm)
 {
 	p2p_scratch *s;
-	size_t n = (size_t)comm->size;
+	size_t n = (size_t)comm->size * HERD__STREAMS_MAX;
 
 	HERD_CHECK(herd__calloc(&s, 1, sizeof(*s), "exchange scratch"));
 	comm->p2p_scratch = s;
 	HERD_CHECK(herd__calloc(&s->last, n, sizeof(int), "exchange scratch"));
 	HERD_CHECK(herd__calloc(&s->fd_slot, n, sizeof(int), "exchange scratch"));
 	HERD_CHECK(herd__calloc(&s->pfds, n + 1, sizeof(*s->pfds), "exchange scratch"));
-	HERD_CHECK(herd__calloc(&s->waiting, n, sizeof(int), "exchange scratch"));
+	HERD_CHECK(herd__calloc(&s->waiting, (size_t)comm->size, sizeof(int),
+				"exchange scratch"));
 	for (size_t i = 0; i < n; i++)
 		s->last[i] = s->fd_slot[i] = -1;
 	return HERD_OK;
@@ -228,35 +244,73 @@ static herd_status self_copies(herd_comm *comm, const herd__xfer *sends, size_t 
 
 typedef struct exchange {
 	herd_comm *comm;
-	const herd__xfer *sends, *recvs;
-	herd__tx *tx;
-	herd__rx *rx;
-	int *tnext, *rnext;      /* next message to the same peer, -1 */
-	int *tact, *ract;        /* active messages: the first pending one per peer */
+	herd__tx *tx;            /* [ntx]: the sends, cut into pieces */
+	herd__rx *rx;            /* [nrx] */
+	int *tpeer, *tlink;      /* each send piece's peer and link id */
+	int *rlink;              /* each receive piece's link id */
+	size_t ntx, nrx;
+	int *tnext, *rnext;      /* next piece on the same link, -1 */
+	int *tact, *ract;        /* active pieces: the first pending one per link */
 	size_t ntact, nract;
 	int failed_peer;         /* whose link failed in the last pass */
 	void *mem;
 } exchange;
 
-/* Links each message to the next one with the same peer; the first of each
- * peer is active. */
-static void chain(const herd__xfer *x, size_t n, int self, int *last, int *next, int *act,
-		  size_t *nact)
+/*
+ * How a message of len bytes with peer travels: in *n pieces of *piece
+ * bytes (the last one shorter), piece k on the pair's connection k.  Cut
+ * at multiples of 64 bytes, so that no element straddles two pieces.
+ */
+static void stripe(const herd_comm *comm, int peer, size_t len, int *n, size_t *piece)
+{
+	int links = herd__comm_streams(comm, peer);
+	size_t want = len / STRIPE_MIN;
+
+	if (links <= 1 || want < 2) {
+		*n = 1;
+		*piece = len;
+		return;
+	}
+	if (want > (size_t)links)
+		want = (size_t)links;
+	*piece = ((len + want - 1) / want + 63) / 64 * 64;
+	*n = (int)((len + *piece - 1) / *piece);
+}
+
+/* Links each piece to the next one on the same link; the first of each
+ * link is active.  Pieces with the rank itself (link -1) take no part. */
+static void chain(const int *link, size_t n, int *last, int *next, int *act, size_t *nact)
 {
 	for (size_t i = 0; i < n; i++) {
-		int p = x[i].peer;
+		int l = link[i];
 
 		next[i] = -1;
-		if (p == self)
+		if (l < 0)
 			continue;
-		if (last[p] < 0)
+		if (last[l] < 0)
 			act[(*nact)++] = (int)i;
 		else
-			next[last[p]] = (int)i;
-		last[p] = (int)i;
+			next[last[l]] = (int)i;
+		last[l] = (int)i;
 	}
 	for (size_t i = 0; i < n; i++)
-		last[x[i].peer] = -1;
+		if (link[i] >= 0)
+			last[link[i]] = -1;
+}
+
+static size_t count_pieces(const herd_comm *comm, const herd__xfer *x, size_t n)
+{
+	size_t total = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int k = 1;
+		size_t piece;
+
+		if (x[i].peer != comm->rank)
+			stripe(comm, x[i].peer, x[i].len, &k, &piece);
+		total += (size_t)k;
+	}
+	return total;
 }
 
 static herd_status setup(exchange *x, herd_comm *comm, const herd__xfer *sends, size_t nsends,
@@ -264,74 +318,116 @@ static herd_status setup(exchange *x, herd_comm *comm, const herd__xfer *sends, 
 {
 	p2p_scratch *s = comm->p2p_scratch;
 	const herd__op *op = comm->op;
-	size_t bytes = nsends * (sizeof(herd__tx) + 2 * sizeof(int)) +
-		       nrecvs * (sizeof(herd__rx) + 2 * sizeof(int));
+	size_t ntx = count_pieces(comm, sends, nsends), nrx = count_pieces(comm, recvs, nrecvs);
+	size_t bytes = ntx * (sizeof(herd__tx) + 5 * sizeof(int)) +
+		       nrx * (sizeof(herd__rx) + 3 * sizeof(int));
+	size_t t = 0, r = 0;
 	uint8_t *m;
 
 	memset(x, 0, sizeof(*x));
 	x->comm = comm;
-	x->sends = sends;
-	x->recvs = recvs;
+	x->ntx = ntx;
+	x->nrx = nrx;
 	HERD_CHECK(herd__calloc(&x->mem, 1, bytes > 0 ? bytes : 1, "an exchange"));
 	m = x->mem;
 	x->tx = (herd__tx *)m;
-	m += nsends * sizeof(herd__tx);
+	m += ntx * sizeof(herd__tx);
 	x->rx = (herd__rx *)m;
-	m += nrecvs * sizeof(herd__rx);
-	x->tnext = (int *)m;
-	x->tact = x->tnext + nsends;
-	x->rnext = x->tact + nsends;
-	x->ract = x->rnext + nrecvs;
+	m += nrx * sizeof(herd__rx);
+	x->tpeer = (int *)m;
+	x->tlink = x->tpeer + ntx;
+	x->tnext = x->tlink + ntx;
+	x->tact = x->tnext + ntx;
+	x->rlink = x->tact + ntx;
+	x->rnext = x->rlink + nrx;
+	x->ract = x->rnext + nrx;
 	for (size_t i = 0; i < nsends; i++) {
-		herd__tx *t = &x->tx[i];
+		int n = 1, self = sends[i].peer == comm->rank;
+		size_t piece = sends[i].len;
 
-		t->hdr.magic = HERD__WIRE_MAGIC;
-		t->hdr.version = HERD__WIRE_VERSION;
-		t->hdr.kind = (uint8_t)op->fp.kind;
-		t->hdr.dtype = op->fp.dtype;
-		t->hdr.redop = op->fp.redop;
-		t->hdr.root = op->fp.root;
-		t->hdr.seq = op->fp.seq;
-		t->hdr.cseq = comm->op_cseq;
-		t->hdr.count = op->fp.count;
-		t->hdr.len = sends[i].len;
-		t->buf = sends[i].buf;
-		t->len = sends[i].len;
+		if (!self)
+			stripe(comm, sends[i].peer, sends[i].len, &n, &piece);
+		for (int k = 0; k < n; k++, t++) {
+			herd__tx *tx = &x->tx[t];
+			size_t off = (size_t)k * piece;
+
+			tx->hdr.magic = HERD__WIRE_MAGIC;
+			tx->hdr.version = HERD__WIRE_VERSION;
+			tx->hdr.kind = (uint8_t)op->fp.kind;
+			tx->hdr.dtype = op->fp.dtype;
+			tx->hdr.redop = op->fp.redop;
+			tx->hdr.root = op->fp.root;
+			tx->hdr.seq = op->fp.seq;
+			tx->hdr.cseq = comm->op_cseq;
+			tx->hdr.count = op->fp.count;
+			tx->len = k + 1 < n ? piece : sends[i].len - off;
+			tx->hdr.len = tx->len;
+			tx->buf = sends[i].buf == NULL ? NULL : (const uint8_t *)sends[i].buf + off;
+			x->tpeer[t] = sends[i].peer;
+			x->tlink[t] = self ? -1 : LINK_ID(sends[i].peer, k);
+		}
 	}
 	for (size_t i = 0; i < nrecvs; i++) {
-		herd__rx *r = &x->rx[i];
+		int n = 1, self = recvs[i].peer == comm->rank;
+		size_t piece = recvs[i].len;
 
-		r->peer = recvs[i].peer;
-		r->len = recvs[i].len;
-		r->sink = recvs[i].sink;
-		r->elsize = r->sink.reduce_with != NULL ? herd_dtype_size(r->sink.dtype) : 1;
-		r->check = check_header;
-		r->ctx = comm;
+		if (!self)
+			stripe(comm, recvs[i].peer, recvs[i].len, &n, &piece);
+		for (int k = 0; k < n; k++, r++) {
+			herd__rx *rx = &x->rx[r];
+			size_t off = (size_t)k * piece;
+
+			rx->peer = recvs[i].peer;
+			rx->len = k + 1 < n ? piece : recvs[i].len - off;
+			rx->sink = recvs[i].sink;
+			if (off > 0) {
+				rx->sink.dst = (uint8_t *)rx->sink.dst + off;
+				if (rx->sink.reduce_with != NULL)
+					rx->sink.reduce_with = (const uint8_t *)rx->sink.reduce_with +
+							       off;
+			}
+			rx->elsize = rx->sink.reduce_with != NULL ? herd_dtype_size(rx->sink.dtype) : 1;
+			rx->check = check_header;
+			rx->ctx = comm;
+			x->rlink[r] = self ? -1 : LINK_ID(recvs[i].peer, k);
+		}
 	}
-	chain(sends, nsends, comm->rank, s->last, x->tnext, x->tact, &x->ntact);
-	chain(recvs, nrecvs, comm->rank, s->last, x->rnext, x->ract, &x->nract);
+	chain(x->tlink, ntx, s->last, x->tnext, x->tact, &x->ntact);
+	chain(x->rlink, nrx, s->last, x->rnext, x->ract, &x->nract);
 	return HERD_OK;
 }
 
-static herd__link *link_of(const exchange *x, int peer)
+static herd__link *link_of(const exchange *x, int id)
 {
-	return x->comm->peers[peer].link;
+	return herd__comm_link(x->comm, id / HERD__STREAMS_MAX, id % HERD__STREAMS_MAX);
 }
 
-/* One pass over the active messages. */
+/* The peer of active piece k (sends first, then receives). */
+static int active_peer(const exchange *x, size_t k)
+{
+	return k < x->ntact ? x->tpeer[x->tact[k]] : x->rx[x->ract[k - x->ntact]].peer;
+}
+
+/* The link id of active piece k. */
+static int active_link(const exchange *x, size_t k)
+{
+	return k < x->ntact ? x->tlink[x->tact[k]] : x->rlink[x->ract[k - x->ntact]];
+}
+
+/* One pass over the active pieces. */
 static herd_status pass(exchange *x, bool *progressed)
 {
 	for (size_t k = 0; k < x->ntact;) {
 		int i = x->tact[k];
-		herd__link *l = link_of(x, x->sends[i].peer);
+		herd__link *l = link_of(x, x->tlink[i]);
 
-		x->failed_peer = x->sends[i].peer;
+		x->failed_peer = x->tpeer[i];
 		HERD_CHECK(l->ops->try_send(l, &x->tx[i], progressed));
 		if (!x->tx[i].done) {
 			k++;
 			continue;
 		}
-		/* The next message to this peer takes its place (and a try now). */
+		/* The next piece on this link takes its place (and a try now). */
 		if (x->tnext[i] >= 0)
 			x->tact[k] = x->tnext[i];
 		else
@@ -339,9 +435,9 @@ static herd_status pass(exchange *x, bool *progressed)
 	}
 	for (size_t k = 0; k < x->nract;) {
 		int i = x->ract[k];
-		herd__link *l = link_of(x, x->recvs[i].peer);
+		herd__link *l = link_of(x, x->rlink[i]);
 
-		x->failed_peer = x->recvs[i].peer;
+		x->failed_peer = x->rx[i].peer;
 		HERD_CHECK(l->ops->try_recv(l, &x->rx[i], progressed));
 		if (!x->rx[i].done) {
 			k++;
@@ -362,16 +458,15 @@ static size_t waiting_peers(const exchange *x, int *out)
 	size_t n = 0;
 
 	for (size_t k = 0; k < x->ntact + x->nract; k++) {
-		int p = k < x->ntact ? x->sends[x->tact[k]].peer
-				     : x->recvs[x->ract[k - x->ntact]].peer;
+		int p = active_peer(x, k);
 
-		if (s->last[p] < 0) {
-			s->last[p] = 0;
+		if (s->last[LINK_ID(p, 0)] < 0) {
+			s->last[LINK_ID(p, 0)] = 0;
 			out[n++] = p;
 		}
 	}
 	for (size_t i = 0; i < n; i++)
-		s->last[out[i]] = -1;
+		s->last[LINK_ID(out[i], 0)] = -1;
 	return n;
 }
 
@@ -379,11 +474,10 @@ static size_t waiting_peers(const exchange *x, int *out)
 static int left_peer(const exchange *x)
 {
 	for (size_t k = 0; k < x->ntact + x->nract; k++) {
-		int p = k < x->ntact ? x->sends[x->tact[k]].peer
-				     : x->recvs[x->ract[k - x->ntact]].peer;
+		int p = active_peer(x, k);
+		herd__link *l = link_of(x, active_link(x, k));
 
-		if (link_of(x, p)->ops->fd(link_of(x, p)) < 0 &&
-		    atomic_load(&x->comm->peers[p].left))
+		if (l->ops->fd(l) < 0 && atomic_load(&x->comm->peers[p].left))
 			return p;
 	}
 	return -1;
@@ -437,25 +531,21 @@ static nfds_t collect_fds(const exchange *x, bool *shm)
 	*shm = false;
 	for (size_t k = 0; k < x->ntact + x->nract; k++) {
 		bool send = k < x->ntact;
-		int p = send ? x->sends[x->tact[k]].peer : x->recvs[x->ract[k - x->ntact]].peer;
-		int fd = link_of(x, p)->ops->fd(link_of(x, p));
+		int id = active_link(x, k);
+		int fd = link_of(x, id)->ops->fd(link_of(x, id));
 
 		if (fd < 0) {
 			*shm = true;
 			continue;
 		}
-		if (s->fd_slot[p] < 0) {
-			s->fd_slot[p] = (int)n;
+		if (s->fd_slot[id] < 0) {
+			s->fd_slot[id] = (int)n;
 			s->pfds[n++] = (struct pollfd){ fd, 0, 0 };
 		}
-		s->pfds[s->fd_slot[p]].events |= send ? POLLOUT : POLLIN;
+		s->pfds[s->fd_slot[id]].events |= send ? POLLOUT : POLLIN;
 	}
-	for (size_t k = 0; k < x->ntact + x->nract; k++) {
-		int p = k < x->ntact ? x->sends[x->tact[k]].peer
-				     : x->recvs[x->ract[k - x->ntact]].peer;
-
-		s->fd_slot[p] = -1;
-	}
+	for (size_t k = 0; k < x->ntact + x->nract; k++)
+		s->fd_slot[active_link(x, k)] = -1;
 	s->pfds[n++] = (struct pollfd){ x->comm->wake_fd, POLLIN, 0 };
 	return n;
 }

@@ -458,6 +458,56 @@ static void test_comm_messages_to_one_peer_keep_their_order(void)
 	}
 }
 
+/*
+ * Several TCP connections per pair (HERD_SOCKET_STREAMS): rank 1 asks for
+ * 2, the others for 4, so pairs with rank 1 use 2 and the others 4.  The
+ * large messages of the reduce and order exchanges travel in pieces, one
+ * per connection, cut at 64-byte boundaries (12 MiB + 28 bytes of floats
+ * reduced into the sink, 300000 bytes behind a 5-byte message and before
+ * an empty one), and land whole and in order; then an allreduce of a
+ * vector that does not divide evenly.
+ */
+static void streams_rank(int rank, int size, void *arg)
+{
+	big_args *a = arg;
+	herd_comm *comm = NULL;
+	size_t n = (1u << 20) + 13;
+	double *v = malloc(n * sizeof(*v));
+
+	setenv("HERD_SOCKET_STREAMS", rank == 1 ? "2" : "4", 1);
+	CHECK_OK(harness_comm(&comm, a->scope, rank, size, "tcp", 30000));
+	for (int j = 0; comm != NULL && j < size; j++) {
+		int links = 0, want = j == rank ? 0 : rank == 1 || j == 1 ? 2 : 4;
+
+		for (int k = 0; k < HERD__STREAMS_MAX && j != rank; k++)
+			links += herd__comm_link(comm, j, k) != NULL;
+		CHECK_INT(links, want);
+		CHECK_INT(j == rank ? want : herd__comm_streams(comm, j), want);
+	}
+	for (size_t i = 0; v != NULL && comm != NULL && i < n; i++)
+		v[i] = (double)(rank + 1) * (double)(i % 1000);
+	if (v != NULL && comm != NULL) {
+		size_t bad = 0;
+
+		CHECK_OK(herd_comm_allreduce(comm, v, v, n, HERD_FLOAT64, HERD_SUM));
+		for (size_t i = 0; i < n; i++)
+			bad += v[i] != (double)(size * (size + 1) / 2) * (double)(i % 1000);
+		CHECK_INT(bad, 0);
+	}
+	herd_comm_free(comm);
+	free(v);
+	reduce_rank(rank, size, a);
+	order_rank(rank, size, a);
+}
+
+static void test_comm_tcp_streams_carry_pieces_of_large_messages(void)
+{
+	big_args a = { .transport = "tcp", .bytes = 4 * ((3u << 20) + 7) };
+
+	harness_scope(a.scope, sizeof(a.scope), "streams");
+	CHECK_INT(run_ranks(3, streams_rank, &a, 60000, NULL, NULL, 0, NULL), 0);
+}
+
 static void mismatch_rank(int rank, int size, void *arg)
 {
 	const big_args *a = arg;
@@ -866,6 +916,7 @@ int main(void)
 	TEST_RUN(test_comm_ring_of_8_mib_messages_does_not_deadlock);
 	TEST_RUN(test_comm_exchange_reduces_received_bytes_into_the_sink);
 	TEST_RUN(test_comm_messages_to_one_peer_keep_their_order);
+	TEST_RUN(test_comm_tcp_streams_carry_pieces_of_large_messages);
 	TEST_RUN(test_comm_mismatched_fingerprint_returns_emismatch_naming_both);
 	TEST_RUN(test_comm_split_groups_by_color_ordered_by_key);
 	TEST_RUN(test_comm_nonblocking_calls_complete_in_call_order);

@@ -245,7 +245,7 @@ bool herd__tcp_hello_check(const void *in, size_t len, const uint8_t *id, int ra
 	memcpy(&m, in, sizeof(m));
 	if (m.magic != HELLO_MAGIC || m.version != HELLO_VERSION ||
 	    memcmp(m.id, id, sizeof(m.id)) != 0 || m.to != rank ||
-	    (m.kind != KIND_CTL && m.kind != KIND_DATA))
+	    m.kind < KIND_CTL || m.kind >= KIND_DATA + HERD__STREAMS_MAX)
 		return false;
 	/* Outbound: the peer called must answer for the same kind of link.
 	 * Inbound: only a higher rank calls a lower one. */
@@ -294,8 +294,12 @@ static void proof(const herd_comm *comm, uint8_t out[HERD__AUTH_MAC_LEN], int fr
 {
 	char label[64];
 
-	snprintf(label, sizeof(label), "herd-comm/1 %d->%d %s", from, to,
-		 kind == KIND_CTL ? "ctl" : "data");
+	if (kind <= KIND_DATA)
+		snprintf(label, sizeof(label), "herd-comm/1 %d->%d %s", from, to,
+			 kind == KIND_CTL ? "ctl" : "data");
+	else
+		snprintf(label, sizeof(label), "herd-comm/1 %d->%d data.%d", from, to,
+			 kind - KIND_DATA);
 	herd__auth_mac(out, comm->key, sizeof(comm->key), first, second, label);
 }
 
@@ -423,7 +427,7 @@ herd_status herd__tcp_mesh(herd_comm *comm, int listen_fd, int64_t deadline)
 
 	for (int j = 0; j < comm->size; j++)
 		if (j != comm->rank)
-			expect += herd__comm_uses_shm(comm, j) ? 1 : 2;
+			expect += herd__comm_uses_shm(comm, j) ? 1 : 1 + (size_t)herd__comm_streams(comm, j);
 	cap = expect + 16;
 	HERD_CHECK(herd__calloc(&conns, cap, sizeof(*conns), "connection handshakes"));
 	HERD_CHECK_GOTO(herd__calloc(&pfds, cap + 1, sizeof(*pfds), "connection handshakes"),
@@ -431,15 +435,16 @@ herd_status herd__tcp_mesh(herd_comm *comm, int listen_fd, int64_t deadline)
 	for (size_t i = 0; i < cap; i++)
 		conns[i].fd = -1;
 
-	/* Outbound: to every lower rank. */
+	/* Outbound: to every lower rank, a control connection and the data
+	 * connections (none over shared memory). */
 	for (int j = 0; j < comm->rank; j++) {
-		for (int kind = KIND_CTL; kind <= KIND_DATA; kind++) {
+		int ndata = herd__comm_uses_shm(comm, j) ? 0 : herd__comm_streams(comm, j);
+
+		for (int kind = KIND_CTL; kind < KIND_DATA + ndata; kind++) {
 			int fd;
 
-			if (kind == KIND_DATA && herd__comm_uses_shm(comm, j))
-				continue;
 			HERD_CHECK_GOTO(connect_peer(comm, j, deadline, &fd), st, out);
-			if (kind == KIND_DATA)
+			if (kind >= KIND_DATA)
 				set_data_socket_options(fd);
 			st = hs_begin(comm, &conns[n], fd, j, kind);
 			n++;
@@ -506,6 +511,19 @@ herd_status herd__tcp_mesh(herd_comm *comm, int listen_fd, int64_t deadline)
 					continue;
 				}
 			}
+			if (h->stage == 2 && h->out_off == h->out_len && inbound &&
+			    h->kind != KIND_CTL &&
+			    (herd__comm_uses_shm(comm, h->peer) ||
+			     h->kind - KIND_DATA >= herd__comm_streams(comm, h->peer))) {
+				/* A data connection this pair does not use. */
+				herd__log_warn("rank %d dropped data connection %d from rank %d: "
+					       "the pair uses %d", comm->rank, h->kind - KIND_DATA,
+					       h->peer, herd__comm_uses_shm(comm, h->peer) ? 0 :
+					       herd__comm_streams(comm, h->peer));
+				close(h->fd);
+				h->fd = -1;
+				continue;
+			}
 			if (h->stage == 2 && h->out_off == h->out_len) {
 				/* A duplicate of a connection already made is dropped. */
 				for (size_t k = 0; k < i; k++)
@@ -526,7 +544,8 @@ herd_status herd__tcp_mesh(herd_comm *comm, int listen_fd, int64_t deadline)
 
 		list[0] = '\0';
 		for (int j = 0; j < comm->size; j++) {
-			int have = 0, need = herd__comm_uses_shm(comm, j) ? 1 : 2;
+			int have = 0;
+			int need = herd__comm_uses_shm(comm, j) ? 1 : 1 + herd__comm_streams(comm, j);
 
 			if (j == comm->rank)
 				continue;
@@ -553,9 +572,13 @@ herd_status herd__tcp_mesh(herd_comm *comm, int listen_fd, int64_t deadline)
 			comm->peers[h->peer].ctl_fd = h->fd;
 		} else {
 			herd__link *link;
+			int k = h->kind - KIND_DATA;
 
 			HERD_CHECK_GOTO(tcp_link_new(comm, h->peer, h->fd, &link), st, out);
-			comm->peers[h->peer].link = link;
+			if (k == 0)
+				comm->peers[h->peer].link = link;
+			else
+				comm->peers[h->peer].more[k - 1] = link;
 		}
 		h->fd = -1;
 	}

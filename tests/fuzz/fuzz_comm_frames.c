@@ -58,7 +58,8 @@ static void info(const uint8_t *data, size_t size)
 	    !terminated(p[0].boot_id, sizeof(p[0].boot_id)) ||
 	    !terminated(p[0].addrs, sizeof(p[0].addrs)))
 		die("an unterminated string");
-	if (rank < 0 || rank > INT32_MAX || nranks < 1 || nranks > INT32_MAX || p[0].pid < 0)
+	if (rank < 0 || rank > INT32_MAX || nranks < 1 || nranks > INT32_MAX || p[0].pid < 0 ||
+	    p[0].streams < 1 || p[0].streams > HERD__STREAMS_MAX)
 		die("a field out of range");
 	if (herd__comm_info_pack(&p[0], (int)rank, (int)nranks, &enc, &len) != HERD_OK)
 		die("an accepted record does not pack");
@@ -67,7 +68,8 @@ static void info(const uint8_t *data, size_t size)
 	if (rank2 != rank || nranks2 != nranks || strcmp(p[0].host, p[1].host) != 0 ||
 	    strcmp(p[0].boot_id, p[1].boot_id) != 0 || strcmp(p[0].addrs, p[1].addrs) != 0 ||
 	    p[0].shm_dev != p[1].shm_dev || p[0].shm_ino != p[1].shm_ino ||
-	    p[0].pidns != p[1].pidns || p[0].pid != p[1].pid || p[0].transport != p[1].transport)
+	    p[0].pidns != p[1].pidns || p[0].pid != p[1].pid || p[0].transport != p[1].transport ||
+	    p[0].streams != p[1].streams)
 		die("a record changed through pack and parse");
 	free(enc);
 	free(p);

@@ -386,7 +386,11 @@ static herd_status hs_step(herd_comm *comm, hs *h, bool *taken)
  * net.core.[rw]mem_max (often 4 MiB or less), while autotuning grows to
  * net.ipv4.tcp_[rw]mem's maximum (32 MiB here and on most distributions).
  * On loopback, 1 and 4 MiB explicit buffers measured no better than
- * autotuning (1.5 GB/s per direction either way).
+ * autotuning (1.5 GB/s per direction either way); between namespaces on
+ * links shaped to 1 Gbit/s, one autotuned connection per pair carries an
+ * allreduce at 96% of the link's bound (bench/RESULTS.md).  Where one
+ * connection cannot fill a link, HERD_SOCKET_STREAMS opens several per
+ * pair (the mesh below; p2p.c cuts large messages across them).
  */
 static void set_data_socket_options(int fd)
 {

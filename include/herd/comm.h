@@ -87,9 +87,9 @@ typedef struct herd_comm_opts {
 	 * rank may read the others' memory the shared-memory transport's
 	 * direct allreduce.  On several hosts: the algorithm of least
 	 * estimated time from a cost model (steps, and the bytes the busiest
-	 * link carries in each; the links between hosts measured at init
-	 * between rank 0 and the next host, or given by HERD_NET_LINK=
-	 * LATENCY_US,GBIT_PER_S, rank 0's figures on every rank), among them
+	 * link carries in each; the links between hosts as rank 0 sees them,
+	 * on every rank: HERD_NET_LINK=LATENCY_US,GBIT_PER_S, or by default
+	 * its interface's speed, or HERD_NET_LINK=measure at init), among them
 	 * the two-level allreduce, reduce_scatter and allgather where hosts
 	 * hold several ranks (inside each host over shared memory, between
 	 * hosts by one rank per part of the data, every rank of a host at

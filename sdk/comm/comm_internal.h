@@ -157,19 +157,24 @@ typedef struct herd__place {
 	const int *host_ranks;      /* [size] */
 	/* The links between hosts, for tune.c's cost model (nhosts > 1): the
 	 * one-way time of a small message and the time per byte, in seconds,
-	 * rank 0's figures on every rank (links.c): HERD_NET_LINK's, or
-	 * measured at init between rank 0 and the lowest rank of another
-	 * host. */
+	 * rank 0's figures on every rank (links.c). */
 	double net_lat_s, net_byte_s;
 	int net_from;               /* herd__net_from */
+	char net_if[16];            /* HERD__NET_INTERFACE: the interface's name */
 } herd__place;
 
 /* Where herd__place's link figures come from. */
 typedef enum herd__net_from {
 	HERD__NET_NONE = 0,         /* one host: no link between hosts */
-	HERD__NET_GIVEN,            /* HERD_NET_LINK on rank 0 */
-	HERD__NET_MEASURED          /* measured at init */
+	HERD__NET_GIVEN,            /* HERD_NET_LINK=LATENCY_US,GBIT_PER_S on rank 0 */
+	HERD__NET_MEASURED,         /* HERD_NET_LINK=measure: measured at init */
+	HERD__NET_INTERFACE,        /* the speed of rank 0's interface toward the next host */
+	HERD__NET_ASSUMED           /* that interface says no speed: 10 Gbit/s assumed */
 } herd__net_from;
+
+/* Where place's link figures come from, in words ("HERD_NET_LINK",
+ * "measured at init", "the speed of eth0", ...), in buf.  tune.c. */
+const char *herd__tune_links_from(const herd__place *pl, char *buf, size_t cap);
 
 /* The communicator's placement (core.c; a test's stand-in has its own). */
 const herd__place *herd__comm_place(const herd_comm *comm);

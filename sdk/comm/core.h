@@ -63,6 +63,7 @@ typedef struct herd__comm_cfg {
 	int streams;                /* TCP data connections per pair (HERD_SOCKET_STREAMS) */
 	double net_lat_us;          /* HERD_NET_LINK's latency, 0 when not given */
 	double net_gbit;            /* ... and rate in Gbit/s */
+	bool net_measure;           /* HERD_NET_LINK=measure */
 } herd__comm_cfg;
 
 /* Resolves opts (may be NULL) against the environment.  env.c. */

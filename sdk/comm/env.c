@@ -128,7 +128,9 @@ herd_status herd__comm_cfg_resolve(const herd_comm_opts *opts, herd__comm_cfg *o
 	}
 
 	v = env("HERD_NET_LINK");
-	if (v != NULL && *v != '\0') {
+	if (v != NULL && strcmp(v, "measure") == 0) {
+		out->net_measure = true;
+	} else if (v != NULL && *v != '\0') {
 		char *end;
 		double lat, gbit;
 
@@ -139,7 +141,7 @@ herd_status herd__comm_cfg_resolve(const herd_comm_opts *opts, herd__comm_cfg *o
 		    lat > 1e6 || gbit <= 0 || gbit > 1e5)
 			return herd__error(HERD_EINVAL, "HERD_NET_LINK=%s: expected the links between "
 					   "hosts as LATENCY_US,GBIT_PER_S, e.g. \"5,100\" (one-way "
-					   "latency 5 us, 100 Gbit/s)", v);
+					   "latency 5 us, 100 Gbit/s), or \"measure\"", v);
 		out->net_lat_us = lat;
 		out->net_gbit = gbit;
 	}

@@ -449,6 +449,29 @@ herd__op_fn herd__tune_pick(const herd_comm *comm, const herd__op *op)
 	}
 }
 
+const char *herd__tune_links_from(const herd__place *pl, char *buf, size_t cap)
+{
+	switch (pl->net_from) {
+	case HERD__NET_GIVEN:
+		snprintf(buf, cap, "HERD_NET_LINK");
+		break;
+	case HERD__NET_MEASURED:
+		snprintf(buf, cap, "measured at init");
+		break;
+	case HERD__NET_INTERFACE:
+		snprintf(buf, cap, "the speed of %s", pl->net_if);
+		break;
+	case HERD__NET_ASSUMED:
+		snprintf(buf, cap, "%s reports no speed: 10 Gbit/s assumed",
+			 pl->net_if[0] != '\0' ? pl->net_if : "the interface");
+		break;
+	default:
+		snprintf(buf, cap, "none: one host");
+		break;
+	}
+	return buf;
+}
+
 /* A time in the units that read best. */
 static void fmt_time(char *buf, size_t cap, double secs)
 {
@@ -470,7 +493,7 @@ void herd__tune_explain(const herd_comm *comm, const herd__op *op, char *buf, si
 			  : pl->force == HERD__CLASS_BANDWIDTH ? "ring"
 			  : pl->force == HERD__CLASS_HIER ? "hier" : "auto";
 	bool by_cost;
-	char t[32];
+	char t[32], from[64];
 
 	if (cap == 0)
 		return;
@@ -488,8 +511,7 @@ void herd__tune_explain(const herd_comm *comm, const herd__op *op, char *buf, si
 		fmt_time(t, sizeof(t), cost(w, pl, p, size));
 		o += (size_t)snprintf(buf + o, cap - o, ", estimated %s with links between hosts of "
 				      "%.1f us and %.3f GB/s (%s)", t, pl->net_lat_s * 1e6,
-				      1e-9 / pl->net_byte_s, pl->net_from == HERD__NET_GIVEN ?
-				      "HERD_NET_LINK" : "measured at init");
+				      1e-9 / pl->net_byte_s, herd__tune_links_from(pl, from, sizeof(from)));
 	}
 	/* The other rows, and why each passed: a reason, or its estimate. */
 	for (size_t i = 0, k = 0; i < table[op->fp.kind].n && o < cap; i++) {

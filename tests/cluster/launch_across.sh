@@ -23,7 +23,8 @@ out=$(on1 "$HERD" launch --hosts 'h[1-4]' -n 4 -- hostname) || fail "launch exit
 # Two ranks on each host, links between hosts given as 20 us and 1
 # Gbit/s: the cost model takes the two-level allreduce (shared memory
 # inside a host, TCP between) at 512 KiB, one-shot at 8 B; then 2 + 2 + 1
-# ranks, uneven.  Without HERD_NET_LINK the links are measured at init.
+# ranks, uneven.  Without HERD_NET_LINK the figures are rank 0's
+# interface's speed; with HERD_NET_LINK=measure, measured at init.
 out=$(on1 "$HERD" launch --hosts 'h[1-4]' -n 8 --timeout 60 --env HERD_NET_LINK=20,1 -- "$HERD" bench allreduce -b 8 -e 4M -f 16 -n 3 -w 1 -c 1 --explain 2>&1) \
 	|| fail "allreduce across the hosts exited $?: $out"
 rows=$(grep -cE '^\[h1:0\] +[0-9]+ +[0-9]+ +float32 +sum +-1 .* 0$' <<<"$out")
@@ -32,13 +33,16 @@ has "$out" "# Out of bounds values : 0 OK"
 has "$out" "# algorithm at 524288 B: 524288 bytes (sized as 524288) on 8 ranks, 4 hosts with at most 2 ranks, algo auto: two-level, estimated "
 has "$out" " with links between hosts of 20.0 us and 0.125 GB/s (HERD_NET_LINK); passed over "
 has "$out" "# algorithm at 8 B: 8 bytes (sized as 0) on 8 ranks, 4 hosts with at most 2 ranks, algo auto: one-shot"
-out=$(on1 "$HERD" launch --hosts 'h[1-4]' -n 4 --timeout 60 --env HERD_LOG=debug -- "$HERD" bench allgather -b 1M -e 1M -n 2 -w 1 -c 1 --explain 2>&1) \
+out=$(on1 "$HERD" launch --hosts 'h[1-4]' -n 4 --timeout 60 --env HERD_LOG=debug --env HERD_NET_LINK=measure -- "$HERD" bench allgather -b 1M -e 1M -n 2 -w 1 -c 1 --explain 2>&1) \
 	|| fail "allgather with measured links exited $?: $out"
 [[ $(grep -cE '^\[h1:0\] +[0-9]+ +[0-9]+ +float32 +none +-1 .* 0$' <<<"$out") == 1 ]] ||
 	fail "allgather with measured links, rows with #wrong 0: $out"
-[[ $(grep -cE 'links between hosts measured: [0-9.]+ us one way, [0-9.]+ GB/s' <<<"$out") == 4 ]] ||
+[[ $(grep -cE 'links between hosts \(measured at init\): [0-9.]+ us one way, [0-9.]+ GB/s' <<<"$out") == 4 ]] ||
 	fail "each rank's debug log names the measured links: $out"
 has "$out" "(measured at init)"
+out=$(on1 "$HERD" launch --hosts 'h[1-2]' -n 2 --timeout 60 -- "$HERD" bench allreduce -b 1M -e 1M -n 1 -w 0 -c 1 --explain 2>&1) \
+	|| fail "allreduce with the interface's figures exited $?: $out"
+has "$out" "with links between hosts of 20.0 us and 1.250 GB/s (the speed of eth0)"
 out=$(on1 "$HERD" launch --hosts 'h[1-2]' -n 2 --timeout 60 --env HERD_NET_LINK=fast -- "$HERD" bench allreduce -b 1K -e 1K -n 1 -w 0 2>&1) &&
 	fail "HERD_NET_LINK=fast was taken: $out"
 has "$out" 'HERD_NET_LINK=fast: expected the links between hosts as LATENCY_US,GBIT_PER_S'

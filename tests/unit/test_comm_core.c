@@ -68,7 +68,10 @@ static void test_comm_options_come_from_env_unless_given(void)
 	/* The links between hosts: latency in us, rate in Gbit/s */
 	setenv("HERD_NET_LINK", "5,100", 1);
 	CHECK_OK(herd__comm_cfg_resolve(NULL, &cfg));
-	CHECK(cfg.net_lat_us == 5.0 && cfg.net_gbit == 100.0);
+	CHECK(cfg.net_lat_us == 5.0 && cfg.net_gbit == 100.0 && !cfg.net_measure);
+	setenv("HERD_NET_LINK", "measure", 1);
+	CHECK_OK(herd__comm_cfg_resolve(NULL, &cfg));
+	CHECK(cfg.net_measure && cfg.net_lat_us == 0);
 	static const char *const bad_links[] = { "5", "5,", ",100", "0,100", "5,0", "5,100,1",
 						 "-1,10", "5,1e9", "nan,1", "fast" };
 	for (size_t i = 0; i < sizeof(bad_links) / sizeof(bad_links[0]); i++) {
@@ -79,7 +82,7 @@ static void test_comm_options_come_from_env_unless_given(void)
 	CHECK_OK(herd__comm_cfg_resolve(NULL, &cfg));
 	CHECK_INT(cfg.timeout_ms, 300000);
 	CHECK_INT(cfg.algo, HERD__CLASS_ANY);
-	CHECK(cfg.net_lat_us == 0 && cfg.net_gbit == 0);
+	CHECK(cfg.net_lat_us == 0 && cfg.net_gbit == 0 && !cfg.net_measure);
 	o.version = 0;
 	CHECK_ERR(herd__comm_cfg_resolve(&o, &cfg), HERD_EINVAL, "HERD_COMM_OPTS_INIT");
 }

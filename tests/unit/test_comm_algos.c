@@ -223,7 +223,7 @@ static int hosts_layout(const char *algo, herd__place *pl, int *tables)
 /*
  * The world's placement for algorithm algo: "auto", "ring", "rd" on one
  * host ("auto/tcp": every pair over TCP), or a "hosts:" layout, forced
- * with ",ring" or ",hier".  Returns the layout's rank count (0 for one
+ * with ",ring", ",rd" or ",hier".  Returns the layout's rank count (0 for one
  * host); tables as for hosts_layout.
  */
 static int place_of(const char *algo, herd__place *pl, int *tables)
@@ -247,6 +247,8 @@ static int place_of(const char *algo, herd__place *pl, int *tables)
 			pl->force = HERD__CLASS_BANDWIDTH;
 		if (strstr(algo, ",hier") != NULL)
 			pl->force = HERD__CLASS_HIER;
+		if (strstr(algo, ",rd") != NULL)
+			pl->force = HERD__CLASS_LATENCY;
 	}
 	return p;
 }
@@ -437,9 +439,10 @@ static int case_allreduce_with(int p, const char *algo, herd_dtype dt, herd_redo
 		out[r] = inplace ? in[r] : malloc(n * es + 1);
 		fill(in[r], r, n, dt, op);
 		op_set(&ops[r], HERD__OP_ALLREDUCE, dt, op, -1, n, in[r], out[r]);
-		ops[r].run = run;
+		ops[r].run = run != NULL ? run : case_run;
 	}
-	if (run == NULL && strncmp(algo, "hosts:", 6) == 0 && strstr(algo, ",ring") == NULL) {
+	if (ops[0].run == NULL && strncmp(algo, "hosts:", 6) == 0 && strstr(algo, ",ring") == NULL &&
+	    strstr(algo, ",rd") == NULL) {
 		int tables[4 * MAX_RANKS + 1];
 		world w = { .size = p };
 		herd_comm c = { &w, 0 };
@@ -792,6 +795,51 @@ static void test_two_level_reduce_scatter_and_allgather(void)
 }
 
 /*
+ * Recursive doubling and halving-doubling pair ranks by position, host by
+ * host: on hosts dealt out round-robin and uneven ones every rank still
+ * gets the exact result, in place and out of place, with the fold of a
+ * rank count that is no power of two; on 2 + 2 dealt round-robin an 8-byte
+ * recursive doubling sends half its messages between the hosts.
+ */
+static void test_rd_and_hd_by_position(void)
+{
+	static const char *const rd_layouts[] = { "hosts:2+2/rr,rd", "hosts:3+1/rr,rd",
+						 "hosts:3+3+2/rr,rd", "hosts:1+2+1/rr,rd",
+						 "hosts:2+1+1,rd" };
+	static const char *const hd_layouts[] = { "hosts:2+2/rr", "hosts:4+4/rr",
+						 "hosts:2+2+2+2/rr", "hosts:3+1/rr" };
+	int bad = 0;
+
+	for (size_t l = 0; l < sizeof(rd_layouts) / sizeof(rd_layouts[0]); l++) {
+		herd__place pl;
+		int tables[4 * MAX_RANKS + 1], p = hosts_layout(rd_layouts[l], &pl, tables);
+
+		for (int dt = 0; dt < HERD_DTYPE_COUNT; dt++) {
+			bad += case_allreduce(p, rd_layouts[l], (herd_dtype)dt,
+					      (herd_redop)(dt % HERD_REDOP_COUNT), 1 + (size_t)dt * 37,
+					      dt % 2 == 0);
+			bad += case_reduce_scatter(p, rd_layouts[l], (herd_dtype)dt,
+						   dt % 2 ? HERD_SUM : HERD_MIN, 5, dt % 2 == 1);
+		}
+	}
+	case_run = herd__algo_allreduce_hd;
+	for (size_t l = 0; l < sizeof(hd_layouts) / sizeof(hd_layouts[0]); l++) {
+		herd__place pl;
+		int tables[4 * MAX_RANKS + 1], p = hosts_layout(hd_layouts[l], &pl, tables);
+
+		for (int dt = 0; dt < HERD_DTYPE_COUNT; dt++)
+			bad += case_allreduce(p, hd_layouts[l], (herd_dtype)dt,
+					      (herd_redop)(dt % HERD_REDOP_COUNT), 1009 + (size_t)dt,
+					      dt % 2 == 1);
+		bad += case_allreduce(p, hd_layouts[l], HERD_FLOAT32, HERD_AVG, (1u << 20) + 3, false);
+	}
+	case_run = NULL;
+	bad += case_allreduce(4, "hosts:2+2/rr,rd", HERD_FLOAT64, HERD_SUM, 1, false);
+	CHECK(last_sent == 8 * 8 && last_sent_across == 4 * 8);
+	CHECK_INT(bad, 0);
+}
+
+/*
  * The binomial trees of broadcast and reduce run root's host first, then
  * host by host: on 2 + 2 dealt round-robin (hosts 0, 2 | 1, 3) the vector
  * crosses between the hosts once, whichever the root; in rank order it
@@ -1053,6 +1101,7 @@ int main(void)
 	TIMED_RUN(test_rings_follow_the_hosts);
 	TIMED_RUN(test_two_level_reduce_scatter_and_allgather);
 	TIMED_RUN(test_trees_cross_between_hosts_once);
+	TIMED_RUN(test_rd_and_hd_by_position);
 	TIMED_RUN(test_ring_algorithms_with_tiny_blocks_cross_many_slices);
 	TIMED_RUN(test_reduce_every_root_dtype_and_algorithm);
 	TIMED_RUN(test_broadcast_every_root_and_algorithm);

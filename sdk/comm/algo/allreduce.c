@@ -137,18 +137,22 @@ static void block_range(size_t n, int p, int lo, int hi, size_t *off, size_t *le
 
 /*
  * Recursive halving, then doubling, slice by slice (the slices of the
- * ring).  Halving at distance d = p/2 .. 1: this rank and rank r ^ d split
+ * ring), by position host by host (herd__algo_pos: r below is this rank's
+ * position, and blocks are numbered by position).  Halving at distance
+ * d = p/2 .. 1: this rank and the rank at position r ^ d split
  * the blocks they both still hold; each keeps the half on its side of d
- * (the upper one when bit d of its rank is set), sends the other and
+ * (the upper one when bit d of its position is set), sends the other and
  * reduces the partner's half into its own.  After log2 p steps this rank
  * holds block r complete; doubling at d = 1 .. p/2 swaps what each holds
- * with rank r ^ d, so the holdings double back to the whole slice.  Every
- * block is reduced by one rank only, so every rank gets the same bits.
+ * with the rank at r ^ d, so the holdings double back to the whole slice.
+ * Every block is reduced by one rank only, so every rank gets the same
+ * bits.
  */
 static herd_status hd_allreduce(herd_comm *comm, const void *in, void *out, size_t count,
 				herd_dtype dtype, herd_redop op)
 {
-	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
+	/* positions host by host (blocks are numbered by position too) */
+	int p = herd_comm_size(comm), r = herd__algo_pos(comm);
 	bool widen = herd__dtype_widens(dtype, op);
 	herd_dtype wdt = widen ? HERD_FLOAT32 : dtype;
 	size_t es = herd_dtype_size(dtype), wes = herd_dtype_size(wdt), slice;
@@ -176,10 +180,11 @@ static herd_status hd_allreduce(herd_comm *comm, const void *in, void *out, size
 			/* the first step reads the input, later ones the partial sums */
 			const char *from = d == p / 2 ? src : work;
 			size_t koff, klen, goff, glen;
+			int peer = herd__algo_at(comm, r ^ d);
 
 			block_range(n, p, keep_lo, keep_hi, &koff, &klen);
 			block_range(n, p, give_lo, give_hi, &goff, &glen);
-			HERD_CHECK_GOTO(herd__algo_xchg(comm, r ^ d, from + goff * wes, glen * wes, r ^ d,
+			HERD_CHECK_GOTO(herd__algo_xchg(comm, peer, from + goff * wes, glen * wes, peer,
 							work + koff * wes, from + koff * wes,
 							klen * wes, wdt, eop), st, out);
 			lo = keep_lo;
@@ -195,11 +200,12 @@ static herd_status hd_allreduce(herd_comm *comm, const void *in, void *out, size
 		for (int d = 1; d < p; d *= 2) {
 			int peer_lo = r & d ? lo - d : hi, peer_hi = r & d ? lo : hi + d;
 			size_t moff, mlen, poff, plen;
+			int peer = herd__algo_at(comm, r ^ d);
 
 			block_range(n, p, lo, hi, &moff, &mlen);
 			block_range(n, p, peer_lo, peer_hi, &poff, &plen);
-			HERD_CHECK_GOTO(herd__algo_xchg(comm, r ^ d, cout + (s0 + moff) * es, mlen * es,
-							r ^ d, cout + (s0 + poff) * es, NULL, plen * es,
+			HERD_CHECK_GOTO(herd__algo_xchg(comm, peer, cout + (s0 + moff) * es, mlen * es,
+							peer, cout + (s0 + poff) * es, NULL, plen * es,
 							dtype, HERD_SUM), st, out);
 			lo = lo < peer_lo ? lo : peer_lo;
 			hi = hi > peer_hi ? hi : peer_hi;

@@ -12,7 +12,9 @@
 #include "comm/algo/algo.h"
 
 /*
- * Ranks below 2 * rem, rem = p - (largest power of two <= p), pair up
+ * Ranks are taken by position, host by host (herd__algo_pos), so that the
+ * first steps pair ranks of one host and fewer cross between hosts.
+ * Positions below 2 * rem, rem = p - (largest power of two <= p), pair up
  * first: the even one hands its vector to the odd one and waits for the
  * result at the end.  The remaining p2 ranks ("new ranks" 0..p2-1) run the
  * doubling: at step m each exchanges its partial result with new rank
@@ -26,7 +28,9 @@
 herd_status herd__rd_allreduce(herd_comm *comm, const void *in, void *out, void *tmp,
 			       size_t count, herd_dtype dtype, herd_redop op)
 {
-	int p = herd_comm_size(comm), r = herd_comm_rank(comm);
+	/* positions host by host: the early steps stay inside a host */
+	int p = herd_comm_size(comm), r = herd__algo_pos(comm);
+	int up = herd__algo_at(comm, r + 1), down = herd__algo_at(comm, r - 1);
 	size_t bytes = count * herd_dtype_size(dtype);
 	int p2 = 1, rem, newrank, steps = 0, done = 0;
 	const char *cur = in;
@@ -54,20 +58,18 @@ herd_status herd__rd_allreduce(herd_comm *comm, const void *in, void *out, void 
 #define RD_NEXT_DST() ((steps - ++done) % 2 == 0 ? (char *)out : (char *)tmp)
 	if (r < 2 * rem) {
 		if (r % 2 == 0) {
-			HERD_CHECK(herd__algo_xchg(comm, r + 1, cur, bytes, -1, NULL, NULL, 0, dtype,
-						   op));
+			HERD_CHECK(herd__algo_xchg(comm, up, cur, bytes, -1, NULL, NULL, 0, dtype, op));
 		} else {
 			char *dst = RD_NEXT_DST();
 
-			HERD_CHECK(herd__algo_xchg(comm, -1, NULL, 0, r - 1, dst, cur, bytes, dtype,
-						   op));
+			HERD_CHECK(herd__algo_xchg(comm, -1, NULL, 0, down, dst, cur, bytes, dtype, op));
 			cur = dst;
 		}
 	}
 	if (newrank >= 0) {
 		for (int m = 1; m < p2; m <<= 1) {
 			int pn = newrank ^ m;
-			int partner = pn < rem ? pn * 2 + 1 : pn + rem;
+			int partner = herd__algo_at(comm, pn < rem ? pn * 2 + 1 : pn + rem);
 			char *dst = RD_NEXT_DST();
 
 			HERD_CHECK(herd__algo_xchg(comm, partner, cur, bytes, partner, dst, cur, bytes,
@@ -80,11 +82,9 @@ herd_status herd__rd_allreduce(herd_comm *comm, const void *in, void *out, void 
 #undef RD_NEXT_DST
 	if (r < 2 * rem) {
 		if (r % 2 == 1)
-			HERD_CHECK(herd__algo_xchg(comm, r - 1, out, bytes, -1, NULL, NULL, 0, dtype,
-						   op));
+			HERD_CHECK(herd__algo_xchg(comm, down, out, bytes, -1, NULL, NULL, 0, dtype, op));
 		else
-			HERD_CHECK(herd__algo_xchg(comm, -1, NULL, 0, r + 1, out, NULL, bytes, dtype,
-						   op));
+			HERD_CHECK(herd__algo_xchg(comm, -1, NULL, 0, up, out, NULL, bytes, dtype, op));
 	}
 	return HERD_OK;
 }

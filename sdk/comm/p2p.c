@@ -259,11 +259,12 @@ typedef struct exchange {
 /*
  * How a message of len bytes with peer travels: in *n pieces of *piece
  * bytes (the last one shorter), piece k on the pair's connection k.  Cut
- * at multiples of 64 bytes, so that no element straddles two pieces.
+ * at multiples of 64 bytes, so that no element straddles two pieces.  A
+ * message to the rank itself stays whole.
  */
 static void stripe(const herd_comm *comm, int peer, size_t len, int *n, size_t *piece)
 {
-	int links = herd__comm_streams(comm, peer);
+	int links = peer == comm->rank ? 1 : herd__comm_streams(comm, peer);
 	size_t want = len / STRIPE_MIN;
 
 	if (links <= 1 || want < 2) {
@@ -303,11 +304,10 @@ static size_t count_pieces(const herd_comm *comm, const herd__xfer *x, size_t n)
 	size_t total = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		int k = 1;
+		int k;
 		size_t piece;
 
-		if (x[i].peer != comm->rank)
-			stripe(comm, x[i].peer, x[i].len, &k, &piece);
+		stripe(comm, x[i].peer, x[i].len, &k, &piece);
 		total += (size_t)k;
 	}
 	return total;
@@ -342,11 +342,10 @@ static herd_status setup(exchange *x, herd_comm *comm, const herd__xfer *sends, 
 	x->rnext = x->rlink + nrx;
 	x->ract = x->rnext + nrx;
 	for (size_t i = 0; i < nsends; i++) {
-		int n = 1, self = sends[i].peer == comm->rank;
-		size_t piece = sends[i].len;
+		int n, self = sends[i].peer == comm->rank;
+		size_t piece;
 
-		if (!self)
-			stripe(comm, sends[i].peer, sends[i].len, &n, &piece);
+		stripe(comm, sends[i].peer, sends[i].len, &n, &piece);
 		for (int k = 0; k < n; k++, t++) {
 			herd__tx *tx = &x->tx[t];
 			size_t off = (size_t)k * piece;
@@ -368,11 +367,10 @@ static herd_status setup(exchange *x, herd_comm *comm, const herd__xfer *sends, 
 		}
 	}
 	for (size_t i = 0; i < nrecvs; i++) {
-		int n = 1, self = recvs[i].peer == comm->rank;
-		size_t piece = recvs[i].len;
+		int n, self = recvs[i].peer == comm->rank;
+		size_t piece;
 
-		if (!self)
-			stripe(comm, recvs[i].peer, recvs[i].len, &n, &piece);
+		stripe(comm, recvs[i].peer, recvs[i].len, &n, &piece);
 		for (int k = 0; k < n; k++, r++) {
 			herd__rx *rx = &x->rx[r];
 			size_t off = (size_t)k * piece;

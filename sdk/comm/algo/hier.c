@@ -187,6 +187,64 @@ static group local_group(const herd__place *pl, int r, const slots *s, size_t *l
 	return (group){ pl->host_ranks + pl->host_start[h], nlocal, me };
 }
 
+/* The work of a two-level reduce_scatter or allgather: the parts layout,
+ * this rank's local group with its runs' bounds, and p blocks of work. */
+typedef struct blocks {
+	slots s;
+	size_t *loffs;           /* [local ranks + 1] */
+	group local;
+	char *work;
+} blocks;
+
+static herd_status blocks_make(herd_comm *comm, size_t n, size_t wes, blocks *b)
+{
+	const herd__place *pl = herd__comm_place(comm);
+	int p = herd_comm_size(comm);
+	herd_status st;
+
+	memset(b, 0, sizeof(*b));
+	HERD_CHECK(slots_make(pl, p, n, &b->s));
+	st = herd__algo_alloc(&b->loffs, (size_t)(p + 1) * sizeof(size_t),
+			      "the parts of a two-level collective");
+	if (st == HERD_OK)
+		st = herd__algo_alloc(&b->work, (size_t)p * n * wes,
+				      "the blocks of a two-level collective");
+	if (st != HERD_OK) {
+		free(b->loffs);
+		free(b->s.slot);
+		return st;
+	}
+	b->local = local_group(pl, herd_comm_rank(comm), &b->s, b->loffs);
+	return HERD_OK;
+}
+
+static void blocks_free(blocks *b)
+{
+	free(b->work);
+	free(b->loffs);
+	free(b->s.slot);
+}
+
+/* For each part this rank holds, a ring among the part's holders: a
+ * reduce-scatter with eop (reduce) or an allgather. */
+static herd_status across_parts(herd_comm *comm, blocks *b, size_t n, herd_dtype dtype,
+				herd_redop eop, bool reduce)
+{
+	const herd__place *pl = herd__comm_place(comm);
+	int h = pl->host_of[herd_comm_rank(comm)], parts = pl->max_local;
+
+	for (int j = first_part(b->local.me, b->local.n, parts);
+	     j < first_part(b->local.me + 1, b->local.n, parts); j++) {
+		group across = part_group(pl, &b->s, j, h, n);
+
+		if (reduce)
+			HERD_CHECK(group_rs(comm, &across, b->s.hoffs, b->work, b->work, dtype, eop));
+		else
+			HERD_CHECK(group_ag(comm, &across, b->s.hoffs, b->work, dtype));
+	}
+	return HERD_OK;
+}
+
 /*
  * Two-level reduce_scatter: the blocks into the parts layout (widened for
  * narrow types), a ring reduce-scatter of the parts inside the host, then
@@ -197,41 +255,28 @@ static group local_group(const herd__place *pl, int r, const slots *s, size_t *l
  */
 herd_status herd__algo_reduce_scatter_hier(herd_comm *comm, const herd__op *op)
 {
-	const herd__place *pl = herd__comm_place(comm);
-	int r = herd_comm_rank(comm), p = herd_comm_size(comm), h = pl->host_of[r];
+	int r = herd_comm_rank(comm), p = herd_comm_size(comm);
 	herd_dtype dtype = (herd_dtype)op->fp.dtype;
 	herd_redop rop = (herd_redop)op->fp.redop, eop = herd__algo_elem_op(rop);
 	bool widen = herd__dtype_widens(dtype, rop);
 	herd_dtype wdt = widen ? HERD_FLOAT32 : dtype;
 	size_t n = op->count, es = herd_dtype_size(dtype), wes = herd_dtype_size(wdt);
-	size_t *loffs = NULL;
 	const char *in = op->sendbuf;
-	char *work = NULL, *own;
-	slots s;
-	group local;
+	char *own;
+	blocks b;
 	herd_status st;
 
-	HERD_CHECK(slots_make(pl, p, n, &s));
-	HERD_CHECK_GOTO(herd__algo_alloc(&loffs, (size_t)(p + 1) * sizeof(size_t),
-					 "the parts of a two-level reduce_scatter"), st, out);
-	HERD_CHECK_GOTO(herd__algo_alloc(&work, (size_t)p * n * wes,
-					 "the blocks of a two-level reduce_scatter"), st, out);
+	HERD_CHECK(blocks_make(comm, n, wes, &b));
 	for (int d = 0; d < p; d++) {
 		if (widen)
-			herd__narrow_to_float((float *)work + s.slot[d], in + (size_t)d * n * es, n,
-					      dtype);
+			herd__narrow_to_float((float *)b.work + b.s.slot[d], in + (size_t)d * n * es,
+					      n, dtype);
 		else
-			memcpy(work + s.slot[d] * es, in + (size_t)d * n * es, n * es);
+			memcpy(b.work + b.s.slot[d] * es, in + (size_t)d * n * es, n * es);
 	}
-	local = local_group(pl, r, &s, loffs);
-	HERD_CHECK_GOTO(group_rs(comm, &local, loffs, work, work, wdt, eop), st, out);
-	for (int j = first_part(local.me, local.n, pl->max_local);
-	     j < first_part(local.me + 1, local.n, pl->max_local); j++) {
-		group across = part_group(pl, &s, j, h, n);
-
-		HERD_CHECK_GOTO(group_rs(comm, &across, s.hoffs, work, work, wdt, eop), st, out);
-	}
-	own = work + s.slot[r] * wes;
+	HERD_CHECK_GOTO(group_rs(comm, &b.local, b.loffs, b.work, b.work, wdt, eop), st, out);
+	HERD_CHECK_GOTO(across_parts(comm, &b, n, wdt, eop, true), st, out);
+	own = b.work + b.s.slot[r] * wes;
 	if (rop == HERD_AVG)
 		herd__reduce_scale(own, n, wdt, p);
 	if (widen)
@@ -239,9 +284,7 @@ herd_status herd__algo_reduce_scatter_hier(herd_comm *comm, const herd__op *op)
 	else
 		memcpy(op->recvbuf, own, n * es);
 out:
-	free(work);
-	free(loffs);
-	free(s.slot);
+	blocks_free(&b);
 	return st;
 }
 
@@ -253,36 +296,21 @@ out:
  */
 herd_status herd__algo_allgather_hier(herd_comm *comm, const herd__op *op)
 {
-	const herd__place *pl = herd__comm_place(comm);
-	int r = herd_comm_rank(comm), p = herd_comm_size(comm), h = pl->host_of[r];
+	int r = herd_comm_rank(comm), p = herd_comm_size(comm);
 	herd_dtype dtype = (herd_dtype)op->fp.dtype;
 	size_t n = op->count, es = herd_dtype_size(dtype);
-	size_t *loffs = NULL;
-	char *work = NULL, *out = op->recvbuf;
-	slots s;
-	group local;
+	char *out = op->recvbuf;
+	blocks b;
 	herd_status st;
 
-	HERD_CHECK(slots_make(pl, p, n, &s));
-	HERD_CHECK_GOTO(herd__algo_alloc(&loffs, (size_t)(p + 1) * sizeof(size_t),
-					 "the parts of a two-level allgather"), st, out);
-	HERD_CHECK_GOTO(herd__algo_alloc(&work, (size_t)p * n * es,
-					 "the blocks of a two-level allgather"), st, out);
-	memcpy(work + s.slot[r] * es, op->sendbuf, n * es);
-	local = local_group(pl, r, &s, loffs);
-	for (int j = first_part(local.me, local.n, pl->max_local);
-	     j < first_part(local.me + 1, local.n, pl->max_local); j++) {
-		group across = part_group(pl, &s, j, h, n);
-
-		HERD_CHECK_GOTO(group_ag(comm, &across, s.hoffs, work, dtype), st, out);
-	}
-	HERD_CHECK_GOTO(group_ag(comm, &local, loffs, work, dtype), st, out);
+	HERD_CHECK(blocks_make(comm, n, es, &b));
+	memcpy(b.work + b.s.slot[r] * es, op->sendbuf, n * es);
+	HERD_CHECK_GOTO(across_parts(comm, &b, n, dtype, HERD_SUM, false), st, out);
+	HERD_CHECK_GOTO(group_ag(comm, &b.local, b.loffs, b.work, dtype), st, out);
 	for (int d = 0; d < p; d++)
-		memmove(out + (size_t)d * n * es, work + s.slot[d] * es, n * es);
+		memmove(out + (size_t)d * n * es, b.work + b.s.slot[d] * es, n * es);
 out:
-	free(work);
-	free(loffs);
-	free(s.slot);
+	blocks_free(&b);
 	return st;
 }
 

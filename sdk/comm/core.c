@@ -777,11 +777,12 @@ static void comm_free(herd_comm *comm)
 	for (int j = 0; comm->peers != NULL && j < comm->size; j++) {
 		herd__peer *p = &comm->peers[j];
 
-		if (p->link != NULL)
-			p->link->ops->close(p->link);
-		for (int k = 0; k < HERD__STREAMS_MAX - 1; k++)
-			if (p->more[k] != NULL)
-				p->more[k]->ops->close(p->more[k]);
+		for (int k = 0; k < HERD__STREAMS_MAX; k++) {
+			herd__link *l = herd__comm_link(comm, j, k);
+
+			if (l != NULL)
+				l->ops->close(l);
+		}
 		if (p->ctl_fd >= 0)
 			close(p->ctl_fd);
 		if (p->pidfd >= 0)
@@ -1356,11 +1357,12 @@ void herd_comm_abort(herd_comm *comm)
 
 	herd__ctl_abort(comm);
 	for (int j = 0; j < comm->size; j++) {
-		if (comm->peers[j].link != NULL)
-			comm->peers[j].link->ops->shutdown(comm->peers[j].link);
-		for (int k = 0; k < HERD__STREAMS_MAX - 1; k++)
-			if (comm->peers[j].more[k] != NULL)
-				comm->peers[j].more[k]->ops->shutdown(comm->peers[j].more[k]);
+		for (int k = 0; k < HERD__STREAMS_MAX; k++) {
+			herd__link *l = herd__comm_link(comm, j, k);
+
+			if (l != NULL)
+				l->ops->shutdown(l);
+		}
 	}
 	herd__monitor_kick(comm);
 }

@@ -13,7 +13,8 @@
  *    TCP hop through two kernels; 10 Gbit/s where the interface reports
  *    none.  So the same machines give the same figures, the same choices
  *    and the same bits in every run;
- *  - HERD_NET_LINK=measure: measured between those two ranks:
+ *  - HERD_NET_LINK=measure: measured between those two ranks (rank 0
+ *    tells the other in one message whether it measures):
  *    PROBE_PINGS round trips of 8 bytes (the fastest, halved, is the
  *    latency) and PROBE_SENDS transfers of PROBE_BYTES each answered by 8
  *    bytes (the fastest, less the round trip, over its bytes is the time
@@ -75,6 +76,12 @@ static herd_status round_trip(herd_comm *comm, bool measuring, int peer, const v
 	return HERD_OK;
 }
 
+/*
+ * Rank 0 tells its partner q whether it measures (one message: q cannot
+ * know rank 0's HERD_NET_LINK); when it does, the two time PROBE_PINGS
+ * round trips and PROBE_SENDS transfers, and rank 0's fig gets the
+ * latency and the time per byte.
+ */
 static herd_status probe_pair(herd_comm *comm, bool measuring, int peer, double *fig)
 {
 	double flag[1] = { comm->cfg.net_measure ? 1.0 : 0.0 }, back[1] = { 0 };
@@ -82,25 +89,30 @@ static herd_status probe_pair(herd_comm *comm, bool measuring, int peer, double 
 	char *big = NULL;
 	herd_status st = HERD_OK;
 
+	if (measuring)
+		HERD_CHECK(herd__algo_xchg(comm, peer, flag, sizeof(flag), -1, NULL, NULL, 0,
+					   HERD_UINT8, HERD_SUM));
+	else
+		HERD_CHECK(herd__algo_xchg(comm, -1, NULL, 0, peer, flag, NULL, sizeof(flag),
+					   HERD_UINT8, HERD_SUM));
+	if (flag[0] == 0.0)
+		return HERD_OK;
 	for (int i = 0; i < PROBE_PINGS; i++) {
-		/* the first ping carries rank 0's "measure" to its partner */
-		HERD_CHECK(round_trip(comm, measuring, peer, measuring ? flag : back, sizeof(double),
-				      measuring ? back : flag, sizeof(double), &t));
+		HERD_CHECK(round_trip(comm, measuring, peer, back, sizeof(double), back,
+				      sizeof(double), &t));
 		rtt = t < rtt ? t : rtt;
 	}
-	if (flag[0] != 0.0) {
-		HERD_CHECK(herd__algo_alloc(&big, PROBE_BYTES, "the link probe"));
-		memset(big, 0, PROBE_BYTES);
-		for (int i = 0; i < PROBE_SENDS && st == HERD_OK; i++) {
-			st = round_trip(comm, measuring, peer, measuring ? (void *)big : (void *)back,
-					PROBE_BYTES, measuring ? (void *)back : (void *)big,
-					sizeof(double), &t);
-			xfer = t < xfer ? t : xfer;
-		}
-		free(big);
-		HERD_CHECK(st);
+	HERD_CHECK(herd__algo_alloc(&big, PROBE_BYTES, "the link probe"));
+	memset(big, 0, PROBE_BYTES);
+	for (int i = 0; i < PROBE_SENDS && st == HERD_OK; i++) {
+		st = round_trip(comm, measuring, peer, measuring ? (void *)big : (void *)back,
+				PROBE_BYTES, measuring ? (void *)back : (void *)big, sizeof(double),
+				&t);
+		xfer = t < xfer ? t : xfer;
 	}
-	if (!measuring || flag[0] == 0.0)
+	free(big);
+	HERD_CHECK(st);
+	if (!measuring)
 		return HERD_OK;
 	fig[0] = rtt / 2;
 	/* at least a byte per nanosecond's thousandth: a link no clock can

@@ -513,35 +513,28 @@ void herd__tune_explain(const herd_comm *comm, const herd__op *op, char *buf, si
 				      "%.1f us and %.3f GB/s (%s)", t, pl->net_lat_s * 1e6,
 				      1e-9 / pl->net_byte_s, herd__tune_links_from(pl, from, sizeof(from)));
 	}
-	/* The other rows, and why each passed: a reason, or its estimate. */
-	for (size_t i = 0, k = 0; i < table[op->fp.kind].n && o < cap; i++) {
+	/* The rows before it, with why each passed (a reason, or its
+	 * estimate); by cost, the rows after it that fit, with theirs. */
+	for (size_t i = 0, k[2] = { 0, 0 }; i < table[op->fp.kind].n && o < cap; i++) {
 		const row *x = &table[op->fp.kind].rows[i];
+		bool after = x > w;
 		const char *why;
 		char reason[64];
 
 		if (x == w)
-			break;
+			continue;
 		why = why_not(x, pl, p, size, reason, sizeof(reason));
 		if (why == NULL && by_cost && cost(x, pl, p, size) >= 0) {
 			fmt_time(t, sizeof(t), cost(x, pl, p, size));
 			snprintf(reason, sizeof(reason), "estimated %s", t);
 			why = reason;
+		} else if (after) {
+			continue;
 		}
 		if (why == NULL)
 			continue;
-		o += (size_t)snprintf(buf + o, cap - o, "%s %s: %s", k++ == 0 ? "; passed over" : ",",
+		o += (size_t)snprintf(buf + o, cap - o, "%s %s: %s",
+				      k[after]++ > 0 ? "," : after ? "; after it" : "; passed over",
 				      x->name, why);
-	}
-	for (size_t i = 0, k = 0; by_cost && i < table[op->fp.kind].n && o < cap; i++) {
-		const row *x = &table[op->fp.kind].rows[i];
-		char reason[64];
-
-		if (x <= w)
-			continue;
-		if (why_not(x, pl, p, size, reason, sizeof(reason)) != NULL || cost(x, pl, p, size) < 0)
-			continue;
-		fmt_time(t, sizeof(t), cost(x, pl, p, size));
-		o += (size_t)snprintf(buf + o, cap - o, "%s %s: estimated %s",
-				      k++ == 0 ? "; after it" : ",", x->name, t);
 	}
 }

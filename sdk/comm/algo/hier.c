@@ -96,6 +96,24 @@ static int first_part(int k, int nlocal, int parts)
 	return (int)(((long long)k * parts + nlocal - 1) / nlocal);
 }
 
+/* The local rank of host g that holds part j (of max_local parts). */
+static int holder(const herd__place *pl, int g, int j)
+{
+	int gl = pl->host_start[g + 1] - pl->host_start[g];
+
+	return (int)((long long)j * gl / pl->max_local);
+}
+
+/* This rank's host as a group: its ranks, this rank's index among them. */
+static group host_group(const herd_comm *comm)
+{
+	const herd__place *pl = herd__comm_place(comm);
+	int h = pl->host_of[herd_comm_rank(comm)];
+
+	return (group){ pl->host_ranks + pl->host_start[h], pl->host_start[h + 1] -
+			pl->host_start[h], herd__algo_pos(comm) - pl->host_start[h] };
+}
+
 /* Element offset of part j of count elements cut in P parts. */
 static size_t part_off(size_t count, int parts, int j)
 {
@@ -161,7 +179,7 @@ static group part_group(const herd__place *pl, slots *s, int j, int h, size_t n)
 	size_t at = s->pstart[j];
 
 	for (int g = 0; g < pl->nhosts; g++) {
-		int gl = pl->host_start[g + 1] - pl->host_start[g], k = (int)((long long)j * gl / parts);
+		int gl = pl->host_start[g + 1] - pl->host_start[g], k = holder(pl, g, j);
 
 		s->holders[g] = pl->host_ranks[pl->host_start[g] + k];
 		s->hoffs[g] = at;
@@ -173,18 +191,15 @@ static group part_group(const herd__place *pl, slots *s, int j, int h, size_t n)
 	return (group){ s->holders, pl->nhosts, h };
 }
 
-/* This rank's host, its local group, and the element bounds of the local
- * ranks' runs of parts. */
-static group local_group(const herd__place *pl, int r, const slots *s, size_t *loffs)
+/* This rank's local group, and the element bounds of the local ranks'
+ * runs of parts into loffs. */
+static group local_group(const herd_comm *comm, const slots *s, size_t *loffs)
 {
-	int h = pl->host_of[r], nlocal = pl->host_start[h + 1] - pl->host_start[h], me = 0;
+	group local = host_group(comm);
 
-	for (int i = 0; i < nlocal; i++)
-		if (pl->host_ranks[pl->host_start[h] + i] == r)
-			me = i;
-	for (int i = 0; i <= nlocal && loffs != NULL; i++)
-		loffs[i] = s->pstart[first_part(i, nlocal, pl->max_local)];
-	return (group){ pl->host_ranks + pl->host_start[h], nlocal, me };
+	for (int i = 0; i <= local.n; i++)
+		loffs[i] = s->pstart[first_part(i, local.n, herd__comm_place(comm)->max_local)];
+	return local;
 }
 
 /* The work of a two-level reduce_scatter or allgather: the parts layout,
@@ -214,7 +229,7 @@ static herd_status blocks_make(herd_comm *comm, size_t n, size_t wes, blocks *b)
 		free(b->s.slot);
 		return st;
 	}
-	b->local = local_group(pl, herd_comm_rank(comm), &b->s, b->loffs);
+	b->local = local_group(comm, &b->s, b->loffs);
 	return HERD_OK;
 }
 
@@ -319,7 +334,8 @@ herd_status herd__algo_allreduce_hier(herd_comm *comm, const herd__op *op)
 	const herd__place *pl = herd__comm_place(comm);
 	int r = herd_comm_rank(comm), p = herd_comm_size(comm);
 	int h = pl->host_of[r], nh = pl->nhosts, parts = pl->max_local;
-	int nlocal = pl->host_start[h + 1] - pl->host_start[h], me = 0;
+	group local = host_group(comm), across;
+	int nlocal = local.n, me = local.me;
 	herd_dtype dtype = (herd_dtype)op->fp.dtype;
 	herd_redop rop = (herd_redop)op->fp.redop, eop = herd__algo_elem_op(rop);
 	bool widen = herd__dtype_widens(dtype, rop);
@@ -330,13 +346,8 @@ herd_status herd__algo_allreduce_hier(herd_comm *comm, const herd__op *op)
 	float *wide = NULL;
 	char *out = op->recvbuf, *work = out;
 	const char *in = op->sendbuf;
-	group local, across;
 	herd_status st;
 
-	for (int i = 0; i < nlocal; i++)
-		if (pl->host_ranks[pl->host_start[h] + i] == r)
-			me = i;
-	local = (group){ pl->host_ranks + pl->host_start[h], nlocal, me };
 	HERD_CHECK(herd__algo_alloc(&loffs, (size_t)(nlocal + 1 + nh + 1) * sizeof(size_t),
 				    "the blocks of a two-level allreduce"));
 	hoffs = loffs + nlocal + 1;
@@ -359,12 +370,8 @@ herd_status herd__algo_allreduce_hier(herd_comm *comm, const herd__op *op)
 		size_t off = part_off(count, parts, j), len = part_off(count, parts, j + 1) - off;
 		size_t soff, slen;
 
-		for (int g = 0; g < nh; g++) {
-			int gl = pl->host_start[g + 1] - pl->host_start[g];
-
-			holders[g] = pl->host_ranks[pl->host_start[g] +
-						    (int)((long long)j * gl / parts)];
-		}
+		for (int g = 0; g < nh; g++)
+			holders[g] = pl->host_ranks[pl->host_start[g] + holder(pl, g, j)];
 		across = (group){ holders, nh, h };
 		for (int g = 0; g <= nh; g++)
 			hoffs[g] = off + part_off(len, nh, g);

@@ -421,6 +421,12 @@ static void set_control_socket_options(int fd)
 
 static herd_status tcp_link_new(herd_comm *comm, int peer, int fd, herd__link **out);
 
+/* The TCP data connections of the pair with peer: none over shared memory. */
+static int data_links(const herd_comm *comm, int peer)
+{
+	return herd__comm_uses_shm(comm, peer) ? 0 : herd__comm_streams(comm, peer);
+}
+
 herd_status herd__tcp_mesh(herd_comm *comm, int listen_fd, int64_t deadline)
 {
 	hs *conns = NULL;
@@ -431,7 +437,7 @@ herd_status herd__tcp_mesh(herd_comm *comm, int listen_fd, int64_t deadline)
 
 	for (int j = 0; j < comm->size; j++)
 		if (j != comm->rank)
-			expect += herd__comm_uses_shm(comm, j) ? 1 : 1 + (size_t)herd__comm_streams(comm, j);
+			expect += 1 + (size_t)data_links(comm, j);
 	cap = expect + 16;
 	HERD_CHECK(herd__calloc(&conns, cap, sizeof(*conns), "connection handshakes"));
 	HERD_CHECK_GOTO(herd__calloc(&pfds, cap + 1, sizeof(*pfds), "connection handshakes"),
@@ -442,9 +448,7 @@ herd_status herd__tcp_mesh(herd_comm *comm, int listen_fd, int64_t deadline)
 	/* Outbound: to every lower rank, a control connection and the data
 	 * connections (none over shared memory). */
 	for (int j = 0; j < comm->rank; j++) {
-		int ndata = herd__comm_uses_shm(comm, j) ? 0 : herd__comm_streams(comm, j);
-
-		for (int kind = KIND_CTL; kind < KIND_DATA + ndata; kind++) {
+		for (int kind = KIND_CTL; kind < KIND_DATA + data_links(comm, j); kind++) {
 			int fd;
 
 			HERD_CHECK_GOTO(connect_peer(comm, j, deadline, &fd), st, out);
@@ -516,14 +520,11 @@ herd_status herd__tcp_mesh(herd_comm *comm, int listen_fd, int64_t deadline)
 				}
 			}
 			if (h->stage == 2 && h->out_off == h->out_len && inbound &&
-			    h->kind != KIND_CTL &&
-			    (herd__comm_uses_shm(comm, h->peer) ||
-			     h->kind - KIND_DATA >= herd__comm_streams(comm, h->peer))) {
+			    h->kind - KIND_DATA >= data_links(comm, h->peer)) {
 				/* A data connection this pair does not use. */
 				herd__log_warn("rank %d dropped data connection %d from rank %d: "
 					       "the pair uses %d", comm->rank, h->kind - KIND_DATA,
-					       h->peer, herd__comm_uses_shm(comm, h->peer) ? 0 :
-					       herd__comm_streams(comm, h->peer));
+					       h->peer, data_links(comm, h->peer));
 				close(h->fd);
 				h->fd = -1;
 				continue;
@@ -548,8 +549,7 @@ herd_status herd__tcp_mesh(herd_comm *comm, int listen_fd, int64_t deadline)
 
 		list[0] = '\0';
 		for (int j = 0; j < comm->size; j++) {
-			int have = 0;
-			int need = herd__comm_uses_shm(comm, j) ? 1 : 1 + herd__comm_streams(comm, j);
+			int have = 0, need = 1 + data_links(comm, j);
 
 			if (j == comm->rank)
 				continue;

@@ -204,7 +204,9 @@ static void test_comm_init_removes_segments_that_dead_processes_left(void)
 		CHECK_INT(futimens(fd, ts), 0);
 		close(fd);
 	}
-	CHECK(segment_exists(old_dead) && segment_exists(new_dead) && segment_exists(old_alive));
+	/* old_dead is not checked here: a test running beside this one may
+	 * init a communicator and sweep it away already, as it should. */
+	CHECK(segment_exists(new_dead) && segment_exists(old_alive));
 
 	harness_scope(a.scope, sizeof(a.scope), "sweep");
 	CHECK_INT(run_ranks(2, init_rank, &a, 60000, NULL, NULL, 0, NULL), 0);

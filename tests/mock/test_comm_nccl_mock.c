@@ -68,6 +68,44 @@ static void run_case(dev_args *a, const char *name, int size, rank_fn fn, rank_r
 			    a->victim >= 0 ? 1u << a->victim : 0, res), 0);
 }
 
+/* ---- the stand-in's log of how NCCL communicators begin and end ------------ */
+
+static char nccl_log[256];
+
+/* HERD_MOCK_NCCL_LOG, for the ranks of the next case: a fresh file. */
+static void log_start(const char *name)
+{
+	snprintf(nccl_log, sizeof(nccl_log), "/tmp/herd-nccl-log-%s-%d", name, (int)getpid());
+	unlink(nccl_log);
+	setenv("HERD_MOCK_NCCL_LOG", nccl_log, 1);
+}
+
+/* How many times call was made, by the log: by rank R of NCCL
+ * communicators of N ranks ("R/N"), or by any ("" for who); the log is
+ * removed when last. */
+static int log_count(const char *who, const char *call, bool last)
+{
+	char want[128], line[128];
+	FILE *f = fopen(nccl_log, "r");
+	int n = 0;
+
+	snprintf(want, sizeof(want), ": %s\n", call);
+	for (int i = 0; f != NULL && i < 10000 && fgets(line, sizeof(line), f) != NULL; i++) {
+		char *colon = strchr(line, ':');
+
+		n += colon != NULL && strcmp(colon, want) == 0 &&
+		     (who[0] == '\0' || (strncmp(line + 5, who, strlen(who)) == 0 &&
+					 line + 5 + strlen(who) == colon));
+	}
+	if (f != NULL)
+		fclose(f);
+	if (last) {
+		unlink(nccl_log);
+		unsetenv("HERD_MOCK_NCCL_LOG");
+	}
+	return n;
+}
+
 /* ---- the calls, mixed buffers, and what is not carried ---------------------- */
 
 static void calls_rank(int rank, int size, void *arg)
@@ -223,11 +261,20 @@ static void test_device_p2p_needs_a_collective_first(void)
 	run_case(&a, "nccl-p2p-first", 2, p2p_first_rank, NULL);
 }
 
+/* Every call through the stand-in, which holds its caller to NCCL's
+ * non-blocking contract (nothing called while the state is in progress);
+ * each rank's two NCCL communicators (the communicator's and its split's)
+ * end finalized and destroyed, not aborted. */
 static void test_device_calls_run_through_nccl(void)
 {
 	dev_args a = { .absent = -1, .victim = -1 };
 
+	log_start("calls");
 	run_case(&a, "nccl-calls", 3, calls_rank, NULL);
+	CHECK_INT(log_count("", "ncclCommInitRankConfig", false), 6);
+	CHECK_INT(log_count("", "ncclCommFinalize", false), 6);
+	CHECK_INT(log_count("", "ncclCommDestroy", false), 6);
+	CHECK_INT(log_count("", "ncclCommAbort", true), 0);
 }
 
 /* ---- faults ---------------------------------------------------------------- */
@@ -259,7 +306,12 @@ static void test_hung_call_times_out_naming_the_missing_rank(void)
 	dev_args a = { .mock = "hang", .timeout_ms = 2000, .absent = 2, .victim = -1 };
 	rank_result res[3];
 
+	log_start("hang");
 	run_case(&a, "nccl-hang", 3, fault_rank, res);
+	/* the NCCL communicators ranks 0 and 1 waited in are aborted */
+	CHECK_INT(log_count("0/3", "ncclCommAbort", false), 1);
+	CHECK_INT(log_count("1/3", "ncclCommAbort", false), 1);
+	CHECK_INT(log_count("", "ncclCommDestroy", true), 0);
 	for (int r = 0; r < 2; r++) {
 		CHECK(res[r].valid);
 		CHECK_INT(res[r].status, HERD_ETIMEDOUT);

@@ -157,18 +157,27 @@ static herd_status nccl_error(const char *last, ncclResult_t rc, const char *wha
 			   last != NULL ? last : "");
 }
 
+/* What the state of an NCCL communicator herd has aborted reads as (no
+ * ncclResult_t has this value). */
+#define NCCL_ABORTED ((ncclResult_t)-1)
+
+/* An error of NCCL's: neither success, nor in progress, nor herd's abort. */
+static bool nccl_failed(ncclResult_t rc)
+{
+	return rc != ncclSuccess && rc != ncclInProgress && rc != NCCL_ABORTED;
+}
+
 /* NCCL's asynchronous state, and its last error's text when it failed;
- * ncclInvalidUsage once the NCCL communicator is aborted.  With n->mu
- * held (nccl_state takes it). */
+ * NCCL_ABORTED once the NCCL communicator is aborted.  With n->mu held
+ * (nccl_state takes it). */
 static ncclResult_t state_locked(herd__nccl *n, char *last, size_t cap)
 {
-	ncclResult_t async = ncclInvalidUsage;
+	ncclResult_t async = NCCL_ABORTED;
 
 	last[0] = '\0';
 	if (n->comm != NULL && nccl.async_error(n->comm, &async) != ncclSuccess)
 		async = ncclInternalError;
-	if (n->comm != NULL && async != ncclSuccess && async != ncclInProgress &&
-	    nccl.last_error != NULL)
+	if (n->comm != NULL && nccl_failed(async) && nccl.last_error != NULL)
 		herd__strlcpy(last, nccl.last_error(n->comm), cap);
 	return async;
 }
@@ -195,7 +204,10 @@ static void nccl_drop(herd__nccl *n)
 /*
  * Waits until done() holds, NCCL fails, the communicator breaks or the
  * call's deadline passes; aborts the NCCL communicator in the three last
- * cases.  Polls: a spin, then sleeps growing to 1 ms.
+ * cases.  An NCCL communicator the watchdog aborted is waited on until
+ * the watchdog has broken the communicator too (it does right after,
+ * without n->mu) or the deadline.  Polls: a spin, then sleeps growing to
+ * 1 ms.
  */
 typedef herd_status (*nccl_done_fn)(herd__nccl *n, bool *done);
 
@@ -213,16 +225,13 @@ static herd_status nccl_wait(herd_comm *comm, herd__nccl *n, nccl_done_fn done_f
 		if (st == HERD_OK && done)
 			return HERD_OK;
 		async = nccl_state(n, last, sizeof(last));
-		if (st == HERD_OK && async != ncclSuccess && async != ncclInProgress &&
-		    async != ncclInvalidUsage)
+		if (st == HERD_OK && nccl_failed(async))
 			st = nccl_error(last, async, what);
 		if (st != HERD_OK) {
 			nccl_drop(n);
 			return herd__comm_fail(comm, st, true);
 		}
-		/* aborted by the watchdog, which broke the communicator first */
-		if (async == ncclInvalidUsage ||
-		    atomic_load_explicit(&comm->status, memory_order_relaxed) != HERD_OK) {
+		if (atomic_load_explicit(&comm->status, memory_order_relaxed) != HERD_OK) {
 			nccl_drop(n);
 			return herd__comm_broken(comm);
 		}
@@ -237,9 +246,10 @@ static herd_status nccl_wait(herd_comm *comm, herd__nccl *n, nccl_done_fn done_f
 	}
 }
 
-/* Init (or a non-blocking enqueue) is done when NCCL's asynchronous state
- * is no longer in progress (an error there is nccl_wait's). */
-static herd_status init_done(herd__nccl *n, bool *done)
+/* Init (or a non-blocking enqueue or finalize) is done when NCCL's
+ * asynchronous state is no longer in progress (an error there is
+ * nccl_wait's; an aborted communicator is never done). */
+static herd_status state_done(herd__nccl *n, bool *done)
 {
 	char last[8];
 
@@ -333,7 +343,7 @@ static herd_status nccl_open(herd_comm *comm, int device)
 		st = nccl_error(NULL, rc, "ncclCommInitRankConfig");
 		goto fail;
 	}
-	st = nccl_wait(comm, n, init_done, "ncclCommInitRankConfig");
+	st = nccl_wait(comm, n, state_done, "ncclCommInitRankConfig");
 	if (st != HERD_OK)
 		goto fail;
 	comm->nccl = n;
@@ -433,12 +443,12 @@ static ncclResult_t enqueue_p2p(ncclComm_t c, const herd__op *op, ncclDataType_t
 	return rc != ncclSuccess ? rc : rc2;
 }
 
-/* Queues op on stream s, with n->mu held; ncclInvalidUsage once aborted. */
+/* Queues op on stream s, with n->mu held; NCCL_ABORTED once aborted. */
 static ncclResult_t enqueue_locked(herd__nccl *n, const herd__op *op, ncclDataType_t t,
 				   cudaStream_t s, int rank, int size)
 {
 	ncclRedOp_t r = redops[op->fp.redop];
-	ncclResult_t rc = ncclInvalidUsage;
+	ncclResult_t rc = NCCL_ABORTED;
 	ncclComm_t c = n->comm;
 
 	switch (c == NULL ? 0 : (herd__op_kind)op->fp.kind) {
@@ -478,6 +488,10 @@ static ncclResult_t enqueue(herd_comm *comm, herd__nccl *n, const herd__op *ops,
 	ncclResult_t rc, rc2;
 
 	pthread_mutex_lock(&n->mu);
+	if (n->comm == NULL) {
+		pthread_mutex_unlock(&n->mu);
+		return NCCL_ABORTED;
+	}
 	rc = count > 1 ? nccl.group_start() : ncclSuccess;
 	for (size_t i = 0; i < count && rc == ncclSuccess; i++) {
 		ncclDataType_t t = ncclInt8;
@@ -556,7 +570,7 @@ static void *watchdog_main(void *arg)
 		front = n->pending[n->head];
 		late = herd__net_now_ms() >= front.deadline;
 		async = state_locked(n, last, sizeof(last));
-		if (async != ncclSuccess && async != ncclInProgress && async != ncclInvalidUsage)
+		if (nccl_failed(async))
 			st = nccl_error(last, async, nccl_call_name((herd__op_kind)front.fp.kind));
 		if (st != HERD_OK || late || atomic_load(&comm->status) != HERD_OK) {
 			if (n->comm != NULL)
@@ -682,13 +696,12 @@ static herd_status run_ops(herd_comm *comm, const herd__op *op, const herd__op *
 	}
 	HERD_CHECK(herd__dev_use(n->device));
 	rc = enqueue(comm, n, ops, count);
-	if (rc == ncclInvalidUsage && herd__comm_broken(comm) != HERD_OK)
-		return herd__comm_broken(comm);   /* the watchdog aborted NCCL */
-	if (rc != ncclSuccess && rc != ncclInProgress)
+	if (nccl_failed(rc))
 		return nccl_error(NULL, rc, what);
-	/* Non-blocking NCCL may still be queueing: the events go after. */
-	if (rc == ncclInProgress)
-		HERD_CHECK(nccl_wait(comm, n, init_done, what));
+	/* Non-blocking NCCL may still be queueing: the events go after.  An
+	 * NCCL communicator the watchdog aborted waits for the report. */
+	if (rc != ncclSuccess)
+		HERD_CHECK(nccl_wait(comm, n, state_done, what));
 	for (size_t i = 0; i < count && st == HERD_OK; i++) {
 		if (ops[i].queued)
 			st = watch(comm, n, &ops[i]);
@@ -742,16 +755,19 @@ void herd__nccl_free(herd_comm *comm)
 		pthread_mutex_unlock(&n->mu);
 		pthread_join(n->watchdog, NULL);
 	}
-	/* A healthy communicator finalizes (bounded, as every wait); a broken
-	 * one, or one whose finalize fails, is aborted. */
-	if (n->comm != NULL && atomic_load(&comm->status) == HERD_OK &&
-	    nccl.finalize(n->comm) == ncclSuccess) {
+	/* A healthy communicator finalizes (non-blocking: in progress until
+	 * every rank's is, bounded here as every wait) and is destroyed; a
+	 * broken one, or one whose finalize fails or does not end within 2 s,
+	 * is aborted. */
+	if (n->comm != NULL && atomic_load(&comm->status) == HERD_OK) {
 		int64_t end = herd__net_now_ms() + 2000;
-		ncclResult_t async = ncclInProgress;
+		ncclResult_t async = nccl.finalize(n->comm);
 
-		while (nccl.async_error(n->comm, &async) == ncclSuccess && async == ncclInProgress &&
-		       herd__net_now_ms() < end)
+		while (async == ncclInProgress && herd__net_now_ms() < end) {
 			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+			if (nccl.async_error(n->comm, &async) != ncclSuccess)
+				async = ncclInternalError;
+		}
 		if (async == ncclSuccess) {
 			(void)nccl.destroy(n->comm);
 			n->comm = NULL;

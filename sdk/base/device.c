@@ -26,6 +26,7 @@ enum {
 	CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
 	CU_MEMORYTYPE_DEVICE = 2,
 	CU_STREAM_DEFAULT = 0,
+	CU_MEMHOSTREGISTER_PORTABLE = 1,
 	CU_EVENT_DISABLE_TIMING = 2
 };
 
@@ -40,6 +41,7 @@ struct cu_api {
 	CUresult (*device_get)(CUdevice *, int);
 	CUresult (*primary_retain)(CUcontext *, CUdevice);
 	CUresult (*ctx_set_current)(CUcontext);
+	CUresult (*ctx_get_current)(CUcontext *);
 	CUresult (*stream_create)(CUstream *, unsigned int);
 	CUresult (*stream_destroy)(CUstream);
 	CUresult (*event_create)(CUevent *, unsigned int);
@@ -63,6 +65,7 @@ static const herd__dl_symbol cu_symbols[] = {
 	CU_SYM(cuDeviceGet, device_get),
 	CU_SYM(cuDevicePrimaryCtxRetain, primary_retain),
 	CU_SYM(cuCtxSetCurrent, ctx_set_current),
+	CU_SYM(cuCtxGetCurrent, ctx_get_current),
 	CU_SYM(cuStreamCreate, stream_create),
 	CU_SYM(cuStreamDestroy_v2, stream_destroy),
 	CU_SYM(cuEventCreate, event_create),
@@ -75,7 +78,12 @@ static const herd__dl_symbol cu_symbols[] = {
 	CU_SYM(cuMemHostUnregister, host_unregister),
 };
 
+/* Devices whose primary context is kept (retained once, never released). */
+#define DEV_MAX 64
+
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t primary_mu = PTHREAD_MUTEX_INITIALIZER;
+static CUcontext primary[DEV_MAX];
 static struct cu_api cu;
 static bool cu_ok;         /* loaded, initialized, with a GPU */
 static char cu_why[512];
@@ -142,31 +150,87 @@ herd__mem herd__dev_where(const void *p, int *device)
 	int managed = 0, ordinal = -1;
 	void *data[3] = { &type, &managed, &ordinal };
 
+	CUresult rc;
+
 	*device = -1;
 	if (p == NULL || !cu_ready())
 		return HERD__MEM_HOST;
 	/* Not an error for memory the driver does not know: every attribute
-	 * then reads as zero, host memory. */
-	if (cu.pointer_attributes(3, attrs, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+	 * then reads as zero, host memory.  A driver that wants a context
+	 * current to answer (a thread of the program's that never used CUDA)
+	 * is asked again with GPU 0's: with unified addressing, any context
+	 * knows every pointer. */
+	rc = cu.pointer_attributes(3, attrs, data, (CUdeviceptr)(uintptr_t)p);
+	if (rc != CUDA_SUCCESS) {
+		void *saved;
+
+		if (herd__dev_enter(0, &saved) == HERD_OK)
+			rc = cu.pointer_attributes(3, attrs, data, (CUdeviceptr)(uintptr_t)p);
+		herd__dev_leave(saved);
+	}
+	if (rc != CUDA_SUCCESS) {
+		(void)cu_error(HERD_EIO, rc, "cuPointerGetAttributes");
+		herd__log_warn("%s: %p taken for host memory", herd_last_error(), p);
 		return HERD__MEM_HOST;
+	}
 	if (type != CU_MEMORYTYPE_DEVICE && !managed)
 		return HERD__MEM_HOST;
 	*device = ordinal;
 	return HERD__MEM_DEVICE;
 }
 
-herd_status herd__dev_use(int device)
+/* device's primary context, retained at its first use. */
+static herd_status primary_of(int device, CUcontext *ctx)
 {
+	herd_status st = HERD_OK;
 	CUdevice d;
-	CUcontext ctx;
 	CUresult rc;
 
 	if (!cu_ready())
 		return no_gpu();
-	if ((rc = cu.device_get(&d, device)) != CUDA_SUCCESS)
-		return cu_error(HERD_ENODEV, rc, "cuDeviceGet");
-	HERD_CHECK(cu_check(cu.primary_retain(&ctx, d), "cuDevicePrimaryCtxRetain"));
-	return cu_check(cu.ctx_set_current(ctx), "cuCtxSetCurrent");
+	if (device < 0 || device >= DEV_MAX)
+		return herd__error(HERD_ENODEV, "GPU %d: libherd uses GPUs 0 to %d of a process",
+				   device, DEV_MAX - 1);
+	pthread_mutex_lock(&primary_mu);
+	if (primary[device] == NULL) {
+		rc = cu.device_get(&d, device);
+		st = rc != CUDA_SUCCESS ? cu_error(HERD_ENODEV, rc, "cuDeviceGet")
+					: cu_check(cu.primary_retain(&primary[device], d),
+						   "cuDevicePrimaryCtxRetain");
+	}
+	*ctx = primary[device];
+	pthread_mutex_unlock(&primary_mu);
+	return st;
+}
+
+herd_status herd__dev_enter(int device, void **saved)
+{
+	CUcontext want = NULL, cur = NULL;
+
+	*saved = NULL;
+	HERD_CHECK(primary_of(device, &want));
+	if (cu.ctx_get_current(&cur) != CUDA_SUCCESS)
+		cur = NULL;
+	*saved = cur;
+	if (cur == want)
+		return HERD_OK;
+	return cu_check(cu.ctx_set_current(want), "cuCtxSetCurrent");
+}
+
+void herd__dev_leave(void *saved)
+{
+	CUcontext cur = NULL;
+
+	if (!cu_ready() || cu.ctx_get_current(&cur) != CUDA_SUCCESS || cur == (CUcontext)saved)
+		return;
+	(void)cu.ctx_set_current((CUcontext)saved);
+}
+
+herd_status herd__dev_use(int device)
+{
+	void *saved;
+
+	return herd__dev_enter(device, &saved);
 }
 
 herd_status herd__dev_stream_create(void **stream)
@@ -249,13 +313,20 @@ herd_status herd__dev_from_host(void *dst, const void *src, size_t n, const char
 	return dev_copy(dst, src, n, false, what);
 }
 
-bool herd__dev_pin(void *p, size_t n)
+bool herd__dev_pin(int device, void *p, size_t n)
 {
 	CUresult rc;
+	void *saved;
 
 	if (!cu_ready() || p == NULL || n == 0)
 		return false;
-	rc = cu.host_register(p, n, 0);
+	if (herd__dev_enter(device, &saved) != HERD_OK) {
+		herd__dev_leave(saved);
+		herd__log_debug("%s: staging memory stays pageable", herd_last_error());
+		return false;
+	}
+	rc = cu.host_register(p, n, CU_MEMHOSTREGISTER_PORTABLE);
+	herd__dev_leave(saved);
 	if (rc != CUDA_SUCCESS) {
 		(void)cu_error(HERD_EIO, rc, "cuMemHostRegister");
 		herd__log_debug("%s: staging memory stays pageable", herd_last_error());
@@ -264,8 +335,13 @@ bool herd__dev_pin(void *p, size_t n)
 	return true;
 }
 
-void herd__dev_unpin(void *p)
+void herd__dev_unpin(int device, void *p)
 {
-	if (p != NULL && cu_ready())
+	void *saved;
+
+	if (p == NULL || !cu_ready())
+		return;
+	if (herd__dev_enter(device, &saved) == HERD_OK)
 		(void)cu.host_unregister(p);
+	herd__dev_leave(saved);
 }

@@ -27,8 +27,17 @@ typedef enum herd__mem {
 herd__mem herd__dev_where(const void *p, int *device);
 
 /* Makes device's primary context current on the calling thread, as
- * cudaSetDevice does, so that the CUDA runtime and NCCL act on it. */
+ * cudaSetDevice does, so that the CUDA runtime and NCCL act on it: for
+ * libherd's own threads.  The primary context is retained once per
+ * device and kept for the life of the process, as the runtime does. */
 herd_status herd__dev_use(int device);
+
+/* The same on a caller's thread, around libherd's work there: *saved gets
+ * the context that was current, which herd__dev_leave makes current again,
+ * so that a caller working on another device (or context) finds it as it
+ * left it.  Nothing is switched when device's context is current already. */
+herd_status herd__dev_enter(int device, void **saved);
+void herd__dev_leave(void *saved);
 
 /* A stream of the current device that, as the legacy default stream's
  * neighbours do, runs after the work queued before it there (and the
@@ -42,12 +51,13 @@ herd_status herd__dev_event_record(void *event, void *stream);
 /* *done: whether the work before the event's record has completed. */
 herd_status herd__dev_event_query(void *event, bool *done);
 
-/* Page-locks n bytes of host memory at p for the driver (cuMemHostRegister),
- * so that copies to and from a device run at the link's speed; false when
- * it cannot (an optimization: copies work without it).  herd__dev_unpin
- * undoes it. */
-bool herd__dev_pin(void *p, size_t n);
-void herd__dev_unpin(void *p);
+/* Page-locks n bytes of host memory at p for the driver (cuMemHostRegister,
+ * portable to every context, made in device's), so that copies to and from
+ * a device run at the link's speed; false when it cannot (an optimization:
+ * copies work without it).  herd__dev_unpin, given the same device, undoes
+ * it.  The calling thread's context is left as it was. */
+bool herd__dev_pin(int device, void *p, size_t n);
+void herd__dev_unpin(int device, void *p);
 
 /* Copies n bytes from device to host memory, or from host to device
  * memory, on the calling thread's current context (herd__dev_use); returns

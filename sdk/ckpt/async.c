@@ -27,7 +27,7 @@
 void herd__ckpt_ring_free(herd_ckpt *ck)
 {
 	if (ck->ring_pinned)
-		herd__dev_unpin(ck->ring);
+		herd__dev_unpin(ck->ring_pin_device, ck->ring);
 	ck->ring_pinned = false;
 	if (ck->ring != NULL)
 		munmap(ck->ring, ck->ring_map);
@@ -128,12 +128,15 @@ static void stage_device(herd__ckpt_job *job, uint8_t *dst, const uint8_t *src, 
 			 int device)
 {
 	herd_status st;
+	void *saved;
 
 	if (atomic_load(&job->stage_st) != HERD_OK)
 		return;
-	st = herd__dev_use(device);
+	/* on the caller's thread, whose context is left as it was */
+	st = herd__dev_enter(device, &saved);
 	if (st == HERD_OK)
 		st = herd__dev_to_host(dst, src, n, "staging a device tensor");
+	herd__dev_leave(saved);
 	if (st != HERD_OK) {
 		herd__strlcpy(job->stage_msg, herd_last_error(), sizeof(job->stage_msg));
 		atomic_store(&job->stage_st, (int)st);
@@ -205,9 +208,12 @@ herd_status herd_ckpt_save_async(herd_ckpt *ck, int64_t step)
 	}
 	job->sync_init = true;
 	/* Device tensors copy into page-locked memory at the link's speed. */
-	for (size_t i = 0; i < ck->ntensors && ck->ring != NULL && !ck->ring_pinned; i++)
-		if (ck->tensors[i].device >= 0)
-			ck->ring_pinned = herd__dev_pin(ck->ring, ck->ring_map);
+	for (size_t i = 0; i < ck->ntensors && ck->ring != NULL && !ck->ring_pinned; i++) {
+		if (ck->tensors[i].device >= 0) {
+			ck->ring_pin_device = ck->tensors[i].device;
+			ck->ring_pinned = herd__dev_pin(ck->ring_pin_device, ck->ring, ck->ring_map);
+		}
+	}
 	if (ck->ring_cap < cap) {
 		/* ring_alloc said why (in the sink's message). */
 		herd__save_sink_fail(&job->sk, HERD_ENOMEM);

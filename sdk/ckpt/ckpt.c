@@ -88,20 +88,18 @@ static herd_status sweep(const char *dir)
 	return st;
 }
 
+/* A size in bytes from the environment ("256M", as herd_size_parse reads
+ * it), dflt when unset, or, with a warning, when not a positive size. */
 static size_t env_size(const char *name, size_t dflt)
 {
 	const char *s = getenv(name);
-	char *end;
-	unsigned long long v;
+	uint64_t v = 0;
 
 	if (s == NULL || *s == '\0')
 		return dflt;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	/* strtoull takes "-1" as the largest value: only digits are a size. */
-	if (*s < '0' || *s > '9' || errno != 0 || *end != '\0' || v == 0 || v > SIZE_MAX / 2) {
-		herd__log_warn("%s=\"%s\" is not a positive number of bytes; using %zu", name, s,
-			       dflt);
+	if (herd_size_parse(s, &v) != HERD_OK || v == 0 || v > SIZE_MAX / 2) {
+		herd__log_warn("%s=\"%s\" is not a positive size in bytes (as 268435456, 256M or "
+			       "1.5GiB); using %zu", name, s, dflt);
 		return dflt;
 	}
 	return (size_t)v;

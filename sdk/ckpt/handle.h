@@ -60,6 +60,7 @@ struct herd_ckpt {
 	struct herd__ckpt_job *job;
 	uint8_t *ring;         /* staging memory, kept between saves (mmap) */
 	bool ring_pinned;      /* page-locked for device copies (herd__dev_pin) */
+	int ring_pin_device;   /* in this GPU's context, when ring_pinned */
 	size_t ring_cap;       /* its usable bytes */
 	size_t ring_map;       /* its mapped bytes */
 };

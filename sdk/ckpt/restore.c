@@ -361,7 +361,7 @@ static herd_status fill_device(herd_ckpt *ck, step_files *sf, const herd__ckpt_t
 	slabs = per < rows ? 2 : 1;
 	HERD_CHECK(herd__calloc(&host, slabs * (size_t)(per * row), 1,
 				"host slabs of a device tensor"));
-	pinned = herd__dev_pin(host, slabs * (size_t)(per * row));
+	pinned = herd__dev_pin(rt->device, host, slabs * (size_t)(per * row));
 	for (uint64_t r0 = 0; r0 < rows && st == HERD_OK; r0 += per, i++) {
 		slab_copy *c = &sc[i % 2];
 		uint8_t *h = host + (i % 2) * per * row;
@@ -387,7 +387,7 @@ static herd_status fill_device(herd_ckpt *ck, step_files *sf, const herd__ckpt_t
 			st = done;
 	}
 	if (pinned)
-		herd__dev_unpin(host);
+		herd__dev_unpin(rt->device, host);
 	free(host);
 	return st;
 }

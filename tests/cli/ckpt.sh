@@ -396,11 +396,16 @@ printf garbage >"$tmp/bad/step-000000000001/manifest.msgpack"
 [[ $(grep -o "manifest.msgpack" "$tmp/out" | wc -l) == 1 ]] || fail "the path twice: $(cat "$tmp/out")"
 has "$(cat "$tmp/out")" "$tmp/bad/step-000000000001/manifest.msgpack: truncated or not a checkpoint manifest"
 
-# --- HERD_CKPT_STAGING_BYTES: anything but a positive count of bytes is
-# said and the default used ("-1" too, which strtoull takes as huge)
-for v in -1 0 abc 1e23; do
+# --- HERD_CKPT_STAGING_BYTES: a size as everywhere else ("8M"); anything
+# but a positive size is said and the default used ("-1" too)
+for v in -1 0 abc 1e23 8X; do
   err=$(HERD_CKPT_STAGING_BYTES=$v "$HERD" -e "local ck = assert(herd.checkpoint(\"$tmp/staging\")); ck:close()" 2>&1) \
     || fail "staging $v: $err"
-  has "$err" "HERD_CKPT_STAGING_BYTES=\"$v\" is not a positive number of bytes; using 268435456"
+  has "$err" "HERD_CKPT_STAGING_BYTES=\"$v\" is not a positive size in bytes (as 268435456, 256M or 1.5GiB); using 268435456"
+done
+for v in 8M 1.5MiB 4194304; do
+  err=$(HERD_CKPT_STAGING_BYTES=$v "$HERD" -e "local ck = assert(herd.checkpoint(\"$tmp/staging\")); ck:close()" 2>&1) \
+    || fail "staging $v: $err"
+  [[ -z $err ]] || fail "staging $v said: $err"
 done
 echo "ckpt: all checks passed"

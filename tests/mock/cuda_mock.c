@@ -6,7 +6,10 @@
  * host's clock: work the stand-in NCCL queues on a stream makes the stream
  * busy until a time (or for ever), and an event recorded on it is ready
  * from then.  HERD_MOCK_CUDA=copy-fail makes device-to-host copies fail,
- * upload-fail host-to-device ones.
+ * upload-fail host-to-device ones.  Contexts: the primary one and those
+ * cuCtxCreate_v2 makes (a program's own), current per thread; copies,
+ * page-locking, streams and events need one current, as with the driver
+ * (CUDA_ERROR_INVALID_CONTEXT otherwise).
  * Only the entry points libherd and the tests use, with the ABI of cuda.h.
  */
 #include <pthread.h>
@@ -19,8 +22,8 @@ typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
 
 enum {
-	OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_READY = 600, ILLEGAL_ADDRESS = 700,
-	ALLOCS = 256
+	OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, INVALID_CONTEXT = 201, NOT_READY = 600,
+	ILLEGAL_ADDRESS = 700, ALLOCS = 256, CONTEXTS = 8
 };
 
 struct CUstream_st {
@@ -37,6 +40,16 @@ static struct {
 	size_t n;
 } allocs[ALLOCS];
 static int context;             /* the one primary context, by address */
+static int own[CONTEXTS];       /* contexts cuCtxCreate_v2 made, by address */
+static int nown;
+static _Thread_local void *current;
+
+/* CUDA_ERROR_INVALID_CONTEXT when no context is current on this thread. */
+#define NEED_CONTEXT() \
+	do { \
+		if (current == NULL) \
+			return INVALID_CONTEXT; \
+	} while (0)
 
 static int64_t now_ms(void)
 {
@@ -61,7 +74,7 @@ CUresult cuGetErrorString(CUresult rc, const char **s)
 {
 	*s = rc == NOT_READY ? "device not ready" : rc == OUT_OF_MEMORY ? "out of memory"
 	     : rc == ILLEGAL_ADDRESS ? "an illegal memory access was encountered"
-	     : "invalid argument";
+	     : rc == INVALID_CONTEXT ? "invalid device context" : "invalid argument";
 	return OK;
 }
 
@@ -69,7 +82,7 @@ CUresult cuGetErrorName(CUresult rc, const char **s)
 {
 	*s = rc == NOT_READY ? "CUDA_ERROR_NOT_READY" : rc == OUT_OF_MEMORY
 	     ? "CUDA_ERROR_OUT_OF_MEMORY" : rc == ILLEGAL_ADDRESS ? "CUDA_ERROR_ILLEGAL_ADDRESS"
-	     : "CUDA_ERROR_INVALID_VALUE";
+	     : rc == INVALID_CONTEXT ? "CUDA_ERROR_INVALID_CONTEXT" : "CUDA_ERROR_INVALID_VALUE";
 	return OK;
 }
 
@@ -87,9 +100,38 @@ CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev)
 	return dev == 0 ? OK : INVALID_VALUE;
 }
 
+/* A context of the program's own on dev (the tests' stand-in for one a
+ * library or a program made), current from now on this thread. */
+CUresult cuCtxCreate_v2(void **ctx, unsigned int flags, int dev)
+{
+	(void)flags;
+	if (dev != 0)
+		return INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	*ctx = nown < CONTEXTS ? &own[nown++] : NULL;
+	pthread_mutex_unlock(&mu);
+	if (*ctx == NULL)
+		return OUT_OF_MEMORY;
+	current = *ctx;
+	return OK;
+}
+
 CUresult cuCtxSetCurrent(void *ctx)
 {
-	return ctx == &context || ctx == NULL ? OK : INVALID_VALUE;
+	int known = ctx == &context || ctx == NULL;
+
+	for (int i = 0; i < CONTEXTS && !known; i++)
+		known = ctx == &own[i];
+	if (!known)
+		return INVALID_CONTEXT;
+	current = ctx;
+	return OK;
+}
+
+CUresult cuCtxGetCurrent(void **ctx)
+{
+	*ctx = current;
+	return OK;
 }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t n)
@@ -128,11 +170,13 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
 
 CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned int flags)
 {
-	return p != NULL && n > 0 && flags == 0 ? OK : INVALID_VALUE;
+	NEED_CONTEXT();
+	return p != NULL && n > 0 && (flags & ~1u) == 0 ? OK : INVALID_VALUE;
 }
 
 CUresult cuMemHostUnregister(void *p)
 {
+	NEED_CONTEXT();
 	return p != NULL ? OK : INVALID_VALUE;
 }
 
@@ -140,6 +184,7 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
 {
 	const char *m = getenv("HERD_MOCK_CUDA");
 
+	NEED_CONTEXT();
 	if (m != NULL && strcmp(m, "copy-fail") == 0)
 		return ILLEGAL_ADDRESS;
 	memcpy(dst, (const void *)(uintptr_t)src, n);
@@ -150,6 +195,7 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
 {
 	const char *m = getenv("HERD_MOCK_CUDA");
 
+	NEED_CONTEXT();
 	if (m != NULL && strcmp(m, "upload-fail") == 0)
 		return ILLEGAL_ADDRESS;
 	memcpy((void *)(uintptr_t)dst, src, n);
@@ -189,6 +235,7 @@ CUresult cuPointerGetAttributes(unsigned int n, int *attrs, void **data, CUdevic
 CUresult cuStreamCreate(struct CUstream_st **s, unsigned int flags)
 {
 	(void)flags;
+	NEED_CONTEXT();
 	*s = calloc(1, sizeof(**s));
 	return *s != NULL ? OK : OUT_OF_MEMORY;
 }
@@ -202,6 +249,7 @@ CUresult cuStreamDestroy_v2(struct CUstream_st *s)
 CUresult cuEventCreate(struct CUevent_st **e, unsigned int flags)
 {
 	(void)flags;
+	NEED_CONTEXT();
 	*e = calloc(1, sizeof(**e));
 	return *e != NULL ? OK : OUT_OF_MEMORY;
 }
@@ -214,6 +262,7 @@ CUresult cuEventDestroy_v2(struct CUevent_st *e)
 
 CUresult cuEventRecord(struct CUevent_st *e, struct CUstream_st *s)
 {
+	NEED_CONTEXT();
 	pthread_mutex_lock(&mu);
 	e->ready_ms = s != NULL ? s->busy_until_ms : 0;
 	pthread_mutex_unlock(&mu);

@@ -32,7 +32,33 @@ static inline void *dev_alloc(size_t bytes)
 	return (void *)(uintptr_t)p;
 }
 
-/* A stream, as cudaStreamCreate would give, or NULL. */
+/* A context of the program's own, current on this thread from now on
+ * (cuCtxCreate), or NULL. */
+static inline void *dev_own_context(void)
+{
+	int (*create)(void **, unsigned int, int);
+	void *sym = mock_driver_sym("cuCtxCreate_v2"), *ctx = NULL;
+
+	memcpy(&create, &sym, sizeof(sym));
+	if (create == NULL || create(&ctx, 0, 0) != 0)
+		return NULL;
+	return ctx;
+}
+
+/* The context current on this thread (cuCtxGetCurrent). */
+static inline void *dev_current_context(void)
+{
+	int (*get)(void **);
+	void *sym = mock_driver_sym("cuCtxGetCurrent"), *ctx = NULL;
+
+	memcpy(&get, &sym, sizeof(sym));
+	if (get == NULL || get(&ctx) != 0)
+		return NULL;
+	return ctx;
+}
+
+/* A stream in a context of the program's own, as cudaStreamCreate would
+ * give in a program that set its device, or NULL. */
 static inline struct CUstream_st *dev_stream(void)
 {
 	int (*create)(struct CUstream_st **, unsigned int);
@@ -40,6 +66,8 @@ static inline struct CUstream_st *dev_stream(void)
 	struct CUstream_st *s = NULL;
 
 	memcpy(&create, &sym, sizeof(sym));
+	if (dev_current_context() == NULL && dev_own_context() == NULL)
+		return NULL;
 	if (create == NULL || create(&s, 1) != 0)
 		return NULL;
 	return s;

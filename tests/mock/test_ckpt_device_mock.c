@@ -12,7 +12,9 @@
 
 /* A device tensor of 3 MiB and a host one, saved with a 1 MiB ring
  * (synchronously and in the background), and restored into fresh device
- * memory: the same bytes. */
+ * memory: the same bytes.  The saves run on a thread with no context
+ * current, the restores on one with a context of the program's own: both
+ * find their thread as they left it. */
 static void test_device_tensors_save_and_restore(void)
 {
 	enum { N = 3 << 18 };   /* floats: 3 MiB */
@@ -23,6 +25,7 @@ static void test_device_tensors_save_and_restore(void)
 	uint64_t step_blob = 7, blob_back = 0;
 	herd_ckpt *ck = NULL;
 	int64_t restored = -1;
+	void *mine;
 	char *dir;
 
 	CHECK(dev != NULL && back != NULL);
@@ -41,6 +44,7 @@ static void test_device_tensors_save_and_restore(void)
 				    HERD_CKPT_BLOB_SAME_RANK));
 	CHECK_ERR(herd_ckpt_add_blob(ck, "bad", back, 16, HERD_CKPT_BLOB_SAME_RANK), HERD_EINVAL,
 		  "a blob is host memory");
+	CHECK(dev_current_context() == NULL);
 	CHECK_OK(herd_ckpt_save(ck, 1));
 	for (size_t i = 0; i < N; i++)
 		dev[i] = -1.0f;
@@ -48,8 +52,11 @@ static void test_device_tensors_save_and_restore(void)
 	CHECK_OK(herd_ckpt_wait(ck));
 	herd_ckpt_free(ck);
 	ck = NULL;
+	CHECK(dev_current_context() == NULL);
 
 	/* restore step 1 into fresh memory */
+	mine = dev_own_context();
+	CHECK(mine != NULL);
 	CHECK_OK(herd_ckpt_open(&ck, dir, NULL, &o));
 	CHECK_OK(herd_ckpt_add_tensor(ck, "w", back, HERD_FLOAT32, 1, shape, NULL, NULL));
 	CHECK_OK(herd_ckpt_add_tensor(ck, "h", host_back, HERD_FLOAT32, 1, hshape, NULL, NULL));
@@ -71,6 +78,7 @@ static void test_device_tensors_save_and_restore(void)
 	CHECK_INT(restored, 2);
 	CHECK(back[0] == -1.0f && back[N - 1] == -1.0f);
 	herd_ckpt_free(ck);
+	CHECK(dev_current_context() == mine);
 	rm_tree(dir);
 }
 

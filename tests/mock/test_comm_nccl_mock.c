@@ -115,9 +115,10 @@ static void calls_rank(int rank, int size, void *arg)
 	float *d = dev_alloc(N * size * sizeof(float)), *d2 = dev_alloc(N * size * sizeof(float));
 	float host[N];
 	herd_comm *comm = NULL;
+	void *mine = dev_own_context();   /* the program's: herd leaves it current */
 
 	set_mock(NULL);
-	CHECK(d != NULL && d2 != NULL);
+	CHECK(d != NULL && d2 != NULL && mine != NULL);
 	CHECK_OK(harness_comm(&comm, a->scope, rank, size, "auto", 20000));
 	if (comm == NULL || d == NULL || d2 == NULL)
 		goto out;
@@ -128,6 +129,7 @@ static void calls_rank(int rank, int size, void *arg)
 	CHECK_OK(herd_comm_broadcast(comm, d, d, N, HERD_FLOAT8_E4M3, 0));
 	CHECK_OK(herd_comm_allgather(comm, d, d2, N, HERD_FLOAT16));
 	CHECK_OK(herd_comm_reduce_scatter(comm, d2, d, N, HERD_UINT8, HERD_PROD));
+	CHECK(dev_current_context() == mine);
 	/* host memory still goes to herd's own transports, on the same communicator */
 	CHECK_OK(herd_comm_allreduce(comm, host, host, N, HERD_FLOAT32, HERD_SUM));
 	CHECK_ERR(herd_comm_allreduce(comm, d, host, N, HERD_FLOAT32, HERD_SUM), HERD_EINVAL,
@@ -156,6 +158,7 @@ static void calls_rank(int rank, int size, void *arg)
 	}
 out:
 	herd_comm_free(comm);
+	CHECK(dev_current_context() == mine);
 }
 
 /* Groups: kept calls run as one at the end; host calls refused inside; a

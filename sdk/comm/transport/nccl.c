@@ -324,7 +324,6 @@ static herd_status nccl_open(herd_comm *comm, int device)
 	ncclResult_t rc;
 	herd_status st;
 
-	HERD_CHECK(herd__dev_use(device));
 	HERD_CHECK(herd__calloc(&n, 1, sizeof(*n), "the NCCL communicator"));
 	pthread_mutex_init(&n->mu, NULL);
 	pthread_cond_init(&n->cv, NULL);
@@ -675,13 +674,14 @@ herd_status herd__nccl_check(const herd_comm *comm, const herd__op *op)
 }
 
 /*
- * Runs ops[0..count) (one call, or a group's) described by op: makes the
- * NCCL communicator at the first (op is then a collective), queues them,
- * compares op's fingerprint with the neighbours', hands the stream-ordered
- * ones to the watchdog and waits for the blocking ones.
+ * Runs ops[0..count) (one call, or a group's) described by op, with their
+ * GPU's context current: makes the NCCL communicator at the first (op is
+ * then a collective), queues them, compares op's fingerprint with the
+ * neighbours', hands the stream-ordered ones to the watchdog and waits for
+ * the blocking ones.
  */
-static herd_status run_ops(herd_comm *comm, const herd__op *op, const herd__op *ops,
-			   size_t count)
+static herd_status run_ops_on(herd_comm *comm, const herd__op *op, const herd__op *ops,
+			      size_t count)
 {
 	const char *what = count > 1 ? "ncclGroupEnd"
 				     : nccl_call_name((herd__op_kind)ops[0].fp.kind);
@@ -691,10 +691,9 @@ static herd_status run_ops(herd_comm *comm, const herd__op *op, const herd__op *
 	herd_status st = HERD_OK;
 
 	if (n == NULL) {
-		HERD_CHECK(nccl_open(comm, op->device));
+		HERD_CHECK(nccl_open(comm, ops[0].device));
 		n = comm->nccl;
 	}
-	HERD_CHECK(herd__dev_use(n->device));
 	rc = enqueue(comm, n, ops, count);
 	if (nccl_failed(rc))
 		return nccl_error(NULL, rc, what);
@@ -719,6 +718,19 @@ static herd_status run_ops(herd_comm *comm, const herd__op *op, const herd__op *
 		return st;
 	}
 	return blocking ? nccl_wait(comm, n, work_done, what) : HERD_OK;
+}
+
+/* run_ops_on, leaving the caller's thread with the context it had. */
+static herd_status run_ops(herd_comm *comm, const herd__op *op, const herd__op *ops,
+			   size_t count)
+{
+	void *saved;
+	herd_status st = herd__dev_enter(ops[0].device, &saved);
+
+	if (st == HERD_OK)
+		st = run_ops_on(comm, op, ops, count);
+	herd__dev_leave(saved);
+	return st;
 }
 
 herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)

@@ -7,7 +7,8 @@
 # `herd health --level 2`, the `gpu`-labelled tests, herd's discovery on the real GPU, bench_kernels
 # twice (the second run shows the spread), `herd bench allreduce --device
 # gpu` against bench_nccl_allreduce (raw NCCL) three times each,
-# alternating, with the ratio of the in-place medians, and the kernel test under
+# alternating, calls queued (-z 0, as nccl-tests) then waited for one by one
+# (-z 1), with the ratios of the in-place medians, and the kernel test under
 # compute-sanitizer's memcheck when that tool is there.  Logs and
 # `herd discover --json` go to OUT_DIR (default: the current directory).
 # Every step runs whatever the one before it did; the exit status is 1 when
@@ -43,11 +44,13 @@ for i in 1 2; do
     "$out/bench_kernels.$i.txt"
 done
 step "herd bench allreduce --device gpu against raw NCCL, same sizes, alternating"
-for i in 1 2 3; do
-  run bash -o pipefail -c '"$0" bench allreduce --device gpu -b 8 -e 1G -f 8 -n 50 -w 10 -c 0 --json >"$1"' \
-    "$bin/herd" "$out/herd_gpu.$i.json"
-  run bash -o pipefail -c '"$0" 8 1073741824 8 50 10 >"$1"' "$bin/bench_nccl_allreduce" \
-    "$out/nccl_raw.$i.json"
+for z in 0 1; do
+  for i in 1 2 3; do
+    run bash -o pipefail -c '"$0" bench allreduce --device gpu -z "$2" -b 8 -e 1G -f 8 -n 50 -w 10 -c 0 --json >"$1"' \
+      "$bin/herd" "$out/herd_gpu.z$z.$i.json" "$z"
+    run bash -o pipefail -c '"$0" 8 1073741824 8 50 10 "$2" >"$1"' "$bin/bench_nccl_allreduce" \
+      "$out/nccl_raw.z$z.$i.json" "$z"
+  done
 done
 python3 - "$out" <<'PY' || echo "FAILED: the comparison"
 import json, statistics, sys, glob
@@ -57,14 +60,17 @@ def load(pat):
     for f in sorted(glob.glob(f"{d}/{pat}")):
         for line in open(f):
             r = json.loads(line)
-            rows.setdefault(r["bytes"], []).append(r["in_place"]["time_us"])
+            key = r["size"] if "size" in r else r["bytes"]
+            rows.setdefault(key, []).append(r["in_place"]["time_us"])
     return rows
-h, n = load("herd_gpu.*.json"), load("nccl_raw.*.json")
-print("%12s %14s %14s %8s" % ("bytes", "herd us", "NCCL us", "herd/NCCL"))
-for b in sorted(h):
-    if b in n:
-        mh, mn = statistics.median(h[b]), statistics.median(n[b])
-        print("%12d %14.2f %14.2f %8.3f" % (b, mh, mn, mh / mn))
+for z, how in (("0", "queued, one wait (nccl-tests)"), ("1", "each call waited for")):
+    h, n = load(f"herd_gpu.z{z}.*.json"), load(f"nccl_raw.z{z}.*.json")
+    print(f"-z {z}: {how}; in place, medians of 3")
+    print("%12s %14s %14s %8s" % ("bytes", "herd us", "NCCL us", "herd/NCCL"))
+    for b in sorted(h):
+        if b in n:
+            mh, mn = statistics.median(h[b]), statistics.median(n[b])
+            print("%12d %14.2f %14.2f %8.3f" % (b, mh, mn, mh / mn))
 PY
 step "herd bench --device gpu, checked: allreduce in every datatype, then the other operations"
 for d in float32 bfloat16 float16 float8_e4m3 int32; do

@@ -4,9 +4,12 @@
  * rank per visible GPU, ncclCommInitAll, each on its own stream), timed as
  * herd bench times a call (warmup calls, then ITERS calls, the elapsed
  * time over ITERS, out of place then in place), the sizes of herd bench's
- * -b/-e/-f sweep.  One JSON line per size, as `herd bench --json` prints:
+ * -b/-e/-f sweep.  BLOCKING 0 (default) queues the calls and waits once
+ * after them, as nccl-tests and `herd bench --device gpu -z 0` do; 1 waits
+ * after each call, as -z 1.  One JSON line per size, as `herd bench
+ * --json` prints:
  *
- *   bench_nccl_allreduce MINBYTES MAXBYTES FACTOR ITERS WARMUP
+ *   bench_nccl_allreduce MINBYTES MAXBYTES FACTOR ITERS WARMUP [BLOCKING]
  */
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -48,8 +51,17 @@ static ncclComm_t comms[MAXDEV];
 static cudaStream_t streams[MAXDEV];
 static float *send[MAXDEV], *recv[MAXDEV];
 
-/* n calls on every GPU, in one group each, then all streams synchronized. */
-static void calls(size_t count, int inplace, int n)
+static void sync_all(void)
+{
+	for (int d = 0; d < ndev; d++) {
+		CK(cudaSetDevice(d));
+		CK(cudaStreamSynchronize(streams[d]));
+	}
+}
+
+/* n calls on every GPU, in one group each, then all streams synchronized
+ * (blocking: after each call). */
+static void calls(size_t count, int inplace, int n, int blocking)
 {
 	for (int i = 0; i < n; i++) {
 		NK(ncclGroupStart());
@@ -57,20 +69,20 @@ static void calls(size_t count, int inplace, int n)
 			NK(ncclAllReduce(inplace ? recv[d] : send[d], recv[d], count, ncclFloat32,
 					 ncclSum, comms[d], streams[d]));
 		NK(ncclGroupEnd());
+		if (blocking)
+			sync_all();
 	}
-	for (int d = 0; d < ndev; d++) {
-		CK(cudaSetDevice(d));
-		CK(cudaStreamSynchronize(streams[d]));
-	}
+	sync_all();
 }
 
 int main(int argc, char **argv)
 {
 	size_t minb, maxb;
-	int factor, iters, warmup, devs[MAXDEV], version;
+	int factor, iters, warmup, blocking, devs[MAXDEV], version;
 
-	if (argc != 6) {
-		fprintf(stderr, "usage: bench_nccl_allreduce MINBYTES MAXBYTES FACTOR ITERS WARMUP\n");
+	if (argc != 6 && argc != 7) {
+		fprintf(stderr, "usage: bench_nccl_allreduce MINBYTES MAXBYTES FACTOR ITERS WARMUP "
+			"[BLOCKING]\n");
 		return 2;
 	}
 	minb = strtoull(argv[1], NULL, 10);
@@ -78,7 +90,9 @@ int main(int argc, char **argv)
 	factor = atoi(argv[3]);
 	iters = atoi(argv[4]);
 	warmup = atoi(argv[5]);
-	if (minb < 4 || maxb < minb || factor < 2 || iters < 1 || warmup < 0) {
+	blocking = argc == 7 ? atoi(argv[6]) : 0;
+	if (minb < 4 || maxb < minb || factor < 2 || iters < 1 || warmup < 0 || blocking < 0 ||
+	    blocking > 1) {
 		fprintf(stderr, "bench_nccl_allreduce: bad arguments\n");
 		return 2;
 	}
@@ -105,9 +119,9 @@ int main(int argc, char **argv)
 		for (int inplace = 0; inplace < 2; inplace++) {
 			double t0;
 
-			calls(count, inplace, warmup);
+			calls(count, inplace, warmup, blocking);
 			t0 = now_s();
-			calls(count, inplace, iters);
+			calls(count, inplace, iters, blocking);
 			us[inplace] = (now_s() - t0) / iters * 1e6;
 		}
 		printf("{\"bytes\":%zu,\"ranks\":%d,\"out_of_place\":{\"time_us\":%.3f,\"busbw\":%.3f},"

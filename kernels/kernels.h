@@ -94,6 +94,10 @@ herd_status herd__k_device_count(int *count);
 /* Makes CUDA device `index` current for the calling thread. */
 herd_status herd__k_set_device(int index);
 
+/* Waits until the work queued on stream is done (NULL: the legacy default
+ * stream, which also waits for the streams created blocking). */
+herd_status herd__k_sync(herd__kstream stream);
+
 /* bytes of the current device's memory (cudaMalloc), zeroed; and freed. */
 herd_status herd__k_alloc(void **p, size_t bytes);
 void herd__k_free(void *p);

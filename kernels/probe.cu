@@ -50,6 +50,12 @@ extern "C" herd_status herd__k_set_device(int index)
 	return HERD_OK;
 }
 
+extern "C" herd_status herd__k_sync(herd__kstream stream)
+{
+	HERD_K_CUDA(cudaStreamSynchronize((cudaStream_t)stream), "cudaStreamSynchronize");
+	return HERD_OK;
+}
+
 extern "C" herd_status herd__k_alloc(void **p, size_t bytes)
 {
 	*p = NULL;

@@ -13,7 +13,11 @@
  *
  * Timing, per size and for out-of-place then in-place: fill the inputs,
  * warmup calls, a barrier, `iters` timed calls; the time of a call is the
- * elapsed time over iters, the maximum over ranks, in microseconds.  With
+ * elapsed time over iters, the maximum over ranks, in microseconds.  On a
+ * GPU, as nccl-tests without -z 1, the calls that have a stream-ordered
+ * form (allreduce, reduce, broadcast, allgather, reduce_scatter) are
+ * queued on the legacy default stream and waited for once, after the
+ * warmup and after the timed calls; -z 1 makes every call blocking.  With
  * -c 1 the inputs are filled again (bench_data.h) and one more call is
  * checked element by element against the exact expected result; #wrong is
  * the sum over ranks of the elements that differ.
@@ -104,6 +108,10 @@ static const char bench_usage[] =
 	"                           rank's GPU (its local rank among the GPUs it\n"
 	"                           sees), filled and checked by kernels, the calls\n"
 	"                           through NCCL\n"
+	"  -z, --blocking 0|1       with --device gpu: 0 (default) queues the calls\n"
+	"                           that have a stream-ordered form and waits once\n"
+	"                           after all, as nccl-tests; 1 waits for each call\n"
+	"                           (every call on host memory does)\n"
 	"  --json                   one JSON object per size and line, not a table\n"
 	"  --explain                say, per size, which algorithm runs the call and\n"
 	"                           why (a \"# algorithm\" line above the table)\n"
@@ -125,6 +133,7 @@ struct bench_args {
 	long stepfactor;
 	int iters, warmup, check, root, np, json, timeout_s, average, cycles, explain;
 	int gpu;           /* --device gpu: buffers in the rank's GPU memory */
+	int blocking;      /* -z 1: no stream-ordered calls on a GPU */
 	herd_dtype dtype;
 	herd_redop redop;
 	const char *transport, *algo;
@@ -151,6 +160,7 @@ struct bench_ctx {
 	bench_pattern pat;
 	struct bench_shape shape;
 	unsigned char *send, *recv;   /* device memory with --device gpu */
+	int queued;     /* GPU calls on the legacy default stream, stream-ordered */
 };
 
 /* One collective: its sizes, bandwidth factor and its fill, run and check
@@ -228,14 +238,24 @@ static size_t check_allreduce(const struct bench_ctx *c, int inplace)
 
 static herd_status run_allreduce(struct bench_ctx *c, int inplace)
 {
-	return herd_comm_allreduce(c->comm, inplace ? c->recv : c->send, c->recv,
-				   c->shape.count, c->dtype, c->args->redop);
+	const void *send = inplace ? c->recv : c->send;
+
+	if (c->queued)
+		return herd_comm_allreduce_stream(c->comm, send, c->recv, c->shape.count,
+						  c->dtype, c->args->redop, NULL);
+	return herd_comm_allreduce(c->comm, send, c->recv, c->shape.count, c->dtype,
+				   c->args->redop);
 }
 
 static herd_status run_reduce(struct bench_ctx *c, int inplace)
 {
-	return herd_comm_reduce(c->comm, inplace ? c->recv : c->send, c->recv, c->shape.count,
-				c->dtype, c->args->redop, c->args->root);
+	const void *send = inplace ? c->recv : c->send;
+
+	if (c->queued)
+		return herd_comm_reduce_stream(c->comm, send, c->recv, c->shape.count, c->dtype,
+					       c->args->redop, c->args->root, NULL);
+	return herd_comm_reduce(c->comm, send, c->recv, c->shape.count, c->dtype,
+				c->args->redop, c->args->root);
 }
 
 static size_t check_reduce(const struct bench_ctx *c, int inplace)
@@ -254,8 +274,13 @@ static void fill_broadcast(struct bench_ctx *c, int inplace)
 
 static herd_status run_broadcast(struct bench_ctx *c, int inplace)
 {
-	return herd_comm_broadcast(c->comm, inplace ? c->recv : c->send, c->recv,
-				   c->shape.count, c->dtype, c->args->root);
+	const void *send = inplace ? c->recv : c->send;
+
+	if (c->queued)
+		return herd_comm_broadcast_stream(c->comm, send, c->recv, c->shape.count,
+						  c->dtype, c->args->root, NULL);
+	return herd_comm_broadcast(c->comm, send, c->recv, c->shape.count, c->dtype,
+				   c->args->root);
 }
 
 static size_t check_broadcast(const struct bench_ctx *c, int inplace)
@@ -278,6 +303,9 @@ static herd_status run_allgather(struct bench_ctx *c, int inplace)
 {
 	size_t per = c->shape.count;
 	const void *send = inplace ? elem(c->recv, c, per * (size_t)c->rank) : c->send;
+
+	if (c->queued)
+		return herd_comm_allgather_stream(c->comm, send, c->recv, per, c->dtype, NULL);
 	return herd_comm_allgather(c->comm, send, c->recv, per, c->dtype);
 }
 
@@ -308,6 +336,10 @@ static unsigned char *rs_out(const struct bench_ctx *c, int inplace)
 
 static herd_status run_reduce_scatter(struct bench_ctx *c, int inplace)
 {
+	if (c->queued)
+		return herd_comm_reduce_scatter_stream(c->comm, c->send, rs_out(c, inplace),
+						       c->shape.count, c->dtype, c->args->redop,
+						       NULL);
 	return herd_comm_reduce_scatter(c->comm, c->send, rs_out(c, inplace), c->shape.count,
 					c->dtype, c->args->redop);
 }
@@ -440,6 +472,7 @@ static const struct option long_options[] = {
 	{ "algo", required_argument, NULL, OPT_ALGO },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "device", required_argument, NULL, OPT_DEVICE },
+	{ "blocking", required_argument, NULL, 'z' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
 };
@@ -482,6 +515,7 @@ static int parse_option(int c, const char *v, struct bench_args *a)
 	case 'n': bad = shell_parse_int(v, 1, INT_MAX, &a->iters); break;
 	case 'w': bad = shell_parse_int(v, 0, INT_MAX, &a->warmup); break;
 	case 'c': bad = shell_parse_int(v, 0, 1, &a->check); break;
+	case 'z': bad = shell_parse_int(v, 0, 1, &a->blocking); break;
 	case 'r': bad = shell_parse_int(v, 0, BENCH_MAX_RANKS - 1, &a->root); break;
 	case OPT_NP: bad = shell_parse_int(v, 1, BENCH_MAX_RANKS, &a->np); break;
 	case OPT_TIMEOUT: bad = shell_parse_int(v, 1, INT_MAX / 1000, &a->timeout_s); break;
@@ -549,7 +583,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 	int c;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":b:e:f:i:n:w:c:d:t:g:a:N:o:r:h", long_options, NULL)) !=
+	while ((c = getopt_long(argc, argv, ":b:e:f:i:n:w:c:d:t:g:a:N:o:r:z:h", long_options, NULL)) !=
 	       -1) {
 		if (c == 'h') {
 			fputs(bench_usage, stdout);
@@ -765,6 +799,19 @@ static herd_status check(const struct bench_ctx *c, int inplace, uint64_t *wrong
 #endif
 }
 
+/* After calls queued on a GPU's stream: waits until they are done, and
+ * returns the failure of any (the communicator's, which the watchdog
+ * breaks). */
+static herd_status settle(struct bench_ctx *c, herd_status st)
+{
+	if (st != HERD_OK || !c->queued)
+		return st;
+#if HERD_HAVE_CUDA
+	HERD_CHECK(herd__k_sync(NULL));
+#endif
+	return herd_comm_async_error(c->comm);
+}
+
 /* Runs and times one size in one placement; the result is every rank's. */
 static herd_status measure(struct bench_ctx *c, int inplace, struct bench_result *res)
 {
@@ -772,6 +819,7 @@ static herd_status measure(struct bench_ctx *c, int inplace, struct bench_result
 	herd_status st = fill(c, inplace);
 	for (int i = 0; i < a->warmup && st == HERD_OK; i++)
 		st = a->op->run(c, inplace);
+	st = settle(c, st);
 	if (st == HERD_OK)
 		st = herd_comm_barrier(c->comm);
 	if (st != HERD_OK)
@@ -779,6 +827,7 @@ static herd_status measure(struct bench_ctx *c, int inplace, struct bench_result
 	double t0 = now_s();
 	for (int i = 0; i < a->iters && st == HERD_OK; i++)
 		st = a->op->run(c, inplace);
+	st = settle(c, st);
 	double us = (now_s() - t0) * 1e6 / a->iters;
 	/* -a: rank 0's time (the others add 0), the mean, the fastest, the slowest. */
 	static const herd_redop how[] = { HERD_SUM, HERD_AVG, HERD_MIN, HERD_MAX };
@@ -1048,6 +1097,7 @@ static int sweep(struct bench_ctx *c)
 	const struct bench_args *a = c->args;
 	struct bench_shape big;
 	shape_of(a->op, a->maxbytes, c->es, c->nranks, &big);
+	c->queued = a->gpu && !a->blocking;
 	if (a->gpu) {
 		herd_status st = alloc_gpu(c, big.send_count * c->es, big.recv_count * c->es);
 

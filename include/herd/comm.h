@@ -31,7 +31,11 @@
  * differently).  While the GPU runs a call, its fingerprint goes to the
  * next rank and comes from the previous one on the host transport, so that
  * calls that disagree return HERD_EMISMATCH naming both instead of waiting
- * in NCCL (HERD_DEVICE_CHECK=0 turns this off).
+ * in NCCL (HERD_DEVICE_CHECK=0 turns this off).  libherd uses the GPU's
+ * primary context (the CUDA runtime's) and leaves the calling thread with
+ * the context it had.  herd_comm_free finalizes and destroys a healthy
+ * NCCL communicator (ncclCommFinalize, at most 2 s) and aborts a broken
+ * one.
  *
  * Every call is collective in the MPI/NCCL sense: all ranks of the
  * communicator make the same calls in the same order.  Nothing hangs:

@@ -8,8 +8,8 @@
  * from then.  HERD_MOCK_CUDA=copy-fail makes device-to-host copies fail,
  * upload-fail host-to-device ones.  Contexts: the primary one and those
  * cuCtxCreate_v2 makes (a program's own), current per thread; copies,
- * page-locking, streams and events need one current, as with the driver
- * (CUDA_ERROR_INVALID_CONTEXT otherwise).
+ * page-locking, making, recording and destroying streams and events need
+ * one current, as with the driver (CUDA_ERROR_INVALID_CONTEXT otherwise).
  * Only the entry points libherd and the tests use, with the ABI of cuda.h.
  */
 #include <pthread.h>
@@ -242,6 +242,7 @@ CUresult cuStreamCreate(struct CUstream_st **s, unsigned int flags)
 
 CUresult cuStreamDestroy_v2(struct CUstream_st *s)
 {
+	NEED_CONTEXT();
 	free(s);
 	return OK;
 }
@@ -256,6 +257,7 @@ CUresult cuEventCreate(struct CUevent_st **e, unsigned int flags)
 
 CUresult cuEventDestroy_v2(struct CUevent_st *e)
 {
+	NEED_CONTEXT();
 	free(e);
 	return OK;
 }

@@ -757,9 +757,12 @@ herd_status herd__nccl_run_group(herd_comm *comm, const herd__op *op)
 void herd__nccl_free(herd_comm *comm)
 {
 	herd__nccl *n = comm->nccl;
+	void *saved;
 
 	if (n == NULL)
 		return;
+	/* its streams and events are the GPU's context's */
+	(void)herd__dev_enter(n->device, &saved);
 	if (n->watchdog_started) {
 		pthread_mutex_lock(&n->mu);
 		n->stop = true;
@@ -787,6 +790,7 @@ void herd__nccl_free(herd_comm *comm)
 	}
 	nccl_destroy(n);
 	comm->nccl = NULL;
+	herd__dev_leave(saved);
 }
 
 #else /* !HERD_HAVE_NCCL */

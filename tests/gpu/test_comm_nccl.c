@@ -3,13 +3,16 @@
  * this machine (as many as it has, up to 8): every datatype and reduction
  * of allreduce checked by the verify kernel, in place and out of place;
  * reduce_scatter, allgather and broadcast by their results; the
- * stream-ordered form on the default stream; and a hung peer (one rank
- * that never calls) timing out with the report.  Without a GPU or NCCL it
- * exits with ctest's skip code and says why.
+ * stream-ordered form on the default stream; a group of a blocking and a
+ * stream-ordered allreduce; a split's own NCCL communicator; the caller's
+ * own context left current; and a hung peer (one rank that never calls)
+ * timing out with the report.  Without a GPU or NCCL it exits with ctest's
+ * skip code and says why.
  */
 #include "comm_harness.h"
 #include "herd_config.h"
 #include "kernels.h"
+#include "mock_gpu.h"
 
 #define COUNT 1000003
 
@@ -94,7 +97,75 @@ out:
 	herd__k_free(y);
 }
 
+/* verify's count of wrong elements of buf, as the reduction of op over
+ * nranks ranks' fills with seed; 1 when verify itself failed. */
+static uint64_t wrong_in(const void *buf, herd_redop op, int nranks, uint64_t seed)
+{
+	uint64_t wrong = 1;
+
+	CHECK_OK(herd__k_verify(buf, COUNT, HERD_FLOAT32, op, nranks, seed, &wrong, NULL));
+	return wrong;
+}
+
+static void extra_rank(int rank, int size, void *arg)
+{
+	const gpu_args *a = arg;
+	herd_comm *comm = NULL, *half = NULL;
+	void *x = NULL, *y = NULL, *mine;
+
+	CHECK_OK(herd__k_set_device(rank));
+	CHECK_OK(herd__k_alloc(&x, (size_t)COUNT * 4));
+	CHECK_OK(herd__k_alloc(&y, (size_t)COUNT * 4));
+	CHECK_OK(harness_comm(&comm, a->scope, rank, size, "auto", 60000));
+	if (comm == NULL || x == NULL || y == NULL)
+		goto out;
+	/* a group: a blocking and a stream-ordered allreduce, run as one */
+	CHECK_OK(herd__k_fill(x, COUNT, HERD_FLOAT32, HERD_SUM, rank, size, 11, NULL));
+	CHECK_OK(herd__k_fill(y, COUNT, HERD_FLOAT32, HERD_MAX, rank, size, 12, NULL));
+	CHECK_OK(herd_comm_group_start(comm));
+	CHECK_OK(herd_comm_allreduce(comm, x, x, COUNT, HERD_FLOAT32, HERD_SUM));
+	CHECK_OK(herd_comm_allreduce_stream(comm, y, y, COUNT, HERD_FLOAT32, HERD_MAX, NULL));
+	CHECK_OK(herd_comm_group_end(comm));
+	CHECK_INT(wrong_in(x, HERD_SUM, size, 11), 0);
+	CHECK_INT(wrong_in(y, HERD_MAX, size, 12), 0);
+	/* a split by parity: an NCCL communicator of its own */
+	CHECK_OK(herd_comm_split(&half, comm, rank % 2, rank));
+	if (half != NULL) {
+		int hr = herd_comm_rank(half), hs = herd_comm_size(half);
+
+		CHECK_OK(herd__k_fill(x, COUNT, HERD_FLOAT32, HERD_SUM, hr, hs, 13, NULL));
+		CHECK_OK(herd_comm_allreduce(half, x, x, COUNT, HERD_FLOAT32, HERD_SUM));
+		CHECK_INT(wrong_in(x, HERD_SUM, hs, 13), 0);
+	}
+	/* a context of the program's own, current during a call, stays current;
+	 * then the primary one again, which the kernels here use */
+	mine = dev_own_context_on(rank);
+	if (mine == NULL) {
+		printf("note: rank %d: cuCtxCreate_v2 made no context; the context check "
+		       "did not run\n", rank);
+	} else {
+		CHECK_OK(herd_comm_allreduce(comm, y, y, COUNT, HERD_FLOAT32, HERD_MAX));
+		CHECK(dev_current_context() == mine);
+		CHECK_OK(herd__k_set_device(rank));
+		CHECK_INT(wrong_in(y, HERD_MAX, size, 12), 0);
+	}
+	CHECK_OK(herd_comm_async_error(comm));
+out:
+	herd_comm_free(half);
+	herd_comm_free(comm);
+	herd__k_free(x);
+	herd__k_free(y);
+}
+
 static int ngpus;
+
+static void test_groups_splits_and_contexts(void)
+{
+	gpu_args a = { .absent = -1 };
+
+	harness_scope(a.scope, sizeof(a.scope), "gpu-extra");
+	CHECK_INT(run_ranks(ngpus, extra_rank, &a, 300000, NULL, NULL, 0, NULL), 0);
+}
 
 static void test_device_collectives_verify(void)
 {
@@ -166,6 +237,7 @@ int main(void)
 		ngpus = 8;
 	harness_start();
 	TEST_RUN(test_device_collectives_verify);
+	TEST_RUN(test_groups_splits_and_contexts);
 	TEST_RUN(test_absent_rank_times_out);
 	harness_stop();
 	return TEST_DONE();

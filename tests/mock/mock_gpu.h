@@ -1,8 +1,10 @@
 /*
- * tests/mock/mock_gpu.h - what a test does with the stand-in driver
- * (tests/mock/cuda_mock.c) as a CUDA program would with the real one:
- * device memory (cuMemAlloc) and a stream (cuStreamCreate), through
- * dlopen, so that the test links nothing but libherd.
+ * tests/mock/mock_gpu.h - what a test does with the NVIDIA driver as a
+ * CUDA program would: device memory (cuMemAlloc), a stream
+ * (cuStreamCreate) and contexts of its own (cuCtxCreate), through dlopen,
+ * so that the test links nothing but libherd.  The driver is the stand-in
+ * (tests/mock/cuda_mock.c) in the tests here, the real one in the gpu
+ * tests (which use the contexts only).
  */
 #ifndef HERD_TEST_MOCK_GPU_H
 #define HERD_TEST_MOCK_GPU_H
@@ -32,17 +34,22 @@ static inline void *dev_alloc(size_t bytes)
 	return (void *)(uintptr_t)p;
 }
 
-/* A context of the program's own, current on this thread from now on
- * (cuCtxCreate), or NULL. */
-static inline void *dev_own_context(void)
+/* A context of the program's own on GPU dev, current on this thread from
+ * now on (cuCtxCreate), or NULL. */
+static inline void *dev_own_context_on(int dev)
 {
 	int (*create)(void **, unsigned int, int);
 	void *sym = mock_driver_sym("cuCtxCreate_v2"), *ctx = NULL;
 
 	memcpy(&create, &sym, sizeof(sym));
-	if (create == NULL || create(&ctx, 0, 0) != 0)
+	if (create == NULL || create(&ctx, 0, dev) != 0)
 		return NULL;
 	return ctx;
+}
+
+static inline void *dev_own_context(void)
+{
+	return dev_own_context_on(0);
 }
 
 /* The context current on this thread (cuCtxGetCurrent). */

@@ -20,6 +20,12 @@
  *             just written takes a copy markedly faster than one that sat
  *             idle), vs the time herd_ckpt_save_async blocks its caller
  *             (staging as large as the state, kept between saves)
+ *   device    with --device gpu (a build with CUDA): the same bytes in GPU
+ *             memory, saved by herd_ckpt_save (staged to the host while
+ *             the writer writes) beside dd's write, and restored into GPU
+ *             memory (read and verified on the host, copied to the GPU
+ *             while the next slab is read) beside read(2) into host
+ *             memory: the target is the host restore's, 90%
  *   checksums herd_ckpt_save with XXH3 vs with no checksums, in wall time
  *             (the verdict: a synchronous save hashes on a helper thread
  *             beside the write, so the CPU time of the hashing is not time
@@ -34,7 +40,7 @@
  * that is not allowed the reads are from memory, and the output says so.
  * Writes start after sync(2).
  *
- * usage: bench_ckpt DIR [--bytes SIZE] [--repeats N]
+ * usage: bench_ckpt DIR [--bytes SIZE] [--repeats N] [--device host|gpu]
  *   DIR is created; the benchmark needs about 5 x SIZE bytes free on its
  *   filesystem and as much memory (bench/ckpt_compare.sh checks, and
  *   removes DIR afterwards).
@@ -56,6 +62,9 @@
 #include <dirent.h>
 
 #include "herd.h"
+#if HERD_BENCH_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 extern char **environ;
 
@@ -64,12 +73,12 @@ extern char **environ;
 
 enum {
 	T_DD_WRITE, T_SAVE, T_SAVE_NOSUM, T_SAVE_CPU, T_NOSUM_CPU, T_READ, T_DD_READ, T_RESTORE,
-	T_MEMCPY, T_ASYNC_BLOCK, T_ASYNC_TOTAL, T_COUNT
+	T_MEMCPY, T_ASYNC_BLOCK, T_ASYNC_TOTAL, T_DEV_SAVE, T_DEV_RESTORE, T_COUNT
 };
 
 static const char *const t_names[T_COUNT] = {
 	"dd_write", "save", "save_nosum", "save_user", "nosum_user", "read", "dd_read", "restore",
-	"memcpy", "async_block", "async_total"
+	"memcpy", "async_block", "async_total", "dev_save", "dev_restore"
 };
 
 static double now(void)
@@ -108,18 +117,57 @@ static void die_herd(const char *what)
 /* "1G", "512M", "4096" */
 static uint64_t parse_size(const char *s)
 {
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
+	uint64_t v = 0;
 
-	switch (*end) {
-	case 'G': case 'g': v <<= 30; end++; break;
-	case 'M': case 'm': v <<= 20; end++; break;
-	case 'K': case 'k': v <<= 10; end++; break;
-	default: break;
-	}
-	if (end == s || *end != '\0' || v == 0)
+	if (herd_size_parse(s, &v) != HERD_OK || v == 0)
 		die("--bytes takes a size such as 1G, 512M or a number of bytes");
 	return v;
+}
+
+/* GPU memory for the device rows (--device gpu), or an exit saying why. */
+static char *gpu_state(const char *state, uint64_t bytes)
+{
+#if HERD_BENCH_CUDA
+	void *p = NULL;
+
+	if (cudaMalloc(&p, bytes) != cudaSuccess ||
+	    cudaMemcpy(p, state, bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+		die("--device gpu: cannot put the state in GPU memory");
+	return p;
+#else
+	(void)state;
+	(void)bytes;
+	die("--device gpu: this bench_ckpt was built without CUDA");
+	return NULL;
+#endif
+}
+
+/* Zeroes the GPU state, so that a restore must fill it. */
+static void gpu_clear(char *dev, uint64_t bytes)
+{
+#if HERD_BENCH_CUDA
+	if (cudaMemset(dev, 0, bytes) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess)
+		die("cudaMemset of the GPU state failed");
+#else
+	(void)dev;
+	(void)bytes;
+#endif
+}
+
+/* Whether the GPU state holds state's bytes (copied back through buf). */
+static bool gpu_same(const char *dev, const char *state, char *buf, uint64_t bytes)
+{
+#if HERD_BENCH_CUDA
+	if (cudaMemcpy(buf, dev, bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
+		die("cudaMemcpy of the GPU state failed");
+	return memcmp(buf, state, bytes) == 0;
+#else
+	(void)dev;
+	(void)state;
+	(void)buf;
+	(void)bytes;
+	return false;
+#endif
 }
 
 /* Whether the page cache could be dropped. */
@@ -263,12 +311,13 @@ int main(int argc, char **argv)
 	uint64_t bytes = UINT64_C(1) << 30;
 	int repeats = 5;
 	const char *dir = NULL;
-	char src[4096], ddout[4096], dsum[4096], dnosum[4096], dasync[4096], ddcount[64];
-	char ddof[4200], ddif[4200], ddread_if[4200];
+	char src[4096], ddout[4096], dsum[4096], dnosum[4096], dasync[4096], ddev[4096];
+	char ddcount[64], ddof[4200], ddif[4200], ddread_if[4200];
 	double t[T_COUNT][MAX_REPEATS], med[T_COUNT];
-	herd_ckpt *ck_sum, *ck_nosum, *ck_async;
-	char *state, *copy, *target;
-	bool dropped = true;
+	herd_ckpt *ck_sum, *ck_nosum, *ck_async, *ck_dev = NULL;
+	char *state, *copy, *target, *dev = NULL;
+	bool dropped = true, gpu = false;
+	int kinds, ncols;
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 
 	for (int i = 1; i < argc; i++) {
@@ -276,11 +325,17 @@ int main(int argc, char **argv)
 			bytes = parse_size(argv[++i]);
 		else if (strcmp(argv[i], "--repeats") == 0 && i + 1 < argc)
 			repeats = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc &&
+			 (strcmp(argv[i + 1], "gpu") == 0 || strcmp(argv[i + 1], "host") == 0))
+			gpu = strcmp(argv[++i], "gpu") == 0;
 		else if (argv[i][0] != '-' && dir == NULL)
 			dir = argv[i];
 		else
-			die("usage: bench_ckpt DIR [--bytes SIZE] [--repeats N]");
+			die("usage: bench_ckpt DIR [--bytes SIZE] [--repeats N] [--device host|gpu]");
 	}
+	/* with a GPU, a fourth writer and reader take turns with the others */
+	kinds = gpu ? 4 : 3;
+	ncols = gpu ? T_COUNT : T_DEV_SAVE;
 	if (dir == NULL || repeats < 1 || repeats > MAX_REPEATS)
 		die("usage: bench_ckpt DIR [--bytes SIZE] [--repeats N (1..50)]");
 	if (bytes % IO_BLOCK != 0)
@@ -292,6 +347,7 @@ int main(int argc, char **argv)
 	snprintf(dsum, sizeof(dsum), "%s/ckpt-xxh3", dir);
 	snprintf(dnosum, sizeof(dnosum), "%s/ckpt-none", dir);
 	snprintf(dasync, sizeof(dasync), "%s/ckpt-async", dir);
+	snprintf(ddev, sizeof(ddev), "%s/ckpt-gpu", dir);
 	snprintf(ddcount, sizeof(ddcount), "count=%" PRIu64, bytes / IO_BLOCK);
 	snprintf(ddif, sizeof(ddif), "if=%s", src);
 	snprintf(ddof, sizeof(ddof), "of=%s", ddout);
@@ -316,11 +372,15 @@ int main(int argc, char **argv)
 	ck_sum = open_ckpt(dsum, HERD_CKPT_CHECKSUM_XXH3, 0, state, bytes);
 	ck_nosum = open_ckpt(dnosum, HERD_CKPT_CHECKSUM_NONE, 0, state, bytes);
 	ck_async = open_ckpt(dasync, HERD_CKPT_CHECKSUM_XXH3, (size_t)bytes, state, bytes);
+	if (gpu) {
+		dev = gpu_state(state, bytes);
+		ck_dev = open_ckpt(ddev, HERD_CKPT_CHECKSUM_XXH3, 0, dev, bytes);
+	}
 
 	printf("# bench_ckpt: %" PRIu64 " bytes (%.2f GiB) in %s, %d repeats after a warm-up "
 	       "round\n", bytes, (double)bytes / (1 << 30), dir, repeats);
 	printf("# seconds per run:\n# %-6s", "repeat");
-	for (int k = 0; k < T_COUNT; k++)
+	for (int k = 0; k < ncols; k++)
 		printf(" %12s", t_names[k]);
 	printf("\n");
 	for (int r = -1; r < repeats; r++) {
@@ -328,14 +388,14 @@ int main(int argc, char **argv)
 				     "status=none", NULL };
 		char *dd_read[] = { "dd", ddread_if, "of=/dev/null", "bs=4M", "status=none", NULL };
 		int64_t step = r + 1;
-		double v[T_COUNT], t0;
+		double v[T_COUNT] = { 0 }, t0;
 
 		/* write: dd from the cached source, herd with and without sums;
 		 * the order turns with the repeat, so that a disk that slows
 		 * down after a burst of writes weighs on all three alike */
 		read_file(src, copy, bytes);
-		for (int j = 0; j < 3; j++) {
-			int which = (j + (r < 0 ? 0 : r)) % 3;
+		for (int j = 0; j < kinds; j++) {
+			int which = (j + (r < 0 ? 0 : r)) % kinds;
 
 			double c0;
 
@@ -345,6 +405,10 @@ int main(int argc, char **argv)
 			if (which == 0) {
 				run(dd_write);
 				v[T_DD_WRITE] = now() - t0;
+			} else if (which == 3) {
+				if (herd_ckpt_save(ck_dev, step) != HERD_OK)
+					die_herd("herd_ckpt_save of GPU memory");
+				v[T_DEV_SAVE] = now() - t0;
 			} else if (herd_ckpt_save(which == 1 ? ck_sum : ck_nosum, step) != HERD_OK) {
 				die_herd("herd_ckpt_save");
 			} else {
@@ -354,14 +418,20 @@ int main(int argc, char **argv)
 		}
 
 		/* read: from the disk when the cache can be dropped; turning too */
-		for (int j = 0; j < 3; j++) {
-			int which = (j + (r < 0 ? 0 : r)) % 3;
+		if (gpu)
+			gpu_clear(dev, bytes);
+		for (int j = 0; j < kinds; j++) {
+			int which = (j + (r < 0 ? 0 : r)) % kinds;
 
 			dropped &= drop_caches();
 			t0 = now();
 			if (which == 0) {
 				read_file(ddout, copy, bytes);
 				v[T_READ] = now() - t0;
+			} else if (which == 3) {
+				if (herd_ckpt_restore(ck_dev, step, NULL) != HERD_OK)
+					die_herd("herd_ckpt_restore into GPU memory");
+				v[T_DEV_RESTORE] = now() - t0;
 			} else if (which == 1) {
 				run(dd_read);
 				v[T_DD_READ] = now() - t0;
@@ -374,6 +444,8 @@ int main(int argc, char **argv)
 		read_file(ddout, copy, bytes);
 		if (memcmp(state, copy, bytes) != 0)
 			die("the restored state differs from the bytes read back from dd's file");
+		if (gpu && !gpu_same(dev, state, copy, bytes))
+			die("the state restored into GPU memory differs from the saved bytes");
 
 		/* async: a copy of the state vs the caller's wait */
 		sync();
@@ -392,12 +464,15 @@ int main(int argc, char **argv)
 		remove_step(dsum, step);
 		remove_step(dnosum, step);
 		remove_step(dasync, step);
+		if (gpu)
+			remove_step(ddev, step);
 		if (r < 0)
 			printf("# %-6s", "warmup");
 		else
 			printf("  %-6d", r + 1);
 		for (int k = 0; k < T_COUNT; k++) {
-			printf(" %12.4f", v[k]);
+			if (k < ncols)
+				printf(" %12.4f", v[k]);
 			if (r >= 0)
 				t[k][r] = v[k];
 		}
@@ -429,6 +504,14 @@ int main(int argc, char **argv)
 		       "(target <= 10%%): %s; user CPU %.3f s with, %.3f s without (%.1f%% of the "
 		       "save time, on another core)\n", med[T_SAVE], med[T_SAVE_NOSUM], 100 * c,
 		       verdict(c <= 0.1), med[T_SAVE_CPU], med[T_NOSUM_CPU], 100 * cc);
+		if (gpu) {
+			double dw = med[T_DD_WRITE] / med[T_DEV_SAVE], dr = plain / med[T_DEV_RESTORE];
+
+			printf("device     save from GPU memory %.3f GB/s: %.1f%% of dd's write; "
+			       "restore+verify into GPU memory %.3f GB/s: %.1f%% of plain read(2) "
+			       "(target >= 90%%): %s\n", gb / med[T_DEV_SAVE], 100 * dw,
+			       gb / med[T_DEV_RESTORE], 100 * dr, verdict(dr >= 0.9));
+		}
 	}
 	if (herd_ckpt_wait(ck_sum) != HERD_OK || herd_ckpt_wait(ck_nosum) != HERD_OK ||
 	    herd_ckpt_wait(ck_async) != HERD_OK)
@@ -436,6 +519,11 @@ int main(int argc, char **argv)
 	herd_ckpt_free(ck_sum);
 	herd_ckpt_free(ck_nosum);
 	herd_ckpt_free(ck_async);
+	herd_ckpt_free(ck_dev);
+#if HERD_BENCH_CUDA
+	if (dev != NULL)
+		cudaFree(dev);
+#endif
 	unlink(src);
 	free(state);
 	free(copy);

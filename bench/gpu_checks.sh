@@ -8,7 +8,9 @@
 # twice (the second run shows the spread), `herd bench allreduce --device
 # gpu` against bench_nccl_allreduce (raw NCCL) three times each,
 # alternating, calls queued (-z 0, as nccl-tests) then waited for one by one
-# (-z 1), with the ratios of the in-place medians, and the kernel test under
+# (-z 1), with the ratios of the in-place medians, bench_ckpt --device gpu
+# (save from and restore into GPU memory beside dd and read(2), on the
+# disk under CKPT_DIR, default /var/tmp), and the kernel test under
 # compute-sanitizer's memcheck when that tool is there.  Logs and
 # `herd discover --json` go to OUT_DIR (default: the current directory).
 # Every step runs whatever the one before it did; the exit status is 1 when
@@ -79,6 +81,11 @@ done
 for op in reduce broadcast allgather reduce_scatter alltoall sendrecv; do
   run "$bin/herd" bench "$op" --device gpu -b 8 -e 64M -f 64 -n 5 -w 2 -c 1
 done
+step "bench_ckpt --device gpu: a checkpoint of 1 GiB of GPU memory on disk"
+ck=$(mktemp -d -p "${CKPT_DIR:-/var/tmp}")
+run bash -o pipefail -c '"$0" "$1/b" --bytes 1G --repeats 3 --device gpu | tee "$2"' \
+  "$bin/bench_ckpt" "$ck" "$out/bench_ckpt_gpu.txt"
+rm -rf "$ck"
 if command -v compute-sanitizer >/dev/null; then
   step "test_kernels under compute-sanitizer memcheck"
   run timeout 180 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/test_kernels" >"$out/memcheck.log" 2>&1

@@ -322,9 +322,9 @@ static void test_hung_call_times_out_naming_the_missing_rank(void)
 		CHECK(strstr(res[r].msg, "rank 2 (host") != NULL);
 		CHECK(strstr(res[r].msg, "did not arrive") != NULL);
 		CHECK(res[r].t_ms >= 2000 && res[r].t_ms <= 3000);
-		if (res[r].t_ms < 2000 || res[r].t_ms > 3000 || strstr(res[r].msg, "rank 2") == NULL)
-			fprintf(stderr, "    rank %d after %" PRId64 " ms: %s\n", r, res[r].t_ms,
-				res[r].msg);
+		/* what it returned, and when: the figure a reader wants */
+		printf("    rank %d: %s after %" PRId64 " ms (deadline 2000 ms): %s\n", r,
+		       herd_status_name(res[r].status), res[r].t_ms, res[r].msg);
 	}
 }
 

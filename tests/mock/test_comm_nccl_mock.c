@@ -344,6 +344,59 @@ static void test_peer_killed_during_a_device_call_is_named(void)
 		fprintf(stderr, "    rank 0 after %" PRId64 " ms: %s\n", res[0].t_ms, res[0].msg);
 }
 
+/* herd_comm_abort from another thread of rank 0 (the harness's
+ * abort_later, 300 ms into a hung NCCL call): the call returns
+ * HERD_EABORTED at once, rank 1's HERD_EPEER naming rank 0 within seconds
+ * (30 s deadline), and both NCCL communicators are aborted. */
+static void abort_rank(int rank, int size, void *arg)
+{
+	const dev_args *a = arg;
+	float *d = dev_alloc(4096 * sizeof(float));
+	herd_comm *comm = NULL;
+	abort_ctx ab = { 0 };
+	pthread_t t;
+	bool absent, started = false;
+	herd_status st;
+	int64_t t0;
+
+	comm = join(a, rank, size, &absent);
+	if (comm == NULL || d == NULL)
+		goto out;
+	ab.comm = comm;
+	if (rank == 0)
+		started = pthread_create(&t, NULL, abort_later, &ab) == 0;
+	CHECK(rank != 0 || started);
+	t0 = now_ms();
+	st = herd_comm_allreduce(comm, d, d, 4096, HERD_FLOAT32, HERD_SUM);
+	/* rank 0: from the abort to the return */
+	report_status(rank, st, now_ms() - (started ? ab.t_abort : t0), 0);
+	if (started)
+		pthread_join(t, NULL);
+out:
+	herd_comm_free(comm);
+}
+
+static void test_abort_ends_a_device_call(void)
+{
+	dev_args a = { .mock = "hang", .timeout_ms = 30000, .absent = -1, .victim = -1 };
+	rank_result res[2];
+
+	log_start("abort");
+	run_case(&a, "nccl-abort", 2, abort_rank, res);
+	CHECK_INT(log_count("0/2", "ncclCommAbort", false), 1);
+	CHECK_INT(log_count("1/2", "ncclCommAbort", true), 1);
+	CHECK(res[0].valid && res[1].valid);
+	CHECK_INT(res[0].status, HERD_EABORTED);
+	CHECK(res[0].t_ms >= 0 && res[0].t_ms < 1000);
+	CHECK_INT(res[1].status, HERD_EPEER);
+	CHECK(strstr(res[1].msg, "rank 0 (host") != NULL);
+	CHECK(res[1].t_ms < 10000);
+	for (int r = 0; r < 2; r++)
+		printf("    rank %d: %s %" PRId64 " ms after %s: %s\n", r,
+		       herd_status_name(res[r].status), res[r].t_ms,
+		       r == 0 ? "the abort" : "its call", res[r].msg);
+}
+
 /* NCCL's asynchronous error on rank 0: HERD_EIO with NCCL's text, at once. */
 static void test_async_error_is_nccls_text(void)
 {
@@ -504,6 +557,7 @@ int main(void)
 	TEST_RUN(test_differing_groups_are_a_mismatch);
 	TEST_RUN(test_hung_call_times_out_naming_the_missing_rank);
 	TEST_RUN(test_peer_killed_during_a_device_call_is_named);
+	TEST_RUN(test_abort_ends_a_device_call);
 	TEST_RUN(test_async_error_is_nccls_text);
 	TEST_RUN(test_disagreeing_device_calls_are_a_mismatch);
 	TEST_RUN(test_stream_calls_are_watched);

@@ -149,7 +149,6 @@ herd__mem herd__dev_where(const void *p, int *device)
 	unsigned int type = 0;
 	int managed = 0, ordinal = -1;
 	void *data[3] = { &type, &managed, &ordinal };
-
 	CUresult rc;
 
 	*device = -1;

@@ -206,11 +206,15 @@ herd_status herd__dev_enter(int device, void **saved)
 {
 	CUcontext want = NULL, cur = NULL;
 
+	/* What is current first, so that herd__dev_leave after a failed enter
+	 * leaves it in place. */
 	*saved = NULL;
-	HERD_CHECK(primary_of(device, &want));
+	if (!cu_ready())
+		return no_gpu();
 	if (cu.ctx_get_current(&cur) != CUDA_SUCCESS)
 		cur = NULL;
 	*saved = cur;
+	HERD_CHECK(primary_of(device, &want));
 	if (cur == want)
 		return HERD_OK;
 	return cu_check(cu.ctx_set_current(want), "cuCtxSetCurrent");

@@ -33,6 +33,7 @@
 #include <xxhash.h>
 
 #include "bcast.h"
+#include "engine.h"
 #include "net.h"
 #include "remote.h"
 #include "topo/hostlist.h"
@@ -127,78 +128,6 @@ static herd_status source_next(source *s, uint8_t *buf, size_t cap, size_t *n)
 	return HERD_OK;
 }
 
-/* ---- receivers this process sends to -------------------------------------------- */
-
-typedef struct peer {
-	const char *host;          /* as reached; "srun" for the Slurm step */
-	size_t first, count;       /* its nodes in the node array, itself first */
-	char *forward;             /* the rest of them as a hostlist (a relay), or NULL */
-	herd__launch_link link;
-	uint64_t sent;
-	int64_t idle_since;
-	bool closed, ended;
-	int wstatus;
-	char *why;                 /* it failed as a whole */
-} peer;
-
-static void peer_fail(peer *p, const char *fmt, ...) HERD_PRINTF(2, 3);
-
-static void peer_fail(peer *p, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-
-	va_start(ap, fmt);
-	s = herd__vformat(fmt, ap);
-	va_end(ap);
-	if (p->why == NULL)
-		p->why = s;
-	else
-		free(s);
-	herd__remote_channel_abort(&p->link.ch, REAP_MS);
-	p->closed = p->ended = true;
-	p->wstatus = -1;
-}
-
-static void peer_close_input(peer *p)
-{
-	if (p->link.ch.wfd >= 0) {
-		close(p->link.ch.wfd);
-		p->link.ch.wfd = -1;
-	}
-	p->closed = true;
-	p->idle_since = herd__net_now_ms();
-}
-
-/* Reads what a peer printed; notices its end. */
-static void peer_service(peer *p)
-{
-	pid_t got;
-
-	if (p->ended)
-		return;
-	if (p->link.ch.rfd >= 0) {
-		herd_status st = herd__launch_link_fill(&p->link);
-
-		if (st != HERD_OK && st != HERD_ECLOSED) {
-			peer_fail(p, "reading what it says: %s", herd_last_error());
-			return;
-		}
-		if (st == HERD_ECLOSED) {
-			close(p->link.ch.rfd);
-			p->link.ch.rfd = -1;
-		}
-	}
-	herd__launch_link_read_err(&p->link);
-	if (p->link.ch.rfd >= 0 || p->link.ch.errfd >= 0 || !p->closed)
-		return;
-	got = waitpid(p->link.ch.pid, &p->wstatus, WNOHANG);
-	if (got == p->link.ch.pid || (got < 0 && errno != EINTR)) {
-		p->link.ch.pid = 0;
-		p->ended = true;
-	}
-}
-
 /*
  * A write to a receiver that died raises SIGPIPE for this thread: it is
  * blocked while the stream runs (the write fails with EPIPE instead), and
@@ -236,27 +165,6 @@ static herd_status file_sum(source *s, uint8_t *buf, size_t cap)
 	return HERD_OK;
 }
 
-/*
- * Writes to peer p what it lacks of the stream: from the shared chunk
- * buf (stream bytes pos..pos+len), or, from a seekable source, the file at
- * its own offset (sendfile, no copy through this process) and then the
- * sum.  write's result.
- */
-static ssize_t feed(peer *p, const source *src, const uint8_t *buf, uint64_t pos, size_t len)
-{
-	if (!src->seekable)
-		return write(p->link.ch.wfd, buf + (p->sent - pos), (size_t)(pos + len - p->sent));
-	if (p->sent < src->data) {
-		off_t off = (off_t)p->sent;
-		size_t n = src->data - p->sent < (1u << 20) ? (size_t)(src->data - p->sent)
-							      : (size_t)1 << 20;
-
-		return sendfile(p->link.ch.wfd, src->fd, &off, n);
-	}
-	return write(p->link.ch.wfd, src->trailer + (p->sent - src->data),
-		     (size_t)(src->data + 8 - p->sent));
-}
-
 static void sigpipe_restore(const sigset_t *old, bool was_pending)
 {
 	const struct timespec zero = { 0, 0 };
@@ -271,142 +179,209 @@ static void sigpipe_restore(const sigset_t *old, bool was_pending)
 }
 
 /*
- * Sends the stream of src to every peer (and to the file outfd, >= 0, with
- * *out_err its first write error), then waits for every peer to end.
- * HERD_OK, or the source's failure (the peers are then stopped).
+ * Writes to a receiver (its stdin wfd, sent bytes so far) what it lacks of
+ * the stream: from the shared chunk buf (stream bytes pos..pos+len), or,
+ * from a seekable source, the file at its own offset (sendfile, no copy
+ * through this process) and then the sum.  write's result.
  */
-static herd_status pump(peer *peers, size_t np, source *src, int outfd, char *out_err,
-			size_t out_cap)
+static ssize_t feed(int wfd, uint64_t sent, const source *src, const uint8_t *buf, uint64_t pos,
+		    size_t len)
 {
-	uint64_t total = src->data + 8, pos = 0;
-	struct pollfd *fds = NULL;
-	size_t *owner = NULL, len = 0;
+	if (!src->seekable)
+		return write(wfd, buf + (sent - pos), (size_t)(pos + len - sent));
+	if (sent < src->data) {
+		off_t off = (off_t)sent;
+		size_t n = src->data - sent < (1u << 20) ? (size_t)(src->data - sent)
+							 : (size_t)1 << 20;
+
+		return sendfile(wfd, src->fd, &off, n);
+	}
+	return write(wfd, src->trailer + (sent - src->data), (size_t)(src->data + 8 - sent));
+}
+
+/* ---- receivers this process sends to, through the engine -------------------------- */
+
+typedef struct peer {
+	uint64_t sent;
+	bool closed;               /* its stdin is closed: it has the whole stream */
+	bool ended;
+	herd__engine_end end;      /* how it ended (why copied below) */
+	char why[1200];
+} peer;
+
+typedef struct sender {
+	herd__engine *engine;
+	peer *peers;
+	size_t np;
+	source *src;
+	const uint8_t *buf;
+	uint64_t pos;              /* the chunk in buf: stream bytes pos..pos+len */
+	size_t len;
+	const char *dest;
+	int mode;
+} sender;
+
+/* How long peer h may take nothing: a relay may itself wait the timeout on one of its group. */
+static int patience(const sender *s, size_t h)
+{
+	return herd__engine_relays(s->engine, h) ? 2 * s->src->timeout_ms : s->src->timeout_ms;
+}
+
+static bool peer_open(const peer *p)
+{
+	return !p->closed && !p->ended;
+}
+
+static void peer_ended(void *userdata, size_t h, const herd__engine_end *end)
+{
+	sender *s = userdata;
+	peer *p = &s->peers[h];
+
+	p->ended = true;
+	p->end = *end;
+	if (end->st == HERD_ETIMEDOUT)
+		snprintf(p->why, sizeof(p->why), p->closed ? "no word within %d s of the last byte"
+							   : "took nothing for %d s",
+			 (patience(s, h) + 999) / 1000);
+	else if (end->st != HERD_OK)
+		snprintf(p->why, sizeof(p->why), "%s", end->why);
+	p->end.why = p->why;
+}
+
+/* Writes what it lacks of the stream to a receiver whose stdin takes more. */
+static void peer_writable(void *userdata, size_t h)
+{
+	sender *s = userdata;
+	peer *p = &s->peers[h];
+	ssize_t w;
+
+	if (!peer_open(p))
+		return;
+	w = feed(herd__engine_link(s->engine, h)->ch.wfd, p->sent, s->src, s->buf, s->pos, s->len);
+	if (w > 0) {
+		p->sent += (uint64_t)w;
+		herd__engine_deadline(s->engine, h, herd__net_deadline(patience(s, h)));
+	} else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+		char said[HERD__LAUNCH_LINK_ERR_MAX + 8], why[HERD__LAUNCH_LINK_ERR_MAX + 100];
+
+		herd__launch_link_read_err(herd__engine_link(s->engine, h));
+		snprintf(why, sizeof(why), "stopped taking the file after %" PRIu64 " bytes%s",
+			 p->sent, herd__engine_says(s->engine, h, said, sizeof(said)));
+		herd__engine_close(s->engine, h, HERD_EIO, why);
+		return;
+	}
+	/* One that has all there is waits for the others, not idles. */
+	if (p->sent >= s->pos + s->len) {
+		herd__engine_want_write(s->engine, h, false);
+		herd__engine_deadline(s->engine, h, -1);
+	}
+}
+
+/* Every open receiver has taken the chunk. */
+static bool chunk_taken(const sender *s)
+{
+	for (size_t i = 0; i < s->np; i++)
+		if (peer_open(&s->peers[i]) && s->peers[i].sent < s->pos + s->len)
+			return false;
+	return true;
+}
+
+/* A new chunk (or the whole stream) for receiver h. */
+static void offer(sender *s, size_t h)
+{
+	if (!peer_open(&s->peers[h]) || !herd__engine_started(s->engine, h))
+		return;
+	herd__engine_want_write(s->engine, h, true);
+	herd__engine_deadline(s->engine, h, herd__net_deadline(patience(s, h)));
+}
+
+/* A receiver the engine has just started gets what there is. */
+static void peer_started(void *userdata, size_t h)
+{
+	offer(userdata, h);
+}
+
+/* The file's part of the chunk to this node's own copy (a relay's). */
+static void copy_chunk(const sender *s, int outfd, char *out_err, size_t out_cap)
+{
+	size_t data;
+
+	if (outfd < 0 || out_err[0] != '\0' || s->pos >= s->src->data)
+		return;
+	data = s->src->data - s->pos < s->len ? (size_t)(s->src->data - s->pos) : s->len;
+	for (size_t off = 0; off < data;) {
+		ssize_t w = pwrite(outfd, s->buf + off, data - off, (off_t)(s->pos + off));
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			snprintf(out_err, out_cap, "writing: %s", w < 0 ? strerror(errno)
+								  : "no progress");
+			return;
+		}
+		off += (size_t)w;
+	}
+}
+
+/*
+ * Sends the stream of src to every receiver the engine starts (and to the
+ * file outfd, >= 0, with *out_err its first write error), then waits for
+ * every receiver to end.  HERD_OK, or the source's failure (the receivers
+ * are then stopped).
+ */
+static herd_status pump(sender *s, int outfd, char *out_err, size_t out_cap)
+{
+	source *src = s->src;
+	uint64_t total = src->data + 8;
 	uint8_t *buf = NULL;
 	herd_status st = HERD_OK;
-	bool waiting = true, pipe_pending;
+	bool pipe_pending;
 	sigset_t mask;
 
 	sigpipe_block(&mask, &pipe_pending);
 	HERD_CHECK_GOTO(herd__calloc(&buf, CHUNK, 1, "the stream's buffer"), st, out);
+	s->buf = buf;
 	if (src->seekable) {
-		/* The sum first; then the whole stream is there for every peer. */
+		/* The sum first; then the whole stream is there for every receiver. */
 		HERD_CHECK_GOTO(file_sum(src, buf, CHUNK), st, out);
-		len = (size_t)total;
+		s->len = (size_t)total;
 	}
-	HERD_CHECK_GOTO(herd__calloc(&fds, 3 * np + 1, sizeof(*fds), "poll"), st, out);
-	HERD_CHECK_GOTO(herd__calloc(&owner, 3 * np + 1, sizeof(*owner), "poll"), st, out);
-	for (size_t i = 0; i < np; i++)
-		peers[i].idle_since = herd__net_now_ms();
-	while (waiting) {
-		bool taken = true, live = false;
-		int64_t now;
-		size_t nfds = 0;
-
-		for (size_t i = 0; i < np; i++)
-			if (!peers[i].closed && peers[i].sent < pos + len)
-				taken = false;
-		if (taken && pos + len < total && !src->seekable) {
-			pos += len;
-			len = 0;
-			st = source_next(src, buf, CHUNK, &len);
-			if (st != HERD_OK)
-				break;
-			/* The file's part to this node's own copy. */
-			if (outfd >= 0 && out_err[0] == '\0' && pos < src->data) {
-				size_t data = src->data - pos < len ? (size_t)(src->data - pos) : len;
-
-				for (size_t off = 0; off < data;) {
-					ssize_t w = pwrite(outfd, buf + off, data - off,
-							   (off_t)(pos + off));
-
-					if (w < 0 && errno == EINTR)
-						continue;
-					if (w <= 0) {
-						snprintf(out_err, out_cap, "writing: %s",
-							 w < 0 ? strerror(errno) : "no progress");
-						break;
-					}
-					off += (size_t)w;
+	for (;;) {
+		if (chunk_taken(s) && s->pos + s->len < total && !src->seekable) {
+			s->pos += s->len;
+			s->len = 0;
+			HERD_CHECK_GOTO(source_next(src, buf, CHUNK, &s->len), st, out);
+			copy_chunk(s, outfd, out_err, out_cap);
+			for (size_t i = 0; i < s->np; i++)
+				offer(s, i);
+			continue;
+		}
+		if (chunk_taken(s) && s->pos + s->len == total)
+			for (size_t i = 0; i < s->np; i++)
+				if (peer_open(&s->peers[i]) && herd__engine_started(s->engine, i)) {
+					s->peers[i].closed = true;
+					herd__engine_close_input(s->engine, i);
+					herd__engine_deadline(s->engine, i,
+							      herd__net_deadline(patience(s, i)));
 				}
-			}
-			now = herd__net_now_ms();
-			for (size_t i = 0; i < np; i++)
-				peers[i].idle_since = now;
-			continue;
-		}
-		if (taken && pos + len == total)
-			for (size_t i = 0; i < np; i++)
-				if (!peers[i].closed)
-					peer_close_input(&peers[i]);
-		for (size_t i = 0; i < np; i++) {
-			peer *p = &peers[i];
-			size_t k;
-
-			if (p->ended)
-				continue;
-			live = true;
-			if (!p->closed && p->sent < pos + len && p->link.ch.wfd >= 0) {
-				fds[nfds] = (struct pollfd){ .fd = p->link.ch.wfd, .events = POLLOUT };
-				owner[nfds++] = i;
-			}
-			k = herd__launch_link_pollfds(&p->link, fds + nfds, true);
-			for (size_t j = 0; j < k; j++)
-				owner[nfds + j] = i;
-			nfds += k;
-		}
-		if (!live) {
+		if (herd__engine_live(s->engine) == 0) {
 			/* Nobody listens: a relay still reads the stream for its copy. */
-			if (pos + len == total)
-				waiting = false;
+			if (s->pos + s->len == total)
+				break;
 			continue;
 		}
-		if (poll(fds, (nfds_t)nfds, POLL_MS) < 0 && errno != EINTR) {
-			st = herd__error_errno(HERD_ESYS, errno, "poll");
-			break;
-		}
-		now = herd__net_now_ms();
-		for (size_t j = 0; j < nfds; j++) {
-			peer *p = &peers[owner[j]];
-			ssize_t w;
-
-			if (fds[j].fd != p->link.ch.wfd || p->closed || fds[j].revents == 0)
-				continue;
-			w = feed(p, src, buf, pos, len);
-			if (w > 0) {
-				p->sent += (uint64_t)w;
-				p->idle_since = now;
-			} else if (w < 0 && errno != EAGAIN && errno != EINTR) {
-				char said[HERD__LAUNCH_LINK_ERR_MAX + 8];
-
-				herd__launch_link_read_err(&p->link);
-				peer_fail(p, "stopped taking the file after %" PRIu64 " bytes%s",
-					  p->sent, herd__launch_link_says(&p->link, said,
-									  sizeof(said)));
-			}
-		}
-		for (size_t i = 0; i < np; i++) {
-			peer *p = &peers[i];
-			/* A relay may itself wait the timeout on one of its group. */
-			int patience = p->forward != NULL ? 2 * src->timeout_ms : src->timeout_ms;
-
-			peer_service(p);
-			/* One that has all there is waits for the others, not idles. */
-			if (!p->closed && p->sent >= pos + len)
-				p->idle_since = now;
-			if (!p->ended && now - p->idle_since > patience)
-				peer_fail(p, p->closed ? "no word within %d s of the last byte"
-						       : "took nothing for %d s",
-					  (patience + 999) / 1000);
-		}
+		HERD_CHECK_GOTO(herd__engine_run_once(s->engine, -1), st, out);
 	}
 out:
-	for (size_t i = 0; i < np; i++)
-		if (!peers[i].ended)
-			peer_fail(&peers[i], "stopped: %s", st != HERD_OK ? herd_last_error()
-									  : "the sender gave up");
-	free(owner);
-	free(fds);
+	if (st != HERD_OK) {
+		char why[1024];
+
+		snprintf(why, sizeof(why), "stopped: %s", herd_last_error());
+		for (size_t i = 0; i < s->np; i++)
+			herd__engine_close(s->engine, i, st, why);
+	}
 	free(buf);
+	s->buf = NULL;
 	sigpipe_restore(&mask, pipe_pending);
 	return st;
 }
@@ -427,140 +402,162 @@ static void set_outcome(outcome *o, bool ok, const char *reason)
 	o->error = ok ? NULL : strdup(reason != NULL && reason[0] != '\0' ? reason : "failed");
 }
 
-/* Why a peer's process gave no line for host, from its exit and stderr. */
-static void peer_why(const peer *p, char *out, size_t cap)
+/* Why receiver h's process gave no line for a node, from its exit and stderr. */
+static void peer_why(const sender *s, size_t h, char *out, size_t cap)
 {
+	const peer *p = &s->peers[h];
 	char said[HERD__LAUNCH_LINK_ERR_MAX + 8];
-	const char *words = herd__launch_link_says(&p->link, said, sizeof(said));
+	const char *words = herd__engine_says(s->engine, h, said, sizeof(said));
+	int ws = p->end.wstatus;
 
-	if (p->why != NULL)
+	if (p->end.st != HERD_OK)
 		snprintf(out, cap, "%s", p->why);
-	else if (WIFEXITED(p->wstatus) && WEXITSTATUS(p->wstatus) == 255 &&
-		 strncmp(words, ": ssh:", 6) == 0)
+	else if (WIFEXITED(ws) && WEXITSTATUS(ws) == 255 && strncmp(words, ": ssh:", 6) == 0)
 		snprintf(out, cap, "%s", words + 2);
-	else if (WIFEXITED(p->wstatus))
-		snprintf(out, cap, "its receiver exited %d without a word%s",
-			 WEXITSTATUS(p->wstatus), words);
+	else if (WIFEXITED(ws))
+		snprintf(out, cap, "its receiver exited %d without a word%s", WEXITSTATUS(ws), words);
 	else
 		snprintf(out, cap, "its receiver ended by signal %d%s",
-			 WIFSIGNALED(p->wstatus) ? WTERMSIG(p->wstatus) : 0, words);
+			 WIFSIGNALED(ws) ? WTERMSIG(ws) : 0, words);
 }
 
 /*
- * The outcomes of a peer's nodes from its lines.  labelled: srun --label
- * lines, task t answering for node first + t.
+ * The outcomes of lines ("herd-bcast ok|fail HOST [REASON]", HOST "." for
+ * the receiver's own node self) answering for nodes [first, first + count).
  */
-static void read_outcomes(const peer *p, outcome *all, bool labelled)
+static void read_lines(const herd__buf *b, size_t self, size_t first, size_t count, outcome *all)
 {
-	const char *text = (const char *)p->link.in.data + p->link.in.off;
-	size_t len = p->link.in.len - p->link.in.off, at = 0;
-	char why[1024];
+	const char *text = (const char *)b->data + b->off;
+	size_t len = b->len - b->off, at = 0;
 
 	while (at < len) {
 		const char *line = text + at, *nl = memchr(line, '\n', len - at);
 		size_t n = nl != NULL ? (size_t)(nl - line) : len - at;
-		char host[HERD_NAME_LEN * 4] = "", word[8] = "";
-		const char *reason = "";
-		size_t task = 0, first = p->first;
+		char host[HERD_NAME_LEN * 4] = "", word[8] = "", copy[2048];
 		int used = 0;
 
 		at += n + 1;
-		if (labelled) {
-			while (n > 0 && *line == ' ')
-				line++, n--;
-			if (sscanf(line, "%zu: %n", &task, &used) < 1 || used == 0 ||
-			    task >= p->count)
-				continue;
-			line += used;
-			n -= (size_t)used;
-			first += task;
-		}
 		if (n <= strlen(LINE) || memcmp(line, LINE, strlen(LINE)) != 0)
 			continue;
-		{
-			char copy[2048];
+		snprintf(copy, sizeof(copy), "%.*s", (int)(n - strlen(LINE)), line + strlen(LINE));
+		if (sscanf(copy, "%7s %255s %n", word, host, &used) < 2)
+			continue;
+		for (size_t i = first; i < first + count; i++) {
+			bool me = strcmp(host, ".") == 0;
 
-			snprintf(copy, sizeof(copy), "%.*s", (int)(n - strlen(LINE)),
-				 line + strlen(LINE));
-			used = 0;
-			if (sscanf(copy, "%7s %255s %n", word, host, &used) < 2)
-				continue;
-			reason = used > 0 ? copy + used : "";
-			for (size_t i = p->first; i < p->first + p->count; i++) {
-				bool me = strcmp(host, ".") == 0;
-
-				if ((me && i == (labelled ? first : p->first)) ||
-				    (!me && strcmp(all[i].host, host) == 0)) {
-					set_outcome(&all[i], strcmp(word, "ok") == 0, reason);
-					break;
-				}
+			if ((me && i == self) || (!me && strcmp(all[i].host, host) == 0)) {
+				set_outcome(&all[i], strcmp(word, "ok") == 0, used > 0 ? copy + used : "");
+				break;
 			}
 		}
 	}
-	peer_why(p, why, sizeof(why));
-	for (size_t i = p->first; i < p->first + p->count; i++) {
-		char msg[1200];
+}
+
+/* The outcomes of receiver h's nodes: from its lines, else why it said none. */
+static void read_outcomes(sender *s, size_t h, outcome *all)
+{
+	size_t first, count;
+	char why[1200];
+
+	herd__engine_nodes(s->engine, h, &first, &count);
+	if (count > 1 && !herd__engine_relays(s->engine, h)) {
+		/* One srun step: task t answers for node t. */
+		for (size_t t = 0; t < count; t++) {
+			const herd__buf *err = herd__engine_node_err(s->engine, t);
+			char said[600];
+
+			read_lines(herd__engine_node_out(s->engine, t), t, t, 1, all);
+			if (all[t].known)
+				continue;
+			herd__engine_last_line(err->len > err->off ? err
+						: herd__engine_said(s->engine), said, sizeof(said));
+			if (s->peers[h].end.st != HERD_OK)
+				set_outcome(&all[t], false, s->peers[h].why);
+			else
+				set_outcome(&all[t], false, said[0] != '\0' ? said
+							    : "its srun task said nothing");
+		}
+		return;
+	}
+	read_lines(&herd__engine_link(s->engine, h)->in, first, first, count, all);
+	peer_why(s, h, why, sizeof(why));
+	for (size_t i = first; i < first + count; i++) {
+		char msg[1400];
 
 		if (all[i].known)
 			continue;
-		if (i == p->first || labelled)
+		if (i == first)
 			snprintf(msg, sizeof(msg), "%s", why);
 		else
-			snprintf(msg, sizeof(msg), "not reached: its relay %s failed: %s", p->host,
-				 why);
+			snprintf(msg, sizeof(msg), "not reached: its relay %s failed: %s",
+				 all[first].host, why);
 		set_outcome(&all[i], false, msg);
 	}
 }
 
 /* ---- starting receivers ------------------------------------------------------------ */
 
-/* The receiver's arguments; a relay's end with herd__remote_relay_args. */
-static herd_status receive_args(char *out, size_t cap, const char *program, const char *dest,
-				uint64_t bytes, int mode, const char *forward, int timeout_ms)
+/* `herd bcast --receive DEST --bytes N --mode M --timeout S [--forward GROUP]`. */
+static herd_status receive_words(void *userdata, const char *forward, const char **words,
+				 size_t max, size_t *n, char *buf, size_t cap)
 {
-	char qdest[PATH_MAX + 64], qfwd[4200], relay[3 * HERD__SSH_REMOTE_MAX];
-	int n;
+	const sender *s = userdata;
+	int k = snprintf(buf, cap, "%" PRIu64 "%c%04o%c%d", s->src->data, '\0', s->mode, '\0',
+			 (s->src->timeout_ms + 999) / 1000);
 
-	if (!herd__remote_shell_quote(dest, qdest, sizeof(qdest)) ||
-	    (forward != NULL && !herd__remote_shell_quote(forward, qfwd, sizeof(qfwd))))
-		return herd__error(HERD_EINVAL, "the destination or the node list is too long");
-	relay[0] = '\0';
-	if (forward != NULL)
-		HERD_CHECK(herd__remote_relay_args(relay, sizeof(relay), program));
-	n = snprintf(out, cap, "bcast --receive %s --bytes %" PRIu64 " --mode %04o --timeout %d"
-		     "%s%s%s", qdest, bytes, mode, (timeout_ms + 999) / 1000,
-		     forward != NULL ? " --forward " : "", forward != NULL ? qfwd : "", relay);
-	if (n < 0 || (size_t)n >= cap)
-		return herd__error(HERD_EINVAL, "the destination or the node list is too long");
+	(void)max;
+	if (k < 0 || (size_t)k >= cap)
+		return herd__error(HERD_EINVAL, "the receiver's arguments are too long");
+	*n = 0;
+	words[(*n)++] = "bcast";
+	words[(*n)++] = "--receive";
+	words[(*n)++] = s->dest;
+	words[(*n)++] = "--bytes";
+	words[(*n)++] = buf;
+	words[(*n)++] = "--mode";
+	words[(*n)++] = buf + strlen(buf) + 1;
+	words[(*n)++] = "--timeout";
+	words[*n] = words[*n - 2] + strlen(words[*n - 2]) + 1;
+	(*n)++;
+	if (forward != NULL) {
+		words[(*n)++] = "--forward";
+		words[(*n)++] = forward;
+	}
 	return HERD_OK;
 }
 
-static herd_status start_ssh(peer *p, const char *program, const char *dest, uint64_t bytes,
-			     int mode, int timeout_ms)
+/*
+ * Runs the receivers on hosts[0..n) through backend be (flat: ssh to each,
+ * never a tree) and pumps the stream to them; all[] gets every host's
+ * outcome.  HERD_OK once every receiver has ended, the source's failure
+ * otherwise.
+ */
+static herd_status send_all(const herd__launch_backend *be, bool flat, const char *const *hosts,
+			    size_t n, source *src, const char *dest, int mode, const char *program,
+			    int outfd, char *out_err, size_t out_cap, outcome *all)
 {
-	herd__ssh_cmd *cmd = NULL;
-	herd__launch_channel ch;
-	char args[4 * HERD__SSH_REMOTE_MAX];
+	herd__engine_client client = { .started = peer_started, .writable = peer_writable,
+				       .ended = peer_ended };
+	sender s = { .src = src, .dest = dest, .mode = mode };
+	herd__engine_cmd cmd = { .hosts = hosts, .nhosts = n, .program = program,
+				 .words = receive_words, .userdata = &s, .input = true,
+				 .timeout_ms = src->timeout_ms, .flat = flat,
+				 .in_max = (size_t)1 << 20 };
 	herd_status st;
 
-	herd__launch_link_init(&p->link);
-	herd__buf_init(&p->link.in, 1 << 20);
-	HERD_CHECK(receive_args(args, sizeof(args), program, dest, bytes, mode, p->forward,
-				timeout_ms));
-	HERD_CHECK(herd__calloc(&cmd, 1, sizeof(*cmd), "the ssh command line"));
-	st = herd__ssh_cmd_build(cmd, timeout_ms < 10000 ? timeout_ms : 0, program, args);
-	if (st == HERD_OK) {
-		cmd->argv[cmd->host_at] = p->host;
-		st = herd__launch_spawn_helper(cmd->argv, NULL, &ch);
-	}
-	free(cmd);
-	if (st != HERD_OK) {
-		p->why = strdup(herd_last_error());
-		p->closed = p->ended = true;
-		return HERD_OK;
-	}
-	herd__launch_link_attach(&p->link, &ch);
-	return HERD_OK;
+	client.userdata = &s;
+	HERD_CHECK(herd__engine_create(&s.engine, be, &client));
+	HERD_CHECK_GOTO(herd__engine_fanout(s.engine, &cmd), st, out);
+	s.np = herd__engine_helpers(s.engine);
+	HERD_CHECK_GOTO(herd__calloc(&s.peers, s.np + 1, sizeof(*s.peers), "the receivers"), st,
+			out);
+	st = pump(&s, outfd, out_err, out_cap);
+	for (size_t h = 0; st == HERD_OK && h < s.np; h++)
+		read_outcomes(&s, h, all);
+out:
+	herd__engine_free(s.engine, REAP_MS);
+	free(s.peers);
+	return st;
 }
 
 /* The node side's own copy: a temporary file beside dest. */
@@ -623,32 +620,6 @@ static void copy_finish(copy *c, const source *src, const char *dest)
 		snprintf(c->err, sizeof(c->err), "%s", herd_last_error());
 }
 
-/* The peers of a flat fan-out to names[0..n), one node each. */
-static herd_status flat_peers(const char *const *names, size_t n, peer **out)
-{
-	peer *p = NULL;
-
-	HERD_CHECK(herd__calloc(&p, n + 1, sizeof(*p), "the receivers"));
-	for (size_t i = 0; i < n; i++) {
-		p[i].host = names[i];
-		p[i].first = i;
-		p[i].count = 1;
-		herd__launch_link_init(&p[i].link);
-	}
-	*out = p;
-	return HERD_OK;
-}
-
-static void peers_free(peer *p, size_t n)
-{
-	for (size_t i = 0; i < n && p != NULL; i++) {
-		herd__launch_link_free(&p[i].link);
-		free(p[i].forward);
-		free(p[i].why);
-	}
-	free(p);
-}
-
 /* ---- the node side ------------------------------------------------------------------ */
 
 herd_status herd__bcast_receive(const char *dest, uint64_t bytes, int mode, const char *forward,
@@ -656,7 +627,6 @@ herd_status herd__bcast_receive(const char *dest, uint64_t bytes, int mode, cons
 {
 	herd__hostlist hl = { 0 };
 	outcome *all = NULL;
-	peer *peers = NULL;
 	/* What feeds this node (the sender, or a relay) may itself wait the
 	 * timeout on a stalled peer before it drops it and goes on: this node
 	 * waits twice that for its next byte. */
@@ -673,15 +643,13 @@ herd_status herd__bcast_receive(const char *dest, uint64_t bytes, int mode, cons
 		return herd__error(HERD_ENOMEM, "out of memory");
 	}
 	XXH3_64bits_reset(src.hash);
-	HERD_CHECK_GOTO(flat_peers((const char *const *)hl.names, hl.n, &peers), st, out);
 	HERD_CHECK_GOTO(herd__calloc(&all, hl.n + 1, sizeof(*all), "outcomes"), st, out);
-	copy_open(&c, dest, mode);
-	for (size_t i = 0; i < hl.n; i++) {
+	for (size_t i = 0; i < hl.n; i++)
 		all[i].host = hl.names[i];
-		HERD_CHECK_GOTO(start_ssh(&peers[i], program, dest, bytes, mode, timeout_ms), st,
-				out);
-	}
-	st = pump(peers, hl.n, &src, c.fd, c.err, sizeof(c.err));
+	copy_open(&c, dest, mode);
+	/* Its group is reached flat, each node over ssh. */
+	st = send_all(&herd__launch_backend_ssh, true, (const char *const *)hl.names, hl.n, &src,
+		      dest, mode, program, c.fd, c.err, sizeof(c.err), all);
 	if (st != HERD_OK) {
 		/* The sender is gone: nobody to tell. */
 		if (c.fd >= 0)
@@ -692,78 +660,20 @@ herd_status herd__bcast_receive(const char *dest, uint64_t bytes, int mode, cons
 	}
 	copy_finish(&c, &src, dest);
 	printf(LINE "%s . %s\n", c.err[0] == '\0' ? "ok" : "fail", c.err);
-	for (size_t i = 0; i < hl.n; i++) {
-		read_outcomes(&peers[i], all, false);
+	for (size_t i = 0; i < hl.n; i++)
 		printf(LINE "%s %s %s\n", all[i].error == NULL ? "ok" : "fail", all[i].host,
 		       all[i].error != NULL ? all[i].error : "");
-	}
 	fflush(stdout);
 out:
 	for (size_t i = 0; i < hl.n && all != NULL; i++)
 		free(all[i].error);
 	free(all);
-	peers_free(peers, hl.n);
 	XXH3_freeState(src.hash);
 	herd__hostlist_free(&hl);
 	return st;
 }
 
 /* ---- the sender ------------------------------------------------------------------------ */
-
-static herd_status start_srun(peer *p, const char *program, const char *const *names, size_t n,
-			      const char *dest, uint64_t bytes, int mode, int timeout_ms)
-{
-	enum { FIXED_ARGS = 24 };
-	const char *argv[HERD__REMOTE_MAX_ARGS + FIXED_ARGS + 1];
-	const char *srun = herd__launch_env(HERD__LENV_SRUN);
-	char extra[4096], nodes_arg[64], ntasks_arg[64], size[32], modes[16], secs[16];
-	char *nodelist = NULL, *nodelist_arg = NULL;
-	herd__launch_channel ch;
-	size_t nextra = 0, k = 0;
-	herd_status st;
-
-	herd__launch_link_init(&p->link);
-	herd__buf_init(&p->link.in, 1 << 24);
-	HERD_CHECK(herd__hostlist_compress(&nodelist, names, n));
-	if (asprintf(&nodelist_arg, "--nodelist=%s", nodelist) < 0) {
-		free(nodelist);
-		return herd__error(HERD_ENOMEM, "out of memory for srun's arguments");
-	}
-	snprintf(nodes_arg, sizeof(nodes_arg), "--nodes=%zu", n);
-	snprintf(ntasks_arg, sizeof(ntasks_arg), "--ntasks=%zu", n);
-	snprintf(size, sizeof(size), "%" PRIu64, bytes);
-	snprintf(modes, sizeof(modes), "%04o", mode);
-	snprintf(secs, sizeof(secs), "%d", (timeout_ms + 999) / 1000);
-	argv[k++] = srun != NULL ? srun : "srun";
-	argv[k++] = nodes_arg;
-	argv[k++] = ntasks_arg;
-	argv[k++] = "--ntasks-per-node=1";
-	argv[k++] = nodelist_arg;
-	argv[k++] = "--kill-on-bad-exit=0";
-	argv[k++] = "--input=all";
-	argv[k++] = "--label";
-	st = herd__launch_env_words(HERD__LENV_SRUN_ARGS, extra, sizeof(extra), argv + k,
-				    HERD__REMOTE_MAX_ARGS, &nextra);
-	k += nextra;
-	argv[k++] = program;
-	argv[k++] = "bcast";
-	argv[k++] = "--receive";
-	argv[k++] = dest;
-	argv[k++] = "--bytes";
-	argv[k++] = size;
-	argv[k++] = "--mode";
-	argv[k++] = modes;
-	argv[k++] = "--timeout";
-	argv[k++] = secs;
-	argv[k] = NULL;
-	if (st == HERD_OK)
-		st = herd__launch_spawn_helper(argv, NULL, &ch);
-	free(nodelist_arg);
-	free(nodelist);
-	HERD_CHECK(st);
-	herd__launch_link_attach(&p->link, &ch);
-	return HERD_OK;
-}
 
 herd_status herd_bcast(const char *file, const char *dest, const herd_bcast_opts *opts)
 {
@@ -773,11 +683,9 @@ herd_status herd_bcast(const char *file, const char *dest, const herd_bcast_opts
 	const char **names = NULL;
 	const char *program;
 	outcome *all = NULL;
-	peer *peers = NULL;
 	source src = { -1, 0, 0, false, true, NULL, { 0 }, DEFAULT_TIMEOUT_MS, 0 };
 	struct stat sb;
-	size_t n = 0, np = 0, failed = 0;
-	long width;
+	size_t n = 0, failed = 0;
 	int mode;
 	herd_status st;
 
@@ -827,39 +735,11 @@ herd_status herd_bcast(const char *file, const char *dest, const herd_bcast_opts
 	HERD_CHECK_GOTO(herd__calloc(&all, n + 1, sizeof(*all), "outcomes"), st, out);
 	for (size_t i = 0; i < n; i++)
 		names[i] = all[i].host = nodes[i].host;
-	if (opts->where == HERD_JOB_SLURM) {
-		/* One srun step: its stdin reaches every task (--input=all). */
-		HERD_CHECK_GOTO(herd__calloc(&peers, 1, sizeof(*peers), "the receivers"), st, out);
-		np = 1;
-		peers[0].host = "srun";
-		peers[0].count = n;
-		HERD_CHECK_GOTO(start_srun(&peers[0], program, names, n, dest, src.data, mode,
-					   src.timeout_ms), st, out);
-	} else {
-		HERD_CHECK_GOTO(herd__ssh_tree_width(n, &width), st, out);
-		np = herd__launch_tree_groups(n, (int)width);
-		HERD_CHECK_GOTO(herd__calloc(&peers, np + 1, sizeof(*peers), "the receivers"), st,
-				out);
-		for (size_t k = 0; k < np; k++) {
-			peer *p = &peers[k];
-
-			herd__launch_tree_group(n, (int)width, k, &p->first, &p->count);
-			p->host = names[p->first];
-			if (p->count > 1)
-				HERD_CHECK_GOTO(herd__hostlist_compress(&p->forward, names + p->first + 1,
-									p->count - 1), st, out);
-		}
-		for (size_t k = 0; k < np; k++)
-			HERD_CHECK_GOTO(start_ssh(&peers[k], program, dest, src.data, mode,
-						  src.timeout_ms), st, out);
-	}
-	st = pump(peers, np, &src, -1, NULL, 0);
+	st = send_all(be, false, names, n, &src, dest, mode, program, -1, NULL, 0, all);
 	if (st != HERD_OK) {
 		herd__error_wrap(st, "herd_bcast: %s: ", file);
 		goto out;
 	}
-	for (size_t k = 0; k < np; k++)
-		read_outcomes(&peers[k], all, opts->where == HERD_JOB_SLURM);
 	for (size_t i = 0; i < n; i++) {
 		failed += all[i].error != NULL;
 		if (opts->result != NULL)
@@ -878,7 +758,6 @@ out:
 	for (size_t i = 0; i < n && all != NULL; i++)
 		free(all[i].error);
 	free(all);
-	peers_free(peers, np);
 	free(names);
 	herd__launch_nodes_free(nodes, n);
 	XXH3_freeState(src.hash);

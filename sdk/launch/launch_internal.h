@@ -164,6 +164,8 @@ void herd__launch_channel_close_fds(herd__launch_channel *ch);
  * started on them.  One const instance per backend; job.c picks it by
  * spec->where through herd__launch_backend_for.
  */
+struct herd__launch_run;
+
 typedef struct herd__launch_backend {
 	const char *name;             /* "local", "ssh", "slurm" (for messages) */
 	/*
@@ -202,7 +204,28 @@ typedef struct herd__launch_backend {
 	 * only those nodes.  HERD_EINVAL for a bad setting (named).
 	 */
 	herd_status (*tree)(const herd__launch_ctx *ctx, herd__launch_tree *tree);
+	/*
+	 * Optional: starts `run->program WORDS...` as one helper process (its
+	 * stdin, stdout and stderr on ch), the engine's way to run a command
+	 * on nodes (engine.h): ssh on run->hosts[0] (nhosts 1); with
+	 * one_step, one srun step with a task on each of run->hosts, its
+	 * output labelled by task (--label).  HERD_ENOTFOUND when the client
+	 * program cannot be run, HERD_EINVAL for a command line too long.
+	 */
+	herd_status (*run)(const struct herd__launch_run *run, herd__launch_channel *ch);
+	bool one_step;
 } herd__launch_backend;
+
+/* A command for backend->run. */
+typedef struct herd__launch_run {
+	const char *program;          /* herd on the nodes */
+	const char *const *words;     /* its arguments */
+	size_t nwords;
+	bool input;                   /* stdin reaches the command (srun: every task) */
+	int connect_timeout_ms;       /* 0: the backend's default */
+	const char *const *hosts;
+	size_t nhosts;
+} herd__launch_run;
 
 /* The backend for where; HERD_EUNAVAIL when this build has none for it. */
 herd_status herd__launch_backend_for(herd_job_where where, const herd__launch_backend **out);

@@ -69,11 +69,13 @@ herd_status herd__ssh_tree_width(size_t n, long *width);
 /*
  * What a relay (a node that reaches its group over ssh on this process's
  * behalf: `herd bcast --receive`, `herd probe --text --forward`) needs to
- * know of this process's settings, which ssh does not carry: " --program
- * 'HERD'" and, when set, " --ssh 'PROG'" and " --ssh-args 'WORDS'", shell
- * quoted, into out.  HERD_EINVAL when they do not fit.
+ * know of this process's settings, which ssh does not carry: the words
+ * "--program HERD" and, when set, "--ssh PROG" and "--ssh-args WORDS",
+ * into words[0..*n) (at most max; pointing at program and the
+ * environment).  HERD_EINVAL when they do not fit.
  */
-herd_status herd__remote_relay_args(char *out, size_t cap, const char *program);
+herd_status herd__remote_relay_words(const char *program, const char **words, size_t max,
+				     size_t *n);
 
 /*
  * Closes a channel's fds and ends its helper process: SIGTERM to its

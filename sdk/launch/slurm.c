@@ -267,19 +267,96 @@ static bool step_gres(const herd__launch_ctx *ctx, char *out, size_t cap)
 	return true;
 }
 
+/* Most words of a command after the program. */
+#define SRUN_MAX_WORDS 64
+
+/*
+ * srun's command line for a step of one task on each of hosts[0..n):
+ *
+ *   srun --nodes=N --ntasks=N --ntasks-per-node=1 --nodelist=LIST
+ *        --kill-on-bad-exit=0 --input=all|none [--label] [GRES]
+ *        [$HERD_SRUN_ARGS] PROGRAM WORDS...
+ */
+typedef struct srun_cmd {
+	const char *argv[HERD__REMOTE_MAX_ARGS + 16 + SRUN_MAX_WORDS + 1];
+	char extra[4096], nodes[64], ntasks[64];
+	char *nodelist, *nodelist_arg;
+} srun_cmd;
+
+static void srun_cmd_free(srun_cmd *c)
+{
+	free(c->nodelist);
+	free(c->nodelist_arg);
+	c->nodelist = c->nodelist_arg = NULL;
+}
+
+static herd_status srun_cmd_build(srun_cmd *c, const char *const *hosts, size_t n, bool input,
+				  bool label, const char *gres, const char *program,
+				  const char *const *words, size_t nwords)
+{
+	const char *srun = herd__launch_env(HERD__LENV_SRUN);
+	size_t k = 0, nextra = 0;
+
+	memset(c, 0, sizeof(*c));
+	if (nwords > SRUN_MAX_WORDS)
+		return herd__error(HERD_EINVAL, "srun's command has %zu words, more than %d",
+				   nwords, SRUN_MAX_WORDS);
+	HERD_CHECK(herd__hostlist_compress(&c->nodelist, hosts, n));
+	if (asprintf(&c->nodelist_arg, "--nodelist=%s", c->nodelist) < 0) {
+		c->nodelist_arg = NULL;
+		srun_cmd_free(c);
+		return herd__error(HERD_ENOMEM, "out of memory for srun's arguments");
+	}
+	snprintf(c->nodes, sizeof(c->nodes), "--nodes=%zu", n);
+	snprintf(c->ntasks, sizeof(c->ntasks), "--ntasks=%zu", n);
+	c->argv[k++] = srun != NULL && srun[0] != '\0' ? srun : "srun";
+	c->argv[k++] = c->nodes;
+	c->argv[k++] = c->ntasks;
+	c->argv[k++] = "--ntasks-per-node=1";
+	c->argv[k++] = c->nodelist_arg;
+	c->argv[k++] = "--kill-on-bad-exit=0";
+	c->argv[k++] = input ? "--input=all" : "--input=none";
+	if (label)
+		c->argv[k++] = "--label";
+	if (gres != NULL)
+		c->argv[k++] = gres;
+	if (herd__launch_env_words(HERD__LENV_SRUN_ARGS, c->extra, sizeof(c->extra), c->argv + k,
+				   HERD__REMOTE_MAX_ARGS, &nextra) != HERD_OK) {
+		srun_cmd_free(c);
+		return HERD_EINVAL;
+	}
+	k += nextra;
+	c->argv[k++] = program;
+	for (size_t i = 0; i < nwords; i++)
+		c->argv[k++] = words[i];
+	c->argv[k] = NULL;
+	return HERD_OK;
+}
+
+/* One step running run's command on every host, its output labelled by task. */
+static herd_status slurm_run(const herd__launch_run *run, herd__launch_channel *ch)
+{
+	srun_cmd c;
+	herd_status st;
+
+	*ch = (herd__launch_channel)HERD__LAUNCH_CHANNEL_INIT;
+	HERD_CHECK(srun_cmd_build(&c, run->hosts, run->nhosts, run->input, true, NULL,
+				  run->program, run->words, run->nwords));
+	st = herd__launch_spawn_helper(c.argv, NULL, ch);
+	srun_cmd_free(&c);
+	return st;
+}
+
 static herd_status slurm_start(const herd__launch_ctx *ctx, herd__launch_channel *channels)
 {
-	enum { FIXED_ARGS = 16 };
-	const char *argv[HERD__REMOTE_MAX_ARGS + FIXED_ARGS + 1];
-	const char *srun = herd__launch_env(HERD__LENV_SRUN);
-	char extra[4096], nodes_arg[64], ntasks_arg[64], gres_arg[64];
-	char connect[HERD_NET_ADDR_LEN + 300];
-	char local[HERD_NET_ADDR_LEN], *nodelist = NULL, *nodelist_arg = NULL, *secret_entry = NULL;
+	char gres_arg[64], connect[HERD_NET_ADDR_LEN + 300];
+	char local[HERD_NET_ADDR_LEN], *secret_entry = NULL;
 	char **envp = NULL;
 	const char **names = NULL;
+	const char *words[] = { "exec", "--connect", connect };
 	herd__buf out = { 0 };
 	herd__launch_channel helper = HERD__LAUNCH_CHANNEL_INIT;
-	size_t nextra = 0, n = 0;
+	srun_cmd *c = NULL;
 	int lfd = -1, port = 0, outfd = -1;
 	pid_t pid = 0;
 	herd_status st;
@@ -290,42 +367,20 @@ static herd_status slurm_start(const herd__launch_ctx *ctx, herd__launch_channel
 			out);
 	for (size_t i = 0; i < ctx->nnodes; i++)
 		names[i] = ctx->nodes[i].host;
-	HERD_CHECK_GOTO(herd__hostlist_compress(&nodelist, names, ctx->nnodes), st, out);
-	if (asprintf(&nodelist_arg, "--nodelist=%s", nodelist) < 0) {
-		nodelist_arg = NULL;
-		st = herd__error(HERD_ENOMEM, "out of memory for srun's arguments");
-		goto out;
-	}
 	HERD_CHECK_GOTO(herd__net_listen(&lfd, ctx->bind_host, 0), st, out);
 	HERD_CHECK_GOTO(herd__net_local_addr(lfd, local, &port), st, out);
 	snprintf(connect, sizeof(connect),
 		 strchr(ctx->advertise_host, ':') != NULL ? "[%s]:%d" : "%s:%d",
 		 ctx->advertise_host, port);
-	snprintf(nodes_arg, sizeof(nodes_arg), "--nodes=%zu", ctx->nnodes);
-	snprintf(ntasks_arg, sizeof(ntasks_arg), "--ntasks=%zu", ctx->nnodes);
-
-	argv[n++] = srun != NULL && srun[0] != '\0' ? srun : "srun";
-	argv[n++] = nodes_arg;
-	argv[n++] = ntasks_arg;
-	argv[n++] = "--ntasks-per-node=1";
-	argv[n++] = nodelist_arg;
-	argv[n++] = "--kill-on-bad-exit=0";
-	argv[n++] = "--input=none";
-	if (step_gres(ctx, gres_arg, sizeof(gres_arg)))
-		argv[n++] = gres_arg;
-	HERD_CHECK_GOTO(herd__launch_env_words(HERD__LENV_SRUN_ARGS, extra, sizeof(extra),
-					       argv + n, HERD__REMOTE_MAX_ARGS, &nextra), st, out);
-	n += nextra;
-	argv[n++] = ctx->herd_program;
-	argv[n++] = "exec";
-	argv[n++] = "--connect";
-	argv[n++] = connect;
-	argv[n] = NULL;
+	HERD_CHECK_GOTO(herd__calloc(&c, 1, sizeof(*c), "srun's command line"), st, out);
+	HERD_CHECK_GOTO(srun_cmd_build(c, names, ctx->nnodes, false, false,
+				       step_gres(ctx, gres_arg, sizeof(gres_arg)) ? gres_arg : NULL,
+				       ctx->herd_program, words, 3), st, out);
 
 	HERD_CHECK_GOTO(env_with_secret(ctx->secret, &envp, &secret_entry), st, out);
-	HERD_CHECK_GOTO(spawn_srun(argv, envp, &pid, &outfd), st, out);
+	HERD_CHECK_GOTO(spawn_srun(c->argv, envp, &pid, &outfd), st, out);
 	herd__log_debug("launch: srun step for job %s on %s, nodes connect back to %s",
-			ctx->job_id, nodelist, connect);
+			ctx->job_id, c->nodelist, connect);
 	st = herd__connect_accept(lfd, ctx->secret, ctx->nodes, ctx->nnodes, channels, "srun",
 				  outfd, &out, ctx->deadline);
 	if (st != HERD_OK) {
@@ -370,8 +425,9 @@ out:
 	herd__buf_free(&out);
 	free(envp);
 	free(secret_entry);
-	free(nodelist_arg);
-	free(nodelist);
+	if (c != NULL)
+		srun_cmd_free(c);
+	free(c);
 	free(names);
 	return st;
 }
@@ -381,4 +437,6 @@ const herd__launch_backend herd__launch_backend_slurm = {
 	.remote = true,
 	.resolve = slurm_resolve,
 	.start = slurm_start,
+	.run = slurm_run,
+	.one_step = true,
 };

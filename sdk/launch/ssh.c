@@ -97,23 +97,71 @@ herd_status herd__ssh_tree_width(size_t n, long *width)
 	return HERD_OK;
 }
 
-herd_status herd__remote_relay_args(char *out, size_t cap, const char *program)
+herd_status herd__remote_relay_words(const char *program, const char **words, size_t max,
+				     size_t *n)
 {
 	const char *ssh = herd__launch_env(HERD__LENV_SSH);
 	const char *ssh_args = herd__launch_env(HERD__LENV_SSH_ARGS);
-	char qprog[HERD__SSH_REMOTE_MAX], qssh[HERD__SSH_REMOTE_MAX], qargs[HERD__SSH_REMOTE_MAX];
-	int n;
 
-	if (!herd__remote_shell_quote(program, qprog, sizeof(qprog)) ||
-	    (ssh != NULL && !herd__remote_shell_quote(ssh, qssh, sizeof(qssh))) ||
-	    (ssh_args != NULL && !herd__remote_shell_quote(ssh_args, qargs, sizeof(qargs))))
+	*n = 0;
+	if (max < 6)
 		return herd__error(HERD_EINVAL, "the herd program or the ssh settings are too long");
-	n = snprintf(out, cap, " --program %s%s%s%s%s", qprog, ssh != NULL ? " --ssh " : "",
-		     ssh != NULL ? qssh : "", ssh_args != NULL ? " --ssh-args " : "",
-		     ssh_args != NULL ? qargs : "");
-	if (n < 0 || (size_t)n >= cap)
-		return herd__error(HERD_EINVAL, "the herd program or the ssh settings are too long");
+	words[(*n)++] = "--program";
+	words[(*n)++] = program;
+	if (ssh != NULL) {
+		words[(*n)++] = "--ssh";
+		words[(*n)++] = ssh;
+	}
+	if (ssh_args != NULL) {
+		words[(*n)++] = "--ssh-args";
+		words[(*n)++] = ssh_args;
+	}
 	return HERD_OK;
+}
+
+/* A word as the remote shell is to read it: as it is when it needs no quotes. */
+static bool shell_word(const char *w, char *out, size_t cap)
+{
+	bool plain = w[0] != '\0';
+
+	for (const char *c = w; *c != '\0' && plain; c++)
+		plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+			(*c >= '0' && *c <= '9') || strchr("-_./:=,@%+", *c) != NULL;
+	if (!plain)
+		return herd__remote_shell_quote(w, out, cap);
+	return (size_t)snprintf(out, cap, "%s", w) < cap;
+}
+
+/* ssh to run->hosts[0] running run's command. */
+static herd_status ssh_run(const herd__launch_run *run, herd__launch_channel *ch)
+{
+	herd__ssh_cmd *c = NULL;
+	char *args = NULL;
+	size_t len = 0, cap = HERD__SSH_REMOTE_MAX;
+	herd_status st;
+
+	*ch = (herd__launch_channel)HERD__LAUNCH_CHANNEL_INIT;
+	HERD_CHECK(herd__calloc(&c, 1, sizeof(*c), "the ssh command line"));
+	HERD_CHECK_GOTO(herd__calloc(&args, cap, 1, "the ssh command line"), st, out);
+	for (size_t i = 0; i < run->nwords; i++) {
+		if (len + 1 >= cap || !shell_word(run->words[i], args + len + (i > 0),
+						  cap - len - (i > 0))) {
+			st = herd__error(HERD_EINVAL, "the remote command line is longer than %zu "
+					 "bytes", cap - 1);
+			goto out;
+		}
+		if (i > 0)
+			args[len] = ' ';
+		len += strlen(args + len);
+	}
+	HERD_CHECK_GOTO(herd__ssh_cmd_build(c, run->connect_timeout_ms, run->program, args), st,
+			out);
+	c->argv[c->host_at] = run->hosts[0];
+	st = herd__launch_spawn_helper(c->argv, NULL, ch);
+out:
+	free(args);
+	free(c);
+	return st;
 }
 
 static herd_status ssh_cmd_build(const herd__launch_ctx *ctx, herd__ssh_cmd *c)
@@ -181,4 +229,5 @@ const herd__launch_backend herd__launch_backend_ssh = {
 	.resolve = ssh_resolve,
 	.start = ssh_start,
 	.tree = ssh_tree,
+	.run = ssh_run,
 };

@@ -1,0 +1,640 @@
+/*
+ * sdk/launch/engine.c - the remote-run engine (engine.h): helpers on many
+ * nodes, each watched by up to three watchers (stdout, stdin, stderr) and
+ * two timers (its deadline, and the wait for its exit once its output has
+ * ended) in one loop.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "net.h"
+#include "remote.h"
+#include "topo/hostlist.h"
+
+/* How long a helper ended by the engine gets between SIGTERM and SIGKILL. */
+#define ABORT_WAIT_MS 1000
+/* How often an exit is looked for once a helper's output has ended. */
+#define REAP_POLL_MS 5
+#define DEFAULT_IN_MAX ((size_t)1 << 20)
+/* Most words of a command, the relay's settings included. */
+#define MAX_WORDS 64
+
+typedef enum helper_state { PLANNED, RUNNING, ENDED } helper_state;
+
+typedef struct helper {
+	herd__engine *e;
+	size_t index;
+	herd__launch_link link;
+	herd__watcher rw, ww, ew;       /* stdout, stdin, stderr */
+	herd__timer deadline, reap;
+	size_t first, count;
+	char *forward;                  /* a relay's group beyond itself, or NULL */
+	int patience_ms;
+	helper_state state;
+	bool attached;                  /* a backend's channel: not reaped here */
+	bool want_write;
+	size_t in_max;
+} helper;
+
+struct herd__engine {
+	const herd__launch_backend *be;
+	herd__engine_client client;
+	herd__loop loop;
+	helper **h;
+	size_t n, cap;
+	size_t next;                    /* the next planned helper to start */
+	size_t running, live;
+	herd__engine_cmd cmd;           /* the fan-out's command (hosts borrowed) */
+	/* A one-step helper's output sorted by task, and the step's own lines. */
+	herd__buf *node_out, *node_err, said, err_part;
+	size_t nnode_bufs;
+};
+
+/* ---- ending ------------------------------------------------------------------- */
+
+static void unwatch_all(helper *p)
+{
+	herd__loop *l = &p->e->loop;
+
+	herd__loop_unwatch(l, &p->rw);
+	herd__loop_unwatch(l, &p->ww);
+	herd__loop_unwatch(l, &p->ew);
+	herd__loop_timer_stop(l, &p->deadline);
+	herd__loop_timer_stop(l, &p->reap);
+}
+
+static void finish(helper *p, herd_status st, int wstatus, const char *why)
+{
+	herd__engine *e = p->e;
+	herd__engine_end end = { st, wstatus, why != NULL ? why : "" };
+
+	if (p->state == ENDED)
+		return;
+	unwatch_all(p);
+	e->running -= p->state == RUNNING;
+	e->live--;
+	p->state = ENDED;
+	/* A process of ours that is not known to have ended is ended. */
+	if (!p->attached && st != HERD_OK)
+		herd__remote_channel_abort(&p->link.ch, ABORT_WAIT_MS);
+	else
+		herd__launch_link_close(&p->link);
+	if (e->client.ended != NULL)
+		e->client.ended(e->client.userdata, p->index, &end);
+}
+
+void herd__engine_close(herd__engine *e, size_t h, herd_status st, const char *why)
+{
+	helper *p = e->h[h];
+
+	if (p->state == ENDED)
+		return;
+	if (st == HERD_OK) {
+		herd__engine_client quiet = e->client;
+
+		e->client.ended = NULL;
+		if (!p->attached)
+			herd__remote_channel_abort(&p->link.ch, ABORT_WAIT_MS);
+		finish(p, HERD_OK, -1, "");
+		e->client = quiet;
+		return;
+	}
+	finish(p, st, -1, why);
+}
+
+/*
+ * Once stdout and stderr have both ended: an attached channel is closed;
+ * a process of ours is reaped (looked for again shortly while it lingers).
+ */
+static void maybe_done(helper *p)
+{
+	int wstatus = 0;
+	pid_t got;
+
+	if (p->state != RUNNING || p->link.ch.rfd >= 0 || p->link.ch.errfd >= 0)
+		return;
+	if (p->attached || p->link.ch.pid <= 0) {
+		finish(p, p->attached ? HERD_ECLOSED : HERD_OK, -1, "its output ended");
+		return;
+	}
+	got = waitpid(p->link.ch.pid, &wstatus, WNOHANG);
+	if (got == p->link.ch.pid) {
+		p->link.ch.pid = 0;
+		finish(p, HERD_OK, wstatus, NULL);
+	} else if (got < 0 && errno != EINTR) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "waitpid: %s", strerror(errno));
+		p->link.ch.pid = 0;
+		finish(p, HERD_ESYS, -1, why);
+	} else if (herd__loop_timer(&p->e->loop, &p->reap,
+				    herd__net_now_ms() + REAP_POLL_MS) != HERD_OK) {
+		finish(p, HERD_ENOMEM, -1, herd_last_error());
+	}
+}
+
+static void on_reap(herd__timer *t)
+{
+	maybe_done(t->data);
+}
+
+static void on_deadline(herd__timer *t)
+{
+	helper *p = t->data;
+	char why[96];
+
+	snprintf(why, sizeof(why), "no answer within %d s", (p->patience_ms + 999) / 1000);
+	finish(p, HERD_ETIMEDOUT, -1, why);
+}
+
+/* ---- a one-step helper's lines ------------------------------------------------------ */
+
+/*
+ * A line of srun --label's output: "  T: text" (the task number padded to
+ * the widest); *task -1 for a line of srun's own.
+ */
+static void split_label(const char *line, size_t n, long *task, const char **text, size_t *len)
+{
+	size_t i = 0;
+	long t = 0;
+
+	*task = -1;
+	*text = line;
+	*len = n;
+	while (i < n && line[i] == ' ')
+		i++;
+	if (i == n || line[i] < '0' || line[i] > '9')
+		return;
+	for (; i < n && line[i] >= '0' && line[i] <= '9' && t < 10000000; i++)
+		t = t * 10 + (line[i] - '0');
+	if (i + 1 >= n || line[i] != ':' || line[i + 1] != ' ')
+		return;
+	*task = t;
+	*text = line + i + 2;
+	*len = n - i - 2;
+}
+
+/* Sorts the whole lines of buf (all of it at its end) into the tasks' buffers. */
+static void sort_lines(herd__engine *e, herd__buf *buf, bool err, bool all)
+{
+	const char *data = (const char *)buf->data + buf->off;
+	size_t len = buf->len - buf->off, at = 0;
+
+	while (at < len) {
+		const char *line = data + at, *nl = memchr(line, '\n', len - at), *text;
+		size_t n = nl != NULL ? (size_t)(nl - line) : len - at, tl;
+		herd__buf *to;
+		long task;
+
+		if (nl == NULL && !all)
+			break;
+		at += n + (nl != NULL);
+		split_label(line, n, &task, &text, &tl);
+		to = task >= 0 && (size_t)task < e->nnode_bufs
+			     ? (err ? &e->node_err[task] : &e->node_out[task])
+			     : &e->said;
+		(void)herd__buf_append(to, text, tl);
+		(void)herd__buf_append(to, "\n", 1);
+	}
+	herd__buf_consume(buf, at);
+}
+
+static bool one_step(const helper *p)
+{
+	return p->e->nnode_bufs > 0;
+}
+
+/* ---- watchers ------------------------------------------------------------------------ */
+
+static void on_stdout(herd__watcher *w, short revents)
+{
+	helper *p = w->data;
+	herd__engine *e = p->e;
+	char why[1024] = "";
+	herd_status st;
+
+	(void)revents;
+	st = herd__launch_link_fill(&p->link);
+	if (st != HERD_OK)
+		snprintf(why, sizeof(why), "%s%s", p->attached ? "" : "reading its output: ",
+			 herd_last_error());
+	/* What arrived before an end is handled first. */
+	if (one_step(p))
+		sort_lines(e, &p->link.in, false, st != HERD_OK);
+	else if (e->client.input != NULL && p->link.in.len > p->link.in.off)
+		e->client.input(e->client.userdata, p->index, &p->link.in);
+	if (p->state != RUNNING || st == HERD_OK)
+		return;
+	if (p->attached || st != HERD_ECLOSED) {
+		finish(p, st, -1, why);
+		return;
+	}
+	herd__loop_unwatch(&e->loop, &p->rw);
+	close(p->link.ch.rfd);
+	if (p->link.ch.wfd == p->link.ch.rfd)
+		p->link.ch.wfd = -1;
+	p->link.ch.rfd = -1;
+	maybe_done(p);
+}
+
+static void on_stderr(herd__watcher *w, short revents)
+{
+	helper *p = w->data;
+	herd__engine *e = p->e;
+	herd__launch_link *l = &p->link;
+
+	(void)revents;
+	if (!one_step(p)) {
+		herd__launch_link_read_err(l);
+	} else {
+		/* srun's stderr is labelled too: whole lines into the tasks'. */
+		herd__launch_link_read_err(l);
+		(void)herd__buf_append(&e->err_part, l->err, l->err_len);
+		l->err_len = 0;
+		l->err[0] = '\0';
+		sort_lines(e, &e->err_part, true, l->ch.errfd < 0);
+	}
+	if (l->ch.errfd < 0) {
+		herd__loop_unwatch(&e->loop, &p->ew);
+		maybe_done(p);
+	}
+}
+
+static void update_write_watch(helper *p)
+{
+	herd__launch_link *l = &p->link;
+	bool want = l->ch.wfd >= 0 && (p->want_write || l->out.len > l->out.off);
+
+	if (p->state != RUNNING)
+		return;
+	if (!want) {
+		herd__loop_unwatch(&p->e->loop, &p->ww);
+		return;
+	}
+	p->ww.fd = l->ch.wfd;
+	if (herd__loop_watch(&p->e->loop, &p->ww, POLLOUT) != HERD_OK)
+		finish(p, HERD_ENOMEM, -1, herd_last_error());
+}
+
+static void on_stdin(herd__watcher *w, short revents)
+{
+	helper *p = w->data;
+	herd__engine *e = p->e;
+
+	(void)revents;
+	if (p->link.out.len > p->link.out.off) {
+		herd__engine_flush(e, p->index);
+		if (p->state != RUNNING)
+			return;
+	}
+	if (p->want_write && e->client.writable != NULL)
+		e->client.writable(e->client.userdata, p->index);
+	update_write_watch(p);
+}
+
+/* ---- helpers ---------------------------------------------------------------------- */
+
+static herd_status add_helper(herd__engine *e, size_t first, size_t count, size_t in_max,
+			      helper **out)
+{
+	helper *p = NULL;
+
+	if (e->n == e->cap) {
+		size_t cap = e->cap != 0 ? 2 * e->cap : 16;
+		helper **h = realloc(e->h, cap * sizeof(*h));
+
+		if (h == NULL)
+			return herd__error(HERD_ENOMEM, "out of memory for the helpers");
+		e->h = h;
+		e->cap = cap;
+	}
+	HERD_CHECK(herd__calloc(&p, 1, sizeof(*p), "a helper"));
+	p->e = e;
+	p->index = e->n;
+	p->first = first;
+	p->count = count;
+	p->in_max = in_max != 0 ? in_max : DEFAULT_IN_MAX;
+	herd__launch_link_init(&p->link);
+	herd__buf_init(&p->link.in, p->in_max);
+	herd__watcher_init(&p->rw, -1, on_stdout, p);
+	herd__watcher_init(&p->ww, -1, on_stdin, p);
+	herd__watcher_init(&p->ew, -1, on_stderr, p);
+	herd__timer_init(&p->deadline, on_deadline, p);
+	herd__timer_init(&p->reap, on_reap, p);
+	p->state = PLANNED;
+	e->h[e->n++] = p;
+	e->live++;
+	*out = p;
+	return HERD_OK;
+}
+
+/* Watches a helper's channel, now running. */
+static herd_status watch(helper *p, const herd__launch_channel *ch)
+{
+	herd__engine *e = p->e;
+
+	herd__launch_link_attach(&p->link, ch);
+	p->state = RUNNING;
+	e->running++;
+	p->rw.fd = p->link.ch.rfd;
+	p->ew.fd = p->link.ch.errfd;
+	if (p->rw.fd >= 0)
+		HERD_CHECK(herd__loop_watch(&e->loop, &p->rw, POLLIN));
+	if (p->ew.fd >= 0)
+		HERD_CHECK(herd__loop_watch(&e->loop, &p->ew, POLLIN));
+	if (p->patience_ms > 0)
+		HERD_CHECK(herd__loop_timer(&e->loop, &p->deadline,
+					    herd__net_deadline(p->patience_ms)));
+	return HERD_OK;
+}
+
+herd_status herd__engine_attach(herd__engine *e, const herd__launch_channel *ch, size_t first,
+				size_t count, size_t in_max, size_t *h)
+{
+	helper *p;
+
+	HERD_CHECK(add_helper(e, first, count, in_max, &p));
+	p->attached = true;
+	*h = p->index;
+	if (watch(p, ch) != HERD_OK) {
+		finish(p, HERD_ENOMEM, -1, herd_last_error());
+		return HERD_ENOMEM;
+	}
+	/* Nothing planned before it waits for it. */
+	if (e->next == p->index)
+		e->next++;
+	return HERD_OK;
+}
+
+/* Starts a planned helper through the backend; a failure ends it. */
+static void start(helper *p)
+{
+	herd__engine *e = p->e;
+	const herd__engine_cmd *c = &e->cmd;
+	const char *words[MAX_WORDS + 8];
+	char buf[8192];
+	size_t n = 0, k = 0;
+	herd__launch_channel ch;
+	herd__launch_run run;
+	herd_status st;
+
+	st = c->words(c->userdata, p->forward, words, MAX_WORDS, &n, buf, sizeof(buf));
+	if (st == HERD_OK && p->forward != NULL)
+		st = herd__remote_relay_words(c->program, words + n, MAX_WORDS + 8 - n, &k);
+	if (st != HERD_OK) {
+		finish(p, st, -1, herd_last_error());
+		return;
+	}
+	memset(&run, 0, sizeof(run));
+	run.program = c->program;
+	run.words = words;
+	run.nwords = n + k;
+	run.input = c->input;
+	run.connect_timeout_ms = c->timeout_ms < 10000 ? c->timeout_ms : 0;
+	run.hosts = c->hosts + p->first;
+	run.nhosts = one_step(p) ? p->count : 1;
+	st = e->be->run(&run, &ch);
+	if (st != HERD_OK) {
+		finish(p, st, -1, herd_last_error());
+		return;
+	}
+	if (watch(p, &ch) != HERD_OK) {
+		p->link.ch = ch;
+		finish(p, HERD_ENOMEM, -1, herd_last_error());
+		return;
+	}
+	/* The command reads nothing: its stdin closes now. */
+	if (!c->input)
+		herd__engine_close_input(e, p->index);
+	if (e->client.started != NULL)
+		e->client.started(e->client.userdata, p->index);
+}
+
+herd_status herd__engine_fanout(herd__engine *e, const herd__engine_cmd *cmd)
+{
+	size_t n = cmd->nhosts, groups;
+	long width;
+	helper *p;
+
+	if (e->be->run == NULL)
+		return herd__error(HERD_EUNAVAIL, "the %s backend cannot run a command on nodes",
+				   e->be->name);
+	if (e->cmd.hosts != NULL)
+		return herd__error(HERD_EINVAL, "an engine runs one command");
+	e->cmd = *cmd;
+	if (e->be->one_step) {
+		HERD_CHECK(herd__calloc(&e->node_out, n + 1, sizeof(herd__buf), "the tasks' output"));
+		HERD_CHECK(herd__calloc(&e->node_err, n + 1, sizeof(herd__buf), "the tasks' output"));
+		for (size_t i = 0; i < n; i++) {
+			herd__buf_init(&e->node_out[i], cmd->in_max);
+			herd__buf_init(&e->node_err[i], 1 << 16);
+		}
+		e->nnode_bufs = n;
+		HERD_CHECK(add_helper(e, 0, n, 0, &p));
+		p->patience_ms = cmd->timeout_ms;
+		return HERD_OK;
+	}
+	width = (long)n;
+	if (!cmd->flat)
+		HERD_CHECK(herd__ssh_tree_width(n, &width));
+	groups = herd__launch_tree_groups(n, (int)width);
+	for (size_t k = 0; k < groups; k++) {
+		size_t off, len;
+
+		herd__launch_tree_group(n, (int)width, k, &off, &len);
+		HERD_CHECK(add_helper(e, off, len, cmd->in_max, &p));
+		p->patience_ms = len > 1 ? 2 * cmd->timeout_ms : cmd->timeout_ms;
+		if (len > 1)
+			HERD_CHECK(herd__hostlist_compress(&p->forward, cmd->hosts + off + 1,
+							   len - 1));
+	}
+	return HERD_OK;
+}
+
+herd_status herd__engine_run_once(herd__engine *e, int64_t until)
+{
+	size_t fanout = e->cmd.fanout != 0 ? e->cmd.fanout : SIZE_MAX;
+
+	for (; e->next < e->n && e->running < fanout; e->next++)
+		if (e->h[e->next]->state == PLANNED)
+			start(e->h[e->next]);
+	return herd__loop_run_once(&e->loop, until);
+}
+
+/* ---- the rest of the API -------------------------------------------------------------- */
+
+herd_status herd__engine_create(herd__engine **out, const herd__launch_backend *be,
+				const herd__engine_client *client)
+{
+	herd__engine *e = NULL;
+
+	HERD_CHECK(herd__calloc(&e, 1, sizeof(*e), "the engine"));
+	e->be = be;
+	e->client = *client;
+	herd__loop_init(&e->loop);
+	herd__buf_init(&e->said, 1 << 20);
+	herd__buf_init(&e->err_part, 0);
+	*out = e;
+	return HERD_OK;
+}
+
+void herd__engine_free(herd__engine *e, int reap_ms)
+{
+	if (e == NULL)
+		return;
+	for (size_t i = 0; i < e->n; i++) {
+		helper *p = e->h[i];
+
+		unwatch_all(p);
+		if (p->attached) {
+			herd__launch_link_close(&p->link);
+			herd__launch_link_reap(&p->link, reap_ms);
+		} else {
+			herd__remote_channel_abort(&p->link.ch, reap_ms);
+		}
+		herd__launch_link_free(&p->link);
+		free(p->forward);
+		free(p);
+	}
+	for (size_t i = 0; i < e->nnode_bufs; i++) {
+		herd__buf_free(&e->node_out[i]);
+		herd__buf_free(&e->node_err[i]);
+	}
+	free(e->node_out);
+	free(e->node_err);
+	herd__buf_free(&e->said);
+	herd__buf_free(&e->err_part);
+	herd__loop_free(&e->loop);
+	free(e->h);
+	free(e);
+}
+
+herd__loop *herd__engine_loop(herd__engine *e)
+{
+	return &e->loop;
+}
+
+size_t herd__engine_helpers(const herd__engine *e)
+{
+	return e->n;
+}
+
+void herd__engine_nodes(const herd__engine *e, size_t h, size_t *first, size_t *count)
+{
+	*first = e->h[h]->first;
+	*count = e->h[h]->count;
+}
+
+bool herd__engine_relays(const herd__engine *e, size_t h)
+{
+	return e->h[h]->forward != NULL;
+}
+
+size_t herd__engine_live(const herd__engine *e)
+{
+	return e->live;
+}
+
+bool herd__engine_ended(const herd__engine *e, size_t h)
+{
+	return e->h[h]->state == ENDED;
+}
+
+bool herd__engine_started(const herd__engine *e, size_t h)
+{
+	return e->h[h]->state != PLANNED;
+}
+
+herd__launch_link *herd__engine_link(herd__engine *e, size_t h)
+{
+	return &e->h[h]->link;
+}
+
+const char *herd__engine_says(const herd__engine *e, size_t h, char *buf, size_t cap)
+{
+	return herd__launch_link_says(&e->h[h]->link, buf, cap);
+}
+
+void herd__engine_deadline(herd__engine *e, size_t h, int64_t at)
+{
+	helper *p = e->h[h];
+
+	if (p->state != RUNNING)
+		return;
+	if (at < 0)
+		herd__loop_timer_stop(&e->loop, &p->deadline);
+	else if (herd__loop_timer(&e->loop, &p->deadline, at) != HERD_OK)
+		finish(p, HERD_ENOMEM, -1, herd_last_error());
+}
+
+void herd__engine_flush(herd__engine *e, size_t h)
+{
+	helper *p = e->h[h];
+
+	if (p->state != RUNNING)
+		return;
+	if (herd__launch_link_flush(&p->link) != HERD_OK) {
+		char why[1024];
+
+		snprintf(why, sizeof(why), "%s", herd_last_error());
+		finish(p, HERD_ECLOSED, -1, why);
+		return;
+	}
+	update_write_watch(p);
+}
+
+void herd__engine_want_write(herd__engine *e, size_t h, bool want)
+{
+	e->h[h]->want_write = want;
+	update_write_watch(e->h[h]);
+}
+
+void herd__engine_close_input(herd__engine *e, size_t h)
+{
+	helper *p = e->h[h];
+
+	if (p->link.ch.wfd < 0)
+		return;
+	herd__loop_unwatch(&e->loop, &p->ww);
+	if (p->link.ch.wfd != p->link.ch.rfd)
+		close(p->link.ch.wfd);
+	else
+		shutdown(p->link.ch.wfd, SHUT_WR);
+	p->link.ch.wfd = -1;
+	p->want_write = false;
+}
+
+herd__buf *herd__engine_node_out(herd__engine *e, size_t node)
+{
+	return &e->node_out[node];
+}
+
+herd__buf *herd__engine_node_err(herd__engine *e, size_t node)
+{
+	return &e->node_err[node];
+}
+
+herd__buf *herd__engine_said(herd__engine *e)
+{
+	return &e->said;
+}
+
+const char *herd__engine_last_line(const herd__buf *b, char *out, size_t cap)
+{
+	size_t end = b->len, start;
+
+	while (end > b->off && (b->data[end - 1] == '\n' || b->data[end - 1] == ' '))
+		end--;
+	start = end;
+	while (start > b->off && b->data[start - 1] != '\n')
+		start--;
+	snprintf(out, cap, "%.*s", (int)(end - start), (const char *)b->data + start);
+	return out;
+}

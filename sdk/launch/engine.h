@@ -1,0 +1,174 @@
+/*
+ * sdk/launch/engine.h - the one remote-run engine: whatever runs on many
+ * nodes (a job's `herd exec`, `herd probe`, `herd bcast --receive`) is
+ * started, watched and collected here.  Internal to libherd.
+ *
+ * A client (job.c, discover.c, bcast.c, a relay's children in relay.c)
+ * asks the engine for helpers: either a command run on nodes through the
+ * backend table (herd__engine_fanout: one srun step, or ssh to each node,
+ * or beyond HERD_SSH_TREE_MIN nodes to the head of each group of a relay
+ * tree), or channels a backend already started (herd__engine_attach: a
+ * job's nodes).  Each helper answers for a run of nodes [first, first +
+ * count) and is watched by the engine's one loop (loop.h), which the
+ * client may add watchers and timers of its own to.  The engine tells the
+ * client, through its callbacks:
+ *
+ *   input     bytes from the helper's stdout (the client consumes what it
+ *             handled: frames, lines, an inventory's text);
+ *   writable  the helper's stdin takes more (while the client wants it);
+ *   ended     the helper is finished: its exit status once reaped, or the
+ *             engine's verdict (it did not start, its deadline passed, its
+ *             channel broke), with the last words of its stderr (ssh's own
+ *             reason: "ssh: Could not resolve hostname ...").
+ *
+ * A one-step helper (srun --label) answers for all nodes at once: its
+ * stdout and stderr are sorted by task into per-node buffers
+ * (herd__engine_node_out / _node_err), and what srun says itself into
+ * herd__engine_said.
+ *
+ * Deadlines.  Each helper has one (its start plus its patience; a relay's
+ * patience is twice the command's, as it may wait that long on one of its
+ * group); the client moves it with herd__engine_deadline.  At the deadline
+ * the engine ends the helper (SIGTERM to its process group, SIGKILL after
+ * a second) and reports it ended with HERD_ETIMEDOUT.
+ *
+ * Threads: an engine and its loop belong to the thread that made them.
+ * Callbacks run inside herd__engine_run_once, herd__engine_flush and
+ * herd__engine_close; a callback may call any engine function.
+ */
+#ifndef HERD_LAUNCH_ENGINE_H
+#define HERD_LAUNCH_ENGINE_H
+
+#include "launch_internal.h"
+#include "loop.h"
+
+typedef struct herd__engine herd__engine;
+
+/* How a helper ended. */
+typedef struct herd__engine_end {
+	/*
+	 * HERD_OK: its output ended and, for a process the engine started,
+	 * it was reaped (wstatus); HERD_ECLOSED: its channel closed (an
+	 * attached channel: not reaped here); HERD_ETIMEDOUT: its deadline
+	 * passed; another status: it could not be started or its channel
+	 * broke (why says which).
+	 */
+	herd_status st;
+	int wstatus;            /* waitpid's status when st is HERD_OK and reaped, else -1 */
+	const char *why;        /* the engine's words when st != HERD_OK, else "" */
+} herd__engine_end;
+
+typedef struct herd__engine_client {
+	void *userdata;
+	/* A planned helper has just started (fan-out helpers only).  May be NULL. */
+	void (*started)(void *userdata, size_t h);
+	/* New bytes in in (the helper's stdout); consume those handled.  May be NULL. */
+	void (*input)(void *userdata, size_t h, herd__buf *in);
+	/* The helper's stdin takes more (see herd__engine_want_write).  May be NULL. */
+	void (*writable)(void *userdata, size_t h);
+	/* The helper is finished; its link stays readable (herd__engine_says). */
+	void (*ended)(void *userdata, size_t h, const herd__engine_end *end);
+} herd__engine_client;
+
+/*
+ * A command for every node of a list, as herd__engine_fanout starts it:
+ * `program WORDS...` where WORDS come from words(userdata, forward, ...)
+ * for each helper.  forward is NULL for a helper that answers for its own
+ * node only, else the hostlist of the rest of its group, which the
+ * command must carry (`--forward GROUP`); the engine appends the relay's
+ * settings (--program, --ssh, --ssh-args) to its words.
+ */
+typedef struct herd__engine_cmd {
+	const char *const *hosts;  /* the nodes, in order */
+	size_t nhosts;
+	const char *program;       /* herd on the nodes */
+	/* Fills words[0..*n) (at most max; strings must live until the
+	 * call returns, buf of cap bytes is the callee's to use). */
+	herd_status (*words)(void *userdata, const char *forward, const char **words, size_t max,
+			     size_t *n, char *buf, size_t cap);
+	void *userdata;
+	bool input;                /* the helper reads stdin (every task: srun --input=all) */
+	int timeout_ms;            /* a helper's patience, and ssh's connect timeout under 10 s */
+	size_t fanout;             /* most helpers running at once; 0: all */
+	bool flat;                 /* ssh to every host, never a tree */
+	size_t in_max;             /* the limit of a helper's stdout buffer (0: 1 MiB) */
+} herd__engine_cmd;
+
+/* The engine over backend be (its run member starts commands). */
+herd_status herd__engine_create(herd__engine **out, const herd__launch_backend *be,
+				const herd__engine_client *client);
+
+/*
+ * Ends every helper still running (closed, SIGTERM to a process group and
+ * SIGKILL after reap_ms; a node thread is joined) and frees.  Accepts NULL.
+ */
+void herd__engine_free(herd__engine *e, int reap_ms);
+
+/* The engine's loop, for the client's own watchers and timers. */
+herd__loop *herd__engine_loop(herd__engine *e);
+
+/*
+ * Plans and queues helpers for cmd (copied): one srun step for all hosts,
+ * or ssh to each host, or, beyond HERD_SSH_TREE_MIN hosts, to the head of
+ * each group of the tree (herd__launch_tree_group), which answers for its
+ * group.  They start as herd__engine_run_once finds room (cmd->fanout).
+ * HERD_EUNAVAIL when the backend cannot run commands, HERD_EINVAL for a
+ * bad tree setting.
+ */
+herd_status herd__engine_fanout(herd__engine *e, const herd__engine_cmd *cmd);
+
+/*
+ * Watches a channel a backend started (backend->start) as a helper for
+ * nodes [first, first + count); its input buffer holds up to in_max bytes.
+ * The engine closes the fds; the process or thread is reaped by
+ * herd__engine_free.  Returns the helper's index in *h.
+ */
+herd_status herd__engine_attach(herd__engine *e, const herd__launch_channel *ch, size_t first,
+				size_t count, size_t in_max, size_t *h);
+
+/* Helpers, planned or attached; a helper's nodes. */
+size_t herd__engine_helpers(const herd__engine *e);
+void herd__engine_nodes(const herd__engine *e, size_t h, size_t *first, size_t *count);
+/* Whether h's is a relay (answers for nodes beyond its own). */
+bool herd__engine_relays(const herd__engine *e, size_t h);
+/* Helpers not ended yet (planned ones included). */
+size_t herd__engine_live(const herd__engine *e);
+bool herd__engine_ended(const herd__engine *e, size_t h);
+/* Whether h has been started. */
+bool herd__engine_started(const herd__engine *e, size_t h);
+
+/* h's channel: its buffers (out: frames to write), fds, stderr tail. */
+herd__launch_link *herd__engine_link(herd__engine *e, size_t h);
+/* h's last words on stderr for a message: "" or ": <text>". */
+const char *herd__engine_says(const herd__engine *e, size_t h, char *buf, size_t cap);
+
+/* Starts the helpers that have room, then runs one turn of the loop until at most until (-1: the timers). */
+herd_status herd__engine_run_once(herd__engine *e, int64_t until);
+
+/* Moves h's deadline (a herd__net_now_ms() time; -1: none). */
+void herd__engine_deadline(herd__engine *e, size_t h, int64_t at);
+
+/* Writes what it can of h's out buffer now and watches for the rest; a
+ * channel that broke ends the helper (ended called). */
+void herd__engine_flush(herd__engine *e, size_t h);
+/* Whether writable is called for h when its stdin takes more. */
+void herd__engine_want_write(herd__engine *e, size_t h, bool want);
+/* Closes h's stdin (the helper reads its end of input). */
+void herd__engine_close_input(herd__engine *e, size_t h);
+
+/*
+ * Ends h now, with why as the verdict: its fds closed, its process group
+ * sent SIGTERM (SIGKILL after a second) and reaped; ended is called with
+ * st (and why), unless st is HERD_OK: then quietly (the client knows).
+ */
+void herd__engine_close(herd__engine *e, size_t h, herd_status st, const char *why);
+
+/* A one-step helper's output of node i (labels removed), and srun's own lines. */
+herd__buf *herd__engine_node_out(herd__engine *e, size_t node);
+herd__buf *herd__engine_node_err(herd__engine *e, size_t node);
+herd__buf *herd__engine_said(herd__engine *e);
+
+/* The last line of b ("" when none), for messages. */
+const char *herd__engine_last_line(const herd__buf *b, char *out, size_t cap);
+
+#endif /* HERD_LAUNCH_ENGINE_H */

@@ -489,16 +489,18 @@ void herd__engine_free(herd__engine *e, int reap_ms)
 {
 	if (e == NULL)
 		return;
+	/* Every channel closes first, so that the helpers end side by side. */
+	for (size_t i = 0; i < e->n; i++) {
+		unwatch_all(e->h[i]);
+		herd__launch_link_close(&e->h[i]->link);
+	}
 	for (size_t i = 0; i < e->n; i++) {
 		helper *p = e->h[i];
 
-		unwatch_all(p);
-		if (p->attached) {
-			herd__launch_link_close(&p->link);
+		if (p->attached)
 			herd__launch_link_reap(&p->link, reap_ms);
-		} else {
+		else
 			herd__remote_channel_abort(&p->link.ch, reap_ms);
-		}
 		herd__launch_link_free(&p->link);
 		free(p->forward);
 		free(p);

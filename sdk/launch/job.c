@@ -26,7 +26,9 @@
 
 #include "herd/store.h"
 
+#include "engine.h"
 #include "launch_internal.h"
+#include "remote.h"
 #include "net.h"
 
 #define DEFAULT_START_TIMEOUT_MS 60000
@@ -57,7 +59,10 @@ struct rank_info {
 /* One node of the current run. */
 struct node_rt {
 	herd__launch_node *node;
-	herd__launch_link link;        /* its `herd exec`: a thread, a child or a remote one */
+	herd__launch_link *link;       /* its `herd exec` (a thread, a child or a remote
+					  one) as the engine watches it; NULL when a
+					  relay above it carries its frames */
+	size_t h;                      /* the engine's helper for it, when link */
 	size_t via;                    /* the node whose channel carries its frames:
 					  itself, or a first-level relay above it */
 	size_t nsub;                   /* nodes it relays to: the next nsub */
@@ -106,8 +111,11 @@ struct herd_job {
 
 	/* The supervisor thread's own. */
 	struct node_rt *rt;
+	herd__engine *engine;          /* the run's channels */
+	herd__watcher wake_w;
 	herd_store_server *store;
 	bool stopping;
+	bool killed;                   /* herd_job_kill's stop was sent */
 	int64_t stop_deadline;         /* nodes silent past this are given up */
 	char start_err[1024];          /* why a node failed to come up */
 	char *line;                    /* output line being written */
@@ -563,7 +571,7 @@ static void settle_locked(herd_job *job, bool force)
 /* The helper's last words for a message: "" or ": <text>" on one line. */
 static const char *helper_says(struct node_rt *nr, char *buf, size_t cap)
 {
-	return herd__launch_link_says(&nr->link, buf, cap);
+	return nr->link != NULL ? herd__launch_link_says(nr->link, buf, cap) : "";
 }
 
 /* What the helper said, unless it only repeats why (herd exec prints the
@@ -612,7 +620,8 @@ static void node_fail(herd_job *job, struct node_rt *nr, const char *why)
 	if (!nr->done && !node_up(nr) && job->start_err[0] == '\0')
 		snprintf(job->start_err, sizeof(job->start_err), "node %s: %.900s%s",
 			 nr->node->host, why, helper_adds(nr, why, says, sizeof(says)));
-	herd__launch_link_close(&nr->link);
+	if (nr->link != NULL)
+		herd__engine_close(job->engine, nr->h, HERD_OK, NULL);
 	if (!nr->done)
 		node_lost(job, nr, why);
 	nr->closed = true;
@@ -724,18 +733,22 @@ static bool channel_event(herd_job *job, struct node_rt *nr, const herd__launch_
 	}
 }
 
-static void channel_read(herd_job *job, struct node_rt *nr)
+/* Frames from a node's channel (the engine's input). */
+static void channel_input(void *userdata, size_t h, herd__buf *in)
 {
+	herd_job *job = userdata;
+	struct node_rt *nr;
+	size_t first, count;
 	char why[1024] = "";
-	herd_status st = herd__launch_link_fill(&nr->link);
 
-	/* Frames that arrived before the end are handled first. */
-	for (;;) {
+	herd__engine_nodes(job->engine, h, &first, &count);
+	nr = &job->rt[first];
+	while (!nr->closed) {
 		herd__launch_msg m;
 		const char *payload;
 		size_t len;
 
-		if (herd__launch_link_frame(&nr->link, &payload, &len) != HERD_OK ||
+		if (herd__launch_link_frame(nr->link, &payload, &len) != HERD_OK ||
 		    (len != SIZE_MAX && herd__launch_msg_decode(&m, payload, len) != HERD_OK)) {
 			snprintf(why, sizeof(why), "%s", herd_last_error());
 			node_fail(job, nr, why);
@@ -749,20 +762,24 @@ static void channel_read(herd_job *job, struct node_rt *nr)
 			return;
 		}
 		herd__launch_msg_free(&m);
-		herd__buf_consume(&nr->link.in, len + 4);
-		if (nr->closed)
-			return;
+		herd__buf_consume(in, len + 4);
 	}
-	if (st != HERD_OK) {
-		snprintf(why, sizeof(why), "%s", herd_last_error());
-		node_fail(job, nr, why);
-	}
+}
+
+/* A node's channel ended or broke (the engine's verdict). */
+static void channel_ended(void *userdata, size_t h, const herd__engine_end *end)
+{
+	herd_job *job = userdata;
+	size_t first, count;
+
+	herd__engine_nodes(job->engine, h, &first, &count);
+	if (!job->rt[first].closed)
+		node_fail(job, &job->rt[first], end->why);
 }
 
 static void channel_write(herd_job *job, struct node_rt *nr)
 {
-	if (herd__launch_link_flush(&nr->link) != HERD_OK)
-		node_fail(job, nr, herd_last_error());
+	herd__engine_flush(job->engine, nr->h);
 }
 
 /* ---- runs ---------------------------------------------------------------------- */
@@ -777,9 +794,9 @@ static void command_all(herd_job *job, herd__launch_type type, int arg)
 
 		if (nr->via != i || nr->closed)
 			continue;
-		st = type == HERD__LAUNCH_T_STOP ? herd__launch_enc_stop(&nr->link.out, arg)
-		     : type == HERD__LAUNCH_T_SIGNAL ? herd__launch_enc_signal(&nr->link.out, arg)
-		     : herd__launch_enc_go(&nr->link.out);
+		st = type == HERD__LAUNCH_T_STOP ? herd__launch_enc_stop(&nr->link->out, arg)
+		     : type == HERD__LAUNCH_T_SIGNAL ? herd__launch_enc_signal(&nr->link->out, arg)
+		     : herd__launch_enc_go(&nr->link->out);
 		if (st == HERD_OK)
 			channel_write(job, nr);
 	}
@@ -875,14 +892,9 @@ static void tree_layout(herd_job *job, size_t first, size_t n, int width, bool t
 
 static void free_rt(herd_job *job)
 {
-	for (size_t i = 0; job->rt != NULL && i < job->nnodes; i++) {
-		struct node_rt *nr = &job->rt[i];
-
-		herd__launch_link_close(&nr->link);
-		/* Its stdin closed, `herd exec` stops its ranks and ends. */
-		herd__launch_link_reap(&nr->link, STOP_SLACK_MS);
-		herd__launch_link_free(&nr->link);
-	}
+	/* Its channel closed, each `herd exec` stops its ranks and ends. */
+	herd__engine_free(job->engine, STOP_SLACK_MS);
+	job->engine = NULL;
 	free(job->rt);
 	job->rt = NULL;
 	herd_store_server_free(job->store);
@@ -923,9 +935,21 @@ static herd_status start_nodes(herd_job *job, const char *store, const char *adv
 	HERD_CHECK_GOTO(herd__calloc(&ch, job->nnodes, sizeof(*ch), "the job's channels"),
 			st, tree_out);
 	st = job->backend->start(&ctx, ch);
-	for (size_t i = 0; st == HERD_OK && i < job->nnodes; i++)
-		if (direct[i])
-			herd__launch_link_attach(&job->rt[i].link, &ch[i]);
+	for (size_t i = 0; st == HERD_OK && i < job->nnodes; i++) {
+		struct node_rt *nr = &job->rt[i];
+
+		if (!direct[i])
+			continue;
+		st = herd__engine_attach(job->engine, &ch[i], i, 1 + nr->nsub,
+					 HERD__LAUNCH_FRAME_MAX + 4, &nr->h);
+		if (st != HERD_OK) {
+			for (size_t k = i + 1; k < job->nnodes; k++)
+				if (direct[k])
+					herd__remote_channel_abort(&ch[k], 1000);
+			break;
+		}
+		nr->link = herd__engine_link(job->engine, nr->h);
+	}
 	/* Node order: a relay's own spec goes before its subtree's. */
 	for (size_t i = 0; st == HERD_OK && i < job->nnodes; i++) {
 		struct node_rt *nr = &job->rt[i];
@@ -946,12 +970,12 @@ static herd_status start_nodes(herd_job *job, const char *store, const char *adv
 			s.rcmd = tree.cmd;
 		}
 		if (direct[i]) {
-			st = herd__launch_enc_spec(&nr->link.out, &s);
+			st = herd__launch_enc_spec(&nr->link->out, &s);
 		} else {
 			herd__buf_consume(&tmp, tmp.len - tmp.off);
 			st = herd__launch_enc_spec(&tmp, &s);
 			if (st == HERD_OK)
-				st = herd__launch_enc_relay(&job->rt[nr->via].link.out, (int)i,
+				st = herd__launch_enc_relay(&job->rt[nr->via].link->out, (int)i,
 							    (const char *)tmp.data + tmp.off + 4,
 							    tmp.len - tmp.off - 4);
 		}
@@ -966,6 +990,31 @@ tree_out:
 	herd__buf_free(&tmp);
 	herd__launch_tree_free(&tree);
 	return st;
+}
+
+/* Requests of the API calls (the wake pipe), applied on the supervisor thread. */
+static void on_wake(herd__watcher *w, short revents)
+{
+	herd_job *job = w->data;
+	int sigs[MAX_PENDING_SIGNALS], n;
+	bool kill_req;
+	char c[64];
+
+	(void)revents;
+	while (read(job->wake[0], c, sizeof(c)) > 0)
+		;
+	pthread_mutex_lock(&job->mu);
+	n = job->npending;
+	memcpy(sigs, job->pending, (size_t)n * sizeof(int));
+	job->npending = 0;
+	kill_req = job->kill_req;
+	pthread_mutex_unlock(&job->mu);
+	for (int i = 0; i < n; i++)
+		command_all(job, HERD__LAUNCH_T_SIGNAL, sigs[i]);
+	if (kill_req && !job->killed) {
+		job->killed = true;
+		stop_all(job, job->spec.grace_ms);
+	}
 }
 
 /* Starts one run: the store, then every node.  Nothing is left on failure. */
@@ -1032,11 +1081,17 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 	HERD_CHECK_GOTO(herd__calloc(&job->rt, job->nnodes, sizeof(*job->rt), "the job's nodes"),
 			st, fail);
 	for (size_t i = 0; i < job->nnodes; i++) {
-		struct node_rt *nr = &job->rt[i];
+		job->rt[i].node = &job->nodes[i];
+		job->rt[i].via = i;
+	}
+	{
+		herd__engine_client client = { .userdata = job, .input = channel_input,
+					       .ended = channel_ended };
 
-		nr->node = &job->nodes[i];
-		nr->via = i;
-		herd__launch_link_init(&nr->link);
+		HERD_CHECK_GOTO(herd__engine_create(&job->engine, job->backend, &client), st, fail);
+		herd__watcher_init(&job->wake_w, job->wake[0], on_wake, job);
+		HERD_CHECK_GOTO(herd__loop_watch(herd__engine_loop(job->engine), &job->wake_w,
+						 POLLIN), st, fail);
 	}
 	HERD_CHECK_GOTO(start_nodes(job, store, adv, bind, maddr, mport, deadline), st, fail);
 	return HERD_OK;
@@ -1050,47 +1105,18 @@ static bool node_done(const struct node_rt *nr)
 	return nr->closed;
 }
 
-/* Requests of the API calls, applied on the supervisor thread. */
-static void apply_requests(herd_job *job, bool *killed)
-{
-	int sigs[MAX_PENDING_SIGNALS], n;
-	bool kill_req;
-	char c[64];
-
-	while (read(job->wake[0], c, sizeof(c)) > 0)
-		;
-	pthread_mutex_lock(&job->mu);
-	n = job->npending;
-	memcpy(sigs, job->pending, (size_t)n * sizeof(int));
-	job->npending = 0;
-	kill_req = job->kill_req;
-	pthread_mutex_unlock(&job->mu);
-	for (int i = 0; i < n; i++)
-		command_all(job, HERD__LAUNCH_T_SIGNAL, sigs[i]);
-	if (kill_req && !*killed) {
-		*killed = true;
-		stop_all(job, job->spec.grace_ms);
-	}
-}
-
 /*
  * Watches a run until every node is done.  *up turns true once every node
  * is up and every rank reported; a node that fails before that ends the
  * run with the error returned (the run is not torn down here).
  */
-static herd_status run_watch(herd_job *job, int64_t deadline, bool *up, bool *killed)
+static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 {
-	struct pollfd *fds = NULL;
-	size_t cap = 1;
 	herd_status st = HERD_OK;
 
-	for (size_t i = 0; i < job->nnodes; i++)
-		cap += 3;
-	HERD_CHECK(herd__calloc(&fds, cap, sizeof(*fds), "the job's poll set"));
 	for (bool went = false;;) {
 		bool all_done = true, all_up = true, all_ready = true;
-		int timeout = -1;
-		size_t n = 0;
+		int64_t wake = -1;
 
 		for (size_t i = 0; i < job->nnodes; i++) {
 			struct node_rt *nr = &job->rt[i];
@@ -1153,57 +1179,30 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up, bool *ki
 
 				if (nr->closed)
 					continue;
-				herd__launch_link_close(&nr->link);
-				if (nr->link.ch.pid > 0)
-					kill(nr->link.ch.pid, SIGKILL);
+				if (nr->link != NULL) {
+					if (nr->link->ch.pid > 0)
+						kill(nr->link->ch.pid, SIGKILL);
+					herd__engine_close(job->engine, nr->h, HERD_OK, NULL);
+				}
 				node_lost(job, nr, "it did not stop its ranks within the grace "
 					  "period");
 			}
 		}
 
-		fds[n++] = (struct pollfd){ .fd = job->wake[0], .events = POLLIN };
-		for (size_t i = 0; i < job->nnodes; i++) {
-			struct node_rt *nr = &job->rt[i];
-
-			n += herd__launch_link_pollfds(&nr->link, fds + n, true);
-		}
-		if (!*up) {
-			int t = herd__net_remaining_ms(deadline);
-
-			if (timeout < 0 || t < timeout)
-				timeout = t;
-		}
-		if (job->stopping) {
-			int t = herd__net_remaining_ms(job->stop_deadline);
-
-			if (timeout < 0 || t < timeout)
-				timeout = t;
-		}
-		if (job->candidate >= 0 && job->first_failed < 0) {
-			int t = herd__net_remaining_ms(job->candidate_at + SETTLE_MS);
-
-			if (timeout < 0 || t < timeout)
-				timeout = t;
-		}
-		if (poll(fds, (nfds_t)n, timeout) < 0 && errno != EINTR) {
-			st = herd__error_errno(HERD_ESYS, errno, "poll in the job's supervisor");
+		if (!*up)
+			wake = deadline;
+		if (job->stopping && (wake < 0 || job->stop_deadline < wake))
+			wake = job->stop_deadline;
+		if (job->candidate >= 0 && job->first_failed < 0 &&
+		    (wake < 0 || job->candidate_at + SETTLE_MS < wake))
+			wake = job->candidate_at + SETTLE_MS;
+		st = herd__engine_run_once(job->engine, wake);
+		if (st != HERD_OK) {
+			herd__error_wrap(st, "in the job's supervisor: ");
 			break;
-		}
-		if (fds[0].revents != 0)
-			apply_requests(job, killed);
-		for (size_t i = 0; i < job->nnodes; i++) {
-			struct node_rt *nr = &job->rt[i];
-
-			if (nr->link.ch.errfd >= 0)
-				herd__launch_link_read_err(&nr->link);
-			if (nr->link.ch.wfd >= 0)
-				channel_write(job, nr);
-			if (nr->link.ch.rfd >= 0)
-				channel_read(job, nr);
 		}
 	}
 	settle_locked(job, true);
-	free(fds);
 	return st;
 }
 
@@ -1221,7 +1220,7 @@ static bool output_give_up(void *arg)
 	return give_up;
 }
 
-static void finish(herd_job *job, bool killed)
+static void finish(herd_job *job)
 {
 	/* The ranks are done; what they wrote goes out before the job is
 	 * over, unless the launcher is told to stop waiting for its reader. */
@@ -1232,7 +1231,7 @@ static void finish(herd_job *job, bool killed)
 		job->exit_status = 128 + job->blamed_pause;
 	} else if (job->first_failed >= 0) {
 		job->exit_status = status_of(&job->ranks[job->first_failed].st);
-	} else if (killed) {
+	} else if (job->killed) {
 		job->exit_status = 128 + SIGTERM;
 		job->failure = keep(job, "the job was stopped (herd_job_kill) before it finished");
 	} else {
@@ -1245,7 +1244,6 @@ static void finish(herd_job *job, bool killed)
 static void *supervise(void *arg)
 {
 	herd_job *job = arg;
-	bool killed = false;
 
 	for (;;) {
 		int64_t deadline = herd__net_deadline(job->spec.start_timeout_ms);
@@ -1253,7 +1251,7 @@ static void *supervise(void *arg)
 		herd_status st = run_begin(job, deadline);
 
 		if (st == HERD_OK)
-			st = run_watch(job, deadline, &up, &killed);
+			st = run_watch(job, deadline, &up);
 		if (st != HERD_OK) {
 			char msg[1024];
 
@@ -1299,7 +1297,7 @@ static void *supervise(void *arg)
 		if (!restart)
 			break;
 	}
-	finish(job, killed);
+	finish(job);
 	return NULL;
 }
 

@@ -546,7 +546,7 @@ static herd_status send_all(const herd__launch_backend *be, bool flat, const cha
 	herd_status st;
 
 	client.userdata = &s;
-	HERD_CHECK(herd__engine_create(&s.engine, be, &client));
+	HERD_CHECK(herd__engine_create(&s.engine, be, &client, NULL));
 	HERD_CHECK_GOTO(herd__engine_fanout(s.engine, &cmd), st, out);
 	s.np = herd__engine_helpers(s.engine);
 	HERD_CHECK_GOTO(herd__calloc(&s.peers, s.np + 1, sizeof(*s.peers), "the receivers"), st,

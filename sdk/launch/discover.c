@@ -257,7 +257,7 @@ static herd_status probe_all(probe_node *nodes, size_t n, const herd_discover_op
 	cmd.nhosts = n;
 	cmd.fanout = (size_t)fanout;
 	client.userdata = &d;
-	HERD_CHECK_GOTO(herd__engine_create(&d.engine, be, &client), st, out);
+	HERD_CHECK_GOTO(herd__engine_create(&d.engine, be, &client, NULL), st, out);
 	HERD_CHECK_GOTO(herd__engine_fanout(d.engine, &cmd), st, out);
 	herd__timer_init(&d.progress, on_progress, &d);
 	HERD_CHECK_GOTO(herd__loop_timer(herd__engine_loop(d.engine), &d.progress,

@@ -46,7 +46,8 @@ typedef struct helper {
 struct herd__engine {
 	const herd__launch_backend *be;
 	herd__engine_client client;
-	herd__loop loop;
+	herd__loop own, *loop;          /* the loop: its own, or the client's */
+	bool hold;
 	helper **h;
 	size_t n, cap;
 	size_t next;                    /* the next planned helper to start */
@@ -61,7 +62,7 @@ struct herd__engine {
 
 static void unwatch_all(helper *p)
 {
-	herd__loop *l = &p->e->loop;
+	herd__loop *l = p->e->loop;
 
 	herd__loop_unwatch(l, &p->rw);
 	herd__loop_unwatch(l, &p->ww);
@@ -134,7 +135,7 @@ static void maybe_done(helper *p)
 		snprintf(why, sizeof(why), "waitpid: %s", strerror(errno));
 		p->link.ch.pid = 0;
 		finish(p, HERD_ESYS, -1, why);
-	} else if (herd__loop_timer(&p->e->loop, &p->reap,
+	} else if (herd__loop_timer(p->e->loop, &p->reap,
 				    herd__net_now_ms() + REAP_POLL_MS) != HERD_OK) {
 		finish(p, HERD_ENOMEM, -1, herd_last_error());
 	}
@@ -236,7 +237,7 @@ static void on_stdout(herd__watcher *w, short revents)
 		finish(p, st, -1, why);
 		return;
 	}
-	herd__loop_unwatch(&e->loop, &p->rw);
+	herd__loop_unwatch(e->loop, &p->rw);
 	close(p->link.ch.rfd);
 	if (p->link.ch.wfd == p->link.ch.rfd)
 		p->link.ch.wfd = -1;
@@ -262,7 +263,7 @@ static void on_stderr(herd__watcher *w, short revents)
 		sort_lines(e, &e->err_part, true, l->ch.errfd < 0);
 	}
 	if (l->ch.errfd < 0) {
-		herd__loop_unwatch(&e->loop, &p->ew);
+		herd__loop_unwatch(e->loop, &p->ew);
 		maybe_done(p);
 	}
 }
@@ -275,11 +276,11 @@ static void update_write_watch(helper *p)
 	if (p->state != RUNNING)
 		return;
 	if (!want) {
-		herd__loop_unwatch(&p->e->loop, &p->ww);
+		herd__loop_unwatch(p->e->loop, &p->ww);
 		return;
 	}
 	p->ww.fd = l->ch.wfd;
-	if (herd__loop_watch(&p->e->loop, &p->ww, POLLOUT) != HERD_OK)
+	if (herd__loop_watch(p->e->loop, &p->ww, POLLOUT) != HERD_OK)
 		finish(p, HERD_ENOMEM, -1, herd_last_error());
 }
 
@@ -346,11 +347,11 @@ static herd_status watch(helper *p, const herd__launch_channel *ch)
 	p->rw.fd = p->link.ch.rfd;
 	p->ew.fd = p->link.ch.errfd;
 	if (p->rw.fd >= 0)
-		HERD_CHECK(herd__loop_watch(&e->loop, &p->rw, POLLIN));
+		HERD_CHECK(herd__loop_watch(e->loop, &p->rw, e->hold ? 0 : POLLIN));
 	if (p->ew.fd >= 0)
-		HERD_CHECK(herd__loop_watch(&e->loop, &p->ew, POLLIN));
+		HERD_CHECK(herd__loop_watch(e->loop, &p->ew, POLLIN));
 	if (p->patience_ms > 0)
-		HERD_CHECK(herd__loop_timer(&e->loop, &p->deadline,
+		HERD_CHECK(herd__loop_timer(e->loop, &p->deadline,
 					    herd__net_deadline(p->patience_ms)));
 	return HERD_OK;
 }
@@ -423,9 +424,9 @@ herd_status herd__engine_fanout(herd__engine *e, const herd__engine_cmd *cmd)
 	long width;
 	helper *p;
 
-	if (e->be->run == NULL)
+	if (e->be == NULL || e->be->run == NULL)
 		return herd__error(HERD_EUNAVAIL, "the %s backend cannot run a command on nodes",
-				   e->be->name);
+				   e->be != NULL ? e->be->name : "(no)");
 	if (e->cmd.hosts != NULL)
 		return herd__error(HERD_EINVAL, "an engine runs one command");
 	e->cmd = *cmd;
@@ -465,20 +466,21 @@ herd_status herd__engine_run_once(herd__engine *e, int64_t until)
 	for (; e->next < e->n && e->running < fanout; e->next++)
 		if (e->h[e->next]->state == PLANNED)
 			start(e->h[e->next]);
-	return herd__loop_run_once(&e->loop, until);
+	return herd__loop_run_once(e->loop, until);
 }
 
 /* ---- the rest of the API -------------------------------------------------------------- */
 
 herd_status herd__engine_create(herd__engine **out, const herd__launch_backend *be,
-				const herd__engine_client *client)
+				const herd__engine_client *client, herd__loop *loop)
 {
 	herd__engine *e = NULL;
 
 	HERD_CHECK(herd__calloc(&e, 1, sizeof(*e), "the engine"));
 	e->be = be;
 	e->client = *client;
-	herd__loop_init(&e->loop);
+	herd__loop_init(&e->own);
+	e->loop = loop != NULL ? loop : &e->own;
 	herd__buf_init(&e->said, 1 << 20);
 	herd__buf_init(&e->err_part, 0);
 	*out = e;
@@ -513,14 +515,28 @@ void herd__engine_free(herd__engine *e, int reap_ms)
 	free(e->node_err);
 	herd__buf_free(&e->said);
 	herd__buf_free(&e->err_part);
-	herd__loop_free(&e->loop);
+	herd__loop_free(&e->own);
 	free(e->h);
 	free(e);
 }
 
 herd__loop *herd__engine_loop(herd__engine *e)
 {
-	return &e->loop;
+	return e->loop;
+}
+
+void herd__engine_hold_input(herd__engine *e, bool hold)
+{
+	if (e->hold == hold)
+		return;
+	e->hold = hold;
+	for (size_t i = 0; i < e->n; i++) {
+		helper *p = e->h[i];
+
+		if (p->state == RUNNING && herd__watcher_active(&p->rw) &&
+		    herd__loop_watch(e->loop, &p->rw, hold ? 0 : POLLIN) != HERD_OK)
+			finish(p, HERD_ENOMEM, -1, herd_last_error());
+	}
 }
 
 size_t herd__engine_helpers(const herd__engine *e)
@@ -571,8 +587,8 @@ void herd__engine_deadline(herd__engine *e, size_t h, int64_t at)
 	if (p->state != RUNNING)
 		return;
 	if (at < 0)
-		herd__loop_timer_stop(&e->loop, &p->deadline);
-	else if (herd__loop_timer(&e->loop, &p->deadline, at) != HERD_OK)
+		herd__loop_timer_stop(e->loop, &p->deadline);
+	else if (herd__loop_timer(e->loop, &p->deadline, at) != HERD_OK)
 		finish(p, HERD_ENOMEM, -1, herd_last_error());
 }
 
@@ -604,7 +620,7 @@ void herd__engine_close_input(herd__engine *e, size_t h)
 
 	if (p->link.ch.wfd < 0)
 		return;
-	herd__loop_unwatch(&e->loop, &p->ww);
+	herd__loop_unwatch(e->loop, &p->ww);
 	if (p->link.ch.wfd != p->link.ch.rfd)
 		close(p->link.ch.wfd);
 	else

@@ -94,9 +94,12 @@ typedef struct herd__engine_cmd {
 	size_t in_max;             /* the limit of a helper's stdout buffer (0: 1 MiB) */
 } herd__engine_cmd;
 
-/* The engine over backend be (its run member starts commands). */
+/*
+ * The engine over backend be (its run member starts commands; NULL for an
+ * engine of attached channels only), on loop (NULL: a loop of its own).
+ */
 herd_status herd__engine_create(herd__engine **out, const herd__launch_backend *be,
-				const herd__engine_client *client);
+				const herd__engine_client *client, herd__loop *loop);
 
 /*
  * Ends every helper still running (closed, SIGTERM to a process group and
@@ -151,6 +154,9 @@ void herd__engine_deadline(herd__engine *e, size_t h, int64_t at);
 /* Writes what it can of h's out buffer now and watches for the rest; a
  * channel that broke ends the helper (ended called). */
 void herd__engine_flush(herd__engine *e, size_t h);
+/* While held, no helper's stdout is read (its writer waits): a client
+ * whose own output is backlogged slows its helpers down. */
+void herd__engine_hold_input(herd__engine *e, bool hold);
 /* Whether writable is called for h when its stdin takes more. */
 void herd__engine_want_write(herd__engine *e, size_t h, bool want);
 /* Closes h's stdin (the helper reads its end of input). */

@@ -14,6 +14,7 @@
 
 #include "exec.h"
 #include "launch_internal.h"
+#include "loop.h"
 #include "net.h"
 
 /* How long the launcher may take to send the spec. */
@@ -32,6 +33,9 @@ typedef struct exec_state {
 	herd__buf in, out;
 	herd__node *node;
 	herd__relay *relay;   /* NULL: a leaf */
+	herd__loop loop;      /* the channel, the node's fds, the relay's children */
+	herd__watcher chan_r, chan_w;
+	herd_status st;       /* the first failure of the channel or the loop */
 	int grace_ms;
 	bool launcher_gone;   /* rfd closed: stop, and write nothing more */
 	bool broken;          /* wfd failed */
@@ -72,6 +76,12 @@ static void ev_paused(void *ud, int rank, int sig)
 	exec_state *x = ud;
 
 	queue(x, herd__launch_enc_paused(&x->out, rank, sig));
+}
+
+/* Output waiting for the launcher past which ranks and children are not read. */
+static bool backlogged(const exec_state *x)
+{
+	return x->out.len - x->out.off > OUT_BACKLOG_MAX;
 }
 
 /* Writes what it can without blocking; false once the launcher is gone. */
@@ -201,29 +211,95 @@ static herd_status refuse(exec_state *x, herd_status st)
 	return st;
 }
 
+/* The launcher is gone (or talks nonsense): no orphans, stop the ranks. */
+static void launcher_gone(exec_state *x)
+{
+	x->launcher_gone = true;
+	herd__loop_unwatch(&x->loop, &x->chan_r);
+	herd__node_stop(x->node, x->grace_ms);
+	herd__relay_shut(x->relay, x->grace_ms);
+}
+
+static void on_channel(herd__watcher *w, short revents)
+{
+	exec_state *x = w->data;
+	bool open = fill(x);
+	herd_status cst = commands(x);
+
+	(void)revents;
+	if (cst != HERD_OK && x->st == HERD_OK)
+		x->st = cst;
+	if (!open || cst != HERD_OK)
+		launcher_gone(x);
+}
+
+static void on_writable(herd__watcher *w, short revents)
+{
+	(void)revents;
+	flush(w->data);
+}
+
+/* A signal handler's self-pipe: stop the ranks. */
+static void on_stop(herd__watcher *w, short revents)
+{
+	exec_state *x = w->data;
+	char c[64];
+
+	(void)revents;
+	while (read(w->fd, c, sizeof(c)) > 0)
+		;
+	herd__node_stop(x->node, x->grace_ms);
+	herd__relay_shut(x->relay, x->grace_ms);
+}
+
+/* The node's rank pipes and pidfds, left unread while output is backlogged. */
+static size_t node_prepare(herd__source *src, struct pollfd *fds, int *timeout_ms)
+{
+	exec_state *x = src->data;
+	int t = herd__node_timeout(x->node);
+
+	if (!backlogged(x)) {
+		*timeout_ms = t;
+		return herd__node_pollfds(x->node, fds);
+	}
+	/* Reap and escalate even while backlogged. */
+	*timeout_ms = t < 0 || t > 100 ? 100 : t;
+	return 0;
+}
+
+static void node_dispatch(herd__source *src, const struct pollfd *fds, size_t n)
+{
+	exec_state *x = src->data;
+
+	herd__node_process(x->node, fds, n);
+}
+
 static herd_status serve(exec_state *x, int stop_fd)
 {
-	size_t cap = herd__node_nfds(x->node) + herd__relay_nfds(x->relay) + 3;
-	struct pollfd *fds = NULL;
-	int64_t flush_deadline = 0;
+	herd__watcher stop_w;
+	herd__source node_src = { .max_fds = herd__node_nfds(x->node), .prepare = node_prepare,
+				  .dispatch = node_dispatch, .data = x };
+	int64_t flush_deadline = -1;
 	bool sent_done = false;
-	herd_status st = HERD_OK;
+	herd_status st;
 
-	HERD_CHECK(herd__calloc(&fds, cap, sizeof(*fds), "herd exec's poll set"));
-	/* Frames that came with the spec (a relay's subtree specs) are due now. */
-	st = commands(x);
-	if (st != HERD_OK) {
-		x->launcher_gone = true;
-		herd__node_stop(x->node, x->grace_ms);
-		herd__relay_shut(x->relay, x->grace_ms);
+	herd__watcher_init(&x->chan_w, x->wfd, on_writable, x);
+	herd__watcher_init(&stop_w, stop_fd, on_stop, x);
+	if (herd__loop_source(&x->loop, &node_src) != HERD_OK ||
+	    (stop_fd >= 0 && herd__loop_watch(&x->loop, &stop_w, POLLIN) != HERD_OK) ||
+	    herd__loop_watch(&x->loop, &x->chan_r, POLLIN) != HERD_OK) {
+		/* herd__node_free ends the ranks. */
+		herd__loop_source_stop(&x->loop, &node_src);
+		herd__loop_unwatch(&x->loop, &stop_w);
+		return HERD_ENOMEM;
 	}
+	/* Frames that came with the spec (a relay's subtree specs) are due now. */
+	x->st = commands(x);
+	if (x->st != HERD_OK)
+		launcher_gone(x);
 	for (;;) {
-		bool backlog = x->out.len - x->out.off > OUT_BACKLOG_MAX;
-		int timeout = herd__node_timeout(x->node), rt = herd__relay_timeout(x->relay);
-		size_t n = 0, first_node_fd, first_relay_fd;
-
 		if (x->frame_st != HERD_OK) {
-			st = x->frame_st;
+			x->st = x->frame_st;
 			herd__node_stop(x->node, 0);
 		}
 		if (herd__node_done(x->node) && !sent_done) {
@@ -232,67 +308,26 @@ static herd_status serve(exec_state *x, int stop_fd)
 		}
 		/* A relay stays until its children's channels have closed. */
 		if (sent_done && herd__relay_done(x->relay)) {
-			if (flush_deadline == 0)
+			if (flush_deadline < 0)
 				flush_deadline = herd__net_deadline(FLUSH_TIMEOUT_MS);
 			if (!flush(x) || x->out.len == x->out.off ||
 			    herd__net_now_ms() >= flush_deadline)
 				break;
 		}
-		if (!x->launcher_gone)
-			fds[n++] = (struct pollfd){ .fd = x->rfd, .events = POLLIN };
-		if (!x->broken && x->out.len > x->out.off)
-			fds[n++] = (struct pollfd){ .fd = x->wfd, .events = POLLOUT };
-		if (stop_fd >= 0)
-			fds[n++] = (struct pollfd){ .fd = stop_fd, .events = POLLIN };
-		first_node_fd = n;
-		if (!backlog)
-			n += herd__node_pollfds(x->node, fds + n);
-		else if (timeout < 0 || timeout > 100)
-			timeout = 100;  /* reap and escalate even while backlogged */
-		first_relay_fd = n;
-		n += herd__relay_pollfds(x->relay, fds + n, !backlog);
-		if (rt >= 0 && (timeout < 0 || rt < timeout))
-			timeout = rt;
-		if (flush_deadline != 0) {
-			int t = herd__net_remaining_ms(flush_deadline);
-
-			if (timeout < 0 || t < timeout)
-				timeout = t;
-		}
-		if (poll(fds, (nfds_t)n, timeout) < 0 && errno != EINTR) {
-			st = herd__error_errno(HERD_ESYS, errno, "poll");
+		herd__relay_hold(x->relay, backlogged(x));
+		st = herd__loop_watch(&x->loop, &x->chan_w,
+				      !x->broken && x->out.len > x->out.off ? POLLOUT : 0);
+		if (st == HERD_OK)
+			st = herd__loop_run_once(&x->loop, flush_deadline);
+		if (st != HERD_OK) {
+			x->st = st;
 			herd__node_stop(x->node, 0);
 		}
-		for (size_t i = 0; i < first_node_fd; i++) {
-			if (fds[i].revents == 0)
-				continue;
-			if (fds[i].fd == x->rfd && !x->launcher_gone) {
-				bool open = fill(x);
-				herd_status cst = commands(x);
-
-				if (cst != HERD_OK && st == HERD_OK)
-					st = cst;
-				if (!open || cst != HERD_OK) {
-					/* The launcher is gone (or talks nonsense): no
-					 * orphans, stop the ranks. */
-					x->launcher_gone = true;
-					herd__node_stop(x->node, x->grace_ms);
-					herd__relay_shut(x->relay, x->grace_ms);
-				}
-			} else if (fds[i].fd == stop_fd) {
-				char c[64];
-
-				while (read(stop_fd, c, sizeof(c)) > 0)
-					;
-				herd__node_stop(x->node, x->grace_ms);
-				herd__relay_shut(x->relay, x->grace_ms);
-			}
-		}
-		herd__node_process(x->node, fds + first_node_fd, first_relay_fd - first_node_fd);
-		herd__relay_process(x->relay, fds + first_relay_fd, n - first_relay_fd);
 		flush(x);
 	}
-	free(fds);
+	herd__loop_source_stop(&x->loop, &node_src);
+	herd__loop_unwatch(&x->loop, &stop_w);
+	st = x->st;
 	if (st == HERD_OK && x->launcher_gone)
 		st = herd__error(HERD_ECLOSED, "the launcher went away; the ranks "
 				 "were stopped");
@@ -311,6 +346,8 @@ herd_status herd__job_exec(int rfd, int wfd, int stop_fd)
 		return herd__error(HERD_EINVAL, "herd exec: bad channel fds %d, %d", rfd, wfd);
 	herd__buf_init(&x.in, HERD__LAUNCH_FRAME_MAX + 4);
 	herd__buf_init(&x.out, 0);
+	herd__loop_init(&x.loop);
+	herd__watcher_init(&x.chan_r, rfd, on_channel, &x);
 	memset(&spec, 0, sizeof(spec));
 	fcntl(rfd, F_SETFL, fcntl(rfd, F_GETFL) | O_NONBLOCK);
 	fcntl(wfd, F_SETFL, fcntl(wfd, F_GETFL) | O_NONBLOCK);
@@ -335,7 +372,7 @@ herd_status herd__job_exec(int rfd, int wfd, int stop_fd)
 	flush(&x);
 	/* The subtree's ssh connections go up while the launcher waits. */
 	if (spec.nsub > 0) {
-		st = herd__relay_start(&x.relay, &spec, &x.out);
+		st = herd__relay_start(&x.relay, &spec, &x.out, &x.loop);
 		if (st != HERD_OK) {
 			st = refuse(&x, st);
 			goto out;
@@ -345,6 +382,7 @@ herd_status herd__job_exec(int rfd, int wfd, int stop_fd)
 	st = serve(&x, stop_fd);
 out:
 	herd__relay_free(x.relay);
+	herd__loop_free(&x.loop);
 	herd__node_free(x.node);
 	herd__node_spec_free(&spec);
 	herd__buf_free(&x.in);

@@ -1088,7 +1088,7 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 		herd__engine_client client = { .userdata = job, .input = channel_input,
 					       .ended = channel_ended };
 
-		HERD_CHECK_GOTO(herd__engine_create(&job->engine, job->backend, &client), st, fail);
+		HERD_CHECK_GOTO(herd__engine_create(&job->engine, job->backend, &client, NULL), st, fail);
 		herd__watcher_init(&job->wake_w, job->wake[0], on_wake, job);
 		HERD_CHECK_GOTO(herd__loop_watch(herd__engine_loop(job->engine), &job->wake_w,
 						 POLLIN), st, fail);

@@ -493,26 +493,25 @@ herd_status herd__launch_enc_relay(herd__buf *buf, int node, const char *payload
 /* ---- the relay (a `herd exec` with a subtree, sdk/launch/relay.c) ---------- */
 
 typedef struct herd__relay herd__relay;
+struct herd__loop;
 
 /*
  * Starts `herd exec` on each child of spec's subtree (spec->nsub > 0) at
- * once.  A child whose helper cannot start is reported up at once (an
- * error frame for it and its subtree, appended to up).  up: the relay's
- * own outgoing buffer, which must outlive the relay.
+ * once, as helpers of an engine on loop (the `herd exec`'s), which reads
+ * them, writes to them and reports lost ones by itself.  A child whose
+ * helper cannot start is reported up at once (an error frame for it and
+ * its subtree, appended to up).  up: the relay's own outgoing buffer,
+ * which must outlive the relay.
  */
-herd_status herd__relay_start(herd__relay **out, const herd__node_spec *spec, herd__buf *up);
+herd_status herd__relay_start(herd__relay **out, const herd__node_spec *spec, herd__buf *up,
+			      struct herd__loop *loop);
 /* A relay frame from above: for a child (unwrapped) or below it (as is).
  * HERD_EFORMAT for a node outside the subtree. */
 herd_status herd__relay_down(herd__relay *r, const herd__launch_msg *m);
 /* A command frame (signal, stop) passed to every child as it is. */
 void herd__relay_command(herd__relay *r, const char *payload, size_t len);
-/* Poll set: at most herd__relay_nfds entries; children are read only when read. */
-size_t herd__relay_nfds(const herd__relay *r);
-size_t herd__relay_pollfds(herd__relay *r, struct pollfd *fds, bool read);
-/* Milliseconds until herd__relay_process must run; -1: none. */
-int herd__relay_timeout(const herd__relay *r);
-/* Reads children (their frames wrapped into up), writes to them, reports lost ones. */
-void herd__relay_process(herd__relay *r, const struct pollfd *fds, size_t nfds);
+/* While held, the children are not read (the channel above is backlogged). */
+void herd__relay_hold(herd__relay *r, bool hold);
 /* The channel above is gone: close every child's channel (they stop their
  * ranks), and give up on those still open after grace_ms and a margin. */
 void herd__relay_shut(herd__relay *r, int grace_ms);

@@ -24,6 +24,7 @@
 typedef struct herd__loop herd__loop;
 typedef struct herd__watcher herd__watcher;
 typedef struct herd__timer herd__timer;
+typedef struct herd__source herd__source;
 
 /* revents: what poll said of the descriptor (POLLIN, POLLOUT, POLLHUP...). */
 typedef void (*herd__watcher_cb)(herd__watcher *w, short revents);
@@ -44,14 +45,33 @@ struct herd__timer {
 	size_t slot;
 };
 
+/*
+ * A source of descriptors that change from turn to turn (a node's rank
+ * pipes and pidfds), as glib's GSource: prepare adds them to the poll set
+ * each turn, dispatch gets them back with revents, every turn.
+ */
+struct herd__source {
+	size_t max_fds;        /* most fds prepare adds */
+	/* Fills fds[0..max_fds) (returns how many) and *timeout_ms: when
+	 * dispatch must run even with nothing ready (-1: only then). */
+	size_t (*prepare)(herd__source *s, struct pollfd *fds, int *timeout_ms);
+	void (*dispatch)(herd__source *s, const struct pollfd *fds, size_t n);
+	void *data;
+	size_t slot;
+};
+
 struct herd__loop {
 	herd__watcher **w;
 	size_t nw, capw;
 	herd__timer **t;
 	size_t nt, capt;
+	herd__source **s;
+	size_t ns, caps;
 	struct pollfd *fds;
-	size_t *owner;
-	size_t capfds;
+	size_t *owner;         /* per pollfd: its watcher, or SIZE_MAX for a source's */
+	size_t *src_at;        /* per source: its first pollfd and how many */
+	size_t *src_n;
+	size_t capfds, capsrc;
 	bool dirty;            /* a stopped watcher or timer left a hole */
 };
 
@@ -79,11 +99,15 @@ static inline bool herd__timer_active(const herd__timer *t)
 	return t->slot != 0;
 }
 
+/* Starts s (its max_fds, prepare and dispatch set).  HERD_ENOMEM. */
+herd_status herd__loop_source(herd__loop *l, herd__source *s);
+void herd__loop_source_stop(herd__loop *l, herd__source *s);
+
 /*
- * One turn: polls the started watchers until a descriptor is ready, the
+ * One turn: polls the started watchers and sources until a descriptor is ready, the
  * first timer is due or until (a herd__net_now_ms() time; -1: no limit
- * but the timers), then calls the watchers that are ready and the timers
- * that are due (each timer stops before its callback runs).  With nothing
+ * but the timers), then calls the watchers that are ready, every source's
+ * dispatch, and the timers that are due (each timer stops before its callback runs).  With nothing
  * to wait for and no limit it returns at once.  HERD_ESYS when poll fails
  * (not for EINTR).
  */

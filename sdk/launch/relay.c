@@ -4,14 +4,16 @@
  * children what the launcher does for its nodes (launch_internal.h, "Tree
  * fan-out"): starts `herd exec` on each over ssh, passes spec frames and
  * commands down and every frame of the subtree up, wrapped with the node
- * it came from, and reports the nodes it cannot reach or loses.  Channels
- * are herd__launch_link, the launcher's own (link.c).
+ * it came from, and reports the nodes it cannot reach or loses.  Its
+ * children are helpers of the remote-run engine (engine.h) on the loop of
+ * its `herd exec`, as the launcher's nodes are of the launcher's.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "engine.h"
 #include "net.h"
 #include "remote.h"
 
@@ -47,21 +49,18 @@ void herd__launch_tree_free(herd__launch_tree *t)
 	memset(t, 0, sizeof(*t));
 }
 
-struct child {
-	herd__launch_link link;
-	int node;            /* its node rank */
-	size_t len;          /* it and its subtree: nodes node..node+len-1 */
-	bool open;           /* its channel has not finished */
-};
-
+/*
+ * The relay's children are helpers of an engine on the loop of its `herd
+ * exec`; helper h answers for the subtree nodes [first, first + count),
+ * first counted from the relay's first child (node node_rank + 1).
+ */
 struct herd__relay {
 	const herd__node_spec *spec;   /* borrowed: hosts, own node rank */
 	herd__buf *up;
 	bool *finished;                /* per subtree node: done or error went up */
-	struct child *kids;
-	size_t nkids;
-	bool read, shut;
-	int64_t shut_deadline;
+	herd__engine *engine;
+	bool shut;
+	herd__timer shut_timer;
 };
 
 /* Appends one whole frame (length prefix, payload) to b. */
@@ -85,6 +84,15 @@ static const char *host_of(const herd__relay *r, int node)
 	return r->spec->sub[node - r->spec->node_rank - 1];
 }
 
+/* The node rank of a child's own node, and its subtree's size. */
+static int child_node(const herd__relay *r, size_t h, size_t *len)
+{
+	size_t first;
+
+	herd__engine_nodes(r->engine, h, &first, len);
+	return r->spec->node_rank + 1 + (int)first;
+}
+
 /* An error frame from node, as if it had sent it, on its way up. */
 static void report_up(herd__relay *r, int node, herd_status st, const char *msg)
 {
@@ -99,162 +107,41 @@ static void report_up(herd__relay *r, int node, herd_status st, const char *msg)
 }
 
 /*
- * A child's channel has ended: it and every node below it that had not
- * finished are reported up as lost, naming this relay and quoting ssh.
+ * A child is lost (node, with len nodes in its subtree; says: ssh's last
+ * words): it and every node below it that had not finished are reported
+ * up, naming this relay and quoting ssh.
  */
-static void child_end(herd__relay *r, struct child *c, const char *why)
+static void report_lost(herd__relay *r, int node, size_t len, const char *why, const char *says)
 {
-	char says[HERD__LAUNCH_LINK_ERR_MAX + 8], msg[HERD__LAUNCH_LINK_ERR_MAX + 1400];
+	char msg[HERD__LAUNCH_LINK_ERR_MAX + 1400];
 
-	herd__launch_link_read_err(&c->link);
-	for (size_t k = 0; k < c->len; k++) {
-		int node = c->node + (int)k;
+	for (size_t k = 0; k < len; k++) {
+		int n = node + (int)k;
 
-		if (*finished_of(r, node))
+		if (*finished_of(r, n))
 			continue;
 		if (k == 0)
 			snprintf(msg, sizeof(msg), "%.900s (started over ssh by relay node %s)%s",
-				 why, r->spec->host, herd__launch_link_says(&c->link, says,
-									    sizeof(says)));
+				 why, r->spec->host, says);
 		else
 			snprintf(msg, sizeof(msg), "relay node %s was lost: %.900s",
-				 host_of(r, c->node), why);
-		report_up(r, node, HERD_ECLOSED, msg);
-	}
-	herd__remote_channel_abort(&c->link.ch, 1000);
-	c->open = false;
-}
-
-herd_status herd__relay_start(herd__relay **out, const herd__node_spec *spec, herd__buf *up)
-{
-	herd__relay *r = NULL;
-	const char **argv = NULL;
-	size_t nrsh = 0, host_at;
-	herd_status st;
-
-	*out = NULL;
-	if (spec->nsub < 1 || spec->rsh == NULL || spec->rcmd == NULL)
-		return herd__error(HERD_EINVAL, "herd__relay_start: the spec has no subtree");
-	while (spec->rsh[nrsh] != NULL)
-		nrsh++;
-	HERD_CHECK(herd__calloc(&r, 1, sizeof(*r), "a relay"));
-	r->spec = spec;
-	r->up = up;
-	r->read = true;
-	r->nkids = herd__launch_tree_groups((size_t)spec->nsub, spec->width);
-	HERD_CHECK_GOTO(herd__calloc(&r->finished, (size_t)spec->nsub, sizeof(bool),
-				     "a relay's nodes"), st, fail);
-	HERD_CHECK_GOTO(herd__calloc(&r->kids, r->nkids, sizeof(*r->kids), "a relay's children"),
-			st, fail);
-	HERD_CHECK_GOTO(herd__calloc(&argv, nrsh + 3, sizeof(*argv), "the ssh command line"), st,
-			fail);
-	memcpy(argv, spec->rsh, nrsh * sizeof(*argv));
-	host_at = nrsh;
-	argv[nrsh + 1] = spec->rcmd;
-	for (size_t k = 0; k < r->nkids; k++)
-		herd__launch_link_init(&r->kids[k].link);
-	/* Every child at once, as the launcher does its first level. */
-	for (size_t k = 0; k < r->nkids; k++) {
-		struct child *c = &r->kids[k];
-		herd__launch_channel ch;
-		size_t off;
-
-		herd__launch_tree_group((size_t)spec->nsub, spec->width, k, &off, &c->len);
-		c->node = spec->node_rank + 1 + (int)off;
-		argv[host_at] = spec->sub[off];
-		c->open = true;
-		if (herd__launch_spawn_helper(argv, NULL, &ch) != HERD_OK) {
-			char why[1024];
-
-			snprintf(why, sizeof(why), "starting ssh: %s", herd_last_error());
-			child_end(r, c, why);
-			continue;
-		}
-		herd__launch_link_attach(&c->link, &ch);
-	}
-	free(argv);
-	*out = r;
-	return HERD_OK;
-fail:
-	free(argv);
-	herd__relay_free(r);
-	return st;
-}
-
-static struct child *child_for(herd__relay *r, int64_t node)
-{
-	for (size_t k = 0; k < r->nkids; k++)
-		if (node >= r->kids[k].node && node < r->kids[k].node + (int64_t)r->kids[k].len)
-			return &r->kids[k];
-	return NULL;
-}
-
-/* Writes what it can to a child; a failed write ends it. */
-static void child_flush(herd__relay *r, struct child *c)
-{
-	if (c->open && herd__launch_link_flush(&c->link) != HERD_OK) {
-		char why[512];
-
-		snprintf(why, sizeof(why), "%s", herd_last_error());
-		child_end(r, c, why);
+				 host_of(r, node), why);
+		report_up(r, n, HERD_ECLOSED, msg);
 	}
 }
 
-herd_status herd__relay_down(herd__relay *r, const herd__launch_msg *m)
+/* A child that broke the protocol or whose channel ended: reported, ended. */
+static void child_end(herd__relay *r, size_t h, const char *why)
 {
-	struct child *c = child_for(r, m->node);
-	herd_status st;
+	herd__launch_link *l = herd__engine_link(r->engine, h);
+	char says[HERD__LAUNCH_LINK_ERR_MAX + 8];
+	size_t len;
+	int node = child_node(r, h, &len);
 
-	if (c == NULL)
-		return herd__error(HERD_EFORMAT, "node protocol: relay frame for node %lld, which "
-				   "is not below node %d", (long long)m->node,
-				   r->spec->node_rank);
-	if (!c->open)
-		return HERD_OK;  /* reported lost already */
-	if (m->node == c->node)
-		st = append_frame(&c->link.out, m->frame, m->frame_len);
-	else
-		st = herd__launch_enc_relay(&c->link.out, (int)m->node, m->frame, m->frame_len);
-	if (st != HERD_OK)
-		return st;
-	child_flush(r, c);
-	return HERD_OK;
-}
-
-void herd__relay_command(herd__relay *r, const char *payload, size_t len)
-{
-	for (size_t k = 0; k < r->nkids; k++) {
-		struct child *c = &r->kids[k];
-
-		if (c->open && c->link.ch.wfd >= 0 &&
-		    append_frame(&c->link.out, payload, len) == HERD_OK)
-			child_flush(r, c);
-	}
-}
-
-size_t herd__relay_nfds(const herd__relay *r)
-{
-	return r != NULL ? 3 * r->nkids : 0;
-}
-
-size_t herd__relay_pollfds(herd__relay *r, struct pollfd *fds, bool read)
-{
-	size_t n = 0;
-
-	if (r == NULL)
-		return 0;
-	r->read = read;
-	for (size_t k = 0; k < r->nkids; k++)
-		if (r->kids[k].open)
-			n += herd__launch_link_pollfds(&r->kids[k].link, fds + n, read);
-	return n;
-}
-
-int herd__relay_timeout(const herd__relay *r)
-{
-	if (r == NULL || !r->shut || herd__relay_done(r))
-		return -1;
-	return herd__net_remaining_ms(r->shut_deadline);
+	herd__launch_link_read_err(l);
+	report_lost(r, node, len, why, herd__launch_link_says(l, says, sizeof(says)));
+	herd__remote_channel_abort(&l->ch, 1000);
+	herd__engine_close(r->engine, h, HERD_OK, NULL);
 }
 
 /*
@@ -262,20 +149,24 @@ int herd__relay_timeout(const herd__relay *r)
  * relays as they are (they must be of its subtree).  false, with why, when
  * it broke the protocol.
  */
-static bool child_frames(herd__relay *r, struct child *c, char *why, size_t cap)
+static bool child_frames(herd__relay *r, size_t h, herd__buf *in, char *why, size_t cap)
 {
+	size_t clen;
+	int cnode = child_node(r, h, &clen);
+
 	for (;;) {
 		const char *p;
 		size_t len;
 		herd__launch_type t;
 		herd_status st;
 
-		if (herd__launch_link_frame(&c->link, &p, &len) != HERD_OK) {
+		if (herd__launch_frame_peek(in, &len) != HERD_OK) {
 			snprintf(why, cap, "%s", herd_last_error());
 			return false;
 		}
 		if (len == SIZE_MAX)
 			return true;
+		p = (const char *)in->data + in->off + 4;
 		t = herd__launch_payload_type(p, len);
 		if (t == HERD__LAUNCH_T_UNKNOWN) {
 			snprintf(why, cap, "it sent a malformed frame");
@@ -290,7 +181,7 @@ static bool child_frames(herd__relay *r, struct child *c, char *why, size_t cap)
 				return false;
 			}
 			inner = herd__launch_payload_type(m.frame, m.frame_len);
-			if (m.node <= c->node || m.node >= c->node + (int64_t)c->len) {
+			if (m.node <= cnode || m.node >= cnode + (int64_t)clen) {
 				snprintf(why, cap, "it relayed a frame of node %lld, which is not "
 					 "in its subtree", (long long)m.node);
 				herd__launch_msg_free(&m);
@@ -302,48 +193,157 @@ static bool child_frames(herd__relay *r, struct child *c, char *why, size_t cap)
 			st = append_frame(r->up, p, len);
 		} else {
 			if (t == HERD__LAUNCH_T_DONE || t == HERD__LAUNCH_T_ERROR)
-				*finished_of(r, c->node) = true;
-			st = herd__launch_enc_relay(r->up, c->node, p, len);
+				*finished_of(r, cnode) = true;
+			st = herd__launch_enc_relay(r->up, cnode, p, len);
 		}
 		if (st != HERD_OK) {
 			snprintf(why, cap, "%s", herd_last_error());
 			return false;
 		}
-		herd__buf_consume(&c->link.in, len + 4);
+		herd__buf_consume(in, len + 4);
 	}
 }
 
-void herd__relay_process(herd__relay *r, const struct pollfd *fds, size_t nfds)
+/* What arrived from a child goes up first, then a broken frame ends it. */
+static void child_input(void *userdata, size_t h, herd__buf *in)
 {
-	(void)fds;
-	(void)nfds;
-	if (r == NULL)
-		return;
-	for (size_t k = 0; k < r->nkids; k++) {
-		struct child *c = &r->kids[k];
-		char why[1024];
-		herd_status st;
+	herd__relay *r = userdata;
+	char why[1024];
 
-		if (!c->open)
+	if (!child_frames(r, h, in, why, sizeof(why)))
+		child_end(r, h, why);
+}
+
+static void child_ended(void *userdata, size_t h, const herd__engine_end *end)
+{
+	herd__relay *r = userdata;
+	char says[HERD__LAUNCH_LINK_ERR_MAX + 8];
+	size_t len;
+	int node = child_node(r, h, &len);
+
+	report_lost(r, node, len, end->why,
+		    herd__engine_says(r->engine, h, says, sizeof(says)));
+	herd__remote_channel_abort(&herd__engine_link(r->engine, h)->ch, 1000);
+}
+
+/* Nobody above listens any more: the children still open are ended. */
+static void on_shut(herd__timer *t)
+{
+	herd__relay *r = t->data;
+
+	for (size_t h = 0; h < herd__engine_helpers(r->engine); h++) {
+		if (herd__engine_ended(r->engine, h))
 			continue;
-		if (r->shut && herd__net_now_ms() >= r->shut_deadline) {
-			/* Nobody above listens any more: just end it. */
-			herd__remote_channel_abort(&c->link.ch, 1000);
-			c->open = false;
+		herd__remote_channel_abort(&herd__engine_link(r->engine, h)->ch, 1000);
+		herd__engine_close(r->engine, h, HERD_OK, NULL);
+	}
+}
+
+herd_status herd__relay_start(herd__relay **out, const herd__node_spec *spec, herd__buf *up,
+			      herd__loop *loop)
+{
+	herd__engine_client client = { .input = child_input, .ended = child_ended };
+	herd__relay *r = NULL;
+	const char **argv = NULL;
+	size_t nrsh = 0, host_at, nkids;
+	herd_status st;
+
+	*out = NULL;
+	if (spec->nsub < 1 || spec->rsh == NULL || spec->rcmd == NULL)
+		return herd__error(HERD_EINVAL, "herd__relay_start: the spec has no subtree");
+	while (spec->rsh[nrsh] != NULL)
+		nrsh++;
+	HERD_CHECK(herd__calloc(&r, 1, sizeof(*r), "a relay"));
+	r->spec = spec;
+	r->up = up;
+	herd__timer_init(&r->shut_timer, on_shut, r);
+	client.userdata = r;
+	nkids = herd__launch_tree_groups((size_t)spec->nsub, spec->width);
+	HERD_CHECK_GOTO(herd__calloc(&r->finished, (size_t)spec->nsub, sizeof(bool),
+				     "a relay's nodes"), st, fail);
+	HERD_CHECK_GOTO(herd__engine_create(&r->engine, NULL, &client, loop), st, fail);
+	HERD_CHECK_GOTO(herd__calloc(&argv, nrsh + 3, sizeof(*argv), "the ssh command line"), st,
+			fail);
+	memcpy(argv, spec->rsh, nrsh * sizeof(*argv));
+	host_at = nrsh;
+	argv[nrsh + 1] = spec->rcmd;
+	/* Every child at once, as the launcher does its first level. */
+	for (size_t k = 0; k < nkids; k++) {
+		herd__launch_channel ch;
+		size_t off, len, h;
+
+		herd__launch_tree_group((size_t)spec->nsub, spec->width, k, &off, &len);
+		argv[host_at] = spec->sub[off];
+		if (herd__launch_spawn_helper(argv, NULL, &ch) != HERD_OK) {
+			char why[1024];
+
+			snprintf(why, sizeof(why), "starting ssh: %s", herd_last_error());
+			report_lost(r, spec->node_rank + 1 + (int)off, len, why, "");
 			continue;
 		}
-		/* Non-blocking throughout: a child with nothing to say costs a
-		 * read that returns EAGAIN. */
-		herd__launch_link_read_err(&c->link);
-		child_flush(r, c);
-		if (!c->open || !r->read || c->link.ch.rfd < 0)
-			continue;
-		st = herd__launch_link_fill(&c->link);
-		snprintf(why, sizeof(why), "%s", st != HERD_OK ? herd_last_error() : "");
-		/* What arrived before the end goes up first. */
-		if (!child_frames(r, c, why, sizeof(why)) || st != HERD_OK)
-			child_end(r, c, why);
+		HERD_CHECK_GOTO(herd__engine_attach(r->engine, &ch, off, len,
+						    HERD__LAUNCH_FRAME_MAX + 4, &h), st, fail);
 	}
+	free(argv);
+	*out = r;
+	return HERD_OK;
+fail:
+	free(argv);
+	herd__relay_free(r);
+	return st;
+}
+
+/* The child whose subtree holds node, or SIZE_MAX. */
+static size_t child_for(herd__relay *r, int64_t node)
+{
+	for (size_t h = 0; h < herd__engine_helpers(r->engine); h++) {
+		size_t len;
+		int first = child_node(r, h, &len);
+
+		if (node >= first && node < first + (int64_t)len)
+			return h;
+	}
+	return SIZE_MAX;
+}
+
+herd_status herd__relay_down(herd__relay *r, const herd__launch_msg *m)
+{
+	size_t h = child_for(r, m->node), len;
+	herd__launch_link *l;
+	herd_status st;
+
+	if (m->node <= r->spec->node_rank || m->node > r->spec->node_rank + r->spec->nsub)
+		return herd__error(HERD_EFORMAT, "node protocol: relay frame for node %lld, which "
+				   "is not below node %d", (long long)m->node,
+				   r->spec->node_rank);
+	if (h == SIZE_MAX || herd__engine_ended(r->engine, h))
+		return HERD_OK;  /* reported lost already */
+	l = herd__engine_link(r->engine, h);
+	if (m->node == child_node(r, h, &len))
+		st = append_frame(&l->out, m->frame, m->frame_len);
+	else
+		st = herd__launch_enc_relay(&l->out, (int)m->node, m->frame, m->frame_len);
+	if (st != HERD_OK)
+		return st;
+	herd__engine_flush(r->engine, h);
+	return HERD_OK;
+}
+
+void herd__relay_command(herd__relay *r, const char *payload, size_t len)
+{
+	for (size_t h = 0; h < herd__engine_helpers(r->engine); h++) {
+		herd__launch_link *l = herd__engine_link(r->engine, h);
+
+		if (!herd__engine_ended(r->engine, h) && l->ch.wfd >= 0 &&
+		    append_frame(&l->out, payload, len) == HERD_OK)
+			herd__engine_flush(r->engine, h);
+	}
+}
+
+void herd__relay_hold(herd__relay *r, bool hold)
+{
+	if (r != NULL)
+		herd__engine_hold_input(r->engine, hold);
 }
 
 void herd__relay_shut(herd__relay *r, int grace_ms)
@@ -351,41 +351,28 @@ void herd__relay_shut(herd__relay *r, int grace_ms)
 	if (r == NULL || r->shut)
 		return;
 	r->shut = true;
-	r->shut_deadline = herd__net_deadline(grace_ms + SHUT_SLACK_MS);
-	for (size_t k = 0; k < r->nkids; k++) {
-		struct child *c = &r->kids[k];
-
-		/* End of its stdin: that `herd exec` stops its ranks and, a relay
-		 * itself, shuts its own children the same way. */
-		if (c->link.ch.wfd >= 0) {
-			close(c->link.ch.wfd);
-			c->link.ch.wfd = -1;
-		}
-	}
+	/* End of its stdin: that `herd exec` stops its ranks and, a relay
+	 * itself, shuts its own children the same way. */
+	for (size_t h = 0; h < herd__engine_helpers(r->engine); h++)
+		herd__engine_close_input(r->engine, h);
+	if (herd__loop_timer(herd__engine_loop(r->engine), &r->shut_timer,
+			     herd__net_deadline(grace_ms + SHUT_SLACK_MS)) != HERD_OK)
+		on_shut(&r->shut_timer);
 }
 
 bool herd__relay_done(const herd__relay *r)
 {
-	for (size_t k = 0; r != NULL && k < r->nkids; k++)
-		if (r->kids[k].open)
-			return false;
-	return true;
+	return r == NULL || herd__engine_live(r->engine) == 0;
 }
 
 void herd__relay_free(herd__relay *r)
 {
 	if (r == NULL)
 		return;
-	for (size_t k = 0; r->kids != NULL && k < r->nkids; k++) {
-		struct child *c = &r->kids[k];
-
-		herd__launch_link_close(&c->link);
-		/* Closed stdin first: give it a moment to stop its ranks. */
-		if (c->link.ch.pid > 0)
-			herd__launch_link_reap(&c->link, c->open ? SHUT_SLACK_MS : 1000);
-		herd__launch_link_free(&c->link);
-	}
-	free(r->kids);
+	if (r->engine != NULL)
+		herd__loop_timer_stop(herd__engine_loop(r->engine), &r->shut_timer);
+	/* Closed stdin first: give them a moment to stop their ranks. */
+	herd__engine_free(r->engine, SHUT_SLACK_MS);
 	free(r->finished);
 	free(r);
 }

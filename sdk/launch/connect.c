@@ -20,6 +20,7 @@
 #include "herd/job.h"
 
 #include "connect.h"
+#include "loop.h"
 #include "exec.h"
 #include "auth.h"
 #include "net.h"
@@ -122,13 +123,21 @@ static void send_refusal(int fd, herd_status code, const char *msg, const char *
 
 /* ---- the launcher's side ----------------------------------------------------- */
 
+/*
+ * Connections half-way through authentication sit in a fixed table (their
+ * watchers and timers are in the loop, so a slot never moves); a free
+ * slot has fd -1.
+ */
 struct conn {
+	struct acceptor *a;
 	int fd;
 	uint8_t nonce[HERD__AUTH_NONCE_LEN];
 	uint8_t frame[FRAME_BUF];
 	size_t have;
 	int64_t deadline;
 	char peer[HERD_NET_ADDR_LEN];
+	herd__watcher w;
+	herd__timer timer;
 };
 
 struct acceptor {
@@ -137,13 +146,20 @@ struct acceptor {
 	size_t nnodes, connected;
 	herd__launch_channel *channels;
 	struct conn pending[HERD__CONNECT_MAX_PENDING];
-	size_t npending;
+	herd__loop loop;
+	herd__watcher listen, helper;
+	herd__buf *helper_out;
+	const char *helper_name;
+	herd_status st;               /* the first failure that ends the wait */
+	char why[1024];               /* its message */
 };
 
-static void drop(struct acceptor *a, size_t i)
+static void drop(struct conn *c)
 {
-	close(a->pending[i].fd);
-	a->pending[i] = a->pending[--a->npending];
+	herd__loop_unwatch(&c->a->loop, &c->w);
+	herd__loop_timer_stop(&c->a->loop, &c->timer);
+	close(c->fd);
+	c->fd = -1;
 }
 
 /* The job's nodes not connected yet, as a hostlist, into out. */
@@ -232,15 +248,17 @@ out:
 	return st;
 }
 
-/* Reads what pending connection i has sent; drops it when it fails. */
-static herd_status pending_read(struct acceptor *a, size_t i)
+/* Reads what a pending connection has sent; drops it when it fails. */
+static void on_pending(herd__watcher *w, short revents)
 {
-	struct conn *c = &a->pending[i];
+	struct conn *c = w->data;
+	struct acceptor *a = c->a;
 	size_t need, node = 0;
 	bool fatal = false;
 	herd_status st;
 	ssize_t got;
 
+	(void)revents;
 	if (c->have < 4) {
 		need = 4 - c->have;
 	} else {
@@ -249,58 +267,79 @@ static herd_status pending_read(struct acceptor *a, size_t i)
 		if (len == 0 || len > HERD__CONNECT_FRAME_MAX) {
 			herd__log_debug("launch: connection from %s: a %zu-byte frame before "
 					"authentication; dropped", c->peer, len);
-			drop(a, i);
-			return HERD_OK;
+			drop(c);
+			return;
 		}
 		need = 4 + len - c->have;
 	}
 	got = recv(c->fd, c->frame + c->have, need, 0);
 	if (got < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
-		return HERD_OK;
+		return;
 	if (got <= 0) {
-		drop(a, i);
-		return HERD_OK;
+		drop(c);
+		return;
 	}
 	c->have += (size_t)got;
 	if (c->have < 4 || c->have < 4 + (size_t)herd__be32_load(c->frame))
-		return HERD_OK;
+		return;
 	st = check_auth(a, c, &node, &fatal);
 	if (st != HERD_OK) {
 		herd__log_debug("launch: %s", herd_last_error());
 		send_refusal(c->fd, HERD_EAUTH, "refused", c->peer);
-		drop(a, i);
-		return fatal ? st : HERD_OK;
+		drop(c);
+		if (fatal && a->st == HERD_OK) {
+			a->st = st;
+			herd__strlcpy(a->why, herd_last_error(), sizeof(a->why));
+		}
+		return;
 	}
+	herd__loop_unwatch(&a->loop, &c->w);
+	herd__loop_timer_stop(&a->loop, &c->timer);
 	a->channels[node].rfd = a->channels[node].wfd = c->fd;
 	a->connected++;
-	a->pending[i] = a->pending[--a->npending];
-	return HERD_OK;
+	c->fd = -1;
 }
 
-static void accept_all(struct acceptor *a, int lfd)
+static void on_auth_timeout(herd__timer *t)
 {
+	struct conn *c = t->data;
+
+	herd__log_debug("launch: connection from %s did not authenticate in time; dropped",
+			c->peer);
+	drop(c);
+}
+
+static void on_listen(herd__watcher *w, short revents)
+{
+	struct acceptor *a = w->data;
+
+	(void)revents;
 	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct conn *c;
+		int fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct conn *c = NULL;
 
 		if (fd < 0)
 			return;
-		if (a->npending == HERD__CONNECT_MAX_PENDING) {
+		for (size_t i = 0; i < HERD__CONNECT_MAX_PENDING && c == NULL; i++)
+			if (a->pending[i].fd < 0)
+				c = &a->pending[i];
+		if (c == NULL) {
 			close(fd);
 			continue;
 		}
-		c = &a->pending[a->npending];
-		memset(c, 0, sizeof(*c));
 		c->fd = fd;
+		c->have = 0;
 		c->deadline = herd__net_deadline(HERD__CONNECT_AUTH_TIMEOUT_MS);
 		herd__net_peer_addr(fd, c->peer);
 		herd__net_tune(fd);
+		c->w.fd = fd;
 		if (herd__auth_random(c->nonce, sizeof(c->nonce)) != HERD_OK ||
-		    send_hello(fd, c->nonce, c->deadline, c->peer) != HERD_OK) {
-			close(fd);
+		    send_hello(fd, c->nonce, c->deadline, c->peer) != HERD_OK ||
+		    herd__loop_watch(&a->loop, &c->w, POLLIN) != HERD_OK ||
+		    herd__loop_timer(&a->loop, &c->timer, c->deadline) != HERD_OK) {
+			drop(c);
 			continue;
 		}
-		a->npending++;
 	}
 }
 
@@ -326,13 +365,27 @@ static bool helper_read(int fd, herd__buf *out)
 	}
 }
 
+/* The process that starts the nodes (srun) has more to say, or has ended. */
+static void on_helper(herd__watcher *w, short revents)
+{
+	struct acceptor *a = w->data;
+	char missing[512];
+
+	(void)revents;
+	if (helper_read(w->fd, a->helper_out) || a->st != HERD_OK)
+		return;
+	missing_nodes(a, missing, sizeof(missing));
+	a->st = HERD_EUNAVAIL;
+	snprintf(a->why, sizeof(a->why), "%s ended before %s connected back", a->helper_name,
+		 missing);
+}
+
 herd_status herd__connect_accept(int lfd, const char *secret, const herd__launch_node *nodes,
 				 size_t nnodes, herd__launch_channel *channels,
 				 const char *helper_name, int helper_fd, herd__buf *helper_out,
 				 int64_t deadline)
 {
 	struct acceptor *a = NULL;
-	struct pollfd fds[HERD__CONNECT_MAX_PENDING + 2];
 	char missing[512];
 	herd_status st = HERD_OK;
 
@@ -343,11 +396,24 @@ herd_status herd__connect_accept(int lfd, const char *secret, const herd__launch
 	a->nodes = nodes;
 	a->nnodes = nnodes;
 	a->channels = channels;
-	while (a->connected < nnodes) {
-		int64_t now = herd__net_now_ms(), wake = deadline;
-		size_t n = 0;
+	a->helper_out = helper_out;
+	a->helper_name = helper_name;
+	herd__loop_init(&a->loop);
+	for (size_t i = 0; i < HERD__CONNECT_MAX_PENDING; i++) {
+		struct conn *c = &a->pending[i];
 
-		if (now >= deadline) {
+		c->a = a;
+		c->fd = -1;
+		herd__watcher_init(&c->w, -1, on_pending, c);
+		herd__timer_init(&c->timer, on_auth_timeout, c);
+	}
+	herd__watcher_init(&a->listen, lfd, on_listen, a);
+	herd__watcher_init(&a->helper, helper_fd, on_helper, a);
+	HERD_CHECK_GOTO(herd__loop_watch(&a->loop, &a->listen, POLLIN), st, out);
+	if (helper_fd >= 0)
+		HERD_CHECK_GOTO(herd__loop_watch(&a->loop, &a->helper, POLLIN), st, out);
+	while (a->connected < nnodes && a->st == HERD_OK) {
+		if (herd__net_now_ms() >= deadline) {
 			missing_nodes(a, missing, sizeof(missing));
 			st = herd__error(HERD_ETIMEDOUT,
 					 "%zu of %zu nodes did not connect back within the start "
@@ -355,51 +421,20 @@ herd_status herd__connect_accept(int lfd, const char *secret, const herd__launch
 					 nnodes - a->connected, nnodes, missing);
 			goto out;
 		}
-		for (size_t i = 0; i < a->npending;) {
-			if (a->pending[i].deadline <= now) {
-				herd__log_debug("launch: connection from %s did not authenticate "
-						"in time; dropped", a->pending[i].peer);
-				drop(a, i);
-				continue;
-			}
-			if (a->pending[i].deadline < wake)
-				wake = a->pending[i].deadline;
-			i++;
-		}
-		fds[n++] = (struct pollfd){ .fd = lfd, .events = POLLIN };
-		if (helper_fd >= 0)
-			fds[n++] = (struct pollfd){ .fd = helper_fd, .events = POLLIN };
-		for (size_t i = 0; i < a->npending; i++)
-			fds[n++] = (struct pollfd){ .fd = a->pending[i].fd, .events = POLLIN };
-		if (poll(fds, (nfds_t)n, herd__net_remaining_ms(wake)) < 0) {
-			if (errno == EINTR)
-				continue;
-			st = herd__error_errno(HERD_ESYS, errno, "launch: poll");
+		st = herd__loop_run_once(&a->loop, deadline);
+		if (st != HERD_OK) {
+			herd__error_wrap(st, "launch: ");
 			goto out;
 		}
-		/* Pending connections first, by fd: the array moves as they go. */
-		for (size_t k = (helper_fd >= 0 ? 2 : 1); k < n; k++) {
-			if (fds[k].revents == 0)
-				continue;
-			for (size_t i = 0; i < a->npending; i++) {
-				if (a->pending[i].fd == fds[k].fd) {
-					HERD_CHECK_GOTO(pending_read(a, i), st, out);
-					break;
-				}
-			}
-		}
-		if (helper_fd >= 0 && fds[1].revents != 0 && !helper_read(helper_fd, helper_out)) {
-			missing_nodes(a, missing, sizeof(missing));
-			st = herd__error(HERD_EUNAVAIL, "%s ended before %s connected back",
-					 helper_name, missing);
-			goto out;
-		}
-		if (fds[0].revents != 0)
-			accept_all(a, lfd);
 	}
+	st = a->st;
+	if (st != HERD_OK)
+		herd__error(st, "%s", a->why);
 out:
-	while (a->npending > 0)
-		drop(a, 0);
+	for (size_t i = 0; i < HERD__CONNECT_MAX_PENDING; i++)
+		if (a->pending[i].fd >= 0)
+			drop(&a->pending[i]);
+	herd__loop_free(&a->loop);
 	if (st != HERD_OK) {
 		for (size_t i = 0; i < nnodes; i++) {
 			if (channels[i].rfd >= 0)

@@ -135,6 +135,14 @@ herd_status herd__check_replaceable(const char *path);
 herd_status herd__write_file_atomic(const char *path, const void *data, size_t len,
 				    mode_t mode);
 
+/*
+ * mkdir -p with mode for the directories it creates: dir and those above
+ * it; what exists already stays as it is.  HERD_EIO naming the directory
+ * that could not be made, or dir when it exists and is not a directory;
+ * HERD_EINVAL for an empty or overlong path.
+ */
+herd_status herd__mkdirs(const char *dir, mode_t mode);
+
 /* fsync of a directory, so that renames and creations in it are durable. */
 herd_status herd__fsync_dir(const char *dir);
 

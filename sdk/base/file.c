@@ -178,6 +178,28 @@ static herd_status fsync_parent(const char *path)
 	return herd__fsync_dir(dir);
 }
 
+herd_status herd__mkdirs(const char *dir, mode_t mode)
+{
+	char path[PATH_MAX];
+	size_t n = strlen(dir);
+	struct stat sb;
+
+	if (n == 0 || n >= sizeof(path))
+		return herd__error(HERD_EINVAL, "directory \"%.64s\": empty or too long", dir);
+	memcpy(path, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		path[i] = '\0';
+		if (mkdir(path, mode) != 0 && errno != EEXIST)
+			return herd__error_errno(HERD_EIO, errno, "cannot create directory %s", path);
+		path[i] = dir[i];
+	}
+	if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+		return herd__error(HERD_EIO, "%s is not a directory", dir);
+	return HERD_OK;
+}
+
 herd_status herd__fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

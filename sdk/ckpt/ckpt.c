@@ -28,32 +28,6 @@ herd_status herd__ckpt_path(char *buf, size_t cap, const char *dir, const char *
 	return HERD_OK;
 }
 
-/* mkdir -p. */
-static herd_status make_dirs(const char *dir)
-{
-	char path[4096];
-	size_t n = strlen(dir);
-
-	if (n == 0 || n >= sizeof(path))
-		return herd__error(HERD_EINVAL, "checkpoint directory \"%s\": empty or too long", dir);
-	memcpy(path, dir, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (path[i] != '/' && path[i] != '\0')
-			continue;
-		path[i] = '\0';
-		if (mkdir(path, 0700) != 0 && errno != EEXIST)
-			return herd__error_errno(HERD_EIO, errno, "cannot create directory %s", path);
-		path[i] = dir[i];
-	}
-	{
-		struct stat sb;
-
-		if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-			return herd__error(HERD_EIO, "%s is not a directory", dir);
-	}
-	return HERD_OK;
-}
-
 /*
  * Removes what interrupted saves and deletions left: temporary step
  * directories, steps half deleted, temporary `latest` files.  None of them
@@ -188,7 +162,7 @@ herd_status herd_ckpt_open(herd_ckpt **out, const char *dir, herd_comm *comm,
 	ck->chunk_bytes = o.chunk_bytes != 0 ? o.chunk_bytes : HERD__CKPT_CHUNK_DEFAULT;
 	/* Rank 0 prepares the directory; the others learn the outcome. */
 	if (ck->rank == 0) {
-		local = make_dirs(dir);
+		local = herd__mkdirs(dir, 0700);
 		if (local == HERD_OK)
 			local = lock_writer(dir, &ck->lock_fd);
 		if (local == HERD_OK)

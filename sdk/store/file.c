@@ -541,42 +541,24 @@ static const herd__store_ops file_ops = {
 	.destroy = file_destroy,
 };
 
-/* mkdir -p with mode 0700 for what it creates. */
-static herd_status make_dirs(const char *dir)
-{
-	char path[PATH_MAX];
-	size_t n = strlen(dir);
-
-	if (n >= sizeof(path))
-		return herd__error(HERD_EINVAL, "file store directory name too long: %.64s...", dir);
-	memcpy(path, dir, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (path[i] != '/' && path[i] != '\0')
-			continue;
-		path[i] = '\0';
-		if (mkdir(path, 0700) != 0 && errno != EEXIST)
-			return herd__error_errno(HERD_EIO, errno, "file store: cannot create "
-						 "directory %s", path);
-		path[i] = dir[i];
-	}
-	return HERD_OK;
-}
-
 herd_status herd__store_file_open(herd__store_backend **out, const char *dir,
 				  const herd_store_opts *opts)
 {
 	file_store *s;
+	herd_status st;
 
 	(void)opts;
 	*out = NULL;
-	HERD_CHECK(make_dirs(dir));
+	st = herd__mkdirs(dir, 0700);
+	if (st != HERD_OK)
+		return herd__error_wrap(st, "file store: ");
 	HERD_CHECK(herd__calloc(&s, 1, sizeof(*s), "a file store"));
 	s->base.ops = &file_ops;
 	snprintf(s->where, sizeof(s->where), "file store %s", dir);
 	s->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (s->dirfd < 0) {
-		herd_status st = herd__error_errno(HERD_EIO, errno, "file store: cannot open "
-						   "directory %s", dir);
+		st = herd__error_errno(HERD_EIO, errno, "file store: cannot open directory %s",
+				       dir);
 
 		free(s);
 		return st;

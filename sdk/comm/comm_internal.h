@@ -100,10 +100,6 @@ herd_status herd__nccl_check(const herd_comm *comm, const herd__op *op);
 const char *herd__nccl_runtime(char *buf, size_t cap);
 herd_status herd__nccl_run(herd_comm *comm, const herd__op *op);
 
-/* Runs the device calls of a group (op->sendbuf: op->count herd__ops) as
- * one NCCL group (herd_comm_group_end). */
-herd_status herd__nccl_run_group(herd_comm *comm, const herd__op *op);
-
 /* Queues op for the background thread and returns a request for it. */
 herd_status herd__comm_submit(herd_comm *comm, herd__op *op, herd_request **req);
 

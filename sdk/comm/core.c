@@ -1,8 +1,9 @@
 /*
  * sdk/comm/core.c - the communicator: init (meeting in the store, then
- * connecting), split, the calls' order, numbering and deadlines, the
- * progress thread of nonblocking calls, failures, finalize, destroy, abort.
- * See core.h for the lifetime rules.
+ * connecting through the transports of herd__transports[], transport.h),
+ * split, the calls' order, numbering and deadlines, the progress thread of
+ * nonblocking calls, failures, finalize, destroy, abort.  See core.h for
+ * the lifetime rules.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -229,7 +230,7 @@ void herd__comm_wake(herd_comm *comm)
 
 		(void)n;
 	}
-	herd__shm_ring_self(comm);
+	herd__comm_ring(comm);
 }
 
 void herd__comm_doing(herd_comm *comm, char *buf, size_t cap)
@@ -583,43 +584,6 @@ static herd_status read_infos(herd_comm *comm, int64_t deadline)
 	return HERD_OK;
 }
 
-/*
- * Where ranks that chose no listening address at first (herd__tcp_listen)
- * listen: each publishes "addr/RANK" once the info records are in, and the
- * others read it.
- */
-static herd_status late_addrs(herd_comm *comm, int *listen_fd, int64_t deadline)
-{
-	herd__peer *me = &comm->peers[comm->rank];
-	char key[32];
-
-	if (*listen_fd < 0) {
-		HERD_CHECK(herd__tcp_listen_late(comm, listen_fd, me->addrs, sizeof(me->addrs)));
-		snprintf(key, sizeof(key), "addr/%d", comm->rank);
-		HERD_CHECK(herd_store_set(comm->store, key, me->addrs, strlen(me->addrs)));
-	}
-	for (int j = 0; j < comm->size; j++) {
-		herd__peer *p = &comm->peers[j];
-		void *val = NULL;
-		size_t len = 0;
-
-		if (j == comm->rank || p->addrs[0] != '\0')
-			continue;
-		snprintf(key, sizeof(key), "addr/%d", j);
-		HERD_CHECK(herd_store_get(comm->store, key, herd__net_remaining_ms(deadline), &val,
-					  &len));
-		if (len == 0 || len >= sizeof(p->addrs) || memchr(val, '\0', len) != NULL) {
-			free(val);
-			return herd__error(HERD_EFORMAT, "rank %d (host %s) published a listening "
-					   "address of %zu bytes", j, p->host, len);
-		}
-		memcpy(p->addrs, val, len);
-		p->addrs[len] = '\0';
-		free(val);
-	}
-	return HERD_OK;
-}
-
 /* The job-wide key and id: made by rank 0, read by the others. */
 static herd_status share_key(herd_comm *comm, int64_t deadline)
 {
@@ -679,21 +643,9 @@ static void classify_peers(herd_comm *comm)
 		comm->ncpus = CPU_COUNT(&set);
 }
 
-bool herd__comm_uses_shm(const herd_comm *comm, int peer)
-{
-	const herd__peer *p = &comm->peers[peer];
-
-	return peer != comm->rank && p->same_host && p->transport == HERD__TRANSPORT_AUTO &&
-	       comm->cfg.transport == HERD__TRANSPORT_AUTO;
-}
-
 int herd__comm_streams(const herd_comm *comm, int peer)
 {
-	int mine = comm->peers[comm->rank].streams, theirs = comm->peers[peer].streams;
-
-	if (peer == comm->rank || herd__comm_uses_shm(comm, peer))
-		return 1;
-	return mine < theirs ? mine : theirs;
+	return comm->peers[peer].nlinks;
 }
 
 /* The hosts of place (see herd__place), from every rank's info record. */
@@ -734,19 +686,75 @@ static herd_status place_hosts(herd_comm *comm)
 	return HERD_OK;
 }
 
+/*
+ * Which transport joins each pair: the first of herd__transports[] that can
+ * connect it, as NCCL's canConnect over ncclTransports[].  Every rank reads
+ * the same info records, so both ends of a pair pick alike.  Also the
+ * doorbell, and whether some pair talks through sockets (place.any_tcp).
+ */
+static herd_status pick_transports(herd_comm *comm)
+{
+	char who[HERD__COMM_HOST_MAX + 32];
+
+	comm->place.any_tcp = false;
+	comm->bell = NULL;
+	for (int j = 0; j < comm->size; j++) {
+		const herd__transport *const *t = herd__transports;
+		herd__peer *p = &comm->peers[j];
+
+		p->via = NULL;
+		p->nlinks = 1;
+		if (j == comm->rank)
+			continue;
+		while (*t != NULL && ((*t)->can_connect == NULL || !(*t)->can_connect(comm, j)))
+			t++;
+		if (*t == NULL)
+			return herd__error(HERD_EUNAVAIL, "no transport of this libherd joins "
+					   "rank %d with %s", comm->rank,
+					   herd__comm_who(comm, j, who, sizeof(who)));
+		p->via = *t;
+		if (p->via->streams != NULL)
+			p->nlinks = p->via->streams(comm, j);
+		comm->place.any_tcp = comm->place.any_tcp || p->via->sockets;
+		if (comm->bell == NULL)
+			comm->bell = p->via->bell;
+	}
+	return HERD_OK;
+}
+
 /* What tune.c's choice depends on, alike on every rank: every rank sees
  * the same hosts, and every pair's transport the same way from both ends.
- * The collective transport, if any, is set after the mesh. */
+ * The collective transport, if any, is set after the links are made. */
 static herd_status place_ranks(herd_comm *comm)
 {
 	comm->place.force = comm->cfg.algo;
 	comm->place.one_host = comm->nlocal == comm->size;
-	comm->place.any_tcp = false;
-	for (int j = 0; j < comm->size; j++)
-		if (j != comm->rank && !herd__comm_uses_shm(comm, j))
-			comm->place.any_tcp = true;
 	comm->place.coll = NULL;
+	HERD_CHECK(pick_transports(comm));
 	return place_hosts(comm);
+}
+
+/* One step of init on every transport that takes part in it, in the
+ * table's order (transport.h). */
+static herd_status setup_step(herd_comm *comm, herd__setup_step step, int64_t deadline)
+{
+	for (const herd__transport *const *t = herd__transports; *t != NULL; t++)
+		if ((*t)->setup[step] != NULL)
+			HERD_CHECK((*t)->setup[step](comm, deadline));
+	return HERD_OK;
+}
+
+/* What the transports keep for the communicator, in the reverse of the
+ * order they were set up in. */
+static void free_transports(herd_comm *comm)
+{
+	size_t n = 0;
+
+	while (herd__transports[n] != NULL)
+		n++;
+	while (n-- > 0)
+		if (herd__transports[n]->free != NULL)
+			herd__transports[n]->free(comm);
 }
 
 /* A pidfd for each peer whose process this one can see: it turns readable
@@ -790,9 +798,8 @@ static void comm_free(herd_comm *comm)
 	}
 	if (comm->place.coll != NULL)
 		comm->place.coll->free(comm);
-	herd__nccl_free(comm);
+	free_transports(comm);
 	free(comm->group_ops);
-	herd__shm_destroy(comm);
 	herd__p2p_free(comm);
 	if (comm->wake_fd >= 0)
 		close(comm->wake_fd);
@@ -820,7 +827,7 @@ static herd_status comm_alloc(herd_comm **out, int rank, int size, const herd__c
 	comm->rank = rank;
 	comm->size = size;
 	comm->cfg = *cfg;
-	comm->wake_fd = comm->mon_fd = -1;
+	comm->wake_fd = comm->mon_fd = comm->listen_fd = -1;
 	atomic_init(&comm->status, HERD_OK);
 	atomic_init(&comm->aborted, false);
 	atomic_init(&comm->mon_stop, false);
@@ -873,7 +880,6 @@ herd_status herd__comm_init_cfg(herd_comm **out, herd_store *store, int rank, in
 	char key[48], who[HERD__COMM_HOST_MAX + 32];
 	char *info = NULL;
 	size_t info_len = 0;
-	int listen_fd = -1;
 	int64_t gen = 0;
 	herd_status st;
 
@@ -892,8 +898,7 @@ herd_status herd__comm_init_cfg(herd_comm **out, herd_store *store, int rank, in
 		HERD_CHECK_GOTO(share_key(comm, deadline), st, out);
 
 	if (size > 1)
-		HERD_CHECK_GOTO(herd__tcp_listen(comm, &listen_fd, comm->peers[rank].addrs,
-						 sizeof(comm->peers[rank].addrs)), st, out);
+		HERD_CHECK_GOTO(setup_step(comm, HERD__SETUP_LISTEN, deadline), st, out);
 	HERD_CHECK_GOTO(herd__comm_info_pack(&comm->peers[comm->rank], comm->rank, comm->size,
 					     &info, &info_len), st, out);
 	snprintf(key, sizeof(key), "info/%d", rank);
@@ -905,14 +910,12 @@ herd_status herd__comm_init_cfg(herd_comm **out, herd_store *store, int rank, in
 	classify_peers(comm);
 	HERD_CHECK_GOTO(place_ranks(comm), st, out);
 	if (size > 1)
-		HERD_CHECK_GOTO(late_addrs(comm, &listen_fd, deadline), st, out);
+		HERD_CHECK_GOTO(setup_step(comm, HERD__SETUP_ADDRS, deadline), st, out);
 
 	HERD_CHECK_GOTO(herd__p2p_init(comm), st, out);
 	if (size > 1) {
-		HERD_CHECK_GOTO(herd__shm_create(comm), st, out);
-		HERD_CHECK_GOTO(herd__tcp_mesh(comm, listen_fd, deadline), st, out);
-		HERD_CHECK_GOTO(herd__shm_attach(comm, deadline), st, out);
-		HERD_CHECK_GOTO(herd__shm_coll_init(comm), st, out);
+		for (int step = HERD__SETUP_CREATE; step <= HERD__SETUP_COLL; step++)
+			HERD_CHECK_GOTO(setup_step(comm, (herd__setup_step)step, deadline), st, out);
 		open_pidfds(comm);
 		HERD_CHECK_GOTO(herd__comm_broken(comm), st, out);
 		HERD_CHECK_GOTO(herd__monitor_start(comm), st, out);
@@ -927,8 +930,6 @@ herd_status herd__comm_init_cfg(herd_comm **out, herd_store *store, int rank, in
 	st = HERD_OK;
 out:
 	free(info);
-	if (listen_fd >= 0)
-		close(listen_fd);
 	if (st != HERD_OK) {
 		char msg[HERD__COMM_MSG_MAX];
 
@@ -1051,10 +1052,20 @@ static void drain_queue(herd_comm *comm)
 	pthread_mutex_unlock(&comm->q_mu);
 }
 
+/* The transport that runs op and gathers such calls in groups; NULL when
+ * none does. */
+static const herd__transport *group_transport(const herd__op *op)
+{
+	for (const herd__transport *const *t = herd__transports; *t != NULL; t++)
+		if ((*t)->groups != NULL && (*t)->groups(op))
+			return *t;
+	return NULL;
+}
+
 /* A call between herd_comm_group_start and _end: kept for the end. */
 static herd_status group_record(herd_comm *comm, const herd__op *op)
 {
-	if (op->run != herd__nccl_run)
+	if (group_transport(op) == NULL)
 		return herd__error(HERD_EINVAL, "%s inside a group: a group takes calls on device "
 				   "memory only", herd__op_name((herd__op_kind)op->fp.kind));
 	if (comm->group_n == comm->group_cap) {
@@ -1109,7 +1120,8 @@ herd_status herd_comm_group_end(herd_comm *comm)
 	op.count = comm->group_n;
 	op.device = comm->group_ops[0].device;
 	op.peer = op.peer2 = -1;
-	op.run = herd__nccl_run_group;
+	/* Every call of the group passed group_record. */
+	op.run = group_transport(&comm->group_ops[0])->run_group;
 	st = herd__comm_run(comm, &op);
 	comm->group_n = 0;
 	return st;

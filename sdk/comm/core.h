@@ -1,13 +1,15 @@
 /*
  * sdk/comm/core.h - the communicator itself, shared by the core (core.c,
- * env.c, p2p.c, monitor.c) and its transports (transport/: tcp.c, shm/).
+ * env.c, p2p.c, monitor.c) and its transports (transport/: tcp.c, shm/,
+ * nccl.c), which the core reaches through the table of transport.h.
  * The algorithms (algo/) do not include this header: they see
  * comm_internal.h only.
  *
  * Lifetime rules:
  *  1. Init meets the peers in the store (one msgpack "info" record per
  *     rank), connects a control connection to every peer and a data link
- *     to every peer (shared memory within a host, TCP otherwise), then
+ *     to every peer (through the first transport of the table that can
+ *     join the pair: shared memory within a host, TCP otherwise), then
  *     starts the monitor thread.  A failed init leaves nothing behind.
  *  2. One thread at a time runs calls (the caller's, or the progress
  *     thread for nonblocking calls; herd__comm_run waits for the queue to
@@ -96,8 +98,12 @@ typedef struct herd__peer {
 	bool same_host;             /* same host name, boot and /dev/shm */
 	bool same_pidns;            /* its pid means something here */
 
+	/* The transport that joins the pair, and its data links (both sides
+	 * decide alike); NULL and 1 for the rank itself. */
+	const herd__transport *via;
+	int nlinks;
 	herd__link *link;           /* data link; NULL for the rank itself */
-	/* Over TCP, herd__comm_streams(comm, j) connections: link and these. */
+	/* Over TCP, nlinks connections: link and these. */
 	herd__link *more[HERD__STREAMS_MAX - 1];
 	int ctl_fd;                 /* control connection; -1 for the rank itself */
 	int pidfd;                  /* -1 when none */
@@ -117,9 +123,6 @@ typedef struct herd__shm herd__shm;
 typedef struct herd__coll_state herd__coll_state;
 typedef struct herd__nccl herd__nccl;
 
-/* Frees the communicator's NCCL side, if any (transport/nccl.c). */
-void herd__nccl_free(herd_comm *comm);
-
 struct herd_comm {
 	int rank, size;
 	herd__comm_cfg cfg;
@@ -132,6 +135,10 @@ struct herd_comm {
 	herd__peer *peers;
 	int nlocal;                 /* ranks on this host, this one included */
 	herd__shm *shm;             /* NULL when no peer is local */
+	int listen_fd;              /* tcp.c's listening socket, during init; else -1 */
+	/* The doorbell of the links without a descriptor: the first that a
+	 * pair's transport has; NULL when no pair's has one. */
+	const herd__doorbell *bell;
 	herd__place place;          /* what tune.c's choice depends on, set at init */
 	int *hosts;                 /* place's host tables, one allocation */
 	herd__coll_state *coll_state; /* place.coll's, for this communicator */
@@ -196,8 +203,8 @@ struct herd_comm {
 herd_status herd__links_probe(herd_comm *comm, const herd__op *op);
 
 /* The data links of the pair (this rank, peer): 1 over shared memory,
- * the fewer of the two ranks' HERD_SOCKET_STREAMS over TCP.  Both sides
- * decide alike. */
+ * the fewer of the two ranks' HERD_SOCKET_STREAMS over TCP (the pair's
+ * transport says).  Both sides decide alike. */
 int herd__comm_streams(const herd_comm *comm, int peer);
 
 /* Data link s (0 <= s < herd__comm_streams) of the pair with peer. */
@@ -205,10 +212,6 @@ static inline herd__link *herd__comm_link(const herd_comm *comm, int peer, int s
 {
 	return s == 0 ? comm->peers[peer].link : comm->peers[peer].more[s - 1];
 }
-
-/* Whether the pair (this rank, peer) talks through shared memory: same
- * host and neither side asked for TCP.  Both sides decide alike. */
-bool herd__comm_uses_shm(const herd_comm *comm, int peer);
 
 /* How many ranks of the communicator are on this host, this one included. */
 int herd__comm_nlocal(const herd_comm *comm);
@@ -234,8 +237,16 @@ void herd__comm_fail_msg(herd_comm *comm, herd_status st, bool propagate, const 
 /* HERD_OK, or the status and message the communicator broke with. */
 herd_status herd__comm_broken(herd_comm *comm);
 
-/* Wakes whatever waits in a call (poll on wake_fd, the doorbell futex). */
+/* Wakes whatever waits in a call (poll on wake_fd, the doorbell). */
 void herd__comm_wake(herd_comm *comm);
+
+/* Rings this rank's own doorbell, if it has one, so that a call asleep on
+ * it looks again (a peer's goodbye).  Any thread. */
+static inline void herd__comm_ring(herd_comm *comm)
+{
+	if (comm->bell != NULL)
+		comm->bell->ring(comm);
+}
 
 /* Starts a library thread with every signal blocked. */
 herd_status herd__comm_thread_start(pthread_t *t, void *(*fn)(void *), void *arg,

@@ -237,7 +237,7 @@ static void on_frame(herd_comm *comm, int j, const ctl_hdr *h, const uint8_t *pa
 		atomic_store(&p->left, 1);
 		query_resolve(comm, j);
 		/* A rank waiting on it through shared memory checks `left`. */
-		herd__shm_ring_self(comm);
+		herd__comm_ring(comm);
 		break;
 	case HERD__CTL_ABORT:
 		p->dead = true;

@@ -23,10 +23,11 @@
  * Waiting, when a pass moved nothing: spin for SPIN_NS (a reply a
  * microsecond away costs no system call; with more ranks on the host than
  * CPUs, yielding the CPU on every pass), then sleep on what can wake the
- * exchange: the doorbell futex when only shared-memory links are pending
+ * exchange: the communicator's doorbell (comm->bell, the shared-memory
+ * transport's futex) when only links without a descriptor are pending
  * (100 ms at most, so `left` peers and the deadline are looked at), poll on
- * the TCP sockets and the communicator's wake eventfd otherwise (1 ms
- * slices when shared memory is pending too).
+ * the links' sockets and the communicator's wake eventfd otherwise (1 ms
+ * slices when a link without a descriptor is pending too).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -520,20 +521,21 @@ static herd_status settle(herd_comm *comm, herd_status st, int peer)
 	return herd__error(st, "%s", msg);
 }
 
-/* Collects the sockets to poll; *shm when a shared-memory link is pending. */
-static nfds_t collect_fds(const exchange *x, bool *shm)
+/* Collects the sockets to poll; *bell when a link without one (it signals
+ * on the doorbell) is pending. */
+static nfds_t collect_fds(const exchange *x, bool *bell)
 {
 	p2p_scratch *s = x->comm->p2p_scratch;
 	nfds_t n = 0;
 
-	*shm = false;
+	*bell = false;
 	for (size_t k = 0; k < x->ntact + x->nract; k++) {
 		bool send = k < x->ntact;
 		int id = active_link(x, k);
 		int fd = link_of(x, id)->ops->fd(link_of(x, id));
 
 		if (fd < 0) {
-			*shm = true;
+			*bell = true;
 			continue;
 		}
 		if (s->fd_slot[id] < 0) {
@@ -552,16 +554,17 @@ static herd_status run_exchange(exchange *x)
 {
 	herd_comm *comm = x->comm;
 	p2p_scratch *s = comm->p2p_scratch;
+	const herd__doorbell *bell = comm->bell;
 	int64_t idle_since = 0;
 	unsigned int busy_passes = 0, spins = 0;
 	uint32_t seen = 0;
 	bool armed = false, left_seen = false;
 	bool oversubscribed = comm->ncpus > 0 && comm->nkernel > comm->ncpus;
-	int64_t spin_ns = oversubscribed && comm->shm == NULL ? SPIN_NS_TCP_OVERSUBSCRIBED
-							       : SPIN_NS;
+	/* No doorbell: every link is a socket. */
+	int64_t spin_ns = oversubscribed && bell == NULL ? SPIN_NS_TCP_OVERSUBSCRIBED : SPIN_NS;
 
 	while (x->ntact + x->nract > 0) {
-		bool progressed = false, shm;
+		bool progressed = false, on_bell;
 		herd_status st;
 		nfds_t nfds;
 		int left;
@@ -569,14 +572,14 @@ static herd_status run_exchange(exchange *x)
 		st = pass(x, &progressed);
 		if (st != HERD_OK) {
 			if (armed)
-				herd__shm_disarm(comm);
+				bell->disarm(comm);
 			return settle(comm, st, x->failed_peer);
 		}
 		if (x->ntact + x->nract == 0)
 			break;
 		if (progressed) {
 			if (armed) {
-				herd__shm_disarm(comm);
+				bell->disarm(comm);
 				armed = false;
 			}
 			idle_since = 0;
@@ -587,7 +590,7 @@ static herd_status run_exchange(exchange *x)
 		}
 		if (atomic_load(&comm->status) != HERD_OK) {
 			if (armed)
-				herd__shm_disarm(comm);
+				bell->disarm(comm);
 			return herd__comm_broken(comm);
 		}
 		if (idle_since == 0)
@@ -604,7 +607,7 @@ static herd_status run_exchange(exchange *x)
 		}
 		if (herd__net_now_ms() >= comm->op_deadline) {
 			if (armed)
-				herd__shm_disarm(comm);
+				bell->disarm(comm);
 			return herd__comm_timeout(comm, s->waiting, waiting_peers(x, s->waiting));
 		}
 		left = left_peer(x);
@@ -615,30 +618,30 @@ static herd_status run_exchange(exchange *x)
 				continue;
 			}
 			if (armed)
-				herd__shm_disarm(comm);
+				bell->disarm(comm);
 			return herd__p2p_left_error(comm, left);
 		}
-		nfds = collect_fds(x, &shm);
-		if (shm && nfds == 1) {
+		nfds = collect_fds(x, &on_bell);
+		if (on_bell && nfds == 1) {
 			int ms = herd__net_remaining_ms(comm->op_deadline);
 
 			if (!armed) {
 				/* Announce the sleep, then look once more before it. */
-				seen = herd__shm_arm(comm);
+				seen = bell->arm(comm);
 				armed = true;
 				continue;
 			}
-			herd__shm_sleep(comm, seen, ms < SLEEP_MAX_MS ? ms + 1 : SLEEP_MAX_MS);
-			herd__shm_disarm(comm);
+			bell->sleep(comm, seen, ms < SLEEP_MAX_MS ? ms + 1 : SLEEP_MAX_MS);
+			bell->disarm(comm);
 			armed = false;
 		} else {
 			int ms = herd__net_remaining_ms(comm->op_deadline);
 
 			if (armed) {
-				herd__shm_disarm(comm);
+				bell->disarm(comm);
 				armed = false;
 			}
-			if (shm)
+			if (on_bell)
 				ms = MIXED_POLL_MS;
 			else if (ms >= POLL_MAX_MS)
 				ms = POLL_MAX_MS;

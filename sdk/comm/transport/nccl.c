@@ -4,9 +4,10 @@
  *
  * A call whose buffers are on a GPU (ops.c asks sdk/base/device.c) runs
  * here (NCCL's collectives, or groups of ncclSend and ncclRecv for the
- * others), numbered and timed by the core like any call, so that the
- * monitor's view of who entered what, the timeout report and the failure
- * rules are the host's:
+ * others), and so does a group of such calls (herd_comm_group_end, through
+ * this transport's entry of the table, transport.h), numbered and timed by
+ * the core like any call, so that the monitor's view of who entered what,
+ * the timeout report and the failure rules are the host's:
  *  - the NCCL communicator is made at the communicator's first device
  *    collective, on the buffers' GPU: rank 0's unique id goes through the
  *    communicator's store, and ncclCommInitRankConfig runs in NCCL's
@@ -738,7 +739,8 @@ herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
 	return run_ops(comm, op, op, 1);
 }
 
-herd_status herd__nccl_run_group(herd_comm *comm, const herd__op *op)
+/* The transport's run_group: the calls of herd_comm_group_end's group. */
+static herd_status nccl_run_group(herd_comm *comm, const herd__op *op)
 {
 	const herd__op *ops = op->sendbuf;
 
@@ -754,7 +756,8 @@ herd_status herd__nccl_run_group(herd_comm *comm, const herd__op *op)
 	return run_ops(comm, op, ops, op->count);
 }
 
-void herd__nccl_free(herd_comm *comm)
+/* The transport's free: the communicator's NCCL side, if any. */
+static void nccl_free(herd_comm *comm)
 {
 	herd__nccl *n = comm->nccl;
 	void *saved;
@@ -813,14 +816,31 @@ herd_status herd__nccl_run(herd_comm *comm, const herd__op *op)
 	return herd__nccl_check(comm, op);
 }
 
-herd_status herd__nccl_run_group(herd_comm *comm, const herd__op *op)
+static herd_status nccl_run_group(herd_comm *comm, const herd__op *op)
 {
 	return herd__nccl_check(comm, op);
 }
 
-void herd__nccl_free(herd_comm *comm)
+static void nccl_free(herd_comm *comm)
 {
 	(void)comm;
 }
 
 #endif
+
+/* ---- the transport ------------------------------------------------------ */
+
+/* Every device call runs here (ops.c), and a group gathers only those. */
+static bool nccl_groups(const herd__op *op)
+{
+	return op->run == herd__nccl_run;
+}
+
+/* It joins no pair of the host's links: its NCCL communicator has its own,
+ * made at the first device collective. */
+const herd__transport herd__nccl_transport = {
+	.name = "nccl",
+	.groups = nccl_groups,
+	.run_group = nccl_run_group,
+	.free = nccl_free,
+};

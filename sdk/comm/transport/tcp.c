@@ -2,7 +2,9 @@
  * sdk/comm/transport/tcp.c - the TCP side of a communicator: the listening socket,
  * the mesh of authenticated connections made at init (a control
  * connection to every peer, a data connection to every peer not reached
- * through shared memory), and the TCP data link.
+ * through shared memory), and the TCP data link; the TCP transport's
+ * entry of the table (herd__tcp_transport, transport.h), which joins any
+ * pair.
  *
  * Connecting: rank r connects to every rank below it and accepts from every
  * rank above it.  Both ends of a new connection send a HELLO at once
@@ -118,12 +120,24 @@ static bool ipv4_routable(const char *ip)
 	return inet_pton(AF_INET, ip, &a) == 1 && (ntohl(a.s_addr) >> 24) != 127;
 }
 
-herd_status herd__tcp_listen(herd_comm *comm, int *fd, char *addrs, size_t cap)
+/*
+ * HERD__SETUP_LISTEN: the listening socket (comm->listen_fd) and the
+ * addresses peers may reach it at (this rank's addrs, "a.b.c.d:port,...").
+ * It binds to one address, not to every interface: the interfaces
+ * HERD_SOCKET_IFNAME names (every one of them when it names several), else
+ * the one this rank reaches the job's store from.  When that route is
+ * loopback (or the store has no connection), listen_fd stays -1 and addrs
+ * empty: the rank publishes no address with its info record, and
+ * tcp_addrs decides once the peers are known.
+ */
+static herd_status tcp_listen(herd_comm *comm, int64_t deadline)
 {
 	const char *ifname = comm->cfg.ifname[0] != '\0' ? comm->cfg.ifname : NULL;
-	char via[HERD_NET_ADDR_LEN];
-	int count = 0;
+	char *addrs = comm->peers[comm->rank].addrs, via[HERD_NET_ADDR_LEN];
+	size_t cap = sizeof(comm->peers[comm->rank].addrs);
+	int *fd = &comm->listen_fd, count = 0;
 
+	(void)deadline;
 	*fd = -1;
 	addrs[0] = '\0';
 	if (ifname != NULL) {
@@ -142,7 +156,7 @@ herd_status herd__tcp_listen(herd_comm *comm, int *fd, char *addrs, size_t cap)
 	/* The interface this rank reaches the job's store through faces the
 	 * rest of the job (as NCCL's bootstrap takes the interface on
 	 * NCCL_COMM_ID's subnet).  A loopback route says nothing of other
-	 * hosts: herd__tcp_listen_late decides once the peers are known. */
+	 * hosts: tcp_addrs decides once the peers are known. */
 	if (herd__store_local_addr(comm->store, via, sizeof(via)) == HERD_OK &&
 	    ipv4_routable(via))
 		return listen_on(fd, via, addrs, cap);
@@ -166,7 +180,13 @@ static bool route_toward(const char *peer_addrs, char *ip, size_t cap)
 	return herd__net_source_addr(host, ip, cap);
 }
 
-herd_status herd__tcp_listen_late(herd_comm *comm, int *fd, char *addrs, size_t cap)
+/*
+ * The deferred choice, after the info records: 127.0.0.1 when every peer
+ * is on this host; else the address this host routes from toward the
+ * first remote peer's published address; else (no peer published one)
+ * every interface, likely addresses first.
+ */
+static herd_status listen_late(herd_comm *comm, int *fd, char *addrs, size_t cap)
 {
 	char ip[INET_ADDRSTRLEN];
 	bool alone = true;
@@ -180,6 +200,43 @@ herd_status herd__tcp_listen_late(herd_comm *comm, int *fd, char *addrs, size_t 
 		    route_toward(comm->peers[j].addrs, ip, sizeof(ip)) && ipv4_routable(ip))
 			return listen_on(fd, ip, addrs, cap);
 	return listen_any(fd, NULL, addrs, cap);
+}
+
+/*
+ * HERD__SETUP_ADDRS: where ranks that chose no listening address at first
+ * (tcp_listen) listen: each publishes "addr/RANK" once the info records
+ * are in, and the others read it.
+ */
+static herd_status tcp_addrs(herd_comm *comm, int64_t deadline)
+{
+	herd__peer *me = &comm->peers[comm->rank];
+	char key[32];
+
+	if (comm->listen_fd < 0) {
+		HERD_CHECK(listen_late(comm, &comm->listen_fd, me->addrs, sizeof(me->addrs)));
+		snprintf(key, sizeof(key), "addr/%d", comm->rank);
+		HERD_CHECK(herd_store_set(comm->store, key, me->addrs, strlen(me->addrs)));
+	}
+	for (int j = 0; j < comm->size; j++) {
+		herd__peer *p = &comm->peers[j];
+		void *val = NULL;
+		size_t len = 0;
+
+		if (j == comm->rank || p->addrs[0] != '\0')
+			continue;
+		snprintf(key, sizeof(key), "addr/%d", j);
+		HERD_CHECK(herd_store_get(comm->store, key, herd__net_remaining_ms(deadline), &val,
+					  &len));
+		if (len == 0 || len >= sizeof(p->addrs) || memchr(val, '\0', len) != NULL) {
+			free(val);
+			return herd__error(HERD_EFORMAT, "rank %d (host %s) published a listening "
+					   "address of %zu bytes", j, p->host, len);
+		}
+		memcpy(p->addrs, val, len);
+		p->addrs[len] = '\0';
+		free(val);
+	}
+	return HERD_OK;
 }
 
 /* ---- connecting ----------------------------------------------------------- */
@@ -421,14 +478,21 @@ static void set_control_socket_options(int fd)
 
 static herd_status tcp_link_new(herd_comm *comm, int peer, int fd, herd__link **out);
 
-/* The TCP data connections of the pair with peer: none over shared memory. */
+/* The TCP data connections of the pair with peer: none when another
+ * transport joins it (shared memory). */
 static int data_links(const herd_comm *comm, int peer)
 {
-	return herd__comm_uses_shm(comm, peer) ? 0 : herd__comm_streams(comm, peer);
+	return comm->peers[peer].via == &herd__tcp_transport ? herd__comm_streams(comm, peer) : 0;
 }
 
-herd_status herd__tcp_mesh(herd_comm *comm, int listen_fd, int64_t deadline)
+/*
+ * HERD__SETUP_CONNECT: connects and authenticates the control connection
+ * to every peer, and the TCP data links of every pair this transport
+ * joins; then closes the listening socket, which no peer needs any more.
+ */
+static herd_status tcp_mesh(herd_comm *comm, int64_t deadline)
 {
+	int listen_fd = comm->listen_fd;
 	hs *conns = NULL;
 	struct pollfd *pfds = NULL;
 	size_t n = 0, cap = 0, expect = 0, done = 0;
@@ -592,6 +656,8 @@ out:
 			close(conns[i].fd);
 	free(conns);
 	free(pfds);
+	close(listen_fd);
+	comm->listen_fd = -1;
 	return st;
 }
 
@@ -777,3 +843,41 @@ static herd_status tcp_link_new(herd_comm *comm, int peer, int fd, herd__link **
 	*out = &t->base;
 	return HERD_OK;
 }
+
+/* ---- the transport ------------------------------------------------------ */
+
+static bool tcp_can_connect(const herd_comm *comm, int peer)
+{
+	(void)comm;
+	(void)peer;
+	return true;
+}
+
+/* The fewer of the two ranks' HERD_SOCKET_STREAMS. */
+static int tcp_streams(const herd_comm *comm, int peer)
+{
+	int mine = comm->peers[comm->rank].streams, theirs = comm->peers[peer].streams;
+
+	return mine < theirs ? mine : theirs;
+}
+
+/* The listening socket of an init that failed before the mesh. */
+static void tcp_free(herd_comm *comm)
+{
+	if (comm->listen_fd >= 0)
+		close(comm->listen_fd);
+	comm->listen_fd = -1;
+}
+
+const herd__transport herd__tcp_transport = {
+	.name = "tcp",
+	.can_connect = tcp_can_connect,
+	.streams = tcp_streams,
+	.sockets = true,
+	.setup = {
+		[HERD__SETUP_LISTEN] = tcp_listen,
+		[HERD__SETUP_ADDRS] = tcp_addrs,
+		[HERD__SETUP_CONNECT] = tcp_mesh,
+	},
+	.free = tcp_free,
+};

@@ -1,8 +1,11 @@
 /*
- * sdk/comm/transport/transport.h - what a transport (shared memory, TCP)
- * provides to the point-to-point layer (p2p.c): a link per peer that moves
- * one message at a time in each direction, without ever blocking; and how
- * the core sets the transports up.  A transport that also runs whole
+ * sdk/comm/transport/transport.h - what a transport (shared memory, TCP,
+ * NCCL) provides: to the point-to-point layer (p2p.c), a link per peer
+ * that moves one message at a time in each direction, without ever
+ * blocking; to the core (core.c), an entry of the transport table
+ * (herd__transports[], transport.c), through which it sets the transports
+ * up, picks each pair's, sleeps on a doorbell, gathers device calls in
+ * groups and frees them, naming none.  A transport that also runs whole
  * collectives itself offers them as a herd__coll_ops (comm_internal.h),
  * as the shared-memory transport does with its direct allreduce (shm/).
  *
@@ -11,9 +14,9 @@
  * herd__tx or herd__rx and calls try_send / try_recv until `done`; each
  * call moves what can be moved now and returns.  When nothing moved, p2p.c
  * sleeps until the link may be ready again: on the link's file descriptor
- * (TCP, poll), or on the rank's doorbell futex (shared memory, shm.c's
- * herd__shm_arm / herd__shm_sleep), and on the communicator's wake
- * eventfd, which turns readable once the communicator is broken.
+ * (TCP, poll), or on the rank's doorbell (comm->bell: the shared-memory
+ * transport's futex), and on the communicator's wake eventfd, which turns
+ * readable once the communicator is broken.
  *
  * Errors: a peer that closed its end gives HERD_EPEER naming the rank and
  * host; a header that does not match the receiver's call gives whatever
@@ -99,7 +102,7 @@ typedef struct herd__link_ops {
 	herd_status (*try_send)(herd__link *link, herd__tx *tx, bool *progressed);
 	herd_status (*try_recv)(herd__link *link, herd__rx *rx, bool *progressed);
 	/* The descriptor to poll for readiness, or -1 when readiness is
-	 * signalled on the rank's doorbell futex (shm.c). */
+	 * signalled on the rank's doorbell (its transport's bell). */
 	int (*fd)(const herd__link *link);
 	/* Unblocks the link for good (abort); thread-safe, idempotent. */
 	void (*shutdown)(herd__link *link);
@@ -114,62 +117,101 @@ struct herd__link {
 	int peer;
 };
 
-/* ---- setting the transports up, for the core (core.c) --------------------- */
+/* ---- the transports, for the core (core.c) --------------------------------- */
 
 /*
- * tcp.c: the listening socket and the addresses peers may reach it at
- * (addrs, "a.b.c.d:port,...").  It binds to one address, not to every
- * interface: the interfaces HERD_SOCKET_IFNAME names (every one of them
- * when it names several), else the one this rank reaches the job's store
- * from.  When that route is loopback (or the store has no connection),
- * *fd stays -1 and addrs empty: the rank publishes no address with its
- * info record, and herd__tcp_listen_late decides once the peers are known.
+ * The steps of init that the transports take part in, in this order; the
+ * core runs each step on every transport of the table that has it, in the
+ * table's order, before the next step, and only when the communicator has
+ * more than one rank.
  */
-herd_status herd__tcp_listen(herd_comm *comm, int *fd, char *addrs, size_t cap);
+typedef enum herd__setup_step {
+	/* Before this rank's info record goes to the store: what it publishes
+	 * there (tcp: the listening socket and its addresses, peer.addrs). */
+	HERD__SETUP_LISTEN = 0,
+	/* After every info record, each pair's transport known: what could be
+	 * chosen only then (tcp: where a rank that published no address
+	 * listens, through the store). */
+	HERD__SETUP_ADDRS,
+	/* Before any connection: what the peers will open (shm: the inbox). */
+	HERD__SETUP_CREATE,
+	/* The control connection to every peer, which the tcp transport makes
+	 * whatever joins the pair, and the links that need nothing else. */
+	HERD__SETUP_CONNECT,
+	/* After the control connections: the links that need them (shm: maps
+	 * the peers' inboxes, MAPPED frames). */
+	HERD__SETUP_ATTACH,
+	/* Every link made: the collectives the transport runs itself, as
+	 * place.coll, when it can run them for this communicator and no
+	 * earlier transport of the table has offered its own. */
+	HERD__SETUP_COLL,
+	HERD__SETUP_STEPS
+} herd__setup_step;
 
 /*
- * tcp.c: the deferred choice, after the info records: 127.0.0.1 when every
- * peer is on this host; else the address this host routes from toward the
- * first remote peer's published address; else (no peer published one)
- * every interface, likely addresses first.
+ * How a rank sleeps until a link without a descriptor (fd -1) may be ready:
+ * arm (then look at the links once more), sleep until rung or timeout_ms,
+ * disarm; ring wakes this rank's own sleeper (a failure, a peer's goodbye).
+ * Only the thread that runs the calls arms and sleeps; ring is
+ * thread-safe.
  */
-herd_status herd__tcp_listen_late(herd_comm *comm, int *fd, char *addrs, size_t cap);
+typedef struct herd__doorbell {
+	uint32_t (*arm)(herd_comm *comm);
+	void (*sleep)(herd_comm *comm, uint32_t seen, int timeout_ms);
+	void (*disarm)(herd_comm *comm);
+	void (*ring)(herd_comm *comm);
+} herd__doorbell;
 
 /*
- * tcp.c: checks the len bytes at in as the 64-byte HELLO a connection
- * opens with: for communicator id (HERD__COMM_ID_LEN bytes) and this rank
- * of size; from an expected peer and kind (*from >= 0: an outbound
- * connection) or from any higher rank (*from < 0: inbound, then *from and
- * *kind are set).  Copies its nonce (HERD__AUTH_NONCE_LEN bytes) when true.
+ * A transport, as the core sees it (NCCL's ncclTransport).  Any member but
+ * name may be NULL (false): the transport takes no part in that.
+ */
+typedef struct herd__transport {
+	const char *name;
+	/* Whether it can join the pair (this rank, peer): both ranks decide
+	 * alike, from the info records and options.  A pair takes the first
+	 * transport of the table that can (NCCL's canConnect); a transport
+	 * without one joins no pair (nccl: device calls only). */
+	bool (*can_connect)(const herd_comm *comm, int peer);
+	/* The data links of a pair it joins (tcp: HERD_SOCKET_STREAMS); 1
+	 * when NULL.  Both ranks decide alike. */
+	int (*streams)(const herd_comm *comm, int peer);
+	/* Its links are sockets: a pair it joins makes place.any_tcp. */
+	bool sockets;
+	/* Its part in each step of init (herd__setup_step). */
+	herd_status (*setup[HERD__SETUP_STEPS])(herd_comm *comm, int64_t deadline);
+	/* Where its links signal readiness when their fd is -1: the
+	 * communicator's doorbell (comm->bell) once it joins a pair. */
+	const herd__doorbell *bell;
+	/* Whether op is one of its calls, which a group gathers
+	 * (herd_comm_group_start ... _end), and the run of such a group:
+	 * op->sendbuf holds op->count herd__ops. */
+	bool (*groups)(const herd__op *op);
+	herd__op_fn run_group;
+	/* Frees what it keeps for the communicator; after a failed init too.
+	 * The core frees the transports in the reverse of the table's order,
+	 * after the links. */
+	void (*free)(herd_comm *comm);
+} herd__transport;
+
+/* The transports, in the order of preference, NULL-terminated
+ * (transport.c).  Adding one (ibverbs) is a folder and a row there. */
+extern const herd__transport *const herd__transports[];
+
+/* The entries of the table: shm/shm.c, tcp.c, nccl.c. */
+extern const herd__transport herd__shm_transport;
+extern const herd__transport herd__tcp_transport;
+extern const herd__transport herd__nccl_transport;
+
+/*
+ * tcp.c, for its fuzz test: checks the len bytes at in as the 64-byte
+ * HELLO a connection opens with: for communicator id (HERD__COMM_ID_LEN
+ * bytes) and this rank of size; from an expected peer and kind (*from >=
+ * 0: an outbound connection) or from any higher rank (*from < 0: inbound,
+ * then *from and *kind are set).  Copies its nonce (HERD__AUTH_NONCE_LEN
+ * bytes) when true.
  */
 bool herd__tcp_hello_check(const void *in, size_t len, const uint8_t *id, int rank, int size,
 			   int *from, int *kind, uint8_t *nonce);
-
-/* tcp.c: connects and authenticates the control connection to every peer,
- * and a TCP data link to every peer whose link is not shared memory. */
-herd_status herd__tcp_mesh(herd_comm *comm, int listen_fd, int64_t deadline);
-
-/* shm/shm.c: this rank's inbox (rings from its local peers), before the mesh. */
-herd_status herd__shm_create(herd_comm *comm);
-
-/* shm/shm.c: maps the peers' inboxes, makes the links, and unlinks this rank's
- * segment once every local peer has mapped it.  After the mesh. */
-herd_status herd__shm_attach(herd_comm *comm, int64_t deadline);
-
-void herd__shm_destroy(herd_comm *comm);
-
-/* shm/shm.c: sleeping on the rank's doorbell futex, where shared-memory
- * links (and the direct collectives) signal readiness: arm (then check
- * again), sleep, disarm; ring_self wakes this rank's own sleeper. */
-uint32_t herd__shm_arm(herd_comm *comm);
-void herd__shm_sleep(herd_comm *comm, uint32_t seen, int timeout_ms);
-void herd__shm_disarm(herd_comm *comm);
-void herd__shm_ring_self(herd_comm *comm);
-
-/* shm/direct.c: makes the shared-memory transport the communicator's
- * collective transport (place.coll) when every rank is on this host, every
- * pair talks shared memory and every rank can read every other's memory;
- * else leaves place.coll as it is.  After herd__shm_attach. */
-herd_status herd__shm_coll_init(herd_comm *comm);
 
 #endif /* HERD_COMM_TRANSPORT_H */

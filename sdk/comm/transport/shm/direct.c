@@ -190,13 +190,14 @@ typedef struct dcall {
 
 static const herd__coll_ops direct_ops;
 
-herd_status herd__shm_coll_init(herd_comm *comm)
+herd_status herd__shm_coll_init(herd_comm *comm, int64_t deadline)
 {
 	size_t n = (size_t)comm->size;
 	herd__coll_state *d;
 
+	(void)deadline;
 	if (comm->size < 2 || !comm->place.one_host || comm->place.any_tcp ||
-	    !herd__shm_cma_all(comm))
+	    comm->place.coll != NULL || !herd__shm_cma_all(comm))
 		return HERD_OK;
 	HERD_CHECK(herd__calloc(&d, 1, sizeof(*d), "direct collective state"));
 	comm->coll_state = d;

@@ -1,6 +1,8 @@
 /*
  * sdk/comm/transport/shm/shm.c - the shared-memory transport between the ranks of one
- * host.
+ * host, and its entry of the transport table (herd__shm_transport,
+ * transport.h): it joins the pairs of one host where neither rank asked
+ * for TCP, and its futex is the communicator's doorbell.
  *
  * Each rank creates one POSIX shared memory segment, its inbox,
  * "/herd.<pid>.<communicator id>.<rank>": a header page, then one ring per
@@ -141,6 +143,12 @@ static inbox_hdr *own_hdr(const herd_comm *comm)
 	return (inbox_hdr *)comm->shm->own;
 }
 
+/* Whether this transport joins the pair (this rank, peer). */
+static bool shm_pair(const herd_comm *comm, int peer)
+{
+	return comm->peers[peer].via == &herd__shm_transport;
+}
+
 uint32_t herd__shm_arm(herd_comm *comm)
 {
 	inbox_hdr *h = own_hdr(comm);
@@ -198,7 +206,7 @@ bool herd__shm_pending(const herd_comm *comm, int peer, herd__wire_hdr *hdr)
 	const inbox_hdr *own = own_hdr(comm);
 	uint32_t idx;
 
-	if (s == NULL || !herd__comm_uses_shm(comm, peer) ||
+	if (s == NULL || !shm_pair(comm, peer) ||
 	    atomic_load_explicit(&s->rx->head, memory_order_acquire) == s->rx_tail)
 		return false;
 	idx = (uint32_t)(s->rx_tail % own->nslots);
@@ -213,7 +221,8 @@ bool herd__shm_cma_all(const herd_comm *comm)
 	return comm->shm != NULL && comm->shm->cma_all;
 }
 
-void herd__shm_ring_self(herd_comm *comm)
+/* The doorbell's ring: wakes this rank's own sleeper. */
+static void shm_ring_self(herd_comm *comm)
 {
 	inbox_hdr *h;
 
@@ -424,7 +433,9 @@ static void sweep_stale(uint64_t pidns)
 	closedir(d);
 }
 
-herd_status herd__shm_create(herd_comm *comm)
+/* HERD__SETUP_CREATE: this rank's inbox (rings from its local peers),
+ * before the mesh. */
+static herd_status shm_create(herd_comm *comm, int64_t deadline)
 {
 	herd__shm *s;
 	inbox_hdr *h;
@@ -433,8 +444,9 @@ herd_status herd__shm_create(herd_comm *comm)
 	size_t stage_off;
 	int fd, rc;
 
+	(void)deadline;
 	for (int j = 0; j < comm->size; j++)
-		any = any || herd__comm_uses_shm(comm, j);
+		any = any || shm_pair(comm, j);
 	if (!any)
 		return HERD_OK;   /* no local peer: nothing to share */
 	HERD_CHECK(herd__calloc(&s, 1, sizeof(*s), "shared memory state"));
@@ -443,7 +455,7 @@ herd_status herd__shm_create(herd_comm *comm)
 	HERD_CHECK(herd__calloc(&s->map_size, (size_t)comm->size, sizeof(size_t), "shm maps"));
 	HERD_CHECK(herd__calloc(&s->lpos, (size_t)comm->size, sizeof(int), "shm maps"));
 	for (int j = 0; j < comm->size; j++)
-		s->lpos[j] = j == comm->rank || herd__comm_uses_shm(comm, j) ? s->ngroup++ : -1;
+		s->lpos[j] = j == comm->rank || shm_pair(comm, j) ? s->ngroup++ : -1;
 
 	sweep_stale(comm->peers[comm->rank].pidns);
 	segment_name(comm, comm->rank, s->name, sizeof(s->name));
@@ -543,7 +555,7 @@ static bool cma_probe(herd_comm *comm)
 		uint64_t magic = 0;
 		struct iovec local = { &magic, sizeof(magic) }, remote;
 
-		if (!herd__comm_uses_shm(comm, j))
+		if (!shm_pair(comm, j))
 			continue;
 		if (!comm->peers[j].same_pidns)
 			return false;
@@ -561,7 +573,10 @@ static bool cma_probe(herd_comm *comm)
 	return true;
 }
 
-herd_status herd__shm_attach(herd_comm *comm, int64_t deadline)
+/* HERD__SETUP_ATTACH: maps the peers' inboxes, makes the links, and
+ * unlinks this rank's segment once every local peer has mapped it.  After
+ * the mesh, whose control connections carry the MAPPED frames. */
+static herd_status shm_attach(herd_comm *comm, int64_t deadline)
 {
 	herd__shm *s = comm->shm;
 
@@ -572,7 +587,7 @@ herd_status herd__shm_attach(herd_comm *comm, int64_t deadline)
 		inbox_hdr *ph;
 		ring *tx;
 
-		if (!herd__comm_uses_shm(comm, j))
+		if (!shm_pair(comm, j))
 			continue;
 		HERD_CHECK(map_peer(comm, j));
 		HERD_CHECK(herd__calloc(&l, 1, sizeof(*l), "a shared memory link"));
@@ -595,14 +610,14 @@ herd_status herd__shm_attach(herd_comm *comm, int64_t deadline)
 	atomic_store(&own_hdr(comm)->cma_ok, cma_probe(comm) ? 1u : 0u);
 	/* Every peer tells every other it has mapped; then names can go. */
 	for (int j = 0; j < comm->size; j++)
-		if (herd__comm_uses_shm(comm, j))
+		if (shm_pair(comm, j))
 			HERD_CHECK(herd__ctl_send(comm, j, HERD__CTL_MAPPED, NULL, 0));
 	for (int j = 0; j < comm->size; j++)
-		if (herd__comm_uses_shm(comm, j))
+		if (shm_pair(comm, j))
 			HERD_CHECK(herd__ctl_expect(comm, j, HERD__CTL_MAPPED, deadline));
 	s->cma_all = atomic_load(&own_hdr(comm)->cma_ok) != 0;
 	for (int j = 0; j < comm->size; j++)
-		if (herd__comm_uses_shm(comm, j))
+		if (shm_pair(comm, j))
 			s->cma_all = s->cma_all &&
 				     atomic_load(&((inbox_hdr *)s->maps[j])->cma_ok) != 0;
 	if (shm_unlink(s->name) != 0)
@@ -611,7 +626,7 @@ herd_status herd__shm_attach(herd_comm *comm, int64_t deadline)
 	return HERD_OK;
 }
 
-void herd__shm_destroy(herd_comm *comm)
+static void shm_free(herd_comm *comm)
 {
 	herd__shm *s = comm->shm;
 
@@ -630,3 +645,33 @@ void herd__shm_destroy(herd_comm *comm)
 	free(s);
 	comm->shm = NULL;
 }
+
+/* ---- the transport ------------------------------------------------------ */
+
+/* Same host (name, boot and /dev/shm), and neither rank asked for TCP. */
+static bool shm_can_connect(const herd_comm *comm, int peer)
+{
+	const herd__peer *p = &comm->peers[peer];
+
+	return p->same_host && p->transport == HERD__TRANSPORT_AUTO &&
+	       comm->cfg.transport == HERD__TRANSPORT_AUTO;
+}
+
+static const herd__doorbell shm_bell = {
+	.arm = herd__shm_arm,
+	.sleep = herd__shm_sleep,
+	.disarm = herd__shm_disarm,
+	.ring = shm_ring_self,
+};
+
+const herd__transport herd__shm_transport = {
+	.name = "shm",
+	.can_connect = shm_can_connect,
+	.setup = {
+		[HERD__SETUP_CREATE] = shm_create,
+		[HERD__SETUP_ATTACH] = shm_attach,
+		[HERD__SETUP_COLL] = herd__shm_coll_init,
+	},
+	.bell = &shm_bell,
+	.free = shm_free,
+};

@@ -1,7 +1,8 @@
 /*
  * sdk/comm/transport/shm/shm.h - what the shared-memory transport's files
- * share: the board and the staging slots in each rank's segment (shm.c),
- * read and written by the direct collectives (direct.c).
+ * share: the board, the staging slots and the doorbell of each rank's
+ * segment (shm.c), used by the direct collectives (direct.c), which shm.c
+ * offers in the transport's entry of the table (transport.h).
  */
 #ifndef HERD_COMM_SHM_H
 #define HERD_COMM_SHM_H
@@ -30,6 +31,13 @@ struct herd__board *herd__shm_board(const herd_comm *comm, int rank);
 #define HERD__STAGE_BYTES (256u * 1024u)
 uint8_t *herd__shm_stage(const herd_comm *comm, int rank);
 
+/* shm.c: sleeping on the rank's doorbell futex, where shared-memory links
+ * (and the direct collectives) signal readiness: arm (then check again),
+ * sleep, disarm.  The transport's doorbell (herd__doorbell) for p2p.c. */
+uint32_t herd__shm_arm(herd_comm *comm);
+void herd__shm_sleep(herd_comm *comm, uint32_t seen, int timeout_ms);
+void herd__shm_disarm(herd_comm *comm);
+
 /* shm.c: wakes local peer `rank` if it sleeps on its doorbell.  The
  * caller's earlier stores are ordered before the look at its flag. */
 void herd__shm_wake(herd_comm *comm, int rank);
@@ -43,6 +51,13 @@ bool herd__shm_pending(const herd_comm *comm, int rank, herd__wire_hdr *hdr);
 bool herd__shm_cma_all(const herd_comm *comm);
 
 /* ---- the direct collectives (direct.c) ------------------------------------- */
+
+/* HERD__SETUP_COLL: makes the direct collectives the communicator's
+ * collective transport (place.coll) when every rank is on this host, every
+ * pair talks shared memory, every rank can read every other's memory and
+ * no earlier transport offered its own; else leaves place.coll as it is.
+ * After the shared-memory links are made (attach). */
+herd_status herd__shm_coll_init(herd_comm *comm, int64_t deadline);
 
 /*
  * What a rank publishes on its board, read by its local peers.  Each group

@@ -32,7 +32,7 @@
 
 #include <xxhash.h>
 
-#include "bcast.h"
+#include "herd/sys/agent.h"
 #include "net.h"
 #include "remote.h"
 #include "topo/hostlist.h"
@@ -651,8 +651,8 @@ static void peers_free(peer *p, size_t n)
 
 /* ---- the node side ------------------------------------------------------------------ */
 
-herd_status herd__bcast_receive(const char *dest, uint64_t bytes, int mode, const char *forward,
-				const char *program, int timeout_ms)
+herd_status herd_agent_bcast_receive(const char *dest, uint64_t bytes, int mode,
+				     const char *forward, const char *program, int timeout_ms)
 {
 	herd__hostlist hl = { 0 };
 	outcome *all = NULL;

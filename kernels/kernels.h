@@ -98,7 +98,8 @@ herd_status herd__k_set_device(int index);
  * stream, which also waits for the streams created blocking). */
 herd_status herd__k_sync(herd__kstream stream);
 
-/* bytes of the current device's memory (cudaMalloc), zeroed; and freed. */
+/* bytes of the current device's memory (cudaMalloc), zeroed (HERD_ENOMEM
+ * when the device's memory is short); and freed. */
 herd_status herd__k_alloc(void **p, size_t bytes);
 void herd__k_free(void *p);
 

@@ -58,9 +58,22 @@ extern "C" herd_status herd__k_sync(herd__kstream stream)
 
 extern "C" herd_status herd__k_alloc(void **p, size_t bytes)
 {
+	cudaError_t rc;
+
 	*p = NULL;
-	HERD_K_CUDA(cudaMalloc(p, bytes > 0 ? bytes : 1), "cudaMalloc");
-	HERD_K_CUDA(cudaMemset(*p, 0, bytes > 0 ? bytes : 1), "cudaMemset");
+	rc = cudaMalloc(p, bytes > 0 ? bytes : 1);
+	if (rc == cudaErrorMemoryAllocation) {
+		(void)cudaGetLastError();
+		return herd__error(HERD_ENOMEM, "cudaMalloc of %zu bytes: %s (%s)", bytes,
+				   cudaGetErrorString(rc), cudaGetErrorName(rc));
+	}
+	HERD_K_CUDA(rc, "cudaMalloc");
+	rc = cudaMemset(*p, 0, bytes > 0 ? bytes : 1);
+	if (rc != cudaSuccess) {
+		(void)cudaFree(*p);
+		*p = NULL;
+		return herd__k_cuda_error(rc, "cudaMemset");
+	}
 	return HERD_OK;
 }
 

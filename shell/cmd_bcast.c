@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "herd.h"
-#include "launch/bcast.h"
+#include "herd/sys/agent.h"
 #include "shell.h"
 
 static const char bcast_usage[] =
@@ -77,9 +77,9 @@ static int receive(int argc, char **argv)
 	}
 	if (dest == NULL || bytes == UINT64_MAX || mode < 0 || mode > 07777 || argc % 2 == 0)
 		return usage_error("%s", "--receive needs DEST, --bytes N and --mode OCTAL");
-	if (herd__bcast_receive(dest, bytes, (int)mode, forward,
-				program != NULL && program[0] != '\0' ? program : "herd",
-				secs * 1000) != HERD_OK) {
+	if (herd_agent_bcast_receive(dest, bytes, (int)mode, forward,
+				     program != NULL && program[0] != '\0' ? program : "herd",
+				     secs * 1000) != HERD_OK) {
 		shell_message("herd bcast", herd_last_error());
 		return SHELL_EXIT_FAILURE;
 	}

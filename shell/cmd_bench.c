@@ -66,15 +66,10 @@
 
 #include "herd.h"
 #include "herd/comm.h"
+#include "herd/device.h"
 #include "herd/job.h"
-#include "base.h"
-#include "herd_config.h"
-#include "comm/comm_internal.h"
 #include "bench_data.h"
 #include "shell.h"
-#if HERD_HAVE_CUDA
-#include "kernels.h"
-#endif
 
 static const char bench_usage[] =
 	"usage: herd bench OP [options]\n"
@@ -167,7 +162,7 @@ struct bench_ctx {
  * for out-of-place (inplace 0) and in-place (1). */
 struct bench_op {
 	const char *name;
-	herd__op_kind kind;  /* herd's call, for --explain */
+	herd_comm_op kind;   /* herd's call, for --explain */
 	int reduces, rooted, has_inplace;
 	int per_rank; /* count is size / n (allgather, reduce_scatter, alltoall) */
 	double (*busbw_factor)(int n);
@@ -404,18 +399,19 @@ static size_t check_sendrecv(const struct bench_ctx *c, int inplace)
 }
 
 static const struct bench_op bench_ops[] = {
-	{ "allreduce", HERD__OP_ALLREDUCE, 1, 0, 1, 0, factor_allreduce, fill_reduce, run_allreduce,
-	  check_allreduce },
-	{ "allgather", HERD__OP_ALLGATHER, 0, 0, 1, 1, factor_gather, fill_allgather, run_allgather,
-	  check_allgather },
-	{ "reduce_scatter", HERD__OP_REDUCE_SCATTER, 1, 0, 1, 1, factor_gather, fill_reduce_scatter,
-	  run_reduce_scatter, check_reduce_scatter },
-	{ "broadcast", HERD__OP_BROADCAST, 0, 1, 1, 0, factor_one, fill_broadcast, run_broadcast,
-	  check_broadcast },
-	{ "reduce", HERD__OP_REDUCE, 1, 1, 1, 0, factor_one, fill_reduce, run_reduce, check_reduce },
-	{ "alltoall", HERD__OP_ALLTOALL, 0, 0, 0, 1, factor_gather, fill_alltoall, run_alltoall,
-	  check_alltoall },
-	{ "sendrecv", HERD__OP_SENDRECV, 0, 0, 0, 0, factor_one, fill_sendrecv, run_sendrecv,
+	{ "allreduce", HERD_COMM_OP_ALLREDUCE, 1, 0, 1, 0, factor_allreduce, fill_reduce,
+	  run_allreduce, check_allreduce },
+	{ "allgather", HERD_COMM_OP_ALLGATHER, 0, 0, 1, 1, factor_gather, fill_allgather,
+	  run_allgather, check_allgather },
+	{ "reduce_scatter", HERD_COMM_OP_REDUCE_SCATTER, 1, 0, 1, 1, factor_gather,
+	  fill_reduce_scatter, run_reduce_scatter, check_reduce_scatter },
+	{ "broadcast", HERD_COMM_OP_BROADCAST, 0, 1, 1, 0, factor_one, fill_broadcast,
+	  run_broadcast, check_broadcast },
+	{ "reduce", HERD_COMM_OP_REDUCE, 1, 1, 1, 0, factor_one, fill_reduce, run_reduce,
+	  check_reduce },
+	{ "alltoall", HERD_COMM_OP_ALLTOALL, 0, 0, 0, 1, factor_gather, fill_alltoall,
+	  run_alltoall, check_alltoall },
+	{ "sendrecv", HERD_COMM_OP_SENDRECV, 0, 0, 0, 0, factor_one, fill_sendrecv, run_sendrecv,
 	  check_sendrecv },
 };
 
@@ -617,10 +613,8 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		return usage_error("unknown operation '%s'", argv[optind]);
 	if (optind + 1 < argc)
 		return usage_error("unexpected argument '%s'", argv[optind + 1]);
-#if !HERD_HAVE_CUDA
-	if (a->gpu)
+	if (a->gpu && !herd_device_supported())
 		return usage_error("%s", "--device gpu: this herd was built without CUDA");
-#endif
 	if (a->minbytes > a->maxbytes)
 		return usage_error("%s", "-b (minbytes) is larger than -e (maxbytes)");
 	if (a->minbytes < herd_dtype_size(a->dtype)) {
@@ -667,9 +661,8 @@ struct bench_result {
 	uint64_t wrong;
 };
 
-#if HERD_HAVE_CUDA
 /*
- * On a GPU the fill and verify kernels (kernels.h) make nccl-tests' data:
+ * On a GPU herd_device_fill and herd_device_verify make nccl-tests' data:
  * a rank's contribution from (seed, index, rank) and the reduction of all
  * of them checked element by element.  Each block of the allgather and
  * reduce_scatter buffers has its own seed, so that a block is checked from
@@ -700,32 +693,33 @@ static herd_status gpu_fill(struct bench_ctx *c, int inplace)
 	const char *op = c->args->op->name;
 	uint64_t seed = gpu_seed(c, inplace);
 	size_t n = c->shape.count;
+	herd_status st = HERD_OK;
 
 	if (strcmp(op, "broadcast") == 0)
 		return c->rank != c->args->root ? HERD_OK
-			: herd__k_fill(inplace ? c->recv : c->send, n, c->dtype, HERD_SUM, 0, 1,
-				       seed, NULL);
+			: herd_device_fill(inplace ? c->recv : c->send, n, c->dtype, HERD_SUM, 0,
+					   1, seed, NULL);
 	if (strcmp(op, "allgather") == 0)
-		return herd__k_fill(inplace ? gpu_block(c->recv, c, c->rank) : c->send, n,
-				    c->dtype, HERD_SUM, 0, 1, seed + 1 + (uint64_t)c->rank, NULL);
+		return herd_device_fill(inplace ? gpu_block(c->recv, c, c->rank) : c->send, n,
+					c->dtype, HERD_SUM, 0, 1, seed + 1 + (uint64_t)c->rank,
+					NULL);
 	if (strcmp(op, "reduce_scatter") == 0) {
-		for (int b = 0; b < c->nranks; b++)
-			HERD_CHECK(herd__k_fill(gpu_block(c->send, c, b), n, c->dtype,
-						c->args->redop, c->rank, c->nranks,
-						seed + 1 + (uint64_t)b, NULL));
-		return HERD_OK;
+		for (int b = 0; b < c->nranks && st == HERD_OK; b++)
+			st = herd_device_fill(gpu_block(c->send, c, b), n, c->dtype, c->args->redop,
+					      c->rank, c->nranks, seed + 1 + (uint64_t)b, NULL);
+		return st;
 	}
 	if (strcmp(op, "alltoall") == 0) {
-		for (int b = 0; b < c->nranks; b++)
-			HERD_CHECK(herd__k_fill(gpu_block(c->send, c, b), n, c->dtype, HERD_SUM, 0,
-						1, pair_seed(c, seed, c->rank, b), NULL));
-		return HERD_OK;
+		for (int b = 0; b < c->nranks && st == HERD_OK; b++)
+			st = herd_device_fill(gpu_block(c->send, c, b), n, c->dtype, HERD_SUM, 0, 1,
+					      pair_seed(c, seed, c->rank, b), NULL);
+		return st;
 	}
 	if (strcmp(op, "sendrecv") == 0)
-		return herd__k_fill(c->send, n, c->dtype, HERD_SUM, 0, 1,
-				    seed + 1 + (uint64_t)c->rank, NULL);
-	return herd__k_fill(inplace ? c->recv : c->send, n, c->dtype, c->args->redop, c->rank,
-			    c->nranks, seed, NULL);
+		return herd_device_fill(c->send, n, c->dtype, HERD_SUM, 0, 1,
+					seed + 1 + (uint64_t)c->rank, NULL);
+	return herd_device_fill(inplace ? c->recv : c->send, n, c->dtype, c->args->redop,
+				c->rank, c->nranks, seed, NULL);
 }
 
 static herd_status gpu_check(const struct bench_ctx *c, int inplace, uint64_t *wrong)
@@ -733,43 +727,44 @@ static herd_status gpu_check(const struct bench_ctx *c, int inplace, uint64_t *w
 	const char *op = c->args->op->name;
 	uint64_t seed = gpu_seed(c, inplace), w = 0;
 	size_t n = c->shape.count;
+	herd_status st = HERD_OK;
 
 	*wrong = 0;
 	if (strcmp(op, "broadcast") == 0)
-		return herd__k_verify(c->recv, n, c->dtype, HERD_SUM, 1, seed, wrong, NULL);
+		return herd_device_verify(c->recv, n, c->dtype, HERD_SUM, 1, seed, NULL, wrong);
 	if (strcmp(op, "allgather") == 0) {
-		for (int b = 0; b < c->nranks; b++) {
-			HERD_CHECK(herd__k_verify(gpu_block(c->recv, c, b), n, c->dtype, HERD_SUM, 1,
-						  seed + 1 + (uint64_t)b, &w, NULL));
+		for (int b = 0; b < c->nranks && st == HERD_OK; b++) {
+			st = herd_device_verify(gpu_block(c->recv, c, b), n, c->dtype, HERD_SUM, 1,
+						seed + 1 + (uint64_t)b, NULL, &w);
 			*wrong += w;
 		}
-		return HERD_OK;
+		return st;
 	}
 	if (strcmp(op, "reduce_scatter") == 0)
-		return herd__k_verify(inplace ? gpu_block(c->send, c, c->rank) : c->recv, n,
-				      c->dtype, c->args->redop, c->nranks,
-				      seed + 1 + (uint64_t)c->rank, wrong, NULL);
+		return herd_device_verify(inplace ? gpu_block(c->send, c, c->rank) : c->recv, n,
+					  c->dtype, c->args->redop, c->nranks,
+					  seed + 1 + (uint64_t)c->rank, NULL, wrong);
 	if (strcmp(op, "alltoall") == 0) {
-		for (int b = 0; b < c->nranks; b++) {
-			HERD_CHECK(herd__k_verify(gpu_block(c->recv, c, b), n, c->dtype, HERD_SUM, 1,
-						  pair_seed(c, seed, b, c->rank), &w, NULL));
+		for (int b = 0; b < c->nranks && st == HERD_OK; b++) {
+			st = herd_device_verify(gpu_block(c->recv, c, b), n, c->dtype, HERD_SUM, 1,
+						pair_seed(c, seed, b, c->rank), NULL, &w);
 			*wrong += w;
 		}
-		return HERD_OK;
+		return st;
 	}
 	if (strcmp(op, "sendrecv") == 0)
-		return herd__k_verify(c->recv, n, c->dtype, HERD_SUM, 1,
-				      seed + 1 + (uint64_t)prev_rank(c), wrong, NULL);
+		return herd_device_verify(c->recv, n, c->dtype, HERD_SUM, 1,
+					  seed + 1 + (uint64_t)prev_rank(c), NULL, wrong);
 	if (strcmp(op, "reduce") == 0 && c->rank != c->args->root)
 		return HERD_OK;
-	return herd__k_verify(c->recv, n, c->dtype, c->args->redop, c->nranks, seed, wrong, NULL);
+	return herd_device_verify(c->recv, n, c->dtype, c->args->redop, c->nranks, seed, NULL,
+				  wrong);
 }
-#endif
 
 /*
  * The inputs of a call, and the count of wrong elements of its result: on
  * the host by the operation's own fill and check (bench_data.h), on a GPU
- * by the kernels (gpu_fill, gpu_check).
+ * by herd/device.h (gpu_fill, gpu_check).
  */
 static herd_status fill(struct bench_ctx *c, int inplace)
 {
@@ -777,11 +772,7 @@ static herd_status fill(struct bench_ctx *c, int inplace)
 		c->args->op->fill(c, inplace);
 		return HERD_OK;
 	}
-#if HERD_HAVE_CUDA
 	return gpu_fill(c, inplace);
-#else
-	return herd__error(HERD_EUNAVAIL, "this herd was built without CUDA");
-#endif
 }
 
 static herd_status check(const struct bench_ctx *c, int inplace, uint64_t *wrong)
@@ -790,13 +781,7 @@ static herd_status check(const struct bench_ctx *c, int inplace, uint64_t *wrong
 		*wrong = c->args->op->check(c, inplace);
 		return HERD_OK;
 	}
-#if HERD_HAVE_CUDA
 	return gpu_check(c, inplace, wrong);
-#else
-	(void)inplace;
-	*wrong = 0;
-	return herd__error(HERD_EUNAVAIL, "this herd was built without CUDA");
-#endif
 }
 
 /* After calls queued on a GPU's stream: waits until they are done, and
@@ -806,10 +791,8 @@ static herd_status settle(struct bench_ctx *c, herd_status st)
 {
 	if (st != HERD_OK || !c->queued)
 		return st;
-#if HERD_HAVE_CUDA
-	HERD_CHECK(herd__k_sync(NULL));
-#endif
-	return herd_comm_async_error(c->comm);
+	st = herd_device_sync(NULL);
+	return st != HERD_OK ? st : herd_comm_async_error(c->comm);
 }
 
 /* Runs and times one size in one placement; the result is every rank's. */
@@ -843,12 +826,15 @@ static herd_status measure(struct bench_ctx *c, int inplace, struct bench_result
 	res->wrong = 0;
 	if (!a->check)
 		return HERD_OK;
-	HERD_CHECK(fill(c, inplace));
-	st = a->op->run(c, inplace);
+	st = fill(c, inplace);
+	if (st == HERD_OK)
+		st = a->op->run(c, inplace);
 	if (st != HERD_OK)
 		return st;
 	uint64_t wrong = 0;
-	HERD_CHECK(check(c, inplace, &wrong));
+	st = check(c, inplace, &wrong);
+	if (st != HERD_OK)
+		return st;
 	if (wrong > 0)
 		fprintf(stderr, "herd bench: rank %d: %llu wrong elements in %s of %zu B (%s)\n",
 			c->rank, (unsigned long long)wrong, a->op->name, c->shape.size,
@@ -883,7 +869,7 @@ static void hosts_label(herd_comm *comm, int n, char *buf, size_t cap)
 		snprintf(buf, cap, "%d hosts", distinct);
 }
 
-/* --explain: per size, the algorithm tune.c takes for the call (the same
+/* --explain: per size, the algorithm libherd takes for the call (the same
  * choice on every rank) and why; on device memory NCCL chooses. */
 static void print_explain(const struct bench_ctx *c)
 {
@@ -895,17 +881,12 @@ static void print_explain(const struct bench_ctx *c)
 	}
 	for (size_t size = a->minbytes; size != 0; size = next_size(a, size)) {
 		struct bench_shape s;
-		herd__op op;
 		char why[1024];
 
 		shape_of(a->op, size, c->es, c->nranks, &s);
-		memset(&op, 0, sizeof(op));
-		op.fp.kind = (uint8_t)a->op->kind;
-		op.fp.dtype = (uint8_t)c->dtype;
-		op.fp.redop = a->op->reduces ? (uint8_t)a->redop : 0;
-		op.fp.root = a->op->rooted ? a->root : -1;
-		op.fp.count = op.count = s.count;
-		herd__tune_explain(c->comm, &op, why, sizeof(why));
+		if (herd_comm_explain(c->comm, a->op->kind, s.count, c->dtype, a->redop, a->root,
+				      why, sizeof(why)) != HERD_OK)
+			snprintf(why, sizeof(why), "unknown (%s)", herd_last_error());
 		printf("# algorithm at %zu B: %s\n", s.size, why);
 	}
 }
@@ -1050,44 +1031,39 @@ static herd_status sweep_once(struct bench_ctx *c, double *bw_sum, int *bw_n, ui
  */
 static herd_status alloc_gpu(struct bench_ctx *c, size_t send_bytes, size_t recv_bytes)
 {
-#if HERD_HAVE_CUDA
 	const char *lr = getenv("HERD_LOCAL_RANK");
 	int n = 0, local;
 	void *s = NULL, *r = NULL;
+	herd_status st;
 
 	if (lr == NULL)
 		lr = getenv("LOCAL_RANK");
 	local = lr != NULL ? atoi(lr) : 0;
-	HERD_CHECK(herd__k_device_count(&n));
-	HERD_CHECK(herd__k_set_device((local > 0 ? local : 0) % n));
-	HERD_CHECK(herd__k_alloc(&s, send_bytes));
-	if (herd__k_alloc(&r, recv_bytes) != HERD_OK) {
-		herd__k_free(s);
-		return herd__error(HERD_ENOMEM, "%s", herd_last_error());
+	st = herd_device_count(&n);
+	if (st == HERD_OK)
+		st = herd_device_set((local > 0 ? local : 0) % n);
+	if (st == HERD_OK)
+		st = herd_device_alloc(&s, send_bytes);
+	if (st == HERD_OK)
+		st = herd_device_alloc(&r, recv_bytes);
+	if (st != HERD_OK) {
+		herd_device_free(s);
+		return st;
 	}
 	c->send = s;
 	c->recv = r;
 	return HERD_OK;
-#else
-	(void)c;
-	(void)send_bytes;
-	(void)recv_bytes;
-	return herd__error(HERD_EUNAVAIL, "this herd was built without CUDA");
-#endif
 }
 
 static void free_buffers(struct bench_ctx *c)
 {
-#if HERD_HAVE_CUDA
 	if (c->args->gpu) {
-		herd__k_free(c->send);
-		herd__k_free(c->recv);
-		c->send = c->recv = NULL;
-		return;
+		herd_device_free(c->send);
+		herd_device_free(c->recv);
+	} else {
+		free(c->send);
+		free(c->recv);
 	}
-#endif
-	free(c->send);
-	free(c->recv);
 	c->send = c->recv = NULL;
 }
 

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "herd.h"
-#include "launch/discover.h"
+#include "herd/sys/agent.h"
 #include "shell.h"
 
 static const char discover_usage[] =
@@ -741,11 +741,10 @@ int cmd_probe(int argc, char **argv)
 			return SHELL_EXIT_USAGE;
 		}
 	}
-	if ((forward != NULL
-		     ? herd__discover_relay(forward, secs * 1000,
-					    program != NULL && program[0] != '\0' ? program : "herd",
-					    &cluster)
-		     : herd_cluster_discover(&cluster, NULL)) != HERD_OK ||
+	if (program == NULL || program[0] == '\0')
+		program = "herd";
+	if ((forward != NULL ? herd_agent_discover_relay(&cluster, forward, secs * 1000, program)
+			     : herd_cluster_discover(&cluster, NULL)) != HERD_OK ||
 	    herd_cluster_encode(cluster, format, &data, &len) != HERD_OK) {
 		shell_message("herd probe", herd_last_error());
 		herd_cluster_free(cluster);

@@ -2,7 +2,7 @@
  * shell/cmd_exec.c - `herd exec --stdio`, the node-side helper the launcher
  * starts on every node (over ssh, through srun, or as a local child): the
  * node protocol on stdin and stdout, the node's ranks below it
- * (herd__job_exec).  When the launcher goes away, or this process gets
+ * (herd_agent_exec).  When the launcher goes away, or this process gets
  * SIGTERM, SIGINT or SIGHUP, the ranks are stopped before it exits: no
  * orphans.
  */
@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "herd.h"
-#include "launch/exec.h"
+#include "herd/sys/agent.h"
 #include "shell.h"
 
 static int stop_pipe[2] = { -1, -1 };
@@ -75,14 +75,15 @@ int cmd_exec(int argc, char **argv)
 	if (getppid() == 1)
 		on_stop_signal(SIGTERM);  /* orphaned before prctl */
 	if (connect) {
-		st = herd__job_connect(&rfd, argv[2], NULL, argc == 5 ? argv[4] : NULL, 0);
+		st = herd_agent_connect(&rfd, argv[2], NULL, argc == 5 ? argv[4] : NULL,
+					HERD_TIMEOUT_DEFAULT);
 		if (st != HERD_OK) {
 			fprintf(stderr, "herd exec: %s\n", herd_last_error());
 			return SHELL_EXIT_FAILURE;
 		}
 		wfd = rfd;
 	}
-	st = herd__job_exec(rfd, wfd, stop_pipe[0]);
+	st = herd_agent_exec(rfd, wfd, stop_pipe[0]);
 	if (st == HERD_OK)
 		return SHELL_EXIT_OK;
 	fprintf(stderr, "herd exec: %s\n", herd_last_error());

@@ -21,7 +21,6 @@
 #include <unistd.h>
 
 #include "herd.h"
-#include "comm/comm_internal.h"
 #include "lua_herd.h"
 #include "shell.h"
 
@@ -99,13 +98,13 @@ static void print_usage(FILE *out)
  * (--version, not the REPL's banner). */
 static void print_version(int gpu)
 {
-	char text[HERD_GPU_VERSIONS_LEN], nccl[512];
+	char text[HERD_GPU_VERSIONS_LEN], nccl[HERD_COMM_NCCL_RUNTIME_LEN];
 
 	printf("herd %s (libherd %s, %s)\n", HERD_VERSION_STRING, herd_version(),
 	       LUA_RELEASE);
 	if (gpu) {
 		printf("GPU: %s\n", herd_gpu_versions(text));
-		printf("NCCL for device calls: %s\n", herd__nccl_runtime(nccl, sizeof(nccl)));
+		printf("NCCL for device calls: %s\n", herd_comm_nccl_runtime(nccl));
 	}
 	fflush(stdout);
 }

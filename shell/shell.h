@@ -86,7 +86,7 @@ int cmd_launch(int argc, char **argv);
 /*
  * The ranks' argv of a launch (calloc'd array, strings borrowed): a .lua
  * script runs under the herd program, and a command named herd is the herd
- * program (herd_program, else $HERD_PROGRAM, else "herd").
+ * program (herd_program, else $HERD_PROGRAM, else "herd").  (shell/program.c)
  */
 const char **shell_rank_argv(int argc, char *const *argv, const char *herd_program);
 
@@ -109,7 +109,7 @@ int cmd_hostlist(int argc, char **argv);
  * One element of a dense array of a herd_dtype, widened: integer types to
  * int64_t in i (uint64 values above INT64_MAX wrap to negative numbers,
  * as Lua's integers carry them), floating types to double in f (float16
- * and bfloat16 exactly).
+ * and bfloat16 exactly); shell/elem.c.
  */
 typedef struct shell_elem {
 	int is_int;
@@ -120,7 +120,7 @@ typedef struct shell_elem {
 /* Whether dtype holds integers (not floating point). */
 bool shell_dtype_is_int(herd_dtype dtype);
 
-/* Element i of buf, an array of dtype (shell/cmd_ckpt.c). */
+/* Element i of buf, an array of dtype. */
 shell_elem shell_elem_load(const void *buf, size_t i, herd_dtype dtype);
 
 /*
@@ -129,9 +129,6 @@ shell_elem shell_elem_load(const void *buf, size_t i, herd_dtype dtype);
  * Returns 0, or -1 (writing nothing) when the value does not fit.
  */
 int shell_elem_store(void *buf, size_t i, herd_dtype dtype, shell_elem e);
-
-/* A size ("40G", "512MiB", "4096") in bytes into *out; 0, or -1 if malformed. */
-int shell_parse_bytes(const char *s, uint64_t *out);
 
 /*
  * Writes doc (a jansson value) to stdout as one indented JSON document,
@@ -145,6 +142,11 @@ int shell_json_emit(struct json_t *doc);
 int shell_json_write(FILE *out, struct json_t *doc);
 /* A JSON string of s, or null when s is NULL. */
 struct json_t *shell_json_str(const char *s);
+
+/* Command lines (shell/options.c). */
+
+/* A size ("40G", "512MiB", "4096") in bytes into *out; 0, or -1 if malformed. */
+int shell_parse_bytes(const char *s, uint64_t *out);
 
 /* "herd CMD: " fmt (with arg), then where to read more, on stderr;
  * returns SHELL_EXIT_USAGE. */

@@ -355,6 +355,54 @@ HERD_EXTERN herd_status herd_request_test(herd_request *req, bool *done);
  * returns the operation's status. */
 HERD_EXTERN herd_status herd_request_wait(herd_request *req);
 
+/* The calls of this header, as herd_comm_explain names them. */
+typedef enum herd_comm_op {
+	HERD_COMM_OP_ALLREDUCE = 1,
+	HERD_COMM_OP_REDUCE,
+	HERD_COMM_OP_BROADCAST,
+	HERD_COMM_OP_ALLGATHER,
+	HERD_COMM_OP_REDUCE_SCATTER,
+	HERD_COMM_OP_ALLTOALL,
+	HERD_COMM_OP_GATHER,
+	HERD_COMM_OP_SCATTER,
+	HERD_COMM_OP_SEND,
+	HERD_COMM_OP_RECV,
+	HERD_COMM_OP_SENDRECV,
+	HERD_COMM_OP_BARRIER
+} herd_comm_op;
+
+/*
+ * Which algorithm a call on host memory would run on comm, and why, as
+ * one line of text in buf (cap bytes, always terminated, cut short when it
+ * does not fit): the call's size and the size it is compared by, the
+ * ranks and hosts, the "algo" setting, the algorithm's name, and each one
+ * passed over with its reason or estimate ("4096 bytes (sized as 4096) on
+ * 2 ranks, 1 host with at most 2 ranks, algo auto: recursive doubling;
+ * passed over ...").  `herd bench --explain` prints it.  count is what the
+ * call would be given (the per-rank block of allgather, reduce_scatter,
+ * alltoall, gather and scatter; sendcount for sendrecv); redop counts for
+ * allreduce, reduce and reduce_scatter, root for reduce, broadcast,
+ * gather and scatter, and each is ignored elsewhere.  Every rank gets the
+ * same text.  Local: no call is made, nothing is sent.  On device memory
+ * NCCL chooses, and this does not say how.  HERD_EINVAL naming the
+ * argument for a NULL comm or buf, cap 0, an unknown op, dtype or redop,
+ * a root out of range.
+ */
+HERD_EXTERN herd_status herd_comm_explain(const herd_comm *comm, herd_comm_op op, size_t count,
+					  herd_dtype dtype, herd_redop redop, int root, char *buf,
+					  size_t cap);
+
+#define HERD_COMM_NCCL_RUNTIME_LEN 512
+
+/*
+ * The NCCL that device calls use, one line for people: "NCCL 2.28.9
+ * (libnccl.so.2)", or why there is none ("libnccl.so.2: cannot open
+ * shared object file: ...", "this libherd was built without NCCL").
+ * Loads NCCL if it is not yet.  Writes into buf and returns it.
+ * Thread-safe.
+ */
+HERD_EXTERN const char *herd_comm_nccl_runtime(char buf[HERD_COMM_NCCL_RUNTIME_LEN]);
+
 #ifdef __cplusplus
 }
 #endif

@@ -93,11 +93,6 @@ herd_status herd__comm_run(herd_comm *comm, herd__op *op);
  * datatype carried, the communicator's GPU, point to point after the
  * first device collective. */
 herd_status herd__nccl_check(const herd_comm *comm, const herd__op *op);
-
-/* The NCCL device calls would load: "NCCL 2.28.9 (libnccl.so.2)", or why
- * none can be ("libnccl.so.2: cannot open shared object file: ...",
- * "this libherd was built without NCCL").  Loads it if it is not yet. */
-const char *herd__nccl_runtime(char *buf, size_t cap);
 herd_status herd__nccl_run(herd_comm *comm, const herd__op *op);
 
 /* Queues op for the background thread and returns a request for it. */

@@ -651,3 +651,55 @@ herd_status herd_comm_ibarrier(herd_comm *comm, herd_request **req)
 	HERD_CHECK(prep_barrier(&o, __func__, comm));
 	return herd__comm_submit(comm, &o, req);
 }
+
+/* ---- what a call would do ------------------------------------------------- */
+
+/* herd_comm_op names the kinds of the fingerprint by their own numbers. */
+#define PUBLIC_KINDS_(X)                                                               \
+	X(ALLREDUCE) X(REDUCE) X(BROADCAST) X(ALLGATHER) X(REDUCE_SCATTER) X(ALLTOALL) \
+	X(GATHER) X(SCATTER) X(SEND) X(RECV) X(SENDRECV) X(BARRIER)
+#define SAME_KIND_(k) \
+	_Static_assert((int)HERD_COMM_OP_##k == (int)HERD__OP_##k, "herd_comm_op " #k);
+PUBLIC_KINDS_(SAME_KIND_)
+#undef SAME_KIND_
+#undef PUBLIC_KINDS_
+
+herd_status herd_comm_explain(const herd_comm *comm, herd_comm_op op, size_t count,
+			      herd_dtype dtype, herd_redop redop, int root, char *buf, size_t cap)
+{
+	const char *fn = __func__;
+	bool reduces = op == HERD_COMM_OP_ALLREDUCE || op == HERD_COMM_OP_REDUCE ||
+		       op == HERD_COMM_OP_REDUCE_SCATTER;
+	bool rooted = op == HERD_COMM_OP_REDUCE || op == HERD_COMM_OP_BROADCAST ||
+		      op == HERD_COMM_OP_GATHER || op == HERD_COMM_OP_SCATTER;
+	herd__op o;
+
+	HERD_CHECK(check_comm(fn, comm));
+	if (buf == NULL || cap == 0)
+		return herd__error(HERD_EINVAL, "%s: buf is NULL or cap is 0: no room for the text",
+				   fn);
+	buf[0] = '\0';
+	if ((int)op < HERD_COMM_OP_ALLREDUCE || (int)op > HERD_COMM_OP_BARRIER)
+		return herd__error(HERD_EINVAL, "%s: op %d is not a herd_comm_op (expected "
+				   "%d..%d, allreduce..barrier)", fn, (int)op, HERD_COMM_OP_ALLREDUCE,
+				   HERD_COMM_OP_BARRIER);
+	if (op == HERD_COMM_OP_BARRIER) {
+		/* as herd_comm_barrier describes itself */
+		dtype = HERD_UINT8;
+		count = 0;
+	}
+	HERD_CHECK(check_dtype(fn, dtype));
+	if (reduces)
+		HERD_CHECK(check_redop(fn, redop));
+	if (rooted)
+		HERD_CHECK(check_rank(fn, "root", root, herd_comm_size(comm)));
+	memset(&o, 0, sizeof(o));
+	o.fp.kind = (uint8_t)op;
+	o.fp.dtype = (uint8_t)dtype;
+	o.fp.redop = reduces ? (uint8_t)redop : 0;
+	o.fp.root = rooted ? root : -1;
+	o.fp.count = o.count = count;
+	o.peer = o.peer2 = o.device = -1;
+	herd__tune_explain(comm, &o, buf, cap);
+	return HERD_OK;
+}

@@ -32,7 +32,7 @@
 
 #include <xxhash.h>
 
-#include "bcast.h"
+#include "herd/sys/agent.h"
 #include "engine.h"
 #include "net.h"
 #include "remote.h"
@@ -622,8 +622,8 @@ static void copy_finish(copy *c, const source *src, const char *dest)
 
 /* ---- the node side ------------------------------------------------------------------ */
 
-herd_status herd__bcast_receive(const char *dest, uint64_t bytes, int mode, const char *forward,
-				const char *program, int timeout_ms)
+herd_status herd_agent_bcast_receive(const char *dest, uint64_t bytes, int mode,
+				     const char *forward, const char *program, int timeout_ms)
 {
 	herd__hostlist hl = { 0 };
 	outcome *all = NULL;

@@ -1,6 +1,6 @@
 /*
  * sdk/launch/connect.c - connect-back channels (connect.h): the launcher
- * accepting and authenticating its nodes, and herd__job_connect, the node's
+ * accepting and authenticating its nodes, and herd_agent_connect, the node's
  * side.
  *
  * Every frame of the handshake is read exactly, header then payload, never
@@ -18,16 +18,18 @@
 #include <openssl/crypto.h>
 
 #include "herd/job.h"
+#include "herd/sys/agent.h"
 
 #include "connect.h"
 #include "loop.h"
-#include "exec.h"
 #include "auth.h"
 #include "net.h"
 #include "wire.h"
 #include "topo/hostlist.h"
 
 #define FRAME_BUF (4 + HERD__CONNECT_FRAME_MAX)
+/* How long a node waits for its launcher by default (HERD_TIMEOUT_DEFAULT). */
+#define CONNECT_DEFAULT_MS 60000
 /* Output of the helper kept for messages. */
 #define HELPER_OUT_MAX 8192
 
@@ -474,10 +476,10 @@ static herd_status recv_frame(int fd, uint8_t frame[FRAME_BUF], cb_msg *m, int64
 	return cb_decode(m, frame + 4, want - 4);
 }
 
-herd_status herd__job_connect(int *fd, const char *addr, const char *secret, const char *node,
-			     int timeout_ms)
+herd_status herd_agent_connect(int *fd, const char *addr, const char *secret, const char *node,
+			       int timeout_ms)
 {
-	int64_t deadline = herd__net_deadline(timeout_ms > 0 ? timeout_ms : 60000);
+	int64_t deadline;
 	uint8_t frame[FRAME_BUF], lnonce[HERD__AUTH_NONCE_LEN], nnonce[HERD__AUTH_NONCE_LEN];
 	uint8_t mac[HERD__AUTH_MAC_LEN];
 	char host[HERD_NET_ADDR_LEN], name[HERD__HOSTNAME_MAX + 1], peer[HERD_NET_ADDR_LEN + 40];
@@ -491,6 +493,10 @@ herd_status herd__job_connect(int *fd, const char *addr, const char *secret, con
 	if (fd == NULL || addr == NULL)
 		return herd__error(HERD_EINVAL, "herd exec --connect: fd and addr are required");
 	*fd = -1;
+	if (timeout_ms <= 0 && timeout_ms != HERD_TIMEOUT_DEFAULT)
+		return herd__error(HERD_EINVAL, "herd exec --connect: timeout_ms %d is neither a "
+				   "positive count nor HERD_TIMEOUT_DEFAULT", timeout_ms);
+	deadline = herd__net_deadline(timeout_ms > 0 ? timeout_ms : CONNECT_DEFAULT_MS);
 	HERD_CHECK(herd__auth_secret(secret, &secret));
 	if (node == NULL || node[0] == '\0')
 		node = getenv("SLURMD_NODENAME");

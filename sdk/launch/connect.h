@@ -3,8 +3,8 @@
  * cannot carry one channel per node on its stdio (srun multiplexes every
  * task's output into one stream), the launcher listens on a TCP port and
  * each node's `herd exec --connect HOST:PORT` connects to it.  Internal to
- * libherd; the node's side is herd__job_connect (exec.h), which only the
- * herd program calls.
+ * libherd; the node's side is herd_agent_connect (herd/sys/agent.h), which
+ * the herd program calls.
  *
  * Before the node protocol, both ends prove they know the job secret with
  * the handshake of base/auth.h, in frames of base/wire.c's envelope (the

@@ -27,7 +27,7 @@
 
 #include "topo/hostlist.h"
 #include "topo/inventory.h"
-#include "discover.h"
+#include "herd/sys/agent.h"
 #include "engine.h"
 #include "net.h"
 #include "remote.h"
@@ -446,8 +446,8 @@ out:
 	return st;
 }
 
-herd_status herd__discover_relay(const char *forward, int timeout_ms, const char *program,
-				 herd_cluster **out)
+herd_status herd_agent_discover_relay(herd_cluster **out, const char *forward, int timeout_ms,
+				      const char *program)
 {
 	herd__launch_node *lnodes = NULL;
 	probe_node *nodes = NULL;

@@ -1,5 +1,5 @@
 /*
- * sdk/launch/exec.c - herd__job_exec, the node side of a job that `herd exec`
+ * sdk/launch/exec.c - herd_agent_exec, the node side of a job that `herd exec`
  * runs: the node protocol (launch_internal.h) over a pair of fds around one
  * node supervisor, and, for a node with a subtree (tree fan-out), the
  * relay to its children (relay.c).
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec.h"
+#include "herd/sys/agent.h"
 #include "launch_internal.h"
 #include "loop.h"
 #include "net.h"
@@ -334,7 +334,7 @@ static herd_status serve(exec_state *x, int stop_fd)
 	return st;
 }
 
-herd_status herd__job_exec(int rfd, int wfd, int stop_fd)
+herd_status herd_agent_exec(int rfd, int wfd, int stop_fd)
 {
 	exec_state x = { .rfd = rfd, .wfd = wfd };
 	herd__node_spec spec;

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "exec.h"
+#include "herd/sys/agent.h"
 #include "launch_internal.h"
 
 extern char **environ;
@@ -56,7 +56,7 @@ static void close_channel(herd__launch_channel *ch)
 }
 
 /*
- * A local node is `herd exec`'s own loop (herd__job_exec) on a thread of
+ * A local node is `herd exec`'s own loop (herd_agent_exec) on a thread of
  * this process, at the other end of a socketpair: the launcher drives it
  * through the node protocol, as it drives a remote node through ssh or
  * srun, so a job has one event path.  The thread is created by the job's
@@ -69,7 +69,7 @@ static void *node_thread(void *arg)
 {
 	int fd = (int)(intptr_t)arg;
 
-	(void)herd__job_exec(fd, fd, -1);
+	(void)herd_agent_exec(fd, fd, -1);
 	close(fd);
 	return NULL;
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# libherd.so must export only public herd_* functions: no internal herd__*
+# libherd.so must export only public herd_* functions (those of herd.h and of
+# herd/sys/agent.h, the node side the herd program runs): no internal herd__*
 # names and nothing from the libraries it links.
 set -euo pipefail
 lib=$1
@@ -12,7 +13,9 @@ if [ -n "$bad$internal" ]; then
 	exit 1
 fi
 for want in herd_version herd_last_error herd_status_str herd_cluster_discover \
-	herd_store_connect herd_store_server_start; do
+	herd_store_connect herd_store_server_start herd_comm_explain herd_comm_nccl_runtime \
+	herd_device_supported herd_device_fill herd_device_verify herd_agent_exec \
+	herd_agent_connect herd_agent_discover_relay herd_agent_bcast_receive; do
 	# A here-string, not a pipe: grep -q leaves at the first match, and
 	# under pipefail the writer's SIGPIPE would fail the check.
 	grep -qx "$want" <<<"$syms" || { echo "missing export: $want"; exit 1; }

@@ -1,5 +1,5 @@
 /*
- * Connect-back channels (sdk/launch/connect.h and herd__job_connect): nodes
+ * Connect-back channels (sdk/launch/connect.h and herd_agent_connect): nodes
  * on threads connect to a real listening socket on loopback; each gets the
  * channel of the node it names, whatever the order they arrive in; a wrong
  * secret is refused on both sides, a launcher that does not know the
@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "herd/sys/agent.h"
 #include "launch/connect.h"
-#include "launch/exec.h"
 #include "net.h"
 #include "store/proto.h"
 #include "test.h"
@@ -34,7 +34,7 @@ static void *node_main(void *arg)
 	struct node_thread *n = arg;
 	int fd = -1;
 
-	n->st = herd__job_connect(&fd, n->addr, n->secret, n->name, 5000);
+	n->st = herd_agent_connect(&fd, n->addr, n->secret, n->name, 5000);
 	if (n->st != HERD_OK) {
 		herd__strlcpy(n->err, herd_last_error(), sizeof(n->err));
 		return NULL;
@@ -180,7 +180,7 @@ static void test_connect_node_refuses_a_launcher_without_the_secret(void)
 
 	CHECK(pthread_create(&t, NULL, impostor_main, &lfd) == 0);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	CHECK_ERR(herd__job_connect(&fd, addr, SECRET, "node1", 5000), HERD_EAUTH,
+	CHECK_ERR(herd_agent_connect(&fd, addr, SECRET, "node1", 5000), HERD_EAUTH,
 		  "did not prove that it knows the job secret");
 	CHECK_INT(fd, -1);
 	pthread_join(t, NULL);
@@ -236,13 +236,18 @@ static void test_connect_bad_arguments(void)
 {
 	int fd = 5;
 
-	CHECK_ERR(herd__job_connect(&fd, "no-port", SECRET, "n1", 1000), HERD_EINVAL, "no-port");
+	CHECK_ERR(herd_agent_connect(&fd, "no-port", SECRET, "n1", 1000), HERD_EINVAL, "no-port");
 	CHECK_INT(fd, -1);
-	CHECK_ERR(herd__job_connect(NULL, "127.0.0.1:1", SECRET, "n1", 1000), HERD_EINVAL,
+	CHECK_ERR(herd_agent_connect(NULL, "127.0.0.1:1", SECRET, "n1", 1000), HERD_EINVAL,
 		  "fd and addr are required");
 	unsetenv("HERD_JOB_SECRET");
-	CHECK_ERR(herd__job_connect(&fd, "127.0.0.1:1", NULL, "n1", 1000), HERD_EINVAL,
+	CHECK_ERR(herd_agent_connect(&fd, "127.0.0.1:1", NULL, "n1", 1000), HERD_EINVAL,
 		  "HERD_JOB_SECRET");
+	/* A launcher that never answers must not hold a node: always a deadline. */
+	CHECK_ERR(herd_agent_connect(&fd, "127.0.0.1:1", SECRET, "n1", 0), HERD_EINVAL,
+		  "timeout_ms 0 is neither a positive count nor HERD_TIMEOUT_DEFAULT");
+	CHECK_ERR(herd_agent_connect(&fd, "127.0.0.1:1", SECRET, "n1", HERD_TIMEOUT_NONE),
+		  HERD_EINVAL, "timeout_ms -1");
 }
 
 int main(void)

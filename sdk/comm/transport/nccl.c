@@ -640,17 +640,17 @@ static herd_status watch(herd_comm *comm, herd__nccl *n, const herd__op *op)
 
 /* ---- the calls --------------------------------------------------------------- */
 
-const char *herd__nccl_runtime(char *buf, size_t cap)
+const char *herd_comm_nccl_runtime(char buf[HERD_COMM_NCCL_RUNTIME_LEN])
 {
 	char v[32];
 
 	pthread_once(&nccl_once, nccl_load);
 	if (nccl_version == 0) {
-		snprintf(buf, cap, "%s", nccl_why);
+		snprintf(buf, HERD_COMM_NCCL_RUNTIME_LEN, "%s", nccl_why);
 		return buf;
 	}
 	version_text(nccl_version, v, sizeof(v));
-	snprintf(buf, cap, "NCCL %s (%s)", v, HERD_NCCL_LIBRARY);
+	snprintf(buf, HERD_COMM_NCCL_RUNTIME_LEN, "NCCL %s (%s)", v, HERD_NCCL_LIBRARY);
 	return buf;
 }
 
@@ -798,9 +798,9 @@ static void nccl_free(herd_comm *comm)
 
 #else /* !HERD_HAVE_NCCL */
 
-const char *herd__nccl_runtime(char *buf, size_t cap)
+const char *herd_comm_nccl_runtime(char buf[HERD_COMM_NCCL_RUNTIME_LEN])
 {
-	snprintf(buf, cap, "this libherd was built without NCCL");
+	snprintf(buf, HERD_COMM_NCCL_RUNTIME_LEN, "this libherd was built without NCCL");
 	return buf;
 }
 

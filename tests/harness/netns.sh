@@ -2,7 +2,7 @@
 # tests/harness/netns.sh start|stop DIR [N]
 # tests/harness/netns.sh cut|mend|shape|loss|delay|clear DIR I [ARG]
 #
-# A test cluster on this machine: N hosts (default 4, at most 16) as Linux
+# A test cluster on this machine: N hosts (default 4, at most 64) as Linux
 # network namespaces joined by veth pairs to a bridge that lives in a
 # namespace of its own, so that no packet touches this machine's own
 # network stack.  Host i (1..N) is the namespace herd-<id>-h<i>, with
@@ -14,10 +14,23 @@
 #            pair whose other end, lan1p, stays in the host)
 #
 # a UTS namespace whose host name is h<i>, an OpenSSH server of its own
-# and, for its ssh sessions, a home directory of its own (empty).  Commands run on a host with
+# and, for its ssh sessions, a home directory of its own (empty), in a
+# mount namespace of the host's.  Commands run on a host with
 #
 #   DIR/run <i> CMD...        (ip netns exec, as the host's own processes)
 #   ssh -F DIR/ssh_config h2 CMD   (from inside any host)
+#   DIR/rsh [SSH OPTIONS] h2 CMD...   (from anywhere, inside a host too:
+#                  ssh's stand-in without its crypto, for fan-out benchmarks;
+#                  the ssh options are ignored, HOST is h<i> or 10.77.0.<i>;
+#                  CMD runs as an ssh session's would: SHELL -c "CMD...", in the
+#                  host's network, UTS and mount namespaces and its home
+#                  directory, with a login's environment only)
+#
+# NETNS_SSHD=0 starts no sshd (64 of them take a while to start and to
+# answer): DIR/rsh and DIR/run still work, ssh does not.  Then a process
+# of the host's (a sleep) holds its UTS and mount namespaces instead of
+# sshd.  DIR/host.<i>.pid is the pid whose namespaces are host i's (its
+# sshd's, or that sleep's).
 #
 # start leaves DIR/hosts (the names, one per line), DIR/ssh_config and
 # DIR/id (the cluster's id).  Faults on host I's link (eth0), each undone
@@ -49,11 +62,12 @@ cmd=$1
 dir=$2
 n=${3:-4}
 case $cmd in
-start | stop) [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 2 ] && [ "$n" -le 16 ] || usage ;;
+start | stop) [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 2 ] && [ "$n" -le 64 ] || usage ;;
 *) [[ $n =~ ^[0-9]+$ ]] || usage ;;
 esac
 RELAY_PORT=47999
 RELAY_MARK=0x4c7
+SSHD=${NETNS_SSHD:-1}
 
 ns_of() { echo "herd-$(cat "$dir/id")-h$1"; }
 switch_of() { echo "herd-$(cat "$dir/id")-sw"; }
@@ -70,6 +84,7 @@ stop() {
 		fi
 		rm -f "$f"
 	done
+	rm -f "$dir"/host.*.pid "$dir/rsh"
 	# Whatever still runs in the cluster's namespaces is the cluster's.
 	for ns in $(ip netns list | awk '{print $1}' | grep "^herd-$id-" || true); do
 		for pid in $(ip netns pids "$ns" 2>/dev/null || true); do
@@ -86,7 +101,7 @@ start() {
 		echo "netns.sh: needs root" >&2
 		exit 77
 	fi
-	for prog in ip /usr/sbin/sshd ssh ssh-keygen unshare; do
+	for prog in ip /usr/sbin/sshd ssh ssh-keygen unshare nsenter; do
 		command -v "$prog" >/dev/null || { echo "netns.sh: $prog not found" >&2; exit 77; }
 	done
 	mkdir -p "$dir"
@@ -151,7 +166,14 @@ start() {
 		# A fresh home directory for the host's sessions (login_home): a
 		# host is a machine of its own.
 		mkdir -p -m 0700 "$dir/home/h$i"
-		ip netns exec "$ns" unshare --uts --mount sh -c "mount --bind '$dir/home/h$i' '$home' && hostname h$i && exec /usr/sbin/sshd -f '$dir/sshd_config.$i' -E '$dir/sshd.$i.log'"
+		if [ "$SSHD" != 0 ]; then
+			ip netns exec "$ns" unshare --uts --mount sh -c "mount --bind '$dir/home/h$i' '$home' && hostname h$i && exec /usr/sbin/sshd -f '$dir/sshd_config.$i' -E '$dir/sshd.$i.log'"
+		else
+			# The host's namespaces held by a sleep (stop ends it with
+			# the namespace's other processes).
+			ip netns exec "$ns" unshare --uts --mount sh -c "mount --bind '$dir/home/h$i' '$home' && hostname h$i && echo \$\$ >'$dir/host.$i.pid.new' && exec sleep infinity" \
+				</dev/null >/dev/null 2>"$dir/host.$i.err" &
+		fi
 	done
 	{
 		echo "Host *"
@@ -164,6 +186,12 @@ start() {
 	exec ip netns exec "herd-$(cat "$dir/id")-h\$i" unshare --uts sh -c 'hostname "h\$0"; exec "\$@"' "\$i" "\$@"
 	EOF
 	chmod +x "$dir/run"
+	write_rsh "$home"
+	if [ "$SSHD" = 0 ]; then
+		wait_sleepers
+		trap - ERR
+		return
+	fi
 	# Up when every host answers ssh from host 1 (bounded: 10 s each).
 	for ((i = 1; i <= n; i++)); do
 		local ok=0
@@ -181,8 +209,80 @@ start() {
 			stop
 			exit 1
 		fi
+		cp "$dir/sshd.$i.pid" "$dir/host.$i.pid"
 	done
 	trap - ERR
+}
+
+# Without sshd: up when every host's sleep has written its pid (bounded: 10
+# s in all) and host 1 reaches every host's address (a connection refused is
+# an answer; bounded: 2 s each).
+wait_sleepers() {
+	local i ok
+	for ((i = 1; i <= n; i++)); do
+		for _ in $(seq 100); do
+			[ -s "$dir/host.$i.pid.new" ] && break
+			sleep 0.1
+		done
+		if [ ! -s "$dir/host.$i.pid.new" ]; then
+			echo "netns.sh: h$i's namespaces did not come up: $(cat "$dir/host.$i.err" 2>/dev/null)" >&2
+			stop
+			exit 1
+		fi
+		mv "$dir/host.$i.pid.new" "$dir/host.$i.pid"
+		rm -f "$dir/host.$i.err"
+	done
+	for ((i = 2; i <= n; i++)); do
+		ok=$(ip netns exec "$(ns_of 1)" timeout 2 bash -c "exec 3<>/dev/tcp/10.77.0.$i/9" 2>&1 || true)
+		case $ok in
+		*refused*) ;;
+		*)
+			echo "netns.sh: h1 does not reach h$i (10.77.0.$i): $ok" >&2
+			stop
+			exit 1
+			;;
+		esac
+	done
+}
+
+# write_rsh HOME: DIR/rsh, ssh's stand-in (see the header).
+write_rsh() {
+	local shell
+	shell=$(getent passwd "$(id -un)" | cut -d: -f7)
+	[ -x "$shell" ] || shell=/bin/sh
+	cat >"$dir/rsh" <<-EOF
+	#!/bin/sh
+	# rsh [SSH OPTIONS] [--] HOST CMD...: CMD on HOST (h<i> or 10.77.0.<i>) of
+	# the namespace cluster in $dir, as an ssh session would run it there:
+	# SHELL -c "CMD...", in the host's network, UTS and mount namespaces and its
+	# home directory, with a login's environment only (and the variables the
+	# cluster's sshd accepts), stdin, stdout and stderr passed through.  ssh's
+	# options are ignored.  Exits 255 when HOST is not one of the cluster's.
+	while [ \$# -gt 0 ]; do
+		case \$1 in
+		--) shift; break ;;
+		-[BbcDEeFIiJLlmOopQRSWw]) [ \$# -ge 2 ] || break; shift 2 ;;
+		-*) shift ;;
+		*) break ;;
+		esac
+	done
+	host=\${1-}
+	case \$host in
+	h[1-9]*) i=\${host#h} ;;
+	10.77.0.[1-9]*) i=\${host#10.77.0.} ;;
+	*) i=x ;;
+	esac
+	pid=
+	case \$i in *[!0-9]*) ;; *) read -r pid 2>/dev/null <"$dir/host.\$i.pid" ;; esac
+	[ -n "\$pid" ] || { echo "rsh: \$host: no such host in $dir" >&2; exit 255; }
+	shift
+	exec env -i HOME='$home' USER='$(id -un)' LOGNAME='$(id -un)' SHELL='$shell' \\
+		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\
+		\${ASAN_OPTIONS+"ASAN_OPTIONS=\$ASAN_OPTIONS"} \${UBSAN_OPTIONS+"UBSAN_OPTIONS=\$UBSAN_OPTIONS"} \\
+		\${LSAN_OPTIONS+"LSAN_OPTIONS=\$LSAN_OPTIONS"} \${HERD_LOG+"HERD_LOG=\$HERD_LOG"} \\
+		nsenter -t "\$pid" -n -u -m --wdns='$home' -- '$shell' -c "\$*"
+	EOF
+	chmod +x "$dir/rsh"
 }
 
 # The switch's end of host $1's link.

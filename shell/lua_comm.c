@@ -335,15 +335,15 @@ static int broadcast_value(lua_State *L, herd_comm *comm, int arg, int root)
 		return 1;
 	}
 	if (len > HERD_STORE_VALUE_MAX * 16ull)
-		return luaL_error(L, "broadcast: a value of %I bytes from the root",
-				  (lua_Integer)len);
+		return lherd_failf(L, HERD_EFORMAT, "broadcast: a value of %I bytes from the root",
+				   (lua_Integer)len);
 	p = luaL_buffinitsize(L, &b, (size_t)len);
 	st = herd_comm_broadcast(comm, NULL, p, (size_t)len, HERD_UINT8, root);
 	if (st != HERD_OK)
 		return lherd_fail(L, st);
 	luaL_pushresultsize(&b, (size_t)len);
 	if (!lherd_msgpack_decode(L, lua_tostring(L, -1), (size_t)len))
-		return luaL_error(L, "broadcast: the root's value does not decode");
+		return lherd_failf(L, HERD_EFORMAT, "broadcast: the root's value does not decode");
 	return 1;
 }
 
@@ -382,8 +382,8 @@ static int allgather_value(lua_State *L, herd_comm *comm, int arg)
 	for (int i = 0; i < n; i++)
 		max = lens[i] > max ? lens[i] : max;
 	if (max > HERD_STORE_VALUE_MAX)
-		return luaL_error(L, "allgather: a value of %I bytes (at most %d)",
-				  (lua_Integer)max, (int)HERD_STORE_VALUE_MAX);
+		return lherd_failf(L, HERD_EFORMAT, "allgather: a value of %I bytes (at most %d)",
+				   (lua_Integer)max, (int)HERD_STORE_VALUE_MAX);
 	pad = (char *)lua_newuserdatauv(L, (size_t)max + 1, 0);
 	memcpy(pad, bytes, slen);
 	all = (char *)lua_newuserdatauv(L, (size_t)n * (size_t)max + 1, 0);
@@ -393,7 +393,8 @@ static int allgather_value(lua_State *L, herd_comm *comm, int arg)
 	lua_createtable(L, n, 0);
 	for (int i = 0; i < n; i++) {
 		if (!lherd_msgpack_decode(L, all + (size_t)i * max, (size_t)lens[i]))
-			return luaL_error(L, "allgather: rank %d's value does not decode", i);
+			return lherd_failf(L, HERD_EFORMAT, "allgather: rank %d's value does not "
+					   "decode", i);
 		lua_rawseti(L, -2, i + 1);
 	}
 	return 1;
@@ -519,14 +520,15 @@ static int comm_recv(lua_State *L)
 	if (st != HERD_OK)
 		return lherd_fail(L, st);
 	if (len > HERD_STORE_VALUE_MAX * 16ull)
-		return luaL_error(L, "recv: a value of %I bytes from rank %d", (lua_Integer)len, peer);
+		return lherd_failf(L, HERD_EFORMAT, "recv: a value of %I bytes from rank %d",
+				   (lua_Integer)len, peer);
 	p = luaL_buffinitsize(L, &lb, (size_t)len);
 	st = herd_comm_recv(comm, p, (size_t)len, HERD_UINT8, peer);
 	if (st != HERD_OK)
 		return lherd_fail(L, st);
 	luaL_pushresultsize(&lb, (size_t)len);
 	if (!lherd_msgpack_decode(L, lua_tostring(L, -1), (size_t)len))
-		return luaL_error(L, "recv: rank %d's value does not decode", peer);
+		return lherd_failf(L, HERD_EFORMAT, "recv: rank %d's value does not decode", peer);
 	return 1;
 }
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +27,18 @@ int lherd_fail(lua_State *L, herd_status status)
 		msg += n + 2;
 	lua_pushnil(L);
 	lua_pushstring(L, msg[0] != '\0' ? msg : herd_status_str(status));
+	lua_pushstring(L, herd_status_name(status));
+	return 3;
+}
+
+int lherd_failf(lua_State *L, herd_status status, const char *fmt, ...)
+{
+	va_list ap;
+
+	lua_pushnil(L);
+	va_start(ap, fmt);
+	lua_pushvfstring(L, fmt, ap);
+	va_end(ap);
 	lua_pushstring(L, herd_status_name(status));
 	return 3;
 }

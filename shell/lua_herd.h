@@ -221,6 +221,10 @@ bool lherd_is_array(lua_State *L, int idx, lua_Integer *n);
 /* Pushes the status's failure triple: nil, herd_last_error(), status name. */
 int lherd_fail(lua_State *L, herd_status status);
 
+/* The failure triple with a message of its own: for a runtime failure that
+ * no libherd call reported (a peer's value that will not decode). */
+int lherd_failf(lua_State *L, herd_status status, const char *fmt, ...);
+
 /* true for HERD_OK, else the failure triple: what a call that returns
  * nothing else gives Lua. */
 int lherd_result(lua_State *L, herd_status st);

@@ -132,8 +132,8 @@ static int store_get_value(lua_State *L)
 		return 3;
 	bytes = lua_tolstring(L, -1, &len);
 	if (!lherd_msgpack_decode(L, bytes, len))
-		return luaL_error(L, "key '%s' does not hold a msgpack value (%d bytes)",
-				  lua_tostring(L, 2), (int)len);
+		return lherd_failf(L, HERD_EFORMAT, "key '%s' does not hold a msgpack value "
+				   "(%d bytes)", lua_tostring(L, 2), (int)len);
 	return 1;
 }
 

@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "herd.h"
+#include "base.h"
 #include "shell.h"
 
 static const char alloc_usage[] =
@@ -521,8 +522,8 @@ int cmd_alloc(int argc, char **argv)
 		goto out;
 	st = load(a.inventory, &cluster);
 	if (st != HERD_OK) {
-		status = a.inventory || getenv("HERD_INVENTORY") ? SHELL_EXIT_USAGE
-								 : SHELL_EXIT_FAILURE;
+		status = a.inventory || herd__param_str(HERD__P_INVENTORY) ? SHELL_EXIT_USAGE
+									     : SHELL_EXIT_FAILURE;
 		shell_message("herd", herd_last_error());
 		goto out;
 	}
@@ -674,8 +675,8 @@ int cmd_gpus(int argc, char **argv)
 	}
 	if (load(inventory, &cluster) != HERD_OK) {
 		shell_message("herd", herd_last_error());
-		return inventory || getenv("HERD_INVENTORY") ? SHELL_EXIT_USAGE
-							     : SHELL_EXIT_FAILURE;
+		return inventory || herd__param_str(HERD__P_INVENTORY) ? SHELL_EXIT_USAGE
+									       : SHELL_EXIT_FAILURE;
 	}
 	if (herd_alloc_this_node(cluster, &local) != HERD_OK ||
 	    herd_lease_dir(&lo, dir, sizeof(dir)) != HERD_OK ||

@@ -857,9 +857,9 @@ static herd_status measure(struct bench_ctx *c, int inplace, struct bench_result
 	return st;
 }
 
-static const char *setting(const char *given, const char *env)
+static const char *setting(const char *given, herd__param env)
 {
-	const char *v = given ? given : getenv(env);
+	const char *v = given ? given : herd__param_str(env);
 	return v && v[0] ? v : "auto";
 }
 
@@ -916,8 +916,8 @@ static void print_header(const struct bench_ctx *c)
 	char hosts[256];
 	hosts_label(c->comm, c->nranks, hosts, sizeof(hosts));
 	printf("# herd bench %s: %d %s on %s, transport %s, algo %s\n", a->op->name, c->nranks,
-	       c->nranks == 1 ? "rank" : "ranks", hosts, setting(a->transport, "HERD_TRANSPORT"),
-	       setting(a->algo, "HERD_ALGO"));
+	       c->nranks == 1 ? "rank" : "ranks", hosts, setting(a->transport, HERD__P_TRANSPORT),
+	       setting(a->algo, HERD__P_ALGO));
 	if (a->stepbytes > 0 || a->stepfactor <= 1)
 		printf("#  minBytes %zu maxBytes %zu step: %zu(bytes)", a->minbytes, a->maxbytes,
 		       a->stepbytes > 0 ? a->stepbytes : (size_t)1 << 20);
@@ -1051,7 +1051,7 @@ static herd_status sweep_once(struct bench_ctx *c, double *bw_sum, int *bw_n, ui
 static herd_status alloc_gpu(struct bench_ctx *c, size_t send_bytes, size_t recv_bytes)
 {
 #if HERD_HAVE_CUDA
-	const char *lr = getenv("HERD_LOCAL_RANK");
+	const char *lr = herd__param_str(HERD__P_LOCAL_RANK);
 	int n = 0, local;
 	void *s = NULL, *r = NULL;
 
@@ -1173,7 +1173,7 @@ static void warn_if_busy(int local_ranks)
 static int run_rank(const struct bench_args *a)
 {
 	/* A rank of --np (its launcher's job) says "wrong results" apart. */
-	const char *launcher = getenv("HERD_BENCH_LAUNCHER");
+	const char *launcher = herd__param_str(HERD__P_BENCH_LAUNCHER);
 	int by_np = launcher != NULL && strcmp(launcher, "1") == 0;
 	herd_comm_opts opts = HERD_COMM_OPTS_INIT;
 	opts.transport = a->transport;
@@ -1399,7 +1399,9 @@ out:
  * herd_comm_init_env reads first). */
 static int launched(void)
 {
-	const char *names[] = { "HERD_RANK", "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK" };
+	const char *names[] = { "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK" };
+	if (herd__param_str(HERD__P_RANK) != NULL)
+		return 1;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		const char *v = getenv(names[i]);
 		if (v && v[0])

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "herd.h"
+#include "base.h"
 #include "launch/discover.h"
 #include "shell.h"
 
@@ -665,7 +666,7 @@ int cmd_discover(int argc, char **argv)
 			status = print_cluster(cluster);
 		else
 			print_summary(cluster, args.inventory == NULL &&
-					   getenv("HERD_INVENTORY") == NULL);
+					   herd__param_str(HERD__P_INVENTORY) == NULL);
 	}
 	if (status == SHELL_EXIT_OK)
 		status = report_failures(cluster);
@@ -694,7 +695,7 @@ int cmd_probe(int argc, char **argv)
 	size_t len = 0;
 	int status = SHELL_EXIT_OK;
 
-	const char *forward = NULL, *program = getenv("HERD_PROGRAM");
+	const char *forward = NULL, *program = herd__param_str(HERD__P_PROGRAM);
 	int secs = 30;
 
 	for (int i = 1; i < argc; i++) {

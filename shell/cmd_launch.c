@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "herd.h"
+#include "base.h"
 #include "shell.h"
 
 static const char usage_text[] =
@@ -524,7 +525,7 @@ static int parse_args(int argc, char **argv, herd_job_spec *spec, struct env_lis
 const char **shell_rank_argv(int argc, char *const *argv, const char *herd_program)
 {
 	const char **cmd = calloc((size_t)argc + 2, sizeof(*cmd));
-	const char *prog = herd_program != NULL ? herd_program : getenv("HERD_PROGRAM");
+	const char *prog = herd_program != NULL ? herd_program : herd__param_str(HERD__P_PROGRAM);
 	int k = 0;
 
 	if (cmd == NULL)

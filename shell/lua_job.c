@@ -41,6 +41,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "lua_herd.h"
 #include "shell.h"
 
@@ -671,7 +672,7 @@ static int lherd_launch(lua_State *L)
 /* herd.emit(value): to the launching script's job:results(), or printed. */
 static int lherd_emit(lua_State *L)
 {
-	const char *e = getenv(EMIT_ENV);
+	const char *e = herd__param_str(HERD__P_EMIT);
 	const unsigned char *bytes;
 	size_t len;
 	luaL_Buffer b;

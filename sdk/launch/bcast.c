@@ -715,7 +715,7 @@ static herd_status start_srun(peer *p, const char *program, const char *const *n
 {
 	enum { FIXED_ARGS = 24 };
 	const char *argv[HERD__REMOTE_MAX_ARGS + FIXED_ARGS + 1];
-	const char *srun = herd__launch_env(HERD__LENV_SRUN);
+	const char *srun = herd__param_str(HERD__P_SRUN);
 	char extra[4096], nodes_arg[64], ntasks_arg[64], size[32], modes[16], secs[16];
 	char *nodelist = NULL, *nodelist_arg = NULL;
 	herd__launch_channel ch;
@@ -742,8 +742,8 @@ static herd_status start_srun(peer *p, const char *program, const char *const *n
 	argv[k++] = "--kill-on-bad-exit=0";
 	argv[k++] = "--input=all";
 	argv[k++] = "--label";
-	st = herd__launch_env_words(HERD__LENV_SRUN_ARGS, extra, sizeof(extra), argv + k,
-				    HERD__REMOTE_MAX_ARGS, &nextra);
+	st = herd__param_words(HERD__P_SRUN_ARGS, extra, sizeof(extra), argv + k,
+			       HERD__REMOTE_MAX_ARGS, &nextra);
 	k += nextra;
 	argv[k++] = program;
 	argv[k++] = "bcast";
@@ -798,8 +798,8 @@ herd_status herd_bcast(const char *file, const char *dest, const herd_bcast_opts
 		src.timeout_ms = opts->timeout_ms;
 	program = opts->herd_program != NULL && opts->herd_program[0] != '\0'
 			  ? opts->herd_program
-			  : herd__launch_env(HERD__LENV_PROGRAM) != NULL
-				    ? herd__launch_env(HERD__LENV_PROGRAM)
+			  : herd__param_str(HERD__P_PROGRAM) != NULL
+				    ? herd__param_str(HERD__P_PROGRAM)
 				    : "herd";
 	src.fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (src.fd < 0)

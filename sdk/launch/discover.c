@@ -30,7 +30,6 @@
 #include "remote.h"
 
 #define DEFAULT_TIMEOUT_MS 30000
-#define DEFAULT_FANOUT 256
 #define PROGRESS_MS 100
 /* How long a helper that closed its output may take to exit. */
 #define REAP_MS 1000
@@ -220,7 +219,7 @@ static herd_status discover_ssh(probe_node *nodes, size_t n, const herd_discover
 	long fanout;
 	herd_status st;
 
-	HERD_CHECK(herd__launch_env_count(HERD__LENV_DISCOVER_FANOUT, DEFAULT_FANOUT, &fanout));
+	HERD_CHECK(herd__param_int(HERD__P_DISCOVER_FANOUT, &fanout));
 	HERD_CHECK(herd__calloc(&cmd, 1, sizeof(*cmd), "the ssh command line"));
 	HERD_CHECK_GOTO(herd__calloc(&fds, 2 * (size_t)fanout + 1, sizeof(*fds), "poll"), st, out);
 	HERD_CHECK_GOTO(herd__calloc(&owner, 2 * (size_t)fanout + 1, sizeof(*owner), "poll"), st,
@@ -378,7 +377,7 @@ static herd_status discover_slurm(probe_node *nodes, size_t n, const herd_discov
 {
 	enum { FIXED_ARGS = 16 };
 	const char *argv[HERD__REMOTE_MAX_ARGS + FIXED_ARGS + 1];
-	const char *srun = herd__launch_env(HERD__LENV_SRUN);
+	const char *srun = herd__param_str(HERD__P_SRUN);
 	char extra[4096], nodes_arg[64], ntasks_arg[64], *nodelist = NULL, *nodelist_arg = NULL;
 	const char **names = NULL;
 	slurm_task *tasks = NULL;
@@ -416,8 +415,8 @@ static herd_status discover_slurm(probe_node *nodes, size_t n, const herd_discov
 	argv[k++] = "--kill-on-bad-exit=0";
 	argv[k++] = "--input=none";
 	argv[k++] = "--label";
-	HERD_CHECK_GOTO(herd__launch_env_words(HERD__LENV_SRUN_ARGS, extra, sizeof(extra),
-					       argv + k, HERD__REMOTE_MAX_ARGS, &nextra), st, out);
+	HERD_CHECK_GOTO(herd__param_words(HERD__P_SRUN_ARGS, extra, sizeof(extra), argv + k,
+					  HERD__REMOTE_MAX_ARGS, &nextra), st, out);
 	k += nextra;
 	argv[k++] = program;
 	argv[k++] = "probe";
@@ -684,8 +683,8 @@ herd_status herd_cluster_discover(herd_cluster **out, const herd_discover_opts *
 		/* A recorded inventory stands for this node's hardware: tests
 		 * and offline planning (herd alloc, herd gpus) on machines one
 		 * is not on. */
-		if (getenv("HERD_INVENTORY") != NULL && getenv("HERD_INVENTORY")[0] != '\0')
-			return herd_cluster_load(out, getenv("HERD_INVENTORY"));
+		if (herd__param_str(HERD__P_INVENTORY) != NULL)
+			return herd_cluster_load(out, herd__param_str(HERD__P_INVENTORY));
 		return herd__cluster_probe(out);
 	}
 	if (o->timeout_ms < 0)
@@ -694,8 +693,8 @@ herd_status herd_cluster_discover(herd_cluster **out, const herd_discover_opts *
 	timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
 	program = o->herd_program != NULL && o->herd_program[0] != '\0'
 			  ? o->herd_program
-			  : herd__launch_env(HERD__LENV_PROGRAM) != NULL
-				    ? herd__launch_env(HERD__LENV_PROGRAM)
+			  : herd__param_str(HERD__P_PROGRAM) != NULL
+				    ? herd__param_str(HERD__P_PROGRAM)
 				    : "herd";
 	memset(&spec, 0, sizeof(spec));
 	spec.where = o->slurm ? HERD_JOB_SLURM : o->hostfile ? HERD_JOB_HOSTFILE : HERD_JOB_HOSTS;

@@ -271,7 +271,7 @@ static herd_status slurm_start(const herd__launch_ctx *ctx, herd__launch_channel
 {
 	enum { FIXED_ARGS = 16 };
 	const char *argv[HERD__REMOTE_MAX_ARGS + FIXED_ARGS + 1];
-	const char *srun = herd__launch_env(HERD__LENV_SRUN);
+	const char *srun = herd__param_str(HERD__P_SRUN);
 	char extra[4096], nodes_arg[64], ntasks_arg[64], gres_arg[64];
 	char connect[HERD_NET_ADDR_LEN + 300];
 	char local[HERD_NET_ADDR_LEN], *nodelist = NULL, *nodelist_arg = NULL, *secret_entry = NULL;
@@ -313,8 +313,8 @@ static herd_status slurm_start(const herd__launch_ctx *ctx, herd__launch_channel
 	argv[n++] = "--input=none";
 	if (step_gres(ctx, gres_arg, sizeof(gres_arg)))
 		argv[n++] = gres_arg;
-	HERD_CHECK_GOTO(herd__launch_env_words(HERD__LENV_SRUN_ARGS, extra, sizeof(extra),
-					       argv + n, HERD__REMOTE_MAX_ARGS, &nextra), st, out);
+	HERD_CHECK_GOTO(herd__param_words(HERD__P_SRUN_ARGS, extra, sizeof(extra), argv + n,
+					  HERD__REMOTE_MAX_ARGS, &nextra), st, out);
 	n += nextra;
 	argv[n++] = ctx->herd_program;
 	argv[n++] = "exec";

@@ -470,8 +470,8 @@ int cmd_alloc(int argc, char **argv)
 		goto out;
 	st = load(a.inventory, &cluster);
 	if (st != HERD_OK) {
-		status = a.inventory || getenv("HERD_INVENTORY") ? SHELL_EXIT_USAGE
-								 : SHELL_EXIT_FAILURE;
+		status = a.inventory || shell_env("HERD_INVENTORY") ? SHELL_EXIT_USAGE
+									     : SHELL_EXIT_FAILURE;
 		shell_message("herd", herd_last_error());
 		goto out;
 	}
@@ -623,8 +623,8 @@ int cmd_gpus(int argc, char **argv)
 	}
 	if (load(inventory, &cluster) != HERD_OK) {
 		shell_message("herd", herd_last_error());
-		return inventory || getenv("HERD_INVENTORY") ? SHELL_EXIT_USAGE
-							     : SHELL_EXIT_FAILURE;
+		return inventory || shell_env("HERD_INVENTORY") ? SHELL_EXIT_USAGE
+									       : SHELL_EXIT_FAILURE;
 	}
 	if (herd_alloc_this_node(cluster, &local) != HERD_OK ||
 	    herd_lease_dir(&lo, dir, sizeof(dir)) != HERD_OK ||

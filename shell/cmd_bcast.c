@@ -46,7 +46,7 @@ static void on_result(void *userdata, const char *host, herd_status status, cons
  * [--program HERD] [--ssh PROG] [--ssh-args WORDS]]` */
 static int receive(int argc, char **argv)
 {
-	const char *dest = NULL, *forward = NULL, *program = getenv("HERD_PROGRAM");
+	const char *dest = NULL, *forward = NULL, *program = shell_env("HERD_PROGRAM");
 	uint64_t bytes = UINT64_MAX;
 	long mode = -1;
 	int secs = 30;

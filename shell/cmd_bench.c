@@ -845,7 +845,7 @@ static herd_status measure(struct bench_ctx *c, int inplace, struct bench_result
 
 static const char *setting(const char *given, const char *env)
 {
-	const char *v = given ? given : getenv(env);
+	const char *v = given ? given : shell_env(env);
 	return v && v[0] ? v : "auto";
 }
 
@@ -1149,7 +1149,7 @@ static void warn_if_busy(int local_ranks)
 static int run_rank(const struct bench_args *a)
 {
 	/* A rank of --np (its launcher's job) says "wrong results" apart. */
-	const char *launcher = getenv("HERD_BENCH_LAUNCHER");
+	const char *launcher = shell_env("HERD_BENCH_LAUNCHER");
 	int by_np = launcher != NULL && strcmp(launcher, "1") == 0;
 	herd_comm_opts opts = HERD_COMM_OPTS_INIT;
 	opts.transport = a->transport;
@@ -1375,7 +1375,9 @@ out:
  * herd_comm_init_env reads first). */
 static int launched(void)
 {
-	const char *names[] = { "HERD_RANK", "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK" };
+	const char *names[] = { "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK" };
+	if (shell_env("HERD_RANK") != NULL)
+		return 1;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		const char *v = getenv(names[i]);
 		if (v && v[0])

@@ -665,7 +665,7 @@ int cmd_discover(int argc, char **argv)
 			status = print_cluster(cluster);
 		else
 			print_summary(cluster, args.inventory == NULL &&
-					   getenv("HERD_INVENTORY") == NULL);
+					   shell_env("HERD_INVENTORY") == NULL);
 	}
 	if (status == SHELL_EXIT_OK)
 		status = report_failures(cluster);
@@ -694,7 +694,7 @@ int cmd_probe(int argc, char **argv)
 	size_t len = 0;
 	int status = SHELL_EXIT_OK;
 
-	const char *forward = NULL, *program = getenv("HERD_PROGRAM");
+	const char *forward = NULL, *program = shell_env("HERD_PROGRAM");
 	int secs = 30;
 
 	for (int i = 1; i < argc; i++) {

@@ -214,7 +214,7 @@ int links_check(const herd_cluster *cluster, bool slurm, size_t bytes, int timeo
 {
 	size_t n = herd_cluster_node_count(cluster), npairs = 0;
 	const char **names = calloc(n + 1, sizeof(*names));
-	const char *program = getenv("HERD_PROGRAM");
+	const char *program = shell_env("HERD_PROGRAM");
 	char size[32], *hosts = NULL;
 	const char *argv[5];
 	herd_job_spec spec = HERD_JOB_SPEC_INIT;

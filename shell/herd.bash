@@ -13,7 +13,7 @@ _herd()
 	case $cmd in
 	help)
 		words=$("$prog" help 2>/dev/null | sed -n '/^Commands:/,/^[^ ]/s/^  \([a-z]\+\) .*/\1/p')
-		COMPREPLY=($(compgen -W "$words" -- "$cur"))
+		COMPREPLY=($(compgen -W "$words env" -- "$cur"))
 		;;
 	ckpt)
 		if (( COMP_CWORD == 2 )); then

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "lua_herd.h"
+#include "shell.h"
 #include "lua_modules.h"
 
 int lherd_fail(lua_State *L, herd_status status)
@@ -236,21 +237,33 @@ static int lherd_discover(lua_State *L)
 	return 1;
 }
 
-/* The first of the variables that is a whole number, else def. */
-static lua_Integer env_int(const char *const *names, lua_Integer def)
+/* Whether v is a whole number from 0 to INT32_MAX; *out: it. */
+static bool whole(const char *v, lua_Integer *out)
 {
-	for (; *names != NULL; names++) {
-		const char *v = getenv(*names);
-		char *end;
-		long long x;
+	char *end;
+	long long x;
 
-		if (v == NULL || *v == '\0')
-			continue;
-		errno = 0;
-		x = strtoll(v, &end, 10);
-		if (*end == '\0' && errno == 0 && x >= 0 && x <= INT32_MAX)
-			return (lua_Integer)x;
-	}
+	if (v == NULL || *v == '\0')
+		return false;
+	errno = 0;
+	x = strtoll(v, &end, 10);
+	if (*end != '\0' || errno != 0 || x < 0 || x > INT32_MAX)
+		return false;
+	*out = (lua_Integer)x;
+	return true;
+}
+
+/* herd's variable p when it is a whole number, else the first of the other
+ * tools' variables that is, else def. */
+static lua_Integer env_int(const char *setting, const char *const *names, lua_Integer def)
+{
+	lua_Integer x;
+
+	if (whole(shell_env(setting), &x))
+		return x;
+	for (; *names != NULL; names++)
+		if (whole(getenv(*names), &x))
+			return x;
 	return def;
 }
 
@@ -261,17 +274,16 @@ static lua_Integer env_int(const char *const *names, lua_Integer def)
  */
 static void set_identity(lua_State *L)
 {
-	static const char *const rank[] = { "HERD_RANK", "RANK", "SLURM_PROCID",
-					     "OMPI_COMM_WORLD_RANK", NULL };
-	static const char *const size[] = { "HERD_WORLD_SIZE", "WORLD_SIZE", "SLURM_NTASKS",
-					     "OMPI_COMM_WORLD_SIZE", NULL };
-	static const char *const local[] = { "HERD_LOCAL_RANK", "LOCAL_RANK", "SLURM_LOCALID",
-					      "OMPI_COMM_WORLD_LOCAL_RANK", NULL };
+	static const char *const rank[] = { "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", NULL };
+	static const char *const size[] = { "WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE",
+					    NULL };
+	static const char *const local[] = { "LOCAL_RANK", "SLURM_LOCALID",
+					     "OMPI_COMM_WORLD_LOCAL_RANK", NULL };
 	char host[256];
 
-	lherd_set_integer(L, "rank", env_int(rank, 0));
-	lherd_set_integer(L, "size", env_int(size, 1));
-	lherd_set_integer(L, "local_rank", env_int(local, 0));
+	lherd_set_integer(L, "rank", env_int("HERD_RANK", rank, 0));
+	lherd_set_integer(L, "size", env_int("HERD_WORLD_SIZE", size, 1));
+	lherd_set_integer(L, "local_rank", env_int("HERD_LOCAL_RANK", local, 0));
 	if (gethostname(host, sizeof(host)) != 0)
 		strcpy(host, "localhost");
 	host[sizeof(host) - 1] = '\0';

@@ -671,7 +671,7 @@ static int lherd_launch(lua_State *L)
 /* herd.emit(value): to the launching script's job:results(), or printed. */
 static int lherd_emit(lua_State *L)
 {
-	const char *e = getenv(EMIT_ENV);
+	const char *e = shell_env("HERD_EMIT");
 	const unsigned char *bytes;
 	size_t len;
 	luaL_Buffer b;

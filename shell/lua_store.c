@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "lua_herd.h"
+#include "shell.h"
 
 #define LHERD_STORE "herd.Store"
 #define LHERD_STORE_SERVER "herd.StoreServer"
@@ -265,15 +266,14 @@ static int lstore_serve(lua_State *L)
 		o.secret = lherd_opt_string(L, 1, "secret");
 		o.port = (int)lherd_opt_integer(L, 1, "port", 0, 65535, 0);
 	}
-	if (o.secret == NULL && (getenv("HERD_JOB_SECRET") == NULL ||
-				 getenv("HERD_JOB_SECRET")[0] == '\0')) {
+	if (o.secret == NULL && shell_env("HERD_JOB_SECRET") == NULL) {
 		st = herd_store_secret_generate(fresh);
 		if (st != HERD_OK)
 			return lherd_fail(L, st);
 		o.secret = fresh;
 	}
 	s = (lserver *)lherd_new(L, &server_type, sizeof(*s), 1);
-	lua_pushstring(L, o.secret != NULL ? o.secret : getenv("HERD_JOB_SECRET"));
+	lua_pushstring(L, o.secret != NULL ? o.secret : shell_env("HERD_JOB_SECRET"));
 	lua_setiuservalue(L, -2, 1);
 	st = herd_store_server_start(&s->server, &o);
 	if (st != HERD_OK)
@@ -325,7 +325,7 @@ static int lstore_env(lua_State *L)
 	lstore *s;
 	herd_status st;
 
-	if (getenv("HERD_STORE") == NULL) {
+	if (shell_env("HERD_STORE") == NULL) {
 		lua_pushnil(L);
 		lua_pushliteral(L, "HERD_STORE is not set: this process is not a rank of a herd job");
 		lua_pushstring(L, herd_status_name(HERD_EINVAL));

@@ -7,6 +7,7 @@
  *   herd -e CODE              run code
  *   herd COMMAND ...          a subcommand (discover, launch, ...)
  *   herd help [COMMAND]       this help, or a command's (herd COMMAND --help)
+ *   herd help env             the HERD_* environment variables (herd_env_table)
  *
  * Exit status: 0, 1 when a script or command failed, 2 for a usage error or
  * a bad input file (herd launch keeps its own apart from its ranks': 125).
@@ -67,7 +68,8 @@ static const struct command {
 	  "exec --stdio | --connect HOST:PORT\n"
 	  "                    the node-side helper herd launch starts on each node" },
 	{ "help", NULL,
-	  "help [COMMAND]      this help, or COMMAND's (as herd COMMAND --help)" },
+	  "help [COMMAND|env]  this help, COMMAND's (as herd COMMAND --help), or the\n"
+	  "                    HERD_* environment variables" },
 	{ NULL, NULL, NULL }
 };
 
@@ -389,7 +391,21 @@ static const struct command *find_command(const char *name)
 	return NULL;
 }
 
-/* `herd help [COMMAND]`. */
+/* `herd help env`: the table of HERD_* variables, as docs/cli.md shows it. */
+static int print_env(void)
+{
+	char *text = herd_env_table();
+
+	if (text == NULL) {
+		fputs("herd help env: out of memory\n", stderr);
+		return SHELL_EXIT_FAILURE;
+	}
+	fputs(text, stdout);
+	free(text);
+	return SHELL_EXIT_OK;
+}
+
+/* `herd help [COMMAND|env]`. */
 static int cmd_help(int argc, char **argv)
 {
 	const struct command *c;
@@ -400,6 +416,8 @@ static int cmd_help(int argc, char **argv)
 		print_usage(stdout);
 		return SHELL_EXIT_OK;
 	}
+	if (strcmp(argv[1], "env") == 0)
+		return print_env();
 	c = find_command(argv[1]);
 	if (c == NULL || c->run == NULL) {
 		fprintf(stderr, "herd help: '%s' is not a command\n"

@@ -62,3 +62,10 @@ int shell_option_value(int argc, char **argv, int *i, const char *name, const ch
 	*out = argv[++*i];
 	return 1;
 }
+
+const char *shell_env(const char *name)
+{
+	const char *v = herd_env_get(name);
+
+	return v != NULL && v[0] != '\0' ? v : NULL;
+}

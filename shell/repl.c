@@ -115,7 +115,7 @@ static int make_parents(const char *path)
 /* $HERD_HISTORY, else ${XDG_STATE_HOME:-$HOME/.local/state}/herd/history. */
 static char *find_history_path(void)
 {
-	const char *env = getenv("HERD_HISTORY");
+	const char *env = herd_env_get("HERD_HISTORY");
 	if (env != NULL)
 		return env[0] ? strdup(env) : NULL; /* empty: keep none */
 	const char *state = getenv("XDG_STATE_HOME");

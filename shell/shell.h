@@ -157,6 +157,9 @@ int shell_usage_error(const char *cmd, const char *fmt, const char *arg);
  * the value is missing, 0 when argv[*i] is another option. */
 int shell_option_value(int argc, char **argv, int *i, const char *name, const char **out);
 
+/* herd's setting name (herd_env_get), NULL when unset or empty. */
+const char *shell_env(const char *name);
+
 /* A decimal integer in [min, max] into *out; 0, or -1 (out untouched) if not. */
 int shell_parse_int(const char *s, int min, int max, int *out);
 

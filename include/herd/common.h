@@ -92,6 +92,21 @@ HERD_EXTERN void herd_clear_error(void);
 HERD_EXTERN const char *herd_version(void);
 
 /*
+ * herd's settings: the HERD_* environment variables that libherd reads,
+ * each with its type, default and meaning in one table (`herd help env`
+ * prints it).  herd_env_get gives the value of setting name ("HERD_SSH")
+ * as the environment holds it: NULL when unset (an empty string when set
+ * empty), and NULL with HERD_EINVAL's message for a name that is not one
+ * of herd's settings.  The string belongs to the environment.  Thread-safe
+ * as getenv is.
+ */
+HERD_EXTERN const char *herd_env_get(const char *name);
+
+/* The table of herd's settings as `herd help env` prints it, in a fresh
+ * string the caller frees with herd_free; NULL when out of memory. */
+HERD_EXTERN char *herd_env_table(void);
+
+/*
  * Frees memory that a herd function handed to the caller as a plain buffer
  * (for example the bytes of herd_cluster_encode).  Accepts NULL.
  */

@@ -82,7 +82,7 @@ static bool is_set(const char *s)
 
 herd_status herd_lease_dir(const herd_lease_opts *opts, char *buf, size_t cap)
 {
-	const char *env = getenv("HERD_LEASE_DIR");
+	const char *env = herd__param_str(HERD__P_LEASE_DIR);
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
 	struct stat sb;
 	int n;
@@ -170,8 +170,8 @@ static const char *job_id(const herd_lease_opts *opts)
 {
 	if (opts != NULL && is_set(opts->job_id))
 		return opts->job_id;
-	if (is_set(getenv("HERD_JOB_ID")))
-		return getenv("HERD_JOB_ID");
+	if (herd__param_str(HERD__P_JOB_ID) != NULL)
+		return herd__param_str(HERD__P_JOB_ID);
 	if (is_set(getenv("SLURM_JOB_ID")))
 		return getenv("SLURM_JOB_ID");
 	return "-";

@@ -45,7 +45,7 @@ herd_status herd__auth_random(void *buf, size_t n)
 
 herd_status herd__auth_secret(const char *given, const char **out)
 {
-	const char *s = given != NULL ? given : getenv("HERD_JOB_SECRET");
+	const char *s = given != NULL ? given : herd__param_str(HERD__P_JOB_SECRET);
 
 	*out = NULL;
 	if (s == NULL || s[0] == '\0')

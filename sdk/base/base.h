@@ -65,6 +65,9 @@ herd_status herd__check_timeout(const char *fn, int timeout_ms);
 			goto label;           \
 	} while (0)
 
+/* The HERD_* environment variables and their readers (herd__param_*). */
+#include "param.h"
+
 /* Logging to stderr, filtered by herd_log_get_level(). */
 void herd__log(herd_log_level level, const char *fmt, ...) HERD_PRINTF(2, 3);
 #define herd__log_error(...) herd__log(HERD_LOG_ERROR, __VA_ARGS__)

@@ -14,19 +14,23 @@
 
 static atomic_int log_level = HERD_LOG_UNSET;
 
+/*
+ * HERD_LOG's level.  Not through herd__param_choice: its error would call
+ * back into the logging whose level is being read, and overwrite the
+ * message of an error being raised.
+ */
 static herd_log_level log_level_from_env(void)
 {
-	static const char *const names[] = { "error", "warn", "info", "debug" };
-	const char *env = getenv("HERD_LOG");
+	const herd__param_info *in = herd__param_get(HERD__P_LOG);
+	const char *env = herd__param_str(HERD__P_LOG);
+	int level = env != NULL ? herd__param_choice_of(HERD__P_LOG, env) : -1;
 
-	if (env == NULL || env[0] == '\0')
-		return HERD_LOG_WARN;
-	for (int i = 0; i < 4; i++)
-		if (strcmp(env, names[i]) == 0)
-			return (herd_log_level)i;
-	fprintf(stderr, "herd: warning: HERD_LOG=%s is not one of error, warn, "
-			"info, debug; using warn\n", env);
-	return HERD_LOG_WARN;
+	if (level >= 0)
+		return (herd_log_level)level;
+	if (env != NULL)
+		fprintf(stderr, "herd: warning: HERD_LOG=%s is not one of %s; using %s\n", env,
+			in->values, in->dflt);
+	return (herd_log_level)herd__param_choice_of(HERD__P_LOG, in->dflt);
 }
 
 void herd_log_set_level(herd_log_level level)

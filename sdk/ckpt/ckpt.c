@@ -17,8 +17,6 @@
 #include "device.h"
 #include "handle.h"
 
-#define STAGING_DEFAULT ((size_t)256 << 20)
-
 herd_status herd__ckpt_path(char *buf, size_t cap, const char *dir, const char *name)
 {
 	int n = snprintf(buf, cap, "%s/%s", dir, name);
@@ -62,20 +60,14 @@ static herd_status sweep(const char *dir)
 	return st;
 }
 
-/* A size in bytes from the environment ("256M", as herd_size_parse reads
- * it), dflt when unset, or, with a warning, when not a positive size. */
-static size_t env_size(const char *name, size_t dflt)
+/* HERD_CKPT_STAGING_BYTES, or, with a warning, its default when it is
+ * not a positive size: a setting of speed does not fail a save. */
+static size_t staging_bytes(void)
 {
-	const char *s = getenv(name);
 	uint64_t v = 0;
 
-	if (s == NULL || *s == '\0')
-		return dflt;
-	if (herd_size_parse(s, &v) != HERD_OK || v == 0 || v > SIZE_MAX / 2) {
-		herd__log_warn("%s=\"%s\" is not a positive size in bytes (as 268435456, 256M or "
-			       "1.5GiB); using %zu", name, s, dflt);
-		return dflt;
-	}
+	if (herd__param_size(HERD__P_CKPT_STAGING_BYTES, &v) != HERD_OK)
+		herd__log_warn("%s; using %" PRIu64, herd_last_error(), v);
 	return (size_t)v;
 }
 
@@ -88,7 +80,7 @@ static size_t env_size(const char *name, size_t dflt)
 static herd_status lock_writer(const char *dir, int *out)
 {
 	char path[PATH_MAX], holder[256];
-	const char *job = getenv("HERD_JOB_ID");
+	const char *job = herd__param_str(HERD__P_JOB_ID);
 	ssize_t got;
 	int fd, n;
 
@@ -156,7 +148,7 @@ herd_status herd_ckpt_open(herd_ckpt **out, const char *dir, herd_comm *comm,
 	ck->keep_every = o.keep_every;
 	ck->staging_bytes = o.staging_bytes != 0
 				    ? o.staging_bytes
-				    : env_size("HERD_CKPT_STAGING_BYTES", STAGING_DEFAULT);
+				    : staging_bytes();
 	ck->checksum = o.checksum == HERD_CKPT_CHECKSUM_NONE ? HERD_CKPT_CHECKSUM_NONE
 							     : HERD_CKPT_CHECKSUM_XXH3;
 	ck->chunk_bytes = o.chunk_bytes != 0 ? o.chunk_bytes : HERD__CKPT_CHUNK_DEFAULT;

@@ -45,7 +45,6 @@
 #define HERD__COMM_KEY_LEN 32
 #define HERD__COMM_ID_LEN 8
 #define HERD__COMM_ADDRS_MAX 512
-#define HERD__COMM_DEFAULT_TIMEOUT_MS 300000
 /* The most TCP data connections per pair of ranks (HERD_SOCKET_STREAMS). */
 #define HERD__STREAMS_MAX 8
 

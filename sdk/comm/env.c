@@ -1,9 +1,10 @@
 /*
  * sdk/comm/env.c - the communicator's options and identity from the
- * environment: the one place where HERD_TIMEOUT, HERD_TRANSPORT, HERD_ALGO,
- * HERD_SOCKET_IFNAME and HERD_DEVICE_CHECK override defaults, and herd_comm_init_env, which
- * finds the rank, the world size and the store from herd's, torchrun's,
- * Slurm's or Open MPI's variables.
+ * environment: the one place where the communicator's settings (HERD_TIMEOUT,
+ * HERD_TRANSPORT, HERD_ALGO, HERD_SOCKET_IFNAME, HERD_SOCKET_STREAMS,
+ * HERD_NET_LINK, HERD_DEVICE_CHECK: sdk/base/param.h) override defaults, and
+ * herd_comm_init_env, which finds the rank, the world size and the store from
+ * herd's, torchrun's, Slurm's or Open MPI's variables.
  */
 #include <errno.h>
 #include <math.h>
@@ -20,6 +21,8 @@
  * derived from its address, so it keeps out nobody who can reach it. */
 #define TORCHRUN_DEFAULT_SECRET_PREFIX "herd-torchrun-unauthenticated:"
 
+/* A variable of another tool (torchrun, Slurm, Open MPI): NULL when unset
+ * or empty.  herd's own are read through herd__param_*. */
 static const char *env(const char *name)
 {
 	const char *v = getenv(name);
@@ -27,50 +30,55 @@ static const char *env(const char *name)
 	return v != NULL && v[0] != '\0' ? v : NULL;
 }
 
-/* An option: the explicit value, else the variable's, else the default.
- * *from says which, for messages. */
-static const char *pick(const char *given, const char *field, const char *var,
-			const char *dflt, char *from, size_t cap)
+/* A choice among the words of p's VALUES (its index): the explicit value,
+ * else the variable's, else the default. */
+static herd_status choose(herd__param p, const char *given, const char *field, int *out)
 {
-	const char *v;
-
-	if (given != NULL) {
-		snprintf(from, cap, "herd_comm_opts.%s \"%s\"", field, given);
-		return given;
-	}
-	v = env(var);
-	if (v != NULL) {
-		snprintf(from, cap, "%s=%s", var, v);
-		return v;
-	}
-	snprintf(from, cap, "the default \"%s\"", dflt);
-	return dflt;
+	if (given == NULL)
+		return herd__param_choice(p, out);
+	*out = herd__param_choice_of(p, given);
+	if (*out < 0)
+		return herd__error(HERD_EINVAL, "herd_comm_opts.%s \"%s\": expected %s", field,
+				   given, herd__param_get(p)->values);
+	return HERD_OK;
 }
 
-static herd_status parse_timeout(int *ms)
+/* HERD_NET_LINK: "measure", or LATENCY_US,GBIT_PER_S. */
+static herd_status parse_net_link(herd__comm_cfg *out)
 {
-	const char *v = env("HERD_TIMEOUT");
+	const char *v = herd__param_str(HERD__P_NET_LINK);
 	char *end;
-	double s;
+	double lat, gbit;
 
-	if (v == NULL) {
-		*ms = HERD__COMM_DEFAULT_TIMEOUT_MS;
+	if (v == NULL)
+		return HERD_OK;
+	if (strcmp(v, "measure") == 0) {
+		out->net_measure = true;
 		return HERD_OK;
 	}
 	errno = 0;
-	s = strtod(v, &end);
-	if (end == v || *end != '\0' || errno != 0 || !isfinite(s) || s <= 0 || s > 2.0e6)
-		return herd__error(HERD_EINVAL, "HERD_TIMEOUT=%s: expected a number of seconds "
-				   "greater than 0 and at most 2000000 (\"300\", \"0.5\")", v);
-	*ms = (int)ceil(s * 1000.0);
+	lat = strtod(v, &end);
+	gbit = *end == ',' ? strtod(end + 1, &end) : -1;
+	if (*end != '\0' || errno != 0 || !isfinite(lat) || !isfinite(gbit) || lat <= 0 ||
+	    lat > 1e6 || gbit <= 0 || gbit > 1e5)
+		return herd__error(HERD_EINVAL, "HERD_NET_LINK=%s: expected the links between "
+				   "hosts as LATENCY_US,GBIT_PER_S, e.g. \"5,100\" (one-way "
+				   "latency 5 us, 100 Gbit/s), or \"measure\"", v);
+	out->net_lat_us = lat;
+	out->net_gbit = gbit;
 	return HERD_OK;
 }
 
 herd_status herd__comm_cfg_resolve(const herd_comm_opts *opts, herd__comm_cfg *out)
 {
+	/* What the words of HERD_TRANSPORT and HERD_ALGO select, in the table's order. */
+	static const int transports[] = { HERD__TRANSPORT_AUTO, HERD__TRANSPORT_TCP };
+	static const int algos[] = { HERD__CLASS_ANY, HERD__CLASS_BANDWIDTH, HERD__CLASS_LATENCY,
+				     HERD__CLASS_HIER };
 	herd_comm_opts defaults = HERD_COMM_OPTS_INIT;
-	char from[160];
-	const char *v;
+	const char *ifname;
+	long streams;
+	int i;
 
 	if (opts == NULL)
 		opts = &defaults;
@@ -82,79 +90,25 @@ herd_status herd__comm_cfg_resolve(const herd_comm_opts *opts, herd__comm_cfg *o
 	if (opts->timeout_ms > 0)
 		out->timeout_ms = opts->timeout_ms;
 	else
-		HERD_CHECK(parse_timeout(&out->timeout_ms));
+		HERD_CHECK(herd__param_ms(HERD__P_TIMEOUT, &out->timeout_ms));
 
-	v = pick(opts->transport, "transport", "HERD_TRANSPORT", "auto", from, sizeof(from));
-	if (strcmp(v, "auto") == 0)
-		out->transport = HERD__TRANSPORT_AUTO;
-	else if (strcmp(v, "tcp") == 0)
-		out->transport = HERD__TRANSPORT_TCP;
-	else
-		return herd__error(HERD_EINVAL, "transport from %s: expected \"auto\" or \"tcp\"",
-				   from);
+	HERD_CHECK(choose(HERD__P_TRANSPORT, opts->transport, "transport", &i));
+	out->transport = transports[i];
+	HERD_CHECK(choose(HERD__P_ALGO, opts->algo, "algo", &i));
+	out->algo = algos[i];
 
-	v = pick(opts->algo, "algo", "HERD_ALGO", "auto", from, sizeof(from));
-	if (strcmp(v, "auto") == 0)
-		out->algo = HERD__CLASS_ANY;
-	else if (strcmp(v, "ring") == 0)
-		out->algo = HERD__CLASS_BANDWIDTH;
-	else if (strcmp(v, "rd") == 0)
-		out->algo = HERD__CLASS_LATENCY;
-	else if (strcmp(v, "hier") == 0)
-		out->algo = HERD__CLASS_HIER;
-	else
-		return herd__error(HERD_EINVAL, "algorithm from %s: expected \"auto\", \"ring\", "
-				   "\"rd\" or \"hier\"", from);
+	ifname = opts->socket_ifname != NULL ? opts->socket_ifname
+					     : herd__param_str(HERD__P_SOCKET_IFNAME);
+	if (ifname != NULL && strlen(ifname) >= sizeof(out->ifname))
+		return herd__error(HERD_EINVAL, "interface name from %s is too long",
+				   opts->socket_ifname != NULL ? "herd_comm_opts.socket_ifname"
+				   : "HERD_SOCKET_IFNAME");
+	herd__strlcpy(out->ifname, ifname != NULL ? ifname : "", sizeof(out->ifname));
 
-	v = pick(opts->socket_ifname, "socket_ifname", "HERD_SOCKET_IFNAME", "", from,
-		 sizeof(from));
-	if (strlen(v) >= sizeof(out->ifname))
-		return herd__error(HERD_EINVAL, "interface name from %s is too long", from);
-	herd__strlcpy(out->ifname, v, sizeof(out->ifname));
-
-	out->streams = 1;
-	v = env("HERD_SOCKET_STREAMS");
-	if (v != NULL && *v != '\0') {
-		char *end;
-		long n;
-
-		errno = 0;
-		n = strtol(v, &end, 10);
-		if (*end != '\0' || errno != 0 || n < 1 || n > HERD__STREAMS_MAX)
-			return herd__error(HERD_EINVAL, "HERD_SOCKET_STREAMS=%s: expected the TCP "
-					   "connections per pair of ranks on different hosts, 1 to %d",
-					   v, HERD__STREAMS_MAX);
-		out->streams = (int)n;
-	}
-
-	v = env("HERD_NET_LINK");
-	if (v != NULL && strcmp(v, "measure") == 0) {
-		out->net_measure = true;
-	} else if (v != NULL && *v != '\0') {
-		char *end;
-		double lat, gbit;
-
-		errno = 0;
-		lat = strtod(v, &end);
-		gbit = *end == ',' ? strtod(end + 1, &end) : -1;
-		if (*end != '\0' || errno != 0 || !isfinite(lat) || !isfinite(gbit) || lat <= 0 ||
-		    lat > 1e6 || gbit <= 0 || gbit > 1e5)
-			return herd__error(HERD_EINVAL, "HERD_NET_LINK=%s: expected the links between "
-					   "hosts as LATENCY_US,GBIT_PER_S, e.g. \"5,100\" (one-way "
-					   "latency 5 us, 100 Gbit/s), or \"measure\"", v);
-		out->net_lat_us = lat;
-		out->net_gbit = gbit;
-	}
-
-	v = env("HERD_DEVICE_CHECK");
-	if (v == NULL || strcmp(v, "1") == 0)
-		out->device_check = true;
-	else if (strcmp(v, "0") == 0)
-		out->device_check = false;
-	else
-		return herd__error(HERD_EINVAL, "HERD_DEVICE_CHECK=%s: expected 1 (compare device "
-				   "calls between ranks, the default) or 0", v);
-	return HERD_OK;
+	HERD_CHECK(herd__param_int(HERD__P_SOCKET_STREAMS, &streams));
+	out->streams = (int)streams;
+	HERD_CHECK(parse_net_link(out));
+	return herd__param_bool(HERD__P_DEVICE_CHECK, &out->device_check);
 }
 
 /* ---- identity ------------------------------------------------------------- */
@@ -188,12 +142,11 @@ static herd_status parse_int(const char *var, const char *v, int min, int *out)
 	return HERD_OK;
 }
 
-/* Reads one style's rank and size variables.  *found: either is set. */
+/* One style's rank and size variables, their values r and s (NULL: unset).
+ * *found: either is set. */
 static herd_status read_pair(identity *id, const char *style, const char *rank_var,
-			     const char *size_var, bool *found)
+			     const char *r, const char *size_var, const char *s, bool *found)
 {
-	const char *r = env(rank_var), *s = env(size_var);
-
 	*found = r != NULL || s != NULL;
 	if (!*found)
 		return HERD_OK;
@@ -212,7 +165,7 @@ static herd_status read_pair(identity *id, const char *style, const char *rank_v
 
 static herd_status need_store(identity *id)
 {
-	id->store = env("HERD_STORE");
+	id->store = herd__param_str(HERD__P_STORE);
 	if (id->store == NULL)
 		return herd__error(HERD_EINVAL, "rank %d of %d from %s "
 				   "variables, but HERD_STORE (host:port of the job's store) is "
@@ -235,8 +188,8 @@ static herd_status derive_store(identity *id, const char *host, const char *tag,
 				   "job tag \"%.60s\" is too long", host, tag);
 	herd__strlcpy(b->host, host, sizeof(b->host));
 	herd__strlcpy(b->tag, tag, sizeof(b->tag));
-	if (env("HERD_JOB_SECRET") != NULL)
-		herd__strlcpy(b->secret, env("HERD_JOB_SECRET"), sizeof(b->secret));
+	if (herd__param_str(HERD__P_JOB_SECRET) != NULL)
+		herd__strlcpy(b->secret, herd__param_str(HERD__P_JOB_SECRET), sizeof(b->secret));
 	else
 		HERD_CHECK(herd__boot_secret(shared_key, tag, b->secret, sizeof(b->secret)));
 	id->secret = b->secret;
@@ -271,7 +224,7 @@ static herd_status slurm_store(identity *id)
 	const char *nnodes = env("SLURM_STEP_NUM_NODES");
 	char host[256], tag[128];
 
-	if (env("HERD_STORE") != NULL)
+	if (herd__param_str(HERD__P_STORE) != NULL)
 		return need_store(id);
 	if (job == NULL)
 		return herd__error(HERD_EINVAL, "rank %d of %d from Slurm "
@@ -309,7 +262,7 @@ static herd_status ompi_store(identity *id)
 	const char *local = env("OMPI_COMM_WORLD_LOCAL_SIZE"), *host = env("MASTER_ADDR");
 	char tag[128];
 
-	if (env("HERD_STORE") != NULL)
+	if (herd__param_str(HERD__P_STORE) != NULL)
 		return need_store(id);
 	if (host == NULL) {
 		bool one_node = (nodes != NULL && strcmp(nodes, "1") == 0) ||
@@ -334,7 +287,7 @@ static herd_status torchrun_store(identity *id)
 {
 	const char *addr = env("MASTER_ADDR"), *port = env("MASTER_PORT");
 
-	if (env("HERD_STORE") != NULL)
+	if (herd__param_str(HERD__P_STORE) != NULL)
 		return need_store(id);
 	if (addr == NULL || port == NULL)
 		return herd__error(HERD_EINVAL, "rank %d of %d from torchrun "
@@ -365,7 +318,7 @@ static herd_status torchrun_store(identity *id)
 	}
 	id->store = id->master;
 	id->host_store = id->rank == 0;
-	if (env("HERD_JOB_SECRET") == NULL) {
+	if (herd__param_str(HERD__P_JOB_SECRET) == NULL) {
 		snprintf(id->default_secret, sizeof(id->default_secret), "%s%s",
 			 TORCHRUN_DEFAULT_SECRET_PREFIX, id->master);
 		id->secret = id->default_secret;
@@ -382,17 +335,20 @@ static herd_status find_identity(identity *id)
 	bool found;
 
 	memset(id, 0, sizeof(*id));
-	HERD_CHECK(read_pair(id, "herd", "HERD_RANK", "HERD_WORLD_SIZE", &found));
+	HERD_CHECK(read_pair(id, "herd", "HERD_RANK", herd__param_str(HERD__P_RANK),
+			     "HERD_WORLD_SIZE", herd__param_str(HERD__P_WORLD_SIZE), &found));
 	if (found)
 		return need_store(id);
-	HERD_CHECK(read_pair(id, "torchrun", "RANK", "WORLD_SIZE", &found));
+	HERD_CHECK(read_pair(id, "torchrun", "RANK", env("RANK"), "WORLD_SIZE", env("WORLD_SIZE"),
+			     &found));
 	if (found)
 		return torchrun_store(id);
-	HERD_CHECK(read_pair(id, "Slurm", "SLURM_PROCID", "SLURM_NTASKS", &found));
+	HERD_CHECK(read_pair(id, "Slurm", "SLURM_PROCID", env("SLURM_PROCID"), "SLURM_NTASKS",
+			     env("SLURM_NTASKS"), &found));
 	if (found)
 		return slurm_store(id);
-	HERD_CHECK(read_pair(id, "Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-			     &found));
+	HERD_CHECK(read_pair(id, "Open MPI", "OMPI_COMM_WORLD_RANK", env("OMPI_COMM_WORLD_RANK"),
+			     "OMPI_COMM_WORLD_SIZE", env("OMPI_COMM_WORLD_SIZE"), &found));
 	if (found)
 		return ompi_store(id);
 	return herd__error(HERD_EINVAL, "no rank identity in the "

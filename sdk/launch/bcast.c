@@ -706,8 +706,8 @@ herd_status herd_bcast(const char *file, const char *dest, const herd_bcast_opts
 		src.timeout_ms = opts->timeout_ms;
 	program = opts->herd_program != NULL && opts->herd_program[0] != '\0'
 			  ? opts->herd_program
-			  : herd__launch_env(HERD__LENV_PROGRAM) != NULL
-				    ? herd__launch_env(HERD__LENV_PROGRAM)
+			  : herd__param_str(HERD__P_PROGRAM) != NULL
+				    ? herd__param_str(HERD__P_PROGRAM)
 				    : "herd";
 	src.fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (src.fd < 0)

@@ -33,7 +33,6 @@
 #include "remote.h"
 
 #define DEFAULT_TIMEOUT_MS 30000
-#define DEFAULT_FANOUT 256
 #define PROGRESS_MS 100
 /* How long a helper that closed its output may take to exit. */
 #define REAP_MS 1000
@@ -244,12 +243,11 @@ static herd_status probe_all(probe_node *nodes, size_t n, const herd_discover_op
 	herd__engine_cmd cmd = { .program = program, .words = probe_words, .userdata = &d,
 				 .timeout_ms = timeout_ms, .flat = flat,
 				 .in_max = HERD_INVENTORY_MAX_BYTES / 2 * 3 };
-	long fanout = DEFAULT_FANOUT;
+	long fanout = 0;
 	herd_status st;
 
 	if (!be->one_step)
-		HERD_CHECK(herd__launch_env_count(HERD__LENV_DISCOVER_FANOUT, DEFAULT_FANOUT,
-						  &fanout));
+		HERD_CHECK(herd__param_int(HERD__P_DISCOVER_FANOUT, &fanout));
 	HERD_CHECK(herd__calloc(&names, n + 1, sizeof(*names), "the node list"));
 	for (size_t i = 0; i < n; i++)
 		names[i] = nodes[i].host;
@@ -403,8 +401,8 @@ herd_status herd_cluster_discover(herd_cluster **out, const herd_discover_opts *
 		/* A recorded inventory stands for this node's hardware: tests
 		 * and offline planning (herd alloc, herd gpus) on machines one
 		 * is not on. */
-		if (getenv("HERD_INVENTORY") != NULL && getenv("HERD_INVENTORY")[0] != '\0')
-			return herd_cluster_load(out, getenv("HERD_INVENTORY"));
+		if (herd__param_str(HERD__P_INVENTORY) != NULL)
+			return herd_cluster_load(out, herd__param_str(HERD__P_INVENTORY));
 		return herd__cluster_probe(out);
 	}
 	if (o->timeout_ms < 0)
@@ -413,8 +411,8 @@ herd_status herd_cluster_discover(herd_cluster **out, const herd_discover_opts *
 	timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
 	program = o->herd_program != NULL && o->herd_program[0] != '\0'
 			  ? o->herd_program
-			  : herd__launch_env(HERD__LENV_PROGRAM) != NULL
-				    ? herd__launch_env(HERD__LENV_PROGRAM)
+			  : herd__param_str(HERD__P_PROGRAM) != NULL
+				    ? herd__param_str(HERD__P_PROGRAM)
 				    : "herd";
 	memset(&spec, 0, sizeof(spec));
 	spec.where = o->slurm ? HERD_JOB_SLURM : o->hostfile ? HERD_JOB_HOSTFILE : HERD_JOB_HOSTS;

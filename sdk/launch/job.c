@@ -314,7 +314,7 @@ static herd_status copy_spec(herd_job *job, const herd_job_spec *s)
 	HERD_CHECK(herd__strdup(&job->log_dir, s->log_dir));
 	HERD_CHECK(herd__strdup(&job->prefix, s->prefix != NULL ? s->prefix : HERD_JOB_PREFIX_DEFAULT));
 	if (prog == NULL || prog[0] == '\0')
-		prog = herd__launch_env(HERD__LENV_PROGRAM);
+		prog = herd__param_str(HERD__P_PROGRAM);
 	if (prog == NULL || prog[0] == '\0')
 		prog = "herd";
 	HERD_CHECK(herd__strdup(&job->herd_program, prog));
@@ -833,7 +833,7 @@ static int free_port(const char *host)
  */
 static void advertise_host(const char *first_node, char *out, size_t cap)
 {
-	const char *env = herd__launch_env(HERD__LENV_LAUNCH_ADDR);
+	const char *env = herd__param_str(HERD__P_LAUNCH_ADDR);
 
 	if (env != NULL && env[0] != '\0') {
 		herd__strlcpy(out, env, cap);
@@ -1055,7 +1055,7 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 		advertise_host(job->nodes[0].host, adv, sizeof(adv));
 	else
 		herd__strlcpy(adv, "127.0.0.1", sizeof(adv));
-	bind = herd__launch_env(HERD__LENV_LAUNCH_BIND);
+	bind = herd__param_str(HERD__P_LAUNCH_BIND);
 	if (bind == NULL || bind[0] == '\0')
 		bind = adv;
 	so.host = bind;
@@ -1068,7 +1068,7 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 		st = herd__error(st, "the job's store: %s (%s; HERD_LAUNCH_BIND=0.0.0.0 listens on "
 				 "every interface)", why,
 				 bind != adv ? "HERD_LAUNCH_BIND"
-				 : remote && herd__launch_env(HERD__LENV_LAUNCH_ADDR) != NULL
+				 : remote && herd__param_str(HERD__P_LAUNCH_ADDR) != NULL
 				 ? "HERD_LAUNCH_ADDR, where the nodes reach this launcher"
 				 : "the address the nodes reach this launcher at");
 		goto fail;

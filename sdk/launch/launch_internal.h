@@ -624,30 +624,4 @@ bool herd__node_done(const herd__node *node);
  */
 void herd__node_free(herd__node *node);
 
-/* ---- env.c: the variables the launching process reads ----------------------- */
-
-typedef enum herd__launch_var {
-	HERD__LENV_PROGRAM,
-	HERD__LENV_LAUNCH_ADDR,
-	HERD__LENV_SSH,
-	HERD__LENV_SSH_ARGS,
-	HERD__LENV_SSH_TREE_MIN,
-	HERD__LENV_SSH_TREE_WIDTH,
-	HERD__LENV_SRUN,
-	HERD__LENV_SRUN_ARGS,
-	HERD__LENV_DISCOVER_FANOUT,
-	HERD__LENV_LAUNCH_BIND,
-	HERD__LENV_COUNT
-} herd__launch_var;
-
-/* Its value; NULL when unset or empty. */
-const char *herd__launch_env(herd__launch_var var);
-
-/* A whole number from 1 to 1000000; def when unset; HERD_EINVAL naming it. */
-herd_status herd__launch_env_count(herd__launch_var var, long def, long *out);
-
-/* Its words, split as herd__remote_env_args does. */
-herd_status herd__launch_env_words(herd__launch_var var, char *buf, size_t cap,
-				   const char **words, size_t max, size_t *n);
-
 #endif /* HERD_LAUNCH_INTERNAL_H */

@@ -682,7 +682,7 @@ static herd_status check_spec(const herd__node_spec *s)
 static herd_status check_ifname(const herd__node_spec *s)
 {
 	static const char var[] = "HERD_SOCKET_IFNAME=";
-	const char *spec = getenv("HERD_SOCKET_IFNAME");
+	const char *spec = herd__param_str(HERD__P_SOCKET_IFNAME);
 	char addrs[512], names[256] = "";
 	struct ifaddrs *ifs = NULL;
 	size_t o = 0;

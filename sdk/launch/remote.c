@@ -97,44 +97,6 @@ out:
 	return st;
 }
 
-herd_status herd__remote_env_args(const char *var, char *buf, size_t cap, const char **words,
-				  size_t max, size_t *n)
-{
-	const char *v = getenv(var);
-	size_t k = 0;
-
-	*n = 0;
-	if (v == NULL)
-		return HERD_OK;
-	if (strlen(v) >= cap)
-		return herd__error(HERD_EINVAL, "%s is longer than %zu bytes", var, cap - 1);
-	for (const char *p = v;;) {
-		char quote = 0;
-
-		while (*p == ' ' || *p == '\t' || *p == '\n')
-			p++;
-		if (*p == '\0')
-			return HERD_OK;
-		if (*n == max)
-			return herd__error(HERD_EINVAL, "%s has more than %zu words", var, max);
-		words[(*n)++] = buf + k;
-		/* A word runs to the next blank outside quotes. */
-		for (; *p != '\0'; p++) {
-			if (quote != 0 && *p == quote)
-				quote = 0;
-			else if (quote == 0 && (*p == '\'' || *p == '"'))
-				quote = *p;
-			else if (quote == 0 && (*p == ' ' || *p == '\t' || *p == '\n'))
-				break;
-			else
-				buf[k++] = *p;
-		}
-		if (quote != 0)
-			return herd__error(HERD_EINVAL, "%s=%s: unclosed %c quote", var, v, quote);
-		buf[k++] = '\0';
-	}
-}
-
 bool herd__remote_shell_quote(const char *s, char *out, size_t cap)
 {
 	size_t k = 0;

@@ -24,16 +24,6 @@ herd_status herd__remote_nodes_from_hostfile(const char *path, herd__launch_node
 					      size_t *nnodes);
 
 /*
- * Splits the value of the environment variable var into words at blanks,
- * with '...' and "..." quoting as a shell reads them (no expansions), into
- * words[0..*n) pointing into buf (of cap bytes).  Unset or empty: *n = 0.
- * HERD_EINVAL naming var for an unclosed quote, too many words or a value
- * longer than buf.
- */
-herd_status herd__remote_env_args(const char *var, char *buf, size_t cap, const char **words,
-				  size_t max, size_t *n);
-
-/*
  * s quoted for a POSIX shell ('...' with ' written '\''), into out; false
  * when it does not fit.
  */

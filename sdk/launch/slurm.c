@@ -294,7 +294,7 @@ static herd_status srun_cmd_build(srun_cmd *c, const char *const *hosts, size_t 
 				  bool label, const char *gres, const char *program,
 				  const char *const *words, size_t nwords)
 {
-	const char *srun = herd__launch_env(HERD__LENV_SRUN);
+	const char *srun = herd__param_str(HERD__P_SRUN);
 	size_t k = 0, nextra = 0;
 
 	memset(c, 0, sizeof(*c));
@@ -320,8 +320,8 @@ static herd_status srun_cmd_build(srun_cmd *c, const char *const *hosts, size_t 
 		c->argv[k++] = "--label";
 	if (gres != NULL)
 		c->argv[k++] = gres;
-	if (herd__launch_env_words(HERD__LENV_SRUN_ARGS, c->extra, sizeof(c->extra), c->argv + k,
-				   HERD__REMOTE_MAX_ARGS, &nextra) != HERD_OK) {
+	if (herd__param_words(HERD__P_SRUN_ARGS, c->extra, sizeof(c->extra), c->argv + k,
+			      HERD__REMOTE_MAX_ARGS, &nextra) != HERD_OK) {
 		srun_cmd_free(c);
 		return HERD_EINVAL;
 	}

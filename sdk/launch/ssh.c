@@ -36,7 +36,6 @@
 #include "remote.h"
 
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000
-#define DEFAULT_TREE_MIN 32
 
 static herd_status ssh_resolve(const herd_job_spec *spec, herd__launch_node **nodes,
 			       size_t *nnodes)
@@ -49,7 +48,7 @@ static herd_status ssh_resolve(const herd_job_spec *spec, herd__launch_node **no
 herd_status herd__ssh_cmd_build(herd__ssh_cmd *c, int connect_timeout_ms, const char *program,
 				const char *args)
 {
-	const char *ssh = herd__launch_env(HERD__LENV_SSH);
+	const char *ssh = herd__param_str(HERD__P_SSH);
 	int ms = connect_timeout_ms > 0 ? connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
 	size_t nextra = 0, n = 0;
 
@@ -63,9 +62,9 @@ herd_status herd__ssh_cmd_build(herd__ssh_cmd *c, int connect_timeout_ms, const 
 	/* ssh counts whole seconds; round up so the limit is never shorter. */
 	snprintf(c->timeout, sizeof(c->timeout), "ConnectTimeout=%d", (ms + 999) / 1000);
 
-	c->argv[n++] = ssh != NULL && ssh[0] != '\0' ? ssh : "ssh";
-	HERD_CHECK(herd__launch_env_words(HERD__LENV_SSH_ARGS, c->extra, sizeof(c->extra),
-					  c->argv + n, HERD__REMOTE_MAX_ARGS, &nextra));
+	c->argv[n++] = ssh != NULL ? ssh : "ssh";
+	HERD_CHECK(herd__param_words(HERD__P_SSH_ARGS, c->extra, sizeof(c->extra), c->argv + n,
+				     HERD__REMOTE_MAX_ARGS, &nextra));
 	n += nextra;
 	c->argv[n++] = "-o";
 	c->argv[n++] = "BatchMode=yes";
@@ -88,10 +87,11 @@ herd_status herd__ssh_tree_width(size_t n, long *width)
 {
 	long min, sq = 2;
 
-	HERD_CHECK(herd__launch_env_count(HERD__LENV_SSH_TREE_MIN, DEFAULT_TREE_MIN, &min));
+	HERD_CHECK(herd__param_int(HERD__P_SSH_TREE_MIN, &min));
 	while (sq * sq < (long)n)
 		sq++;
-	HERD_CHECK(herd__launch_env_count(HERD__LENV_SSH_TREE_WIDTH, sq, width));
+	*width = sq;    /* HERD_SSH_TREE_WIDTH's default: the square root */
+	HERD_CHECK(herd__param_int(HERD__P_SSH_TREE_WIDTH, width));
 	if (n <= (size_t)min)
 		*width = (long)n;
 	return HERD_OK;
@@ -100,8 +100,8 @@ herd_status herd__ssh_tree_width(size_t n, long *width)
 herd_status herd__remote_relay_words(const char *program, const char **words, size_t max,
 				     size_t *n)
 {
-	const char *ssh = herd__launch_env(HERD__LENV_SSH);
-	const char *ssh_args = herd__launch_env(HERD__LENV_SSH_ARGS);
+	const char *ssh = herd__param_str(HERD__P_SSH);
+	const char *ssh_args = herd__param_str(HERD__P_SSH_ARGS);
 
 	*n = 0;
 	if (max < 6)

@@ -67,8 +67,8 @@ herd_status herd_store_connect(herd_store **out, const char *address,
 	*out = NULL;
 	HERD_CHECK(herd__store_opts_resolve(opts, &o));
 	if (address == NULL) {
-		address = getenv("HERD_STORE");
-		if (address == NULL || address[0] == '\0')
+		address = herd__param_str(HERD__P_STORE);
+		if (address == NULL)
 			return herd__error(HERD_EINVAL, "no store address given and HERD_STORE "
 					   "is not set");
 	}

@@ -239,8 +239,8 @@ static void xid_count(xid_tally *t, int code)
 static bool read_kernel_log(void (*fn)(const char *line, void *arg), void *arg, char *why,
 			    size_t cap)
 {
-	const char *path = getenv("HERD_KERNEL_LOG");
-	bool kmsg = path == NULL || path[0] == '\0';
+	const char *path = herd__param_str(HERD__P_KERNEL_LOG);
+	bool kmsg = path == NULL;
 	int fd = open(kmsg ? "/dev/kmsg" : path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	char buf[8192], *line = buf;
 	size_t have = 0;

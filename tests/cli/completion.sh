@@ -24,6 +24,7 @@ complete_words() {
 [[ $(complete_words bench allreduce --dat) == "--datatype " ]] || fail "bench --dat: $(complete_words bench allreduce --dat)"
 [[ $(complete_words ckpt ve) == "verify " ]] || fail "ckpt ve: $(complete_words ckpt ve)"
 [[ $(complete_words help la) == "launch " ]] || fail "help la: $(complete_words help la)"
+[[ $(complete_words help en) == "env " ]] || fail "help en: $(complete_words help en)"
 
 cmake --install "$(dirname "$(dirname "$HERD")")" --prefix "$tmp/prefix" >/dev/null \
 	|| fail "cmake --install failed"

@@ -132,31 +132,6 @@ static void test_ssh_hostfile_gives_nodes_with_slots(void)
 	CHECK_ERR(herd__launch_backend_ssh.resolve(&s, &nodes, &n), HERD_ENOTFOUND, path);
 }
 
-static void test_env_args_split_like_a_shell_without_expansions(void)
-{
-	const char *w[8];
-	char buf[256];
-	size_t n = 9;
-
-	unsetenv("HERD_TEST_ARGS");
-	CHECK_OK(herd__remote_env_args("HERD_TEST_ARGS", buf, sizeof(buf), w, 8, &n));
-	CHECK_INT(n, 0);
-	setenv("HERD_TEST_ARGS", "  -F '/tmp/my dir/cfg'  -o \"ProxyJump=gw\" -l$USER ", 1);
-	CHECK_OK(herd__remote_env_args("HERD_TEST_ARGS", buf, sizeof(buf), w, 8, &n));
-	CHECK_INT(n, 5);
-	CHECK_STR(w[0], "-F");
-	CHECK_STR(w[1], "/tmp/my dir/cfg");
-	CHECK_STR(w[3], "ProxyJump=gw");
-	CHECK_STR(w[4], "-l$USER");
-	setenv("HERD_TEST_ARGS", "-o 'oops", 1);
-	CHECK_ERR(herd__remote_env_args("HERD_TEST_ARGS", buf, sizeof(buf), w, 8, &n),
-		  HERD_EINVAL, "HERD_TEST_ARGS=-o 'oops: unclosed ' quote");
-	setenv("HERD_TEST_ARGS", "a b c", 1);
-	CHECK_ERR(herd__remote_env_args("HERD_TEST_ARGS", buf, sizeof(buf), w, 2, &n),
-		  HERD_EINVAL, "HERD_TEST_ARGS has more than 2 words");
-	unsetenv("HERD_TEST_ARGS");
-}
-
 static void test_shell_quote_survives_quotes_and_spaces(void)
 {
 	char out[64];
@@ -174,7 +149,6 @@ int main(void)
 	TEST_RUN(test_slurm_refuses_outside_an_allocation_and_bad_variables);
 	TEST_RUN(test_ssh_hostlist_with_a_host_twice_is_refused);
 	TEST_RUN(test_ssh_hostfile_gives_nodes_with_slots);
-	TEST_RUN(test_env_args_split_like_a_shell_without_expansions);
 	TEST_RUN(test_shell_quote_survives_quotes_and_spaces);
 	return TEST_DONE();
 }

@@ -1031,7 +1031,7 @@ static herd_status sweep_once(struct bench_ctx *c, double *bw_sum, int *bw_n, ui
  */
 static herd_status alloc_gpu(struct bench_ctx *c, size_t send_bytes, size_t recv_bytes)
 {
-	const char *lr = getenv("HERD_LOCAL_RANK");
+	const char *lr = shell_env("HERD_LOCAL_RANK");
 	int n = 0, local;
 	void *s = NULL, *r = NULL;
 	herd_status st;

@@ -19,7 +19,7 @@ static int ends_with(const char *s, const char *suffix)
 const char **shell_rank_argv(int argc, char *const *argv, const char *herd_program)
 {
 	const char **cmd = calloc((size_t)argc + 2, sizeof(*cmd));
-	const char *prog = herd_program != NULL ? herd_program : getenv("HERD_PROGRAM");
+	const char *prog = herd_program != NULL ? herd_program : shell_env("HERD_PROGRAM");
 	int k = 0;
 
 	if (cmd == NULL)

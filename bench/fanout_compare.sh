@@ -170,12 +170,16 @@ assert len(d) == int(sys.argv[2]) and len(names) == len(d), (len(d), sorted(map(
 		echo "fanout_compare.sh: herd discover did not find the $n hosts: $(tail -3 "$work/inv.err")" >&2
 		fails=$((fails + 1))
 	fi
-	for op in launch discover bcast; do
-		case $op in
+	# pair OP: herd's command of OP in a, its peer's in b.
+	pair() {
+		case $1 in
 		launch) a=("${herd_launch[@]}") b=("${mpi_launch[@]}") ;;
 		discover) a=("${herd_discover[@]}") b=("${pdsh_discover[@]}") ;;
 		bcast) a=("${herd_bcast[@]}") b=("${pdcp_bcast[@]}") ;;
 		esac
+	}
+	for op in launch discover bcast; do
+		pair "$op"
 		for x in "$(timed "herd-$op" "${a[@]}")" "$(timed "peer-$op" "${b[@]}")"; do
 			[[ $x == failed ]] && fails=$((fails + 1))
 		done
@@ -184,11 +188,7 @@ assert len(d) == int(sys.argv[2]) and len(names) == len(d), (len(d), sorted(map(
 	declare -A runs=()
 	for ((r = 1; r <= REPEAT; r++)); do
 		for op in launch discover bcast; do
-			case $op in
-			launch) a=("${herd_launch[@]}") b=("${mpi_launch[@]}") ;;
-			discover) a=("${herd_discover[@]}") b=("${pdsh_discover[@]}") ;;
-			bcast) a=("${herd_bcast[@]}") b=("${pdcp_bcast[@]}") ;;
-			esac
+			pair "$op"
 			if ((r % 2)); then
 				x=$(timed "herd-$op" "${a[@]}"); y=$(timed "peer-$op" "${b[@]}")
 			else

@@ -1,10 +1,11 @@
 /*
- * sdk/launch/loop.c - the watcher loop (loop.h).  Watchers and timers sit
- * in arrays of pointers; stopping one leaves a hole that the next turn
+ * sdk/launch/loop.c - the watcher loop (loop.h).  Watchers, timers and
+ * sources sit in sets of pointers; stopping one leaves a hole that the next turn
  * closes, so a callback may stop anything, itself included, while the
  * turn walks the arrays.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,43 +16,78 @@
 void herd__loop_init(herd__loop *l)
 {
 	memset(l, 0, sizeof(*l));
+	l->w.slot_off = offsetof(herd__watcher, slot);
+	l->t.slot_off = offsetof(herd__timer, slot);
+	l->s.slot_off = offsetof(herd__source, slot);
+}
+
+static size_t *slot_of(const herd__loop_set *set, void *item)
+{
+	return (size_t *)(void *)((char *)item + set->slot_off);
+}
+
+/* Adds item (not yet in the set), growing the array as needed. */
+static herd_status set_add(herd__loop_set *set, void *item, const char *what)
+{
+	if (*slot_of(set, item) != 0)
+		return HERD_OK;
+	if (set->n == set->cap) {
+		size_t cap = set->cap != 0 ? 2 * set->cap : 16;
+		void **p = realloc(set->p, cap * sizeof(*p));
+
+		if (p == NULL)
+			return herd__error(HERD_ENOMEM, "out of memory for the loop's %s", what);
+		set->p = p;
+		set->cap = cap;
+	}
+	set->p[set->n++] = item;
+	*slot_of(set, item) = set->n;
+	return HERD_OK;
+}
+
+/* Takes item out, leaving a hole for the next turn to close. */
+static void set_remove(herd__loop *l, herd__loop_set *set, void *item)
+{
+	size_t *slot = slot_of(set, item);
+
+	if (*slot == 0)
+		return;
+	set->p[*slot - 1] = NULL;
+	*slot = 0;
+	l->dirty = true;
+}
+
+static void set_compact(herd__loop_set *set)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < set->n; i++)
+		if (set->p[i] != NULL) {
+			set->p[j] = set->p[i];
+			*slot_of(set, set->p[j]) = j + 1;
+			j++;
+		}
+	set->n = j;
+}
+
+static void set_free(herd__loop_set *set)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (set->p[i] != NULL)
+			*slot_of(set, set->p[i]) = 0;
+	free(set->p);
 }
 
 void herd__loop_free(herd__loop *l)
 {
-	for (size_t i = 0; i < l->nw; i++)
-		if (l->w[i] != NULL)
-			l->w[i]->slot = 0;
-	for (size_t i = 0; i < l->nt; i++)
-		if (l->t[i] != NULL)
-			l->t[i]->slot = 0;
-	for (size_t i = 0; i < l->ns; i++)
-		if (l->s[i] != NULL)
-			l->s[i]->slot = 0;
-	free(l->w);
-	free(l->t);
-	free(l->s);
+	set_free(&l->w);
+	set_free(&l->t);
+	set_free(&l->s);
 	free(l->fds);
 	free(l->owner);
 	free(l->src_at);
 	free(l->src_n);
-	memset(l, 0, sizeof(*l));
-}
-
-/* Grows an array of pointers to hold one more. */
-static herd_status grow(void *arr, size_t n, size_t *cap, const char *what)
-{
-	void **a = *(void ***)arr;
-	size_t c = *cap != 0 ? 2 * *cap : 16;
-
-	if (n < *cap)
-		return HERD_OK;
-	a = realloc(a, c * sizeof(*a));
-	if (a == NULL)
-		return herd__error(HERD_ENOMEM, "out of memory for the loop's %s", what);
-	*(void ***)arr = a;
-	*cap = c;
-	return HERD_OK;
+	herd__loop_init(l);
 }
 
 void herd__watcher_init(herd__watcher *w, int fd, herd__watcher_cb cb, void *data)
@@ -65,21 +101,12 @@ void herd__watcher_init(herd__watcher *w, int fd, herd__watcher_cb cb, void *dat
 herd_status herd__loop_watch(herd__loop *l, herd__watcher *w, short events)
 {
 	w->events = events;
-	if (w->slot != 0)
-		return HERD_OK;
-	HERD_CHECK(grow(&l->w, l->nw, &l->capw, "watchers"));
-	l->w[l->nw++] = w;
-	w->slot = l->nw;
-	return HERD_OK;
+	return set_add(&l->w, w, "watchers");
 }
 
 void herd__loop_unwatch(herd__loop *l, herd__watcher *w)
 {
-	if (w->slot == 0)
-		return;
-	l->w[w->slot - 1] = NULL;
-	w->slot = 0;
-	l->dirty = true;
+	set_remove(l, &l->w, w);
 }
 
 void herd__timer_init(herd__timer *t, herd__timer_cb cb, void *data)
@@ -92,82 +119,42 @@ void herd__timer_init(herd__timer *t, herd__timer_cb cb, void *data)
 herd_status herd__loop_timer(herd__loop *l, herd__timer *t, int64_t due)
 {
 	t->due = due;
-	if (t->slot != 0)
-		return HERD_OK;
-	HERD_CHECK(grow(&l->t, l->nt, &l->capt, "timers"));
-	l->t[l->nt++] = t;
-	t->slot = l->nt;
-	return HERD_OK;
+	return set_add(&l->t, t, "timers");
 }
 
 void herd__loop_timer_stop(herd__loop *l, herd__timer *t)
 {
-	if (t->slot == 0)
-		return;
-	l->t[t->slot - 1] = NULL;
-	t->slot = 0;
-	l->dirty = true;
+	set_remove(l, &l->t, t);
 }
 
 herd_status herd__loop_source(herd__loop *l, herd__source *s)
 {
-	if (s->slot != 0)
-		return HERD_OK;
-	HERD_CHECK(grow(&l->s, l->ns, &l->caps, "sources"));
-	l->s[l->ns++] = s;
-	s->slot = l->ns;
-	return HERD_OK;
+	return set_add(&l->s, s, "sources");
 }
 
 void herd__loop_source_stop(herd__loop *l, herd__source *s)
 {
-	if (s->slot == 0)
-		return;
-	l->s[s->slot - 1] = NULL;
-	s->slot = 0;
-	l->dirty = true;
+	set_remove(l, &l->s, s);
 }
 
-/* Closes the holes that stopped watchers and timers left. */
+/* Closes the holes that stopped watchers, timers and sources left. */
 static void compact(herd__loop *l)
 {
-	size_t j = 0;
-
 	if (!l->dirty)
 		return;
-	for (size_t i = 0; i < l->nw; i++)
-		if (l->w[i] != NULL) {
-			l->w[j] = l->w[i];
-			l->w[j]->slot = j + 1;
-			j++;
-		}
-	l->nw = j;
-	j = 0;
-	for (size_t i = 0; i < l->nt; i++)
-		if (l->t[i] != NULL) {
-			l->t[j] = l->t[i];
-			l->t[j]->slot = j + 1;
-			j++;
-		}
-	l->nt = j;
-	j = 0;
-	for (size_t i = 0; i < l->ns; i++)
-		if (l->s[i] != NULL) {
-			l->s[j] = l->s[i];
-			l->s[j]->slot = j + 1;
-			j++;
-		}
-	l->ns = j;
+	set_compact(&l->w);
+	set_compact(&l->t);
+	set_compact(&l->s);
 	l->dirty = false;
 }
 
 /* Room in the poll set for every watcher and every source's descriptors. */
 static herd_status reserve(herd__loop *l)
 {
-	size_t want = l->nw;
+	size_t want = l->w.n;
 
-	for (size_t i = 0; i < l->ns; i++)
-		want += l->s[i]->max_fds;
+	for (size_t i = 0; i < l->s.n; i++)
+		want += ((herd__source *)l->s.p[i])->max_fds;
 	if (l->capfds < want) {
 		struct pollfd *fds = realloc(l->fds, want * sizeof(*fds));
 		size_t *owner;
@@ -181,17 +168,17 @@ static herd_status reserve(herd__loop *l)
 		l->owner = owner;
 		l->capfds = want;
 	}
-	if (l->capsrc < l->ns) {
-		size_t *at = realloc(l->src_at, l->ns * sizeof(*at)), *n;
+	if (l->capsrc < l->s.n) {
+		size_t *at = realloc(l->src_at, l->s.n * sizeof(*at)), *n;
 
 		if (at == NULL)
 			return herd__error(HERD_ENOMEM, "out of memory for the loop's poll set");
 		l->src_at = at;
-		n = realloc(l->src_n, l->ns * sizeof(*n));
+		n = realloc(l->src_n, l->s.n * sizeof(*n));
 		if (n == NULL)
 			return herd__error(HERD_ENOMEM, "out of memory for the loop's poll set");
 		l->src_n = n;
-		l->capsrc = l->ns;
+		l->capsrc = l->s.n;
 	}
 	return HERD_OK;
 }
@@ -209,26 +196,29 @@ herd_status herd__loop_run_once(herd__loop *l, int64_t until)
 
 	compact(l);
 	HERD_CHECK(reserve(l));
-	for (size_t i = 0; i < l->nw; i++) {
-		if (l->w[i]->events == 0 || l->w[i]->fd < 0)
+	for (size_t i = 0; i < l->w.n; i++) {
+		const herd__watcher *w = l->w.p[i];
+
+		if (w->events == 0 || w->fd < 0)
 			continue;
-		l->fds[nfds] = (struct pollfd){ .fd = l->w[i]->fd, .events = l->w[i]->events };
+		l->fds[nfds] = (struct pollfd){ .fd = w->fd, .events = w->events };
 		l->owner[nfds++] = i;
 	}
-	ns = l->ns;
+	ns = l->s.n;
 	for (size_t i = 0; i < ns; i++) {
+		herd__source *src = l->s.p[i];
 		int t = -1;
 
 		l->src_at[i] = nfds;
-		l->src_n[i] = l->s[i]->prepare(l->s[i], l->fds + nfds, &t);
+		l->src_n[i] = src->prepare(src, l->fds + nfds, &t);
 		for (size_t k = 0; k < l->src_n[i]; k++)
 			l->owner[nfds + k] = SIZE_MAX;
 		nfds += l->src_n[i];
 		if (t >= 0)
 			wake = earlier(wake, now + t);
 	}
-	for (size_t i = 0; i < l->nt; i++)
-		wake = earlier(wake, l->t[i]->due);
+	for (size_t i = 0; i < l->t.n; i++)
+		wake = earlier(wake, ((herd__timer *)l->t.p[i])->due);
 	if (nfds == 0 && wake < 0)
 		return HERD_OK;
 	r = poll(l->fds, (nfds_t)nfds, wake < 0 ? -1 : herd__net_remaining_ms(wake));
@@ -239,19 +229,22 @@ herd_status herd__loop_run_once(herd__loop *l, int64_t until)
 
 		if (l->fds[j].revents == 0 || l->owner[j] == SIZE_MAX)
 			continue;
-		w = l->w[l->owner[j]];
+		w = l->w.p[l->owner[j]];
 		/* Stopped, or its descriptor changed, by an earlier callback. */
 		if (w == NULL || w->fd != l->fds[j].fd)
 			continue;
 		w->cb(w, l->fds[j].revents);
 	}
-	for (size_t i = 0; i < ns; i++)
-		if (l->s[i] != NULL)
-			l->s[i]->dispatch(l->s[i], l->fds + l->src_at[i], l->src_n[i]);
+	for (size_t i = 0; i < ns; i++) {
+		herd__source *src = l->s.p[i];
+
+		if (src != NULL)
+			src->dispatch(src, l->fds + l->src_at[i], l->src_n[i]);
+	}
 	now = herd__net_now_ms();
-	nt = l->nt;
+	nt = l->t.n;
 	for (size_t i = 0; i < nt; i++) {
-		herd__timer *t = l->t[i];
+		herd__timer *t = l->t.p[i];
 
 		if (t == NULL || t->due > now)
 			continue;

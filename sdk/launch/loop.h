@@ -60,19 +60,22 @@ struct herd__source {
 	size_t slot;
 };
 
+/* Started watchers, timers or sources: pointers to them, NULL where one
+ * stopped (until the next turn closes the hole); slot_off locates each
+ * one's slot field. */
+typedef struct herd__loop_set {
+	void **p;
+	size_t n, cap, slot_off;
+} herd__loop_set;
+
 struct herd__loop {
-	herd__watcher **w;
-	size_t nw, capw;
-	herd__timer **t;
-	size_t nt, capt;
-	herd__source **s;
-	size_t ns, caps;
+	herd__loop_set w, t, s;   /* watchers, timers, sources */
 	struct pollfd *fds;
-	size_t *owner;         /* per pollfd: its watcher, or SIZE_MAX for a source's */
-	size_t *src_at;        /* per source: its first pollfd and how many */
+	size_t *owner;            /* per pollfd: its watcher, or SIZE_MAX for a source's */
+	size_t *src_at;           /* per source: its first pollfd and how many */
 	size_t *src_n;
 	size_t capfds, capsrc;
-	bool dirty;            /* a stopped watcher or timer left a hole */
+	bool dirty;               /* a stopped watcher, timer or source left a hole */
 };
 
 void herd__loop_init(herd__loop *l);

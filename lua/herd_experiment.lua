@@ -237,24 +237,19 @@ end
 function Experiment:save(path)
   local text = path:match("%.csv$") and self:csv() or path:match("%.md$") and self:markdown()
                or self:json()
-  local f, err = io.open(path, "w")
-  if not f then return nil, err end
-  local ok, werr = f:write(text)
-  f:close()
-  if not ok then return nil, werr end
-  return true
+  return herd.write_file(path, text)
 end
 
 -- Reads an experiment saved as JSON.
 function M.load(path)
-  local f, err = io.open(path, "r")
-  if not f then return nil, err end
+  local f, err, code = io.open(path, "r")
+  if not f then return nil, err, code == 2 and "HERD_ENOTFOUND" or "HERD_EIO" end
   local text = f:read("a")
   f:close()
   local t, msg = herd.json.decode(text)
-  if not t then return nil, path .. ": " .. msg end
+  if not t then return nil, path .. ": " .. msg, "HERD_EFORMAT" end
   if type(t.records) ~= "table" or type(t.order) ~= "table" then
-    return nil, path .. ": not an experiment (no records or order)"
+    return nil, path .. ": not an experiment (no records or order)", "HERD_EFORMAT"
   end
   for _, rec in ipairs(t.records) do
     rec.params = rec.params or {}

@@ -11,8 +11,9 @@ local source = [==[
 The `herd` program runs Lua 5.4 with the `herd` table loaded. Conventions of every binding, as Lua's
 own `io` library: misuse (a wrong type, an unknown option key, a closed object, a dtype mismatch, a
 buffer too small) raises an error with herd's message; an expected failure (a host unreachable, a
-timeout, a dead peer, a missing file) returns `nil`, the message, and the status name
-(`"HERD_ETIMEDOUT"`). Every object closes with `obj:close()`, at the end of a `local x <close>`
+timeout, a dead peer, a missing file, a file that cannot be written, a peer's value that will not
+decode) returns `nil`, the message, and the status name (`"HERD_ETIMEDOUT"`), from the C bindings
+and the Lua modules (`herd.experiment`, `herd.plot`) alike. Every object closes with `obj:close()`, at the end of a `local x <close>`
 block, or when collected. Indices: Lua arrays count from 1; ranks count from 0 (as `HERD_RANK` and
 MPI); GPU and NIC indices count from 0 (as nvidia-smi, `CUDA_VISIBLE_DEVICES` and the `GPU0`
 labels): `node.gpus[1]` is GPU 0, and values in rank order are arrays whose element 1 is rank 0's.
@@ -34,6 +35,11 @@ and the collector closes what a script dropped. A closed object raises when used
 ## herd.clock() -> seconds
 A monotonic clock in seconds (a float, nanosecond resolution), for timing: `local t0 =
 herd.clock(); ...; print(herd.clock() - t0)`.
+
+## herd.write_file(path, text) -> true | nil, msg, status
+Writes `text` to `path` (created or truncated). What herd's Lua modules write goes through it, so
+a file that cannot be written fails alike everywhere: `nil`, a message naming the path, and
+`"HERD_ENOTFOUND"` or `"HERD_EIO"`.
 
 ## herd.tty([fd]) -> boolean
 Whether file descriptor `fd` (default 1, stdout) is a terminal.
@@ -467,10 +473,10 @@ A Markdown table.
 ## herd.Experiment:json() -> string
 Every sample and statistic as JSON.
 
-## herd.Experiment:save(path) -> true | nil, msg
+## herd.Experiment:save(path) -> true | nil, msg, status
 Writes JSON, or CSV or Markdown when `path` ends in `.csv` or `.md`.
 
-## herd.experiment.load(path) -> herd.Experiment | nil, msg
+## herd.experiment.load(path) -> herd.Experiment | nil, msg, status
 Reads an experiment saved as JSON.
 
 ## herd.Experiment:series{x =, y =, series =, where =, stat =} -> array
@@ -480,8 +486,9 @@ series per value of the `series` parameter(s), records filtered by `where`.
 ## herd.Experiment:plot{x =, y =, ...} -> string
 A terminal line chart of `series{...}`, with `herd.plot.text`'s options.
 
-## herd.Experiment:svg{x =, y =, ..., path =} -> string
-An SVG chart of `series{...}`, with `herd.plot.svg`'s options.
+## herd.Experiment:svg{x =, y =, ..., path =} -> string | nil, msg, status
+An SVG chart of `series{...}`, with `herd.plot.svg`'s options; a `path` that cannot be written
+fails as `save` does.
 
 ## herd.plot.text(series[, opts]) -> string
 A line chart for the terminal: `series` is `{{name =, points = {{x, y}, ...}}, ...}`. Options:
@@ -489,9 +496,9 @@ A line chart for the terminal: `series` is `{{name =, points = {{x, y}, ...}}, .
 `ymin`, `ymax`, `width` (default 80 columns), `height` (20 rows), `color` (default: stdout is a
 terminal). One mark per series, dots between points, a legend.
 
-## herd.plot.svg(series[, opts]) -> string
+## herd.plot.svg(series[, opts]) -> string | nil, msg, status
 The same chart as SVG (axes, ticks, labels, grid, legend, title); `width`, `height` in pixels
-(800 x 500), `path` writes the file too.
+(800 x 500), `path` writes the file too (`herd.write_file`).
 
 ## herd.pretty.format(value[, opts]) -> string
 Readable text of a value, tables as Lua constructors.

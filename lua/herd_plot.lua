@@ -287,9 +287,8 @@ function M.svg(series, opts)
   add('</svg>')
   local text = table.concat(out, "\n") .. "\n"
   if opts.path then
-    local f = assert(io.open(opts.path, "w"))
-    assert(f:write(text))
-    assert(f:close())
+    local ok, msg, status = herd.write_file(opts.path, text)
+    if not ok then return nil, msg, status end
   end
   return text
 end

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -310,8 +311,33 @@ static int lherd_clock(lua_State *L)
 	return 1;
 }
 
+/*
+ * herd.write_file(path, text) -> true | nil, msg, status: text written to
+ * path (created or truncated), as every Lua module of herd writes its files,
+ * so that a file that cannot be written fails the same way everywhere.
+ */
+static int lherd_write_file(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	size_t len;
+	const char *text = luaL_checklstring(L, 2, &len);
+	FILE *f = fopen(path, "we");
+	bool ok;
+
+	if (f == NULL)
+		return lherd_failf(L, errno == ENOENT ? HERD_ENOTFOUND : HERD_EIO, "%s: %s", path,
+				   strerror(errno));
+	ok = fwrite(text, 1, len, f) == len;
+	ok = fclose(f) == 0 && ok;
+	if (!ok)
+		return lherd_failf(L, HERD_EIO, "%s: %s", path, strerror(errno));
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 static const luaL_Reg herd_funcs[] = {
 	{ "version", lherd_version },
+	{ "write_file", lherd_write_file },
 	{ "tty", lherd_tty },
 	{ "clock", lherd_clock },
 	{ "discover", lherd_discover },

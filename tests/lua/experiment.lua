@@ -61,8 +61,23 @@ assert(e:save(dir .. "/e.json") and e:save(dir .. "/e.csv") and e:save(dir .. "/
 local back = assert(herd.experiment.load(dir .. "/e.json"))
 assert(back:table() == e:table() and back.name == "toy" and back.records[6].params.np == 3)
 local f = io.open(dir .. "/e.csv"); assert(f:read("a") == csv); f:close()
-local none, msg = herd.experiment.load(dir .. "/e.csv")
-assert(none == nil and msg:find("e.csv", 1, true), msg)
+local none, msg, status = herd.experiment.load(dir .. "/e.csv")
+assert(none == nil and msg:find("e.csv", 1, true) and status == "HERD_EFORMAT", msg)
+none, msg, status = herd.experiment.load(dir .. "/absent.json")
+assert(none == nil and msg:find("absent.json", 1, true) and status == "HERD_ENOTFOUND", msg)
+-- a file that cannot be written: save, svg and herd.write_file fail alike, without raising
+local bad = dir .. "/no/such/dir/e"
+for _, try in ipairs{
+  function() return e:save(bad .. ".json") end,
+  function() return e:svg{ x = "size", y = "time", path = bad .. ".svg" } end,
+  function() return herd.write_file(bad .. ".txt", "x") end,
+} do
+  local ok, m, st = try()
+  assert(ok == nil and m:find(bad, 1, true) and m:find("No such file", 1, true) and
+         st == "HERD_ENOTFOUND", m)
+end
+assert(herd.write_file(dir .. "/w.txt", "a\0b") == true)
+f = io.open(dir .. "/w.txt", "rb"); assert(f:read("a") == "a\0b"); f:close()
 os.execute("rm -rf '" .. dir .. "'")
 
 -- series and charts: one series per np, x ascending

@@ -20,6 +20,10 @@
  *   (exec.c)              events, obeys commands, stops its ranks when the
  *                         channel closes.
  *
+ * The launcher's channels, a relay's children and the commands that
+ * discovery and broadcast run on nodes are all helpers of the remote-run
+ * engine (engine.h), watched by its one loop (loop.h).
+ *
  * Threads.  A job's supervisor thread owns its channels and helper
  * processes; a local node's loop runs on a thread of its own, sharing
  * nothing with it but the socket.  Every function here is called on one of

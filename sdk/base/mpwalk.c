@@ -95,15 +95,6 @@ herd_status herd__mpwalk_lookup(herd__mpwalk *w, const msgpack_object *map, cons
 	return HERD_OK;
 }
 
-herd_status herd__mpwalk_need(herd__mpwalk *w, const msgpack_object *map, const char *key,
-			      const msgpack_object **out)
-{
-	HERD_CHECK(herd__mpwalk_lookup(w, map, key, out));
-	if (*out == NULL)
-		return herd__mpwalk_fail(w, HERD_EFORMAT, "missing required key \"%s\"", key);
-	return HERD_OK;
-}
-
 herd_status herd__mpwalk_map(herd__mpwalk *w, const msgpack_object *o, size_t max_keys)
 {
 	if (o->type != MSGPACK_OBJECT_MAP)
@@ -188,36 +179,20 @@ herd_status herd__mpwalk_str(herd__mpwalk *w, const msgpack_object *o, size_t ma
 	return HERD_OK;
 }
 
-/* The value of a required key, checked by check with the path stepped into it. */
-#define GET_FIELD(w, map, key, check)                                 \
-	do {                                                          \
-		const msgpack_object *o;                              \
-		herd_status st;                                       \
-		size_t mark;                                          \
-                                                                      \
-		HERD_CHECK(herd__mpwalk_need(w, map, key, &o));       \
-		mark = herd__mpwalk_key(w, key);                      \
-		st = (check);                                         \
-		herd__mpwalk_pop(w, mark);                            \
-		return st;                                            \
-	} while (0)
-
 herd_status herd__mpwalk_get_int(herd__mpwalk *w, const msgpack_object *map, const char *key,
 				 int64_t lo, int64_t hi, int64_t *out)
 {
-	GET_FIELD(w, map, key, herd__mpwalk_int(w, o, lo, hi, out));
-}
+	const msgpack_object *o;
+	herd_status st;
+	size_t mark;
 
-herd_status herd__mpwalk_get_uint(herd__mpwalk *w, const msgpack_object *map, const char *key,
-				  uint64_t lo, uint64_t hi, uint64_t *out)
-{
-	GET_FIELD(w, map, key, herd__mpwalk_uint(w, o, lo, hi, out));
-}
-
-herd_status herd__mpwalk_get_str(herd__mpwalk *w, const msgpack_object *map, const char *key,
-				 size_t max, const char **s, size_t *n)
-{
-	GET_FIELD(w, map, key, herd__mpwalk_str(w, o, max, s, n));
+	HERD_CHECK(herd__mpwalk_lookup(w, map, key, &o));
+	if (o == NULL)
+		return herd__mpwalk_fail(w, HERD_EFORMAT, "missing required key \"%s\"", key);
+	mark = herd__mpwalk_key(w, key);
+	st = herd__mpwalk_int(w, o, lo, hi, out);
+	herd__mpwalk_pop(w, mark);
+	return st;
 }
 
 void herd__mp_pack_str(msgpack_packer *pk, const char *s)
@@ -231,9 +206,4 @@ void herd__mp_pack_str(msgpack_packer *pk, const char *s)
 	n = strlen(s);
 	msgpack_pack_str(pk, n);
 	msgpack_pack_str_body(pk, s, n);
-}
-
-void herd__mp_pack_key(msgpack_packer *pk, const char *key)
-{
-	herd__mp_pack_str(pk, key);
 }

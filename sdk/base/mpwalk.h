@@ -1,11 +1,11 @@
 /*
- * sdk/base/mpwalk.h - the one way herd reads and writes msgpack documents
- * that have a schema (inventories, checkpoint manifests): a walker that
- * keeps the path of the value it reads ("nodes[0].gpus[3].pci.bus_id") and
- * checks each value's type and range, with errors that name the document
- * and the path; and the packer helpers every encoder shares.  Input is
- * checked by herd__msgpack_check before msgpack-c unpacks it.  Not part of
- * the public API.
+ * sdk/base/mpwalk.h - the walker under the decoder of schema.h, with
+ * which herd reads msgpack documents (inventories, checkpoint manifests,
+ * the communicator's info record): it keeps the path of the value it reads
+ * ("nodes[0].gpus[3].pci.bus_id") and checks each value's type and range,
+ * with errors that name the document and the path; and a packer helper.
+ * Input is checked by herd__msgpack_check before msgpack-c unpacks it.
+ * Not part of the public API.
  */
 #ifndef HERD_BASE_MPWALK_H
 #define HERD_BASE_MPWALK_H
@@ -39,11 +39,9 @@ herd_status herd__mpwalk_fail(const herd__mpwalk *w, herd_status code, const cha
 const char *herd__mpwalk_kind(const msgpack_object *o);
 
 /* The value of key in map, NULL when absent; a key given twice is refused
- * (readers disagree on which one wins).  need: a missing key is an error. */
+ * (readers disagree on which one wins). */
 herd_status herd__mpwalk_lookup(herd__mpwalk *w, const msgpack_object *map, const char *key,
 				const msgpack_object **out);
-herd_status herd__mpwalk_need(herd__mpwalk *w, const msgpack_object *map, const char *key,
-			      const msgpack_object **out);
 
 /* The value at the path is a map of at most max_keys keys; an array of
  * lo..hi items (*n); an integer in lo..hi; a non-negative one in lo..hi;
@@ -61,17 +59,13 @@ herd_status herd__mpwalk_str(herd__mpwalk *w, const msgpack_object *o, size_t ma
 
 /*
  * The same for the value of a required key of map, its path stepped into
- * while the value is checked: a missing key is an error naming it.
+ * while the value is checked: a missing key is an error naming it (a
+ * format version, read before the rest of a document).
  */
 herd_status herd__mpwalk_get_int(herd__mpwalk *w, const msgpack_object *map, const char *key,
 				 int64_t lo, int64_t hi, int64_t *out);
-herd_status herd__mpwalk_get_uint(herd__mpwalk *w, const msgpack_object *map, const char *key,
-				  uint64_t lo, uint64_t hi, uint64_t *out);
-herd_status herd__mpwalk_get_str(herd__mpwalk *w, const msgpack_object *map, const char *key,
-				 size_t max, const char **s, size_t *n);
 
-/* Packs s as a msgpack string (NULL as nil), and a map key. */
+/* Packs s as a msgpack string (NULL as nil). */
 void herd__mp_pack_str(msgpack_packer *pk, const char *s);
-void herd__mp_pack_key(msgpack_packer *pk, const char *key);
 
 #endif /* HERD_BASE_MPWALK_H */

@@ -22,8 +22,8 @@
 #include "base.h"
 #include "comm/core.h"
 #include "mpjson.h"
-#include "mpwalk.h"
 #include "net.h"
+#include "schema.h"
 #include "auth.h"
 
 #define INFO_VERSION 2
@@ -393,65 +393,66 @@ static void self_identity(herd__peer *me)
 	me->pid = (int32_t)getpid();
 }
 
+/* The info record as it travels: the rank, the size it joined, and the
+ * peer fields of herd__peer. */
+typedef struct info_record {
+	int64_t rank, size;
+	int32_t pid;
+	char host[HERD__COMM_HOST_MAX];
+	char boot_id[64];
+	uint64_t shm_dev, shm_ino, pidns;
+	int transport;
+	char addrs[HERD__COMM_ADDRS_MAX];
+	int streams;
+} info_record;
+
+/* "v" is checked by herd__comm_info_parse before the rest. */
+static const herd__schema_field info_fields[] = {
+	{ HERD__SCHEMA_CONST_INT("v", INFO_VERSION) },
+	{ HERD__SCHEMA_INT("rank", info_record, rank, 0, INT32_MAX) },
+	{ HERD__SCHEMA_INT("size", info_record, size, 1, INT32_MAX) },
+	{ HERD__SCHEMA_INT("pid", info_record, pid, 0, INT32_MAX) },
+	{ HERD__SCHEMA_CHARS("host", info_record, host) },
+	{ HERD__SCHEMA_CHARS("boot", info_record, boot_id) },
+	{ HERD__SCHEMA_UINT("shmdev", info_record, shm_dev, 0, UINT64_MAX) },
+	{ HERD__SCHEMA_UINT("shmino", info_record, shm_ino, 0, UINT64_MAX) },
+	{ HERD__SCHEMA_UINT("pidns", info_record, pidns, 0, UINT64_MAX) },
+	{ HERD__SCHEMA_INT("transport", info_record, transport, 0, INT32_MAX) },
+	{ HERD__SCHEMA_CHARS("addrs", info_record, addrs) },
+	{ HERD__SCHEMA_INT("streams", info_record, streams, 1, HERD__STREAMS_MAX) },
+};
+static const herd__schema info_schema = HERD__SCHEMA(info_record, info_fields, 64, NULL);
+
 herd_status herd__comm_info_pack(const herd__peer *me, int rank, int size, char **out,
 				  size_t *len)
 {
-	herd__buf b;
+	info_record rec = { .rank = rank, .size = size, .pid = me->pid, .shm_dev = me->shm_dev,
+			    .shm_ino = me->shm_ino, .pidns = me->pidns,
+			    .transport = me->transport, .streams = me->streams };
 	msgpack_packer pk;
+	herd__buf b;
 
+	herd__strlcpy(rec.host, me->host, sizeof(rec.host));
+	herd__strlcpy(rec.boot_id, me->boot_id, sizeof(rec.boot_id));
+	herd__strlcpy(rec.addrs, me->addrs, sizeof(rec.addrs));
 	herd__buf_init(&b, INFO_MAX);
 	msgpack_packer_init(&pk, &b, herd__buf_write);
-	msgpack_pack_map(&pk, 12);
-	herd__mp_pack_str(&pk, "v");
-	msgpack_pack_int(&pk, INFO_VERSION);
-	herd__mp_pack_str(&pk, "rank");
-	msgpack_pack_int(&pk, rank);
-	herd__mp_pack_str(&pk, "size");
-	msgpack_pack_int(&pk, size);
-	herd__mp_pack_str(&pk, "pid");
-	msgpack_pack_int32(&pk, me->pid);
-	herd__mp_pack_str(&pk, "host");
-	herd__mp_pack_str(&pk, me->host);
-	herd__mp_pack_str(&pk, "boot");
-	herd__mp_pack_str(&pk, me->boot_id);
-	herd__mp_pack_str(&pk, "shmdev");
-	msgpack_pack_uint64(&pk, me->shm_dev);
-	herd__mp_pack_str(&pk, "shmino");
-	msgpack_pack_uint64(&pk, me->shm_ino);
-	herd__mp_pack_str(&pk, "pidns");
-	msgpack_pack_uint64(&pk, me->pidns);
-	herd__mp_pack_str(&pk, "transport");
-	msgpack_pack_int(&pk, me->transport);
-	herd__mp_pack_str(&pk, "addrs");
-	herd__mp_pack_str(&pk, me->addrs);
-	herd__mp_pack_str(&pk, "streams");
-	msgpack_pack_int(&pk, me->streams);
+	herd__schema_pack(&pk, &info_schema, &rec, 0);
 	return herd__buf_take(&b, "the communicator info record", out, len);
-}
-
-/* A string field of the record into dst (cap bytes with its NUL). */
-static herd_status info_str(herd__mpwalk *w, const msgpack_object *map, const char *key,
-			    char *dst, size_t cap)
-{
-	const char *v = NULL;
-	size_t n = 0;
-
-	HERD_CHECK(herd__mpwalk_get_str(w, map, key, cap - 1, &v, &n));
-	memcpy(dst, v, n);
-	dst[n] = '\0';
-	return HERD_OK;
 }
 
 herd_status herd__comm_info_parse(herd__peer *p, const char *origin, const void *data,
 				   size_t len, int64_t *rank, int64_t *size)
 {
+	herd__schema_dec d = { .walk = { .origin = origin }, .version = INFO_VERSION };
+	info_record rec;
 	msgpack_unpacked up;
 	const msgpack_object *root;
-	int64_t v = -1, pid = -1, transport = -1, streams = 1;
-	herd__mpwalk w = { .origin = origin };
+	int64_t v = -1;
 	herd_status st;
 
 	*rank = *size = -1;
+	memset(&rec, 0, sizeof(rec));
 	msgpack_unpacked_init(&up);
 	st = herd__mpjson_unpack(&up, data, len);
 	root = &up.data;
@@ -459,40 +460,28 @@ herd_status herd__comm_info_parse(herd__peer *p, const char *origin, const void 
 		msgpack_unpacked_destroy(&up);
 		return herd__error(HERD_EFORMAT, "%s is malformed", origin);
 	}
-	st = herd__mpwalk_map(&w, root, 64);
+	st = herd__mpwalk_map(&d.walk, root, info_schema.max_keys);
 	if (st == HERD_OK)
-		st = herd__mpwalk_get_int(&w, root, "v", 0, INT32_MAX, &v);
+		st = herd__mpwalk_get_int(&d.walk, root, "v", 0, INT32_MAX, &v);
 	if (st == HERD_OK && v != INFO_VERSION)
 		st = herd__error(HERD_EVERSION, "%s speaks communicator version %" PRId64
 				 ", this library version %d", origin, v, INFO_VERSION);
 	if (st == HERD_OK)
-		st = herd__mpwalk_get_int(&w, root, "rank", 0, INT32_MAX, rank);
-	if (st == HERD_OK)
-		st = herd__mpwalk_get_int(&w, root, "size", 1, INT32_MAX, size);
-	if (st == HERD_OK)
-		st = herd__mpwalk_get_int(&w, root, "pid", 0, INT32_MAX, &pid);
-	if (st == HERD_OK)
-		st = herd__mpwalk_get_int(&w, root, "transport", 0, INT32_MAX, &transport);
-	if (st == HERD_OK)
-		st = info_str(&w, root, "host", p->host, sizeof(p->host));
-	if (st == HERD_OK)
-		st = info_str(&w, root, "boot", p->boot_id, sizeof(p->boot_id));
-	if (st == HERD_OK)
-		st = info_str(&w, root, "addrs", p->addrs, sizeof(p->addrs));
-	if (st == HERD_OK)
-		st = herd__mpwalk_get_uint(&w, root, "shmdev", 0, UINT64_MAX, &p->shm_dev);
-	if (st == HERD_OK)
-		st = herd__mpwalk_get_uint(&w, root, "shmino", 0, UINT64_MAX, &p->shm_ino);
-	if (st == HERD_OK)
-		st = herd__mpwalk_get_uint(&w, root, "pidns", 0, UINT64_MAX, &p->pidns);
-	if (st == HERD_OK)
-		st = herd__mpwalk_get_int(&w, root, "streams", 1, HERD__STREAMS_MAX, &streams);
+		st = herd__schema_unpack(&d, &info_schema, root, &rec);
 	msgpack_unpacked_destroy(&up);
 	if (st != HERD_OK)
 		return st;
-	p->pid = (int32_t)pid;
-	p->transport = (int)transport;
-	p->streams = (int)streams;
+	*rank = rec.rank;
+	*size = rec.size;
+	memcpy(p->host, rec.host, sizeof(p->host));
+	memcpy(p->boot_id, rec.boot_id, sizeof(p->boot_id));
+	memcpy(p->addrs, rec.addrs, sizeof(p->addrs));
+	p->shm_dev = rec.shm_dev;
+	p->shm_ino = rec.shm_ino;
+	p->pidns = rec.pidns;
+	p->pid = rec.pid;
+	p->transport = rec.transport;
+	p->streams = rec.streams;
 	return HERD_OK;
 }
 

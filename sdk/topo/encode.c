@@ -1,12 +1,12 @@
 /*
- * sdk/topo/encode.c - an inventory to canonical msgpack, and through
- * mpjson to JSON.
+ * sdk/topo/encode.c - an inventory to canonical msgpack (the tables of
+ * fields.c), through mpjson to JSON, and to the text form.
  *
  * Canonical means that one inventory has one encoding: keys in the fixed
- * order below (that of the C structs), integers in msgpack-c's shortest
- * form, every key always present.  Equal inventories compare equal as
- * bytes, and decode(encode(x)) encodes to the same bytes again.  Key names
- * are the C field names, so the JSON reads like cluster.h.
+ * order of the tables (that of the C structs), integers in msgpack-c's
+ * shortest form, every key always present ("failed" when there are
+ * some).  Equal inventories compare equal as bytes, and decode(encode(x))
+ * encodes to the same bytes again.
  */
 #include <string.h>
 
@@ -14,181 +14,7 @@
 
 #include "inventory.h"
 #include "mpjson.h"
-#include "mpwalk.h"
-
-/* A string held in a fixed array, which is NUL-terminated within cap. */
-static void pack_fixed(msgpack_packer *pk, const char *s, size_t cap)
-{
-	msgpack_pack_str_with_body(pk, s, strnlen(s, cap));
-}
-
-
-#define PACK_FIXED(pk, field) pack_fixed(pk, field, sizeof(field))
-
-static void pack_strings(msgpack_packer *pk, const char *const *strings, size_t n)
-{
-	msgpack_pack_array(pk, n);
-	for (size_t i = 0; i < n; i++)
-		herd__mp_pack_str(pk, strings[i]);
-}
-
-static void pack_pci(msgpack_packer *pk, const herd_pci_loc *pci)
-{
-	size_t nswitches = pci->nswitches < 0 ? 0 : (size_t)pci->nswitches;
-
-	if (nswitches > HERD_PCI_MAX_SWITCHES)
-		nswitches = HERD_PCI_MAX_SWITCHES;
-	msgpack_pack_map(pk, 4);
-	herd__mp_pack_key(pk, "bus_id");
-	PACK_FIXED(pk, pci->bus_id);
-	herd__mp_pack_key(pk, "host_bridge");
-	PACK_FIXED(pk, pci->host_bridge);
-	herd__mp_pack_key(pk, "numa_node");
-	msgpack_pack_int64(pk, pci->numa_node);
-	herd__mp_pack_key(pk, "switches");
-	msgpack_pack_array(pk, nswitches);
-	for (size_t i = 0; i < nswitches; i++)
-		PACK_FIXED(pk, pci->switches[i]);
-}
-
-static void pack_gpu(msgpack_packer *pk, const herd_gpu *gpu)
-{
-	msgpack_pack_map(pk, 13);
-	herd__mp_pack_key(pk, "uuid");
-	PACK_FIXED(pk, gpu->uuid);
-	herd__mp_pack_key(pk, "name");
-	PACK_FIXED(pk, gpu->name);
-	herd__mp_pack_key(pk, "pci");
-	pack_pci(pk, &gpu->pci);
-	herd__mp_pack_key(pk, "memory_bytes");
-	msgpack_pack_uint64(pk, gpu->memory_bytes);
-	herd__mp_pack_key(pk, "cc_major");
-	msgpack_pack_int64(pk, gpu->cc_major);
-	herd__mp_pack_key(pk, "cc_minor");
-	msgpack_pack_int64(pk, gpu->cc_minor);
-	herd__mp_pack_key(pk, "nvswitch_links");
-	msgpack_pack_int64(pk, gpu->nvswitch_links);
-	herd__mp_pack_key(pk, "nvlinks");
-	msgpack_pack_array(pk, gpu->nnvlinks);
-	for (size_t i = 0; i < gpu->nnvlinks; i++) {
-		msgpack_pack_map(pk, 2);
-		herd__mp_pack_key(pk, "peer_bus_id");
-		PACK_FIXED(pk, gpu->nvlinks[i].peer_bus_id);
-		herd__mp_pack_key(pk, "links");
-		msgpack_pack_int64(pk, gpu->nvlinks[i].links);
-	}
-	herd__mp_pack_key(pk, "ecc");
-	msgpack_pack_int64(pk, gpu->ecc);
-	herd__mp_pack_key(pk, "pcie_gen");
-	msgpack_pack_int64(pk, gpu->pcie_gen);
-	herd__mp_pack_key(pk, "pcie_width");
-	msgpack_pack_int64(pk, gpu->pcie_width);
-	herd__mp_pack_key(pk, "pcie_max_gen");
-	msgpack_pack_int64(pk, gpu->pcie_max_gen);
-	herd__mp_pack_key(pk, "pcie_max_width");
-	msgpack_pack_int64(pk, gpu->pcie_max_width);
-}
-
-static void pack_netdev(msgpack_packer *pk, const herd_netdev *dev)
-{
-	msgpack_pack_map(pk, 6);
-	herd__mp_pack_key(pk, "name");
-	PACK_FIXED(pk, dev->name);
-	herd__mp_pack_key(pk, "state");
-	PACK_FIXED(pk, dev->state);
-	herd__mp_pack_key(pk, "mtu");
-	msgpack_pack_int64(pk, dev->mtu);
-	herd__mp_pack_key(pk, "speed_mbps");
-	msgpack_pack_int64(pk, dev->speed_mbps);
-	herd__mp_pack_key(pk, "addrs");
-	pack_strings(pk, dev->addrs, dev->naddrs);
-	herd__mp_pack_key(pk, "pci");
-	pack_pci(pk, &dev->pci);
-}
-
-static void pack_rdma_port(msgpack_packer *pk, const herd_rdma_port *port)
-{
-	msgpack_pack_map(pk, 5);
-	herd__mp_pack_key(pk, "port");
-	msgpack_pack_int64(pk, port->port);
-	herd__mp_pack_key(pk, "state");
-	PACK_FIXED(pk, port->state);
-	herd__mp_pack_key(pk, "link_layer");
-	PACK_FIXED(pk, port->link_layer);
-	herd__mp_pack_key(pk, "rate_gbps");
-	msgpack_pack_int64(pk, port->rate_gbps);
-	herd__mp_pack_key(pk, "gids");
-	pack_strings(pk, port->gids, port->ngids);
-}
-
-static void pack_rdma(msgpack_packer *pk, const herd_rdma_device *dev)
-{
-	msgpack_pack_map(pk, 4);
-	herd__mp_pack_key(pk, "name");
-	PACK_FIXED(pk, dev->name);
-	herd__mp_pack_key(pk, "netdev");
-	PACK_FIXED(pk, dev->netdev);
-	herd__mp_pack_key(pk, "pci");
-	pack_pci(pk, &dev->pci);
-	herd__mp_pack_key(pk, "ports");
-	msgpack_pack_array(pk, dev->nports);
-	for (size_t i = 0; i < dev->nports; i++)
-		pack_rdma_port(pk, &dev->ports[i]);
-}
-
-static void pack_node(msgpack_packer *pk, const herd_node *node)
-{
-	msgpack_pack_map(pk, 16);
-	herd__mp_pack_key(pk, "hostname");
-	herd__mp_pack_str(pk, node->hostname ? node->hostname : "");
-	herd__mp_pack_key(pk, "cpu_model");
-	herd__mp_pack_str(pk, node->cpu_model ? node->cpu_model : "");
-	herd__mp_pack_key(pk, "packages");
-	msgpack_pack_int64(pk, node->packages);
-	herd__mp_pack_key(pk, "cores");
-	msgpack_pack_int64(pk, node->cores);
-	herd__mp_pack_key(pk, "threads");
-	msgpack_pack_int64(pk, node->threads);
-	herd__mp_pack_key(pk, "memory_bytes");
-	msgpack_pack_uint64(pk, node->memory_bytes);
-	herd__mp_pack_key(pk, "memory_available_bytes");
-	msgpack_pack_uint64(pk, node->memory_available_bytes);
-	herd__mp_pack_key(pk, "numa");
-	msgpack_pack_array(pk, node->nnuma);
-	for (size_t i = 0; i < node->nnuma; i++) {
-		const herd_numa_node *numa = &node->numa[i];
-
-		msgpack_pack_map(pk, 3);
-		herd__mp_pack_key(pk, "os_index");
-		msgpack_pack_int64(pk, numa->os_index);
-		herd__mp_pack_key(pk, "memory_bytes");
-		msgpack_pack_uint64(pk, numa->memory_bytes);
-		herd__mp_pack_key(pk, "cpus");
-		herd__mp_pack_str(pk, numa->cpus ? numa->cpus : "");
-	}
-	herd__mp_pack_key(pk, "gpus");
-	msgpack_pack_array(pk, node->ngpus);
-	for (size_t i = 0; i < node->ngpus; i++)
-		pack_gpu(pk, &node->gpus[i]);
-	herd__mp_pack_key(pk, "gpu_note");
-	herd__mp_pack_str(pk, node->gpu_note);
-	herd__mp_pack_key(pk, "netdevs");
-	msgpack_pack_array(pk, node->nnetdevs);
-	for (size_t i = 0; i < node->nnetdevs; i++)
-		pack_netdev(pk, &node->netdevs[i]);
-	herd__mp_pack_key(pk, "rdma");
-	msgpack_pack_array(pk, node->nrdma);
-	for (size_t i = 0; i < node->nrdma; i++)
-		pack_rdma(pk, &node->rdma[i]);
-	herd__mp_pack_key(pk, "rdma_note");
-	herd__mp_pack_str(pk, node->rdma_note);
-	herd__mp_pack_key(pk, "gpu_driver");
-	herd__mp_pack_str(pk, node->gpu_driver);
-	herd__mp_pack_key(pk, "cuda_driver");
-	herd__mp_pack_str(pk, node->cuda_driver);
-	herd__mp_pack_key(pk, "nccl");
-	herd__mp_pack_str(pk, node->nccl);
-}
+#include "schema.h"
 
 /*
  * The msgpack encoding.  It is decoded once before it is handed out: the
@@ -205,25 +31,7 @@ static herd_status encode_msgpack(const herd_cluster *cluster, char **out, size_
 
 	herd__buf_init(&buf, HERD_INVENTORY_MAX_BYTES);
 	msgpack_packer_init(&pk, &buf, herd__buf_write);
-	/* "failed" only when a discovery left some nodes out. */
-	msgpack_pack_map(&pk, cluster->nfailed > 0 ? 3 : 2);
-	herd__mp_pack_key(&pk, "v");
-	msgpack_pack_int64(&pk, HERD_INVENTORY_VERSION);
-	herd__mp_pack_key(&pk, "nodes");
-	msgpack_pack_array(&pk, cluster->nnodes);
-	for (size_t i = 0; i < cluster->nnodes; i++)
-		pack_node(&pk, &cluster->nodes[i]);
-	if (cluster->nfailed > 0) {
-		herd__mp_pack_key(&pk, "failed");
-		msgpack_pack_array(&pk, cluster->nfailed);
-		for (size_t i = 0; i < cluster->nfailed; i++) {
-			msgpack_pack_map(&pk, 2);
-			herd__mp_pack_key(&pk, "host");
-			herd__mp_pack_str(&pk, cluster->failed[i].host);
-			herd__mp_pack_key(&pk, "reason");
-			herd__mp_pack_str(&pk, cluster->failed[i].reason);
-		}
-	}
+	herd__schema_pack(&pk, &herd__inventory_schema, cluster, 0);
 	HERD_CHECK(herd__buf_take(&buf, "the inventory", out, len));
 	st = herd_cluster_decode(&check, *out, *len, "inventory");
 	herd_cluster_free(check);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "inventory.h"
+#include "schema.h"
 
 herd_status herd__cluster_new(herd_cluster **out, size_t nnodes)
 {
@@ -24,40 +25,10 @@ herd_status herd__cluster_new(herd_cluster **out, size_t nnodes)
 	return HERD_OK;
 }
 
-/* Frees an array of n heap strings and the array. */
-static void free_strings(const char *const *strings, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free((void *)strings[i]);
-	free((void *)strings);
-}
-
+/* What a node owns is what its table describes. */
 void herd__node_clear(herd_node *node)
 {
-	free((void *)node->hostname);
-	free((void *)node->cpu_model);
-	free((void *)node->gpu_note);
-	free((void *)node->rdma_note);
-	free((void *)node->gpu_driver);
-	free((void *)node->cuda_driver);
-	free((void *)node->nccl);
-	for (size_t i = 0; i < node->nnuma; i++)
-		free((void *)node->numa[i].cpus);
-	free((void *)node->numa);
-	for (size_t i = 0; i < node->ngpus; i++)
-		free((void *)node->gpus[i].nvlinks);
-	free((void *)node->gpus);
-	for (size_t i = 0; i < node->nnetdevs; i++)
-		free_strings(node->netdevs[i].addrs, node->netdevs[i].naddrs);
-	free((void *)node->netdevs);
-	for (size_t i = 0; i < node->nrdma; i++) {
-		const herd_rdma_device *dev = &node->rdma[i];
-
-		for (size_t p = 0; p < dev->nports; p++)
-			free_strings(dev->ports[p].gids, dev->ports[p].ngids);
-		free((void *)dev->ports);
-	}
-	free((void *)node->rdma);
+	herd__schema_free(&herd__node_schema, node);
 	memset(node, 0, sizeof(*node));
 }
 
@@ -65,14 +36,7 @@ void herd_cluster_free(herd_cluster *cluster)
 {
 	if (cluster == NULL)
 		return;
-	for (size_t i = 0; i < cluster->nnodes; i++)
-		herd__node_clear(&cluster->nodes[i]);
-	free(cluster->nodes);
-	for (size_t i = 0; i < cluster->nfailed; i++) {
-		free(cluster->failed[i].host);
-		free(cluster->failed[i].reason);
-	}
-	free(cluster->failed);
+	herd__schema_free(&herd__inventory_schema, cluster);
 	free(cluster);
 }
 

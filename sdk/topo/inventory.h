@@ -51,6 +51,16 @@ herd_status herd__node_probe(herd_node *node);
 #define HERD_INVENTORY_MAX_ITEMS 4096  /* GPUs, NICs, NUMA nodes, ports... per node */
 #define HERD_INVENTORY_MAX_STRING 4096
 
+/*
+ * The inventory format's field tables (fields.c), with which encode.c
+ * writes and decode.c reads an inventory: the root (a herd_cluster; its
+ * "v" is written, and checked by the decoder before the rest) and one
+ * node.  herd__schema_free of a node frees what it owns.
+ */
+typedef struct herd__schema herd__schema;
+extern const herd__schema herd__inventory_schema;
+extern const herd__schema herd__node_schema;
+
 /* The text form (HERD_FORMAT_TEXT): its first line's start, and the bytes
  * of msgpack in each base64 line (76 characters). */
 #define HERD__INVENTORY_TEXT_MAGIC "herd-probe 1 "

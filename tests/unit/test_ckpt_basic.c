@@ -609,6 +609,20 @@ static void spoil_name(herd__ckpt_manifest *m)
 	m->tensors[0].name = strdup("a\nb");
 }
 
+static void spoil_rank(herd__ckpt_manifest *m) { m->files[0].rank = 3; }
+static void spoil_sums(herd__ckpt_manifest *m)
+{
+	m->tensors[0].shards[0].nsums = 2;
+	free(m->tensors[0].shards[0].sums);
+	m->tensors[0].shards[0].sums = calloc(2, sizeof(uint64_t));
+}
+static void spoil_file(herd__ckpt_manifest *m) { m->tensors[0].shards[0].file = 1; }
+static void spoil_ndim(herd__ckpt_manifest *m) { m->tensors[0].shards[0].box.ndim = 2; }
+static void spoil_dims(herd__ckpt_manifest *m)
+{
+	m->tensors[0].shards[0].box.offset[0] = 8;
+}
+
 static void test_ckpt_hostile_manifests_are_rejected(void)
 {
 	herd__ckpt_manifest *m = NULL;
@@ -622,6 +636,18 @@ static void test_ckpt_hostile_manifests_are_rejected(void)
 	CHECK_ERR(decode_spoiled(spoil_len), HERD_EFORMAT, "len is 60 bytes");
 	CHECK_ERR(decode_spoiled(spoil_gap), HERD_EFORMAT, "hold 8 elements");
 	CHECK_ERR(decode_spoiled(spoil_name), HERD_EFORMAT, "tensors[0].name");
+	/* Ranges that depend on what came before, each naming its field. */
+	CHECK_ERR(decode_spoiled(spoil_rank), HERD_EFORMAT,
+		  "hostile: files[0].rank: expected an integer in 0..0, got 3");
+	CHECK_ERR(decode_spoiled(spoil_sums), HERD_EFORMAT,
+		  "hostile: tensors[0].shards[0].sums: expected an array of 1..1 items, got 2");
+	CHECK_ERR(decode_spoiled(spoil_file), HERD_EFORMAT,
+		  "hostile: tensors[0].shards[0].file: expected an integer in 0..0, got 1");
+	CHECK_ERR(decode_spoiled(spoil_ndim), HERD_EFORMAT,
+		  "hostile: tensors[0].shards[0].offset: expected an array of 1..1 items, got 2");
+	CHECK_ERR(decode_spoiled(spoil_dims), HERD_EFORMAT,
+		  "hostile: tensors[0].shards[0]: dimension 0 of the shard (16 at 8) lies outside "
+		  "the tensor's 16");
 	CHECK_ERR(herd__ckpt_manifest_decode(&m, "\x81\xa1v\x01", 4, "short"), HERD_EFORMAT,
 		  "short: truncated");
 	CHECK(m == NULL);

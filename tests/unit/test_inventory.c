@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "inventory_check.h"
 #include "topo/inventory.h"
 #include "mpjson.h"
 
@@ -18,51 +19,14 @@ static const char *const fixtures[] = { "dgx-h100.json", "pcie-4gpu.json", "cpu-
 
 static char tmpdir[] = "/tmp/herd-test-inventory-XXXXXX";
 
-static void fixture_path(const char *name, char *path, size_t cap)
-{
-	const char *root = getenv("HERD_SOURCE_DIR");
-
-	snprintf(path, cap, "%s/tests/fixtures/inventory/%s", root ? root : ".", name);
-}
-
-/* The text of a fixture (NUL-terminated); the test stops if it is missing. */
+/* The text of tests/fixtures/inventory/<name>. */
 static char *fixture_text(const char *name, size_t *len)
 {
-	char path[4096];
-	char *text = NULL;
+	char rel[256];
 
-	fixture_path(name, path, sizeof(path));
-	if (herd__read_file(path, 1 << 24, &text, len) != HERD_OK) {
-		fprintf(stderr, "cannot read fixture: %s\n", herd_last_error());
-		exit(1);
-	}
-	return text;
+	snprintf(rel, sizeof(rel), "inventory/%s", name);
+	return fixture_bytes(rel, len);
 }
-
-static herd_cluster *decode_ok(const void *data, size_t len, const char *origin)
-{
-	herd_cluster *c = NULL;
-
-	CHECK_OK(herd_cluster_decode(&c, data, len, origin));
-	return c;
-}
-
-static void *encode_ok(const herd_cluster *c, herd_format format, size_t *len)
-{
-	void *data = NULL;
-
-	*len = 0;
-	CHECK_OK(herd_cluster_encode(c, format, &data, len));
-	return data;
-}
-
-#define CHECK_BYTES(a, alen, b, blen)                                              \
-	do {                                                                       \
-		test_checks++;                                                     \
-		if ((alen) != (blen) || memcmp((a), (b), (alen)) != 0)             \
-			TEST_FAIL_("%s (%zu bytes) differs from %s (%zu bytes)", #a, \
-				   (size_t)(alen), #b, (size_t)(blen));             \
-	} while (0)
 
 /* text with the first occurrence of from replaced by to (freed by caller). */
 static char *edit(const char *text, const char *from, const char *to)

@@ -38,8 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include "lua_herd.h"
 #include "shell.h"
@@ -55,22 +53,11 @@
 
 enum output_mode { OUT_PRINT, OUT_LINES, OUT_NONE };
 
-typedef struct qline {
-	struct qline *next;
-	int rank;
-	herd_job_stream stream;
-	size_t len;
-	char *host;
-	char text[];
-} qline;
-
 /* What the supervisor thread hands the Lua side: lines and emitted values. */
 typedef struct jobq {
-	pthread_mutex_t mu;
-	int efd;                 /* eventfd: a line arrived */
+	pthread_mutex_t mu;      /* emitted, emitted_len */
 	enum output_mode mode;
-	qline *head, *tail;
-	size_t bytes, dropped;
+	herd_job_lines *lines;   /* output = "lines": what job:lines() reads */
 	int nranks;
 	char **emitted;          /* per rank: the last value's msgpack bytes */
 	size_t *emitted_len;
@@ -123,7 +110,6 @@ static void on_output(void *userdata, int rank, const char *host, herd_job_strea
 {
 	jobq *q = (jobq *)userdata;
 	size_t mlen = sizeof(EMIT_MARK) - 1;
-	qline *l;
 
 	if (stream == HERD_JOB_STDOUT && len >= mlen && memcmp(line, EMIT_MARK, mlen) == 0) {
 		keep_emitted(q, rank, line + mlen, len - mlen);
@@ -133,30 +119,8 @@ static void on_output(void *userdata, int rank, const char *host, herd_job_strea
 		herd_job_output_stdio(q->prefix, rank, host, stream, line, len);
 		return;
 	}
-	if (q->mode == OUT_NONE)
-		return;
-	pthread_mutex_lock(&q->mu);
-	if (q->bytes + len > LINES_MAX_BYTES ||
-	    (l = malloc(sizeof(*l) + len + 1)) == NULL) {
-		q->dropped++;
-		pthread_mutex_unlock(&q->mu);
-		return;
-	}
-	l->next = NULL;
-	l->rank = rank;
-	l->stream = stream;
-	l->len = len;
-	l->host = strdup(host != NULL ? host : "");
-	memcpy(l->text, line, len);
-	l->text[len] = '\0';
-	if (q->tail != NULL)
-		q->tail->next = l;
-	else
-		q->head = l;
-	q->tail = l;
-	q->bytes += len;
-	pthread_mutex_unlock(&q->mu);
-	(void)eventfd_write(q->efd, 1);
+	if (q->mode == OUT_LINES)
+		herd_job_output_lines(q->lines, rank, host, stream, line, len);
 }
 
 static jobq *jobq_new(int nranks, enum output_mode mode, const char *prefix)
@@ -165,14 +129,13 @@ static jobq *jobq_new(int nranks, enum output_mode mode, const char *prefix)
 
 	if (q == NULL)
 		return NULL;
-	q->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	q->emitted = calloc((size_t)nranks, sizeof(*q->emitted));
 	q->emitted_len = calloc((size_t)nranks, sizeof(*q->emitted_len));
 	q->prefix = prefix != NULL ? strdup(prefix) : NULL;
-	if (q->efd < 0 || q->emitted == NULL || q->emitted_len == NULL ||
+	if ((mode == OUT_LINES && herd_job_lines_create(&q->lines, LINES_MAX_BYTES) != HERD_OK) ||
+	    q->emitted == NULL || q->emitted_len == NULL ||
 	    (prefix != NULL && q->prefix == NULL)) {
-		if (q->efd >= 0)
-			close(q->efd);
+		herd_job_lines_free(q->lines);
 		free(q->emitted);
 		free(q->emitted_len);
 		free(q->prefix);
@@ -190,17 +153,12 @@ static void jobq_free(jobq *q)
 {
 	if (q == NULL)
 		return;
-	for (qline *l = q->head, *next; l != NULL; l = next) {
-		next = l->next;
-		free(l->host);
-		free(l);
-	}
+	herd_job_lines_free(q->lines);
 	for (int i = 0; i < q->nranks; i++)
 		free(q->emitted[i]);
 	free(q->emitted);
 	free(q->emitted_len);
 	free(q->prefix);
-	close(q->efd);
 	pthread_mutex_destroy(&q->mu);
 	free(q);
 }
@@ -381,28 +339,19 @@ static int lines_next(lua_State *L)
 	lua_pushvalue(L, lua_upvalueindex(1));
 	j = check_job(L, 1);
 	for (;;) {
-		qline *l;
+		herd_job_line *l;
 		bool over = job_over(j);
 		int wait = -1;
 
-		pthread_mutex_lock(&j->q->mu);
-		l = j->q->head;
-		if (l != NULL) {
-			j->q->head = l->next;
-			if (j->q->head == NULL)
-				j->q->tail = NULL;
-			j->q->bytes -= l->len;
-		}
-		pthread_mutex_unlock(&j->q->mu);
-		if (l != NULL) {
+		/* Every line of a job that is over was queued before it was. */
+		if (herd_job_lines_pop(j->q->lines, 0, &l) == HERD_OK) {
 			lua_createtable(L, 0, 4);
 			lherd_set_integer(L, "rank", l->rank);
-			lherd_set_string(L, "host", l->host);
+			lherd_set_string(L, "host", l->host != NULL ? l->host : "");
 			lherd_set_string(L, "stream", l->stream == HERD_JOB_STDERR ? "stderr" : "stdout");
 			lua_pushlstring(L, l->text, l->len);
 			lua_setfield(L, -2, "text");
-			free(l->host);
-			free(l);
+			herd_free(l);
 			return 1;
 		}
 		if (over)
@@ -415,13 +364,12 @@ static int lines_next(lua_State *L)
 			wait = left > INT_MAX ? INT_MAX : (int)left;
 		}
 		{
-			struct pollfd p[2] = { { .fd = j->q->efd, .events = POLLIN },
+			/* A line, or the job's end, until the deadline. */
+			struct pollfd p[2] = { { .fd = herd_job_lines_fd(j->q->lines), .events = POLLIN },
 					       { .fd = herd_job_fd(j->job), .events = POLLIN } };
-			eventfd_t v;
 
 			if (poll(p, 2, wait) < 0 && errno != EINTR)
 				return luaL_error(L, "job:lines: poll: %s", strerror(errno));
-			(void)eventfd_read(j->q->efd, &v);
 		}
 	}
 }
@@ -445,10 +393,10 @@ static int job_lines(lua_State *L)
 static int job_dropped(lua_State *L)
 {
 	ljob *j = check_job(L, 1);
+	uint64_t dropped;
 
-	pthread_mutex_lock(&j->q->mu);
-	lua_pushinteger(L, (lua_Integer)j->q->dropped);
-	pthread_mutex_unlock(&j->q->mu);
+	herd_job_lines_counts(j->q->lines, NULL, NULL, &dropped, NULL);
+	lua_pushinteger(L, (lua_Integer)dropped);
 	return 1;
 }
 

@@ -105,6 +105,93 @@ HERD_EXTERN void herd_job_output_stdio(void *userdata, int rank, const char *hos
 HERD_EXTERN size_t herd_job_format_prefix(char *out, size_t cap, const char *format,
 					  const char *host, int rank);
 
+/*
+ * A queue of lines: a bounded, thread-safe FIFO between an output callback
+ * (on the supervisor thread, which must not wait) and a reader of its own
+ * pace.  Pushing never blocks on the reader: a line that does not fit is
+ * dropped and counted.  Every call may come from any thread, except
+ * herd_job_lines_free, which must not race with them.  Opaque.
+ */
+typedef struct herd_job_lines herd_job_lines;
+
+/*
+ * One line taken from the queue, in one allocation the caller frees with
+ * herd_free: text holds len bytes and a NUL after them (the bytes may hold
+ * NULs of their own); host points inside the same allocation, or is NULL
+ * when the line was pushed without one.
+ */
+typedef struct herd_job_line {
+	int rank;
+	herd_job_stream stream;
+	const char *host;
+	size_t len;
+	char text[];
+} herd_job_line;
+
+/*
+ * Makes an empty queue that holds at most max_bytes bytes of text (hosts
+ * not counted); HERD_EINVAL when max_bytes is 0.  The caller frees *out with
+ * herd_job_lines_free; on failure *out is NULL.
+ */
+HERD_EXTERN herd_status herd_job_lines_create(herd_job_lines **out, size_t max_bytes);
+
+/*
+ * Copies a line (len bytes of text, host may be NULL) to the back of the
+ * queue.  Never blocks on a reader.  false when the line was dropped and
+ * counted: it does not fit beside the bytes waiting, the queue is closed,
+ * or memory ran out.
+ */
+HERD_EXTERN bool herd_job_lines_push(herd_job_lines *q, int rank, const char *host,
+				     herd_job_stream stream, const char *text, size_t len);
+
+/*
+ * Takes the line at the front into *out (the caller frees it with
+ * herd_free), waiting for one as timeout_ms says (docs/api.md: 0 looks
+ * once; HERD_TIMEOUT_NONE and HERD_TIMEOUT_DEFAULT, as the queue has no
+ * deadline of its own, wait without one).  HERD_ETIMEDOUT when none came
+ * in time, HERD_ECLOSED once the queue is closed (lines still waiting are
+ * not handed out), HERD_EINVAL for a NULL argument or a bad timeout; then
+ * *out is NULL.
+ */
+HERD_EXTERN herd_status herd_job_lines_pop(herd_job_lines *q, int timeout_ms, herd_job_line **out);
+
+/*
+ * Closes the queue: every pop, waiting or to come, returns HERD_ECLOSED,
+ * and every push drops.  Idempotent; NULL is accepted.
+ */
+HERD_EXTERN void herd_job_lines_close(herd_job_lines *q);
+
+/*
+ * A descriptor that is readable while a line waits and once the queue is
+ * closed, for a caller's own poll or event loop: wait on it, then pop with
+ * timeout 0.  Owned by the queue, valid until herd_job_lines_free; do not
+ * read or close it.  -1 when q is NULL.
+ */
+HERD_EXTERN int herd_job_lines_fd(const herd_job_lines *q);
+
+/*
+ * A snapshot of the queue: the lines waiting and their bytes of text, and
+ * since its creation the lines dropped and their bytes.  Any out-parameter
+ * may be NULL; a NULL q gives zeros.
+ */
+HERD_EXTERN void herd_job_lines_counts(const herd_job_lines *q, size_t *lines, size_t *bytes,
+				       uint64_t *dropped, uint64_t *dropped_bytes);
+
+/*
+ * Frees the queue and the lines still in it, after every other call on it
+ * has returned (a job that pushes into it freed first).  NULL is accepted.
+ */
+HERD_EXTERN void herd_job_lines_free(herd_job_lines *q);
+
+/*
+ * An output callback (herd_job_output_fn) that pushes each line into the
+ * queue given as userdata (a herd_job_lines *), with its rank, host and
+ * stream, as herd_job_output_stdio prints it: set spec.output to it and
+ * spec.output_userdata to the queue, and free the job before the queue.
+ */
+HERD_EXTERN void herd_job_output_lines(void *userdata, int rank, const char *host,
+				       herd_job_stream stream, const char *line, size_t len);
+
 #define HERD_JOB_SPEC_VERSION 1
 
 /*

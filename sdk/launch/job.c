@@ -415,8 +415,7 @@ static void on_output(herd_job *job, int rank, herd_job_stream stream, const cha
 	job->line[o + len] = '\n';
 	/* One write per line: lines of different ranks never mix.  Queued:
 	 * the supervisor never waits for a reader. */
-	herd__outq_push(job->outq, stream == HERD_JOB_STDERR ? STDERR_FILENO : STDOUT_FILENO,
-			job->line, o + len + 1);
+	herd__outq_push(job->outq, stream, job->line, o + len + 1);
 }
 
 /* ---- rank events ------------------------------------------------------------------- */

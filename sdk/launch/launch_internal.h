@@ -545,9 +545,9 @@ typedef struct herd__outq herd__outq;
  * max_bytes wait in the queue. */
 herd_status herd__outq_start(herd__outq **out, size_t max_bytes);
 
-/* Queues one write of data to fd, or drops it (counted, said later) when
- * the queue is full.  Never blocks on the reader. */
-void herd__outq_push(herd__outq *q, int fd, const char *data, size_t len);
+/* Queues one write of data to stdout or stderr (per stream), or drops it
+ * (counted, said later) when the queue is full.  Never blocks on the reader. */
+void herd__outq_push(herd__outq *q, herd_job_stream stream, const char *data, size_t len);
 
 /* Waits until everything queued is written, or give_up(arg) (asked every
  * 100 ms) says to stop waiting; says on stderr what was not written. */

@@ -4,11 +4,11 @@
  *
  * The supervisor must never wait on a reader: a pipe nobody reads (`herd
  * launch ... | (sleep 15)`), a terminal stopped with Ctrl-S, a stuck tee.
- * It queues each line here and goes on; the writer thread does the
- * blocking writes, one write per line, in order.  What is queued is
- * bounded: a line that does not fit is dropped and counted, and once the
- * queue has room again the writer says on stderr how many lines and bytes
- * were dropped.  At the end the job waits for the queue to empty, unless
+ * It queues each line here (a herd_job_lines) and goes on; the writer
+ * thread does the blocking writes, one write per line, in order.  What is
+ * queued is bounded: a line that does not fit is dropped and counted, and
+ * once the queue has room again the writer says on stderr how many lines
+ * and bytes were dropped.  At the end the job waits for the queue to empty, unless
  * told to give up (a signal to the launcher), and says what it did not
  * write.
  */
@@ -17,26 +17,17 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "launch_internal.h"
 #include "net.h"
 
-struct out_line {
-	struct out_line *next;
-	int fd;
-	size_t len;
-	char data[];
-};
-
 struct herd__outq {
+	herd_job_lines *lines;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;            /* a line queued, written, or stop */
-	struct out_line *head, *tail;
-	size_t bytes, max;
-	bool writing, stop;
-	uint64_t dropped, dropped_bytes;   /* not yet said */
+	pthread_cond_t cv;                 /* a line written */
+	uint64_t queued, written;          /* lines the queue took, and those written */
+	uint64_t said, said_bytes;         /* of the queue's drops, those said */
 	pthread_t thread;
 };
 
@@ -65,74 +56,75 @@ static void say_dropped(uint64_t lines, uint64_t bytes, const char *why)
 		write_all(STDERR_FILENO, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 }
 
-static void free_line(void *p)
+/*
+ * Takes the lines and bytes not written that are still to be said (mu
+ * held): the drops not said yet and, with waiting, the lines still queued.
+ */
+static void take_unsaid(herd__outq *q, bool waiting, uint64_t *lines, uint64_t *bytes)
 {
-	free(p);
+	size_t n, b;
+	uint64_t dropped, dropped_bytes;
+
+	herd_job_lines_counts(q->lines, &n, &b, &dropped, &dropped_bytes);
+	*lines = dropped - q->said + (waiting ? n : 0);
+	*bytes = dropped_bytes - q->said_bytes + (waiting ? b : 0);
+	q->said = dropped;
+	q->said_bytes = dropped_bytes;
 }
 
 static void *writer(void *arg)
 {
 	herd__outq *q = arg;
+	herd_job_line *l;
 
-	/* Cancelled only inside a write (herd__outq_free), never holding mu. */
+	/* Cancelled only inside a write (herd__outq_free), never holding a lock. */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-	for (;;) {
-		struct out_line *l;
+	while (herd_job_lines_pop(q->lines, HERD_TIMEOUT_NONE, &l) == HERD_OK) {
 		uint64_t dropped = 0, dropped_bytes = 0;
-		size_t len;
+		size_t waiting;
 
-		pthread_mutex_lock(&q->mu);
-		while (q->head == NULL && !q->stop)
-			pthread_cond_wait(&q->cv, &q->mu);
-		l = q->head;
-		if (l == NULL) {
-			pthread_mutex_unlock(&q->mu);
-			return NULL;
-		}
-		q->head = l->next;
-		if (q->head == NULL)
-			q->tail = NULL;
-		q->writing = true;
-		pthread_mutex_unlock(&q->mu);
-
-		len = l->len;
-		pthread_cleanup_push(free_line, l);
+		pthread_cleanup_push(herd_free, l);
 		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-		write_all(l->fd, l->data, l->len);
+		write_all(l->stream == HERD_JOB_STDERR ? STDERR_FILENO : STDOUT_FILENO, l->text,
+			  l->len);
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 		pthread_cleanup_pop(1);
 
 		pthread_mutex_lock(&q->mu);
-		q->bytes -= len;
-		q->writing = false;
+		q->written++;
 		/* Room again: say what could not wait. */
-		if (q->head == NULL && q->dropped > 0) {
-			dropped = q->dropped;
-			dropped_bytes = q->dropped_bytes;
-			q->dropped = q->dropped_bytes = 0;
-		}
+		herd_job_lines_counts(q->lines, &waiting, NULL, NULL, NULL);
+		if (waiting == 0)
+			take_unsaid(q, false, &dropped, &dropped_bytes);
 		pthread_cond_broadcast(&q->cv);
 		pthread_mutex_unlock(&q->mu);
 		if (dropped > 0)
 			say_dropped(dropped, dropped_bytes, "the reader of the job's output did not "
 				    "keep up");
 	}
+	return NULL;   /* closed: herd__outq_free */
 }
 
 herd_status herd__outq_start(herd__outq **out, size_t max_bytes)
 {
 	herd__outq *q;
+	herd_status st;
 	int rc;
 
 	*out = NULL;
 	HERD_CHECK(herd__calloc(&q, 1, sizeof(*q), "the output queue"));
-	q->max = max_bytes;
+	st = herd_job_lines_create(&q->lines, max_bytes);
+	if (st != HERD_OK) {
+		free(q);
+		return st;
+	}
 	pthread_mutex_init(&q->mu, NULL);
 	herd__net_cond_init(&q->cv);
 	rc = pthread_create(&q->thread, NULL, writer, q);
 	if (rc != 0) {
 		pthread_cond_destroy(&q->cv);
 		pthread_mutex_destroy(&q->mu);
+		herd_job_lines_free(q->lines);
 		free(q);
 		return herd__error_errno(HERD_ESYS, rc, "herd_job_launch: output thread");
 	}
@@ -140,41 +132,23 @@ herd_status herd__outq_start(herd__outq **out, size_t max_bytes)
 	return HERD_OK;
 }
 
-void herd__outq_push(herd__outq *q, int fd, const char *data, size_t len)
+void herd__outq_push(herd__outq *q, herd_job_stream stream, const char *data, size_t len)
 {
-	struct out_line *l = NULL;
-
+	/* The writer holds mu only between writes: this never waits on a reader. */
 	pthread_mutex_lock(&q->mu);
-	if (q->bytes + len <= q->max)
-		l = malloc(sizeof(*l) + len);
-	if (l == NULL) {
-		q->dropped++;
-		q->dropped_bytes += len;
-		pthread_mutex_unlock(&q->mu);
-		return;
-	}
-	l->next = NULL;
-	l->fd = fd;
-	l->len = len;
-	memcpy(l->data, data, len);
-	if (q->tail != NULL)
-		q->tail->next = l;
-	else
-		q->head = l;
-	q->tail = l;
-	q->bytes += len;
-	pthread_cond_signal(&q->cv);
+	if (herd_job_lines_push(q->lines, -1, NULL, stream, data, len))
+		q->queued++;
 	pthread_mutex_unlock(&q->mu);
 }
 
 void herd__outq_drain(herd__outq *q, bool (*give_up)(void *arg), void *arg)
 {
-	uint64_t lines = 0, bytes = 0;
+	uint64_t lines, bytes;
 
 	if (q == NULL)
 		return;
 	pthread_mutex_lock(&q->mu);
-	while (q->head != NULL || q->writing) {
+	while (q->written < q->queued) {
 		bool stop;
 
 		herd__net_cond_wait_until(&q->cv, &q->mu, herd__net_deadline(100));
@@ -185,13 +159,7 @@ void herd__outq_drain(herd__outq *q, bool (*give_up)(void *arg), void *arg)
 		if (stop)
 			break;
 	}
-	for (struct out_line *l = q->head; l != NULL; l = l->next) {
-		lines++;
-		bytes += l->len;
-	}
-	lines += q->dropped;
-	bytes += q->dropped_bytes;
-	q->dropped = q->dropped_bytes = 0;
+	take_unsaid(q, true, &lines, &bytes);
 	pthread_mutex_unlock(&q->mu);
 	if (lines > 0) {
 		struct pollfd p = { .fd = STDERR_FILENO, .events = POLLOUT };
@@ -207,21 +175,13 @@ void herd__outq_free(herd__outq *q)
 {
 	if (q == NULL)
 		return;
-	pthread_mutex_lock(&q->mu);
-	q->stop = true;
-	/* What is left is not waited for (herd__outq_drain does that). */
-	while (q->head != NULL) {
-		struct out_line *l = q->head;
-
-		q->head = l->next;
-		free(l);
-	}
-	q->tail = NULL;
-	pthread_cond_broadcast(&q->cv);
-	pthread_mutex_unlock(&q->mu);
+	/* What is left is not waited for (herd__outq_drain does that): the
+	 * writer's pop returns HERD_ECLOSED. */
+	herd_job_lines_close(q->lines);
 	/* A write blocked on a reader that never reads is a cancellation point. */
 	pthread_cancel(q->thread);
 	pthread_join(q->thread, NULL);
+	herd_job_lines_free(q->lines);
 	pthread_cond_destroy(&q->cv);
 	pthread_mutex_destroy(&q->mu);
 	free(q);

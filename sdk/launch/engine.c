@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -39,6 +40,7 @@ typedef struct helper {
 	int patience_ms;
 	helper_state state;
 	bool attached;                  /* a backend's channel: not reaped here */
+	int64_t kill_at;                /* ended by the engine: SIGKILL then, if still there */
 	bool want_write;
 	size_t in_max;
 } helper;
@@ -53,6 +55,8 @@ struct herd__engine {
 	size_t next;                    /* the next planned helper to start */
 	size_t running, live;
 	herd__engine_cmd cmd;           /* the fan-out's command (hosts borrowed) */
+	herd_status start_st;           /* a one-step helper that could not start */
+	char start_why[1024];
 	/* A one-step helper's output sorted by task, and the step's own lines. */
 	herd__buf *node_out, *node_err, said, err_part;
 	size_t nnode_bufs;
@@ -71,6 +75,22 @@ static void unwatch_all(helper *p)
 	herd__loop_timer_stop(l, &p->reap);
 }
 
+/*
+ * Ends p's process without waiting for it: its channel closed, SIGTERM to
+ * its process group now, SIGKILL ABORT_WAIT_MS later if it is still there;
+ * the reap timer collects it (herd__engine_free at the latest), so that no
+ * turn of the loop blocks on a helper that is slow to die.
+ */
+static void terminate(helper *p)
+{
+	herd__launch_link_close(&p->link);
+	if (p->link.ch.pid <= 0 || p->kill_at != 0)
+		return;
+	kill(-p->link.ch.pid, SIGTERM);
+	p->kill_at = herd__net_now_ms() + ABORT_WAIT_MS;
+	(void)herd__loop_timer(p->e->loop, &p->reap, herd__net_now_ms() + REAP_POLL_MS);
+}
+
 static void finish(helper *p, herd_status st, int wstatus, const char *why)
 {
 	herd__engine *e = p->e;
@@ -84,11 +104,21 @@ static void finish(helper *p, herd_status st, int wstatus, const char *why)
 	p->state = ENDED;
 	/* A process of ours that is not known to have ended is ended. */
 	if (!p->attached && st != HERD_OK)
-		herd__remote_channel_abort(&p->link.ch, ABORT_WAIT_MS);
+		terminate(p);
 	else
 		herd__launch_link_close(&p->link);
 	if (e->client.ended != NULL)
 		e->client.ended(e->client.userdata, p->index, &end);
+}
+
+/* Ends h without telling the client (it knows). */
+static void finish_quietly(herd__engine *e, helper *p)
+{
+	herd__engine_client quiet = e->client;
+
+	e->client.ended = NULL;
+	finish(p, HERD_OK, -1, "");
+	e->client = quiet;
 }
 
 void herd__engine_close(herd__engine *e, size_t h, herd_status st, const char *why)
@@ -97,17 +127,21 @@ void herd__engine_close(herd__engine *e, size_t h, herd_status st, const char *w
 
 	if (p->state == ENDED)
 		return;
-	if (st == HERD_OK) {
-		herd__engine_client quiet = e->client;
-
-		e->client.ended = NULL;
-		if (!p->attached)
-			herd__remote_channel_abort(&p->link.ch, ABORT_WAIT_MS);
-		finish(p, HERD_OK, -1, "");
-		e->client = quiet;
+	if (st != HERD_OK) {
+		finish(p, st, -1, why);
 		return;
 	}
-	finish(p, st, -1, why);
+	finish_quietly(e, p);
+	if (!p->attached)
+		terminate(p);
+}
+
+void herd__engine_kill(herd__engine *e, size_t h)
+{
+	helper *p = e->h[h];
+
+	finish_quietly(e, p);
+	terminate(p);
 }
 
 /*
@@ -141,9 +175,30 @@ static void maybe_done(helper *p)
 	}
 }
 
+/* A process the engine ended: reaped when gone, SIGKILLed at kill_at. */
+static void reap_ended(helper *p)
+{
+	pid_t got = waitpid(p->link.ch.pid, NULL, WNOHANG);
+
+	if (got == p->link.ch.pid || (got < 0 && errno != EINTR)) {
+		p->link.ch.pid = 0;
+		return;
+	}
+	if (herd__net_now_ms() >= p->kill_at)
+		kill(-p->link.ch.pid, SIGKILL);
+	(void)herd__loop_timer(p->e->loop, &p->reap, herd__net_now_ms() + REAP_POLL_MS);
+}
+
 static void on_reap(herd__timer *t)
 {
-	maybe_done(t->data);
+	helper *p = t->data;
+
+	if (p->state == ENDED) {
+		if (p->link.ch.pid > 0)
+			reap_ended(p);
+		return;
+	}
+	maybe_done(p);
 }
 
 static void on_deadline(herd__timer *t)
@@ -226,6 +281,9 @@ static void on_stdout(herd__watcher *w, short revents)
 	if (st != HERD_OK)
 		snprintf(why, sizeof(why), "%s%s", p->attached ? "" : "reading its output: ",
 			 herd_last_error());
+	/* Its last words first: a client that gives up on it quotes them. */
+	if (!one_step(p))
+		herd__launch_link_read_err(&p->link);
 	/* What arrived before an end is handled first. */
 	if (one_step(p))
 		sort_lines(e, &p->link.in, false, st != HERD_OK);
@@ -239,9 +297,13 @@ static void on_stdout(herd__watcher *w, short revents)
 	}
 	herd__loop_unwatch(e->loop, &p->rw);
 	close(p->link.ch.rfd);
-	if (p->link.ch.wfd == p->link.ch.rfd)
+	if (p->link.ch.wfd == p->link.ch.rfd) {
+		herd__loop_unwatch(e->loop, &p->ww);
 		p->link.ch.wfd = -1;
+	}
 	p->link.ch.rfd = -1;
+	if (p->link.ch.errfd < 0)
+		herd__loop_unwatch(e->loop, &p->ew);
 	maybe_done(p);
 }
 
@@ -359,9 +421,20 @@ static herd_status watch(helper *p, const herd__launch_channel *ch)
 herd_status herd__engine_attach(herd__engine *e, const herd__launch_channel *ch, size_t first,
 				size_t count, size_t in_max, size_t *h)
 {
+	herd__launch_channel own = *ch;
 	helper *p;
 
-	HERD_CHECK(add_helper(e, first, count, in_max, &p));
+	if (add_helper(e, first, count, in_max, &p) != HERD_OK) {
+		/* The channel is the engine's whatever happens: ended here. */
+		herd__launch_link l;
+
+		herd__launch_link_init(&l);
+		l.ch = own;
+		herd__launch_link_close(&l);
+		herd__launch_link_reap(&l, ABORT_WAIT_MS);
+		herd__launch_link_free(&l);
+		return HERD_ENOMEM;
+	}
 	p->attached = true;
 	*h = p->index;
 	if (watch(p, ch) != HERD_OK) {
@@ -403,6 +476,11 @@ static void start(helper *p)
 	run.nhosts = one_step(p) ? p->count : 1;
 	st = e->be->run(&run, &ch);
 	if (st != HERD_OK) {
+		/* One step for every node: the command itself cannot run. */
+		if (one_step(p) && e->start_st == HERD_OK) {
+			e->start_st = st;
+			herd__strlcpy(e->start_why, herd_last_error(), sizeof(e->start_why));
+		}
 		finish(p, st, -1, herd_last_error());
 		return;
 	}
@@ -439,6 +517,8 @@ herd_status herd__engine_fanout(herd__engine *e, const herd__engine_cmd *cmd)
 		}
 		e->nnode_bufs = n;
 		HERD_CHECK(add_helper(e, 0, n, 0, &p));
+		/* Its lines are sorted into the tasks' buffers as they come. */
+		p->link.in.max = 0;
 		p->patience_ms = cmd->timeout_ms;
 		return HERD_OK;
 	}
@@ -466,6 +546,8 @@ herd_status herd__engine_run_once(herd__engine *e, int64_t until)
 	for (; e->next < e->n && e->running < fanout; e->next++)
 		if (e->h[e->next]->state == PLANNED)
 			start(e->h[e->next]);
+	if (e->start_st != HERD_OK)
+		return herd__error(e->start_st, "%s", e->start_why);
 	return herd__loop_run_once(e->loop, until);
 }
 
@@ -487,6 +569,50 @@ herd_status herd__engine_create(herd__engine **out, const herd__launch_backend *
 	return HERD_OK;
 }
 
+/*
+ * The processes of the engine's own helpers (not attached channels), ended
+ * side by side: SIGTERM to every one still there, then each reaped until
+ * reap_ms have passed, then SIGKILL.
+ */
+static void reap_processes(herd__engine *e, int reap_ms)
+{
+	int64_t deadline = herd__net_deadline(reap_ms);
+	size_t left = 0;
+
+	for (size_t i = 0; i < e->n; i++) {
+		helper *p = e->h[i];
+
+		if (p->attached || p->link.ch.pid <= 0)
+			continue;
+		if (p->kill_at == 0)
+			kill(-p->link.ch.pid, SIGTERM);
+		left++;
+	}
+	for (int round = 0; left > 0; round++) {
+		bool late = herd__net_now_ms() >= deadline;
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		left = 0;
+		for (size_t i = 0; i < e->n; i++) {
+			helper *p = e->h[i];
+			pid_t got;
+
+			if (p->attached || p->link.ch.pid <= 0)
+				continue;
+			if (late)
+				kill(-p->link.ch.pid, SIGKILL);
+			got = waitpid(p->link.ch.pid, NULL, late ? 0 : WNOHANG);
+			if (got == p->link.ch.pid || (got < 0 && errno != EINTR))
+				p->link.ch.pid = 0;
+			else
+				left++;
+		}
+		if (left > 0 && !late)
+			nanosleep(&ts, NULL);
+		(void)round;
+	}
+}
+
 void herd__engine_free(herd__engine *e, int reap_ms)
 {
 	if (e == NULL)
@@ -496,13 +622,12 @@ void herd__engine_free(herd__engine *e, int reap_ms)
 		unwatch_all(e->h[i]);
 		herd__launch_link_close(&e->h[i]->link);
 	}
+	reap_processes(e, reap_ms);
 	for (size_t i = 0; i < e->n; i++) {
 		helper *p = e->h[i];
 
 		if (p->attached)
 			herd__launch_link_reap(&p->link, reap_ms);
-		else
-			herd__remote_channel_abort(&p->link.ch, reap_ms);
 		herd__launch_link_free(&p->link);
 		free(p->forward);
 		free(p);
@@ -548,6 +673,11 @@ void herd__engine_nodes(const herd__engine *e, size_t h, size_t *first, size_t *
 {
 	*first = e->h[h]->first;
 	*count = e->h[h]->count;
+}
+
+bool herd__engine_one_step(const herd__engine *e)
+{
+	return e->nnode_bufs > 0;
 }
 
 bool herd__engine_relays(const herd__engine *e, size_t h)

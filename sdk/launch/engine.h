@@ -30,7 +30,9 @@
  * patience is twice the command's, as it may wait that long on one of its
  * group); the client moves it with herd__engine_deadline.  At the deadline
  * the engine ends the helper (SIGTERM to its process group, SIGKILL after
- * a second) and reports it ended with HERD_ETIMEDOUT.
+ * a second, reaped in the background) and reports it ended with
+ * HERD_ETIMEDOUT.  A one-step helper (srun) that cannot be started fails
+ * herd__engine_run_once with its status: the command cannot run anywhere.
  *
  * Threads: an engine and its loop belong to the thread that made them.
  * Callbacks run inside herd__engine_run_once, herd__engine_flush and
@@ -123,8 +125,10 @@ herd_status herd__engine_fanout(herd__engine *e, const herd__engine_cmd *cmd);
 /*
  * Watches a channel a backend started (backend->start) as a helper for
  * nodes [first, first + count); its input buffer holds up to in_max bytes.
- * The engine closes the fds; the process or thread is reaped by
- * herd__engine_free.  Returns the helper's index in *h.
+ * The channel is the engine's from the call on, also when it fails
+ * (HERD_ENOMEM: then ended at once): it closes the fds, and
+ * herd__engine_free reaps the process or joins the thread.  Returns the
+ * helper's index in *h.
  */
 herd_status herd__engine_attach(herd__engine *e, const herd__launch_channel *ch, size_t first,
 				size_t count, size_t in_max, size_t *h);
@@ -132,6 +136,8 @@ herd_status herd__engine_attach(herd__engine *e, const herd__launch_channel *ch,
 /* Helpers, planned or attached; a helper's nodes. */
 size_t herd__engine_helpers(const herd__engine *e);
 void herd__engine_nodes(const herd__engine *e, size_t h, size_t *first, size_t *count);
+/* Whether the engine runs one step for all nodes (srun): per-node buffers. */
+bool herd__engine_one_step(const herd__engine *e);
 /* Whether h's is a relay (answers for nodes beyond its own). */
 bool herd__engine_relays(const herd__engine *e, size_t h);
 /* Helpers not ended yet (planned ones included). */
@@ -163,11 +169,16 @@ void herd__engine_want_write(herd__engine *e, size_t h, bool want);
 void herd__engine_close_input(herd__engine *e, size_t h);
 
 /*
- * Ends h now, with why as the verdict: its fds closed, its process group
- * sent SIGTERM (SIGKILL after a second) and reaped; ended is called with
- * st (and why), unless st is HERD_OK: then quietly (the client knows).
+ * Ends h now, with why as the verdict: its fds closed and, for a process
+ * the engine started, its process group sent SIGTERM (SIGKILL a second
+ * later) and reaped in the background; ended is called with st (and why),
+ * unless st is HERD_OK: then quietly (the client knows).
  */
 void herd__engine_close(herd__engine *e, size_t h, herd_status st, const char *why);
+
+/* Ends h quietly (if not ended yet) and its process as herd__engine_close
+ * ends the engine's own, attached or not (a relay's lost child). */
+void herd__engine_kill(herd__engine *e, size_t h);
 
 /* A one-step helper's output of node i (labels removed), and srun's own lines. */
 herd__buf *herd__engine_node_out(herd__engine *e, size_t node);

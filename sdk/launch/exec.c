@@ -320,8 +320,10 @@ static herd_status serve(exec_state *x, int stop_fd)
 		if (st == HERD_OK)
 			st = herd__loop_run_once(&x->loop, flush_deadline);
 		if (st != HERD_OK) {
+			/* The loop cannot turn: herd__node_free kills and reaps
+			 * the ranks, and the launcher sees the channel close. */
 			x->st = st;
-			herd__node_stop(x->node, 0);
+			break;
 		}
 		flush(x);
 	}

@@ -68,7 +68,8 @@ void herd__launch_link_read_err(herd__launch_link *l)
 			err_feed(l, buf, (size_t)got);
 			continue;
 		}
-		if (got == 0) {
+		/* Its end, or a descriptor that will not read again. */
+		if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
 			close(l->ch.errfd);
 			l->ch.errfd = -1;
 		}

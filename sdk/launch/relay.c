@@ -140,8 +140,7 @@ static void child_end(herd__relay *r, size_t h, const char *why)
 
 	herd__launch_link_read_err(l);
 	report_lost(r, node, len, why, herd__launch_link_says(l, says, sizeof(says)));
-	herd__remote_channel_abort(&l->ch, 1000);
-	herd__engine_close(r->engine, h, HERD_OK, NULL);
+	herd__engine_kill(r->engine, h);
 }
 
 /*
@@ -223,7 +222,7 @@ static void child_ended(void *userdata, size_t h, const herd__engine_end *end)
 
 	report_lost(r, node, len, end->why,
 		    herd__engine_says(r->engine, h, says, sizeof(says)));
-	herd__remote_channel_abort(&herd__engine_link(r->engine, h)->ch, 1000);
+	herd__engine_kill(r->engine, h);
 }
 
 /* Nobody above listens any more: the children still open are ended. */
@@ -232,10 +231,8 @@ static void on_shut(herd__timer *t)
 	herd__relay *r = t->data;
 
 	for (size_t h = 0; h < herd__engine_helpers(r->engine); h++) {
-		if (herd__engine_ended(r->engine, h))
-			continue;
-		herd__remote_channel_abort(&herd__engine_link(r->engine, h)->ch, 1000);
-		herd__engine_close(r->engine, h, HERD_OK, NULL);
+		if (!herd__engine_ended(r->engine, h))
+			herd__engine_kill(r->engine, h);
 	}
 }
 

@@ -77,6 +77,15 @@ MODE= timeout 120 salloc -Q -N2 "$HERD" bcast "$tmp/src" "$tmp/copies/f" 2>"$tmp
 	|| fail "bcast in the allocation exited $?: $(cat "$tmp/err")"
 cmp -s "$tmp/src" "$tmp/copies/f.node1" && cmp -s "$tmp/src" "$tmp/copies/f.node2" \
 	|| fail "bcast copies: $(ls -l "$tmp/copies")"
+# one node: its step's one task answers for it
+MODE= timeout 120 salloc -Q -N1 -w node2 "$HERD" bcast "$tmp/src" "$tmp/copies/one" 2>"$tmp/err" \
+	|| fail "bcast to one node exited $?: $(cat "$tmp/err")"
+cmp -s "$tmp/src" "$tmp/copies/one.node2" || fail "bcast to one node: $(ls -l "$tmp/copies")"
+# srun that cannot run: the call fails with its reason, not one per node
+MODE= HERD_SRUN=/nonexistent/srun timeout 120 salloc -Q -N2 "$HERD" discover --slurm \
+	>/dev/null 2>"$tmp/err"; rc=$?
+[[ $rc != 0 ]] && grep -q 'cannot run "/nonexistent/srun"' "$tmp/err" &&
+	! grep -q "none of the" "$tmp/err" || fail "discover with no srun: $rc $(cat "$tmp/err")"
 MODE= timeout 120 salloc -Q -N2 "$HERD" bcast --slurm "$tmp/src" "$tmp/no-such-dir/f" 2>"$tmp/err"; rc=$?
 [[ $rc == 1 ]] || fail "bcast to a missing directory exited $rc"
 grep -q "^herd bcast: node1: cannot create a file beside $tmp/no-such-dir/f.node1" "$tmp/err" &&

@@ -29,6 +29,13 @@ struct herd_cluster {
 	herd__cluster_failed *failed;
 };
 
+/* Node i < cluster->nnodes: herd_cluster_node without its checks, for
+ * libherd's own loops over the nodes. */
+static inline const herd_node *herd__cluster_node(const herd_cluster *cluster, size_t i)
+{
+	return &cluster->nodes[i];
+}
+
 /* A cluster of nnodes zeroed nodes. */
 herd_status herd__cluster_new(herd_cluster **out, size_t nnodes);
 
@@ -51,7 +58,7 @@ herd_status herd__node_probe(herd_node *node);
 #define HERD_INVENTORY_MAX_ITEMS 4096  /* GPUs, NICs, NUMA nodes, ports... per node */
 #define HERD_INVENTORY_MAX_STRING 4096
 
-/* The text form (HERD_FORMAT_TEXT): its first line's start, and the bytes
+/* The text form (HERD_CLUSTER_FORMAT_TEXT): its first line's start, and the bytes
  * of msgpack in each base64 line (76 characters). */
 #define HERD__INVENTORY_TEXT_MAGIC "herd-probe 1 "
 #define HERD__INVENTORY_TEXT_LINE 57

@@ -10,9 +10,9 @@
 
 int main(int argc, char **argv)
 {
-	herd_discover_opts opts = HERD_DISCOVER_OPTS_INIT;
+	herd_cluster_discover_opts opts = HERD_CLUSTER_DISCOVER_OPTS_INIT;
 	herd_cluster *cluster;
-	char code[HERD_LINK_STR_LEN];
+	char code[HERD_NODE_LINK_CODE_LEN];
 
 	if (argc > 1)
 		opts.inventory = argv[1];
@@ -21,8 +21,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (size_t n = 0; n < herd_cluster_node_count(cluster); n++) {
-		const herd_node *node = herd_cluster_node(cluster, n);
+		const herd_node *node;
 
+		if (herd_cluster_node(cluster, n, &node) != HERD_OK)
+			break;
 		printf("%s: %d threads, %zu GPUs\n", node->hostname, node->threads, node->ngpus);
 		if (node->ngpus == 0 && node->gpu_note != NULL)
 			printf("  %s\n", node->gpu_note);
@@ -32,7 +34,7 @@ int main(int argc, char **argv)
 				herd_link link;
 
 				if (herd_node_gpu_link(node, i, j, &link) == HERD_OK)
-					printf(" %s", herd_link_str(link, code));
+					printf(" %s", herd_node_link_code(link, code));
 			}
 			printf("\n");
 		}

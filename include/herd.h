@@ -5,15 +5,23 @@
  * own header under herd/:
  *
  *   herd/common.h    status codes, herd_last_error(), versions, logging
- *   herd/dtype.h     element types and reductions
- *   herd/cluster.h   discovery: nodes, CPUs, memory, GPUs, NICs, topology
- *   herd/alloc.h     GPU allocation: placement plans, GPU leases, Slurm's grant
+ *   herd/dtype.h     element types
+ *   herd/redop.h     reductions
+ *   herd/node.h      one machine: CPUs, memory, GPUs, NICs, topology matrix
+ *   herd/cluster.h   discovery: an inventory of nodes, probed, loaded, saved
+ *   herd/hostlist.h  Slurm's hostlist expressions
+ *   herd/plan.h      placement plans: ranks, their GPUs, CPUs and NIC, and why
+ *   herd/lease.h     GPU leases: no two jobs on one GPU by accident
+ *   herd/alloc.h     GPU allocation: the planner, Slurm's grant, this node
  *   herd/store.h     rendezvous key-value store: TCP server and client, file store
  *   herd/comm.h      collectives between ranks on host and device memory
  *   herd/device.h    GPU memory and nccl-tests' data, for device benchmarks
  *   herd/job.h       job launch: N ranks over nodes, watched and stopped cleanly
+ *   herd/bcast.h     a file to every node, as Slurm's sbcast
  *   herd/ckpt.h      checkpoints: sharded save, verified and resharded restore
  *   herd/health.h    per-GPU health checks in DCGM-style levels
+ *
+ * Each header declares the names of its own prefix (docs/api.md, "Names").
  *
  * herd/sys/agent.h, not included here, holds the node side of herd's own
  * protocols, for the herd program (as libgit2's git2/sys/).
@@ -23,12 +31,18 @@
 
 #include "herd/common.h"
 #include "herd/dtype.h"
+#include "herd/redop.h"
+#include "herd/node.h"
 #include "herd/cluster.h"
+#include "herd/hostlist.h"
+#include "herd/plan.h"
+#include "herd/lease.h"
 #include "herd/alloc.h"
 #include "herd/store.h"
 #include "herd/comm.h"
 #include "herd/device.h"
 #include "herd/job.h"
+#include "herd/bcast.h"
 #include "herd/ckpt.h"
 #include "herd/health.h"
 

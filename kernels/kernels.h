@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "herd/dtype.h"
+#include "herd/redop.h"
 
 #ifdef __cplusplus
 extern "C" {

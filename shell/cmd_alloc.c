@@ -232,9 +232,11 @@ static int width_of(const char *s)
 
 static void gpu_label(const herd_plan *plan, size_t i, char *buf, size_t cap)
 {
-	const herd_plan_gpu *g = herd_plan_gpu_at(plan, i);
+	const herd_plan_gpu_info *g = NULL;
 
-	if (herd_plan_node_count(plan) > 1)
+	if (herd_plan_gpu(plan, i, &g) != HERD_OK)
+		snprintf(buf, cap, "?");
+	else if (herd_plan_node_count(plan) > 1)
 		snprintf(buf, cap, "%s:GPU%zu", g->hostname, g->index);
 	else
 		snprintf(buf, cap, "GPU%zu", g->index);
@@ -244,11 +246,13 @@ static void print_table(const herd_plan *plan)
 {
 	size_t nr = herd_plan_rank_count(plan);
 	int wh = 4, wu = 4, wc = 4;
-	char buf[64], link[HERD_LINK_STR_LEN];
+	char buf[64], link[HERD_NODE_LINK_CODE_LEN];
 
 	for (size_t i = 0; i < nr; i++) {
-		const herd_plan_rank *r = herd_plan_rank_at(plan, i);
+		const herd_plan_rank_info *r = NULL;
 
+		if (herd_plan_rank(plan, i, &r) != HERD_OK)
+			continue;
 		wh = max_int(wh, width_of(r->hostname));
 		wc = max_int(wc, width_of(r->cpus[0] ? r->cpus : "-"));
 		for (size_t g = 0; g < r->ngpus; g++)
@@ -257,10 +261,12 @@ static void print_table(const herd_plan *plan)
 	printf("%-4s  %-*s  %-3s  %-*s  %-12s  %-4s  %-*s  %s\n", "rank", wh, "host", "GPU", wu,
 	       "UUID", "PCI bus id", "NUMA", wc, "CPUs", "NIC");
 	for (size_t i = 0; i < nr; i++) {
-		const herd_plan_rank *r = herd_plan_rank_at(plan, i);
+		const herd_plan_rank_info *r = NULL;
 
+		if (herd_plan_rank(plan, i, &r) != HERD_OK)
+			continue;
 		for (size_t g = 0; g < r->ngpus; g++) {
-			const herd_plan_gpu *pg = &r->gpus[g];
+			const herd_plan_gpu_info *pg = &r->gpus[g];
 			char numa[16] = "?";
 
 			if (pg->numa_node >= 0)
@@ -277,7 +283,7 @@ static void print_table(const herd_plan *plan)
 			}
 			if (r->nic[0] != '\0')
 				snprintf(buf, sizeof(buf), "%s (%s)", r->nic,
-					 herd_link_str(r->nic_link, link));
+					 herd_node_link_code(r->nic_link, link));
 			else
 				snprintf(buf, sizeof(buf), "-");
 			printf("%-*s  %s\n", wc, r->cpus[0] ? r->cpus : "-", buf);
@@ -288,7 +294,7 @@ static void print_table(const herd_plan *plan)
 static void print_links(const herd_plan *plan)
 {
 	size_t n = herd_plan_gpu_count(plan);
-	char label[96], code[HERD_LINK_STR_LEN];
+	char label[96], code[HERD_NODE_LINK_CODE_LEN];
 	int cell = 6;
 
 	for (size_t i = 0; i < n; i++) {
@@ -305,7 +311,7 @@ static void print_links(const herd_plan *plan)
 		gpu_label(plan, i, label, sizeof(label));
 		printf("%-*s", cell, label);
 		for (size_t j = 0; j < n; j++)
-			printf("%-*s", j + 1 < n ? cell : 0, herd_plan_link_str(plan, i, j, code));
+			printf("%-*s", j + 1 < n ? cell : 0, herd_plan_link_code(plan, i, j, code));
 		printf("\n");
 	}
 }
@@ -332,12 +338,13 @@ static int print_env(const herd_plan *plan)
 static void print_plan(const herd_plan *plan)
 {
 	size_t nn = herd_plan_node_count(plan), ng = herd_plan_gpu_count(plan);
+	const herd_plan_gpu_info *g0 = NULL;
 
 	printf("Plan: %zu GPU%s, %zu rank%s on %zu node%s", ng, ng == 1 ? "" : "s",
 	       herd_plan_rank_count(plan), herd_plan_rank_count(plan) == 1 ? "" : "s", nn,
 	       nn == 1 ? "" : "s");
-	if (nn == 1)
-		printf(" (%s)", herd_plan_gpu_at(plan, 0)->hostname);
+	if (nn == 1 && herd_plan_gpu(plan, 0, &g0) == HERD_OK)
+		printf(" (%s)", g0->hostname);
 	printf(", score %.1f\n\n", herd_plan_score(plan));
 	print_table(plan);
 	print_links(plan);
@@ -345,7 +352,7 @@ static void print_plan(const herd_plan *plan)
 
 /* ---- --json: the same facts as the tables, for programs ---- */
 
-static json_t *json_gpu(const herd_plan_gpu *g)
+static json_t *json_gpu(const herd_plan_gpu_info *g)
 {
 	return json_pack("{s:I, s:o, s:o, s:i}", "index", (json_int_t)g->index, "uuid",
 			 shell_json_str(g->uuid), "pci_bus_id", shell_json_str(g->pci_bus_id),
@@ -377,17 +384,21 @@ static json_t *json_env(const herd_plan *plan, size_t i)
 
 static json_t *json_rank(const herd_plan *plan, size_t i, int env)
 {
-	const herd_plan_rank *r = herd_plan_rank_at(plan, i);
-	char link[HERD_LINK_STR_LEN];
-	json_t *gpus = json_array(), *o;
+	const herd_plan_rank_info *r = NULL;
+	char link[HERD_NODE_LINK_CODE_LEN];
+	json_t *gpus, *o;
 
+	if (herd_plan_rank(plan, i, &r) != HERD_OK)
+		return NULL;
+	gpus = json_array();
 	for (size_t k = 0; gpus != NULL && k < r->ngpus; k++)
 		json_array_append_new(gpus, json_gpu(&r->gpus[k]));
 	o = json_pack("{s:i, s:o, s:i, s:i, s:o, s:i, s:o, s:o, s:o, s:o, s:o}", "rank", r->rank,
 		      "host", shell_json_str(r->hostname), "node_rank", r->node_rank,
 		      "local_rank", r->local_rank, "gpus", gpus, "numa_node", r->numa_node,
 		      "cpus", shell_json_str(r->cpus), "nic", shell_json_str(r->nic), "nic_link",
-		      shell_json_str(r->nic[0] != '\0' ? herd_link_str(r->nic_link, link) : NULL),
+		      shell_json_str(r->nic[0] != '\0' ? herd_node_link_code(r->nic_link, link)
+							: NULL),
 		      "nccl_ib_hca", shell_json_str(r->ib_hca), "nccl_socket_ifname",
 		      shell_json_str(r->socket_ifname));
 	if (o != NULL && env) {
@@ -416,8 +427,12 @@ static int print_plan_json(const herd_plan *plan, int explain, int env)
 		}
 		json_array_append_new(ranks, r);
 	}
-	for (size_t i = 0; warnings != NULL && i < herd_plan_warning_count(plan); i++)
-		json_array_append_new(warnings, json_string(herd_plan_warning(plan, i)));
+	for (size_t i = 0; warnings != NULL && i < herd_plan_warning_count(plan); i++) {
+		const char *w = NULL;
+
+		if (herd_plan_warning(plan, i, &w) == HERD_OK)
+			json_array_append_new(warnings, json_string(w));
+	}
 	doc = json_pack("{s:i, s:I, s:I, s:I, s:f, s:b, s:o, s:o}", "v", 1, "ngpus",
 			(json_int_t)herd_plan_gpu_count(plan), "nranks",
 			(json_int_t)herd_plan_rank_count(plan), "nnodes",
@@ -448,7 +463,7 @@ static int finish(int status)
 
 static herd_status load(const char *inventory, herd_cluster **out)
 {
-	herd_discover_opts opts = HERD_DISCOVER_OPTS_INIT;
+	herd_cluster_discover_opts opts = HERD_CLUSTER_DISCOVER_OPTS_INIT;
 
 	opts.inventory = inventory;
 	return herd_cluster_discover(out, &opts);
@@ -483,8 +498,12 @@ int cmd_alloc(int argc, char **argv)
 		status = failure(st);
 		goto out;
 	}
-	for (size_t i = 0; i < herd_plan_warning_count(plan); i++)
-		fprintf(stderr, "herd: warning: %s\n", herd_plan_warning(plan, i));
+	for (size_t i = 0; i < herd_plan_warning_count(plan); i++) {
+		const char *w = NULL;
+
+		if (herd_plan_warning(plan, i, &w) == HERD_OK)
+			fprintf(stderr, "herd: warning: %s\n", w);
+	}
 	if (a.json) {
 		status = finish(print_plan_json(plan, a.explain, a.env));
 		goto out;
@@ -516,7 +535,8 @@ static void format_since(int64_t since, char *buf, size_t cap)
 		snprintf(buf, cap, "-");
 }
 
-static void print_gpus(const herd_node *node, const herd_gpu_status *st, size_t n, const char *dir)
+static void print_gpus(const herd_node *node, const herd_alloc_gpu_status *st, size_t n,
+		       const char *dir)
 {
 	int wu = 4, wj = 3, wuser = 4;
 
@@ -534,7 +554,7 @@ static void print_gpus(const herd_node *node, const herd_gpu_status *st, size_t 
 	printf("%-3s  %-*s  %-12s  %-4s  %-9s  %-*s  %-7s  %-*s  %-19s  %s\n", "GPU", wu, "UUID",
 	       "PCI bus id", "NUMA", "lease", wj, "job", "pid", wuser, "user", "since", "procs");
 	for (size_t i = 0; i < n; i++) {
-		const herd_gpu_status *s = &st[i];
+		const herd_alloc_gpu_status *s = &st[i];
 		const herd_gpu *g = &node->gpus[i];
 		char numa[16] = "?", pid[24] = "-", since[32] = "-", procs[16] = "?";
 		bool holder = s->state == HERD_LEASE_EXCLUSIVE && s->pid > 0;
@@ -548,7 +568,7 @@ static void print_gpus(const herd_node *node, const herd_gpu_status *st, size_t 
 		if (s->processes >= 0)
 			snprintf(procs, sizeof(procs), "%d", s->processes);
 		printf("%-3zu  %-*s  %-12s  %-4s  %-9s  %-*s  %-7s  %-*s  %-19s  %s", i, wu,
-		       s->uuid, g->pci.bus_id, numa, herd_lease_state_str(s->state), wj,
+		       s->uuid, g->pci.bus_id, numa, herd_lease_state_name(s->state), wj,
 		       holder && s->job[0] ? s->job : "-", pid, wuser,
 		       holder && s->user[0] ? s->user : "-", since, procs);
 		if (s->state != HERD_LEASE_FREE && s->note[0] != '\0')
@@ -557,23 +577,23 @@ static void print_gpus(const herd_node *node, const herd_gpu_status *st, size_t 
 	}
 }
 
-static int print_gpus_json(const herd_node *node, const herd_gpu_status *st, size_t n,
+static int print_gpus_json(const herd_node *node, const herd_alloc_gpu_status *st, size_t n,
 			   const char *dir)
 {
 	json_t *gpus = json_array(), *doc;
 
 	for (size_t i = 0; gpus != NULL && i < n; i++) {
-		const herd_gpu_status *s = &st[i];
+		const herd_alloc_gpu_status *s = &st[i];
 		bool holder = s->state == HERD_LEASE_EXCLUSIVE && s->pid > 0;
 		json_t *pids = s->processes >= 0 ? json_array() : json_null();
 
-		for (int k = 0; k < s->processes && k < HERD_GPU_STATUS_MAX_PIDS; k++)
+		for (int k = 0; k < s->processes && k < HERD_ALLOC_GPU_STATUS_MAX_PIDS; k++)
 			json_array_append_new(pids, json_integer((json_int_t)s->pids[k]));
 		json_array_append_new(gpus, json_pack(
 			"{s:I, s:s, s:s, s:i, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
 			"index", (json_int_t)i, "uuid", s->uuid, "pci_bus_id",
 			node->gpus[i].pci.bus_id, "numa_node", node->gpus[i].pci.numa_node, "lease",
-			herd_lease_state_str(s->state),
+			herd_lease_state_name(s->state),
 			"job", holder && s->job[0] ? json_string(s->job) : json_null(),
 			"pid", holder ? json_integer((json_int_t)s->pid) : json_null(),
 			"user", holder && s->user[0] ? json_string(s->user) : json_null(),
@@ -596,8 +616,9 @@ int cmd_gpus(int argc, char **argv)
 	herd_lease_opts lo = HERD_LEASE_OPTS_INIT;
 	const char *inventory = NULL;
 	herd_cluster *cluster = NULL;
-	herd_gpu_status *st = NULL;
+	herd_alloc_gpu_status *st = NULL;
 	size_t n = 0, local = 0;
+	const herd_node *node = NULL;
 	char dir[4096];
 	int status = SHELL_EXIT_FAILURE, json = 0;
 
@@ -627,15 +648,16 @@ int cmd_gpus(int argc, char **argv)
 									       : SHELL_EXIT_FAILURE;
 	}
 	if (herd_alloc_this_node(cluster, &local) != HERD_OK ||
+	    herd_cluster_node(cluster, local, &node) != HERD_OK ||
 	    herd_lease_dir(&lo, dir, sizeof(dir)) != HERD_OK ||
-	    herd_gpu_status_query(herd_cluster_node(cluster, local), &lo, &st, &n) != HERD_OK) {
+	    herd_alloc_gpu_status_query(node, &lo, &st, &n) != HERD_OK) {
 		shell_message("herd", herd_last_error());
 		goto out;
 	}
 	if (json) {
-		status = finish(print_gpus_json(herd_cluster_node(cluster, local), st, n, dir));
+		status = finish(print_gpus_json(node, st, n, dir));
 	} else {
-		print_gpus(herd_cluster_node(cluster, local), st, n, dir);
+		print_gpus(node, st, n, dir);
 		status = finish(SHELL_EXIT_OK);
 	}
 out:

@@ -849,20 +849,28 @@ static const char *setting(const char *given, const char *env)
 	return v && v[0] ? v : "auto";
 }
 
+/* The host of rank r, NULL when there is none. */
+static const char *host_of(herd_comm *comm, int r)
+{
+	const char *host = NULL;
+
+	return herd_comm_host(comm, r, &host) == HERD_OK ? host : NULL;
+}
+
 /* "vm" when every rank is on host vm, else "3 hosts". */
 static void hosts_label(herd_comm *comm, int n, char *buf, size_t cap)
 {
 	int distinct = 0;
 	for (int r = 0; r < n; r++) {
-		const char *h = herd_comm_host(comm, r);
+		const char *h = host_of(comm, r);
 		int seen = 0;
 		for (int q = 0; q < r && !seen; q++) {
-			const char *o = herd_comm_host(comm, q);
+			const char *o = host_of(comm, q);
 			seen = h && o && strcmp(h, o) == 0;
 		}
 		distinct += !seen;
 	}
-	const char *h0 = herd_comm_host(comm, 0);
+	const char *h0 = host_of(comm, 0);
 	if (distinct <= 1)
 		snprintf(buf, cap, "%s", h0 ? h0 : "?");
 	else
@@ -1268,9 +1276,9 @@ static void running_ranks(const herd_job *job, char *buf, size_t cap)
 
 	buf[0] = '\0';
 	for (int r = 0; r < herd_job_size(job) && o < cap; r++) {
-		herd_rank_status rs;
+		herd_job_rank_status rs;
 
-		if (herd_job_rank(job, r, &rs) == HERD_OK && rs.state == HERD_RANK_RUNNING) {
+		if (herd_job_rank(job, r, &rs) == HERD_OK && rs.state == HERD_JOB_RANK_RUNNING) {
 			int n = snprintf(buf + o, cap - o, " %d", r);
 
 			if (n < 0)

@@ -214,7 +214,7 @@ static void print_matrix(const herd_node *n)
 	size_t ngpu = n->ngpus;
 	size_t nnic = herd_node_nic_count(n);
 	char label[32];
-	char buf[HERD_LINK_STR_LEN];
+	char buf[HERD_NODE_LINK_CODE_LEN];
 	int cell = 6; /* widest code is "NV18"-like; header "GPU10" */
 	snprintf(label, sizeof(label), "GPU%zu", ngpu > 0 ? ngpu - 1 : 0);
 	if ((int)strlen(label) + 2 > cell)
@@ -248,13 +248,13 @@ static void print_matrix(const herd_node *n)
 		for (size_t j = 0; j < ngpu; j++) {
 			herd_link link;
 			const char *code = herd_node_gpu_link(n, i, j, &link) == HERD_OK
-				? herd_link_str(link, buf) : "?";
+				? herd_node_link_code(link, buf) : "?";
 			print_cell(code, cell);
 		}
 		for (size_t j = 0; j < nnic; j++) {
 			herd_link link;
 			const char *code = herd_node_gpu_nic_link(n, i, j, &link) == HERD_OK
-				? herd_link_str(link, buf) : "?";
+				? herd_node_link_code(link, buf) : "?";
 			print_cell(code, cell);
 		}
 		int numa = n->gpus[i].pci.numa_node;
@@ -303,14 +303,18 @@ static void print_summary(const herd_cluster *cluster, bool this_node)
 {
 	size_t count = herd_cluster_node_count(cluster);
 	for (size_t i = 0; i < count; i++) {
+		const herd_node *node = NULL;
+
+		if (herd_cluster_node(cluster, i, &node) != HERD_OK)
+			continue;
 		if (count > 1)
 			printf("%s== node %zu of %zu ==\n", i ? "\n" : "", i + 1, count);
-		print_node(herd_cluster_node(cluster, i));
+		print_node(node);
 	}
 	if (this_node) {
-		char text[HERD_GPU_VERSIONS_LEN];
+		char text[HERD_DEVICE_VERSIONS_LEN];
 
-		printf("GPU software: %s\n", herd_gpu_versions(text));
+		printf("GPU software: %s\n", herd_device_versions(text));
 	}
 }
 
@@ -410,17 +414,26 @@ static int print_cluster(const herd_cluster *cluster)
 	size_t n = herd_cluster_node_count(cluster), groups = 0;
 	char (*shape)[512] = calloc(n + 1, sizeof(*shape));
 	const char **names = calloc(n + 1, sizeof(*names));
+	const char **hosts = calloc(n + 1, sizeof(*hosts));
 	size_t *group = calloc(n + 1, sizeof(*group));
 	int width = 5, status = SHELL_EXIT_OK;
 	char **lists = calloc(n + 1, sizeof(*lists));
 
-	if (shape == NULL || names == NULL || group == NULL || lists == NULL) {
+	if (shape == NULL || names == NULL || hosts == NULL || group == NULL || lists == NULL) {
 		shell_message("herd", "out of memory");
 		status = SHELL_EXIT_FAILURE;
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		node_shape(herd_cluster_node(cluster, i), shape[i], sizeof(shape[i]));
+		const herd_node *node = NULL;
+
+		if (herd_cluster_node(cluster, i, &node) != HERD_OK) {
+			shell_message("herd", herd_last_error());
+			status = SHELL_EXIT_FAILURE;
+			goto out;
+		}
+		node_shape(node, shape[i], sizeof(shape[i]));
+		names[i] = node->hostname;
 		group[i] = i;
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(shape[i], shape[j]) == 0) {
@@ -435,8 +448,8 @@ static int print_cluster(const herd_cluster *cluster)
 			continue;
 		for (size_t i = 0; i < n; i++)
 			if (group[i] == g)
-				names[k++] = herd_cluster_node(cluster, i)->hostname;
-		if (herd_hostlist_compress(names, k, &lists[g]) != HERD_OK) {
+				hosts[k++] = names[i];
+		if (herd_hostlist_compress(hosts, k, &lists[g]) != HERD_OK) {
 			shell_message("herd", herd_last_error());
 			status = SHELL_EXIT_FAILURE;
 			goto out;
@@ -465,6 +478,7 @@ out:
 		herd_free(lists[i]);
 	free(lists);
 	free(group);
+	free(hosts);
 	free(names);
 	free(shape);
 	return status;
@@ -595,16 +609,17 @@ static int parse_args(int argc, char **argv, struct discover_args *args)
 }
 
 /* The format of --save: --format, else the file's extension. */
-static int save_format(const struct discover_args *args, herd_format *out)
+static int save_format(const struct discover_args *args, herd_cluster_format *out)
 {
 	const char *dot = strrchr(args->save, '.');
 
 	if (args->format != NULL)
-		*out = strcmp(args->format, "json") == 0 ? HERD_FORMAT_JSON : HERD_FORMAT_MSGPACK;
+		*out = strcmp(args->format, "json") == 0 ? HERD_CLUSTER_FORMAT_JSON
+							  : HERD_CLUSTER_FORMAT_MSGPACK;
 	else if (dot != NULL && strcasecmp(dot, ".json") == 0)
-		*out = HERD_FORMAT_JSON;
+		*out = HERD_CLUSTER_FORMAT_JSON;
 	else if (dot != NULL && (strcasecmp(dot, ".msgpack") == 0 || strcasecmp(dot, ".mpk") == 0))
-		*out = HERD_FORMAT_MSGPACK;
+		*out = HERD_CLUSTER_FORMAT_MSGPACK;
 	else
 		return usage_error("--save %s: its name does not say the format; end it in .json "
 				   "or .msgpack, or add --format json|msgpack", args->save);
@@ -615,7 +630,7 @@ static int print_json(const herd_cluster *cluster)
 {
 	void *data = NULL;
 	size_t len = 0;
-	if (herd_cluster_encode(cluster, HERD_FORMAT_JSON, &data, &len) != HERD_OK) {
+	if (herd_cluster_encode(cluster, HERD_CLUSTER_FORMAT_JSON, &data, &len) != HERD_OK) {
 		shell_message("herd", herd_last_error());
 		return SHELL_EXIT_FAILURE;
 	}
@@ -627,14 +642,14 @@ static int print_json(const herd_cluster *cluster)
 int cmd_discover(int argc, char **argv)
 {
 	struct discover_args args = { 0 };
-	herd_format format = HERD_FORMAT_AUTO;
+	herd_cluster_format format = HERD_CLUSTER_FORMAT_AUTO;
 	int status = parse_args(argc, argv, &args);
 	if (status < 0 && args.save != NULL)
 		status = save_format(&args, &format);
 	if (status >= 0)
 		return status;
 
-	herd_discover_opts opts = HERD_DISCOVER_OPTS_INIT;
+	herd_cluster_discover_opts opts = HERD_CLUSTER_DISCOVER_OPTS_INIT;
 	bool many = args.hosts != NULL || args.hostfile != NULL || args.slurm;
 	opts.inventory = args.inventory;
 	opts.hosts = args.hosts;
@@ -688,7 +703,7 @@ int cmd_discover(int argc, char **argv)
 /* `herd probe`: this node's inventory, for herd discover on another node. */
 int cmd_probe(int argc, char **argv)
 {
-	herd_format format = HERD_FORMAT_MSGPACK;
+	herd_cluster_format format = HERD_CLUSTER_FORMAT_MSGPACK;
 	herd_cluster *cluster = NULL;
 	void *data = NULL;
 	size_t len = 0;
@@ -729,9 +744,9 @@ int cmd_probe(int argc, char **argv)
 			}
 			return links_rank((size_t)bytes);
 		} else if (strcmp(argv[i], "--text") == 0) {
-			format = HERD_FORMAT_TEXT;
+			format = HERD_CLUSTER_FORMAT_TEXT;
 		} else if (strcmp(argv[i], "--json") == 0) {
-			format = HERD_FORMAT_JSON;
+			format = HERD_CLUSTER_FORMAT_JSON;
 		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			fputs(probe_usage, stdout);
 			return SHELL_EXIT_OK;

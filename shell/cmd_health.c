@@ -48,7 +48,7 @@ static void print_table(const herd_health_report *r)
 		return;
 	}
 	for (size_t g = 0; g < r->ngpus; g++) {
-		const herd_gpu_health *h = &r->gpus[g];
+		const herd_health_gpu *h = &r->gpus[g];
 
 		printf("GPU%d  %s  %s  %s: %s\n", h->index, h->name, h->bus_id, h->uuid,
 		       herd_health_result_name(h->result));
@@ -66,7 +66,7 @@ static json_t *report_json(const herd_health_report *r, int status)
 	json_object_set_new(doc, "exit_status", json_integer(status));
 	json_object_set_new(doc, "note", r->ngpus == 0 ? json_string(r->note) : json_null());
 	for (size_t g = 0; g < r->ngpus; g++) {
-		const herd_gpu_health *h = &r->gpus[g];
+		const herd_health_gpu *h = &r->gpus[g];
 		json_t *gj = json_object(), *checks = json_array();
 
 		json_object_set_new(gj, "index", json_integer(h->index));

@@ -262,9 +262,9 @@ static int parse_seconds(const char *opt, const char *v, int *ms)
 static void report_failed_starts(const herd_job *job)
 {
 	for (int i = 0; i < herd_job_size(job); i++) {
-		herd_rank_status r;
+		herd_job_rank_status r;
 
-		if (herd_job_rank(job, i, &r) == HERD_OK && r.state == HERD_RANK_FAILED_START)
+		if (herd_job_rank(job, i, &r) == HERD_OK && r.state == HERD_JOB_RANK_FAILED_START)
 			fprintf(stderr, "herd launch: [%s:%d] %s\n", r.host, r.rank,
 				r.error != NULL ? r.error : "failed to start");
 	}
@@ -315,7 +315,7 @@ static int write_summary(const char *path, const herd_job *job, int status, cons
 	int fd, rc;
 
 	for (int i = 0; job != NULL && i < herd_job_size(job); i++) {
-		herd_rank_status r;
+		herd_job_rank_status r;
 
 		if (herd_job_rank(job, i, &r) != HERD_OK)
 			continue;
@@ -323,8 +323,9 @@ static int write_summary(const char *path, const herd_job *job, int status, cons
 			"{s:i, s:i, s:i, s:o, s:o, s:s, s:o, s:o, s:o}", "rank", r.rank, "node_rank",
 			r.node_rank, "local_rank", r.local_rank, "host", shell_json_str(r.host),
 			"pid", r.pid > 0 ? json_integer(r.pid) : json_null(), "state",
-			herd_rank_state_str(r.state),
-			"exit_code", r.state == HERD_RANK_EXITED || r.state == HERD_RANK_FAILED_START
+			herd_job_rank_state_name(r.state),
+			"exit_code",
+			r.state == HERD_JOB_RANK_EXITED || r.state == HERD_JOB_RANK_FAILED_START
 				? json_integer(r.exit_code) : json_null(),
 			"signal", r.signal > 0 ? json_integer(r.signal) : json_null(),
 			"error", shell_json_str(r.error)));

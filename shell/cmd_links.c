@@ -234,8 +234,11 @@ int links_check(const herd_cluster *cluster, bool slurm, size_t bytes, int timeo
 		free(names);
 		return SHELL_EXIT_FAILURE;
 	}
-	for (size_t i = 0; i < n; i++)
-		names[i] = herd_cluster_node(cluster, i)->hostname;
+	for (size_t i = 0; i < n; i++) {
+		const herd_node *node = NULL;
+
+		names[i] = herd_cluster_node(cluster, i, &node) == HERD_OK ? node->hostname : NULL;
+	}
 	if (herd_hostlist_compress(names, n, &hosts) != HERD_OK) {
 		shell_message("herd discover", herd_last_error());
 		free(names);
@@ -286,7 +289,7 @@ int links_check(const herd_cluster *cluster, bool slurm, size_t bytes, int timeo
 	}
 	{
 		double mlat = median_of(pairs, npairs, true), mbw = median_of(pairs, npairs, false);
-		herd_rank_status ra, rb;
+		herd_job_rank_status ra, rb;
 		int slow = 0, wa = 4;
 
 		for (size_t i = 0; i < n; i++)

@@ -217,7 +217,7 @@ static void plan_describe(lua_State *L)
 			n == 1 ? "" : "s", herd_plan_held(plan) ? ", held" : "");
 }
 
-static void push_gpu(lua_State *L, const herd_plan_gpu *g)
+static void push_gpu(lua_State *L, const herd_plan_gpu_info *g)
 {
 	lua_createtable(L, 0, 7);
 	lherd_set_integer(L, "rank", g->rank);
@@ -230,9 +230,9 @@ static void push_gpu(lua_State *L, const herd_plan_gpu *g)
 		lherd_set_integer(L, "numa", g->numa_node);
 }
 
-static void push_rank(lua_State *L, const herd_plan_rank *r)
+static void push_rank(lua_State *L, const herd_plan_rank_info *r)
 {
-	char buf[HERD_LINK_STR_LEN];
+	char buf[HERD_NODE_LINK_CODE_LEN];
 
 	lua_createtable(L, 0, 16);
 	lherd_set_integer(L, "rank", r->rank);
@@ -254,7 +254,7 @@ static void push_rank(lua_State *L, const herd_plan_rank *r)
 	lherd_set_nonempty(L, "cpus", r->cpus);
 	lherd_set_nonempty(L, "nic", r->nic);
 	if (r->nic[0] != '\0')
-		lherd_set_string(L, "nic_link", herd_link_str(r->nic_link, buf));
+		lherd_set_string(L, "nic_link", herd_node_link_code(r->nic_link, buf));
 	lherd_set_nonempty(L, "ib_hca", r->ib_hca);
 	lherd_set_nonempty(L, "socket_ifname", r->socket_ifname);
 }
@@ -265,7 +265,11 @@ static void get_ranks(lua_State *L, herd_plan *plan)
 
 	lua_createtable(L, (int)n, 0);
 	for (size_t i = 0; i < n; i++) {
-		push_rank(L, herd_plan_rank_at(plan, i));
+		const herd_plan_rank_info *r = NULL;
+
+		if (herd_plan_rank(plan, i, &r) != HERD_OK)
+			break;
+		push_rank(L, r);
 		lua_rawseti(L, -2, (lua_Integer)i + 1);
 	}
 }
@@ -276,7 +280,11 @@ static void get_gpus(lua_State *L, herd_plan *plan)
 
 	lua_createtable(L, (int)n, 0);
 	for (size_t i = 0; i < n; i++) {
-		push_gpu(L, herd_plan_gpu_at(plan, i));
+		const herd_plan_gpu_info *g = NULL;
+
+		if (herd_plan_gpu(plan, i, &g) != HERD_OK)
+			break;
+		push_gpu(L, g);
 		lua_rawseti(L, -2, (lua_Integer)i + 1);
 	}
 }
@@ -285,13 +293,13 @@ static void get_gpus(lua_State *L, herd_plan *plan)
 static void get_links(lua_State *L, herd_plan *plan)
 {
 	size_t n = herd_plan_gpu_count(plan);
-	char buf[HERD_LINK_STR_LEN];
+	char buf[HERD_NODE_LINK_CODE_LEN];
 
 	lua_createtable(L, (int)n, 0);
 	for (size_t i = 0; i < n; i++) {
 		lua_createtable(L, (int)n, 0);
 		for (size_t j = 0; j < n; j++) {
-			lua_pushstring(L, herd_plan_link_str(plan, i, j, buf));
+			lua_pushstring(L, herd_plan_link_code(plan, i, j, buf));
 			lua_rawseti(L, -2, (lua_Integer)j + 1);
 		}
 		lua_rawseti(L, -2, (lua_Integer)i + 1);
@@ -319,7 +327,11 @@ static void get_warnings(lua_State *L, herd_plan *plan)
 
 	lua_createtable(L, (int)n, 0);
 	for (size_t i = 0; i < n; i++) {
-		lua_pushstring(L, herd_plan_warning(plan, i));
+		const char *w = NULL;
+
+		if (herd_plan_warning(plan, i, &w) != HERD_OK)
+			break;
+		lua_pushstring(L, w);
 		lua_rawseti(L, -2, (lua_Integer)i + 1);
 	}
 }
@@ -383,13 +395,13 @@ static int plan_link(lua_State *L)
 	herd_plan *plan = check_plan(L, 1);
 	lua_Integer i = luaL_checkinteger(L, 2), j = luaL_checkinteger(L, 3);
 	size_t n = herd_plan_gpu_count(plan);
-	char buf[HERD_LINK_STR_LEN];
+	char buf[HERD_NODE_LINK_CODE_LEN];
 
 	if (i < 1 || (lua_Unsigned)i > n)
 		return luaL_argerror(L, 2, "GPU index out of range");
 	if (j < 1 || (lua_Unsigned)j > n)
 		return luaL_argerror(L, 3, "GPU index out of range");
-	lua_pushstring(L, herd_plan_link_str(plan, (size_t)i - 1, (size_t)j - 1, buf));
+	lua_pushstring(L, herd_plan_link_code(plan, (size_t)i - 1, (size_t)j - 1, buf));
 	return 1;
 }
 
@@ -433,7 +445,7 @@ static const lherd_type plan_type = {
 /* The inventory: a file (inventory option), $HERD_INVENTORY, or this node. */
 static herd_status discover(const char *inventory, herd_cluster **out)
 {
-	herd_discover_opts opts = HERD_DISCOVER_OPTS_INIT;
+	herd_cluster_discover_opts opts = HERD_CLUSTER_DISCOVER_OPTS_INIT;
 
 	opts.inventory = inventory;
 	return herd_cluster_discover(out, &opts);
@@ -469,7 +481,8 @@ static int lherd_alloc(lua_State *L)
 	return 1;
 }
 
-static void push_status(lua_State *L, const herd_gpu_status *s, const herd_gpu *g, size_t index)
+static void push_status(lua_State *L, const herd_alloc_gpu_status *s, const herd_gpu *g,
+			size_t index)
 {
 	lua_createtable(L, 0, 14);
 	lherd_set_integer(L, "index", (lua_Integer)index);
@@ -477,7 +490,7 @@ static void push_status(lua_State *L, const herd_gpu_status *s, const herd_gpu *
 	lherd_set_string(L, "pci_bus_id", g->pci.bus_id);
 	if (g->pci.numa_node >= 0)
 		lherd_set_integer(L, "numa", g->pci.numa_node);
-	lherd_set_string(L, "state", herd_lease_state_str(s->state));
+	lherd_set_string(L, "state", herd_lease_state_name(s->state));
 	lherd_set_nonempty(L, "job", s->job);
 	if (s->pid > 0)
 		lherd_set_integer(L, "pid", (lua_Integer)s->pid);
@@ -515,15 +528,16 @@ static int lherd_gpus(lua_State *L)
 	rc = discover(inventory, cluster);
 	if (rc == HERD_OK)
 		rc = herd_alloc_this_node(*cluster, &local);
+	if (rc == HERD_OK)
+		rc = herd_cluster_node(*cluster, local, &node);
 	if (rc != HERD_OK)
 		return lherd_fail(L, rc);
-	node = herd_cluster_node(*cluster, local);
-	rc = herd_gpu_status_query(node, &lo, (herd_gpu_status **)st, &n);
+	rc = herd_alloc_gpu_status_query(node, &lo, (herd_alloc_gpu_status **)st, &n);
 	if (rc != HERD_OK)
 		return lherd_fail(L, rc);
 	lua_createtable(L, (int)n, 0);
 	for (size_t i = 0; i < n; i++) {
-		push_status(L, &((herd_gpu_status *)*st)[i], &node->gpus[i], i);
+		push_status(L, &((herd_alloc_gpu_status *)*st)[i], &node->gpus[i], i);
 		lua_rawseti(L, -2, (lua_Integer)i + 1);
 	}
 	return 1;

@@ -35,11 +35,13 @@ typedef struct lnode {
 
 /* ---------------------------------------------------------------- helpers */
 
-static herd_format check_format(lua_State *L, int arg, const char *def)
+static herd_cluster_format check_format(lua_State *L, int arg, const char *def)
 {
 	static const char *const names[] = { "auto", "msgpack", "json", "text", NULL };
-	static const herd_format formats[] = { HERD_FORMAT_AUTO, HERD_FORMAT_MSGPACK,
-					       HERD_FORMAT_JSON, HERD_FORMAT_TEXT };
+	static const herd_cluster_format formats[] = {
+		HERD_CLUSTER_FORMAT_AUTO, HERD_CLUSTER_FORMAT_MSGPACK, HERD_CLUSTER_FORMAT_JSON,
+		HERD_CLUSTER_FORMAT_TEXT
+	};
 	return formats[luaL_checkoption(L, arg, def, names)];
 }
 
@@ -77,7 +79,7 @@ static void cluster_describe(lua_State *L)
 }
 
 /* Pushes the encoding of the cluster as a string, or the failure triple. */
-static int push_encoding(lua_State *L, herd_format format)
+static int push_encoding(lua_State *L, herd_cluster_format format)
 {
 	herd_cluster *cluster = check_cluster(L, 1);
 	void **data = lherd_hold(L, NULL);
@@ -93,14 +95,14 @@ static int push_encoding(lua_State *L, herd_format format)
 /* c:json() -> the inventory as JSON text. */
 static int cluster_json(lua_State *L)
 {
-	return push_encoding(L, HERD_FORMAT_JSON);
+	return push_encoding(L, HERD_CLUSTER_FORMAT_JSON);
 }
 
 /* c:encode([format]) -> bytes; format "msgpack" (default) or "json". */
 static int cluster_encode(lua_State *L)
 {
-	herd_format format = check_format(L, 2, "msgpack");
-	if (format == HERD_FORMAT_AUTO)
+	herd_cluster_format format = check_format(L, 2, "msgpack");
+	if (format == HERD_CLUSTER_FORMAT_AUTO)
 		return luaL_argerror(L, 2, "expected \"msgpack\", \"json\" or \"text\"");
 	return push_encoding(L, format);
 }
@@ -110,7 +112,7 @@ static int cluster_save(lua_State *L)
 {
 	herd_cluster *cluster = check_cluster(L, 1);
 	const char *path = luaL_checkstring(L, 2);
-	herd_format format = check_format(L, 3, "auto");
+	herd_cluster_format format = check_format(L, 3, "auto");
 	return lherd_result(L, herd_cluster_save(cluster, path, format));
 }
 
@@ -215,8 +217,8 @@ static node_ref check_node(lua_State *L, int arg)
 	lua_pop(L, 1);
 	if (c == NULL || c->cluster == NULL)
 		luaL_error(L, "attempt to use a node of a closed cluster");
-	node_ref ref = { herd_cluster_node(c->cluster, n->index), n->index };
-	if (ref.node == NULL)
+	node_ref ref = { NULL, n->index };
+	if (herd_cluster_node(c->cluster, n->index, &ref.node) != HERD_OK)
 		luaL_error(L, "node %d is not in its cluster", (int)n->index + 1);
 	return ref;
 }
@@ -226,9 +228,9 @@ static int node_tostring(lua_State *L)
 	lnode *n = (lnode *)lherd_to(L, 1, &node_type);
 	lua_getiuservalue(L, 1, 1);
 	lcluster *c = (lcluster *)lua_touserdata(L, -1);
-	const herd_node *node = (c && c->cluster)
-		? herd_cluster_node(c->cluster, n->index) : NULL;
-	if (node == NULL)
+	const herd_node *node = NULL;
+	if (c == NULL || c->cluster == NULL ||
+	    herd_cluster_node(c->cluster, n->index, &node) != HERD_OK)
 		lua_pushliteral(L, "herd.Node (closed)");
 	else
 		lua_pushfstring(L, "herd.Node %d (%s)", (int)n->index + 1,
@@ -253,8 +255,8 @@ static int push_link(lua_State *L, herd_status st, herd_link link)
 {
 	if (st != HERD_OK)
 		return lherd_fail(L, st);
-	char buf[HERD_LINK_STR_LEN];
-	lua_pushstring(L, herd_link_str(link, buf));
+	char buf[HERD_NODE_LINK_CODE_LEN];
+	lua_pushstring(L, herd_node_link_code(link, buf));
 	return 1;
 }
 
@@ -303,7 +305,7 @@ static void push_inventory(lua_State *L, int idx)
 		return;
 	lua_pop(L, 1);
 	data = lherd_hold(L, NULL);
-	st = herd_cluster_encode(cluster, HERD_FORMAT_JSON, data, &len);
+	st = herd_cluster_encode(cluster, HERD_CLUSTER_FORMAT_JSON, data, &len);
 	if (st != HERD_OK)
 		luaL_error(L, "cannot encode the cluster: %s", herd_last_error());
 	json = lherd_hold(L, lherd_json_release);

@@ -53,7 +53,7 @@ typedef struct lcomm {
 } lcomm;
 
 typedef struct lrequest {
-	herd_request *req;  /* NULL once complete */
+	herd_comm_request *req;  /* NULL once complete */
 	lherd_block *blocks[2];
 } lrequest;
 
@@ -237,8 +237,10 @@ static int comm_host(lua_State *L)
 {
 	herd_comm *comm = check_comm(L, 1);
 	int r = lua_isnoneornil(L, 2) ? herd_comm_rank(comm) : check_rank(L, comm, 2, "rank");
+	const char *host = NULL;
 
-	lua_pushstring(L, herd_comm_host(comm, r));
+	(void)herd_comm_host(comm, r, &host);
+	lua_pushstring(L, host);
 	return 1;
 }
 
@@ -590,7 +592,7 @@ static void request_release(lua_State *L)
 	/* A request dropped unfinished still owns memory the operation writes:
 	 * wait for it (within the communicator's deadline) before letting go. */
 	if (r->req != NULL)
-		(void)herd_request_wait(r->req);
+		(void)herd_comm_request_wait(r->req);
 	r->req = NULL;
 	for (int i = 0; i < 2; i++) {
 		lherd_block_unref(r->blocks[i]);
@@ -617,7 +619,7 @@ static int request_wait(lua_State *L)
 {
 	lrequest *r = (lrequest *)lherd_check(L, 1, &request_type);
 
-	return request_done(L, r, herd_request_wait(r->req));
+	return request_done(L, r, herd_comm_request_wait(r->req));
 }
 
 /* r:test() -> false while it runs; then as r:wait(). */
@@ -625,7 +627,7 @@ static int request_test(lua_State *L)
 {
 	lrequest *r = (lrequest *)lherd_check(L, 1, &request_type);
 	bool done = false;
-	herd_status st = herd_request_test(r->req, &done);
+	herd_status st = herd_comm_request_test(r->req, &done);
 
 	if (!done && st == HERD_OK)
 		return lua_pushboolean(L, 0), 1;
@@ -640,7 +642,7 @@ struct ispec {
 };
 
 typedef herd_status (*istart_fn)(herd_comm *comm, lherd_buffer *send, lherd_buffer *recv,
-				 const struct ispec *x, herd_request **req);
+				 const struct ispec *x, herd_comm_request **req);
 
 /*
  * Starts a nonblocking operation: pushes a request that holds the blocks
@@ -667,45 +669,45 @@ static int start(lua_State *L, herd_comm *comm, lherd_buffer *send, lherd_buffer
 }
 
 static herd_status i_allreduce(herd_comm *c, lherd_buffer *s, lherd_buffer *r,
-			       const struct ispec *x, herd_request **q)
+			       const struct ispec *x, herd_comm_request **q)
 {
 	return herd_comm_iallreduce(c, s->data, r->data, s->count, s->dtype, x->op, q);
 }
 
 static herd_status i_reduce(herd_comm *c, lherd_buffer *s, lherd_buffer *r,
-			    const struct ispec *x, herd_request **q)
+			    const struct ispec *x, herd_comm_request **q)
 {
 	return herd_comm_ireduce(c, s->data, r->data, s->count, s->dtype, x->op, x->root, q);
 }
 
 static herd_status i_broadcast(herd_comm *c, lherd_buffer *s, lherd_buffer *r,
-			       const struct ispec *x, herd_request **q)
+			       const struct ispec *x, herd_comm_request **q)
 {
 	(void)r;
 	return herd_comm_ibroadcast(c, s->data, s->data, s->count, s->dtype, x->root, q);
 }
 
 static herd_status i_allgather(herd_comm *c, lherd_buffer *s, lherd_buffer *r,
-			       const struct ispec *x, herd_request **q)
+			       const struct ispec *x, herd_comm_request **q)
 {
 	(void)x;
 	return herd_comm_iallgather(c, s->data, r->data, s->count, s->dtype, q);
 }
 
 static herd_status i_reduce_scatter(herd_comm *c, lherd_buffer *s, lherd_buffer *r,
-				    const struct ispec *x, herd_request **q)
+				    const struct ispec *x, herd_comm_request **q)
 {
 	return herd_comm_ireduce_scatter(c, s->data, r->data, x->count, s->dtype, x->op, q);
 }
 
 static herd_status i_alltoall(herd_comm *c, lherd_buffer *s, lherd_buffer *r,
-			      const struct ispec *x, herd_request **q)
+			      const struct ispec *x, herd_comm_request **q)
 {
 	return herd_comm_ialltoall(c, s->data, r->data, x->count, s->dtype, q);
 }
 
 static herd_status i_barrier(herd_comm *c, lherd_buffer *s, lherd_buffer *r,
-			     const struct ispec *x, herd_request **q)
+			     const struct ispec *x, herd_comm_request **q)
 {
 	(void)s, (void)r, (void)x;
 	return herd_comm_ibarrier(c, q);

@@ -29,7 +29,7 @@ static void push_check(lua_State *L, const herd_health_check *c)
 	lherd_set_string(L, "detail", c->detail);
 }
 
-static void push_gpu(lua_State *L, const herd_gpu_health *g)
+static void push_gpu(lua_State *L, const herd_health_gpu *g)
 {
 	lua_createtable(L, 0, 6);
 	lherd_set_integer(L, "index", g->index);

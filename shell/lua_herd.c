@@ -28,7 +28,7 @@ int lherd_fail(lua_State *L, herd_status status)
 	if (strncmp(msg, "herd_", 5) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
 		msg += n + 2;
 	lua_pushnil(L);
-	lua_pushstring(L, msg[0] != '\0' ? msg : herd_status_str(status));
+	lua_pushstring(L, msg[0] != '\0' ? msg : herd_status_describe(status));
 	lua_pushstring(L, herd_status_name(status));
 	return 3;
 }
@@ -216,7 +216,7 @@ static int lherd_version(lua_State *L)
  */
 static int lherd_discover(lua_State *L)
 {
-	herd_discover_opts opts = HERD_DISCOVER_OPTS_INIT;
+	herd_cluster_discover_opts opts = HERD_CLUSTER_DISCOVER_OPTS_INIT;
 	if (!lua_isnoneornil(L, 1)) {
 		luaL_checktype(L, 1, LUA_TTABLE);
 		lherd_check_keys(L, 1, discover_options);

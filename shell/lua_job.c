@@ -213,7 +213,7 @@ static void push_state(lua_State *L, ljob *j, bool over)
 	lherd_set_string(L, "failure", failure);
 	lua_createtable(L, n, 0);
 	for (int i = 0; i < n; i++) {
-		herd_rank_status r;
+		herd_job_rank_status r;
 
 		if (herd_job_rank(j->job, i, &r) != HERD_OK)
 			continue;
@@ -224,10 +224,10 @@ static void push_state(lua_State *L, ljob *j, bool over)
 		lherd_set_integer(L, "local_rank", r.local_rank);
 		if (r.pid > 0)
 			lherd_set_integer(L, "pid", r.pid);
-		lherd_set_string(L, "state", herd_rank_state_str(r.state));
-		if (r.state == HERD_RANK_EXITED || r.state == HERD_RANK_FAILED_START)
+		lherd_set_string(L, "state", herd_job_rank_state_name(r.state));
+		if (r.state == HERD_JOB_RANK_EXITED || r.state == HERD_JOB_RANK_FAILED_START)
 			lherd_set_integer(L, "exit_code", r.exit_code);
-		if (r.state == HERD_RANK_SIGNALED)
+		if (r.state == HERD_JOB_RANK_SIGNALED)
 			lherd_set_integer(L, "signal", r.signal);
 		lherd_set_string(L, "error", r.error);
 		lua_rawseti(L, -2, i + 1);

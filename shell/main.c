@@ -100,12 +100,12 @@ static void print_usage(FILE *out)
  * (--version, not the REPL's banner). */
 static void print_version(int gpu)
 {
-	char text[HERD_GPU_VERSIONS_LEN], nccl[HERD_COMM_NCCL_RUNTIME_LEN];
+	char text[HERD_DEVICE_VERSIONS_LEN], nccl[HERD_COMM_NCCL_RUNTIME_LEN];
 
 	printf("herd %s (libherd %s, %s)\n", HERD_VERSION_STRING, herd_version(),
 	       LUA_RELEASE);
 	if (gpu) {
-		printf("GPU: %s\n", herd_gpu_versions(text));
+		printf("GPU: %s\n", herd_device_versions(text));
 		printf("NCCL for device calls: %s\n", herd_comm_nccl_runtime(nccl));
 	}
 	fflush(stdout);

@@ -6,11 +6,12 @@
  * Three pieces, usable apart:
  *
  *   - The planner, herd_alloc_plan: a pure function of (inventory, request,
- *     the current use of the GPUs) to a plan.  It reads no file and no
- *     clock, so plans can be made and tested for machines you are not on.
- *   - Leases, herd_lease_*: one lock file per GPU UUID in a per-node lease
- *     directory, held with flock(2) by the process that owns the
- *     allocation.
+ *     the current use of the GPUs) to a plan (herd/plan.h).  It reads no
+ *     file and no clock, so plans can be made and tested for machines you
+ *     are not on.
+ *   - Leases, herd_lease_* (herd/lease.h): one lock file per GPU UUID in a
+ *     per-node lease directory, held with flock(2) by the process that
+ *     owns the allocation.
  *   - herd_alloc, which joins them for this node: reads the leases (and
  *     NVML's view of running processes, where a driver is), honours the
  *     GPUs a Slurm allocation granted, plans, and takes the leases of the
@@ -41,62 +42,6 @@
  * a UUID means the same GPU whatever order CUDA enumerates in and inside a
  * device cgroup (Slurm's ConstrainDevices) that renumbers what it shows.
  *
- * Leases.  The lease directory is opts' lease_dir, else $HERD_LEASE_DIR,
- * else /run/herd when it exists or this process may create it (mode 1777,
- * shared by every user of the node), else $XDG_RUNTIME_DIR/herd (mode 0700:
- * it protects one user's jobs from each other only).  An administrator
- * makes the node-wide one with `install -d -m 1777 /run/herd` or a
- * tmpfiles.d line.  The directory must be local to the node (tmpfs) or on
- * a file system whose flock is coherent; UUIDs are unique, so one
- * directory serves any number of nodes.
- *
- * In it, <uuid>.lock ("GPU-8f2c....lock") is the lease of that GPU.  A
- * holder keeps the file open with flock(LOCK_EX) (LOCK_SH for a shared
- * lease) for as long as it owns the GPU; the kernel drops the lock when
- * the last descriptor closes, so a holder killed by any signal frees its
- * GPUs at once, with no daemon and nothing to clean up.  Descriptors are
- * close-on-exec: a program the holder execs does not hold the lease, a
- * child it only forks does until it closes or execs.  flock, not fcntl
- * locks: a process that opens and closes the file again (to read a
- * record) keeps its flock, where closing any descriptor drops all its
- * fcntl locks on the file.  Lock files are created on first use (mode
- * 0644: every user can open them to lock them, only their creator can
- * write them) and never deleted: deleting a
- * file that someone may hold or be about to lock would let a second
- * process lock a new file of the same name while the first still holds
- * the old one.  Releasing a lease empties the file and closes it.  After
- * taking a lock the holder checks that the name still leads to the file it
- * locked, and starts again if someone replaced it.
- *
- * Leases of one request are taken in ascending UUID order, each with a
- * non-blocking lock; when one is busy, those already taken are released.
- * Nobody ever waits while holding a lease, so two jobs racing for
- * overlapping GPUs cannot deadlock, and a request never holds part of its
- * GPUs.
- *
- * The record.  After locking, an exclusive holder that may write the file
- * writes into it, as text, "herd-lease v=1" on the first line and then
- * key=value lines: uuid, job, pid, user, uid, host, since (Unix seconds),
- * mode.  The record only says who holds the lease; the lock says whether
- * anyone does.  A reader treats a file whose lock nobody holds as free
- * whatever it contains (a killed holder leaves its record behind), believes
- * a record only when its pid is the one /proc/locks shows holding the lock
- * (else it names that pid, with a note that the record is not the
- * holder's), and treats a locked file without a readable record as held by
- * someone unknown.
- *
- * What a lease protects against: two herd jobs (or any programs that take
- * the lease) ever using one GPU at once, and a GPU staying taken after its
- * holder died.  What it does not: a program that uses a GPU without taking
- * its lease (the lock is advisory; CUDA knows nothing of it); a user who
- * holds a lease on purpose and never lets go (whoever may open the file
- * may lock it); and the text of a record, which the file's owner may write
- * as they like (only the pid is checked against the kernel).  Shared holders write no
- * record (there may be several at once).  Readers test the lock with
- * non-blocking locks of their own that last microseconds, so they can make
- * a concurrent lease attempt fail for a moment; herd_alloc retries those
- * (re-planning each time), a bounded number of times.
- *
  * Slurm.  Inside an allocation (SLURM_JOB_ID set) only the GPUs Slurm
  * granted are candidates; see herd_alloc_slurm_gpus for how its numbers
  * are read.
@@ -106,11 +51,12 @@
 
 #include "cluster.h"
 #include "common.h"
+#include "lease.h"
+#include "plan.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
 /* Most GPUs one request may ask for, and most on one node. */
 #define HERD_ALLOC_MAX_GPUS 65536
 #define HERD_ALLOC_MAX_GPUS_PER_NODE 4096
@@ -171,28 +117,21 @@ typedef struct herd_alloc_request {
 	  HERD_ALLOC_PACK, NULL, 0, NULL, 0 }
 
 /* "any", "same-node", "nvlink", "same-numa"; "?" for other values. */
-HERD_EXTERN const char *herd_alloc_link_str(herd_alloc_link link);
+HERD_EXTERN const char *herd_alloc_link_name(herd_alloc_link link);
 
-/* The inverse of herd_alloc_link_str; HERD_EINVAL naming the choices. */
+/* The inverse of herd_alloc_link_name; HERD_EINVAL naming the choices. */
 HERD_EXTERN herd_status herd_alloc_link_parse(const char *name, herd_alloc_link *out);
 
-/* Who holds a GPU's lease. */
-typedef enum herd_lease_state {
-	HERD_LEASE_FREE = 0,
-	HERD_LEASE_SHARED = 1,     /* by one or more shared holders */
-	HERD_LEASE_EXCLUSIVE = 2,
-	HERD_LEASE_UNKNOWN = 3     /* the lease file is unusable: see note */
-} herd_lease_state;
-
-#define HERD_GPU_STATUS_MAX_PIDS 8
+#define HERD_ALLOC_GPU_STATUS_MAX_PIDS 8
 
 /*
  * What is known about the use of one GPU now: its lease, and what NVML
- * shows running on it.  herd_gpu_status_query fills these for a node; a
- * caller planning for another machine may fill them itself (zeroed, then
- * uuid and what it knows; processes and free_memory_bytes -1 when unknown).
+ * shows running on it.  herd_alloc_gpu_status_query fills these for a
+ * node; a caller planning for another machine may fill them itself
+ * (zeroed, then uuid and what it knows; processes and free_memory_bytes -1
+ * when unknown).
  */
-typedef struct herd_gpu_status {
+typedef struct herd_alloc_gpu_status {
 	char uuid[HERD_NAME_LEN];
 	herd_lease_state state;
 	/* From an exclusive holder's record; "" and 0 when unknown. */
@@ -205,52 +144,23 @@ typedef struct herd_gpu_status {
 	char note[160];
 	/* NVML's compute processes on the GPU; -1 when not known. */
 	int processes;
-	int64_t pids[HERD_GPU_STATUS_MAX_PIDS]; /* the first few of them */
+	int64_t pids[HERD_ALLOC_GPU_STATUS_MAX_PIDS]; /* the first few of them */
 	/* NVML's free memory; -1 when not known. */
 	int64_t free_memory_bytes;
-} herd_gpu_status;
+} herd_alloc_gpu_status;
 
-/* "free", "shared", "exclusive", "unknown". */
-HERD_EXTERN const char *herd_lease_state_str(herd_lease_state state);
-
-/* --------------------------------------------------------------- plans */
-
-/* A plan: ranks, their GPUs, CPUs and NICs, and why.  Opaque. */
-typedef struct herd_plan herd_plan;
-
-/* One GPU of a plan.  Borrowed from the plan. */
-typedef struct herd_plan_gpu {
-	int rank;                   /* the rank it belongs to */
-	size_t node;                /* the node's index in the inventory */
-	const char *hostname;
-	size_t index;               /* in the node's gpus[] (PCI bus order) */
-	const char *uuid;
-	const char *pci_bus_id;
-	int numa_node;              /* -1 when unknown */
-} herd_plan_gpu;
-
-/* One rank of a plan.  Borrowed from the plan. */
-typedef struct herd_plan_rank {
-	int rank;                   /* 0-based, node by node */
-	size_t node;                /* the node's index in the inventory */
-	const char *hostname;
-	int node_rank;              /* the node's place among the plan's nodes */
-	int local_rank;             /* the rank's place on its node */
-	size_t ngpus;
-	const herd_plan_gpu *gpus;  /* in PCI bus order */
-	int numa_node;              /* of its GPUs; -1 unknown or several */
-	/* CPUs to pin the rank to, as Linux lists them; "" when its GPUs'
-	 * NUMA node is unknown (leave it unpinned). */
-	const char *cpus;
-	/* The NIC nearest its first GPU (an RDMA device, else a netdev),
-	 * "" when the node has none; nic_link is the matrix link to it. */
-	const char *nic;
-	herd_link nic_link;
-	/* Values for NCCL_IB_HCA ("=mlx5_0:1") and NCCL_SOCKET_IFNAME
-	 * ("=eno1"); "" when there is nothing to suggest. */
-	const char *ib_hca;
-	const char *socket_ifname;
-} herd_plan_rank;
+/*
+ * The status of every GPU of node, in the node's order, into *out
+ * (herd_free) and *n: lease state and record from the lease directory,
+ * processes and free memory from NVML where a driver knows the GPU's UUID.
+ * A missing directory means every GPU is free; an unusable lease file makes
+ * that GPU HERD_LEASE_UNKNOWN with a note, not a failure.  Fails with
+ * HERD_ESYS when the directory exists but cannot be read.  Creates
+ * nothing; its lock probes last microseconds (see herd/lease.h).
+ */
+HERD_EXTERN herd_status herd_alloc_gpu_status_query(const herd_node *node,
+						    const herd_lease_opts *opts,
+						    herd_alloc_gpu_status **out, size_t *n);
 
 /*
  * Plans request over cluster, given what is known of the GPUs' use:
@@ -266,145 +176,17 @@ typedef struct herd_plan_rank {
  */
 HERD_EXTERN herd_status herd_alloc_plan(herd_plan **out, const herd_cluster *cluster,
 					const herd_alloc_request *request,
-					const herd_gpu_status *status, size_t nstatus);
-
-/* Number of ranks, GPUs and distinct nodes of a plan. */
-HERD_EXTERN size_t herd_plan_rank_count(const herd_plan *plan);
-HERD_EXTERN size_t herd_plan_gpu_count(const herd_plan *plan);
-HERD_EXTERN size_t herd_plan_node_count(const herd_plan *plan);
-
-/* Rank i (0-based), borrowed from the plan; NULL when out of range. */
-HERD_EXTERN const herd_plan_rank *herd_plan_rank_at(const herd_plan *plan, size_t i);
-
-/* GPU i of the plan (ranks' GPUs in rank order); NULL when out of range. */
-HERD_EXTERN const herd_plan_gpu *herd_plan_gpu_at(const herd_plan *plan, size_t i);
-
-/*
- * The link between the plan's GPUs i and j.  GPUs on different nodes have
- * no matrix link: HERD_ENOTFOUND.
- */
-HERD_EXTERN herd_status herd_plan_link(const herd_plan *plan, size_t i, size_t j,
-				       herd_link *out);
-
-/*
- * The matrix code between the plan's GPUs i and j ("X", "NV18", "PIX"),
- * "NET" for GPUs on different nodes, "?" out of range.  Returns buf.
- */
-HERD_EXTERN const char *herd_plan_link_str(const herd_plan *plan, size_t i, size_t j,
-					   char buf[HERD_LINK_STR_LEN]);
-
-/*
- * How good the GPUs' links are, 0..100: the mean over pairs of GPUs on one
- * node of NV# 100, PIX 60, PXB 50, PHB 40, NODE 30, SYS 10; 100 when no
- * two GPUs share a node.  Comparable between plans of one request.
- */
-HERD_EXTERN double herd_plan_score(const herd_plan *plan);
-
-/*
- * Why the plan is what it is, as lines of text: the request, the
- * candidates of each node and why others were left out, the chosen set and
- * what made it best, the runner-up, and each rank's binding.  Borrowed
- * from the plan; never NULL.
- */
-HERD_EXTERN const char *herd_plan_explain(const herd_plan *plan);
-
-/*
- * Warnings about the chosen GPUs (compute processes NVML shows on a GPU
- * that no lease accounts for: a stale job?).  Borrowed; NULL out of range.
- */
-HERD_EXTERN size_t herd_plan_warning_count(const herd_plan *plan);
-HERD_EXTERN const char *herd_plan_warning(const herd_plan *plan, size_t i);
-
-/*
- * The environment of rank i: a NULL-terminated array of "NAME=value"
- * strings, in one block freed with herd_free: CUDA_VISIBLE_DEVICES,
- * CUDA_DEVICE_ORDER, and NCCL_IB_HCA / NCCL_SOCKET_IFNAME when the plan
- * has a value for them.  The launcher adds the rank's identity.
- */
-HERD_EXTERN herd_status herd_plan_rank_env(const herd_plan *plan, size_t i, char ***env);
-
-/* Whether the plan holds leases on its GPUs. */
-HERD_EXTERN bool herd_plan_held(const herd_plan *plan);
-
-/*
- * Releases the plan's leases, if any; the plan stays readable.  Idempotent;
- * never fails.  Not thread-safe against other calls on the same plan.
- */
-HERD_EXTERN void herd_plan_release(herd_plan *plan);
-
-/* Releases the plan's leases and frees it.  Accepts NULL. */
-HERD_EXTERN void herd_plan_free(herd_plan *plan);
-
-/* -------------------------------------------------------------- leases */
-
-#define HERD_LEASE_OPTS_VERSION 1
-
-/* Options of the lease functions.  A zeroed field means its default. */
-typedef struct herd_lease_opts {
-	unsigned int version;       /* HERD_LEASE_OPTS_VERSION */
-	/* The lease directory; NULL for the default (top of the file). */
-	const char *dir;
-	/* The job written in records; NULL means $HERD_JOB_ID, else
-	 * $SLURM_JOB_ID, else "-". */
-	const char *job_id;
-} herd_lease_opts;
-
-#define HERD_LEASE_OPTS_INIT { HERD_LEASE_OPTS_VERSION, NULL, NULL }
-
-/*
- * Writes the lease directory that opts (NULL for defaults) resolves to
- * into buf[cap].  Creates nothing.  HERD_EUNAVAIL when there is none
- * (no /run/herd, no right to create it, no $XDG_RUNTIME_DIR).
- */
-HERD_EXTERN herd_status herd_lease_dir(const herd_lease_opts *opts, char *buf, size_t cap);
-
-/* Leases held by this process.  Opaque. */
-typedef struct herd_lease herd_lease;
-
-/*
- * Takes the leases of the n GPUs named by uuids, exclusive or shared, all
- * or none: in ascending UUID order, each lock non-blocking (retried for a
- * few milliseconds, which a reader's probe never outlasts); when one is
- * held, the ones taken are released and HERD_EBUSY names the GPU and its
- * holder.  Creates the directory (not its parents) when missing, mode 1777
- * for /run/herd and 0700 for any other.  A lease file that is not a
- * regular file or is a symbolic link, or a UUID that cannot name a file,
- * gives HERD_EINVAL naming it; an unusable directory gives HERD_ESYS.
- * Never blocks for long; thread-safe.  *out is released with
- * herd_lease_free, or by the process's death.
- */
-HERD_EXTERN herd_status herd_lease_acquire(herd_lease **out, const char *const *uuids,
-					   size_t n, bool shared,
-					   const herd_lease_opts *opts);
-
-/* Number of GPUs a lease holds. */
-HERD_EXTERN size_t herd_lease_count(const herd_lease *lease);
-
-/* Releases the leases (empties the records, unlocks).  Accepts NULL. */
-HERD_EXTERN void herd_lease_free(herd_lease *lease);
-
-/*
- * The status of every GPU of node, in the node's order, into *out
- * (herd_free) and *n: lease state and record from the lease directory,
- * processes and free memory from NVML where a driver knows the GPU's UUID.
- * A missing directory means every GPU is free; an unusable lease file makes
- * that GPU HERD_LEASE_UNKNOWN with a note, not a failure.  Fails with
- * HERD_ESYS when the directory exists but cannot be read.  Creates
- * nothing; its lock probes last microseconds (see the top of the file).
- */
-HERD_EXTERN herd_status herd_gpu_status_query(const herd_node *node,
-					      const herd_lease_opts *opts,
-					      herd_gpu_status **out, size_t *n);
+					const herd_alloc_gpu_status *status, size_t nstatus);
 
 /* --------------------------------------------------------------- Slurm */
 
 /* The environment values Slurm gives a job or step (NULL when unset). */
-typedef struct herd_slurm_env {
+typedef struct herd_alloc_slurm_env {
 	const char *job_id;         /* SLURM_JOB_ID */
 	const char *step_gpus;      /* SLURM_STEP_GPUS */
 	const char *job_gpus;       /* SLURM_JOB_GPUS */
 	const char *cuda_visible_devices; /* CUDA_VISIBLE_DEVICES */
-} herd_slurm_env;
+} herd_alloc_slurm_env;
 
 /*
  * The GPUs of node that a Slurm allocation granted, from its environment
@@ -438,7 +220,7 @@ typedef struct herd_slurm_env {
  * variable.
  */
 HERD_EXTERN herd_status herd_alloc_slurm_gpus(const herd_node *node,
-					      const herd_slurm_env *env,
+					      const herd_alloc_slurm_env *env,
 					      size_t *granted, size_t *count,
 					      bool *inside);
 

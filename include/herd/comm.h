@@ -62,14 +62,18 @@
 
 #include "common.h"
 #include "dtype.h"
+#include "redop.h"
 #include "store.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* A communicator: the ranks that call collectives together.  Opaque. */
 typedef struct herd_comm herd_comm;
-typedef struct herd_request herd_request;
+
+/* A nonblocking operation in flight (herd_comm_i*).  Opaque. */
+typedef struct herd_comm_request herd_comm_request;
 
 #define HERD_COMM_OPTS_VERSION 1
 
@@ -165,8 +169,12 @@ HERD_EXTERN int herd_comm_rank(const herd_comm *comm);
 /* Number of ranks. */
 HERD_EXTERN int herd_comm_size(const herd_comm *comm);
 
-/* Host name of a rank as it reported it at init; NULL when out of range. */
-HERD_EXTERN const char *herd_comm_host(const herd_comm *comm, int rank);
+/*
+ * The host name of rank as it reported it at init, into *host, borrowed
+ * from the communicator.  HERD_EINVAL naming the rank and the size when it
+ * is out of range (*host NULL then).
+ */
+HERD_EXTERN herd_status herd_comm_host(const herd_comm *comm, int rank, const char **host);
 
 /*
  * Completes pending nonblocking operations and leaves the communicator in
@@ -181,9 +189,11 @@ HERD_EXTERN void herd_comm_free(herd_comm *comm);
 /*
  * Makes every pending and later call on comm return HERD_EABORTED, and
  * closes its connections so that peers see HERD_EPEER.  Thread-safe and
- * async-signal-unsafe; returns at once.  herd_comm_free is still needed.
+ * async-signal-unsafe; returns at once.  HERD_OK, also when comm was
+ * already broken or aborted; HERD_EINVAL when comm is NULL.
+ * herd_comm_free is still needed.
  */
-HERD_EXTERN void herd_comm_abort(herd_comm *comm);
+HERD_EXTERN herd_status herd_comm_abort(herd_comm *comm);
 
 /*
  * The communicator's asynchronous error, without blocking and from any
@@ -319,41 +329,41 @@ HERD_EXTERN herd_status herd_comm_barrier(herd_comm *comm);
  */
 HERD_EXTERN herd_status herd_comm_iallreduce(herd_comm *comm, const void *sendbuf,
 					     void *recvbuf, size_t count, herd_dtype dtype,
-					     herd_redop op, herd_request **req);
+					     herd_redop op, herd_comm_request **req);
 HERD_EXTERN herd_status herd_comm_ireduce(herd_comm *comm, const void *sendbuf,
 					  void *recvbuf, size_t count, herd_dtype dtype,
-					  herd_redop op, int root, herd_request **req);
+					  herd_redop op, int root, herd_comm_request **req);
 HERD_EXTERN herd_status herd_comm_ibroadcast(herd_comm *comm, const void *sendbuf,
 					     void *recvbuf, size_t count, herd_dtype dtype,
-					     int root, herd_request **req);
+					     int root, herd_comm_request **req);
 HERD_EXTERN herd_status herd_comm_iallgather(herd_comm *comm, const void *sendbuf,
 					     void *recvbuf, size_t count, herd_dtype dtype,
-					     herd_request **req);
+					     herd_comm_request **req);
 HERD_EXTERN herd_status herd_comm_ireduce_scatter(herd_comm *comm, const void *sendbuf,
 						  void *recvbuf, size_t count,
 						  herd_dtype dtype, herd_redop op,
-						  herd_request **req);
+						  herd_comm_request **req);
 HERD_EXTERN herd_status herd_comm_ialltoall(herd_comm *comm, const void *sendbuf,
 					    void *recvbuf, size_t count, herd_dtype dtype,
-					    herd_request **req);
+					    herd_comm_request **req);
 HERD_EXTERN herd_status herd_comm_igather(herd_comm *comm, const void *sendbuf,
 					  void *recvbuf, size_t count, herd_dtype dtype,
-					  int root, herd_request **req);
+					  int root, herd_comm_request **req);
 HERD_EXTERN herd_status herd_comm_iscatter(herd_comm *comm, const void *sendbuf,
 					   void *recvbuf, size_t count, herd_dtype dtype,
-					   int root, herd_request **req);
-HERD_EXTERN herd_status herd_comm_ibarrier(herd_comm *comm, herd_request **req);
+					   int root, herd_comm_request **req);
+HERD_EXTERN herd_status herd_comm_ibarrier(herd_comm *comm, herd_comm_request **req);
 
 /*
- * Whether a request has completed.  While it runs: HERD_OK and *done = 0.
- * Once complete: *done = 1, the operation's status is returned (its
+ * Whether a request has completed.  While it runs: HERD_OK and *done false.
+ * Once complete: *done true, the operation's status is returned (its
  * message in herd_last_error()), and the request is freed.
  */
-HERD_EXTERN herd_status herd_request_test(herd_request *req, bool *done);
+HERD_EXTERN herd_status herd_comm_request_test(herd_comm_request *req, bool *done);
 
 /* Waits for a request (within the communicator's deadline), frees it and
  * returns the operation's status. */
-HERD_EXTERN herd_status herd_request_wait(herd_request *req);
+HERD_EXTERN herd_status herd_comm_request_wait(herd_comm_request *req);
 
 /* The calls of this header, as herd_comm_explain names them. */
 typedef enum herd_comm_op {

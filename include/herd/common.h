@@ -66,16 +66,17 @@ typedef enum herd_status {
 } herd_status;
 
 /*
- * A short description of a status code ("deadline expired").  Never NULL;
- * unknown codes give "unknown status".  Thread-safe, static storage.
- */
-HERD_EXTERN const char *herd_status_str(herd_status status);
-
-/*
  * The code's name as written in C ("HERD_ETIMEDOUT").  Never NULL;
  * unknown codes give "HERD_UNKNOWN".  Thread-safe, static storage.
  */
 HERD_EXTERN const char *herd_status_name(herd_status status);
+
+/*
+ * What a status code means, in a few words for people ("deadline
+ * expired"), as the description column of HERD_STATUS_MAP.  Never NULL;
+ * unknown codes give "unknown status".  Thread-safe, static storage.
+ */
+HERD_EXTERN const char *herd_status_describe(herd_status status);
 
 /*
  * The message of the last error raised on the calling thread: what was wrong

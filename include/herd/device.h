@@ -24,6 +24,7 @@
 #include "comm.h"
 #include "common.h"
 #include "dtype.h"
+#include "redop.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,6 +33,18 @@ extern "C" {
 /* Whether this libherd was built with CUDA, so that the calls below can
  * work where a GPU is; looks at no device. */
 HERD_EXTERN bool herd_device_supported(void);
+
+#define HERD_DEVICE_VERSIONS_LEN 256
+
+/*
+ * The GPU software of this machine as libherd sees it, one line for
+ * people: the CUDA toolkit and NCCL libherd was built with and the driver
+ * found at run time, e.g. "built with CUDA 13.0.88 and NCCL 2.28.9; driver
+ * 580.159.04 (CUDA 13.0)", "built with CUDA 13.0.88 and NCCL 2.28.9;
+ * NVIDIA driver not found (...)" or "built without CUDA, without NCCL;
+ * ...".  Writes into buf and returns it.
+ */
+HERD_EXTERN const char *herd_device_versions(char buf[HERD_DEVICE_VERSIONS_LEN]);
 
 /* The number of GPUs this process sees (after CUDA_VISIBLE_DEVICES), at
  * least 1; HERD_ENODEV when it sees none. */

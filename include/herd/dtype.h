@@ -1,7 +1,7 @@
 /*
- * herd/dtype.h - element types and reductions: what collectives
- * (herd/comm.h) move and reduce and what checkpoints (herd/ckpt.h) store.
- * Values are stable once released.
+ * herd/dtype.h - element types: what collectives (herd/comm.h) move and
+ * reduce and what checkpoints (herd/ckpt.h) store.  Values are stable once
+ * released.
  */
 #ifndef HERD_DTYPE_H
 #define HERD_DTYPE_H
@@ -42,23 +42,12 @@ typedef enum herd_dtype {
 	HERD_DTYPE_COUNT
 } herd_dtype;
 
-/* Reductions.  AVG is the sum divided by the number of ranks (for integers,
- * truncated toward zero). */
-typedef enum herd_redop {
-	HERD_SUM = 0,
-	HERD_PROD = 1,
-	HERD_MIN = 2,
-	HERD_MAX = 3,
-	HERD_AVG = 4,
-	HERD_REDOP_COUNT
-} herd_redop;
-
 /* Size of one element in bytes; 0 for an unknown type. */
 HERD_EXTERN size_t herd_dtype_size(herd_dtype dtype);
 
-/* Whether dtype is a floating type (1) or an integer one (0); 0 for an
- * unknown type. */
-HERD_EXTERN int herd_dtype_is_float(herd_dtype dtype);
+/* Whether dtype is a floating type (true) or an integer one (false); false
+ * for an unknown type. */
+HERD_EXTERN bool herd_dtype_is_float(herd_dtype dtype);
 
 /* "float32", "bfloat16", ...; "unknown" for an unknown type. */
 HERD_EXTERN const char *herd_dtype_name(herd_dtype dtype);
@@ -66,12 +55,6 @@ HERD_EXTERN const char *herd_dtype_name(herd_dtype dtype);
 /* Parses a type name ("float32"; also "float", "half", "bf16", "int", "double",
  * "fp8_e4m3", "float8_e4m3fn"...). */
 HERD_EXTERN herd_status herd_dtype_parse(const char *name, herd_dtype *out);
-
-/* "sum", "prod", "min", "max", "avg"; "unknown" otherwise. */
-HERD_EXTERN const char *herd_redop_name(herd_redop op);
-
-/* Parses a reduction name. */
-HERD_EXTERN herd_status herd_redop_parse(const char *name, herd_redop *out);
 
 /*
  * A narrow floating type (float16, bfloat16, float8_e4m3, float8_e5m2) to

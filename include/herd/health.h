@@ -56,7 +56,7 @@ typedef struct herd_health_check {
 	char detail[200];           /* the figures and the reason, for people */
 } herd_health_check;
 
-typedef struct herd_gpu_health {
+typedef struct herd_health_gpu {
 	int index;                  /* NVML's (and, by bus order, CUDA's) index */
 	char uuid[64];
 	char name[96];
@@ -64,11 +64,11 @@ typedef struct herd_gpu_health {
 	herd_health_check *checks;
 	size_t nchecks;
 	herd_health_result result;  /* the worst of its checks, SKIP counting below PASS */
-} herd_gpu_health;
+} herd_health_gpu;
 
 typedef struct herd_health_report {
 	int level;
-	herd_gpu_health *gpus;
+	herd_health_gpu *gpus;
 	size_t ngpus;
 	char note[256];             /* why no GPU could be checked, when ngpus is 0 */
 } herd_health_report;

@@ -232,35 +232,35 @@ typedef struct herd_job_spec {
 	  NULL, 0, 0, 0, NULL, 0, NULL, NULL }
 
 /* State of one rank. */
-typedef enum herd_rank_state {
-	HERD_RANK_PENDING = 0,  /* not started yet (or being restarted) */
-	HERD_RANK_RUNNING,
-	HERD_RANK_EXITED,       /* exit_code valid */
-	HERD_RANK_SIGNALED,     /* signal valid */
-	HERD_RANK_FAILED_START  /* error says why; exit_code is 127 */
-} herd_rank_state;
+typedef enum herd_job_rank_state {
+	HERD_JOB_RANK_PENDING = 0,      /* not started yet (or being restarted) */
+	HERD_JOB_RANK_RUNNING,
+	HERD_JOB_RANK_EXITED,           /* exit_code valid */
+	HERD_JOB_RANK_SIGNALED,         /* signal valid */
+	HERD_JOB_RANK_FAILED_START      /* error says why; exit_code is 127 */
+} herd_job_rank_state;
 
 /* Name of a state ("running", "exited", ...). */
-HERD_EXTERN const char *herd_rank_state_str(herd_rank_state state);
+HERD_EXTERN const char *herd_job_rank_state_name(herd_job_rank_state state);
 
 /*
- * A snapshot of one rank.  host and error point into the job and stay valid
- * until herd_job_free.
+ * A snapshot of one rank (herd_job_rank).  host and error point into the
+ * job and stay valid until herd_job_free.
  */
-typedef struct herd_rank_status {
+typedef struct herd_job_rank_status {
 	int rank;
 	int node_rank;
 	int local_rank;
 	const char *host;
 	long pid;               /* on its host; 0 before start */
-	herd_rank_state state;
+	herd_job_rank_state state;
 	int exit_code;
 	int signal;
-	/* Why it failed to start (HERD_RANK_FAILED_START, e.g. "exec \"train\":
-	 * No such file or directory"), or, with exit_code 255, why its fate is
-	 * unknown ("lost contact with node ..."); NULL otherwise. */
+	/* Why it failed to start (HERD_JOB_RANK_FAILED_START, e.g. "exec
+	 * \"train\": No such file or directory"), or, with exit_code 255, why
+	 * its fate is unknown ("lost contact with node ..."); NULL otherwise. */
 	const char *error;
-} herd_rank_status;
+} herd_job_rank_status;
 
 /*
  * Starts a job and returns once every rank has been started, or fails:
@@ -270,7 +270,7 @@ typedef struct herd_rank_status {
  * for a node that cannot be reached or has no herd program, HERD_ETIMEDOUT
  * for a node whose supervisor did not come up within start_timeout_ms (the
  * message names the host).  A rank whose exec fails
- * does not fail the launch: it is reported as HERD_RANK_FAILED_START and
+ * does not fail the launch: it is reported as HERD_JOB_RANK_FAILED_START and
  * the job fails as any failed rank makes it fail.  On failure nothing is
  * left running and *out is NULL.  The caller frees *out with herd_job_free.
  */
@@ -308,8 +308,12 @@ HERD_EXTERN herd_status herd_job_kill(herd_job *job);
 /* Number of ranks. */
 HERD_EXTERN int herd_job_size(const herd_job *job);
 
-/* Snapshot of rank i; HERD_EINVAL when out of range. */
-HERD_EXTERN herd_status herd_job_rank(const herd_job *job, int i, herd_rank_status *out);
+/*
+ * A snapshot of rank (0..herd_job_size - 1) into *out: a copy, as a
+ * running job's ranks change.  HERD_EINVAL naming the rank and the size
+ * when it is out of range.
+ */
+HERD_EXTERN herd_status herd_job_rank(const herd_job *job, int rank, herd_job_rank_status *out);
 
 /* The job id (also HERD_JOB_ID of every rank), borrowed from the job. */
 HERD_EXTERN const char *herd_job_id(const herd_job *job);
@@ -329,47 +333,6 @@ HERD_EXTERN const char *herd_job_failure(const herd_job *job);
  * NULL is accepted.
  */
 HERD_EXTERN void herd_job_free(herd_job *job);
-
-/*
- * Files to every node, as Slurm's sbcast: herd_bcast copies the regular
- * file `file` to the path `dest` on every node of opts->where / ->hosts
- * (a hostlist or hostfile over ssh, or the Slurm allocation through one
- * srun step whose stdin reaches every task).  Every node receives the
- * bytes and their XXH3-64 on the stdin of `herd bcast --receive`, writes
- * them to a temporary file beside dest, checks the sum, fsyncs and renames
- * the file into place (dest's directory must exist), with file's mode.
- * Over ssh, beyond HERD_SSH_TREE_MIN nodes (default 32) the nodes form a
- * tree as the launch does: this process sends to HERD_SSH_TREE_WIDTH
- * first-level nodes (default the square root of the count), and each of
- * them forwards the stream to its group while it writes its own copy, so
- * no sender serves every node.  A node that fails (cannot be reached,
- * takes nothing for opts->timeout_ms, a full disk, a wrong sum) is given
- * to opts->result with its reason, and the others keep their copies.
- * HERD_OK when every node has the file; HERD_EPEER naming how many failed
- * and the first of them otherwise; HERD_EINVAL, HERD_EFORMAT, HERD_ENOTFOUND
- * for bad arguments, hostlists or files, HERD_EIO when the file cannot be
- * read (then no node keeps a copy).  Returns once every helper
- * process it started has ended.
- */
-#define HERD_BCAST_OPTS_VERSION 1
-
-typedef void (*herd_bcast_fn)(void *userdata, const char *host, herd_status status,
-			      const char *error);
-
-typedef struct herd_bcast_opts {
-	unsigned int version;      /* HERD_BCAST_OPTS_VERSION */
-	herd_job_where where;      /* HERD_JOB_HOSTS, HERD_JOB_HOSTFILE or HERD_JOB_SLURM */
-	const char *hosts;         /* the hostlist expression or the hostfile's path */
-	int timeout_ms;            /* a node that takes or says nothing this long fails;
-				    * default 30000 */
-	const char *herd_program;  /* `herd` on the nodes; default $HERD_PROGRAM, else "herd" */
-	herd_bcast_fn result;      /* each node's outcome (error NULL when it has the file) */
-	void *userdata;
-} herd_bcast_opts;
-
-#define HERD_BCAST_OPTS_INIT { HERD_BCAST_OPTS_VERSION, HERD_JOB_HOSTS, NULL, 0, NULL, NULL, NULL }
-
-HERD_EXTERN herd_status herd_bcast(const char *file, const char *dest, const herd_bcast_opts *opts);
 
 #ifdef __cplusplus
 }

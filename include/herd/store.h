@@ -219,8 +219,9 @@ HERD_EXTERN herd_status herd_store_add(herd_store *store, const char *key, int64
  * Atomically: when key holds exactly the expected bytes, sets it to the
  * desired bytes.  expected == NULL (with expected_len 0) expects the key to
  * be absent, so the call creates it only if nobody has; a non-NULL expected
- * with expected_len 0 expects an empty value.  *swapped (may be NULL) is 1
- * when the value was replaced, else 0; either way the call succeeds.
+ * with expected_len 0 expects an empty value.  *swapped (may be NULL) is
+ * true when the value was replaced, else false; either way the call
+ * succeeds.
  * current (may be NULL) receives the key's value after the call, the
  * desired bytes when swapped (NUL-terminated, freed with herd_free), or
  * NULL when the key is absent; current_len its length (may be NULL).
@@ -231,8 +232,8 @@ HERD_EXTERN herd_status herd_store_compare_set(herd_store *store, const char *ke
 					       bool *swapped, void **current, size_t *current_len);
 
 /*
- * Deletes key.  *existed (may be NULL) is 1 when it was there, else 0; a
- * missing key is not an error.
+ * Deletes key.  *existed (may be NULL) is true when it was there, else
+ * false; a missing key is not an error.
  */
 HERD_EXTERN herd_status herd_store_delete(herd_store *store, const char *key, bool *existed);
 

@@ -33,7 +33,7 @@ herd_status herd_alloc_this_node(const herd_cluster *cluster, size_t *index)
 		return herd__error_errno(HERD_ESYS, errno, "cannot get the host name");
 	host[sizeof(host) - 1] = '\0';
 	for (size_t i = 0; i < n; i++) {
-		if (herd__alloc_host_matches(herd_cluster_node(cluster, i)->hostname, host)) {
+		if (herd__alloc_host_matches(herd__cluster_node(cluster, i)->hostname, host)) {
 			*index = i;
 			return HERD_OK;
 		}
@@ -67,9 +67,9 @@ struct grant {
 static herd_status slurm_grant(const herd_cluster *cluster, size_t local,
 			       const herd_alloc_request *req, struct grant *out, bool *restricted)
 {
-	const herd_node *node = herd_cluster_node(cluster, local);
+	const herd_node *node = herd__cluster_node(cluster, local);
 	size_t nnodes = herd_cluster_node_count(cluster), count = 0, *granted = NULL;
-	herd_slurm_env env = { getenv("SLURM_JOB_ID"), getenv("SLURM_STEP_GPUS"),
+	herd_alloc_slurm_env env = { getenv("SLURM_JOB_ID"), getenv("SLURM_STEP_GPUS"),
 			       getenv("SLURM_JOB_GPUS"), getenv("CUDA_VISIBLE_DEVICES") };
 	herd_status st;
 	bool inside = false;
@@ -105,7 +105,7 @@ static herd_status slurm_grant(const herd_cluster *cluster, size_t local,
 			out->names[out->n++] = g->uuid;
 	}
 	for (size_t i = 0; i < nnodes; i++) {
-		const char *h = herd_cluster_node(cluster, i)->hostname;
+		const char *h = herd__cluster_node(cluster, i)->hostname;
 		bool keep = req->ninclude == 0;
 
 		for (size_t k = 0; k < req->ninclude && !keep; k++)
@@ -131,7 +131,7 @@ static herd_status hold(herd_plan *plan, size_t local, const herd_alloc_request 
 	herd_lease *lease = NULL;
 	herd_status st;
 
-	if (herd_plan_node_count(plan) != 1 || herd_plan_gpu_at(plan, 0)->node != local)
+	if (herd_plan_node_count(plan) != 1 || plan->gpus[0].node != local)
 		return herd__error(HERD_EINVAL,
 				   "the plan uses %zu node%s and only this node's GPUs "
 				   "can be leased here; plan with plan_only (each node's leases "
@@ -140,7 +140,7 @@ static herd_status hold(herd_plan *plan, size_t local, const herd_alloc_request 
 				   herd_plan_node_count(plan) == 1 ? " other than this one" : "s");
 	HERD_CHECK(herd__calloc(&uuids, herd_plan_gpu_count(plan), sizeof(char *), "a lease"));
 	for (size_t i = 0; i < herd_plan_gpu_count(plan); i++)
-		uuids[i] = herd_plan_gpu_at(plan, i)->uuid;
+		uuids[i] = plan->gpus[i].uuid;
 	st = herd_lease_acquire(&lease, uuids, herd_plan_gpu_count(plan), req->shared, lo);
 	free(uuids);
 	if (st == HERD_OK)
@@ -149,7 +149,7 @@ static herd_status hold(herd_plan *plan, size_t local, const herd_alloc_request 
 }
 
 /* Whether waiting could help: some GPU is held (or its lease unknown). */
-static bool any_in_use(const herd_gpu_status *status, size_t n)
+static bool any_in_use(const herd_alloc_gpu_status *status, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if (status[i].state != HERD_LEASE_FREE)
@@ -164,7 +164,7 @@ herd_status herd_alloc(herd_plan **out, const herd_cluster *cluster,
 	herd_lease_opts lo = HERD_LEASE_OPTS_INIT;
 	herd_alloc_request req;
 	struct grant grant = { NULL, 0 };
-	herd_gpu_status *status = NULL;
+	herd_alloc_gpu_status *status = NULL;
 	size_t nstatus = 0, local = 0;
 	bool have_local, restricted = false;
 	unsigned int seed = (unsigned int)getpid() ^ (unsigned int)now_ms();
@@ -203,11 +203,13 @@ herd_status herd_alloc(herd_plan **out, const herd_cluster *cluster,
 		herd_plan *plan = NULL;
 
 		if (have_local) {
-			const herd_node *node = herd_cluster_node(cluster, local);
+			const herd_node *node = herd__cluster_node(cluster, local);
 
 			free(status);
 			status = NULL;
-			HERD_CHECK_GOTO(herd_gpu_status_query(node, &lo, &status, &nstatus), st, out);
+			st = herd_alloc_gpu_status_query(node, &lo, &status, &nstatus);
+			if (st != HERD_OK)
+				goto out;
 		}
 		st = herd_alloc_plan(&plan, cluster, &req, status, nstatus);
 		if (st == HERD_ENORESOURCE && now_ms() < deadline && any_in_use(status, nstatus)) {
@@ -228,7 +230,7 @@ herd_status herd_alloc(herd_plan **out, const herd_cluster *cluster,
 				goto out;
 			}
 			for (size_t i = 0; i < herd_plan_warning_count(plan); i++)
-				herd__log_warn("%s", herd_plan_warning(plan, i));
+				herd__log_warn("%s", plan->warnings[i]);
 		}
 		*out = plan;
 		break;

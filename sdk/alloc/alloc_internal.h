@@ -25,6 +25,7 @@
 
 #include "herd/alloc.h"
 #include "base.h"
+#include "topo/inventory.h"
 
 /* ------------------------------------------------------------- text */
 
@@ -57,9 +58,9 @@ struct herd__plan_block {
 
 struct herd_plan {
 	size_t nranks;
-	herd_plan_rank *ranks;
+	herd_plan_rank_info *ranks;
 	size_t ngpus;
-	herd_plan_gpu *gpus;
+	herd_plan_gpu_info *gpus;
 	size_t nblocks;
 	struct herd__plan_block *blocks;
 	double score;
@@ -118,6 +119,6 @@ size_t herd__lease_fds(const herd_lease *lease, const int **fds);
  * looked up by UUID; leaves them -1 (unknown) where there is no driver or
  * the driver does not know the UUID.  Never fails.
  */
-void herd__alloc_usage(herd_gpu_status *status, size_t n);
+void herd__alloc_usage(herd_alloc_gpu_status *status, size_t n);
 
 #endif /* HERD_ALLOC_INTERNAL_H */

@@ -79,8 +79,8 @@ static bool nic_usable(const herd_node *node, size_t j)
  * node), the nearest RDMA device with an active port, the nearest
  * addressed interface.  uses[] counts per matrix NIC.
  */
-static herd_status bind_nics(herd_plan *plan, herd_plan_rank *r, const herd_node *node, size_t gpu,
-			     size_t *uses)
+static herd_status bind_nics(herd_plan *plan, herd_plan_rank_info *r, const herd_node *node,
+			     size_t gpu, size_t *uses)
 {
 	size_t n = herd_node_nic_count(node), best = n;
 	int best_cls = CLS_NONE, best_rdma_cls = CLS_NONE, best_if_cls = CLS_NONE;
@@ -165,7 +165,7 @@ const char *herd__planner_numa_cpus(const herd_node *node, int os_index)
 }
 
 /* The rank's NUMA node and CPUs: one NUMA node's, the union of several. */
-static herd_status bind_cpus(herd_plan *plan, herd_plan_rank *r, const herd_node *node)
+static herd_status bind_cpus(herd_plan *plan, herd_plan_rank_info *r, const herd_node *node)
 {
 	herd__text t = { 0 };
 	char *cpus = NULL;
@@ -215,11 +215,11 @@ static herd_status add_warning(herd_plan *plan, const char *fmt, ...)
 
 static herd_status warn_busy(herd_plan *plan, const struct node_ctx *nc, size_t g)
 {
-	const herd_gpu_status *s = nc->status[g];
+	const herd_alloc_gpu_status *s = nc->status[g];
 	char pids[160] = "";
 	size_t len = 0;
-	int shown =
-		s->processes < HERD_GPU_STATUS_MAX_PIDS ? s->processes : HERD_GPU_STATUS_MAX_PIDS;
+	int shown = s->processes < HERD_ALLOC_GPU_STATUS_MAX_PIDS ? s->processes
+								 : HERD_ALLOC_GPU_STATUS_MAX_PIDS;
 
 	for (int i = 0; i < shown && len < sizeof(pids); i++)
 		len += (size_t)snprintf(pids + len, sizeof(pids) - len, "%s%lld", i ? ", " : "",
@@ -271,7 +271,7 @@ herd_status herd__planner_build(const struct planner *p, herd_plan *plan, struct
 		HERD_CHECK(herd__calloc(&blk->links, k * k, sizeof(herd_link), "a plan"));
 		for (size_t a = 0; a < k; a++) {
 			const herd_gpu *gpu = &node->gpus[nc->cand[picks[i].ch.set[a]].gpu];
-			herd_plan_gpu *pg = &plan->gpus[gi + a];
+			herd_plan_gpu_info *pg = &plan->gpus[gi + a];
 
 			pg->rank = (int)(ri + a / (size_t)p->R);
 			pg->node = nc->index;
@@ -298,7 +298,7 @@ herd_status herd__planner_build(const struct planner *p, herd_plan *plan, struct
 		HERD_CHECK(herd__calloc(&uses, herd_node_nic_count(node) + 1, sizeof(size_t),
 					"a plan"));
 		for (size_t a = 0; a < k; a += (size_t)p->R, ri++) {
-			herd_plan_rank *r = &plan->ranks[ri];
+			herd_plan_rank_info *r = &plan->ranks[ri];
 
 			r->rank = (int)ri;
 			r->node = nc->index;

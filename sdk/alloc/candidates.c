@@ -71,13 +71,13 @@ int herd__planner_quality_cmp(const struct quality *a, const struct quality *b)
 
 int herd__planner_status_cmp(const void *a, const void *b)
 {
-	const herd_gpu_status *x = *(const herd_gpu_status *const *)a;
-	const herd_gpu_status *y = *(const herd_gpu_status *const *)b;
+	const herd_alloc_gpu_status *x = *(const herd_alloc_gpu_status *const *)a;
+	const herd_alloc_gpu_status *y = *(const herd_alloc_gpu_status *const *)b;
 
 	return strcasecmp(x->uuid, y->uuid);
 }
 
-static const herd_gpu_status *find_status(const struct planner *p, const char *uuid)
+static const herd_alloc_gpu_status *find_status(const struct planner *p, const char *uuid)
 {
 	size_t lo = 0, hi = p->nsorted;
 
@@ -125,7 +125,7 @@ static bool names_something(const herd_cluster *cluster, const char *name)
 	size_t n = herd_cluster_node_count(cluster);
 
 	for (size_t i = 0; i < n; i++) {
-		const herd_node *node = herd_cluster_node(cluster, i);
+		const herd_node *node = herd__cluster_node(cluster, i);
 
 		if (herd__alloc_host_matches(node->hostname, name))
 			return true;
@@ -165,7 +165,7 @@ herd_status herd__planner_check_listed_names(const herd_cluster *cluster, const 
 /* ------------------------------------------------------- candidates */
 
 /* Free memory of a GPU: NVML's when known, else all of it. */
-uint64_t herd__planner_gpu_free_memory(const herd_gpu *g, const herd_gpu_status *s)
+uint64_t herd__planner_gpu_free_memory(const herd_gpu *g, const herd_alloc_gpu_status *s)
 {
 	if (s != NULL && s->free_memory_bytes >= 0)
 		return (uint64_t)s->free_memory_bytes;
@@ -173,7 +173,7 @@ uint64_t herd__planner_gpu_free_memory(const herd_gpu *g, const herd_gpu_status 
 }
 
 static enum why_not why_not(const struct planner *p, const herd_node *node, const herd_gpu *g,
-			    const herd_gpu_status *s)
+			    const herd_alloc_gpu_status *s)
 {
 	const herd_alloc_request *req = p->req;
 
@@ -223,7 +223,7 @@ static int dense_numa(struct node_ctx *nc, int os_index)
 
 herd_status herd__planner_node_prepare(const struct planner *p, struct node_ctx *nc, size_t index)
 {
-	const herd_node *node = herd_cluster_node(p->cluster, index);
+	const herd_node *node = herd__cluster_node(p->cluster, index);
 	size_t m = 0;
 
 	nc->node = node;
@@ -240,7 +240,7 @@ herd_status herd__planner_node_prepare(const struct planner *p, struct node_ctx 
 	HERD_CHECK(herd__calloc(&nc->numa_free, node->ngpus, sizeof(size_t), "NUMA nodes"));
 	for (size_t g = 0; g < node->ngpus; g++) {
 		const herd_gpu *gpu = &node->gpus[g];
-		const herd_gpu_status *s = find_status(p, gpu->uuid);
+		const herd_alloc_gpu_status *s = find_status(p, gpu->uuid);
 		struct cand *c;
 
 		nc->status[g] = s;

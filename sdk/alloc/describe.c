@@ -44,7 +44,7 @@ double herd__planner_gib(uint64_t bytes)
 static void describe_unavailable(herd__text *t, const struct planner *p, const struct node_ctx *nc,
 				 size_t g)
 {
-	const herd_gpu_status *s = nc->status[g];
+	const herd_alloc_gpu_status *s = nc->status[g];
 	const herd_gpu *gpu = &nc->node->gpus[g];
 
 	herd__text_printf(t, "GPU%zu %s", g, why_words(nc->why[g]));

@@ -23,7 +23,7 @@ static void explain_request(herd__text *t, const struct planner *p)
 		herd__text_printf(t, ", %d node%s", req->nodes, req->nodes == 1 ? "" : "s");
 	if (p->R > 1)
 		herd__text_printf(t, ", %ld per rank", p->R);
-	herd__text_printf(t, ", link %s, %s, %s", herd_alloc_link_str(req->link),
+	herd__text_printf(t, ", link %s, %s, %s", herd_alloc_link_name(req->link),
 			  req->shared ? "shared" : "exclusive",
 			  herd__alloc_policy_str(req->policy));
 	if (req->near_nic)
@@ -207,10 +207,10 @@ static void explain_choice(herd__text *t, const struct planner *p, const struct 
 
 static void explain_ranks(herd__text *t, const herd_plan *plan)
 {
-	char buf[HERD_LINK_STR_LEN];
+	char buf[HERD_NODE_LINK_CODE_LEN];
 
 	for (size_t i = 0; i < plan->nranks; i++) {
-		const herd_plan_rank *r = &plan->ranks[i];
+		const herd_plan_rank_info *r = &plan->ranks[i];
 
 		herd__text_printf(t, "rank %d: %s GPU", r->rank, r->hostname);
 		for (size_t g = 0; g < r->ngpus; g++)
@@ -223,7 +223,7 @@ static void explain_ranks(herd__text *t, const herd_plan *plan)
 			herd__text_printf(t, " (NUMA %d)", r->numa_node);
 		if (r->nic[0] != '\0')
 			herd__text_printf(t, ", NIC %s (%s)", r->nic,
-					  herd_link_str(r->nic_link, buf));
+					  herd_node_link_code(r->nic_link, buf));
 		else
 			herd__text_printf(t, ", no NIC");
 		if (r->ib_hca[0] != '\0')

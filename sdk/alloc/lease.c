@@ -204,7 +204,7 @@ static void write_record(int fd, const char *uuid, const char *job)
  * Reads the record into s; false (with a note) when there is none or it
  * is not herd's.
  */
-static bool read_record(int fd, herd_gpu_status *s)
+static bool read_record(int fd, herd_alloc_gpu_status *s)
 {
 	char buf[LEASE_RECORD_MAX + 1];
 	ssize_t n = pread(fd, buf, LEASE_RECORD_MAX, 0);
@@ -297,7 +297,7 @@ static int flock_holders(int fd, int64_t *pids, int max)
  * record's pid must at least be alive.  When it is not the holder's, s is
  * rewritten to name the pid that holds the lock, with a note.
  */
-static bool record_is_holders(int fd, herd_gpu_status *s)
+static bool record_is_holders(int fd, herd_alloc_gpu_status *s)
 {
 	int64_t pids[8];
 	int n = flock_holders(fd, pids, 8);
@@ -354,7 +354,7 @@ static herd_lease_state probe_once(int fd, int *err)
 	return HERD_LEASE_UNKNOWN;
 }
 
-static void probe(int fd, herd_gpu_status *s)
+static void probe(int fd, herd_alloc_gpu_status *s)
 {
 	for (int i = 0; i < PROBE_TRIES; i++) {
 		int err;
@@ -382,7 +382,7 @@ static void probe(int fd, herd_gpu_status *s)
 	}
 }
 
-static void status_init(herd_gpu_status *s, const char *uuid)
+static void status_init(herd_alloc_gpu_status *s, const char *uuid)
 {
 	memset(s, 0, sizeof(*s));
 	herd__strlcpy(s->uuid, uuid, sizeof(s->uuid));
@@ -392,7 +392,7 @@ static void status_init(herd_gpu_status *s, const char *uuid)
 }
 
 /* "<dir>/<name>: <what>", cut to the note's size. */
-static void set_note(herd_gpu_status *s, const char *dir, const char *name, const char *what)
+static void set_note(herd_alloc_gpu_status *s, const char *dir, const char *name, const char *what)
 {
 	char buf[4096 + HERD_NAME_LEN + 256];
 
@@ -401,7 +401,7 @@ static void set_note(herd_gpu_status *s, const char *dir, const char *name, cons
 }
 
 /* The state of one GPU's lease file in the directory dirfd. */
-static void query_one(int dirfd, const char *dir, herd_gpu_status *s)
+static void query_one(int dirfd, const char *dir, herd_alloc_gpu_status *s)
 {
 	char name[HERD_NAME_LEN + 8];
 	struct stat sb;
@@ -437,17 +437,17 @@ static void query_one(int dirfd, const char *dir, herd_gpu_status *s)
 	close(fd);
 }
 
-herd_status herd_gpu_status_query(const herd_node *node, const herd_lease_opts *opts,
-				  herd_gpu_status **out, size_t *n)
+herd_status herd_alloc_gpu_status_query(const herd_node *node, const herd_lease_opts *opts,
+					herd_alloc_gpu_status **out, size_t *n)
 {
 	char dir[4096];
-	herd_gpu_status *st = NULL;
+	herd_alloc_gpu_status *st = NULL;
 	int dirfd = -1;
 	herd_status rc;
 
 	if (out == NULL || n == NULL || node == NULL)
 		return herd__error(HERD_EINVAL,
-				   "herd_gpu_status_query: out, n and node must not be "
+				   "herd_alloc_gpu_status_query: out, n and node must not be "
 				   "NULL");
 	*out = NULL;
 	*n = 0;
@@ -481,7 +481,7 @@ herd_status herd_gpu_status_query(const herd_node *node, const herd_lease_opts *
 /* Why a lease is busy, for the message: "job 42 (pid 7, user ann)". */
 static void describe_holder(int fd, char *buf, size_t cap)
 {
-	herd_gpu_status s;
+	herd_alloc_gpu_status s;
 
 	memset(&s, 0, sizeof(s));
 	if (!read_record(fd, &s)) {
@@ -673,7 +673,7 @@ out:
 	return st;
 }
 
-size_t herd_lease_count(const herd_lease *lease)
+size_t herd_lease_gpu_count(const herd_lease *lease)
 {
 	return lease != NULL ? lease->n : 0;
 }

@@ -52,18 +52,35 @@ size_t herd_plan_node_count(const herd_plan *plan)
 	return plan != NULL ? plan->nblocks : 0;
 }
 
-const herd_plan_rank *herd_plan_rank_at(const herd_plan *plan, size_t i)
+/* The index check of the plan's indexed calls: fn's thing i of count. */
+static herd_status check_index(const char *fn, const herd_plan *plan, const void *out,
+			       const char *thing, size_t i, size_t count)
 {
-	if (plan == NULL || i >= plan->nranks)
-		return NULL;
-	return &plan->ranks[i];
+	if (plan == NULL || out == NULL)
+		return herd__error(HERD_EINVAL, "%s: plan and %s must not be NULL", fn, thing);
+	if (i >= count)
+		return herd__error(HERD_EINVAL, "%s: %s %zu is out of range: the plan has %zu %s%s",
+				   fn, thing, i, count, thing, count == 1 ? "" : "s");
+	return HERD_OK;
 }
 
-const herd_plan_gpu *herd_plan_gpu_at(const herd_plan *plan, size_t i)
+herd_status herd_plan_rank(const herd_plan *plan, size_t i, const herd_plan_rank_info **rank)
 {
-	if (plan == NULL || i >= plan->ngpus)
-		return NULL;
-	return &plan->gpus[i];
+	if (rank != NULL)
+		*rank = NULL;
+	HERD_CHECK(check_index("herd_plan_rank", plan, rank, "rank", i,
+			       herd_plan_rank_count(plan)));
+	*rank = &plan->ranks[i];
+	return HERD_OK;
+}
+
+herd_status herd_plan_gpu(const herd_plan *plan, size_t i, const herd_plan_gpu_info **gpu)
+{
+	if (gpu != NULL)
+		*gpu = NULL;
+	HERD_CHECK(check_index("herd_plan_gpu", plan, gpu, "GPU", i, herd_plan_gpu_count(plan)));
+	*gpu = &plan->gpus[i];
+	return HERD_OK;
 }
 
 /* The block holding plan GPU i (blocks are in GPU order). */
@@ -97,22 +114,22 @@ herd_status herd_plan_link(const herd_plan *plan, size_t i, size_t j, herd_link 
 	return HERD_OK;
 }
 
-const char *herd_plan_link_str(const herd_plan *plan, size_t i, size_t j,
-			       char buf[HERD_LINK_STR_LEN])
+const char *herd_plan_link_code(const herd_plan *plan, size_t i, size_t j,
+				char buf[HERD_NODE_LINK_CODE_LEN])
 {
 	const struct herd__plan_block *bi, *bj;
 
 	if (plan == NULL || i >= plan->ngpus || j >= plan->ngpus) {
-		herd__strlcpy(buf, "?", HERD_LINK_STR_LEN);
+		herd__strlcpy(buf, "?", HERD_NODE_LINK_CODE_LEN);
 		return buf;
 	}
 	bi = block_of(plan, i);
 	bj = block_of(plan, j);
 	if (bi == NULL || bi != bj) {
-		herd__strlcpy(buf, "NET", HERD_LINK_STR_LEN);
+		herd__strlcpy(buf, "NET", HERD_NODE_LINK_CODE_LEN);
 		return buf;
 	}
-	return herd_link_str(bi->links[(i - bi->first) * bi->count + (j - bi->first)], buf);
+	return herd_node_link_code(bi->links[(i - bi->first) * bi->count + (j - bi->first)], buf);
 }
 
 double herd_plan_score(const herd_plan *plan)
@@ -130,11 +147,14 @@ size_t herd_plan_warning_count(const herd_plan *plan)
 	return plan != NULL ? plan->nwarnings : 0;
 }
 
-const char *herd_plan_warning(const herd_plan *plan, size_t i)
+herd_status herd_plan_warning(const herd_plan *plan, size_t i, const char **text)
 {
-	if (plan == NULL || i >= plan->nwarnings)
-		return NULL;
-	return plan->warnings[i];
+	if (text != NULL)
+		*text = NULL;
+	HERD_CHECK(check_index("herd_plan_warning", plan, text, "warning", i,
+			       herd_plan_warning_count(plan)));
+	*text = plan->warnings[i];
+	return HERD_OK;
 }
 
 bool herd_plan_held(const herd_plan *plan)
@@ -148,7 +168,7 @@ bool herd_plan_held(const herd_plan *plan)
  */
 herd_status herd_plan_rank_env(const herd_plan *plan, size_t i, char ***env)
 {
-	const herd_plan_rank *r;
+	const herd_plan_rank_info *r;
 	herd__text cvd = { 0 };
 	char *vars[5];
 	size_t nvars = 0, bytes = 0;
@@ -158,8 +178,7 @@ herd_status herd_plan_rank_env(const herd_plan *plan, size_t i, char ***env)
 	if (env == NULL)
 		return herd__error(HERD_EINVAL, "herd_plan_rank_env: env is NULL");
 	*env = NULL;
-	r = herd_plan_rank_at(plan, i);
-	if (r == NULL)
+	if (herd_plan_rank(plan, i, &r) != HERD_OK)
 		return herd__error(HERD_EINVAL,
 				   "herd_plan_rank_env: rank %zu out of range: the plan "
 				   "has %zu ranks",

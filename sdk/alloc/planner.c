@@ -278,7 +278,7 @@ static herd_status plan_nodes(const struct planner *p, struct pick *picks, size_
 }
 
 herd_status herd_alloc_plan(herd_plan **out, const herd_cluster *cluster,
-			    const herd_alloc_request *request, const herd_gpu_status *status,
+			    const herd_alloc_request *request, const herd_alloc_gpu_status *status,
 			    size_t nstatus)
 {
 	struct planner p = { 0 };

@@ -61,7 +61,7 @@ struct node_ctx {
 	const herd_node *node;
 	size_t index;
 	enum why_not *why;              /* per GPU of the node */
-	const herd_gpu_status **status; /* per GPU, NULL when none */
+	const herd_alloc_gpu_status **status; /* per GPU, NULL when none */
 	size_t ncand;
 	struct cand *cand;
 	unsigned char *cls; /* ncand * ncand pair classes */
@@ -90,7 +90,7 @@ struct planner {
 	long G, K, N, R;
 	bool single; /* every GPU on one node */
 	bool spread;
-	const herd_gpu_status **sorted;
+	const herd_alloc_gpu_status **sorted;
 	size_t nsorted;
 	struct node_ctx *nodes;
 	size_t nnodes;
@@ -114,7 +114,7 @@ int herd__planner_quality_cmp(const struct quality *a, const struct quality *b);
 int herd__planner_status_cmp(const void *a, const void *b);
 herd_status herd__planner_check_listed_names(const herd_cluster *cluster, const char *field,
 					     const char *const *names, size_t n);
-uint64_t herd__planner_gpu_free_memory(const herd_gpu *g, const herd_gpu_status *s);
+uint64_t herd__planner_gpu_free_memory(const herd_gpu *g, const herd_alloc_gpu_status *s);
 herd_status herd__planner_node_prepare(const struct planner *p, struct node_ctx *nc, size_t index);
 void herd__planner_node_clear(struct node_ctx *nc);
 bool herd__planner_pair_ok(const struct planner *p, const struct node_ctx *nc, size_t a, size_t b);

@@ -15,7 +15,7 @@ static const char *const link_names[] = {
 
 #define NLINKS (sizeof(link_names) / sizeof(link_names[0]))
 
-const char *herd_alloc_link_str(herd_alloc_link link)
+const char *herd_alloc_link_name(herd_alloc_link link)
 {
 	if ((unsigned int)link >= NLINKS)
 		return "?";
@@ -38,7 +38,7 @@ herd_status herd_alloc_link_parse(const char *name, herd_alloc_link *out)
 			   name);
 }
 
-const char *herd_lease_state_str(herd_lease_state state)
+const char *herd_lease_state_name(herd_lease_state state)
 {
 	switch (state) {
 	case HERD_LEASE_FREE:

@@ -239,8 +239,8 @@ static bool is_local_form(const struct gpu_list *l, size_t n)
 	return true;
 }
 
-herd_status herd_alloc_slurm_gpus(const herd_node *node, const herd_slurm_env *env, size_t *granted,
-				  size_t *count, bool *inside)
+herd_status herd_alloc_slurm_gpus(const herd_node *node, const herd_alloc_slurm_env *env,
+				  size_t *granted, size_t *count, bool *inside)
 {
 	struct gpu_list grant = { 0 }, cvd = { 0 };
 	const char *var = NULL, *value = NULL;

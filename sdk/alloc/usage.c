@@ -94,7 +94,7 @@ static bool load(void *lib, struct nvml_usage_api *api)
 	return true;
 }
 
-static void usage_one(const struct nvml_usage_api *api, herd_gpu_status *s)
+static void usage_one(const struct nvml_usage_api *api, herd_alloc_gpu_status *s)
 {
 	unsigned char buf[USAGE_MAX_PROCS * sizeof(struct nvml_proc_v2)];
 	unsigned int count = USAGE_MAX_PROCS;
@@ -115,7 +115,7 @@ static void usage_one(const struct nvml_usage_api *api, herd_gpu_status *s)
 	s->processes = (int)count;
 	if (rc == NVML_ERROR_INSUFFICIENT_SIZE)
 		count = 0; /* more than we asked for: the count, without pids */
-	for (unsigned int i = 0; i < count && i < HERD_GPU_STATUS_MAX_PIDS; i++) {
+	for (unsigned int i = 0; i < count && i < HERD_ALLOC_GPU_STATUS_MAX_PIDS; i++) {
 		unsigned int pid;
 
 		memcpy(&pid, buf + i * api->proc_size, sizeof(pid));
@@ -123,7 +123,7 @@ static void usage_one(const struct nvml_usage_api *api, herd_gpu_status *s)
 	}
 }
 
-void herd__alloc_usage(herd_gpu_status *status, size_t n)
+void herd__alloc_usage(herd_alloc_gpu_status *status, size_t n)
 {
 	struct nvml_usage_api api;
 	void *lib;

@@ -11,7 +11,7 @@
 
 static _Thread_local char last_error[HERD_ERROR_MSG_LEN];
 
-const char *herd_status_str(herd_status status)
+const char *herd_status_describe(herd_status status)
 {
 	switch (status) {
 #define HERD_STATUS_STR_(name, value, desc) \

@@ -27,6 +27,7 @@ herd_status herd__ckpt_agree(herd_ckpt *ck, herd_status local, int *failed_rank)
 {
 	herd__ckpt_verdict v;
 	int32_t mine = local, *all = NULL;
+	const char *host = NULL;
 	herd_status st;
 	int f = -1;
 
@@ -56,7 +57,8 @@ herd_status herd__ckpt_agree(herd_ckpt *ck, herd_status local, int *failed_rank)
 		goto out;
 	*failed_rank = f;
 	st = all[f];
-	herd__error(st, "rank %d (host %s): %s", f, herd_comm_host(ck->comm, f), v.msg);
+	(void)herd_comm_host(ck->comm, f, &host);
+	herd__error(st, "rank %d (host %s): %s", f, host != NULL ? host : "?", v.msg);
 out:
 	free(all);
 	return st;

@@ -839,8 +839,14 @@ herd_status herd_ckpt_reader_tensor(const herd_ckpt_reader *r, size_t i,
 {
 	const herd__ckpt_tensor *t;
 
-	if (r == NULL || info == NULL || i >= r->sf.m->ntensors)
-		return herd__error(HERD_EINVAL, "herd_ckpt_reader_tensor: index %zu out of range", i);
+	if (r == NULL || info == NULL)
+		return herd__error(HERD_EINVAL, "herd_ckpt_reader_tensor: r and info must not be "
+				   "NULL");
+	if (i >= r->sf.m->ntensors)
+		return herd__error(HERD_EINVAL,
+				   "herd_ckpt_reader_tensor: tensor %zu is out of range: the step "
+				   "has %zu",
+				   i, r->sf.m->ntensors);
 	t = &r->sf.m->tensors[i];
 	memset(info, 0, sizeof(*info));
 	info->name = t->name;
@@ -895,8 +901,12 @@ size_t herd_ckpt_reader_blob_count(const herd_ckpt_reader *r)
 
 herd_status herd_ckpt_reader_blob(const herd_ckpt_reader *r, size_t i, herd_ckpt_blob_info *info)
 {
-	if (r == NULL || info == NULL || i >= r->sf.m->nblobs)
-		return herd__error(HERD_EINVAL, "herd_ckpt_reader_blob: index %zu out of range", i);
+	if (r == NULL || info == NULL)
+		return herd__error(HERD_EINVAL, "herd_ckpt_reader_blob: r and info must not be NULL");
+	if (i >= r->sf.m->nblobs)
+		return herd__error(HERD_EINVAL,
+				   "herd_ckpt_reader_blob: blob %zu is out of range: the step has %zu",
+				   i, r->sf.m->nblobs);
 	info->name = r->sf.m->blobs[i].name;
 	info->rule = r->sf.m->blobs[i].rule;
 	info->ranks = (int)r->sf.m->blobs[i].nparts;

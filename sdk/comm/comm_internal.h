@@ -96,7 +96,7 @@ herd_status herd__nccl_check(const herd_comm *comm, const herd__op *op);
 herd_status herd__nccl_run(herd_comm *comm, const herd__op *op);
 
 /* Queues op for the background thread and returns a request for it. */
-herd_status herd__comm_submit(herd_comm *comm, herd__op *op, herd_request **req);
+herd_status herd__comm_submit(herd_comm *comm, herd__op *op, herd_comm_request **req);
 
 /*
  * A transport that runs whole collectives among every rank of a

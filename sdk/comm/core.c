@@ -33,8 +33,8 @@
 /* Ranks named one by one in a message before "...". */
 #define RANKS_SHOWN 16
 
-struct herd_request {
-	herd_request *next;
+struct herd_comm_request {
+	herd_comm_request *next;
 	herd_comm *comm;
 	herd__op op;
 	uint64_t cseq;
@@ -961,11 +961,19 @@ int herd_comm_size(const herd_comm *comm)
 	return comm != NULL ? comm->size : 0;
 }
 
-const char *herd_comm_host(const herd_comm *comm, int rank)
+herd_status herd_comm_host(const herd_comm *comm, int rank, const char **host)
 {
-	if (comm == NULL || rank < 0 || rank >= comm->size)
-		return NULL;
-	return comm->peers[rank].host;
+	if (host != NULL)
+		*host = NULL;
+	if (comm == NULL || host == NULL)
+		return herd__error(HERD_EINVAL, "herd_comm_host: comm and host must not be NULL");
+	if (rank < 0 || rank >= comm->size)
+		return herd__error(HERD_EINVAL,
+				   "herd_comm_host: rank %d is out of range for a communicator "
+				   "of %d ranks",
+				   rank, comm->size);
+	*host = comm->peers[rank].host;
+	return HERD_OK;
 }
 
 herd_status herd_comm_async_error(herd_comm *comm)
@@ -1137,7 +1145,7 @@ static void *progress_main(void *arg)
 
 	pthread_mutex_lock(&comm->q_mu);
 	for (;;) {
-		herd_request *req;
+		herd_comm_request *req;
 		herd_status st;
 
 		while (comm->q_head == NULL && !comm->q_stop)
@@ -1165,9 +1173,9 @@ static void *progress_main(void *arg)
 	return NULL;
 }
 
-herd_status herd__comm_submit(herd_comm *comm, herd__op *op, herd_request **req)
+herd_status herd__comm_submit(herd_comm *comm, herd__op *op, herd_comm_request **req)
 {
-	herd_request *r;
+	herd_comm_request *r;
 
 	if (req == NULL)
 		return herd__error(HERD_EINVAL, "herd__comm_submit: req is NULL");
@@ -1203,7 +1211,7 @@ herd_status herd__comm_submit(herd_comm *comm, herd__op *op, herd_request **req)
 }
 
 /* Hands a completed request's outcome to the caller and frees it. */
-static herd_status request_finish(herd_request *req)
+static herd_status request_finish(herd_comm_request *req)
 {
 	herd_status st = req->st;
 
@@ -1213,10 +1221,11 @@ static herd_status request_finish(herd_request *req)
 	return st;
 }
 
-herd_status herd_request_test(herd_request *req, bool *done)
+herd_status herd_comm_request_test(herd_comm_request *req, bool *done)
 {
 	if (req == NULL || done == NULL)
-		return herd__error(HERD_EINVAL, "herd_request_test: req and done must not be NULL");
+		return herd__error(HERD_EINVAL,
+				   "herd_comm_request_test: req and done must not be NULL");
 	if (!atomic_load(&req->done)) {
 		*done = false;
 		return HERD_OK;
@@ -1225,10 +1234,10 @@ herd_status herd_request_test(herd_request *req, bool *done)
 	return request_finish(req);
 }
 
-herd_status herd_request_wait(herd_request *req)
+herd_status herd_comm_request_wait(herd_comm_request *req)
 {
 	if (req == NULL)
-		return herd__error(HERD_EINVAL, "herd_request_wait: req is NULL");
+		return herd__error(HERD_EINVAL, "herd_comm_request_wait: req is NULL");
 	if (!atomic_load(&req->done)) {
 		herd_comm *comm = req->comm;
 
@@ -1340,12 +1349,14 @@ out:
 	return st;
 }
 
-void herd_comm_abort(herd_comm *comm)
+herd_status herd_comm_abort(herd_comm *comm)
 {
 	char who[HERD__COMM_HOST_MAX + 32];
 
-	if (comm == NULL || atomic_exchange(&comm->aborted, true))
-		return;
+	if (comm == NULL)
+		return herd__error(HERD_EINVAL, "herd_comm_abort: comm is NULL");
+	if (atomic_exchange(&comm->aborted, true))
+		return HERD_OK;
 	herd__comm_who(comm, comm->rank, who, sizeof(who));
 	/* Abort wins over an earlier failure: the caller asked for it. */
 	pthread_mutex_lock(&comm->fail_mu);
@@ -1366,6 +1377,7 @@ void herd_comm_abort(herd_comm *comm)
 		}
 	}
 	herd__monitor_kick(comm);
+	return HERD_OK;
 }
 
 void herd_comm_free(herd_comm *comm)

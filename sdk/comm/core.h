@@ -170,7 +170,7 @@ struct herd_comm {
 	/* Nonblocking calls: the progress thread and its queue. */
 	pthread_mutex_t q_mu;
 	pthread_cond_t q_cv;        /* queue changed, or a request completed */
-	herd_request *q_head, *q_tail;
+	herd_comm_request *q_head, *q_tail;
 	bool q_busy, q_stop, progress_started;
 	pthread_t progress;
 

@@ -44,7 +44,7 @@ size_t herd_dtype_size(herd_dtype dtype)
 	return dtypes[dtype].size;
 }
 
-int herd_dtype_is_float(herd_dtype dtype)
+bool herd_dtype_is_float(herd_dtype dtype)
 {
 	return dtype == HERD_FLOAT32 || dtype == HERD_FLOAT64 || herd__dtype_narrow(dtype);
 }

@@ -172,7 +172,7 @@ static herd_status op_init(herd__op *o, const char *fn, const herd_comm *comm,
 	return HERD_OK;
 }
 
-static herd_status check_req(const char *fn, herd_request **req)
+static herd_status check_req(const char *fn, herd_comm_request **req)
 {
 	if (req == NULL)
 		return herd__error(HERD_EINVAL, "%s: req is NULL", fn);
@@ -563,7 +563,8 @@ herd_status herd_comm_barrier(herd_comm *comm)
 /* ---- nonblocking calls ---------------------------------------------------- */
 
 herd_status herd_comm_iallreduce(herd_comm *comm, const void *sendbuf, void *recvbuf,
-				 size_t count, herd_dtype dtype, herd_redop op, herd_request **req)
+				 size_t count, herd_dtype dtype, herd_redop op,
+				 herd_comm_request **req)
 {
 	herd__op o;
 
@@ -573,7 +574,7 @@ herd_status herd_comm_iallreduce(herd_comm *comm, const void *sendbuf, void *rec
 }
 
 herd_status herd_comm_ireduce(herd_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-			      herd_dtype dtype, herd_redop op, int root, herd_request **req)
+			      herd_dtype dtype, herd_redop op, int root, herd_comm_request **req)
 {
 	herd__op o;
 
@@ -583,7 +584,7 @@ herd_status herd_comm_ireduce(herd_comm *comm, const void *sendbuf, void *recvbu
 }
 
 herd_status herd_comm_ibroadcast(herd_comm *comm, const void *sendbuf, void *recvbuf,
-				 size_t count, herd_dtype dtype, int root, herd_request **req)
+				 size_t count, herd_dtype dtype, int root, herd_comm_request **req)
 {
 	herd__op o;
 
@@ -593,7 +594,7 @@ herd_status herd_comm_ibroadcast(herd_comm *comm, const void *sendbuf, void *rec
 }
 
 herd_status herd_comm_iallgather(herd_comm *comm, const void *sendbuf, void *recvbuf,
-				 size_t count, herd_dtype dtype, herd_request **req)
+				 size_t count, herd_dtype dtype, herd_comm_request **req)
 {
 	herd__op o;
 
@@ -604,7 +605,7 @@ herd_status herd_comm_iallgather(herd_comm *comm, const void *sendbuf, void *rec
 
 herd_status herd_comm_ireduce_scatter(herd_comm *comm, const void *sendbuf, void *recvbuf,
 				      size_t count, herd_dtype dtype, herd_redop op,
-				      herd_request **req)
+				      herd_comm_request **req)
 {
 	herd__op o;
 
@@ -614,7 +615,7 @@ herd_status herd_comm_ireduce_scatter(herd_comm *comm, const void *sendbuf, void
 }
 
 herd_status herd_comm_ialltoall(herd_comm *comm, const void *sendbuf, void *recvbuf,
-				size_t count, herd_dtype dtype, herd_request **req)
+				size_t count, herd_dtype dtype, herd_comm_request **req)
 {
 	herd__op o;
 
@@ -624,7 +625,7 @@ herd_status herd_comm_ialltoall(herd_comm *comm, const void *sendbuf, void *recv
 }
 
 herd_status herd_comm_igather(herd_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-			      herd_dtype dtype, int root, herd_request **req)
+			      herd_dtype dtype, int root, herd_comm_request **req)
 {
 	herd__op o;
 
@@ -634,7 +635,7 @@ herd_status herd_comm_igather(herd_comm *comm, const void *sendbuf, void *recvbu
 }
 
 herd_status herd_comm_iscatter(herd_comm *comm, const void *sendbuf, void *recvbuf,
-			       size_t count, herd_dtype dtype, int root, herd_request **req)
+			       size_t count, herd_dtype dtype, int root, herd_comm_request **req)
 {
 	herd__op o;
 
@@ -643,7 +644,7 @@ herd_status herd_comm_iscatter(herd_comm *comm, const void *sendbuf, void *recvb
 	return herd__comm_submit(comm, &o, req);
 }
 
-herd_status herd_comm_ibarrier(herd_comm *comm, herd_request **req)
+herd_status herd_comm_ibarrier(herd_comm *comm, herd_comm_request **req)
 {
 	herd__op o;
 

@@ -32,6 +32,7 @@
 
 #include <xxhash.h>
 
+#include "herd/bcast.h"
 #include "herd/sys/agent.h"
 #include "engine.h"
 #include "net.h"

@@ -1,7 +1,7 @@
 /*
  * sdk/launch/discover.c - herd_cluster_discover: this node, an inventory
  * file, or many nodes, each of which runs `herd probe --text` and prints
- * its inventory in the text form (HERD_FORMAT_TEXT), which survives any
+ * its inventory in the text form (HERD_CLUSTER_FORMAT_TEXT), which survives any
  * channel.
  *
  * The probes run through the remote-run engine (engine.h).  Over ssh every
@@ -99,7 +99,7 @@ typedef struct discovery {
 	probe_node *nodes;
 	size_t n;
 	herd__engine *engine;
-	const herd_discover_opts *o;
+	const herd_cluster_discover_opts *o;
 	int timeout_ms;
 	bool one_step;
 	herd__timer progress;
@@ -232,7 +232,7 @@ static void probe_ended(void *userdata, size_t h, const herd__engine_end *end)
 }
 
 /* Runs the probes of nodes[0..n) through backend be, until each has answered or failed. */
-static herd_status probe_all(probe_node *nodes, size_t n, const herd_discover_opts *o,
+static herd_status probe_all(probe_node *nodes, size_t n, const herd_cluster_discover_opts *o,
 			     const herd__launch_backend *be, const char *program, int timeout_ms,
 			     bool flat)
 {
@@ -370,9 +370,9 @@ fail:
 
 /* ---- the call -------------------------------------------------------------- */
 
-herd_status herd_cluster_discover(herd_cluster **out, const herd_discover_opts *opts)
+herd_status herd_cluster_discover(herd_cluster **out, const herd_cluster_discover_opts *opts)
 {
-	const herd_discover_opts *o = opts != NULL && opts->version >= 2 ? opts : NULL;
+	const herd_cluster_discover_opts *o = opts != NULL && opts->version >= 2 ? opts : NULL;
 	const herd__launch_backend *be;
 	herd__launch_node *lnodes = NULL;
 	probe_node *nodes = NULL;
@@ -386,8 +386,8 @@ herd_status herd_cluster_discover(herd_cluster **out, const herd_discover_opts *
 		return herd__error(HERD_EINVAL, "herd_cluster_discover: out is NULL");
 	*out = NULL;
 	if (opts != NULL)
-		HERD__CHECK_VERSION("herd_cluster_discover", opts, herd_discover_opts,
-				    DISCOVER_OPTS);
+		HERD__CHECK_VERSION("herd_cluster_discover", opts, herd_cluster_discover_opts,
+				    CLUSTER_DISCOVER_OPTS);
 	kinds = o != NULL ? (o->hosts != NULL) + (o->hostfile != NULL) + (o->slurm != 0) : 0;
 	if (kinds > 1)
 		return herd__error(HERD_EINVAL, "herd_cluster_discover: hosts, hostfile and slurm "

@@ -63,7 +63,7 @@ static void ev_output(void *ud, int rank, herd_job_stream s, const char *line, s
 		queue(x, herd__launch_enc_out(&x->out, rank, s, line, len));
 }
 
-static void ev_exited(void *ud, int rank, herd_rank_state state, int code, int sig,
+static void ev_exited(void *ud, int rank, herd_job_rank_state state, int code, int sig,
 		      const char *err)
 {
 	exec_state *x = ud;

@@ -50,7 +50,7 @@
 #define SETTLE_MS 250
 
 struct rank_info {
-	herd_rank_status st;   /* host points into the node list, error into strings */
+	herd_job_rank_status st;   /* host points into the node list, error into strings */
 	char *tail[TAIL_LINES];
 	int tail_next, tail_n;
 	int paused;            /* the signal that stopped it, 0 when not stopped */
@@ -180,17 +180,17 @@ static void set_over(herd_job *job)
 	}
 }
 
-static int status_of(const herd_rank_status *r)
+static int status_of(const herd_job_rank_status *r)
 {
 	switch (r->state) {
-	case HERD_RANK_EXITED: return r->exit_code;
-	case HERD_RANK_SIGNALED: return 128 + r->signal;
-	case HERD_RANK_FAILED_START: return 127;
+	case HERD_JOB_RANK_EXITED: return r->exit_code;
+	case HERD_JOB_RANK_SIGNALED: return 128 + r->signal;
+	case HERD_JOB_RANK_FAILED_START: return 127;
 	default: return 0;
 	}
 }
 
-static bool failed(const herd_rank_status *r)
+static bool failed(const herd_job_rank_status *r)
 {
 	return status_of(r) != 0;
 }
@@ -424,7 +424,7 @@ static void on_started(herd_job *job, struct node_rt *nr, int rank, long pid)
 {
 	pthread_mutex_lock(&job->mu);
 	job->ranks[rank].st.pid = pid;
-	job->ranks[rank].st.state = HERD_RANK_RUNNING;
+	job->ranks[rank].st.state = HERD_JOB_RANK_RUNNING;
 	pthread_mutex_unlock(&job->mu);
 	nr->reported++;
 }
@@ -434,25 +434,25 @@ static void on_started(herd_job *job, struct node_rt *nr, int rank, long pid)
  * killed by a signal nobody in the job sent before one that exited with
  * an error, which is most often its peers' report of that death.
  */
-static bool blame_before(const herd_rank_status *a, const herd_rank_status *b)
+static bool blame_before(const herd_job_rank_status *a, const herd_job_rank_status *b)
 {
-	return a->state == HERD_RANK_SIGNALED && b->state != HERD_RANK_SIGNALED;
+	return a->state == HERD_JOB_RANK_SIGNALED && b->state != HERD_JOB_RANK_SIGNALED;
 }
 
 /* The first-failure summary: who, how, and the last lines of its stderr. */
 static void summarize(herd_job *job, const struct rank_info *ri)
 {
-	const herd_rank_status *r = &ri->st;
+	const herd_job_rank_status *r = &ri->st;
 	size_t cap = 512 + (size_t)ri->tail_n * (TAIL_LINE_MAX + PREFIX_MAX + 8);
 	char *s = malloc(cap), how[PATH_MAX + 128];
 	size_t o;
 
 	if (s == NULL)
 		return;
-	if (r->state == HERD_RANK_SIGNALED)
+	if (r->state == HERD_JOB_RANK_SIGNALED)
 		snprintf(how, sizeof(how), "was killed by signal %d (%s)", r->signal,
 			 strsignal(r->signal));
-	else if (r->state == HERD_RANK_FAILED_START)
+	else if (r->state == HERD_JOB_RANK_FAILED_START)
 		snprintf(how, sizeof(how), "failed to start: %s", r->error ? r->error : "?");
 	else if (r->error != NULL)
 		snprintf(how, sizeof(how), "exited with code %d: %s", r->exit_code, r->error);
@@ -465,7 +465,7 @@ static void summarize(herd_job *job, const struct rank_info *ri)
 		o = (size_t)snprintf(s, cap, "rank %d on %s %s", r->rank, r->host, how);
 	if (job->restart_count > 0 && o < cap)
 		o += (size_t)snprintf(s + o, cap - o, " (restart %d)", job->restart_count);
-	if (ri->tail_n == 0 && r->state != HERD_RANK_FAILED_START && o < cap)
+	if (ri->tail_n == 0 && r->state != HERD_JOB_RANK_FAILED_START && o < cap)
 		o += (size_t)snprintf(s + o, cap - o, "; it wrote nothing on stderr");
 	else if (ri->tail_n > 0 && o < cap)
 		o += (size_t)snprintf(s + o, cap - o, "; last lines of its stderr:");
@@ -505,17 +505,17 @@ static void on_paused(herd_job *job, int rank, int sig)
 }
 
 /* err: errlen bytes, not necessarily NUL-terminated (a frame's field). */
-static void on_exited(herd_job *job, struct node_rt *nr, int rank, herd_rank_state state,
+static void on_exited(herd_job *job, struct node_rt *nr, int rank, herd_job_rank_state state,
 		      int code, int sig, const char *err, size_t errlen)
 {
 	struct rank_info *ri = &job->ranks[rank];
 
 	pthread_mutex_lock(&job->mu);
-	if (ri->st.state == HERD_RANK_PENDING)
+	if (ri->st.state == HERD_JOB_RANK_PENDING)
 		nr->reported++;
 	ri->st.state = state;
-	ri->st.exit_code = state == HERD_RANK_SIGNALED ? 0 : code;
-	ri->st.signal = state == HERD_RANK_SIGNALED ? sig : 0;
+	ri->st.exit_code = state == HERD_JOB_RANK_SIGNALED ? 0 : code;
+	ri->st.signal = state == HERD_JOB_RANK_SIGNALED ? sig : 0;
 	ri->st.error = err != NULL ? keep(job, "%.*s", (int)errlen, err) : NULL;
 	/* The blame waits for the settle window: a killed rank's peers may
 	 * report their own failure (caused by its death) first. */
@@ -542,11 +542,11 @@ static void settle(herd_job *job, bool force)
 	if (!force && herd__net_now_ms() < job->candidate_at + SETTLE_MS)
 		return;
 	/* Its peers gave up on a stopped rank: that one did not answer. */
-	if (job->ranks[job->candidate].st.state == HERD_RANK_EXITED) {
+	if (job->ranks[job->candidate].st.state == HERD_JOB_RANK_EXITED) {
 		for (int r = 0; r < job->nranks; r++) {
 			struct rank_info *ri = &job->ranks[r];
 
-			if (ri->paused != 0 && ri->st.state == HERD_RANK_RUNNING) {
+			if (ri->paused != 0 && ri->st.state == HERD_JOB_RANK_RUNNING) {
 				summarize_paused(job, ri, &job->ranks[job->candidate]);
 				job->first_failed = r;
 				job->blamed_pause = ri->paused;
@@ -593,10 +593,10 @@ static void node_lost(herd_job *job, struct node_rt *nr, const char *why)
 		 helper_says(nr, says, sizeof(says)));
 	for (int i = 0; i < nr->node->nranks; i++) {
 		int rank = nr->node->ranks[i];
-		herd_rank_state s = job->ranks[rank].st.state;
+		herd_job_rank_state s = job->ranks[rank].st.state;
 
-		if (s == HERD_RANK_PENDING || s == HERD_RANK_RUNNING)
-			on_exited(job, nr, rank, HERD_RANK_EXITED, 255, 0, err, strlen(err));
+		if (s == HERD_JOB_RANK_PENDING || s == HERD_JOB_RANK_RUNNING)
+			on_exited(job, nr, rank, HERD_JOB_RANK_EXITED, 255, 0, err, strlen(err));
 	}
 	nr->closed = true;
 	nr->done = true;
@@ -716,8 +716,9 @@ static bool channel_event(herd_job *job, struct node_rt *nr, const herd__launch_
 		else if (m->type == HERD__LAUNCH_T_PAUSED)
 			on_paused(job, (int)m->rank, (int)m->sig);
 		else
-			on_exited(job, nr, (int)m->rank, (herd_rank_state)m->state, (int)m->code,
-				  (int)m->sig, m->err_len > 0 ? m->err : NULL, m->err_len);
+			on_exited(job, nr, (int)m->rank, (herd_job_rank_state)m->state,
+				  (int)m->code, (int)m->sig, m->err_len > 0 ? m->err : NULL,
+				  m->err_len);
 		return true;
 	case HERD__LAUNCH_T_DONE:
 		nr->done = true;
@@ -1037,7 +1038,7 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 		struct rank_info *ri = &job->ranks[r];
 
 		ri->st.pid = 0;
-		ri->st.state = HERD_RANK_PENDING;
+		ri->st.state = HERD_JOB_RANK_PENDING;
 		ri->st.exit_code = ri->st.signal = 0;
 		ri->st.error = NULL;
 		for (int k = 0; k < TAIL_LINES; k++) {
@@ -1344,7 +1345,7 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 				     "the job's ranks"), st, fail);
 	for (size_t i = 0; i < job->nnodes; i++)
 		for (int k = 0; k < job->nodes[i].nranks; k++) {
-			herd_rank_status *r = &job->ranks[job->nodes[i].ranks[k]].st;
+			herd_job_rank_status *r = &job->ranks[job->nodes[i].ranks[k]].st;
 
 			r->rank = job->nodes[i].ranks[k];
 			r->node_rank = job->nodes[i].node_rank;
@@ -1485,18 +1486,18 @@ int herd_job_size(const herd_job *job)
 	return job != NULL ? job->nranks : 0;
 }
 
-herd_status herd_job_rank(const herd_job *job, int i, herd_rank_status *out)
+herd_status herd_job_rank(const herd_job *job, int rank, herd_job_rank_status *out)
 {
 	herd_job *j = (herd_job *)job;
 
 	if (job == NULL || out == NULL)
 		return herd__error(HERD_EINVAL, "herd_job_rank: %s is NULL",
 				   job == NULL ? "job" : "out");
-	if (i < 0 || i >= job->nranks)
-		return herd__error(HERD_EINVAL, "herd_job_rank: rank %d of a job of %d ranks", i,
-				   job->nranks);
+	if (rank < 0 || rank >= job->nranks)
+		return herd__error(HERD_EINVAL, "herd_job_rank: rank %d of a job of %d ranks",
+				   rank, job->nranks);
 	pthread_mutex_lock(&j->mu);
-	*out = job->ranks[i].st;
+	*out = job->ranks[rank].st;
 	pthread_mutex_unlock(&j->mu);
 	return HERD_OK;
 }
@@ -1570,14 +1571,14 @@ void herd_job_free(herd_job *job)
 	free(job);
 }
 
-const char *herd_rank_state_str(herd_rank_state state)
+const char *herd_job_rank_state_name(herd_job_rank_state state)
 {
 	switch (state) {
-	case HERD_RANK_PENDING: return "pending";
-	case HERD_RANK_RUNNING: return "running";
-	case HERD_RANK_EXITED: return "exited";
-	case HERD_RANK_SIGNALED: return "signaled";
-	case HERD_RANK_FAILED_START: return "failed to start";
+	case HERD_JOB_RANK_PENDING: return "pending";
+	case HERD_JOB_RANK_RUNNING: return "running";
+	case HERD_JOB_RANK_EXITED: return "exited";
+	case HERD_JOB_RANK_SIGNALED: return "signaled";
+	case HERD_JOB_RANK_FAILED_START: return "failed to start";
 	}
 	return "?";
 }

@@ -341,7 +341,7 @@ void herd__launch_link_free(herd__launch_link *l);
  *   started {rank, pid}
  *   out    {rank, s, data} one line (without its newline) of stream s
  *                          (1 stdout, 2 stderr), at most HERD_JOB_LINE_MAX
- *   exited {rank, state, code, sig, err?}  state: a herd_rank_state
+ *   exited {rank, state, code, sig, err?}  state: a herd_job_rank_state
  *                          (EXITED, SIGNALED or FAILED_START)
  *   paused {rank, sig}     the rank was stopped by signal sig (SIGSTOP,
  *                          SIGTSTP...), or continued again (sig 0); seen
@@ -487,7 +487,7 @@ herd_status herd__launch_enc_error(herd__buf *buf, herd_status st, const char *m
 herd_status herd__launch_enc_started(herd__buf *buf, int rank, long pid);
 herd_status herd__launch_enc_out(herd__buf *buf, int rank, herd_job_stream s,
 				 const char *data, size_t len);
-herd_status herd__launch_enc_exited(herd__buf *buf, int rank, herd_rank_state state,
+herd_status herd__launch_enc_exited(herd__buf *buf, int rank, herd_job_rank_state state,
 				    int code, int sig, const char *err);
 herd_status herd__launch_enc_paused(herd__buf *buf, int rank, int sig);
 herd_status herd__launch_enc_done(herd__buf *buf);
@@ -566,7 +566,7 @@ typedef struct herd__node_events {
 	void (*output)(void *userdata, int rank, herd_job_stream stream, const char *line,
 		       size_t len);
 	/* state EXITED (code), SIGNALED (sig) or FAILED_START (code 127, err). */
-	void (*exited)(void *userdata, int rank, herd_rank_state state, int code, int sig,
+	void (*exited)(void *userdata, int rank, herd_job_rank_state state, int code, int sig,
 		       const char *err);
 	/* Stopped by signal sig, or continued (sig 0); may be NULL. */
 	void (*paused)(void *userdata, int rank, int sig);

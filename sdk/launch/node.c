@@ -340,7 +340,7 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-static void report_exit(herd__node *n, struct rank *r, herd_rank_state state, int code, int sig,
+static void report_exit(herd__node *n, struct rank *r, herd_job_rank_state state, int code, int sig,
 			const char *err)
 {
 	r->ended = true;
@@ -352,10 +352,10 @@ static void report_exit(herd__node *n, struct rank *r, herd_rank_state state, in
 /* The CPU set of rank i from the GPU plan, when there is one. */
 static bool rank_cpus(const herd__node *n, int i, cpu_set_t *set)
 {
-	const herd_plan_rank *pr;
+	const herd_plan_rank_info *pr = NULL;
 	const char *p;
 
-	if (n->plan == NULL || (pr = herd_plan_rank_at(n->plan, (size_t)i)) == NULL ||
+	if (n->plan == NULL || herd_plan_rank(n->plan, (size_t)i, &pr) != HERD_OK ||
 	    pr->cpus == NULL || pr->cpus[0] == '\0')
 		return false;
 	/* A Linux CPU list: "0-55,112-167". */
@@ -501,7 +501,7 @@ static herd_status start_rank(herd__node *n, int i)
 				 strerror(f.err));
 		close_fd(&r->s[0].fd);
 		close_fd(&r->s[1].fd);
-		report_exit(n, r, HERD_RANK_FAILED_START, 127, 0, err);
+		report_exit(n, r, HERD_JOB_RANK_FAILED_START, 127, 0, err);
 		goto out;
 	}
 	for (int k = 0; k < 2; k++)
@@ -770,7 +770,7 @@ static void fail_unstarted(herd__node *n, const char *why)
 		struct rank *r = &n->ranks[i];
 
 		if (r->pid == 0 && !r->ended)
-			report_exit(n, r, HERD_RANK_FAILED_START, 127, 0, why);
+			report_exit(n, r, HERD_JOB_RANK_FAILED_START, 127, 0, why);
 	}
 }
 
@@ -929,11 +929,11 @@ static void try_reap(herd__node *n, struct rank *r)
 	/* Its descendants in its group go with it. */
 	kill(-r->pid, SIGKILL);
 	if (got < 0)
-		report_exit(n, r, HERD_RANK_EXITED, 255, 0, "lost track of the process");
+		report_exit(n, r, HERD_JOB_RANK_EXITED, 255, 0, "lost track of the process");
 	else if (WIFSIGNALED(status))
-		report_exit(n, r, HERD_RANK_SIGNALED, 0, WTERMSIG(status), NULL);
+		report_exit(n, r, HERD_JOB_RANK_SIGNALED, 0, WTERMSIG(status), NULL);
 	else
-		report_exit(n, r, HERD_RANK_EXITED, WEXITSTATUS(status), 0, NULL);
+		report_exit(n, r, HERD_JOB_RANK_EXITED, WEXITSTATUS(status), 0, NULL);
 }
 
 void herd__node_process(herd__node *n, const struct pollfd *fds, size_t nfds)

@@ -161,8 +161,9 @@ herd_status herd__launch_msg_decode(herd__launch_msg *m, const void *data, size_
 	case HERD__LAUNCH_T_EXITED:
 		HERD_CHECK_GOTO(get_int(root, t, "rank", 0, INT_MAX - 1, false, &m->rank), st,
 				fail);
-		HERD_CHECK_GOTO(get_int(root, t, "state", HERD_RANK_EXITED, HERD_RANK_FAILED_START,
-					false, &m->state), st, fail);
+		HERD_CHECK_GOTO(get_int(root, t, "state", HERD_JOB_RANK_EXITED,
+					HERD_JOB_RANK_FAILED_START, false, &m->state),
+				st, fail);
 		HERD_CHECK_GOTO(get_int(root, t, "code", 0, 255, false, &m->code), st, fail);
 		HERD_CHECK_GOTO(get_int(root, t, "sig", 0, 64, false, &m->sig), st, fail);
 		HERD_CHECK_GOTO(get_bytes(root, t, "err", TEXT_MAX, true, &m->err, &m->err_len),
@@ -523,7 +524,7 @@ herd_status herd__launch_enc_out(herd__buf *buf, int rank, herd_job_stream s, co
 	return enc_end(&e);
 }
 
-herd_status herd__launch_enc_exited(herd__buf *buf, int rank, herd_rank_state state, int code,
+herd_status herd__launch_enc_exited(herd__buf *buf, int rank, herd_job_rank_state state, int code,
 				    int sig, const char *err)
 {
 	herd__frame_enc e;

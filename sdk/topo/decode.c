@@ -44,10 +44,10 @@ static herd_status decode_root(herd__schema_dec *d, const msgpack_object *root,
 					 "version): not an inventory");
 	mark = herd__mpwalk_key(w, "v");
 	st = herd__mpwalk_int(w, v, 1, INT64_MAX, &version);
-	if (st == HERD_OK && version > HERD_INVENTORY_VERSION)
+	if (st == HERD_OK && version > HERD_CLUSTER_INVENTORY_VERSION)
 		st = herd__mpwalk_fail(w, HERD_EVERSION, "inventory format version %" PRId64 " is newer than "
 				       "version %d, the newest this library reads", version,
-				       HERD_INVENTORY_VERSION);
+				       HERD_CLUSTER_INVENTORY_VERSION);
 	herd__mpwalk_pop(w, mark);
 	HERD_CHECK(st);
 	d->version = (unsigned)version;
@@ -71,7 +71,7 @@ static void quote_line(const char *line, size_t n, char *out, size_t cap)
 }
 
 /*
- * The msgpack inside the text form (HERD_FORMAT_TEXT): *out (of at most
+ * The msgpack inside the text form (HERD_CLUSTER_FORMAT_TEXT): *out (of at most
  * 3/4 of len bytes, freed with free).  HERD_EFORMAT naming the line.
  */
 static herd_status text_to_msgpack(const char *text, size_t len, char **out, size_t *out_len)

@@ -46,7 +46,7 @@ static herd_status encode_msgpack(const herd_cluster *cluster, char **out, size_
 	return herd__error_wrap(st, "cannot encode: ");
 }
 
-/* The text form (HERD_FORMAT_TEXT) of the msgpack encoding mp. */
+/* The text form (HERD_CLUSTER_FORMAT_TEXT) of the msgpack encoding mp. */
 static herd_status encode_text(const herd_cluster *cluster, const char *mp, size_t mp_len,
 			       char **out, size_t *len)
 {
@@ -80,7 +80,7 @@ static herd_status encode_text(const herd_cluster *cluster, const char *mp, size
 	return herd__buf_take(&buf, "the inventory's text", out, len);
 }
 
-herd_status herd_cluster_encode(const herd_cluster *cluster, herd_format format,
+herd_status herd_cluster_encode(const herd_cluster *cluster, herd_cluster_format format,
 				void **data, size_t *len)
 {
 	herd_status st = HERD_OK;
@@ -93,17 +93,17 @@ herd_status herd_cluster_encode(const herd_cluster *cluster, herd_format format,
 	*len = 0;
 	if (cluster == NULL)
 		return herd__error(HERD_EINVAL, "herd_cluster_encode: cluster is NULL");
-	if (format != HERD_FORMAT_AUTO && format != HERD_FORMAT_MSGPACK &&
-	    format != HERD_FORMAT_JSON && format != HERD_FORMAT_TEXT)
+	if (format != HERD_CLUSTER_FORMAT_AUTO && format != HERD_CLUSTER_FORMAT_MSGPACK &&
+	    format != HERD_CLUSTER_FORMAT_JSON && format != HERD_CLUSTER_FORMAT_TEXT)
 		return herd__error(HERD_EINVAL, "herd_cluster_encode: unknown format %d",
 				   (int)format);
 	HERD_CHECK_GOTO(encode_msgpack(cluster, &mp, &mp_len), st, out);
-	if (format == HERD_FORMAT_JSON) {
+	if (format == HERD_CLUSTER_FORMAT_JSON) {
 		HERD_CHECK_GOTO(herd__mpjson_to_json(mp, mp_len, HERD_INVENTORY_MAX_BYTES,
 						     &json, &json_len), st, out);
 		*data = json;
 		*len = json_len;
-	} else if (format == HERD_FORMAT_TEXT) {
+	} else if (format == HERD_CLUSTER_FORMAT_TEXT) {
 		HERD_CHECK_GOTO(encode_text(cluster, mp, mp_len, &json, &json_len), st, out);
 		*data = json;
 		*len = json_len;
@@ -118,7 +118,7 @@ out:
 }
 
 herd_status herd_cluster_save(const herd_cluster *cluster, const char *path,
-			      herd_format format)
+			      herd_cluster_format format)
 {
 	herd_status st;
 	size_t len = 0, n;
@@ -127,9 +127,10 @@ herd_status herd_cluster_save(const herd_cluster *cluster, const char *path,
 	if (path == NULL)
 		return herd__error(HERD_EINVAL, "herd_cluster_save: path is NULL");
 	n = strlen(path);
-	if (format == HERD_FORMAT_AUTO)
-		format = n >= 5 && strcmp(path + n - 5, ".json") == 0 ? HERD_FORMAT_JSON
-								       : HERD_FORMAT_MSGPACK;
+	if (format == HERD_CLUSTER_FORMAT_AUTO)
+		format = n >= 5 && strcmp(path + n - 5, ".json") == 0
+				 ? HERD_CLUSTER_FORMAT_JSON
+				 : HERD_CLUSTER_FORMAT_MSGPACK;
 	HERD_CHECK_GOTO(herd_cluster_encode(cluster, format, &data, &len), st, out);
 	HERD_CHECK_GOTO(herd__write_file_atomic(path, data, len, 0644), st, out);
 out:

@@ -253,7 +253,7 @@ static const herd__schema failed_schema =
 /* "v" is checked by decode.c before anything else; "failed" only when a
  * discovery left some nodes out. */
 static const herd__schema_field cluster_fields[] = {
-	{ HERD__SCHEMA_CONST_INT("v", HERD_INVENTORY_VERSION) },
+	{ HERD__SCHEMA_CONST_INT("v", HERD_CLUSTER_INVENTORY_VERSION) },
 	{ HERD__SCHEMA_ARRAY("nodes", herd_cluster, nodes, nnodes, 0, HERD_INVENTORY_MAX_NODES),
 	  .sub = &herd__node_schema },
 	{ HERD__SCHEMA_ARRAY("failed", herd_cluster, failed, nfailed, 0,

@@ -42,7 +42,7 @@ const char *herd_health_result_name(herd_health_result r)
 	return "unknown";
 }
 
-herd_status herd__health_add(herd_gpu_health *g, const char *name, herd_health_result result,
+herd_status herd__health_add(herd_health_gpu *g, const char *name, herd_health_result result,
 			     double value, const char *unit, const char *fmt, ...)
 {
 	herd_health_check *checks, *c;
@@ -67,14 +67,14 @@ herd_status herd__health_add(herd_gpu_health *g, const char *name, herd_health_r
 #if HERD_HAVE_CUDA
 
 /* A check that failed to run: SKIP where no GPU can be used, FAIL else. */
-static herd_status add_error(herd_gpu_health *g, const char *name, herd_status st)
+static herd_status add_error(herd_health_gpu *g, const char *name, herd_status st)
 {
 	return herd__health_add(g, name, st == HERD_ENODEV || st == HERD_EUNAVAIL ?
 				HERD_HEALTH_SKIP : HERD_HEALTH_FAIL, 0, "", "%s",
 				herd_last_error());
 }
 
-static herd_status add_rate(herd_gpu_health *g, const char *name, double gbps, double ref,
+static herd_status add_rate(herd_health_gpu *g, const char *name, double gbps, double ref,
 			    const char *against)
 {
 	double frac = ref > 0 ? gbps / ref : 0;
@@ -88,7 +88,7 @@ static herd_status add_rate(herd_gpu_health *g, const char *name, double gbps, d
 				ref);
 }
 
-static herd_status cuda_checks(herd_gpu_health *g, const herd__health_ref *ref,
+static herd_status cuda_checks(herd_health_gpu *g, const herd__health_ref *ref,
 			       const herd_health_opts *o)
 {
 	static const struct {
@@ -140,7 +140,7 @@ static herd_status cuda_checks(herd_gpu_health *g, const herd__health_ref *ref,
 
 #else /* !HERD_HAVE_CUDA */
 
-static herd_status cuda_checks(herd_gpu_health *g, const herd__health_ref *ref,
+static herd_status cuda_checks(herd_health_gpu *g, const herd__health_ref *ref,
 			       const herd_health_opts *o)
 {
 	(void)ref;
@@ -383,7 +383,7 @@ static herd_status check_opts(herd_health_opts *o, const herd_health_opts *in)
 	return HERD_OK;
 }
 
-static herd_health_result worst(const herd_gpu_health *g)
+static herd_health_result worst(const herd_health_gpu *g)
 {
 	herd_health_result w = g->nchecks > 0 ? HERD_HEALTH_SKIP : HERD_HEALTH_FAIL;
 

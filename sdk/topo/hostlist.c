@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "herd/cluster.h"
+#include "herd/hostlist.h"
 
 #include "base.h"
 #include "buf.h"

@@ -48,6 +48,10 @@ size_t herd_cluster_failure_count(const herd_cluster *cluster)
 herd_status herd_cluster_failure(const herd_cluster *cluster, size_t i, const char **host,
 				 const char **reason)
 {
+	if (host != NULL)
+		*host = NULL;
+	if (reason != NULL)
+		*reason = NULL;
 	if (cluster == NULL || host == NULL || reason == NULL)
 		return herd__error(HERD_EINVAL, "herd_cluster_failure: cluster, host and reason "
 				   "must not be NULL");
@@ -64,9 +68,18 @@ size_t herd_cluster_node_count(const herd_cluster *cluster)
 	return cluster == NULL ? 0 : cluster->nnodes;
 }
 
-const herd_node *herd_cluster_node(const herd_cluster *cluster, size_t i)
+herd_status herd_cluster_node(const herd_cluster *cluster, size_t i, const herd_node **node)
 {
-	if (cluster == NULL || i >= cluster->nnodes)
-		return NULL;
-	return &cluster->nodes[i];
+	if (node != NULL)
+		*node = NULL;
+	if (cluster == NULL || node == NULL)
+		return herd__error(HERD_EINVAL, "herd_cluster_node: cluster and node must not be "
+				   "NULL");
+	if (i >= cluster->nnodes)
+		return herd__error(HERD_EINVAL,
+				   "herd_cluster_node: node %zu is out of range: the cluster "
+				   "has %zu node%s",
+				   i, cluster->nnodes, cluster->nnodes == 1 ? "" : "s");
+	*node = &cluster->nodes[i];
+	return HERD_OK;
 }

@@ -29,6 +29,13 @@ struct herd_cluster {
 	herd__cluster_failed *failed;
 };
 
+/* Node i < cluster->nnodes: herd_cluster_node without its checks, for
+ * libherd's own loops over the nodes. */
+static inline const herd_node *herd__cluster_node(const herd_cluster *cluster, size_t i)
+{
+	return &cluster->nodes[i];
+}
+
 /* A cluster of nnodes zeroed nodes. */
 herd_status herd__cluster_new(herd_cluster **out, size_t nnodes);
 
@@ -61,7 +68,7 @@ typedef struct herd__schema herd__schema;
 extern const herd__schema herd__inventory_schema;
 extern const herd__schema herd__node_schema;
 
-/* The text form (HERD_FORMAT_TEXT): its first line's start, and the bytes
+/* The text form (HERD_CLUSTER_FORMAT_TEXT): its first line's start, and the bytes
  * of msgpack in each base64 line (76 characters). */
 #define HERD__INVENTORY_TEXT_MAGIC "herd-probe 1 "
 #define HERD__INVENTORY_TEXT_LINE 57

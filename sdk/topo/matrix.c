@@ -8,7 +8,7 @@
 
 #include "inventory.h"
 
-const char *herd_link_str(herd_link link, char buf[HERD_LINK_STR_LEN])
+const char *herd_node_link_code(herd_link link, char buf[HERD_NODE_LINK_CODE_LEN])
 {
 	static const char *const codes[] = {
 		[HERD_LINK_SELF] = "X",   [HERD_LINK_PIX] = "PIX",   [HERD_LINK_PXB] = "PXB",
@@ -16,11 +16,11 @@ const char *herd_link_str(herd_link link, char buf[HERD_LINK_STR_LEN])
 	};
 
 	if (link.kind == HERD_LINK_NVLINK)
-		snprintf(buf, HERD_LINK_STR_LEN, "NV%d", link.nvlinks);
+		snprintf(buf, HERD_NODE_LINK_CODE_LEN, "NV%d", link.nvlinks);
 	else if ((unsigned int)link.kind < sizeof(codes) / sizeof(codes[0]))
-		herd__strlcpy(buf, codes[link.kind], HERD_LINK_STR_LEN);
+		herd__strlcpy(buf, codes[link.kind], HERD_NODE_LINK_CODE_LEN);
 	else
-		herd__strlcpy(buf, "?", HERD_LINK_STR_LEN);
+		herd__strlcpy(buf, "?", HERD_NODE_LINK_CODE_LEN);
 	return buf;
 }
 
@@ -143,6 +143,10 @@ herd_status herd_node_nic(const herd_node *node, size_t j, const char **name,
 	const herd_pci_loc *nic_pci = NULL;
 	const char *nic_name = NULL;
 
+	if (name != NULL)
+		*name = NULL;
+	if (pci != NULL)
+		*pci = NULL;
 	if (node == NULL)
 		return herd__error(HERD_EINVAL, "herd_node_nic: node is NULL");
 	HERD_CHECK(find_nic(node, j, &nic_name, &nic_pci));

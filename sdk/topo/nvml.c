@@ -451,7 +451,7 @@ static bool nvml_unsupported(nvmlReturn_t rc)
 
 /* A check that could not be read: SKIP when the GPU cannot say, FAIL when
  * the driver failed to answer. */
-static herd_status health_unread(struct nvml_probe *p, herd_gpu_health *g, const char *name,
+static herd_status health_unread(struct nvml_probe *p, herd_health_gpu *g, const char *name,
 				 const char *what, nvmlReturn_t rc)
 {
 	return herd__health_add(g, name, nvml_unsupported(rc) ? HERD_HEALTH_SKIP : HERD_HEALTH_FAIL,
@@ -459,7 +459,7 @@ static herd_status health_unread(struct nvml_probe *p, herd_gpu_health *g, const
 									     : nvml_err(p, rc));
 }
 
-static herd_status health_ecc(struct nvml_probe *p, nvmlDevice_t d, herd_gpu_health *g)
+static herd_status health_ecc(struct nvml_probe *p, nvmlDevice_t d, herd_health_gpu *g)
 {
 	nvmlEnableState_t cur = NVML_FEATURE_DISABLED, pending = NVML_FEATURE_DISABLED;
 	unsigned long long vc = 0, vu = 0, ac = 0, au = 0;
@@ -483,7 +483,7 @@ static herd_status health_ecc(struct nvml_probe *p, nvmlDevice_t d, herd_gpu_hea
 				"loaded (%llu ever), corrected %llu (%llu ever)", vu, au, vc, ac);
 }
 
-static herd_status health_rows(struct nvml_probe *p, nvmlDevice_t d, herd_gpu_health *g)
+static herd_status health_rows(struct nvml_probe *p, nvmlDevice_t d, herd_health_gpu *g)
 {
 	unsigned int corr = 0, unc = 0, pending = 0, failed = 0;
 	nvmlEnableState_t retired = NVML_FEATURE_DISABLED;
@@ -509,7 +509,7 @@ static herd_status health_rows(struct nvml_probe *p, nvmlDevice_t d, herd_gpu_he
 				"reset the GPU" : "no page retirement pending");
 }
 
-static herd_status health_temperature(struct nvml_probe *p, nvmlDevice_t d, herd_gpu_health *g)
+static herd_status health_temperature(struct nvml_probe *p, nvmlDevice_t d, herd_health_gpu *g)
 {
 	unsigned int t = 0, slow = 0;
 	nvmlReturn_t rc = NVML_CALL(p, temperature, d, TEMPERATURE_GPU, &t);
@@ -525,7 +525,7 @@ static herd_status health_temperature(struct nvml_probe *p, nvmlDevice_t d, herd
 				"%u C, slowdown at %u C", t, slow);
 }
 
-static herd_status health_power(struct nvml_probe *p, nvmlDevice_t d, herd_gpu_health *g)
+static herd_status health_power(struct nvml_probe *p, nvmlDevice_t d, herd_health_gpu *g)
 {
 	unsigned int mw = 0, limit = 0;
 	nvmlReturn_t rc = NVML_CALL(p, power_usage, d, &mw);
@@ -541,7 +541,7 @@ static herd_status health_power(struct nvml_probe *p, nvmlDevice_t d, herd_gpu_h
 				limit / 1000.0);
 }
 
-static herd_status health_clocks(struct nvml_probe *p, nvmlDevice_t d, herd_gpu_health *g)
+static herd_status health_clocks(struct nvml_probe *p, nvmlDevice_t d, herd_health_gpu *g)
 {
 	unsigned int sm = 0, sm_max = 0, mem = 0, mem_max = 0;
 	unsigned long long reasons = 0;
@@ -582,7 +582,7 @@ static herd_status health_clocks(struct nvml_probe *p, nvmlDevice_t d, herd_gpu_
 /* GB/s per lane and direction of PCIe generations 1 to 6, after encoding. */
 static const double pcie_lane_gbps[] = { 0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563 };
 
-static herd_status health_pcie(struct nvml_probe *p, nvmlDevice_t d, herd_gpu_health *g,
+static herd_status health_pcie(struct nvml_probe *p, nvmlDevice_t d, herd_health_gpu *g,
 			       double *link_gbps)
 {
 	unsigned int gen = 0, width = 0, max_gen = 0, max_width = 0;
@@ -616,7 +616,7 @@ static double memory_gbps(struct nvml_probe *p, nvmlDevice_t d)
 	return (double)mhz * 1e6 * 2.0 * bits / 8.0 / 1e9;
 }
 
-static herd_status health_gpu(struct nvml_probe *p, unsigned int i, herd_gpu_health *g,
+static herd_status health_gpu(struct nvml_probe *p, unsigned int i, herd_health_gpu *g,
 			      herd__health_ref *ref)
 {
 	nvmlDevice_t d = NULL;

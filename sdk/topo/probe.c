@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "herd/device.h"
 #include "herd_config.h"
 #include "probe.h"
 
@@ -197,7 +198,7 @@ herd_status herd__topo_note_append(char **note, const char *fmt, ...)
 	return HERD_OK;
 }
 
-const char *herd_gpu_versions(char buf[HERD_GPU_VERSIONS_LEN])
+const char *herd_device_versions(char buf[HERD_DEVICE_VERSIONS_LEN])
 {
 	char driver[64], why[128], cuda_s[40] = "";
 	int cuda = herd__cudart_driver_version();
@@ -205,7 +206,7 @@ const char *herd_gpu_versions(char buf[HERD_GPU_VERSIONS_LEN])
 
 	if (cuda > 0)
 		snprintf(cuda_s, sizeof(cuda_s), " (CUDA %d.%d)", cuda / 1000, cuda % 1000 / 10);
-	snprintf(buf, HERD_GPU_VERSIONS_LEN, "%s%s; %s%s%s",
+	snprintf(buf, HERD_DEVICE_VERSIONS_LEN, "%s%s; %s%s%s",
 		 HERD_HAVE_CUDA ? "built with CUDA " HERD_CUDA_VERSION_STRING : "built without CUDA",
 		 HERD_HAVE_NCCL ? " and NCCL " HERD_NCCL_VERSION_STRING : ", without NCCL",
 		 have ? "driver " : "", have ? driver : why, cuda_s);

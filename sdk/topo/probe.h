@@ -105,7 +105,7 @@ typedef struct herd__health_ref {
 } herd__health_ref;
 
 /* Appends a check to g (its detail from fmt). */
-herd_status herd__health_add(herd_gpu_health *g, const char *name, herd_health_result result,
+herd_status herd__health_add(herd_health_gpu *g, const char *name, herd_health_result result,
 			     double value, const char *unit, const char *fmt, ...)
 	HERD_PRINTF(6, 7);
 

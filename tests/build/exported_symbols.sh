@@ -12,7 +12,7 @@ if [ -n "$bad$internal" ]; then
 	echo "unexpected exports from $lib:"; printf '%s\n' $bad $internal
 	exit 1
 fi
-for want in herd_version herd_last_error herd_status_str herd_cluster_discover \
+for want in herd_version herd_last_error herd_status_describe herd_cluster_discover \
 	herd_store_connect herd_store_server_start herd_comm_explain herd_comm_nccl_runtime \
 	herd_device_supported herd_device_fill herd_device_verify herd_agent_exec \
 	herd_agent_connect herd_agent_discover_relay herd_agent_bcast_receive \

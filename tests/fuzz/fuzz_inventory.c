@@ -22,7 +22,7 @@ static void die(const char *what)
 	abort();
 }
 
-static void *encode(const herd_cluster *c, herd_format format, size_t *len)
+static void *encode(const herd_cluster *c, herd_cluster_format format, size_t *len)
 {
 	void *data = NULL;
 
@@ -41,15 +41,15 @@ static herd_cluster *decode(const void *data, size_t len)
 }
 
 /* Encoding again gives the same bytes: the canonical form is a fixed point. */
-static void check_same(const herd_cluster *c, herd_format format, const void *want,
+static void check_same(const herd_cluster *c, herd_cluster_format format, const void *want,
 		       size_t want_len)
 {
 	size_t len = 0;
 	void *data = encode(c, format, &len);
 
 	if (len != want_len || memcmp(data, want, len) != 0)
-		die(format == HERD_FORMAT_JSON	  ? "JSON encodings differ"
-		    : format == HERD_FORMAT_TEXT ? "text encodings differ"
+		die(format == HERD_CLUSTER_FORMAT_JSON	  ? "JSON encodings differ"
+		    : format == HERD_CLUSTER_FORMAT_TEXT ? "text encodings differ"
 						 : "msgpack encodings differ");
 	herd_free(data);
 }
@@ -72,17 +72,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			die("the message does not name the origin");
 		return 0;
 	}
-	mp = encode(c, HERD_FORMAT_MSGPACK, &mp_len);
-	json = encode(c, HERD_FORMAT_JSON, &json_len);
-	text = encode(c, HERD_FORMAT_TEXT, &text_len);
+	mp = encode(c, HERD_CLUSTER_FORMAT_MSGPACK, &mp_len);
+	json = encode(c, HERD_CLUSTER_FORMAT_JSON, &json_len);
+	text = encode(c, HERD_CLUSTER_FORMAT_TEXT, &text_len);
 	from_mp = decode(mp, mp_len);
 	from_json = decode(json, json_len);
 	from_text = decode(text, text_len);
-	check_same(from_mp, HERD_FORMAT_MSGPACK, mp, mp_len);
-	check_same(from_json, HERD_FORMAT_MSGPACK, mp, mp_len);
-	check_same(from_json, HERD_FORMAT_JSON, json, json_len);
-	check_same(from_text, HERD_FORMAT_MSGPACK, mp, mp_len);
-	check_same(from_text, HERD_FORMAT_TEXT, text, text_len);
+	check_same(from_mp, HERD_CLUSTER_FORMAT_MSGPACK, mp, mp_len);
+	check_same(from_json, HERD_CLUSTER_FORMAT_MSGPACK, mp, mp_len);
+	check_same(from_json, HERD_CLUSTER_FORMAT_JSON, json, json_len);
+	check_same(from_text, HERD_CLUSTER_FORMAT_MSGPACK, mp, mp_len);
+	check_same(from_text, HERD_CLUSTER_FORMAT_TEXT, text, text_len);
 	herd_free(mp);
 	herd_free(json);
 	herd_free(text);

@@ -34,7 +34,7 @@ static inline herd_cluster *decode_ok(const void *data, size_t len, const char *
 	return c;
 }
 
-static inline void *encode_ok(const herd_cluster *c, herd_format format, size_t *len)
+static inline void *encode_ok(const herd_cluster *c, herd_cluster_format format, size_t *len)
 {
 	void *data = NULL;
 

@@ -127,6 +127,28 @@ static inline void rm_tree(char *dir)
 				   herd_last_error(), (needle));                \
 	} while (0)
 
+/*
+ * Element i of an object's list through its indexed call (docs/api.md,
+ * "Names"), for a test that knows the element is there: a failed call
+ * fails the file at once, as what follows would read through NULL.
+ */
+#define TEST_ELEMENT_(name, type, obj_type, call)                               \
+	static inline const type *name(const obj_type *obj, size_t i)           \
+	{                                                                       \
+		const type *e = NULL;                                           \
+		herd_status st_ = call(obj, i, &e);                             \
+		if (st_ != HERD_OK) {                                           \
+			fprintf(stderr, "%s(%zu) failed: %s: %s\n", #call, i,   \
+				herd_status_name(st_), herd_last_error());      \
+			exit(1);                                                \
+		}                                                               \
+		return e;                                                       \
+	}
+TEST_ELEMENT_(test_node, herd_node, herd_cluster, herd_cluster_node)
+TEST_ELEMENT_(test_plan_rank, herd_plan_rank_info, herd_plan, herd_plan_rank)
+TEST_ELEMENT_(test_plan_gpu, herd_plan_gpu_info, herd_plan, herd_plan_gpu)
+TEST_ELEMENT_(test_plan_warning, char, herd_plan, herd_plan_warning)
+
 /* Ends the running case (a void function) as skipped, saying why. */
 #define TEST_SKIP(...)                                                  \
 	do {                                                            \

@@ -61,14 +61,14 @@ static const char *states(const char *dir)
 	const char *uuids[] = { A, B, C };
 	herd_cluster *c = node_of(uuids, 3);
 	herd_lease_opts o = lease_opts(dir, NULL);
-	herd_gpu_status *s = NULL;
+	herd_alloc_gpu_status *s = NULL;
 	size_t n = 0;
 
-	if (herd_gpu_status_query(herd_cluster_node(c, 0), &o, &s, &n) != HERD_OK) {
+	if (herd_alloc_gpu_status_query(test_node(c, 0), &o, &s, &n) != HERD_OK) {
 		snprintf(buf, sizeof(buf), "error: %s", herd_last_error());
 	} else {
-		snprintf(buf, sizeof(buf), "%s,%s,%s", herd_lease_state_str(s[0].state),
-			 herd_lease_state_str(s[1].state), herd_lease_state_str(s[2].state));
+		snprintf(buf, sizeof(buf), "%s,%s,%s", herd_lease_state_name(s[0].state),
+			 herd_lease_state_name(s[1].state), herd_lease_state_name(s[2].state));
 	}
 	herd_free(s);
 	herd_cluster_free(c);
@@ -76,16 +76,16 @@ static const char *states(const char *dir)
 }
 
 /* Status of one UUID (A, B or C) in dir. */
-static herd_gpu_status status_of(const char *dir, size_t which)
+static herd_alloc_gpu_status status_of(const char *dir, size_t which)
 {
 	const char *uuids[] = { A, B, C };
 	herd_cluster *c = node_of(uuids, 3);
 	herd_lease_opts o = lease_opts(dir, NULL);
-	herd_gpu_status *s = NULL, out;
+	herd_alloc_gpu_status *s = NULL, out;
 	size_t n = 0;
 
 	memset(&out, 0, sizeof(out));
-	if (herd_gpu_status_query(herd_cluster_node(c, 0), &o, &s, &n) == HERD_OK)
+	if (herd_alloc_gpu_status_query(test_node(c, 0), &o, &s, &n) == HERD_OK)
 		out = s[which];
 	herd_free(s);
 	herd_cluster_free(c);
@@ -160,13 +160,13 @@ static void test_lease_held_recorded_released_and_file_kept(void)
 	herd_lease_opts o = lease_opts(dir, "job-7");
 	const char *both[] = { B, A };
 	herd_lease *l = NULL;
-	herd_gpu_status s;
+	herd_alloc_gpu_status s;
 	struct stat sb;
 	char want[64], *text;
 
 	CHECK_STR(states(dir), "free,free,free");
 	CHECK_OK(herd_lease_acquire(&l, both, 2, 0, &o));
-	CHECK_INT(herd_lease_count(l), 2);
+	CHECK_INT(herd_lease_gpu_count(l), 2);
 	CHECK_STR(states(dir), "exclusive,exclusive,free");
 	s = status_of(dir, 1);
 	CHECK_STR(s.job, "job-7");
@@ -238,7 +238,7 @@ static void test_lease_of_a_killed_holder_frees_itself(void)
 	herd_lease_opts o = lease_opts(dir, NULL);
 	const char *ab[] = { A, B };
 	herd_lease *l = NULL;
-	herd_gpu_status s;
+	herd_alloc_gpu_status s;
 	pid_t h = holder(dir, ab, 2, 0);
 
 	CHECK(h > 0);
@@ -326,7 +326,7 @@ static void test_lease_files_written_by_something_else(void)
 	herd_lease_opts o = lease_opts(dir, NULL);
 	const char *a[] = { A }, *b[] = { B }, *c[] = { C }, *ab[] = { A, B };
 	herd_lease *l = NULL;
-	herd_gpu_status s;
+	herd_alloc_gpu_status s;
 	pid_t h;
 
 	/* Garbage nobody locks: free, and taken over. */
@@ -536,8 +536,8 @@ static void test_alloc_holds_leases_and_replans_around_them(void)
 	herd_plan_free(p2);
 	herd_plan_free(p1);
 	/* A lease file something else broke: that GPU is never handed out. */
-	CHECK_INT(unlink(lock_path(dir, herd_cluster_node(c, 0)->gpus[1].uuid)), 0);
-	CHECK_INT(mkdir(lock_path(dir, herd_cluster_node(c, 0)->gpus[1].uuid), 0700), 0);
+	CHECK_INT(unlink(lock_path(dir, test_node(c, 0)->gpus[1].uuid)), 0);
+	CHECK_INT(mkdir(lock_path(dir, test_node(c, 0)->gpus[1].uuid), 0700), 0);
 	p1 = NULL;
 	CHECK_OK(herd_alloc(&p1, c, &req, &opts));
 	CHECK_STR(plan_gpus(p1), "2,3");
@@ -561,7 +561,7 @@ static void test_alloc_waits_for_a_holder_to_go(void)
 {
 	char *dir = make_tmpdir();
 	herd_cluster *c = load_fixture("pcie-4gpu.json");
-	const herd_node *node = herd_cluster_node(c, 0);
+	const herd_node *node = test_node(c, 0);
 	const char *all[4];
 	herd_alloc_request req = HERD_ALLOC_REQUEST_INIT;
 	herd_alloc_opts opts = HERD_ALLOC_OPTS_INIT;

@@ -17,7 +17,7 @@ static herd_alloc_request request(int gpus)
 
 /* Plans req on c with states s[0..n); the plan, or NULL with the error raised. */
 static herd_plan *plan_of(const herd_cluster *c, const herd_alloc_request *req,
-			  const herd_gpu_status *s, size_t n)
+			  const herd_alloc_gpu_status *s, size_t n)
 {
 	herd_plan *p = NULL;
 
@@ -44,8 +44,8 @@ static void test_alloc_plan_pcie_same_numa_picks_one_socket_under_one_switch(voi
 	CHECK(strstr(herd_plan_explain(p), "its worst link is PIX where the runner-up's is NODE") !=
 	      NULL);
 	CHECK(herd_plan_score(p) == 60.0);
-	CHECK_STR(herd_plan_rank_at(p, 0)->cpus, "0-31,64-95");
-	CHECK_INT(herd_plan_rank_at(p, 1)->numa_node, 0);
+	CHECK_STR(test_plan_rank(p, 0)->cpus, "0-31,64-95");
+	CHECK_INT(test_plan_rank(p, 1)->numa_node, 0);
 	herd_plan_free(p);
 	herd_cluster_free(c);
 }
@@ -53,8 +53,8 @@ static void test_alloc_plan_pcie_same_numa_picks_one_socket_under_one_switch(voi
 static void test_alloc_plan_pcie_prefers_switch_then_bridge_then_socket(void)
 {
 	herd_cluster *c = load_fixture("pcie-4gpu.json");
-	const herd_node *node = herd_cluster_node(c, 0);
-	herd_gpu_status *s = free_states(node);
+	const herd_node *node = test_node(c, 0);
+	herd_alloc_gpu_status *s = free_states(node);
 	herd_alloc_request req = request(2);
 	herd_plan *p;
 
@@ -81,8 +81,8 @@ static void test_alloc_plan_pcie_prefers_switch_then_bridge_then_socket(void)
 static void test_alloc_plan_pcie_fragmented_same_numa_says_why_not(void)
 {
 	herd_cluster *c = load_fixture("pcie-4gpu.json");
-	const herd_node *node = herd_cluster_node(c, 0);
-	herd_gpu_status *s = free_states(node);
+	const herd_node *node = test_node(c, 0);
+	herd_alloc_gpu_status *s = free_states(node);
 	herd_alloc_request req = request(2);
 	herd_plan *p = NULL;
 
@@ -108,7 +108,7 @@ static void test_alloc_plan_dgx_all_eight_are_nv18(void)
 {
 	herd_cluster *c = load_fixture("dgx-h100.json");
 	herd_alloc_request req = request(8);
-	char buf[HERD_LINK_STR_LEN];
+	char buf[HERD_NODE_LINK_CODE_LEN];
 	herd_plan *p;
 
 	req.gpus_per_node = 8;
@@ -116,13 +116,13 @@ static void test_alloc_plan_dgx_all_eight_are_nv18(void)
 	CHECK_STR(plan_gpus(p), "0,1,2,3,4,5,6,7");
 	for (size_t i = 0; i < 8; i++)
 		for (size_t j = 0; j < 8; j++)
-			CHECK_STR(herd_plan_link_str(p, i, j, buf), i == j ? "X" : "NV18");
+			CHECK_STR(herd_plan_link_code(p, i, j, buf), i == j ? "X" : "NV18");
 	CHECK(herd_plan_score(p) == 100.0);
 	CHECK_INT(herd_plan_rank_count(p), 8);
-	CHECK_INT(herd_plan_rank_at(p, 5)->local_rank, 5);
-	CHECK_STR(herd_plan_rank_at(p, 5)->nic, "mlx5_5");
-	CHECK_INT(herd_plan_rank_at(p, 5)->nic_link.kind, HERD_LINK_PIX);
-	CHECK_STR(herd_plan_rank_at(p, 5)->cpus, "56-111,168-223");
+	CHECK_INT(test_plan_rank(p, 5)->local_rank, 5);
+	CHECK_STR(test_plan_rank(p, 5)->nic, "mlx5_5");
+	CHECK_INT(test_plan_rank(p, 5)->nic_link.kind, HERD_LINK_PIX);
+	CHECK_STR(test_plan_rank(p, 5)->cpus, "56-111,168-223");
 	herd_plan_free(p);
 	herd_cluster_free(c);
 }
@@ -149,8 +149,8 @@ static void test_alloc_plan_dgx_nine_on_one_node_fails_with_reason(void)
 static void test_alloc_plan_dgx_fragmented_keeps_a_socket_whole(void)
 {
 	herd_cluster *c = load_fixture("dgx-h100.json");
-	const herd_node *node = herd_cluster_node(c, 0);
-	herd_gpu_status *s = free_states(node);
+	const herd_node *node = test_node(c, 0);
+	herd_alloc_gpu_status *s = free_states(node);
 	herd_alloc_request req = request(4);
 	herd_plan *p;
 
@@ -249,8 +249,8 @@ static void test_alloc_plan_exclude_include_and_names(void)
 static void test_alloc_plan_memory_processes_shared_and_unknown(void)
 {
 	herd_cluster *c = load_fixture("dgx-h100.json");
-	const herd_node *node = herd_cluster_node(c, 0);
-	herd_gpu_status *s = free_states(node);
+	const herd_node *node = test_node(c, 0);
+	herd_alloc_gpu_status *s = free_states(node);
 	herd_alloc_request req = request(1);
 	herd_plan *p = NULL;
 
@@ -282,7 +282,7 @@ static void test_alloc_plan_memory_processes_shared_and_unknown(void)
 	p = plan_of(c, &req, s, node->ngpus);
 	CHECK_INT(herd_plan_warning_count(p), 1);
 	CHECK(p != NULL &&
-	      strstr(herd_plan_warning(p, 0),
+	      strstr(test_plan_warning(p, 0),
 		     "GPU1 of dgx-h100 (GPU-da60fb1c-eb7a-4995-9588-532d4242aadb, "
 		     "0000:43:00.0) already runs 2 compute processes (pids 1234, 5678) "
 		     "that no herd lease accounts for") != NULL);
@@ -333,14 +333,14 @@ static void test_alloc_plan_near_nic_prefers_the_gpu_beside_the_nic(void)
 	CHECK_OK(herd_cluster_decode(&c, json, strlen(json), "near-nic test"));
 	p = plan_of(c, &req, NULL, 0);
 	CHECK_STR(plan_gpus(p), "0");
-	CHECK_INT(herd_plan_rank_at(p, 0)->nic_link.kind, HERD_LINK_SYS);
+	CHECK_INT(test_plan_rank(p, 0)->nic_link.kind, HERD_LINK_SYS);
 	herd_plan_free(p);
 	req.near_nic = 1;
 	p = plan_of(c, &req, NULL, 0);
 	CHECK_STR(plan_gpus(p), "1");
-	CHECK_STR(herd_plan_rank_at(p, 0)->nic, "eth1");
-	CHECK_INT(herd_plan_rank_at(p, 0)->nic_link.kind, HERD_LINK_PHB);
-	CHECK_STR(herd_plan_rank_at(p, 0)->socket_ifname, "=eth1");
+	CHECK_STR(test_plan_rank(p, 0)->nic, "eth1");
+	CHECK_INT(test_plan_rank(p, 0)->nic_link.kind, HERD_LINK_PHB);
+	CHECK_STR(test_plan_rank(p, 0)->socket_ifname, "=eth1");
 	CHECK(strstr(herd_plan_explain(p), "its GPUs are nearer a NIC") != NULL);
 	herd_plan_free(p);
 	herd_cluster_free(c);
@@ -351,15 +351,23 @@ static void test_alloc_plan_ranks_with_two_gpus_and_their_environment(void)
 	herd_cluster *c = load_fixture("dgx-h100.json");
 	herd_alloc_request req = request(8);
 	herd_plan *p;
+	const herd_plan_rank_info *rank = NULL;
+	const herd_plan_gpu_info *gpu = NULL;
 	char **env = NULL;
 
 	req.gpus_per_rank = 2;
 	p = plan_of(c, &req, NULL, 0);
 	CHECK_INT(herd_plan_rank_count(p), 4);
-	CHECK_INT(herd_plan_rank_at(p, 1)->ngpus, 2);
-	CHECK_INT(herd_plan_rank_at(p, 1)->gpus[0].index, 2);
-	CHECK_INT(herd_plan_rank_at(p, 1)->gpus[1].index, 3);
-	CHECK_INT(herd_plan_gpu_at(p, 3)->rank, 1);
+	CHECK_INT(test_plan_rank(p, 1)->ngpus, 2);
+	CHECK_INT(test_plan_rank(p, 1)->gpus[0].index, 2);
+	CHECK_INT(test_plan_rank(p, 1)->gpus[1].index, 3);
+	CHECK_INT(test_plan_gpu(p, 3)->rank, 1);
+	CHECK_ERR(herd_plan_rank(p, 4, &rank), HERD_EINVAL,
+		  "herd_plan_rank: rank 4 is out of range: the plan has 4 ranks");
+	CHECK(rank == NULL);
+	CHECK_ERR(herd_plan_gpu(p, 8, &gpu), HERD_EINVAL,
+		  "herd_plan_gpu: GPU 8 is out of range: the plan has 8 GPUs");
+	CHECK(gpu == NULL);
 	CHECK_OK(herd_plan_rank_env(p, 1, &env));
 	CHECK_STR(env[0], "CUDA_VISIBLE_DEVICES=GPU-f4b1b646-33be-40f5-915c-61236c88c537,"
 			  "GPU-13a5bf07-da1b-4950-a0c4-0eb788718c96");
@@ -380,33 +388,33 @@ static void test_alloc_plan_ranks_with_two_gpus_and_their_environment(void)
 	CHECK_STR(env[0], "CUDA_VISIBLE_DEVICES=GPU-b039ee16-9646-4718-8f3d-9a4de6cf02bb");
 	CHECK_STR(env[2], "NCCL_SOCKET_IFNAME==eno1");
 	CHECK(env[3] == NULL);
-	CHECK_STR(herd_plan_rank_at(p, 0)->ib_hca, "");
+	CHECK_STR(test_plan_rank(p, 0)->ib_hca, "");
 	herd_free(env);
 	/* The plan owns its strings: it outlives the inventory. */
 	herd_cluster_free(c);
-	CHECK_STR(herd_plan_rank_at(p, 0)->hostname, "pcie-4gpu");
-	CHECK_STR(herd_plan_gpu_at(p, 0)->pci_bus_id, "0000:1a:00.0");
+	CHECK_STR(test_plan_rank(p, 0)->hostname, "pcie-4gpu");
+	CHECK_STR(test_plan_gpu(p, 0)->pci_bus_id, "0000:1a:00.0");
 	herd_plan_free(p);
 }
 
 static void test_alloc_plan_several_nodes_pack_spread_and_fixed(void)
 {
 	herd_cluster *c = multi_node("dgx-h100.json", "dgx-h100", "dgx", 2);
-	const herd_node *a = herd_cluster_node(c, 0);
-	herd_gpu_status *s = free_states(a);
+	const herd_node *a = test_node(c, 0);
+	herd_alloc_gpu_status *s = free_states(a);
 	herd_alloc_request req = request(16);
-	char buf[HERD_LINK_STR_LEN];
+	char buf[HERD_NODE_LINK_CODE_LEN];
 	herd_link l;
 	herd_plan *p = NULL;
 
 	req.gpus_per_node = 8;
 	p = plan_of(c, &req, NULL, 0);
 	CHECK_INT(herd_plan_node_count(p), 2);
-	CHECK_STR(herd_plan_rank_at(p, 8)->hostname, "dgx-b");
-	CHECK_INT(herd_plan_rank_at(p, 8)->node_rank, 1);
-	CHECK_INT(herd_plan_rank_at(p, 8)->local_rank, 0);
-	CHECK_STR(herd_plan_link_str(p, 0, 8, buf), "NET");
-	CHECK_STR(herd_plan_link_str(p, 8, 9, buf), "NV18");
+	CHECK_STR(test_plan_rank(p, 8)->hostname, "dgx-b");
+	CHECK_INT(test_plan_rank(p, 8)->node_rank, 1);
+	CHECK_INT(test_plan_rank(p, 8)->local_rank, 0);
+	CHECK_STR(herd_plan_link_code(p, 0, 8, buf), "NET");
+	CHECK_STR(herd_plan_link_code(p, 8, 9, buf), "NV18");
 	CHECK_ERR(herd_plan_link(p, 0, 8, &l), HERD_ENOTFOUND, "different nodes (dgx-a, dgx-b)");
 	herd_plan_free(p);
 	/* Pack: a whole node and half of the other. */
@@ -422,13 +430,13 @@ static void test_alloc_plan_several_nodes_pack_spread_and_fixed(void)
 		hold_state(s, i, "other");
 	p = plan_of(c, &req, s, a->ngpus);
 	CHECK_STR(plan_gpus(p), "0,1,2,3");
-	CHECK_STR(herd_plan_gpu_at(p, 0)->hostname, "dgx-b");
+	CHECK_STR(test_plan_gpu(p, 0)->hostname, "dgx-b");
 	herd_plan_free(p);
 	/* Best fit: 2 go where 2 are left. */
 	req.gpus = 2;
 	p = plan_of(c, &req, s, a->ngpus);
 	CHECK_STR(plan_gpus(p), "6,7");
-	CHECK_STR(herd_plan_gpu_at(p, 0)->hostname, "dgx-a");
+	CHECK_STR(test_plan_gpu(p, 0)->hostname, "dgx-a");
 	herd_plan_free(p);
 	/* Spread: one node each, as far as it goes. */
 	req.gpus = 4;
@@ -450,15 +458,15 @@ static void test_alloc_plan_several_nodes_pack_spread_and_fixed(void)
 static void test_alloc_plan_reason_names_the_one_node_with_room(void)
 {
 	herd_cluster *c = multi_node("dgx-h100.json", "dgx-h100", "gpu", 3);
-	herd_gpu_status *s = calloc(24, sizeof(*s));
+	herd_alloc_gpu_status *s = calloc(24, sizeof(*s));
 	herd_alloc_request req = request(4);
 	herd_plan *p = NULL;
 
 	for (size_t n = 0; n < 3; n++) {
-		const herd_node *node = herd_cluster_node(c, n);
+		const herd_node *node = test_node(c, n);
 
 		for (size_t g = 0; g < 8; g++) {
-			herd_gpu_status *x = &s[n * 8 + g];
+			herd_alloc_gpu_status *x = &s[n * 8 + g];
 
 			snprintf(x->uuid, sizeof(x->uuid), "%s", node->gpus[g].uuid);
 			x->processes = -1;
@@ -536,19 +544,27 @@ static void test_alloc_plan_bad_requests_are_einval(void)
 static void test_alloc_plan_names_and_accessors(void)
 {
 	herd_alloc_link link = HERD_ALLOC_LINK_ANY;
-	char buf[HERD_LINK_STR_LEN];
+	const herd_plan_rank_info *rank = NULL;
+	const herd_plan_gpu_info *gpu = NULL;
+	const char *warning = NULL;
+	char buf[HERD_NODE_LINK_CODE_LEN];
 
 	CHECK_OK(herd_alloc_link_parse("same-numa", &link));
 	CHECK_INT(link, HERD_ALLOC_LINK_SAME_NUMA);
-	CHECK_STR(herd_alloc_link_str(HERD_ALLOC_LINK_NVLINK), "nvlink");
+	CHECK_STR(herd_alloc_link_name(HERD_ALLOC_LINK_NVLINK), "nvlink");
 	CHECK_ERR(herd_alloc_link_parse("nvlnk", &link), HERD_EINVAL,
 		  "unknown link demand 'nvlnk': expected any, same-node, nvlink or same-numa");
-	CHECK_STR(herd_lease_state_str(HERD_LEASE_SHARED), "shared");
+	CHECK_STR(herd_lease_state_name(HERD_LEASE_SHARED), "shared");
 	CHECK_INT(herd_plan_rank_count(NULL), 0);
-	CHECK(herd_plan_rank_at(NULL, 0) == NULL);
-	CHECK(herd_plan_gpu_at(NULL, 0) == NULL);
+	CHECK_ERR(herd_plan_rank(NULL, 0, &rank), HERD_EINVAL,
+		  "herd_plan_rank: plan and rank must not be NULL");
+	CHECK(rank == NULL);
+	CHECK_ERR(herd_plan_gpu(NULL, 0, &gpu), HERD_EINVAL, "herd_plan_gpu: plan and GPU");
+	CHECK(gpu == NULL);
+	CHECK_ERR(herd_plan_warning(NULL, 0, &warning), HERD_EINVAL, "herd_plan_warning");
+	CHECK(warning == NULL);
 	CHECK_STR(herd_plan_explain(NULL), "");
-	CHECK_STR(herd_plan_link_str(NULL, 0, 0, buf), "?");
+	CHECK_STR(herd_plan_link_code(NULL, 0, 0, buf), "?");
 	CHECK_INT(herd_plan_held(NULL), 0);
 	herd_plan_release(NULL);
 	herd_plan_free(NULL);
@@ -558,14 +574,14 @@ static void test_alloc_plan_names_and_accessors(void)
 static void test_alloc_discover_honours_herd_inventory(void)
 {
 	char path[4096];
-	herd_discover_opts opts = HERD_DISCOVER_OPTS_INIT;
+	herd_cluster_discover_opts opts = HERD_CLUSTER_DISCOVER_OPTS_INIT;
 	herd_cluster *c = NULL;
 	size_t index = 99;
 
 	fixture_path("dgx-h100.json", path, sizeof(path));
 	setenv("HERD_INVENTORY", path, 1);
 	CHECK_OK(herd_cluster_discover(&c, NULL));
-	CHECK(c != NULL && strcmp(herd_cluster_node(c, 0)->hostname, "dgx-h100") == 0);
+	CHECK(c != NULL && strcmp(test_node(c, 0)->hostname, "dgx-h100") == 0);
 	CHECK_OK(herd_alloc_this_node(c, &index));
 	CHECK_INT(index, 0);
 	herd_cluster_free(c);
@@ -573,7 +589,7 @@ static void test_alloc_discover_honours_herd_inventory(void)
 	fixture_path("pcie-4gpu.json", path, sizeof(path));
 	opts.inventory = path;
 	CHECK_OK(herd_cluster_discover(&c, &opts));
-	CHECK(c != NULL && strcmp(herd_cluster_node(c, 0)->hostname, "pcie-4gpu") == 0);
+	CHECK(c != NULL && strcmp(test_node(c, 0)->hostname, "pcie-4gpu") == 0);
 	herd_cluster_free(c);
 	setenv("HERD_INVENTORY", "/nonexistent/inventory.json", 1);
 	CHECK_ERR(herd_cluster_discover(&c, NULL), HERD_ENOTFOUND, "/nonexistent/inventory.json");

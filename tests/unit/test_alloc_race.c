@@ -63,15 +63,15 @@ static bool leases_are_mine(const herd_cluster *c, const herd_plan *plan, const 
 			    const char *job)
 {
 	herd_lease_opts lo = HERD_LEASE_OPTS_INIT;
-	herd_gpu_status *s = NULL;
+	herd_alloc_gpu_status *s = NULL;
 	size_t n = 0;
 	bool ok = true;
 
 	lo.dir = dir;
-	if (herd_gpu_status_query(herd_cluster_node(c, 0), &lo, &s, &n) != HERD_OK)
+	if (herd_alloc_gpu_status_query(test_node(c, 0), &lo, &s, &n) != HERD_OK)
 		return false;
 	for (size_t i = 0; i < herd_plan_gpu_count(plan); i++) {
-		const herd_gpu_status *g = &s[herd_plan_gpu_at(plan, i)->index];
+		const herd_alloc_gpu_status *g = &s[test_plan_gpu(plan, i)->index];
 
 		ok &= g->state == HERD_LEASE_EXCLUSIVE && g->pid == (int64_t)getpid() &&
 		      strcmp(g->job, job) == 0;
@@ -111,11 +111,11 @@ static void racer(int id, const herd_cluster *c, const char *dir, const char *ma
 		for (size_t i = 0; i < herd_plan_gpu_count(p); i++) {
 			int fd;
 
-			marker_path(markers, herd_plan_gpu_at(p, i)->uuid, path, sizeof(path));
+			marker_path(markers, test_plan_gpu(p, i)->uuid, path, sizeof(path));
 			fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
 			if (fd < 0) {
 				fprintf(stderr, "racer %d: %s is held twice\n", id,
-					herd_plan_gpu_at(p, i)->uuid);
+					test_plan_gpu(p, i)->uuid);
 				_exit(EXIT_DOUBLE_HOLD);
 			}
 			close(fd);
@@ -126,7 +126,7 @@ static void racer(int id, const herd_cluster *c, const char *dir, const char *ma
 		if (!leases_are_mine(c, p, dir, job))
 			_exit(EXIT_NOT_MINE);
 		for (size_t i = 0; i < herd_plan_gpu_count(p); i++) {
-			marker_path(markers, herd_plan_gpu_at(p, i)->uuid, path, sizeof(path));
+			marker_path(markers, test_plan_gpu(p, i)->uuid, path, sizeof(path));
 			unlink(path);
 		}
 		herd_plan_free(p);
@@ -221,12 +221,12 @@ static void test_alloc_race_twenty_processes_never_share_a_gpu(void)
 static void test_alloc_race_kill9_of_all_holders_frees_every_gpu(void)
 {
 	herd_cluster *c = load_fixture("dgx-h100.json");
-	const herd_node *node = herd_cluster_node(c, 0);
+	const herd_node *node = test_node(c, 0);
 	char *dir = make_tmpdir();
 	herd_lease_opts lo = HERD_LEASE_OPTS_INIT;
 	herd_alloc_opts o = racer_opts(dir, "after", 0);
 	herd_alloc_request req = HERD_ALLOC_REQUEST_INIT;
-	herd_gpu_status *s = NULL;
+	herd_alloc_gpu_status *s = NULL;
 	pid_t pids[RACERS];
 	int status[RACERS], fds[2], held = 0;
 	long deadline = now_ms() + 30000;
@@ -257,7 +257,7 @@ static void test_alloc_race_kill9_of_all_holders_frees_every_gpu(void)
 	CHECK_INT(held, 8);
 	/* All eight held, each by one of the children, as the leases say. */
 	lo.dir = dir;
-	CHECK_OK(herd_gpu_status_query(node, &lo, &s, &n));
+	CHECK_OK(herd_alloc_gpu_status_query(node, &lo, &s, &n));
 	for (size_t g = 0; s != NULL && g < n; g++) {
 		bool by_child = false;
 
@@ -278,7 +278,7 @@ static void test_alloc_race_kill9_of_all_holders_frees_every_gpu(void)
 		      (WIFEXITED(status[i]) && WEXITSTATUS(status[i]) == 0));
 	close(fds[0]);
 	/* Every GPU free again at once, with the dead holders' records still there. */
-	CHECK_OK(herd_gpu_status_query(node, &lo, &s, &n));
+	CHECK_OK(herd_alloc_gpu_status_query(node, &lo, &s, &n));
 	for (size_t g = 0; s != NULL && g < n; g++)
 		CHECK_INT(s[g].state, HERD_LEASE_FREE);
 	herd_free(s);

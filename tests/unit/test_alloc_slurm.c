@@ -10,7 +10,7 @@
 static const herd_node *dgx_node(herd_cluster **c)
 {
 	*c = load_fixture("dgx-h100.json");
-	return herd_cluster_node(*c, 0);
+	return test_node(*c, 0);
 }
 
 /* The granted GPUs as "i,j,..." for env, or the status name on failure. */
@@ -18,7 +18,7 @@ static const char *granted(const herd_node *node, const char *job, const char *s
 			   const char *jobgpus, const char *cvd)
 {
 	static char buf[256];
-	herd_slurm_env env = { job, step, jobgpus, cvd };
+	herd_alloc_slurm_env env = { job, step, jobgpus, cvd };
 	size_t idx[16], n = 99, len = 0;
 	bool inside = false;
 	herd_status st = herd_alloc_slurm_gpus(node, &env, idx, &n, &inside);
@@ -47,7 +47,7 @@ static void test_alloc_slurm_indices_are_pci_bus_order(void)
 {
 	herd_cluster *c;
 	const herd_node *node = dgx_node(&c);
-	herd_slurm_env env = { "77", "4", NULL, NULL };
+	herd_alloc_slurm_env env = { "77", "4", NULL, NULL };
 	size_t idx[8], n = 0;
 	bool inside = false;
 
@@ -118,7 +118,7 @@ static void test_alloc_slurm_without_gpu_variables(void)
 static void test_alloc_slurm_inventory_seen_through_a_device_cgroup(void)
 {
 	herd_cluster *c = load_fixture("pcie-4gpu.json");
-	const herd_node *node = herd_cluster_node(c, 0);
+	const herd_node *node = test_node(c, 0);
 	herd_node two = *node;
 
 	two.ngpus = 2; /* what a probe inside the cgroup would have listed */
@@ -136,7 +136,7 @@ static void test_alloc_slurm_bad_values_say_which_variable(void)
 {
 	herd_cluster *c;
 	const herd_node *node = dgx_node(&c);
-	herd_slurm_env env = { "77", NULL, NULL, NULL };
+	herd_alloc_slurm_env env = { "77", NULL, NULL, NULL };
 	size_t idx[8], n;
 	bool inside;
 

@@ -126,9 +126,9 @@ static inline herd_cluster *multi_node(const char *fixture, const char *hostname
 }
 
 /* States for every GPU of a node: all free, nothing known of use. */
-static inline herd_gpu_status *free_states(const herd_node *node)
+static inline herd_alloc_gpu_status *free_states(const herd_node *node)
 {
-	herd_gpu_status *s = calloc(node->ngpus + 1, sizeof(*s));
+	herd_alloc_gpu_status *s = calloc(node->ngpus + 1, sizeof(*s));
 
 	for (size_t i = 0; i < node->ngpus; i++) {
 		snprintf(s[i].uuid, sizeof(s[i].uuid), "%s", node->gpus[i].uuid);
@@ -139,7 +139,7 @@ static inline herd_gpu_status *free_states(const herd_node *node)
 }
 
 /* Marks GPU i held by job (pid 4242, user ann). */
-static inline void hold_state(herd_gpu_status *s, size_t i, const char *job)
+static inline void hold_state(herd_alloc_gpu_status *s, size_t i, const char *job)
 {
 	s[i].state = HERD_LEASE_EXCLUSIVE;
 	snprintf(s[i].job, sizeof(s[i].job), "%s", job);
@@ -155,7 +155,7 @@ static inline const char *plan_gpus(const herd_plan *plan)
 
 	buf[0] = '\0';
 	for (size_t i = 0; plan != NULL && i < herd_plan_gpu_count(plan); i++) {
-		const herd_plan_gpu *g = herd_plan_gpu_at(plan, i);
+		const herd_plan_gpu_info *g = test_plan_gpu(plan, i);
 
 		if (herd_plan_node_count(plan) > 1)
 			len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s:%zu",

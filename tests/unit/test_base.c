@@ -12,10 +12,10 @@ static void test_status_names_and_descriptions_come_from_one_list(void)
 {
 	CHECK_STR(herd_status_name(HERD_OK), "HERD_OK");
 	CHECK_STR(herd_status_name(HERD_ETIMEDOUT), "HERD_ETIMEDOUT");
-	CHECK_STR(herd_status_str(HERD_ETIMEDOUT), "deadline expired");
-	CHECK_STR(herd_status_str(HERD_EFORMAT), "malformed data");
+	CHECK_STR(herd_status_describe(HERD_ETIMEDOUT), "deadline expired");
+	CHECK_STR(herd_status_describe(HERD_EFORMAT), "malformed data");
 	CHECK_STR(herd_status_name((herd_status)-999), "HERD_UNKNOWN");
-	CHECK_STR(herd_status_str((herd_status)-999), "unknown status");
+	CHECK_STR(herd_status_describe((herd_status)-999), "unknown status");
 	CHECK_INT(HERD_OK, 0);
 }
 

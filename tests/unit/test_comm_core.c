@@ -99,6 +99,7 @@ static void init_rank(int rank, int size, void *arg)
 	const init_args *a = arg;
 	int fds0 = count_fds(), threads0 = count_threads();
 	herd_comm *comm = NULL;
+	const char *host = NULL;
 	uint8_t send[4096], recv[4096];
 	int prev = (rank - 1 + size) % size;
 
@@ -107,9 +108,12 @@ static void init_rank(int rank, int size, void *arg)
 		return;
 	CHECK_INT(herd_comm_rank(comm), rank);
 	CHECK_INT(herd_comm_size(comm), size);
-	for (int j = 0; j < size; j++)
-		CHECK(herd_comm_host(comm, j) != NULL && herd_comm_host(comm, j)[0] != '\0');
-	CHECK(herd_comm_host(comm, size) == NULL);
+	for (int j = 0; j < size; j++) {
+		CHECK_OK(herd_comm_host(comm, j, &host));
+		CHECK(host != NULL && host[0] != '\0');
+	}
+	CHECK_ERR(herd_comm_host(comm, size, &host), HERD_EINVAL, "is out of range");
+	CHECK(host == NULL);
 	/* Every pair uses the expected transport. */
 	for (int j = 0; j < size; j++) {
 		if (j == rank)
@@ -584,10 +588,13 @@ static void split_rank(int rank, int size, void *arg)
 		int expect = color == 0 ? (rank == 2 ? 0 : 1) : (5 - rank) / 2;
 		int32_t send = rank, recv = -1;
 		int prev_new = (expect + members - 1) % members;
+		const char *h_sub = NULL, *h_comm = NULL;
 
 		CHECK_INT(herd_comm_size(sub), members);
 		CHECK_INT(herd_comm_rank(sub), expect);
-		CHECK_STR(herd_comm_host(sub, 0), herd_comm_host(comm, 0));
+		CHECK_OK(herd_comm_host(sub, 0, &h_sub));
+		CHECK_OK(herd_comm_host(comm, 0, &h_comm));
+		CHECK_STR(h_sub, h_comm);
 		CHECK_OK(ring_call(sub, &send, &recv, sizeof(send)));
 		/* The sender's old rank: the new ranks run old ranks backwards. */
 		CHECK_INT(recv, color == 0 ? 2 - 2 * prev_new : 5 - 2 * prev_new);
@@ -634,7 +641,7 @@ static void nonblocking_rank(int rank, int size, void *arg)
 {
 	const big_args *a = arg;
 	herd_comm *comm = NULL;
-	herd_request *r1 = NULL, *r2 = NULL;
+	herd_comm_request *r1 = NULL, *r2 = NULL;
 	uint8_t s1[64], b1[64 * 3], s2[256], b2[256 * 3], s3[8], b3[8 * 3];
 	herd__op op;
 	bool done = true;
@@ -652,7 +659,7 @@ static void nonblocking_rank(int rank, int size, void *arg)
 	op = make_op(logged_all_run, HERD__OP_ALLTOALL, s2, b2, sizeof(s2));
 	CHECK_OK(herd__comm_submit(comm, &op, &r2));
 	if (rank == 0) {
-		CHECK_OK(herd_request_test(r2, &done));
+		CHECK_OK(herd_comm_request_test(r2, &done));
 		CHECK_INT(done, 0);
 	}
 	/* A blocking call runs after the queued ones. */
@@ -663,9 +670,9 @@ static void nonblocking_rank(int rank, int size, void *arg)
 	CHECK_INT(order_log[1], 2);
 	CHECK_INT(order_log[2], 3);
 	done = false;
-	CHECK_OK(herd_request_test(r2, &done));
+	CHECK_OK(herd_comm_request_test(r2, &done));
 	CHECK_INT(done, 1);
-	CHECK_OK(herd_request_wait(r1));
+	CHECK_OK(herd_comm_request_wait(r1));
 	for (int j = 0; j < size; j++) {
 		CHECK_INT(first_wrong(b1 + 64 * j, 64, j), 64);
 		CHECK_INT(first_wrong(b2 + 256 * j, 256, j + 10), 256);
@@ -863,7 +870,7 @@ static void *thread_rank_main(void *arg)
 {
 	thread_rank *t = arg;
 	herd_comm *comm = NULL, *sub = NULL;
-	herd_request *req = NULL;
+	herd_comm_request *req = NULL;
 	uint8_t s[1000], r[1000];
 	herd__op op;
 
@@ -874,7 +881,7 @@ static void *thread_rank_main(void *arg)
 		t->failures++;
 	op = make_op(ring_run, HERD__OP_ALLGATHER, s, r, sizeof(r));
 	T_OK(t, herd__comm_submit(comm, &op, &req));
-	T_OK(t, herd_request_wait(req));
+	T_OK(t, herd_comm_request_wait(req));
 	T_OK(t, herd_comm_split(&sub, comm, t->rank % 2, t->rank));
 	T_OK(t, ring_call(sub, s, r, 16));
 	T_OK(t, herd_comm_finalize(sub));

@@ -197,7 +197,8 @@ static void abort_rank(int rank, int size, void *arg)
 		CHECK_ERR(st, HERD_EABORTED, "aborted on rank 0");
 		CHECK(t_ret - c.t_abort < 100);
 		CHECK_INT(ring_call(comm, s, r, sizeof(r)), HERD_EABORTED);
-		herd_comm_abort(comm);   /* idempotent */
+		CHECK_OK(herd_comm_abort(comm));   /* idempotent */
+		CHECK_ERR(herd_comm_abort(NULL), HERD_EINVAL, "herd_comm_abort: comm is NULL");
 	} else {
 		sleep_ms(1000);
 		CHECK_ERR(ring_call(comm, s, r, sizeof(r)), HERD_EPEER, "rank 0 (host");

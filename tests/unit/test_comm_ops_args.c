@@ -21,7 +21,7 @@ static ops_session session(const char *name)
 static void test_comm_ops_null_comm_is_einval_for_every_call(void)
 {
 	float a[4] = { 0 }, b[4];
-	herd_request *req = NULL;
+	herd_comm_request *req = NULL;
 
 	CHECK_ERR(herd_comm_allreduce(NULL, a, b, 4, HERD_FLOAT32, HERD_SUM), HERD_EINVAL,
 		  "herd_comm_allreduce: comm is NULL");
@@ -74,7 +74,7 @@ static void bad_args_rank(int rank, int size, void *arg)
 	ops_session *s = arg;
 	herd_comm *c = NULL;
 	float a[8] = { 0 }, b[8] = { 0 };
-	herd_request *req = (herd_request *)&req;
+	herd_comm_request *req = (herd_comm_request *)&req;
 	int other = 1 - rank;
 
 	CHECK_OK(ops_comm(&c, s, rank, size));
@@ -222,7 +222,7 @@ static void nonblocking_rank(int rank, int size, void *arg)
 	ops_session *s = arg;
 	enum { N = 1009, NREQ = 10, BIG = 300000 };
 	herd_comm *c = NULL;
-	herd_request *req[NREQ];
+	herd_comm_request *req[NREQ];
 	float *ar_in = ops_alloc(N * 4), *ar_out = ops_alloc(N * 4);
 	int32_t *bc = ops_alloc(BIG * 4);
 	double *rs_in = ops_alloc((size_t)size * N * 8), *rs_out = ops_alloc(N * 8);
@@ -255,11 +255,11 @@ static void nonblocking_rank(int rank, int size, void *arg)
 	CHECK_OK(herd_comm_iscatter(c, big_in, sc_out, N, HERD_FLOAT32, size - 1, &req[7]));
 	CHECK_OK(herd_comm_ibarrier(c, &req[8]));
 	CHECK_OK(herd_comm_iallreduce(c, big_in, big_out, BIG, HERD_FLOAT32, HERD_SUM, &req[9]));
-	CHECK_OK(herd_request_wait(req[9]));
+	CHECK_OK(herd_comm_request_wait(req[9]));
 	for (int k = 0; k < NREQ - 1; k++) {
 		bool d = false;
 
-		CHECK_OK(herd_request_test(req[k], &d));
+		CHECK_OK(herd_comm_request_test(req[k], &d));
 		CHECK_INT(d, 1);
 		done += d;
 	}
@@ -287,7 +287,7 @@ static void nonblocking_rank(int rank, int size, void *arg)
 	CHECK_OK(herd_comm_iallreduce(c, ar_in, ar_out, N, HERD_FLOAT32, HERD_MAX, &req[0]));
 	CHECK_OK(herd_comm_barrier(c));
 	last = false;
-	CHECK_OK(herd_request_test(req[0], &last));
+	CHECK_OK(herd_comm_request_test(req[0], &last));
 	CHECK_INT(last, 1);
 	OPS_VERIFY("iallreduce max", ar_out, N, HERD_FLOAT32,
 		   ops_expected(size, i, HERD_FLOAT32, HERD_MAX));

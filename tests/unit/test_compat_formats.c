@@ -36,6 +36,16 @@
 #define BYTES_COLS 5000   /* a uint8 row of two 4 KiB chunks */
 
 /* Two nodes and two failed hosts, as a discovery of four would record them. */
+
+/* Node i of c (the test's fixtures have them all). */
+static const herd_node *node_at(const herd_cluster *c, size_t i)
+{
+	const herd_node *node = NULL;
+
+	(void)herd_cluster_node(c, i, &node);
+	return node;
+}
+
 static const char mixed_json[] =
 	"{\"v\": 1, \"nodes\": ["
 	"{\"hostname\": \"gpu-a\", \"cpu_model\": \"Intel(R) Xeon(R) Platinum 8480+\", "
@@ -120,9 +130,9 @@ static void write_golden(const char *name, const void *data, size_t len)
 static void matrix_text(const herd_cluster *c, herd__buf *out)
 {
 	for (size_t n = 0; n < herd_cluster_node_count(c); n++) {
-		const herd_node *node = herd_cluster_node(c, n);
+		const herd_node *node = node_at(c, n);
 		size_t nics = herd_node_nic_count(node);
-		char line[1024], code[HERD_LINK_STR_LEN];
+		char line[1024], code[HERD_NODE_LINK_CODE_LEN];
 		int k;
 
 		k = snprintf(line, sizeof(line), "%s: %zu GPUs, %zu NICs\n", node->hostname,
@@ -135,13 +145,13 @@ static void matrix_text(const herd_cluster *c, herd__buf *out)
 			for (size_t j = 0; j < node->ngpus; j++) {
 				CHECK_OK(herd_node_gpu_link(node, i, j, &link));
 				k += snprintf(line + k, sizeof(line) - (size_t)k, " %s",
-					      herd_link_str(link, code));
+					      herd_node_link_code(link, code));
 			}
 			k += snprintf(line + k, sizeof(line) - (size_t)k, " |");
 			for (size_t j = 0; j < nics; j++) {
 				CHECK_OK(herd_node_gpu_nic_link(node, i, j, &link));
 				k += snprintf(line + k, sizeof(line) - (size_t)k, " %s",
-					      herd_link_str(link, code));
+					      herd_node_link_code(link, code));
 			}
 			line[k++] = '\n';
 			herd__buf_append(out, line, (size_t)k);
@@ -163,10 +173,10 @@ static void write_inventories(void)
 {
 	herd_cluster *mixed = decode_ok(mixed_json, strlen(mixed_json), "mixed");
 	herd_cluster *x4 = x4_from_json();
-	static const struct { herd_format format; const char *name; } forms[] = {
-		{ HERD_FORMAT_MSGPACK, "inventory-mixed.msgpack" },
-		{ HERD_FORMAT_JSON, "inventory-mixed.json" },
-		{ HERD_FORMAT_TEXT, "inventory-mixed.txt" },
+	static const struct { herd_cluster_format format; const char *name; } forms[] = {
+		{ HERD_CLUSTER_FORMAT_MSGPACK, "inventory-mixed.msgpack" },
+		{ HERD_CLUSTER_FORMAT_JSON, "inventory-mixed.json" },
+		{ HERD_CLUSTER_FORMAT_TEXT, "inventory-mixed.txt" },
 	};
 	herd__buf m;
 	void *data;
@@ -177,7 +187,7 @@ static void write_inventories(void)
 		write_golden(forms[i].name, data, len);
 		herd_free(data);
 	}
-	data = encode_ok(x4, HERD_FORMAT_MSGPACK, &len);
+	data = encode_ok(x4, HERD_CLUSTER_FORMAT_MSGPACK, &len);
 	write_golden("inventory-dgx-h100-x4.msgpack", data, len);
 	herd_free(data);
 	herd__buf_init(&m, 0);
@@ -197,8 +207,8 @@ static void check_mixed_values(const herd_cluster *c)
 	CHECK_INT(herd_cluster_node_count(c), 2);
 	if (herd_cluster_node_count(c) != 2)
 		return;
-	a = herd_cluster_node(c, 0);
-	b = herd_cluster_node(c, 1);
+	a = node_at(c, 0);
+	b = node_at(c, 1);
 	CHECK_STR(a->hostname, "gpu-a");
 	CHECK_STR(a->cpu_model, "Intel(R) Xeon(R) Platinum 8480+");
 	CHECK_INT(a->packages, 2);
@@ -284,8 +294,8 @@ static void test_inventory_golden_files_decode_and_encode_identically(void)
 {
 	static const char *const names[] = { "inventory-mixed.msgpack", "inventory-mixed.json",
 					     "inventory-mixed.txt" };
-	static const herd_format formats[] = { HERD_FORMAT_MSGPACK, HERD_FORMAT_JSON,
-					       HERD_FORMAT_TEXT };
+	static const herd_cluster_format formats[] = { HERD_CLUSTER_FORMAT_MSGPACK, HERD_CLUSTER_FORMAT_JSON,
+					       HERD_CLUSTER_FORMAT_TEXT };
 	size_t glen[3];
 	char *gold[3];
 
@@ -319,14 +329,14 @@ static void test_inventory_x4_golden_file_decodes_and_encodes_identically(void)
 
 	if (c != NULL) {
 		CHECK_INT(herd_cluster_node_count(c), 4);
-		CHECK_STR(herd_cluster_node(c, 3)->hostname, "dgx04");
-		CHECK_INT(herd_cluster_node(c, 3)->ngpus, 8);
-		CHECK_INT(herd_cluster_node(c, 3)->gpus[7].nvswitch_links, 18);
-		CHECK_INT(herd_cluster_node(c, 0)->nrdma, 8);
-		again = encode_ok(c, HERD_FORMAT_MSGPACK, &again_len);
+		CHECK_STR(node_at(c, 3)->hostname, "dgx04");
+		CHECK_INT(node_at(c, 3)->ngpus, 8);
+		CHECK_INT(node_at(c, 3)->gpus[7].nvswitch_links, 18);
+		CHECK_INT(node_at(c, 0)->nrdma, 8);
+		again = encode_ok(c, HERD_CLUSTER_FORMAT_MSGPACK, &again_len);
 		CHECK_BYTES(again, again_len, gold, len);
 	}
-	from_src = encode_ok(src, HERD_FORMAT_MSGPACK, &src_len);
+	from_src = encode_ok(src, HERD_CLUSTER_FORMAT_MSGPACK, &src_len);
 	CHECK_BYTES(from_src, src_len, gold, len);
 	herd_free(again);
 	herd_free(from_src);

@@ -67,7 +67,7 @@ static long cpulist_count(const char *list)
 static void test_discover_probes_host_cpus_and_memory(void)
 {
 	herd_cluster *cluster = discover_here();
-	const herd_node *node = herd_cluster_node(cluster, 0);
+	const herd_node *node = test_node(cluster, 0);
 	char host[256] = "";
 
 	CHECK(node != NULL);
@@ -89,7 +89,7 @@ out:
 static void test_discover_numa_nodes_cover_every_cpu(void)
 {
 	herd_cluster *cluster = discover_here();
-	const herd_node *node = herd_cluster_node(cluster, 0);
+	const herd_node *node = test_node(cluster, 0);
 	long cpus = 0;
 	size_t with_cpus = 0;
 
@@ -119,7 +119,7 @@ out:
 static void test_discover_lists_loopback_with_its_address(void)
 {
 	herd_cluster *cluster = discover_here();
-	const herd_node *node = herd_cluster_node(cluster, 0);
+	const herd_node *node = test_node(cluster, 0);
 	const herd_netdev *lo = NULL;
 	bool has_127 = false;
 
@@ -147,7 +147,7 @@ out:
 static void test_discover_netdevs_on_pci_name_a_real_function(void)
 {
 	herd_cluster *cluster = discover_here();
-	const herd_node *node = herd_cluster_node(cluster, 0);
+	const herd_node *node = test_node(cluster, 0);
 
 	for (size_t i = 0; node != NULL && i < node->nnetdevs; i++) {
 		const herd_pci_loc *pci = &node->netdevs[i].pci;
@@ -167,7 +167,7 @@ static void test_discover_netdevs_on_pci_name_a_real_function(void)
 static void test_discover_says_why_gpus_are_absent(void)
 {
 	herd_cluster *cluster = discover_here();
-	const herd_node *node = herd_cluster_node(cluster, 0);
+	const herd_node *node = test_node(cluster, 0);
 
 	if (node == NULL)
 		goto out;
@@ -196,7 +196,7 @@ out:
 static void test_discover_says_why_rdma_is_absent(void)
 {
 	herd_cluster *cluster = discover_here();
-	const herd_node *node = herd_cluster_node(cluster, 0);
+	const herd_node *node = test_node(cluster, 0);
 
 	if (node == NULL)
 		goto out;
@@ -213,7 +213,7 @@ out:
 
 static void test_discover_missing_inventory_fails_enotfound_naming_it(void)
 {
-	herd_discover_opts opts = HERD_DISCOVER_OPTS_INIT;
+	herd_cluster_discover_opts opts = HERD_CLUSTER_DISCOVER_OPTS_INIT;
 	herd_cluster *cluster = (herd_cluster *)&opts; /* must be reset to NULL */
 
 	opts.inventory = "/nonexistent/herd-inventory.json";
@@ -224,12 +224,13 @@ static void test_discover_missing_inventory_fails_enotfound_naming_it(void)
 
 static void test_discover_rejects_misuse(void)
 {
-	herd_discover_opts opts = HERD_DISCOVER_OPTS_INIT;
+	herd_cluster_discover_opts opts = HERD_CLUSTER_DISCOVER_OPTS_INIT;
 	herd_cluster *cluster = NULL;
 
 	CHECK_ERR(herd_cluster_discover(NULL, NULL), HERD_EINVAL, "out is NULL");
 	opts.version = 99;
-	CHECK_ERR(herd_cluster_discover(&cluster, &opts), HERD_EINVAL, "herd_discover_opts.version is 99");
+	CHECK_ERR(herd_cluster_discover(&cluster, &opts), HERD_EINVAL,
+		  "herd_cluster_discover_opts.version is 99");
 	CHECK(cluster == NULL);
 }
 

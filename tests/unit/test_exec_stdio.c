@@ -207,7 +207,7 @@ static void test_exec_runs_the_spec_and_reports_every_event(void)
 			}
 			break;
 		case HERD__LAUNCH_T_EXITED:
-			CHECK_INT(m.state, HERD_RANK_EXITED);
+			CHECK_INT(m.state, HERD_JOB_RANK_EXITED);
 			codes[m.rank] = (int)m.code;
 			exited++;
 			break;
@@ -259,7 +259,7 @@ static void test_exec_stops_its_ranks_when_stdin_closes(void)
 		if (next_event(&x, &m) != HERD_OK)
 			break;
 		if (m.type == HERD__LAUNCH_T_EXITED) {
-			CHECK_INT(m.state, HERD_RANK_SIGNALED);
+			CHECK_INT(m.state, HERD_JOB_RANK_SIGNALED);
 			CHECK_INT(m.sig, SIGTERM);
 			exited++;
 		}
@@ -334,7 +334,7 @@ static void test_exec_starts_no_rank_before_go(void)
 		}
 		CHECK(m.type == HERD__LAUNCH_T_EXITED || m.type == HERD__LAUNCH_T_DONE);
 		if (m.type == HERD__LAUNCH_T_EXITED) {
-			CHECK_INT(m.state, HERD_RANK_FAILED_START);
+			CHECK_INT(m.state, HERD_JOB_RANK_FAILED_START);
 			CHECK(m.err_len > 0 && memmem(m.err, m.err_len, "before its ranks started",
 						      24) != NULL);
 			failed++;
@@ -392,11 +392,11 @@ static void test_proto_rejects_bad_frames(void)
 		  "\"s\" is 3");
 	CHECK_ERR(herd__launch_msg_decode(&m, "\xc1", 1), HERD_EFORMAT, "msgpack");
 	/* Round trip of an exited event, and a spec decoded as a spec only. */
-	CHECK_OK(herd__launch_enc_exited(&b, 7, HERD_RANK_FAILED_START, 127, 0, "exec failed"));
+	CHECK_OK(herd__launch_enc_exited(&b, 7, HERD_JOB_RANK_FAILED_START, 127, 0, "exec failed"));
 	CHECK_OK(herd__launch_frame_peek(&b, &len));
 	CHECK_OK(herd__launch_msg_decode(&m, b.data + b.off + 4, len));
 	CHECK_INT(m.rank, 7);
-	CHECK_INT(m.state, HERD_RANK_FAILED_START);
+	CHECK_INT(m.state, HERD_JOB_RANK_FAILED_START);
 	CHECK(m.err_len == 11 && memcmp(m.err, "exec failed", 11) == 0);
 	CHECK_ERR(herd__launch_spec_decode(&s, b.data + b.off + 4, len), HERD_EFORMAT,
 		  "expected a spec frame, got exited");

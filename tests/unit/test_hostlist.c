@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "herd/cluster.h"
+#include "herd/hostlist.h"
 
 #include "base.h"
 #include "test.h"

@@ -74,13 +74,13 @@ static void test_fixtures_round_trip_byte_identical(void)
 		size_t text_len, mp1_len, mp2_len, mp3_len, j1_len, j2_len;
 		char *text = fixture_text(fixtures[f], &text_len);
 		herd_cluster *c1 = decode_ok(text, text_len, fixtures[f]);
-		void *mp1 = encode_ok(c1, HERD_FORMAT_MSGPACK, &mp1_len);
+		void *mp1 = encode_ok(c1, HERD_CLUSTER_FORMAT_MSGPACK, &mp1_len);
 		herd_cluster *c2 = decode_ok(mp1, mp1_len, "mp1");
-		void *mp2 = encode_ok(c2, HERD_FORMAT_MSGPACK, &mp2_len);
-		void *j1 = encode_ok(c1, HERD_FORMAT_JSON, &j1_len);
+		void *mp2 = encode_ok(c2, HERD_CLUSTER_FORMAT_MSGPACK, &mp2_len);
+		void *j1 = encode_ok(c1, HERD_CLUSTER_FORMAT_JSON, &j1_len);
 		herd_cluster *c3 = decode_ok(j1, j1_len, "j1");
-		void *j2 = encode_ok(c3, HERD_FORMAT_JSON, &j2_len);
-		void *mp3 = encode_ok(c3, HERD_FORMAT_MSGPACK, &mp3_len);
+		void *j2 = encode_ok(c3, HERD_CLUSTER_FORMAT_JSON, &j2_len);
+		void *mp3 = encode_ok(c3, HERD_CLUSTER_FORMAT_MSGPACK, &mp3_len);
 
 		CHECK_BYTES(mp1, mp1_len, mp2, mp2_len);
 		CHECK_BYTES(mp1, mp1_len, mp3, mp3_len);
@@ -100,10 +100,12 @@ static void test_fixture_values_decoded(void)
 	size_t len;
 	char *text = fixture_text("dgx-h100.json", &len);
 	herd_cluster *c = decode_ok(text, len, "dgx");
-	const herd_node *n = herd_cluster_node(c, 0);
+	const herd_node *n = test_node(c, 0), *none = n;
 
 	CHECK_INT(herd_cluster_node_count(c), 1);
-	CHECK(herd_cluster_node(c, 1) == NULL);
+	CHECK_ERR(herd_cluster_node(c, 1, &none), HERD_EINVAL,
+		  "herd_cluster_node: node 1 is out of range: the cluster has 1 node");
+	CHECK(none == NULL);
 	CHECK_STR(n->hostname, "dgx-h100");
 	CHECK_STR(n->cpu_model, "Intel(R) Xeon(R) Platinum 8480C");
 	CHECK_INT(n->packages, 2);
@@ -139,7 +141,7 @@ static void test_fixture_values_decoded(void)
 
 	text = fixture_text("cpu-only.json", &len);
 	c = decode_ok(text, len, "cpu-only");
-	n = herd_cluster_node(c, 0);
+	n = test_node(c, 0);
 	CHECK_INT(n->ngpus, 0);
 	CHECK(n->gpus == NULL);
 	CHECK_STR(n->gpu_note, "no GPU: NVIDIA driver not found");
@@ -149,7 +151,8 @@ static void test_fixture_values_decoded(void)
 	free(text);
 
 	CHECK_INT(herd_cluster_node_count(NULL), 0);
-	CHECK(herd_cluster_node(NULL, 0) == NULL);
+	CHECK_ERR(herd_cluster_node(NULL, 0, &none), HERD_EINVAL,
+		  "herd_cluster_node: cluster and node must not be NULL");
 	herd_cluster_free(NULL);
 }
 
@@ -165,9 +168,9 @@ static void test_save_and_load_both_formats(void)
 	snprintf(json_path, sizeof(json_path), "%s/inv.json", tmpdir);
 	snprintf(mp_path, sizeof(mp_path), "%s/inv.msgpack", tmpdir);
 	snprintf(plain_path, sizeof(plain_path), "%s/inv", tmpdir);
-	CHECK_OK(herd_cluster_save(c, json_path, HERD_FORMAT_AUTO));
-	CHECK_OK(herd_cluster_save(c, mp_path, HERD_FORMAT_AUTO));
-	CHECK_OK(herd_cluster_save(c, plain_path, HERD_FORMAT_JSON));
+	CHECK_OK(herd_cluster_save(c, json_path, HERD_CLUSTER_FORMAT_AUTO));
+	CHECK_OK(herd_cluster_save(c, mp_path, HERD_CLUSTER_FORMAT_AUTO));
+	CHECK_OK(herd_cluster_save(c, plain_path, HERD_CLUSTER_FORMAT_JSON));
 
 	/* AUTO wrote JSON for ".json", msgpack otherwise. */
 	CHECK_OK(herd__read_file(json_path, 1 << 24, &file, &len));
@@ -176,7 +179,7 @@ static void test_save_and_load_both_formats(void)
 	CHECK_OK(herd__read_file(plain_path, 1 << 24, &file, &len));
 	CHECK_BYTES(file, len, text, text_len);
 	free(file);
-	mp = encode_ok(c, HERD_FORMAT_MSGPACK, &mp_len);
+	mp = encode_ok(c, HERD_CLUSTER_FORMAT_MSGPACK, &mp_len);
 	CHECK_OK(herd__read_file(mp_path, 1 << 24, &file, &len));
 	CHECK_BYTES(file, len, mp, mp_len);
 	CHECK_INT((unsigned char)file[0], 0x82);
@@ -184,18 +187,18 @@ static void test_save_and_load_both_formats(void)
 
 	CHECK_OK(herd_cluster_load(&from_json, json_path));
 	CHECK_OK(herd_cluster_load(&from_mp, mp_path));
-	back = encode_ok(from_json, HERD_FORMAT_MSGPACK, &back_len);
+	back = encode_ok(from_json, HERD_CLUSTER_FORMAT_MSGPACK, &back_len);
 	CHECK_BYTES(back, back_len, mp, mp_len);
 	herd_free(back);
-	back = encode_ok(from_mp, HERD_FORMAT_MSGPACK, &back_len);
+	back = encode_ok(from_mp, HERD_CLUSTER_FORMAT_MSGPACK, &back_len);
 	CHECK_BYTES(back, back_len, mp, mp_len);
 	herd_free(back);
 	/* No temporary file is left beside the saved ones. */
 	CHECK(access(json_path, F_OK) == 0);
 	unlink(json_path), unlink(mp_path), unlink(plain_path);
 
-	CHECK_ERR(herd_cluster_save(c, "/nonexistent-dir/x.json", HERD_FORMAT_AUTO), HERD_EIO,
-		  "/nonexistent-dir/x.json");
+	CHECK_ERR(herd_cluster_save(c, "/nonexistent-dir/x.json", HERD_CLUSTER_FORMAT_AUTO),
+		  HERD_EIO, "/nonexistent-dir/x.json");
 	herd_free(mp);
 	herd_cluster_free(c), herd_cluster_free(from_json), herd_cluster_free(from_mp);
 	free(text);
@@ -207,7 +210,7 @@ static void test_truncated_msgpack_at_every_length_is_eformat(void)
 		size_t text_len, mp_len;
 		char *text = fixture_text(fixtures[f], &text_len);
 		herd_cluster *c = decode_ok(text, text_len, fixtures[f]);
-		char *mp = encode_ok(c, HERD_FORMAT_MSGPACK, &mp_len);
+		char *mp = encode_ok(c, HERD_CLUSTER_FORMAT_MSGPACK, &mp_len);
 		int failures_before = test_failures;
 
 		for (size_t n = 0; n < mp_len && test_failures == failures_before; n++) {
@@ -259,8 +262,9 @@ static void decode_anything(const void *data, size_t len)
 			TEST_FAIL_("message without origin: %s", herd_last_error());
 		return;
 	}
-	for (int format = HERD_FORMAT_MSGPACK; format <= HERD_FORMAT_JSON; format++) {
-		out = encode_ok(c, (herd_format)format, &n);
+	for (int format = HERD_CLUSTER_FORMAT_MSGPACK; format <= HERD_CLUSTER_FORMAT_JSON;
+	     format++) {
+		out = encode_ok(c, (herd_cluster_format)format, &n);
 		CHECK_OK(herd_cluster_decode(&again, out, n, "again"));
 		herd_cluster_free(again);
 		again = NULL;
@@ -275,7 +279,7 @@ static void test_flipped_bytes_never_crash(void)
 	size_t text_len, mp_len;
 	char *text = fixture_text("dgx-h100.json", &text_len);
 	herd_cluster *c = decode_ok(text, text_len, "dgx");
-	char *mp = encode_ok(c, HERD_FORMAT_MSGPACK, &mp_len);
+	char *mp = encode_ok(c, HERD_CLUSTER_FORMAT_MSGPACK, &mp_len);
 	int failures_before = test_failures;
 
 	for (size_t i = 0; i < mp_len && test_failures == failures_before; i++) {
@@ -377,10 +381,10 @@ static void test_unknown_keys_ignored_and_notes_optional(void)
 	char *b = edit(a, "\"cc_major\": 9,", "\"cc_major\": 9, \"future\": -12345678901,");
 	char *d = edit(b, "\"gpu_note\": null,", "");
 	herd_cluster *c = decode_ok(d, strlen(d), "future.json");
-	void *out = encode_ok(c, HERD_FORMAT_JSON, &out_len);
+	void *out = encode_ok(c, HERD_CLUSTER_FORMAT_JSON, &out_len);
 
 	CHECK_BYTES(out, out_len, text, len);
-	CHECK(herd_cluster_node(c, 0)->gpu_note == NULL);
+	CHECK(test_node(c, 0)->gpu_note == NULL);
 	herd_free(out);
 	herd_cluster_free(c);
 	free(a), free(b), free(d), free(text);
@@ -539,11 +543,11 @@ static void test_encode_refuses_invalid_inventories(void)
 	CHECK_OK(herd__cluster_new(&c, 1));
 	CHECK_INT(herd_cluster_node_count(c), 1);
 	/* No hostname. */
-	CHECK_ERR(herd_cluster_encode(c, HERD_FORMAT_MSGPACK, &data, &len), HERD_EINVAL,
+	CHECK_ERR(herd_cluster_encode(c, HERD_CLUSTER_FORMAT_MSGPACK, &data, &len), HERD_EINVAL,
 		  "cannot encode: inventory: nodes[0].hostname: expected a non-empty string");
 	CHECK(data == NULL && len == 0);
 	CHECK_OK(herd__strdup(&HERD_MUT(char *, c->nodes[0].hostname), "n1"));
-	CHECK_OK(herd_cluster_encode(c, HERD_FORMAT_JSON, &data, &len));
+	CHECK_OK(herd_cluster_encode(c, HERD_CLUSTER_FORMAT_JSON, &data, &len));
 	herd_free(data);
 
 	/* A probe that recorded an upper-case bus id is caught at encode time. */
@@ -551,14 +555,16 @@ static void test_encode_refuses_invalid_inventories(void)
 	herd__strlcpy(gpu->pci.bus_id, "0000:1B:00.0", sizeof(gpu->pci.bus_id));
 	c->nodes[0].gpus = gpu;
 	c->nodes[0].ngpus = 1;
-	CHECK_ERR(herd_cluster_encode(c, HERD_FORMAT_JSON, &data, &len), HERD_EINVAL,
+	CHECK_ERR(herd_cluster_encode(c, HERD_CLUSTER_FORMAT_JSON, &data, &len), HERD_EINVAL,
 		  "nodes[0].gpus[0].pci.bus_id: expected a PCI bus id");
-	CHECK_ERR(herd_cluster_save(c, "/tmp/never-written.json", HERD_FORMAT_AUTO), HERD_EINVAL,
-		  "saving /tmp/never-written.json: cannot encode");
+	CHECK_ERR(herd_cluster_save(c, "/tmp/never-written.json", HERD_CLUSTER_FORMAT_AUTO),
+		  HERD_EINVAL, "saving /tmp/never-written.json: cannot encode");
 	CHECK(access("/tmp/never-written.json", F_OK) != 0);
 
-	CHECK_ERR(herd_cluster_encode(NULL, HERD_FORMAT_JSON, &data, &len), HERD_EINVAL, "NULL");
-	CHECK_ERR(herd_cluster_encode(c, (herd_format)7, &data, &len), HERD_EINVAL, "format 7");
+	CHECK_ERR(herd_cluster_encode(NULL, HERD_CLUSTER_FORMAT_JSON, &data, &len), HERD_EINVAL,
+		  "NULL");
+	CHECK_ERR(herd_cluster_encode(c, (herd_cluster_format)7, &data, &len), HERD_EINVAL,
+		  "format 7");
 	CHECK_ERR(herd_cluster_decode(NULL, "{}", 2, "x"), HERD_EINVAL, "out");
 	herd_cluster_free(c);
 }

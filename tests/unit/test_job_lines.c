@@ -261,7 +261,7 @@ static void test_job_lines_as_the_output_callback_of_a_local_job(void)
 	herd_job_spec spec = HERD_JOB_SPEC_INIT;
 	herd_job_lines *q;
 	herd_job *job = NULL;
-	herd_rank_status rs;
+	herd_job_rank_status rs;
 	herd_job_line *l;
 	int status = -1, out = 0, err = 0;
 

@@ -138,14 +138,14 @@ static int run(herd_job_spec *spec, struct capture *c, herd_job **keep_job)
  * Rank r of job has ended in state, with value its exit code (exited,
  * failed to start) or the signal that ended it (signaled).
  */
-static void check_rank_end(herd_job *job, int r, herd_rank_state state, int value)
+static void check_rank_end(herd_job *job, int r, herd_job_rank_state state, int value)
 {
-	herd_rank_status rs;
+	herd_job_rank_status rs;
 
 	CHECK_OK(herd_job_rank(job, r, &rs));
 	CHECK_INT(rs.rank, r);
 	CHECK_INT(rs.state, state);
-	if (state == HERD_RANK_SIGNALED)
+	if (state == HERD_JOB_RANK_SIGNALED)
 		CHECK_INT(rs.signal, value);
 	else
 		CHECK_INT(rs.exit_code, value);
@@ -176,7 +176,7 @@ static void test_job_every_rank_sees_the_environment_contract(void)
 		const char *secret = line_of(&c, r, HERD_JOB_STDOUT, 3);
 		const char *store = line_of(&c, r, HERD_JOB_STDOUT, 4);
 		const char *port = line_of(&c, r, HERD_JOB_STDOUT, 5);
-		herd_rank_status rs;
+		herd_job_rank_status rs;
 
 		snprintf(want, sizeof(want), "%d 3 %d 3 0 1 0", r, r);
 		CHECK_STR(line_of(&c, r, HERD_JOB_STDOUT, 0), want);
@@ -194,7 +194,7 @@ static void test_job_every_rank_sees_the_environment_contract(void)
 		CHECK_INT(rs.rank, r);
 		CHECK_INT(rs.local_rank, r);
 		CHECK_INT(rs.node_rank, 0);
-		CHECK_INT(rs.state, HERD_RANK_EXITED);
+		CHECK_INT(rs.state, HERD_JOB_RANK_EXITED);
 		CHECK_INT(rs.exit_code, 0);
 		CHECK(rs.pid > 0);
 		CHECK_STR(rs.host, c.host);
@@ -257,8 +257,8 @@ static void test_job_exit_code_of_first_failed_rank_with_summary(void)
 		CHECK(f != NULL && strstr(f, "rank 1 on ") != NULL);
 		CHECK(f != NULL && strstr(f, "exited with code 5") != NULL);
 		CHECK(f != NULL && strstr(f, "\n  first\n  went wrong") != NULL);
-		check_rank_end(job, 1, HERD_RANK_EXITED, 5);
-		check_rank_end(job, 0, HERD_RANK_SIGNALED, SIGTERM);
+		check_rank_end(job, 1, HERD_JOB_RANK_EXITED, 5);
+		check_rank_end(job, 0, HERD_JOB_RANK_SIGNALED, SIGTERM);
 		herd_job_free(job);
 	}
 	capture_free(&c);
@@ -274,7 +274,7 @@ static void test_job_rank_killed_by_signal_gives_128_plus_signal(void)
 	setup(&spec, &c, argv, 1);
 	CHECK_INT(run(&spec, &c, &job), 128 + SIGKILL);
 	if (job != NULL) {
-		check_rank_end(job, 0, HERD_RANK_SIGNALED, SIGKILL);
+		check_rank_end(job, 0, HERD_JOB_RANK_SIGNALED, SIGKILL);
 		CHECK(strstr(herd_job_failure(job), "killed by signal 9") != NULL);
 		herd_job_free(job);
 	}
@@ -291,10 +291,10 @@ static void test_job_exec_failure_is_127_on_every_rank(void)
 	setup(&spec, &c, argv, 3);
 	CHECK_INT(run(&spec, &c, &job), 127);
 	for (int r = 0; job != NULL && r < 3; r++) {
-		herd_rank_status rs;
+		herd_job_rank_status rs;
 
 		CHECK_OK(herd_job_rank(job, r, &rs));
-		CHECK_INT(rs.state, HERD_RANK_FAILED_START);
+		CHECK_INT(rs.state, HERD_JOB_RANK_FAILED_START);
 		CHECK_INT(rs.exit_code, 127);
 		CHECK_STR(rs.error, "exec \"herd-no-such-program-xyz\": No such file or directory");
 	}
@@ -308,7 +308,7 @@ static void test_job_bad_workdir_fails_start_with_chdir_message(void)
 	herd_job_spec spec = HERD_JOB_SPEC_INIT;
 	struct capture c;
 	herd_job *job = NULL;
-	herd_rank_status rs;
+	herd_job_rank_status rs;
 
 	setup(&spec, &c, argv, 1);
 	spec.workdir = "/nonexistent/herd-dir";
@@ -419,10 +419,10 @@ static void test_job_kill_stops_sleeping_ranks_within_grace(void)
 	if (job == NULL)
 		goto out;
 	for (int r = 0; r < 3; r++) {
-		herd_rank_status rs;
+		herd_job_rank_status rs;
 
 		CHECK_OK(herd_job_rank(job, r, &rs));
-		CHECK_INT(rs.state, HERD_RANK_RUNNING);
+		CHECK_INT(rs.state, HERD_JOB_RANK_RUNNING);
 		pids[r] = rs.pid;
 		CHECK(rs.pid > 0 && !gone(rs.pid));
 	}
@@ -437,7 +437,7 @@ static void test_job_kill_stops_sleeping_ranks_within_grace(void)
 	CHECK_OK(herd_job_wait(job, 0, &status));
 	CHECK_INT(status, 128 + SIGTERM);
 	for (int r = 0; r < 3; r++) {
-		check_rank_end(job, r, HERD_RANK_SIGNALED, SIGTERM);
+		check_rank_end(job, r, HERD_JOB_RANK_SIGNALED, SIGTERM);
 		CHECK(gone(pids[r]));
 	}
 	herd_job_free(job);
@@ -472,7 +472,7 @@ static void test_job_ranks_ignoring_sigterm_get_sigkill_after_grace(void)
 	CHECK(now_ms() - t0 < 700 + 3000);
 	CHECK_OK(herd_job_wait(job, 0, &status));
 	for (int r = 0; r < 2; r++)
-		check_rank_end(job, r, HERD_RANK_SIGNALED, SIGKILL);
+		check_rank_end(job, r, HERD_JOB_RANK_SIGNALED, SIGKILL);
 	herd_job_free(job);
 out:
 	capture_free(&c);

@@ -25,7 +25,7 @@ static const char *gpu_link(const herd_node *node, size_t i, size_t j, char *buf
 	herd_link link = { HERD_LINK_SYS, -1 };
 
 	CHECK_OK(herd_node_gpu_link(node, i, j, &link));
-	return herd_link_str(link, buf);
+	return herd_node_link_code(link, buf);
 }
 
 static const char *gpu_nic_link(const herd_node *node, size_t i, size_t j, char *buf)
@@ -34,13 +34,13 @@ static const char *gpu_nic_link(const herd_node *node, size_t i, size_t j, char 
 
 	CHECK_OK(herd_node_gpu_nic_link(node, i, j, &link));
 	CHECK_INT(link.nvlinks, 0);
-	return herd_link_str(link, buf);
+	return herd_node_link_code(link, buf);
 }
 
 /* Every cell of an n x m matrix; rows and columns named in failures. */
 #define CHECK_MATRIX(node, fn, n, m, expected)                                          \
 	do {                                                                            \
-		char buf_[HERD_LINK_STR_LEN];                                           \
+		char buf_[HERD_NODE_LINK_CODE_LEN];                                           \
 		for (size_t i_ = 0; i_ < (n); i_++)                                     \
 			for (size_t j_ = 0; j_ < (m); j_++) {                           \
 				const char *got_ = fn(node, i_, j_, buf_);              \
@@ -76,7 +76,7 @@ static void test_dgx_h100_matrix(void)
 		{ "SYS", "SYS", "SYS", "SYS", "NODE", "NODE", "NODE", "PIX" },
 	};
 	herd_cluster *c = load_fixture("dgx-h100.json");
-	const herd_node *node = herd_cluster_node(c, 0);
+	const herd_node *node = test_node(c, 0);
 	const herd_pci_loc *pci = NULL;
 	const char *name = NULL;
 	char expect[16];
@@ -105,7 +105,7 @@ static void test_pcie_4gpu_matrix(void)
 	/* The one NIC is on socket 0, under a host bridge of its own. */
 	static const char *const gpu_nic[4][1] = { { "NODE" }, { "NODE" }, { "SYS" }, { "SYS" } };
 	herd_cluster *c = load_fixture("pcie-4gpu.json");
-	const herd_node *node = herd_cluster_node(c, 0);
+	const herd_node *node = test_node(c, 0);
 	const char *name = NULL;
 
 	/* Without RDMA devices the NICs are the netdevs on a PCI function:
@@ -123,7 +123,7 @@ static void test_pcie_4gpu_matrix(void)
 static void test_cpu_only_has_nics_and_no_gpu(void)
 {
 	herd_cluster *c = load_fixture("cpu-only.json");
-	const herd_node *node = herd_cluster_node(c, 0);
+	const herd_node *node = test_node(c, 0);
 	const char *name = NULL;
 	herd_link link;
 
@@ -243,11 +243,11 @@ static void test_link_str(void)
 		{ { HERD_LINK_NODE, 0 }, "NODE" }, { { HERD_LINK_SYS, 0 }, "SYS" },
 		{ { (herd_link_kind)42, 0 }, "?" },
 	};
-	char buf[HERD_LINK_STR_LEN];
+	char buf[HERD_NODE_LINK_CODE_LEN];
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		CHECK_STR(herd_link_str(cases[i].link, buf), cases[i].str);
-	CHECK(herd_link_str(cases[0].link, buf) == buf);
+		CHECK_STR(herd_node_link_code(cases[i].link, buf), cases[i].str);
+	CHECK(herd_node_link_code(cases[0].link, buf) == buf);
 }
 
 int main(void)

@@ -6,8 +6,8 @@
  * As libgit2's git2/sys/ headers, this one is not part of herd.h: it is
  * for a program that acts as herd's node-side helper, which is the herd
  * program; an application that launches jobs, discovers a cluster or
- * broadcasts a file uses herd/job.h and herd/cluster.h, whose calls start
- * these entry points on the nodes.  The wire formats behind them belong to
+ * broadcasts a file uses herd/job.h, herd/cluster.h and herd/bcast.h,
+ * whose calls start these entry points on the nodes.  The wire formats behind them belong to
  * one version of libherd: the launcher and every node must run the same.
  *
  * These calls own the process's standard streams where they say so (their

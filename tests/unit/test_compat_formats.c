@@ -30,6 +30,7 @@
 #include "buf.h"
 #include "ckpt/ckpt_internal.h"
 #include "topo/inventory.h"
+#include "compat_files.h"
 
 #define CKPT_STEP 7
 #define CKPT_RANKS 3
@@ -92,17 +93,6 @@ static const char mixed_json[] =
 
 /* ---- files -------------------------------------------------------------- */
 
-static char out_dir[2048];   /* --write: where the files go */
-
-static void compat_path(const char *name, char *path, size_t cap)
-{
-	const char *root = getenv("HERD_SOURCE_DIR");
-
-	if (out_dir[0] != '\0')
-		snprintf(path, cap, "%s/%s", out_dir, name);
-	else
-		snprintf(path, cap, "%s/tests/fixtures/compat/%s", root ? root : ".", name);
-}
 
 /* A golden file's bytes. */
 static char *golden(const char *name, size_t *len)

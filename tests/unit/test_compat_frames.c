@@ -35,6 +35,7 @@
 #include "buf.h"
 #include "launch/launch_internal.h"
 #include "store/proto.h"
+#include "compat_files.h"
 
 #define CHECK_BYTES(a, alen, b, blen)                                              \
 	do {                                                                       \
@@ -47,17 +48,6 @@
 
 /* ---- files -------------------------------------------------------------- */
 
-static char out_dir[2048];   /* --write: where the files go */
-
-static void compat_path(const char *name, char *path, size_t cap)
-{
-	const char *root = getenv("HERD_SOURCE_DIR");
-
-	if (out_dir[0] != '\0')
-		snprintf(path, cap, "%s/%s", out_dir, name);
-	else
-		snprintf(path, cap, "%s/tests/fixtures/compat/%s", root ? root : ".", name);
-}
 
 /* A golden file's bytes; the test stops if it is missing. */
 static char *golden(const char *name, size_t *len)

@@ -138,8 +138,13 @@ allreduce --algo tree
 allreduce --device tpu
 EOF
 # --device gpu where no GPU is: each rank says why, exit 1, nothing measured
-# (on a GPU machine the gpu tests run it)
-if [[ ! -e /dev/nvidiactl ]]; then
+# (on a GPU machine the gpu tests run it); a herd built without CUDA
+# refuses the option itself, as a usage error
+if "$HERD" --version | grep -q "built without CUDA"; then
+  "$HERD" bench allreduce --device gpu -b 8 -e 8 --np 2 >"$tmp/out" 2>"$tmp/err"; rc=$?
+  [[ $rc == 2 ]] && grep -q -- "--device gpu: this herd was built without CUDA" "$tmp/err" \
+    || fail "--device gpu in a herd without CUDA: exit $rc: $(cat "$tmp/err")"
+elif [[ ! -e /dev/nvidiactl ]]; then
   for op in allreduce alltoall sendrecv; do
     "$HERD" bench $op --device gpu -b 8 -e 8 --np 2 >"$tmp/out" 2>"$tmp/err"; rc=$?
     [[ $rc == 1 ]] || fail "$op --device gpu without a GPU exited $rc, want 1"

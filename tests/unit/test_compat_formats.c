@@ -699,12 +699,11 @@ static void test_ckpt_golden_step_reads_back_verified(void)
 
 int main(int argc, char **argv)
 {
-	if (argc == 3 && strcmp(argv[1], "--write") == 0) {
-		herd__strlcpy(out_dir, argv[2], sizeof(out_dir));
-		if (mkdir(out_dir, 0755) != 0 && errno != EEXIST) {
-			perror(out_dir);
-			return 1;
-		}
+	bool write;
+
+	if (!compat_write_mode(argc, argv, &write))
+		return 1;
+	if (write) {
 		write_inventories();
 		write_comm_info();
 		write_checkpoints();

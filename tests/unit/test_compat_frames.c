@@ -818,12 +818,11 @@ static void write_frames(void)
 
 int main(int argc, char **argv)
 {
-	if (argc == 3 && strcmp(argv[1], "--write") == 0) {
-		herd__strlcpy(out_dir, argv[2], sizeof(out_dir));
-		if (mkdir(out_dir, 0755) != 0 && errno != EEXIST) {
-			perror(out_dir);
-			return 1;
-		}
+	bool write;
+
+	if (!compat_write_mode(argc, argv, &write))
+		return 1;
+	if (write) {
 		write_frames();
 		return test_failures == 0 ? 0 : 1;
 	}

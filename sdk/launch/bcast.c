@@ -1,6 +1,6 @@
 /*
  * sdk/launch/bcast.c - herd_bcast, a file to every node, and its node side
- * (`herd bcast --receive`, herd__bcast_receive).
+ * (`herd bcast --receive`, herd_agent_bcast_receive).
  *
  * The stream a receiver reads on stdin is the file's bytes and then their
  * XXH3-64 (8 bytes, little endian), so that the sender reads the file once.

@@ -9,7 +9,7 @@
  * whose stdout is that node's text and whose stderr and exit status say
  * why when there is none; beyond HERD_SSH_TREE_MIN nodes the head of each
  * group of the tree probes its group (`herd probe --text --forward`,
- * herd__discover_relay) and answers for all of it.  In a Slurm allocation
+ * herd_agent_discover_relay) and answers for all of it.  In a Slurm allocation
  * one srun step runs a task on every node, and the engine sorts its
  * labelled lines back into tasks, task t being node t.  Each node's text
  * is decoded with the strict decoder; the nodes that answered are merged

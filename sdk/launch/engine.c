@@ -588,7 +588,7 @@ static void reap_processes(herd__engine *e, int reap_ms)
 			kill(-p->link.ch.pid, SIGTERM);
 		left++;
 	}
-	for (int round = 0; left > 0; round++) {
+	while (left > 0) {
 		bool late = herd__net_now_ms() >= deadline;
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 
@@ -609,7 +609,6 @@ static void reap_processes(herd__engine *e, int reap_ms)
 		}
 		if (left > 0 && !late)
 			nanosleep(&ts, NULL);
-		(void)round;
 	}
 }
 

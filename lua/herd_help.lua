@@ -30,7 +30,9 @@ Prints the entry of `what`: a function of the API (`help(herd.launch)`), or a na
 ## obj:close() -> true
 Every herd object (`herd.Cluster`, `herd.Job`, `herd.Comm`, `herd.Buffer`, ...) closes with
 `obj:close()`, once (a second close raises); a `local obj <close>` closes it at the end of its block,
-and the collector closes what a script dropped. A closed object raises when used.
+and the collector closes what a script dropped. A closed object raises when used. A method or
+metamethod given a value of another type names what it got: `herd.Buffer expected, got table`
+(a table, even one given a herd type's metatable), `got herd.Store` (another herd object).
 
 ## herd.clock() -> seconds
 A monotonic clock in seconds (a float, nanosecond resolution), for timing: `local t0 =
@@ -394,7 +396,10 @@ would (its output buffer, or true).
 False while the operation runs; then as `wait`.
 
 ## herd.Comm:finalize() -> true
-Completes pending operations and leaves the ranks in step (a barrier), before closing.
+Completes pending operations and leaves the ranks in step (a barrier), before closing. After it,
+only `close`, `rank`, `size`, `host`, `error` and `abort` remain: a collective, `split` or a
+second `finalize` raises `attempt to use a finalized herd.Comm`, as a call on a closed one raises
+`attempt to use a closed herd.Comm`.
 
 ## herd.Comm:abort()
 Makes every pending and later call, here and on the peers, fail at once.

@@ -193,7 +193,7 @@ static int parse_alloc(int argc, char **argv, struct alloc_args *a)
 				return shell_usage_error("alloc", "option '%s' needs a list",
 						   arg);
 			if (split_names(v, l) != 0) {
-				shell_message("herd", "out of memory");
+				shell_message(shell_command, "out of memory");
 				return SHELL_EXIT_FAILURE;
 			}
 		} else if ((r = shell_option_value(argc, argv, &i, "--inventory", &a->inventory)) != 0) {
@@ -323,7 +323,7 @@ static int print_env(const herd_plan *plan)
 		char **env = NULL;
 
 		if (herd_plan_rank_env(plan, i, &env) != HERD_OK) {
-			shell_message("herd", herd_last_error());
+			shell_message(shell_command, herd_last_error());
 			return SHELL_EXIT_FAILURE;
 		}
 		printf("rank %zu:", i);
@@ -366,7 +366,7 @@ static json_t *json_env(const herd_plan *plan, size_t i)
 	char **env = NULL;
 
 	if (herd_plan_rank_env(plan, i, &env) != HERD_OK) {
-		shell_message("herd", herd_last_error());
+		shell_message(shell_command, herd_last_error());
 		json_decref(o);
 		return NULL;
 	}
@@ -447,7 +447,7 @@ static int print_plan_json(const herd_plan *plan, int explain, int env)
 /* The exit status of a failed library call: bad input is a usage error. */
 static int failure(herd_status st)
 {
-	shell_message("herd", herd_last_error());
+	shell_message(shell_command, herd_last_error());
 	return st == HERD_EINVAL || st == HERD_EFORMAT || st == HERD_EVERSION ? SHELL_EXIT_USAGE
 									      : SHELL_EXIT_FAILURE;
 }
@@ -455,7 +455,7 @@ static int failure(herd_status st)
 static int finish(int status)
 {
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		shell_message("herd", "cannot write to standard output");
+		shell_message(shell_command, "cannot write to standard output");
 		return SHELL_EXIT_FAILURE;
 	}
 	return status;
@@ -487,7 +487,7 @@ int cmd_alloc(int argc, char **argv)
 	if (st != HERD_OK) {
 		status = a.inventory || shell_env("HERD_INVENTORY") ? SHELL_EXIT_USAGE
 									     : SHELL_EXIT_FAILURE;
-		shell_message("herd", herd_last_error());
+		shell_message(shell_command, herd_last_error());
 		goto out;
 	}
 	opts.plan_only = 1;
@@ -502,7 +502,7 @@ int cmd_alloc(int argc, char **argv)
 		const char *w = NULL;
 
 		if (herd_plan_warning(plan, i, &w) == HERD_OK)
-			fprintf(stderr, "herd: warning: %s\n", w);
+			fprintf(stderr, "%s: warning: %s\n", shell_command, w);
 	}
 	if (a.json) {
 		status = finish(print_plan_json(plan, a.explain, a.env));
@@ -643,7 +643,7 @@ int cmd_gpus(int argc, char **argv)
 		}
 	}
 	if (load(inventory, &cluster) != HERD_OK) {
-		shell_message("herd", herd_last_error());
+		shell_message(shell_command, herd_last_error());
 		return inventory || shell_env("HERD_INVENTORY") ? SHELL_EXIT_USAGE
 									       : SHELL_EXIT_FAILURE;
 	}
@@ -651,7 +651,7 @@ int cmd_gpus(int argc, char **argv)
 	    herd_cluster_node(cluster, local, &node) != HERD_OK ||
 	    herd_lease_dir(&lo, dir, sizeof(dir)) != HERD_OK ||
 	    herd_alloc_gpu_status_query(node, &lo, &st, &n) != HERD_OK) {
-		shell_message("herd", herd_last_error());
+		shell_message(shell_command, herd_last_error());
 		goto out;
 	}
 	if (json) {

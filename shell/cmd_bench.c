@@ -1194,7 +1194,7 @@ static int run_rank(const struct bench_args *a)
 	herd_comm_free(c.comm);
 	free_buffers(&c);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		shell_message("herd", "cannot write to standard output");
+		shell_message(shell_command, "cannot write to standard output");
 		status = SHELL_EXIT_FAILURE;
 	} else if (status == SHELL_EXIT_FAILURE && !c.broken && c.wrong && by_np) {
 		status = BENCH_EXIT_WRONG;
@@ -1400,7 +1400,7 @@ int cmd_bench(int argc, char **argv)
 	/* getopt_long reorders what it parses: the ranks get argv as written. */
 	char **given = calloc((size_t)argc + 1, sizeof(*given));
 	if (given == NULL) {
-		shell_message("herd", "out of memory");
+		shell_message(shell_command, "out of memory");
 		return SHELL_EXIT_FAILURE;
 	}
 	memcpy(given, argv, (size_t)argc * sizeof(*given));

@@ -40,7 +40,8 @@ static const char discover_usage[] =
 	"Many nodes: nodes of one hardware shape on one line, then warnings about\n"
 	"differences that break or slow training, then the nodes that did not\n"
 	"answer and why.  Exit status 1 when some nodes did not answer, 2 when\n"
-	"none did; with --links, 1 also when a pair is slow.\n";
+	"none did or --hosts / --hostfile cannot be read; with --links, 1 also\n"
+	"when a pair is slow.\n";
 
 static const char probe_usage[] =
 	"usage: herd probe [--text | --json] [--forward HOSTS [--timeout S]] | --links BYTES\n"
@@ -420,7 +421,7 @@ static int print_cluster(const herd_cluster *cluster)
 	char **lists = calloc(n + 1, sizeof(*lists));
 
 	if (shape == NULL || names == NULL || hosts == NULL || group == NULL || lists == NULL) {
-		shell_message("herd", "out of memory");
+		shell_message(shell_command, "out of memory");
 		status = SHELL_EXIT_FAILURE;
 		goto out;
 	}
@@ -428,7 +429,7 @@ static int print_cluster(const herd_cluster *cluster)
 		const herd_node *node = NULL;
 
 		if (herd_cluster_node(cluster, i, &node) != HERD_OK) {
-			shell_message("herd", herd_last_error());
+			shell_message(shell_command, herd_last_error());
 			status = SHELL_EXIT_FAILURE;
 			goto out;
 		}
@@ -450,7 +451,7 @@ static int print_cluster(const herd_cluster *cluster)
 			if (group[i] == g)
 				hosts[k++] = names[i];
 		if (herd_hostlist_compress(hosts, k, &lists[g]) != HERD_OK) {
-			shell_message("herd", herd_last_error());
+			shell_message(shell_command, herd_last_error());
 			status = SHELL_EXIT_FAILURE;
 			goto out;
 		}
@@ -469,7 +470,7 @@ static int print_cluster(const herd_cluster *cluster)
 		printf("%-*s  %5zu  %s\n", width, lists[g], k, shape[g]);
 	}
 	if (herd_cluster_check(cluster, print_warning, NULL) < 0) {
-		shell_message("herd", herd_last_error());
+		shell_message(shell_command, herd_last_error());
 		status = SHELL_EXIT_FAILURE;
 	}
 	(void)groups;
@@ -631,7 +632,7 @@ static int print_json(const herd_cluster *cluster)
 	void *data = NULL;
 	size_t len = 0;
 	if (herd_cluster_encode(cluster, HERD_CLUSTER_FORMAT_JSON, &data, &len) != HERD_OK) {
-		shell_message("herd", herd_last_error());
+		shell_message(shell_command, herd_last_error());
 		return SHELL_EXIT_FAILURE;
 	}
 	fwrite(data, 1, len, stdout);
@@ -661,16 +662,19 @@ int cmd_discover(int argc, char **argv)
 	herd_cluster *cluster = NULL;
 	herd_status st = herd_cluster_discover(&cluster, &opts);
 	if (st != HERD_OK) {
-		shell_message("herd", herd_last_error());
-		/* A bad input file is the caller's to fix, as a usage error is;
-		 * no node answering is exit status 2 too. */
-		return args.inventory || st == HERD_EFORMAT || st == HERD_EUNAVAIL
+		shell_message(shell_command, herd_last_error());
+		/* A bad input file (a hostfile that is missing or not a regular
+		 * file included) or setting is the caller's to fix, as a usage
+		 * error is; no node answering is exit status 2 too. */
+		return args.inventory || st == HERD_EFORMAT || st == HERD_EUNAVAIL ||
+				       st == HERD_EINVAL ||
+				       (args.hostfile != NULL && st == HERD_ENOTFOUND)
 			       ? SHELL_EXIT_USAGE : SHELL_EXIT_FAILURE;
 	}
 
 	status = SHELL_EXIT_OK;
 	if (args.save && herd_cluster_save(cluster, args.save, format) != HERD_OK) {
-		shell_message("herd", herd_last_error());
+		shell_message(shell_command, herd_last_error());
 		status = SHELL_EXIT_FAILURE;
 	}
 	if (status == SHELL_EXIT_OK) {
@@ -694,7 +698,7 @@ int cmd_discover(int argc, char **argv)
 	}
 	herd_cluster_free(cluster);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		shell_message("herd", "cannot write to standard output");
+		shell_message(shell_command, "cannot write to standard output");
 		status = SHELL_EXIT_FAILURE;
 	}
 	return status;

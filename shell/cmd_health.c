@@ -128,7 +128,7 @@ int cmd_health(int argc, char **argv)
 		}
 	}
 	if (herd_health_run(&r, &o) != HERD_OK) {
-		shell_message("herd", herd_last_error());
+		shell_message(shell_command, herd_last_error());
 		return 2;
 	}
 	status = exit_status(r);

@@ -15,7 +15,7 @@ int shell_json_write(FILE *out, json_t *doc)
 	    fputc('\n', out) != EOF)
 		rc = 0;
 	if (doc == NULL)
-		shell_message("herd", "out of memory building the JSON output");
+		shell_message(shell_command, "out of memory building the JSON output");
 	json_decref(doc);
 	return rc;
 }

@@ -101,7 +101,10 @@ static int cluster_json(lua_State *L)
 /* c:encode([format]) -> bytes; format "msgpack" (default) or "json". */
 static int cluster_encode(lua_State *L)
 {
-	herd_cluster_format format = check_format(L, 2, "msgpack");
+	herd_cluster_format format;
+
+	check_cluster(L, 1);   /* the object first, as every method checks it */
+	format = check_format(L, 2, "msgpack");
 	if (format == HERD_CLUSTER_FORMAT_AUTO)
 		return luaL_argerror(L, 2, "expected \"msgpack\", \"json\" or \"text\"");
 	return push_encoding(L, format);

@@ -25,14 +25,16 @@
  * (allgather, reduce_scatter, alltoall, gather on the root).  Values in
  * rank order are Lua arrays: element 1 is rank 0's.
  *
- * Misuse raises: a wrong type, a closed object, buffers of different
- * dtypes, an output buffer too small, an unknown reduction, a root out of
- * range.  A failure of the communicator (a dead peer, a deadline, a
+ * Misuse raises: a wrong type, a closed object, a call with the peers
+ * after c:finalize() (only close, rank, size, host, error and abort
+ * remain), buffers of different dtypes, an output buffer too small, an
+ * unknown reduction, a root out of range.  A failure of the communicator (a dead peer, a deadline, a
  * mismatch between ranks, an abort) returns nil, herd's message (naming
  * the rank), and the status name; the communicator is broken from then on.
  */
 #include <lauxlib.h>
 #include <lua.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -50,6 +52,7 @@ static const char world_key = 'w';
 typedef struct lcomm {
 	herd_comm *comm;  /* NULL once closed */
 	int children;     /* open communicators split from this one */
+	bool finalized;   /* c:finalize() was called: only local calls remain */
 } lcomm;
 
 typedef struct lrequest {
@@ -59,9 +62,23 @@ typedef struct lrequest {
 
 static const lherd_type comm_type, request_type;
 
-static herd_comm *check_comm(lua_State *L, int arg)
+/* The open communicator at arg, for what stays local (rank, size, host,
+ * error, abort): allowed after finalize too. */
+static herd_comm *check_local(lua_State *L, int arg)
 {
 	return ((lcomm *)lherd_check(L, arg, &comm_type))->comm;
+}
+
+/* The communicator at arg for a call with the peers: raises once closed,
+ * and once finalized, as a closed file raises for a read. */
+static herd_comm *check_comm(lua_State *L, int arg)
+{
+	lcomm *c = (lcomm *)lherd_check(L, arg, &comm_type);
+
+	if (c->finalized)
+		luaL_error(L, "attempt to use a finalized %s (close it; rank, size, host, error "
+			   "and abort remain)", LHERD_COMM);
+	return c->comm;
 }
 
 static void comm_release(lua_State *L)
@@ -222,20 +239,20 @@ static int numbers_out(lua_State *L, int arg, const lherd_buffer *b)
 
 static int comm_rank(lua_State *L)
 {
-	lua_pushinteger(L, herd_comm_rank(check_comm(L, 1)));
+	lua_pushinteger(L, herd_comm_rank(check_local(L, 1)));
 	return 1;
 }
 
 static int comm_size(lua_State *L)
 {
-	lua_pushinteger(L, herd_comm_size(check_comm(L, 1)));
+	lua_pushinteger(L, herd_comm_size(check_local(L, 1)));
 	return 1;
 }
 
 /* c:host([rank]) -> the host name of a rank (default this one). */
 static int comm_host(lua_State *L)
 {
-	herd_comm *comm = check_comm(L, 1);
+	herd_comm *comm = check_local(L, 1);
 	int r = lua_isnoneornil(L, 2) ? herd_comm_rank(comm) : check_rank(L, comm, 2, "rank");
 	const char *host = NULL;
 
@@ -559,22 +576,27 @@ static int comm_split(lua_State *L)
 	return 1;
 }
 
+/* c:finalize() -> true, or the failure triple; either way only close and
+ * the local calls remain (a collective after it raises). */
 static int comm_finalize(lua_State *L)
 {
-	return result(L, herd_comm_finalize(check_comm(L, 1)), 0);
+	herd_comm *comm = check_comm(L, 1);
+
+	((lcomm *)lua_touserdata(L, 1))->finalized = true;
+	return result(L, herd_comm_finalize(comm), 0);
 }
 
 /* c:abort(): pending and later calls, here and on the peers, fail at once. */
 static int comm_abort(lua_State *L)
 {
-	herd_comm_abort(check_comm(L, 1));
+	herd_comm_abort(check_local(L, 1));
 	return 0;
 }
 
 /* c:error() -> nil while the communicator works, else its message and status. */
 static int comm_error(lua_State *L)
 {
-	herd_status st = herd_comm_async_error(check_comm(L, 1));
+	herd_status st = herd_comm_async_error(check_local(L, 1));
 
 	if (st == HERD_OK)
 		return lua_pushnil(L), 1;
@@ -909,7 +931,7 @@ herd_status lherd_comm_finish(lua_State *L)
 
 	if (lua_rawgetp(L, LUA_REGISTRYINDEX, &world_key) != LUA_TNIL) {
 		c = (lcomm *)lua_touserdata(L, -1);
-		if (c->comm != NULL && herd_comm_async_error(c->comm) == HERD_OK)
+		if (c->comm != NULL && !c->finalized && herd_comm_async_error(c->comm) == HERD_OK)
 			st = herd_comm_finalize(c->comm);
 	}
 	lua_pop(L, 1);

@@ -112,12 +112,38 @@ void *lherd_test(lua_State *L, int arg, const lherd_type *t)
 	return same ? p : NULL;
 }
 
+/*
+ * What the value at arg is, for a type error: a herd object by its type's
+ * name, anything else by its Lua type.  luaL_typeerror would take any
+ * metatable's __name, so that a table given a herd type's metatable
+ * (setmetatable({}, getmetatable(buf))) would be "herd.Buffer expected,
+ * got herd.Buffer"; only a full userdata is named by its __name here.
+ */
+static const char *actual_name(lua_State *L, int arg, const lherd_type *t)
+{
+	const char *name = NULL;
+
+	arg = lua_absindex(L, arg);
+	if (lua_type(L, arg) == LUA_TUSERDATA &&
+	    luaL_getmetafield(L, arg, "__name") != LUA_TNIL) {
+		if (lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), t->name) != 0)
+			name = lua_tostring(L, -1);  /* stays on the stack until the raise */
+		else
+			lua_pop(L, 1);
+	}
+	if (name == NULL)
+		name = lua_type(L, arg) == LUA_TLIGHTUSERDATA ? "light userdata"
+							      : luaL_typename(L, arg);
+	return name;
+}
+
 void *lherd_to(lua_State *L, int arg, const lherd_type *t)
 {
 	void *p = lherd_test(L, arg, t);
 
 	if (p == NULL)
-		luaL_typeerror(L, arg, t->name);
+		luaL_argerror(L, arg, lua_pushfstring(L, "%s expected, got %s", t->name,
+						      actual_name(L, arg, t)));
 	return p;
 }
 

@@ -405,6 +405,9 @@ static int print_env(void)
 	return SHELL_EXIT_OK;
 }
 
+/* The prefix of the running command's messages (shell_command). */
+static char command[64];
+
 /* `herd help [COMMAND|env]`. */
 static int cmd_help(int argc, char **argv)
 {
@@ -424,6 +427,8 @@ static int cmd_help(int argc, char **argv)
 			"Try 'herd help' for the list.\n", argv[1]);
 		return SHELL_EXIT_USAGE;
 	}
+	snprintf(command, sizeof(command), "herd %s", c->name);
+	shell_command = command;
 	return c->run(2, args);
 }
 
@@ -462,9 +467,12 @@ int main(int argc, char **argv)
 	if (argc > 1) {
 		const struct command *c = find_command(argv[1]);
 
-		if (c != NULL)
+		if (c != NULL) {
+			snprintf(command, sizeof(command), "herd %s", c->name);
+			shell_command = command;
 			return c->run != NULL ? c->run(argc - 1, argv + 1)
 					      : cmd_help(argc - 1, argv + 1);
+		}
 		if (not_a_command(argv[1]))
 			return SHELL_EXIT_USAGE;
 	}

@@ -11,6 +11,7 @@
 #include "shell.h"
 
 const char *shell_progname = "herd";
+const char *shell_command = "herd";
 
 /* The state running code, for the signal handler; set around each call. */
 static lua_State *global_L = NULL;

@@ -28,6 +28,14 @@
  */
 extern const char *shell_progname;
 
+/*
+ * The prefix of a command's messages ("herd discover"), which main sets
+ * before it runs the command; "herd" otherwise.  Code that several
+ * commands share (shell_json_write, cmd_alloc.c's alloc and gpus) speaks
+ * with it, so that every message of `herd CMD` starts "herd CMD: ".
+ */
+extern const char *shell_command;
+
 /* Writes "progname: msg" (or just msg when pname is NULL) to stderr. */
 void shell_message(const char *pname, const char *msg);
 

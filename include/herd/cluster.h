@@ -75,9 +75,13 @@ typedef struct herd_cluster_discover_opts {
  * (herd_cluster_failure) with its reason (ssh's words, the timeout, the
  * decoder's message); the call returns HERD_OK when at least one node
  * answered, HERD_EUNAVAIL (the first reasons in the message) when none
- * did, HERD_EFORMAT for a malformed hostlist or hostfile, HERD_EINVAL for
- * two kinds of nodes at once.  Every helper process it starts has ended
- * when it returns.
+ * did, HERD_EFORMAT for a malformed hostlist or hostfile, HERD_ENOTFOUND
+ * for a hostfile that does not exist, HERD_EINVAL for one that is not a
+ * regular file and for two kinds of nodes at once.  A node's answer may be
+ * at most 1 MiB (an inventory is a few KiB): a node that prints more is
+ * stopped there and listed among the failures, as is one that prints text
+ * (a login banner) before its answer.  Every helper process it starts has
+ * ended when it returns.
  */
 HERD_EXTERN herd_status herd_cluster_discover(herd_cluster **out,
 					      const herd_cluster_discover_opts *opts);

@@ -15,8 +15,10 @@ extern "C" {
  * "a[1-2]b[3-4]", "login,gpu[1-2]"; a range keeps the width of its low
  * end: "[08-10]" is 08 09 10).  herd_hostlist_expand gives the names in
  * order, duplicates kept, as one block freed with herd_free (*names points
- * at n strings inside it); HERD_EFORMAT with the column of what is wrong,
- * also beyond 65536 names.  herd_hostlist_compress writes names back as
+ * at n strings inside it); empty items are dropped as Slurm drops them
+ * ("a,,b" is a b, "n[1-2]," is n1 n2); HERD_EFORMAT with the column of
+ * what is wrong, also beyond 65536 names and for an expression that names
+ * no host (",").  herd_hostlist_compress writes names back as
  * `scontrol show hostlist` does, order kept, so that Slurm and
  * herd_hostlist_expand read them back: neighbouring names that differ in
  * their trailing number share a bracket, a number one above the last

@@ -267,7 +267,9 @@ typedef struct herd_job_rank_status {
  * HERD_EINVAL for a bad spec (the message names the field), HERD_EFORMAT for
  * a malformed hostlist or hostfile (line and column), HERD_ENORESOURCE for
  * more ranks than slots or GPUs (before anything starts), HERD_EUNAVAIL
- * for a node that cannot be reached or has no herd program, HERD_ETIMEDOUT
+ * for a node that cannot be reached, has no herd program or prints text
+ * where herd's protocol must be (a login banner: the message quotes its
+ * first line), HERD_ETIMEDOUT
  * for a node whose supervisor did not come up within start_timeout_ms (the
  * message names the host).  A rank whose exec fails
  * does not fail the launch: it is reported as HERD_JOB_RANK_FAILED_START and

@@ -341,6 +341,9 @@ herd_status herd__comm_timeout_call(herd_comm *comm, const herd__fp *fp, uint64_
 	}
 	if (nnamed == 0)
 		msg_append(msg, sizeof(msg), &o, "no peer is missing");
+	if (comm->cfg.timeout_from[0] != '\0')
+		msg_append(msg, sizeof(msg), &o, "; the deadline was %s seconds",
+			   comm->cfg.timeout_from);
 	free(states);
 	free(answered);
 	free(named);
@@ -948,7 +951,7 @@ herd_status herd_comm_init(herd_comm **out, herd_store *store, int rank, int siz
 		return herd__error(HERD_EINVAL, "herd_comm_init: rank %d of %d ranks; expected a "
 				   "size of at least 1 and a rank from 0 to size-1", rank, size);
 	HERD_CHECK(herd__comm_cfg_resolve(opts, &cfg));
-	return herd__comm_init_cfg(out, store, rank, size, &cfg);
+	return herd__comm_timeout_source(herd__comm_init_cfg(out, store, rank, size, &cfg), &cfg);
 }
 
 int herd_comm_rank(const herd_comm *comm)

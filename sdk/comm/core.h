@@ -56,6 +56,7 @@ typedef enum herd__transport_mode {
 /* The options, resolved: explicit values, else HERD_* variables, else defaults. */
 typedef struct herd__comm_cfg {
 	int timeout_ms;
+	char timeout_from[48];      /* "HERD_TIMEOUT=0.5" when that set timeout_ms, else "" */
 	int transport;              /* herd__transport_mode */
 	int algo;                   /* herd__algo_class: ANY "auto", BANDWIDTH "ring", LATENCY "rd",
 				     * HIER "hier" */
@@ -69,6 +70,13 @@ typedef struct herd__comm_cfg {
 
 /* Resolves opts (may be NULL) against the environment.  env.c. */
 herd_status herd__comm_cfg_resolve(const herd_comm_opts *opts, herd__comm_cfg *out);
+
+/*
+ * st, with the message of a HERD_ETIMEDOUT naming the setting the
+ * deadline came from ("...; the deadline was HERD_TIMEOUT=0.0001 seconds"),
+ * so that a deadline too short is not taken for a slow peer.  env.c.
+ */
+herd_status herd__comm_timeout_source(herd_status st, const herd__comm_cfg *cfg);
 
 /* Joins with resolved options (herd_comm_init, split, init_env).  core.c. */
 herd_status herd__comm_init_cfg(herd_comm **out, herd_store *store, int rank, int size,

@@ -69,6 +69,16 @@ static herd_status parse_net_link(herd__comm_cfg *out)
 	return HERD_OK;
 }
 
+herd_status herd__comm_timeout_source(herd_status st, const herd__comm_cfg *cfg)
+{
+	char msg[1024];
+
+	if (st != HERD_ETIMEDOUT || cfg->timeout_from[0] == '\0')
+		return st;
+	herd__strlcpy(msg, herd_last_error(), sizeof(msg));
+	return herd__error(st, "%s; the deadline was %s seconds", msg, cfg->timeout_from);
+}
+
 herd_status herd__comm_cfg_resolve(const herd_comm_opts *opts, herd__comm_cfg *out)
 {
 	/* What the words of HERD_TRANSPORT and HERD_ALGO select, in the table's order. */
@@ -87,10 +97,14 @@ herd_status herd__comm_cfg_resolve(const herd_comm_opts *opts, herd__comm_cfg *o
 	if (opts->timeout_ms < 0)
 		return herd__error(HERD_EINVAL, "herd_comm_opts.timeout_ms is %d; expected 0 (the "
 				   "default) or more", opts->timeout_ms);
-	if (opts->timeout_ms > 0)
+	if (opts->timeout_ms > 0) {
 		out->timeout_ms = opts->timeout_ms;
-	else
+	} else {
 		HERD_CHECK(herd__param_ms(HERD__P_TIMEOUT, &out->timeout_ms));
+		if (herd__param_str(HERD__P_TIMEOUT) != NULL)
+			snprintf(out->timeout_from, sizeof(out->timeout_from), "HERD_TIMEOUT=%.32s",
+				 herd__param_str(HERD__P_TIMEOUT));
+	}
 
 	HERD_CHECK(choose(HERD__P_TRANSPORT, opts->transport, "transport", &i));
 	out->transport = transports[i];
@@ -411,14 +425,17 @@ herd_status herd_comm_init_env(herd_comm **out, const herd_comm_opts *opts)
 	if (st != HERD_OK) {
 		/* The store's own messages begin with its address. */
 		herd__error_wrap(st, "rank %d of %d (%s style): ", id.rank, id.size, id.style);
+		st = herd__comm_timeout_source(st, &cfg);
 		goto fail;
 	}
 	/* A namespace of its own, apart from other users of the job's store. */
 	HERD_CHECK_GOTO(herd_store_prefix(&ns, store, "comm/"), st, fail);
 	st = herd__comm_init_cfg(out, ns, id.rank, id.size, &cfg);
 	herd_store_free(ns);
-	if (st != HERD_OK)
+	if (st != HERD_OK) {
+		st = herd__comm_timeout_source(st, &cfg);
 		goto fail;
+	}
 	(*out)->owned_store = store;
 	(*out)->owned_server = server;
 	return HERD_OK;

@@ -62,6 +62,26 @@ static void node_fail(probe_node *p, const char *fmt, ...)
 	p->done = true;
 }
 
+/*
+ * Whether the text starts with something else than herd probe's answer,
+ * which comes after it (a login banner, a shell start-up file's echo):
+ * then p fails, saying so.
+ */
+static bool text_before_answer(probe_node *p, const char *text, size_t len)
+{
+	static const char magic[] = "\n" HERD__INVENTORY_TEXT_MAGIC;
+	herd__buf b = { .data = (uint8_t *)text, .len = len };
+	const char *at;
+
+	if (len >= sizeof(magic) - 2 && memcmp(text, magic + 1, sizeof(magic) - 2) == 0)
+		return false;
+	at = memmem(text, len, magic, sizeof(magic) - 1);
+	if (at == NULL || herd__launch_text_error(&b, false) == HERD_OK)
+		return false;
+	node_fail(p, "%s", herd_last_error());
+	return true;
+}
+
 /* A node's text, read: decoded into p->inv, or the reason it is not. */
 static void node_answered(probe_node *p, const char *text, size_t len)
 {
@@ -69,6 +89,8 @@ static void node_answered(probe_node *p, const char *text, size_t len)
 	const char *m;
 	size_t k;
 
+	if (text_before_answer(p, text, len))
+		return;
 	snprintf(origin, sizeof(origin), "%s", p->host);
 	if (len > 0 && herd_cluster_decode(&p->inv, text, len, origin) == HERD_OK) {
 		if (herd_cluster_node_count(p->inv) == 1 ||
@@ -154,6 +176,24 @@ static herd_status probe_words(void *userdata, const char *forward, const char *
 	return HERD_OK;
 }
 
+/*
+ * Why a helper answering for group nodes failed at the bound (then: what
+ * became of the rest of its output).
+ */
+static const char *too_much(size_t group, const char *then, char *buf, size_t cap)
+{
+	size_t mib = HERD__INVENTORY_NODE_TEXT_MAX >> 20;
+
+	if (group > 1)
+		snprintf(buf, cap, "printed more than %zu MiB on stdout, more than the "
+			 "inventories of its %zu nodes may take (%zu MiB a node); %s",
+			 mib * group, group, mib, then);
+	else
+		snprintf(buf, cap, "printed more than %zu MiB on stdout, more than an inventory "
+			 "may take; %s", mib, then);
+	return buf;
+}
+
 /* One node's ssh ended: its exit status and output decide. */
 static void ssh_ended(discovery *d, size_t h, probe_node *p, const herd__engine_end *end)
 {
@@ -165,6 +205,8 @@ static void ssh_ended(discovery *d, size_t h, probe_node *p, const herd__engine_
 	if (end->st == HERD_ETIMEDOUT) {
 		node_fail(p, "no answer within %d s (--timeout)",
 			  ((p->group > 1 ? 2 : 1) * d->timeout_ms + 999) / 1000);
+	} else if (end->st == HERD_EFORMAT) {
+		node_fail(p, "%s", too_much(p->group, "stopped reading it", said, sizeof(said)));
 	} else if (end->st != HERD_OK) {
 		node_fail(p, "%s", end->why);
 	} else if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0) {
@@ -196,6 +238,10 @@ static void step_ended(discovery *d, const herd__engine_end *end)
 		const herd__buf *err = herd__engine_node_err(d->engine, t);
 		char why[600] = "";
 
+		if (herd__engine_node_over(d->engine, t)) {
+			node_fail(p, "%s", too_much(1, "the rest was dropped", why, sizeof(why)));
+			continue;
+		}
 		if (out->len > out->off) {
 			node_answered(p, (const char *)out->data + out->off, out->len - out->off);
 			if (p->inv == NULL && err->len > err->off)
@@ -242,7 +288,7 @@ static herd_status probe_all(probe_node *nodes, size_t n, const herd_cluster_dis
 			.one_step = be->one_step };
 	herd__engine_cmd cmd = { .program = program, .words = probe_words, .userdata = &d,
 				 .timeout_ms = timeout_ms, .flat = flat,
-				 .in_max = HERD_INVENTORY_MAX_BYTES / 2 * 3 };
+				 .in_max = HERD__INVENTORY_NODE_TEXT_MAX };
 	long fanout = 0;
 	herd_status st;
 

@@ -26,6 +26,16 @@
 #define DEFAULT_IN_MAX ((size_t)1 << 20)
 /* Most words of a command, the relay's settings included. */
 #define MAX_WORDS 64
+/* A one-step helper: what each task's stderr keeps (its last lines), what
+ * srun's own lines keep, and the longest label ("  1234567: ") a line may
+ * start with before it can be sorted. */
+#define STEP_ERR_MAX ((size_t)1 << 16)
+#define STEP_SAID_MAX ((size_t)1 << 20)
+#define LABEL_MAX 24
+/* Bytes of a one-step helper's stdout or stderr read at most per turn. */
+#define STEP_READ_MAX ((size_t)1 << 20)
+/* No line of a one-step stream is in progress (out_task, err_task). */
+#define AT_LINE_START (-2L)
 
 typedef enum helper_state { PLANNED, RUNNING, ENDED } helper_state;
 
@@ -59,6 +69,9 @@ struct herd__engine {
 	char start_why[1024];
 	/* A one-step helper's output sorted by task, and the step's own lines. */
 	herd__buf *node_out, *node_err, said, err_part;
+	bool *node_over;                /* a task printed more than the command's in_max */
+	long out_task, err_task;        /* the task whose line is in progress (AT_LINE_START:
+					 * none; -1: srun's own) on stdout and on stderr */
 	size_t nnode_bufs;
 };
 
@@ -237,27 +250,81 @@ static void split_label(const char *line, size_t n, long *task, const char **tex
 	*len = n - i - 2;
 }
 
-/* Sorts the whole lines of buf (all of it at its end) into the tasks' buffers. */
+/*
+ * Appends to a buffer that keeps the last of what it is given (a task's
+ * stderr, srun's own lines): the oldest bytes go to make room.
+ */
+static void append_tail(herd__buf *b, const char *p, size_t n)
+{
+	size_t held = b->len - b->off;
+
+	if (n >= b->max) {
+		herd__buf_consume(b, held);
+		p += n - (b->max - 1);
+		n = b->max - 1;
+		held = 0;
+	}
+	if (held + n > b->max)
+		herd__buf_consume(b, held + n - b->max);
+	(void)herd__buf_append(b, p, n);
+}
+
+/*
+ * A piece of task's line (task -1: srun's own), and its end when ended.
+ * A task's stdout holds at most the command's in_max bytes: beyond that
+ * the task is marked (herd__engine_node_over) and the rest dropped.
+ */
+static void to_task(herd__engine *e, long task, bool err, const char *text, size_t n,
+		    bool ended)
+{
+	herd__buf *to;
+
+	if (task < 0 || (size_t)task >= e->nnode_bufs) {
+		append_tail(&e->said, text, n);
+		if (ended)
+			append_tail(&e->said, "\n", 1);
+		return;
+	}
+	if (err) {
+		append_tail(&e->node_err[task], text, n);
+		if (ended)
+			append_tail(&e->node_err[task], "\n", 1);
+		return;
+	}
+	to = &e->node_out[task];
+	if (e->node_over[task])
+		return;
+	if (herd__buf_append(to, text, n) != HERD_OK ||
+	    (ended && herd__buf_append(to, "\n", 1) != HERD_OK))
+		e->node_over[task] = true;
+}
+
+/*
+ * Sorts buf (all of it at its end) into the tasks' buffers as it comes:
+ * each line goes to the task its label names, and a line that has not
+ * ended yet goes in pieces to the task whose label began it, so that
+ * nothing but a label in the making is kept back.
+ */
 static void sort_lines(herd__engine *e, herd__buf *buf, bool err, bool all)
 {
 	const char *data = (const char *)buf->data + buf->off;
 	size_t len = buf->len - buf->off, at = 0;
+	long *task = err ? &e->err_task : &e->out_task;
 
 	while (at < len) {
-		const char *line = data + at, *nl = memchr(line, '\n', len - at), *text;
-		size_t n = nl != NULL ? (size_t)(nl - line) : len - at, tl;
-		herd__buf *to;
-		long task;
+		const char *line = data + at, *nl = memchr(line, '\n', len - at), *text = line;
+		size_t n = nl != NULL ? (size_t)(nl - line) : len - at, tl = n;
+		long t = *task;
 
-		if (nl == NULL && !all)
-			break;
+		if (t == AT_LINE_START) {
+			/* A label is read whole: wait for the rest of a short start. */
+			if (nl == NULL && !all && n < LABEL_MAX)
+				break;
+			split_label(line, n, &t, &text, &tl);
+		}
+		to_task(e, t, err, text, tl, nl != NULL);
+		*task = nl != NULL ? AT_LINE_START : t;
 		at += n + (nl != NULL);
-		split_label(line, n, &task, &text, &tl);
-		to = task >= 0 && (size_t)task < e->nnode_bufs
-			     ? (err ? &e->node_err[task] : &e->node_out[task])
-			     : &e->said;
-		(void)herd__buf_append(to, text, tl);
-		(void)herd__buf_append(to, "\n", 1);
 	}
 	herd__buf_consume(buf, at);
 }
@@ -279,7 +346,8 @@ static void on_stdout(herd__watcher *w, short revents)
 	(void)revents;
 	st = herd__launch_link_fill(&p->link);
 	if (st != HERD_OK)
-		snprintf(why, sizeof(why), "%s%s", p->attached ? "" : "reading its output: ",
+		snprintf(why, sizeof(why), "%s%s",
+			 p->attached || st == HERD_EFORMAT ? "" : "reading its output: ",
 			 herd_last_error());
 	/* Its last words first: a client that gives up on it quotes them. */
 	if (!one_step(p))
@@ -307,6 +375,39 @@ static void on_stdout(herd__watcher *w, short revents)
 	maybe_done(p);
 }
 
+/*
+ * srun's stderr, labelled too: read (at most STEP_READ_MAX a turn) and
+ * sorted into the tasks' buffers as it comes, so that what is held stays
+ * bounded however much a task prints.
+ */
+static void read_step_err(helper *p)
+{
+	herd__engine *e = p->e;
+	herd__launch_link *l = &p->link;
+
+	for (size_t taken = 0; l->ch.errfd >= 0 && taken < STEP_READ_MAX;) {
+		ssize_t got;
+
+		if (herd__buf_reserve(&e->err_part, 65536) != HERD_OK)
+			break;
+		got = read(l->ch.errfd, e->err_part.data + e->err_part.len, 65536);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got > 0) {
+			e->err_part.len += (size_t)got;
+			taken += (size_t)got;
+			sort_lines(e, &e->err_part, true, false);
+			continue;
+		}
+		if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+			close(l->ch.errfd);
+			l->ch.errfd = -1;
+		}
+		break;
+	}
+	sort_lines(e, &e->err_part, true, l->ch.errfd < 0);
+}
+
 static void on_stderr(herd__watcher *w, short revents)
 {
 	helper *p = w->data;
@@ -314,16 +415,10 @@ static void on_stderr(herd__watcher *w, short revents)
 	herd__launch_link *l = &p->link;
 
 	(void)revents;
-	if (!one_step(p)) {
+	if (!one_step(p))
 		herd__launch_link_read_err(l);
-	} else {
-		/* srun's stderr is labelled too: whole lines into the tasks'. */
-		herd__launch_link_read_err(l);
-		(void)herd__buf_append(&e->err_part, l->err, l->err_len);
-		l->err_len = 0;
-		l->err[0] = '\0';
-		sort_lines(e, &e->err_part, true, l->ch.errfd < 0);
-	}
+	else
+		read_step_err(p);
 	if (l->ch.errfd < 0) {
 		herd__loop_unwatch(e->loop, &p->ew);
 		maybe_done(p);
@@ -509,16 +604,20 @@ herd_status herd__engine_fanout(herd__engine *e, const herd__engine_cmd *cmd)
 		return herd__error(HERD_EINVAL, "an engine runs one command");
 	e->cmd = *cmd;
 	if (e->be->one_step) {
+		size_t in_max = cmd->in_max != 0 ? cmd->in_max : DEFAULT_IN_MAX;
+
 		HERD_CHECK(herd__calloc(&e->node_out, n + 1, sizeof(herd__buf), "the tasks' output"));
 		HERD_CHECK(herd__calloc(&e->node_err, n + 1, sizeof(herd__buf), "the tasks' output"));
+		HERD_CHECK(herd__calloc(&e->node_over, n + 1, sizeof(bool), "the tasks' output"));
 		for (size_t i = 0; i < n; i++) {
-			herd__buf_init(&e->node_out[i], cmd->in_max);
-			herd__buf_init(&e->node_err[i], 1 << 16);
+			herd__buf_init(&e->node_out[i], in_max);
+			herd__buf_init(&e->node_err[i], STEP_ERR_MAX);
 		}
 		e->nnode_bufs = n;
 		HERD_CHECK(add_helper(e, 0, n, 0, &p));
-		/* Its lines are sorted into the tasks' buffers as they come. */
-		p->link.in.max = 0;
+		/* Its lines are sorted into the tasks' buffers as they come: what
+		 * waits in its own buffer is at most one turn's read and a label. */
+		p->link.in.max = STEP_READ_MAX + 65536 + LABEL_MAX;
 		p->patience_ms = cmd->timeout_ms;
 		return HERD_OK;
 	}
@@ -530,7 +629,10 @@ herd_status herd__engine_fanout(herd__engine *e, const herd__engine_cmd *cmd)
 		size_t off, len;
 
 		herd__launch_tree_group(n, (int)width, k, &off, &len);
-		HERD_CHECK(add_helper(e, off, len, cmd->in_max, &p));
+		/* A relay answers for its group: its output may be as large as
+		 * all of theirs. */
+		HERD_CHECK(add_helper(e, off, len, (cmd->in_max != 0 ? cmd->in_max
+							      : DEFAULT_IN_MAX) * len, &p));
 		p->patience_ms = len > 1 ? 2 * cmd->timeout_ms : cmd->timeout_ms;
 		if (len > 1)
 			HERD_CHECK(herd__hostlist_compress(&p->forward, cmd->hosts + off + 1,
@@ -563,8 +665,9 @@ herd_status herd__engine_create(herd__engine **out, const herd__launch_backend *
 	e->client = *client;
 	herd__loop_init(&e->own);
 	e->loop = loop != NULL ? loop : &e->own;
-	herd__buf_init(&e->said, 1 << 20);
-	herd__buf_init(&e->err_part, 0);
+	herd__buf_init(&e->said, STEP_SAID_MAX);
+	herd__buf_init(&e->err_part, STEP_READ_MAX + 65536 + LABEL_MAX);
+	e->out_task = e->err_task = AT_LINE_START;
 	*out = e;
 	return HERD_OK;
 }
@@ -637,6 +740,7 @@ void herd__engine_free(herd__engine *e, int reap_ms)
 	}
 	free(e->node_out);
 	free(e->node_err);
+	free(e->node_over);
 	herd__buf_free(&e->said);
 	herd__buf_free(&e->err_part);
 	herd__loop_free(&e->own);
@@ -771,6 +875,11 @@ herd__buf *herd__engine_node_err(herd__engine *e, size_t node)
 herd__buf *herd__engine_said(herd__engine *e)
 {
 	return &e->said;
+}
+
+bool herd__engine_node_over(const herd__engine *e, size_t node)
+{
+	return node < e->nnode_bufs && e->node_over[node];
 }
 
 const char *herd__engine_last_line(const herd__buf *b, char *out, size_t cap)

@@ -24,7 +24,10 @@
  * A one-step helper (srun --label) answers for all nodes at once: its
  * stdout and stderr are sorted by task into per-node buffers
  * (herd__engine_node_out / _node_err), and what srun says itself into
- * herd__engine_said.
+ * herd__engine_said, as they come.  A task's stdout holds at most the
+ * command's in_max bytes (beyond: herd__engine_node_over, the rest
+ * dropped), its stderr and srun's own lines keep their last 64 KiB and
+ * 1 MiB: what the engine holds is bounded whatever the nodes print.
  *
  * Deadlines.  Each helper has one (its start plus its patience; a relay's
  * patience is twice the command's, as it may wait that long on one of its
@@ -52,8 +55,10 @@ typedef struct herd__engine_end {
 	 * HERD_OK: its output ended and, for a process the engine started,
 	 * it was reaped (wstatus); HERD_ECLOSED: its channel closed (an
 	 * attached channel: not reaped here); HERD_ETIMEDOUT: its deadline
-	 * passed; another status: it could not be started or its channel
-	 * broke (why says which).
+	 * passed; HERD_EFORMAT: it printed more than its stdout buffer holds
+	 * and the client consumed (in_max), and was stopped unread; another
+	 * status: it could not be started or its channel broke (why says
+	 * which).
 	 */
 	herd_status st;
 	int wstatus;            /* waitpid's status when st is HERD_OK and reaped, else -1 */
@@ -93,7 +98,9 @@ typedef struct herd__engine_cmd {
 	int timeout_ms;            /* a helper's patience, and ssh's connect timeout under 10 s */
 	size_t fanout;             /* most helpers running at once; 0: all */
 	bool flat;                 /* ssh to every host, never a tree */
-	size_t in_max;             /* the limit of a helper's stdout buffer (0: 1 MiB) */
+	size_t in_max;             /* the most a node's output may hold (0: 1 MiB): a
+				    * helper's stdout buffer holds in_max times the
+				    * nodes it answers for, a one-step task's in_max */
 } herd__engine_cmd;
 
 /*
@@ -184,6 +191,9 @@ void herd__engine_kill(herd__engine *e, size_t h);
 herd__buf *herd__engine_node_out(herd__engine *e, size_t node);
 herd__buf *herd__engine_node_err(herd__engine *e, size_t node);
 herd__buf *herd__engine_said(herd__engine *e);
+/* Whether a one-step helper's task printed more than in_max on stdout
+ * (node_out then holds its first in_max bytes at most). */
+bool herd__engine_node_over(const herd__engine *e, size_t node);
 
 /* The last line of b ("" when none), for messages. */
 const char *herd__engine_last_line(const herd__buf *b, char *out, size_t cap);

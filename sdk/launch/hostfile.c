@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base.h"
 #include "launch/hostfile.h"
@@ -294,10 +295,19 @@ herd_status herd__hostfile_load(herd__hostfile *out, const char *path)
 {
 	char *text = NULL;
 	size_t len = 0;
+	struct stat sb;
 	herd_status st;
 
 	memset(out, 0, sizeof(*out));
-	HERD_CHECK(herd__read_file(path, HERD__HOSTFILE_MAX_BYTES, &text, &len));
+	st = herd__read_file(path, HERD__HOSTFILE_MAX_BYTES, &text, &len);
+	if (st == HERD_EIO && stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		/* Not a file of hosts at all: the caller named the wrong thing. */
+		char why[600];
+
+		herd__strlcpy(why, herd_last_error(), sizeof(why));
+		return herd__error(HERD_EINVAL, "%s", why);
+	}
+	HERD_CHECK(st);
 	st = herd__hostfile_parse(out, text, len, path);
 	free(text);
 	return st;

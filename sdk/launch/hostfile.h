@@ -45,7 +45,9 @@ typedef struct herd__hostfile {
  * Reads the hostfile at path into out (freed by the caller with
  * herd__hostfile_free; empty after a failure).  HERD_EFORMAT with
  * "PATH:LINE:COLUMN: what was expected" for a malformed line, and for a
- * file with no hosts or over HERD__HOSTFILE_MAX_BYTES; HERD_ENOTFOUND /
+ * file with no hosts or over HERD__HOSTFILE_MAX_BYTES; HERD_ENOTFOUND
+ * when there is no such file, HERD_EINVAL when path is not a regular file
+ * (a FIFO, a device, a directory: a wrong argument, never waited on),
  * HERD_EIO when it cannot be read.
  */
 herd_status herd__hostfile_load(herd__hostfile *out, const char *path);

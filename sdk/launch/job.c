@@ -292,13 +292,29 @@ static herd_status check_spec(const herd_job_spec *s)
 					   "NAME=value", i, s->env[i]);
 	}
 	/* Only %h, %r and %% mean something; any other % is a typo that
-	 * would otherwise print as it is. */
-	for (const char *p = s->prefix; p != NULL && (p = strchr(p, '%')) != NULL; p += 2)
-		if (p[1] != 'h' && p[1] != 'r' && p[1] != '%')
-			return herd__error(HERD_EINVAL, "herd_job_spec.prefix \"%s\": '%%%c' at "
-					   "column %zu is not %%h (host), %%r (rank) or %%%% (a %%)",
-					   s->prefix, p[1] != '\0' ? p[1] : ' ',
-					   (size_t)(p - s->prefix) + 1);
+	 * would otherwise print as it is.  The message quotes what follows
+	 * the % as it was written: nothing at the end, a whole UTF-8
+	 * character, a control byte as \xNN. */
+	for (const char *p = s->prefix; p != NULL && (p = strchr(p, '%')) != NULL; p += 2) {
+		const unsigned char *c = (const unsigned char *)p + 1;
+		char what[16] = "";
+		size_t n = 1;
+
+		if (*c == 'h' || *c == 'r' || *c == '%')
+			continue;
+		if (*c >= 0xc0)
+			while (n < 4 && (c[n] & 0xc0) == 0x80)
+				n++;
+		if (*c == '\0')
+			n = 0;
+		if (*c != '\0' && (*c < 0x20 || *c == 0x7f))
+			snprintf(what, sizeof(what), "\\x%02x", *c);
+		else
+			snprintf(what, sizeof(what), "%.*s", (int)n, (const char *)c);
+		return herd__error(HERD_EINVAL, "herd_job_spec.prefix \"%s\": '%%%s' at column %zu "
+				   "is not %%h (host), %%r (rank) or %%%% (a %%)", s->prefix, what,
+				   (size_t)(p - s->prefix) + 1);
+	}
 	return HERD_OK;
 }
 

@@ -269,6 +269,7 @@ typedef struct herd__launch_link {
 	herd__buf in, out;              /* frames read / waiting to be written */
 	char err[HERD__LAUNCH_LINK_ERR_MAX];  /* last bytes of the helper's stderr */
 	size_t err_len;
+	bool framed;                    /* a whole frame has come (herd__launch_link_frame) */
 } herd__launch_link;
 
 /* No channel yet, empty buffers. */
@@ -277,15 +278,21 @@ void herd__launch_link_init(herd__launch_link *l);
 void herd__launch_link_attach(herd__launch_link *l, const herd__launch_channel *ch);
 /*
  * Reads what has arrived into l->in, at most 1 MiB a call (the caller
- * handles the frames, and poll says when there is more).  HERD_OK, or
- * HERD_ECLOSED at end of
+ * handles the frames, and poll says when there is more), and never more
+ * than l->in.max pending bytes.  HERD_OK, or HERD_ECLOSED at end of
  * stream (the helper's stderr read first, for its last words), HERD_ESYS
- * on a read error, HERD_ENOMEM: the channel is then finished.
+ * on a read error, HERD_ENOMEM, HERD_EFORMAT when l->in still holds
+ * l->in.max bytes from before (the caller consumed none of them) and the
+ * helper prints more ("printed more than 1 MiB on its stdout, ..."): the
+ * channel is then finished.
  */
 herd_status herd__launch_link_fill(herd__launch_link *l);
-/* The next whole frame in l->in: its payload and length (SIZE_MAX: none
- * yet); HERD_EFORMAT for a bad frame.  herd__buf_consume(&l->in, len + 4)
- * once handled. */
+/*
+ * The next whole frame in l->in: its payload and length (SIZE_MAX: none
+ * yet); HERD_EFORMAT for a bad frame, or herd__launch_text_error's for
+ * text where a frame must start.  herd__buf_consume(&l->in, len + 4) once
+ * handled.
+ */
 herd_status herd__launch_link_frame(herd__launch_link *l, const char **payload, size_t *len);
 /*
  * Writes what it can of l->out.  HERD_ECLOSED when the helper closed its
@@ -459,6 +466,25 @@ typedef struct herd__launch_msg {
  * or oversized frame.
  */
 herd_status herd__launch_frame_peek(const herd__buf *buf, size_t *payload_len);
+
+/*
+ * Whether the pending bytes of buf, where a frame must start, are text
+ * instead (a login banner, a shell's greeting): a frame's length prefix
+ * starts with a zero byte (frames are under 16 MiB), text with a printable
+ * character, a blank, a terminal's escape or a UTF-8 byte, and so do the
+ * rest of the first four bytes up to a newline.  When it is, its first line is quoted into quote
+ * (at most 80 bytes of it, control bytes as \xNN, "..." when cut).
+ */
+bool herd__launch_frame_text(const herd__buf *buf, char *quote, size_t cap);
+
+/*
+ * HERD_EFORMAT when the pending bytes of buf are text where herd's
+ * protocol must be (herd__launch_frame_text), saying so: "printed text
+ * before herd's protocol: 'Welcome to node1'; a login banner on stdout?",
+ * or "amid" it once a frame has come (framed).  HERD_OK, raising nothing,
+ * when they are not text.
+ */
+herd_status herd__launch_text_error(const herd__buf *buf, bool framed);
 
 /*
  * Decodes one payload (not a spec).  HERD_EFORMAT with the reason for a

@@ -55,17 +55,25 @@ static void err_feed(herd__launch_link *l, const char *p, size_t n)
 	l->err[l->err_len] = '\0';
 }
 
+/* Bytes one fill reads at most: a helper that writes as fast as it is read
+ * (a node thread of this process) would otherwise never let the read loop
+ * see EAGAIN, and the frames would pile up unhandled. */
+#define FILL_MAX ((size_t)1 << 20)
+
 void herd__launch_link_read_err(herd__launch_link *l)
 {
 	char buf[4096];
 
-	while (l->ch.errfd >= 0) {
+	/* Bounded as a fill is: a helper that floods its stderr must not keep
+	 * the loop here while the other helpers wait. */
+	for (size_t taken = 0; l->ch.errfd >= 0 && taken < FILL_MAX;) {
 		ssize_t got = read(l->ch.errfd, buf, sizeof(buf));
 
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got > 0) {
 			err_feed(l, buf, (size_t)got);
+			taken += (size_t)got;
 			continue;
 		}
 		/* Its end, or a descriptor that will not read again. */
@@ -92,22 +100,52 @@ const char *herd__launch_link_says(const herd__launch_link *l, char *buf, size_t
 	return buf;
 }
 
-/* Bytes one fill reads at most: a helper that writes as fast as it is read
- * (a node thread of this process) would otherwise never let the read loop
- * see EAGAIN, and the frames would pile up unhandled. */
-#define FILL_MAX ((size_t)1 << 20)
+/* n bytes for a message: "1 MiB", "64 KiB", "1000 bytes". */
+static const char *show_bytes(size_t n, char *buf, size_t cap)
+{
+	if (n >= ((size_t)1 << 20) && n % ((size_t)1 << 20) == 0)
+		snprintf(buf, cap, "%zu MiB", n >> 20);
+	else if (n >= 1024 && n % 1024 == 0)
+		snprintf(buf, cap, "%zu KiB", n >> 10);
+	else
+		snprintf(buf, cap, "%zu bytes", n);
+	return buf;
+}
 
 herd_status herd__launch_link_fill(herd__launch_link *l)
 {
 	for (size_t taken = 0; taken < FILL_MAX;) {
+		size_t held = l->in.len - l->in.off, room = 65536;
+		uint8_t *to;
+		uint8_t probe;
 		ssize_t got;
 
-		HERD_CHECK(herd__buf_reserve(&l->in, 65536));
-		got = read(l->ch.rfd, l->in.data + l->in.len, l->in.cap - l->in.len);
+		/* At the limit: what was read is the caller's to consume first;
+		 * if it has not, one more byte says whether the helper is done
+		 * (end of stream) or has printed more than may be held. */
+		if (l->in.max != 0 && held >= l->in.max) {
+			if (taken > 0)
+				return HERD_OK;
+			to = &probe;
+			room = 1;
+		} else {
+			if (l->in.max != 0 && room > l->in.max - held)
+				room = l->in.max - held;
+			HERD_CHECK(herd__buf_reserve(&l->in, room));
+			to = l->in.data + l->in.len;
+		}
+		got = read(l->ch.rfd, to, room);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return HERD_OK;
+		if (got > 0 && to == &probe) {
+			char size[32];
+
+			return herd__error(HERD_EFORMAT, "printed more than %s on its stdout, the "
+					   "most herd reads from it; stopped reading it",
+					   show_bytes(l->in.max, size, sizeof(size)));
+		}
 		if (got > 0) {
 			l->in.len += (size_t)got;
 			taken += (size_t)got;
@@ -126,8 +164,16 @@ herd_status herd__launch_link_fill(herd__launch_link *l)
 
 herd_status herd__launch_link_frame(herd__launch_link *l, const char **payload, size_t *len)
 {
-	HERD_CHECK(herd__launch_frame_peek(&l->in, len));
-	*payload = *len != SIZE_MAX ? (const char *)l->in.data + l->in.off + 4 : NULL;
+	herd_status st = herd__launch_frame_peek(&l->in, len);
+
+	*payload = NULL;
+	if (st != HERD_OK)
+		HERD_CHECK(herd__launch_text_error(&l->in, l->framed));
+	HERD_CHECK(st);
+	if (*len != SIZE_MAX) {
+		*payload = (const char *)l->in.data + l->in.off + 4;
+		l->framed = true;
+	}
 	return HERD_OK;
 }
 

@@ -32,6 +32,62 @@ herd_status herd__launch_frame_peek(const herd__buf *b, size_t *payload_len)
 	return herd__frame_peek(b, HERD__LAUNCH_FRAME_MAX, "node protocol", payload_len);
 }
 
+/* A byte that text holds: printable ASCII, a blank, the escape of a
+ * terminal's colours (banners have them), or part of UTF-8. */
+static bool text_byte(uint8_t c)
+{
+	return (c >= 0x20 && c < 0x7f) || c == '\t' || c == '\n' || c == '\r' || c == 0x1b ||
+	       (c >= 0x80 && c != 0xc0 && c != 0xc1 && c < 0xf5);
+}
+
+bool herd__launch_frame_text(const herd__buf *b, char *quote, size_t cap)
+{
+	const uint8_t *p = b->data + b->off;
+	size_t n = b->len - b->off, line, shown, i, k = 0;
+
+	/* A frame's length is under 16 MiB: its first byte is zero. */
+	if (n == 0 || p[0] == 0 || cap < 8)
+		return false;
+	for (i = 0; i < n && i < 4 && p[i] != '\n'; i++)
+		if (!text_byte(p[i]))
+			return false;
+	for (line = 0; line < n && p[line] != '\n'; line++)
+		;
+	if (line > 0 && p[line - 1] == '\r')
+		line--;
+	shown = line;
+	if (shown > 80) {
+		/* Cut on a character's start, not inside one. */
+		for (shown = 80; shown > 0 && (p[shown] & 0xc0) == 0x80; shown--)
+			;
+	}
+	for (i = 0; i < shown && k + 8 < cap; i++) {
+		if (p[i] >= 0x20 && p[i] != 0x7f)
+			quote[k++] = (char)p[i];
+		else
+			k += (size_t)snprintf(quote + k, cap - k, "\\x%02x", p[i]);
+	}
+	herd__strlcpy(quote + k, i < line ? "..." : "", cap - k);
+	return true;
+}
+
+herd_status herd__launch_text_error(const herd__buf *b, bool framed)
+{
+	char text[128];
+
+	if (!herd__launch_frame_text(b, text, sizeof(text)))
+		return HERD_OK;
+	/* Text at the start is a login banner or a shell start-up file that
+	 * prints (.bashrc); later, a stray print of the helper. */
+	if (framed)
+		return herd__error(HERD_EFORMAT, "printed text amid herd's protocol: '%s'", text);
+	if (text[0] == '\0')
+		return herd__error(HERD_EFORMAT, "printed an empty line before herd's protocol; "
+				   "a login script's echo on stdout?");
+	return herd__error(HERD_EFORMAT, "printed text before herd's protocol: '%s'; a login "
+			   "banner on stdout?", text);
+}
+
 /* ---- decoding ------------------------------------------------------------- */
 
 /*

@@ -150,6 +150,7 @@ static void child_end(herd__relay *r, size_t h, const char *why)
  */
 static bool child_frames(herd__relay *r, size_t h, herd__buf *in, char *why, size_t cap)
 {
+	herd__launch_link *l = herd__engine_link(r->engine, h);
 	size_t clen;
 	int cnode = child_node(r, h, &clen);
 
@@ -159,13 +160,12 @@ static bool child_frames(herd__relay *r, size_t h, herd__buf *in, char *why, siz
 		herd__launch_type t;
 		herd_status st;
 
-		if (herd__launch_frame_peek(in, &len) != HERD_OK) {
+		if (herd__launch_link_frame(l, &p, &len) != HERD_OK) {
 			snprintf(why, cap, "%s", herd_last_error());
 			return false;
 		}
 		if (len == SIZE_MAX)
 			return true;
-		p = (const char *)in->data + in->off + 4;
 		t = herd__launch_payload_type(p, len);
 		if (t == HERD__LAUNCH_T_UNKNOWN) {
 			snprintf(why, cap, "it sent a malformed frame");

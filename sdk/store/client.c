@@ -52,6 +52,7 @@ typedef struct tcp_store {
 	herd_status broken;                   /* HERD_OK while the connection works */
 	char broken_msg[512];
 	herd__buf in;                   /* used only by the reader */
+	int connect_ms;                       /* the connect timeout, for messages */
 } tcp_store;
 
 /* ---- the connection ------------------------------------------------------ */
@@ -540,7 +541,7 @@ static herd_status recv_msg(tcp_store *s, int64_t deadline, herd__store_msg *m,
 			break;
 		if (herd__net_now_ms() >= deadline)
 			return herd__error(HERD_ETIMEDOUT, "no answer from the server within the "
-					   "connect timeout");
+					   "connect timeout of %d ms", s->connect_ms);
 		HERD_CHECK(read_more(s, deadline));
 	}
 	st = herd__store_msg_decode(m, *payload, len);
@@ -629,6 +630,7 @@ herd_status herd__store_tcp_connect(herd__store_backend **out, const char *addre
 	HERD_CHECK(herd__calloc(&s, 1, sizeof(*s), "a store connection"));
 	s->base.ops = &tcp_ops;
 	s->fd = -1;
+	s->connect_ms = opts->connect_timeout_ms;
 	atomic_init(&s->next_id, 1);
 	snprintf(s->where, sizeof(s->where), "store %s", address);
 	{

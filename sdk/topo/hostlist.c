@@ -323,12 +323,6 @@ static herd_status item_emit(const struct item *it, size_t count, herd__hostlist
 	return HERD_OK;
 }
 
-static void skip_blanks(struct parser *p)
-{
-	while (is_blank((unsigned char)p->expr[p->pos]))
-		p->pos++;
-}
-
 herd_status herd__hostlist_expand(herd__hostlist *out, const char *expr)
 {
 	struct parser p = { expr, 0 };
@@ -339,30 +333,23 @@ herd_status herd__hostlist_expand(herd__hostlist *out, const char *expr)
 	memset(&it, 0, sizeof(it));
 	if (expr == NULL)
 		return herd__error(HERD_EINVAL, "hostlist: no expression given");
-	skip_blanks(&p);
-	if (expr[p.pos] == '\0')
-		return herd__error(HERD_EFORMAT, "hostlist \"%s\": no host names", expr);
-	while (expr[p.pos] != '\0') {
+	for (;;) {
 		size_t count = 0;
 
-		if (expr[p.pos] == ',') {
-			st = parse_error(&p, p.pos, "empty host name before ','");
-			goto out;
-		}
+		/* Empty items ("a,,b", "a[1-2],", ",a") are dropped, as Slurm
+		 * drops them: node lists are pasted from its output. */
+		while (expr[p.pos] == ',' || is_blank((unsigned char)expr[p.pos]))
+			p.pos++;
+		if (expr[p.pos] == '\0')
+			break;
 		HERD_CHECK_GOTO(parse_item(&p, &it), st, out);
 		HERD_CHECK_GOTO(item_size(&p, &it, out->n, &count), st, out);
 		HERD_CHECK_GOTO(item_emit(&it, count, out), st, out);
 		item_free(&it);
-		skip_blanks(&p);
-		if (expr[p.pos] == ',') {
-			p.pos++;
-			skip_blanks(&p);
-			if (expr[p.pos] == '\0') {
-				st = parse_error(&p, p.pos, "expected a host name after ','");
-				goto out;
-			}
-		}
 	}
+	if (out->n == 0)
+		st = herd__error(HERD_EFORMAT, "hostlist \"%.72s%s\": no host names", expr,
+				 strlen(expr) > 72 ? "..." : "");
 out:
 	item_free(&it);
 	if (st != HERD_OK)

@@ -3,8 +3,10 @@
  * and printed by herd's own code.  Internal to libherd.
  *
  * An expression is a list of items separated by commas (or blanks); an
- * item is literal text with any number of bracket groups, and a group is a
- * comma list of numbers and ranges:
+ * empty item ("a,,b", a trailing or leading comma) is dropped, as Slurm
+ * drops it, but an expression must name a host.  An item is literal text
+ * with any number of bracket groups, and a group is a comma list of
+ * numbers and ranges (where nothing may be empty):
  *
  *     node[01-04,07]        node01 node02 node03 node04 node07
  *     a[1-2]b[3-4]          a1b3 a1b4 a2b3 a2b4   (the last group varies fastest)

@@ -59,6 +59,15 @@ herd_status herd__node_probe(herd_node *node);
 #define HERD_INVENTORY_MAX_STRING 4096
 
 /*
+ * The most one node's answer to a discovery (`herd probe --text`) may be:
+ * its inventory's text is a few KiB (7.6 KiB for a DGX H100 with its 8
+ * GPUs, 8 RDMA NICs, 2 NUMA nodes and topology matrix), so 1 MiB leaves
+ * room for machines many times larger, while a node that prints without
+ * end is stopped there instead of filling the launcher's memory.
+ */
+#define HERD__INVENTORY_NODE_TEXT_MAX ((size_t)1 << 20)
+
+/*
  * The inventory format's field tables (fields.c), with which encode.c
  * writes and decode.c reads an inventory: the root (a herd_cluster; its
  * "v" is written, and checked by the decoder before the rest) and one

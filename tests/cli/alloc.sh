@@ -42,7 +42,7 @@ has_re "$out" '^7 +dgx-h100 +7 +GPU-f2adcc0e-e683-4cdf-a060-d7c4400cb70f +0000:d
 "$HERD" alloc -g 9 --per-node 9 --inventory $fixtures/dgx-h100.json >"$tmp/out" 2>"$tmp/err"; rc=$?
 [[ $rc == 1 ]] || fail "9 GPUs: exit $rc"
 [[ ! -s $tmp/out ]] || fail "9 GPUs: wrote to stdout"
-[[ $(cat "$tmp/err") == "herd: need 9 GPUs on one node; node dgx-h100 has 8 free of 8" ]] \
+[[ $(cat "$tmp/err") == "herd alloc: need 9 GPUs on one node; node dgx-h100 has 8 free of 8" ]] \
   || fail "9 GPUs: $(cat "$tmp/err")"
 
 # --- each rank's environment
@@ -130,6 +130,7 @@ bad() {  # expected fragment, then the arguments
   [[ $rc == 2 ]] || fail "$*: exit $rc, want 2; stderr: $(cat "$tmp/err")"
   [[ ! -s $tmp/out ]] || fail "$*: wrote to stdout"
   grep -qF -- "$want" "$tmp/err" || fail "$*: stderr lacks '$want': $(cat "$tmp/err")"
+  grep -q "^herd $1: " "$tmp/err" || fail "$*: not prefixed 'herd $1: ': $(cat "$tmp/err")"
 }
 dgx=$fixtures/dgx-h100.json
 bad "-g needs a whole number of 0 or more, not '-3'" alloc -g -3 --inventory $dgx
@@ -151,7 +152,7 @@ bad "unrecognized option '--bogus'" gpus --bogus
 : >"$tmp/not-a-dir"
 HERD_LEASE_DIR=$tmp/not-a-dir "$HERD" gpus --inventory $dgx >"$tmp/out" 2>"$tmp/err"; rc=$?
 [[ $rc == 1 ]] || fail "lease dir is a file: exit $rc"
-has "$(cat "$tmp/err")" "herd: cannot use lease directory $tmp/not-a-dir (not a directory)"
+has "$(cat "$tmp/err")" "herd gpus: cannot use lease directory $tmp/not-a-dir (not a directory)"
 "$HERD" alloc -g 1 --inventory $dgx --lease-dir "$tmp/not-a-dir" >"$tmp/out" 2>"$tmp/err"; rc=$?
 [[ $rc == 1 ]] || fail "alloc with a bad lease dir: exit $rc"
 echo "alloc.sh: ok"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A missing, corrupt, truncated or hostile inventory file: herd discover
-# says "herd: <what was wrong>" on stderr, naming the file, prints nothing
+# says "herd discover: <what was wrong>" on stderr, naming the file, prints nothing
 # on stdout, and exits with status 2 (never a crash: no signal, no
 # sanitizer report).  The same files through herd.discover return nil, msg.
 set -u
@@ -36,7 +36,7 @@ check() {  # file, then a fragment the message must contain
   [[ $rc == 2 ]] || fail "$f: exit status $rc, want 2; stderr: $(cat "$tmp/err")"
   [[ ! -s $tmp/out ]] || fail "$f: wrote to stdout: $(head -c 300 "$tmp/out")"
   [[ $(wc -l <"$tmp/err") == 1 ]] || fail "$f: want one line on stderr, got: $(cat "$tmp/err")"
-  grep -q '^herd: ' "$tmp/err" || fail "$f: message lacks the herd: prefix: $(cat "$tmp/err")"
+  grep -q '^herd discover: ' "$tmp/err" || fail "$f: message lacks the herd discover: prefix: $(cat "$tmp/err")"
   grep -qF -- "$f" "$tmp/err" || fail "$f: message does not name the file: $(cat "$tmp/err")"
   grep -qiF -- "$want" "$tmp/err" || fail "$f: message lacks '$want': $(cat "$tmp/err")"
   # --json and --save do not change this; nothing is written

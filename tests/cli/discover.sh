@@ -72,7 +72,7 @@ grep -qF "herd discover: --save $tmp/inv.txt: its name does not say the format" 
 [[ $rc == 2 ]] || fail "--format yaml exited $rc"
 "$HERD" discover --save "$tmp/no-such-dir/x.json" >/dev/null 2>"$tmp/err"; rc=$?
 [[ $rc == 1 ]] || fail "save into a missing directory exited $rc"
-grep -qF "herd: " "$tmp/err" && grep -qF "no-such-dir/x.json" "$tmp/err" || fail "save error: $(cat "$tmp/err")"
+grep -q "^herd discover: " "$tmp/err" && grep -qF "no-such-dir/x.json" "$tmp/err" || fail "save error: $(cat "$tmp/err")"
 
 # --- the DGX H100 fixture: GPUs, RDMA and the topology matrix
 out=$("$HERD" discover --inventory $fixtures/dgx-h100.json) || fail "dgx exited $?"

@@ -10,13 +10,19 @@ tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
 
 exprs=('node[01-03,7],gpu[1-2]' 'a[1-2]b[1-2]' 'rack[1-2]-node[01-02]' 'n[009-011]'
        'host[1,3-5]' 'x' 'n[1-3],n2' 'login,gpu[08-10],cpu[1-2]' 'n[98-101],n[008-011],n[09-10]'
-       '10.0.0.[1-3]' 'a-[1-2]')
+       '10.0.0.[1-3]' 'a-[1-2]' 'a,b,,c' 'a[1-2],' ',a' ',,a,,' 'a[1-2],,b[3-4]')
 # what the expansions must be, whatever scontrol is there or not
 [[ $("$HERD" hostlist expand 'node[01-03,7],gpu[1-2]' | tr '\n' ' ') == "node01 node02 node03 node7 gpu1 gpu2 " ]] \
   || fail "expand: $("$HERD" hostlist expand 'node[01-03,7],gpu[1-2]')"
 [[ $("$HERD" hostlist count 'a[1-2]b[1-3]') == 6 ]] || fail "count a[1-2]b[1-3]"
 [[ $("$HERD" hostlist compress n1 n2,n3 gpu01,gpu02 node7) == 'n[1-3],gpu[01-02],node7' ]] \
   || fail "compress: $("$HERD" hostlist compress n1 n2,n3 gpu01,gpu02 node7)"
+# empty items are dropped, as Slurm drops them (node lists are pasted from
+# its output); an expression of separators only names no host
+[[ $("$HERD" hostlist expand 'a,b,,c' | tr '\n' ' ') == "a b c " ]] || fail "a,b,,c"
+[[ $("$HERD" hostlist expand 'a[1-2],' | tr '\n' ' ') == "a1 a2 " ]] || fail "a[1-2],"
+[[ $("$HERD" hostlist expand ',a' | tr '\n' ' ') == "a " ]] || fail ",a"
+[[ $("$HERD" hostlist count 'a[1-2],,b[3-4]') == 4 ]] || fail "count a[1-2],,b[3-4]"
 # beyond Slurm: text after a bracket
 [[ $("$HERD" hostlist expand 'node[1-2]-ib' | tr '\n' ' ') == "node1-ib node2-ib " ]] || fail "node[1-2]-ib"
 
@@ -59,7 +65,8 @@ else
 fi
 
 # usage errors: exit 2, the message, the hint
-for args in "" "bogus x" "expand" "expand a b" "count" "compress" "expand node[1-" "expand n[3-1]"; do
+for args in "" "bogus x" "expand" "expand a b" "count" "compress" "expand node[1-" "expand n[3-1]" \
+  "expand ," "expand a[1,,2]"; do
   "$HERD" hostlist $args >"$tmp/out" 2>"$tmp/err"; rc=$?
   [[ $rc == 2 ]] || fail "hostlist $args: exit $rc, want 2"
   [[ ! -s $tmp/out ]] || fail "hostlist $args wrote to stdout"

@@ -207,7 +207,9 @@ PY
 for args in "-n 99999999999999999999|-n 99999999999999999999: expected a whole number from 1 to 1000000" \
 	"--restarts 2000000|--restarts 2000000: expected a whole number from 0 to 1000000" \
 	"--timeout 1e308|--timeout 1e308: expected a number of seconds from 0 to 2000000" \
-	"--prefix %z|'%z' at column 1 is not %h (host), %r (rank) or %% (a %)"; do
+	"--prefix %z|'%z' at column 1 is not %h (host), %r (rank) or %% (a %)" \
+	"--prefix %|--prefix \"%\": '%' at column 1 is not %h" \
+	"--prefix [%h]%|--prefix \"[%h]%\": '%' at column 5 is not %h"; do
 	"$HERD" launch ${args%%|*} -n 1 -- true 2>"$tmp/err"; rc=$?
 	[[ $rc == 125 ]] || fail "launch ${args%%|*} exited $rc"
 	has "$(cat "$tmp/err")" "${args#*|}"
@@ -218,6 +220,24 @@ done
 HERD_TIMEOUT=0.001 timeout 60 "$HERD" launch -n 2 -- "$HERD" bench allreduce -b 8 -e 8 -c 1 \
 	>"$tmp/out" 2>&1 && fail "HERD_TIMEOUT=0.001 succeeded"
 grep -E "store ([0-9.]+:[0-9]+): store \1" "$tmp/out" && fail "the store's address twice: $(cat "$tmp/out")"
+# ... and the deadline is named by the setting that made it: a store that
+# never answers (a socket nobody accepts on), and ranks that never join
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+print(s.getsockname()[1], flush=True); time.sleep(60)' >"$tmp/port" &
+silent=$!
+for _ in $(seq 100); do [[ -s $tmp/port ]] && break; sleep 0.1; done
+HERD_RANK=0 HERD_WORLD_SIZE=2 HERD_STORE=127.0.0.1:$(cat "$tmp/port") HERD_JOB_SECRET=s HERD_TIMEOUT=0.0001 \
+	timeout 60 "$HERD" -e 'local c, msg, st = herd.comm() io.stderr:write(st, ": ", msg, "\n")' 2>"$tmp/err"
+kill "$silent"
+grep -q "^HERD_ETIMEDOUT: rank 0 of 2 (herd style): store 127.0.0.1:[0-9]*: .*; the deadline was HERD_TIMEOUT=0.0001 seconds$" "$tmp/err" \
+	|| fail "a store that never answers, HERD_TIMEOUT=0.0001: $(cat "$tmp/err")"
+HERD_TIMEOUT=0.0001 timeout 60 "$HERD" -e 'local srv = assert(herd.store.serve{})
+	local s = assert(herd.store.connect(srv:address(), srv.secret))
+	local c, msg, st = herd.comm{store = s, rank = 0, size = 2}
+	io.stderr:write(st, ": ", msg, "\n")' 2>"$tmp/err"
+grep -q "^HERD_ETIMEDOUT: herd_comm_init timed out after .* rank 1 did not join; the deadline was HERD_TIMEOUT=0.0001 seconds$" "$tmp/err" \
+	|| fail "a rank that never joins, HERD_TIMEOUT=0.0001: $(cat "$tmp/err")"
 
 # --- torchrun's --nnodes with --nproc-per-node; srun's -N with -n
 out=$("$HERD" launch --nnodes 1 --nproc-per-node 3 -- sh -c 'echo $HERD_WORLD_SIZE') || fail "--nnodes exited $?"

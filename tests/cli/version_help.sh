@@ -64,4 +64,24 @@ grep -qF "herd discover: unrecognized option '--bogus'" "$tmp/err" || fail "disc
 [[ $rc == 2 ]] || fail "discover --save without a file exited $rc, want 2"
 "$HERD" discover extra >/dev/null 2>"$tmp/err"; rc=$?
 [[ $rc == 2 ]] || fail "discover with an argument exited $rc, want 2"
+
+# every command's failures, not only its usage errors, are "herd CMD: ...";
+# a missing input file is bad input, exit status 2 (launch: its own 125)
+mkfifo "$tmp/fifo"
+for t in "2|discover --inventory $tmp/none" "2|discover --hostfile $tmp/none" \
+	"2|discover --hostfile $tmp/fifo" "2|alloc -g 1 --inventory $tmp/none" \
+	"2|gpus --inventory $tmp/none" "2|bcast --hostfile $tmp/none /etc/hostname /x" \
+	"2|bcast --hostfile $tmp/fifo /etc/hostname /x" "2|hostlist expand a[" \
+	"125|launch -n 1 --hostfile $tmp/none -- true" "*|ckpt verify $tmp/none"; do
+  want=${t%%|*} args=${t#*|}
+  timeout 20 "$HERD" $args >/dev/null 2>"$tmp/err" </dev/null; rc=$?
+  [[ $want == "*" || $rc == "$want" ]] || fail "$args exited $rc, want $want: $(cat "$tmp/err")"
+  grep -q "^herd ${args%% *}: " "$tmp/err" || fail "$args: not 'herd ${args%% *}: ': $(cat "$tmp/err")"
+done
+"$HERD" discover --inventory tests/fixtures/inventory/dgx-h100.json >/dev/full 2>"$tmp/err"; rc=$?
+[[ $rc == 1 ]] && grep -qx "herd discover: cannot write to standard output" "$tmp/err" \
+  || fail "discover to a full disk: $rc $(cat "$tmp/err")"
+"$HERD" gpus --inventory tests/fixtures/inventory/dgx-h100.json >/dev/full 2>"$tmp/err"; rc=$?
+[[ $rc == 1 ]] && grep -qx "herd gpus: cannot write to standard output" "$tmp/err" \
+  || fail "gpus to a full disk: $rc $(cat "$tmp/err")"
 echo "version_help: ok"

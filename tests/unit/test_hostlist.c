@@ -78,6 +78,22 @@ static void test_hostlist_comma_lists_mix_plain_and_bracketed_names(void)
 	CHECK_STR(expand("my_host.example.com"), "my_host.example.com");
 }
 
+/* As scontrol show hostnames: empty items are dropped, not refused. */
+static void test_hostlist_empty_items_are_dropped_as_slurm_does(void)
+{
+	CHECK_STR(expand("a,b,,c"), "a b c");
+	CHECK_STR(expand("a[1-2],"), "a1 a2");
+	CHECK_STR(expand(",a"), "a");
+	CHECK_STR(expand(",,a,,"), "a");
+	CHECK_STR(expand("a[1-2],,b[3-4]"), "a1 a2 b3 b4");
+	CHECK_STR(expand("a, ,b"), "a b");
+	/* Nothing but separators names no host. */
+	CHECK_ERR(herd__hostlist_expand(&(herd__hostlist){ 0 }, ","), HERD_EFORMAT,
+		  "hostlist \",\": no host names");
+	CHECK_ERR(herd__hostlist_expand(&(herd__hostlist){ 0 }, " ,, "), HERD_EFORMAT,
+		  "no host names");
+}
+
 static void test_hostlist_errors_name_the_column(void)
 {
 	CHECK_STR(expand("node[01-"), "ERROR");
@@ -94,10 +110,10 @@ static void test_hostlist_errors_name_the_column(void)
 	/* Cut short, it is unclosed rather than backwards. */
 	CHECK_ERR(herd__hostlist_expand(&(herd__hostlist){ 0 }, "node[01-0"), HERD_EFORMAT,
 		  "column 10: expected ']' to close the '[' at column 5");
-	CHECK_ERR(herd__hostlist_expand(&(herd__hostlist){ 0 }, "a,,b"), HERD_EFORMAT,
-		  "column 3: empty host name before ','");
-	CHECK_ERR(herd__hostlist_expand(&(herd__hostlist){ 0 }, "a,b,"), HERD_EFORMAT,
-		  "column 5: expected a host name after ','");
+	CHECK_ERR(herd__hostlist_expand(&(herd__hostlist){ 0 }, "a[1-2,,4]"), HERD_EFORMAT,
+		  "column 7: expected a number, got ','");
+	CHECK_ERR(herd__hostlist_expand(&(herd__hostlist){ 0 }, "a[1,]"), HERD_EFORMAT,
+		  "column 5: expected a number, got ']'");
 	CHECK_ERR(herd__hostlist_expand(&(herd__hostlist){ 0 }, "a,-oProxyCommand=x"),
 		  HERD_EFORMAT, "column 3: a host name cannot start with '-'");
 	CHECK_ERR(herd__hostlist_expand(&(herd__hostlist){ 0 }, "n1]"), HERD_EFORMAT,
@@ -229,6 +245,7 @@ int main(void)
 	TEST_RUN(test_hostlist_expands_ranges_and_lists_keeping_zero_padding);
 	TEST_RUN(test_hostlist_several_groups_vary_last_fastest);
 	TEST_RUN(test_hostlist_comma_lists_mix_plain_and_bracketed_names);
+	TEST_RUN(test_hostlist_empty_items_are_dropped_as_slurm_does);
 	TEST_RUN(test_hostlist_errors_name_the_column);
 	TEST_RUN(test_hostlist_refuses_huge_expansions_before_allocating);
 	TEST_RUN(test_hostlist_compress_writes_slurm_form);

@@ -4,7 +4,11 @@
  * its host prints its reason and exits 255, and whether the launcher's
  * first write comes before or after that is a race.  These tests force
  * the "after" order with a real child process: the error is the helper's
- * end, and its words are quoted, not "Broken pipe".
+ * end, and its words are quoted, not "Broken pipe".  And what a helper
+ * prints where frames should be: text (a login banner) is named and
+ * quoted, not read as a frame length; its stdout is held up to the
+ * buffer's limit, the frames that fill it exactly included, and a helper
+ * that prints more than the caller consumes is stopped at the limit.
  */
 #include <poll.h>
 #include <signal.h>
@@ -92,11 +96,110 @@ static void test_flush_to_a_silent_helper_ends_within_the_wait(void)
 	herd__launch_link_free(&l);
 }
 
+/* link_frame's verdict on bytes that arrived, framed (a frame came) or not. */
+static herd_status frame_of(const char *bytes, size_t n, bool framed, size_t *len)
+{
+	herd__launch_link l;
+	const char *payload;
+	herd_status st;
+
+	herd__launch_link_init(&l);
+	l.framed = framed;
+	CHECK_OK(herd__buf_append(&l.in, bytes, n));
+	st = herd__launch_link_frame(&l, &payload, len);
+	herd__launch_link_free(&l);
+	return st;
+}
+
+static void test_text_where_a_frame_starts_is_named_and_quoted(void)
+{
+	static const char frame[] = "\0\0\0\x03\x80\x80\x80";
+	char buf[512], line[200];
+	size_t len;
+
+	snprintf(buf, sizeof(buf), "Welcome to n1\r\n%.*s", 7, frame);
+	CHECK_ERR(frame_of(buf, strlen("Welcome to n1\r\n") + 7, false, &len), HERD_EFORMAT,
+		  "printed text before herd's protocol: 'Welcome to n1'; a login banner on stdout?");
+	CHECK_ERR(frame_of("\n\0\0\0\x03\x80\x80\x80", 8, false, &len), HERD_EFORMAT,
+		  "printed an empty line before herd's protocol");
+	CHECK_ERR(frame_of("oops\n", 5, true, &len), HERD_EFORMAT,
+		  "printed text amid herd's protocol: 'oops'");
+	/* A control byte is shown escaped; UTF-8 as it is, cut whole */
+	CHECK_ERR(frame_of("Hi\x1b[1m there\n", 13, false, &len), HERD_EFORMAT,
+		  "'Hi\\x1b[1m there'");
+	memset(line, 'a', 79);
+	memcpy(line + 79, "\xc3\xa9\xc3\xa9", 4);
+	CHECK_ERR(frame_of(line, 83, false, &len), HERD_EFORMAT, "aaaa...'");
+	/* Only four bytes so far: text too */
+	CHECK_ERR(frame_of("Welc", 4, false, &len), HERD_EFORMAT, "'Welc'");
+	/* Binary that is not a frame is not text: the frame's own error */
+	CHECK_ERR(frame_of("\x01\x02\x03\x04", 4, false, &len), HERD_EFORMAT,
+		  "node protocol: frame of 16909060 bytes exceeds the limit");
+	/* A frame is a frame */
+	CHECK_OK(frame_of(frame, 7, false, &len));
+	CHECK_INT(len, 3);
+}
+
+/* Fills l until the helper's output ends or fill fails; each whole frame
+ * is consumed when consume.  Bounded: 10 s. */
+static herd_status fill_all(herd__launch_link *l, bool consume)
+{
+	for (int i = 0; i < 10000; i++) {
+		struct pollfd p = { .fd = l->ch.rfd, .events = POLLIN };
+		const char *payload;
+		size_t len;
+		herd_status st;
+
+		(void)poll(&p, 1, 1);
+		st = herd__launch_link_fill(l);
+		while (consume && st == HERD_OK && herd__launch_link_frame(l, &payload, &len) == HERD_OK &&
+		       len != SIZE_MAX)
+			herd__buf_consume(&l->in, len + 4);
+		if (st != HERD_OK)
+			return st;
+	}
+	return HERD_OK;
+}
+
+static void test_stdout_is_held_up_to_its_limit(void)
+{
+	herd__launch_link l;
+
+	/* Two frames of the largest size: each fills the buffer exactly. */
+	start_helper(&l, "for i in 1 2; do printf '\\000\\100\\000\\000'; "
+			 "head -c 4194304 /dev/zero; done");
+	CHECK_ERR(fill_all(&l, true), HERD_ECLOSED, "its herd exec ended");
+	herd__launch_link_reap(&l, 5000);
+	herd__launch_link_free(&l);
+
+	/* Unconsumed: exactly the limit is the helper's whole answer... */
+	start_helper(&l, "head -c 65536 /dev/zero");
+	l.in.max = 65536;
+	CHECK_ERR(fill_all(&l, false), HERD_ECLOSED, "its herd exec ended");
+	CHECK_INT(l.in.len - l.in.off, 65536);
+	herd__launch_link_reap(&l, 5000);
+	herd__launch_link_free(&l);
+
+	/* ... one byte more is too much, and stops the reading there */
+	start_helper(&l, "head -c 10000000 /dev/zero");
+	l.in.max = 65536;
+	CHECK_ERR(fill_all(&l, false), HERD_EFORMAT,
+		  "printed more than 64 KiB on its stdout, the most herd reads from it; "
+		  "stopped reading it");
+	CHECK_INT(l.in.len - l.in.off, 65536);
+	CHECK(l.in.cap <= 2 * 65536 + 1);
+	herd__launch_link_close(&l);
+	herd__launch_link_reap(&l, 5000);
+	herd__launch_link_free(&l);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	TEST_RUN(test_flush_after_the_helper_exited_quotes_its_reason);
 	TEST_RUN(test_flush_after_stdin_closed_waits_for_the_reason);
 	TEST_RUN(test_flush_to_a_silent_helper_ends_within_the_wait);
+	TEST_RUN(test_text_where_a_frame_starts_is_named_and_quoted);
+	TEST_RUN(test_stdout_is_held_up_to_its_limit);
 	return TEST_DONE();
 }

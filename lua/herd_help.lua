@@ -166,7 +166,7 @@ session started, except those launched with `detach = true`.
 
 ## herd.Job:wait([seconds]) -> result | nil, msg, status
 Waits until the job is over (no argument: for as long as it takes) and returns its result:
-`status` (0, else the first failed rank's exit code, 128 + signal, 127 when it could not start),
+`status` (0, else the first failed rank's exit code, 128 + signal, 126 or 127 when it could not start),
 `ok`, `state` (`"succeeded"`, `"failed"`), `id`, `restarts`, `failure` (the first failure: host,
 rank, how it ended, the last lines of its stderr) and `ranks` (by rank, element 1 is rank 0:
 `rank`, `host`, `node_rank`, `local_rank`, `pid`, `state`, `exit_code` or `signal`, `error`).
@@ -176,7 +176,8 @@ Still running at the deadline: `nil`, a message, `"HERD_ETIMEDOUT"`.
 The same table at once; `state` is `"running"` while it runs, with no `status`.
 
 ## herd.Job:signal(sig) -> true
-Sends a signal (`"USR1"`, `"SIGTERM"`, or a number) to every running rank.
+Sends a signal (`"USR1"`, `"SIGTERM"`, or a number) to every running rank. `HUP`, `INT`,
+`QUIT`, `TERM` and `KILL` also end the job: no restart follows them.
 
 ## herd.Job:stop([grace]) -> result
 Stops the job: SIGTERM, then SIGKILL after `grace` seconds (default the launch's); no more

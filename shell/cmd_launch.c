@@ -4,8 +4,9 @@
  * prefixed output, a first-failure summary and the failed rank's exit
  * status (herd_job_launch and friends).
  *
- * Signals: SIGINT, SIGTERM and SIGHUP are forwarded to every rank; the
- * second one stops the job (SIGTERM, then SIGKILL after the grace period).
+ * Signals: SIGINT, SIGTERM and SIGHUP are forwarded to every rank and end
+ * the job (no restart follows them, herd_job_signal); the second one stops
+ * it (SIGTERM, then SIGKILL after the grace period).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +37,7 @@ static const char usage_text[] =
 	"  --slurm                 run on the nodes of this Slurm allocation (srun)\n"
 	"  --gpus-per-rank G       lease and bind G GPUs per rank\n"
 	"  --restarts R            restart the whole job up to R times after a failure\n"
+	"                          (not after SIGINT, SIGTERM or SIGHUP to herd launch)\n"
 	"  --env NAME=VALUE        set NAME in every rank's environment (repeatable);\n"
 	"                          it wins over herd's own variables, as an exported\n"
 	"                          MASTER_ADDR or MASTER_PORT does\n"

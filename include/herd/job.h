@@ -87,9 +87,12 @@ typedef void (*herd_job_output_fn)(void *userdata, int rank, const char *host,
  * The standard sink: each line, with its prefix and a newline, in one
  * write to this process's stdout or stderr.  Given as spec.output, the job
  * writes in its place from a writer thread of its own, with spec.prefix,
- * so that a reader that stalls (a full pipe) never stalls the ranks:
- * beyond 16 MiB queued, lines are dropped and their count is written when
- * the reader drains.  Called directly, it writes the line with the prefix
+ * many whole lines to a write (at most PIPE_BUF bytes unless a line is
+ * longer).  A reader slower than the ranks holds them back (beyond 8 MiB
+ * queued the job stops taking their output, and they wait in write, as
+ * on a pipe); a reader that takes nothing for a second never stalls the
+ * job: beyond 16 MiB queued, lines are dropped and their count is written
+ * when the reader drains.  Called directly, it writes the line with the prefix
  * format given as userdata (a const char *; NULL: HERD_JOB_PREFIX_DEFAULT).
  */
 HERD_EXTERN void herd_job_output_stdio(void *userdata, int rank, const char *host,
@@ -237,7 +240,10 @@ typedef enum herd_job_rank_state {
 	HERD_JOB_RANK_RUNNING,
 	HERD_JOB_RANK_EXITED,           /* exit_code valid */
 	HERD_JOB_RANK_SIGNALED,         /* signal valid */
-	HERD_JOB_RANK_FAILED_START      /* error says why; exit_code is 127 */
+	HERD_JOB_RANK_FAILED_START      /* error says why; exit_code is 126 when the
+					   command is there but cannot be executed
+					   (EACCES: no execute permission, a
+					   directory), else 127 */
 } herd_job_rank_state;
 
 /* Name of a state ("running", "exited", ...). */
@@ -284,7 +290,8 @@ HERD_EXTERN herd_status herd_job_launch(herd_job **out, const herd_job_spec *spe
  * has no deadline of its own: until it is over).  HERD_OK when the job is over, with
  * *exit_status (may be NULL) as a shell gives it: 0 when every rank exited
  * 0, else the first failed rank's exit code, 128 + signal when it was
- * killed, 127 when its exec failed.  HERD_ETIMEDOUT when still running.
+ * killed, 126 or 127 when its exec failed (not executable, not found).
+ * HERD_ETIMEDOUT when still running.
  */
 HERD_EXTERN herd_status herd_job_wait(herd_job *job, int timeout_ms, int *exit_status);
 
@@ -296,7 +303,17 @@ HERD_EXTERN herd_status herd_job_wait(herd_job *job, int timeout_ms, int *exit_s
  */
 HERD_EXTERN int herd_job_fd(const herd_job *job);
 
-/* Sends sig to every running rank (through the node supervisors). */
+/*
+ * Sends sig to every running rank (through the node supervisors).  SIGHUP,
+ * SIGINT, SIGQUIT, SIGTERM and SIGKILL, the signals that ask a program to
+ * end, also end the job: it is not restarted after them, whatever
+ * spec.restarts says (the ranks' deaths from them are the caller's doing,
+ * not a failure), and herd_job_wait gives the first failed rank's status
+ * (128 + sig for a rank the signal killed, 0 when every rank exited 0).
+ * One that comes before the ranks have started keeps them from starting:
+ * the job then ends with status 128 + sig.  HERD_EINVAL for a number that
+ * is not a signal, HERD_EBUSY when 64 signals already wait to be sent.
+ */
 HERD_EXTERN herd_status herd_job_signal(herd_job *job, int sig);
 
 /*

@@ -19,8 +19,10 @@
 #include "remote.h"
 #include "topo/hostlist.h"
 
-/* How long a helper ended by the engine gets between SIGTERM and SIGKILL. */
-#define ABORT_WAIT_MS 1000
+/* How long a helper ended by the engine gets between SIGTERM and SIGKILL:
+ * short, so that a deadline's error comes within half a second of it even
+ * when the helper ignores SIGTERM (ssh and srun end on it at once). */
+#define ABORT_WAIT_MS 500
 /* How often an exit is looked for once a helper's output has ended. */
 #define REAP_POLL_MS 5
 #define DEFAULT_IN_MAX ((size_t)1 << 20)
@@ -52,6 +54,7 @@ typedef struct helper {
 	bool attached;                  /* a backend's channel: not reaped here */
 	int64_t kill_at;                /* ended by the engine: SIGKILL then, if still there */
 	bool want_write;
+	bool eof;                       /* its stdout ended: what in holds is the last */
 	size_t in_max;
 } helper;
 
@@ -345,10 +348,12 @@ static void on_stdout(herd__watcher *w, short revents)
 
 	(void)revents;
 	st = herd__launch_link_fill(&p->link);
-	if (st != HERD_OK)
+	if (st != HERD_OK) {
 		snprintf(why, sizeof(why), "%s%s",
 			 p->attached || st == HERD_EFORMAT ? "" : "reading its output: ",
 			 herd_last_error());
+		p->eof = true;
+	}
 	/* Its last words first: a client that gives up on it quotes them. */
 	if (!one_step(p))
 		herd__launch_link_read_err(&p->link);
@@ -673,9 +678,12 @@ herd_status herd__engine_create(herd__engine **out, const herd__launch_backend *
 }
 
 /*
- * The processes of the engine's own helpers (not attached channels), ended
- * side by side: SIGTERM to every one still there, then each reaped until
- * reap_ms have passed, then SIGKILL.
+ * The helpers' processes, ended side by side under one deadline: the
+ * engine's own get SIGTERM now (those it ended already got theirs, and get
+ * SIGKILL at their kill_at); attached ones (a job's ssh, whose channel has
+ * just closed) are given until the deadline to end by themselves.  Every
+ * one still there at the deadline gets SIGKILL.  So ending N helpers takes
+ * reap_ms at most, not N times it.
  */
 static void reap_processes(herd__engine *e, int reap_ms)
 {
@@ -685,22 +693,23 @@ static void reap_processes(herd__engine *e, int reap_ms)
 	for (size_t i = 0; i < e->n; i++) {
 		helper *p = e->h[i];
 
-		if (p->attached || p->link.ch.pid <= 0)
+		if (p->link.ch.pid <= 0)
 			continue;
-		if (p->kill_at == 0)
+		if (!p->attached && p->kill_at == 0)
 			kill(-p->link.ch.pid, SIGTERM);
 		left++;
 	}
 	while (left > 0) {
-		bool late = herd__net_now_ms() >= deadline;
+		int64_t now = herd__net_now_ms();
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 
 		left = 0;
 		for (size_t i = 0; i < e->n; i++) {
 			helper *p = e->h[i];
+			bool late = now >= deadline || (p->kill_at != 0 && now >= p->kill_at);
 			pid_t got;
 
-			if (p->attached || p->link.ch.pid <= 0)
+			if (p->link.ch.pid <= 0)
 				continue;
 			if (late)
 				kill(-p->link.ch.pid, SIGKILL);
@@ -710,7 +719,7 @@ static void reap_processes(herd__engine *e, int reap_ms)
 			else
 				left++;
 		}
-		if (left > 0 && !late)
+		if (left > 0)
 			nanosleep(&ts, NULL);
 	}
 }
@@ -791,6 +800,11 @@ bool herd__engine_relays(const herd__engine *e, size_t h)
 size_t herd__engine_live(const herd__engine *e)
 {
 	return e->live;
+}
+
+bool herd__engine_input_ended(const herd__engine *e, size_t h)
+{
+	return e->h[h]->eof;
 }
 
 bool herd__engine_ended(const herd__engine *e, size_t h)

@@ -32,8 +32,8 @@
  * Deadlines.  Each helper has one (its start plus its patience; a relay's
  * patience is twice the command's, as it may wait that long on one of its
  * group); the client moves it with herd__engine_deadline.  At the deadline
- * the engine ends the helper (SIGTERM to its process group, SIGKILL after
- * a second, reaped in the background) and reports it ended with
+ * the engine ends the helper (SIGTERM to its process group, SIGKILL half
+ * a second later, reaped in the background) and reports it ended with
  * HERD_ETIMEDOUT.  A one-step helper (srun) that cannot be started fails
  * herd__engine_run_once with its status: the command cannot run anywhere.
  *
@@ -111,8 +111,12 @@ herd_status herd__engine_create(herd__engine **out, const herd__launch_backend *
 				const herd__engine_client *client, herd__loop *loop);
 
 /*
- * Ends every helper still running (closed, SIGTERM to a process group and
- * SIGKILL after reap_ms; a node thread is joined) and frees.  Accepts NULL.
+ * Ends every helper still running and frees.  Every channel is closed
+ * first; then all the processes are reaped side by side under one deadline
+ * of reap_ms: the engine's own get SIGTERM at once, attached ones (a job's
+ * ssh) that long to end by themselves, and every one left at the deadline,
+ * or at the SIGKILL time of one ended already (herd__engine_kill), gets
+ * SIGKILL; node threads are joined last.  Accepts NULL.
  */
 void herd__engine_free(herd__engine *e, int reap_ms);
 
@@ -150,6 +154,9 @@ bool herd__engine_relays(const herd__engine *e, size_t h);
 /* Helpers not ended yet (planned ones included). */
 size_t herd__engine_live(const herd__engine *e);
 bool herd__engine_ended(const herd__engine *e, size_t h);
+/* Whether h's stdout has ended: what its input buffer holds is all there
+ * will be (true inside the input callback that hands over the last bytes). */
+bool herd__engine_input_ended(const herd__engine *e, size_t h);
 /* Whether h has been started. */
 bool herd__engine_started(const herd__engine *e, size_t h);
 
@@ -177,7 +184,7 @@ void herd__engine_close_input(herd__engine *e, size_t h);
 
 /*
  * Ends h now, with why as the verdict: its fds closed and, for a process
- * the engine started, its process group sent SIGTERM (SIGKILL a second
+ * the engine started, its process group sent SIGTERM (SIGKILL half a second
  * later) and reaped in the background; ended is called with st (and why),
  * unless st is HERD_OK: then quietly (the client knows).
  */

@@ -23,10 +23,15 @@
  * unread (they then block on write, which slows them instead of this
  * process growing without bound).  Small: what is queued here when the
  * ranks are stopped still has to reach the launcher before the node
- * reports its end, and the launcher queues and drops output on its side. */
+ * reports its end; the launcher holds its reader's backlog on its side. */
 #define OUT_BACKLOG_MAX (1u * 1024u * 1024u)
-/* How long the last frames may take to leave once every rank has ended. */
+/* Once every rank has ended, how long the last frames may go without a
+ * byte taken by the launcher before it is given up on (a launcher whose
+ * reader is slow takes them slowly, but takes them). */
 #define FLUSH_TIMEOUT_MS 10000
+/* How long a refusal (an error frame) may take to leave: a launcher that
+ * is there reads it at once. */
+#define REFUSE_TIMEOUT_MS 500
 
 typedef struct exec_state {
 	int rfd, wfd;
@@ -39,6 +44,8 @@ typedef struct exec_state {
 	int grace_ms;
 	bool launcher_gone;   /* rfd closed: stop, and write nothing more */
 	bool broken;          /* wfd failed */
+	bool lines;           /* the launcher takes lines frames */
+	int64_t wrote_at;     /* when a byte last left for the launcher */
 	herd_status frame_st; /* first failure encoding an event */
 } exec_state;
 
@@ -55,12 +62,25 @@ static void ev_started(void *ud, int rank, long pid)
 	queue(x, herd__launch_enc_started(&x->out, rank, pid));
 }
 
-static void ev_output(void *ud, int rank, herd_job_stream s, const char *line, size_t len)
+/* Whole lines: one lines frame, or an out frame for each to a launcher
+ * that predates them. */
+static void ev_output(void *ud, int rank, herd_job_stream s, const char *lines, size_t len)
 {
 	exec_state *x = ud;
 
-	if (!x->broken)
-		queue(x, herd__launch_enc_out(&x->out, rank, s, line, len));
+	if (x->broken)
+		return;
+	if (x->lines) {
+		queue(x, herd__launch_enc_lines(&x->out, rank, s, lines, len));
+		return;
+	}
+	for (size_t at = 0; at < len;) {
+		const char *nl = memchr(lines + at, '\n', len - at);
+		size_t n = nl != NULL ? (size_t)(nl - (lines + at)) : len - at;
+
+		queue(x, herd__launch_enc_out(&x->out, rank, s, lines + at, n));
+		at += n + 1;
+	}
 }
 
 static void ev_exited(void *ud, int rank, herd_job_rank_state state, int code, int sig,
@@ -84,6 +104,11 @@ static bool backlogged(const exec_state *x)
 	return x->out.len - x->out.off > OUT_BACKLOG_MAX;
 }
 
+static bool ev_full(void *ud)
+{
+	return backlogged(ud);
+}
+
 /* Writes what it can without blocking; false once the launcher is gone. */
 static bool flush(exec_state *x)
 {
@@ -100,6 +125,7 @@ static bool flush(exec_state *x)
 			return false;
 		}
 		herd__buf_consume(&x->out, (size_t)w);
+		x->wrote_at = herd__net_now_ms();
 	}
 	return !x->broken;
 }
@@ -197,7 +223,7 @@ static herd_status commands(exec_state *x)
 /* Tells the launcher why this node cannot run (best effort) and returns st. */
 static herd_status refuse(exec_state *x, herd_status st)
 {
-	int64_t deadline = herd__net_deadline(FLUSH_TIMEOUT_MS);
+	int64_t deadline = herd__net_deadline(REFUSE_TIMEOUT_MS);
 	char msg[1024];
 
 	herd__strlcpy(msg, herd_last_error(), sizeof(msg));
@@ -309,9 +335,11 @@ static herd_status serve(exec_state *x, int stop_fd)
 		/* A relay stays until its children's channels have closed. */
 		if (sent_done && herd__relay_done(x->relay)) {
 			if (flush_deadline < 0)
-				flush_deadline = herd__net_deadline(FLUSH_TIMEOUT_MS);
-			if (!flush(x) || x->out.len == x->out.off ||
-			    herd__net_now_ms() >= flush_deadline)
+				x->wrote_at = herd__net_now_ms();
+			if (!flush(x) || x->out.len == x->out.off)
+				break;
+			flush_deadline = x->wrote_at + FLUSH_TIMEOUT_MS;
+			if (herd__net_now_ms() >= flush_deadline)
 				break;
 		}
 		herd__relay_hold(x->relay, backlogged(x));
@@ -340,7 +368,8 @@ herd_status herd_agent_exec(int rfd, int wfd, int stop_fd)
 {
 	exec_state x = { .rfd = rfd, .wfd = wfd };
 	herd__node_spec spec;
-	herd__node_events ev = { &x, ev_started, ev_output, ev_exited, ev_paused };
+	herd__node_events ev = { .userdata = &x, .started = ev_started, .output = ev_output,
+				 .full = ev_full, .exited = ev_exited, .paused = ev_paused };
 	char host[256];
 	herd_status st;
 
@@ -360,6 +389,7 @@ herd_status herd_agent_exec(int rfd, int wfd, int stop_fd)
 		goto out;
 	}
 	x.grace_ms = spec.grace_ms;
+	x.lines = spec.lines;
 	if (gethostname(host, sizeof(host)) != 0)
 		herd__strlcpy(host, "?", sizeof(host));
 	host[sizeof(host) - 1] = '\0';

@@ -51,6 +51,9 @@
 
 struct rank_info {
 	herd_job_rank_status st;   /* host points into the node list, error into strings */
+	char *prefix;              /* its lines' prefix, formatted once (zeros after it,
+				      to SMALL_COPY bytes at least) */
+	size_t prefix_len;
 	char *tail[TAIL_LINES];
 	int tail_next, tail_n;
 	int paused;            /* the signal that stopped it, 0 when not stopped */
@@ -94,6 +97,10 @@ struct herd_job {
 	int restart_count;
 	bool launched, over, kill_req;
 	bool late_signal;              /* a signal came once the job was failing or killed */
+	int end_sig;                   /* a signal that ends the job came (herd_job_signal):
+					  no restart after it */
+	int stopped_by;                /* it came before the ranks started: the run was
+					  stopped with it, and the job ends 128 + it */
 	herd_status launch_st;
 	char *launch_err;
 	int exit_status;
@@ -118,8 +125,15 @@ struct herd_job {
 	bool killed;                   /* herd_job_kill's stop was sent */
 	int64_t stop_deadline;         /* nodes silent past this are given up */
 	char start_err[1024];          /* why a node failed to come up */
-	char *line;                    /* output line being written */
+	bool went;                     /* this run's go was sent */
 	herd__outq *outq;              /* the default output's writer, or NULL */
+	herd__watcher room_w;          /* the writer has room again (outq) */
+	bool held;                     /* the nodes' frames are not read: outq is backlogged */
+	size_t resume_next;            /* the node whose held frames are taken first */
+	char *batch;                   /* prefixed lines on their way to outq */
+	size_t batch_len;
+	uint64_t batch_lines;
+	herd_job_stream batch_stream;
 };
 
 /* ---- small helpers ----------------------------------------------------------- */
@@ -185,7 +199,9 @@ static int status_of(const herd_job_rank_status *r)
 	switch (r->state) {
 	case HERD_JOB_RANK_EXITED: return r->exit_code;
 	case HERD_JOB_RANK_SIGNALED: return 128 + r->signal;
-	case HERD_JOB_RANK_FAILED_START: return 127;
+	/* 126: there but not executable, 127: not found (an earlier herd
+	 * exec says 127 for both). */
+	case HERD_JOB_RANK_FAILED_START: return r->exit_code != 0 ? r->exit_code : 127;
 	default: return 0;
 	}
 }
@@ -390,6 +406,13 @@ size_t herd_job_format_prefix(char *out, size_t cap, const char *format, const c
 }
 
 #define PREFIX_MAX 512
+/* Copies of at most this many bytes are made as copies of exactly this many
+ * (a few moves, not a call): the prefix and the line of most flood lines. */
+#define SMALL_COPY 16
+/* Prefixed lines gathered before they go to the writer's queue in one push
+ * (the batch is empty between frames). */
+#define BATCH_BYTES ((size_t)64 << 10)
+#define BATCH_CAP (BATCH_BYTES + PREFIX_MAX + HERD_JOB_LINE_MAX + 2 + 2 * SMALL_COPY)
 
 static void keep_tail(struct rank_info *ri, const char *line, size_t len)
 {
@@ -409,29 +432,129 @@ static void keep_tail(struct rank_info *ri, const char *line, size_t len)
 		ri->tail_n++;
 }
 
+/* The last TAIL_LINES lines of data (whole lines, each ending in '\n')
+ * into the rank's stderr tail. */
+static void keep_tail_of(herd_job *job, struct rank_info *ri, const char *data, size_t len)
+{
+	size_t start[TAIL_LINES], n = 0, end = len;
+
+	while (n < TAIL_LINES && end > 0) {
+		const char *nl = end > 1 ? memrchr(data, '\n', end - 1) : NULL;
+
+		start[n++] = nl != NULL ? (size_t)(nl - data) + 1 : 0;
+		end = start[n - 1];
+	}
+	pthread_mutex_lock(&job->mu);
+	for (size_t i = n; i-- > 0;) {
+		const char *line = data + start[i];
+		const char *nl = memchr(line, '\n', len - start[i]);
+
+		keep_tail(ri, line, (size_t)(nl - line));
+	}
+	pthread_mutex_unlock(&job->mu);
+}
+
+/* The end of the line at p (its '\n', which end - 1 is): most lines of a
+ * flood are a few bytes, shorter than the call to memchr. */
+static const char *line_end(const char *p, const char *end)
+{
+	for (int i = 0; i < 16; i++, p++)
+		if (*p == '\n')
+			return p;
+	return memchr(p, '\n', (size_t)(end - p));
+}
+
+/* The gathered lines go to the writer. */
+static void batch_flush(herd_job *job)
+{
+	if (job->batch_len == 0)
+		return;
+	herd__outq_push(job->outq, job->batch_stream, job->batch, job->batch_len,
+			job->batch_lines);
+	job->batch_len = 0;
+	job->batch_lines = 0;
+}
+
+/*
+ * Whole lines of a rank (data: each line ending in '\n', at most
+ * HERD_JOB_LINE_MAX bytes without it): the stderr tail, then the caller's
+ * output callback line by line, or the default output: each line with its
+ * prefix, many to one push into the writer's queue.
+ */
+static void on_lines(herd_job *job, int rank, herd_job_stream stream, const char *data,
+		     size_t len)
+{
+	struct rank_info *ri = &job->ranks[rank];
+
+	if (stream == HERD_JOB_STDERR)
+		keep_tail_of(job, ri, data, len);
+	if (job->spec.output == NULL)
+		return;
+	if (job->spec.output != herd_job_output_stdio) {
+		for (size_t at = 0; at < len;) {
+			const char *nl = memchr(data + at, '\n', len - at);
+			size_t n = (size_t)(nl - (data + at));
+
+			job->spec.output(job->spec.output_userdata, rank, ri->st.host, stream,
+					 data + at, n);
+			at += n + 1;
+		}
+		return;
+	}
+	job->batch_stream = stream;
+	for (size_t at = 0; at < len;) {
+		const char *nl = line_end(data + at, data + len);
+		size_t n = (size_t)(nl - (data + at)) + 1;
+		char *o;
+
+		if (job->batch_len + ri->prefix_len + n + 2 * SMALL_COPY > BATCH_CAP)
+			batch_flush(job);
+		o = job->batch + job->batch_len;
+		/* Whole SMALL_COPY bytes where they are there to read: what
+		 * goes beyond is overwritten next, or left after batch_len. */
+		if (ri->prefix_len <= SMALL_COPY)
+			memcpy(o, ri->prefix, SMALL_COPY);
+		else
+			memcpy(o, ri->prefix, ri->prefix_len);
+		o += ri->prefix_len;
+		if (n <= SMALL_COPY && at + SMALL_COPY <= len)
+			memcpy(o, data + at, SMALL_COPY);
+		else
+			memcpy(o, data + at, n);
+		job->batch_len += ri->prefix_len + n;
+		job->batch_lines++;
+		at += n;
+		if (job->batch_len >= BATCH_BYTES)
+			batch_flush(job);
+	}
+	batch_flush(job);
+}
+
+/* One line, without its newline (an out frame). */
 static void on_output(herd_job *job, int rank, herd_job_stream stream, const char *line,
 		      size_t len)
 {
 	struct rank_info *ri = &job->ranks[rank];
-	size_t o;
 
 	if (stream == HERD_JOB_STDERR) {
 		pthread_mutex_lock(&job->mu);
 		keep_tail(ri, line, len);
 		pthread_mutex_unlock(&job->mu);
 	}
-	if (job->spec.output == NULL)
-		return;
 	if (job->spec.output != herd_job_output_stdio) {
-		job->spec.output(job->spec.output_userdata, rank, ri->st.host, stream, line, len);
+		if (job->spec.output != NULL)
+			job->spec.output(job->spec.output_userdata, rank, ri->st.host, stream,
+					 line, len);
 		return;
 	}
-	o = herd_job_format_prefix(job->line, PREFIX_MAX, job->prefix, ri->st.host, rank);
-	memcpy(job->line + o, line, len);
-	job->line[o + len] = '\n';
-	/* One write per line: lines of different ranks never mix.  Queued:
-	 * the supervisor never waits for a reader. */
-	herd__outq_push(job->outq, stream, job->line, o + len + 1);
+	/* With its prefix and newline, as a line of a lines frame. */
+	job->batch_stream = stream;
+	memcpy(job->batch, ri->prefix, ri->prefix_len);
+	memcpy(job->batch + ri->prefix_len, line, len);
+	job->batch[ri->prefix_len + len] = '\n';
+	job->batch_len = ri->prefix_len + len + 1;
+	job->batch_lines = 1;
+	batch_flush(job);
 }
 
 /* ---- rank events ------------------------------------------------------------------- */
@@ -718,6 +841,7 @@ static bool channel_event(herd_job *job, struct node_rt *nr, const herd__launch_
 		return false;
 	case HERD__LAUNCH_T_STARTED:
 	case HERD__LAUNCH_T_OUT:
+	case HERD__LAUNCH_T_LINES:
 	case HERD__LAUNCH_T_EXITED:
 	case HERD__LAUNCH_T_PAUSED:
 		if (!rank_on_node(nr, m->rank)) {
@@ -729,6 +853,8 @@ static bool channel_event(herd_job *job, struct node_rt *nr, const herd__launch_
 			on_started(job, nr, (int)m->rank, (long)m->pid);
 		else if (m->type == HERD__LAUNCH_T_OUT)
 			on_output(job, (int)m->rank, (herd_job_stream)m->s, m->data, m->data_len);
+		else if (m->type == HERD__LAUNCH_T_LINES)
+			on_lines(job, (int)m->rank, (herd_job_stream)m->s, m->data, m->data_len);
 		else if (m->type == HERD__LAUNCH_T_PAUSED)
 			on_paused(job, (int)m->rank, (int)m->sig);
 		else
@@ -749,6 +875,22 @@ static bool channel_event(herd_job *job, struct node_rt *nr, const herd__launch_
 	}
 }
 
+/*
+ * Whether the nodes' frames are to wait (recheck: until when at most): the
+ * writer's queue is over half full while its reader takes what it writes.
+ * Never while the job is stopping: its end is not to wait for a reader.
+ */
+static bool output_backlogged(herd_job *job, int64_t *recheck)
+{
+	int64_t at = 0;
+
+	if (job->outq == NULL || job->stopping || !herd__outq_backlogged(job->outq, &at))
+		return false;
+	if (recheck != NULL)
+		*recheck = at;
+	return true;
+}
+
 /* Frames from a node's channel (the engine's input). */
 static void channel_input(void *userdata, size_t h, herd__buf *in)
 {
@@ -764,14 +906,26 @@ static void channel_input(void *userdata, size_t h, herd__buf *in)
 		const char *payload;
 		size_t len;
 
-		if (herd__launch_link_frame(nr->link, &payload, &len) != HERD_OK ||
-		    (len != SIZE_MAX && herd__launch_msg_decode(&m, payload, len) != HERD_OK)) {
+		if (herd__launch_link_frame(nr->link, &payload, &len) != HERD_OK) {
 			snprintf(why, sizeof(why), "%s", herd_last_error());
 			node_fail(job, nr, why);
 			return;
 		}
 		if (len == SIZE_MAX)
 			break;
+		/* The rest waits, and no node is read, until the writer has
+		 * room (resume_input); the last frames of a channel that ended
+		 * are taken at once. */
+		if (!herd__engine_input_ended(job->engine, h) && output_backlogged(job, NULL)) {
+			job->held = true;
+			herd__engine_hold_input(job->engine, true);
+			break;
+		}
+		if (herd__launch_msg_decode(&m, payload, len) != HERD_OK) {
+			snprintf(why, sizeof(why), "%s", herd_last_error());
+			node_fail(job, nr, why);
+			return;
+		}
 		if (!channel_event(job, nr, &m, why, sizeof(why))) {
 			herd__launch_msg_free(&m);
 			node_fail(job, nr, why);
@@ -780,6 +934,35 @@ static void channel_input(void *userdata, size_t h, herd__buf *in)
 		herd__launch_msg_free(&m);
 		herd__buf_consume(in, len + 4);
 	}
+}
+
+/*
+ * The writer has room again (or its reader stalled): the nodes are read
+ * again, starting with the frames that waited, a different node first
+ * each time so that one node's output does not keep the others' waiting.
+ */
+static void resume_input(herd_job *job)
+{
+	job->held = false;
+	herd__engine_hold_input(job->engine, false);
+	for (size_t k = 0; k < job->nnodes && !job->held; k++) {
+		size_t i = (job->resume_next + k) % job->nnodes;
+		struct node_rt *nr = &job->rt[i];
+
+		if (nr->via != i || nr->link == NULL || nr->closed ||
+		    nr->link->in.len == nr->link->in.off)
+			continue;
+		channel_input(job, nr->h, &nr->link->in);
+	}
+	job->resume_next = (job->resume_next + 1) % job->nnodes;
+}
+
+static void on_room(herd__watcher *w, short revents)
+{
+	eventfd_t v;
+
+	(void)revents;
+	(void)eventfd_read(w->fd, &v);
 }
 
 /* A node's channel ended or broke (the engine's verdict). */
@@ -883,6 +1066,7 @@ static void node_spec_of(herd_job *job, const herd__launch_node *node, const cha
 	s->log_dir = job->log_dir;
 	s->grace_ms = job->spec.grace_ms;
 	s->gpus_per_rank = job->spec.gpus_per_rank;
+	s->lines = true;
 }
 
 /*
@@ -1008,6 +1192,13 @@ tree_out:
 	return st;
 }
 
+/* The signals that ask a program to end (herd_job_signal). */
+static bool ending_signal(int sig)
+{
+	return sig == SIGHUP || sig == SIGINT || sig == SIGQUIT || sig == SIGTERM ||
+	       sig == SIGKILL;
+}
+
 /* Requests of the API calls (the wake pipe), applied on the supervisor thread. */
 static void on_wake(herd__watcher *w, short revents)
 {
@@ -1025,8 +1216,18 @@ static void on_wake(herd__watcher *w, short revents)
 	job->npending = 0;
 	kill_req = job->kill_req;
 	pthread_mutex_unlock(&job->mu);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		/* The ranks have not been told to start: a signal that ends the
+		 * job stops the run instead, so that none starts. */
+		if (ending_signal(sigs[i]) && !job->went && !job->stopping) {
+			pthread_mutex_lock(&job->mu);
+			job->stopped_by = sigs[i];
+			pthread_mutex_unlock(&job->mu);
+			stop_all(job, job->spec.grace_ms);
+			continue;
+		}
 		command_all(job, HERD__LAUNCH_T_SIGNAL, sigs[i]);
+	}
 	if (kill_req && !job->killed) {
 		job->killed = true;
 		stop_all(job, job->spec.grace_ms);
@@ -1045,6 +1246,7 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 
 	job->start_err[0] = '\0';
 	job->stopping = false;
+	job->went = false;
 	pthread_mutex_lock(&job->mu);
 	job->first_failed = job->candidate = -1;
 	job->late_signal = false;
@@ -1108,12 +1310,33 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 		herd__watcher_init(&job->wake_w, job->wake[0], on_wake, job);
 		HERD_CHECK_GOTO(herd__loop_watch(herd__engine_loop(job->engine), &job->wake_w,
 						 POLLIN), st, fail);
+		job->held = false;
+		if (job->outq != NULL) {
+			herd__watcher_init(&job->room_w, herd__outq_fd(job->outq), on_room, job);
+			HERD_CHECK_GOTO(herd__loop_watch(herd__engine_loop(job->engine),
+							 &job->room_w, POLLIN), st, fail);
+		}
 	}
 	HERD_CHECK_GOTO(start_nodes(job, store, adv, bind, maddr, mport, deadline), st, fail);
 	return HERD_OK;
 fail:
 	free_rt(job);
 	return st;
+}
+
+/*
+ * A run that could not start is ended without waiting on its helpers: each
+ * one's channel closes and its process (ssh, srun) gets SIGTERM now and
+ * SIGKILL half a second later (herd__engine_kill), so that the error comes
+ * within half a second of its deadline, not after a helper that lingers (ssh
+ * still connecting) has been waited for.  A node thread of this process
+ * stops its ranks and ends as its channel closes.
+ */
+static void abort_run(herd_job *job)
+{
+	for (size_t i = 0; i < job->nnodes; i++)
+		if (job->rt[i].via == i && job->rt[i].link != NULL)
+			herd__engine_kill(job->engine, job->rt[i].h);
 }
 
 static bool node_done(const struct node_rt *nr)
@@ -1130,7 +1353,7 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 {
 	herd_status st = HERD_OK;
 
-	for (bool went = false;;) {
+	for (;;) {
 		bool all_done = true, all_up = true, all_ready = true;
 		int64_t wake = -1;
 
@@ -1141,14 +1364,15 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 			all_ready = all_ready && nr->ready;
 			all_up = all_up && nr->ready && nr->reported == nr->node->nranks;
 		}
-		if (!went && all_ready && !job->stopping && job->first_failed < 0 &&
+		if (!job->went && all_ready && !job->stopping && job->first_failed < 0 &&
 		    job->start_err[0] == '\0') {
 			/* every node checked its spec: the ranks may start */
-			went = true;
+			job->went = true;
 			command_all(job, HERD__LAUNCH_T_GO, 0);
 		}
 		if (!*up && job->start_err[0] != '\0') {
 			st = herd__error(HERD_EUNAVAIL, "%s", job->start_err);
+			abort_run(job);
 			break;
 		}
 		if (!*up && all_up) {
@@ -1184,6 +1408,7 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 			}
 			st = herd__error(HERD_ETIMEDOUT, "node supervisor not up within %d ms on "
 					 "%s", job->spec.start_timeout_ms, hosts);
+			abort_run(job);
 			break;
 		}
 		settle_locked(job, all_done);
@@ -1212,6 +1437,16 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 		if (job->candidate >= 0 && job->first_failed < 0 &&
 		    (wake < 0 || job->candidate_at + SETTLE_MS < wake))
 			wake = job->candidate_at + SETTLE_MS;
+		if (job->held) {
+			int64_t recheck;
+
+			if (!output_backlogged(job, &recheck)) {
+				resume_input(job);
+				continue;
+			}
+			if (wake < 0 || recheck < wake)
+				wake = recheck;
+		}
 		st = herd__engine_run_once(job->engine, wake);
 		if (st != HERD_OK) {
 			herd__error_wrap(st, "in the job's supervisor: ");
@@ -1250,6 +1485,10 @@ static void finish(herd_job *job)
 	} else if (job->killed) {
 		job->exit_status = 128 + SIGTERM;
 		job->failure = keep(job, "the job was stopped (herd_job_kill) before it finished");
+	} else if (job->stopped_by != 0) {
+		job->exit_status = 128 + job->stopped_by;
+		job->failure = keep(job, "the job was stopped by signal %d (%s) before its ranks "
+				    "started", job->stopped_by, strsignal(job->stopped_by));
 	} else {
 		job->exit_status = 0;
 	}
@@ -1298,8 +1537,11 @@ static void *supervise(void *arg)
 		}
 		free_rt(job);
 		pthread_mutex_lock(&job->mu);
-		if (job->first_failed >= 0 && !job->kill_req &&
-		    job->restart_count < job->spec.restarts) {
+		/* A failure restarts the job, unless the caller asked it to end
+		 * (herd_job_kill, or a signal that ends a program): the ranks'
+		 * deaths from that signal are no failure to recover from. */
+		if (job->first_failed >= 0 && !job->kill_req && job->end_sig == 0 &&
+		    job->stopped_by == 0 && job->restart_count < job->spec.restarts) {
 			/* The failure may end in the rank's own words: the restart
 			 * is a line of its own, not read as theirs. */
 			herd__log_warn("job %s: %s", job->id,
@@ -1368,8 +1610,17 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 			r->local_rank = k;
 			r->host = job->nodes[i].host;
 		}
-	HERD_CHECK_GOTO(herd__calloc(&job->line, PREFIX_MAX + HERD_JOB_LINE_MAX + 2, 1,
-				     "an output line"), st, fail);
+	for (int r = 0; r < job->nranks; r++) {
+		char prefix[PREFIX_MAX];
+		struct rank_info *ri = &job->ranks[r];
+
+		ri->prefix_len = herd_job_format_prefix(prefix, sizeof(prefix), job->prefix,
+							ri->st.host, r);
+		HERD_CHECK_GOTO(herd__calloc(&ri->prefix, ri->prefix_len + 1 + SMALL_COPY, 1,
+					     "a rank's prefix"), st, fail);
+		memcpy(ri->prefix, prefix, ri->prefix_len);
+	}
+	HERD_CHECK_GOTO(herd__calloc(&job->batch, BATCH_CAP, 1, "the output batch"), st, fail);
 	HERD_CHECK_GOTO(make_id(job), st, fail);
 	HERD_CHECK_GOTO(herd_store_secret_generate(job->secret), st, fail);
 	if (pipe2(job->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
@@ -1474,6 +1725,8 @@ herd_status herd_job_signal(herd_job *job, int sig)
 					 "to be delivered to job %s", MAX_PENDING_SIGNALS, job->id);
 		else
 			job->pending[job->npending++] = sig;
+		if (st == HERD_OK && ending_signal(sig))
+			job->end_sig = sig;
 		/* The job is ending anyway: its output need not wait for a
 		 * reader that has stopped reading (output_give_up). */
 		if (job->first_failed >= 0 || job->kill_req)
@@ -1559,9 +1812,11 @@ void herd_job_free(herd_job *job)
 	}
 	free_rt(job);
 	herd__outq_free(job->outq);
-	for (int r = 0; job->ranks != NULL && r < job->nranks; r++)
+	for (int r = 0; job->ranks != NULL && r < job->nranks; r++) {
 		for (int k = 0; k < TAIL_LINES; k++)
 			free(job->ranks[r].tail[k]);
+		free(job->ranks[r].prefix);
+	}
 	free(job->ranks);
 	for (size_t i = 0; i < job->nstrings; i++)
 		free(job->strings[i]);
@@ -1575,7 +1830,7 @@ void herd_job_free(herd_job *job)
 	free(job->prefix);
 	free(job->herd_program);
 	free(job->launch_err);
-	free(job->line);
+	free(job->batch);
 	if (job->wake[0] >= 0)
 		close(job->wake[0]);
 	if (job->wake[1] >= 0)

@@ -331,7 +331,8 @@ void herd__launch_link_free(herd__launch_link *l);
  *           ranks: [int...] (global ranks; local rank = index),
  *           argv: [str...], env: [str...] ("NAME=value", added last),
  *           maddr, mport (MASTER_ADDR / MASTER_PORT),
- *           workdir?, logdir?, grace (ms), gpus (per rank)}
+ *           workdir?, logdir?, grace (ms), gpus (per rank),
+ *           lines? (1: the launcher takes lines frames)}
  *          first and once; the secret travels here, never on a command line.
  *   signal {sig}           send sig to every running rank's process group
  *   stop   {grace}         SIGTERM now, SIGKILL after grace ms (0: at once)
@@ -348,6 +349,12 @@ void herd__launch_link_free(herd__launch_link *l);
  *   started {rank, pid}
  *   out    {rank, s, data} one line (without its newline) of stream s
  *                          (1 stdout, 2 stderr), at most HERD_JOB_LINE_MAX
+ *   lines  {rank, s, data} whole lines of stream s, each ending in a newline
+ *                          and at most HERD_JOB_LINE_MAX bytes without it,
+ *                          at most HERD__LAUNCH_LINES_MAX bytes in all: what
+ *                          out frames carry one by one, many in one frame,
+ *                          sent in their place when the spec said lines (a
+ *                          launcher that predates them never says so)
  *   exited {rank, state, code, sig, err?}  state: a herd_job_rank_state
  *                          (EXITED, SIGNALED or FAILED_START)
  *   paused {rank, sig}     the rank was stopped by signal sig (SIGSTOP,
@@ -382,11 +389,18 @@ void herd__launch_link_free(herd__launch_link *l);
  * ranks and closes its children's channels, so the whole subtree stops.
  *
  * Every rank gets exactly one started or one FAILED_START exited before
- * anything else about it, and exactly one exited; "out" lines of a rank
- * all come before its exited.
+ * anything else about it, and exactly one exited; "out" and "lines" of a
+ * rank all come before its exited.
+ *
+ * Flow control.  A node reads its ranks' pipes only while less than
+ * about a MiB of frames waits for the launcher; beyond that the ranks
+ * block in write, as on a pipe nobody reads, and neither side's memory
+ * grows with the ranks' output.
  */
 #define HERD__LAUNCH_PROTOCOL_VERSION 1
 #define HERD__LAUNCH_FRAME_MAX (4u * 1024u * 1024u)
+/* Most bytes of lines in one lines frame. */
+#define HERD__LAUNCH_LINES_MAX (1u * 1024u * 1024u)
 /* Most ranks on one node, argv and env entries in one spec. */
 #define HERD__LAUNCH_MAX_RANKS_PER_NODE 4096
 #define HERD__LAUNCH_MAX_STRINGS 65536
@@ -400,6 +414,7 @@ void herd__launch_link_free(herd__launch_link *l);
 	X(ERROR, "error")     \
 	X(STARTED, "started") \
 	X(OUT, "out")         \
+	X(LINES, "lines")     \
 	X(EXITED, "exited")   \
 	X(PAUSED, "paused")   \
 	X(DONE, "done")       \
@@ -434,6 +449,7 @@ typedef struct herd__node_spec {
 	char *workdir, *log_dir;  /* NULL: unchanged / none */
 	int grace_ms;
 	int gpus_per_rank;
+	bool lines;            /* the launcher takes lines frames */
 	/* Tree fan-out (a relay); nsub 0: a leaf. */
 	int nsub;
 	char **sub;            /* hosts of nodes node_rank+1..node_rank+nsub */
@@ -513,6 +529,9 @@ herd_status herd__launch_enc_error(herd__buf *buf, herd_status st, const char *m
 herd_status herd__launch_enc_started(herd__buf *buf, int rank, long pid);
 herd_status herd__launch_enc_out(herd__buf *buf, int rank, herd_job_stream s,
 				 const char *data, size_t len);
+/* data: whole lines, each ending in '\n' (see the lines frame). */
+herd_status herd__launch_enc_lines(herd__buf *buf, int rank, herd_job_stream s,
+				   const char *data, size_t len);
 herd_status herd__launch_enc_exited(herd__buf *buf, int rank, herd_job_rank_state state,
 				    int code, int sig, const char *err);
 herd_status herd__launch_enc_paused(herd__buf *buf, int rank, int sig);
@@ -567,13 +586,34 @@ void herd__relay_free(herd__relay *r);
 
 typedef struct herd__outq herd__outq;
 
+/* How long a queue's reader may take nothing before it counts as stalled
+ * (herd__outq_backlogged). */
+#define HERD__OUTQ_STALL_MS 1000
+
 /* Starts the writer thread (start it with signals blocked); at most
  * max_bytes wait in the queue. */
 herd_status herd__outq_start(herd__outq **out, size_t max_bytes);
 
-/* Queues one write of data to stdout or stderr (per stream), or drops it
- * (counted, said later) when the queue is full.  Never blocks on the reader. */
-void herd__outq_push(herd__outq *q, herd_job_stream stream, const char *data, size_t len);
+/*
+ * Queues nlines whole lines (len bytes, each line ending in '\n') for
+ * stdout or stderr, or drops them (counted, said later) when they do not
+ * fit.  Never blocks on the reader.
+ */
+void herd__outq_push(herd__outq *q, herd_job_stream stream, const char *data, size_t len,
+		     uint64_t nlines);
+
+/*
+ * Whether the caller is to take no more output for now: the queue holds
+ * more than half its bound and its reader takes what is written (a write
+ * finished within HERD__OUTQ_STALL_MS).  When true, herd__outq_fd becomes
+ * readable once there is room, and *recheck_at is when the reader counts
+ * as stalled if it has taken nothing more (a herd__net_now_ms() time).
+ */
+bool herd__outq_backlogged(herd__outq *q, int64_t *recheck_at);
+
+/* An eventfd, readable once a queue found backlogged has room again; the
+ * caller reads it to clear it.  Owned by the queue. */
+int herd__outq_fd(const herd__outq *q);
 
 /* Waits until everything queued is written, or give_up(arg) (asked every
  * 100 ms) says to stop waiting; says on stderr what was not written. */
@@ -588,10 +628,23 @@ typedef struct herd__node herd__node;
 typedef struct herd__node_events {
 	void *userdata;
 	void (*started)(void *userdata, int rank, long pid);
-	/* One line, without its newline, at most HERD_JOB_LINE_MAX bytes. */
-	void (*output)(void *userdata, int rank, herd_job_stream stream, const char *line,
+	/*
+	 * Whole lines of a stream, in order: len bytes, each line ending in
+	 * '\n' (a line longer than HERD_JOB_LINE_MAX is cut into pieces of
+	 * that length, each ending in a '\n' of its own, as a last line
+	 * without one gets one), at most HERD_JOB_LINE_MAX + 1 bytes a call.
+	 */
+	void (*output)(void *userdata, int rank, herd_job_stream stream, const char *lines,
 		       size_t len);
-	/* state EXITED (code), SIGNALED (sig) or FAILED_START (code 127, err). */
+	/*
+	 * Whether the caller holds as much output as it will take for now:
+	 * the node then leaves the ranks' pipes unread, so that they block in
+	 * write, until herd__node_process finds it false again.  May be NULL:
+	 * never full.
+	 */
+	bool (*full)(void *userdata);
+	/* state EXITED (code), SIGNALED (sig) or FAILED_START (code 126 when
+	 * the command is there but cannot be executed, else 127; err). */
 	void (*exited)(void *userdata, int rank, herd_job_rank_state state, int code, int sig,
 		       const char *err);
 	/* Stopped by signal sig, or continued (sig 0); may be NULL. */
@@ -628,8 +681,10 @@ size_t herd__node_nfds(const herd__node *node);
 int herd__node_timeout(const herd__node *node);
 
 /*
- * Does what is due: reads output, reaps ranks that ended (their lines,
- * then exited), escalates SIGTERM to SIGKILL at the grace deadline.  fds
+ * Does what is due: reads output (a few reads of each pipe that is ready,
+ * none while events->full says so), reaps ranks that ended (what their
+ * pipes hold, then exited), escalates SIGTERM to SIGKILL at the grace
+ * deadline.  fds
  * as filled by herd__node_pollfds and then poll()ed (revents may be 0).
  */
 void herd__node_process(herd__node *node, const struct pollfd *fds, size_t nfds);

@@ -1,7 +1,7 @@
 /*
  * sdk/launch/lines.c - herd_job_lines, the bounded queue of output lines
  * between a job's supervisor thread and whoever reads them at its own pace
- * (the default output's writer thread, the shell's job:lines()).
+ * (the shell's job:lines(), a C program's own reader).
  *
  * The lines wait in a ring of pointers, so that each one is a single
  * allocation the reader frees with herd_free.  The eventfd is kept at 1

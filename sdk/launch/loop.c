@@ -230,8 +230,9 @@ herd_status herd__loop_run_once(herd__loop *l, int64_t until)
 		if (l->fds[j].revents == 0 || l->owner[j] == SIZE_MAX)
 			continue;
 		w = l->w.p[l->owner[j]];
-		/* Stopped, or its descriptor changed, by an earlier callback. */
-		if (w == NULL || w->fd != l->fds[j].fd)
+		/* Stopped, paused (events 0) or its descriptor changed by an
+		 * earlier callback. */
+		if (w == NULL || w->events == 0 || w->fd != l->fds[j].fd)
 			continue;
 		w->cb(w, l->fds[j].revents);
 	}

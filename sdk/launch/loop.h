@@ -8,8 +8,8 @@
  * Watchers and timers are the caller's memory, embedded in the objects
  * they belong to (as libuv's uv__io_t); the loop keeps pointers to them
  * while they are started.  A callback may start and stop any watcher or
- * timer, its own included: a watcher stopped during a turn gets no further
- * callback in that turn.  A loop is used by one thread.
+ * timer, its own included: a watcher stopped during a turn, or whose events
+ * were set to 0, gets no further callback in that turn.  A loop is used by one thread.
  */
 #ifndef HERD_LAUNCH_LOOP_H
 #define HERD_LAUNCH_LOOP_H

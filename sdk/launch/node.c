@@ -30,6 +30,15 @@ extern char **environ;
 
 /* How often ranks are polled for exit where pidfds are missing. */
 #define REAP_POLL_MS 50
+/* Bytes one read of a rank's pipe takes: at most HERD_JOB_LINE_MAX, so that
+ * every line that ends inside it is short enough to go out whole. */
+#define READ_CHUNK 65536
+/* Most bytes read from one pipe in one herd__node_process, so that one
+ * rank that writes without pause does not keep the others waiting. */
+#define READ_TURN_MAX (4 * READ_CHUNK)
+/* What a rank's pipe holds at most when it ends, where F_GETPIPE_SZ cannot
+ * say (Linux's pipe-max-size default). */
+#define PIPE_MAX_DEFAULT (1 << 20)
 
 /* What the child tells its parent through the CLOEXEC pipe when it fails. */
 enum child_stage { STAGE_EXEC = 1, STAGE_CHDIR, STAGE_PARENT, STAGE_AFFINITY };
@@ -42,7 +51,8 @@ struct child_failure {
 struct stream {
 	int fd;          /* read end of the rank's pipe; -1 once closed */
 	int log_fd;      /* LOG_DIR/rank.N.{out,err}; -1 without */
-	char *line;      /* HERD_JOB_LINE_MAX bytes of the line being assembled */
+	char *line;      /* the line being assembled: HERD_JOB_LINE_MAX bytes and
+			    room for its newline */
 	size_t len;
 };
 
@@ -87,7 +97,8 @@ static herd_status spec_copy(herd__node_spec *d, const herd__node_spec *s)
 	*d = (herd__node_spec){ .master_port = s->master_port, .restart_count = s->restart_count,
 				.world_size = s->world_size, .nnodes = s->nnodes,
 				.node_rank = s->node_rank, .nranks = s->nranks,
-				.grace_ms = s->grace_ms, .gpus_per_rank = s->gpus_per_rank };
+				.grace_ms = s->grace_ms, .gpus_per_rank = s->gpus_per_rank,
+				.lines = s->lines };
 	HERD_CHECK(herd__strdup(&d->job_id, s->job_id));
 	HERD_CHECK(herd__strdup(&d->store, s->store));
 	HERD_CHECK(herd__strdup(&d->secret, s->secret));
@@ -253,10 +264,16 @@ fail:
 	return st;
 }
 
-/* PATH of the rank's environment, searched for argv0 the way execvp does. */
+/*
+ * PATH of the rank's environment, searched for argv0 the way execvp does:
+ * the first regular file that may be executed; else the first regular file
+ * there (its exec then fails with EACCES: it cannot be executed, status
+ * 126, as a shell says of it); else argv0 itself (ENOENT: not found, 127).
+ */
 static char *resolve_program(const char *argv0, char *const *envp)
 {
 	const char *path = "/usr/local/bin:/usr/bin:/bin";
+	char *denied = NULL;
 
 	if (argv0[0] == '\0' || strchr(argv0, '/') != NULL)
 		return strdup(argv0);
@@ -269,17 +286,53 @@ static char *resolve_program(const char *argv0, char *const *envp)
 				      : fmt("%.*s/%s", (int)(end - p), p, argv0);
 		struct stat sb;
 
-		if (cand == NULL)
+		if (cand == NULL) {
+			free(denied);
 			return NULL;
-		if (stat(cand, &sb) == 0 && S_ISREG(sb.st_mode) && access(cand, X_OK) == 0)
+		}
+		if (stat(cand, &sb) == 0 && S_ISREG(sb.st_mode) && access(cand, X_OK) == 0) {
+			free(denied);
 			return cand;
-		free(cand);
+		}
+		if (denied == NULL && stat(cand, &sb) == 0 && S_ISREG(sb.st_mode))
+			denied = cand;
+		else
+			free(cand);
 		if (*end == '\0')
 			break;
 		p = end;
 	}
 	/* Not found: execve then fails with ENOENT, reported like any exec failure. */
-	return strdup(argv0);
+	return denied != NULL ? denied : strdup(argv0);
+}
+
+/* What a path that exec refused (EACCES) is, for the message (a relative
+ * one is the rank's, in workdir when there is one). */
+static const char *why_denied(const char *path, const char *workdir)
+{
+	char full[PATH_MAX];
+	struct stat sb;
+
+	if (path[0] != '/' && workdir != NULL &&
+	    snprintf(full, sizeof(full), "%s/%s", workdir, path) < (int)sizeof(full))
+		path = full;
+	if (stat(path, &sb) != 0)
+		return "";
+	if (S_ISDIR(sb.st_mode))
+		return " (a directory)";
+	if (S_ISREG(sb.st_mode) && (sb.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)) == 0)
+		return " (no execute permission)";
+	return "";
+}
+
+/*
+ * The status of a rank whose exec failed with err, as a shell gives it:
+ * 127 when the command is not there, 126 when it is but cannot be executed
+ * (no execute permission, a directory, not a program this system runs).
+ */
+static int exec_failure_status(int err)
+{
+	return err == ENOENT ? 127 : 126;
 }
 
 /* ---- starting a rank -------------------------------------------------------- */
@@ -497,11 +550,13 @@ static herd_status start_rank(herd__node *n, int i)
 			snprintf(err, sizeof(err), "binding to its CPUs failed: %s",
 				 strerror(f.err));
 		else
-			snprintf(err, sizeof(err), "exec \"%.*s\": %s", PATH_MAX, n->spec.argv[0],
-				 strerror(f.err));
+			snprintf(err, sizeof(err), "exec \"%.*s\": %s%s", PATH_MAX, n->spec.argv[0],
+				 strerror(f.err),
+				 f.err == EACCES ? why_denied(path, n->spec.workdir) : "");
 		close_fd(&r->s[0].fd);
 		close_fd(&r->s[1].fd);
-		report_exit(n, r, HERD_JOB_RANK_FAILED_START, 127, 0, err);
+		report_exit(n, r, HERD_JOB_RANK_FAILED_START,
+			    f.stage == STAGE_EXEC ? exec_failure_status(f.err) : 127, 0, err);
 		goto out;
 	}
 	for (int k = 0; k < 2; k++)
@@ -742,8 +797,8 @@ herd_status herd__node_create(herd__node **out, const herd__node_spec *spec,
 	HERD_CHECK_GOTO(spec_copy(&n->spec, spec), st, fail);
 	for (int i = 0; i < spec->nranks; i++)
 		for (int k = 0; k < 2; k++)
-			HERD_CHECK_GOTO(herd__calloc(&n->ranks[i].s[k].line, HERD_JOB_LINE_MAX, 1,
-						     "a line buffer"), st, fail);
+			HERD_CHECK_GOTO(herd__calloc(&n->ranks[i].s[k].line, HERD_JOB_LINE_MAX + 1,
+						     1, "a line buffer"), st, fail);
 	n->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (n->devnull < 0) {
 		st = herd__error_errno(HERD_ESYS, errno, "/dev/null on %s", spec->host);
@@ -827,7 +882,26 @@ static void emit(herd__node *n, struct rank *r, int k, const char *p, size_t len
 		n->ev.output(n->ev.userdata, r->rank, (herd_job_stream)(k + 1), p, len);
 }
 
-/* Cuts bytes into lines; a line that fills the buffer goes out as a piece. */
+/* The line being assembled goes out, with a newline (a piece of a long
+ * line, or a last line without one). */
+static void emit_partial(herd__node *n, struct rank *r, int k)
+{
+	struct stream *s = &r->s[k];
+
+	if (s->len == 0)
+		return;
+	s->line[s->len] = '\n';
+	emit(n, r, k, s->line, s->len + 1);
+	s->len = 0;
+}
+
+/*
+ * Cuts bytes read (at most READ_CHUNK) into lines: the whole lines in them
+ * go out as one piece, straight from the read buffer; a line begun in an
+ * earlier read is assembled first, and the bytes after the last newline
+ * wait for the rest of their line.  A line that fills the buffer goes out
+ * as a piece.
+ */
 static void feed(herd__node *n, struct rank *r, int k, const char *p, size_t len)
 {
 	struct stream *s = &r->s[k];
@@ -850,9 +924,19 @@ static void feed(herd__node *n, struct rank *r, int k, const char *p, size_t len
 		}
 	}
 	while (len > 0) {
-		const char *nl = memchr(p, '\n', len);
-		size_t take = nl != NULL ? (size_t)(nl - p) : len;
+		const char *last = s->len == 0 ? memrchr(p, '\n', len) : NULL;
+		const char *nl;
+		size_t take;
 
+		if (last != NULL) {
+			take = (size_t)(last - p) + 1;
+			emit(n, r, k, p, take);
+			p += take;
+			len -= take;
+			continue;
+		}
+		nl = memchr(p, '\n', len);
+		take = nl != NULL ? (size_t)(nl - p) : len;
 		if (take > HERD_JOB_LINE_MAX - s->len)
 			take = HERD_JOB_LINE_MAX - s->len;
 		memcpy(s->line + s->len, p, take);
@@ -860,28 +944,43 @@ static void feed(herd__node *n, struct rank *r, int k, const char *p, size_t len
 		p += take;
 		len -= take;
 		if (len > 0 && *p == '\n') {
-			emit(n, r, k, s->line, s->len);
-			s->len = 0;
 			p++;
 			len--;
-		} else if (s->len == HERD_JOB_LINE_MAX) {
-			emit(n, r, k, s->line, s->len);
+			/* An empty line still goes out. */
+			s->line[s->len] = '\n';
+			emit(n, r, k, s->line, s->len + 1);
 			s->len = 0;
+		} else if (s->len == HERD_JOB_LINE_MAX) {
+			emit_partial(n, r, k);
 		}
 	}
 }
 
-/* Reads what the pipe holds; closes it (flushing a last partial line) at EOF. */
-static void drain(herd__node *n, struct rank *r, int k)
+/* Whether the caller holds all the output it will take for now. */
+static bool output_full(const herd__node *n)
+{
+	return n->ev.full != NULL && n->ev.full(n->ev.userdata);
+}
+
+/*
+ * Reads up to max bytes of what the pipe holds (stopping early while the
+ * caller's output is full, unless all), and closes it at EOF, sending a
+ * last partial line.
+ */
+static void drain(herd__node *n, struct rank *r, int k, size_t max, bool all)
 {
 	struct stream *s = &r->s[k];
-	char buf[16384];
+	char buf[READ_CHUNK];
 
-	while (s->fd >= 0) {
-		ssize_t got = read(s->fd, buf, sizeof(buf));
+	for (size_t taken = 0; s->fd >= 0 && taken < max;) {
+		ssize_t got;
 
+		if (!all && output_full(n))
+			return;
+		got = read(s->fd, buf, sizeof(buf));
 		if (got > 0) {
 			feed(n, r, k, buf, (size_t)got);
+			taken += (size_t)got;
 			continue;
 		}
 		if (got < 0 && errno == EINTR)
@@ -890,10 +989,16 @@ static void drain(herd__node *n, struct rank *r, int k)
 			return;
 		close_fd(&s->fd);
 	}
-	if (s->len > 0) {
-		emit(n, r, k, s->line, s->len);
-		s->len = 0;
-	}
+	if (s->fd < 0)
+		emit_partial(n, r, k);
+}
+
+/* What a pipe can hold: all a rank left in it when it ended. */
+static size_t pipe_capacity(int fd)
+{
+	int sz = fd >= 0 ? fcntl(fd, F_GETPIPE_SZ) : -1;
+
+	return sz > 0 ? (size_t)sz : PIPE_MAX_DEFAULT;
 }
 
 static void try_reap(herd__node *n, struct rank *r)
@@ -915,15 +1020,12 @@ static void try_reap(herd__node *n, struct rank *r)
 				     WIFSTOPPED(status) ? WSTOPSIG(status) : 0);
 		return;
 	}
-	/* Its last words are in the pipes already; anything a descendant
-	 * writes after this is not the rank's. */
+	/* Its last words are in the pipes already (what the pipe holds, no
+	 * more); anything a descendant writes after this is not the rank's. */
 	for (int k = 0; k < 2; k++) {
-		drain(n, r, k);
+		drain(n, r, k, pipe_capacity(r->s[k].fd), true);
 		close_fd(&r->s[k].fd);
-		if (r->s[k].len > 0) {
-			emit(n, r, k, r->s[k].line, r->s[k].len);
-			r->s[k].len = 0;
-		}
+		emit_partial(n, r, k);
 	}
 	close_fd(&r->pidfd);
 	/* Its descendants in its group go with it. */
@@ -946,7 +1048,7 @@ void herd__node_process(herd__node *n, const struct pollfd *fds, size_t nfds)
 
 			for (int k = 0; k < 2; k++)
 				if (r->s[k].fd == fds[j].fd)
-					drain(n, r, k);
+					drain(n, r, k, READ_TURN_MAX, false);
 		}
 	}
 	for (int i = 0; i < n->spec.nranks; i++)

@@ -4,30 +4,63 @@
  *
  * The supervisor must never wait on a reader: a pipe nobody reads (`herd
  * launch ... | (sleep 15)`), a terminal stopped with Ctrl-S, a stuck tee.
- * It queues each line here (a herd_job_lines) and goes on; the writer
- * thread does the blocking writes, one write per line, in order.  What is
- * queued is bounded: a line that does not fit is dropped and counted, and
- * once the queue has room again the writer says on stderr how many lines
- * and bytes were dropped.  At the end the job waits for the queue to empty, unless
- * told to give up (a signal to the launcher), and says what it did not
- * write.
+ * It queues whole lines here and goes on; the writer thread does the
+ * blocking writes, in order.  Lines are queued in chunks of many lines
+ * (a copy per batch, not an allocation per line) and written many to a
+ * write, cut only between lines and at most PIPE_BUF bytes a write unless
+ * one line is longer: a write of a pipe that size is atomic, so the lines
+ * never mix with what another writer of the same pipe writes.
+ *
+ * What is queued is bounded: lines that do not fit are dropped and counted,
+ * and once the queue has emptied the writer says on stderr how many lines
+ * and bytes were dropped.  Before it comes to that, the supervisor is told
+ * to take no more output while the queue is over half full and its reader
+ * takes what is written (herd__outq_backlogged): the nodes then stop
+ * reading their ranks' pipes and the ranks wait in write, as they would on
+ * a pipe, so that a reader that keeps up loses nothing.  A reader that has
+ * taken nothing for HERD__OUTQ_STALL_MS is stalled: the supervisor reads
+ * on, and lines beyond the bound are dropped.  At the end the job waits for the
+ * queue to empty, unless told to give up (a signal to the launcher), and
+ * says what it did not write.
  */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "launch_internal.h"
 #include "net.h"
 
+/* Bytes of a chunk that lines are added to until it is full. */
+#define CHUNK_BYTES ((size_t)64 << 10)
+
+struct chunk {
+	struct chunk *next;
+	herd_job_stream stream;
+	size_t len, cap;
+	uint64_t lines;
+	char data[];
+};
+
 struct herd__outq {
-	herd_job_lines *lines;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;                 /* a line written */
+	pthread_cond_t cv;                 /* lines queued, or closed */
+	pthread_cond_t written_cv;         /* a chunk written */
+	struct chunk *head, *tail;         /* waiting; the one being written is off the list */
+	struct chunk *spare;               /* a written chunk of CHUNK_BYTES, for the next */
+	size_t bytes, max;                 /* bytes not written yet, and their bound */
 	uint64_t queued, written;          /* lines the queue took, and those written */
-	uint64_t said, said_bytes;         /* of the queue's drops, those said */
+	uint64_t dropped, dropped_bytes;
+	uint64_t said, said_bytes;         /* of the drops, those said */
+	int64_t progress_at;               /* when the writer last finished a write or began */
+	bool want_room;                    /* the supervisor waits for room (room_fd) */
+	bool closed;
+	int room_fd;
 	pthread_t thread;
 };
 
@@ -62,69 +95,130 @@ static void say_dropped(uint64_t lines, uint64_t bytes, const char *why)
  */
 static void take_unsaid(herd__outq *q, bool waiting, uint64_t *lines, uint64_t *bytes)
 {
-	size_t n, b;
-	uint64_t dropped, dropped_bytes;
+	*lines = q->dropped - q->said + (waiting ? q->queued - q->written : 0);
+	*bytes = q->dropped_bytes - q->said_bytes + (waiting ? q->bytes : 0);
+	q->said = q->dropped;
+	q->said_bytes = q->dropped_bytes;
+}
 
-	herd_job_lines_counts(q->lines, &n, &b, &dropped, &dropped_bytes);
-	*lines = dropped - q->said + (waiting ? n : 0);
-	*bytes = dropped_bytes - q->said_bytes + (waiting ? b : 0);
-	q->said = dropped;
-	q->said_bytes = dropped_bytes;
+/* The length of the next write of c from off: whole lines, at most
+ * PIPE_BUF bytes unless the first line alone is longer. */
+static size_t piece(const struct chunk *c, size_t off)
+{
+	const char *p = c->data + off, *nl;
+	size_t left = c->len - off;
+
+	if (left <= PIPE_BUF)
+		return left;
+	nl = memrchr(p, '\n', PIPE_BUF);
+	if (nl != NULL)
+		return (size_t)(nl - p) + 1;
+	nl = memchr(p + PIPE_BUF, '\n', left - PIPE_BUF);
+	return nl != NULL ? (size_t)(nl - p) + 1 : left;
+}
+
+/* A write of n bytes is done (mu held): room for the supervisor again? */
+static void wrote(herd__outq *q, size_t n)
+{
+	q->bytes -= n;
+	q->progress_at = herd__net_now_ms();
+	if (q->want_room && q->bytes <= q->max / 2) {
+		q->want_room = false;
+		(void)eventfd_write(q->room_fd, 1);
+	}
+}
+
+/* Writes c piece by piece, telling the queue after each piece; c is freed
+ * if the thread is cancelled inside a write. */
+static void write_chunk(herd__outq *q, struct chunk *c)
+{
+	int fd = c->stream == HERD_JOB_STDERR ? STDERR_FILENO : STDOUT_FILENO;
+
+	pthread_cleanup_push(free, c);
+	for (size_t off = 0; off < c->len;) {
+		size_t n = piece(c, off);
+
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+		write_all(fd, c->data + off, n);
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		off += n;
+		pthread_mutex_lock(&q->mu);
+		wrote(q, n);
+		pthread_mutex_unlock(&q->mu);
+	}
+	pthread_cleanup_pop(0);
 }
 
 static void *writer(void *arg)
 {
 	herd__outq *q = arg;
-	herd_job_line *l;
 
 	/* Cancelled only inside a write (herd__outq_free), never holding a lock. */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-	while (herd_job_lines_pop(q->lines, HERD_TIMEOUT_NONE, &l) == HERD_OK) {
+	pthread_mutex_lock(&q->mu);
+	for (;;) {
+		struct chunk *c;
 		uint64_t dropped = 0, dropped_bytes = 0;
-		size_t waiting;
 
-		pthread_cleanup_push(herd_free, l);
-		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-		write_all(l->stream == HERD_JOB_STDERR ? STDERR_FILENO : STDOUT_FILENO, l->text,
-			  l->len);
-		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-		pthread_cleanup_pop(1);
-
-		pthread_mutex_lock(&q->mu);
-		q->written++;
-		/* Room again: say what could not wait. */
-		herd_job_lines_counts(q->lines, &waiting, NULL, NULL, NULL);
-		if (waiting == 0)
-			take_unsaid(q, false, &dropped, &dropped_bytes);
-		pthread_cond_broadcast(&q->cv);
+		while (q->head == NULL && !q->closed)
+			pthread_cond_wait(&q->cv, &q->mu);
+		if (q->closed)
+			break;    /* what is left is not waited for: herd__outq_free */
+		c = q->head;
+		q->head = c->next;
+		if (q->head == NULL)
+			q->tail = NULL;
+		q->progress_at = herd__net_now_ms();
 		pthread_mutex_unlock(&q->mu);
+
+		write_chunk(q, c);
+		pthread_mutex_lock(&q->mu);
+		q->written += c->lines;
+		/* Kept for the next lines rather than freed and allocated again. */
+		if (q->spare == NULL && c->cap == CHUNK_BYTES) {
+			q->spare = c;
+			c = NULL;
+		}
+		/* Emptied: say what could not wait. */
+		if (q->head == NULL)
+			take_unsaid(q, false, &dropped, &dropped_bytes);
+		pthread_cond_broadcast(&q->written_cv);
+		pthread_mutex_unlock(&q->mu);
+		free(c);
 		if (dropped > 0)
 			say_dropped(dropped, dropped_bytes, "the reader of the job's output did not "
 				    "keep up");
+		pthread_mutex_lock(&q->mu);
 	}
-	return NULL;   /* closed: herd__outq_free */
+	pthread_mutex_unlock(&q->mu);
+	return NULL;
 }
 
 herd_status herd__outq_start(herd__outq **out, size_t max_bytes)
 {
 	herd__outq *q;
-	herd_status st;
 	int rc;
 
 	*out = NULL;
 	HERD_CHECK(herd__calloc(&q, 1, sizeof(*q), "the output queue"));
-	st = herd_job_lines_create(&q->lines, max_bytes);
-	if (st != HERD_OK) {
+	q->max = max_bytes;
+	q->room_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (q->room_fd < 0) {
+		int err = errno;
+
 		free(q);
-		return st;
+		return herd__error_errno(HERD_ESYS, err, "herd_job_launch: the output queue's "
+					 "eventfd");
 	}
 	pthread_mutex_init(&q->mu, NULL);
 	herd__net_cond_init(&q->cv);
+	herd__net_cond_init(&q->written_cv);
 	rc = pthread_create(&q->thread, NULL, writer, q);
 	if (rc != 0) {
 		pthread_cond_destroy(&q->cv);
+		pthread_cond_destroy(&q->written_cv);
 		pthread_mutex_destroy(&q->mu);
-		herd_job_lines_free(q->lines);
+		close(q->room_fd);
 		free(q);
 		return herd__error_errno(HERD_ESYS, rc, "herd_job_launch: output thread");
 	}
@@ -132,13 +226,78 @@ herd_status herd__outq_start(herd__outq **out, size_t max_bytes)
 	return HERD_OK;
 }
 
-void herd__outq_push(herd__outq *q, herd_job_stream stream, const char *data, size_t len)
+void herd__outq_push(herd__outq *q, herd_job_stream stream, const char *data, size_t len,
+		     uint64_t nlines)
 {
+	struct chunk *t;
+
+	if (len == 0)
+		return;
 	/* The writer holds mu only between writes: this never waits on a reader. */
 	pthread_mutex_lock(&q->mu);
-	if (herd_job_lines_push(q->lines, -1, NULL, stream, data, len))
-		q->queued++;
+	t = q->tail;
+	/* Work for an idle writer: its reader has had no time to stall. */
+	if (q->bytes == 0)
+		q->progress_at = herd__net_now_ms();
+	if (q->closed || len > q->max - q->bytes) {
+		q->dropped += nlines;
+		q->dropped_bytes += len;
+		pthread_mutex_unlock(&q->mu);
+		return;
+	}
+	if (t == NULL || t->stream != stream || t->cap - t->len < len) {
+		size_t cap = len > CHUNK_BYTES ? len : CHUNK_BYTES;
+
+		if (cap == CHUNK_BYTES && q->spare != NULL) {
+			t = q->spare;
+			q->spare = NULL;
+		} else {
+			t = malloc(sizeof(*t) + cap);
+		}
+		if (t == NULL) {
+			q->dropped += nlines;
+			q->dropped_bytes += len;
+			pthread_mutex_unlock(&q->mu);
+			return;
+		}
+		t->next = NULL;
+		t->stream = stream;
+		t->len = 0;
+		t->cap = cap;
+		t->lines = 0;
+		if (q->tail != NULL)
+			q->tail->next = t;
+		else
+			q->head = t;
+		q->tail = t;
+	}
+	memcpy(t->data + t->len, data, len);
+	t->len += len;
+	t->lines += nlines;
+	q->bytes += len;
+	q->queued += nlines;
+	pthread_cond_signal(&q->cv);
 	pthread_mutex_unlock(&q->mu);
+}
+
+bool herd__outq_backlogged(herd__outq *q, int64_t *recheck_at)
+{
+	bool full;
+
+	pthread_mutex_lock(&q->mu);
+	full = q->bytes > q->max / 2 &&
+	       herd__net_now_ms() < q->progress_at + HERD__OUTQ_STALL_MS;
+	if (full) {
+		q->want_room = true;
+		*recheck_at = q->progress_at + HERD__OUTQ_STALL_MS;
+	}
+	pthread_mutex_unlock(&q->mu);
+	return full;
+}
+
+int herd__outq_fd(const herd__outq *q)
+{
+	return q->room_fd;
 }
 
 void herd__outq_drain(herd__outq *q, bool (*give_up)(void *arg), void *arg)
@@ -151,7 +310,7 @@ void herd__outq_drain(herd__outq *q, bool (*give_up)(void *arg), void *arg)
 	while (q->written < q->queued) {
 		bool stop;
 
-		herd__net_cond_wait_until(&q->cv, &q->mu, herd__net_deadline(100));
+		herd__net_cond_wait_until(&q->written_cv, &q->mu, herd__net_deadline(100));
 		/* give_up takes the job's lock: never under this one. */
 		pthread_mutex_unlock(&q->mu);
 		stop = give_up(arg);
@@ -175,14 +334,24 @@ void herd__outq_free(herd__outq *q)
 {
 	if (q == NULL)
 		return;
-	/* What is left is not waited for (herd__outq_drain does that): the
-	 * writer's pop returns HERD_ECLOSED. */
-	herd_job_lines_close(q->lines);
+	/* What is left is not waited for (herd__outq_drain does that). */
+	pthread_mutex_lock(&q->mu);
+	q->closed = true;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
 	/* A write blocked on a reader that never reads is a cancellation point. */
 	pthread_cancel(q->thread);
 	pthread_join(q->thread, NULL);
-	herd_job_lines_free(q->lines);
+	while (q->head != NULL) {
+		struct chunk *c = q->head;
+
+		q->head = c->next;
+		free(c);
+	}
+	free(q->spare);
+	close(q->room_fd);
 	pthread_cond_destroy(&q->cv);
+	pthread_cond_destroy(&q->written_cv);
 	pthread_mutex_destroy(&q->mu);
 	free(q);
 }

@@ -168,6 +168,26 @@ static herd_status get_bytes(const msgpack_object *root, herd__launch_type t, co
 
 #define TEXT_MAX 65536
 
+/* A lines frame's data: lines each ending in '\n', none longer than
+ * HERD_JOB_LINE_MAX bytes without it. */
+static herd_status check_lines(const char *p, size_t n)
+{
+	if (n == 0 || p[n - 1] != '\n')
+		return herd__error(HERD_EFORMAT, "node protocol: lines frame: \"data\" of %zu "
+				   "bytes does not end a line", n);
+	/* No line can be too long in what is not longer than one. */
+	for (size_t at = 0; n > HERD_JOB_LINE_MAX + 1 && at < n;) {
+		const char *nl = memchr(p + at, '\n', n - at);
+		size_t len = (size_t)(nl - (p + at));
+
+		if (len > HERD_JOB_LINE_MAX)
+			return herd__error(HERD_EFORMAT, "node protocol: lines frame: a line of "
+					   "%zu bytes (at most %d)", len, HERD_JOB_LINE_MAX);
+		at += len + 1;
+	}
+	return HERD_OK;
+}
+
 herd_status herd__launch_msg_decode(herd__launch_msg *m, const void *data, size_t len)
 {
 	const msgpack_object *root;
@@ -213,6 +233,15 @@ herd_status herd__launch_msg_decode(herd__launch_msg *m, const void *data, size_
 					&m->s), st, fail);
 		HERD_CHECK_GOTO(get_bytes(root, t, "data", HERD_JOB_LINE_MAX, false, &m->data,
 					  &m->data_len), st, fail);
+		break;
+	case HERD__LAUNCH_T_LINES:
+		HERD_CHECK_GOTO(get_int(root, t, "rank", 0, INT_MAX - 1, false, &m->rank), st,
+				fail);
+		HERD_CHECK_GOTO(get_int(root, t, "s", HERD_JOB_STDOUT, HERD_JOB_STDERR, false,
+					&m->s), st, fail);
+		HERD_CHECK_GOTO(get_bytes(root, t, "data", HERD__LAUNCH_LINES_MAX, false, &m->data,
+					  &m->data_len), st, fail);
+		HERD_CHECK_GOTO(check_lines(m->data, m->data_len), st, fail);
 		break;
 	case HERD__LAUNCH_T_EXITED:
 		HERD_CHECK_GOTO(get_int(root, t, "rank", 0, INT_MAX - 1, false, &m->rank), st,
@@ -356,6 +385,12 @@ static herd_status decode_spec(herd__node_spec *s, const msgpack_object *root)
 	HERD_CHECK(get_int_field(root, "node", 0, s->nnodes - 1, &s->node_rank));
 	HERD_CHECK(get_int_field(root, "grace", 0, INT_MAX, &s->grace_ms));
 	HERD_CHECK(get_int_field(root, "gpus", 0, 4096, &s->gpus_per_rank));
+	{
+		int64_t lines = 0;
+
+		HERD_CHECK(get_int(root, HERD__LAUNCH_T_SPEC, "lines", 0, 1, true, &lines));
+		s->lines = lines != 0;
+	}
 	HERD_CHECK(get_strv(root, "argv", 1, &s->argv));
 	HERD_CHECK(get_strv(root, "env", 0, &s->env));
 	r = herd__wire_field(root, "ranks");
@@ -506,6 +541,9 @@ herd_status herd__launch_enc_spec(herd__buf *buf, const herd__node_spec *s)
 	msgpack_pack_array(&e.pk, (size_t)s->nranks);
 	for (int i = 0; i < s->nranks; i++)
 		msgpack_pack_int64(&e.pk, s->ranks[i]);
+	/* Only when set: a spec without it is what an earlier launcher sent. */
+	if (s->lines)
+		herd__frame_int(&e, "lines", 1);
 	if (s->nsub > 0) {
 		enc_strv(&e, "sub", s->sub);
 		herd__frame_int(&e, "width", s->width);
@@ -576,6 +614,18 @@ herd_status herd__launch_enc_out(herd__buf *buf, int rank, herd_job_stream s, co
 	herd__frame_int(&e, "rank", rank);
 	herd__frame_int(&e, "s", s);
 	/* bin, not str: a rank's output need not be UTF-8. */
+	herd__frame_bin(&e, "data", data, len);
+	return enc_end(&e);
+}
+
+herd_status herd__launch_enc_lines(herd__buf *buf, int rank, herd_job_stream s,
+				   const char *data, size_t len)
+{
+	herd__frame_enc e;
+
+	enc_begin(&e, buf, HERD__LAUNCH_T_LINES);
+	herd__frame_int(&e, "rank", rank);
+	herd__frame_int(&e, "s", s);
 	herd__frame_bin(&e, "data", data, len);
 	return enc_end(&e);
 }

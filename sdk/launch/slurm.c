@@ -37,6 +37,12 @@
 #include "remote.h"
 #include "topo/hostlist.h"
 
+/* When the nodes did not all connect back: how long srun's last words are
+ * waited for, and how long srun gets between SIGTERM and SIGKILL, so that
+ * the error comes within a second of the start deadline. */
+#define SAID_WAIT_MS 250
+#define ABORT_WAIT_MS 500
+
 extern char **environ;
 
 /*
@@ -386,13 +392,18 @@ static herd_status slurm_start(const herd__launch_ctx *ctx, herd__launch_channel
 	if (st != HERD_OK) {
 		char said[1024], why[1024];
 
-		/* Let srun finish its sentence (it may be ending right now). */
-		for (int k = 0; k < 20; k++) {
+		/* Let srun finish its sentence (it may be ending right now),
+		 * a moment only: the start deadline has passed or srun ended. */
+		int64_t said_by = herd__net_deadline(SAID_WAIT_MS);
+
+		for (;;) {
 			struct pollfd pf = { .fd = outfd, .events = POLLIN };
 			char buf[4096];
 			ssize_t got;
+			int wait = herd__net_remaining_ms(said_by);
 
-			if (poll(&pf, 1, 50) <= 0)
+			/* A pause of 50 ms: srun has said all. */
+			if (wait <= 0 || poll(&pf, 1, wait < 50 ? wait : 50) <= 0)
 				break;
 			got = read(outfd, buf, sizeof(buf));
 			if (got <= 0)
@@ -416,7 +427,7 @@ out:
 		helper.pid = pid;
 		helper.errfd = outfd;
 		outfd = -1;
-		herd__remote_channel_abort(&helper, 3000);
+		herd__remote_channel_abort(&helper, ABORT_WAIT_MS);
 	}
 	if (outfd >= 0)
 		close(outfd);

@@ -69,6 +69,48 @@ for r in 0 1; do
 		|| fail "rank $r did not report the exec failure: $(cat "$tmp/err")"
 done
 
+# --- a command that is there but cannot be executed: status 126, as a
+# shell gives it (a file without the execute bit, by path and found on
+# PATH, and a directory); 127 stays for one that is not there.
+printf '#!/bin/sh\necho ran\n' >"$tmp/noexec"
+chmod 644 "$tmp/noexec"
+mkdir -p "$tmp/pathdir" "$tmp/adir"
+cp "$tmp/noexec" "$tmp/pathdir/herd-noexec-cmd"
+for cmd in "$tmp/noexec:no execute permission" "$tmp/adir:a directory" \
+	"herd-noexec-cmd:no execute permission"; do
+	why=${cmd#*:}
+	cmd=${cmd%%:*}
+	PATH=$tmp/pathdir:$PATH "$HERD" launch -n 2 -- "$cmd" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	[[ $rc == 126 ]] || fail "$cmd (not executable) gave status $rc, want 126: $(cat "$tmp/err")"
+	grep -qxF "herd launch: [$host:0] exec \"$cmd\": Permission denied ($why)" "$tmp/err" \
+		|| fail "$cmd: no exec failure reported: $(cat "$tmp/err")"
+	[[ ! -s $tmp/out ]] || fail "$cmd ran: $(cat "$tmp/out")"
+done
+
+# --- SIGTERM, SIGINT or SIGHUP to herd launch ends the job whatever
+# --restarts says: the ranks' deaths from the forwarded signal are no
+# failure to restart from, and the status is 128 + the signal.  The rank
+# appends a line when it starts: one line, one run.
+for sig in TERM INT HUP; do
+	rm -f "$tmp/runs"
+	"$HERD" launch -n 1 --restarts 3 -- sh -c 'echo run $HERD_RESTART_COUNT >>"$0/runs"; exec sleep 30' \
+		"$tmp" >/dev/null 2>"$tmp/err" &
+	launcher=$!
+	for _ in $(seq 400); do [[ -s $tmp/runs ]] && break; sleep 0.1; done
+	[[ -s $tmp/runs ]] || fail "SIG$sig with --restarts: the rank did not start"
+	kill -$sig "$launcher"
+	for _ in $(seq 100); do kill -0 "$launcher" 2>/dev/null || break; sleep 0.1; done
+	kill -0 "$launcher" 2>/dev/null && fail "SIG$sig with --restarts: herd launch still running 10 s after it"
+	wait "$launcher"
+	rc=$?
+	launcher=
+	want=$((128 + $(kill -l $sig)))
+	[[ $rc == "$want" ]] || fail "SIG$sig with --restarts: status $rc, want $want: $(cat "$tmp/err")"
+	[[ $(cat "$tmp/runs") == "run 0" ]] || fail "SIG$sig with --restarts restarted the job: $(cat "$tmp/runs")"
+	grep -qF "restarting" "$tmp/err" && fail "SIG$sig with --restarts: $(cat "$tmp/err")"
+done
+
 # --- refusals before anything starts
 "$HERD" launch -n 3 --per-node 2 -- touch "$tmp/started" 2>"$tmp/err"
 rc=$?

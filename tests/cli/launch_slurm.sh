@@ -98,4 +98,20 @@ HERD_PROGRAM=/nonexistent/bin/herd timeout 120 salloc -Q -N2 "$HERD" launch --sl
 [[ $rc != 0 ]] || fail "missing herd program: exit 0"
 has "$(cat "$tmp/err")" "srun ended before node[1-2] connected back"
 has "$(cat "$tmp/err")" "/nonexistent/bin/herd"
+
+# --- nodes that never connect back (their herd ignores SIGTERM and
+# waits): the start deadline's error comes within the deadline and a
+# second (SIGTERM to srun at the deadline, SIGKILL half a second later),
+# measured inside the allocation; the half second more is for a loaded
+# machine, far from the 1 s of srun's words and 3 s for srun that were
+# waited for before.
+printf '#!/bin/sh\ntrap "" TERM\nexec sleep 60\n' >"$tmp/herd-silent"
+chmod +x "$tmp/herd-silent"
+HERD_PROGRAM=$tmp/herd-silent timeout 120 salloc -Q -N2 sh -c 't0=$(date +%s%N)
+	"$0" launch --slurm -n 2 --timeout 3 -- true; rc=$?
+	echo "rc=$rc ms=$(( ($(date +%s%N) - t0) / 1000000 ))"' "$HERD" >"$tmp/out" 2>"$tmp/err"
+grep -qx "rc=125 ms=[0-9]*" "$tmp/out" || fail "nodes that never connect back: $(cat "$tmp/out" "$tmp/err")"
+ms=$(sed -n 's/^rc=125 ms=//p' "$tmp/out")
+(( ms < 3000 + 1500 )) || fail "nodes that never connect back: the error came after $ms ms: $(cat "$tmp/err")"
+has "$(cat "$tmp/err")" "did not connect back within the start timeout"
 echo "ok"

@@ -12,7 +12,9 @@
  *                       stop, go, ready, error, started, out (bytes that
  *                       are not UTF-8), exited in its three states,
  *                       paused and continued, done, and relay frames
- *                       around a started, a spec and another relay
+ *                       around a started, a spec and another relay;
+ *                       then (added since) a spec that says the launcher
+ *                       takes lines frames, and a lines frame
  *   store-frames.bin    the store protocol: hello, auth, auth_ok, then
  *                       set, get, add, cas (with and without "exp"), del,
  *                       wait and keys requests with their replies, the
@@ -164,7 +166,16 @@ static const herd__node_spec sub_spec = {
 	.nranks = 2, .ranks = sub_ranks, .argv = relay_argv, .env = relay_env,
 };
 
+/* Node 5 again, from a launcher that takes lines frames. */
+static const herd__node_spec lines_spec = {
+	.job_id = "big", .store = "tcp://head:29400", .secret = "00ff", .host = "node-05",
+	.master_addr = "head", .master_port = 0, .world_size = 14, .nnodes = 7, .node_rank = 5,
+	.nranks = 2, .ranks = sub_ranks, .argv = relay_argv, .env = relay_env, .lines = true,
+};
+
 static const char out_line[] = "step 10 loss=0.25 \xff\xfe\x01 \xe2\x9c\x93";
+/* Three lines, the second empty, the third not UTF-8. */
+static const char out_lines[] = "step 11\n\nstep 12 \xff\xfe\n";
 #define ERR_MSG "workdir /scratch/runs/a: No such file or directory"
 #define FAIL_MSG "exec python3: No such file or directory"
 
@@ -215,9 +226,11 @@ static void encode_launch_stream(herd__buf *b)
 	CHECK_OK(herd__launch_enc_relay(b, 4, (const char *)p, n));
 	herd__buf_free(&one);
 	herd__buf_free(&two);
+	CHECK_OK(herd__launch_enc_spec(b, &lines_spec));
+	CHECK_OK(herd__launch_enc_lines(b, 11, HERD_JOB_STDOUT, out_lines, sizeof(out_lines) - 1));
 }
 
-#define LAUNCH_FRAMES 20
+#define LAUNCH_FRAMES 22
 
 static void check_strv(char **got, char *const *want, const char *what)
 {
@@ -264,6 +277,7 @@ static void check_spec(const uint8_t *frame, size_t frame_len, const herd__node_
 	CHECK_INT(s.node_rank, want->node_rank);
 	CHECK_INT(s.grace_ms, want->grace_ms);
 	CHECK_INT(s.gpus_per_rank, want->gpus_per_rank);
+	CHECK_INT(s.lines, want->lines);
 	check_opt_str(s.workdir, want->workdir, "workdir");
 	check_opt_str(s.log_dir, want->log_dir, "logdir");
 	CHECK_INT(s.nranks, want->nranks);
@@ -325,6 +339,9 @@ static herd_status reencode_launch(herd__buf *b, const herd__launch_msg *m)
 	case HERD__LAUNCH_T_OUT:
 		return herd__launch_enc_out(b, (int)m->rank, (herd_job_stream)m->s, m->data,
 					    m->data_len);
+	case HERD__LAUNCH_T_LINES:
+		return herd__launch_enc_lines(b, (int)m->rank, (herd_job_stream)m->s, m->data,
+					      m->data_len);
 	case HERD__LAUNCH_T_EXITED:
 		s = dup_bytes(m->err, m->err_len);
 		st = herd__launch_enc_exited(b, (int)m->rank, (herd_job_rank_state)m->state,
@@ -485,6 +502,15 @@ static void check_launch_frame(int i, const uint8_t *frame, size_t frame_len)
 		decode_launch(&in2, (const uint8_t *)in.frame, in.frame_len, HERD__LAUNCH_T_DONE);
 		herd__launch_msg_free(&in2);
 		herd__launch_msg_free(&in);
+		break;
+	case 20:
+		check_spec(frame, frame_len, &lines_spec);
+		return;
+	case 21:
+		decode_launch(&m, p, n, HERD__LAUNCH_T_LINES);
+		CHECK_INT(m.rank, 11);
+		CHECK_INT(m.s, HERD_JOB_STDOUT);
+		CHECK_BYTES(m.data, m.data_len, out_lines, sizeof(out_lines) - 1);
 		break;
 	default:
 		TEST_FAIL_("launch frame %d: more frames than written", i);

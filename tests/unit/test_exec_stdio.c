@@ -408,6 +408,83 @@ static void test_proto_rejects_bad_frames(void)
 	herd__buf_free(&b);
 }
 
+/* The peak RSS of process pid in KiB (VmHWM), or -1. */
+static long peak_kib(pid_t pid)
+{
+	char path[64], line[256];
+	long kib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "VmHWM: %ld", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+/*
+ * A rank that floods its stdout with 40 MB of short lines while the
+ * launcher reads nothing for a while: herd exec stops reading the rank's
+ * pipe once about a MiB of frames waits, so that its memory stays bounded
+ * (the rank waits in write), and once read again every byte arrives, in
+ * lines frames as the spec asked, then the rank's exit and done.
+ */
+static void test_exec_flood_waits_for_the_launcher_in_bounded_memory(void)
+{
+	char *argv[] = { "sh", "-c", "yes | head -c 40000000", NULL };
+	int ranks[] = { 0 };
+	struct exec_proc x;
+	herd__buf b = { 0 };
+	herd__launch_msg m;
+	herd__node_spec s;
+	size_t bytes = 0;
+	long kib;
+	int outs = 0, code = -1, done = 0;
+	struct timespec nap = { 1, 500 * 1000 * 1000 };
+
+	if (exec_spawn(&x) != 0) {
+		CHECK(0);
+		return;
+	}
+	spec_init(&s, argv, ranks, 1);
+	s.lines = true;
+	CHECK_OK(herd__launch_enc_spec(&b, &s));
+	send_frame(&x, &b);
+	CHECK_OK(herd__launch_enc_go(&b));
+	send_frame(&x, &b);
+	nanosleep(&nap, NULL);
+	kib = peak_kib(x.pid);
+	CHECK(kib > 0);
+	/* 40 MB held would be over 100 MiB of frames. */
+	if (kib >= 64 * 1024)
+		TEST_FAIL_("herd exec reached %ld KiB while its reader paused", kib);
+	for (int i = 0; i < 1000000 && !done; i++) {
+		if (next_event(&x, &m) != HERD_OK) {
+			CHECK(0);
+			break;
+		}
+		if (m.type == HERD__LAUNCH_T_LINES) {
+			CHECK(m.data_len > 0 && m.data[m.data_len - 1] == '\n');
+			bytes += m.data_len;
+		}
+		outs += m.type == HERD__LAUNCH_T_OUT;
+		if (m.type == HERD__LAUNCH_T_EXITED)
+			code = (int)m.code;
+		done = m.type == HERD__LAUNCH_T_DONE;
+		herd__launch_msg_free(&m);
+	}
+	CHECK_INT(done, 1);
+	CHECK_INT(code, 0);
+	CHECK_INT(outs, 0);
+	CHECK_INT(bytes, 40000000);
+	close(x.to);
+	exec_finish(&x, 0);
+}
+
 int main(void)
 {
 	const char *bin = getenv("HERD_BIN");
@@ -419,6 +496,7 @@ int main(void)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	TEST_RUN(test_exec_runs_the_spec_and_reports_every_event);
+	TEST_RUN(test_exec_flood_waits_for_the_launcher_in_bounded_memory);
 	TEST_RUN(test_exec_stops_its_ranks_when_stdin_closes);
 	TEST_RUN(test_exec_obeys_signal_command);
 	TEST_RUN(test_exec_starts_no_rank_before_go);

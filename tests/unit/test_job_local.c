@@ -302,6 +302,55 @@ static void test_job_exec_failure_is_127_on_every_rank(void)
 	capture_free(&c);
 }
 
+/*
+ * A command that is there but cannot be executed (no execute permission,
+ * a directory) fails to start with 126, as a shell says of it; 127 is for
+ * one that is not there.
+ */
+static void test_job_exec_of_what_cannot_be_executed_is_126(void)
+{
+	char *dir = make_tmpdir(), file[512];
+	const char *argv[] = { file, NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	herd_job *job = NULL;
+	FILE *f;
+
+	snprintf(file, sizeof(file), "%s/script", dir);
+	f = fopen(file, "w");
+	CHECK(f != NULL);
+	if (f == NULL)
+		goto out;
+	fputs("#!/bin/sh\necho ran\n", f);
+	fclose(f);
+	CHECK(chmod(file, 0644) == 0);
+	for (int k = 0; k < 2; k++) {
+		char want[600];
+
+		/* The file without the execute bit, then the directory. */
+		if (k == 1)
+			snprintf(file, sizeof(file), "%s", dir);
+		setup(&spec, &c, argv, 2);
+		CHECK_INT(run(&spec, &c, &job), 126);
+		snprintf(want, sizeof(want), "exec \"%s\": Permission denied (%s)", file,
+			 k == 0 ? "no execute permission" : "a directory");
+		for (int r = 0; job != NULL && r < 2; r++) {
+			herd_job_rank_status rs;
+
+			CHECK_OK(herd_job_rank(job, r, &rs));
+			CHECK_INT(rs.state, HERD_JOB_RANK_FAILED_START);
+			CHECK_INT(rs.exit_code, 126);
+			CHECK_STR(rs.error, want);
+		}
+		CHECK_INT(count_lines(&c, 0, HERD_JOB_STDOUT), 0);
+		herd_job_free(job);
+		job = NULL;
+		capture_free(&c);
+	}
+out:
+	rm_tree(dir);
+}
+
 static void test_job_bad_workdir_fails_start_with_chdir_message(void)
 {
 	const char *argv[] = { "true", NULL };
@@ -507,6 +556,41 @@ out:
 	capture_free(&c);
 }
 
+/*
+ * SIGTERM through herd_job_signal ends the job whatever spec.restarts
+ * says: the ranks' deaths from it are not a failure to restart from.  The
+ * job ends with the rank's status, 128 + SIGTERM, after one run.
+ */
+static void test_job_sigterm_ends_the_job_without_a_restart(void)
+{
+	const char *argv[] = { "sh", "-c", "echo run $HERD_RESTART_COUNT; exec sleep 30", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	herd_job *job = NULL;
+	int status = -1;
+
+	setup(&spec, &c, argv, 2);
+	spec.restarts = 3;
+	spec.output = capture_line;
+	spec.output_userdata = &c;
+	CHECK_OK(herd_job_launch(&job, &spec));
+	if (job == NULL)
+		goto out;
+	for (int i = 0; i < 500 && (count_lines(&c, 0, HERD_JOB_STDOUT) == 0 ||
+				    count_lines(&c, 1, HERD_JOB_STDOUT) == 0); i++)
+		sleep_ms(10);
+	CHECK_OK(herd_job_signal(job, SIGTERM));
+	CHECK_OK(herd_job_wait(job, 20000, &status));
+	CHECK_INT(status, 128 + SIGTERM);
+	CHECK_INT(herd_job_restart_count(job), 0);
+	CHECK_INT(count_lines(&c, 0, HERD_JOB_STDOUT), 1);
+	CHECK_INT(count_lines(&c, 1, HERD_JOB_STDOUT), 1);
+	check_rank_end(job, 0, HERD_JOB_RANK_SIGNALED, SIGTERM);
+	herd_job_free(job);
+out:
+	capture_free(&c);
+}
+
 static void test_job_restarts_with_restart_count(void)
 {
 	const char *argv[] = { "sh", "-c", "echo run $HERD_RESTART_COUNT "
@@ -668,12 +752,14 @@ int main(void)
 	TEST_RUN(test_job_exit_code_of_first_failed_rank_with_summary);
 	TEST_RUN(test_job_rank_killed_by_signal_gives_128_plus_signal);
 	TEST_RUN(test_job_exec_failure_is_127_on_every_rank);
+	TEST_RUN(test_job_exec_of_what_cannot_be_executed_is_126);
 	TEST_RUN(test_job_bad_workdir_fails_start_with_chdir_message);
 	TEST_RUN(test_job_more_ranks_than_slots_refused_before_start);
 	TEST_RUN(test_job_bad_spec_names_the_field);
 	TEST_RUN(test_job_kill_stops_sleeping_ranks_within_grace);
 	TEST_RUN(test_job_ranks_ignoring_sigterm_get_sigkill_after_grace);
 	TEST_RUN(test_job_signal_reaches_every_rank);
+	TEST_RUN(test_job_sigterm_ends_the_job_without_a_restart);
 	TEST_RUN(test_job_restarts_with_restart_count);
 	TEST_RUN(test_job_restart_succeeds_after_failure);
 	TEST_RUN(test_job_log_dir_gets_per_rank_files);

@@ -71,9 +71,11 @@ static herd_status parse_net_link(herd__comm_cfg *out)
 
 herd_status herd__comm_timeout_source(herd_status st, const herd__comm_cfg *cfg)
 {
-	char msg[1024];
+	char msg[HERD__COMM_MSG_MAX];
 
-	if (st != HERD_ETIMEDOUT || cfg->timeout_from[0] == '\0')
+	/* A timeout inside a call (herd__comm_timeout_call) says it already. */
+	if (st != HERD_ETIMEDOUT || cfg->timeout_from[0] == '\0' ||
+	    strstr(herd_last_error(), "; the deadline was ") != NULL)
 		return st;
 	herd__strlcpy(msg, herd_last_error(), sizeof(msg));
 	return herd__error(st, "%s; the deadline was %s seconds", msg, cfg->timeout_from);

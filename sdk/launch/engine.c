@@ -623,6 +623,9 @@ herd_status herd__engine_fanout(herd__engine *e, const herd__engine_cmd *cmd)
 		/* Its lines are sorted into the tasks' buffers as they come: what
 		 * waits in its own buffer is at most one turn's read and a label. */
 		p->link.in.max = STEP_READ_MAX + 65536 + LABEL_MAX;
+		/* Its stderr too, by on_stderr alone: srun's last lines
+		 * ("task 1: Exited ...") often come with the end of its stdout. */
+		p->link.err_elsewhere = true;
 		p->patience_ms = cmd->timeout_ms;
 		return HERD_OK;
 	}

@@ -270,6 +270,8 @@ typedef struct herd__launch_link {
 	char err[HERD__LAUNCH_LINK_ERR_MAX];  /* last bytes of the helper's stderr */
 	size_t err_len;
 	bool framed;                    /* a whole frame has come (herd__launch_link_frame) */
+	bool err_elsewhere;             /* its stderr is read by the owner (an srun step's
+					 * labelled lines), never into err */
 } herd__launch_link;
 
 /* No channel yet, empty buffers. */
@@ -280,7 +282,8 @@ void herd__launch_link_attach(herd__launch_link *l, const herd__launch_channel *
  * Reads what has arrived into l->in, at most 1 MiB a call (the caller
  * handles the frames, and poll says when there is more), and never more
  * than l->in.max pending bytes.  HERD_OK, or HERD_ECLOSED at end of
- * stream (the helper's stderr read first, for its last words), HERD_ESYS
+ * stream (the helper's stderr read first, for its last words, unless
+ * l->err_elsewhere), HERD_ESYS
  * on a read error, HERD_ENOMEM, HERD_EFORMAT when l->in still holds
  * l->in.max bytes from before (the caller consumed none of them) and the
  * helper prints more ("printed more than 1 MiB on its stdout, ..."): the

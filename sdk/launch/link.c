@@ -154,7 +154,8 @@ herd_status herd__launch_link_fill(herd__launch_link *l)
 		/* A helper that ended (ssh exits 255 when it cannot connect)
 		 * has left its last words in its stderr pipe. */
 		if (got == 0) {
-			herd__launch_link_read_err(l);
+			if (!l->err_elsewhere)
+				herd__launch_link_read_err(l);
 			return herd__error(HERD_ECLOSED, "its herd exec ended");
 		}
 		return herd__error_errno(HERD_ESYS, errno, "reading its channel");

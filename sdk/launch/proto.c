@@ -44,6 +44,7 @@ bool herd__launch_frame_text(const herd__buf *b, char *quote, size_t cap)
 {
 	const uint8_t *p = b->data + b->off;
 	size_t n = b->len - b->off, line, shown, i, k = 0;
+	bool ended;
 
 	/* A frame's length is under 16 MiB: its first byte is zero. */
 	if (n == 0 || p[0] == 0 || cap < 8)
@@ -53,6 +54,7 @@ bool herd__launch_frame_text(const herd__buf *b, char *quote, size_t cap)
 			return false;
 	for (line = 0; line < n && p[line] != '\n'; line++)
 		;
+	ended = line < n;       /* else more of the line may be on its way */
 	if (line > 0 && p[line - 1] == '\r')
 		line--;
 	shown = line;
@@ -67,7 +69,7 @@ bool herd__launch_frame_text(const herd__buf *b, char *quote, size_t cap)
 		else
 			k += (size_t)snprintf(quote + k, cap - k, "\\x%02x", p[i]);
 	}
-	herd__strlcpy(quote + k, i < line ? "..." : "", cap - k);
+	herd__strlcpy(quote + k, i < line || !ended ? "..." : "", cap - k);
 	return true;
 }
 

@@ -138,6 +138,25 @@ HERD_PROGRAM=$tmp/herd-node peak_of "$HERD" discover --slurm --timeout 100
 	|| fail "the junk task: $(cat "$tmp/err")"
 grep -q "^s1 *1 " "$tmp/out" || fail "the good task is not kept: $(cat "$tmp/out")"
 (( kib < base + 20000 )) || fail "discover --slurm held $kib KiB with a junk task, $base KiB without"
+
+# --- srun's last words arrive with the end of its stdout: a task's reason
+# is still sorted to it.  The stand-in stops the launcher while it says
+# them and ends, so both come to the launcher's same turn; a helper it
+# starts continues the launcher half a second later.
+cat >"$tmp/srun-last" <<'SH'
+#!/bin/bash
+while [[ $1 == --* ]]; do shift; done
+SLURMD_NODENAME=s1 SLURM_PROCID=0 "$@" | sed 's/^/0: /'
+setsid sh -c "sleep 0.5; kill -CONT $PPID" </dev/null >/dev/null 2>&1 &
+kill -STOP $PPID
+echo "1: boom on s2" >&2
+exit 1
+SH
+chmod +x "$tmp/srun-last"
+HERD_SRUN=$tmp/srun-last timeout 60 "$HERD" discover --slurm --timeout 30 >"$tmp/out" 2>"$tmp/err"; rc=$?
+[[ $rc == 1 ]] || fail "discover --slurm with a failing task exited $rc: $(cat "$tmp/err")"
+grep -q "^herd discover: s2: .*boom on s2" "$tmp/err" || fail "srun's last words are lost: $(cat "$tmp/err")"
+grep -q "^s1 *1 " "$tmp/out" || fail "the good task is not kept: $(cat "$tmp/out")"
 unset HERD_SRUN SLURM_JOB_ID SLURM_JOB_NODELIST
 
 # --- a login banner before the protocol: named, its line quoted

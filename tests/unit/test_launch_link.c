@@ -131,7 +131,7 @@ static void test_text_where_a_frame_starts_is_named_and_quoted(void)
 	memcpy(line + 79, "\xc3\xa9\xc3\xa9", 4);
 	CHECK_ERR(frame_of(line, 83, false, &len), HERD_EFORMAT, "aaaa...'");
 	/* Only four bytes so far: text too */
-	CHECK_ERR(frame_of("Welc", 4, false, &len), HERD_EFORMAT, "'Welc'");
+	CHECK_ERR(frame_of("Welc", 4, false, &len), HERD_EFORMAT, "'Welc...'");
 	/* Binary that is not a frame is not text: the frame's own error */
 	CHECK_ERR(frame_of("\x01\x02\x03\x04", 4, false, &len), HERD_EFORMAT,
 		  "node protocol: frame of 16909060 bytes exceeds the limit");

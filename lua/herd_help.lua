@@ -32,7 +32,9 @@ Every herd object (`herd.Cluster`, `herd.Job`, `herd.Comm`, `herd.Buffer`, ...) 
 `obj:close()`, once (a second close raises); a `local obj <close>` closes it at the end of its block,
 and the collector closes what a script dropped. A closed object raises when used. A method or
 metamethod given a value of another type names what it got: `herd.Buffer expected, got table`
-(a table, even one given a herd type's metatable), `got herd.Store` (another herd object).
+(a table, even one given a herd type's metatable), `got herd.Store` (another herd object). In herd,
+`os.exit([code])` closes the Lua state before the process ends, as `os.exit(code, true)` does in
+`lua`, so that every object is closed then too (a checkpoint finishes its save in flight).
 
 ## herd.clock() -> seconds
 A monotonic clock in seconds (a float, nanosecond resolution), for timing: `local t0 =
@@ -428,7 +430,10 @@ Saves every tensor as `step`, committed on every rank at once.
 
 ## herd.Checkpoint:save_async(step) -> true | nil, msg, status
 Returns once the values are staged; the write goes on in the background. `ck:wait()` gives its
-outcome.
+outcome. A save still in flight when the checkpoint is closed otherwise (a `<close>` variable,
+the collector, the end of the script, `os.exit`, which closes the state in herd) is finished
+first; if it fails, it is said on stderr, leaves no temporary step, and the program's exit status
+is 1 instead of 0.
 
 ## herd.Checkpoint:wait() -> true | nil, msg, status
 The outcome of the save in flight.

@@ -584,19 +584,39 @@ static int diff_tensor(herd_ckpt_reader *ra, herd_ckpt_reader *rb,
 	return 1;
 }
 
-/* Compares blob name between the steps, rank by rank: 0 same, 1 differs. */
-static int diff_blob(herd_ckpt_reader *ra, herd_ckpt_reader *rb, const herd_ckpt_blob_info *a,
-		     int width, json_t *rows)
+/*
+ * The blobs of r by name, {name: index}, so that comparing the blobs of
+ * two steps takes time in their number, not its square; NULL when memory
+ * runs out.
+ */
+static json_t *blob_index(herd_ckpt_reader *r)
+{
+	json_t *index = json_object();
+
+	for (size_t i = 0; i < herd_ckpt_reader_blob_count(r) && index != NULL; i++) {
+		herd_ckpt_blob_info bi;
+
+		if (herd_ckpt_reader_blob(r, i, &bi) == HERD_OK &&
+		    json_object_set_new(index, bi.name, json_integer((json_int_t)i)) != 0) {
+			json_decref(index);
+			index = NULL;
+		}
+	}
+	return index;
+}
+
+/* Compares blob name between the steps, rank by rank: 0 same, 1 differs.
+ * b_index: blob_index(rb). */
+static int diff_blob(herd_ckpt_reader *ra, herd_ckpt_reader *rb, const json_t *b_index,
+		     const herd_ckpt_blob_info *a, int width, json_t *rows)
 {
 	size_t na = 0, nb = 0, changed = 0;
+	const json_t *at = json_object_get(b_index, a->name);
 	herd_ckpt_blob_info b;
-	bool found = false;
 	char *x = NULL, *y = NULL;
 	int rc = 0;
 
-	for (size_t i = 0; i < herd_ckpt_reader_blob_count(rb) && !found; i++)
-		found = herd_ckpt_reader_blob(rb, i, &b) == HERD_OK && strcmp(b.name, a->name) == 0;
-	if (!found) {
+	if (at == NULL || herd_ckpt_reader_blob(rb, (size_t)json_integer_value(at), &b) != HERD_OK) {
 		diff_out(rows, width, a->name, "blob", "only in A", NULL, NULL);
 		return 1;
 	}
@@ -637,7 +657,7 @@ out:
 static int ckpt_diff(int argc, char **argv)
 {
 	herd_ckpt_reader *ra = NULL, *rb = NULL;
-	json_t *rows = NULL;
+	json_t *rows = NULL, *a_blobs = NULL, *b_blobs = NULL;
 	int64_t sa, sb;
 	int width = 4, differs = 0, rc = SHELL_EXIT_USAGE;
 
@@ -699,13 +719,20 @@ static int ckpt_diff(int argc, char **argv)
 			differs = 1;
 		}
 	}
+	a_blobs = blob_index(ra);
+	b_blobs = blob_index(rb);
+	if (a_blobs == NULL || b_blobs == NULL) {
+		fflush(stdout);
+		shell_message("herd ckpt", "out of memory comparing the blobs");
+		goto out;
+	}
 	for (size_t i = 0; i < herd_ckpt_reader_blob_count(ra); i++) {
 		herd_ckpt_blob_info a;
 		int d;
 
 		if (herd_ckpt_reader_blob(ra, i, &a) != HERD_OK)
 			continue;
-		d = diff_blob(ra, rb, &a, width, rows);
+		d = diff_blob(ra, rb, b_blobs, &a, width, rows);
 		if (d < 0) {
 			fflush(stdout);
 			shell_message("herd ckpt", herd_last_error());
@@ -714,15 +741,11 @@ static int ckpt_diff(int argc, char **argv)
 		differs |= d;
 	}
 	for (size_t i = 0; i < herd_ckpt_reader_blob_count(rb); i++) {
-		herd_ckpt_blob_info b, a;
-		bool found = false;
+		herd_ckpt_blob_info b;
 
 		if (herd_ckpt_reader_blob(rb, i, &b) != HERD_OK)
 			continue;
-		for (size_t j = 0; j < herd_ckpt_reader_blob_count(ra) && !found; j++)
-			found = herd_ckpt_reader_blob(ra, j, &a) == HERD_OK &&
-				strcmp(a.name, b.name) == 0;
-		if (!found) {
+		if (json_object_get(a_blobs, b.name) == NULL) {
 			diff_out(rows, width, b.name, "blob", "only in B", NULL, NULL);
 			differs = 1;
 		}
@@ -742,6 +765,8 @@ static int ckpt_diff(int argc, char **argv)
 	rc = finish(differs ? 1 : 0);
 out:
 	json_decref(rows);
+	json_decref(a_blobs);
+	json_decref(b_blobs);
 	herd_ckpt_reader_free(ra);
 	herd_ckpt_reader_free(rb);
 	return rc;
@@ -817,16 +842,20 @@ static size_t other_blobs(herd_ckpt_reader *r)
 	return n;
 }
 
-/* Whether the JSON array list holds the string name. */
-static bool name_in(const json_t *list, const char *name)
+/* The strings of the JSON array list as the keys of an object, for
+ * lookups in constant time; NULL when memory runs out. */
+static json_t *name_set(const json_t *list)
 {
+	json_t *set = json_object(), *v;
 	size_t i;
-	json_t *v;
 
 	json_array_foreach(list, i, v)
-		if (json_is_string(v) && strcmp(json_string_value(v), name) == 0)
-			return true;
-	return false;
+		if (set != NULL && json_is_string(v) &&
+		    json_object_set_new(set, json_string_value(v), json_true()) != 0) {
+			json_decref(set);
+			set = NULL;
+		}
+	return set;
 }
 
 /*
@@ -846,8 +875,8 @@ static int export_header(herd_ckpt_reader *r, const char *dir, char **out, size_
 	json_t *v;
 
 	meta = json_object();
-	scalars = json_object_get(kept, "scalars");
-	if (root == NULL || meta == NULL)
+	scalars = name_set(json_object_get(kept, "scalars"));
+	if (root == NULL || meta == NULL || scalars == NULL)
 		goto nomem;
 	snprintf(step, sizeof(step), "%" PRId64, herd_ckpt_reader_step(r));
 	json_object_set_new(meta, "herd.step", json_string(step));
@@ -877,7 +906,7 @@ static int export_header(herd_ckpt_reader *r, const char *dir, char **out, size_
 			goto nomem;
 		}
 		json_object_set_new(t, "dtype", json_string(st_dtype_name(ti.dtype)));
-		if (!(ti.ndim == 1 && ti.shape[0] == 1 && name_in(scalars, ti.name)))
+		if (!(ti.ndim == 1 && ti.shape[0] == 1 && json_object_get(scalars, ti.name) != NULL))
 			for (int d = 0; d < ti.ndim; d++)
 				json_array_append_new(shape, json_integer((json_int_t)ti.shape[d]));
 		json_object_set_new(t, "shape", shape);
@@ -904,6 +933,7 @@ nomem:
 	fprintf(stderr, "herd ckpt: %s: out of memory building the safetensors header\n", dir);
 out:
 	free(text);
+	json_decref(scalars);
 	json_decref(meta);
 	json_decref(root);
 	json_decref(kept);

@@ -38,12 +38,17 @@
  * library (an unreadable directory, a dead peer, no step to restore)
  * returns nil, the message and the status name.  One close path, reached
  * from ck:close(), __close and __gc, waits for a save in flight and frees
- * the checkpoint; ck:close() also returns that save's outcome.
+ * the checkpoint; ck:close() also returns that save's outcome, which
+ * __close and __gc say on stderr when it is a failure, and then the
+ * program's exit status is 1 rather than 0 (lherd_ckpt_lost).  The
+ * shell's os.exit closes the state (shell/main.c), so a save in flight at
+ * os.exit is finished, or said, as at the end of a script.
  */
 #include <lauxlib.h>
 #include <limits.h>
 #include <lua.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -197,10 +202,33 @@ static herd_status ckpt_release(lckpt *c)
 	return st;
 }
 
-/* __gc and __close: no barrier (the collector runs at no agreed point). */
+/* Whether a save in flight failed where no caller could be told (below). */
+static bool lost_save;
+
+bool lherd_ckpt_lost(void)
+{
+	return lost_save;
+}
+
+/*
+ * __gc and __close: no barrier (the collector runs at no agreed point).
+ * A save in flight is finished first (herd_ckpt_wait: bounded by the
+ * writes and by the communicator's deadline); when it fails, nobody is
+ * left to return its status to, so it is said on stderr and the program
+ * exits non-zero (lherd_ckpt_lost).  Its temporary directory is removed
+ * by the failed save itself.
+ */
 static void ckpt_drop(lua_State *L)
 {
-	ckpt_release((lckpt *)lua_touserdata(L, 1));
+	lckpt *c = (lckpt *)lua_touserdata(L, 1);
+	char msg[1200];
+
+	if (ckpt_release(c) == HERD_OK)
+		return;
+	snprintf(msg, sizeof(msg), "a checkpoint save in flight when its checkpoint was "
+		 "closed did not complete: %s", herd_last_error());
+	shell_message(shell_progname, msg);
+	lost_save = true;
 }
 
 /* ck:close() -> true, or nil, msg, status of the save that was in flight. */

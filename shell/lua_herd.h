@@ -171,6 +171,13 @@ void lherd_open_alloc(lua_State *L);
  */
 void lherd_open_ckpt(lua_State *L);
 
+/*
+ * Whether a checkpoint was closed by __close or the collector (at the end
+ * of the state, too) while a save it had in flight failed: said on stderr
+ * then, and the program's exit status is 1 instead of 0.
+ */
+bool lherd_ckpt_lost(void);
+
 /* Adds herd.health to the herd table on top of the stack (lua_health.c). */
 void lherd_open_health(lua_State *L);
 

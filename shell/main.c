@@ -9,8 +9,10 @@
  *   herd help [COMMAND]       this help, or a command's (herd COMMAND --help)
  *   herd help env             the HERD_* environment variables (herd_env_table)
  *
- * Exit status: 0, 1 when a script or command failed, 2 for a usage error or
+ * Exit status: 0, 1 when a script or command failed (or a checkpoint save
+ * still in flight failed as the Lua state closed), 2 for a usage error or
  * a bad input file (herd launch keeps its own apart from its ranks': 125).
+ * os.exit closes the Lua state first (os_exit below).
  */
 #include <lauxlib.h>
 #include <lua.h>
@@ -283,6 +285,28 @@ static int runargs(lua_State *L, char **argv, int n)
 	return 1;
 }
 
+/*
+ * os.exit([code]): as Lua's, but the state is always closed first, as
+ * os.exit(code, true) does, so that every object's close path runs: a
+ * checkpoint finishes its save in flight (or says why it failed), where
+ * Lua's exit() without closing would end the process in the middle of it
+ * and leave a temporary step behind.  A save that failed there turns an
+ * exit status of 0 into 1.
+ */
+static int os_exit(lua_State *L)
+{
+	int status;
+
+	if (lua_isboolean(L, 1))
+		status = lua_toboolean(L, 1) ? EXIT_SUCCESS : EXIT_FAILURE;
+	else
+		status = (int)luaL_optinteger(L, 1, EXIT_SUCCESS);
+	lua_close(L);
+	if (status == EXIT_SUCCESS && lherd_ckpt_lost())
+		status = SHELL_EXIT_FAILURE;
+	exit(status);
+}
+
 /* Everything that touches Lua, in protected mode; pushes the exit status. */
 static int pmain(lua_State *L)
 {
@@ -309,6 +333,10 @@ static int pmain(lua_State *L)
 	if (args & HAS_V)
 		print_version(!(args & HAS_I));
 	luaL_openlibs(L);
+	lua_getglobal(L, "os");
+	lua_pushcfunction(L, os_exit);
+	lua_setfield(L, -2, "exit");
+	lua_pop(L, 1);
 	luaL_requiref(L, "herd", luaopen_herd, 1);
 	lua_pop(L, 1);
 	createargtable(L, argv, argc, script);
@@ -353,6 +381,9 @@ static int run_lua(int argc, char **argv)
 		result = SHELL_EXIT_FAILURE;
 	shell_report(L, status);
 	lua_close(L);
+	/* A checkpoint save that failed as the state closed (lua_ckpt.c). */
+	if (result == SHELL_EXIT_OK && lherd_ckpt_lost())
+		result = SHELL_EXIT_FAILURE;
 	return result;
 }
 

@@ -171,7 +171,7 @@ static int st_check(struct st_file *f, const uint8_t *b, size_t size)
 	uint64_t hlen = 0;
 	const char *key;
 	json_t *v;
-	size_t i = 0;
+	size_t i = 0, ntensors;
 
 	if (size < 8)
 		return st_bad(f, "%zu bytes: too short for a safetensors file (8-byte header "
@@ -190,6 +190,13 @@ static int st_check(struct st_file *f, const uint8_t *b, size_t size)
 		return st_bad(f, "the header is not a JSON object");
 	f->data = b + 8 + hlen;
 	f->data_len = size - 8 - hlen;
+	/* Beyond every real file, bounded before anything is allocated for it
+	 * (__metadata__ is not a tensor). */
+	ntensors = json_object_size(f->header) -
+		   (json_object_get(f->header, "__metadata__") != NULL);
+	if (ntensors > ST_TENSORS_MAX)
+		return st_bad(f, "%zu tensors: more than the %u that herd imports from one file",
+			      ntensors, ST_TENSORS_MAX);
 	f->entries = calloc(json_object_size(f->header) + 1, sizeof(*f->entries));
 	if (f->entries == NULL)
 		return st_bad(f, "out of memory");
@@ -242,17 +249,33 @@ int st_parse(struct st_file *f, const void *bytes, size_t size, const char *path
 	return st_check(f, bytes, size);
 }
 
+/* "a FIFO", "a directory"... for a st_mode that is not a regular file's. */
+static const char *st_file_kind(mode_t mode)
+{
+	return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO"
+	     : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
+	     : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
 int st_open(struct st_file *f, const char *path)
 {
 	struct stat sb;
 
 	memset(f, 0, sizeof(*f));
 	f->path = path;
-	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO or a device opens at once (no writer awaited),
+	 * and fstat of what was opened, not of a path that may change after
+	 * a stat, refuses it. */
+	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (f->fd < 0)
 		return st_bad(f, "cannot open: %s", strerror(errno));
-	if (fstat(f->fd, &sb) != 0 || !S_ISREG(sb.st_mode))
-		return st_bad(f, "not a regular file");
+	if (fstat(f->fd, &sb) != 0)
+		return st_bad(f, "cannot stat: %s", strerror(errno));
+	if (!S_ISREG(sb.st_mode)) {
+		snprintf(f->error, sizeof(f->error), "%s is %s, not a regular file", path,
+			 st_file_kind(sb.st_mode));
+		return -1;
+	}
 	if (sb.st_size < 8)     /* too short: st_check says so (nothing to map) */
 		return st_check(f, (const uint8_t *)"", (size_t)sb.st_size);
 	f->size = (size_t)sb.st_size;

@@ -6,10 +6,11 @@
  *    "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [BEGIN, END]}}
  * then the tensors' bytes, dense, row-major and little-endian, offsets
  * counted from the end of the header.  The reader is strict as the
- * reference reader is, for files from anywhere: the header is bounded, its
- * JSON has no duplicate keys, every entry has a known dtype, a shape whose
- * size matches its offsets, and the tensors tile the data exactly (no gap,
- * no overlap, nothing after).
+ * reference reader is, for files from anywhere: the header is bounded, so
+ * is the number of tensors (ST_TENSORS_MAX), its JSON has no duplicate
+ * keys, every entry has a known dtype, a shape whose size matches its
+ * offsets, and the tensors tile the data exactly (no gap, no overlap,
+ * nothing after).  Its checks take time in n log n of the tensors.
  */
 #ifndef HERD_SHELL_SAFETENSORS_H
 #define HERD_SHELL_SAFETENSORS_H
@@ -23,6 +24,13 @@
 
 /* The reference reader's bound on the header. */
 #define ST_HEADER_MAX (100u * 1024u * 1024u)
+
+/*
+ * herd's bound on the tensors of one file: 2^20 (1,048,576).  The largest
+ * models hold some tens of thousands of tensors, spread over many files;
+ * a 100 MiB header could list two million.
+ */
+#define ST_TENSORS_MAX (1u << 20)
 
 /* One tensor of a safetensors file, as its header describes it. */
 struct st_entry {
@@ -58,7 +66,9 @@ const char *st_dtype_name(herd_dtype dtype);
  */
 int st_parse(struct st_file *f, const void *bytes, size_t size, const char *path);
 
-/* Maps the file at PATH and checks it as st_parse does. */
+/* Maps the file at PATH and checks it as st_parse does.  Anything but a
+ * regular file (a FIFO, a device, a directory) is refused at once: "PATH
+ * is a FIFO, not a regular file". */
 int st_open(struct st_file *f, const char *path);
 
 void st_close(struct st_file *f);

@@ -305,7 +305,9 @@ HERD_EXTERN herd_status herd_ckpt_list(const char *dir, herd_ckpt_step_info **ou
 				       size_t *count);
 
 /*
- * The newest committed step of dir (without verifying its data).
+ * The newest committed step of dir (without verifying its data): a step
+ * directory with a manifest, which need not be readable (a FIFO in its
+ * place makes a damaged step, that reading it reports, not one to skip).
  * HERD_ENOTFOUND when there is none.  Local.
  */
 HERD_EXTERN herd_status herd_ckpt_latest(const char *dir, int64_t *step);
@@ -334,8 +336,10 @@ typedef void (*herd_ckpt_problem_fn)(void *userdata, const herd_ckpt_problem *pr
 
 /*
  * Verifies a step of dir (or HERD_CKPT_LATEST: the newest committed one):
- * the manifest's checksum and structure, every data file's size, and the
- * checksum of every chunk of every tensor and blob.  Calls fn (may be
+ * the manifest's checksum and structure (a manifest that is not a regular
+ * file is a problem of the step, "it is a FIFO, not a regular file", as a
+ * data file's would be), every data file's size, and the checksum of every
+ * chunk of every tensor and blob.  Calls fn (may be
  * NULL) for each problem; *problems (may be NULL) gets their count.
  * Returns HERD_OK when the step is intact, HERD_EFORMAT when it is not
  * (the message names the first problem's file, tensor and chunk), other
@@ -369,7 +373,9 @@ typedef struct herd_ckpt_blob_info {
  * Opens step of dir (HERD_CKPT_LATEST: the newest committed step) for
  * reading: decodes and checks its manifest.  Data is read, and verified,
  * only by herd_ckpt_reader_read and herd_ckpt_reader_read_blob.  Local;
- * one reader is used by one thread at a time.
+ * one reader is used by one thread at a time.  From its first
+ * herd_ckpt_reader_read until it is freed, a reader keeps one thread of
+ * its own, its second reading stream (docs/checkpoint.md).
  */
 HERD_EXTERN herd_status herd_ckpt_reader_open(herd_ckpt_reader **out, const char *dir,
 					      int64_t step);

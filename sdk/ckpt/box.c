@@ -4,8 +4,10 @@
  * A shard is a box of its global tensor stored densely in row-major order.
  * Restoring onto another sharding copies, for every pair (saved shard,
  * shard to fill) that intersects, the intersection's bytes: a sequence of
- * contiguous runs in both layouts.
+ * contiguous runs in both layouts.  Saving and decoding check that the
+ * shards of a tensor do not overlap (herd__ckpt_boxes_overlap).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ckpt_internal.h"
@@ -83,4 +85,92 @@ herd_status herd__ckpt_box_runs(const herd__ckpt_box *src, const herd__ckpt_box 
 				return HERD_OK;
 		}
 	}
+}
+
+/* The boxes of herd__ckpt_boxes_overlap, for the comparisons of qsort_r. */
+typedef struct box_list {
+	const char *base;
+	size_t stride;
+	int dim;
+} box_list;
+
+static const herd__ckpt_box *box_at(const box_list *l, size_t i)
+{
+	return (const herd__ckpt_box *)(const void *)(l->base + i * l->stride);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int cmp_by_offset(const void *a, const void *b, void *arg)
+{
+	const box_list *l = arg;
+	uint64_t x = box_at(l, *(const size_t *)a)->offset[l->dim];
+	uint64_t y = box_at(l, *(const size_t *)b)->offset[l->dim];
+
+	return (x > y) - (x < y);
+}
+
+herd_status herd__ckpt_boxes_overlap(const void *boxes, size_t stride, size_t n,
+				     uint64_t budget, int *found, size_t *a, size_t *b)
+{
+	box_list l = { boxes, stride, 0 };
+	size_t *order = NULL, best = 0;
+	uint64_t *offs = NULL, done = 0;
+	herd_status st = HERD_OK;
+	int ndim;
+
+	*found = 0;
+	if (n < 2)
+		return HERD_OK;
+	ndim = box_at(&l, 0)->ndim;
+	HERD_CHECK_GOTO(herd__calloc(&order, n, sizeof(size_t), "shard boxes"), st, out);
+	HERD_CHECK_GOTO(herd__calloc(&offs, n, sizeof(uint64_t), "shard boxes"), st, out);
+	/* The dimension along which the boxes spread most: fewest boxes
+	 * meet at any one place along it. */
+	for (int d = 0; d < ndim; d++) {
+		size_t distinct = 1;
+
+		for (size_t i = 0; i < n; i++)
+			offs[i] = box_at(&l, i)->offset[d];
+		qsort(offs, n, sizeof(uint64_t), cmp_u64);
+		for (size_t i = 1; i < n; i++)
+			distinct += offs[i] != offs[i - 1];
+		if (distinct > best) {
+			best = distinct;
+			l.dim = d;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	qsort_r(order, n, sizeof(size_t), cmp_by_offset, &l);
+	/* Two boxes can meet only where their ranges along l.dim meet: past
+	 * the end of box x along it, no later box meets x. */
+	for (size_t x = 0; x < n && *found == 0; x++) {
+		const herd__ckpt_box *bx = box_at(&l, order[x]);
+		uint64_t end = bx->offset[l.dim] + bx->shape[l.dim];
+
+		for (size_t y = x + 1; y < n && box_at(&l, order[y])->offset[l.dim] < end; y++) {
+			herd__ckpt_box meet;
+
+			if (budget != 0 && ++done > budget) {
+				*found = -1;
+				break;
+			}
+			if (herd__ckpt_box_intersect(bx, box_at(&l, order[y]), &meet)) {
+				*found = 1;
+				*a = order[x] < order[y] ? order[x] : order[y];
+				*b = order[x] < order[y] ? order[y] : order[x];
+				break;
+			}
+		}
+	}
+out:
+	free(order);
+	free(offs);
+	return st;
 }

@@ -10,9 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <dirent.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <xxhash.h>
 
 #include "device.h"
 #include "handle.h"
@@ -81,14 +85,27 @@ static herd_status lock_writer(const char *dir, int *out)
 {
 	char path[PATH_MAX], holder[256];
 	const char *job = herd__param_str(HERD__P_JOB_ID);
+	struct stat sb;
 	ssize_t got;
 	int fd, n;
 
 	*out = -1;
 	HERD_CHECK(herd__ckpt_path(path, sizeof(path), dir, ".lock"));
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0600);
 	if (fd < 0)
 		return herd__error_errno(HERD_EIO, errno, "cannot open %s", path);
+	/* A FIFO or a device there would take the writer's line (or hold it). */
+	if (fstat(fd, &sb) != 0) {
+		int err = errno;
+
+		close(fd);
+		return herd__error_errno(HERD_EIO, err, "cannot stat %s", path);
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		close(fd);
+		return herd__error(HERD_EIO, "%s is %s, not a regular file: remove it", path,
+				   herd__file_kind(sb.st_mode));
+	}
 	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
 		int err = errno;
 
@@ -183,6 +200,7 @@ void herd_ckpt_free(herd_ckpt *ck)
 		close(ck->lock_fd);
 	free(ck->tensors);
 	free(ck->blobs);
+	free(ck->names);
 	free(ck->dir);
 	free(ck);
 }
@@ -192,16 +210,59 @@ const char *herd_ckpt_dir(const herd_ckpt *ck)
 	return ck != NULL ? ck->dir : NULL;
 }
 
+/*
+ * The names registered, tensors and blobs together, in an open-addressing
+ * hash table at most half full, so that registering n items takes time in
+ * n, not n squared (an import registers every tensor of a file).  A slot
+ * holds 0 (empty) or 1 + (index << 1 | is_blob).  The hash is seeded at
+ * random, so that names from a file cannot be chosen to collide.
+ */
+static const char *slot_name(const herd_ckpt *ck, size_t v)
+{
+	size_t i = (v - 1) >> 1;
+
+	return (v - 1) & 1 ? ck->blobs[i].name : ck->tensors[i].name;
+}
+
+/* Where name is in the table, or the empty slot where it would go. */
+static size_t names_slot(const herd_ckpt *ck, const char *name)
+{
+	size_t mask = ck->names_cap - 1;
+	size_t i = (size_t)XXH3_64bits_withSeed(name, strlen(name), ck->names_seed) & mask;
+
+	while (ck->names[i] != 0 && strcmp(slot_name(ck, ck->names[i]), name) != 0)
+		i = (i + 1) & mask;
+	return i;
+}
+
 /* Whether name is already registered, as a tensor or a blob. */
 static bool registered(const herd_ckpt *ck, const char *name)
 {
+	return ck->names_cap > 0 && ck->names[names_slot(ck, name)] != 0;
+}
+
+/* Makes room in the table for one more name. */
+static herd_status names_grow(herd_ckpt *ck)
+{
+	size_t n = ck->ntensors + ck->nblobs, cap = ck->names_cap ? ck->names_cap * 2 : 64;
+	size_t *old = ck->names;
+
+	if (ck->names_cap != 0 && n + 1 <= ck->names_cap / 2)
+		return HERD_OK;
+	/* Without the kernel's randomness, the clock and an address. */
+	if (ck->names_cap == 0 &&
+	    getrandom(&ck->names_seed, sizeof(ck->names_seed), GRND_NONBLOCK) !=
+		    (ssize_t)sizeof(ck->names_seed))
+		ck->names_seed = (uint64_t)time(NULL) * UINT64_C(0x9e3779b97f4a7c15) ^
+				 (uint64_t)(uintptr_t)ck;
+	HERD_CHECK(herd__calloc(&ck->names, cap, sizeof(size_t), "the checkpoint's name table"));
+	ck->names_cap = cap;
 	for (size_t i = 0; i < ck->ntensors; i++)
-		if (strcmp(ck->tensors[i].name, name) == 0)
-			return true;
+		ck->names[names_slot(ck, ck->tensors[i].name)] = 1 + (i << 1);
 	for (size_t i = 0; i < ck->nblobs; i++)
-		if (strcmp(ck->blobs[i].name, name) == 0)
-			return true;
-	return false;
+		ck->names[names_slot(ck, ck->blobs[i].name)] = 1 + (i << 1 | 1);
+	free(old);
+	return HERD_OK;
 }
 
 static herd_status check_name(const herd_ckpt *ck, const char *fn, const char *name)
@@ -281,7 +342,9 @@ herd_status herd_ckpt_add_tensor(herd_ckpt *ck, const char *name, void *data, he
 	t.bytes = vol * herd_dtype_size(dtype);
 	if (t.bytes > 0 && data == NULL)
 		return herd__error(HERD_EINVAL, "herd_ckpt_add_tensor: \"%s\": data is NULL", name);
+	HERD_CHECK(names_grow(ck));
 	HERD_CHECK(grow(&ck->tensors, ck->ntensors, &ck->cap_tensors, sizeof(t)));
+	ck->names[names_slot(ck, t.name)] = 1 + (ck->ntensors << 1);
 	ck->tensors[ck->ntensors++] = t;
 	return HERD_OK;
 }
@@ -311,7 +374,9 @@ herd_status herd_ckpt_add_blob(herd_ckpt *ck, const char *name, void *data, size
 	b.data = data;
 	b.size = size;
 	b.rule = rule;
+	HERD_CHECK(names_grow(ck));
 	HERD_CHECK(grow(&ck->blobs, ck->nblobs, &ck->cap_blobs, sizeof(b)));
+	ck->names[names_slot(ck, b.name)] = 1 + (ck->nblobs << 1 | 1);
 	ck->blobs[ck->nblobs++] = b;
 	return HERD_OK;
 }

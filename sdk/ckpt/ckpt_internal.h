@@ -101,6 +101,10 @@ typedef struct herd__ckpt_manifest {
 	size_t ntensors;
 	herd__ckpt_blob *blobs;
 	size_t nblobs;
+	/* The decoder's indices of the tensors and blobs sorted by name, for
+	 * lookups in log time; NULL in a manifest built otherwise (lookups
+	 * then scan). */
+	size_t *tensor_order, *blob_order;
 } herd__ckpt_manifest;
 
 /* ---- manifest ---------------------------------------------------------- */
@@ -123,13 +127,16 @@ herd_status herd__ckpt_manifest_decode(herd__ckpt_manifest **out, const void *da
  * with free. */
 herd_status herd__ckpt_manifest_encode(const herd__ckpt_manifest *m, char **out, size_t *len);
 
-/* Reads and decodes STEPDIR/manifest.msgpack. */
+/* Reads and decodes STEPDIR/manifest.msgpack, opened as
+ * herd__ckpt_open_file does: HERD_EFORMAT "PATH: it is a FIFO, not a
+ * regular file" (as for a data file), HERD_ENOTFOUND when it is missing. */
 herd_status herd__ckpt_manifest_load(herd__ckpt_manifest **out, const char *stepdir);
 
 /* Frees a manifest; accepts NULL. */
 void herd__ckpt_manifest_free(herd__ckpt_manifest *m);
 
-/* The tensor or blob called name; NULL when absent. */
+/* The tensor or blob called name; NULL when absent.  Log time in a
+ * decoded manifest. */
 const herd__ckpt_tensor *herd__ckpt_manifest_tensor(const herd__ckpt_manifest *m,
 						    const char *name);
 const herd__ckpt_blob *herd__ckpt_manifest_blob(const herd__ckpt_manifest *m, const char *name);
@@ -156,8 +163,9 @@ void herd__ckpt_rank_file_name(char *buf, size_t cap, int rank);
 /* ---- steps of a directory --------------------------------------------- */
 
 /*
- * The committed steps of dir (step-N directories holding a manifest),
- * ascending, in *out (free) and *count.  No manifest is decoded.
+ * The committed steps of dir (step-N directories holding a manifest, of
+ * whatever kind: one that cannot be read is reported by whoever reads
+ * it), ascending, in *out (free) and *count.  No manifest is decoded.
  */
 herd_status herd__ckpt_committed_steps(const char *dir, int64_t **out, size_t *count);
 
@@ -170,6 +178,19 @@ bool herd__ckpt_volume(const uint64_t *shape, int ndim, uint64_t limit, uint64_t
 /* The intersection of a and b (same ndim); false when empty. */
 bool herd__ckpt_box_intersect(const herd__ckpt_box *a, const herd__ckpt_box *b,
 			      herd__ckpt_box *out);
+
+/*
+ * Whether two of n boxes of the same ndim overlap; box i is at
+ * (const char *)boxes + i * stride.  The boxes are sorted along the
+ * dimension where their offsets take the most distinct values, and each
+ * is compared only with the boxes that begin before it ends along it: n
+ * log n for the shardings of rows or of columns, n times the side for a
+ * grid of blocks.  budget bounds the comparisons (0: none).  *found gets
+ * 1 with the pair in *a < *b, 0 when no two overlap, -1 when the budget
+ * ran out first.  HERD_ENOMEM is the one error.
+ */
+herd_status herd__ckpt_boxes_overlap(const void *boxes, size_t stride, size_t n,
+				     uint64_t budget, int *found, size_t *a, size_t *b);
 
 /*
  * Calls fn for every contiguous run of the box `part` inside both src (a
@@ -194,6 +215,17 @@ void herd__ckpt_sum_hex(char *buf, uint64_t sum);
 
 /* pread of exactly len bytes; HERD_EIO naming path on error or short file. */
 herd_status herd__ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const char *path);
+
+/*
+ * Opens name (relative to the directory dfd, or a path with AT_FDCWD) for
+ * reading, without following a link (O_NOFOLLOW) or waiting on a FIFO or
+ * a device (O_NONBLOCK, then fstat of what was opened): 0 with *fd and
+ * *size when it is a regular file; else -1, why in words ("it is a FIFO,
+ * not a regular file", "cannot open: Permission denied") and *err the
+ * errno of a failed call (0 when the file is of another kind).
+ */
+int herd__ckpt_open_file(int dfd, const char *name, int *fd, uint64_t *size, int *err,
+			 char *why, size_t cap);
 
 /*
  * Opens data file name of a step (dfd: the step directory) for reading,

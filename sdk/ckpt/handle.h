@@ -52,6 +52,9 @@ struct herd_ckpt {
 	size_t ntensors, cap_tensors;
 	herd__ckpt_reg_blob *blobs;
 	size_t nblobs, cap_blobs;
+	size_t *names;         /* a hash table of both lists' names (ckpt.c) */
+	size_t names_cap;      /* its slots: 0 or a power of two */
+	uint64_t names_seed;   /* its hash's seed */
 
 	/* The asynchronous save in flight, if any. */
 	bool busy;

@@ -317,8 +317,11 @@ herd_status herd__ckpt_committed_steps(const char *dir, int64_t **out, size_t *c
 		herd__ckpt_step_name(canon, sizeof(canon), step);
 		if (strcmp(canon, e->d_name) != 0 || !herd__ckpt_is_ours(dir, e->d_name))
 			continue;
+		/* Committed: a manifest is there, whatever it is.  One that
+		 * cannot be read (a FIFO, a link) is a damaged step to report
+		 * where it is read, not a step to leave out of the count. */
 		snprintf(path, sizeof(path), "%s/%s/%s", dir, e->d_name, HERD__CKPT_MANIFEST);
-		if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+		if (lstat(path, &sb) != 0)
 			continue;
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 16;
@@ -410,25 +413,48 @@ static void verify_range(verifier *v, int fd, const char *file, const char *what
 	}
 }
 
-int herd__ckpt_data_open(int dfd, const char *name, uint64_t size, int *fd, char *why,
-			 size_t cap)
+int herd__ckpt_open_file(int dfd, const char *name, int *fd, uint64_t *size, int *err,
+			 char *why, size_t cap)
 {
 	struct stat sb;
 
+	*err = 0;
 	*fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (*fd < 0) {
-		snprintf(why, cap, "cannot open: %s", strerror(errno));
+		*err = errno;
+		/* O_NOFOLLOW's refusal of a symbolic link, in words. */
+		if (*err == ELOOP && fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(sb.st_mode))
+			snprintf(why, cap, "it is a symbolic link, not a regular file");
+		else
+			snprintf(why, cap, "cannot open: %s", strerror(*err));
 		return -1;
 	}
-	if (fstat(*fd, &sb) != 0)
-		snprintf(why, cap, "cannot stat: %s", strerror(errno));
-	else if (!S_ISREG(sb.st_mode))
+	if (fstat(*fd, &sb) != 0) {
+		*err = errno;
+		snprintf(why, cap, "cannot stat: %s", strerror(*err));
+	} else if (!S_ISREG(sb.st_mode)) {
 		snprintf(why, cap, "it is %s, not a regular file", herd__file_kind(sb.st_mode));
-	else if ((uint64_t)sb.st_size != size)
-		snprintf(why, cap, "the file has %lld bytes, the manifest says %" PRIu64,
-			 (long long)sb.st_size, size);
-	else
+	} else {
+		*size = (uint64_t)sb.st_size;
 		return 0;
+	}
+	close(*fd);
+	*fd = -1;
+	return -1;
+}
+
+int herd__ckpt_data_open(int dfd, const char *name, uint64_t size, int *fd, char *why,
+			 size_t cap)
+{
+	uint64_t got = 0;
+	int err;
+
+	if (herd__ckpt_open_file(dfd, name, fd, &got, &err, why, cap) != 0)
+		return -1;
+	if (got == size)
+		return 0;
+	snprintf(why, cap, "the file has %" PRIu64 " bytes, the manifest says %" PRIu64, got, size);
 	close(*fd);
 	*fd = -1;
 	return -1;

@@ -14,11 +14,14 @@
  * byte range lies within its file, sizes are computed without overflow,
  * and the shards of a tensor tile it.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <msgpack.h>
 #include <xxhash.h>
@@ -34,9 +37,12 @@ static const char sum_tail[] = "\xa3sum\xb0";
 #define SUM_TAIL_LEN 5
 #define SUM_HEX_LEN 16
 
-/* Above this many shards, a tensor's shards are not compared pairwise for
- * overlap (their volumes must still add up). */
-#define PAIRWISE_MAX 4096
+/* The comparisons of boxes the overlap check of a tensor's shards may
+ * make, per shard: enough for the rows, columns and grids of blocks up to
+ * 64 on a side that sharding makes, and a manifest's check takes time in
+ * its size, whatever it holds.  Beyond it a tensor's shards are left
+ * unchecked for overlap (their volumes must still add up). */
+#define OVERLAP_BUDGET_PER_SHARD 64
 
 /* ---- names and small helpers ------------------------------------------ */
 
@@ -141,10 +147,38 @@ bool herd__ckpt_volume(const uint64_t *shape, int ndim, uint64_t limit, uint64_t
 	return v <= limit;
 }
 
+/* The index of name among n items whose names are in the sorted order
+ * (item i's name at names + i * stride), or n when absent. */
+static size_t find_sorted(const size_t *order, size_t n, const void *names, size_t stride,
+			  const char *name)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(*(char *const *)((const char *)names + order[mid] * stride), name);
+
+		if (c == 0)
+			return order[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return n;
+}
+
 const herd__ckpt_tensor *herd__ckpt_manifest_tensor(const herd__ckpt_manifest *m,
 						    const char *name)
 {
-	for (size_t i = 0; i < m->ntensors; i++)
+	size_t i;
+
+	if (m->tensor_order != NULL) {
+		i = find_sorted(m->tensor_order, m->ntensors, &m->tensors[0].name,
+				sizeof(m->tensors[0]), name);
+		return i < m->ntensors ? &m->tensors[i] : NULL;
+	}
+	for (i = 0; i < m->ntensors; i++)
 		if (strcmp(m->tensors[i].name, name) == 0)
 			return &m->tensors[i];
 	return NULL;
@@ -152,7 +186,14 @@ const herd__ckpt_tensor *herd__ckpt_manifest_tensor(const herd__ckpt_manifest *m
 
 const herd__ckpt_blob *herd__ckpt_manifest_blob(const herd__ckpt_manifest *m, const char *name)
 {
-	for (size_t i = 0; i < m->nblobs; i++)
+	size_t i;
+
+	if (m->blob_order != NULL) {
+		i = find_sorted(m->blob_order, m->nblobs, &m->blobs[0].name, sizeof(m->blobs[0]),
+				name);
+		return i < m->nblobs ? &m->blobs[i] : NULL;
+	}
+	for (i = 0; i < m->nblobs; i++)
 		if (strcmp(m->blobs[i].name, name) == 0)
 			return &m->blobs[i];
 	return NULL;
@@ -362,18 +403,13 @@ static herd_status check_volume(herd__schema_dec *d, void *obj, void *parent)
 	return HERD_OK;
 }
 
-static bool boxes_overlap(const herd__ckpt_box *a, const herd__ckpt_box *b)
-{
-	herd__ckpt_box x;
-
-	return herd__ckpt_box_intersect(a, b, &x);
-}
-
 /* The shards must tile the tensor: volumes add up, and no two overlap. */
 static herd_status check_tiling(herd__schema_dec *d, void *obj, void *parent)
 {
 	const herd__ckpt_tensor *t = obj;
 	uint64_t total = 0, vol = 0, want = 0;
+	size_t a = 0, b = 0;
+	int found = 0;
 
 	herd__ckpt_volume(t->shape, t->ndim, HERD__CKPT_MAX_BYTES, &want);
 	for (size_t i = 0; i < t->nshards; i++) {
@@ -383,63 +419,74 @@ static herd_status check_tiling(herd__schema_dec *d, void *obj, void *parent)
 	if (total != want)
 		return herd__schema_fail(d, NULL, "the shards hold %" PRIu64 " elements, but the "
 					 "tensor has %" PRIu64, total, want);
-	if (t->nshards > PAIRWISE_MAX)
+	if (t->nshards < 2)
 		return HERD_OK;
-	for (size_t i = 0; i < t->nshards; i++)
-		for (size_t j = i + 1; j < t->nshards; j++)
-			if (boxes_overlap(&t->shards[i].box, &t->shards[j].box))
-				return herd__schema_fail(d, NULL, "shards %zu and %zu overlap", i, j);
+	HERD_CHECK(herd__ckpt_boxes_overlap(&t->shards[0].box, sizeof(t->shards[0]), t->nshards,
+					    (uint64_t)t->nshards * OVERLAP_BUDGET_PER_SHARD,
+					    &found, &a, &b));
+	if (found == 1)
+		return herd__schema_fail(d, NULL, "shards %zu and %zu overlap", a, b);
 	return HERD_OK;
 }
 
-static int cmp_str_ptr(const void *a, const void *b)
+/* qsort_r's comparison of two indices by the names they have. */
+struct name_list {
+	const char *names;   /* item i's name pointer at names + i * stride */
+	size_t stride;
+};
+
+static int cmp_index_name(const void *a, const void *b, void *arg)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	const struct name_list *l = arg;
+
+	return strcmp(*(char *const *)(l->names + *(const size_t *)a * l->stride),
+		      *(char *const *)(l->names + *(const size_t *)b * l->stride));
 }
 
-/* Names within one list must be distinct: a reader would pick either. */
-static herd_status check_unique(herd__schema_dec *d, const char *what, char **names, size_t n)
+/*
+ * Names within one list must be distinct (a reader would pick either):
+ * the n items' indices sorted by name into *order (free; NULL when n is
+ * 0), and neighbours compared.  n log n, for a step of many tensors.
+ */
+static herd_status check_unique(herd__schema_dec *d, const char *what, const void *names,
+				size_t stride, size_t n, size_t **order)
 {
-	herd_status st = HERD_OK;
-	char **sorted = NULL;
+	struct name_list l = { names, stride };
+	size_t *o = NULL;
 
-	if (n < 2)
+	*order = NULL;
+	if (n == 0)
 		return HERD_OK;
-	HERD_CHECK(herd__calloc(&sorted, n, sizeof(char *), "names"));
-	memcpy(sorted, names, n * sizeof(char *));
-	qsort(sorted, n, sizeof(char *), cmp_str_ptr);
+	HERD_CHECK(herd__calloc(&o, n, sizeof(size_t), "names"));
+	for (size_t i = 0; i < n; i++)
+		o[i] = i;
+	qsort_r(o, n, sizeof(size_t), cmp_index_name, &l);
 	for (size_t i = 1; i < n; i++)
-		if (strcmp(sorted[i - 1], sorted[i]) == 0) {
-			st = herd__schema_fail(d, NULL, "%s \"%.64s\" appears twice", what, sorted[i]);
-			break;
+		if (cmp_index_name(&o[i - 1], &o[i], &l) == 0) {
+			herd_status st = herd__schema_fail(d, NULL, "%s \"%.64s\" appears twice", what,
+							   *(char *const *)(l.names + o[i] * stride));
+
+			free(o);
+			return st;
 		}
-	free(sorted);
-	return st;
+	*order = o;
+	return HERD_OK;
 }
 
+/* Distinct names in each list; the tensors' and blobs' sorted orders are
+ * kept for lookups by name (herd__ckpt_manifest_tensor). */
 static herd_status check_names(herd__schema_dec *d, void *obj, void *parent)
 {
-	const herd__ckpt_manifest *m = obj;
-	size_t most = m->nfiles > m->ntensors ? m->nfiles : m->ntensors;
-	herd_status st = HERD_OK;
-	char **names = NULL;
+	herd__ckpt_manifest *m = obj;
+	size_t *files = NULL;
 
-	if (m->nblobs > most)
-		most = m->nblobs;
-	HERD_CHECK(herd__calloc(&names, most + 1, sizeof(char *), "names"));
-	for (size_t i = 0; i < m->nfiles; i++)
-		names[i] = m->files[i].name;
-	st = check_unique(d, "file", names, m->nfiles);
-	for (size_t i = 0; st == HERD_OK && i < m->ntensors; i++)
-		names[i] = m->tensors[i].name;
-	if (st == HERD_OK)
-		st = check_unique(d, "tensor", names, m->ntensors);
-	for (size_t i = 0; st == HERD_OK && i < m->nblobs; i++)
-		names[i] = m->blobs[i].name;
-	if (st == HERD_OK)
-		st = check_unique(d, "blob", names, m->nblobs);
-	free(names);
-	return st;
+	HERD_CHECK(check_unique(d, "file", m->nfiles ? (const void *)&m->files[0].name : NULL,
+				sizeof(m->files[0]), m->nfiles, &files));
+	free(files);
+	HERD_CHECK(check_unique(d, "tensor", m->ntensors ? (const void *)&m->tensors[0].name : NULL,
+				sizeof(m->tensors[0]), m->ntensors, &m->tensor_order));
+	return check_unique(d, "blob", m->nblobs ? (const void *)&m->blobs[0].name : NULL,
+			    sizeof(m->blobs[0]), m->nblobs, &m->blob_order);
 }
 
 #define MAX_BYTES HERD__CKPT_MAX_BYTES
@@ -523,6 +570,8 @@ void herd__ckpt_manifest_free(herd__ckpt_manifest *m)
 {
 	if (m == NULL)
 		return;
+	free(m->tensor_order);
+	free(m->blob_order);
 	herd__schema_free(&manifest_schema, m);
 	free(m);
 }
@@ -624,17 +673,31 @@ out:
 
 herd_status herd__ckpt_manifest_load(herd__ckpt_manifest **out, const char *stepdir)
 {
-	char path[4096];
+	char path[4096], why[160];
 	herd_status st;
 	char *data = NULL;
-	size_t len = 0;
+	uint64_t len = 0;
+	int fd, err;
 
 	*out = NULL;
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", stepdir, HERD__CKPT_MANIFEST) >=
 	    sizeof(path))
 		return herd__error(HERD_EINVAL, "path too long: %s", stepdir);
-	HERD_CHECK(herd__read_file(path, HERD__CKPT_MANIFEST_MAX, &data, &len));
-	st = herd__ckpt_manifest_decode(out, data, len, path);
+	if (herd__ckpt_open_file(AT_FDCWD, path, &fd, &len, &err, why, sizeof(why)) != 0)
+		return herd__error(err == ENOENT ? HERD_ENOTFOUND : err != 0 ? HERD_EIO
+										 : HERD_EFORMAT,
+				   "%s: %s", path, why);
+	if (len > HERD__CKPT_MANIFEST_MAX) {
+		close(fd);
+		return herd__error(HERD_EFORMAT, "%s: %" PRIu64 " bytes is more than a manifest may "
+				   "have", path, len);
+	}
+	st = herd__calloc(&data, (size_t)len + 1, 1, "a manifest");
+	if (st == HERD_OK)
+		st = herd__ckpt_pread(fd, data, (size_t)len, 0, path);
+	close(fd);
+	if (st == HERD_OK)
+		st = herd__ckpt_manifest_decode(out, data, (size_t)len, path);
 	free(data);
 	return st;
 }

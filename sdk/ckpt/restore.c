@@ -696,8 +696,10 @@ herd_status herd_ckpt_list(const char *dir, herd_ckpt_step_info **out, size_t *c
 		if (committed) {
 			char mpath[4200];
 
+			struct stat sb;
+
 			snprintf(mpath, sizeof(mpath), "%s/%s", path, HERD__CKPT_MANIFEST);
-			it->committed = access(mpath, F_OK) == 0;
+			it->committed = lstat(mpath, &sb) == 0;
 		}
 		herd__ckpt_manifest_free(m);
 	}
@@ -784,6 +786,10 @@ herd_status herd_ckpt_verify(const char *dir, int64_t step, herd_ckpt_problem_fn
 struct herd_ckpt_reader {
 	step_files sf;
 	uint8_t *buf;
+	/* Started by the first read and kept until the reader is freed: a
+	 * thread per read would cost more than reading a small tensor. */
+	herd__ckpt_hasher hasher;
+	bool hasher_on;
 };
 
 herd_status herd_ckpt_reader_open(herd_ckpt_reader **out, const char *dir, int64_t step)
@@ -809,6 +815,8 @@ void herd_ckpt_reader_free(herd_ckpt_reader *r)
 {
 	if (r == NULL)
 		return;
+	if (r->hasher_on)
+		herd__ckpt_hasher_stop(&r->hasher);
 	step_close(&r->sf);
 	free(r->buf);
 	free(r);
@@ -860,22 +868,21 @@ herd_status herd_ckpt_reader_tensor(const herd_ckpt_reader *r, size_t i,
 
 herd_status herd_ckpt_reader_find(const herd_ckpt_reader *r, const char *name, size_t *index)
 {
+	const herd__ckpt_tensor *t;
+
 	if (r == NULL || name == NULL || index == NULL)
 		return herd__error(HERD_EINVAL, "herd_ckpt_reader_find: NULL argument");
-	for (size_t i = 0; i < r->sf.m->ntensors; i++)
-		if (strcmp(r->sf.m->tensors[i].name, name) == 0) {
-			*index = i;
-			return HERD_OK;
-		}
-	return herd__error(HERD_ENOTFOUND, "%s: no tensor \"%s\"", r->sf.dir, name);
+	t = herd__ckpt_manifest_tensor(r->sf.m, name);
+	if (t == NULL)
+		return herd__error(HERD_ENOTFOUND, "%s: no tensor \"%s\"", r->sf.dir, name);
+	*index = (size_t)(t - r->sf.m->tensors);
+	return HERD_OK;
 }
 
 herd_status herd_ckpt_reader_read(herd_ckpt_reader *r, const char *name, void *buf, size_t cap)
 {
 	const herd__ckpt_tensor *t;
-	herd__ckpt_hasher hasher;
 	herd__ckpt_box whole;
-	herd_status st;
 	size_t i;
 
 	if (r == NULL || name == NULL)
@@ -888,10 +895,11 @@ herd_status herd_ckpt_reader_read(herd_ckpt_reader *r, const char *name, void *b
 	memset(&whole, 0, sizeof(whole));
 	whole.ndim = t->ndim;
 	memcpy(whole.shape, t->shape, sizeof(whole.shape));
-	herd__ckpt_hasher_start(&hasher);
-	st = fill_box(&r->sf, t, &whole, buf, r->buf, &hasher);
-	herd__ckpt_hasher_stop(&hasher);
-	return st;
+	if (!r->hasher_on) {
+		herd__ckpt_hasher_start(&r->hasher);
+		r->hasher_on = true;
+	}
+	return fill_box(&r->sf, t, &whole, buf, r->buf, &r->hasher);
 }
 
 size_t herd_ckpt_reader_blob_count(const herd_ckpt_reader *r)

@@ -5,7 +5,9 @@
 # and chunk; export writes a safetensors file that a reader written here
 # from the format's description decodes to the saved values; import of that
 # file and a second export give the same bytes; hostile files are rejected
-# with a reason and leave no step behind.
+# with a reason and leave no step behind; 200,000 tensors go through import,
+# verify, export and diff; a save in flight at os.exit is finished, or its
+# failure said with exit status 1.
 set -u
 HERD=${1:?usage: ckpt.sh /path/to/herd}
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -314,6 +316,69 @@ hostile name 'tensor "caf\xc3\xa9": a herd tensor name is printable ASCII' \
 hostile metadata '"__metadata__" must be an object of strings' \
   "st({'__metadata__': {'n': 1}})"
 hostile notobject 'tensor "a": expected an object' "st({'a': 3})"
+# One more tensor than the bound (the count is checked before the entries).
+hostile count "1048577 tensors: more than the 1048576 that herd imports from one file" \
+  "st({'t%d' % i: 0 for i in range(1048577)})"
+
+# --- many tensors: 200,000 import, verify, export to the same tensors and
+# diff, each bounded well above what it takes (work that grew with the
+# square of the tensors would take minutes)
+python3 - "$tmp/many.safetensors" <<'EOF' || fail "making many.safetensors"
+import json, struct, sys
+n = 200000
+h = {"__metadata__": {"source": "many"}}
+for i in range(n):
+    h["layers.%d.w" % i] = {"dtype": "F32", "shape": [2], "data_offsets": [8 * i, 8 * i + 8]}
+j = json.dumps(h, separators=(",", ":")).encode()
+j += b" " * (-len(j) % 8)
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<Q", len(j)) + j)
+    f.write(b"".join(struct.pack("<2f", i, -i) for i in range(n)))
+EOF
+out=$(timeout 60 "$HERD" ckpt import "$tmp/many.safetensors" "$tmp/many" 0) || fail "import of 200000 tensors exited $?"
+[[ $out == "$tmp/many/step-000000000000: 200000 tensors from $tmp/many.safetensors" ]] || fail "import: $out"
+out=$(timeout 60 "$HERD" ckpt verify "$tmp/many" 0) || fail "verify of 200000 tensors exited $?: $out"
+has "$out" "ok: 200000 tensors (1600000 bytes), 1 blobs"
+timeout 60 "$HERD" ckpt export "$tmp/many" latest "$tmp/many.out" >/dev/null || fail "export of 200000 tensors exited $?"
+python3 - "$tmp/many.safetensors" "$tmp/many.out" <<'EOF' || fail "the export of 200000 tensors is not the imported file"
+import json, struct, sys
+def load(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    return json.loads(b[8:8 + n]), b[8 + n:]
+(a, da), (b, db) = load(sys.argv[1]), load(sys.argv[2])
+assert b.pop("__metadata__")["source"] == a.pop("__metadata__")["source"] == "many"
+assert a == b and da == db
+EOF
+timeout 60 "$HERD" ckpt diff "$tmp/many" 0 0 >"$tmp/out" || fail "diff of 200000 tensors exited $?"
+[[ $(grep -c '  same$' "$tmp/out") == 200001 ]] || fail "diff of 200000 tensors: $(tail -3 "$tmp/out")"
+rm -rf "$tmp/many" "$tmp/many.safetensors" "$tmp/many.out"
+
+# --- os.exit right after save_async finishes the save in flight: a step,
+# no temporary, exit 0.  A save that fails there (a file size limit), or at
+# the end of the script where the collector closes the checkpoint, is said
+# on stderr, leaves nothing behind, and the exit status is 1.
+cat >"$tmp/exit.lua" <<'EOF'
+local ck = assert(herd.checkpoint(arg[1]))
+local w = herd.buffer("float32", 16 * 1024 * 1024)   -- 64 MiB
+w[1] = 42
+assert(ck:add("w", w))
+assert(ck:save_async(1))
+if arg[2] == "exit" then os.exit(0) end
+EOF
+"$HERD" "$tmp/exit.lua" "$tmp/ex" exit 2>"$tmp/err"; rc=$?
+[[ $rc == 0 ]] || fail "os.exit(0) after save_async exited $rc: $(cat "$tmp/err")"
+[[ ! -s $tmp/err ]] || fail "os.exit(0) after save_async said: $(cat "$tmp/err")"
+compgen -G "$tmp/ex/.tmp-step-*" >/dev/null && fail "os.exit(0) after save_async left $(ls -a "$tmp/ex")"
+"$HERD" ckpt verify "$tmp/ex" 1 >/dev/null || fail "the step saved at os.exit does not verify"
+for how in exit end; do
+  rm -rf "$tmp/ex"
+  (trap '' XFSZ; ulimit -f 2048; exec "$HERD" "$tmp/exit.lua" "$tmp/ex" "$how") 2>"$tmp/err"; rc=$?
+  [[ $rc == 1 ]] || fail "a save in flight that failed at $how: exit $rc: $(cat "$tmp/err")"
+  has "$(cat "$tmp/err")" "herd: a checkpoint save in flight when its checkpoint was closed did not complete: saving checkpoint step 1 in $tmp/ex: "
+  has "$(cat "$tmp/err")" "File too large"
+  [[ $(ls -A "$tmp/ex") == .lock ]] || fail "a save that failed at $how left $(ls -A "$tmp/ex")"
+done
 
 # --- usage and missing things
 "$HERD" ckpt frob "$one" >/dev/null 2>"$tmp/err"; rc=$?

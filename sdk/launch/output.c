@@ -7,9 +7,10 @@
  * It queues whole lines here and goes on; the writer thread does the
  * blocking writes, in order.  Lines are queued in chunks of many lines
  * (a copy per batch, not an allocation per line) and written many to a
- * write, cut only between lines and at most PIPE_BUF bytes a write unless
- * one line is longer: a write of a pipe that size is atomic, so the lines
- * never mix with what another writer of the same pipe writes.
+ * write, cut only between lines; into a pipe or a socket at most PIPE_BUF
+ * bytes a write unless one line is longer: a write of a pipe that size is
+ * atomic, so the lines never mix with what another writer of the same pipe
+ * writes (a file, a terminal and /dev/null take a whole write at once).
  *
  * What is queued is bounded: lines that do not fit are dropped and counted,
  * and once the queue has emptied the writer says on stderr how many lines
@@ -31,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "launch_internal.h"
@@ -60,6 +62,7 @@ struct herd__outq {
 	int64_t progress_at;               /* when the writer last finished a write or began */
 	bool want_room;                    /* the supervisor waits for room (room_fd) */
 	bool closed;
+	size_t piece_max[2];               /* most bytes a write, stdout and stderr */
 	int room_fd;
 	pthread_t thread;
 };
@@ -101,19 +104,30 @@ static void take_unsaid(herd__outq *q, bool waiting, uint64_t *lines, uint64_t *
 	q->said_bytes = q->dropped_bytes;
 }
 
-/* The length of the next write of c from off: whole lines, at most
- * PIPE_BUF bytes unless the first line alone is longer. */
-static size_t piece(const struct chunk *c, size_t off)
+/* The most bytes a write into fd that keeps lines whole among other
+ * writers: PIPE_BUF for a pipe or a socket, else any. */
+static size_t piece_max_of(int fd)
+{
+	struct stat sb;
+
+	if (fstat(fd, &sb) != 0 || S_ISFIFO(sb.st_mode) || S_ISSOCK(sb.st_mode))
+		return PIPE_BUF;
+	return SIZE_MAX;
+}
+
+/* The length of the next write of c from off: whole lines, at most max
+ * bytes unless the first line alone is longer. */
+static size_t piece(const struct chunk *c, size_t off, size_t max)
 {
 	const char *p = c->data + off, *nl;
 	size_t left = c->len - off;
 
-	if (left <= PIPE_BUF)
+	if (left <= max)
 		return left;
-	nl = memrchr(p, '\n', PIPE_BUF);
+	nl = memrchr(p, '\n', max);
 	if (nl != NULL)
 		return (size_t)(nl - p) + 1;
-	nl = memchr(p + PIPE_BUF, '\n', left - PIPE_BUF);
+	nl = memchr(p + max, '\n', left - max);
 	return nl != NULL ? (size_t)(nl - p) + 1 : left;
 }
 
@@ -132,11 +146,12 @@ static void wrote(herd__outq *q, size_t n)
  * if the thread is cancelled inside a write. */
 static void write_chunk(herd__outq *q, struct chunk *c)
 {
-	int fd = c->stream == HERD_JOB_STDERR ? STDERR_FILENO : STDOUT_FILENO;
+	bool err = c->stream == HERD_JOB_STDERR;
+	int fd = err ? STDERR_FILENO : STDOUT_FILENO;
 
 	pthread_cleanup_push(free, c);
 	for (size_t off = 0; off < c->len;) {
-		size_t n = piece(c, off);
+		size_t n = piece(c, off, q->piece_max[err]);
 
 		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
 		write_all(fd, c->data + off, n);
@@ -203,6 +218,8 @@ herd_status herd__outq_start(herd__outq **out, size_t max_bytes)
 	HERD_CHECK(herd__calloc(&q, 1, sizeof(*q), "the output queue"));
 	q->max = max_bytes;
 	q->room_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	q->piece_max[0] = piece_max_of(STDOUT_FILENO);
+	q->piece_max[1] = piece_max_of(STDERR_FILENO);
 	if (q->room_fd < 0) {
 		int err = errno;
 

@@ -452,15 +452,6 @@ static int failure(herd_status st)
 									      : SHELL_EXIT_FAILURE;
 }
 
-static int finish(int status)
-{
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		shell_message(shell_command, "cannot write to standard output");
-		return SHELL_EXIT_FAILURE;
-	}
-	return status;
-}
-
 static herd_status load(const char *inventory, herd_cluster **out)
 {
 	herd_cluster_discover_opts opts = HERD_CLUSTER_DISCOVER_OPTS_INIT;
@@ -505,7 +496,7 @@ int cmd_alloc(int argc, char **argv)
 			fprintf(stderr, "%s: warning: %s\n", shell_command, w);
 	}
 	if (a.json) {
-		status = finish(print_plan_json(plan, a.explain, a.env));
+		status = print_plan_json(plan, a.explain, a.env);
 		goto out;
 	}
 	print_plan(plan);
@@ -514,7 +505,7 @@ int cmd_alloc(int argc, char **argv)
 		printf("\nWhy:\n%s", herd_plan_explain(plan));
 	if (a.env)
 		status = print_env(plan);
-	status = finish(status);
+	status = status;
 out:
 	herd_plan_free(plan);
 	herd_cluster_free(cluster);
@@ -655,10 +646,10 @@ int cmd_gpus(int argc, char **argv)
 		goto out;
 	}
 	if (json) {
-		status = finish(print_gpus_json(node, st, n, dir));
+		status = print_gpus_json(node, st, n, dir);
 	} else {
 		print_gpus(node, st, n, dir);
-		status = finish(SHELL_EXIT_OK);
+		status = SHELL_EXIT_OK;
 	}
 out:
 	herd_free(st);

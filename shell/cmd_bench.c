@@ -1193,10 +1193,7 @@ static int run_rank(const struct bench_args *a)
 	}
 	herd_comm_free(c.comm);
 	free_buffers(&c);
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		shell_message(shell_command, "cannot write to standard output");
-		status = SHELL_EXIT_FAILURE;
-	} else if (status == SHELL_EXIT_FAILURE && !c.broken && c.wrong && by_np) {
+	if (status == SHELL_EXIT_FAILURE && !c.broken && c.wrong && by_np) {
 		status = BENCH_EXIT_WRONG;
 	}
 	return status;
@@ -1209,6 +1206,7 @@ struct bench_job {
 	int np;
 	int wake[2];              /* written once when stdout's reader went away */
 	atomic_int reader_gone;
+	atomic_int write_errno;   /* the first error writing stdout, but EPIPE */
 };
 
 /*
@@ -1227,12 +1225,15 @@ static void bench_output(void *userdata, int rank, const char *host, herd_job_st
 		return;
 	if (stream == HERD_JOB_STDOUT) {
 		struct iovec iov[2] = { { (void *)line, len }, { "\n", 1 } };
+		ssize_t w = writev(STDOUT_FILENO, iov, 2);
 
-		if (writev(STDOUT_FILENO, iov, 2) < 0 && errno == EPIPE) {
+		if (w < 0 && errno == EPIPE) {
 			atomic_store(&b->reader_gone, 1);
 			if (write(b->wake[1], "x", 1) < 0) {
 				/* the pipe holds a byte already */
 			}
+		} else if (w < 0 && atomic_load(&b->write_errno) == 0) {
+			atomic_store(&b->write_errno, errno);
 		}
 		return;
 	}
@@ -1370,6 +1371,12 @@ static int run_local(const struct bench_args *a, int argc, char **argv)
 	}
 	status = wait_job(job, &b, a->timeout_s > 0 ? a->timeout_s : BENCH_RUN_DEADLINE_S);
 	herd_job_free(job);
+	if (atomic_load(&b.write_errno) != 0) {
+		fprintf(stderr, "herd bench: cannot write to standard output: %s\n",
+			strerror(atomic_load(&b.write_errno)));
+		if (status == SHELL_EXIT_OK)
+			status = SHELL_EXIT_FAILURE;
+	}
 out:
 	if (b.wake[0] >= 0)
 		close(b.wake[0]);

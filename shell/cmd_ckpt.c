@@ -99,15 +99,6 @@ static int failure(void)
 	return SHELL_EXIT_FAILURE;
 }
 
-static int finish(int status)
-{
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		shell_message("herd ckpt", "cannot write to standard output");
-		return SHELL_EXIT_FAILURE;
-	}
-	return status;
-}
-
 /* "latest" or 0..HERD_CKPT_STEP_MAX; -1 when malformed. */
 static int parse_step(const char *s, int64_t *out)
 {
@@ -228,7 +219,7 @@ static int ckpt_ls(int argc, char **argv)
 	if (rows != NULL &&
 	    shell_json_emit(json_pack("{s:i, s:s, s:o}", "v", 1, "dir", argv[0], "steps", rows)) != 0)
 		return SHELL_EXIT_FAILURE;
-	return finish(SHELL_EXIT_OK);
+	return SHELL_EXIT_OK;
 }
 
 /* -------------------------------------------------------------- verify */
@@ -331,7 +322,7 @@ static int ckpt_verify(int argc, char **argv)
 	herd_ckpt_reader_free(v.reader);
 	fflush(stdout);
 	if (st == HERD_OK)
-		return finish(SHELL_EXIT_OK);
+		return SHELL_EXIT_OK;
 	if (problems > 0) {
 		fprintf(stderr, "herd ckpt: %s/%s: %zu problem%s\n", argv[0], v.stepname, problems,
 			problems == 1 ? "" : "s");
@@ -413,7 +404,7 @@ static int ckpt_inspect(int argc, char **argv)
 		int rc = inspect_json(r, argv[0], total);
 
 		herd_ckpt_reader_free(r);
-		return finish(rc);
+		return rc;
 	}
 	time_str(herd_ckpt_reader_time(r), when, sizeof(when));
 	printf("step %" PRId64 " of %s: saved %s by %d rank%s; %zu tensors, %" PRIu64
@@ -443,7 +434,7 @@ static int ckpt_inspect(int argc, char **argv)
 		}
 	}
 	herd_ckpt_reader_free(r);
-	return finish(SHELL_EXIT_OK);
+	return SHELL_EXIT_OK;
 }
 
 /* ---------------------------------------------------------------- diff */
@@ -762,7 +753,7 @@ static int ckpt_diff(int argc, char **argv)
 			goto out;
 		}
 	}
-	rc = finish(differs ? 1 : 0);
+	rc = differs ? 1 : 0;
 out:
 	json_decref(rows);
 	json_decref(a_blobs);
@@ -1040,7 +1031,7 @@ static int ckpt_export(const char *dir, const char *step_arg, const char *out_pa
 			herd_ckpt_reader_step(r));
 	printf("%s: step %" PRId64 " of %s, %zu tensors\n", out_path, herd_ckpt_reader_step(r),
 	       dir, herd_ckpt_reader_tensor_count(r));
-	rc = finish(SHELL_EXIT_OK);
+	rc = SHELL_EXIT_OK;
 out:
 	if (fd >= 0)
 		close(fd);
@@ -1126,7 +1117,7 @@ static int ckpt_import(const char *path, const char *dir, const char *step_arg)
 		goto out;
 	}
 	printf("%s/step-%012" PRId64 ": %zu tensors from %s\n", dir, step, f.n, path);
-	rc = finish(SHELL_EXIT_OK);
+	rc = SHELL_EXIT_OK;
 out:
 	if (ck != NULL && herd_ckpt_wait(ck) != HERD_OK && rc == SHELL_EXIT_OK)
 		rc = failure();
@@ -1172,7 +1163,7 @@ int cmd_ckpt(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			fputs(ckpt_usage, stdout);
-			return finish(SHELL_EXIT_OK);
+			return SHELL_EXIT_OK;
 		}
 	argc -= 2;
 	argv += 2;

@@ -14,6 +14,7 @@
  * a bad input file (herd launch keeps its own apart from its ranks': 125).
  * os.exit closes the Lua state first (os_exit below).
  */
+#include <errno.h>
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
@@ -493,6 +494,24 @@ static int not_a_command(const char *word)
 	return 1;
 }
 
+/*
+ * What every command printed must have reached its stdout: a full disk, a
+ * closed or full device (`>/dev/full`) is said once, here, and a status of
+ * 0 becomes 1, as coreutils' close_stdout does.
+ */
+static int stdout_written(int status)
+{
+	char msg[256];
+	int e = fflush(stdout) != 0 ? errno : 0;
+
+	if (e == 0 && !ferror(stdout))
+		return status;
+	snprintf(msg, sizeof(msg), "cannot write to standard output%s%s", e != 0 ? ": " : "",
+		 e != 0 ? strerror(e) : "");
+	shell_message(shell_command, msg);
+	return status == SHELL_EXIT_OK ? SHELL_EXIT_FAILURE : status;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1) {
@@ -501,11 +520,11 @@ int main(int argc, char **argv)
 		if (c != NULL) {
 			snprintf(command, sizeof(command), "herd %s", c->name);
 			shell_command = command;
-			return c->run != NULL ? c->run(argc - 1, argv + 1)
-					      : cmd_help(argc - 1, argv + 1);
+			return stdout_written(c->run != NULL ? c->run(argc - 1, argv + 1)
+							     : cmd_help(argc - 1, argv + 1));
 		}
 		if (not_a_command(argv[1]))
 			return SHELL_EXIT_USAGE;
 	}
-	return run_lua(argc, argv);
+	return stdout_written(run_lua(argc, argv));
 }

@@ -78,10 +78,16 @@ for t in "2|discover --inventory $tmp/none" "2|discover --hostfile $tmp/none" \
   [[ $want == "*" || $rc == "$want" ]] || fail "$args exited $rc, want $want: $(cat "$tmp/err")"
   grep -q "^herd ${args%% *}: " "$tmp/err" || fail "$args: not 'herd ${args%% *}: ': $(cat "$tmp/err")"
 done
-"$HERD" discover --inventory tests/fixtures/inventory/dgx-h100.json >/dev/full 2>"$tmp/err"; rc=$?
-[[ $rc == 1 ]] && grep -qx "herd discover: cannot write to standard output" "$tmp/err" \
-  || fail "discover to a full disk: $rc $(cat "$tmp/err")"
-"$HERD" gpus --inventory tests/fixtures/inventory/dgx-h100.json >/dev/full 2>"$tmp/err"; rc=$?
-[[ $rc == 1 ]] && grep -qx "herd gpus: cannot write to standard output" "$tmp/err" \
-  || fail "gpus to a full disk: $rc $(cat "$tmp/err")"
+# whatever a command prints must reach its stdout: onto a full device each
+# says so, naming itself, and exits 1 (or keeps a failure of its own)
+for t in "1|discover --inventory tests/fixtures/inventory/dgx-h100.json" \
+	"1|gpus --inventory tests/fixtures/inventory/dgx-h100.json" "1|probe" \
+	"1|help launch" "1|launch --help" "1|hostlist expand a[1-3]" "1|ckpt ls $tmp" \
+	"*|health --json" "1|bench allreduce --np 1 -b 8 -e 8 -n 1 -w 0" "1|-e print(1)"; do
+  want=${t%%|*} args=${t#*|}
+  timeout 60 "$HERD" $args >/dev/full 2>"$tmp/err" </dev/null; rc=$?
+  [[ $rc != 0 && ($want == "*" || $rc == "$want") ]] || fail "$args >/dev/full exited $rc, want $want: $(cat "$tmp/err")"
+  grep -q "^herd[a-z ]*: cannot write to standard output" "$tmp/err" \
+    || fail "$args >/dev/full: $(cat "$tmp/err")"
+done
 echo "version_help: ok"

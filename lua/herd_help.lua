@@ -41,9 +41,11 @@ A monotonic clock in seconds (a float, nanosecond resolution), for timing: `loca
 herd.clock(); ...; print(herd.clock() - t0)`.
 
 ## herd.write_file(path, text) -> true | nil, msg, status
-Writes `text` to `path` (created or truncated). What herd's Lua modules write goes through it, so
-a file that cannot be written fails alike everywhere: `nil`, a message naming the path, and
-`"HERD_ENOTFOUND"` or `"HERD_EIO"`.
+Writes `text` to `path` as a new file: a temporary file beside it, renamed over it, so a reader
+sees the old file or the whole new one. A device, a FIFO or a symbolic link at `path` is refused,
+never written into. What herd's Lua modules write goes through it, so a file that cannot be
+written fails alike everywhere: `nil`, a message naming the path, and `"HERD_EINVAL"` (what is
+there), `"HERD_ENOTFOUND"` (no such directory) or `"HERD_EIO"`.
 
 ## herd.tty([fd]) -> boolean
 Whether file descriptor `fd` (default 1, stdout) is a terminal.

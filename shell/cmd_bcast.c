@@ -1,11 +1,17 @@
 /*
  * shell/cmd_bcast.c - `herd bcast FILE DEST`: a file to every node
- * (herd_bcast), and its node side, `herd bcast --receive`.
+ * (herd_bcast), and its node side, `herd bcast --receive`.  A receiver
+ * stopped by SIGTERM, SIGINT or SIGHUP removes its temporary file and
+ * then dies of the signal.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "herd.h"
 #include "herd/sys/agent.h"
@@ -17,9 +23,10 @@ static const char bcast_usage[] =
 	"  Copies FILE to the absolute path DEST on every node, as Slurm's sbcast:\n"
 	"  over ssh (beyond 32 nodes as a tree, each first-level node forwarding to\n"
 	"  its group), or inside a Slurm allocation through one srun step.  Each\n"
-	"  node verifies the bytes' XXH3 sum, then fsyncs and renames its copy into\n"
-	"  place with FILE's mode; a node that fails is named on stderr with the\n"
-	"  reason and the others keep their copies.\n"
+	"  node first refuses a DEST that is not a regular file (a device, a FIFO, a\n"
+	"  symbolic link) before it is sent a byte, verifies the bytes' XXH3 sum,\n"
+	"  then fsyncs and renames its copy into place with FILE's mode; a node that\n"
+	"  fails is named on stderr with the reason and the others keep their copies.\n"
 	"  --hosts EXPR       the nodes, a hostlist (node[01-04])\n"
 	"  --hostfile FILE    the hosts of an Open MPI / DeepSpeed hostfile\n"
 	"  --slurm            the nodes of this Slurm allocation (the default inside one)\n"
@@ -42,6 +49,49 @@ static void on_result(void *userdata, const char *host, herd_status status, cons
 		fprintf(stderr, "herd bcast: %s: %s\n", host, error != NULL ? error : "failed");
 }
 
+static int stop_pipe[2] = { -1, -1 };
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	int saved = errno;
+
+	if (stop_signal == 0)
+		stop_signal = sig;
+	if (write(stop_pipe[1], "", 1) < 0) {
+		/* Full: a stop is pending already. */
+	}
+	errno = saved;
+}
+
+/* The receiver's stops: a signal handler's self-pipe, read by the receiver. */
+static int stops_catch(void)
+{
+	static const int stops[] = { SIGTERM, SIGINT, SIGHUP };
+	struct sigaction sa;
+
+	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+		return -1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(stops) / sizeof(*stops); i++)
+		sigaction(stops[i], &sa, NULL);
+	return 0;
+}
+
+/* A stop that came: the process ends of the signal, as it would have. */
+static void stops_raise(void)
+{
+	int sig = stop_signal;
+
+	if (sig == 0)
+		return;
+	fflush(stdout);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 /* `herd bcast --receive DEST --bytes N --mode OCT --timeout SEC [--forward HOSTS
  * [--program HERD] [--ssh PROG] [--ssh-args WORDS]]` */
 static int receive(int argc, char **argv)
@@ -50,6 +100,7 @@ static int receive(int argc, char **argv)
 	uint64_t bytes = UINT64_MAX;
 	long mode = -1;
 	int secs = 30;
+	herd_status st;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
 		const char *a = argv[i], *v = argv[i + 1];
@@ -77,9 +128,17 @@ static int receive(int argc, char **argv)
 	}
 	if (dest == NULL || bytes == UINT64_MAX || mode < 0 || mode > 07777 || argc % 2 == 0)
 		return usage_error("%s", "--receive needs DEST, --bytes N and --mode OCTAL");
-	if (herd_agent_bcast_receive(dest, bytes, (int)mode, forward,
-				     program != NULL && program[0] != '\0' ? program : "herd",
-				     secs * 1000) != HERD_OK) {
+	/* A sender gone shows as a failed write, and the temporary file goes. */
+	signal(SIGPIPE, SIG_IGN);
+	if (stops_catch() != 0) {
+		fprintf(stderr, "herd bcast: pipe: %s\n", strerror(errno));
+		return SHELL_EXIT_FAILURE;
+	}
+	st = herd_agent_bcast_receive(dest, bytes, (int)mode, forward,
+				      program != NULL && program[0] != '\0' ? program : "herd",
+				      secs * 1000, stop_pipe[0]);
+	stops_raise();
+	if (st != HERD_OK) {
 		shell_message("herd bcast", herd_last_error());
 		return SHELL_EXIT_FAILURE;
 	}

@@ -48,6 +48,8 @@ static const char usage_text[] =
 	"  --json-summary FILE     at the end, write the job's summary to FILE as JSON:\n"
 	"                          job id, exit status, restarts, first failure, and\n"
 	"                          each rank's host, pid, state, exit code or signal\n"
+	"                          (a new file renamed over FILE; FILE must not be a\n"
+	"                          device, FIFO or link: checked before the job runs)\n"
 	"  --timeout SEC           deadline for every rank to be started (default 60)\n"
 	"  --grace SEC             SIGTERM to SIGKILL when stopping (default 5)\n"
 	"  --prefix FMT            line prefix, %h host, %r rank (default \"[%h:%r] \")\n"
@@ -307,14 +309,17 @@ static int supervise(herd_job *job)
 
 /*
  * --json-summary: the job's end as JSON in path (job NULL: it did not
- * start, and error says why).  A link at path is not followed.  0, or -1
- * (said) when the file cannot be written.
+ * start, and error says why), written as every result file of herd is: a
+ * new file renamed over path (herd_file_write).  0, or -1 (said) when the
+ * file cannot be written.
  */
 static int write_summary(const char *path, const herd_job *job, int status, const char *error)
 {
 	json_t *ranks = json_array(), *doc;
+	char *text = NULL;
+	size_t len = 0;
 	FILE *f;
-	int fd, rc;
+	int rc;
 
 	for (int i = 0; job != NULL && i < herd_job_size(job); i++) {
 		herd_job_rank_status r;
@@ -338,20 +343,21 @@ static int write_summary(const char *path, const herd_job *job, int status, cons
 			job != NULL ? json_integer(herd_job_restart_count(job)) : json_null(),
 			"failure", shell_json_str(job != NULL ? herd_job_failure(job) : error),
 			"ranks", ranks);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	f = open_memstream(&text, &len);
 	if (f == NULL) {
 		fprintf(stderr, "herd launch: --json-summary %s: %s\n", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
 		json_decref(doc);
 		return -1;
 	}
 	rc = shell_json_write(f, doc);
 	if (fclose(f) != 0 || rc != 0) {
-		fprintf(stderr, "herd launch: --json-summary %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "herd launch: --json-summary %s: out of memory\n", path);
+		rc = -1;
+	} else if (herd_file_write(path, text, len, 0644) != HERD_OK) {
+		fprintf(stderr, "herd launch: --json-summary %s\n", herd_last_error());
 		rc = -1;
 	}
+	free(text);
 	return rc;
 }
 
@@ -467,6 +473,12 @@ static int parse_args(int argc, char **argv, herd_job_spec *spec, struct env_lis
 		case OPT_SUMMARY:
 			if (optarg[0] == '\0')
 				return usage_error("--json-summary needs a file name%s", "");
+			/* Before the job runs: a run is not lost to a path that
+			 * cannot take its summary. */
+			if (herd_file_check(optarg) != HERD_OK) {
+				fprintf(stderr, "herd launch: --json-summary %s\n", herd_last_error());
+				return -1;
+			}
 			*summary = optarg;
 			break;
 		case OPT_TIMEOUT:

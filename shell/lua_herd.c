@@ -313,24 +313,20 @@ static int lherd_clock(lua_State *L)
 
 /*
  * herd.write_file(path, text) -> true | nil, msg, status: text written to
- * path (created or truncated), as every Lua module of herd writes its files,
- * so that a file that cannot be written fails the same way everywhere.
+ * path as a new file (herd_file_write: a temporary file beside it renamed
+ * over it; a device, a FIFO or a symbolic link at path is refused), as
+ * every Lua module of herd writes its files, so that a file that cannot be
+ * written fails the same way everywhere.
  */
 static int lherd_write_file(lua_State *L)
 {
 	const char *path = luaL_checkstring(L, 1);
 	size_t len;
 	const char *text = luaL_checklstring(L, 2, &len);
-	FILE *f = fopen(path, "we");
-	bool ok;
+	herd_status st = herd_file_write(path, text, len, 0644);
 
-	if (f == NULL)
-		return lherd_failf(L, errno == ENOENT ? HERD_ENOTFOUND : HERD_EIO, "%s: %s", path,
-				   strerror(errno));
-	ok = fwrite(text, 1, len, f) == len;
-	ok = fclose(f) == 0 && ok;
-	if (!ok)
-		return lherd_failf(L, HERD_EIO, "%s: %s", path, strerror(errno));
+	if (st != HERD_OK)
+		return lherd_failf(L, st, "%s", herd_last_error());
 	lua_pushboolean(L, 1);
 	return 1;
 }

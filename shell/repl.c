@@ -14,6 +14,7 @@
  * shows a new prompt.  Ctrl-D on an empty line ends the loop.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <lauxlib.h>
 #include <lua.h>
 #include <signal.h>
@@ -140,13 +141,32 @@ static void history_warn(const char *what, int err)
 		history_path, strerror(err));
 }
 
+/*
+ * The history file is the user's, wherever a symbolic link leads it (a
+ * dotfile kept elsewhere), but it must be a regular file: a FIFO would
+ * hold the prompt in open, and a device keeps nothing.  A character
+ * device (HERD_HISTORY=/dev/null, as HISTFILE=/dev/null does for a shell)
+ * means none, quietly; anything else but a regular file is said once.
+ */
 static void history_open(void)
 {
+	struct stat sb;
+
 	history_path = find_history_path();
 	if (history_path == NULL)
 		return;
 	using_history();
 	stifle_history(HISTORY_MAX);
+	if (stat(history_path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		if (!S_ISCHR(sb.st_mode))
+			fprintf(stderr, "herd: warning: history file %s is not a regular file "
+				"(%s): no history is kept\n", history_path,
+				S_ISFIFO(sb.st_mode) ? "a FIFO" : S_ISDIR(sb.st_mode) ? "a directory"
+				: "a device or socket");
+		free(history_path);
+		history_path = NULL;
+		return;
+	}
 	if (access(history_path, F_OK) == 0) {
 		int err = read_history(history_path);
 		if (err != 0)
@@ -154,6 +174,41 @@ static void history_open(void)
 	} else if (make_parents(history_path) != 0) {
 		history_warn("create the directory of", errno);
 	}
+}
+
+/*
+ * Writes the history to a new file beside the one a link leads to, made
+ * here (owner-only, never through a link), and renames it over that one:
+ * a shell that dies mid-write leaves the old history whole.  0 or an errno
+ * value.
+ */
+static int history_write(void)
+{
+	char *real = realpath(history_path, NULL), *tmp = NULL;
+	const char *target = real != NULL ? real : history_path;
+	int fd, err = 0;
+
+	if (asprintf(&tmp, "%s.tmp-%ld", target, (long)getpid()) < 0) {
+		free(real);
+		return ENOMEM;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		err = errno;
+	else
+		close(fd);
+	/* libedit's write_history returns an errno value. */
+	if (err == 0)
+		err = write_history(tmp);
+	if (err == 0 && rename(tmp, target) != 0)
+		err = errno;
+	if (err != 0 && fd >= 0)
+		unlink(tmp);
+	free(tmp);
+	free(real);
+	return err;
 }
 
 /*
@@ -167,8 +222,7 @@ static void history_save(const char *line)
 	add_history(line);
 	if (history_path == NULL)
 		return;
-	/* libedit's write_history returns an errno value. */
-	int err = write_history(history_path);
+	int err = history_write();
 	if (err != 0)
 		history_warn("write", err);
 }

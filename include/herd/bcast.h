@@ -37,10 +37,12 @@ typedef struct herd_bcast_opts {
  * Copies the regular file `file` to the path `dest` on every node of
  * opts->where / ->hosts (a hostlist or hostfile over ssh, or the Slurm
  * allocation through one srun step whose stdin reaches every task).  Every
- * node receives the bytes and their XXH3-64 on the stdin of `herd bcast
- * --receive`, writes them to a temporary file beside dest, checks the sum,
- * fsyncs and renames the file into place (dest's directory must exist),
- * with file's mode.  Over ssh, beyond HERD_SSH_TREE_MIN nodes (default 32)
+ * node first checks dest (nothing there, or a regular file: a device, a
+ * FIFO, a symbolic link or a directory is refused there, and that node is
+ * sent nothing), then receives the bytes and their XXH3-64 on the stdin of
+ * `herd bcast --receive`, writes them to a temporary file beside dest,
+ * checks the sum, fsyncs and renames the file into place (dest's directory
+ * must exist), with file's mode.  Over ssh, beyond HERD_SSH_TREE_MIN nodes (default 32)
  * the nodes form a tree as the launch does: this process sends to
  * HERD_SSH_TREE_WIDTH first-level nodes (default the square root of the
  * count), and each of them forwards the stream to its group while it
@@ -50,7 +52,8 @@ typedef struct herd_bcast_opts {
  * their copies.  HERD_OK when every node has the file; HERD_EPEER naming
  * how many failed and the first of them otherwise; HERD_EINVAL,
  * HERD_EFORMAT, HERD_ENOTFOUND for bad arguments, hostlists or files,
- * HERD_EIO when the file cannot be read (then no node keeps a copy).
+ * HERD_EIO when the file cannot be read or shrinks while it is sent (then
+ * no node keeps a copy).
  * Returns once every helper process it started has ended.
  */
 HERD_EXTERN herd_status herd_bcast(const char *file, const char *dest, const herd_bcast_opts *opts);

@@ -131,6 +131,31 @@ HERD_EXTERN void herd_free(void *ptr);
  */
 HERD_EXTERN herd_status herd_size_parse(const char *text, uint64_t *bytes);
 
+/*
+ * Whether a new file may be written at path: HERD_OK when nothing is there
+ * or a regular file is; HERD_EINVAL, naming path and what it is, for
+ * anything else (a directory, a device, a FIFO, a socket, a symbolic
+ * link), which herd_file_write never replaces.  For a program that takes
+ * an output path: checked when the path is given, before the work whose
+ * result it is to hold.  Thread-safe.
+ */
+HERD_EXTERN herd_status herd_file_check(const char *path);
+
+/*
+ * Writes len bytes of data to path as herd writes every result file: a
+ * new temporary file beside path (created with mode less the umask),
+ * fsync'd and renamed over path, then the directory fsync'd, so that a
+ * reader sees the old file or the whole new one.  Refuses what
+ * herd_file_check refuses; never writes through a link, into a device or
+ * a FIFO, nor into the bytes of another name of the same file (a hard link
+ * keeps them).  path's directory must exist (else HERD_ENOTFOUND) and be
+ * writable; HERD_EIO naming the file when it cannot be written (nothing is
+ * left beside path then).  Blocks on the disk only; thread-safe for
+ * distinct paths.
+ */
+HERD_EXTERN herd_status herd_file_write(const char *path, const void *data, size_t len,
+					unsigned int mode);
+
 /* Log levels for HERD_LOG=error|warn|info|debug (default warn). */
 typedef enum herd_log_level {
 	HERD_LOG_ERROR = 0,

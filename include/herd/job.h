@@ -37,7 +37,12 @@
  * callback, lines are written to this process's stdout and stderr with the
  * prefix "[host:rank] " (spec->prefix changes or, as "", removes it).
  * With spec->log_dir, each rank also writes its own files
- * LOG_DIR/rank.N.out and LOG_DIR/rank.N.err (unprefixed).
+ * LOG_DIR/rank.N.out and LOG_DIR/rank.N.err (unprefixed): new files of
+ * mode 0600, renamed into place once every name of the node's ranks is
+ * checked (a device, a FIFO, a symbolic link or another user's file there
+ * fails the node before any rank starts, replacing no log); a restart
+ * appends to them.  A log_dir that is not a directory, or that others may
+ * write to and is not sticky, is refused.
  *
  * Threads.  herd_job_launch starts a supervisor thread that owns the job's
  * processes and sockets; the output callback runs on it.  The other calls

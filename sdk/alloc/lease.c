@@ -546,6 +546,15 @@ static herd_status lock_one(int dirfd, const char *dir, const char *uuid, bool s
 					   "something other than herd made it: remove it",
 					   dir, name);
 		}
+		/* The record is written in place: never into a file that has
+		 * another name (a hard link), whose bytes it would replace. */
+		if (fsb.st_nlink != 1) {
+			close(fd);
+			return herd__error(HERD_EINVAL,
+					   "lease file %s/%s has %lu names (a hard link); "
+					   "something other than herd made it: remove it",
+					   dir, name, (unsigned long)fsb.st_nlink);
+		}
 		/* Our own file, written by us alone whatever the umask or an
 		 * older herd's 0666 made it: in a shared directory readable by
 		 * every user, so that every user can lock it (flock needs no

@@ -133,7 +133,8 @@ herd_status herd__check_replaceable(const char *path);
  * Writes data to path atomically: a temporary file beside it (created
  * anew with mode, less the umask; never through a link), fsync, rename,
  * fsync of the directory.  Refuses a path that herd__check_replaceable
- * refuses.
+ * refuses; HERD_ENOTFOUND when path's directory does not exist, HERD_EIO
+ * for other failures to write.
  */
 herd_status herd__write_file_atomic(const char *path, const void *data, size_t len,
 				    mode_t mode);

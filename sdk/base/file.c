@@ -241,7 +241,8 @@ herd_status herd__write_file_atomic(const char *path, const void *data, size_t l
 		return herd__error(HERD_EINVAL, "path too long: %s", path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0)
-		return herd__error_errno(HERD_EIO, errno, "cannot create %s", tmp);
+		return herd__error_errno(errno == ENOENT ? HERD_ENOTFOUND : HERD_EIO, errno,
+					 "cannot create %s", tmp);
 	st = write_all(fd, data, len, tmp);
 	if (st == HERD_OK && fsync(fd) != 0)
 		st = herd__error_errno(HERD_EIO, errno, "cannot fsync %s", tmp);
@@ -254,4 +255,21 @@ herd_status herd__write_file_atomic(const char *path, const void *data, size_t l
 		return st;
 	}
 	return fsync_parent(path);
+}
+
+herd_status herd_file_check(const char *path)
+{
+	if (path == NULL || path[0] == '\0')
+		return herd__error(HERD_EINVAL, "herd_file_check: an empty path");
+	return herd__check_replaceable(path);
+}
+
+herd_status herd_file_write(const char *path, const void *data, size_t len, unsigned int mode)
+{
+	if (path == NULL || path[0] == '\0' || (data == NULL && len > 0))
+		return herd__error(HERD_EINVAL, "herd_file_write: an empty path, or no data");
+	if ((mode & ~07777u) != 0)
+		return herd__error(HERD_EINVAL, "herd_file_write: mode %o is not a file mode",
+				   mode);
+	return herd__write_file_atomic(path, data, len, (mode_t)mode);
 }

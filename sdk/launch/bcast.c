@@ -2,6 +2,12 @@
  * sdk/launch/bcast.c - herd_bcast, a file to every node, and its node side
  * (`herd bcast --receive`, herd_agent_bcast_receive).
  *
+ * A receiver first checks its DEST (nothing there, or a regular file,
+ * which its copy replaces by rename: never a device, a FIFO, a link or a
+ * directory) and makes its temporary file beside it, then says
+ * "herd-bcast ready"; one that cannot write its copy and has no group to
+ * forward to says "herd-bcast fail . REASON" instead and ends without
+ * reading a byte.  The sender streams to a receiver only once it is ready.
  * The stream a receiver reads on stdin is the file's bytes and then their
  * XXH3-64 (8 bytes, little endian), so that the sender reads the file once.
  * The sender writes each chunk to every receiver's pipe before it reads the
@@ -49,6 +55,8 @@
 
 typedef struct source {
 	int fd;
+	const char *name;          /* the file, for messages; NULL: the stream on stdin */
+	int stop_fd;               /* readable: stop (a signal came); -1: none */
 	uint64_t data, got;        /* the file's bytes, and of the stream read so far */
 	bool relay;                /* the sum comes in the stream (else it is made here) */
 	bool seekable;             /* a regular file: each peer is fed from it at its
@@ -93,11 +101,15 @@ static herd_status source_next(source *s, uint8_t *buf, size_t cap, size_t *n)
 	if (!s->relay && want > s->data - s->got)
 		want = (size_t)(s->data - s->got);
 	for (;;) {
-		struct pollfd pf = { .fd = s->fd, .events = POLLIN };
-		int r = poll(&pf, 1, s->read_ms > 0 ? s->read_ms : s->timeout_ms);
+		struct pollfd pf[2] = { { .fd = s->fd, .events = POLLIN },
+					{ .fd = s->stop_fd, .events = POLLIN } };
+		int r = poll(pf, s->stop_fd >= 0 ? 2 : 1, s->read_ms > 0 ? s->read_ms : s->timeout_ms);
 
 		if (r < 0 && errno == EINTR)
 			continue;
+		if (r > 0 && s->stop_fd >= 0 && pf[1].revents != 0)
+			return herd__error(HERD_EABORTED, "stopped by a signal (after %" PRIu64
+					   " of %" PRIu64 " bytes)", s->got, total);
 		if (r == 0)
 			return herd__error(HERD_ETIMEDOUT, "nothing to read for %d s (after %" PRIu64
 					   " of %" PRIu64 " bytes)",
@@ -146,6 +158,17 @@ static void sigpipe_block(sigset_t *old, bool *was_pending)
 	*was_pending = sigismember(&pending, SIGPIPE) == 1;
 }
 
+/* A seekable source that ends before its size when it was opened. */
+static herd_status source_shrank(const source *s)
+{
+	struct stat sb;
+
+	if (fstat(s->fd, &sb) != 0)
+		return herd__error_errno(HERD_EIO, errno, "cannot stat %s", s->name);
+	return herd__error(HERD_EIO, "%s shrank while it was sent (%lld of its %" PRIu64
+			   " bytes are left)", s->name, (long long)sb.st_size, s->data);
+}
+
 /* The sum of a seekable source, read once before it is sent. */
 static herd_status file_sum(source *s, uint8_t *buf, size_t cap)
 {
@@ -155,9 +178,10 @@ static herd_status file_sum(source *s, uint8_t *buf, size_t cap)
 
 		if (got < 0 && errno == EINTR)
 			continue;
-		if (got <= 0)
-			return got < 0 ? herd__error_errno(HERD_EIO, errno, "reading the file")
-				       : herd__error(HERD_EIO, "the file shrank while it was sent");
+		if (got < 0)
+			return herd__error_errno(HERD_EIO, errno, "cannot read %s", s->name);
+		if (got == 0)
+			return source_shrank(s);
 		XXH3_64bits_update(s->hash, buf, (size_t)got);
 		at += (uint64_t)got;
 	}
@@ -204,7 +228,9 @@ static ssize_t feed(int wfd, uint64_t sent, const source *src, const uint8_t *bu
 
 typedef struct peer {
 	uint64_t sent;
-	bool closed;               /* its stdin is closed: it has the whole stream */
+	bool ready;                /* it said "ready": it takes the stream */
+	bool closed;               /* its stdin is closed: it has the whole stream, or
+				    * refused its DEST and takes none of it */
 	bool ended;
 	herd__engine_end end;      /* how it ended (why copied below) */
 	char why[1200];
@@ -220,6 +246,12 @@ typedef struct sender {
 	size_t len;
 	const char *dest;
 	int mode;
+	int64_t words_by;          /* one srun step: when the tasks that said nothing yet
+				    * are no longer waited for (0: no task is ready yet) */
+	herd_status failed;        /* the source failed in a callback (failed_why says how) */
+	char failed_why[PATH_MAX + 200];
+	herd__watcher stop;        /* the source's stop_fd */
+	bool stopped;
 } sender;
 
 /* How long peer h may take nothing: a relay may itself wait the timeout on one of its group. */
@@ -242,7 +274,8 @@ static void peer_ended(void *userdata, size_t h, const herd__engine_end *end)
 	p->end = *end;
 	if (end->st == HERD_ETIMEDOUT)
 		snprintf(p->why, sizeof(p->why), p->closed ? "no word within %d s of the last byte"
-							   : "took nothing for %d s",
+						 : p->ready ? "took nothing for %d s"
+							    : "no word within %d s of its start",
 			 (patience(s, h) + 999) / 1000);
 	else if (end->st != HERD_OK)
 		snprintf(p->why, sizeof(p->why), "%s", end->why);
@@ -256,9 +289,16 @@ static void peer_writable(void *userdata, size_t h)
 	peer *p = &s->peers[h];
 	ssize_t w;
 
-	if (!peer_open(p))
+	if (!peer_open(p) || s->failed != HERD_OK)
 		return;
 	w = feed(herd__engine_link(s->engine, h)->ch.wfd, p->sent, s->src, s->buf, s->pos, s->len);
+	if (w == 0 && s->src->seekable && p->sent < s->src->data) {
+		/* sendfile found the end of the file before its size. */
+		s->failed = source_shrank(s->src);
+		snprintf(s->failed_why, sizeof(s->failed_why), "%s", herd_last_error());
+		herd__engine_want_write(s->engine, h, false);
+		return;
+	}
 	if (w > 0) {
 		p->sent += (uint64_t)w;
 		herd__engine_deadline(s->engine, h, herd__net_deadline(patience(s, h)));
@@ -290,16 +330,99 @@ static bool chunk_taken(const sender *s)
 /* A new chunk (or the whole stream) for receiver h. */
 static void offer(sender *s, size_t h)
 {
-	if (!peer_open(&s->peers[h]) || !herd__engine_started(s->engine, h))
+	if (!peer_open(&s->peers[h]) || !s->peers[h].ready || !herd__engine_started(s->engine, h))
 		return;
 	herd__engine_want_write(s->engine, h, true);
 	herd__engine_deadline(s->engine, h, herd__net_deadline(patience(s, h)));
 }
 
-/* A receiver the engine has just started gets what there is. */
-static void peer_started(void *userdata, size_t h)
+/*
+ * The first word a receiver says of itself in b: 1 for "herd-bcast ready"
+ * (it takes the stream), -1 for "herd-bcast fail . REASON" before that (it
+ * refused its DEST and takes nothing), 0 when it has said neither yet.
+ */
+static int first_word(const herd__buf *b)
 {
-	offer(userdata, h);
+	const char *text = (const char *)b->data + b->off;
+	size_t len = b->len - b->off, at = 0;
+
+	while (at < len) {
+		const char *line = text + at, *nl = memchr(line, '\n', len - at);
+		size_t n;
+
+		if (nl == NULL)
+			return 0;
+		n = (size_t)(nl - line);
+		at += n + 1;
+		if (n == strlen(LINE "ready") && memcmp(line, LINE "ready", n) == 0)
+			return 1;
+		if (n > strlen(LINE "fail . ") && memcmp(line, LINE "fail . ", strlen(LINE "fail . ")) == 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* A receiver's word: streamed to once ready, let go when it refused. */
+static void take_word(sender *s, size_t h, int word)
+{
+	peer *p = &s->peers[h];
+
+	if (word == 0 || p->ready || !peer_open(p))
+		return;
+	if (word > 0) {
+		p->ready = true;
+		offer(s, h);
+		return;
+	}
+	/* Its outcome is in its line; it ends without reading. */
+	p->closed = true;
+	herd__engine_close_input(s->engine, h);
+	herd__engine_deadline(s->engine, h, herd__net_deadline(patience(s, h)));
+}
+
+static void peer_input(void *userdata, size_t h, herd__buf *in)
+{
+	sender *s = userdata;
+
+	if (!s->peers[h].ready)
+		take_word(s, h, first_word(in));
+}
+
+/*
+ * One srun step has one stdin for all its tasks: it is streamed to once
+ * every task has said its word, or, after the first said "ready", when
+ * the others have had the command's timeout to say one (the tasks that
+ * did not are named at the end, from what they and srun said).
+ */
+static void step_words(sender *s)
+{
+	size_t first, count, ready = 0, said = 0;
+
+	if (!herd__engine_one_step(s->engine) || s->np == 0 || s->peers[0].ready ||
+	    !peer_open(&s->peers[0]))
+		return;
+	herd__engine_nodes(s->engine, 0, &first, &count);
+	for (size_t t = 0; t < count; t++) {
+		int w = first_word(herd__engine_node_out(s->engine, t));
+
+		ready += w > 0;
+		said += w != 0;
+	}
+	if (ready > 0 && s->words_by == 0) {
+		/* The step's own deadline no longer applies: one task waits. */
+		s->words_by = herd__net_deadline(patience(s, 0));
+		herd__engine_deadline(s->engine, 0, -1);
+	}
+	if (said == count || (ready > 0 && herd__net_now_ms() >= s->words_by))
+		take_word(s, 0, ready > 0 ? 1 : -1);
+}
+
+static void on_stop(herd__watcher *w, short revents)
+{
+	sender *s = w->data;
+
+	(void)revents;
+	s->stopped = true;
 }
 
 /* The file's part of the chunk to this node's own copy (a relay's). */
@@ -371,7 +494,17 @@ static herd_status pump(sender *s, int outfd, char *out_err, size_t out_cap)
 				break;
 			continue;
 		}
-		HERD_CHECK_GOTO(herd__engine_run_once(s->engine, -1), st, out);
+		HERD_CHECK_GOTO(herd__engine_run_once(s->engine, s->words_by > 0 && !s->peers[0].ready
+								     ? s->words_by : -1), st, out);
+		step_words(s);
+		if (s->failed != HERD_OK) {
+			st = herd__error(s->failed, "%s", s->failed_why);
+			goto out;
+		}
+		if (s->stopped) {
+			st = herd__error(HERD_EABORTED, "stopped by a signal");
+			goto out;
+		}
 	}
 out:
 	if (st != HERD_OK) {
@@ -537,7 +670,7 @@ static herd_status send_all(const herd__launch_backend *be, bool flat, const cha
 			    size_t n, source *src, const char *dest, int mode, const char *program,
 			    int outfd, char *out_err, size_t out_cap, outcome *all)
 {
-	herd__engine_client client = { .started = peer_started, .writable = peer_writable,
+	herd__engine_client client = { .input = peer_input, .writable = peer_writable,
 				       .ended = peer_ended };
 	sender s = { .src = src, .dest = dest, .mode = mode };
 	herd__engine_cmd cmd = { .hosts = hosts, .nhosts = n, .program = program,
@@ -548,6 +681,11 @@ static herd_status send_all(const herd__launch_backend *be, bool flat, const cha
 
 	client.userdata = &s;
 	HERD_CHECK(herd__engine_create(&s.engine, be, &client, NULL));
+	if (src->stop_fd >= 0) {
+		s.stop = (herd__watcher){ .fd = src->stop_fd, .cb = on_stop, .data = &s };
+		HERD_CHECK_GOTO(herd__loop_watch(herd__engine_loop(s.engine), &s.stop, POLLIN), st,
+				out);
+	}
 	HERD_CHECK_GOTO(herd__engine_fanout(s.engine, &cmd), st, out);
 	s.np = herd__engine_helpers(s.engine);
 	HERD_CHECK_GOTO(herd__calloc(&s.peers, s.np + 1, sizeof(*s.peers), "the receivers"), st,
@@ -575,6 +713,13 @@ static void copy_open(copy *c, const char *dest, int mode)
 	c->fd = -1;
 	if (n < 0 || (size_t)n >= sizeof(c->tmp)) {
 		snprintf(c->err, sizeof(c->err), "%s: the path is too long", dest);
+		c->tmp[0] = '\0';
+		return;
+	}
+	/* The rename would replace a device, a FIFO or a link at DEST: never. */
+	if (herd__check_replaceable(dest) != HERD_OK) {
+		snprintf(c->err, sizeof(c->err), "%s", herd_last_error());
+		c->tmp[0] = '\0';
 		return;
 	}
 	c->fd = mkostemp(c->tmp, O_CLOEXEC);
@@ -602,6 +747,9 @@ static void copy_finish(copy *c, const source *src, const char *dest)
 	if (c->fd >= 0 && close(c->fd) != 0 && c->err[0] == '\0')
 		snprintf(c->err, sizeof(c->err), "close %s: %s", c->tmp, strerror(errno));
 	c->fd = -1;
+	/* Again: something else may have taken DEST's name since the start. */
+	if (c->err[0] == '\0' && herd__check_replaceable(dest) != HERD_OK)
+		snprintf(c->err, sizeof(c->err), "%s", herd_last_error());
 	if (c->err[0] == '\0' && rename(c->tmp, dest) != 0)
 		snprintf(c->err, sizeof(c->err), "rename to %s: %s", dest, strerror(errno));
 	if (c->err[0] != '\0') {
@@ -624,15 +772,16 @@ static void copy_finish(copy *c, const source *src, const char *dest)
 /* ---- the node side ------------------------------------------------------------------ */
 
 herd_status herd_agent_bcast_receive(const char *dest, uint64_t bytes, int mode,
-				     const char *forward, const char *program, int timeout_ms)
+				     const char *forward, const char *program, int timeout_ms,
+				     int stop_fd)
 {
 	herd__hostlist hl = { 0 };
 	outcome *all = NULL;
 	/* What feeds this node (the sender, or a relay) may itself wait the
 	 * timeout on a stalled peer before it drops it and goes on: this node
 	 * waits twice that for its next byte. */
-	source src = { STDIN_FILENO, bytes, 0, true, false, NULL, { 0 }, timeout_ms,
-		       2 * timeout_ms };
+	source src = { STDIN_FILENO, NULL, stop_fd, bytes, 0, true, false, NULL, { 0 },
+		       timeout_ms, 2 * timeout_ms };
 	copy c;
 	herd_status st;
 
@@ -648,6 +797,26 @@ herd_status herd_agent_bcast_receive(const char *dest, uint64_t bytes, int mode,
 	for (size_t i = 0; i < hl.n; i++)
 		all[i].host = hl.names[i];
 	copy_open(&c, dest, mode);
+	/* Its word, before a byte is read: a node that cannot keep a copy and
+	 * has no group to forward to takes none of the file. */
+	if (c.err[0] != '\0' && hl.n == 0) {
+		if (c.fd >= 0)
+			close(c.fd);
+		if (c.tmp[0] != '\0')
+			unlink(c.tmp);
+		printf(LINE "fail . %s\n", c.err);
+		fflush(stdout);
+		goto out;
+	}
+	printf(LINE "ready\n");
+	if (fflush(stdout) != 0) {
+		st = herd__error_errno(HERD_ECLOSED, errno, "the sender went away");
+		if (c.fd >= 0)
+			close(c.fd);
+		if (c.tmp[0] != '\0')
+			unlink(c.tmp);
+		goto out;
+	}
 	/* Its group is reached flat, each node over ssh. */
 	st = send_all(&herd__launch_backend_ssh, true, (const char *const *)hl.names, hl.n, &src,
 		      dest, mode, program, c.fd, c.err, sizeof(c.err), all);
@@ -684,7 +853,7 @@ herd_status herd_bcast(const char *file, const char *dest, const herd_bcast_opts
 	const char **names = NULL;
 	const char *program;
 	outcome *all = NULL;
-	source src = { -1, 0, 0, false, true, NULL, { 0 }, DEFAULT_TIMEOUT_MS, 0 };
+	source src = { -1, file, -1, 0, 0, false, true, NULL, { 0 }, DEFAULT_TIMEOUT_MS, 0 };
 	struct stat sb;
 	size_t n = 0, failed = 0;
 	int mode;
@@ -738,7 +907,8 @@ herd_status herd_bcast(const char *file, const char *dest, const herd_bcast_opts
 		names[i] = all[i].host = nodes[i].host;
 	st = send_all(be, false, names, n, &src, dest, mode, program, -1, NULL, 0, all);
 	if (st != HERD_OK) {
-		herd__error_wrap(st, "herd_bcast: %s: ", file);
+		/* The source's own failures name the file. */
+		herd__error_wrap(st, "herd_bcast: ");
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {

@@ -446,45 +446,136 @@ static bool rank_cpus(const herd__node *n, int i, cpu_set_t *set)
 	return CPU_COUNT(set) > 0;
 }
 
-static herd_status open_logs(herd__node *n, struct rank *r)
+static const char *const log_ext[2] = { "out", "err" };
+
+/*
+ * Refuses the log file at path unless it is absent or a regular file of
+ * this user, which a log replaces (by rename) or appends to.
+ */
+static herd_status log_check(const herd__node *n, const char *path)
 {
-	static const char *const ext[2] = { "out", "err" };
-	/* A restart appends to the files of the runs before it.  Never
-	 * through a link, never a FIFO or device, only the owner reads. */
-	int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
-		    O_NOCTTY | (n->spec.restart_count == 0 ? O_TRUNC : 0);
+	struct stat sb;
+
+	if (lstat(path, &sb) != 0) {
+		if (errno == ENOENT)
+			return HERD_OK;
+		return herd__error_errno(HERD_EIO, errno, "log file %s on %s", path, n->spec.host);
+	}
+	if (!S_ISREG(sb.st_mode))
+		return herd__error(HERD_EIO, "log file %s on %s is %s: a log replaces only a "
+				   "regular file (remove it, or choose another log directory)", path,
+				   n->spec.host, herd__file_kind(sb.st_mode));
+	if (sb.st_uid != geteuid())
+		return herd__error(HERD_EIO, "log file %s on %s belongs to user %u: a log "
+				   "replaces only a file of this user's (remove it, or choose "
+				   "another log directory)", path, n->spec.host, (unsigned)sb.st_uid);
+	return HERD_OK;
+}
+
+/* A restart's log: appended to, never through a link nor a file of other names. */
+static herd_status log_append(const herd__node *n, const char *path, int *fd)
+{
+	struct stat sb;
+
+	/* O_NONBLOCK: a FIFO put there since the check is not waited on. */
+	*fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
+		   O_NOCTTY, 0600);
+	if (*fd < 0)
+		return herd__error_errno(HERD_EIO, errno, "log file %s on %s", path, n->spec.host);
+	if (fstat(*fd, &sb) != 0)
+		return herd__error_errno(HERD_EIO, errno, "log file %s on %s", path, n->spec.host);
+	if (!S_ISREG(sb.st_mode) || sb.st_uid != geteuid() || sb.st_nlink != 1)
+		return herd__error(HERD_EIO, "log file %s on %s is %s of user %u with %lu "
+				   "names, not a regular file of this user's with one name: a "
+				   "restart appends only to its run's own logs", path, n->spec.host,
+				   herd__file_kind(sb.st_mode), (unsigned)sb.st_uid,
+				   (unsigned long)sb.st_nlink);
+	if ((sb.st_mode & 077) != 0 && fchmod(*fd, 0600) != 0)
+		return herd__error_errno(HERD_EIO, errno, "log file %s on %s", path, n->spec.host);
+	fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) & ~O_NONBLOCK);
+	return HERD_OK;
+}
+
+/*
+ * The log files of every rank of the node, opened before any rank starts.
+ * A first run's logs are new files, owner-only, each made under a
+ * temporary name and renamed into place once every name has been checked
+ * and every file made, so that a refused name replaces no log and a name
+ * that was a hard link leaves its other names' bytes alone.  A restart
+ * appends to the files of the runs before it.
+ */
+static herd_status open_logs(herd__node *n)
+{
+	size_t count = (size_t)n->spec.nranks * 2;
+	char path[PATH_MAX], **tmp = NULL;
+	herd_status st = HERD_OK;
 	struct stat sb;
 
 	if (n->spec.log_dir == NULL)
 		return HERD_OK;
+	if (stat(n->spec.log_dir, &sb) != 0)
+		return herd__error_errno(HERD_EIO, errno, "log directory %s on %s",
+					 n->spec.log_dir, n->spec.host);
+	if (!S_ISDIR(sb.st_mode))
+		return herd__error(HERD_EINVAL, "log directory %s on %s is %s, not a directory",
+				   n->spec.log_dir, n->spec.host, herd__file_kind(sb.st_mode));
 	/* In a directory others may write to (and not sticky, as /tmp is),
 	 * another user could swap a log file for something else between runs. */
-	if (stat(n->spec.log_dir, &sb) == 0 && (sb.st_mode & (S_IWGRP | S_IWOTH)) != 0 &&
-	    (sb.st_mode & S_ISVTX) == 0)
+	if ((sb.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (sb.st_mode & S_ISVTX) == 0)
 		return herd__error(HERD_EINVAL, "log directory %s on %s is writable by other "
 				   "users (mode %04o) and not sticky: another user could replace "
 				   "the logs; use a directory only you can write", n->spec.log_dir,
 				   n->spec.host, (unsigned)(sb.st_mode & 07777));
-	for (int k = 0; k < 2; k++) {
-		char path[PATH_MAX];
-
-		snprintf(path, sizeof(path), "%s/rank.%d.%s", n->spec.log_dir, r->rank, ext[k]);
-		r->s[k].log_fd = open(path, flags, 0600);
-		if (r->s[k].log_fd < 0)
-			return herd__error_errno(HERD_EIO, errno, "log file %s on %s%s", path,
-						 n->spec.host, errno == ELOOP
-						 ? " (a symbolic link is not followed)"
-						 : errno == ENXIO ? " (a FIFO, not a regular file)" : "");
-		if (fstat(r->s[k].log_fd, &sb) != 0)
-			return herd__error_errno(HERD_EIO, errno, "log file %s on %s", path,
-						 n->spec.host);
-		if (!S_ISREG(sb.st_mode) || sb.st_uid != geteuid())
-			return herd__error(HERD_EIO, "log file %s on %s is %s of user %u, not a "
-					   "regular file of this user", path, n->spec.host,
-					   herd__file_kind(sb.st_mode), (unsigned)sb.st_uid);
-		fcntl(r->s[k].log_fd, F_SETFL, fcntl(r->s[k].log_fd, F_GETFL) & ~O_NONBLOCK);
+	HERD_CHECK(herd__calloc(&tmp, count, sizeof(*tmp), "the log files' names"));
+	for (size_t j = 0; j < count; j++) {
+		snprintf(path, sizeof(path), "%s/rank.%d.%s", n->spec.log_dir,
+			 n->ranks[j / 2].rank, log_ext[j % 2]);
+		HERD_CHECK_GOTO(log_check(n, path), st, out);
 	}
-	return HERD_OK;
+	for (size_t j = 0; j < count; j++) {
+		int *fd = &n->ranks[j / 2].s[j % 2].log_fd;
+
+		snprintf(path, sizeof(path), "%s/rank.%d.%s", n->spec.log_dir,
+			 n->ranks[j / 2].rank, log_ext[j % 2]);
+		if (n->spec.restart_count > 0) {
+			HERD_CHECK_GOTO(log_append(n, path, fd), st, out);
+			continue;
+		}
+		HERD_CHECK_GOTO(herd__calloc(&tmp[j], strlen(path) + 8, 1, "a log file's name"), st,
+				out);
+		memcpy(tmp[j], path, strlen(path));
+		memcpy(tmp[j] + strlen(path), ".XXXXXX", 8);
+		/* mkostemp: a new file, mode 0600, never through a link. */
+		*fd = mkostemp(tmp[j], O_CLOEXEC);
+		if (*fd < 0) {
+			st = herd__error_errno(HERD_EIO, errno, "log file %s on %s", tmp[j],
+					       n->spec.host);
+			free(tmp[j]);
+			tmp[j] = NULL;
+			goto out;
+		}
+	}
+	for (size_t j = 0; j < count && n->spec.restart_count == 0; j++) {
+		snprintf(path, sizeof(path), "%s/rank.%d.%s", n->spec.log_dir,
+			 n->ranks[j / 2].rank, log_ext[j % 2]);
+		if (rename(tmp[j], path) != 0) {
+			st = herd__error_errno(HERD_EIO, errno, "log file %s on %s", path,
+					       n->spec.host);
+			goto out;
+		}
+		free(tmp[j]);
+		tmp[j] = NULL;
+	}
+out:
+	for (size_t j = 0; j < count; j++) {
+		if (st != HERD_OK)
+			close_fd(&n->ranks[j / 2].s[j % 2].log_fd);
+		if (tmp[j] != NULL)
+			unlink(tmp[j]);
+		free(tmp[j]);
+	}
+	free(tmp);
+	return st;
 }
 
 static void guard(herd__node *n, pid_t group);
@@ -501,7 +592,6 @@ static herd_status start_rank(herd__node *n, int i)
 	ssize_t got;
 	herd_status st = HERD_OK;
 
-	HERD_CHECK_GOTO(open_logs(n, r), st, out);
 	HERD_CHECK_GOTO(rank_env(n, i, &envp), st, out);
 	path = resolve_program(n->spec.argv[0], envp);
 	if (path == NULL) {
@@ -840,6 +930,7 @@ herd_status herd__node_go(herd__node *n)
 	if (n->started || n->stopping)
 		return HERD_OK;
 	n->started = true;
+	HERD_CHECK(open_logs(n));
 	for (int i = 0; i < n->spec.nranks; i++)
 		HERD_CHECK(start_rank(n, i));
 	return HERD_OK;

@@ -7,7 +7,10 @@
 # host whose directory is missing, one that takes nothing (past --timeout),
 # one whose stream is altered on the way (the sum catches it) and the
 # unreachable one are each named with the reason, and the others keep
-# their copies.
+# their copies.  A DEST that is a FIFO, a symbolic link or a device is
+# refused on its node before the file is sent there, flat and through a
+# relay, and left as it was; a file that shrinks while it is sent is
+# named, at once, not its nodes.
 # Needs root and openssh-server; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
 trap sshd_cleanup EXIT
@@ -26,6 +29,13 @@ if [ "\$1" = bcast ] && [ "\$2" = --receive ]; then
 		{ dd bs=1 count=1000 2>/dev/null; dd bs=1 count=1 of=/dev/null 2>/dev/null; printf X; cat; } |
 			"$HERD" bcast --receive "\$dest.\$server" "\$@"
 		exit ;;
+	count:*)
+		# What the sender sent that the receiver did not read, counted once it ends.
+		"$HERD" bcast --receive "\$dest.\$server" "\$@"
+		rc=\$?
+		wc -c >"$tmp/unread.\$server"
+		exit \$rc ;;
+	shrink:*) truncate -s 1000 "$tmp/shrinking" ;;
 	esac
 	exec "$HERD" bcast --receive "\$dest.\$server" "\$@"
 fi
@@ -85,6 +95,50 @@ for tree in 0 1; do
 	kill "$(cat "$tmp/hang.pid")" 2>/dev/null
 	rm -f "$tmp"/out/* "$tmp/hang.pid"
 done
+
+# --- a DEST that is not a regular file: refused on its node before the file
+# is sent there (nothing is left unread), named with what it is, unchanged
+echo "not yours" >"$tmp/victim"
+echo count >"$tmp/mode"
+for tree in 0 1; do
+	mkfifo "$tmp/out/g.127.0.0.2"
+	ln -s "$tmp/victim" "$tmp/out/g.127.0.0.3"
+	mknod -m 0666 "$tmp/out/g.127.0.0.4" c 1 3   # a /dev/null of our own
+	env=()
+	[[ $tree == 1 ]] && env=(HERD_SSH_TREE_MIN=2 HERD_SSH_TREE_WIDTH=2)   # relays .2 and .4
+	before=$(stat -c '%F %i' "$tmp"/out/g.127.0.0.[2-4])
+	env "${env[@]}" timeout 60 "$HERD" bcast --hosts '127.0.0.[2-5]' --timeout 20 "$tmp/src" "$tmp/out/g" \
+		2>"$tmp/err"; rc=$?
+	[[ $rc == 1 ]] || fail "tree=$tree: bcast onto a FIFO, a link and a device exited $rc: $(cat "$tmp/err")"
+	for h in 2 3 4; do
+		what=("" "" "a FIFO" "a symbolic link" "a character device")
+		grep -qxF "herd bcast: 127.0.0.$h: $tmp/out/g.127.0.0.$h exists and is ${what[$h]}: a new file replaces only a regular file (remove it first, or name another path)" "$tmp/err" \
+			|| fail "tree=$tree: 127.0.0.$h: $(cat "$tmp/err")"
+		[[ $(cat "$tmp/unread.127.0.0.$h") == 0 ]] || fail "tree=$tree: 127.0.0.$h was sent $(cat "$tmp/unread.127.0.0.$h") bytes it refused"
+	done
+	[[ $(wc -l <"$tmp/err") == 3 ]] || fail "tree=$tree: more than three failures: $(cat "$tmp/err")"
+	[[ $(stat -c '%F %i' "$tmp"/out/g.127.0.0.[2-4]) == "$before" ]] \
+		|| fail "tree=$tree: replaced: $before / $(stat -c '%F %i' "$tmp"/out/g.127.0.0.[2-4])"
+	[[ $(cat "$tmp/victim") == "not yours" ]] || fail "tree=$tree: the link's target was written"
+	cmp -s "$tmp/src" "$tmp/out/g.127.0.0.5" || fail "tree=$tree: 127.0.0.5 has no copy"
+	! ls "$tmp/out" | grep -q "herd-bcast" || fail "tree=$tree: temporary files left: $(ls "$tmp/out")"
+	rm -f "$tmp"/out/* "$tmp"/unread.*
+done
+
+# --- a file that shrinks while it is sent (each node's helper truncates it
+# as it starts): the file is named, in time, not its nodes
+seq 1 400000 >"$tmp/shrinking"
+echo shrink >"$tmp/mode"
+t0=$(date +%s)
+timeout 60 "$HERD" bcast --hosts '127.0.0.[2-3]' --timeout 20 "$tmp/shrinking" "$tmp/out/s" 2>"$tmp/err"; rc=$?
+t1=$(date +%s)
+[[ $rc == 1 ]] || fail "a shrinking file: exit $rc: $(cat "$tmp/err")"
+grep -qF "$tmp/shrinking shrank while it was sent (1000 of its 2688895 bytes are left)" "$tmp/err" \
+	|| fail "a shrinking file: $(cat "$tmp/err")"
+grep -q "127.0.0" "$tmp/err" && fail "a shrinking file is blamed on a node: $(cat "$tmp/err")"
+(( t1 - t0 < 15 )) || fail "a shrinking file was named after $((t1 - t0)) s (--timeout 20)"
+for ((k = 0; k < 100; k++)); do [[ -z $(ls "$tmp/out") ]] && break; sleep 0.1; done
+[[ -z $(ls "$tmp/out") ]] || fail "a shrinking file left $(ls "$tmp/out")"
 
 # --- usage
 for args in "" "--hosts a" "--hosts a x" "--hosts a x rel/path" "--hosts a --slurm x /y" "--timeout 0 --hosts a x /y"; do

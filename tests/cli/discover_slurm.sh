@@ -5,7 +5,8 @@
 # Slurm names them; then node2's probe prints garbage, then hangs past
 # --timeout: node1 is kept, node2 named with the reason, exit status 1.
 # --links measures node1-node2 in a launch through srun; herd bcast copies
-# a file to both nodes through one srun step.  Outside an
+# a file to both nodes through one srun step, and refuses a DEST that is a
+# FIFO on its node.  Outside an
 # allocation it says so (exit 2).
 # Needs root, slurm-wlm and munge; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
@@ -90,6 +91,15 @@ MODE= timeout 120 salloc -Q -N2 "$HERD" bcast --slurm "$tmp/src" "$tmp/no-such-d
 [[ $rc == 1 ]] || fail "bcast to a missing directory exited $rc"
 grep -q "^herd bcast: node1: cannot create a file beside $tmp/no-such-dir/f.node1" "$tmp/err" &&
 	grep -q "^herd bcast: node2: cannot create" "$tmp/err" || fail "bcast failures: $(cat "$tmp/err")"
+# a DEST that is a FIFO on node1: refused there, before the step's stdin
+# carries the file; node2 gets its copy
+mkfifo "$tmp/copies/p.node1"
+MODE= timeout 120 salloc -Q -N2 "$HERD" bcast --slurm "$tmp/src" "$tmp/copies/p" 2>"$tmp/err"; rc=$?
+[[ $rc == 1 ]] || fail "bcast onto a FIFO exited $rc: $(cat "$tmp/err")"
+grep -qxF "herd bcast: node1: $tmp/copies/p.node1 exists and is a FIFO: a new file replaces only a regular file (remove it first, or name another path)" "$tmp/err" \
+	|| fail "bcast onto a FIFO: $(cat "$tmp/err")"
+[[ -p $tmp/copies/p.node1 ]] || fail "bcast replaced the FIFO: $(ls -l "$tmp/copies")"
+cmp -s "$tmp/src" "$tmp/copies/p.node2" || fail "bcast beside a refused node: $(ls -l "$tmp/copies")"
 
 "$HERD" discover --slurm >/dev/null 2>"$tmp/err"; rc=$?
 [[ $rc == 2 ]] && grep -q "SLURM_JOB_ID" "$tmp/err" || fail "outside an allocation: $rc $(cat "$tmp/err")"

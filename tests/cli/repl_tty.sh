@@ -2,7 +2,8 @@
 # The REPL on a terminal, driven through tmux: tab completion of herd.*
 # names and of methods, Ctrl-C interrupting running code and discarding a
 # half-typed line without ending the shell, multi-line input, and history
-# kept in $HERD_HISTORY across sessions.  Reported skipped (exit 77) without tmux.
+# kept in $HERD_HISTORY across sessions (owner-only; a FIFO there is said
+# and not waited on).  Reported skipped (exit 77) without tmux.
 set -u
 HERD=${1:?usage: repl_tty.sh /path/to/herd}
 fail() { echo "FAIL: $*" >&2; echo "--- screen:" >&2; screen >&2; exit 1; }
@@ -16,6 +17,7 @@ sock="herd-test-$$"
 cleanup() {
   tmux -L "herd-test-$$" kill-server 2>/dev/null
   tmux -L "herd-test-$$-2" kill-server 2>/dev/null
+  tmux -L "herd-test-$$-3" kill-server 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -102,6 +104,7 @@ wait_for "EXITED=0"
 [[ -f $history ]] || fail "no history file at $history"
 grep -qF 'print(40' "$history" || fail "history lacks a line: $(cat "$history")"
 grep -q 'must\\040not\\040run\|must not run' "$history" && fail "discarded line in history"
+[[ $(stat -c %a "$history") == 600 ]] || fail "history file of mode $(stat -c %a "$history")"
 
 # a new session recalls it (on a fresh tmux server: a killed one's socket
 # can linger for a moment)
@@ -115,4 +118,21 @@ keys Up
 wait_for "herd> inc(41)"
 keys C-u C-d
 wait_for "EXITED=0"
+
+# a FIFO as the history file: said, and neither read nor written
+tmux -L "$sock" kill-server
+sock="herd-test-$$-3"
+history="$tmp/fifo-history"
+mkfifo "$history"
+start
+for _ in $(seq 200); do [[ -n $(screen | grep -v '^$') ]] && break; sleep 0.1; done
+wait_for "history file $history is not a regular file (a FIFO): no history is kept"
+wait_prompt
+type_text "print(6 * 7)"
+keys Enter
+wait_for "42"
+wait_prompt
+keys C-d
+wait_for "EXITED=0"
+[[ -p $history ]] || fail "the FIFO history file was replaced"
 echo "repl_tty: ok"

@@ -370,6 +370,24 @@ static void test_lease_files_written_by_something_else(void)
 		CHECK_STR(states(dir), "free,free,unknown");
 	}
 	unlink(lock_path(dir, C));
+	/* A hard link to a file of ours: its bytes are not the record's to replace. */
+	{
+		char other[4096], text[64] = "";
+		FILE *f;
+
+		snprintf(other, sizeof(other), "%s/precious", dir);
+		write_file(other, "precious\n");
+		CHECK_INT(link(other, lock_path(dir, C)), 0);
+		CHECK_ERR(herd_lease_acquire(&l, c, 1, 0, &o), HERD_EINVAL, "has 2 names");
+		CHECK(l == NULL);
+		f = fopen(other, "r");
+		CHECK(f != NULL && fgets(text, sizeof(text), f) != NULL);
+		if (f != NULL)
+			fclose(f);
+		CHECK_STR(text, "precious\n");
+		unlink(lock_path(dir, C));
+		unlink(other);
+	}
 	CHECK_OK(herd_lease_acquire(&l, ab, 2, 0, &o));
 	herd_lease_free(l);
 	l = NULL;

@@ -1,6 +1,8 @@
 /* The error model and the base helpers every module relies on. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -117,8 +119,55 @@ static void test_files_write_atomically_and_read_back_within_limits(void)
 	CHECK(len > 0 && strstr(data, "Pid:") != NULL);
 	free(data);
 	snprintf(other, sizeof(other), "%s/no/such/dir/f", dir);
-	CHECK_ERR(herd__write_file_atomic(other, "x", 1, 0644), HERD_EIO, "cannot create");
+	CHECK_ERR(herd__write_file_atomic(other, "x", 1, 0644), HERD_ENOTFOUND, "cannot create");
 	unlink(path);
+	rmdir(dir);
+}
+
+/* herd_file_write replaces a regular file by rename, and nothing else. */
+static void test_file_write_replaces_only_a_regular_file(void)
+{
+	char dir[] = "/tmp/herd-test-file-XXXXXX";
+	char path[256], other[256], *data = NULL;
+	size_t len = 0;
+	struct stat sb;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(other, sizeof(other), "%s/other", dir);
+	CHECK_OK(herd_file_write(other, "keep", 4, 0600));
+	/* A FIFO, a symbolic link, a directory: refused, named, left as they are. */
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	CHECK_INT(mkfifo(path, 0600), 0);
+	CHECK_ERR(herd_file_check(path), HERD_EINVAL, "exists and is a FIFO");
+	CHECK_ERR(herd_file_write(path, "x", 1, 0644), HERD_EINVAL, "exists and is a FIFO");
+	CHECK(lstat(path, &sb) == 0 && S_ISFIFO(sb.st_mode));
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/link", dir);
+	CHECK_INT(symlink(other, path), 0);
+	CHECK_ERR(herd_file_write(path, "x", 1, 0644), HERD_EINVAL, "is a symbolic link");
+	CHECK(lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode));
+	unlink(path);
+	CHECK_ERR(herd_file_write(dir, "x", 1, 0644), HERD_EINVAL, "is a directory");
+	/* A hard link: a new file takes the name, the other name keeps its bytes. */
+	snprintf(path, sizeof(path), "%s/hard", dir);
+	CHECK_INT(link(other, path), 0);
+	CHECK_OK(herd_file_check(path));
+	CHECK_OK(herd_file_write(path, "new", 3, 0644));
+	CHECK_OK(herd__read_file(other, 16, &data, &len));
+	CHECK(len == 4 && memcmp(data, "keep", 4) == 0);
+	free(data);
+	CHECK_OK(herd__read_file(path, 16, &data, &len));
+	CHECK(len == 3 && memcmp(data, "new", 3) == 0);
+	free(data);
+	/* Nothing there yet is fine; no directory is HERD_ENOTFOUND; bad arguments. */
+	snprintf(path, sizeof(path), "%s/none/f", dir);
+	CHECK_OK(herd_file_check(path));
+	CHECK_ERR(herd_file_write(path, "x", 1, 0644), HERD_ENOTFOUND, "none/f");
+	CHECK_ERR(herd_file_write("", "x", 1, 0644), HERD_EINVAL, "empty path");
+	CHECK_ERR(herd_file_write(other, "x", 1, 010644), HERD_EINVAL, "not a file mode");
+	snprintf(path, sizeof(path), "%s/hard", dir);
+	unlink(path);
+	unlink(other);
 	rmdir(dir);
 }
 
@@ -219,6 +268,7 @@ int main(void)
 	TEST_RUN(test_log_level_set_and_get);
 	TEST_RUN(test_strlcpy_truncates_and_terminates);
 	TEST_RUN(test_files_write_atomically_and_read_back_within_limits);
+	TEST_RUN(test_file_write_replaces_only_a_regular_file);
 	TEST_RUN(test_timed_wait_runs_on_the_monotonic_clock);
 	return TEST_DONE();
 }

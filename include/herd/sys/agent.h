@@ -77,20 +77,30 @@ HERD_EXTERN herd_status herd_agent_discover_relay(herd_cluster **out, const char
 						  int timeout_ms, const char *program);
 
 /*
- * The node side of herd_bcast (`herd bcast --receive`): receives a file
- * on stdin (bytes, then its XXH3-64 as 8 bytes little endian), into a
- * temporary file beside dest, verified, renamed to dest with mode;
- * forwards the same stream to the hosts of the hostlist forward (NULL:
- * none) over ssh, each running this with no forward (program: the herd
- * program there), and gives each of them timeout_ms (a positive count)
- * to take or say something.  Prints one line per host on stdout,
- * "herd-bcast ok HOST" or "herd-bcast fail HOST REASON", this node's HOST
- * being ".".  HERD_OK once every line is out, whatever they say; an error
- * for bad arguments or a sender that went away.
+ * The node side of herd_bcast (`herd bcast --receive`): first checks dest
+ * (nothing there, or a regular file, which the copy replaces; a device, a
+ * FIFO, a symbolic link or a directory is refused) and makes a temporary
+ * file beside it, and says so on stdout before it reads a byte:
+ * "herd-bcast ready", or, when it cannot keep a copy and has no hosts to
+ * forward to, "herd-bcast fail . REASON" and returns HERD_OK without
+ * reading stdin.  Then receives the file on stdin (bytes, then its
+ * XXH3-64 as 8 bytes little endian) into the temporary file, verified,
+ * renamed to dest with mode; forwards the same stream to the hosts of the
+ * hostlist forward (NULL: none) over ssh, each running this with no
+ * forward (program: the herd program there), and gives each of them
+ * timeout_ms (a positive count) to take or say something.  Prints one line
+ * per host on stdout, "herd-bcast ok HOST" or "herd-bcast fail HOST
+ * REASON", this node's HOST being ".".  HERD_OK once every line is out,
+ * whatever they say; an error for bad arguments or a sender that went
+ * away.  When stop_fd (may be -1) becomes readable (a signal handler's
+ * self-pipe), it removes its temporary file, stops its group's receivers
+ * and returns HERD_EABORTED.  The caller ignores SIGPIPE, so that a sender
+ * gone before the first word is a failed write, and the temporary file is
+ * removed.
  */
 HERD_EXTERN herd_status herd_agent_bcast_receive(const char *dest, uint64_t bytes, int mode,
 						 const char *forward, const char *program,
-						 int timeout_ms);
+						 int timeout_ms, int stop_fd);
 
 #ifdef __cplusplus
 }

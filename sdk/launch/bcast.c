@@ -863,7 +863,7 @@ herd_status herd_bcast(const char *file, const char *dest, const herd_bcast_opts
 		return herd__error(HERD_EINVAL, "herd_bcast: file, dest and opts must not be NULL");
 	HERD__CHECK_VERSION("herd_bcast", opts, herd_bcast_opts, BCAST_OPTS);
 	if (dest[0] != '/')
-		return herd__error(HERD_EINVAL, "herd_bcast: dest %s: an absolute path, please (the "
+		return herd__error(HERD_EINVAL, "destination %s: an absolute path, please (the "
 				   "nodes' working directories are not this one's)", dest);
 	if (opts->where != HERD_JOB_HOSTS && opts->where != HERD_JOB_HOSTFILE &&
 	    opts->where != HERD_JOB_SLURM)
@@ -882,10 +882,10 @@ herd_status herd_bcast(const char *file, const char *dest, const herd_bcast_opts
 	src.fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (src.fd < 0)
 		return herd__error_errno(errno == ENOENT ? HERD_ENOTFOUND : HERD_EIO, errno,
-					 "herd_bcast: cannot open %s", file);
+					 "cannot open %s", file);
 	if (fstat(src.fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
 		close(src.fd);
-		return herd__error(HERD_EINVAL, "herd_bcast: %s is %s, not a regular file", file,
+		return herd__error(HERD_EINVAL, "%s is %s, not a regular file", file,
 				   herd__file_kind(sb.st_mode));
 	}
 	src.data = (uint64_t)sb.st_size;
@@ -906,11 +906,8 @@ herd_status herd_bcast(const char *file, const char *dest, const herd_bcast_opts
 	for (size_t i = 0; i < n; i++)
 		names[i] = all[i].host = nodes[i].host;
 	st = send_all(be, false, names, n, &src, dest, mode, program, -1, NULL, 0, all);
-	if (st != HERD_OK) {
-		/* The source's own failures name the file. */
-		herd__error_wrap(st, "herd_bcast: ");
-		goto out;
-	}
+	if (st != HERD_OK)
+		goto out;       /* its message names the file or the node */
 	for (size_t i = 0; i < n; i++) {
 		failed += all[i].error != NULL;
 		if (opts->result != NULL)
@@ -922,7 +919,7 @@ herd_status herd_bcast(const char *file, const char *dest, const herd_bcast_opts
 
 		while (all[i].error == NULL)
 			i++;
-		st = herd__error(HERD_EPEER, "herd_bcast: %zu of %zu nodes have no copy of %s; the "
+		st = herd__error(HERD_EPEER, "%zu of %zu nodes have no copy of %s; the "
 				 "first, %s: %s", failed, n, file, all[i].host, all[i].error);
 	}
 out:

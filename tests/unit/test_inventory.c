@@ -198,7 +198,7 @@ static void test_save_and_load_both_formats(void)
 	unlink(json_path), unlink(mp_path), unlink(plain_path);
 
 	CHECK_ERR(herd_cluster_save(c, "/nonexistent-dir/x.json", HERD_CLUSTER_FORMAT_AUTO),
-		  HERD_EIO, "/nonexistent-dir/x.json");
+		  HERD_ENOTFOUND, "/nonexistent-dir/x.json");
 	herd_free(mp);
 	herd_cluster_free(c), herd_cluster_free(from_json), herd_cluster_free(from_mp);
 	free(text);

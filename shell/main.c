@@ -294,6 +294,8 @@ static int runargs(lua_State *L, char **argv, int n)
  * and leave a temporary step behind.  A save that failed there turns an
  * exit status of 0 into 1.
  */
+static int stdout_written(int status);
+
 static int os_exit(lua_State *L)
 {
 	int status;
@@ -305,7 +307,7 @@ static int os_exit(lua_State *L)
 	lua_close(L);
 	if (status == EXIT_SUCCESS && lherd_ckpt_lost())
 		status = SHELL_EXIT_FAILURE;
-	exit(status);
+	exit(stdout_written(status));
 }
 
 /* Everything that touches Lua, in protected mode; pushes the exit status. */

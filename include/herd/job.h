@@ -92,8 +92,8 @@ typedef void (*herd_job_output_fn)(void *userdata, int rank, const char *host,
  * The standard sink: each line, with its prefix and a newline, in one
  * write to this process's stdout or stderr.  Given as spec.output, the job
  * writes in its place from a writer thread of its own, with spec.prefix,
- * many whole lines to a write (at most PIPE_BUF bytes unless a line is
- * longer).  A reader slower than the ranks holds them back (beyond 8 MiB
+ * many whole lines to a write (at most PIPE_BUF bytes into a pipe or a
+ * socket, 16 KiB into a file or a terminal, unless a line is longer).  A reader slower than the ranks holds them back (beyond 8 MiB
  * queued the job stops taking their output, and they wait in write, as
  * on a pipe); a reader that takes nothing for a second never stalls the
  * job: beyond 16 MiB queued, lines are dropped and their count is written

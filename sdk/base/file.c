@@ -236,10 +236,16 @@ herd_status herd__write_file_atomic(const char *path, const void *data, size_t l
 	int fd, n;
 
 	HERD_CHECK(herd__check_replaceable(path));
-	n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-	if (n < 0 || (size_t)n >= sizeof(tmp))
-		return herd__error(HERD_EINVAL, "path too long: %s", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	/* A name of this process's; one a crashed process of the same pid
+	 * left (pid 1 in a container) is passed over, never written. */
+	fd = -1;
+	errno = EEXIST;
+	for (int k = 0; k < 100 && fd < 0 && errno == EEXIST; k++) {
+		n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld.%d", path, (long)getpid(), k);
+		if (n < 0 || (size_t)n >= sizeof(tmp))
+			return herd__error(HERD_EINVAL, "path too long: %s", path);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	}
 	if (fd < 0)
 		return herd__error_errno(errno == ENOENT ? HERD_ENOTFOUND : HERD_EIO, errno,
 					 "cannot create %s", tmp);

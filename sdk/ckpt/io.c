@@ -424,10 +424,12 @@ int herd__ckpt_open_file(int dfd, const char *name, int *fd, uint64_t *size, int
 		*err = errno;
 		/* O_NOFOLLOW's refusal of a symbolic link, in words. */
 		if (*err == ELOOP && fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISLNK(sb.st_mode))
+		    S_ISLNK(sb.st_mode)) {
+			*err = 0;   /* a file of another kind, not a failure to read */
 			snprintf(why, cap, "it is a symbolic link, not a regular file");
-		else
+		} else {
 			snprintf(why, cap, "cannot open: %s", strerror(*err));
+		}
 		return -1;
 	}
 	if (fstat(*fd, &sb) != 0) {

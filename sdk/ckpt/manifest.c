@@ -40,9 +40,12 @@ static const char sum_tail[] = "\xa3sum\xb0";
 /* The comparisons of boxes the overlap check of a tensor's shards may
  * make, per shard: enough for the rows, columns and grids of blocks up to
  * 64 on a side that sharding makes, and a manifest's check takes time in
- * its size, whatever it holds.  Beyond it a tensor's shards are left
- * unchecked for overlap (their volumes must still add up). */
+ * its size, whatever it holds.  A tensor of up to OVERLAP_ALL_PAIRS
+ * shards may always take every pair (3-D grids of 16 on a side among
+ * them).  Beyond the budget a tensor's shards are left unchecked for
+ * overlap (their volumes must still add up). */
 #define OVERLAP_BUDGET_PER_SHARD 64
+#define OVERLAP_ALL_PAIRS 4096
 
 /* ---- names and small helpers ------------------------------------------ */
 
@@ -407,7 +410,7 @@ static herd_status check_volume(herd__schema_dec *d, void *obj, void *parent)
 static herd_status check_tiling(herd__schema_dec *d, void *obj, void *parent)
 {
 	const herd__ckpt_tensor *t = obj;
-	uint64_t total = 0, vol = 0, want = 0;
+	uint64_t total = 0, vol = 0, want = 0, budget;
 	size_t a = 0, b = 0;
 	int found = 0;
 
@@ -421,9 +424,12 @@ static herd_status check_tiling(herd__schema_dec *d, void *obj, void *parent)
 					 "tensor has %" PRIu64, total, want);
 	if (t->nshards < 2)
 		return HERD_OK;
+	budget = (uint64_t)t->nshards * OVERLAP_BUDGET_PER_SHARD;
+	if (t->nshards <= OVERLAP_ALL_PAIRS &&
+	    budget < (uint64_t)t->nshards * (t->nshards - 1) / 2)
+		budget = (uint64_t)t->nshards * (t->nshards - 1) / 2;
 	HERD_CHECK(herd__ckpt_boxes_overlap(&t->shards[0].box, sizeof(t->shards[0]), t->nshards,
-					    (uint64_t)t->nshards * OVERLAP_BUDGET_PER_SHARD,
-					    &found, &a, &b));
+					    budget, &found, &a, &b));
 	if (found == 1)
 		return herd__schema_fail(d, NULL, "shards %zu and %zu overlap", a, b);
 	return HERD_OK;

@@ -779,6 +779,14 @@ void herd__engine_hold_input(herd__engine *e, bool hold)
 	}
 }
 
+void herd__engine_read(herd__engine *e, size_t h)
+{
+	helper *p = e->h[h];
+
+	if (p->state == RUNNING && herd__watcher_active(&p->rw))
+		on_stdout(&p->rw, POLLIN);
+}
+
 size_t herd__engine_helpers(const herd__engine *e)
 {
 	return e->n;

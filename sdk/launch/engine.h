@@ -177,6 +177,13 @@ void herd__engine_flush(herd__engine *e, size_t h);
 /* While held, no helper's stdout is read (its writer waits): a client
  * whose own output is backlogged slows its helpers down. */
 void herd__engine_hold_input(herd__engine *e, bool hold);
+/*
+ * Reads h's stdout now, as its watcher would when it is ready (input is
+ * called with what came): after a hold, the client reads its helpers in
+ * an order of its choosing, so that the first watched is not always the
+ * first served.  Nothing when h is not running or nothing waits.
+ */
+void herd__engine_read(herd__engine *e, size_t h);
 /* Whether writable is called for h when its stdin takes more. */
 void herd__engine_want_write(herd__engine *e, size_t h, bool want);
 /* Closes h's stdin (the helper reads its end of input). */

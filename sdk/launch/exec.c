@@ -25,10 +25,6 @@
  * ranks are stopped still has to reach the launcher before the node
  * reports its end; the launcher holds its reader's backlog on its side. */
 #define OUT_BACKLOG_MAX (1u * 1024u * 1024u)
-/* Once every rank has ended, how long the last frames may go without a
- * byte taken by the launcher before it is given up on (a launcher whose
- * reader is slow takes them slowly, but takes them). */
-#define FLUSH_TIMEOUT_MS 10000
 /* How long a refusal (an error frame) may take to leave: a launcher that
  * is there reads it at once. */
 #define REFUSE_TIMEOUT_MS 500
@@ -45,7 +41,6 @@ typedef struct exec_state {
 	bool launcher_gone;   /* rfd closed: stop, and write nothing more */
 	bool broken;          /* wfd failed */
 	bool lines;           /* the launcher takes lines frames */
-	int64_t wrote_at;     /* when a byte last left for the launcher */
 	herd_status frame_st; /* first failure encoding an event */
 } exec_state;
 
@@ -125,7 +120,6 @@ static bool flush(exec_state *x)
 			return false;
 		}
 		herd__buf_consume(&x->out, (size_t)w);
-		x->wrote_at = herd__net_now_ms();
 	}
 	return !x->broken;
 }
@@ -305,7 +299,6 @@ static herd_status serve(exec_state *x, int stop_fd)
 	herd__watcher stop_w;
 	herd__source node_src = { .max_fds = herd__node_nfds(x->node), .prepare = node_prepare,
 				  .dispatch = node_dispatch, .data = x };
-	int64_t flush_deadline = -1;
 	bool sent_done = false;
 	herd_status st;
 
@@ -332,21 +325,19 @@ static herd_status serve(exec_state *x, int stop_fd)
 			queue(x, herd__launch_enc_done(&x->out));
 			sent_done = true;
 		}
-		/* A relay stays until its children's channels have closed. */
-		if (sent_done && herd__relay_done(x->relay)) {
-			if (flush_deadline < 0)
-				x->wrote_at = herd__net_now_ms();
-			if (!flush(x) || x->out.len == x->out.off)
-				break;
-			flush_deadline = x->wrote_at + FLUSH_TIMEOUT_MS;
-			if (herd__net_now_ms() >= flush_deadline)
-				break;
-		}
+		/* A relay stays until its children's channels have closed.
+		 * The last frames wait for the launcher as long as its channel
+		 * is open: it takes them at its reader's pace, and reads on
+		 * (dropping lines) once its reader has stalled, so a launcher
+		 * that lives takes them; one that dies closes the channel. */
+		if (sent_done && herd__relay_done(x->relay) &&
+		    (!flush(x) || x->out.len == x->out.off))
+			break;
 		herd__relay_hold(x->relay, backlogged(x));
 		st = herd__loop_watch(&x->loop, &x->chan_w,
 				      !x->broken && x->out.len > x->out.off ? POLLOUT : 0);
 		if (st == HERD_OK)
-			st = herd__loop_run_once(&x->loop, flush_deadline);
+			st = herd__loop_run_once(&x->loop, -1);
 		if (st != HERD_OK) {
 			/* The loop cannot turn: herd__node_free kills and reaps
 			 * the ranks, and the launcher sees the channel close. */

@@ -943,6 +943,8 @@ static void channel_input(void *userdata, size_t h, herd__buf *in)
  */
 static void resume_input(herd_job *job)
 {
+	size_t nh = herd__engine_helpers(job->engine);
+
 	job->held = false;
 	herd__engine_hold_input(job->engine, false);
 	for (size_t k = 0; k < job->nnodes && !job->held; k++) {
@@ -954,6 +956,11 @@ static void resume_input(herd_job *job)
 			continue;
 		channel_input(job, nr->h, &nr->link->in);
 	}
+	/* Then each channel, from the same place on: what a node sent
+	 * since (its control frames behind its output among it) is not
+	 * kept waiting behind the first watched node's flood. */
+	for (size_t k = 0; k < nh && !job->held; k++)
+		herd__engine_read(job->engine, (job->resume_next + k) % nh);
 	job->resume_next = (job->resume_next + 1) % job->nnodes;
 }
 

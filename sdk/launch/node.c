@@ -39,7 +39,7 @@ extern char **environ;
 /* What a rank's pipe holds at most when it ends, where F_GETPIPE_SZ cannot
  * say (Linux's pipe-max-size default). */
 #define PIPE_MAX_DEFAULT (1 << 20)
-/* The size asked for a rank's stdout and stderr pipes. */
+/* The most asked for a rank's stdout and stderr pipes (rank_pipe_bytes). */
 #define RANK_PIPE_BYTES (1 << 20)
 
 /* What the child tells its parent through the CLOEXEC pipe when it fails. */
@@ -77,7 +77,39 @@ struct herd__node {
 	herd_plan *plan;      /* GPU leases (gpus_per_rank > 0) */
 	pid_t guardian;       /* see start_guardian; 0: none */
 	int guardian_fd;      /* its pipe: rank pids, 0 for "done"; -1: none */
+	int pipe_bytes;       /* asked for each rank pipe; 0: the system's default */
 };
+
+/*
+ * The size of each rank's stdout and stderr pipe: up to RANK_PIPE_BYTES,
+ * so that a fast writer and its node take fewer turns per byte, but all of
+ * them together at most an eighth of what the user's pipes may hold
+ * (pipe-user-pages-soft: past it, every new pipe of the user's is cut to
+ * two pages, the ranks' own among them).  0 where that is no more than
+ * the default 64 KiB.
+ */
+static int rank_pipe_bytes(int nranks)
+{
+	long pages = 16384, page = sysconf(_SC_PAGESIZE);
+	FILE *f = fopen("/proc/sys/fs/pipe-user-pages-soft", "r");
+	long bytes = RANK_PIPE_BYTES, budget;
+
+	if (f != NULL) {
+		long v;
+
+		if (fscanf(f, "%ld", &v) == 1 && v >= 0)
+			pages = v;   /* 0: no limit */
+		fclose(f);
+	}
+	if (page <= 0)
+		page = 4096;
+	if (pages > 0) {
+		budget = pages * page / 8 / (2L * (nranks > 0 ? nranks : 1));
+		while (bytes > budget)
+			bytes /= 2;
+	}
+	return bytes > 65536 ? (int)bytes : 0;
+}
 
 /* ---- copying a spec ------------------------------------------------------- */
 
@@ -607,8 +639,10 @@ static herd_status start_rank(herd__node *n, int i)
 	}
 	/* Room for a fast writer's bursts: fewer turns of both sides per
 	 * byte.  Beyond the system's limit it keeps its default (64 KiB). */
-	(void)fcntl(outp[0], F_SETPIPE_SZ, RANK_PIPE_BYTES);
-	(void)fcntl(errp[0], F_SETPIPE_SZ, RANK_PIPE_BYTES);
+	if (n->pipe_bytes > 0) {
+		(void)fcntl(outp[0], F_SETPIPE_SZ, n->pipe_bytes);
+		(void)fcntl(errp[0], F_SETPIPE_SZ, n->pipe_bytes);
+	}
 	pid = fork();
 	if (pid < 0) {
 		st = herd__error_errno(HERD_ESYS, errno, "fork of rank %d on %s", r->rank,
@@ -895,6 +929,7 @@ herd_status herd__node_create(herd__node **out, const herd__node_spec *spec,
 		for (int k = 0; k < 2; k++)
 			HERD_CHECK_GOTO(herd__calloc(&n->ranks[i].s[k].line, HERD_JOB_LINE_MAX + 1,
 						     1, "a line buffer"), st, fail);
+	n->pipe_bytes = rank_pipe_bytes(spec->nranks);
 	n->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (n->devnull < 0) {
 		st = herd__error_errno(HERD_ESYS, errno, "/dev/null on %s", spec->host);

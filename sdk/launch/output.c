@@ -10,7 +10,8 @@
  * write, cut only between lines; into a pipe or a socket at most PIPE_BUF
  * bytes a write unless one line is longer: a write of a pipe that size is
  * atomic, so the lines never mix with what another writer of the same pipe
- * writes (a file, a terminal and /dev/null take a whole write at once).
+ * writes (a file, a terminal and /dev/null take a whole write at once:
+ * into them, up to 16 KiB a write).
  *
  * What is queued is bounded: lines that do not fit are dropped and counted,
  * and once the queue has emptied the writer says on stderr how many lines
@@ -104,15 +105,20 @@ static void take_unsaid(herd__outq *q, bool waiting, uint64_t *lines, uint64_t *
 	q->said_bytes = q->dropped_bytes;
 }
 
+/* Bytes a write into a file, a terminal or /dev/null: small enough that a
+ * slow terminal (an ssh session over a thin link) finishes one well within
+ * HERD__OUTQ_STALL_MS, and is not taken for a stalled reader. */
+#define PIECE_MAX_NOT_PIPE ((size_t)16 << 10)
+
 /* The most bytes a write into fd that keeps lines whole among other
- * writers: PIPE_BUF for a pipe or a socket, else any. */
+ * writers: PIPE_BUF for a pipe or a socket, else PIECE_MAX_NOT_PIPE. */
 static size_t piece_max_of(int fd)
 {
 	struct stat sb;
 
 	if (fstat(fd, &sb) != 0 || S_ISFIFO(sb.st_mode) || S_ISSOCK(sb.st_mode))
 		return PIPE_BUF;
-	return SIZE_MAX;
+	return PIECE_MAX_NOT_PIPE;
 }
 
 /* The length of the next write of c from off: whole lines, at most max

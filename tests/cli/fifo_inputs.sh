@@ -91,4 +91,12 @@ quick "$HERD" -e 'local ck = assert(herd.checkpoint("c"))
 has "$err" "restoring checkpoint step 4: c/step-000000000004/manifest.msgpack: it is a FIFO, not a regular file; trying the step before"
 has "$err" "rank-00000.data: it is a FIFO, not a regular file; trying the step before"
 has "$err" "restoring checkpoint step 2: c/step-000000000002/manifest.msgpack: it is a FIFO, not a regular file; trying the step before"
+# A manifest that is a symbolic link is said as a FIFO is, not failed on.
+"$HERD" -e 'local ck = assert(herd.checkpoint("l")); assert(ck:add("w", { 1 }))
+  assert(ck:save(1)); ck:close()' || fail "writing checkpoint l"
+mv l/step-000000000001/manifest.msgpack l/real.msgpack
+ln -s ../real.msgpack l/step-000000000001/manifest.msgpack
+quick "$HERD" ckpt verify l 1
+[[ $rc == 1 ]] || fail "verify of the linked manifest exited $rc: $err"
+has "$(cat out)" "l/step-000000000001/manifest.msgpack: it is a symbolic link, not a regular file"
 echo "fifo_inputs: ok"

@@ -116,4 +116,17 @@ rc=${PIPESTATUS[0]}
 [[ $rc == 0 ]] || fail "slow reader: exit $rc: $(tail -3 "$tmp/err")"
 [[ $(cat "$tmp/count") == "$want" ]] || fail "slow reader: $(cat "$tmp/count") bytes arrived, want $want: $(tail -3 "$tmp/err")"
 grep -q "dropped" "$tmp/err" && fail "slow reader: lines were dropped: $(cat "$tmp/err")"
+# --- while one node floods a reader that takes its output slowly, another
+# node's news is not kept waiting: rank 1 (on h2) fails, and the job ends
+# with its status, its flooding rank 0 (on h1) stopped.  The node watched
+# first (h1) must not be the only one read each time the reader makes
+# room.
+timeout 60 env HERD_SSH="$tmp/rsh" HERD_PROGRAM="$HERD" "$HERD" launch --hosts h1,h2 -n 2 -- \
+	sh -c 'if [ $HERD_RANK = 1 ]; then sleep 1; exit 3; fi; exec yes' 2>"$tmp/err" | python3 -c '
+import sys, time
+while sys.stdin.buffer.read1(65536):
+    time.sleep(0.01)'
+rc=${PIPESTATUS[0]}
+[[ $rc == 3 ]] || fail "a failure beside a flood: exit $rc, want 3: $(tail -3 "$tmp/err")"
+grep -q "rank 1" "$tmp/err" || fail "a failure beside a flood: rank 1 is not named: $(tail -3 "$tmp/err")"
 exit 0

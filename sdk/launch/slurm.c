@@ -239,7 +239,8 @@ static void srun_says(herd__buf *out, char *buf, size_t cap)
 		p += n - (cap - 1);
 		n = cap - 1;
 	}
-	memcpy(buf, p, n);
+	if (n > 0)
+		memcpy(buf, p, n);   /* nothing said: out holds no data at all */
 	buf[n] = '\0';
 	for (size_t i = 0; i < n; i++)
 		if (buf[i] == '\n' || buf[i] == '\r')

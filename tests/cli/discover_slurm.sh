@@ -99,7 +99,7 @@ MODE= timeout 120 salloc -Q -N2 "$HERD" bcast --slurm "$tmp/src" "$tmp/copies/p"
 grep -qxF "herd bcast: node1: $tmp/copies/p.node1 exists and is a FIFO: a new file replaces only a regular file (remove it first, or name another path)" "$tmp/err" \
 	|| fail "bcast onto a FIFO: $(cat "$tmp/err")"
 [[ -p $tmp/copies/p.node1 ]] || fail "bcast replaced the FIFO: $(ls -l "$tmp/copies")"
-cmp -s "$tmp/src" "$tmp/copies/p.node2" || fail "bcast beside a refused node: $(ls -l "$tmp/copies")"
+cmp -s "$tmp/src" "$tmp/copies/p.node2" || fail "bcast beside a refused node: $(ls -l "$tmp/copies") $(cat "$tmp/err")"
 
 "$HERD" discover --slurm >/dev/null 2>"$tmp/err"; rc=$?
 [[ $rc == 2 ]] && grep -q "SLURM_JOB_ID" "$tmp/err" || fail "outside an allocation: $rc $(cat "$tmp/err")"

@@ -107,6 +107,14 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* Waits (5 s at most) until ranks 0 and 1 have each printed a line. */
+static void wait_first_lines(struct capture *c)
+{
+	for (int i = 0; i < 500 && (count_lines(c, 0, HERD_JOB_STDOUT) == 0 ||
+				    count_lines(c, 1, HERD_JOB_STDOUT) == 0); i++)
+		sleep_ms(10);
+}
+
 /* A test's spec runs argv as nranks ranks, its output going to c. */
 static void setup(herd_job_spec *spec, struct capture *c, const char **argv, int nranks)
 {
@@ -511,9 +519,7 @@ static void test_job_ranks_ignoring_sigterm_get_sigkill_after_grace(void)
 	CHECK_OK(herd_job_launch(&job, &spec));
 	if (job == NULL)
 		goto out;
-	for (int i = 0; i < 500 && (count_lines(&c, 0, HERD_JOB_STDOUT) == 0 ||
-				    count_lines(&c, 1, HERD_JOB_STDOUT) == 0); i++)
-		sleep_ms(10);
+	wait_first_lines(&c);
 	CHECK_INT(count_lines(&c, 1, HERD_JOB_STDOUT), 1);
 	t0 = now_ms();
 	CHECK_OK(herd_job_kill(job));
@@ -542,9 +548,7 @@ static void test_job_signal_reaches_every_rank(void)
 	CHECK_OK(herd_job_launch(&job, &spec));
 	if (job == NULL)
 		goto out;
-	for (int i = 0; i < 500 && (count_lines(&c, 0, HERD_JOB_STDOUT) == 0 ||
-				    count_lines(&c, 1, HERD_JOB_STDOUT) == 0); i++)
-		sleep_ms(10);
+	wait_first_lines(&c);
 	CHECK_OK(herd_job_signal(job, SIGUSR1));
 	CHECK_OK(herd_job_wait(job, 20000, &status));
 	CHECK_INT(status, 0);
@@ -576,9 +580,7 @@ static void test_job_sigterm_ends_the_job_without_a_restart(void)
 	CHECK_OK(herd_job_launch(&job, &spec));
 	if (job == NULL)
 		goto out;
-	for (int i = 0; i < 500 && (count_lines(&c, 0, HERD_JOB_STDOUT) == 0 ||
-				    count_lines(&c, 1, HERD_JOB_STDOUT) == 0); i++)
-		sleep_ms(10);
+	wait_first_lines(&c);
 	CHECK_OK(herd_job_signal(job, SIGTERM));
 	CHECK_OK(herd_job_wait(job, 20000, &status));
 	CHECK_INT(status, 128 + SIGTERM);

@@ -24,7 +24,7 @@ static const char bcast_usage[] =
 	"  over ssh (beyond 32 nodes as a tree, each first-level node forwarding to\n"
 	"  its group), or inside a Slurm allocation through one srun step.  Each\n"
 	"  node first refuses a DEST that is not a regular file (a device, a FIFO, a\n"
-	"  symbolic link) before it is sent a byte, verifies the bytes' XXH3 sum,\n"
+	"  symbolic link) before the file is streamed, verifies the bytes' XXH3 sum,\n"
 	"  then fsyncs and renames its copy into place with FILE's mode; a node that\n"
 	"  fails is named on stderr with the reason and the others keep their copies.\n"
 	"  --hosts EXPR       the nodes, a hostlist (node[01-04])\n"

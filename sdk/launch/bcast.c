@@ -6,8 +6,10 @@
  * which its copy replaces by rename: never a device, a FIFO, a link or a
  * directory) and makes its temporary file beside it, then says
  * "herd-bcast ready"; one that cannot write its copy and has no group to
- * forward to says "herd-bcast fail . REASON" instead and ends without
- * reading a byte.  The sender streams to a receiver only once it is ready.
+ * forward to says "herd-bcast fail . REASON" instead and keeps none of
+ * the file (it reads what it is sent to the end and drops it: under one
+ * srun step the stream goes to every task).  The sender streams to a
+ * receiver only once it is ready.
  * The stream a receiver reads on stdin is the file's bytes and then their
  * XXH3-64 (8 bytes, little endian), so that the sender reads the file once.
  * The sender writes each chunk to every receiver's pipe before it reads the
@@ -771,6 +773,38 @@ static void copy_finish(copy *c, const source *src, const char *dest)
 
 /* ---- the node side ------------------------------------------------------------------ */
 
+/*
+ * A refusing receiver's stdin, read to the stream's end (bytes and its
+ * sum) and dropped, in an srun task: under one step (--input=all) the stream goes to
+ * every task whatever it said, and srun holds each piece until every node
+ * has taken it, so a task that ended early stalls the others' copies after
+ * a MiB.  Ends at end of stream, on a stop, or after idle_ms of nothing.
+ * Over ssh a refused node's stdin is its own: it is not read.
+ */
+static void drain_stream(int fd, int stop_fd, uint64_t bytes, int idle_ms)
+{
+	static char sink[65536];
+	uint64_t left = bytes + 8;
+
+	while (left > 0) {
+		struct pollfd pf[2] = { { .fd = fd, .events = POLLIN },
+					{ .fd = stop_fd, .events = POLLIN } };
+		int r = poll(pf, stop_fd >= 0 ? 2 : 1, idle_ms);
+		ssize_t got;
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || (stop_fd >= 0 && pf[1].revents != 0))
+			return;
+		got = read(fd, sink, left < sizeof(sink) ? (size_t)left : sizeof(sink));
+		if (got < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (got <= 0)
+			return;
+		left -= (uint64_t)got;
+	}
+}
+
 herd_status herd_agent_bcast_receive(const char *dest, uint64_t bytes, int mode,
 				     const char *forward, const char *program, int timeout_ms,
 				     int stop_fd)
@@ -806,6 +840,9 @@ herd_status herd_agent_bcast_receive(const char *dest, uint64_t bytes, int mode,
 			unlink(c.tmp);
 		printf(LINE "fail . %s\n", c.err);
 		fflush(stdout);
+		/* A task of an srun step shares the step's one stdin. */
+		if (getenv("SLURM_STEP_ID") != NULL)
+			drain_stream(STDIN_FILENO, stop_fd, bytes, 2 * timeout_ms);
 		goto out;
 	}
 	printf(LINE "ready\n");

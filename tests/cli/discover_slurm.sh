@@ -27,6 +27,9 @@ cat >"$tmp/herd-node" <<EOF
 if [ "\$1" = bcast ] && [ "\$2" = --receive ]; then
 	dest=\$3
 	shift 3
+	# late2: node2 says its word late, so that node1's refusal has surely
+	# ended its task before the stream starts
+	[ "\$MODE" = late2 ] && [ "\$SLURMD_NODENAME" = node2 ] && sleep 2
 	exec "$HERD" bcast --receive "\$dest.\$SLURMD_NODENAME" "\$@"
 fi
 if [ "\$SLURMD_NODENAME" = node2 ]; then
@@ -94,12 +97,16 @@ grep -q "^herd bcast: node1: cannot create a file beside $tmp/no-such-dir/f.node
 # a DEST that is a FIFO on node1: refused there, before the step's stdin
 # carries the file; node2 gets its copy
 mkfifo "$tmp/copies/p.node1"
-MODE= timeout 120 salloc -Q -N2 "$HERD" bcast --slurm "$tmp/src" "$tmp/copies/p" 2>"$tmp/err"; rc=$?
+# 8 MB: more than srun and node1's slurmstepd take in for a task that has
+# ended (about 1 MiB each)
+head -c 8000000 /dev/urandom >"$tmp/big"
+MODE=late2 timeout 120 salloc -Q -N2 "$HERD" bcast --slurm --timeout 5 "$tmp/big" "$tmp/copies/p" 2>"$tmp/err"; rc=$?
 [[ $rc == 1 ]] || fail "bcast onto a FIFO exited $rc: $(cat "$tmp/err")"
 grep -qxF "herd bcast: node1: $tmp/copies/p.node1 exists and is a FIFO: a new file replaces only a regular file (remove it first, or name another path)" "$tmp/err" \
 	|| fail "bcast onto a FIFO: $(cat "$tmp/err")"
 [[ -p $tmp/copies/p.node1 ]] || fail "bcast replaced the FIFO: $(ls -l "$tmp/copies")"
-cmp -s "$tmp/src" "$tmp/copies/p.node2" || fail "bcast beside a refused node: $(ls -l "$tmp/copies") $(cat "$tmp/err")"
+cmp -s "$tmp/big" "$tmp/copies/p.node2" || fail "bcast beside a refused node: $(ls -l "$tmp/copies") $(cat "$tmp/err")"
+! compgen -G "$tmp/copies/*.herd-bcast.*" >/dev/null || fail "bcast left temporaries: $(ls -l "$tmp/copies")"
 
 "$HERD" discover --slurm >/dev/null 2>"$tmp/err"; rc=$?
 [[ $rc == 2 ]] && grep -q "SLURM_JOB_ID" "$tmp/err" || fail "outside an allocation: $rc $(cat "$tmp/err")"

@@ -303,7 +303,8 @@ out:
 }
 
 /* Every rank's NCCL call hangs and rank 2 never calls: ranks 0 and 1 get
- * HERD_ETIMEDOUT at the deadline plus at most 1 s, naming rank 2. */
+ * HERD_ETIMEDOUT at the deadline (the first to reach it) plus at most
+ * 1 s, naming rank 2. */
 static void test_hung_call_times_out_naming_the_missing_rank(void)
 {
 	dev_args a = { .mock = "hang", .timeout_ms = 2000, .absent = 2, .victim = -1 };
@@ -321,7 +322,10 @@ static void test_hung_call_times_out_naming_the_missing_rank(void)
 		CHECK(strstr(res[r].msg, "allreduce #") != NULL);
 		CHECK(strstr(res[r].msg, "rank 2 (host") != NULL);
 		CHECK(strstr(res[r].msg, "did not arrive") != NULL);
-		CHECK(res[r].t_ms >= 2000 && res[r].t_ms <= 3000);
+		/* A rank told by the first to time out hears it when that rank's
+		 * deadline passed: up to the difference of their clocks' starts
+		 * (a few ms, more on a busy machine) before its own. */
+		CHECK(res[r].t_ms >= 1900 && res[r].t_ms <= 3000);
 		/* what it returned, and when: the figure a reader wants */
 		printf("    rank %d: %s after %" PRId64 " ms (deadline 2000 ms): %s\n", r,
 		       herd_status_name(res[r].status), res[r].t_ms, res[r].msg);

@@ -138,7 +138,7 @@ grep -qF "$tmp/shrinking shrank while it was sent (1000 of its 2688895 bytes are
 grep -q "127.0.0" "$tmp/err" && fail "a shrinking file is blamed on a node: $(cat "$tmp/err")"
 (( t1 - t0 < 15 )) || fail "a shrinking file was named after $((t1 - t0)) s (--timeout 20)"
 for ((k = 0; k < 100; k++)); do [[ -z $(ls "$tmp/out") ]] && break; sleep 0.1; done
-[[ -z $(ls "$tmp/out") ]] || fail "a shrinking file left $(ls "$tmp/out")"
+[[ -z $(ls "$tmp/out") ]] || fail "a shrinking file left $(ls "$tmp/out"); the sender said: $(cat "$tmp/err"); receivers still running: $(ps -eo pid,stat,etime,args | grep '[b]cast --receive')"
 
 # --- usage
 for args in "" "--hosts a" "--hosts a x" "--hosts a x rel/path" "--hosts a --slurm x /y" "--timeout 0 --hosts a x /y"; do

@@ -22,8 +22,13 @@
 -- (numbers) or one number (metric "value").  A run that raises stops the
 -- experiment with the combination named.  Each record holds the
 -- combination (`params`), every sample (`samples[metric]`) and their
--- statistics (`stats[metric]`: n, min, median, mean, p95, max, stddev;
--- p95 is the nearest-rank percentile, stddev the sample one).
+-- statistics (`stats[metric]`: n, min, p5, median, mean, p95, max, stddev;
+-- p5 and p95 are nearest-rank percentiles, stddev the sample one).  CSV
+-- numbers are written in the fewest digits that read back as the same
+-- double (shortest below).  A chart draws one statistic of y per point
+-- (the median) over the band of its samples (min to max, or p5 to p95),
+-- and says which in a caption; its legend names the series by their
+-- parameters' values ("tcp", "auto, 2") under the parameters' names.
 
 local M = {}
 
@@ -52,7 +57,7 @@ function M.stats(xs)
   local median = n % 2 == 1 and s[(n + 1) // 2] or (s[n // 2] + s[n // 2 + 1]) / 2
   return {
     n = n, min = s[1], max = s[n], mean = mean, median = median,
-    p95 = s[math.max(1, math.ceil(0.95 * n))],
+    p5 = s[math.max(1, math.ceil(0.05 * n))], p95 = s[math.max(1, math.ceil(0.95 * n))],
     stddev = n > 1 and math.sqrt(var / (n - 1)) or 0,
   }
 end
@@ -188,6 +193,25 @@ function Experiment:table(opts)
   return table.concat(out, "\n")
 end
 
+-- A float in the fewest significant digits (1 to 17) that read back as
+-- the same double; positional from 1e-4 up to 1e16 (0.1, 123456789.123,
+-- 9007199254740992), in exponent form outside (1e-300), as repr does.
+local function shortest(v)
+  if v ~= v then return "nan" end
+  if v == math.huge or v == -math.huge then return v > 0 and "inf" or "-inf" end
+  local sci
+  for p = 1, 17 do
+    sci = string.format("%." .. (p - 1) .. "e", v)
+    if tonumber(sci) == v then break end
+  end
+  local sign, lead, rest, exp = sci:match("^(%-?)(%d)%.?(%d*)e([-+]%d+)$")
+  local digits, e = lead .. rest, tonumber(exp)
+  if e < -4 or e >= 16 then return string.format("%." .. #digits .. "g", v) end
+  if e >= #digits - 1 then return sign .. digits .. string.rep("0", e - #digits + 1) end
+  if e >= 0 then return sign .. digits:sub(1, e + 1) .. "." .. digits:sub(e + 2) end
+  return sign .. "0." .. string.rep("0", -e - 1) .. digits
+end
+
 local function csv_field(s)
   if s:find('[,"\n]') then return '"' .. s:gsub('"', '""') .. '"' end
   return s
@@ -195,7 +219,7 @@ end
 
 -- CSV with a header row: one row per combination.
 function Experiment:csv(opts)
-  local cols = columns(self, opts or { stats = { "median", "mean", "min", "p95", "max", "stddev" } })
+  local cols = columns(self, opts or { stats = { "median", "mean", "min", "p5", "p95", "max", "stddev" } })
   local out, head = {}, {}
   for c, col in ipairs(cols) do head[c] = csv_field(col.title) end
   out[1] = table.concat(head, ",")
@@ -203,7 +227,7 @@ function Experiment:csv(opts)
     local line = {}
     for c, col in ipairs(cols) do
       local v = col.get(rec)
-      line[c] = csv_field(v == nil and "" or (math.type(v) == "float" and string.format("%.17g", v) or tostring(v)))
+      line[c] = csv_field(v == nil and "" or (math.type(v) == "float" and shortest(v) or tostring(v)))
     end
     out[#out + 1] = table.concat(line, ",")
   end
@@ -260,18 +284,32 @@ function M.load(path)
   return new(t)
 end
 
--- The series of a plot: y's statistic (default the median) against x, one
--- series per value of the `series` parameter(s), the other parameters
--- fixed by `where` (default: all values, each its own series).
-function Experiment:series(opts)
-  assert(opts and opts.x and opts.y, "herd.Experiment: x and y are required")
-  local stat = opts.stat or "median"
+-- The parameters a plot's series differ by: `series` (a name or an
+-- array of names), else every parameter but x.
+local function grouping(self, opts)
   local group = opts.series
   if type(group) == "string" then group = { group } end
   if group == nil then
     group = {}
     for _, k in ipairs(self.order) do if k ~= opts.x then group[#group + 1] = k end end
   end
+  return group
+end
+
+-- The statistics a band spans.
+local bands = { ["min-max"] = { "min", "max" }, ["p5-p95"] = { "p5", "p95" } }
+
+-- The series of a plot: y's statistic (default the median) against x, one
+-- series per combination of the values of the `series` parameter(s), the
+-- records filtered by `where`; each named by its values ("tcp", "auto, 2")
+-- and each point carrying the band of its samples (band: "min-max", the
+-- default, "p5-p95", or false for none).
+function Experiment:series(opts)
+  assert(opts and opts.x and opts.y, "herd.Experiment: x and y are required")
+  local stat = opts.stat or "median"
+  local band = opts.band == nil and "min-max" or opts.band
+  assert(band == false or bands[band], "herd.Experiment: band must be \"min-max\", \"p5-p95\" or false")
+  local group = grouping(self, opts)
   local by, list = {}, {}
   for _, rec in ipairs(self.records) do
     local keep = true
@@ -279,36 +317,66 @@ function Experiment:series(opts)
     local st = rec.stats[opts.y]
     if keep and st and st[stat] then
       local names = {}
-      for _, k in ipairs(group) do names[#names + 1] = k .. "=" .. tostring(rec.params[k]) end
-      local name = #names > 0 and table.concat(names, " ") or opts.y
+      for _, k in ipairs(group) do names[#names + 1] = herd.plot.word(rec.params[k]) end
+      local name = #names > 0 and table.concat(names, ", ") or opts.y
       if not by[name] then
         by[name] = { name = name, points = {} }
         list[#list + 1] = by[name]
       end
-      table.insert(by[name].points, { rec.params[opts.x], st[stat] })
+      local p = { rec.params[opts.x], st[stat] }
+      if band and (st.n or 0) > 1 then p[3], p[4] = st[bands[band][1]], st[bands[band][2]] end
+      table.insert(by[name].points, p)
     end
   end
   return list
 end
 
-local function plot_opts(self, opts)
+-- What the lines and the bands of a chart show, for its caption: "lines:
+-- median of 3 runs per point; bands: min to max" (bars in the terminal).
+local function caption(self, opts, series, bars)
+  local stat = opts.stat or "median"
+  local band = opts.band == nil and "min-max" or opts.band
+  local most, least, spread = 0, math.huge, false
+  for _, rec in ipairs(self.records) do
+    local st = rec.stats[opts.y]
+    if st and st[stat] then most, least = math.max(most, st.n or 0), math.min(least, st.n or 0) end
+  end
+  for _, s in ipairs(series) do
+    for _, p in ipairs(s.points) do spread = spread or (p[3] ~= nil and p[3] < p[4]) end
+  end
+  if most <= 1 then return nil end
+  local runs = (least == most and "" or "up to ") .. most .. " runs per point"
+  local text = "lines: " .. stat .. " of " .. runs
+  if spread then
+    text = text .. "; " .. (bars and "bars (|)" or "bands") .. ": "
+           .. bands[band][1] .. " to " .. bands[band][2]
+  end
+  return text
+end
+
+local function plot_opts(self, opts, series, bars)
   local o = {}
   for k, v in pairs(opts) do o[k] = v end
   o.xlabel = o.xlabel or opts.x
-  o.ylabel = o.ylabel or (opts.y .. (opts.stat and opts.stat ~= "median" and (" (" .. opts.stat .. ")") or ""))
+  o.ylabel = o.ylabel or opts.y
   o.title = o.title or self.name
-  for _, k in ipairs({ "x", "y", "series", "where", "stat" }) do o[k] = nil end
+  local group = grouping(self, opts)
+  if o.legend == nil and #group > 0 then o.legend = table.concat(group, ", ") end
+  if o.caption == nil then o.caption = caption(self, opts, series, bars) end
+  for _, k in ipairs({ "x", "y", "series", "where", "stat", "band" }) do o[k] = nil end
   return o
 end
 
 -- A terminal line chart of y against x (herd.plot.text's options too).
 function Experiment:plot(opts)
-  return herd.plot.text(self:series(opts), plot_opts(self, opts))
+  local series = self:series(opts)
+  return herd.plot.text(series, plot_opts(self, opts, series, true))
 end
 
 -- An SVG line chart (herd.plot.svg's options too, path among them).
 function Experiment:svg(opts)
-  return herd.plot.svg(self:series(opts), plot_opts(self, opts))
+  local series = self:series(opts)
+  return herd.plot.svg(series, plot_opts(self, opts, series, false))
 end
 
 function Experiment:__tostring()

@@ -25,7 +25,8 @@ The library's version, such as `"0.1.0"`.
 
 ## herd.help([what])
 Prints the entry of `what`: a function of the API (`help(herd.launch)`), or a name (`"launch"`,
-`"herd.Job"`, `"Job:wait"`). With no argument, lists every entry. `help` is also a global.
+`"herd.Job"`, `"Job:wait"`). With no argument, lists every entry. `help` is also a global. The
+text is wrapped to the terminal's width (`herd.columns()`).
 
 ## obj:close() -> true
 Every herd object (`herd.Cluster`, `herd.Job`, `herd.Comm`, `herd.Buffer`, ...) closes with
@@ -49,6 +50,11 @@ there), `"HERD_ENOTFOUND"` (no such directory) or `"HERD_EIO"`.
 
 ## herd.tty([fd]) -> boolean
 Whether file descriptor `fd` (default 1, stdout) is a terminal.
+
+## herd.columns([fd]) -> integer
+The width in columns of the terminal on file descriptor `fd` (default 1, stdout): its window's
+size when `fd` is a terminal, else `$COLUMNS` when that is a positive number (output piped into a
+pager), else 80.
 
 ## herd.rank, herd.size, herd.local_rank, herd.host
 This process's place in its job: rank, number of ranks, rank on its node, host name; from herd
@@ -289,7 +295,10 @@ A buffer holding the numbers of the array `values`.
 Typed host memory. `b[i]` (from 1) reads and writes an element (integer dtypes as integers,
 floating ones as floats; a value that does not fit raises); `#b` is its length, `b.dtype` and
 `b.bytes` its type and size. Collectives and checkpoints work on its memory directly. Views share
-it; the memory lives until the last buffer, view or operation on it is done.
+it; the memory lives until the last buffer, view or operation on it is done. `tostring(b)`, `print`
+and the prompt show its dtype, length and first 8 values, as a tensor's repr: `herd.Buffer(float32,
+1048576) {1, 2, 3, 4, 5, 6, 7, 8, ...}`; a float in the fewest digits that read back as the same
+value of the dtype (a float32 0.1 shows as `0.1`, a float16 65504 as `65500`).
 
 ## herd.Buffer:fill(v) -> b
 Sets every element to `v`.
@@ -472,13 +481,15 @@ times (default 3). `run` returns a table of numbers (metrics) or one number (`va
 
 ## herd.Experiment
 `e.records[i]` holds `params`, every sample (`samples[metric]`) and `stats[metric]`: `n`, `min`,
-`median`, `mean`, `p95`, `max`, `stddev`.
+`p5`, `median`, `mean`, `p95`, `max`, `stddev` (percentiles by nearest rank).
 
 ## herd.Experiment:table([{stats =, metrics =}]) -> string
 An aligned text table: the parameters, then each metric's statistics (default median, min, max).
 
 ## herd.Experiment:csv([opts]) -> string
-CSV with a header row, every statistic by default.
+CSV with a header row, every statistic by default. A float is written in the fewest digits that
+read back as the same double (`0.1`, `0.3333333333333333`, `1e-300`, `123456789.123`), an integer
+in full.
 
 ## herd.Experiment:markdown([opts]) -> string
 A Markdown table.
@@ -492,26 +503,36 @@ Writes JSON, or CSV or Markdown when `path` ends in `.csv` or `.md`.
 ## herd.experiment.load(path) -> herd.Experiment | nil, msg, status
 Reads an experiment saved as JSON.
 
-## herd.Experiment:series{x =, y =, series =, where =, stat =} -> array
+## herd.Experiment:series{x =, y =, series =, where =, stat =, band =} -> array
 The series of a plot: statistic `stat` (default median) of metric `y` against parameter `x`, one
-series per value of the `series` parameter(s), records filtered by `where`.
+series per combination of values of the `series` parameter(s) (default: every parameter but
+`x`), records filtered by `where`. A series is named by its values (`"tcp"`, `"auto, 2"`); each
+point is `{x, y, lo, hi}`, `lo` to `hi` the spread of its samples: `band = "min-max"` (default),
+`"p5-p95"`, or `false` for none (a point of one sample has none).
 
 ## herd.Experiment:plot{x =, y =, ...} -> string
-A terminal line chart of `series{...}`, with `herd.plot.text`'s options.
+A terminal line chart of `series{...}`, with `herd.plot.text`'s options: the axes titled by `x`
+and `y` with their units (`xunit = "bytes"`: "size (bytes)"), the legend headed by the `series`
+parameters' names, and a caption saying what the lines and bars show ("lines: median of 3 runs
+per point; bars (|): min to max").
 
 ## herd.Experiment:svg{x =, y =, ..., path =} -> string | nil, msg, status
-An SVG chart of `series{...}`, with `herd.plot.svg`'s options; a `path` that cannot be written
-fails as `save` does.
+An SVG chart of `series{...}`, with `herd.plot.svg`'s options, titled, headed and captioned as
+`plot` (the spread drawn as a shaded band); a `path` that cannot be written fails as `save` does.
 
 ## herd.plot.text(series[, opts]) -> string
-A line chart for the terminal: `series` is `{{name =, points = {{x, y}, ...}}, ...}`. Options:
-`title`, `xlabel`, `ylabel`, `logx`, `logy`, `xunit`/`yunit` (`"bytes"`: 1K, 4M), `xmin`, `xmax`,
-`ymin`, `ymax`, `width` (default 80 columns), `height` (20 rows), `color` (default: stdout is a
-terminal). One mark per series, dots between points, a legend.
+A line chart for the terminal: `series` is `{{name =, points = {{x, y[, lo, hi]}, ...}}, ...}`; a
+point's `lo` to `hi` is drawn as a bar of `|`. Options: `title`, `xlabel`, `ylabel`, `xunit`,
+`yunit` (the axis title carries it: "size (bytes)"; `"bytes"` also writes ticks as 1K, 4M),
+`logx`, `logy`, `xmin`, `xmax`, `ymin`, `ymax`, `legend` (the legend's heading), `caption` (a
+line under the chart), `width` (default 80 columns), `height` (20 rows), `color` (default: stdout
+is a terminal). One mark per series, dots between points, a legend of the series' names as words
+(a number in its shortest form, a table as `herd.pretty.format` writes it).
 
 ## herd.plot.svg(series[, opts]) -> string | nil, msg, status
-The same chart as SVG (axes, ticks, labels, grid, legend, title); `width`, `height` in pixels
-(800 x 500), `path` writes the file too (`herd.write_file`).
+The same chart as SVG (axes, ticks, titles with units, grid, legend, caption, title), each point's
+`lo` to `hi` drawn as a shaded band around its series' line (an error bar for a lone point);
+`width`, `height` in pixels (800 x 500), `path` writes the file too (`herd.write_file`).
 
 ## herd.pretty.format(value[, opts]) -> string
 Readable text of a value, tables as Lua constructors.
@@ -605,18 +626,56 @@ local function name_of(f)
   return nil
 end
 
-local function render(e)
-  return e.heading .. "\n" .. table.concat(e.body, "\n"):gsub("%s+$", "")
+-- The words of text broken into lines of at most width columns (a word
+-- longer than that on a line of its own), the first line after lead and
+-- the others after indent.
+local function wrap(text, width, lead, indent)
+  local lines, line = {}, lead
+  local len = utf8.len or string.len
+  local function cols(s) return len(s) or #s end
+  for word in text:gmatch("%S+") do
+    if line ~= lead and line ~= indent and cols(line) + 1 + cols(word) > width then
+      lines[#lines + 1] = line
+      line = indent
+    end
+    line = line .. ((line == lead or line == indent) and "" or " ") .. word
+  end
+  lines[#lines + 1] = line
+  return table.concat(lines, "\n")
 end
 
--- The text help prints for what.
-function M.text(what)
+-- An entry: its heading (continued 4 columns in), then each paragraph of
+-- its body re-flowed, or as written when width is nil.
+local function render(e, width)
+  if not width then
+    return e.heading .. "\n" .. table.concat(e.body, "\n"):gsub("%s+$", "")
+  end
+  local out, para = { wrap(e.heading, width, "", "    ") }, {}
+  for _, line in ipairs(e.body) do
+    if line:match("^%s*$") then
+      if #para > 0 then out[#out + 1] = wrap(table.concat(para, " "), width, "", "") end
+      para = {}
+    else
+      para[#para + 1] = line
+    end
+  end
+  if #para > 0 then out[#out + 1] = wrap(table.concat(para, " "), width, "", "") end
+  return table.concat(out, "\n")
+end
+
+-- The text help prints for what, wrapped to width columns when given.
+function M.text(what, width)
+  if width ~= nil then
+    assert(math.type(width) == "integer", "herd.help.text: width must be an integer")
+    width = math.max(width, 20)
+  end
   if what == nil then
     local out = { "herd's Lua API (help(name) for one entry):" }
     for _, s in ipairs(entries) do
       local keys = {}
       for _, e in ipairs(s.entries) do keys[#keys + 1] = e.key end
-      out[#out + 1] = "  " .. s.title .. ": " .. table.concat(keys, ", ")
+      local line = s.title .. ": " .. table.concat(keys, ", ")
+      out[#out + 1] = width and wrap(line, width, "  ", "    ") or "  " .. line
     end
     return table.concat(out, "\n")
   end
@@ -633,12 +692,13 @@ function M.text(what)
   if type(name) ~= "string" then return nil, "no entry for a " .. type(what) .. " value" end
   local e = find(name)
   if not e then return nil, "no entry named '" .. name .. "' (help() lists them)" end
-  return render(e)
+  return render(e, width)
 end
 
--- Prints the entry of what (see the top of this file).
+-- Prints the entry of what (see the top of this file), wrapped to the
+-- terminal's width (herd.columns()).
 function M.help(what)
-  local text, err = M.text(what)
+  local text, err = M.text(what, herd.columns())
   print(text or err)
 end
 

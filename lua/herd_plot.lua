@@ -1,16 +1,25 @@
 -- herd.plot: line charts of a few series, in the terminal and as SVG.
 --
 --   local series = {
---     { name = "np=2", points = { { 1024, 0.8 }, { 4096, 2.1 }, { 16384, 3.9 } } },
---     { name = "np=4", points = { { 1024, 0.5 }, { 4096, 1.7 }, { 16384, 4.4 } } },
+--     { name = "tcp", points = { { 1024, 0.8, 0.7, 0.9 }, { 4096, 2.1 }, { 16384, 3.9 } } },
+--     { name = "shm", points = { { 1024, 0.5 }, { 4096, 1.7 }, { 16384, 4.4 } } },
 --   }
---   print(herd.plot.text(series, { logx = true, xunit = "bytes", ylabel = "busbw GB/s" }))
+--   print(herd.plot.text(series, { logx = true, xlabel = "size", xunit = "bytes",
+--                                  ylabel = "busbw", yunit = "GB/s" }))
 --   herd.plot.svg(series, { logx = true, title = "allreduce", path = "sweep.svg" })
 --
--- Options of both: title, xlabel, ylabel; logx, logy (log-scaled axes:
--- powers of 2 for xunit/yunit "bytes", else of 10); xunit, yunit ("bytes"
--- writes 1K, 4M, 2G on that axis); xmin, xmax, ymin, ymax (default: the
--- data's range; a linear y axis starts at 0 when the data are positive).
+-- A point is { x, y } or { x, y, lo, hi } (also x =, y =, lo =, hi =):
+-- lo..hi, the spread of the samples behind y, is drawn as a shaded band
+-- around the series' line in SVG (an error bar for a lone point) and as
+-- bars of | in the terminal.  Options of both: title, xlabel, ylabel;
+-- xunit, yunit (a unit the axis title carries, "size (bytes)"; "bytes"
+-- also writes 1K, 4M, 2G on that axis); logx, logy (log-scaled axes:
+-- powers of 2 for "bytes", else of 10); xmin, xmax, ymin, ymax (default:
+-- the data's range, bands included; a linear y axis starts at 0 when the
+-- data are positive); legend (a heading for the legend: what the series
+-- differ by); caption (a line under the chart: what the lines and bands
+-- show).  A series' name is written as a word: a string as it is, a
+-- number in its shortest form, a table through herd.pretty.format.
 -- text: width (default 80 columns, the whole chart), height (default 20
 -- rows of plot), color (ANSI colours per series; default: stdout is a
 -- terminal).  Each series is drawn with its own mark (* + o x # @ % &),
@@ -18,7 +27,7 @@
 -- color = false every character is plain ASCII.  svg: width, height
 -- (pixels, default 800 x 500), path (also write the file); returns the
 -- SVG text.  Points with a missing or non-finite coordinate, or one not
--- above 0 on a log axis, are left out.
+-- above 0 on a log axis, are left out (a band's ends likewise).
 
 local M = {}
 
@@ -47,6 +56,34 @@ local function finite(v)
   return type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge
 end
 
+-- A value as a legend or a label shows it: a string as it is, an integer
+-- in full, a float in its fewest digits (%.4g's precision at most), a
+-- table as herd.pretty writes it.
+local function word(v)
+  if type(v) == "string" then return v end
+  if math.type(v) == "float" then
+    for p = 1, 4 do
+      local s = string.format("%." .. p .. "g", v)
+      if tonumber(s) == v then return s end
+    end
+    return string.format("%.4g", v)
+  end
+  if type(v) == "table" and not (getmetatable(v) and getmetatable(v).__tostring) then
+    return require("herd.pretty").format(v)
+  end
+  return tostring(v)
+end
+M.word = word
+
+-- An axis title with its unit: "size (bytes)"; the label alone when it
+-- names the unit already, the unit alone when there is no label.
+local function axis_title(label, unit)
+  if unit == nil or unit == "" then return label end
+  if label == nil then return unit end
+  if label:find(unit, 1, true) then return label end
+  return label .. " (" .. unit .. ")"
+end
+
 -- The points that can be drawn, and the range of each axis.
 local function prepare(series, opts)
   assert(type(series) == "table", "herd.plot: series must be an array of {name =, points =}")
@@ -54,17 +91,22 @@ local function prepare(series, opts)
   local clean = {}
   for i, s in ipairs(series) do
     assert(type(s.points) == "table", "herd.plot: series " .. i .. " has no points")
-    local pts = {}
+    local pts, band = {}, false
+    local function usable(v) return finite(v) and (not opts.logy or v > 0) end
     for _, p in ipairs(s.points) do
       local x, y = p[1] or p.x, p[2] or p.y
       if finite(x) and finite(y) and (not opts.logx or x > 0) and (not opts.logy or y > 0) then
-        pts[#pts + 1] = { x, y }
+        local lo, hi = p[3] or p.lo, p[4] or p.hi
+        if not (usable(lo) and usable(hi)) then lo, hi = nil, nil end
+        pts[#pts + 1] = { x, y, lo, hi }
+        band = band or lo ~= nil
         xmin, xmax = math.min(xmin, x), math.max(xmax, x)
-        ymin, ymax = math.min(ymin, y), math.max(ymax, y)
+        ymin, ymax = math.min(ymin, y, lo or y), math.max(ymax, y, hi or y)
       end
     end
     table.sort(pts, function(a, b) return a[1] < b[1] end)
-    clean[#clean + 1] = { name = tostring(s.name or ("series " .. i)), points = pts }
+    clean[#clean + 1] = { name = s.name ~= nil and word(s.name) or ("series " .. i),
+                          points = pts, band = band }
   end
   if xmin > xmax then xmin, xmax, ymin, ymax = 1, 10, 1, 10 end
   if not opts.logy and ymin > 0 then ymin = 0 end
@@ -147,6 +189,15 @@ function M.text(series, opts)
       if ch ~= "." or grid[r][c] == nil then grid[r][c], owner[r][c] = ch, s end
     end
   end
+  for si, s in ipairs(clean) do          -- bars from lo to hi, under the rest
+    for _, p in ipairs(s.points) do
+      if p[3] then
+        for r = row(p[4]), row(p[3]) do
+          if grid[r] and grid[r][col(p[1])] == nil then put(r, col(p[1]), "|", si) end
+        end
+      end
+    end
+  end
   for si, s in ipairs(clean) do
     local mark = marks[(si - 1) % #marks + 1]
     for i = 2, #s.points do               -- dots between points
@@ -161,7 +212,8 @@ function M.text(series, opts)
   end
   local lines = {}
   if opts.title then lines[#lines + 1] = string.rep(" ", math.max(0, (width - #opts.title) // 2)) .. opts.title end
-  if opts.ylabel then lines[#lines + 1] = opts.ylabel end
+  local ytitle, xtitle = axis_title(opts.ylabel, opts.yunit), axis_title(opts.xlabel, opts.xunit)
+  if ytitle then lines[#lines + 1] = ytitle end
   local at = {}
   for i, v in ipairs(yt) do at[row(v)] = ylabels[i] end
   for r = 1, height do
@@ -194,11 +246,16 @@ function M.text(series, opts)
   end
   lines[#lines + 1] = string.rep(" ", lw) .. " +" .. table.concat(rule)
   lines[#lines + 1] = (string.rep(" ", lw + 2) .. table.concat(lab)):gsub("%s+$", "")
-  if opts.xlabel then
-    lines[#lines + 1] = string.rep(" ", lw + 2 + math.max(0, (pw - #opts.xlabel) // 2)) .. opts.xlabel
+  if xtitle then
+    lines[#lines + 1] = string.rep(" ", lw + 2 + math.max(0, (pw - #xtitle) // 2)) .. xtitle
   end
-  -- the legend, as many entries to a line as fit the width
+  -- the legend after its heading, as many entries to a line as fit the
+  -- width; then the caption, wrapped likewise
   local line, used = string.rep(" ", lw + 2), lw + 2
+  if opts.legend then
+    local legend = word(opts.legend)
+    line, used = line .. legend .. ":", used + #legend + 1
+  end
   for si, s in ipairs(clean) do
     local mark = marks[(si - 1) % #marks + 1]
     local entry = mark .. " " .. s.name
@@ -212,6 +269,17 @@ function M.text(series, opts)
     used = used + gap + #entry
   end
   lines[#lines + 1] = line
+  if opts.caption then
+    line = string.rep(" ", lw + 2)
+    for w in tostring(opts.caption):gmatch("%S+") do
+      if #line > lw + 2 and #line + 1 + #w > width then
+        lines[#lines + 1] = line
+        line = string.rep(" ", lw + 2)
+      end
+      line = line .. (#line > lw + 2 and " " or "") .. w
+    end
+    lines[#lines + 1] = line
+  end
   return table.concat(lines, "\n")
 end
 
@@ -224,15 +292,19 @@ function M.svg(series, opts)
   opts = opts or {}
   local W, H = opts.width or 800, opts.height or 500
   local clean, xmin, xmax, ymin, ymax = prepare(series, opts)
-  -- the legend goes right of the plot when its names fit 40% of the width,
-  -- else under the plot, one entry per line (the picture grows for it)
-  local longest = 0
+  local legend = opts.legend and word(opts.legend)
+  -- the legend goes right of the plot when its names (and its heading, in
+  -- bold from where the entries' marks start) fit 40% of the width, else
+  -- under the plot, one entry per line (the picture grows for it)
+  local longest = legend and math.ceil((8.5 * #legend - 35) / 7.5) or 0
   for _, s in ipairs(clean) do longest = math.max(longest, #s.name) end
   local legend_w = 60 + math.ceil(7.5 * longest)
   local below = legend_w > 0.4 * W
-  local left, right, top, bottom = 80, below and 30 or legend_w, opts.title and 50 or 25, 60
+  local heading = legend and 1 or 0
+  local left, right, top = 80, below and 30 or legend_w, opts.title and 50 or 25
+  local bottom = opts.caption and 80 or 60
   local pw, ph = W - left - right, H - top - bottom
-  if below then H = H + 10 + 22 * #clean end
+  if below then H = H + 10 + 22 * (#clean + heading) end
   local sx, sy = scale(xmin, xmax, opts.logx), scale(ymin, ymax, opts.logy)
   local function X(x) return left + sx(x) * pw end
   local function Y(y) return top + (1 - sy(y)) * ph end
@@ -260,14 +332,50 @@ function M.svg(series, opts)
         esc(label(v, opts.yunit)))
   end
   add('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="black"/>', left, top, pw, ph)
-  if opts.xlabel then
-    add('<text x="%.1f" y="%d" text-anchor="middle">%s</text>', left + pw / 2, top + ph + 45, esc(opts.xlabel))
+  local xtitle, ytitle = axis_title(opts.xlabel, opts.xunit), axis_title(opts.ylabel, opts.yunit)
+  if xtitle then
+    add('<text class="xlabel" x="%.1f" y="%d" text-anchor="middle">%s</text>', left + pw / 2,
+        top + ph + 45, esc(xtitle))
   end
-  if opts.ylabel then
-    add('<text x="20" y="%.1f" text-anchor="middle" transform="rotate(-90 20 %.1f)">%s</text>',
-        top + ph / 2, top + ph / 2, esc(opts.ylabel))
+  if ytitle then
+    add('<text class="ylabel" x="20" y="%.1f" text-anchor="middle" transform="rotate(-90 20 %.1f)">%s</text>',
+        top + ph / 2, top + ph / 2, esc(ytitle))
   end
-  -- series
+  if opts.caption then
+    add('<text class="caption" x="%.1f" y="%d" text-anchor="middle" font-size="12" fill="#444">%s</text>',
+        left + pw / 2, top + ph + 68, esc(opts.caption))
+  end
+  -- the legend's heading
+  local lx0, ly0 = left + pw + 15, top + 10
+  if below then lx0, ly0 = left, top + ph + bottom + 5 end
+  if legend then
+    add('<text class="legend-title" x="%d" y="%d" dominant-baseline="middle" font-weight="bold">%s</text>',
+        lx0, ly0, esc(legend))
+  end
+  -- series: the band of lo..hi first, the line and points over it
+  for si, s in ipairs(clean) do
+    local colr = palette[(si - 1) % #palette + 1]
+    local upper, lower = {}, {}
+    for _, p in ipairs(s.points) do
+      if p[3] then
+        upper[#upper + 1] = string.format("%.1f,%.1f", X(p[1]), Y(p[4]))
+        table.insert(lower, 1, string.format("%.1f,%.1f", X(p[1]), Y(p[3])))
+      end
+    end
+    if #upper > 1 then
+      add('<polygon class="band" points="%s %s" fill="%s" fill-opacity="0.2" stroke="none"/>',
+          table.concat(upper, " "), table.concat(lower, " "), colr)
+    elseif #upper == 1 then
+      for _, p in ipairs(s.points) do
+        if p[3] then
+          local x = X(p[1])
+          add('<path class="errorbar" d="M%.1f,%.1f V%.1f M%.1f,%.1f H%.1f M%.1f,%.1f H%.1f" ' ..
+              'stroke="%s" stroke-width="1.5"/>', x, Y(p[4]), Y(p[3]), x - 5, Y(p[4]), x + 5,
+              x - 5, Y(p[3]), x + 5, colr)
+        end
+      end
+    end
+  end
   for si, s in ipairs(clean) do
     local colr = palette[(si - 1) % #palette + 1]
     local pts = {}
@@ -278,11 +386,13 @@ function M.svg(series, opts)
     for _, p in ipairs(s.points) do
       add('<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>', X(p[1]), Y(p[2]), colr)
     end
-    local lx, ly = left + pw + 15, top + 10 + (si - 1) * 22
-    if below then lx, ly = left, top + ph + bottom + 5 + (si - 1) * 22 end
+    local lx, ly = lx0, ly0 + (si - 1 + heading) * 22
+    if s.band then
+      add('<rect x="%d" y="%d" width="25" height="14" fill="%s" fill-opacity="0.2"/>', lx, ly - 7, colr)
+    end
     add('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/>', lx, ly, lx + 25, ly, colr)
     add('<circle cx="%d" cy="%d" r="3.5" fill="%s"/>', lx + 12, ly, colr)
-    add('<text x="%d" y="%d" dominant-baseline="middle">%s</text>', lx + 32, ly, esc(s.name))
+    add('<text class="legend" x="%d" y="%d" dominant-baseline="middle">%s</text>', lx + 32, ly, esc(s.name))
   end
   add('</svg>')
   local text = table.concat(out, "\n") .. "\n"

@@ -4,9 +4,12 @@
  * bindings that show or set the values of typed memory (herd ckpt,
  * herd.buffer, herd.checkpoint).
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "herd.h"
@@ -96,4 +99,82 @@ int shell_elem_store(void *buf, size_t i, herd_dtype dtype, shell_elem e)
 		break;
 	}
 	return 0;
+}
+
+/* Significant bits of a floating dtype's values (the implicit one not counted). */
+static int mantissa_bits(herd_dtype dtype)
+{
+	switch (dtype) {
+	case HERD_FLOAT16: return 10;
+	case HERD_BFLOAT16: return 7;
+	case HERD_FLOAT32: return 23;
+	case HERD_FLOAT8_E4M3: return 3;
+	case HERD_FLOAT8_E5M2: return 2;
+	default: return 52;
+	}
+}
+
+/*
+ * Whether the decimal text reads back as f once stored in dtype: the same
+ * bits, and, from 1 up, no further from f than half a step of the dtype's
+ * precision, as rounding to nearest asks (an 8-bit float saturates, so
+ * that 500 would otherwise read back as 448).
+ */
+static bool reads_back(const char *text, double f, herd_dtype dtype)
+{
+	unsigned char want[8], got[8];
+	shell_elem e = { 0, 0, f }, t = { 0, 0, strtod(text, NULL) };
+
+	if (fabs(t.f - f) > ldexp(fmax(fabs(f), 1.0), -(mantissa_bits(dtype) + 1)))
+		return false;
+	if (shell_elem_store(want, 0, dtype, e) != 0 || shell_elem_store(got, 0, dtype, t) != 0)
+		return false;
+	return memcmp(want, got, herd_dtype_size(dtype)) == 0;
+}
+
+void shell_elem_format(char *out, size_t size, herd_dtype dtype, shell_elem e)
+{
+	char sci[32], digits[20];
+	int p, exp, n;
+
+	if (e.is_int) {
+		if (dtype == HERD_UINT64)
+			snprintf(out, size, "%" PRIu64, (uint64_t)e.i);
+		else
+			snprintf(out, size, "%" PRId64, e.i);
+		return;
+	}
+	if (isnan(e.f) || isinf(e.f)) {
+		snprintf(out, size, "%s", isnan(e.f) ? "nan" : e.f < 0 ? "-inf" : "inf");
+		return;
+	}
+	/* the fewest significant digits that read back (17 always do) */
+	for (p = 1; p < 17; p++) {
+		snprintf(sci, sizeof(sci), "%.*e", p - 1, e.f);
+		if (reads_back(sci, e.f, dtype))
+			break;
+	}
+	snprintf(sci, sizeof(sci), "%.*e", p - 1, e.f);
+	exp = atoi(strchr(sci, 'e') + 1);
+	if (exp < -4 || exp >= 16) {
+		snprintf(out, size, "%.*g", p, e.f);
+		return;
+	}
+	/* positional notation: the digits, a point where the exponent puts it,
+	 * zeros where it falls outside them */
+	const char *sign = signbit(e.f) ? "-" : "";
+	char zeros[20];
+
+	n = 0;
+	for (const char *c = sci; *c != 'e'; c++)
+		if (*c >= '0' && *c <= '9')
+			digits[n++] = *c;
+	digits[n] = '\0';
+	memset(zeros, '0', sizeof(zeros));
+	if (exp >= n - 1)
+		snprintf(out, size, "%s%s%.*s", sign, digits, exp - n + 1, zeros);
+	else if (exp >= 0)
+		snprintf(out, size, "%s%.*s.%s", sign, exp + 1, digits, digits + exp + 1);
+	else
+		snprintf(out, size, "%s0.%.*s%s", sign, -exp - 1, zeros, digits);
 }

@@ -61,13 +61,6 @@ static void buffer_release(lua_State *L)
 	b->data = NULL;
 }
 
-static void buffer_describe(lua_State *L)
-{
-	lherd_buffer *b = (lherd_buffer *)lua_touserdata(L, 1);
-
-	lua_pushfstring(L, "%s[%I]", herd_dtype_name(b->dtype), (lua_Integer)b->count);
-}
-
 lherd_buffer *lherd_new_buffer(lua_State *L, herd_dtype dtype, size_t count)
 {
 	lherd_buffer *b = (lherd_buffer *)lherd_new(L, &buffer_type, sizeof(*b), 0);
@@ -395,7 +388,42 @@ static const luaL_Reg buffer_methods[] = {
 	{ NULL, NULL }
 };
 
+/* Elements __tostring shows before "...". */
+#define SHOWN 8
+
+/*
+ * __tostring: "herd.Buffer(float32, 1048576) {1, 2, 3, 4, 5, 6, 7, 8, ...}",
+ * as a tensor's repr: the dtype, the length and the first SHOWN values
+ * (shell_elem_format's shortest text); "herd.Buffer (closed)" once closed,
+ * as every herd object.
+ */
+static int buffer_tostring(lua_State *L)
+{
+	lherd_buffer *b = (lherd_buffer *)lherd_to(L, 1, &buffer_type);
+	luaL_Buffer out;
+	char text[48];
+
+	if (b->data == NULL) {
+		lua_pushfstring(L, "%s (closed)", buffer_type.name);
+		return 1;
+	}
+	luaL_buffinit(L, &out);
+	lua_pushfstring(L, "%s(%s, %I) {", buffer_type.name, herd_dtype_name(b->dtype),
+			(lua_Integer)b->count);
+	luaL_addvalue(&out);
+	for (size_t i = 0; i < b->count && i < SHOWN; i++) {
+		shell_elem_format(text, sizeof(text), b->dtype,
+				  shell_elem_load(b->data, i, b->dtype));
+		luaL_addstring(&out, i > 0 ? ", " : "");
+		luaL_addstring(&out, text);
+	}
+	luaL_addstring(&out, b->count > SHOWN ? ", ...}" : "}");
+	luaL_pushresult(&out);
+	return 1;
+}
+
 static const luaL_Reg buffer_meta[] = {
+	{ "__tostring", buffer_tostring },
 	{ "__len", buffer_len },
 	{ "__newindex", buffer_newindex },
 	{ NULL, NULL }
@@ -406,7 +434,6 @@ static const lherd_type buffer_type = {
 	.methods = buffer_methods,
 	.fields = buffer_fields,
 	.release = buffer_release,
-	.describe = buffer_describe,
 	.item = buffer_item,
 	.meta = buffer_meta,
 };

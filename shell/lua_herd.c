@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -301,6 +302,31 @@ static int lherd_tty(lua_State *L)
 	return 1;
 }
 
+/*
+ * herd.columns([fd]) -> the width of the terminal on fd (default 1,
+ * stdout): its window's when fd is a terminal, else $COLUMNS when that is
+ * a positive number (a pipe into a pager), else 80.  What help() wraps to.
+ */
+static int lherd_columns(lua_State *L)
+{
+	lua_Integer fd = luaL_optinteger(L, 1, STDOUT_FILENO);
+	const char *env = getenv("COLUMNS");
+	struct winsize ws;
+	long n = 0;
+	char *end;
+
+	luaL_argcheck(L, fd >= 0 && fd <= INT32_MAX, 1, "a file descriptor");
+	if (ioctl((int)fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
+		n = ws.ws_col;
+	} else if (env != NULL) {
+		n = strtol(env, &end, 10);
+		if (end == env || *end != '\0' || n <= 0 || n > 100000)
+			n = 0;
+	}
+	lua_pushinteger(L, n > 0 ? n : 80);
+	return 1;
+}
+
 /* herd.clock() -> seconds of CLOCK_MONOTONIC, to the nanosecond: for timing. */
 static int lherd_clock(lua_State *L)
 {
@@ -335,6 +361,7 @@ static const luaL_Reg herd_funcs[] = {
 	{ "version", lherd_version },
 	{ "write_file", lherd_write_file },
 	{ "tty", lherd_tty },
+	{ "columns", lherd_columns },
 	{ "clock", lherd_clock },
 	{ "discover", lherd_discover },
 	{ NULL, NULL }

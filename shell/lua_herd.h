@@ -30,7 +30,8 @@
  *     describe pushes TEXT for an open object at index 1;
  *   - __members: every method and field name with "method" or "field",
  *     which the REPL reads for completion and printing;
- *   - meta: any other metamethods (__len, __eq, ...).
+ *   - meta: any other metamethods (__len, __eq, ...), or a __tostring of
+ *     the type's own in place of the generic one (herd.Buffer's values).
  */
 typedef struct lherd_type {
 	const char *name;                 /* "herd.Job": the metatable's name */

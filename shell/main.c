@@ -95,8 +95,9 @@ static void print_usage(FILE *out)
 		fprintf(out, "  %s\n", c->usage);
 	fprintf(out,
 		"With no arguments herd is an interactive Lua shell when stdin is a\n"
-		"terminal, and runs stdin as a script otherwise.  The shell keeps its\n"
-		"history in $HERD_HISTORY, else ${XDG_STATE_HOME:-~/.local/state}/herd/history.\n");
+		"terminal (exit, quit or Ctrl-D leaves it), and runs stdin as a script\n"
+		"otherwise.  The shell keeps its history in $HERD_HISTORY, else\n"
+		"${XDG_STATE_HOME:-~/.local/state}/herd/history.\n");
 }
 
 /* The version line; gpu adds what CUDA, driver and NCCL herd finds

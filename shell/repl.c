@@ -11,7 +11,8 @@
  *
  * Ctrl-C: while code runs, shell_docall turns it into an error in that
  * code; at the prompt it discards the line (or the unfinished chunk) and
- * shows a new prompt.  Ctrl-D on an empty line ends the loop.
+ * shows a new prompt.  Ctrl-D on an empty line ends the loop, as does exit
+ * or quit typed alone; the banner says so.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -591,6 +592,35 @@ static int incomplete(lua_State *L, int status)
 /* Outcomes of loadline beyond Lua's status codes. */
 #define LINE_EOF (-1)
 #define LINE_DISCARDED (-2)
+#define LINE_QUIT (-3)
+
+/*
+ * Whether the first line of a chunk asks to leave: exit or quit alone (or
+ * called, exit()), as Python's and psql's users type it, unless the
+ * script made a global of that name, which then reads as itself.
+ */
+static int is_quit(lua_State *L, const char *line)
+{
+	static const char *const words[] = { "exit", "quit", "exit()", "quit()", NULL };
+	size_t len;
+	int taken;
+
+	line += strspn(line, " \t");
+	len = strlen(line);
+	while (len > 0 && (line[len - 1] == ' ' || line[len - 1] == '\t'))
+		len--;
+	for (const char *const *w = words; *w; w++) {
+		if (strlen(*w) != len || strncmp(line, *w, len) != 0)
+			continue;
+		/* raw: a strict _G's __index must not raise here */
+		lua_pushglobaltable(L);
+		lua_pushlstring(L, line, 4);
+		taken = lua_rawget(L, -2) != LUA_TNIL;
+		lua_pop(L, 2);
+		return !taken;
+	}
+	return 0;
+}
 
 /* Reads lines until the chunk compiles or fails for another reason than <eof>. */
 static int multiline(lua_State *L)
@@ -631,6 +661,11 @@ static int loadline(lua_State *L)
 		return LINE_EOF;
 	if (r == READ_INTERRUPTED)
 		return LINE_DISCARDED;
+	if (is_quit(L, lua_tostring(L, 1))) {
+		history_save(lua_tostring(L, 1));
+		lua_settop(L, 0);
+		return LINE_QUIT;
+	}
 	int status = addreturn(L);
 	if (status != LUA_OK)
 		status = multiline(L);
@@ -678,8 +713,11 @@ void shell_repl(lua_State *L)
 	/* No SA_RESTART: Ctrl-C must end the read that waits for a line. */
 	sigaction(SIGINT, &sa, &old);
 
+	fputs("Type help() for help, help(name) for one entry, exit or Ctrl-D to leave.\n",
+	      stdout);
+	fflush(stdout);
 	int status;
-	while ((status = loadline(L)) != LINE_EOF) {
+	while ((status = loadline(L)) != LINE_EOF && status != LINE_QUIT) {
 		if (status == LINE_DISCARDED)
 			continue;
 		if (status == LUA_OK)
@@ -691,7 +729,10 @@ void shell_repl(lua_State *L)
 	}
 	sigaction(SIGINT, &old, NULL);
 	lua_settop(L, 0);
-	fputc('\n', stdout);
+	/* Ctrl-D leaves the cursor after the prompt; on a terminal, exit
+	 * leaves it on a line of its own already */
+	if (status == LINE_EOF || !use_editline)
+		fputc('\n', stdout);
 	fflush(stdout);
 	free_candidates();
 	free(history_path);

@@ -64,8 +64,10 @@ void shell_interrupt_remove(const void *obj);
 void shell_interrupt_signal(void);
 
 /*
- * The interactive loop on stdin: line editing and history when stdin is a
- * terminal, plain lines otherwise.  Returns when input ends.
+ * The interactive loop on stdin: a banner line saying how to get help and
+ * how to leave, then line editing and history when stdin is a terminal,
+ * plain lines otherwise.  Returns when input ends or exit or quit is typed
+ * alone (shell/repl.c).
  */
 void shell_repl(lua_State *L);
 
@@ -137,6 +139,15 @@ shell_elem shell_elem_load(const void *buf, size_t i, herd_dtype dtype);
  * Returns 0, or -1 (writing nothing) when the value does not fit.
  */
 int shell_elem_store(void *buf, size_t i, herd_dtype dtype, shell_elem e);
+
+/*
+ * Writes e, an element of dtype, as text into out (size bytes; 48 hold
+ * any): an integer in full (uint64 as unsigned); a float in the fewest
+ * significant digits that read back as the same value of dtype (float32's
+ * 0.1 is "0.1", not 0.100000001490116), positional from 1e-4 up to 1e16
+ * and in exponent form (1e-300) outside; nan, inf and -inf by name.
+ */
+void shell_elem_format(char *out, size_t size, herd_dtype dtype, shell_elem e);
 
 /*
  * Writes doc (a jansson value) to stdout as one indented JSON document,

@@ -1,6 +1,7 @@
 -- sweep_allreduce.lua: allreduce bus bandwidth over sizes x rank counts x
 -- transports, each point a `herd bench` run of its own, repeated; prints
--- the table and a terminal chart, and writes an SVG.
+-- the table and a terminal chart, and writes an SVG: the median of the
+-- repeats drawn over the band from their min to their max.
 --
 --   build/bin/herd examples/lua/sweep_allreduce.lua [--svg sweep.svg]
 --       [--sizes 4K,64K,1M,16M] [--np 2,4] [--transports auto,tcp]
@@ -49,7 +50,7 @@ local e = herd.experiment{
 print(e:table{ stats = { "median", "min", "max" }, metrics = { "busbw" } })
 print()
 local chart = { x = "size", y = "busbw", series = { "transport", "np" }, logx = true,
-                xunit = "bytes", ylabel = "busbw (GB/s, median)", title = e.name }
+                xunit = "bytes", yunit = "GB/s", title = e.name }
 print(e:plot(chart))
 if opts.svg then
   chart.path = opts.svg

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The REPL on a terminal, driven through tmux: tab completion of herd.*
+# The REPL on a terminal, driven through tmux: a banner saying how to get
+# help and how to leave, quit typed alone leaving; tab completion of herd.*
 # names and of methods, Ctrl-C interrupting running code and discarding a
 # half-typed line without ending the shell, multi-line input, and history
 # kept in $HERD_HISTORY across sessions (owner-only; a FIFO there is said
@@ -33,6 +34,7 @@ start
 # The first prompt may take a while on a machine busy with other tests.
 for _ in $(seq 200); do [[ -n $(screen | grep -v '^$') ]] && break; sleep 0.1; done
 wait_prompt
+wait_for "Type help() for help, help(name) for one entry, exit or Ctrl-D to leave."
 
 # completion: herd.di<TAB> completes to herd.discover( ; a method after ':'
 type_text 'herd.di'
@@ -116,8 +118,12 @@ for _ in $(seq 200); do [[ -n $(screen | grep -v '^$') ]] && break; sleep 0.1; d
 wait_prompt
 keys Up
 wait_for "herd> inc(41)"
-keys C-u C-d
+keys C-u
+# quit typed alone leaves, on a line of its own
+type_text 'quit'
+keys Enter
 wait_for "EXITED=0"
+[[ $(screen | grep -v '^$' | tail -2 | head -1) == "herd> quit" ]] || fail "the line before the exit status"
 
 # a FIFO as the history file: said, and neither read nor written
 tmux -L "$sock" kill-server

@@ -76,8 +76,45 @@ do
   assert(e5:cast("float32")[3] == 57344 and herd.buffer.from("float32", { 0.3 }):cast("e4m3")[1] == 0.3125)
 end
 
--- printing and completion
-assert(tostring(herd.buffer("bf16", 3)):match("^herd.Buffer %(bfloat16%[3%]%) %(0x%x+%)$"))
+-- printing: the dtype, the length and the first 8 values, as a tensor's
+-- repr; floats in the fewest digits that read back as the dtype's value
+local function shows(want, b)
+  assert(tostring(b) == want, ("tostring gives %q, not %q"):format(tostring(b), want))
+end
+shows("herd.Buffer(float32, 1048576) {1, 2, 3, 4, 5, 6, 7, 8, ...}", herd.buffer("float32", 1048576):iota(1))
+shows("herd.Buffer(bfloat16, 3) {0, 0, 0}", herd.buffer("bf16", 3))
+shows("herd.Buffer(int8, 0) {}", herd.buffer("int8", 0))
+shows("herd.Buffer(int32, 8) {-3, -2, -1, 0, 1, 2, 3, 4}", herd.buffer("int32", 8):iota(-3))
+shows("herd.Buffer(int64, 9) {1, 2, 3, 4, 5, 6, 7, 8, ...}", herd.buffer("int64", 9):iota(1))
+shows("herd.Buffer(uint64, 2) {18446744073709551615, 9007199254740993}",
+      herd.buffer.from("uint64", { -1, (1 << 53) + 1 }))
+shows("herd.Buffer(float32, 6) {0.1, 0.33333334, 1000, 1e-05, 16777216, -2.5}",
+      herd.buffer.from("float32", { 0.1, 1 / 3, 1000, 1e-5, 2 ^ 24, -2.5 }))
+shows("herd.Buffer(float64, 6) {0.1, 0.3333333333333333, 1e-300, 123456789.123, 9007199254740992, 1e+16}",
+      herd.buffer.from("float64", { 0.1, 1 / 3, 1e-300, 123456789.123, 2 ^ 53, 1e16 }))
+shows("herd.Buffer(float32, 4) {nan, inf, -inf, -0}", herd.buffer.from("float32", { 0 / 0, 1 / 0, -1 / 0, -0.0 }))
+shows("herd.Buffer(float16, 3) {0.1, 65500, 2048}", herd.buffer.from("float16", { 0.1, 65504, 2049 }))
+-- the largest 8-bit float: 450 reads back as 448, where 500 would only saturate to it
+shows("herd.Buffer(float8_e4m3, 3) {450, 1.2, -16}", herd.buffer.from("e4m3", { 448, 1.3, -17 }))
+shows("herd.Buffer(int32, 2) {9, 10}", herd.buffer("int32", 10):iota(1):view(9))
+-- every value shown reads back as the same element, in every floating dtype
+math.randomseed(42)
+for _, dt in ipairs({ "float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e5m2" }) do
+  local one, back = herd.buffer(dt, 1), herd.buffer(dt, 1)
+  for _ = 1, 300 do
+    one[1] = (math.random() - 0.5) * 2.0 ^ math.random(-12, 12)
+    local text = tostring(one):match("{(.*)}")
+    back[1] = assert(tonumber(text), text)
+    assert(back[1] == one[1], ("%s: %s shown as %s, reads back as %s"):format(dt, one[1], text, back[1]))
+    -- and one digit fewer would not
+    local digits = #text:gsub("e.*", ""):gsub("[^%d]", ""):gsub("^0+", ""):gsub("0+$", "")
+    if digits > 1 then
+      back[1] = tonumber(string.format("%." .. (digits - 1) .. "g", one[1]))
+      assert(back[1] ~= one[1], ("%s: %s shown as %s, but %d digits would do"):format(dt, one[1], text, digits - 1))
+    end
+  end
+end
+-- completion
 local m = getmetatable(herd.buffer("int8", 1)).__members
 assert(m.iota == "method" and m.close == "method" and m.dtype == "field")
 print("buffer.lua: ok")

@@ -437,7 +437,9 @@ of numbers (copied in at save and back at a successful restore; dtype default fl
 defaults to `{#tensor}`; `global` and `offset` place this rank's shard in the global tensor.
 
 ## herd.Checkpoint:save(step) -> true | nil, msg, status
-Saves every tensor as `step`, committed on every rank at once.
+Saves every tensor as `step`, committed on every rank at once. A step of that number already
+committed is verified: kept when it verifies (`nil, msg, "HERD_EEXIST"`), moved aside when it does
+not (with a warning naming where), and the save goes on.
 
 ## herd.Checkpoint:save_async(step) -> true | nil, msg, status
 Returns once the values are staged; the write goes on in the background. `ck:wait()` gives its
@@ -451,6 +453,8 @@ The outcome of the save in flight.
 
 ## herd.Checkpoint:restore([step]) -> step | nil, msg, status
 Restores `step` (default the newest that verifies, falling back to older ones) into the tensors.
+Newer steps passed over as damaged are then moved aside (renamed `step-N.damaged-TIME`, kept for
+inspection, a warning naming each), so that their numbers can be saved again.
 
 ## herd.Checkpoint:rank() -> integer
 This process's rank among the checkpoint's ranks; `ck:size()` their number, `ck:dir()` the

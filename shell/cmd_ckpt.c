@@ -4,8 +4,10 @@
  * (herd_ckpt_list, herd_ckpt_verify, the reader), need no communicator, and
  * may run while a job writes the directory.
  *
- *   herd ckpt ls DIR                   every step: committed or not, size,
- *                                      ranks, tensors, blobs, save time
+ *   herd ckpt ls [--verify] DIR        every step: committed or not, damaged
+ *                                      (moved aside too), size, ranks,
+ *                                      tensors, blobs, save time; which
+ *                                      steps were verified or only listed
  *   herd ckpt verify DIR [STEP]        every checksum; exit 1 naming the
  *                                      file, tensor and chunk of a mismatch
  *   herd ckpt inspect DIR [STEP]       the tensor table (and the blobs)
@@ -44,7 +46,7 @@
 #include "shell.h"
 
 static const char ckpt_usage[] =
-	"usage: herd ckpt ls [--json] DIR\n"
+	"usage: herd ckpt ls [--json] [--verify] DIR\n"
 	"       herd ckpt verify [--json] DIR [STEP]\n"
 	"       herd ckpt inspect [--json] DIR [STEP]\n"
 	"       herd ckpt diff [--json] DIR A B\n"
@@ -52,9 +54,12 @@ static const char ckpt_usage[] =
 	"       herd ckpt import [--format safetensors] FILE DIR [STEP]\n"
 	"  ls        the steps of DIR, oldest first: committed, partial (a save\n"
 	"            that did not finish), corrupt (a manifest that does not\n"
-	"            decode) or damaged (a file missing or of the wrong size);\n"
-	"            size, ranks, tensors, blobs, save time; checksums are not\n"
-	"            read (verify does that)\n"
+	"            decode) or damaged (a file missing or of the wrong size, or\n"
+	"            a step that did not verify, moved aside by a restore or a\n"
+	"            save); size, ranks, tensors, blobs, save time.  Checksums\n"
+	"            are not read, and a last line names the steps listed but\n"
+	"            not verified; --verify reads every committed step's\n"
+	"            checksums, as verify does\n"
 	"  verify    checks the manifest, every file's size and every chunk's\n"
 	"            checksum of STEP (default latest); prints each problem with\n"
 	"            its file, tensor, shard and chunk, and exits 1 if any\n"
@@ -169,16 +174,80 @@ static double elem_double(const void *buf, size_t i, herd_dtype dtype)
 
 /* ------------------------------------------------------------------ ls */
 
+/* ls --verify: every committed step's checksums are read. */
+static bool ls_verify;
+
+/* Appends "1, 2, 3" (the first ten, then "and N more") of steps[0..n). */
+static void step_list(const int64_t *steps, size_t n, char *buf, size_t cap)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && i < 10 && o < cap; i++)
+		o += (size_t)snprintf(buf + o, cap - o, "%s%" PRId64,
+				      i == 0 ? "" : i + 1 == n ? " and " : ", ", steps[i]);
+	if (n > 10 && o < cap)
+		snprintf(buf + o, cap - o, " and %zu more", n - 10);
+}
+
+/* What ls calls a step: committed, partial, corrupt or damaged. */
+static const char *ls_state(const herd_ckpt_step_info *s)
+{
+	if (s->moved_aside)
+		return "damaged";
+	if (!s->committed)
+		return "partial";
+	if (!s->manifest_ok)
+		return "corrupt";
+	return s->files_ok ? "committed" : "damaged";
+}
+
 static int ckpt_ls(int argc, char **argv)
 {
 	herd_ckpt_step_info *steps = NULL;
+	int64_t *listed = NULL;
+	bool *verified = NULL;
 	json_t *rows = NULL;
-	size_t n = 0;
+	size_t n = 0, nlisted = 0;
+	int rc = SHELL_EXIT_OK;
 
 	if (argc != 1)
 		return usage_error("ls takes one directory%s", "");
 	if (herd_ckpt_list(argv[0], &steps, &n) != HERD_OK)
 		return failure();
+	listed = calloc(n + 1, sizeof(*listed));
+	verified = calloc(n + 1, sizeof(*verified));
+	if (listed == NULL || verified == NULL) {
+		herd_free(steps);
+		free(listed);
+		free(verified);
+		shell_message("herd ckpt", "out of memory");
+		return SHELL_EXIT_FAILURE;
+	}
+	/* --verify: a committed step that looks whole has its checksums read;
+	 * one that does not verify is damaged, with its first problem. */
+	for (size_t i = 0; i < n; i++) {
+		herd_ckpt_step_info *s = &steps[i];
+
+		if (strcmp(ls_state(s), "committed") != 0)
+			continue;
+		if (ls_verify) {
+			verified[i] = true;
+			if (herd_ckpt_verify(argv[0], s->step, NULL, NULL, NULL) != HERD_OK) {
+				/* Named inside the step, as the other problems are. */
+				const char *msg = herd_last_error();
+				size_t dl = strlen(argv[0]), nl = strlen(s->name);
+
+				if (strncmp(msg, argv[0], dl) == 0 && msg[dl] == '/' &&
+				    strncmp(msg + dl + 1, s->name, nl) == 0 && msg[dl + 1 + nl] == '/')
+					msg += dl + nl + 2;
+				s->files_ok = false;
+				snprintf(s->problem, sizeof(s->problem), "%s", msg);
+			}
+		}
+		if (strcmp(ls_state(s), "committed") == 0)
+			listed[nlisted++] = s->step;
+	}
 	if (json)
 		rows = json_array();
 	if (!json)
@@ -186,20 +255,19 @@ static int ckpt_ls(int argc, char **argv)
 		       "tensors", "blobs", "saved");
 	for (size_t i = 0; i < n; i++) {
 		const herd_ckpt_step_info *s = &steps[i];
-		const char *state = !s->committed ? "partial" : !s->manifest_ok ? "corrupt"
-								: s->files_ok ? "committed" : "damaged";
+		const char *state = ls_state(s);
+		bool said = s->problem[0] && (s->committed || s->moved_aside);
 		char size[32], when[32];
 
-		json_row(rows, json_pack("{s:I, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:b}", "step",
-					 (json_int_t)s->step, "name", s->name, "state", state,
+		json_row(rows, json_pack("{s:I, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:b, s:b}",
+					 "step", (json_int_t)s->step, "name", s->name, "state", state,
 					 "bytes", (json_int_t)s->bytes,
 					 "ranks", s->manifest_ok ? json_integer(s->ranks) : json_null(),
 					 "tensors", s->manifest_ok ? json_integer(s->tensors) : json_null(),
 					 "blobs", s->manifest_ok ? json_integer(s->blobs) : json_null(),
 					 "time", s->time > 0 ? json_integer(s->time) : json_null(),
-					 "problem", s->problem[0] && s->committed ? json_string(s->problem)
-										  : json_null(),
-					 "verified", 0));
+					 "problem", said ? json_string(s->problem) : json_null(),
+					 "verified", verified[i], "moved_aside", s->moved_aside));
 		if (json)
 			continue;
 		human_bytes(s->bytes, size, sizeof(size));
@@ -210,16 +278,31 @@ static int ckpt_ls(int argc, char **argv)
 		else
 			printf("%-13" PRId64 " %-10s %10s %6s %8s %6s  %s\n", s->step, state, size,
 			       "-", "-", "-", when);
-		if (s->committed && s->problem[0])
+		if (s->moved_aside)
+			printf("  moved aside as %s: %s\n", s->name, s->problem);
+		else if (said)
 			printf("  %s\n", s->problem);
 	}
-	if (!json && n > 0)
-		printf("(files and sizes checked; checksums not read: herd ckpt verify DIR STEP)\n");
+	if (!json && nlisted > 0) {
+		char list[256];
+
+		step_list(listed, nlisted, list, sizeof(list));
+		if (ls_verify)
+			printf("verified: step%s %s (every checksum read)\n", nlisted == 1 ? "" : "s",
+			       list);
+		else
+			printf("listed, not verified: step%s %s (manifests and file sizes checked, "
+			       "checksums not read: herd ckpt ls --verify DIR reads them)\n",
+			       nlisted == 1 ? "" : "s", list);
+	}
 	herd_free(steps);
+	free(listed);
+	free(verified);
 	if (rows != NULL &&
-	    shell_json_emit(json_pack("{s:i, s:s, s:o}", "v", 1, "dir", argv[0], "steps", rows)) != 0)
-		return SHELL_EXIT_FAILURE;
-	return SHELL_EXIT_OK;
+	    shell_json_emit(json_pack("{s:i, s:s, s:b, s:o}", "v", 1, "dir", argv[0], "verified",
+				      ls_verify, "steps", rows)) != 0)
+		rc = SHELL_EXIT_FAILURE;
+	return rc;
 }
 
 /* -------------------------------------------------------------- verify */
@@ -1180,6 +1263,8 @@ int cmd_ckpt(int argc, char **argv)
 		for (int i = 0; i < argc; i++) {
 			if (listing && strcmp(argv[i], "--json") == 0)
 				json = true;
+			else if (strcmp(sub, "ls") == 0 && strcmp(argv[i], "--verify") == 0)
+				ls_verify = true;
 			else if (argv[i][0] == '-' && argv[i][1] != '\0')
 				return usage_error("unrecognized option '%s'", argv[i]);
 			else

@@ -32,6 +32,10 @@
  *                                          and a checksum per chunk; the
  *                                          manifest checksums itself
  *   DIR/latest                             "step-000000000100\n"
+ *   DIR/step-000000000200.damaged-20250102T030405Z
+ *                                          a step that did not verify,
+ *                                          moved aside (never read, never
+ *                                          removed by herd)
  *
  * Commit protocol: every rank writes into a temporary step directory and
  * fsyncs its data file; the ranks report to rank 0 through the
@@ -155,7 +159,7 @@ typedef struct herd_ckpt_opts {
  * from open to close, and an open while another process holds it fails on
  * every rank with HERD_EBUSY naming the holder.  Rank 0 then removes what
  * interrupted saves and deletions left behind (temporary step
- * directories).  opts may be NULL.  Collective.
+ * directories; steps moved aside stay).  opts may be NULL.  Collective.
  */
 HERD_EXTERN herd_status herd_ckpt_open(herd_ckpt **out, const char *dir, herd_comm *comm,
 				       const herd_ckpt_opts *opts);
@@ -210,8 +214,16 @@ HERD_EXTERN herd_status herd_ckpt_add_blob(herd_ckpt *ck, const char *name, void
  * Saves the registered state as step (0..HERD_CKPT_STEP_MAX) and commits
  * it; returns once the step is durable on disk, or failed and left
  * nothing behind.  An asynchronous save in flight is waited for first.
- * Then applies retention.  HERD_EEXIST when the step is already
- * committed.  Collective.
+ * Then applies retention.
+ *
+ * A step of that number already committed is verified first, every rank
+ * reading its share of it (the data files of saved ranks r, r + size,
+ * ...): when it verifies, it is kept and the save fails with HERD_EEXIST
+ * ("already committed ..., and it verifies"); when it does not
+ * (HERD_EFORMAT: damaged), rank 0 moves it aside, as herd_ckpt_restore
+ * does, with a warning naming where, and the save goes on; when it cannot
+ * be verified for another reason (a newer format, a read error), it is
+ * kept and the save fails with HERD_EEXIST saying why.  Collective.
  */
 HERD_EXTERN herd_status herd_ckpt_save(herd_ckpt *ck, int64_t step);
 
@@ -255,7 +267,19 @@ HERD_EXTERN herd_status herd_ckpt_wait(herd_ckpt *ck);
  * HERD_ENOTFOUND when there is no committed step (a fresh start);
  * HERD_ECORRUPT when steps exist and none verifies (the message names
  * them and the newest one's fault): not a fresh start, and starting over
- * would write over them.  HERD_EMISMATCH when a
+ * would write over them.
+ *
+ * Once a step older than the newest restores, rank 0 moves each newer
+ * step that it passed over as damaged (HERD_EFORMAT: a checksum mismatch,
+ * a missing or short file, a bad manifest) aside: renamed to
+ * step-N.damaged-TIME (UTC, "-2", "-3", ... after it when that name is
+ * taken; a rename never replaces anything), with damaged.txt inside saying
+ * why, and `latest` made to name the newest step left; a warning names
+ * the new path.  So the program's next save of that number succeeds, and
+ * the damaged bytes stay for inspection (herd_ckpt_list lists them);
+ * herd never removes them.  A step passed over for another reason
+ * (HERD_EIO, HERD_EVERSION) stays, and so do all steps when none verifies.
+ * A failure to move one is a warning.  HERD_EMISMATCH when a
  * registered tensor or blob is missing from the step or differs in type or
  * shape (no fallback then).  On failure the registered memory may have
  * been partly overwritten.  Collective.
@@ -271,8 +295,14 @@ HERD_EXTERN const char *herd_ckpt_dir(const herd_ckpt *ck);
 typedef struct herd_ckpt_step_info {
 	int64_t step;
 	/* Whether the step is committed (renamed into place with its
-	 * manifest); false for what an interrupted save left behind. */
+	 * manifest); false for what an interrupted save left behind, and for
+	 * a step moved aside. */
 	bool committed;
+	/* Whether this is a committed step that did not verify and was moved
+	 * aside by a restore or a save (named step-N.damaged-TIME, see
+	 * herd_ckpt_restore): kept for inspection, never restored, never
+	 * removed by herd; problem says why it was moved. */
+	bool moved_aside;
 	/* The directory's name inside DIR. */
 	char name[64];
 	/* Bytes of its files. */
@@ -291,11 +321,12 @@ typedef struct herd_ckpt_step_info {
 	 * the size it gives (false when the manifest cannot be read); what is
 	 * wrong, when not, in problem ("rank-00001.data is missing"). */
 	bool files_ok;
-	char problem[160];
+	char problem[512];
 } herd_ckpt_step_info;
 
 /*
- * Lists the step directories of dir, committed and not, oldest first.
+ * Lists the step directories of dir, committed and not, and the steps
+ * moved aside (moved_aside; after the step of their number), oldest first.
  * *out is an array of *count entries freed with herd_free (NULL when
  * empty).  Reads only manifests, and checks what is cheap: every file
  * present with the size the manifest says; checksums are not read

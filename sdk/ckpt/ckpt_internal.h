@@ -27,6 +27,12 @@
 #define HERD__CKPT_STEP_PREFIX "step-"
 #define HERD__CKPT_TMP_PREFIX ".tmp-step-"   /* a save in progress */
 #define HERD__CKPT_DEL_PREFIX ".del-step-"   /* a step being deleted */
+/* A committed step that does not verify, moved aside by the writer:
+ * "step-000000000042.damaged-20250102T030405Z" (a "-2", "-3", ... after
+ * the time when that name is taken), with a note inside that says why.
+ * Never a step (not the canonical name), never removed by herd. */
+#define HERD__CKPT_DAMAGED_TAG ".damaged-"
+#define HERD__CKPT_DAMAGED_NOTE "damaged.txt"
 
 /* Bounds that a manifest must respect: beyond real use, low enough that a
  * value outside them is certainly corrupt or hostile. */
@@ -157,6 +163,11 @@ void herd__ckpt_step_name(char *buf, size_t cap, int64_t step);
  * digits, then end or '.'; false otherwise. */
 bool herd__ckpt_parse_step(const char *name, const char *prefix, int64_t *step);
 
+/* Whether name is a step moved aside (HERD__CKPT_DAMAGED_TAG): the
+ * canonical name of a step, the tag, then at least one byte; *step gets
+ * the step. */
+bool herd__ckpt_parse_damaged(const char *name, int64_t *step);
+
 /* "rank-00003.data" into buf[cap]. */
 void herd__ckpt_rank_file_name(char *buf, size_t cap, int rank);
 
@@ -168,6 +179,32 @@ void herd__ckpt_rank_file_name(char *buf, size_t cap, int rank);
  * it), ascending, in *out (free) and *count.  No manifest is decoded.
  */
 herd_status herd__ckpt_committed_steps(const char *dir, int64_t **out, size_t *count);
+
+/*
+ * Moves the committed step `step` of dir aside, as
+ * step-N.damaged-TIME (UTC), never replacing anything: when that name is
+ * taken (a second damage of the step within a second), "-2", "-3", ...
+ * follow.  why (one line) is written into it as HERD__CKPT_DAMAGED_NOTE,
+ * dir is fsynced, and `latest`, when it named the step, is made to name
+ * the newest committed step left (or removed when none is).  The path
+ * moved to goes into aside[cap].  Only the writer of dir (rank 0, which
+ * holds dir/.lock) calls it.  HERD_EIO naming both paths when the rename
+ * fails; what follows the rename fails only with warnings.
+ */
+herd_status herd__ckpt_move_aside(const char *dir, int64_t step, const char *why, char *aside,
+				  size_t cap);
+
+/*
+ * What a message about step, absent from dir, adds when steps moved aside
+ * carry its number: "; it did not verify and was moved aside as
+ * DIR/step-...damaged-..." (the newest such, and how many there are);
+ * "" when none does.
+ */
+void herd__ckpt_aside_note(const char *dir, int64_t step, char *buf, size_t cap);
+
+/* Renames from to to (paths), refusing to replace what is there:
+ * HERD_EEXIST when to exists, HERD_EIO naming both on another failure. */
+herd_status herd__ckpt_rename_noreplace(const char *from, const char *to);
 
 /* ---- boxes ------------------------------------------------------------- */
 
@@ -307,10 +344,26 @@ void herd__ckpt_hasher_stop(herd__ckpt_hasher *h);
 /*
  * Verifies every byte of the step in stepdir against the manifest m,
  * calling fn for each problem (see herd_ckpt_verify).  *problems gets the
- * count.  HERD_OK when none, HERD_EFORMAT naming the first otherwise.
+ * count, *unreadable (may be NULL) how many of them are reads that failed
+ * (rather than a file missing, of another size, or bytes that differ).
+ * HERD_OK when none, HERD_EFORMAT naming the first otherwise.  Only the
+ * data files f with f % nparts == part are read (nparts 1: all), so that
+ * the ranks of a job can verify a step together, each its share.
  */
 herd_status herd__ckpt_verify_data(const char *stepdir, const herd__ckpt_manifest *m,
-				   herd_ckpt_problem_fn fn, void *arg, size_t *problems);
+				   size_t part, size_t nparts, herd_ckpt_problem_fn fn, void *arg,
+				   size_t *problems, size_t *unreadable);
+
+/*
+ * This rank's share of verifying committed step `step` of dir: its
+ * manifest (checksum, structure, the step it names) and the data files f
+ * with f % nparts == part.  HERD_OK when they verify; HERD_EFORMAT, naming
+ * the first problem, when they do not (the step is damaged: what a
+ * restore takes for damaged); other codes when it cannot tell
+ * (HERD_EVERSION: a newer format; HERD_EIO: reads that failed, and no
+ * other problem; HERD_ENOTFOUND).
+ */
+herd_status herd__ckpt_verify_share(const char *dir, int64_t step, size_t part, size_t nparts);
 
 /* rm -r of dir_name inside parent (no symlinks followed); best effort for
  * what it cannot remove, which it reports. */

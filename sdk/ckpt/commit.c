@@ -124,24 +124,6 @@ out:
 	return st;
 }
 
-/* Renames a directory, refusing to replace an existing one. */
-static herd_status rename_noreplace(const char *from, const char *to)
-{
-	struct stat sb;
-
-	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
-		return HERD_OK;
-	if (errno != EINVAL && errno != ENOSYS)
-		return herd__error_errno(errno == EEXIST ? HERD_EEXIST : HERD_EIO, errno,
-					 "cannot rename %s to %s", from, to);
-	/* A file system without RENAME_NOREPLACE: check, then rename. */
-	if (stat(to, &sb) == 0)
-		return herd__error(HERD_EEXIST, "cannot rename %s to %s: it exists", from, to);
-	if (rename(from, to) != 0)
-		return herd__error_errno(HERD_EIO, errno, "cannot rename %s to %s", from, to);
-	return HERD_OK;
-}
-
 /* Deletes the committed steps that retention does not keep.  Failures are
  * warnings: the save they follow is committed. */
 static void apply_retention(herd_ckpt *ck, int64_t newest)
@@ -203,7 +185,7 @@ static herd_status commit(herd__ckpt_job *job, const uint64_t *results, size_t s
 	HERD_CHECK_GOTO(herd__ckpt_path(mpath, sizeof(mpath), tmpdir, HERD__CKPT_MANIFEST), st, out);
 	HERD_CHECK_GOTO(herd__write_file_atomic(mpath, data, len, 0600), st, out);
 	/* The commit point: the step appears whole, under its name. */
-	HERD_CHECK_GOTO(rename_noreplace(tmpdir, stepdir), st, out);
+	HERD_CHECK_GOTO(herd__ckpt_rename_noreplace(tmpdir, stepdir), st, out);
 	HERD_CHECK_GOTO(herd__fsync_dir(ck->dir), st, out);
 	snprintf(text, sizeof(text), "%s\n", name);
 	/* `latest` names the newest step or nothing: left naming an older one,

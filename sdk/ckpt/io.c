@@ -1,7 +1,8 @@
 /*
  * sdk/ckpt/io.c - files and directories of checkpoints: exact reads,
- * directory fsync, removal of a step, the listing of committed steps, and
- * the verification of every byte of a step.
+ * directory fsync, removal of a step, renames that replace nothing, the
+ * listing of committed steps, and the verification of every byte of a
+ * step (or of a rank's share of them).
  *
  * Files of a step are always opened relative to the step directory
  * (openat, O_NOFOLLOW) by names the manifest decoder has checked, so a
@@ -285,6 +286,25 @@ herd_status herd__ckpt_remove_tree(const char *parent, const char *name)
 	return st;
 }
 
+herd_status herd__ckpt_rename_noreplace(const char *from, const char *to)
+{
+	struct stat sb;
+
+	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+		return HERD_OK;
+	if (errno != EINVAL && errno != ENOSYS)
+		return herd__error_errno(errno == EEXIST ? HERD_EEXIST : HERD_EIO, errno,
+					 "cannot rename %s to %s", from, to);
+	/* A file system without RENAME_NOREPLACE: check, then rename. */
+	if (lstat(to, &sb) == 0)
+		return herd__error(HERD_EEXIST, "cannot rename %s to %s: it exists", from, to);
+	if (rename(from, to) != 0)
+		return herd__error_errno(errno == EEXIST || errno == ENOTEMPTY ? HERD_EEXIST
+									      : HERD_EIO,
+					 errno, "cannot rename %s to %s", from, to);
+	return HERD_OK;
+}
+
 static int cmp_step(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -354,6 +374,7 @@ typedef struct verifier {
 	herd_ckpt_problem_fn fn;
 	void *arg;
 	size_t problems;
+	size_t unreadable;      /* of them, reads that failed */
 	herd_status first;      /* the first problem, raised */
 	char first_msg[1024];
 } verifier;
@@ -402,6 +423,7 @@ static void verify_range(verifier *v, int fd, const char *file, const char *what
 
 		snprintf(path, sizeof(path), "%s/%s", v->stepdir, file);
 		if (herd__ckpt_pread_sum(fd, buf, (size_t)n, off, path, &got) != HERD_OK) {
+			v->unreadable++;
 			problem(v, file, what, shard, (int64_t)c, (int64_t)off, "%s",
 				herd_last_error());
 			return;
@@ -463,9 +485,10 @@ int herd__ckpt_data_open(int dfd, const char *name, uint64_t size, int *fd, char
 }
 
 herd_status herd__ckpt_verify_data(const char *stepdir, const herd__ckpt_manifest *m,
-				   herd_ckpt_problem_fn fn, void *arg, size_t *problems)
+				   size_t part, size_t nparts, herd_ckpt_problem_fn fn, void *arg,
+				   size_t *problems, size_t *unreadable)
 {
-	verifier v = { stepdir, fn, arg, 0, HERD_OK, "" };
+	verifier v = { stepdir, fn, arg, 0, 0, HERD_OK, "" };
 	herd_status st = HERD_OK;
 	uint8_t *buf = NULL;
 	int *fds = NULL;
@@ -489,7 +512,9 @@ herd_status herd__ckpt_verify_data(const char *stepdir, const herd__ckpt_manifes
 				       stepdir);
 		goto out;
 	}
-	for (size_t f = 0; f < m->nfiles; f++) {
+	if (nparts == 0)
+		nparts = 1;
+	for (size_t f = part; f < m->nfiles; f += nparts) {
 		char why[160];
 
 		if (herd__ckpt_data_open(dfd, m->files[f].name, m->files[f].size, &fds[f], why,
@@ -523,6 +548,8 @@ herd_status herd__ckpt_verify_data(const char *stepdir, const herd__ckpt_manifes
 done:
 	if (problems != NULL)
 		*problems = v.problems;
+	if (unreadable != NULL)
+		*unreadable = v.unreadable;
 	if (v.problems > 0)
 		st = herd__error(HERD_EFORMAT, "%s%s", v.first_msg,
 				 v.problems > 1 ? " (and more problems)" : "");
@@ -534,5 +561,30 @@ out:
 		close(dfd);
 	free(fds);
 	free(buf);
+	return st;
+}
+
+herd_status herd__ckpt_verify_share(const char *dir, int64_t step, size_t part, size_t nparts)
+{
+	char name[64], stepdir[4096];
+	herd__ckpt_manifest *m = NULL;
+	size_t problems = 0, unreadable = 0;
+	herd_status st;
+
+	herd__ckpt_step_name(name, sizeof(name), step);
+	if ((size_t)snprintf(stepdir, sizeof(stepdir), "%s/%s", dir, name) >= sizeof(stepdir))
+		return herd__error(HERD_EINVAL, "path too long: %s/%s", dir, name);
+	HERD_CHECK(herd__ckpt_manifest_load(&m, stepdir));
+	if (m->step != step)
+		st = herd__error(HERD_EFORMAT, "%s/%s: the manifest is that of step %" PRId64,
+				 stepdir, HERD__CKPT_MANIFEST, m->step);
+	else
+		st = herd__ckpt_verify_data(stepdir, m, part, nparts, NULL, NULL, &problems,
+					    &unreadable);
+	herd__ckpt_manifest_free(m);
+	/* Reads that failed, and nothing else: unreadable for now, as a
+	 * restore takes it (HERD_EIO), not known damaged. */
+	if (st == HERD_EFORMAT && problems > 0 && unreadable == problems)
+		st = herd__error_wrap(HERD_EIO, "%s", "");
 	return st;
 }

@@ -278,6 +278,58 @@ herd_status herd__save_plan_segments(const plan *p, int r, const herd_ckpt *own,
 
 /* ---- phase 1 as a whole ------------------------------------------------ */
 
+/*
+ * Makes the number step free for a save, or says why it is not.  Rank 0
+ * looks whether the step is committed; when it is, every rank verifies
+ * its share of it (the data files f with f % size == rank, as a restore
+ * would read it together), and the ranks agree: a step that verifies is
+ * kept and the save fails with HERD_EEXIST; a damaged one (HERD_EFORMAT)
+ * is moved aside by rank 0, with a warning, and the save goes on.  A step
+ * that cannot be told damaged (a newer format, a read error) is kept too.
+ * Collective.
+ */
+static herd_status claim_step(herd_ckpt *ck, int64_t step)
+{
+	char name[64], path[4096], why[1024], aside[4096];
+	herd_status st, local = HERD_OK;
+	int32_t found = 0;             /* 1: a directory there, 2: something else */
+	struct stat sb;
+	int failed;
+
+	herd__ckpt_step_name(name, sizeof(name), step);
+	if (ck->rank == 0 && herd__ckpt_path(path, sizeof(path), ck->dir, name) == HERD_OK &&
+	    lstat(path, &sb) == 0)
+		found = S_ISDIR(sb.st_mode) ? 1 : 2;
+	HERD_CHECK(herd__ckpt_bcast(ck, &found, sizeof(found)));
+	if (found == 0)
+		return HERD_OK;
+	if (found == 2)
+		return herd__error(HERD_EEXIST, "checkpoint step %" PRId64 " cannot be saved in %s: "
+				   "%s/%s exists and is not a step directory herd made", step,
+				   ck->dir, ck->dir, name);
+	local = herd__ckpt_verify_share(ck->dir, step, (size_t)ck->rank, (size_t)ck->size);
+	st = herd__ckpt_agree(ck, local, &failed);
+	if (st == HERD_OK)
+		return herd__error(HERD_EEXIST, "checkpoint step %" PRId64 " is already committed in "
+				   "%s, and it verifies", step, ck->dir);
+	if (failed < 0)
+		return st;    /* the communicator's failure */
+	if (st != HERD_EFORMAT)
+		return herd__error_wrap(HERD_EEXIST, "checkpoint step %" PRId64 " is already "
+					"committed in %s, and it could not be verified, so it stays: ",
+					step, ck->dir);
+	herd__strlcpy(why, herd_last_error(), sizeof(why));
+	local = HERD_OK;
+	if (ck->rank == 0) {
+		local = herd__ckpt_move_aside(ck->dir, step, why, aside, sizeof(aside));
+		if (local == HERD_OK)
+			herd__log_warn("checkpoint step %" PRId64 " in %s does not verify (%s): moved "
+				       "it aside to %s, kept for inspection (herd ckpt ls lists it), "
+				       "to save step %" PRId64 " anew", step, ck->dir, why, aside, step);
+	}
+	return herd__ckpt_agree(ck, local, &failed);
+}
+
 /* Starts a save: layout, temporary directory, this rank's file.  Collective. */
 herd_status herd__save_begin(herd_ckpt *ck, int64_t step, herd__ckpt_job **out)
 {
@@ -297,19 +349,13 @@ herd_status herd__save_begin(herd_ckpt *ck, int64_t step, herd__ckpt_job **out)
 	HERD_CHECK_GOTO(exchange_layout(ck, step, local, &job->p), st, fail);
 	HERD_CHECK_GOTO(herd__save_plan_segments(&job->p, ck->rank, ck, &job->segs, &job->nsegs,
 						 &job->nsums, &job->total), st, fail);
+	HERD_CHECK_GOTO(claim_step(ck, step), st, fail);
 	if (ck->rank == 0) {
-		char name[64], path[4096];
-		struct stat sb;
+		char path[4096];
 
-		herd__ckpt_step_name(name, sizeof(name), step);
 		snprintf(job->tmp, sizeof(job->tmp), "%s%012" PRId64 ".%ld.%lld",
 			 HERD__CKPT_TMP_PREFIX, step, (long)getpid(), (long long)time(NULL));
-		local = herd__ckpt_path(path, sizeof(path), ck->dir, name);
-		if (local == HERD_OK && stat(path, &sb) == 0)
-			local = herd__error(HERD_EEXIST, "checkpoint step %" PRId64 " is already "
-					    "committed in %s", step, ck->dir);
-		if (local == HERD_OK)
-			local = herd__ckpt_path(path, sizeof(path), ck->dir, job->tmp);
+		local = herd__ckpt_path(path, sizeof(path), ck->dir, job->tmp);
 		if (local == HERD_OK && mkdir(path, 0700) != 0)
 			local = herd__error_errno(HERD_EIO, errno, "cannot create %s", path);
 	}

@@ -96,6 +96,22 @@ bool herd__ckpt_parse_step(const char *name, const char *prefix, int64_t *step)
 	return true;
 }
 
+bool herd__ckpt_parse_damaged(const char *name, int64_t *step)
+{
+	size_t n = strlen(HERD__CKPT_STEP_PREFIX) + 12, t = strlen(HERD__CKPT_DAMAGED_TAG);
+	char canon[64];
+	int64_t v;
+
+	if (!herd__ckpt_parse_step(name, HERD__CKPT_STEP_PREFIX, &v))
+		return false;
+	herd__ckpt_step_name(canon, sizeof(canon), v);
+	if (strncmp(name, canon, n) != 0 || strncmp(name + n, HERD__CKPT_DAMAGED_TAG, t) != 0 ||
+	    name[n + t] == '\0')
+		return false;
+	*step = v;
+	return true;
+}
+
 void herd__ckpt_rank_file_name(char *buf, size_t cap, int rank)
 {
 	snprintf(buf, cap, "rank-%05d.data", rank);

@@ -15,7 +15,8 @@
  *
  * Agreement: each rank verifies what it reads; the ranks then agree on the
  * outcome (herd__ckpt_agree).  A step that fails verification on any rank
- * is skipped by all of them for the step before it.
+ * is skipped by all of them for the step before it; once a step restores,
+ * rank 0 moves the damaged steps it passed over aside (aside.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -68,9 +69,17 @@ static herd_status step_open(step_files *sf, const char *dir, int64_t step)
 	herd__ckpt_step_name(name, sizeof(name), step);
 	HERD_CHECK(herd__ckpt_path(sf->dir, sizeof(sf->dir), dir, name));
 	sf->dfd = open(sf->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (sf->dfd < 0)
-		return herd__error_errno(errno == ENOENT ? HERD_ENOTFOUND : HERD_EIO, errno,
-					 "checkpoint step %" PRId64 ": cannot open %s", step, sf->dir);
+	if (sf->dfd < 0) {
+		int err = errno;
+		char note[4400] = "";
+
+		if (err != ENOENT)
+			return herd__error_errno(HERD_EIO, err, "checkpoint step %" PRId64 ": cannot "
+						 "open %s", step, sf->dir);
+		herd__ckpt_aside_note(dir, step, note, sizeof(note));
+		return herd__error(HERD_ENOTFOUND, "checkpoint step %" PRId64 ": there is no %s%s",
+				   step, sf->dir, note);
+	}
 	HERD_CHECK_GOTO(herd__ckpt_manifest_load(&sf->m, sf->dir), st, fail);
 	if (sf->m->step != step) {
 		st = herd__error(HERD_EFORMAT, "%s/%s: the manifest is that of step %" PRId64,
@@ -491,13 +500,62 @@ static bool is_damage(herd_status st)
 	return st == HERD_EFORMAT || st == HERD_EIO || st == HERD_EVERSION || st == HERD_ENOTFOUND;
 }
 
+/* A step that a restore passed over because it does not verify. */
+typedef struct passed_over {
+	int64_t step;
+	char why[1024];
+} passed_over;
+
+/* Remembers a damaged step (rank 0, which moves them aside); out of
+ * memory, it stays where it is, as one a restore cannot tell damaged. */
+static void remember_damaged(passed_over **list, size_t *n, int64_t step)
+{
+	passed_over *p = realloc(*list, (*n + 1) * sizeof(**list));
+
+	if (p == NULL) {
+		herd__log_warn("out of memory: checkpoint step %" PRId64 " will not be moved aside",
+			       step);
+		return;
+	}
+	*list = p;
+	p[*n].step = step;
+	herd__strlcpy(p[*n].why, herd_last_error(), sizeof(p[*n].why));
+	(*n)++;
+}
+
+/*
+ * Rank 0, once a restore found a step that verifies: the newer steps it
+ * passed over because they do not verify are moved aside, so that the
+ * program's next saves of their numbers find them free.  A failure to
+ * move one is a warning: the restore succeeded, and a save of that number
+ * verifies the step again and moves it then.
+ */
+static void move_damaged_aside(herd_ckpt *ck, const passed_over *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char aside[4096];
+
+		if (herd__ckpt_move_aside(ck->dir, list[i].step, list[i].why, aside,
+					  sizeof(aside)) == HERD_OK)
+			herd__log_warn("checkpoint step %" PRId64 " in %s does not verify: moved it "
+				       "aside to %s, kept for inspection (herd ckpt ls lists it); "
+				       "a save of step %" PRId64 " writes it anew", list[i].step,
+				       ck->dir, aside, list[i].step);
+		else
+			herd__log_warn("checkpoint step %" PRId64 " in %s does not verify, and %s; a "
+				       "save of step %" PRId64 " tries again", list[i].step, ck->dir,
+				       herd_last_error(), list[i].step);
+	}
+}
+
 herd_status herd_ckpt_restore(herd_ckpt *ck, int64_t step, int64_t *restored)
 {
 	int64_t *steps = NULL;
 	size_t nsteps = 0, next;
 	herd_status st, local = HERD_OK;
 	char first_failure[1024] = "", tried[256] = "";
-	size_t ntried = 0;
+	passed_over *damaged = NULL;
+	size_t ntried = 0, ndamaged = 0;
 	int failed;
 
 	if (ck == NULL)
@@ -542,6 +600,8 @@ herd_status herd_ckpt_restore(herd_ckpt *ck, int64_t step, int64_t *restored)
 		if (st == HERD_OK) {
 			if (restored != NULL)
 				*restored = cand;
+			if (ck->rank == 0)
+				move_damaged_aside(ck, damaged, ndamaged);
 			goto out;
 		}
 		herd__error_wrap(st, "restoring checkpoint step %" PRId64 ": ", cand);
@@ -549,6 +609,12 @@ herd_status herd_ckpt_restore(herd_ckpt *ck, int64_t step, int64_t *restored)
 			goto out;
 		if (first_failure[0] == '\0')
 			herd__strlcpy(first_failure, herd_last_error(), sizeof(first_failure));
+		/* Damaged, as opposed to unreadable for now (HERD_EIO) or of a
+		 * newer format (HERD_EVERSION): moved aside if an older step
+		 * verifies.  When none does, nothing moves: the job stops on
+		 * HERD_ECORRUPT, and a restart meets the same steps. */
+		if (ck->rank == 0 && st == HERD_EFORMAT)
+			remember_damaged(&damaged, &ndamaged, cand);
 		/* The steps tried, newest first: "8, 7, 6", cut short with "...". */
 		{
 			size_t o = strlen(tried);
@@ -564,6 +630,7 @@ herd_status herd_ckpt_restore(herd_ckpt *ck, int64_t step, int64_t *restored)
 	}
 out:
 	free(steps);
+	free(damaged);
 	return st;
 }
 
@@ -619,6 +686,25 @@ static bool files_as_listed(const char *path, const herd__ckpt_manifest *m, char
 	return true;
 }
 
+/* The note of a step moved aside, path: its first line, into buf. */
+static void read_note(const char *path, char *buf, size_t cap)
+{
+	char npath[4200], why[160];
+	uint64_t size;
+	ssize_t got = -1;
+	int fd, err;
+
+	snprintf(npath, sizeof(npath), "%s/%s", path, HERD__CKPT_DAMAGED_NOTE);
+	if (herd__ckpt_open_file(AT_FDCWD, npath, &fd, &size, &err, why, sizeof(why)) == 0) {
+		got = pread(fd, buf, cap - 1, 0);
+		close(fd);
+	}
+	buf[got > 0 ? got : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	if (buf[0] == '\0')
+		snprintf(buf, cap, "it did not verify (%s says no more)", HERD__CKPT_DAMAGED_NOTE);
+}
+
 static int cmp_info(const void *a, const void *b)
 {
 	const herd_ckpt_step_info *x = a, *y = b;
@@ -648,10 +734,12 @@ herd_status herd_ckpt_list(const char *dir, herd_ckpt_step_info **out, size_t *c
 		herd_ckpt_step_info *it;
 		herd__ckpt_manifest *m = NULL;
 		char canon[64], path[4096];
-		bool committed;
+		bool committed = false, aside = false, path_ok;
 		int64_t step;
 
-		if (herd__ckpt_parse_step(e->d_name, HERD__CKPT_STEP_PREFIX, &step)) {
+		if (herd__ckpt_parse_damaged(e->d_name, &step)) {
+			aside = true;
+		} else if (herd__ckpt_parse_step(e->d_name, HERD__CKPT_STEP_PREFIX, &step)) {
 			herd__ckpt_step_name(canon, sizeof(canon), step);
 			if (strcmp(canon, e->d_name) != 0)
 				continue;
@@ -679,10 +767,11 @@ herd_status herd_ckpt_list(const char *dir, herd_ckpt_step_info **out, size_t *c
 		it = &items[n++];
 		memset(it, 0, sizeof(*it));
 		it->step = step;
+		it->moved_aside = aside;
 		herd__strlcpy(it->name, e->d_name, sizeof(it->name));
 		it->bytes = dir_bytes(dir, e->d_name);
-		if (herd__ckpt_path(path, sizeof(path), dir, e->d_name) == HERD_OK &&
-		    herd__ckpt_manifest_load(&m, path) == HERD_OK) {
+		path_ok = herd__ckpt_path(path, sizeof(path), dir, e->d_name) == HERD_OK;
+		if (path_ok && herd__ckpt_manifest_load(&m, path) == HERD_OK) {
 			it->manifest_ok = true;
 			it->ranks = m->ranks;
 			it->tensors = (int)m->ntensors;
@@ -692,6 +781,9 @@ herd_status herd_ckpt_list(const char *dir, herd_ckpt_step_info **out, size_t *c
 		} else {
 			herd__strlcpy(it->problem, herd_last_error(), sizeof(it->problem));
 		}
+		/* Moved aside: why, as the move wrote it. */
+		if (aside && path_ok)
+			read_note(path, it->problem, sizeof(it->problem));
 		/* A committed step is one renamed into place with its manifest. */
 		if (committed) {
 			char mpath[4200];
@@ -746,8 +838,9 @@ static herd_status resolve(const char *dir, int64_t step, int64_t *out)
 herd_status herd_ckpt_verify(const char *dir, int64_t step, herd_ckpt_problem_fn fn, void *arg,
 			     size_t *problems)
 {
-	char name[64], stepdir[4096];
+	char name[64], stepdir[4096], note[4400];
 	herd__ckpt_manifest *m = NULL;
+	struct stat sb;
 	herd_status st;
 
 	if (problems != NULL)
@@ -757,6 +850,11 @@ herd_status herd_ckpt_verify(const char *dir, int64_t step, herd_ckpt_problem_fn
 	HERD_CHECK(resolve(dir, step, &step));
 	herd__ckpt_step_name(name, sizeof(name), step);
 	HERD_CHECK(herd__ckpt_path(stepdir, sizeof(stepdir), dir, name));
+	if (lstat(stepdir, &sb) != 0 && errno == ENOENT) {
+		herd__ckpt_aside_note(dir, step, note, sizeof(note));
+		return herd__error(HERD_ENOTFOUND, "checkpoint step %" PRId64 ": there is no %s%s",
+				   step, stepdir, note);
+	}
 	st = herd__ckpt_manifest_load(&m, stepdir);
 	if (st == HERD_EFORMAT || st == HERD_EVERSION) {
 		/* The manifest itself is the problem: report it like any other. */
@@ -776,7 +874,7 @@ herd_status herd_ckpt_verify(const char *dir, int64_t step, herd_ckpt_problem_fn
 		return herd__error(HERD_EFORMAT, "%s", msg);
 	}
 	HERD_CHECK(st);
-	st = herd__ckpt_verify_data(stepdir, m, fn, arg, problems);
+	st = herd__ckpt_verify_data(stepdir, m, 0, 1, fn, arg, problems, NULL);
 	herd__ckpt_manifest_free(m);
 	return st;
 }

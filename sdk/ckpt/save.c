@@ -6,8 +6,9 @@
  *
  *   1. begin (collective, caller's thread; layout.c): the ranks exchange
  *      what they registered, check that it agrees and that the distinct
- *      shards tile every tensor, and rank 0 creates the temporary step
- *      directory;
+ *      shards tile every tensor, verify a committed step of the same
+ *      number (kept when it verifies: HERD_EEXIST; moved aside when it is
+ *      damaged), and rank 0 creates the temporary step directory;
  *   2. write (each rank alone; writer.c): the rank's data file is one
  *      stream of its segments (the shards it owns, then its blobs),
  *      written in order, hashed chunk by chunk as it goes, then fsynced;

@@ -51,7 +51,7 @@ out=$("$HERD" ckpt ls "$one") || fail "ls exited $?"
 has_re "$out" '^3 +partial +[0-9.]+ [KMG]?i?B +- +- +- +-$'
 rmdir "$one/.tmp-step-000000000003"
 # It says what it did not check.
-has "$out" "(files and sizes checked; checksums not read: herd ckpt verify DIR STEP)"
+has "$out" "listed, not verified: steps 1 and 2 (manifests and file sizes checked, checksums not read: herd ckpt ls --verify DIR reads them)"
 # What is cheap to see, it sees: a data file cut short or gone is damaged.
 cp -r "$one" "$tmp/dmg"
 size1=$(stat -c %s "$tmp/dmg/step-000000000001/rank-00000.data")
@@ -69,6 +69,98 @@ steps = json.load(open(sys.argv[1]))["steps"]
 assert [(s["state"], s["verified"]) for s in steps] == [("damaged", False), ("damaged", False)], steps
 assert steps[1]["problem"] == "rank-00000.data: missing", steps
 PY
+
+# --- a step that does not verify: ls --verify sees it; a resume moves it
+# aside and saves its number anew; ls lists it, moved aside, with why
+cat >"$tmp/aside.lua" <<'EOF'
+local dir, mode = arg[1], arg[2]
+local ck <close> = assert(herd.checkpoint(dir, nil, { chunk_bytes = 4096 }))
+local w = herd.buffer("float32", 4096):fill(1)
+assert(ck:add("w", w))
+if mode == "save" then
+  for s = 1, 3 do w[1] = s; assert(ck:save(s)) end
+  return
+end
+print("restored " .. assert(ck:restore()))
+if mode == "resume" then
+  w[1] = 33
+  assert(ck:save(3))
+  print("saved 3")
+  local ok, msg, status = ck:save(3)
+  print(("saved 3 again: %s %s: %s"):format(ok, status, msg))
+end
+EOF
+flip() {
+  python3 - "$1" "$2" <<'PY' || fail "flipping a byte of $1"
+import sys
+with open(sys.argv[1], "r+b") as f:
+    at = int(sys.argv[2]); f.seek(at); b = f.read(1); f.seek(at); f.write(bytes([b[0] ^ 0x5a]))
+PY
+}
+aside=$tmp/aside
+"$HERD" "$tmp/aside.lua" "$aside" save || fail "writing three steps"
+flip "$aside/step-000000000003/rank-00000.data" 100
+out=$("$HERD" ckpt ls "$aside") || fail "ls exited $?"
+has_re "$out" '^3 +committed +'
+has "$out" "listed, not verified: steps 1, 2 and 3 (manifests and file sizes checked"
+out=$("$HERD" ckpt ls --verify "$aside") || fail "ls --verify exited $?"
+has_re "$out" '^2 +committed +'
+has_re "$out" '^3 +damaged +'
+has_re "$out" '^  rank-00000\.data: "w" shard 0 chunk 0 \(byte 0 of the file\): checksum mismatch: expected [0-9a-f]{16}, got [0-9a-f]{16}$'
+has "$out" "verified: steps 1 and 2 (every checksum read)"
+grep -q "not verified" <<<"$out" && fail "ls --verify: $out"
+"$HERD" ckpt ls --verify --json "$aside" >"$tmp/aside.json" || fail "ls --verify --json exited $?"
+python3 - "$tmp/aside.json" <<'PY' || fail "ls --verify --json: $(cat "$tmp/aside.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["verified"] is True, d
+s = [(x["step"], x["state"], x["verified"], x["moved_aside"]) for x in d["steps"]]
+assert s == [(1, "committed", True, False), (2, "committed", True, False),
+             (3, "damaged", True, False)], s
+assert "checksum mismatch" in d["steps"][2]["problem"], d
+PY
+out=$("$HERD" "$tmp/aside.lua" "$aside" resume 2>"$tmp/err") || fail "resume exited $?: $out $(cat "$tmp/err")"
+has "$out" "restored 2"
+has "$out" "saved 3"
+has "$out" "saved 3 again: nil HERD_EEXIST: checkpoint step 3 is already committed in $aside, and it verifies"
+err=$(cat "$tmp/err")
+has "$err" "restoring checkpoint step 3: $aside/step-000000000003/rank-00000.data: \"w\" shard 0 chunk 0"
+has "$err" "; trying the step before"
+moved=$(cd "$aside" && echo step-000000000003.damaged-*)
+[[ -d $aside/$moved && -f $aside/$moved/rank-00000.data ]] || fail "no step moved aside: $(ls "$aside")"
+[[ $moved =~ ^step-000000000003\.damaged-[0-9]{8}T[0-9]{6}Z$ ]] || fail "moved aside as $moved"
+has "$err" "checkpoint step 3 in $aside does not verify: moved it aside to $aside/$moved, kept for inspection (herd ckpt ls lists it); a save of step 3 writes it anew"
+out=$("$HERD" ckpt ls "$aside") || fail "ls exited $?"
+has_re "$out" '^3 +committed +'
+has_re "$out" '^3 +damaged +'
+has "$out" "  moved aside as $moved: restoring checkpoint step 3: $aside/step-000000000003/rank-00000.data: \"w\" shard 0 chunk 0"
+has "$out" "listed, not verified: steps 1, 2 and 3 ("
+"$HERD" ckpt verify "$aside" 3 >/dev/null || fail "verify of step 3 saved anew"
+"$HERD" ckpt ls --json "$aside" >"$tmp/aside.json" || fail "ls --json exited $?"
+python3 - "$tmp/aside.json" "$moved" <<'PY' || fail "ls --json: $(cat "$tmp/aside.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["verified"] is False, d
+s = [(x["step"], x["name"], x["state"], x["verified"], x["moved_aside"]) for x in d["steps"]]
+assert s == [(1, "step-000000000001", "committed", False, False),
+             (2, "step-000000000002", "committed", False, False),
+             (3, "step-000000000003", "committed", False, False),
+             (3, sys.argv[2], "damaged", False, True)], s
+assert d["steps"][3]["problem"].startswith("restoring checkpoint step 3: "), d
+PY
+# Damaged again: a second name; asked for by number, it says where it went.
+flip "$aside/step-000000000003/rank-00000.data" 200
+"$HERD" "$tmp/aside.lua" "$aside" restore >/dev/null 2>"$tmp/err" || fail "restore exited $?: $(cat "$tmp/err")"
+[[ $(cd "$aside" && ls -d step-000000000003.damaged-* | wc -l) == 2 ]] || fail "two moved aside: $(ls "$aside")"
+[[ $(cat "$aside/latest") == step-000000000002 ]] || fail "latest: $(cat "$aside/latest")"
+for cmd in verify inspect; do
+  "$HERD" ckpt $cmd "$aside" 3 >/dev/null 2>"$tmp/err"; rc=$?
+  [[ $rc == 1 ]] || fail "$cmd of a step moved aside: exit $rc"
+  has_re "$(cat "$tmp/err")" "^herd ckpt: checkpoint step 3: there is no $aside/step-000000000003; it did not verify and was moved aside 2 times, the last as $aside/step-000000000003\.damaged-[0-9]{8}T[0-9]{6}Z(-2)?\$"
+done
+out=$("$HERD" ckpt ls "$aside") || fail "ls exited $?"
+[[ $(grep -c '^3 \+damaged' <<<"$out") == 2 ]] || fail "ls, two moved aside: $out"
+has "$out" "listed, not verified: steps 1 and 2 ("
 
 out=$("$HERD" ckpt inspect "$one" 2) || fail "inspect exited $?"
 has "$out" "step 2 of $one: saved "

@@ -35,4 +35,26 @@ grep -qF "killed:      1 restart, resumed from step 4" <<<"$out" || fail "restar
 grep -qxF "the same weights, bit for bit, on both ranks" <<<"$out" || fail "restart_demo: $out"
 grep -qF "restarting every rank (restart 1 of 1)" "$tmp/err" || fail "no restart: $(cat "$tmp/err")"
 [[ ! -e $tmp/ckpt ]] || fail "restart_demo left its directory"
+
+# restart_demo --damage: the newest step (6) damaged in a copy; the resume
+# moves it aside, goes back to step 4 and trains on past step 6 (saving it
+# anew), and ends with the weights of the copy resumed from step 4 without
+# step 6, and of the undisturbed run, bit for bit.  Twice: the same digits.
+for k in 1 2; do
+  out=$(timeout 300 "$HERD" examples/lua/restart_demo.lua --damage "$tmp/dmg" 2>"$tmp/err") \
+    || fail "restart_demo --damage exited $?: $out $(cat "$tmp/err")"
+  grep -qE '^damaged: +step 6 moved aside as step-000000000006\.damaged-[0-9]{8}T[0-9]{6}Z, resumed from step 4, w\[1\] = ' <<<"$out" \
+    || fail "restart_demo --damage: $out"
+  grep -qE '^removed: +step 6 removed, resumed from step 4, w\[1\] = ' <<<"$out" \
+    || fail "restart_demo --damage: $out"
+  grep -qxF "the same weights, bit for bit, on both ranks, in all three runs" <<<"$out" \
+    || fail "restart_demo --damage: $out"
+  grep -qF "restoring checkpoint step 6: " "$tmp/err" && grep -qF "; trying the step before" "$tmp/err" \
+    || fail "restart_demo --damage: no fallback said: $(cat "$tmp/err")"
+  grep -qE "checkpoint step 6 in $tmp/dmg/damaged does not verify: moved it aside to $tmp/dmg/damaged/step-000000000006\.damaged-[0-9]{8}T[0-9]{6}Z, kept for inspection" "$tmp/err" \
+    || fail "restart_demo --damage: no warning naming where step 6 went: $(cat "$tmp/err")"
+  [[ ! -e $tmp/dmg ]] || fail "restart_demo --damage left its directory"
+  weights[k]=$(grep -o 'w\[1\] = .*' <<<"$out")
+done
+[[ ${weights[1]} == "${weights[2]}" ]] || fail "two runs of restart_demo --damage differ: ${weights[1]} / ${weights[2]}"
 echo "examples_lua: ok"

@@ -502,16 +502,18 @@ static void test_ckpt_corruption_is_named_and_restore_falls_back(void)
 	CHECK_INT(c.got, 1);
 	CHECK(x[5] == 100005.0f);
 	CHECK(strstr(err, "step 2") != NULL && strstr(err, "manifest") != NULL);
-	/* Asking for the damaged step itself is an error, not a fallback. */
-	CHECK_ERR(herd_ckpt_restore(ck, 3, NULL), HERD_EFORMAT, "checksum mismatch");
-	/* Step 1 damaged too: steps exist and none verifies, which is not the
-	 * fresh start HERD_ENOTFOUND means; every step tried is named. */
+	/* The restores moved steps 3 and 2 aside: asking for one says so. */
+	CHECK_ERR(herd_ckpt_restore(ck, 3, NULL), HERD_ENOTFOUND,
+		  "it did not verify and was moved aside as");
+	/* Step 1 damaged too: a step exists and does not verify, which is
+	 * not the fresh start HERD_ENOTFOUND means. */
 	snprintf(path, sizeof(path), "%s/step-000000000001/rank-00000.data", dir);
 	flip_byte(path, -1);
 	CHECK_ERR(herd_ckpt_restore(ck, HERD_CKPT_LATEST, NULL), HERD_ECORRUPT,
-		  "none of the 3 committed checkpoint steps in");
-	CHECK(strstr(herd_last_error(), "verifies (steps 3, 2, 1); the newest failed: restoring "
-			 "checkpoint step 3: ") != NULL);
+		  "the only committed checkpoint step in");
+	CHECK(strstr(herd_last_error(), "does not verify (step 1): restoring checkpoint step 1: ")
+	      != NULL);
+	/* Asking for a damaged step itself is an error, not a fallback. */
 	/* The last chunk is read by the second reader (the second half of
 	 * the run): named all the same. */
 	CHECK_ERR(herd_ckpt_restore(ck, 1, NULL), HERD_EFORMAT,
@@ -689,7 +691,20 @@ static void test_ckpt_hostile_step_is_skipped(void)
 	herd_log_set_level(HERD_LOG_WARN);
 	CHECK_INT(got, 3);
 	CHECK(x[15] == 15.0f);
-	CHECK_ERR(herd_ckpt_verify(dir, 4, NULL, NULL, NULL), HERD_EFORMAT, "files[0].name");
+	/* Step 4 was moved aside, saying why. */
+	CHECK_ERR(herd_ckpt_verify(dir, 4, NULL, NULL, NULL), HERD_ENOTFOUND, "moved aside");
+	{
+		herd_ckpt_step_info *info = NULL;
+		size_t n = 0;
+
+		CHECK_OK(herd_ckpt_list(dir, &info, &n));
+		CHECK_INT(n, 2);
+		if (n == 2) {
+			CHECK(info[1].step == 4 && info[1].moved_aside && !info[1].committed);
+			CHECK(strstr(info[1].problem, "files[0].name") != NULL);
+		}
+		herd_free(info);
+	}
 	CHECK_OK(herd_ckpt_wait(ck));
 	herd_ckpt_free(ck);
 	herd__ckpt_manifest_free(m);

@@ -94,19 +94,19 @@ static herd_status burn_loop(const cublas_api *api, cublasHandle_t h, float *a, 
 	unsigned blocks;
 	double t0 = now_s();
 
-	HERD_CHECK(herd__k_grid("herd__k_burn", count, &blocks));
+	HERD_CHECK(herd__k_grid("the burn", count, &blocks));
 	do {
 		for (int i = 0; i < 8; i++) {
 			cublasStatus_t cs = api->sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a,
 						       n, b, n, &zero, c, n);
 
 			if (cs != CUBLAS_STATUS_SUCCESS)
-				return herd__error(HERD_EIO, "herd__k_burn: cublasSgemm_v2 failed "
-						   "with status %d", (int)cs);
+				return herd__error(HERD_EIO, "the burn: a cuBLAS matrix product "
+						   "failed with status %d", (int)cs);
 			count_diff<<<blocks, HERD_K_THREADS>>>(c, ref, count, dev_wrong);
 			out->iterations++;
 		}
-		HERD_K_CUDA(cudaDeviceSynchronize(), "herd__k_burn: the products");
+		HERD_K_CUDA(cudaDeviceSynchronize(), "the burn: the products");
 	} while (now_s() - t0 < seconds);
 	out->seconds = now_s() - t0;
 	return HERD_OK;
@@ -140,7 +140,7 @@ extern "C" herd_status herd__k_burn(double seconds, int n, herd__kburn *out)
 	if (rc == cudaSuccess)
 		rc = cudaMemset(dev_wrong, 0, sizeof(*dev_wrong));
 	if (rc != cudaSuccess) {
-		st = herd__k_cuda_error(rc, "herd__k_burn: allocating the matrices");
+		st = herd__k_cuda_error(rc, "the burn: allocating the matrices");
 		goto out;
 	}
 	/* Small integers in -2..2: every sum of products is exact in float32. */
@@ -152,18 +152,18 @@ extern "C" herd_status herd__k_burn(double seconds, int n, herd__kburn *out)
 	gemm_ref<<<dim3(n / TILE, n / TILE), dim3(TILE, TILE)>>>(ref, a, b, n);
 	rc = cudaGetLastError();
 	if (rc != cudaSuccess) {
-		st = herd__k_cuda_error(rc, "herd__k_burn: the reference product");
+		st = herd__k_cuda_error(rc, "the burn: the reference product");
 		goto out;
 	}
 	if (api.create(&h) != CUBLAS_STATUS_SUCCESS) {
-		st = herd__error(HERD_EIO, "herd__k_burn: cublasCreate_v2 failed");
+		st = herd__error(HERD_EIO, "the burn: cannot create a cuBLAS handle");
 		goto out;
 	}
 	st = burn_loop(&api, h, a, b, c, ref, n, seconds, dev_wrong, out);
 	if (st == HERD_OK) {
 		rc = cudaMemcpy(&wrong, dev_wrong, sizeof(wrong), cudaMemcpyDeviceToHost);
 		if (rc != cudaSuccess)
-			st = herd__k_cuda_error(rc, "herd__k_burn: reading the count");
+			st = herd__k_cuda_error(rc, "the burn: reading the count");
 		out->wrong = wrong;
 		out->tflops = out->seconds > 0 ? 2.0 * n * (double)n * n * out->iterations /
 							 out->seconds / 1e12

@@ -35,9 +35,9 @@ herd_status herd__k_cuda_error(cudaError_t rc, const char *what);
 #define HERD_K_THREADS 256
 #define HERD_K_BLOCKS_PER_SM 8
 
-/* How many blocks to launch for `work` threads' worth of work; fn names the
- * launcher in an error. */
-herd_status herd__k_grid(const char *fn, size_t work, unsigned *blocks);
+/* How many blocks to launch for `work` threads' worth of work; what names
+ * the kernel in an error ("the fill kernel"). */
+herd_status herd__k_grid(const char *what, size_t work, unsigned *blocks);
 
 /* ---- element types --------------------------------------------------------- */
 

@@ -138,7 +138,7 @@ extern "C" herd_status herd__k_fill(void *buf, size_t count, herd_dtype dtype, h
 	if (count == 0)
 		return HERD_OK;
 	HERD_CHECK(check_args("herd__k_fill", buf, dtype, op, rank, nranks));
-	HERD_CHECK(herd__k_grid("herd__k_fill", count, &blocks));
+	HERD_CHECK(herd__k_grid("the fill kernel", count, &blocks));
 	switch (dtype) {
 #define FILL_CASE(DT, TRAITS)                                                               \
 	case HERD_##DT:                                                                     \
@@ -151,7 +151,7 @@ extern "C" herd_status herd__k_fill(void *buf, size_t count, herd_dtype dtype, h
 	default:
 		break;
 	}
-	HERD_K_CUDA(cudaGetLastError(), "herd__k_fill: launching the kernel");
+	HERD_K_CUDA(cudaGetLastError(), "launching the fill kernel");
 	return HERD_OK;
 }
 
@@ -170,9 +170,9 @@ extern "C" herd_status herd__k_verify(const void *buf, size_t count, herd_dtype 
 	if (count == 0)
 		return HERD_OK;
 	HERD_CHECK(check_args("herd__k_verify", buf, dtype, op, 0, nranks));
-	HERD_CHECK(herd__k_grid("herd__k_verify", count, &blocks));
+	HERD_CHECK(herd__k_grid("the verify kernel", count, &blocks));
 	HERD_K_CUDA(cudaMallocAsync((void **)&dev, sizeof(*dev), s),
-		    "herd__k_verify: allocating the counter");
+		    "the verify kernel: allocating its counter");
 	rc = cudaMemsetAsync(dev, 0, sizeof(*dev), s);
 	if (rc == cudaSuccess) {
 		switch (dtype) {
@@ -194,7 +194,7 @@ extern "C" herd_status herd__k_verify(const void *buf, size_t count, herd_dtype 
 	if (rc == cudaSuccess)
 		rc = cudaStreamSynchronize(s);
 	if (rc != cudaSuccess)
-		return herd__k_cuda_error(rc, "herd__k_verify");
+		return herd__k_cuda_error(rc, "the verify kernel");
 	*wrong = host;
 	return HERD_OK;
 }

@@ -18,7 +18,7 @@ herd_status herd__k_cuda_error(cudaError_t rc, const char *what)
 			   cudaGetErrorString(rc), cudaGetErrorName(rc));
 }
 
-herd_status herd__k_grid(const char *fn, size_t work, unsigned *blocks)
+herd_status herd__k_grid(const char *what, size_t work, unsigned *blocks)
 {
 	int dev = 0, sms = 0;
 	size_t want = (work + HERD_K_THREADS - 1) / HERD_K_THREADS;
@@ -28,7 +28,7 @@ herd_status herd__k_grid(const char *fn, size_t work, unsigned *blocks)
 		rc = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
 	if (rc != cudaSuccess)
 		return herd__error_wrap(herd__k_cuda_error(rc, "finding the current CUDA device"),
-					"%s: ", fn);
+					"%s: ", what);
 	if (want > (size_t)sms * HERD_K_BLOCKS_PER_SM)
 		want = (size_t)sms * HERD_K_BLOCKS_PER_SM;
 	*blocks = want > 0 ? (unsigned)want : 1u;
@@ -38,21 +38,21 @@ herd_status herd__k_grid(const char *fn, size_t work, unsigned *blocks)
 extern "C" herd_status herd__k_device_count(int *count)
 {
 	*count = 0;
-	HERD_K_CUDA(cudaGetDeviceCount(count), "cudaGetDeviceCount");
+	HERD_K_CUDA(cudaGetDeviceCount(count), "counting the GPUs");
 	if (*count <= 0)
-		return herd__error(HERD_ENODEV, "cudaGetDeviceCount: no CUDA device");
+		return herd__error(HERD_ENODEV, "the CUDA runtime sees no GPU");
 	return HERD_OK;
 }
 
 extern "C" herd_status herd__k_set_device(int index)
 {
-	HERD_K_CUDA(cudaSetDevice(index), "cudaSetDevice");
+	HERD_K_CUDA(cudaSetDevice(index), "choosing the GPU");
 	return HERD_OK;
 }
 
 extern "C" herd_status herd__k_sync(herd__kstream stream)
 {
-	HERD_K_CUDA(cudaStreamSynchronize((cudaStream_t)stream), "cudaStreamSynchronize");
+	HERD_K_CUDA(cudaStreamSynchronize((cudaStream_t)stream), "waiting for the GPU");
 	return HERD_OK;
 }
 
@@ -64,15 +64,15 @@ extern "C" herd_status herd__k_alloc(void **p, size_t bytes)
 	rc = cudaMalloc(p, bytes > 0 ? bytes : 1);
 	if (rc == cudaErrorMemoryAllocation) {
 		(void)cudaGetLastError();
-		return herd__error(HERD_ENOMEM, "cudaMalloc of %zu bytes: %s (%s)", bytes,
+		return herd__error(HERD_ENOMEM, "allocating %zu bytes on the GPU: %s (%s)", bytes,
 				   cudaGetErrorString(rc), cudaGetErrorName(rc));
 	}
-	HERD_K_CUDA(rc, "cudaMalloc");
+	HERD_K_CUDA(rc, "allocating GPU memory");
 	rc = cudaMemset(*p, 0, bytes > 0 ? bytes : 1);
 	if (rc != cudaSuccess) {
 		(void)cudaFree(*p);
 		*p = NULL;
-		return herd__k_cuda_error(rc, "cudaMemset");
+		return herd__k_cuda_error(rc, "clearing GPU memory");
 	}
 	return HERD_OK;
 }
@@ -96,11 +96,11 @@ static herd_status time_copies(void *dst, const void *src, size_t bytes, cudaMem
 {
 	HERD_K_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, s), "the untimed copy");
 	for (int i = 0; i < repeats; i++) {
-		HERD_K_CUDA(cudaEventRecord(a, s), "cudaEventRecord");
-		HERD_K_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, s), "cudaMemcpyAsync");
-		HERD_K_CUDA(cudaEventRecord(b, s), "cudaEventRecord");
-		HERD_K_CUDA(cudaEventSynchronize(b), "cudaEventSynchronize");
-		HERD_K_CUDA(cudaEventElapsedTime(&ms[i], a, b), "cudaEventElapsedTime");
+		HERD_K_CUDA(cudaEventRecord(a, s), "timing a copy");
+		HERD_K_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, s), "a timed copy");
+		HERD_K_CUDA(cudaEventRecord(b, s), "timing a copy");
+		HERD_K_CUDA(cudaEventSynchronize(b), "waiting for a timed copy");
+		HERD_K_CUDA(cudaEventElapsedTime(&ms[i], a, b), "timing a copy");
 	}
 	return HERD_OK;
 }
@@ -123,7 +123,7 @@ extern "C" herd_status herd__k_copy_bandwidth(herd__kcopy kind, size_t bytes, in
 		return herd__error(HERD_EINVAL, "herd__k_copy_bandwidth: unknown copy %d", (int)kind);
 	ms = (float *)calloc((size_t)repeats, sizeof(*ms));
 	if (ms == NULL)
-		return herd__error(HERD_ENOMEM, "herd__k_copy_bandwidth: out of memory");
+		return herd__error(HERD_ENOMEM, "out of memory for the copy-bandwidth probe");
 	rc = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
 	if (rc == cudaSuccess)
 		rc = cudaEventCreate(&a);
@@ -139,7 +139,7 @@ extern "C" herd_status herd__k_copy_bandwidth(herd__kcopy kind, size_t bytes, in
 	if (rc == cudaSuccess)
 		rc = cudaMemsetAsync(dev1, 0x5a, bytes, s);
 	if (rc != cudaSuccess) {
-		st = herd__k_cuda_error(rc, "herd__k_copy_bandwidth: setting up");
+		st = herd__k_cuda_error(rc, "the copy-bandwidth probe: setting up");
 	} else if (kind == HERD__KCOPY_D2D) {
 		st = time_copies(dev2, dev1, bytes, cudaMemcpyDeviceToDevice, repeats, ms, s, a, b);
 	} else if (kind == HERD__KCOPY_H2D) {
@@ -154,7 +154,8 @@ extern "C" herd_status herd__k_copy_bandwidth(herd__kcopy kind, size_t bytes, in
 		qsort(ms, (size_t)repeats, sizeof(*ms), cmp_float);
 		med = repeats % 2 ? ms[repeats / 2] : (ms[repeats / 2 - 1] + ms[repeats / 2]) / 2.0;
 		if (med <= 0)
-			st = herd__error(HERD_EIO, "herd__k_copy_bandwidth: the copies took no time");
+			st = herd__error(HERD_EIO, "the copy-bandwidth probe: the copies took no "
+					 "time");
 		else
 			*gbps = (double)bytes * (kind == HERD__KCOPY_D2D ? 2.0 : 1.0) / (med * 1e6);
 	}

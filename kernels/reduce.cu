@@ -96,10 +96,12 @@ static herd_status reduce_launch(void *dst, const srcs &s, int nsrc, size_t coun
 	for (int k = 0; k < nsrc; k++)
 		aligned = aligned && ((uintptr_t)s.p[k] & 15) == 0;
 	nvec = aligned ? count / V : 0;
-	HERD_CHECK(herd__k_grid("herd__k_reduce", nvec > 0 ? (nvec + HERD_K_UNROLL - 1) / HERD_K_UNROLL
-					 : count - nvec * V, &blocks));
+	HERD_CHECK(herd__k_grid("the reduction kernel",
+				nvec > 0 ? (nvec + HERD_K_UNROLL - 1) / HERD_K_UNROLL
+					 : count - nvec * V,
+				&blocks));
 	reduce_kernel<D, OP><<<blocks, HERD_K_THREADS, 0, stream>>>(dst, s, nsrc, nvec, count, div);
-	HERD_K_CUDA(cudaGetLastError(), "herd__k_reduce: launching the kernel");
+	HERD_K_CUDA(cudaGetLastError(), "launching the reduction kernel");
 	return HERD_OK;
 }
 
@@ -215,7 +217,7 @@ static herd_status cast_from(void *dst, const void *src, herd_dtype from, size_t
 {
 	unsigned blocks;
 
-	HERD_CHECK(herd__k_grid("herd__k_cast", count, &blocks));
+	HERD_CHECK(herd__k_grid("the cast kernel", count, &blocks));
 	switch (from) {
 #define CAST_CASE(DT, TRAITS)                                                                 \
 	case HERD_##DT:                                                                       \
@@ -227,7 +229,7 @@ static herd_status cast_from(void *dst, const void *src, herd_dtype from, size_t
 	default:
 		return HERD_EINVAL;
 	}
-	HERD_K_CUDA(cudaGetLastError(), "herd__k_cast: launching the kernel");
+	HERD_K_CUDA(cudaGetLastError(), "launching the cast kernel");
 	return HERD_OK;
 }
 

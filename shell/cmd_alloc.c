@@ -55,13 +55,23 @@ static const char alloc_usage[] =
 	"Plans against the GPUs' current leases and Slurm's grant and takes no\n"
 	"lease (\"holds_leases\": false): it ends with this command.  herd.alloc in\n"
 	"Lua takes the leases and holds them while its plan lives, unless\n"
-	"hold = false; herd launch --gpus-per-rank holds them for the job.\n";
+	"hold = false; herd launch --gpus-per-rank holds them for the job.\n"
+	"Exit status:\n"
+	"  0    the plan was printed\n"
+	"  1    no plan meets the request (GPUs leased, too few, too far apart),\n"
+	"       or this node could not be probed\n"
+	"  2    a usage error, a request the planner refuses as it stands, or an\n"
+	"       inventory that cannot be read\n";
 
 static const char gpus_usage[] =
 	"usage: herd gpus [--inventory FILE] [--lease-dir DIR] [--json]\n"
 	"  every GPU of this node (or of the inventory's node that stands for it)\n"
 	"  and who holds its lease: job, pid, user, since; and the compute\n"
-	"  processes NVML shows on it\n";
+	"  processes NVML shows on it\n"
+	"Exit status:\n"
+	"  0    the GPUs were printed\n"
+	"  1    this node or its leases could not be read\n"
+	"  2    a usage error, or an inventory that cannot be read\n";
 
 /* Names split from a comma-separated option, kept for the request. */
 struct name_list {
@@ -86,9 +96,12 @@ struct alloc_args {
 /* A count option: a whole number, 0 or more (the library checks ranges). */
 static int parse_count(const char *opt, const char *value, int *out)
 {
+	char msg[160];
+
 	if (shell_parse_int(value, 0, INT_MAX, out) != 0) {
-		fprintf(stderr, "herd alloc: %s needs a whole number of 0 or more, not '%s'\n", opt,
-			value);
+		snprintf(msg, sizeof(msg), "%s needs a whole number of 0 or more, not '%.64s'", opt,
+			 value);
+		shell_usage_error("alloc", "%s", msg);
 		return -1;
 	}
 	return 0;
@@ -179,7 +192,7 @@ static int parse_alloc(int argc, char **argv, struct alloc_args *a)
 			if (r < 0)
 				return shell_usage_error("alloc", "option '%s' needs a value", arg);
 			if (herd_alloc_link_parse(v, &a->req.link) != HERD_OK)
-				return shell_usage_error("alloc", "%s", herd_last_error());
+				return shell_usage_error("alloc", "%s", shell_last_error());
 		} else if ((r = shell_option_value(argc, argv, &i, "--min-memory", &v)) != 0) {
 			if (r < 0 || shell_parse_bytes(v, &a->req.min_free_memory_bytes) != 0)
 				return shell_usage_error("alloc", "--min-memory needs a size (40G, 512MiB, bytes), not "
@@ -323,7 +336,7 @@ static int print_env(const herd_plan *plan)
 		char **env = NULL;
 
 		if (herd_plan_rank_env(plan, i, &env) != HERD_OK) {
-			shell_message(shell_command, herd_last_error());
+			shell_message(shell_command, shell_last_error());
 			return SHELL_EXIT_FAILURE;
 		}
 		printf("rank %zu:", i);
@@ -366,7 +379,7 @@ static json_t *json_env(const herd_plan *plan, size_t i)
 	char **env = NULL;
 
 	if (herd_plan_rank_env(plan, i, &env) != HERD_OK) {
-		shell_message(shell_command, herd_last_error());
+		shell_message(shell_command, shell_last_error());
 		json_decref(o);
 		return NULL;
 	}
@@ -447,7 +460,7 @@ static int print_plan_json(const herd_plan *plan, int explain, int env)
 /* The exit status of a failed library call: bad input is a usage error. */
 static int failure(herd_status st)
 {
-	shell_message(shell_command, herd_last_error());
+	shell_message(shell_command, shell_last_error());
 	return st == HERD_EINVAL || st == HERD_EFORMAT || st == HERD_EVERSION ? SHELL_EXIT_USAGE
 									      : SHELL_EXIT_FAILURE;
 }
@@ -478,7 +491,7 @@ int cmd_alloc(int argc, char **argv)
 	if (st != HERD_OK) {
 		status = a.inventory || shell_env("HERD_INVENTORY") ? SHELL_EXIT_USAGE
 									     : SHELL_EXIT_FAILURE;
-		shell_message(shell_command, herd_last_error());
+		shell_message(shell_command, shell_last_error());
 		goto out;
 	}
 	opts.plan_only = 1;
@@ -634,7 +647,7 @@ int cmd_gpus(int argc, char **argv)
 		}
 	}
 	if (load(inventory, &cluster) != HERD_OK) {
-		shell_message(shell_command, herd_last_error());
+		shell_message(shell_command, shell_last_error());
 		return inventory || shell_env("HERD_INVENTORY") ? SHELL_EXIT_USAGE
 									       : SHELL_EXIT_FAILURE;
 	}
@@ -642,7 +655,7 @@ int cmd_gpus(int argc, char **argv)
 	    herd_cluster_node(cluster, local, &node) != HERD_OK ||
 	    herd_lease_dir(&lo, dir, sizeof(dir)) != HERD_OK ||
 	    herd_alloc_gpu_status_query(node, &lo, &st, &n) != HERD_OK) {
-		shell_message(shell_command, herd_last_error());
+		shell_message(shell_command, shell_last_error());
 		goto out;
 	}
 	if (json) {

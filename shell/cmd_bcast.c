@@ -31,8 +31,14 @@ static const char bcast_usage[] =
 	"  --hostfile FILE    the hosts of an Open MPI / DeepSpeed hostfile\n"
 	"  --slurm            the nodes of this Slurm allocation (the default inside one)\n"
 	"  --timeout SEC      a node that takes or says nothing this long fails (30)\n"
-	"Exit status 0 when every node has the file, 1 when some have not, 2 for a\n"
-	"usage error.\n";
+	"  --receive DEST ... the node side, which herd bcast runs on every node\n"
+	"                     (not for interactive use)\n"
+	"Exit status:\n"
+	"  0    every node has the file\n"
+	"  1    some nodes have not (each named on stderr with the reason), or FILE\n"
+	"       changed while it was sent\n"
+	"  2    a usage error, a FILE or --hostfile that cannot be read, or\n"
+	"       nodes that cannot be named (a malformed --hosts)\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -131,7 +137,8 @@ static int receive(int argc, char **argv)
 	/* A sender gone shows as a failed write, and the temporary file goes. */
 	signal(SIGPIPE, SIG_IGN);
 	if (stops_catch() != 0) {
-		fprintf(stderr, "herd bcast: pipe: %s\n", strerror(errno));
+		fprintf(stderr, "herd bcast: cannot create the pipe that tells of signals: %s\n",
+			strerror(errno));
 		return SHELL_EXIT_FAILURE;
 	}
 	st = herd_agent_bcast_receive(dest, bytes, (int)mode, forward,
@@ -139,7 +146,7 @@ static int receive(int argc, char **argv)
 				      secs * 1000, stop_pipe[0]);
 	stops_raise();
 	if (st != HERD_OK) {
-		shell_message("herd bcast", herd_last_error());
+		shell_message("herd bcast", shell_last_error());
 		return SHELL_EXIT_FAILURE;
 	}
 	return SHELL_EXIT_OK;
@@ -208,10 +215,10 @@ int cmd_bcast(int argc, char **argv)
 	case HERD_EFORMAT:
 	case HERD_ENOTFOUND:
 	case HERD_EUNAVAIL:
-		shell_message("herd bcast", herd_last_error());
+		shell_message("herd bcast", shell_last_error());
 		return SHELL_EXIT_USAGE;
 	default:
-		shell_message("herd bcast", herd_last_error());
+		shell_message("herd bcast", shell_last_error());
 		return SHELL_EXIT_FAILURE;
 	}
 }

@@ -47,8 +47,14 @@
  *    "in_place":{...}}
  * "wrong" is null without -c 1, "in_place" null where there is none.
  *
- * Exit status: 0; 1 when a call failed or an element was wrong; 2 for a
- * usage error.
+ * Exit status: 0; 1 when a call failed, an element was wrong, the ranks
+ * ran past the deadline or --device gpu found no GPU; 2 for a usage error;
+ * 141 (128 + SIGPIPE) when the reader of the output went away.
+ *
+ * Said once for the job, not once per rank: that the machine is busy (by
+ * the launcher of --np, else by rank 0), that --device gpu has no GPU (by
+ * the launcher of --np, else by the lowest rank without one, after every
+ * rank has looked).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -113,7 +119,14 @@ static const char bench_usage[] =
 	"Without --np or a launcher's variables it runs one rank and says so.  It\n"
 	"warns on stderr when the machine is busy (load average above 0.5 per CPU\n"
 	"it does not use), as the figures are then noisy.\n"
-	"Columns, formulas and JSON fields are nccl-tests'; see shell/cmd_bench.c.\n";
+	"Columns, formulas and JSON fields are nccl-tests'; see shell/cmd_bench.c.\n"
+	"Exit status:\n"
+	"  0    every call ran and every checked result was right\n"
+	"  1    a call failed, a result was wrong (#wrong), the ranks ran past\n"
+	"       the deadline, or --device gpu found no GPU\n"
+	"  2    a usage error (and --device gpu in a herd built without CUDA)\n"
+	"  141  the reader of the output went away (... --json | head -1), as\n"
+	"       yes | head does\n";
 
 /* Deadline of a --np run when --timeout is not given. */
 #define BENCH_RUN_DEADLINE_S 3600
@@ -481,6 +494,21 @@ static int usage_error(const char *fmt, const char *arg)
 	return SHELL_EXIT_USAGE;
 }
 
+/* An operation that is none of bench_ops, with the nearest one, as a
+ * mistyped command is answered (shell_nearest). */
+static int unknown_op(const char *word)
+{
+	const char *near = shell_nearest(word, &bench_ops[0].name,
+					 sizeof(bench_ops) / sizeof(*bench_ops), sizeof(*bench_ops));
+	char msg[160];
+
+	if (near == NULL)
+		return usage_error("unknown operation '%s' (allreduce, allgather, reduce_scatter, "
+				   "broadcast, reduce, alltoall, sendrecv)", word);
+	snprintf(msg, sizeof(msg), "unknown operation '%.64s'; did you mean '%s'?", word, near);
+	return usage_error("%s", msg);
+}
+
 /* The option's name as written, for messages ("-b", "--np"). */
 static const char *opt_name(int c, char *buf, size_t cap)
 {
@@ -517,7 +545,7 @@ static int parse_option(int c, const char *v, struct bench_args *a)
 	case OPT_TIMEOUT: bad = shell_parse_int(v, 1, INT_MAX / 1000, &a->timeout_s); break;
 	case 'd':
 		if (herd_dtype_parse(v, &a->dtype) != HERD_OK)
-			return usage_error("%s", herd_last_error());
+			return usage_error("%s", shell_last_error());
 		break;
 	case 't':
 	case 'g':
@@ -541,7 +569,7 @@ static int parse_option(int c, const char *v, struct bench_args *a)
 		break;
 	case 'o':
 		if (herd_redop_parse(v, &a->redop) != HERD_OK)
-			return usage_error("%s", herd_last_error());
+			return usage_error("%s", shell_last_error());
 		break;
 	case OPT_TRANSPORT:
 		bad = strcmp(v, "auto") != 0 && strcmp(v, "tcp") != 0;
@@ -610,11 +638,9 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		return usage_error("%s", "which operation? (allreduce, allgather, ...)");
 	a->op = find_op(argv[optind]);
 	if (a->op == NULL)
-		return usage_error("unknown operation '%s'", argv[optind]);
+		return unknown_op(argv[optind]);
 	if (optind + 1 < argc)
 		return usage_error("unexpected argument '%s'", argv[optind + 1]);
-	if (a->gpu && !herd_device_supported())
-		return usage_error("%s", "--device gpu: this herd was built without CUDA");
 	if (a->minbytes > a->maxbytes)
 		return usage_error("%s", "-b (minbytes) is larger than -e (maxbytes)");
 	if (a->minbytes < herd_dtype_size(a->dtype)) {
@@ -894,7 +920,7 @@ static void print_explain(const struct bench_ctx *c)
 		shape_of(a->op, size, c->es, c->nranks, &s);
 		if (herd_comm_explain(c->comm, a->op->kind, s.count, c->dtype, a->redop, a->root,
 				      why, sizeof(why)) != HERD_OK)
-			snprintf(why, sizeof(why), "unknown (%s)", herd_last_error());
+			snprintf(why, sizeof(why), "unknown (%s)", shell_last_error());
 		printf("# algorithm at %zu B: %s\n", s.size, why);
 	}
 }
@@ -998,7 +1024,7 @@ static unsigned char *alloc_buffer(size_t bytes)
 static void report(const struct bench_ctx *c, const char *what, herd_status st)
 {
 	fprintf(stderr, "herd bench: rank %d: %s: %s: %s\n", c->rank, what,
-		herd_status_name(st), herd_last_error());
+		herd_status_name(st), shell_last_error());
 }
 
 /* One pass over the sizes; adds to the totals.  HERD_OK, or the failure
@@ -1136,7 +1162,9 @@ static int sweep(struct bench_ctx *c)
 /*
  * Figures taken while other work runs are noisy: says so when the load
  * average exceeds, by 0.5, what the CPUs this run does not use could
- * carry (as bench/compare.sh does before it measures).
+ * carry (as bench/compare.sh does before it measures).  Said once for the
+ * job: by the launcher of --np before its ranks start, else by rank 0 of
+ * whatever started the ranks, for its own machine.
  */
 static void warn_if_busy(int local_ranks)
 {
@@ -1151,6 +1179,69 @@ static void warn_if_busy(int local_ranks)
 		fprintf(stderr, "herd bench: warning: this machine is busy (load average %.2f on "
 			"%ld CPUs): the figures will be noisy\n", load, cpus);
 	fclose(f);
+}
+
+/* The ranks of the communicator on rank 0's host, rank 0 included. */
+static int ranks_with_rank0(const herd_comm *comm)
+{
+	const char *h0 = NULL, *h = NULL;
+	int n = 0;
+
+	if (herd_comm_host(comm, 0, &h0) != HERD_OK)
+		return 1;
+	for (int r = 0; r < herd_comm_size(comm); r++)
+		if (herd_comm_host(comm, r, &h) == HERD_OK && strcmp(h, h0) == 0)
+			n++;
+	return n;
+}
+
+/*
+ * --device gpu where this process has no GPU to use: why (for the reason,
+ * herd discover's words: "no GPU: NVIDIA driver not found: ..."), into
+ * why[cap], and the exit status, 2 for a herd built without CUDA on a
+ * machine with a driver, else 1; -1 when there is a GPU.
+ */
+static int gpu_unusable(char *why, size_t cap)
+{
+	int n = 0;
+	herd_status st = herd_device_count(&n);
+
+	if (st == HERD_OK)
+		return -1;
+	if (st == HERD_EUNAVAIL) {
+		snprintf(why, cap, "--device gpu: this herd was built without CUDA");
+		return SHELL_EXIT_USAGE;
+	}
+	snprintf(why, cap, "--device gpu: %s", shell_last_error());
+	return SHELL_EXIT_FAILURE;
+}
+
+/*
+ * --device gpu on ranks that another launcher started: every rank looks
+ * for its GPU, and the lowest rank that has none says why, once for the
+ * job, before every rank ends.  -1 to go on, else the rank's exit status.
+ */
+static int gpu_agree(struct bench_ctx *c)
+{
+	char why[512];
+	const char *host = NULL;
+	int bad = gpu_unusable(why, sizeof(why));
+	int32_t first = bad >= 0 ? c->rank : INT32_MAX;
+	herd_status st = herd_comm_allreduce(c->comm, &first, &first, 1, HERD_INT32, HERD_MIN);
+
+	if (st != HERD_OK) {
+		report(c, "--device gpu", st);
+		c->broken = 1;
+		return SHELL_EXIT_FAILURE;
+	}
+	if (first == INT32_MAX)
+		return -1;
+	if (first == c->rank) {
+		herd_comm_host(c->comm, c->rank, &host);
+		fprintf(stderr, "herd bench: rank %d (%s): %s\n", c->rank,
+			host != NULL ? host : "?", why);
+	}
+	return bad >= 0 ? bad : SHELL_EXIT_FAILURE;
 }
 
 /* A rank: join the ranks of the environment, sweep, leave. */
@@ -1169,19 +1260,25 @@ static int run_rank(const struct bench_args *a)
 	herd_status st = herd_comm_init_env(&c.comm, &opts);
 	if (st != HERD_OK) {
 		fprintf(stderr, "herd bench: joining the ranks: %s: %s\n", herd_status_name(st),
-			herd_last_error());
+			shell_last_error());
 		return SHELL_EXIT_FAILURE;
 	}
 	c.rank = herd_comm_rank(c.comm);
 	c.nranks = herd_comm_size(c.comm);
-	int status;
-	if (a->root >= c.nranks) {
-		fprintf(stderr, "herd bench: root %d is not one of the %d ranks\n", a->root,
-			c.nranks);
+	int status = -1;
+	/* The ranks of --np were checked by their launcher. */
+	if (!by_np && c.rank == 0)
+		warn_if_busy(ranks_with_rank0(c.comm));
+	if (!by_np && a->gpu)
+		status = gpu_agree(&c);
+	if (status < 0 && a->root >= c.nranks) {
+		if (c.rank == 0)
+			fprintf(stderr, "herd bench: root %d is not one of the %d ranks\n",
+				a->root, c.nranks);
 		status = SHELL_EXIT_USAGE;
-	} else {
-		status = sweep(&c);
 	}
+	if (status < 0)
+		status = sweep(&c);
 	if (!c.broken) {
 		st = herd_comm_finalize(c.comm);
 		if (st != HERD_OK && status == SHELL_EXIT_OK) {
@@ -1366,7 +1463,7 @@ static int run_local(const struct bench_args *a, int argc, char **argv)
 	spec.output_userdata = &b;
 	fflush(stdout);
 	if (herd_job_launch(&job, &spec) != HERD_OK) {
-		fprintf(stderr, "herd bench: starting %d ranks: %s\n", a->np, herd_last_error());
+		fprintf(stderr, "herd bench: starting %d ranks: %s\n", a->np, shell_last_error());
 		goto out;
 	}
 	status = wait_job(job, &b, a->timeout_s > 0 ? a->timeout_s : BENCH_RUN_DEADLINE_S);
@@ -1413,10 +1510,18 @@ int cmd_bench(int argc, char **argv)
 	memcpy(given, argv, (size_t)argc * sizeof(*given));
 	int status = parse_args(argc, argv, &a);
 	int alone = status < 0 && a.np == 0 && !launched();
+	char why[512];
 	if (alone)
 		a.np = 1;
 	if (status < 0 && a.np > 0 && a.root >= a.np)
 		status = usage_error("%s", "the root (-r) is not one of the --np ranks");
+	/* The launcher of --np looks for a GPU once, for all its ranks. */
+	if (status < 0 && a.np > 0 && a.gpu && (status = gpu_unusable(why, sizeof(why))) >= 0) {
+		if (status == SHELL_EXIT_USAGE)
+			usage_error("%s", why);
+		else
+			fprintf(stderr, "herd bench: %s\n", why);
+	}
 	if (status < 0 && alone)
 		fprintf(stderr, "herd bench: running one rank (no --np and no launcher's "
 			"variables); --np N runs N here, and herd launch, srun, mpirun or "

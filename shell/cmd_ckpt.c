@@ -73,7 +73,13 @@ static const char ckpt_usage[] =
 	"  import    reads a safetensors FILE into DIR as step STEP (default 0),\n"
 	"            saved by one rank\n"
 	"STEP is a number or 'latest', the newest committed step.  --json prints\n"
-	"what the listing shows as one JSON document, with the same exit status.\n";
+	"what the listing shows as one JSON document, with the same exit status.\n"
+	"Exit status:\n"
+	"  0    done: for verify, no problem; for diff, the steps are the same\n"
+	"  1    verify found problems, diff found differences, or DIR, a step or\n"
+	"       OUT could not be read or written\n"
+	"  2    a usage error, a FILE that is not a safetensors file herd can\n"
+	"       import, or (diff) a step that cannot be read\n";
 
 /* ------------------------------------------------------------- helpers */
 
@@ -100,7 +106,7 @@ static void json_row(json_t *rows, json_t *row)
 /* A failed library call: its message, and exit status 1. */
 static int failure(void)
 {
-	shell_message("herd ckpt", herd_last_error());
+	shell_message("herd ckpt", shell_last_error());
 	return SHELL_EXIT_FAILURE;
 }
 
@@ -743,7 +749,7 @@ static int ckpt_diff(int argc, char **argv)
 		return usage_error("'%s' is not a step (a number or 'latest')", argv[2]);
 	if (herd_ckpt_reader_open(&ra, argv[0], sa) != HERD_OK ||
 	    herd_ckpt_reader_open(&rb, argv[0], sb) != HERD_OK) {
-		shell_message("herd ckpt", herd_last_error());
+		shell_message("herd ckpt", shell_last_error());
 		goto out;
 	}
 	for (int pass = 0; pass < 2; pass++) {
@@ -778,7 +784,7 @@ static int ckpt_diff(int argc, char **argv)
 		d = diff_tensor(ra, rb, &a, &b, width, rows);
 		if (d < 0) {
 			fflush(stdout);
-			shell_message("herd ckpt", herd_last_error());
+			shell_message("herd ckpt", shell_last_error());
 			goto out;
 		}
 		differs |= d;
@@ -809,7 +815,7 @@ static int ckpt_diff(int argc, char **argv)
 		d = diff_blob(ra, rb, b_blobs, &a, width, rows);
 		if (d < 0) {
 			fflush(stdout);
-			shell_message("herd ckpt", herd_last_error());
+			shell_message("herd ckpt", shell_last_error());
 			goto out;
 		}
 		differs |= d;
@@ -1087,7 +1093,7 @@ static int ckpt_export(const char *dir, const char *step_arg, const char *out_pa
 
 		if (herd_ckpt_reader_tensor(r, i, &ti) != HERD_OK ||
 		    read_tensor(r, &ti, &buf) != HERD_OK) {
-			shell_message("herd ckpt", herd_last_error());
+			shell_message("herd ckpt", shell_last_error());
 			goto out;
 		}
 		if (write_all(fd, buf, (size_t)ti.bytes, tmp) != 0)
@@ -1176,7 +1182,7 @@ static int ckpt_import(const char *path, const char *dir, const char *step_arg)
 		return SHELL_EXIT_USAGE;
 	}
 	if (herd_ckpt_open(&ck, dir, NULL, &o) != HERD_OK) {
-		shell_message("herd ckpt", herd_last_error());
+		shell_message("herd ckpt", shell_last_error());
 		goto out;
 	}
 	for (size_t i = 0; i < f.n; i++) {
@@ -1185,18 +1191,18 @@ static int ckpt_import(const char *path, const char *dir, const char *step_arg)
 		/* The library only reads registered data while saving. */
 		if (herd_ckpt_add_tensor(ck, e->name, (void *)(f.data + e->begin), e->dtype,
 					 e->ndim, e->shape, NULL, NULL) != HERD_OK) {
-			fprintf(stderr, "herd ckpt: %s: %s\n", path, herd_last_error());
+			fprintf(stderr, "herd ckpt: %s: %s\n", path, shell_last_error());
 			goto out;
 		}
 	}
 	kept = kept_encode(&f);
 	if (kept != NULL && herd_ckpt_add_blob(ck, KEPT_BLOB, kept, strlen(kept),
 					       HERD_CKPT_BLOB_RANK0) != HERD_OK) {
-		fprintf(stderr, "herd ckpt: %s: %s\n", path, herd_last_error());
+		fprintf(stderr, "herd ckpt: %s: %s\n", path, shell_last_error());
 		goto out;
 	}
 	if (herd_ckpt_save(ck, step) != HERD_OK) {
-		fprintf(stderr, "herd ckpt: importing %s: %s\n", path, herd_last_error());
+		fprintf(stderr, "herd ckpt: importing %s: %s\n", path, shell_last_error());
 		goto out;
 	}
 	printf("%s/step-%012" PRId64 ": %zu tensors from %s\n", dir, step, f.n, path);

@@ -39,16 +39,25 @@ static const char discover_usage[] =
 	"  --links-bytes SIZE bytes each way per bandwidth exchange (default 64M)\n"
 	"Many nodes: nodes of one hardware shape on one line, then warnings about\n"
 	"differences that break or slow training, then the nodes that did not\n"
-	"answer and why.  Exit status 1 when some nodes did not answer, 2 when\n"
-	"none did or --hosts / --hostfile cannot be read; with --links, 1 also\n"
-	"when a pair is slow.\n";
+	"answer and why.\n"
+	"Exit status:\n"
+	"  0    the inventory was printed (every node answered; with --links, no\n"
+	"       pair is slow)\n"
+	"  1    some nodes did not answer, --save could not write, or with\n"
+	"       --links a pair is slow or the check failed\n"
+	"  2    a usage error, an --inventory, --hosts or --hostfile that cannot\n"
+	"       be read, or no node answered\n";
 
 static const char probe_usage[] =
 	"usage: herd probe [--text | --json] [--forward HOSTS [--timeout S]] | --links BYTES\n"
 	"  This node's inventory on standard output, for herd discover on other\n"
 	"  nodes: msgpack, or --text (lines of base64, what herd discover --hosts\n"
 	"  runs) or --json.  --forward: also those hosts' (a relay of herd discover\n"
-	"  over an ssh tree).  --links BYTES: one rank of herd discover --links.\n";
+	"  over an ssh tree).  --links BYTES: one rank of herd discover --links.\n"
+	"Exit status:\n"
+	"  0    the inventory was printed (with --links, the rank's pairs measured)\n"
+	"  1    this node, or a host it relays for, could not be probed\n"
+	"  2    a usage error\n";
 
 struct discover_args {
 	int json;
@@ -429,7 +438,7 @@ static int print_cluster(const herd_cluster *cluster)
 		const herd_node *node = NULL;
 
 		if (herd_cluster_node(cluster, i, &node) != HERD_OK) {
-			shell_message(shell_command, herd_last_error());
+			shell_message(shell_command, shell_last_error());
 			status = SHELL_EXIT_FAILURE;
 			goto out;
 		}
@@ -451,7 +460,7 @@ static int print_cluster(const herd_cluster *cluster)
 			if (group[i] == g)
 				hosts[k++] = names[i];
 		if (herd_hostlist_compress(hosts, k, &lists[g]) != HERD_OK) {
-			shell_message(shell_command, herd_last_error());
+			shell_message(shell_command, shell_last_error());
 			status = SHELL_EXIT_FAILURE;
 			goto out;
 		}
@@ -470,7 +479,7 @@ static int print_cluster(const herd_cluster *cluster)
 		printf("%-*s  %5zu  %s\n", width, lists[g], k, shape[g]);
 	}
 	if (herd_cluster_check(cluster, print_warning, NULL) < 0) {
-		shell_message(shell_command, herd_last_error());
+		shell_message(shell_command, shell_last_error());
 		status = SHELL_EXIT_FAILURE;
 	}
 	(void)groups;
@@ -632,7 +641,7 @@ static int print_json(const herd_cluster *cluster)
 	void *data = NULL;
 	size_t len = 0;
 	if (herd_cluster_encode(cluster, HERD_CLUSTER_FORMAT_JSON, &data, &len) != HERD_OK) {
-		shell_message(shell_command, herd_last_error());
+		shell_message(shell_command, shell_last_error());
 		return SHELL_EXIT_FAILURE;
 	}
 	fwrite(data, 1, len, stdout);
@@ -662,7 +671,7 @@ int cmd_discover(int argc, char **argv)
 	herd_cluster *cluster = NULL;
 	herd_status st = herd_cluster_discover(&cluster, &opts);
 	if (st != HERD_OK) {
-		shell_message(shell_command, herd_last_error());
+		shell_message(shell_command, shell_last_error());
 		/* A bad input file (a hostfile that is missing or not a regular
 		 * file included) or setting is the caller's to fix, as a usage
 		 * error is; no node answering is exit status 2 too. */
@@ -674,7 +683,7 @@ int cmd_discover(int argc, char **argv)
 
 	status = SHELL_EXIT_OK;
 	if (args.save && herd_cluster_save(cluster, args.save, format) != HERD_OK) {
-		shell_message(shell_command, herd_last_error());
+		shell_message(shell_command, shell_last_error());
 		status = SHELL_EXIT_FAILURE;
 	}
 	if (status == SHELL_EXIT_OK) {
@@ -727,9 +736,8 @@ int cmd_probe(int argc, char **argv)
 				program = v;
 			else if (argv[i - 1][2] == 't') {
 				if (shell_parse_int(v, 1, 86400, &secs) != 0) {
-					fprintf(stderr, "herd probe: --timeout %s: whole seconds, "
-						"please\n", v);
-					return SHELL_EXIT_USAGE;
+					return shell_usage_error("probe", "--timeout %s: whole "
+								 "seconds, please", v);
 				}
 			} else
 				setenv(argv[i - 1][5] == '\0' ? "HERD_SSH" : "HERD_SSH_ARGS", v, 1);
@@ -738,9 +746,8 @@ int cmd_probe(int argc, char **argv)
 
 			if (shell_parse_bytes(argv[i + 1], &bytes) != 0 || bytes < 8 ||
 			    bytes > (1ull << 32) || i + 2 != argc) {
-				fprintf(stderr, "herd probe: --links takes one size, from 8 bytes to "
-					"4G\nTry 'herd probe --help' for more information.\n");
-				return SHELL_EXIT_USAGE;
+				return shell_usage_error("probe", "%s", "--links takes one size, "
+							 "from 8 bytes to 4G");
 			}
 			return links_rank((size_t)bytes);
 		} else if (strcmp(argv[i], "--text") == 0) {
@@ -751,9 +758,7 @@ int cmd_probe(int argc, char **argv)
 			fputs(probe_usage, stdout);
 			return SHELL_EXIT_OK;
 		} else {
-			fprintf(stderr, "herd probe: unrecognized argument '%s'\n"
-				"Try 'herd probe --help' for more information.\n", argv[i]);
-			return SHELL_EXIT_USAGE;
+			return shell_usage_error("probe", "unrecognized argument '%s'", argv[i]);
 		}
 	}
 	if (program == NULL || program[0] == '\0')
@@ -761,7 +766,7 @@ int cmd_probe(int argc, char **argv)
 	if ((forward != NULL ? herd_agent_discover_relay(&cluster, forward, secs * 1000, program)
 			     : herd_cluster_discover(&cluster, NULL)) != HERD_OK ||
 	    herd_cluster_encode(cluster, format, &data, &len) != HERD_OK) {
-		shell_message("herd probe", herd_last_error());
+		shell_message("herd probe", shell_last_error());
 		herd_cluster_free(cluster);
 		return SHELL_EXIT_FAILURE;
 	}

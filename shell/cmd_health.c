@@ -25,8 +25,11 @@ static const char health_usage[] =
 	"                GPU (48, 63, 64, 74, 79, 94, 95, ...), warn for the others\n"
 	"  --seconds S   the burn's length per GPU (default 5, at most 3600)\n"
 	"  --json        one JSON document instead of the table\n"
-	"Exit status: 0 all passed, 1 some check failed, 2 some check or every GPU could\n"
-	"not be checked.\n";
+	"Exit status:\n"
+	"  0    no check failed or was skipped (warnings aside)\n"
+	"  1    some check failed\n"
+	"  2    some check, or every GPU (no driver: no GPU checked), could not\n"
+	"       be checked; or a usage error\n";
 
 static int exit_status(const herd_health_report *r)
 {
@@ -128,7 +131,7 @@ int cmd_health(int argc, char **argv)
 		}
 	}
 	if (herd_health_run(&r, &o) != HERD_OK) {
-		shell_message(shell_command, herd_last_error());
+		shell_message(shell_command, shell_last_error());
 		return 2;
 	}
 	status = exit_status(r);

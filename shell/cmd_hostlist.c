@@ -27,7 +27,9 @@ static const char hostlist_usage[] =
 	"Brackets take numbers and ranges (lo-hi, zero-padded keeps its width);\n"
 	"several brackets in a name multiply out (a[1-2]b[1-2]: a1b1 a1b2 a2b1\n"
 	"a2b2).  Beyond Slurm, herd takes text after a bracket (node[1-3]-ib).\n"
-	"Exit status: 0, or 2 for a malformed expression (named on stderr).\n";
+	"Exit status:\n"
+	"  0    the names, the expression or the count was printed\n"
+	"  2    a usage error, or a malformed expression or name (said on stderr)\n";
 
 static int expand(const char *expr, bool count_only)
 {
@@ -35,7 +37,7 @@ static int expand(const char *expr, bool count_only)
 	size_t n = 0;
 
 	if (herd_hostlist_expand(expr, &names, &n) != HERD_OK)
-		return shell_usage_error("hostlist", "%s", herd_last_error());
+		return shell_usage_error("hostlist", "%s", shell_last_error());
 	if (count_only)
 		printf("%zu\n", n);
 	for (size_t i = 0; !count_only && i < n; i++)
@@ -81,7 +83,7 @@ static int compress(int argc, char **argv)
 		goto out;
 	}
 	if (herd_hostlist_compress(names, n, &expr) != HERD_OK) {
-		status = shell_usage_error("hostlist", "%s", herd_last_error());
+		status = shell_usage_error("hostlist", "%s", shell_last_error());
 		goto out;
 	}
 	printf("%s\n", expr);

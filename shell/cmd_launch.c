@@ -559,7 +559,8 @@ int cmd_launch(int argc, char **argv)
 	spec.output = herd_job_output_stdio;
 
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-		fprintf(stderr, "herd launch: pipe: %s\n", strerror(errno));
+		fprintf(stderr, "herd launch: cannot create the pipe that tells of signals: %s\n",
+			strerror(errno));
 		goto out;
 	}
 	memset(&sa, 0, sizeof(sa));

@@ -94,7 +94,7 @@ int links_rank(size_t bytes)
 	/* The fabric between nodes, also where they share a host. */
 	o.transport = "tcp";
 	if (herd_comm_init_env(&comm, &o) != HERD_OK) {
-		shell_message("herd probe --links", herd_last_error());
+		shell_message("herd probe --links", shell_last_error());
 		return SHELL_EXIT_FAILURE;
 	}
 	n = herd_comm_size(comm);
@@ -123,7 +123,7 @@ int links_rank(size_t bytes)
 	if (st == HERD_OK)
 		st = herd_comm_gather(comm, mine, all, (size_t)(3 * (m - 1) + 1), HERD_FLOAT64, 0);
 	if (st != HERD_OK) {
-		shell_message("herd probe --links", herd_last_error());
+		shell_message("herd probe --links", shell_last_error());
 		goto out;
 	}
 	if (r == 0)
@@ -240,7 +240,7 @@ int links_check(const herd_cluster *cluster, bool slurm, size_t bytes, int timeo
 		names[i] = herd_cluster_node(cluster, i, &node) == HERD_OK ? node->hostname : NULL;
 	}
 	if (herd_hostlist_compress(names, n, &hosts) != HERD_OK) {
-		shell_message("herd discover", herd_last_error());
+		shell_message("herd discover", shell_last_error());
 		free(names);
 		return SHELL_EXIT_FAILURE;
 	}
@@ -259,7 +259,7 @@ int links_check(const herd_cluster *cluster, bool slurm, size_t bytes, int timeo
 	spec.output = on_line;
 	spec.output_userdata = &c;
 	if (herd_job_launch(&job, &spec) != HERD_OK) {
-		shell_message("herd discover --links", herd_last_error());
+		shell_message("herd discover --links", shell_last_error());
 		goto out;
 	}
 	if (herd_job_wait(job, timeout_s * 1000 * (int)n, &code) != HERD_OK) {

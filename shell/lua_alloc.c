@@ -155,7 +155,7 @@ static void request_options(lua_State *L, int arg, herd_alloc_request *req)
 	int_option(L, arg, "gpus_per_rank", &req->gpus_per_rank);
 	if ((s = string_option(L, arg, "link")) != NULL) {
 		if (herd_alloc_link_parse(s, &req->link) != HERD_OK)
-			luaL_argerror(L, arg, herd_last_error());
+			luaL_argerror(L, arg, shell_last_error());
 		lua_pop(L, 1);
 	}
 	if (lua_getfield(L, arg, "min_memory") != LUA_TNIL) {

@@ -131,7 +131,8 @@ static int lherd_bench(lua_State *L)
 	argv[nargs] = NULL;
 
 	if (pipe2(fds, O_CLOEXEC) != 0)
-		return luaL_error(L, "herd.bench: pipe: %s", strerror(errno));
+		return luaL_error(L, "herd.bench: cannot create a pipe for the results: %s",
+				  strerror(errno));
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
 	errno = posix_spawn(&pid, self, &fa, NULL, (char *const *)argv, environ);

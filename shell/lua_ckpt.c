@@ -226,7 +226,7 @@ static void ckpt_drop(lua_State *L)
 	if (ckpt_release(c) == HERD_OK)
 		return;
 	snprintf(msg, sizeof(msg), "a checkpoint save in flight when its checkpoint was "
-		 "closed did not complete: %s", herd_last_error());
+		 "closed did not complete: %s", shell_last_error());
 	shell_message(shell_progname, msg);
 	lost_save = true;
 }

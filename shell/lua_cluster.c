@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "lua_herd.h"
+#include "shell.h"
 
 typedef struct lcluster {
 	herd_cluster *cluster; /* NULL once closed */
@@ -310,7 +311,7 @@ static void push_inventory(lua_State *L, int idx)
 	data = lherd_hold(L, NULL);
 	st = herd_cluster_encode(cluster, HERD_CLUSTER_FORMAT_JSON, data, &len);
 	if (st != HERD_OK)
-		luaL_error(L, "cannot encode the cluster: %s", herd_last_error());
+		luaL_error(L, "cannot encode the cluster: %s", shell_last_error());
 	json = lherd_hold(L, lherd_json_release);
 	*json = lherd_json_parse((const char *)*data, len);
 	if (*json == NULL)

@@ -354,7 +354,7 @@ static int broadcast_value(lua_State *L, herd_comm *comm, int arg, int root)
 		return 1;
 	}
 	if (len > HERD_STORE_VALUE_MAX * 16ull)
-		return lherd_failf(L, HERD_EFORMAT, "broadcast: a value of %I bytes from the root",
+		return lherd_failf(L, HERD_EFORMAT, "comm:broadcast: a value of %I bytes from the root",
 				   (lua_Integer)len);
 	p = luaL_buffinitsize(L, &b, (size_t)len);
 	st = herd_comm_broadcast(comm, NULL, p, (size_t)len, HERD_UINT8, root);
@@ -362,7 +362,7 @@ static int broadcast_value(lua_State *L, herd_comm *comm, int arg, int root)
 		return lherd_fail(L, st);
 	luaL_pushresultsize(&b, (size_t)len);
 	if (!lherd_msgpack_decode(L, lua_tostring(L, -1), (size_t)len))
-		return lherd_failf(L, HERD_EFORMAT, "broadcast: the root's value does not decode");
+		return lherd_failf(L, HERD_EFORMAT, "comm:broadcast: the root's value does not decode");
 	return 1;
 }
 
@@ -401,7 +401,7 @@ static int allgather_value(lua_State *L, herd_comm *comm, int arg)
 	for (int i = 0; i < n; i++)
 		max = lens[i] > max ? lens[i] : max;
 	if (max > HERD_STORE_VALUE_MAX)
-		return lherd_failf(L, HERD_EFORMAT, "allgather: a value of %I bytes (at most %d)",
+		return lherd_failf(L, HERD_EFORMAT, "comm:allgather: a value of %I bytes (at most %d)",
 				   (lua_Integer)max, (int)HERD_STORE_VALUE_MAX);
 	pad = (char *)lua_newuserdatauv(L, (size_t)max + 1, 0);
 	memcpy(pad, bytes, slen);
@@ -412,7 +412,7 @@ static int allgather_value(lua_State *L, herd_comm *comm, int arg)
 	lua_createtable(L, n, 0);
 	for (int i = 0; i < n; i++) {
 		if (!lherd_msgpack_decode(L, all + (size_t)i * max, (size_t)lens[i]))
-			return lherd_failf(L, HERD_EFORMAT, "allgather: rank %d's value does not "
+			return lherd_failf(L, HERD_EFORMAT, "comm:allgather: rank %d's value does not "
 					   "decode", i);
 		lua_rawseti(L, -2, i + 1);
 	}
@@ -539,7 +539,7 @@ static int comm_recv(lua_State *L)
 	if (st != HERD_OK)
 		return lherd_fail(L, st);
 	if (len > HERD_STORE_VALUE_MAX * 16ull)
-		return lherd_failf(L, HERD_EFORMAT, "recv: a value of %I bytes from rank %d",
+		return lherd_failf(L, HERD_EFORMAT, "comm:recv: a value of %I bytes from rank %d",
 				   (lua_Integer)len, peer);
 	p = luaL_buffinitsize(L, &lb, (size_t)len);
 	st = herd_comm_recv(comm, p, (size_t)len, HERD_UINT8, peer);
@@ -547,7 +547,7 @@ static int comm_recv(lua_State *L)
 		return lherd_fail(L, st);
 	luaL_pushresultsize(&lb, (size_t)len);
 	if (!lherd_msgpack_decode(L, lua_tostring(L, -1), (size_t)len))
-		return lherd_failf(L, HERD_EFORMAT, "recv: rank %d's value does not decode", peer);
+		return lherd_failf(L, HERD_EFORMAT, "comm:recv: rank %d's value does not decode", peer);
 	return 1;
 }
 

@@ -21,13 +21,8 @@
 
 int lherd_fail(lua_State *L, herd_status status)
 {
-	const char *msg = herd_last_error();
-	size_t n = strspn(msg, "abcdefghijklmnopqrstuvwxyz0123456789_");
+	const char *msg = shell_last_error();
 
-	/* "herd_ckpt_add_tensor: ..." names a C function the script did not
-	 * call; the script knows which method it called. */
-	if (strncmp(msg, "herd_", 5) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
-		msg += n + 2;
 	lua_pushnil(L);
 	lua_pushstring(L, msg[0] != '\0' ? msg : herd_status_describe(status));
 	lua_pushstring(L, herd_status_name(status));
@@ -352,7 +347,7 @@ static int lherd_write_file(lua_State *L)
 	herd_status st = herd_file_write(path, text, len, 0644);
 
 	if (st != HERD_OK)
-		return lherd_failf(L, st, "%s", herd_last_error());
+		return lherd_failf(L, st, "%s", shell_last_error());
 	lua_pushboolean(L, 1);
 	return 1;
 }

@@ -369,7 +369,8 @@ static int lines_next(lua_State *L)
 					       { .fd = herd_job_fd(j->job), .events = POLLIN } };
 
 			if (poll(p, 2, wait) < 0 && errno != EINTR)
-				return luaL_error(L, "job:lines: poll: %s", strerror(errno));
+				return luaL_error(L, "job:lines: cannot wait for a line: %s",
+					  strerror(errno));
 		}
 	}
 }

@@ -97,7 +97,13 @@ static void print_usage(FILE *out)
 		"With no arguments herd is an interactive Lua shell when stdin is a\n"
 		"terminal (exit, quit or Ctrl-D leaves it), and runs stdin as a script\n"
 		"otherwise.  The shell keeps its history in $HERD_HISTORY, else\n"
-		"${XDG_STATE_HOME:-~/.local/state}/herd/history.\n");
+		"${XDG_STATE_HOME:-~/.local/state}/herd/history.\n"
+		"Exit status (each command's own: herd help COMMAND):\n"
+		"  0    the script, code or shell ended without an error\n"
+		"  1    a script raised an error or cannot be read, or a checkpoint\n"
+		"       save still in flight at its end (or at os.exit(0)) failed\n"
+		"  2    a usage error, or a first word that is neither a command nor\n"
+		"       a file\n");
 }
 
 /* The version line; gpu adds what CUDA, driver and NCCL herd finds
@@ -361,7 +367,7 @@ static int pmain(lua_State *L)
 		}
 	}
 	if (lherd_comm_finish(L) != HERD_OK) {
-		shell_message(shell_progname, herd_last_error());
+		shell_message(shell_progname, shell_last_error());
 		return 0;
 	}
 	lua_pushinteger(L, SHELL_EXIT_OK);
@@ -389,33 +395,6 @@ static int run_lua(int argc, char **argv)
 	if (result == SHELL_EXIT_OK && lherd_ckpt_lost())
 		result = SHELL_EXIT_FAILURE;
 	return result;
-}
-
-/* Edit distance of a and b (short words only), for "did you mean". */
-static size_t distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), row[32];
-
-	if (la >= 32 || lb >= 32)
-		return 32;
-	for (size_t j = 0; j <= lb; j++)
-		row[j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		size_t diag = row[0];
-
-		row[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-
-			if (up + 1 < best)
-				best = up + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			diag = up;
-			row[j] = best;
-		}
-	}
-	return row[lb];
 }
 
 static const struct command *find_command(const char *name)
@@ -457,9 +436,21 @@ static int cmd_help(int argc, char **argv)
 	if (strcmp(argv[1], "env") == 0)
 		return print_env();
 	c = find_command(argv[1]);
-	if (c == NULL || c->run == NULL) {
-		fprintf(stderr, "herd help: '%s' is not a command\n"
-			"Try 'herd help' for the list.\n", argv[1]);
+	if (c != NULL && c->run == NULL) {
+		print_usage(stdout);
+		return SHELL_EXIT_OK;
+	}
+	if (c == NULL) {
+		const char *near = shell_nearest(argv[1], &commands[0].name,
+						 sizeof(commands) / sizeof(*commands) - 1,
+						 sizeof(*commands));
+
+		if (near != NULL)
+			fprintf(stderr, "herd help: '%s' is not a command; did you mean '%s'?\n",
+				argv[1], near);
+		else
+			fprintf(stderr, "herd help: '%s' is not a command\n"
+				"Try 'herd help' for the list.\n", argv[1]);
 		return SHELL_EXIT_USAGE;
 	}
 	snprintf(command, sizeof(command), "herd %s", c->name);
@@ -474,23 +465,16 @@ static int cmd_help(int argc, char **argv)
  */
 static int not_a_command(const char *word)
 {
-	const struct command *best = NULL;
-	size_t best_d = 3;
+	const char *best;
 	struct stat sb;
 
 	if (word[0] == '-' || strchr(word, '/') != NULL || stat(word, &sb) == 0)
 		return 0;
-	for (const struct command *c = commands; c->name; c++) {
-		size_t d = distance(word, c->name);
-
-		if (d < best_d || (strncmp(word, c->name, strlen(word)) == 0 && best == NULL)) {
-			best = c;
-			best_d = d;
-		}
-	}
+	best = shell_nearest(word, &commands[0].name, sizeof(commands) / sizeof(*commands) - 1,
+			     sizeof(*commands));
 	if (best != NULL)
 		fprintf(stderr, "herd: '%s' is not a command or a file; did you mean '%s'?\n",
-			word, best->name);
+			word, best);
 	else
 		fprintf(stderr, "herd: '%s' is not a command or a file\n"
 			"Try 'herd help' for the commands.\n", word);

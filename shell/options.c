@@ -1,7 +1,8 @@
 /*
  * shell/options.c - what the subcommands share to read their command
- * lines: numbers and sizes, an option's value in its three spellings, and
- * the usage error every command ends a bad command line with.
+ * lines: numbers and sizes, an option's value in its three spellings, the
+ * nearest of some names to a mistyped word, and the usage error every
+ * command ends a bad command line with.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -61,6 +62,51 @@ int shell_option_value(int argc, char **argv, int *i, const char *name, const ch
 		return -1;
 	*out = argv[++*i];
 	return 1;
+}
+
+/* Edit distance of a and b (short words only). */
+static size_t distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), row[32];
+
+	if (la >= 32 || lb >= 32)
+		return 32;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[lb];
+}
+
+const char *shell_nearest(const char *word, const char *const *first, size_t count,
+			  size_t stride)
+{
+	const char *best = NULL;
+	size_t best_d = 3;
+
+	for (size_t i = 0; i < count; i++) {
+		const char *name = *(const char *const *)((const char *)first + i * stride);
+		size_t d = distance(word, name);
+
+		if (d < best_d || (strncmp(word, name, strlen(word)) == 0 && best == NULL)) {
+			best = name;
+			best_d = d;
+		}
+	}
+	return best;
 }
 
 const char *shell_env(const char *name)

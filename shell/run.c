@@ -7,7 +7,9 @@
 #include <lua.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "herd.h"
 #include "shell.h"
 
 const char *shell_progname = "herd";
@@ -15,6 +17,18 @@ const char *shell_command = "herd";
 
 /* The state running code, for the signal handler; set around each call. */
 static lua_State *global_L = NULL;
+
+const char *shell_last_error(void)
+{
+	const char *msg = herd_last_error();
+	size_t n = strspn(msg, "abcdefghijklmnopqrstuvwxyz0123456789_");
+
+	/* "herd_ckpt_add_tensor: ..." names the C function the program
+	 * called, which whoever runs it never did. */
+	if (strncmp(msg, "herd_", 5) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+		return msg + n + 2;
+	return msg;
+}
 
 void shell_message(const char *pname, const char *msg)
 {

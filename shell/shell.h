@@ -36,6 +36,14 @@ extern const char *shell_progname;
  */
 extern const char *shell_command;
 
+/*
+ * herd_last_error() as the program says it: without the name of the C
+ * function that a misuse message begins with ("herd_ckpt_add_tensor: "),
+ * which a person running herd or a Lua script never called; what follows
+ * says what was wrong.
+ */
+const char *shell_last_error(void);
+
 /* Writes "progname: msg" (or just msg when pname is NULL) to stderr. */
 void shell_message(const char *pname, const char *msg);
 
@@ -175,6 +183,15 @@ int shell_usage_error(const char *cmd, const char *fmt, const char *arg);
  * "-gN" for short ones): 1 with *out set (and *i past the value), -1 when
  * the value is missing, 0 when argv[*i] is another option. */
 int shell_option_value(int argc, char **argv, int *i, const char *name, const char **out);
+
+/*
+ * For "did you mean": of count names, each a const char * stride bytes
+ * after the one before (first; an array of structs whose field is the name
+ * does), the nearest to word (an edit distance under 3, else the first that
+ * word begins), or NULL when none is near.
+ */
+const char *shell_nearest(const char *word, const char *const *first, size_t count,
+			  size_t stride);
 
 /* herd's setting name (herd_env_get), NULL when unset or empty. */
 const char *shell_env(const char *name);

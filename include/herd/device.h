@@ -10,10 +10,13 @@
  * device's primary context, the one herd/comm.h's device calls use.
  * A libherd built without CUDA has them all: each returns HERD_EUNAVAIL
  * ("... this libherd was built without CUDA"), which herd_device_supported
- * tells beforehand without looking at the machine.  Built with CUDA, on a
+ * tells beforehand without looking at the machine, but herd_device_count
+ * on a machine without an NVIDIA driver (below).  Built with CUDA, on a
  * machine with no usable GPU (none, no driver, a driver older than the
- * runtime) they return HERD_ENODEV with CUDA's reason; any other CUDA
- * failure is HERD_EIO with CUDA's text and error name.
+ * runtime) they return HERD_ENODEV with "no GPU: " and the reason as herd
+ * discover gives it: "NVIDIA driver not found: ..." where NVML cannot be
+ * loaded, else CUDA's reason; any other CUDA failure is HERD_EIO with
+ * CUDA's text and error name.
  *
  * Threads: a thread's current device is its own; the calls are safe from
  * any thread on memory that no other thread frees meanwhile.
@@ -47,7 +50,9 @@ HERD_EXTERN bool herd_device_supported(void);
 HERD_EXTERN const char *herd_device_versions(char buf[HERD_DEVICE_VERSIONS_LEN]);
 
 /* The number of GPUs this process sees (after CUDA_VISIBLE_DEVICES), at
- * least 1; HERD_ENODEV when it sees none. */
+ * least 1; HERD_ENODEV when it sees none, in either build where the
+ * machine has no NVIDIA driver ("no GPU: NVIDIA driver not found: ..."),
+ * so that a program built without CUDA says first that there is no GPU. */
 HERD_EXTERN herd_status herd_device_count(int *count);
 
 /*

@@ -189,8 +189,8 @@ herd_status herd_alloc(herd_plan **out, const herd_cluster *cluster,
 	have_local = herd_alloc_this_node(cluster, &local) == HERD_OK;
 	if (!have_local && !opts->plan_only)
 		return herd__error_wrap(HERD_ENOTFOUND,
-					"herd_alloc: only this node's GPUs can be "
-					"leased (plan_only plans without leases): ");
+					"only this node's GPUs can be leased "
+					"(plan_only plans without leases): ");
 	if (have_local && !opts->ignore_slurm) {
 		HERD_CHECK_GOTO(slurm_grant(cluster, local, request, &grant, &restricted), st, out);
 		if (restricted) {

@@ -50,7 +50,7 @@ herd_status herd__auth_secret(const char *given, const char **out)
 	*out = NULL;
 	if (s == NULL || s[0] == '\0')
 		return herd__error(HERD_EINVAL, "no job secret: pass one in the options or set "
-				   "HERD_JOB_SECRET (herd_store_secret_generate makes one)");
+				   "HERD_JOB_SECRET (herd launch sets it for its ranks)");
 	*out = s;
 	return HERD_OK;
 }

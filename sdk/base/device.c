@@ -113,7 +113,7 @@ static void cu_load(void)
 	if (rc == CUDA_SUCCESS)
 		rc = cu.device_count(&n);
 	if (rc != CUDA_SUCCESS) {
-		(void)cu_error(HERD_ENODEV, rc, "cuInit");
+		(void)cu_error(HERD_ENODEV, rc, "the CUDA driver");
 		snprintf(cu_why, sizeof(cu_why), "%s", herd_last_error());
 		return;
 	}
@@ -168,7 +168,7 @@ herd__mem herd__dev_where(const void *p, int *device)
 		herd__dev_leave(saved);
 	}
 	if (rc != CUDA_SUCCESS) {
-		(void)cu_error(HERD_EIO, rc, "cuPointerGetAttributes");
+		(void)cu_error(HERD_EIO, rc, "asking the CUDA driver where a buffer is");
 		herd__log_warn("%s: %p taken for host memory", herd_last_error(), p);
 		return HERD__MEM_HOST;
 	}
@@ -193,9 +193,9 @@ static herd_status primary_of(int device, CUcontext *ctx)
 	pthread_mutex_lock(&primary_mu);
 	if (primary[device] == NULL) {
 		rc = cu.device_get(&d, device);
-		st = rc != CUDA_SUCCESS ? cu_error(HERD_ENODEV, rc, "cuDeviceGet")
+		st = rc != CUDA_SUCCESS ? cu_error(HERD_ENODEV, rc, "finding the GPU")
 					: cu_check(cu.primary_retain(&primary[device], d),
-						   "cuDevicePrimaryCtxRetain");
+						   "making the GPU's context");
 	}
 	*ctx = primary[device];
 	pthread_mutex_unlock(&primary_mu);
@@ -217,7 +217,7 @@ herd_status herd__dev_enter(int device, void **saved)
 	HERD_CHECK(primary_of(device, &want));
 	if (cur == want)
 		return HERD_OK;
-	return cu_check(cu.ctx_set_current(want), "cuCtxSetCurrent");
+	return cu_check(cu.ctx_set_current(want), "switching to the GPU's context");
 }
 
 void herd__dev_leave(void *saved)
@@ -241,7 +241,8 @@ herd_status herd__dev_stream_create(void **stream)
 	*stream = NULL;
 	if (!cu_ready())
 		return no_gpu();
-	return cu_check(cu.stream_create((CUstream *)stream, CU_STREAM_DEFAULT), "cuStreamCreate");
+	return cu_check(cu.stream_create((CUstream *)stream, CU_STREAM_DEFAULT),
+			"creating a CUDA stream");
 }
 
 void herd__dev_stream_destroy(void *stream)
@@ -256,7 +257,7 @@ herd_status herd__dev_event_create(void **event)
 	if (!cu_ready())
 		return no_gpu();
 	return cu_check(cu.event_create((CUevent *)event, CU_EVENT_DISABLE_TIMING),
-			"cuEventCreate");
+			"creating a CUDA event");
 }
 
 void herd__dev_event_destroy(void *event)
@@ -269,7 +270,8 @@ herd_status herd__dev_event_record(void *event, void *stream)
 {
 	if (!cu_ready())
 		return no_gpu();
-	return cu_check(cu.event_record((CUevent)event, (CUstream)stream), "cuEventRecord");
+	return cu_check(cu.event_record((CUevent)event, (CUstream)stream),
+			"recording a CUDA event");
 }
 
 herd_status herd__dev_event_query(void *event, bool *done)
@@ -283,7 +285,7 @@ herd_status herd__dev_event_query(void *event, bool *done)
 	if (rc == CUDA_ERROR_NOT_READY)
 		return HERD_OK;
 	*done = rc == CUDA_SUCCESS;
-	return cu_check(rc, "cuEventQuery");
+	return cu_check(rc, "asking whether a CUDA event happened");
 }
 
 /* One synchronous copy either way: to_host from device src into host dst,
@@ -301,8 +303,8 @@ static herd_status dev_copy(void *dst, const void *src, size_t n, bool to_host, 
 		rc = cu.copy_htod((CUdeviceptr)(uintptr_t)dst, src, n);
 	if (rc == CUDA_SUCCESS)
 		return HERD_OK;
-	snprintf(w, sizeof(w), "%s: %s of %zu bytes", what,
-		 to_host ? "cuMemcpyDtoH" : "cuMemcpyHtoD", n);
+	snprintf(w, sizeof(w), "%s: copying %zu bytes %s", what, n,
+		 to_host ? "from the GPU" : "to the GPU");
 	return cu_error(HERD_EIO, rc, w);
 }
 
@@ -331,7 +333,7 @@ bool herd__dev_pin(int device, void *p, size_t n)
 	rc = cu.host_register(p, n, CU_MEMHOSTREGISTER_PORTABLE);
 	herd__dev_leave(saved);
 	if (rc != CUDA_SUCCESS) {
-		(void)cu_error(HERD_EIO, rc, "cuMemHostRegister");
+		(void)cu_error(HERD_EIO, rc, "page-locking the staging memory");
 		herd__log_debug("%s: staging memory stays pageable", herd_last_error());
 		return false;
 	}

@@ -152,7 +152,8 @@ herd_status herd__net_local_addr(int fd, char addr[HERD_NET_ADDR_LEN], int *port
 	socklen_t sl = sizeof(ss);
 
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
-		return herd__error_errno(HERD_ESYS, errno, "getsockname");
+		return herd__error_errno(HERD_ESYS, errno, "cannot read the address of socket %d",
+					 fd);
 	format_sockaddr((const struct sockaddr *)&ss, addr, port);
 	return HERD_OK;
 }
@@ -338,7 +339,7 @@ static herd_status wait_ready(int fd, short events, int64_t deadline, int *ready
 		n = poll(&pfd, 1, herd__net_remaining_ms(deadline));
 	while (n < 0 && errno == EINTR && herd__net_now_ms() < deadline);
 	if (n < 0 && errno != EINTR)
-		return herd__error_errno(HERD_ESYS, errno, "poll");
+		return herd__error_errno(HERD_ESYS, errno, "waiting on socket %d", fd);
 	*ready = n > 0;
 	return HERD_OK;
 }
@@ -459,7 +460,7 @@ herd_status herd__net_if_addrs(const char *spec, int port, char *out, size_t cap
 	*count = 0;
 	out[0] = '\0';
 	if (getifaddrs(&ifs) != 0)
-		return herd__error_errno(HERD_ESYS, errno, "getifaddrs");
+		return herd__error_errno(HERD_ESYS, errno, "cannot list the network interfaces");
 	for (int pass = 0; pass < 3; pass++) {
 		for (struct ifaddrs *i = ifs; i != NULL; i = i->ifa_next) {
 			char ip[INET_ADDRSTRLEN];

@@ -202,8 +202,8 @@ herd_status herd_ckpt_save_async(herd_ckpt *ck, int64_t step)
 		herd__save_sink_fail(&job->sk, HERD_ENOMEM);
 	if (pthread_mutex_init(&job->mu, NULL) != 0 || pthread_cond_init(&job->cv, NULL) != 0) {
 		/* Without a lock there is no writer: fall back to a synchronous save. */
-		herd__log_warn("herd_ckpt_save_async: cannot create a lock; saving step %" PRId64
-			       " synchronously", step);
+		herd__log_warn("cannot create a lock for an asynchronous save; saving step "
+			       "%" PRId64 " synchronously", step);
 		return herd__save_in_place(job);
 	}
 	job->sync_init = true;
@@ -232,7 +232,8 @@ herd_status herd_ckpt_save_async(herd_ckpt *ck, int64_t step)
 	job->whole = ck->ring_cap >= job->total;
 	err = pthread_create(&ck->writer, NULL, writer_main, job);
 	if (err != 0) {
-		herd__error_errno(HERD_ESYS, err, "herd_ckpt_save_async: cannot start the writer");
+		herd__error_errno(HERD_ESYS, err, "cannot start the thread that writes the "
+				  "checkpoint");
 		herd__save_sink_fail(&job->sk, HERD_ESYS);
 		job->total = 0;
 		writer_main(job);

@@ -275,7 +275,7 @@ static herd_status check_name(const herd_ckpt *ck, const char *fn, const char *n
 		return herd__error(HERD_EEXIST, "%s: \"%s\" is already registered", fn, name);
 	if (ck->busy)
 		return herd__error(HERD_EBUSY, "%s: \"%s\": an asynchronous save is in flight; "
-				   "register before saving or after herd_ckpt_wait", fn, name);
+				   "register before a save starts or after it has finished", fn, name);
 	return HERD_OK;
 }
 

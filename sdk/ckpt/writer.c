@@ -58,7 +58,7 @@ void herd__save_check_abort(herd__ckpt_job *job)
 		herd__save_sink_fail(sk, herd__error(staged, "%s", job->stage_msg));
 	if (sk->st == HERD_OK && atomic_load(&job->ck->abort_req))
 		herd__save_sink_fail(sk, herd__error(HERD_EABORTED, "the save of step %" PRId64
-						     " was aborted (herd_ckpt_abort) after %"
+						     " was aborted after %"
 						     PRIu64 " of %" PRIu64 " bytes", job->step,
 						     sk->pos, job->total));
 }

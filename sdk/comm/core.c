@@ -546,7 +546,7 @@ static herd_status wait_infos(herd_comm *comm, int64_t deadline, int64_t start)
 		}
 		format_ranks(list, sizeof(list), missing, nmissing);
 		free(missing);
-		return herd__error(HERD_ETIMEDOUT, "herd_comm_init timed out after %.1f s on %s "
+		return herd__error(HERD_ETIMEDOUT, HERD__COMM_JOINING " timed out after %.1f s on %s "
 				   "(%d ranks): %s did not join", (double)(herd__net_now_ms() -
 									 start) / 1000.0,
 				   herd__comm_who(comm, comm->rank, who, sizeof(who)), comm->size,
@@ -845,7 +845,8 @@ static herd_status comm_alloc(herd_comm **out, int rank, int size, const herd__c
 		int err = errno;
 
 		comm_free(comm);
-		return herd__error_errno(HERD_ESYS, err, "eventfd");
+		return herd__error_errno(HERD_ESYS, err, "cannot create the communicator's "
+					 "wake-up descriptors");
 	}
 	*out = comm;
 	return HERD_OK;
@@ -927,8 +928,8 @@ out:
 
 		herd__strlcpy(msg, herd_last_error(), sizeof(msg));
 		/* Messages that already say where they come from stay as they are. */
-		if (strncmp(msg, "herd_comm_init", 14) != 0)
-			herd__error(st, "herd_comm_init on %s (%d ranks): %s",
+		if (strncmp(msg, HERD__COMM_JOINING, strlen(HERD__COMM_JOINING)) != 0)
+			herd__error(st, HERD__COMM_JOINING " on %s (%d ranks): %s",
 				    herd__comm_who(comm, rank, who, sizeof(who)), size, msg);
 		comm_free(comm);
 		return st;
@@ -1100,7 +1101,7 @@ herd_status herd_comm_group_end(herd_comm *comm)
 	if (comm == NULL)
 		return herd__error(HERD_EINVAL, "herd_comm_group_end: comm is NULL");
 	if (comm->group_depth == 0)
-		return herd__error(HERD_EINVAL, "herd_comm_group_end without herd_comm_group_start");
+		return herd__error(HERD_EINVAL, "herd_comm_group_end: no group is open");
 	if (--comm->group_depth > 0 || comm->group_n == 0)
 		return HERD_OK;
 	memset(&op, 0, sizeof(op));

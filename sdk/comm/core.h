@@ -41,6 +41,10 @@
 #include "comm/transport/transport.h"
 
 #define HERD__COMM_MSG_MAX 1024
+/* How an error of communicator init begins, so that a message says so
+ * once, however deep it was made ("joining the communicator timed out
+ * ..."). */
+#define HERD__COMM_JOINING "joining the communicator"
 #define HERD__COMM_HOST_MAX 256
 #define HERD__COMM_KEY_LEN 32
 #define HERD__COMM_ID_LEN 8

@@ -3,12 +3,17 @@
  * programs that benchmark device collectives, over the kernels of
  * kernels/ (fill, verify and the CUDA runtime's device calls).  The
  * arguments are checked here, so that a message names the public call;
- * what CUDA says comes back as the kernels word it.
+ * what CUDA says comes back as the kernels word it, but for a machine with
+ * no GPU, which is said in discovery's words.
  */
 #include "herd/device.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #include "base.h"
 #include "herd_config.h"
+#include "topo/probe.h"
 
 #if HERD_HAVE_CUDA
 #include "kernels.h"
@@ -19,7 +24,37 @@ bool herd_device_supported(void)
 	return HERD_HAVE_CUDA != 0;
 }
 
+/*
+ * Whether the NVIDIA driver answers, as herd discover asks it (NVML); when
+ * it does not, why[] says why in discovery's words ("NVIDIA driver not
+ * found: libnvidia-ml.so.1: cannot open shared object file: ...").
+ */
+static bool driver_answers(char *why, size_t cap)
+{
+	char version[64];
+
+	return herd__nvml_driver_version(version, sizeof(version), why, cap);
+}
+
 #if HERD_HAVE_CUDA
+
+/*
+ * st of a call that found no usable GPU (HERD_ENODEV), worded as herd
+ * discover words it: "no GPU: " and, where there is no driver, the
+ * driver's absence, not what CUDA made of it ("CUDA driver version is
+ * insufficient"); where there is one, CUDA's message.  Other statuses pass.
+ */
+static herd_status gpu_status(herd_status st)
+{
+	char why[HERD_TOPO_WHY_LEN], cuda[HERD_TOPO_WHY_LEN];
+
+	if (st != HERD_ENODEV)
+		return st;
+	herd__strlcpy(cuda, herd_last_error(), sizeof(cuda));
+	if (driver_answers(why, sizeof(why)))
+		return herd__error(st, "no GPU: %s", cuda);
+	return herd__error(st, "no GPU: %s", why);
+}
 
 /* What fill and verify refuse before any work is queued. */
 static herd_status check_data(const char *fn, const void *buf, size_t count, herd_dtype dtype,
@@ -43,25 +78,25 @@ herd_status herd_device_count(int *count)
 {
 	if (count == NULL)
 		return herd__error(HERD_EINVAL, "%s: count is NULL", __func__);
-	return herd__k_device_count(count);
+	return gpu_status(herd__k_device_count(count));
 }
 
 herd_status herd_device_set(int index)
 {
 	int n = 0;
 
-	HERD_CHECK(herd__k_device_count(&n));
+	HERD_CHECK(gpu_status(herd__k_device_count(&n)));
 	if (index < 0 || index >= n)
 		return herd__error(HERD_EINVAL, "%s: GPU %d is out of range: this process sees %d "
 				   "(0..%d)", __func__, index, n, n - 1);
-	return herd__k_set_device(index);
+	return gpu_status(herd__k_set_device(index));
 }
 
 herd_status herd_device_alloc(void **out, size_t bytes)
 {
 	if (out == NULL)
 		return herd__error(HERD_EINVAL, "%s: out is NULL", __func__);
-	return herd__k_alloc(out, bytes);
+	return gpu_status(herd__k_alloc(out, bytes));
 }
 
 void herd_device_free(void *ptr)
@@ -73,7 +108,7 @@ herd_status herd_device_fill(void *buf, size_t count, herd_dtype dtype, herd_red
 			     int nranks, uint64_t seed, herd_stream stream)
 {
 	HERD_CHECK(check_data(__func__, buf, count, dtype, op, rank, nranks));
-	return herd__k_fill(buf, count, dtype, op, rank, nranks, seed, stream);
+	return gpu_status(herd__k_fill(buf, count, dtype, op, rank, nranks, seed, stream));
 }
 
 herd_status herd_device_verify(const void *buf, size_t count, herd_dtype dtype, herd_redop op,
@@ -83,12 +118,12 @@ herd_status herd_device_verify(const void *buf, size_t count, herd_dtype dtype, 
 		return herd__error(HERD_EINVAL, "%s: wrong is NULL", __func__);
 	*wrong = 0;
 	HERD_CHECK(check_data(__func__, buf, count, dtype, op, 0, nranks));
-	return herd__k_verify(buf, count, dtype, op, nranks, seed, wrong, stream);
+	return gpu_status(herd__k_verify(buf, count, dtype, op, nranks, seed, wrong, stream));
 }
 
 herd_status herd_device_sync(herd_stream stream)
 {
-	return herd__k_sync(stream);
+	return gpu_status(herd__k_sync(stream));
 }
 
 #else /* !HERD_HAVE_CUDA */
@@ -98,10 +133,16 @@ static herd_status no_cuda(const char *fn)
 	return herd__error(HERD_EUNAVAIL, "%s: this libherd was built without CUDA", fn);
 }
 
+/* Without CUDA this process sees no GPU either way; where the machine has
+ * none, that is the first thing to say (as herd discover says it). */
 herd_status herd_device_count(int *count)
 {
+	char why[HERD_TOPO_WHY_LEN];
+
 	if (count != NULL)
 		*count = 0;
+	if (!driver_answers(why, sizeof(why)))
+		return herd__error(HERD_ENODEV, "no GPU: %s", why);
 	return no_cuda(__func__);
 }
 

@@ -177,7 +177,8 @@ static herd_status read_exact(herd_comm *comm, int peer, void *buf, size_t n, in
 			return herd__error(HERD_EPEER, "%s closed its control connection during init",
 					   herd__comm_who(comm, peer, who, sizeof(who)));
 		if (poll(&pfd, 1, herd__net_remaining_ms(deadline)) == 0)
-			return herd__error(HERD_ETIMEDOUT, "%s did not finish herd_comm_init in time",
+			return herd__error(HERD_ETIMEDOUT, "%s did not finish joining the "
+					   "communicator in time",
 					   herd__comm_who(comm, peer, who, sizeof(who)));
 	}
 	return HERD_OK;
@@ -459,7 +460,7 @@ static void *monitor_main(void *arg)
 		}
 		rc = poll(fds, n, MONITOR_TICK_MS);
 		if (rc < 0 && errno != EINTR) {
-			herd__log_warn("monitor of rank %d: poll: %s", comm->rank, strerror(errno));
+			herd__log_warn("rank %d cannot watch its peers: %s", comm->rank, strerror(errno));
 			usleep(10000);
 			continue;
 		}

@@ -163,10 +163,14 @@ static herd_status op_init(herd__op *o, const char *fn, const herd_comm *comm,
 		herd_status st = herd__nccl_check(comm, o);
 		char why[512];
 
-		if (st != HERD_OK) {
+		/* A misuse names the call; what the machine lacks (NCCL)
+		 * names the operation already. */
+		if (st == HERD_EINVAL) {
 			herd__strlcpy(why, herd_last_error(), sizeof(why));
 			return herd__error(st, "%s: %s", fn, why);
 		}
+		if (st != HERD_OK)
+			return st;
 	}
 	o->run = o->device >= 0 ? herd__nccl_run : herd__tune_pick(comm, o);
 	return HERD_OK;
@@ -483,7 +487,7 @@ static herd_status check_p2p(const char *fn, herd_comm *comm, const void *buf, s
 	if (peer == herd_comm_rank(comm))
 		return herd__error(HERD_EINVAL,
 				   "%s: peer %d is the calling rank itself, which would wait forever "
-				   "(herd_comm_sendrecv can exchange with itself)",
+				   "(a sendrecv can exchange with itself)",
 				   fn, peer);
 	HERD_CHECK(check_count(fn, "count", count, dtype, 1, &bytes));
 	return check_buf(fn, "buf", buf, count);

@@ -177,8 +177,8 @@ static herd_status validate(herd_comm *comm, const herd__xfer *sends, size_t nse
 			    const herd__xfer *recvs, size_t nrecvs)
 {
 	if (comm->op == NULL)
-		return herd__error(HERD_EINVAL, "herd__p2p_exchange called outside a call "
-				   "(herd__comm_run or herd__comm_submit)");
+		return herd__error(HERD_EINVAL, "herd__p2p_exchange: called outside a collective "
+				   "call");
 	if ((nsends > 0 && sends == NULL) || (nrecvs > 0 && recvs == NULL))
 		return herd__error(HERD_EINVAL, "herd__p2p_exchange: NULL array with a count");
 	for (size_t i = 0; i < nsends; i++) {
@@ -648,7 +648,8 @@ static herd_status run_exchange(exchange *x)
 			else
 				ms++;
 			if (poll(s->pfds, nfds, ms) < 0 && errno != EINTR)
-				return herd__error_errno(HERD_ESYS, errno, "poll");
+				return herd__error_errno(HERD_ESYS, errno, "waiting for the peers' "
+							 "data");
 		}
 		idle_since = 0;
 	}

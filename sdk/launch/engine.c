@@ -182,7 +182,7 @@ static void maybe_done(helper *p)
 	} else if (got < 0 && errno != EINTR) {
 		char why[128];
 
-		snprintf(why, sizeof(why), "waitpid: %s", strerror(errno));
+		snprintf(why, sizeof(why), "cannot collect its exit status: %s", strerror(errno));
 		p->link.ch.pid = 0;
 		finish(p, HERD_ESYS, -1, why);
 	} else if (herd__loop_timer(p->e->loop, &p->reap,

@@ -161,7 +161,8 @@ static herd_status read_spec(exec_state *x, herd__node_spec *spec)
 			return herd__error(HERD_ETIMEDOUT, "no spec from the launcher "
 					   "within %d ms", SPEC_TIMEOUT_MS);
 		if (poll(&p, 1, herd__net_remaining_ms(deadline)) < 0 && errno != EINTR)
-			return herd__error_errno(HERD_ESYS, errno, "poll");
+			return herd__error_errno(HERD_ESYS, errno, "waiting for the spec from the "
+						 "launcher");
 		if (p.revents != 0 && !fill(x))
 			return herd__error(HERD_ECLOSED, "the launcher closed the "
 					   "channel before sending the spec");

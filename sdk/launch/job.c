@@ -1631,12 +1631,13 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 	HERD_CHECK_GOTO(make_id(job), st, fail);
 	HERD_CHECK_GOTO(herd_store_secret_generate(job->secret), st, fail);
 	if (pipe2(job->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
-		st = herd__error_errno(HERD_ESYS, errno, "herd_job_launch: wake-up pipe");
+		st = herd__error_errno(HERD_ESYS, errno, "cannot create the job's wake-up pipe");
 		goto fail;
 	}
 	job->over_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (job->over_fd < 0) {
-		st = herd__error_errno(HERD_ESYS, errno, "herd_job_launch: the job's eventfd");
+		st = herd__error_errno(HERD_ESYS, errno, "cannot create the descriptor that tells "
+				       "the job is over");
 		goto fail;
 	}
 	/* The thread takes no process signals (the program's handlers run
@@ -1650,7 +1651,7 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 	if (st != HERD_OK)
 		goto fail;
 	if (rc != 0) {
-		st = herd__error_errno(HERD_ESYS, rc, "herd_job_launch: supervisor thread");
+		st = herd__error_errno(HERD_ESYS, rc, "cannot start the job's supervisor thread");
 		goto fail;
 	}
 	job->thread_started = true;
@@ -1685,8 +1686,8 @@ herd_status herd_job_wait(herd_job *job, int timeout_ms, int *exit_status)
 			pthread_cond_wait(&job->cv, &job->mu);
 		} else if (herd__net_cond_wait_until(&job->cv, &job->mu, deadline) == ETIMEDOUT &&
 			   !job->over) {
-			st = herd__error(HERD_ETIMEDOUT, "herd_job_wait: job %s still running "
-					 "after %d ms", job->id, timeout_ms);
+			st = herd__error(HERD_ETIMEDOUT, "job %s still running after %d ms", job->id,
+					 timeout_ms);
 			break;
 		}
 	}
@@ -1728,8 +1729,8 @@ herd_status herd_job_signal(herd_job *job, int sig)
 	pthread_mutex_lock(&job->mu);
 	if (!job->over) {
 		if (job->npending == MAX_PENDING_SIGNALS)
-			st = herd__error(HERD_EBUSY, "herd_job_signal: %d signals already waiting "
-					 "to be delivered to job %s", MAX_PENDING_SIGNALS, job->id);
+			st = herd__error(HERD_EBUSY, "%d signals already waiting to be delivered "
+					 "to job %s", MAX_PENDING_SIGNALS, job->id);
 		else
 			job->pending[job->npending++] = sig;
 		if (st == HERD_OK && ending_signal(sig))

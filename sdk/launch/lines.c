@@ -43,13 +43,13 @@ herd_status herd_job_lines_create(herd_job_lines **out, size_t max_bytes)
 	if (max_bytes == 0)
 		return herd__error(HERD_EINVAL, "herd_job_lines_create: max_bytes is 0 (the most "
 				   "bytes of text the queue holds)");
-	HERD_CHECK(herd__calloc(&q, 1, sizeof(*q), "herd_job_lines_create: the queue"));
+	HERD_CHECK(herd__calloc(&q, 1, sizeof(*q), "a line queue"));
 	q->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (q->efd < 0) {
 		int err = errno;
 
 		free(q);
-		return herd__error_errno(HERD_ESYS, err, "herd_job_lines_create: eventfd");
+		return herd__error_errno(HERD_ESYS, err, "cannot create the line queue's descriptor");
 	}
 	q->max = max_bytes;
 	pthread_mutex_init(&q->mu, NULL);
@@ -141,13 +141,13 @@ herd_status herd_job_lines_pop(herd_job_lines *q, int timeout_ms, herd_job_line 
 			pthread_cond_wait(&q->cv, &q->mu);
 		} else if (herd__net_cond_wait_until(&q->cv, &q->mu, deadline) == ETIMEDOUT &&
 			   q->n == 0 && !q->closed) {
-			st = herd__error(HERD_ETIMEDOUT, "herd_job_lines_pop: no line within %d ms",
+			st = herd__error(HERD_ETIMEDOUT, "no line within %d ms",
 					 timeout_ms);
 			break;
 		}
 	}
 	if (st == HERD_OK && q->closed)
-		st = herd__error(HERD_ECLOSED, "herd_job_lines_pop: the queue is closed");
+		st = herd__error(HERD_ECLOSED, "the line queue is closed");
 	if (st == HERD_OK) {
 		l = q->ring[q->head];
 		q->head = (q->head + 1) % q->cap;

@@ -223,7 +223,7 @@ herd_status herd__loop_run_once(herd__loop *l, int64_t until)
 		return HERD_OK;
 	r = poll(l->fds, (nfds_t)nfds, wake < 0 ? -1 : herd__net_remaining_ms(wake));
 	if (r < 0 && errno != EINTR)
-		return herd__error_errno(HERD_ESYS, errno, "poll");
+		return herd__error_errno(HERD_ESYS, errno, "waiting for the nodes' events");
 	for (size_t j = 0; r > 0 && j < nfds; j++) {
 		herd__watcher *w;
 

@@ -230,8 +230,8 @@ herd_status herd__outq_start(herd__outq **out, size_t max_bytes)
 		int err = errno;
 
 		free(q);
-		return herd__error_errno(HERD_ESYS, err, "herd_job_launch: the output queue's "
-					 "eventfd");
+		return herd__error_errno(HERD_ESYS, err, "cannot create the descriptor of the "
+					 "ranks' output queue");
 	}
 	pthread_mutex_init(&q->mu, NULL);
 	herd__net_cond_init(&q->cv);
@@ -243,7 +243,8 @@ herd_status herd__outq_start(herd__outq **out, size_t max_bytes)
 		pthread_mutex_destroy(&q->mu);
 		close(q->room_fd);
 		free(q);
-		return herd__error_errno(HERD_ESYS, rc, "herd_job_launch: output thread");
+		return herd__error_errno(HERD_ESYS, rc, "cannot start the thread that writes the "
+					 "ranks' output");
 	}
 	*out = q;
 	return HERD_OK;

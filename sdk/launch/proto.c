@@ -204,8 +204,8 @@ herd_status herd__launch_msg_decode(herd__launch_msg *m, const void *data, size_
 	m->type = t;
 	switch (t) {
 	case HERD__LAUNCH_T_SPEC:
-		st = herd__error(HERD_EINTERNAL, "node protocol: a spec frame is decoded with "
-				 "herd__launch_spec_decode");
+		st = herd__error(HERD_EINTERNAL, "node protocol: a spec frame among the node's "
+				 "messages");
 		goto fail;
 	case HERD__LAUNCH_T_SIGNAL:
 		HERD_CHECK_GOTO(get_int(root, t, "sig", 1, 64, false, &m->sig), st, fail);

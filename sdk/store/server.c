@@ -674,8 +674,8 @@ static void accept_all(herd_store_server *srv)
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK) {
-				herd__log_warn("store server %s: accept: %s", srv->address,
-					       strerror(errno));
+				herd__log_warn("store server %s: cannot accept a connection: %s",
+					       srv->address, strerror(errno));
 				srv->accept_resume = herd__net_now_ms() + ACCEPT_PAUSE_MS;
 			}
 			return;
@@ -839,7 +839,8 @@ static void *serve(void *arg)
 		}
 		n = poll(srv->pfds, nfds, poll_timeout(srv, now));
 		if (n < 0 && errno != EINTR) {
-			herd__log_warn("store server %s: poll: %s", srv->address, strerror(errno));
+			herd__log_warn("store server %s: cannot wait for its clients: %s",
+				       srv->address, strerror(errno));
 			poll(NULL, 0, 10);
 			continue;
 		}

@@ -302,7 +302,7 @@ long herd_cluster_check(const herd_cluster *cluster, herd_cluster_warning_fn fn,
 	free(k.values);
 	free(k.names);
 	if (k.failed) {
-		herd__error(HERD_ENOMEM, "herd_cluster_check: out of memory");
+		herd__error(HERD_ENOMEM, "out of memory comparing the nodes");
 		return -1;
 	}
 	return k.count;

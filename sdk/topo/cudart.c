@@ -64,8 +64,8 @@ herd_status herd__topo_probe_cudart(struct hwloc_topology *topo, herd_node *node
 	why[0] = '\0';
 	rc = cudaGetDeviceCount(&count);
 	if (rc != cudaSuccess || count <= 0) {
-		snprintf(why, cap, "cudaGetDeviceCount: %s",
-			 rc != cudaSuccess ? cudaGetErrorString(rc) : "0 devices");
+		snprintf(why, cap, "%s",
+			 rc != cudaSuccess ? cudaGetErrorString(rc) : "it sees no GPU");
 		/* Clear the runtime's last error, lest a later CUDA caller in
 		 * this process take it for its own. */
 		cudaGetLastError();

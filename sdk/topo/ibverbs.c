@@ -132,7 +132,7 @@ static herd_status rdma_ports(struct ibv_context *ctx, herd_rdma_device *rd, cha
 	/* The verbs queries return an errno value rather than set errno. */
 	rc = ibv_query_device(ctx, &attr);
 	if (rc != 0)
-		return herd__topo_note_append(note, "%s: ibv_query_device: %s", rd->name,
+		return herd__topo_note_append(note, "%s: cannot read the device: %s", rd->name,
 					      strerror(rc));
 	HERD_CHECK(herd__calloc(&ports, attr.phys_port_cnt, sizeof(*ports), "RDMA ports"));
 	HERD_MUT(herd_rdma_port *, rd->ports) = ports;
@@ -142,7 +142,7 @@ static herd_status rdma_ports(struct ibv_context *ctx, herd_rdma_device *rd, cha
 
 		rc = ibv_query_port(ctx, (uint8_t)p, &pa);
 		if (rc != 0) {
-			HERD_CHECK(herd__topo_note_append(note, "%s port %d: ibv_query_port: %s",
+			HERD_CHECK(herd__topo_note_append(note, "%s port %d: cannot read the port: %s",
 							  rd->name, p, strerror(rc)));
 			continue;
 		}
@@ -178,7 +178,7 @@ static herd_status rdma_device(struct hwloc_topology *topo, struct ibv_device *d
 	/* A device this user may not open is still listed, without ports. */
 	ctx = ibv_open_device(dev);
 	if (ctx == NULL)
-		return herd__topo_note_append(note, "%s: ibv_open_device: %s", rd->name,
+		return herd__topo_note_append(note, "%s: cannot open the device: %s", rd->name,
 					      strerror(errno));
 	st = rdma_ports(ctx, rd, note);
 	ibv_close_device(ctx);
@@ -195,8 +195,8 @@ herd_status herd__topo_probe_rdma(struct hwloc_topology *topo, herd_node *node)
 
 	list = ibv_get_device_list(&n);
 	if (list == NULL)
-		return herd__topo_note_append(note, "RDMA unavailable: ibv_get_device_list: %s",
-					      strerror(errno));
+		return herd__topo_note_append(note, "RDMA unavailable: cannot list the RDMA "
+					      "devices: %s", strerror(errno));
 	if (n <= 0) {
 		st = herd__topo_note_append(note, "RDMA unavailable: no RDMA device found");
 		goto out;

@@ -157,7 +157,7 @@ herd_status herd__topo_probe_netdevs(struct hwloc_topology *topo, herd_node *nod
 
 	/* A sandbox without netlink is no reason to fail discovery. */
 	if (getifaddrs(&ifs) != 0) {
-		herd__log_warn("cannot list network interfaces: getifaddrs: %s", strerror(errno));
+		herd__log_warn("cannot list network interfaces: %s", strerror(errno));
 		return HERD_OK;
 	}
 	for (const struct ifaddrs *ifa = ifs; ifa != NULL; ifa = ifa->ifa_next)

@@ -170,7 +170,7 @@ static bool nvml_open(struct nvml_probe *p)
 		return false;
 	rc = p->api.init();
 	if (rc != NVML_SUCCESS) {
-		snprintf(p->why, p->cap, "NVML: nvmlInit_v2: %s", nvml_err(p, rc));
+		snprintf(p->why, p->cap, "NVML cannot start: %s", nvml_err(p, rc));
 		dlclose(p->lib);
 		p->lib = NULL;
 		return false;
@@ -317,7 +317,7 @@ static herd_status nvml_gpu(struct nvml_probe *p, unsigned int i, herd_gpu *gpu,
 	if (rc == NVML_SUCCESS)
 		herd__strlcpy(gpu->uuid, text, sizeof(gpu->uuid));
 	else
-		herd__topo_why_append(p->why, p->cap, "GPU %s: nvmlDeviceGetUUID: %s", bus_id,
+		herd__topo_why_append(p->why, p->cap, "GPU %s: no UUID: %s", bus_id,
 				      nvml_err(p, rc));
 	if (api->name(dev, text, sizeof(text)) == NVML_SUCCESS)
 		herd__strlcpy(gpu->name, text, sizeof(gpu->name));
@@ -339,7 +339,7 @@ static herd_status nvml_gpus(struct nvml_probe *p, herd_node *node)
 
 	rc = p->api.device_count(&count);
 	if (rc != NVML_SUCCESS) {
-		snprintf(p->why, p->cap, "NVML: nvmlDeviceGetCount_v2: %s", nvml_err(p, rc));
+		snprintf(p->why, p->cap, "NVML cannot count the GPUs: %s", nvml_err(p, rc));
 		return HERD_EUNAVAIL;
 	}
 	if (count == 0) {
@@ -466,7 +466,7 @@ static herd_status health_ecc(struct nvml_probe *p, nvmlDevice_t d, herd_health_
 	nvmlReturn_t rc = NVML_CALL(p, ecc_mode, d, &cur, &pending);
 
 	if (rc != NVML_SUCCESS)
-		return health_unread(p, g, "ecc", "nvmlDeviceGetEccMode", rc);
+		return health_unread(p, g, "ecc", "the ECC mode", rc);
 	if (cur != NVML_FEATURE_ENABLED)
 		return herd__health_add(g, "ecc", HERD_HEALTH_WARN, 0, "", "ECC is off%s",
 					pending == NVML_FEATURE_ENABLED ? " (on after a reset)" : "");
@@ -474,7 +474,7 @@ static herd_status health_ecc(struct nvml_probe *p, nvmlDevice_t d, herd_health_
 	if (rc == NVML_SUCCESS)
 		rc = NVML_CALL(p, ecc_total, d, MEMORY_ERROR_CORRECTED, ECC_VOLATILE, &vc);
 	if (rc != NVML_SUCCESS)
-		return health_unread(p, g, "ecc", "nvmlDeviceGetTotalEccErrors", rc);
+		return health_unread(p, g, "ecc", "the ECC error counts", rc);
 	(void)NVML_CALL(p, ecc_total, d, MEMORY_ERROR_UNCORRECTED, ECC_AGGREGATE, &au);
 	(void)NVML_CALL(p, ecc_total, d, MEMORY_ERROR_CORRECTED, ECC_AGGREGATE, &ac);
 	return herd__health_add(g, "ecc", vu > 0 ? HERD_HEALTH_FAIL : au > 0 ? HERD_HEALTH_WARN
@@ -497,11 +497,11 @@ static herd_status health_rows(struct nvml_probe *p, nvmlDevice_t d, herd_health
 					failed ? "; a remapping failed: replace the GPU"
 					: pending ? "; a remapping is pending: reset the GPU" : "");
 	if (!nvml_unsupported(rc))
-		return health_unread(p, g, "memory-rows", "nvmlDeviceGetRemappedRows", rc);
+		return health_unread(p, g, "memory-rows", "the remapped rows", rc);
 	/* GPUs before Ampere retire pages instead. */
 	rc = NVML_CALL(p, retired_pending, d, &retired);
 	if (rc != NVML_SUCCESS)
-		return health_unread(p, g, "memory-rows", "nvmlDeviceGetRetiredPagesPendingStatus",
+		return health_unread(p, g, "memory-rows", "the retired pages",
 				     rc);
 	return herd__health_add(g, "memory-rows", retired == NVML_FEATURE_ENABLED ?
 				HERD_HEALTH_FAIL : HERD_HEALTH_PASS, 0, "",
@@ -515,7 +515,7 @@ static herd_status health_temperature(struct nvml_probe *p, nvmlDevice_t d, herd
 	nvmlReturn_t rc = NVML_CALL(p, temperature, d, TEMPERATURE_GPU, &t);
 
 	if (rc != NVML_SUCCESS)
-		return health_unread(p, g, "temperature", "nvmlDeviceGetTemperature", rc);
+		return health_unread(p, g, "temperature", "the temperature", rc);
 	if (NVML_CALL(p, temperature_threshold, d, THRESHOLD_SLOWDOWN, &slow) != NVML_SUCCESS ||
 	    slow == 0)
 		return herd__health_add(g, "temperature", HERD_HEALTH_PASS, t, "C",
@@ -531,7 +531,7 @@ static herd_status health_power(struct nvml_probe *p, nvmlDevice_t d, herd_healt
 	nvmlReturn_t rc = NVML_CALL(p, power_usage, d, &mw);
 
 	if (rc != NVML_SUCCESS)
-		return health_unread(p, g, "power", "nvmlDeviceGetPowerUsage", rc);
+		return health_unread(p, g, "power", "the power draw", rc);
 	if (NVML_CALL(p, power_limit, d, &limit) != NVML_SUCCESS || limit == 0)
 		return herd__health_add(g, "power", HERD_HEALTH_PASS, mw / 1000.0, "W",
 					"%.0f W", mw / 1000.0);
@@ -550,7 +550,7 @@ static herd_status health_clocks(struct nvml_probe *p, nvmlDevice_t d, herd_heal
 	nvmlReturn_t rc = NVML_CALL(p, clock, d, CLOCK_SM, &sm);
 
 	if (rc != NVML_SUCCESS)
-		HERD_CHECK(health_unread(p, g, "clocks", "nvmlDeviceGetClockInfo", rc));
+		HERD_CHECK(health_unread(p, g, "clocks", "the clocks", rc));
 	else {
 		(void)NVML_CALL(p, max_clock, d, CLOCK_SM, &sm_max);
 		(void)NVML_CALL(p, clock, d, CLOCK_MEM, &mem);
@@ -563,7 +563,7 @@ static herd_status health_clocks(struct nvml_probe *p, nvmlDevice_t d, herd_heal
 	if (rc == (nvmlReturn_t)NVML_ERROR_FUNCTION_NOT_FOUND)
 		rc = NVML_CALL(p, throttle_reasons, d, &reasons);
 	if (rc != NVML_SUCCESS)
-		return health_unread(p, g, "clock-events", "nvmlDeviceGetCurrentClocksEventReasons",
+		return health_unread(p, g, "clock-events", "the clock event reasons",
 				     rc);
 	for (size_t i = 0; i < sizeof(clock_reasons) / sizeof(clock_reasons[0]); i++) {
 		const struct clock_reason *c = &clock_reasons[i];
@@ -628,7 +628,7 @@ static herd_status health_gpu(struct nvml_probe *p, unsigned int i, herd_health_
 	memset(&pci, 0, sizeof(pci));
 	rc = p->api.handle_by_index(i, &d);
 	if (rc != NVML_SUCCESS)
-		return health_unread(p, g, "nvml", "nvmlDeviceGetHandleByIndex_v2", rc);
+		return health_unread(p, g, "nvml", "finding the GPU", rc);
 	if (p->api.pci_info(d, &pci) == NVML_SUCCESS && nvml_bus_id(&pci, bus))
 		herd__strlcpy(g->bus_id, bus, sizeof(g->bus_id));
 	(void)p->api.uuid(d, g->uuid, sizeof(g->uuid));

@@ -278,7 +278,7 @@ HERD_TIMEOUT=0.0001 timeout 60 "$HERD" -e 'local srv = assert(herd.store.serve{}
 	local s = assert(herd.store.connect(srv:address(), srv.secret))
 	local c, msg, st = herd.comm{store = s, rank = 0, size = 2}
 	io.stderr:write(st, ": ", msg, "\n")' 2>"$tmp/err"
-grep -q "^HERD_ETIMEDOUT: herd_comm_init timed out after .* rank 1 did not join; the deadline was HERD_TIMEOUT=0.0001 seconds$" "$tmp/err" \
+grep -q "^HERD_ETIMEDOUT: joining the communicator timed out after .* rank 1 did not join; the deadline was HERD_TIMEOUT=0.0001 seconds$" "$tmp/err" \
 	|| fail "a rank that never joins, HERD_TIMEOUT=0.0001: $(cat "$tmp/err")"
 
 # --- torchrun's --nnodes with --nproc-per-node; srun's -N with -n

@@ -347,7 +347,7 @@ static void test_kernels_without_a_gpu_say_enodev(void)
 	herd_status st = herd__k_reduce((void *)16, srcs, 2, 4, HERD_FLOAT32, HERD_SUM, NULL);
 
 	CHECK_INT(st, HERD_ENODEV);
-	CHECK(strncmp(herd_last_error(), "herd__k_reduce: ", 15) == 0);
+	CHECK(strncmp(herd_last_error(), "the reduction kernel: ", 22) == 0);
 	CHECK(strstr(herd_last_error(), "(cuda") != NULL);
 	printf("     %s\n", herd_last_error());
 }

@@ -176,7 +176,7 @@ static void group_rank(int rank, int size, void *arg)
 	if (comm == NULL || d == NULL || e == NULL || s == NULL)
 		goto out;
 	CHECK_ERR(herd_comm_group_end(comm), HERD_EINVAL,
-		  "herd_comm_group_end without herd_comm_group_start");
+		  "herd_comm_group_end: no group is open");
 	CHECK_OK(herd_comm_group_start(comm));
 	CHECK_OK(herd_comm_allreduce(comm, d, d, N, HERD_FLOAT32, HERD_SUM));
 	CHECK_OK(herd_comm_group_start(comm));     /* nested */
@@ -410,7 +410,7 @@ static void test_async_error_is_nccls_text(void)
 	run_case(&a, "nccl-error", 2, fault_rank, res);
 	CHECK(res[0].valid);
 	CHECK_INT(res[0].status, HERD_EIO);
-	CHECK(strstr(res[0].msg, "ncclAllReduce: unhandled system error") != NULL);
+	CHECK(strstr(res[0].msg, "NCCL allreduce: unhandled system error") != NULL);
 	CHECK(res[0].t_ms < 5000);
 	if (res[0].status != HERD_EIO)
 		fprintf(stderr, "    rank 0: %s\n", res[0].msg);

@@ -346,7 +346,7 @@ static void test_ckpt_abort_stops_a_save_in_flight(void)
 	sem_wait(&writer_held);
 	CHECK_OK(herd_ckpt_abort(ck));
 	sem_post(&writes_may_go);
-	CHECK_ERR(herd_ckpt_wait(ck), HERD_EABORTED, "aborted (herd_ckpt_abort)");
+	CHECK_ERR(herd_ckpt_wait(ck), HERD_EABORTED, "step 5 was aborted after");
 	CHECK_OK(herd_ckpt_latest(dir, &latest));
 	CHECK_INT(latest, 4);
 	CHECK_OK(herd_ckpt_list(dir, &steps, &nsteps));

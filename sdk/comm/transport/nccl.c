@@ -109,7 +109,7 @@ static void nccl_load(void)
 			  sizeof(nccl_why)) == NULL)
 		return;
 	if (nccl.get_version(&nccl_version) != ncclSuccess || nccl_version <= 0) {
-		snprintf(nccl_why, sizeof(nccl_why), "%s: ncclGetVersion failed",
+		snprintf(nccl_why, sizeof(nccl_why), "%s does not say its version",
 			 HERD_NCCL_LIBRARY);
 		nccl_version = 0;
 	}
@@ -277,7 +277,7 @@ static herd_status share_id(herd_comm *comm, ncclUniqueId *id)
 		ncclResult_t rc = nccl.get_unique_id(id);
 
 		if (rc != ncclSuccess)
-			return nccl_error(NULL, rc, "ncclGetUniqueId");
+			return nccl_error(NULL, rc, "making the NCCL communicator's id");
 		return herd_store_set(comm->store, key, id, sizeof(*id));
 	}
 	for (;;) {
@@ -340,10 +340,10 @@ static herd_status nccl_open(herd_comm *comm, int device)
 	rc = nccl.init_rank_config(&c, comm->size, id, comm->rank, &config);
 	n->comm = c;
 	if (rc != ncclSuccess && rc != ncclInProgress) {
-		st = nccl_error(NULL, rc, "ncclCommInitRankConfig");
+		st = nccl_error(NULL, rc, "making the NCCL communicator");
 		goto fail;
 	}
-	st = nccl_wait(comm, n, state_done, "ncclCommInitRankConfig");
+	st = nccl_wait(comm, n, state_done, "making the NCCL communicator");
 	if (st != HERD_OK)
 		goto fail;
 	comm->nccl = n;
@@ -379,18 +379,18 @@ static const ncclRedOp_t redops[HERD_REDOP_COUNT] = {
 	[HERD_MAX] = ncclMax, [HERD_AVG] = ncclAvg,
 };
 
-/* NCCL's name of the call, for messages. */
+/* The NCCL call, as messages name it. */
 static const char *nccl_call_name(herd__op_kind kind)
 {
 	switch (kind) {
-	case HERD__OP_ALLREDUCE: return "ncclAllReduce";
-	case HERD__OP_REDUCE: return "ncclReduce";
-	case HERD__OP_BROADCAST: return "ncclBroadcast";
-	case HERD__OP_ALLGATHER: return "ncclAllGather";
-	case HERD__OP_REDUCE_SCATTER: return "ncclReduceScatter";
-	case HERD__OP_SEND: return "ncclSend";
-	case HERD__OP_RECV: return "ncclRecv";
-	default: return "ncclSend/ncclRecv";
+	case HERD__OP_ALLREDUCE: return "NCCL allreduce";
+	case HERD__OP_REDUCE: return "NCCL reduce";
+	case HERD__OP_BROADCAST: return "NCCL broadcast";
+	case HERD__OP_ALLGATHER: return "NCCL allgather";
+	case HERD__OP_REDUCE_SCATTER: return "NCCL reduce_scatter";
+	case HERD__OP_SEND: return "NCCL send";
+	case HERD__OP_RECV: return "NCCL recv";
+	default: return "NCCL sends and receives";
 	}
 }
 
@@ -684,7 +684,7 @@ herd_status herd__nccl_check(const herd_comm *comm, const herd__op *op)
 static herd_status run_ops_on(herd_comm *comm, const herd__op *op, const herd__op *ops,
 			      size_t count)
 {
-	const char *what = count > 1 ? "ncclGroupEnd"
+	const char *what = count > 1 ? "a group of NCCL calls"
 				     : nccl_call_name((herd__op_kind)ops[0].fp.kind);
 	herd__nccl *n = comm->nccl;
 	bool blocking = false;

@@ -541,7 +541,8 @@ static herd_status tcp_mesh(herd_comm *comm, int64_t deadline)
 		}
 		rc = poll(pfds, np, herd__net_remaining_ms(deadline));
 		if (rc < 0 && errno != EINTR) {
-			st = herd__error_errno(HERD_ESYS, errno, "poll");
+			st = herd__error_errno(HERD_ESYS, errno, "waiting for the connections "
+					       "with the peers");
 			goto out;
 		}
 		if (rc == 0 && herd__net_now_ms() >= deadline)
@@ -625,7 +626,7 @@ static herd_status tcp_mesh(herd_comm *comm, int64_t deadline)
 						      o > 0 ? ", " : "",
 						      herd__comm_who(comm, j, who, sizeof(who)));
 		}
-		st = herd__error(HERD_ETIMEDOUT, "herd_comm_init timed out on %s connecting to "
+		st = herd__error(HERD_ETIMEDOUT, HERD__COMM_JOINING " timed out on %s connecting to "
 				 "its peers: no connection with %s",
 				 herd__comm_who(comm, comm->rank, who, sizeof(who)), list);
 		goto out;

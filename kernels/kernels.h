@@ -47,6 +47,14 @@ herd_status herd__k_reduce(void *dst, const void *const *srcs, int nsrc, size_t 
 			  herd_dtype dtype, herd_redop op, herd__kstream stream);
 
 /*
+ * buf[i] /= div for count elements, in place, as AVG divides a sum: the
+ * integer types truncate toward zero, the narrow floats divide in float32
+ * and round once.  div >= 1.
+ */
+herd_status herd__k_divide(void *buf, size_t count, herd_dtype dtype, int div,
+			  herd__kstream stream);
+
+/*
  * dst[i] = src[i] converted from one floating-point type to another
  * (float16, bfloat16, float32, float64, float8_e4m3, float8_e5m2; the same
  * type copies), rounding to nearest even once, NaN and infinities kept

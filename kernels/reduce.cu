@@ -156,6 +156,38 @@ extern "C" herd_status herd__k_reduce(void *dst, const void *const *src_list, in
 	}
 }
 
+template <typename D>
+static herd_status divide_launch(void *buf, const srcs &s, size_t count, int div,
+				 cudaStream_t stream)
+{
+	return reduce_launch<D, HERD_SUM>(buf, s, 1, count, div, stream);
+}
+
+extern "C" herd_status herd__k_divide(void *buf, size_t count, herd_dtype dtype, int div,
+				     herd__kstream stream)
+{
+	srcs s = {};
+
+	if (div < 1)
+		return herd__error(HERD_EINVAL, "herd__k_divide: div is %d, expected 1 or more",
+				   div);
+	if (count == 0 || div == 1)
+		return HERD_OK;
+	if (buf == NULL)
+		return herd__error(HERD_EINVAL, "herd__k_divide: buf is NULL");
+	s.p[0] = buf;
+	switch (dtype) {
+#define DIVIDE_CASE(DT, TRAITS)                                                        \
+	case HERD_##DT:                                                                \
+		return divide_launch<HERD_K_UNPAREN TRAITS>(buf, s, count, div,        \
+							    (cudaStream_t)stream);
+		HERD_K_TYPES(DIVIDE_CASE)
+#undef DIVIDE_CASE
+	default:
+		return herd__error(HERD_EINVAL, "herd__k_divide: unknown datatype %d", (int)dtype);
+	}
+}
+
 /* ---- casts ------------------------------------------------------------------- */
 
 /* Every floating-point value of herd's types is exact in double, so a cast

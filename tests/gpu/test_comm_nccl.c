@@ -9,6 +9,11 @@
  * timing out with the report.  Without a GPU or NCCL it exits with ctest's
  * skip code and says why.
  */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "comm_harness.h"
 #include "herd_config.h"
 #include "kernels.h"
@@ -22,6 +27,32 @@ typedef struct gpu_args {
 	char scope[64];
 	int absent;           /* a rank that makes no call (-1: none) */
 } gpu_args;
+
+/* On one rank every reduction of x is x: the first elements of y that
+ * differ from x, in hex, for the failure's message. */
+static void show_differences(const void *x, const void *y, herd_dtype dt)
+{
+	size_t sz = herd_dtype_size(dt), bytes = (size_t)COUNT * sz, shown = 0;
+	unsigned char *hx = malloc(bytes), *hy = malloc(bytes);
+
+	if (hx != NULL && hy != NULL && cudaMemcpy(hx, x, bytes, cudaMemcpyDeviceToHost) ==
+	    cudaSuccess && cudaMemcpy(hy, y, bytes, cudaMemcpyDeviceToHost) == cudaSuccess) {
+		for (size_t i = 0; i < COUNT && shown < 4; i++) {
+			if (memcmp(hx + i * sz, hy + i * sz, sz) == 0)
+				continue;
+			fprintf(stderr, "    element %zu: input", i);
+			for (size_t b = sz; b-- > 0;)
+				fprintf(stderr, "%s%02x", b + 1 == sz ? " " : "", hx[i * sz + b]);
+			fprintf(stderr, ", result");
+			for (size_t b = sz; b-- > 0;)
+				fprintf(stderr, "%s%02x", b + 1 == sz ? " " : "", hy[i * sz + b]);
+			fprintf(stderr, "\n");
+			shown++;
+		}
+	}
+	free(hx);
+	free(hy);
+}
 
 static void gpu_rank(int rank, int size, void *arg)
 {
@@ -65,10 +96,13 @@ static void gpu_rank(int rank, int size, void *arg)
 				continue;
 			CHECK_OK(st);
 			CHECK_OK(herd__k_verify(y, COUNT, dt, op, size, 7, &wrong, NULL));
-			if (wrong != 0)
+			if (wrong != 0) {
 				TEST_FAIL_("allreduce %s %s out of place: %llu wrong",
 					   herd_dtype_name(dt), herd_redop_name(op),
 					   (unsigned long long)wrong);
+				if (size == 1)
+					show_differences(x, y, dt);
+			}
 			wrong = 1;
 			CHECK_OK(herd__k_fill(y, COUNT, dt, op, rank, size, 8, NULL));
 			CHECK_OK(herd_comm_allreduce_stream(comm, y, y, COUNT, dt, op, NULL));

@@ -96,7 +96,13 @@ static bool element_isnan(const void *buf, size_t i, herd_dtype t)
 {
 	const uint16_t *h = buf;
 
+	const uint8_t *b = buf;
+
 	switch (t) {
+	case HERD_FLOAT8_E4M3:   /* S.1111.111 only */
+		return (b[i] & 0x7f) == 0x7f;
+	case HERD_FLOAT8_E5M2:   /* S.11111.xx, xx not 0 */
+		return (b[i] & 0x7c) == 0x7c && (b[i] & 0x03) != 0;
 	case HERD_FLOAT16:
 		return (h[i] & 0x7c00) == 0x7c00 && (h[i] & 0x3ff) != 0;
 	case HERD_BFLOAT16:
@@ -110,7 +116,8 @@ static bool element_isnan(const void *buf, size_t i, herd_dtype t)
 	}
 }
 
-/* Elements that differ, a NaN matching any NaN. */
+/* Elements that differ, a NaN matching any NaN (the device and the host
+ * may give different NaN bits). */
 static size_t differences(const void *a, const void *b, size_t n, herd_dtype t, size_t *first)
 {
 	size_t sz = herd_dtype_size(t), bad = 0;

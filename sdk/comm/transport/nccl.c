@@ -31,7 +31,10 @@
  * Datatypes and reductions map one to one onto NCCL's; the 8-bit floats
  * need NCCL 2.24 or later and say so.  AVG is NCCL's ncclAvg, which for
  * floating types multiplies each operand by 1/nranks before summing (herd
- * divides the sum): the same mean, rounded differently.
+ * divides the sum): the same mean, rounded differently.  NCCL has no
+ * ncclAvg for the 8-bit floats (invalid argument): their AVG is ncclSum,
+ * then herd's kernel divides the result by nranks on the same stream; a
+ * one-rank AVG is NCCL's SUM, the data itself.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -43,6 +46,7 @@
 #include "comm/core.h"
 #include "device.h"
 #include "herd_config.h"
+#include "kernels.h"
 #include "net.h"
 
 #if HERD_HAVE_NCCL
@@ -379,6 +383,26 @@ static const ncclRedOp_t redops[HERD_REDOP_COUNT] = {
 	[HERD_MAX] = ncclMax, [HERD_AVG] = ncclAvg,
 };
 
+/* An AVG NCCL cannot do: the 8-bit floats'. */
+static bool avg_by_division(const herd__op *op)
+{
+	herd_dtype t = (herd_dtype)op->fp.dtype;
+
+	return op->fp.redop == HERD_AVG && herd_dtype_size(t) == 1 && herd_dtype_is_float(t);
+}
+
+/*
+ * The reduction NCCL is asked for: SUM where herd divides afterwards, and
+ * for the AVG of one rank, which is its own data (NCCL 2.28's one-rank
+ * ncclAvg left the last elements of a float64 result unwritten).
+ */
+static ncclRedOp_t nccl_redop(const herd__op *op, int size)
+{
+	if (op->fp.redop == HERD_AVG && size == 1)
+		return ncclSum;
+	return avg_by_division(op) ? ncclSum : redops[op->fp.redop];
+}
+
 /* The NCCL call, as messages name it. */
 static const char *nccl_call_name(herd__op_kind kind)
 {
@@ -447,7 +471,7 @@ static ncclResult_t enqueue_p2p(ncclComm_t c, const herd__op *op, ncclDataType_t
 static ncclResult_t enqueue_locked(herd__nccl *n, const herd__op *op, ncclDataType_t t,
 				   cudaStream_t s, int rank, int size)
 {
-	ncclRedOp_t r = redops[op->fp.redop];
+	ncclRedOp_t r = nccl_redop(op, size);
 	ncclResult_t rc = NCCL_ABORTED;
 	ncclComm_t c = n->comm;
 
@@ -480,6 +504,24 @@ static ncclResult_t enqueue_locked(herd__nccl *n, const herd__op *op, ncclDataTy
 static cudaStream_t stream_of(const herd__nccl *n, const herd__op *op)
 {
 	return (cudaStream_t)(op->queued ? op->stream : n->stream);
+}
+
+/*
+ * An AVG NCCL summed (avg_by_division): the result divided by the ranks,
+ * queued on the call's stream after NCCL's work, where the result is (the
+ * root's of a reduce).
+ */
+static herd_status divide_avg(const herd_comm *comm, const herd__nccl *n, const herd__op *op)
+{
+	herd__op_kind kind = (herd__op_kind)op->fp.kind;
+
+	if (!avg_by_division(op) || (kind == HERD__OP_REDUCE && comm->rank != op->fp.root))
+		return HERD_OK;
+	if (kind != HERD__OP_ALLREDUCE && kind != HERD__OP_REDUCE &&
+	    kind != HERD__OP_REDUCE_SCATTER)
+		return HERD_OK;
+	return herd__k_divide(op->recvbuf, op->count, (herd_dtype)op->fp.dtype, comm->size,
+			      (herd__kstream)stream_of(n, op));
 }
 
 /* Queues ops[0..count) as one NCCL group (one call: a group of one). */
@@ -703,7 +745,8 @@ static herd_status run_ops_on(herd_comm *comm, const herd__op *op, const herd__o
 	if (rc != ncclSuccess)
 		HERD_CHECK(nccl_wait(comm, n, state_done, what));
 	for (size_t i = 0; i < count && st == HERD_OK; i++) {
-		if (ops[i].queued)
+		st = divide_avg(comm, n, &ops[i]);
+		if (st == HERD_OK && ops[i].queued)
 			st = watch(comm, n, &ops[i]);
 		blocking = blocking || !ops[i].queued;
 	}

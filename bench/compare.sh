@@ -100,6 +100,8 @@ run() {
 sweep=(-b 8 -e 128M -f 8 -n "$ITERS" -w "$WARMUP" -c 1)
 lat=(-b 8 -e 8 -n "$LAT_ITERS" -w "$LAT_WARMUP" -c 1)
 big=(-b 16M -e 128M -f 8 -n "$ITERS" -w "$WARMUP" -c 1)
+# herd bench's -n is its number of ranks: the same arguments with --iters.
+herd_sweep=("${sweep[@]/#-n/--iters}") herd_lat=("${lat[@]/#-n/--iters}") herd_big=("${big[@]/#-n/--iters}")
 # Open MPI's own ring (coll/tuned algorithm 4), for reference next to its default choice.
 ring=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4)
 rounds=()
@@ -107,12 +109,12 @@ rounds=()
 # herd and its peers alike.
 for k in $(seq 1 "$REPEAT"); do
 	for np in $NPS; do
-		run "herd-shm-sweep-$np" "$k" env -u HERD_TRANSPORT "$HERD" bench allreduce "${sweep[@]}" --np "$np"
+		run "herd-shm-sweep-$np" "$k" env -u HERD_TRANSPORT "$HERD" bench allreduce "${herd_sweep[@]}" -n "$np"
 		run "mpi-sweep-$np" "$k" "${MPIRUN[@]}" -n "$np" "$MPI" "${sweep[@]}"
 		run "mpi-ring-sweep-$np" "$k" "${MPIRUN[@]}" "${ring[@]}" -n "$np" "$MPI" "${sweep[@]}"
-		run "herd-shm-lat-$np" "$k" env -u HERD_TRANSPORT "$HERD" bench allreduce "${lat[@]}" --np "$np"
+		run "herd-shm-lat-$np" "$k" env -u HERD_TRANSPORT "$HERD" bench allreduce "${herd_lat[@]}" -n "$np"
 		run "mpi-lat-$np" "$k" "${MPIRUN[@]}" -n "$np" "$MPI" "${lat[@]}"
-		run "herd-tcp-$np" "$k" env HERD_TRANSPORT=tcp "$HERD" bench allreduce "${big[@]}" --np "$np"
+		run "herd-tcp-$np" "$k" env HERD_TRANSPORT=tcp "$HERD" bench allreduce "${herd_big[@]}" -n "$np"
 		run "gloo-tcp-$np" "$k" "$GLOO" --np "$np" "${big[@]}"
 	done
 	rounds+=("round $k of $REPEAT done at $(date -u +%H:%M:%S), load $(load)")

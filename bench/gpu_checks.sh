@@ -48,7 +48,7 @@ done
 step "herd bench allreduce --device gpu against raw NCCL, same sizes, alternating"
 for z in 0 1; do
   for i in 1 2 3; do
-    run bash -o pipefail -c '"$0" bench allreduce --device gpu -z "$2" -b 8 -e 1G -f 8 -n 50 -w 10 -c 0 --json >"$1"' \
+    run bash -o pipefail -c '"$0" bench allreduce --device gpu -z "$2" -b 8 -e 1G -f 8 --iters 50 -w 10 -c 0 --json >"$1"' \
       "$bin/herd" "$out/herd_gpu.z$z.$i.json" "$z"
     run bash -o pipefail -c '"$0" 8 1073741824 8 50 10 "$2" >"$1"' "$bin/bench_nccl_allreduce" \
       "$out/nccl_raw.z$z.$i.json" "$z"
@@ -76,10 +76,10 @@ for z, how in (("0", "queued, one wait (nccl-tests)"), ("1", "each call waited f
 PY
 step "herd bench --device gpu, checked: allreduce in every datatype, then the other operations"
 for d in float32 bfloat16 float16 float8_e4m3 int32; do
-  run "$bin/herd" bench allreduce --device gpu -d "$d" -b 8 -e 64M -f 64 -n 5 -w 2 -c 1
+  run "$bin/herd" bench allreduce --device gpu -d "$d" -b 8 -e 64M -f 64 --iters 5 -w 2 -c 1
 done
 for op in reduce broadcast allgather reduce_scatter alltoall sendrecv; do
-  run "$bin/herd" bench "$op" --device gpu -b 8 -e 64M -f 64 -n 5 -w 2 -c 1
+  run "$bin/herd" bench "$op" --device gpu -b 8 -e 64M -f 64 --iters 5 -w 2 -c 1
 done
 step "bench_ckpt --device gpu: a checkpoint of 1 GiB of GPU memory on disk"
 ck=$(mktemp -d -p "${CKPT_DIR:-/var/tmp}")

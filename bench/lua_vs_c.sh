@@ -31,7 +31,7 @@ echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "repeats: $REPEAT; 8 B: $LAT_ITERS calls; 128 MiB: $BW_ITERS calls"
 
 run_c() { # np bytes iters warmup -> time_us busbw (in place)
-	"$HERD" bench allreduce -b "$2" -e "$2" -n "$3" -w "$4" -c 0 --np "$1" --json 2>/dev/null |
+	"$HERD" bench allreduce -b "$2" -e "$2" --iters "$3" -w "$4" -c 0 --np "$1" --json 2>/dev/null |
 		python3 -c 'import json,sys; r=json.loads(sys.stdin.readline())["in_place"]; print(r["time_us"], r["busbw"])'
 }
 run_lua() {

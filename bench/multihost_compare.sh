@@ -147,7 +147,7 @@ for k in $(seq 1 "$REPEAT"); do
 		for what in sweep lat; do
 			declare -n args=$what
 			run "herd-$what-$s" "$k" "$cluster/run" 1 "$HERD" launch --hosts "h[1-$h]" -n "$n" \
-				--per-node "$l" --no-prefix -- "$HERD" bench allreduce "${args[@]}"
+				--per-node "$l" --no-prefix -- "$HERD" bench allreduce "${args[@]/#-n/--iters}"
 			run "mpi-$what-$s" "$k" "$cluster/run" 1 mpirun "${mpi_common[@]}" \
 				--host "${mhosts%,}" -n "$n" "$MPI" "${args[@]}"
 			gloo "$n" "$l" "$k" "gloo-$what-$s" "${args[@]}"

@@ -161,24 +161,31 @@ are `"pass"`, `"warn"`, `"fail"` or `"skip"`. Level 2 adds the copy bandwidth an
 ## herd.launch{...} -> herd.Job | nil, msg, status
 Starts a job as `herd launch` does and returns once every rank started. Options, with herd
 launch's meaning and defaults: `cmd` (an array: program and arguments, or one string; a first
-element ending in `.lua` runs as Lua ranks under this herd program), `n` (required), `per_node`,
-`hosts` (a hostlist, over ssh) | `hostfile` | `slurm = true`, `gpus_per_rank`, `restarts`,
-`timeout` (seconds for every rank to start, 60), `grace` (seconds from SIGTERM to SIGKILL, 5),
-`env` (`{NAME = value}` or `{"NAME=value"}`), `log_dir`, `prefix`, `workdir`; `output`:
+element ending in `.lua` runs as Lua ranks under this herd program), `n` (required; `np` too,
+not both), `per_node`, `hosts` (a hostlist, over ssh) | `hostfile` | `slurm = true`,
+`gpus_per_rank`, `restarts`, `time` (the job's time limit as `--time`: srun's `"MM"`, `"MM:SS"`,
+`"HH:MM:SS"`, `"D-HH[:MM[:SS]]"`, or a whole number of minutes) or `timeout` (the same limit in
+seconds, as `--timeout`; at the limit the ranks are stopped and the state is `"time_limit"`,
+status 124; restarts do not reset it), `start_timeout` (seconds for every rank to start, 60),
+`grace` (seconds from SIGTERM to SIGKILL, 5), `env` (`{NAME = value}` or `{"NAME=value"}`),
+`log_dir`, `prefix`, `workdir`; `output`:
 `"print"` (default: every line to stdout or stderr with its `[host:rank] ` prefix), `"lines"`
 (kept for `job:lines()`, up to 16 MiB) or `"none"`; `detach = true` keeps the job running when
 Ctrl-C interrupts the session.
 
 ## herd.Job
 A running or finished job. Closing it, or its collection, stops its ranks (SIGTERM, then SIGKILL
-after the grace period): a script cannot leak processes. Ctrl-C at the prompt stops the jobs the
-session started, except those launched with `detach = true`.
+after the grace period): a script cannot leak processes. Ctrl-C interrupts the jobs the session
+started, except those launched with `detach = true`, as it does `herd launch`'s: SIGINT to
+their ranks, SIGKILL after the grace period, state `"interrupted"`, status 130.
 
 ## herd.Job:wait([seconds]) -> result | nil, msg, status
 Waits until the job is over (no argument: for as long as it takes) and returns its result:
-`status` (0, else the first failed rank's exit code, 128 + signal, 126 or 127 when it could not start),
-`ok`, `state` (`"succeeded"`, `"failed"`), `id`, `restarts`, `failure` (the first failure: host,
-rank, how it ended, the last lines of its stderr) and `ranks` (by rank, element 1 is rank 0:
+`status` (0, else the first failed rank's exit code, 128 + signal, 126 or 127 when it could not start,
+124 at the time limit, 130 when interrupted), `ok`, `state` (`"succeeded"`, `"failed"`,
+`"time_limit"`, `"interrupted"`, `"stopped"`), `id`, `restarts`, `failure` (the first failure: host,
+rank, how it ended, the last lines of its stderr; or how else the job ended, as `"time limit of
+0:05 reached; ranks 0-3 stopped"`) and `ranks` (by rank, element 1 is rank 0:
 `rank`, `host`, `node_rank`, `local_rank`, `pid`, `state`, `exit_code` or `signal`, `error`).
 Still running at the deadline: `nil`, a message, `"HERD_ETIMEDOUT"`.
 
@@ -476,7 +483,8 @@ Runs `herd bench op --json` (a child of this program) and returns its records: `
 `size`, `count`, `type`, `redop`, `root`, `out_of_place` and `in_place` (`time_us`, `algbw`,
 `busbw`, `wrong`). Options are herd bench's long options: `minbytes`, `maxbytes` (or `size` for
 both), `stepfactor`, `stepbytes`, `iters`, `warmup_iters`, `check`, `datatype`, `op`, `root`,
-`average`, `run_cycles`, `np`, `transport`, `algo`, `timeout`.
+`average`, `run_cycles`, `transport`, `algo`, `timeout`; `n` the number of ranks (as `-n`;
+`np` too, not both).
 
 ## herd.experiment{params =, run =, repeats =, warmup =, order =, name =} -> herd.Experiment
 Runs `run(p)` for every combination `p` of `params` (a table of arrays; names in `order`,

@@ -3,13 +3,14 @@
  * range of sizes, with the columns, the timing and the bandwidth formulas
  * of nccl-tests, so its tables read side by side with theirs.
  *
- * Ranks.  With --np N the command launches N copies of itself on this host
+ * Ranks.  With -n N (--np N) the command launches N copies of itself on this host
  * as a job (herd_job_launch, as `herd launch -n N` would), which join with
  * herd_comm_init_env like any program; it forwards what they write on
  * stderr as "[rank R] ...", waits for the job with a deadline, and reports
- * the job's first failure.  Rank 0's standard output is the command's.  Without --np, a process started by
+ * the job's first failure.  Rank 0's standard output is the command's.  Without -n, a process started by
  * herd launch, srun, mpirun or torchrun joins the ranks it was given
- * (herd_comm_init_env); anywhere else --np 1 is implied.
+ * (herd_comm_init_env), and -n, if given, must be their number; anywhere
+ * else -n 1 is implied.  nccl-tests' -n (iterations) is --iters here.
  *
  * Timing, per size and for out-of-place then in-place: fill the inputs,
  * warmup calls, a barrier, `iters` timed calls; the time of a call is the
@@ -81,12 +82,18 @@ static const char bench_usage[] =
 	"usage: herd bench OP [options]\n"
 	"  OP is allreduce, allgather, reduce_scatter, broadcast, reduce, alltoall\n"
 	"  or sendrecv (nccl-tests' names work too: all_reduce, all_gather, and\n"
-	"  all_reduce_perf...).  Options (nccl-tests' letters; SIZE takes K, M, G):\n"
+	"  all_reduce_perf...).  Options (nccl-tests' letters, but -n; SIZE takes K,\n"
+	"  M, G; never abbreviated):\n"
+	"  -n, --np, -np N          number of ranks, started here (default: those of\n"
+	"                           herd launch, srun, mpirun or torchrun, else 1);\n"
+	"                           not nccl-tests' -n, whose iterations are --iters\n"
+	"                           here: -n 20 starts 20 ranks.  Under a launcher it\n"
+	"                           must be the launcher's count (it joins its ranks)\n"
 	"  -b, --minbytes SIZE      smallest size (default 32M)\n"
 	"  -e, --maxbytes SIZE      largest size (default 32M)\n"
 	"  -f, --stepfactor N       multiply the size by N from row to row (default 2)\n"
 	"  -i, --stepbytes SIZE     add SIZE from row to row instead\n"
-	"  -n, --iters N            timed calls per size (default 20)\n"
+	"  --iters N                timed calls per size (default 20)\n"
 	"  -w, --warmup_iters N     untimed calls before them (default 5)\n"
 	"  -c, --check 0|1          check every result, count wrong elements (default 1)\n"
 	"  -d, --datatype TYPE      float32 (default), float16, bfloat16, float64,\n"
@@ -99,11 +106,9 @@ static const char bench_usage[] =
 	"  -N, --run_cycles N       run the whole sweep N times (default 1)\n"
 	"  -t, --nthreads 1         nccl-tests' threads per process: herd runs one\n"
 	"  -g, --ngpus 1            nccl-tests' GPUs per thread: herd uses one per rank\n"
-	"  --np N                   start N local ranks (default: the ranks given by\n"
-	"                           herd launch, srun, mpirun or torchrun, else 1)\n"
 	"  --transport auto|tcp     default HERD_TRANSPORT, else auto\n"
 	"  --algo auto|ring|rd|hier default HERD_ALGO, else auto\n"
-	"  --timeout SEC            deadline of each call, and with --np of the run\n"
+	"  --timeout SEC            deadline of each call, and with -n of the run\n"
 	"                           (default: calls HERD_TIMEOUT or 300 s, run 3600 s)\n"
 	"  --device host|gpu        where the buffers are (default host); gpu: each\n"
 	"                           rank's GPU (its local rank among the GPUs it\n"
@@ -116,7 +121,7 @@ static const char bench_usage[] =
 	"  --json                   one JSON object per size and line, not a table\n"
 	"  --explain                say, per size, which algorithm runs the call and\n"
 	"                           why (a \"# algorithm\" line above the table)\n"
-	"Without --np or a launcher's variables it runs one rank and says so.  It\n"
+	"Without -n or a launcher's variables it runs one rank and says so.  It\n"
 	"warns on stderr when the machine is busy (load average above 0.5 per CPU\n"
 	"it does not use), as the figures are then noisy.\n"
 	"Columns, formulas and JSON fields are nccl-tests'; see shell/cmd_bench.c.\n"
@@ -145,6 +150,9 @@ struct bench_args {
 	herd_dtype dtype;
 	herd_redop redop;
 	const char *transport, *algo;
+	/* the arguments of -n/--np: what the ranks of --np do not get */
+	const char *np_args[16];
+	int n_np_args;
 };
 
 /* The buffers and counts of one size, in elements. */
@@ -457,14 +465,16 @@ static const struct bench_op *find_op(const char *name)
 
 /* -------------------------------------------------------- command line */
 
-enum { OPT_NP = 256, OPT_JSON, OPT_TRANSPORT, OPT_ALGO, OPT_TIMEOUT, OPT_DEVICE, OPT_EXPLAIN };
+enum { OPT_ITERS = 256, OPT_JSON, OPT_TRANSPORT, OPT_ALGO, OPT_TIMEOUT, OPT_DEVICE, OPT_EXPLAIN };
+
+static const char short_options[] = ":b:e:f:i:n:w:c:d:t:g:a:N:o:r:z:h";
 
 static const struct option long_options[] = {
 	{ "minbytes", required_argument, NULL, 'b' },
 	{ "maxbytes", required_argument, NULL, 'e' },
 	{ "stepfactor", required_argument, NULL, 'f' },
 	{ "stepbytes", required_argument, NULL, 'i' },
-	{ "iters", required_argument, NULL, 'n' },
+	{ "iters", required_argument, NULL, OPT_ITERS },
 	{ "warmup_iters", required_argument, NULL, 'w' },
 	{ "check", required_argument, NULL, 'c' },
 	{ "datatype", required_argument, NULL, 'd' },
@@ -474,7 +484,7 @@ static const struct option long_options[] = {
 	{ "run_cycles", required_argument, NULL, 'N' },
 	{ "op", required_argument, NULL, 'o' },
 	{ "root", required_argument, NULL, 'r' },
-	{ "np", required_argument, NULL, OPT_NP },
+	{ "np", required_argument, NULL, 'n' },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "explain", no_argument, NULL, OPT_EXPLAIN },
 	{ "transport", required_argument, NULL, OPT_TRANSPORT },
@@ -484,6 +494,12 @@ static const struct option long_options[] = {
 	{ "blocking", required_argument, NULL, 'z' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
+};
+
+/* mpirun's -np, which getopt_long would read as -n p. */
+static const shell_habit habits[] = {
+	{ "-np", true, "-n", NULL },
+	{ NULL, false, NULL, NULL }
 };
 
 static int usage_error(const char *fmt, const char *arg)
@@ -513,7 +529,7 @@ static int unknown_op(const char *word)
 static const char *opt_name(int c, char *buf, size_t cap)
 {
 	for (const struct option *o = long_options; o->name; o++)
-		if (o->val == c && c >= OPT_NP) {
+		if (o->val == c && c >= OPT_ITERS) {
 			snprintf(buf, cap, "--%s", o->name);
 			return buf;
 		}
@@ -536,12 +552,25 @@ static int parse_option(int c, const char *v, struct bench_args *a)
 		if (!bad)
 			a->stepfactor = f;
 		break;
-	case 'n': bad = shell_parse_int(v, 1, INT_MAX, &a->iters); break;
+	case OPT_ITERS: bad = shell_parse_int(v, 1, INT_MAX, &a->iters); break;
 	case 'w': bad = shell_parse_int(v, 0, INT_MAX, &a->warmup); break;
 	case 'c': bad = shell_parse_int(v, 0, 1, &a->check); break;
 	case 'z': bad = shell_parse_int(v, 0, 1, &a->blocking); break;
 	case 'r': bad = shell_parse_int(v, 0, BENCH_MAX_RANKS - 1, &a->root); break;
-	case OPT_NP: bad = shell_parse_int(v, 1, BENCH_MAX_RANKS, &a->np); break;
+	case 'n':
+		/* -n and --np are one option: the number of ranks */
+		if (shell_parse_int(v, 1, BENCH_MAX_RANKS, &f) != 0) {
+			bad = 1;
+		} else if (a->np != 0 && a->np != f) {
+			char msg[160];
+
+			snprintf(msg, sizeof(msg), "-n/--np %s: the number of ranks is %d already "
+				 "(timed calls per size: --iters)", v, a->np);
+			return usage_error("%s", msg);
+		} else {
+			a->np = f;
+		}
+		break;
 	case OPT_TIMEOUT: bad = shell_parse_int(v, 1, INT_MAX / 1000, &a->timeout_s); break;
 	case 'd':
 		if (herd_dtype_parse(v, &a->dtype) != HERD_OK)
@@ -557,9 +586,9 @@ static int parse_option(int c, const char *v, struct bench_args *a)
 			return usage_error("-t %s: -t is nccl-tests' thread count; the datatype "
 					   "is -d", v);
 		return usage_error(c == 't' ? "-t %s: herd bench runs one thread per rank; "
-				   "start more ranks with --np N or a launcher"
+				   "start more ranks with -n N or a launcher"
 				   : "-g %s: herd bench uses one GPU per rank; start more ranks "
-				   "with --np N or a launcher", v);
+				   "with -n N or a launcher", v);
 	case 'a': bad = shell_parse_int(v, 0, 3, &a->average); break;
 	case 'N':
 		if (strcmp(v, "0") == 0)
@@ -607,8 +636,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 	int c;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":b:e:f:i:n:w:c:d:t:g:a:N:o:r:z:h", long_options, NULL)) !=
-	       -1) {
+	while ((c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
 		if (c == 'h') {
 			fputs(bench_usage, stdout);
 			return SHELL_EXIT_OK;
@@ -629,6 +657,12 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		if (c == OPT_JSON || c == OPT_EXPLAIN) {
 			*(c == OPT_JSON ? &a->json : &a->explain) = 1;
 			continue;
+		}
+		/* The arguments that gave the rank count: not the ranks'. */
+		if (c == 'n' && a->n_np_args + 2 <= (int)(sizeof(a->np_args) / sizeof(*a->np_args))) {
+			a->np_args[a->n_np_args++] = argv[optind - 1];
+			if (optarg == argv[optind - 1] && optind >= 2)
+				a->np_args[a->n_np_args++] = argv[optind - 2];
 		}
 		int st = parse_option(c, optarg, a);
 		if (st >= 0)
@@ -1340,8 +1374,8 @@ static void bench_output(void *userdata, int rank, const char *host, herd_job_st
 		fprintf(stderr, "%.*s\n", (int)len, line);
 }
 
-/* argv of a rank: this program, "bench", the arguments less --np. */
-static const char **rank_argv(int argc, char **argv, const char *exe)
+/* argv of a rank: this program, "bench", the arguments less -n/--np. */
+static const char **rank_argv(const struct bench_args *a, int argc, char **argv, const char *exe)
 {
 	const char **out = calloc((size_t)argc + 2, sizeof(*out));
 	if (out == NULL)
@@ -1355,13 +1389,12 @@ static const char **rank_argv(int argc, char **argv, const char *exe)
 				out[k++] = argv[i++];
 			break;
 		}
-		if (strcmp(argv[i], "--np") == 0) {
-			i++;
-			continue;
-		}
-		if (strncmp(argv[i], "--np=", 5) == 0)
-			continue;
-		out[k++] = argv[i];
+		bool rank_count = false;
+
+		for (int j = 0; j < a->n_np_args && !rank_count; j++)
+			rank_count = argv[i] == a->np_args[j];
+		if (!rank_count)
+			out[k++] = argv[i];
 	}
 	out[k] = NULL;
 	return out;
@@ -1447,7 +1480,7 @@ static int run_local(const struct bench_args *a, int argc, char **argv)
 		return SHELL_EXIT_FAILURE;
 	}
 	exe[len] = '\0';
-	child_argv = rank_argv(argc, argv, exe);
+	child_argv = rank_argv(a, argc, argv, exe);
 	if (child_argv == NULL || pipe2(b.wake, O_CLOEXEC | O_NONBLOCK) != 0) {
 		fprintf(stderr, "herd bench: %s\n", child_argv == NULL ? "out of memory"
 									 : strerror(errno));
@@ -1483,39 +1516,83 @@ out:
 	return status;
 }
 
+/* The launchers' variables: a rank, and the number of ranks beside it. */
+static const struct {
+	const char *rank, *size, *by;
+} launchers[] = {
+	{ "HERD_RANK", "HERD_WORLD_SIZE", "herd launch" },
+	{ "RANK", "WORLD_SIZE", "torchrun" },
+	{ "SLURM_PROCID", "SLURM_NTASKS", "srun" },
+	{ "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "mpirun" },
+};
+
 /* Whether a launcher gave this process a rank (the variables that
- * herd_comm_init_env reads first). */
+ * herd_comm_init_env reads first): its index in launchers, or -1. */
 static int launched(void)
 {
-	const char *names[] = { "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK" };
-	if (shell_env("HERD_RANK") != NULL)
-		return 1;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		const char *v = getenv(names[i]);
-		if (v && v[0])
-			return 1;
+	for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
+		const char *v = i == 0 ? shell_env(launchers[i].rank) : getenv(launchers[i].rank);
+
+		if (v != NULL && v[0] != '\0')
+			return (int)i;
 	}
-	return 0;
+	return -1;
+}
+
+/*
+ * -n/--np in a process a launcher started: the number of ranks it was
+ * given says nothing new (it joins them), another one is refused, since
+ * this process is one rank already (-n of nccl-tests' habit, the
+ * iterations, is --iters).  -1 to go on, else the exit status.
+ */
+static int np_under_launcher(struct bench_args *a, int l)
+{
+	const char *size = getenv(launchers[l].size);
+	char msg[512];
+
+	if (size != NULL && atoi(size) == a->np) {
+		a->np = 0;
+		return -1;
+	}
+	snprintf(msg, sizeof(msg), "-n %d: this process is a rank that %s started (%s=%s); -n "
+		 "and --np start ranks only where no launcher did (timed calls per size: "
+		 "--iters)", a->np, launchers[l].by, launchers[l].size, size != NULL ? size : "?");
+	return usage_error("%s", msg);
 }
 
 int cmd_bench(int argc, char **argv)
 {
 	struct bench_args a;
+	shell_args args;
+	char **given;
+	int status, l = launched(), alone;
+	char why[512];
+
+	/* Every option in full, and -np read as -n, before getopt_long would
+	 * take a prefix for an option. */
+	status = shell_args_check("bench", argc, argv, short_options, long_options, habits,
+				  &args);
+	if (status != 0) {
+		shell_args_free(&args);
+		return status;
+	}
 	/* getopt_long reorders what it parses: the ranks get argv as written. */
-	char **given = calloc((size_t)argc + 1, sizeof(*given));
+	given = calloc((size_t)args.argc + 1, sizeof(*given));
 	if (given == NULL) {
+		shell_args_free(&args);
 		shell_message(shell_command, "out of memory");
 		return SHELL_EXIT_FAILURE;
 	}
-	memcpy(given, argv, (size_t)argc * sizeof(*given));
-	int status = parse_args(argc, argv, &a);
-	int alone = status < 0 && a.np == 0 && !launched();
-	char why[512];
+	memcpy(given, args.argv, (size_t)args.argc * sizeof(*given));
+	status = parse_args(args.argc, args.argv, &a);
+	if (status < 0 && a.np > 0 && l >= 0)
+		status = np_under_launcher(&a, l);
+	alone = status < 0 && a.np == 0 && l < 0;
 	if (alone)
 		a.np = 1;
 	if (status < 0 && a.np > 0 && a.root >= a.np)
-		status = usage_error("%s", "the root (-r) is not one of the --np ranks");
-	/* The launcher of --np looks for a GPU once, for all its ranks. */
+		status = usage_error("%s", "the root (-r) is not one of the -n ranks");
+	/* The launcher of -n looks for a GPU once, for all its ranks. */
 	if (status < 0 && a.np > 0 && a.gpu && (status = gpu_unusable(why, sizeof(why))) >= 0) {
 		if (status == SHELL_EXIT_USAGE)
 			usage_error("%s", why);
@@ -1523,13 +1600,14 @@ int cmd_bench(int argc, char **argv)
 			fprintf(stderr, "herd bench: %s\n", why);
 	}
 	if (status < 0 && alone)
-		fprintf(stderr, "herd bench: running one rank (no --np and no launcher's "
-			"variables); --np N runs N here, and herd launch, srun, mpirun or "
+		fprintf(stderr, "herd bench: running one rank (no -n and no launcher's "
+			"variables); -n N runs N here, and herd launch, srun, mpirun or "
 			"torchrun start more\n");
 	if (status < 0 && a.np > 0)
 		warn_if_busy(a.np);
 	if (status < 0)
-		status = a.np > 0 ? run_local(&a, argc, given) : run_rank(&a);
+		status = a.np > 0 ? run_local(&a, args.argc, given) : run_rank(&a);
 	free(given);
+	shell_args_free(&args);
 	return status;
 }

@@ -4,9 +4,11 @@
  * prefixed output, a first-failure summary and the failed rank's exit
  * status (herd_job_launch and friends).
  *
- * Signals: SIGINT, SIGTERM and SIGHUP are forwarded to every rank and end
- * the job (no restart follows them, herd_job_signal); the second one stops
- * it (SIGTERM, then SIGKILL after the grace period).
+ * Signals: SIGINT, SIGTERM and SIGHUP interrupt the job: each goes to
+ * every rank, ranks still running after the grace period get SIGKILL, no
+ * restart follows, and herd launch exits 128 + the signal
+ * (herd_job_interrupt); another within KILL_WINDOW_MS kills what is left
+ * at once, as srun's second Ctrl-C does.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -30,63 +33,101 @@ static const char usage_text[] =
 	"Runs N ranks of CMD; every output line is prefixed [host:rank].  A CMD\n"
 	"ending in .lua runs as `herd CMD`: Lua ranks; a CMD named herd runs this\n"
 	"herd program (the one on the nodes' PATH or $HERD_PROGRAM over ssh and Slurm).\n"
-	"  -n, --np N              number of ranks (required)\n"
-	"  --per-node K            ranks per node (default: fill each node's slots)\n"
+	"Options are never abbreviated: a prefix of one is refused.\n"
+	"  -n, --np N              number of ranks (required, unless -N and --per-node\n"
+	"                          give it, or --per-node alone on this node)\n"
+	"  --per-node K            ranks per node (default: fill each node's slots);\n"
+	"                          without -n or -N on this node: K ranks\n"
 	"  --hosts EXPR            run over ssh on a hostlist, e.g. node[01-04]\n"
 	"  --hostfile FILE         run over ssh on the hosts of FILE (host slots=N)\n"
 	"  --slurm                 run on the nodes of this Slurm allocation (srun)\n"
 	"  --gpus-per-rank G       lease and bind G GPUs per rank\n"
 	"  --restarts R            restart the whole job up to R times after a failure\n"
-	"                          (not after SIGINT, SIGTERM or SIGHUP to herd launch)\n"
+	"                          (not after a signal to herd launch or the time limit)\n"
 	"  --env NAME=VALUE        set NAME in every rank's environment (repeatable);\n"
 	"                          it wins over herd's own variables, as an exported\n"
-	"                          MASTER_ADDR or MASTER_PORT does\n"
+	"                          MASTER_ADDR or MASTER_PORT does; --env NAME passes\n"
+	"                          this process's value of NAME\n"
 	"  -u, --unbuffered        ranks' stdout line-buffered (C stdio through\n"
 	"                          coreutils' libstdbuf, PYTHONUNBUFFERED=1), so a\n"
 	"                          rank that is killed loses no finished line\n"
 	"  --log-dir DIR           also write DIR/rank.N.out and DIR/rank.N.err\n"
 	"  --json-summary FILE     at the end, write the job's summary to FILE as JSON:\n"
-	"                          job id, exit status, restarts, first failure, and\n"
-	"                          each rank's host, pid, state, exit code or signal\n"
-	"                          (a new file renamed over FILE; FILE must not be a\n"
-	"                          device, FIFO or link: checked before the job runs)\n"
-	"  --timeout SEC           deadline for every rank to be started (default 60)\n"
+	"                          job id, exit status, state, time limit, restarts,\n"
+	"                          first failure, and each rank's host, pid, state,\n"
+	"                          exit code or signal (a new file renamed over\n"
+	"                          FILE; FILE must not be a device, FIFO or link:\n"
+	"                          checked before the job runs)\n"
+	"  -t, --time LIMIT        the job's wall-clock limit as srun writes it:\n"
+	"                          minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or\n"
+	"                          D-HH:MM:SS; it counts from the start of the ranks\n"
+	"                          and restarts do not reset it.  At the limit the\n"
+	"                          ranks are stopped (SIGTERM, SIGKILL after --grace)\n"
+	"  --timeout SEC           the same limit in seconds (mpirun's --timeout)\n"
+	"  --start-timeout SEC     deadline for every rank to be started (default 60)\n"
 	"  --grace SEC             SIGTERM to SIGKILL when stopping (default 5)\n"
 	"  --prefix FMT            line prefix, %h host, %r rank (default \"[%h:%r] \")\n"
 	"  --no-prefix             no prefix\n"
 	"  -l, --label             srun's prefix: \"RANK: \"\n"
-	"Aliases for flags of torchrun and srun, with herd's meaning:\n"
-	"  --nproc-per-node, --ntasks-per-node K   --per-node K\n"
-	"  -N, --nodes, --nnodes M                 M nodes: -n is M times --per-node,\n"
-	"                                          or --per-node is -n / M rounded up\n"
-	"  --max-restarts R                        --restarts R (the whole job)\n"
-	"  --gpus-per-task G                       --gpus-per-rank G\n"
-	"  -w, --nodelist EXPR                     --hosts EXPR (over ssh, not srun)\n"
+	"  -h, --help              this help\n"
+	"Flags of torchrun, mpirun and srun, with herd's meaning (with '_' for '-'\n"
+	"too, as torchrun writes them):\n"
+	"  --nproc-per-node, --ntasks-per-node, --npernode, -npernode K\n"
+	"                               --per-node K\n"
+	"  -N, --nodes, --nnodes M      M nodes: -n is M times --per-node, or\n"
+	"                               --per-node is -n / M rounded up\n"
+	"  --standalone                 -N 1\n"
+	"  --ntasks N, -np N            -n N\n"
+	"  -x NAME[=VALUE]              --env NAME[=VALUE]\n"
+	"  -hostfile, --machinefile, -machinefile F\n"
+	"                               --hostfile F\n"
+	"  --max-restarts R             --restarts R (the whole job)\n"
+	"  --gpus-per-task G            --gpus-per-rank G\n"
+	"  -w, --nodelist EXPR          --hosts EXPR (over ssh, not srun)\n"
+	"  --tag-output                 the default prefix\n"
+	"  --no-python                  nothing: CMD runs as given\n"
+	"Refused, naming the option of herd launch that does the job: torchrun's\n"
+	"--rdzv-endpoint, --rdzv-backend, --rdzv-id, --master-addr, --master-port,\n"
+	"--node-rank, -m/--module; mpirun's -H/--host/-host, --map-by, --bind-to,\n"
+	"--rank-by; srun's -c/--cpus-per-task, -G/--gpus, --gpus-per-node, --gres,\n"
+	"-p/--partition, -A/--account, -o/--output, --export.\n"
+	"Signals: SIGINT (Ctrl-C), SIGTERM or SIGHUP to herd launch goes to every\n"
+	"rank and ends the job: no restart, and ranks still running after --grace\n"
+	"get SIGKILL; another within 3 s kills them at once.\n"
 	"Exit status (as timeout(1) keeps its own apart from the command's):\n"
 	"  0        every rank exited 0\n"
 	"  N        the first failed rank's status: its exit code, 128+S for\n"
 	"           signal S, 255 when its node was lost\n"
+	"  124      the time limit (--time, --timeout) was reached\n"
 	"  125      herd launch itself failed: a usage error, a placement that\n"
 	"           cannot be met, a node that cannot be reached at the start\n"
 	"  126/127  a rank's command is not executable / not found\n"
+	"  128+S    herd launch was interrupted by signal S: 130 SIGINT, 143\n"
+	"           SIGTERM, 129 SIGHUP (unless a rank had failed before)\n"
 	"Every rank sees HERD_RANK, HERD_WORLD_SIZE, HERD_LOCAL_RANK, HERD_NODE_RANK,\n"
 	"HERD_STORE, HERD_JOB_ID, HERD_JOB_SECRET, HERD_RESTART_COUNT and torchrun's\n"
 	"RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (see README.md).\n";
 
 enum {
 	OPT_PER_NODE = 256, OPT_HOSTS, OPT_HOSTFILE, OPT_SLURM, OPT_GPUS, OPT_RESTARTS,
-	OPT_LOG_DIR, OPT_TIMEOUT, OPT_GRACE, OPT_PREFIX, OPT_NO_PREFIX, OPT_ENV, OPT_SUMMARY
+	OPT_LOG_DIR, OPT_TIMEOUT, OPT_START_TIMEOUT, OPT_GRACE, OPT_PREFIX, OPT_NO_PREFIX,
+	OPT_ENV, OPT_SUMMARY, OPT_STANDALONE, OPT_TAG_OUTPUT, OPT_NO_PYTHON
 };
+
+static const char short_options[] = "+n:N:w:t:ulh";
 
 static const struct option options[] = {
 	{ "np", required_argument, NULL, 'n' },
+	{ "ntasks", required_argument, NULL, 'n' },
 	{ "per-node", required_argument, NULL, OPT_PER_NODE },
 	{ "nproc-per-node", required_argument, NULL, OPT_PER_NODE },
 	{ "ntasks-per-node", required_argument, NULL, OPT_PER_NODE },
+	{ "npernode", required_argument, NULL, OPT_PER_NODE },
 	{ "hosts", required_argument, NULL, OPT_HOSTS },
 	{ "nodelist", required_argument, NULL, OPT_HOSTS },
 	{ "nodes", required_argument, NULL, 'N' },
 	{ "nnodes", required_argument, NULL, 'N' },
+	{ "standalone", no_argument, NULL, OPT_STANDALONE },
 	{ "hostfile", required_argument, NULL, OPT_HOSTFILE },
 	{ "slurm", no_argument, NULL, OPT_SLURM },
 	{ "gpus-per-rank", required_argument, NULL, OPT_GPUS },
@@ -97,13 +138,82 @@ static const struct option options[] = {
 	{ "unbuffered", no_argument, NULL, 'u' },
 	{ "log-dir", required_argument, NULL, OPT_LOG_DIR },
 	{ "json-summary", required_argument, NULL, OPT_SUMMARY },
+	{ "time", required_argument, NULL, 't' },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "start-timeout", required_argument, NULL, OPT_START_TIMEOUT },
 	{ "grace", required_argument, NULL, OPT_GRACE },
 	{ "prefix", required_argument, NULL, OPT_PREFIX },
 	{ "no-prefix", no_argument, NULL, OPT_NO_PREFIX },
+	{ "tag-output", no_argument, NULL, OPT_TAG_OUTPUT },
 	{ "label", no_argument, NULL, 'l' },
+	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
+};
+
+#define HOSTS_INSTEAD "herd launch takes --hosts EXPR (a hostlist: node[01-04], or a,b,c) or " \
+	"--hostfile FILE (host slots=N lines)"
+#define NODES_GIVE "give the nodes with --hosts, --hostfile or --slurm"
+#define PLACE_INSTEAD "herd launch fills each node's slots in rank order, --per-node K at a " \
+	"time, and with --gpus-per-rank G binds each rank to its GPUs' NUMA node"
+#define ALLOC_INSTEAD "run herd launch --slurm inside an allocation that has it (salloc " \
+	"... herd launch --slurm ...)"
+
+/* Flags of mpirun, srun and torchrun that herd launch reads as its own
+ * (single-dash words that getopt_long would take for -n p), or answers
+ * with the option that does the job. */
+static const shell_habit habits[] = {
+	{ "-np", true, "-n", NULL },
+	{ "-x", true, "--env", NULL },
+	{ "-hostfile", true, "--hostfile", NULL },
+	{ "-machinefile", true, "--hostfile", NULL },
+	{ "--machinefile", true, "--hostfile", NULL },
+	{ "-npernode", true, "--per-node", NULL },
+	{ "-H", true, NULL, "mpirun's host list; " HOSTS_INSTEAD },
+	{ "--host", true, NULL, "mpirun's host list; " HOSTS_INSTEAD },
+	{ "-host", true, NULL, "mpirun's host list; " HOSTS_INSTEAD },
+	{ "--map-by", true, NULL, "mpirun's placement; " PLACE_INSTEAD },
+	{ "--bind-to", true, NULL, "mpirun's binding; " PLACE_INSTEAD },
+	{ "--rank-by", true, NULL, "mpirun's rank order; " PLACE_INSTEAD },
+	{ "-c", true, NULL, "srun's CPUs per task; herd launch has no CPU count per rank: "
+	  "with --gpus-per-rank G each rank is bound to its GPUs' NUMA node" },
+	{ "--cpus-per-task", true, NULL, "srun's CPUs per task; herd launch has no CPU count "
+	  "per rank: with --gpus-per-rank G each rank is bound to its GPUs' NUMA node" },
+	{ "--gpus", true, NULL, "srun's GPU count for the whole job; herd launch takes "
+	  "--gpus-per-rank G" },
+	{ "-G", true, NULL, "srun's GPU count for the whole job; herd launch takes "
+	  "--gpus-per-rank G" },
+	{ "--gpus-per-node", true, NULL, "srun's GPUs per node; herd launch takes "
+	  "--gpus-per-rank G (a node of K ranks gets K*G)" },
+	{ "--gres", true, NULL, "srun's generic resources; herd launch takes --gpus-per-rank G "
+	  "for GPUs" },
+	{ "-p", true, NULL, "srun's partition; " ALLOC_INSTEAD },
+	{ "--partition", true, NULL, "srun's partition; " ALLOC_INSTEAD },
+	{ "-A", true, NULL, "srun's account; " ALLOC_INSTEAD },
+	{ "--account", true, NULL, "srun's account; " ALLOC_INSTEAD },
+	{ "-o", true, NULL, "srun's output file; herd launch writes every rank's output to "
+	  "DIR/rank.N.out and .err with --log-dir DIR" },
+	{ "--output", true, NULL, "srun's output file; herd launch writes every rank's output "
+	  "to DIR/rank.N.out and .err with --log-dir DIR" },
+	{ "--export", true, NULL, "srun's environment list; herd launch takes --env NAME=VALUE "
+	  "or --env NAME (repeatable), and its ranks inherit this environment" },
+	{ "--rdzv-endpoint", true, NULL, "torchrun's rendezvous; herd launch hosts the job's "
+	  "rendezvous itself: " NODES_GIVE },
+	{ "--rdzv-backend", true, NULL, "torchrun's rendezvous; herd launch hosts the job's "
+	  "rendezvous itself: " NODES_GIVE },
+	{ "--rdzv-id", true, NULL, "torchrun's rendezvous; herd launch hosts the job's "
+	  "rendezvous itself: " NODES_GIVE },
+	{ "--master-addr", true, NULL, "torchrun's; herd launch sets MASTER_ADDR (the first "
+	  "node) and MASTER_PORT itself, and an exported one or --env MASTER_ADDR=HOST wins" },
+	{ "--master-port", true, NULL, "torchrun's; herd launch sets MASTER_ADDR and "
+	  "MASTER_PORT (a free port) itself, and an exported one or --env MASTER_PORT=P wins" },
+	{ "--node-rank", true, NULL, "torchrun's, for a command run on each node; herd "
+	  "launch starts every node itself: " NODES_GIVE },
+	{ "-m", false, NULL, "torchrun's module flag; herd launch runs CMD as given: "
+	  "herd launch ... python -m MODULE" },
+	{ "--module", false, NULL, "torchrun's module flag; herd launch runs CMD as given: "
+	  "herd launch ... python -m MODULE" },
+	{ NULL, false, NULL, NULL }
 };
 
 /* The launcher's variables that ranks keep when exported: torchrun's
@@ -151,13 +261,15 @@ static int env_has(const struct env_list *e, const char *name)
 	return 0;
 }
 
-/* The entry "NAME=value" of this process's environment, or NULL. */
-static const char *environ_entry(const char *name)
+/* The entry "NAME=value" of this process's environment, or NULL; with
+ * empty, one with an empty value too. */
+static const char *environ_entry(const char *name, bool empty)
 {
 	size_t len = strlen(name);
 
 	for (char **e = environ; *e != NULL; e++)
-		if (strncmp(*e, name, len) == 0 && (*e)[len] == '=' && (*e)[len + 1] != '\0')
+		if (strncmp(*e, name, len) == 0 && (*e)[len] == '=' &&
+		    (empty || (*e)[len + 1] != '\0'))
 			return *e;
 	return NULL;
 }
@@ -192,7 +304,7 @@ static int env_finish(struct env_list *e, int unbuffered)
 	static const char *const unbuffered_env[] = { "_STDBUF_O=L", "PYTHONUNBUFFERED=1" };
 
 	for (size_t i = 0; i < sizeof(kept_exports) / sizeof(*kept_exports); i++) {
-		const char *entry = environ_entry(kept_exports[i]);
+		const char *entry = environ_entry(kept_exports[i], false);
 
 		if (entry != NULL && !env_has(e, kept_exports[i]) && env_add(e, entry) != 0)
 			return -1;
@@ -234,31 +346,37 @@ static void on_signal(int sig)
 /* The longest --timeout and --grace: about 23 days. */
 #define SECONDS_MAX 2.0e6
 
+static int usage_error(const char *fmt, const char *arg);
+
 static int parse_count(const char *opt, const char *v, int min, int *out)
 {
+	char msg[256];
+
 	if (shell_parse_int(v, min, COUNT_MAX, out) != 0) {
-		fprintf(stderr, "herd launch: %s %s: expected a whole number from %d to %d\n",
-			opt, v, min, COUNT_MAX);
-		return -1;
+		snprintf(msg, sizeof(msg), "%s %s: expected a whole number from %d to %d", opt, v,
+			 min, COUNT_MAX);
+		return usage_error("%s", msg);
 	}
 	return 0;
 }
 
-static int parse_seconds(const char *opt, const char *v, int *ms)
+/* Seconds into *ms; 0 is 1 ms (0 would mean "the default"), or with
+ * zero_none 0 (no limit). */
+static int parse_seconds(const char *opt, const char *v, int *ms, bool zero_none)
 {
-	char *end;
+	char *end, msg[256];
 	double s;
 
 	errno = 0;
 	s = strtod(v, &end);
 	if (end == v || *end != '\0' || errno != 0 || !isfinite(s) || s < 0 || s > SECONDS_MAX) {
-		fprintf(stderr, "herd launch: %s %s: expected a number of seconds from 0 to %.0f\n",
-			opt, v, SECONDS_MAX);
-		return -1;
+		snprintf(msg, sizeof(msg), "%s %s: expected a number of seconds from 0 to %.0f", opt,
+			 v, SECONDS_MAX);
+		return usage_error("%s", msg);
 	}
 	*ms = (int)ceil(s * 1000.0);
-	if (*ms == 0)
-		*ms = 1;  /* 0 would mean "the default" */
+	if (*ms == 0 && !zero_none)
+		*ms = 1;
 	return 0;
 }
 
@@ -274,11 +392,33 @@ static void report_failed_starts(const herd_job *job)
 	}
 }
 
-/* Waits for the job, forwarding signals; returns its exit status.  Sleeps
- * on the job's descriptor and the signal pipe, with no period. */
+/* How long after an interrupt another one kills the ranks at once. */
+#define KILL_WINDOW_MS 3000
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *signal_name(int sig)
+{
+	return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP";
+}
+
+/*
+ * Waits for the job, sleeping on its descriptor and the signal pipe, with
+ * no period; returns its exit status.  A signal interrupts the job
+ * (herd_job_interrupt); another within KILL_WINDOW_MS kills its ranks at
+ * once; one after that window opens a new one.
+ */
 static int supervise(herd_job *job)
 {
-	int status = 0, forwarded = 0;
+	int status = 0;
+	bool interrupted = false;
+	int64_t window = 0;    /* until when another signal kills */
 
 	for (;;) {
 		struct pollfd p[2] = { { .fd = sig_pipe[0], .events = POLLIN },
@@ -296,12 +436,22 @@ static int supervise(herd_job *job)
 			ssize_t n = read(sig_pipe[0], sigs, sizeof(sigs));
 
 			for (ssize_t i = 0; i < n; i++) {
-				if (forwarded++ == 0) {
-					herd_job_signal(job, sigs[i]);
+				const char *name = signal_name(sigs[i]);
+
+				if (window > 0 && now_ms() < window) {
+					fprintf(stderr, "herd launch: %s again: killing the ranks of job "
+						"%s\n", name, herd_job_id(job));
+					herd_job_interrupt(job, sigs[i]);
+					window = 0;
 					continue;
 				}
-				fprintf(stderr, "herd launch: stopping job %s\n", herd_job_id(job));
-				herd_job_kill(job);
+				if (!interrupted)
+					herd_job_interrupt(job, sigs[i]);
+				interrupted = true;
+				window = now_ms() + KILL_WINDOW_MS;
+				fprintf(stderr, "herd launch: %s: stopping job %s (one more within %d s "
+					"kills its ranks at once)\n", name, herd_job_id(job),
+					KILL_WINDOW_MS / 1000);
 			}
 		}
 	}
@@ -309,11 +459,13 @@ static int supervise(herd_job *job)
 
 /*
  * --json-summary: the job's end as JSON in path (job NULL: it did not
- * start, and error says why), written as every result file of herd is: a
+ * start, and error says why), with its time limit (0: none) and how it
+ * ended (state), written as every result file of herd is: a
  * new file renamed over path (herd_file_write).  0, or -1 (said) when the
  * file cannot be written.
  */
-static int write_summary(const char *path, const herd_job *job, int status, const char *error)
+static int write_summary(const char *path, const herd_job *job, int time_limit_ms, int status,
+			 const char *error)
 {
 	json_t *ranks = json_array(), *doc;
 	char *text = NULL;
@@ -337,9 +489,13 @@ static int write_summary(const char *path, const herd_job *job, int status, cons
 			"signal", r.signal > 0 ? json_integer(r.signal) : json_null(),
 			"error", shell_json_str(r.error)));
 	}
-	doc = json_pack("{s:i, s:o, s:b, s:i, s:o, s:o, s:o}", "v", 1, "job_id",
+	doc = json_pack("{s:i, s:o, s:b, s:i, s:o, s:o, s:o, s:o, s:o}", "v", 1, "job_id",
 			shell_json_str(job != NULL ? herd_job_id(job) : NULL), "started", job != NULL,
-			"exit_status", status, "restarts",
+			"exit_status", status, "state",
+			shell_json_str(job != NULL ? herd_job_state_name(herd_job_get_state(job))
+				       : NULL),
+			"time_limit_s", time_limit_ms > 0 ? json_real(time_limit_ms / 1000.0)
+			: json_null(), "restarts",
 			job != NULL ? json_integer(herd_job_restart_count(job)) : json_null(),
 			"failure", shell_json_str(job != NULL ? herd_job_failure(job) : error),
 			"ranks", ranks);
@@ -372,6 +528,7 @@ static const char *in_options(const char *msg, const herd_job_spec *spec, char *
 		{ "herd_job_spec.per_node", "--per-node" },
 		{ "herd_job_spec.gpus_per_rank", "--gpus-per-rank" },
 		{ "herd_job_spec.restarts", "--restarts" },
+		{ "herd_job_spec.time_limit_ms", "--time" },
 		{ "herd_job_spec.env", "--env" },
 		{ "herd_job_spec.log_dir", "--log-dir" },
 		{ "herd_job_spec.prefix", "--prefix" },
@@ -414,37 +571,79 @@ static int usage_error(const char *fmt, const char *arg)
 	return -1;
 }
 
-/*
- * The command line into spec and e.  0, 1 for --help (printed), -1 for a
- * usage error (said).
- */
-static int parse_args(int argc, char **argv, herd_job_spec *spec, struct env_list *e,
-		      int *unbuffered, const char **summary)
+/* --env NAME=VALUE, or --env NAME (mpirun's -x NAME): this process's
+ * value.  0, or -1 (said). */
+static int env_option(struct env_list *e, const char *opt, const char *v)
 {
-	int c, li, where_set = 0, nodes = 0;
-	char opt[40];
+	const char *entry = v;
+	char msg[512];
+
+	if (v[0] == '=' || v[0] == '\0') {
+		snprintf(msg, sizeof(msg), "%s %s: expected NAME=VALUE (or NAME: this process's "
+			 "value)", opt, v);
+		return usage_error("%s", msg);
+	}
+	if (strchr(v, '=') == NULL) {
+		entry = environ_entry(v, true);
+		if (entry == NULL) {
+			snprintf(msg, sizeof(msg), "%s %s: %s is not set here; give %s=VALUE", opt, v,
+				 v, v);
+			return usage_error("%s", msg);
+		}
+	}
+	if (env_add(e, entry) != 0)
+		return usage_error("out of memory%s", "");
+	return 0;
+}
+
+/* What the command line says beside the spec. */
+struct launch_args {
+	int unbuffered;
+	const char *summary;
+	int nodes;             /* -N, --nnodes, --standalone; 0 none */
+	const char *limit_opt; /* the option that set the time limit */
+};
+
+/*
+ * The command line into spec and e; the command is argv + *cmd_at.  0, 1
+ * for --help (printed), -1 for a usage error (said).
+ */
+static int parse_args(shell_args *a, herd_job_spec *spec, struct env_list *e,
+		      struct launch_args *la, int *cmd_at)
+{
+	int c, li, where_set = 0, n;
+	char opt[64];
 
 	opterr = 0;
 	optind = 1;
 	/* "+": options end at the command, whose own options are its own. */
-	while ((li = -1, c = getopt_long(argc, argv, "+n:N:w:ulh", options, &li)) != -1) {
+	while ((li = -1, c = getopt_long(a->argc, a->argv, short_options, options, &li)) != -1) {
 		/* The option as the user typed it, for messages (aliases too). */
-		if (li >= 0)
-			snprintf(opt, sizeof(opt), "--%s", options[li].name);
-		else
-			snprintf(opt, sizeof(opt), "-%c", c);
+		shell_args_option(a, options, c, li, opt, sizeof(opt));
 		switch (c) {
 		case 'n':
-			if (parse_count(opt, optarg, 1, &spec->nranks) != 0)
+			if (parse_count(opt, optarg, 1, &n) != 0)
 				return -1;
+			/* -n, --np, --ntasks and -np are one option */
+			if (spec->nranks != 0 && spec->nranks != n) {
+				char msg[160];
+
+				snprintf(msg, sizeof(msg), "%s %s: the number of ranks is %d already",
+					 opt, optarg, spec->nranks);
+				return usage_error("%s", msg);
+			}
+			spec->nranks = n;
 			break;
 		case OPT_PER_NODE:
 			if (parse_count(opt, optarg, 1, &spec->per_node) != 0)
 				return -1;
 			break;
 		case 'N':
-			if (parse_count(opt, optarg, 1, &nodes) != 0)
+			if (parse_count(opt, optarg, 1, &la->nodes) != 0)
 				return -1;
+			break;
+		case OPT_STANDALONE:
+			la->nodes = 1;
 			break;
 		case 'w':
 			c = OPT_HOSTS;
@@ -479,14 +678,39 @@ static int parse_args(int argc, char **argv, herd_job_spec *spec, struct env_lis
 				fprintf(stderr, "herd launch: --json-summary %s\n", herd_last_error());
 				return -1;
 			}
-			*summary = optarg;
+			la->summary = optarg;
 			break;
+		case 't':
 		case OPT_TIMEOUT:
-			if (parse_seconds("--timeout", optarg, &spec->start_timeout_ms) != 0)
+			/* --time and --timeout are one limit, in srun's and mpirun's
+			 * words. */
+			if (la->limit_opt != NULL && strcmp(la->limit_opt, opt) != 0) {
+				char msg[160];
+
+				snprintf(msg, sizeof(msg), "%s and %s both set the job's time limit; "
+					 "give one", la->limit_opt, opt);
+				return usage_error("%s", msg);
+			}
+			la->limit_opt = c == 't' ? (li >= 0 ? "--time" : "-t") : "--timeout";
+			if (c == OPT_TIMEOUT) {
+				if (parse_seconds(opt, optarg, &spec->time_limit_ms, true) != 0)
+					return -1;
+			} else if (shell_parse_time_limit(optarg, (int)SECONDS_MAX * 1000,
+							  &spec->time_limit_ms) != 0) {
+				char msg[256];
+
+				snprintf(msg, sizeof(msg), "%s %s: expected srun's minutes, MM:SS, "
+					 "HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS, at most 23-03:33:20",
+					 opt, optarg);
+				return usage_error("%s", msg);
+			}
+			break;
+		case OPT_START_TIMEOUT:
+			if (parse_seconds(opt, optarg, &spec->start_timeout_ms, false) != 0)
 				return -1;
 			break;
 		case OPT_GRACE:
-			if (parse_seconds("--grace", optarg, &spec->grace_ms) != 0)
+			if (parse_seconds(opt, optarg, &spec->grace_ms, false) != 0)
 				return -1;
 			break;
 		case OPT_PREFIX:
@@ -495,37 +719,48 @@ static int parse_args(int argc, char **argv, herd_job_spec *spec, struct env_lis
 		case OPT_NO_PREFIX:
 			spec->prefix = "";
 			break;
+		case OPT_TAG_OUTPUT:
+			spec->prefix = NULL;
+			break;
+		case OPT_NO_PYTHON:
+			break;
 		case 'l':
 			spec->prefix = "%r: ";
 			break;
 		case 'u':
-			*unbuffered = 1;
+			la->unbuffered = 1;
 			break;
 		case OPT_ENV:
-			if (strchr(optarg, '=') == NULL || optarg[0] == '=')
-				return usage_error("--env %s: expected NAME=VALUE", optarg);
-			if (env_add(e, optarg) != 0)
-				return usage_error("out of memory%s", "");
+			if (env_option(e, opt, optarg) != 0)
+				return -1;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return 1;
 		default:
-			return usage_error("unknown option or missing value: %s", argv[optind - 1]);
+			/* shell_args_check has said what it refuses */
+			return usage_error("unrecognized option or missing value: %s",
+					   a->argv[optind - 1]);
 		}
 	}
+	/* torchrun's --nproc-per-node K alone (its --nnodes is 1 unless
+	 * given): one node of K ranks, on this node. */
+	if (la->nodes == 0 && spec->nranks == 0 && spec->per_node > 0 &&
+	    spec->where == HERD_JOB_LOCAL)
+		la->nodes = 1;
 	/* torchrun's --nnodes and srun's -N: so many nodes, the ranks spread
 	 * evenly (-n from them and --per-node when -n is not given). */
-	if (nodes > 0 && spec->nranks == 0 && spec->per_node > 0)
-		spec->nranks = nodes * spec->per_node;
-	else if (nodes > 0 && spec->nranks > 0 && spec->per_node == 0)
-		spec->per_node = (spec->nranks + nodes - 1) / nodes;
-	if (nodes > 0 && spec->nranks > nodes * spec->per_node)
+	if (la->nodes > 0 && spec->nranks == 0 && spec->per_node > 0)
+		spec->nranks = la->nodes * spec->per_node;
+	else if (la->nodes > 0 && spec->nranks > 0 && spec->per_node == 0)
+		spec->per_node = (spec->nranks + la->nodes - 1) / la->nodes;
+	if (la->nodes > 0 && spec->nranks > la->nodes * spec->per_node)
 		return usage_error("-n is more than -N/--nodes times --per-node%s", "");
 	if (spec->nranks == 0)
 		return usage_error("-n N is required (or -N M with --per-node K)%s", "");
-	if (optind >= argc)
+	if (optind >= a->argc)
 		return usage_error("no command to run%s", "");
+	*cmd_at = optind;
 	return 0;
 }
 
@@ -533,15 +768,23 @@ int cmd_launch(int argc, char **argv)
 {
 	herd_job_spec spec = HERD_JOB_SPEC_INIT;
 	struct env_list extra = { NULL, { NULL, NULL }, 0, 0, 0 };
-	const char **cmd = NULL, *summary = NULL;
+	struct launch_args la = { 0, NULL, 0, NULL };
+	shell_args args;
+	const char **cmd = NULL;
 	char self[PATH_MAX];
-	int rc, unbuffered = 0, status = LAUNCH_EXIT_OWN;
+	int rc, cmd_at = 0, status = LAUNCH_EXIT_OWN;
 	herd_status st;
 	herd_job *job = NULL;
 	struct sigaction sa;
 	static const int forward[] = { SIGINT, SIGTERM, SIGHUP };
 
-	rc = parse_args(argc, argv, &spec, &extra, &unbuffered, &summary);
+	/* Every option in full, and other tools' flags read or answered,
+	 * before getopt_long would take a prefix for an option. */
+	rc = shell_args_check("launch", argc, argv, short_options, options, habits, &args);
+	if (rc == 0)
+		rc = parse_args(&args, &spec, &extra, &la, &cmd_at);
+	else
+		rc = -1;
 	if (rc != 0) {
 		status = rc > 0 ? SHELL_EXIT_OK : LAUNCH_EXIT_OWN;
 		goto out;
@@ -549,8 +792,8 @@ int cmd_launch(int argc, char **argv)
 	/* Local nodes run this very program (`herd exec`, Lua ranks). */
 	if (spec.where == HERD_JOB_LOCAL)
 		spec.herd_program = shell_self_program(self, sizeof(self));
-	cmd = shell_rank_argv(argc - optind, argv + optind, spec.herd_program);
-	if (cmd == NULL || env_finish(&extra, unbuffered) != 0) {
+	cmd = shell_rank_argv(args.argc - cmd_at, args.argv + cmd_at, spec.herd_program);
+	if (cmd == NULL || env_finish(&extra, la.unbuffered) != 0) {
 		fprintf(stderr, "herd launch: out of memory\n");
 		goto out;
 	}
@@ -577,16 +820,20 @@ int cmd_launch(int argc, char **argv)
 
 		in_options(herd_last_error(), &spec, msg, sizeof(msg));
 		fprintf(stderr, "herd launch: %s\n", msg);
-		if (summary != NULL)
-			write_summary(summary, NULL, status, msg);
+		if (la.summary != NULL)
+			write_summary(la.summary, NULL, spec.time_limit_ms, status, msg);
 		goto out;
 	}
 	status = supervise(job);
 	report_failed_starts(job);
+	/* A rank's failure, or how else it ended: the time limit, an
+	 * interrupt, a stop. */
 	if (herd_job_failure(job) != NULL)
-		fprintf(stderr, "herd launch: job %s failed: %s\n", herd_job_id(job),
-			herd_job_failure(job));
-	if (summary != NULL && write_summary(summary, job, status, NULL) != 0 && status == 0)
+		fprintf(stderr, herd_job_get_state(job) == HERD_JOB_FAILED
+			? "herd launch: job %s failed: %s\n" : "herd launch: job %s: %s\n",
+			herd_job_id(job), herd_job_failure(job));
+	if (la.summary != NULL &&
+	    write_summary(la.summary, job, spec.time_limit_ms, status, NULL) != 0 && status == 0)
 		status = LAUNCH_EXIT_OWN;
 	herd_job_free(job);
 	fflush(stdout);
@@ -595,5 +842,6 @@ out:
 	free(extra.v);
 	for (size_t i = 0; i < extra.nowned; i++)
 		free(extra.owned[i]);
+	shell_args_free(&args);
 	return status;
 }

@@ -5,9 +5,11 @@
  * A SIGINT that reaches running code (shell/run.c) also writes a byte to
  * a pipe; a thread of the program reads it and, from outside the signal
  * handler, aborts every open communicator (herd_comm_abort: pending calls
- * return HERD_EABORTED at once, here and on the peers) and stops every job
- * of the session not launched with detach = true (herd_job_kill), so that
- * a script blocked in a collective or in job:wait returns and the
+ * return HERD_EABORTED at once, here and on the peers) and interrupts every
+ * job of the session not launched with detach = true, as a Ctrl-C on herd
+ * launch does (herd_job_interrupt: SIGINT to its ranks, SIGKILL after its
+ * grace period, state "interrupted"; another Ctrl-C kills them at once),
+ * so that a script blocked in a collective or in job:wait returns and the
  * "interrupted!" error reaches it.  Objects register when they are made
  * and leave before they are freed, under the one lock the thread holds
  * while it acts, so it never touches a freed object.
@@ -15,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -41,7 +44,7 @@ static void act(void)
 		if (!entries[i].is_job)
 			herd_comm_abort((herd_comm *)entries[i].obj);
 		else if (!entries[i].detach)
-			herd_job_kill((herd_job *)entries[i].obj);
+			herd_job_interrupt((herd_job *)entries[i].obj, SIGINT);
 	}
 	pthread_mutex_unlock(&lock);
 }

@@ -2,7 +2,7 @@
  * shell/lua_bench.c - herd.bench(op, opts): `herd bench OP --json` from
  * Lua, its records as tables.
  *
- *   local recs = assert(herd.bench("allreduce", {np = 4, minbytes = "1K", maxbytes = "1M"}))
+ *   local recs = assert(herd.bench("allreduce", {n = 4, minbytes = "1K", maxbytes = "1M"}))
  *   recs[1].size, recs[1].out_of_place.busbw, recs[1].in_place.time_us
  *
  * The benchmark runs as `herd bench` does, in a child process of this very
@@ -11,8 +11,9 @@
  * field names (JSON null: the field is absent).  Options are herd bench's
  * long options, with the same meaning and defaults: minbytes, maxbytes
  * (bytes, or sizes such as "64M"), stepfactor, stepbytes, iters,
- * warmup_iters, check, datatype, op, root, average, run_cycles, np,
- * transport, algo, timeout; size sets minbytes and maxbytes at once.  What
+ * warmup_iters, check, datatype, op, root, average, run_cycles, transport,
+ * algo, timeout; n (np too; not both) the number of ranks, as -n; size
+ * sets minbytes and maxbytes at once.  What
  * the benchmark says on stderr reaches this process's stderr.  A benchmark
  * that fails returns nil, a message with its exit status, and
  * "HERD_EIO" (herd bench's own message, for a value it refuses, is on
@@ -40,8 +41,8 @@ extern char **environ;
 
 static const char *const bench_options[] = {
 	"minbytes", "maxbytes", "stepfactor", "stepbytes", "iters", "warmup_iters", "check",
-	"datatype", "op", "root", "average", "run_cycles", "np", "transport", "algo", "timeout",
-	"size", NULL
+	"datatype", "op", "root", "average", "run_cycles", "n", "np", "transport", "algo",
+	"timeout", "size", NULL
 };
 
 /* The longest a benchmark may run when timeout is not given (herd bench's
@@ -105,6 +106,11 @@ static int lherd_bench(lua_State *L)
 	if (!lua_isnoneornil(L, 2)) {
 		luaL_checktype(L, 2, LUA_TTABLE);
 		lherd_check_keys(L, 2, bench_options);
+		lua_getfield(L, 2, "n");
+		lua_getfield(L, 2, "np");
+		luaL_argcheck(L, lua_isnil(L, -1) || lua_isnil(L, -2), 2, "options 'n' and 'np' "
+			      "are one option (the number of ranks); give one");
+		lua_pop(L, 2);
 	}
 	deadline_s = run_deadline_s(L, 2);
 	if (shell_self_program(self, sizeof(self)) == NULL)
@@ -119,6 +125,8 @@ static int lherd_bench(lua_State *L)
 			if (strcmp(*o, "size") == 0) {
 				push_flag(L, 2, "size", "minbytes");
 				push_flag(L, 2, "size", "maxbytes");
+			} else if (strcmp(*o, "n") == 0) {
+				push_flag(L, 2, "n", "np");
 			} else {
 				push_flag(L, 2, *o, *o);
 			}

@@ -10,9 +10,12 @@
  *
  * Options, with herd launch's meaning and defaults: cmd (a program and its
  * arguments as an array, or one string; a first element ending in .lua
- * runs as a Lua rank under this herd program), n, per_node, hosts |
- * hostfile | slurm = true, gpus_per_rank, restarts, timeout (seconds for
- * every rank to start, 60), grace (seconds, 5), env ({NAME = value} or
+ * runs as a Lua rank under this herd program), n (np too; not both),
+ * per_node, hosts | hostfile | slurm = true, gpus_per_rank, restarts, time
+ * (the job's time limit, as --time: srun's "MM", "MM:SS", "HH:MM:SS",
+ * "D-HH[:MM[:SS]]", or a whole number of minutes) or timeout (the same
+ * limit in seconds, as --timeout), start_timeout (seconds for every rank
+ * to start, 60), grace (seconds, 5), env ({NAME = value} or
  * {"NAME=value"}), log_dir, prefix; and output: "print" (the default, each
  * line to this process's stdout or stderr with its "[host:rank] " prefix),
  * "lines" (kept for job:lines(), up to 16 MiB: beyond, lines are dropped
@@ -203,7 +206,9 @@ static void push_state(lua_State *L, ljob *j, bool over)
 
 	lua_createtable(L, 0, 8);
 	lherd_set_string(L, "id", herd_job_id(j->job));
-	lherd_set_string(L, "state", over ? (j->status == 0 ? "succeeded" : "failed") : "running");
+	/* "running", "succeeded", "failed", "time_limit", "interrupted", "stopped" */
+	lherd_set_string(L, "state", herd_job_state_name(over ? herd_job_get_state(j->job)
+							   : HERD_JOB_RUNNING));
 	if (over) {
 		lherd_set_integer(L, "status", j->status);
 		lua_pushboolean(L, j->status == 0);
@@ -438,9 +443,47 @@ static int job_results(lua_State *L)
 /* ---------------------------------------------------------- herd.launch */
 
 static const char *const launch_options[] = {
-	"cmd", "n", "per_node", "hosts", "hostfile", "slurm", "gpus_per_rank", "restarts",
-	"timeout", "grace", "env", "log_dir", "prefix", "output", "detach", "workdir", NULL
+	"cmd", "n", "np", "per_node", "hosts", "hostfile", "slurm", "gpus_per_rank", "restarts",
+	"time", "timeout", "start_timeout", "grace", "env", "log_dir", "prefix", "output",
+	"detach", "workdir", NULL
 };
+
+/* n, or np as mpirun writes it; both: misuse. */
+static int ranks_option(lua_State *L, int arg)
+{
+	int n = (int)lherd_opt_integer(L, arg, "n", 1, 1000000, 0);
+	int np = (int)lherd_opt_integer(L, arg, "np", 1, 1000000, 0);
+
+	luaL_argcheck(L, n == 0 || np == 0, arg, "options 'n' and 'np' are one option (the "
+		      "number of ranks); give one");
+	return n != 0 ? n : np;
+}
+
+/* The job's time limit in ms: time (srun's forms, or minutes) or timeout
+ * (seconds); both: misuse. */
+static int limit_option(lua_State *L, int arg)
+{
+	int t = lua_getfield(L, arg, "time"), ms = 0;
+	bool given = t != LUA_TNIL;
+
+	if (t == LUA_TNUMBER && !lua_isinteger(L, -1))
+		luaL_argerror(L, arg, "option 'time' is srun's: a whole number of minutes or a "
+			      "string such as \"1:30:00\" (seconds: option 'timeout')");
+	if (t != LUA_TNIL && t != LUA_TNUMBER && t != LUA_TSTRING)
+		luaL_argerror(L, arg, lua_pushfstring(L, "option 'time' must be a string or a "
+						      "number, not a %s", luaL_typename(L, -1)));
+	if (given && shell_parse_time_limit(lua_tostring(L, -1), 2000000 * 1000, &ms) != 0)
+		luaL_argerror(L, arg, lua_pushfstring(L, "option 'time' is \"%s\"; expected "
+						      "srun's minutes, \"MM:SS\", \"HH:MM:SS\", "
+						      "\"D-HH\", \"D-HH:MM\" or \"D-HH:MM:SS\"",
+						      lua_tostring(L, -1)));
+	lua_pop(L, 1);
+	if (lua_getfield(L, arg, "timeout") != LUA_TNIL)
+		luaL_argcheck(L, !given, arg, "options 'time' and 'timeout' are one limit (in "
+			      "srun's form and in seconds); give one");
+	lua_pop(L, 1);
+	return given ? ms : lherd_opt_ms(L, arg, "timeout");
+}
 
 /*
  * A NULL-terminated array of strings kept in a userdata pushed on the
@@ -556,12 +599,13 @@ static int lherd_launch(lua_State *L)
 
 	luaL_checktype(L, 1, LUA_TTABLE);
 	lherd_check_keys(L, 1, launch_options);
-	spec.nranks = (int)lherd_opt_integer(L, 1, "n", 1, 1000000, 0);
+	spec.nranks = ranks_option(L, 1);
 	luaL_argcheck(L, spec.nranks >= 1, 1, "option 'n' (the number of ranks) is required");
 	spec.per_node = (int)lherd_opt_integer(L, 1, "per_node", 1, 1000000, 0);
 	spec.gpus_per_rank = (int)lherd_opt_integer(L, 1, "gpus_per_rank", 0, 1000000, 0);
 	spec.restarts = (int)lherd_opt_integer(L, 1, "restarts", 0, 1000000, 0);
-	spec.start_timeout_ms = lherd_opt_ms(L, 1, "timeout");
+	spec.start_timeout_ms = lherd_opt_ms(L, 1, "start_timeout");
+	spec.time_limit_ms = limit_option(L, 1);
 	spec.grace_ms = lherd_opt_ms(L, 1, "grace");
 	spec.log_dir = lherd_opt_string(L, 1, "log_dir");
 	spec.prefix = lherd_opt_string(L, 1, "prefix");

@@ -38,8 +38,8 @@ static const struct command {
 	  "        [--hosts EXPR | --hostfile F | --slurm] [--timeout S]\n"
 	  "                    inventory and topology of this node or of many" },
 	{ "bench", cmd_bench,
-	  "bench OP [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-c 0|1]\n"
-	  "        [-d TYPE] [-o REDOP] [-a 0-3] [-N CYCLES] [--np N] [--json]\n"
+	  "bench OP [-n RANKS] [-b MIN] [-e MAX] [-f FACTOR] [--iters N] [-w WARMUP]\n"
+	  "        [-c 0|1] [-d TYPE] [-o REDOP] [-a 0-3] [-N CYCLES] [--json]\n"
 	  "                    collective benchmark in nccl-tests' columns" },
 	{ "alloc", cmd_alloc,
 	  "alloc -g N [--per-node K] [--link nvlink|same-numa|any] [--inventory F]\n"
@@ -53,7 +53,7 @@ static const struct command {
 	  "                    per-GPU checks: driver state, bandwidth, burn" },
 	{ "launch", cmd_launch,
 	  "launch -n N [--per-node K] [--hosts EXPR | --hostfile F | --slurm]\n"
-	  "        [--gpus-per-rank G] [--restarts R] [--log-dir D] [--timeout S] -- CMD\n"
+	  "        [--gpus-per-rank G] [--restarts R] [--time LIMIT] [--log-dir D] -- CMD\n"
 	  "                    run N ranks of CMD (a .lua CMD: Lua ranks; see launch -h)" },
 	{ "hostlist", cmd_hostlist,
 	  "hostlist expand EXPR | compress NAMES... | count EXPR\n"

@@ -601,7 +601,7 @@ static int incomplete(lua_State *L, int status)
  */
 static int is_quit(lua_State *L, const char *line)
 {
-	static const char *const words[] = { "exit", "quit", "exit()", "quit()", NULL };
+	static const char *const words[] = { "exit", "quit", NULL };
 	size_t len;
 	int taken;
 
@@ -609,6 +609,8 @@ static int is_quit(lua_State *L, const char *line)
 	len = strlen(line);
 	while (len > 0 && (line[len - 1] == ' ' || line[len - 1] == '\t'))
 		len--;
+	if (len > 2 && line[len - 2] == '(' && line[len - 1] == ')')   /* called */
+		len -= 2;
 	for (const char *const *w = words; *w; w++) {
 		if (strlen(*w) != len || strncmp(line, *w, len) != 0)
 			continue;

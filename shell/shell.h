@@ -6,6 +6,7 @@
 #ifndef HERD_SHELL_H
 #define HERD_SHELL_H
 
+#include <getopt.h>
 #include <lua.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -198,5 +199,67 @@ const char *shell_env(const char *name);
 
 /* A decimal integer in [min, max] into *out; 0, or -1 (out untouched) if not. */
 int shell_parse_int(const char *s, int min, int max, int *out);
+
+/*
+ * A job's time limit in srun's forms ("MM", "MM:SS", "HH:MM:SS", "D-HH",
+ * "D-HH:MM", "D-HH:MM:SS"; "0", "UNLIMITED" and "INFINITE": none) into
+ * *ms, at most max_ms; 0, or -1 (out untouched) if malformed or too long.
+ */
+int shell_parse_time_limit(const char *s, int max_ms, int *ms);
+
+/*
+ * A flag of another launcher or tool (torchrun, mpirun, srun, nccl-tests)
+ * that a command answers: name as typed ("-np", "--rdzv-endpoint", "-x");
+ * with, the command's own option it is read as ("-n", "--env",
+ * "--nnodes=1"; "" when there is nothing to do), or NULL when it has none,
+ * and then why says which of its options does the job.  has_arg: the flag
+ * takes a value (as a separate argument or after '=').
+ */
+typedef struct shell_habit {
+	const char *name;
+	bool has_arg;
+	const char *with;
+	const char *why;
+} shell_habit;
+
+/* What shell_args_check leaves for getopt_long. */
+typedef struct shell_args {
+	int argc;
+	char **argv;          /* the arguments, habits rewritten, NULL-terminated */
+	char **owned;         /* the arguments rewritten here ... */
+	const char **typed;   /* ... and what the user typed in their place */
+	size_t nowned;
+} shell_args;
+
+/*
+ * Reads argv (argv[0] the command) as getopt_long will read it with
+ * shortopts and longopts, before it does, so that no option is taken for
+ * another: getopt_long takes a unique prefix ("--res" for "--restarts",
+ * "-np" for "-n p"); here
+ *   - a long option, "--name" or "--name=VALUE", is one of longopts
+ *     exactly ('_' and '-' alike, as torchrun spells them), else one of
+ *     habits, else an unknown option;
+ *   - an argument that is a habit's name ("-np", "-x", "--ntasks") is
+ *     rewritten to the command's option (its value kept), or refused with
+ *     the habit's words;
+ *   - a short option not in shortopts is looked up in habits;
+ *   - an option's value is never read as an option; "--" ends the options,
+ *     and with shortopts starting with '+' so does the first argument that
+ *     is not an option.
+ * out gets the arguments to hand getopt_long (free with shell_args_free).
+ * Returns 0, or SHELL_EXIT_USAGE after saying on stderr, as a usage error
+ * of `herd CMD`, what is wrong and what to give instead.
+ */
+int shell_args_check(const char *cmd, int argc, char **argv, const char *shortopts,
+		     const struct option *longopts, const shell_habit *habits, shell_args *out);
+void shell_args_free(shell_args *a);
+
+/*
+ * The option getopt_long has just returned, as the user typed it, for
+ * messages ("--np", "-np", "--nproc_per_node"), into buf: c the value
+ * getopt_long returned, li its long index (-1 for a short option).
+ */
+const char *shell_args_option(const shell_args *a, const struct option *longopts, int c,
+			      int li, char *buf, size_t cap);
 
 #endif /* HERD_SHELL_H */

@@ -30,7 +30,7 @@ if not os.getenv("HERD_JOB_ID") then
   local function run(name, env)
     env.DEMO_DIR = dir .. "/" .. name
     local job <close> = assert(herd.launch{ cmd = { arg[0] }, n = 2, restarts = 1, env = env,
-                                            timeout = 60 })
+                                            start_timeout = 60 })
     local res = assert(job:wait(300))
     assert(res.ok, "the job failed: " .. tostring(res.failure))
     return res, job:results()

@@ -21,7 +21,8 @@
  *     exec) is recorded with the last lines of its stderr, the other ranks
  *     are stopped (SIGTERM, then SIGKILL after the grace period) and, while
  *     restarts remain, the whole job starts again with HERD_RESTART_COUNT
- *     incremented.
+ *     incremented; a job with a time limit (spec.time_limit_ms) is stopped
+ *     the same way when it runs out.
  *
  * Environment of every rank (DESIGN.md): HERD_RANK, HERD_WORLD_SIZE,
  * HERD_LOCAL_RANK, HERD_LOCAL_WORLD_SIZE, HERD_NODE_RANK, HERD_NNODES,
@@ -48,8 +49,8 @@
  * processes and sockets; the output callback runs on it.  The other calls
  * on a job may come from any thread, except herd_job_free, which must not
  * race with them.  Library code never installs signal handlers: a program
- * that wants SIGINT forwarded (as `herd launch` does) catches it and calls
- * herd_job_signal.
+ * that wants its Ctrl-C to end the job (as `herd launch` does) catches
+ * SIGINT and calls herd_job_interrupt; herd_job_signal passes any signal on.
  */
 #ifndef HERD_JOB_H
 #define HERD_JOB_H
@@ -200,7 +201,7 @@ HERD_EXTERN void herd_job_lines_free(herd_job_lines *q);
 HERD_EXTERN void herd_job_output_lines(void *userdata, int rank, const char *host,
 				       herd_job_stream stream, const char *line, size_t len);
 
-#define HERD_JOB_SPEC_VERSION 1
+#define HERD_JOB_SPEC_VERSION 2
 
 /*
  * What to run and where.  Strings and arrays are copied by herd_job_launch;
@@ -233,11 +234,38 @@ typedef struct herd_job_spec {
 	 * summary still get it); libherd writes to no stream unasked */
 	herd_job_output_fn output;
 	void *output_userdata;
+	/* Version 2.  The job's wall-clock limit; 0: none.  It counts from the
+	 * moment every rank of the first run has started (herd_job_launch
+	 * returns) and restarts do not reset it.  At the limit the ranks still
+	 * running are stopped as after a failure (SIGTERM, SIGKILL after
+	 * grace_ms), no restart follows, the job's state is
+	 * HERD_JOB_TIME_LIMIT and its exit status HERD_JOB_EXIT_TIME_LIMIT */
+	int time_limit_ms;
 } herd_job_spec;
 
 #define HERD_JOB_SPEC_INIT \
 	{ HERD_JOB_SPEC_VERSION, NULL, NULL, 0, 0, HERD_JOB_LOCAL, NULL, 0, NULL, NULL, \
-	  NULL, 0, 0, 0, NULL, 0, NULL, NULL }
+	  NULL, 0, 0, 0, NULL, 0, NULL, NULL, 0 }
+
+/* The exit status of a job stopped at its time limit, as timeout(1) gives. */
+#define HERD_JOB_EXIT_TIME_LIMIT 124
+
+/* How a job stands, or how it ended (herd_job_get_state). */
+typedef enum herd_job_state {
+	HERD_JOB_RUNNING = 0,   /* not over yet */
+	HERD_JOB_SUCCEEDED,     /* every rank exited 0 */
+	HERD_JOB_FAILED,        /* a rank failed: herd_job_failure says which and how
+				   (a job ended by herd_job_signal too) */
+	HERD_JOB_TIME_LIMIT,    /* spec.time_limit_ms was reached; its ranks were stopped */
+	HERD_JOB_INTERRUPTED,   /* herd_job_interrupt: the caller's user ended it */
+	HERD_JOB_STOPPED        /* herd_job_kill (or herd_job_free) before it finished,
+				   or a herd_job_signal that ends a program came
+				   before its ranks started */
+} herd_job_state;
+
+/* Name of a job state: "running", "succeeded", "failed", "time_limit",
+ * "interrupted", "stopped". */
+HERD_EXTERN const char *herd_job_state_name(herd_job_state state);
 
 /* State of one rank. */
 typedef enum herd_job_rank_state {
@@ -295,8 +323,9 @@ HERD_EXTERN herd_status herd_job_launch(herd_job **out, const herd_job_spec *spe
  * has no deadline of its own: until it is over).  HERD_OK when the job is over, with
  * *exit_status (may be NULL) as a shell gives it: 0 when every rank exited
  * 0, else the first failed rank's exit code, 128 + signal when it was
- * killed, 126 or 127 when its exec failed (not executable, not found).
- * HERD_ETIMEDOUT when still running.
+ * killed, 126 or 127 when its exec failed (not executable, not found);
+ * HERD_JOB_EXIT_TIME_LIMIT (124) at its time limit, 128 + sig when
+ * interrupted (herd_job_interrupt).  HERD_ETIMEDOUT when still running.
  */
 HERD_EXTERN herd_status herd_job_wait(herd_job *job, int timeout_ms, int *exit_status);
 
@@ -322,10 +351,27 @@ HERD_EXTERN int herd_job_fd(const herd_job *job);
 HERD_EXTERN herd_status herd_job_signal(herd_job *job, int sig);
 
 /*
+ * The caller was interrupted (a Ctrl-C, SIGTERM or SIGHUP to the program
+ * that supervises the job): sig (SIGINT, SIGTERM, SIGHUP or SIGQUIT) goes
+ * to every running rank, the ranks still running grace_ms later get
+ * SIGKILL, and no restart follows.  The ranks' ends from it are not
+ * failures: the job's state is HERD_JOB_INTERRUPTED, herd_job_wait gives
+ * 128 + sig and herd_job_failure says so ("interrupted by SIGINT; ranks
+ * 0-3 stopped"), unless a rank had failed before it came (then that
+ * failure stands).  One that comes before the ranks have started keeps
+ * them from starting.  A second call sends SIGKILL at once to what is left
+ * (every rank's process group).  Does not block.  HERD_OK also when the
+ * job is over, or when no rank is left running (its state is then left as
+ * it is); HERD_EINVAL for another signal.
+ */
+HERD_EXTERN herd_status herd_job_interrupt(herd_job *job, int sig);
+
+/*
  * Stops the job: SIGTERM to every rank, SIGKILL after the grace period,
  * no more restarts.  Returns once every rank is gone (at most the grace
- * period plus a few seconds); the job then counts as failed unless it had
- * already finished.
+ * period plus a few seconds); the job's state is then HERD_JOB_STOPPED
+ * (exit status 128 + SIGTERM, herd_job_failure "stopped before it
+ * finished") unless it had already ended.
  */
 HERD_EXTERN herd_status herd_job_kill(herd_job *job);
 
@@ -347,10 +393,16 @@ HERD_EXTERN int herd_job_restart_count(const herd_job *job);
 
 /*
  * The first-failure summary of the last run, or NULL when no rank failed:
- * host, rank, exit code or signal, and the last lines of its stderr.
- * Borrowed; valid until the next restart or herd_job_free.
+ * host, rank, exit code or signal, and the last lines of its stderr; for a
+ * job that ended otherwise (HERD_JOB_TIME_LIMIT, HERD_JOB_INTERRUPTED,
+ * HERD_JOB_STOPPED), how, and which ranks were stopped.  Borrowed; valid
+ * until the next restart or herd_job_free.
  */
 HERD_EXTERN const char *herd_job_failure(const herd_job *job);
+
+/* HERD_JOB_RUNNING until the job is over, then how it ended.  A NULL job
+ * gives HERD_JOB_RUNNING. */
+HERD_EXTERN herd_job_state herd_job_get_state(const herd_job *job);
 
 /*
  * Frees the job.  A job still running is stopped first as by herd_job_kill.

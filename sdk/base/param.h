@@ -103,7 +103,7 @@ typedef enum herd__param_type {
 	X(JOB_SECRET, STRING, "text", 0, 0, "", "what every connection of the job proves")      \
 	X(RESTART_COUNT, STRING, "integer", 0, 0, "", "restarts of the job so far")             \
 	X(EMIT, STRING, "1", 0, 0, "", "herd.emit goes to the script of herd.launch")           \
-	X(BENCH_LAUNCHER, STRING, "1", 0, 0, "", "a rank that herd bench --np started")
+	X(BENCH_LAUNCHER, STRING, "1", 0, 0, "", "a rank that herd bench -n started")
 
 #define HERD__PARAMS(X) HERD__PARAMS_SETTINGS(X) HERD__PARAMS_CONTRACT(X)
 

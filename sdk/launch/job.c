@@ -101,6 +101,15 @@ struct herd_job {
 					  no restart after it */
 	int stopped_by;                /* it came before the ranks started: the run was
 					  stopped with it, and the job ends 128 + it */
+	int interrupted;               /* herd_job_interrupt's signal: the job ends
+					  128 + it, its ranks' ends no failure */
+	bool interrupt_go;             /* ... not yet applied by the supervisor */
+	bool interrupt_kill;           /* a second herd_job_interrupt: SIGKILL now */
+	bool int_kill_sent;            /* ... asked for (the output is not waited for) */
+	bool limit_hit;                /* spec.time_limit_ms ran out */
+	const char *ended_ranks;       /* the ranks that an interrupt or the limit
+					  stopped, "0-3,5" (kept) */
+	herd_job_state state;          /* how it ended, once over */
 	herd_status launch_st;
 	char *launch_err;
 	int exit_status;
@@ -123,6 +132,10 @@ struct herd_job {
 	herd_store_server *store;
 	bool stopping;
 	bool killed;                   /* herd_job_kill's stop was sent */
+	int64_t limit_at;              /* the time limit's deadline; 0 none */
+	int64_t interrupt_kill_at;     /* the interrupt's grace ends: SIGKILL; 0 none */
+	bool int_seen;                 /* the interrupt was applied */
+	bool int_before_start;         /* ... before this run's ranks were told to start */
 	int64_t stop_deadline;         /* nodes silent past this are given up */
 	char start_err[1024];          /* why a node failed to come up */
 	bool went;                     /* this run's go was sent */
@@ -211,6 +224,71 @@ static bool failed(const herd_job_rank_status *r)
 	return status_of(r) != 0;
 }
 
+/*
+ * The ranks not ended yet (pending or running), as "0-3,5", kept until
+ * herd_job_free; NULL when there is none.  Under mu.
+ */
+static const char *live_ranks(herd_job *job)
+{
+	char buf[512];
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (int r = 0; r < job->nranks && o < sizeof(buf); r++) {
+		herd_job_rank_state s = job->ranks[r].st.state;
+		int last = r;
+
+		if (s != HERD_JOB_RANK_PENDING && s != HERD_JOB_RANK_RUNNING)
+			continue;
+		while (last + 1 < job->nranks &&
+		       (job->ranks[last + 1].st.state == HERD_JOB_RANK_PENDING ||
+			job->ranks[last + 1].st.state == HERD_JOB_RANK_RUNNING))
+			last++;
+		if (last == r)
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%d", o ? "," : "", r);
+		else
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%d-%d", o ? "," : "", r,
+					      last);
+		r = last;
+	}
+	if (o >= sizeof(buf))
+		memcpy(buf + sizeof(buf) - 4, "...", 4);
+	return buf[0] != '\0' ? keep(job, "%s", buf) : NULL;
+}
+
+/* "0:05", "1:30:00", "2-00:00:00": a time limit as srun writes one, with
+ * the fraction of a second when there is one ("0:00.5"). */
+static void format_limit(char *out, size_t cap, int ms)
+{
+	int s = ms / 1000, frac = ms % 1000;
+	int d = s / 86400, h = s / 3600 % 24, m = s / 60 % 60, sec = s % 60;
+	size_t o;
+
+	if (d > 0)
+		o = (size_t)snprintf(out, cap, "%d-%02d:%02d:%02d", d, h, m, sec);
+	else if (h > 0)
+		o = (size_t)snprintf(out, cap, "%d:%02d:%02d", h, m, sec);
+	else
+		o = (size_t)snprintf(out, cap, "%d:%02d", m, sec);
+	if (frac != 0 && o < cap) {
+		snprintf(out + o, cap - o, ".%03d", frac);
+		for (size_t k = strlen(out); k > o && out[k - 1] == '0'; k--)
+			out[k - 1] = '\0';
+	}
+}
+
+/* The name of a signal herd_job_interrupt takes. */
+static const char *interrupt_name(int sig)
+{
+	switch (sig) {
+	case SIGINT: return "SIGINT";
+	case SIGTERM: return "SIGTERM";
+	case SIGHUP: return "SIGHUP";
+	case SIGQUIT: return "SIGQUIT";
+	default: return NULL;
+	}
+}
+
 /* ---- spec ------------------------------------------------------------------ */
 
 static herd_status copy_strv(char ***out, const char *const *v, const char *what)
@@ -292,6 +370,9 @@ static herd_status check_spec(const herd_job_spec *s)
 				   "default) or more", s->start_timeout_ms < 0 ? "start_timeout_ms"
 				   : s->grace_ms < 0 ? "grace_ms" : s->restarts < 0 ? "restarts"
 				   : "connect_timeout_ms");
+	if (s->version >= 2 && s->time_limit_ms < 0)
+		return herd__error(HERD_EINVAL, "herd_job_spec.time_limit_ms is %d; expected 0 "
+				   "(no limit) or more", s->time_limit_ms);
 	if ((unsigned)s->where > HERD_JOB_SLURM)
 		return herd__error(HERD_EINVAL, "herd_job_spec.where is %d; expected a "
 				   "herd_job_where", (int)s->where);
@@ -338,7 +419,12 @@ static herd_status copy_spec(herd_job *job, const herd_job_spec *s)
 {
 	const char *prog = s->herd_program;
 
-	job->spec = *s;
+	/* A version 1 spec ends before time_limit_ms. */
+	if (s->version >= 2)
+		job->spec = *s;
+	else
+		memcpy(&job->spec, s, offsetof(herd_job_spec, time_limit_ms));
+	job->spec.version = HERD_JOB_SPEC_VERSION;
 	HERD_CHECK(copy_strv(&job->argv, s->argv, "the job's argv"));
 	HERD_CHECK(job_env(&job->env, s->env));
 	HERD_CHECK(herd__strdup(&job->hosts, s->hosts));
@@ -658,7 +744,7 @@ static void on_exited(herd_job *job, struct node_rt *nr, int rank, herd_job_rank
 	ri->st.error = err != NULL ? keep(job, "%.*s", (int)errlen, err) : NULL;
 	/* The blame waits for the settle window: a killed rank's peers may
 	 * report their own failure (caused by its death) first. */
-	if (failed(&ri->st) && job->first_failed < 0 && !job->stopping) {
+	if (failed(&ri->st) && job->first_failed < 0 && !job->stopping && job->interrupted == 0) {
 		if (job->candidate < 0) {
 			job->candidate = rank;
 			job->candidate_at = herd__net_now_ms();
@@ -1210,8 +1296,8 @@ static bool ending_signal(int sig)
 static void on_wake(herd__watcher *w, short revents)
 {
 	herd_job *job = w->data;
-	int sigs[MAX_PENDING_SIGNALS], n;
-	bool kill_req;
+	int sigs[MAX_PENDING_SIGNALS], n, int_sig;
+	bool kill_req, int_kill;
 	char c[64];
 
 	(void)revents;
@@ -1222,7 +1308,28 @@ static void on_wake(herd__watcher *w, short revents)
 	memcpy(sigs, job->pending, (size_t)n * sizeof(int));
 	job->npending = 0;
 	kill_req = job->kill_req;
+	int_sig = job->interrupt_go ? job->interrupted : 0;
+	job->interrupt_go = false;
+	/* None was running when it came; this run's ranks, if any, are. */
+	if (int_sig != 0 && job->ended_ranks == NULL && job->went)
+		job->ended_ranks = live_ranks(job);
+	int_kill = job->interrupt_kill;
+	job->interrupt_kill = false;
 	pthread_mutex_unlock(&job->mu);
+	if (int_sig != 0) {
+		/* herd_job_interrupt: the signal now, SIGKILL after the grace
+		 * period; before the ranks were told to start, none starts. */
+		job->int_seen = true;
+		if (!job->went && !job->stopping) {
+			job->int_before_start = true;
+			stop_all(job, job->spec.grace_ms);
+		} else {
+			command_all(job, HERD__LAUNCH_T_SIGNAL, int_sig);
+			job->interrupt_kill_at = herd__net_deadline(job->spec.grace_ms);
+		}
+	}
+	if (int_kill)
+		stop_all(job, 0);
 	for (int i = 0; i < n; i++) {
 		/* The ranks have not been told to start: a signal that ends the
 		 * job stops the run instead, so that none starts. */
@@ -1384,6 +1491,9 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 		}
 		if (!*up && all_up) {
 			*up = true;
+			/* The time limit counts from the first run's start. */
+			if (job->spec.time_limit_ms > 0 && job->limit_at == 0)
+				job->limit_at = herd__net_deadline(job->spec.time_limit_ms);
 			if (job->restart_count == 0) {
 				pthread_mutex_lock(&job->mu);
 				job->launched = true;
@@ -1393,7 +1503,9 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 			}
 		}
 		if (all_done) {
-			if (!*up) {
+			/* A restart stopped by the limit or an interrupt as it
+			 * started ends the job as they say, not as a failure. */
+			if (!*up && !job->limit_hit && !job->int_seen) {
 				st = herd__error(HERD_EUNAVAIL, "a node ended before all its ranks "
 						 "were started");
 			}
@@ -1421,6 +1533,21 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 		settle_locked(job, all_done);
 		if (!job->stopping && job->first_failed >= 0)
 			stop_all(job, job->spec.grace_ms);
+		if (job->interrupt_kill_at > 0 && herd__net_now_ms() >= job->interrupt_kill_at) {
+			job->interrupt_kill_at = 0;
+			stop_all(job, 0);
+		}
+		if (job->limit_at > 0 && !job->stopping && !job->int_seen &&
+		    herd__net_now_ms() >= job->limit_at) {
+			pthread_mutex_lock(&job->mu);
+			if (job->interrupted == 0) {
+				job->limit_hit = true;
+				job->ended_ranks = live_ranks(job);
+			}
+			pthread_mutex_unlock(&job->mu);
+			if (job->limit_hit)
+				stop_all(job, job->spec.grace_ms);
+		}
 		if (job->stopping && herd__net_now_ms() >= job->stop_deadline) {
 			for (size_t i = 0; i < job->nnodes; i++) {
 				struct node_rt *nr = &job->rt[i];
@@ -1441,6 +1568,11 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 			wake = deadline;
 		if (job->stopping && (wake < 0 || job->stop_deadline < wake))
 			wake = job->stop_deadline;
+		if (job->interrupt_kill_at > 0 && (wake < 0 || job->interrupt_kill_at < wake))
+			wake = job->interrupt_kill_at;
+		if (job->limit_at > 0 && !job->stopping && !job->int_seen &&
+		    (wake < 0 || job->limit_at < wake))
+			wake = job->limit_at;
 		if (job->candidate >= 0 && job->first_failed < 0 &&
 		    (wake < 0 || job->candidate_at + SETTLE_MS < wake))
 			wake = job->candidate_at + SETTLE_MS;
@@ -1473,31 +1605,59 @@ static bool output_give_up(void *arg)
 	bool give_up;
 
 	pthread_mutex_lock(&job->mu);
-	give_up = job->kill_req || job->npending > 0 || job->late_signal;
+	give_up = job->kill_req || job->npending > 0 || job->late_signal || job->int_kill_sent;
 	pthread_mutex_unlock(&job->mu);
 	return give_up;
 }
 
 static void finish(herd_job *job)
 {
+	char limit[32];
+
 	/* The ranks are done; what they wrote goes out before the job is
 	 * over, unless the launcher is told to stop waiting for its reader. */
 	herd__outq_drain(job->outq, output_give_up, job);
 	pthread_mutex_lock(&job->mu);
+	job->state = HERD_JOB_FAILED;
 	if (job->blamed_pause != 0) {
 		/* As a shell says of a stopped job: 128 + the signal. */
 		job->exit_status = 128 + job->blamed_pause;
 	} else if (job->first_failed >= 0) {
 		job->exit_status = status_of(&job->ranks[job->first_failed].st);
+	} else if (job->limit_hit) {
+		format_limit(limit, sizeof(limit), job->spec.time_limit_ms);
+		job->exit_status = HERD_JOB_EXIT_TIME_LIMIT;
+		job->state = HERD_JOB_TIME_LIMIT;
+		if (job->ended_ranks != NULL)
+			job->failure = keep(job, "time limit of %s reached; %s %s stopped", limit,
+					    strpbrk(job->ended_ranks, "-,") != NULL ? "ranks"
+					    : "rank", job->ended_ranks);
+		else
+			job->failure = keep(job, "time limit of %s reached", limit);
+	} else if (job->interrupted != 0 && job->int_seen &&
+		   (job->ended_ranks != NULL || job->int_before_start)) {
+		job->exit_status = 128 + job->interrupted;
+		job->state = HERD_JOB_INTERRUPTED;
+		if (job->int_before_start)
+			job->failure = keep(job, "interrupted by %s before its ranks started",
+					    interrupt_name(job->interrupted));
+		else
+			job->failure = keep(job, "interrupted by %s; %s %s stopped",
+					    interrupt_name(job->interrupted),
+					    strpbrk(job->ended_ranks, "-,") != NULL ? "ranks" : "rank",
+					    job->ended_ranks);
 	} else if (job->killed) {
 		job->exit_status = 128 + SIGTERM;
-		job->failure = keep(job, "the job was stopped (herd_job_kill) before it finished");
+		job->state = HERD_JOB_STOPPED;
+		job->failure = keep(job, "stopped before it finished");
 	} else if (job->stopped_by != 0) {
 		job->exit_status = 128 + job->stopped_by;
-		job->failure = keep(job, "the job was stopped by signal %d (%s) before its ranks "
-				    "started", job->stopped_by, strsignal(job->stopped_by));
+		job->state = HERD_JOB_STOPPED;
+		job->failure = keep(job, "stopped by signal %d (%s) before its ranks started",
+				    job->stopped_by, strsignal(job->stopped_by));
 	} else {
 		job->exit_status = 0;
+		job->state = HERD_JOB_SUCCEEDED;
 	}
 	set_over(job);
 	pthread_mutex_unlock(&job->mu);
@@ -1520,6 +1680,7 @@ static void *supervise(void *arg)
 			herd__strlcpy(msg, herd_last_error(), sizeof(msg));
 			herd__outq_drain(job->outq, output_give_up, job);
 			pthread_mutex_lock(&job->mu);
+			job->state = HERD_JOB_FAILED;
 			if (job->restart_count == 0 && !job->launched) {
 				job->launch_st = st;
 				job->launch_err = strdup(msg);
@@ -1548,7 +1709,8 @@ static void *supervise(void *arg)
 		 * (herd_job_kill, or a signal that ends a program): the ranks'
 		 * deaths from that signal are no failure to recover from. */
 		if (job->first_failed >= 0 && !job->kill_req && job->end_sig == 0 &&
-		    job->stopped_by == 0 && job->restart_count < job->spec.restarts) {
+		    job->stopped_by == 0 && !job->limit_hit &&
+		    job->restart_count < job->spec.restarts) {
 			/* The failure may end in the rank's own words: the restart
 			 * is a line of its own, not read as theirs. */
 			herd__log_warn("job %s: %s", job->id,
@@ -1746,6 +1908,35 @@ herd_status herd_job_signal(herd_job *job, int sig)
 	return st;
 }
 
+herd_status herd_job_interrupt(herd_job *job, int sig)
+{
+	if (job == NULL)
+		return herd__error(HERD_EINVAL, "herd_job_interrupt: job is NULL");
+	if (interrupt_name(sig) == NULL)
+		return herd__error(HERD_EINVAL, "herd_job_interrupt: signal %d is not SIGINT, "
+				   "SIGTERM, SIGHUP or SIGQUIT", sig);
+	pthread_mutex_lock(&job->mu);
+	if (!job->over) {
+		/* Whatever else it does, no restart follows. */
+		job->end_sig = sig;
+		if (job->interrupted != 0) {
+			job->interrupt_kill = job->int_kill_sent = true;
+		} else {
+			job->interrupted = sig;
+			job->interrupt_go = true;
+			job->ended_ranks = live_ranks(job);
+			/* Every rank has ended: the job's end stands (finish),
+			 * and its output is not waited for; a restart about to
+			 * begin is kept from starting its ranks. */
+			if (job->ended_ranks == NULL)
+				job->late_signal = true;
+		}
+	}
+	pthread_mutex_unlock(&job->mu);
+	wake(job);
+	return HERD_OK;
+}
+
 herd_status herd_job_kill(herd_job *job)
 {
 	if (job == NULL)
@@ -1848,6 +2039,32 @@ void herd_job_free(herd_job *job)
 	pthread_cond_destroy(&job->cv);
 	pthread_mutex_destroy(&job->mu);
 	free(job);
+}
+
+herd_job_state herd_job_get_state(const herd_job *job)
+{
+	herd_job *j = (herd_job *)job;
+	herd_job_state s;
+
+	if (job == NULL)
+		return HERD_JOB_RUNNING;
+	pthread_mutex_lock(&j->mu);
+	s = job->over ? job->state : HERD_JOB_RUNNING;
+	pthread_mutex_unlock(&j->mu);
+	return s;
+}
+
+const char *herd_job_state_name(herd_job_state state)
+{
+	switch (state) {
+	case HERD_JOB_RUNNING: return "running";
+	case HERD_JOB_SUCCEEDED: return "succeeded";
+	case HERD_JOB_FAILED: return "failed";
+	case HERD_JOB_TIME_LIMIT: return "time_limit";
+	case HERD_JOB_INTERRUPTED: return "interrupted";
+	case HERD_JOB_STOPPED: return "stopped";
+	}
+	return "?";
 }
 
 const char *herd_job_rank_state_name(herd_job_rank_state state)

@@ -155,7 +155,7 @@ static const char *const contract_names[] = {
 	"HERD_NODE_RANK", "HERD_NNODES", "HERD_JOB_ID", "HERD_STORE", "HERD_JOB_SECRET",
 	"HERD_RESTART_COUNT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
 	"GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
-	/* bench --np's marker: a rank of herd launch is not one of bench's. */
+	/* bench -n's marker: a rank of herd launch is not one of bench's. */
 	"HERD_BENCH_PARENT",
 };
 

@@ -35,7 +35,7 @@ check_table() {
 
 # --- allreduce sweeps, checked, on 2 and 3 ranks
 for np in 2 3; do
-  "$HERD" bench allreduce -b 8 -e 64K -f 8 -n 3 -w 1 -c 1 --np $np >"$tmp/out" 2>"$tmp/err" \
+  "$HERD" bench allreduce -b 8 -e 64K -f 8 --iters 3 -w 1 -c 1 --np $np >"$tmp/out" 2>"$tmp/err" \
     || fail "allreduce --np $np exited $?: $(cat "$tmp/err")"
   grep -qE "^# herd bench allreduce: $np ranks on .+, transport auto, algo auto$" "$tmp/out" \
     || fail "first line: $(head -1 "$tmp/out")"
@@ -45,18 +45,18 @@ for np in 2 3; do
 done
 # --- every operation once on 2 ranks
 for op in allreduce allgather reduce_scatter broadcast reduce alltoall sendrecv; do
-  "$HERD" bench $op -b 1K -e 64K -f 8 -n 2 -w 1 --np 2 >"$tmp/out" 2>"$tmp/err" \
+  "$HERD" bench $op -b 1K -e 64K -f 8 --iters 2 -w 1 --np 2 >"$tmp/out" 2>"$tmp/err" \
     || fail "$op exited $?: $(cat "$tmp/err") $(cat "$tmp/out")"
   grep -q "^# herd bench $op: 2 ranks" "$tmp/out" || fail "$op header: $(head -1 "$tmp/out")"
   check_table "$tmp/out" 3
 done
 # per-rank counts: allgather of 64 KiB on 2 ranks moves 8192 float32 per rank
-grep -qE '^ +65536 +8192 +float32 +none +-1 ' <("$HERD" bench allgather -b 64K -e 64K -n 1 -w 0 --np 2) \
+grep -qE '^ +65536 +8192 +float32 +none +-1 ' <("$HERD" bench allgather -b 64K -e 64K --iters 1 -w 0 --np 2) \
   || fail "allgather count column"
 
 # --- other types, reductions and roots, on 3 ranks
 while read -r args; do
-  "$HERD" bench $args -b 8 -e 4K -f 8 -n 2 -w 1 --np 3 >"$tmp/out" 2>"$tmp/err" \
+  "$HERD" bench $args -b 8 -e 4K -f 8 --iters 2 -w 1 --np 3 >"$tmp/out" 2>"$tmp/err" \
     || fail "bench $args exited $?: $(cat "$tmp/err") $(cat "$tmp/out")"
   check_table "$tmp/out" 4
 done <<'EOF'
@@ -71,7 +71,7 @@ broadcast -r 1 -d int64
 EOF
 
 # --- --json: one object per size, the table's fields
-"$HERD" bench reduce_scatter -b 64 -e 4K -f 4 -n 2 -w 1 --np 2 --json >"$tmp/json" 2>"$tmp/err" \
+"$HERD" bench reduce_scatter -b 64 -e 4K -f 4 --iters 2 -w 1 --np 2 --json >"$tmp/json" 2>"$tmp/err" \
   || fail "--json exited $?: $(cat "$tmp/err")"
 python3 - "$tmp/json" <<'PY' || fail "--json output: $(cat "$tmp/json")"
 import json, sys
@@ -86,13 +86,13 @@ for r in rows:
         assert abs(p["busbw"] - p["algbw"] / 2) <= 1e-5 + 1e-6 * p["algbw"], p
 PY
 # allreduce: busbw = algbw * 2(n-1)/n, 4/3 on 3 ranks
-"$HERD" bench allreduce -b 4K -e 4K -n 2 -w 1 --np 3 --json >"$tmp/json" || fail "allreduce --json"
+"$HERD" bench allreduce -b 4K -e 4K --iters 2 -w 1 --np 3 --json >"$tmp/json" || fail "allreduce --json"
 python3 -c '
 import json, sys
 p = json.loads(open(sys.argv[1]).read())["out_of_place"]
 assert abs(p["busbw"] - p["algbw"] * 4 / 3) <= 1e-5 + 1e-6 * p["algbw"], p' "$tmp/json" \
   || fail "allreduce busbw on 3 ranks: $(cat "$tmp/json")"
-"$HERD" bench alltoall -b 1K -e 1K -n 1 -w 0 -c 0 --np 2 --json >"$tmp/json" || fail "alltoall --json"
+"$HERD" bench alltoall -b 1K -e 1K --iters 1 -w 0 -c 0 --np 2 --json >"$tmp/json" || fail "alltoall --json"
 python3 -c '
 import json, sys
 r = json.loads(open(sys.argv[1]).read())
@@ -158,11 +158,11 @@ fi
 "$HERD" bench allreduce -t float32 2>&1 | grep -qF -- "-t float32: -t is nccl-tests' thread count; the datatype is -d" \
   || fail "-t float32 message"
 "$HERD" bench allreduce -g 8 2>&1 | grep -qF -- "-g 8: herd bench uses one GPU per rank" || fail "-g 8 message"
-out=$(env -u HERD_RANK -u RANK -u SLURM_PROCID -u OMPI_COMM_WORLD_RANK "$HERD" bench allreduce -b 8 -e 8 -n 1 -w 0 2>&1) \
+out=$(env -u HERD_RANK -u RANK -u SLURM_PROCID -u OMPI_COMM_WORLD_RANK "$HERD" bench allreduce -b 8 -e 8 --iters 1 -w 0 2>&1) \
   || fail "one-rank bench exited $?: $out"
-grep -qF "herd bench: running one rank (no --np and no launcher's variables)" <<<"$out" || fail "one-rank notice: $out"
+grep -qF "herd bench: running one rank (no -n and no launcher's variables)" <<<"$out" || fail "one-rank notice: $out"
 # -N 2: the sweep twice
-[[ $("$HERD" bench allreduce -b 8 -e 64 -f 8 -n 1 -w 0 -N 2 --np 2 | grep -c '^ ') == 4 ]] || fail "-N 2 rows"
+[[ $("$HERD" bench allreduce -b 8 -e 64 -f 8 --iters 1 -w 0 -N 2 --np 2 | grep -c '^ ') == 4 ]] || fail "-N 2 rows"
 
 # --- a reader that goes away (| head -1): the first record, no words
 # about the peers of the rank that got SIGPIPE, status 128+13 as `yes | head`
@@ -176,12 +176,12 @@ for np in 1 4; do
 done
 
 # --explain: the algorithm of each size and why; a forced class says only that
-out=$("$HERD" bench allreduce -b 8 -e 2M -f 512 -n 1 -w 0 --np 2 --explain 2>&1) || fail "--explain: $out"
+out=$("$HERD" bench allreduce -b 8 -e 2M -f 512 --iters 1 -w 0 --np 2 --explain 2>&1) || fail "--explain: $out"
 has "$out" "# algorithm at 8 B: 8 bytes (sized as 8) on 2 ranks, 1 host with at most 2 ranks, algo auto: shared-memory direct, small"
 has "$out" "# algorithm at 4096 B: 4096 bytes (sized as 4096) on 2 ranks, 1 host with at most 2 ranks, algo auto: recursive doubling; passed over shared-memory direct, small: below 1025 bytes, shared-memory direct: from 65536 bytes, one-shot: needs 3 ranks or more"
 has "$out" "# algorithm at 2097152 B: 2097152 bytes (sized as 2097152) on 2 ranks, 1 host with at most 2 ranks, algo auto: shared-memory direct; passed over"
-out=$(HERD_ALGO=ring "$HERD" bench allgather -b 64 -e 64 -n 1 -w 0 --np 3 --explain 2>&1) || fail "--explain, ring: $out"
+out=$(HERD_ALGO=ring "$HERD" bench allgather -b 64 -e 64 --iters 1 -w 0 --np 3 --explain 2>&1) || fail "--explain, ring: $out"
 has "$out" "# algorithm at 48 B: 16 bytes (sized as 48) on 3 ranks, 1 host with at most 3 ranks, algo ring: ring"
-out=$(HERD_ALGO=hier "$HERD" bench allreduce -b 8 -e 8 -n 1 -w 0 --np 2 --explain 2>&1) || fail "--explain, hier: $out"
+out=$(HERD_ALGO=hier "$HERD" bench allreduce -b 8 -e 8 --iters 1 -w 0 --np 2 --explain 2>&1) || fail "--explain, hier: $out"
 has "$out" "# algorithm at 8 B: 8 bytes (sized as 8) on 2 ranks, 1 host with at most 2 ranks, algo hier: shared-memory direct, small"
 exit 0

@@ -65,7 +65,7 @@ def help_statuses(text):
             continue
         if inside and line.strip() and indent(line) == 0:
             break
-        m = re.match(r'\s{1,4}((?:\d+|N)(?:/\d+)*)\s', line) if inside else None
+        m = re.match(r'\s{1,4}((?:\d+(?:\+S)?|N)(?:/\d+)*)\s', line) if inside else None
         if m:
             out |= set(m.group(1).split('/'))
     return out

@@ -126,7 +126,8 @@ grep -qF "need 2 nodes; there are 1" "$tmp/err" || fail "refusal: $(cat "$tmp/er
 [[ $(cat "$tmp/logs/rank.1.out") == o1 && $(cat "$tmp/logs/rank.1.err") == e1 ]] \
 	|| fail "log files: $(cat "$tmp"/logs/*)"
 
-# --- SIGINT to herd launch reaches the ranks
+# --- SIGINT to herd launch reaches the ranks; the job was interrupted
+# (130) even when they catch it and exit 0
 "$HERD" launch -n 2 -- sh -c 'echo $$ >"$0/pid.$RANK"; trap "echo caught INT; exit 0" INT; \
 	while :; do sleep 0.1; done' "$tmp" >"$tmp/out" 2>&1 &
 launcher=$!
@@ -138,8 +139,10 @@ kill -0 "$launcher" 2>/dev/null && fail "herd launch still running 10 s after SI
 wait "$launcher"
 rc=$?
 launcher=
-[[ $rc == 0 ]] || fail "ranks that caught SIGINT and exited 0 gave status $rc: $(cat "$tmp/out")"
+[[ $rc == 130 ]] || fail "ranks that caught SIGINT and exited 0 gave status $rc: $(cat "$tmp/out")"
 [[ $(grep -c "caught INT" "$tmp/out") == 2 ]] || fail "SIGINT not forwarded: $(cat "$tmp/out")"
+grep -qE "^herd launch: job [0-9a-f-]+: interrupted by SIGINT; ranks 0-1 stopped$" "$tmp/out" \
+	|| fail "no interrupt summary: $(cat "$tmp/out")"
 rm -f "$tmp"/pid.*
 
 # --- --gpus-per-rank: leases from the planner, on a recorded DGX H100
@@ -328,7 +331,7 @@ for transport in auto tcp; do
 		rm -f "$tmp/pid.victim"
 		# nice: four ranks spinning on two cores must not starve other tests
 		timeout 60 nice -n 10 "$HERD" launch -n 4 -- sh -c '[ "$HERD_RANK" = 2 ] && echo $$ >"$0/pid.victim"
-			exec "$1" bench allreduce -b 4M -e 4M -n 100003 --transport "$2"' \
+			exec "$1" bench allreduce -b 4M -e 4M --iters 100003 --transport "$2"' \
 			"$tmp" "$HERD" "$transport" >/dev/null 2>"$tmp/err" & launcher=$!
 		for i in $(seq 100); do [[ -s $tmp/pid.victim ]] && break; sleep 0.1; done
 		[[ -s $tmp/pid.victim ]] || fail "$transport: rank 2 did not start"
@@ -379,7 +382,7 @@ grep -q "rank 1 on $host (pid [0-9]*) exited with code 3" "$tmp/err" \
 rm -f "$tmp/pid.victim"
 HERD_TIMEOUT=3 timeout 60 nice -n 10 "$HERD" launch -n 4 --grace 1 -- \
 	sh -c '[ "$HERD_RANK" = 1 ] && echo $$ >"$0/pid.victim"
-	exec "$1" bench allreduce -b 1M -e 1M -n 1000000' "$tmp" "$HERD" \
+	exec "$1" bench allreduce -b 1M -e 1M --iters 1000000' "$tmp" "$HERD" \
 	>/dev/null 2>"$tmp/err" & launcher=$!
 for i in $(seq 100); do [[ -s $tmp/pid.victim ]] && break; sleep 0.1; done
 [[ -s $tmp/pid.victim ]] || fail "SIGSTOP: rank 1 did not start"

@@ -3,7 +3,7 @@
 # that never answer: a stand-in ssh (HERD_SSH) that connects nowhere and
 # waits, one that ends on SIGTERM and one that ignores it.  The error
 # names the deadline and comes within it and a second: herd launch's start
-# deadline (--timeout) with two such nodes, herd discover's and herd
+# deadline (--start-timeout) with two such nodes, herd discover's and herd
 # bcast's --timeout.
 source "$(dirname "$0")/../harness/common.sh" "$@"
 trap 'rm -rf "$tmp"' EXIT
@@ -36,8 +36,8 @@ within() {
 
 for ssh in waits stubborn; do
 	export HERD_SSH=$tmp/ssh-$ssh
-	# --- herd launch: two nodes never up within --timeout 3
-	within "launch ($ssh)" 3000 "$HERD" launch --hosts 'h[1-2]' -n 2 --timeout 3 -- true
+	# --- herd launch: two nodes never up within --start-timeout 3
+	within "launch ($ssh)" 3000 "$HERD" launch --hosts 'h[1-2]' -n 2 --start-timeout 3 -- true
 	[[ $rc == 125 ]] || fail "launch ($ssh): exit $rc, want 125: $(cat "$tmp/err")"
 	grep -qF "herd launch: node supervisor not up within 3000 ms on h1, h2" "$tmp/err" \
 		|| fail "launch ($ssh): the error does not name the deadline and the hosts: $(cat "$tmp/err")"

@@ -108,7 +108,7 @@ has "$(cat "$tmp/err")" "/nonexistent/bin/herd"
 printf '#!/bin/sh\ntrap "" TERM\nexec sleep 60\n' >"$tmp/herd-silent"
 chmod +x "$tmp/herd-silent"
 HERD_PROGRAM=$tmp/herd-silent timeout 120 salloc -Q -N2 sh -c 't0=$(date +%s%N)
-	"$0" launch --slurm -n 2 --timeout 3 -- true; rc=$?
+	"$0" launch --slurm -n 2 --start-timeout 3 -- true; rc=$?
 	echo "rc=$rc ms=$(( ($(date +%s%N) - t0) / 1000000 ))"' "$HERD" >"$tmp/out" 2>"$tmp/err"
 grep -qx "rc=125 ms=[0-9]*" "$tmp/out" || fail "nodes that never connect back: $(cat "$tmp/out" "$tmp/err")"
 ms=$(sed -n 's/^rc=125 ms=//p' "$tmp/out")

@@ -104,7 +104,7 @@ wait_for "HERD_EABORTED"
 wait_prompt
 type_text 'print(peer:status().state .. " " .. keep:status().state)'
 keys Enter
-wait_for "failed running"
+wait_for "interrupted running"
 wait_prompt
 
 # quit: the detached job is stopped as the shell closes its objects

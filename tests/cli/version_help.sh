@@ -83,7 +83,7 @@ done
 for t in "1|discover --inventory tests/fixtures/inventory/dgx-h100.json" \
 	"1|gpus --inventory tests/fixtures/inventory/dgx-h100.json" "1|probe" \
 	"1|help launch" "1|launch --help" "1|hostlist expand a[1-3]" "1|ckpt ls $tmp" \
-	"*|health --json" "1|bench allreduce --np 1 -b 8 -e 8 -n 1 -w 0" "1|-e print(1)"; do
+	"*|health --json" "1|bench allreduce --np 1 -b 8 -e 8 --iters 1 -w 0" "1|-e print(1)"; do
   want=${t%%|*} args=${t#*|}
   timeout 60 "$HERD" $args >/dev/full 2>"$tmp/err" </dev/null; rc=$?
   [[ $rc != 0 && ($want == "*" || $rc == "$want") ]] || fail "$args >/dev/full exited $rc, want $want: $(cat "$tmp/err")"

@@ -102,7 +102,31 @@ do
 end
 
 -- misuse raises; a launch that cannot start returns nil, msg, status
-raises("unknown option 'np'", herd.launch, { cmd = "x.lua", np = 2 })
+raises("options 'n' and 'np' are one option", herd.launch, { cmd = "x.lua", n = 2, np = 2 })
+raises("options 'time' and 'timeout' are one limit", herd.launch,
+       { cmd = { "true" }, n = 1, time = "1:00", timeout = 60 })
+raises("option 'time' is \"1:60\"; expected srun's minutes", herd.launch,
+       { cmd = { "true" }, n = 1, time = "1:60" })
+raises("option 'time' is srun's: a whole number of minutes", herd.launch,
+       { cmd = { "true" }, n = 1, time = 0.5 })
+-- np as mpirun writes it; the job's time limit as time (srun's form) or
+-- timeout (seconds): the ranks are stopped, state "time_limit", status 124;
+-- start_timeout is the start deadline
+for _, limit in ipairs({ { time = "0:01" }, { timeout = 1 } }) do
+  local job <close> = assert(herd.launch{ cmd = { "sleep", "30" }, np = 2, output = "none",
+                                          time = limit.time, timeout = limit.timeout,
+                                          start_timeout = 30 })
+  local t0 = now()
+  local res = assert(job:wait(60))
+  assert(res.status == 124 and res.state == "time_limit" and not res.ok, res.status)
+  assert(res.failure == "time limit of 0:01 reached; ranks 0-1 stopped", res.failure)
+  assert(#res.ranks == 2 and now() - t0 < 30)
+end
+do -- a job that ends before its limit is left as it is
+  local job <close> = assert(herd.launch{ cmd = { "true" }, n = 2, time = 10, output = "none" })
+  local res = assert(job:wait(60))
+  assert(res.ok and res.state == "succeeded" and res.failure == nil, res.failure)
+end
 raises("option 'n' (the number of ranks) is required", herd.launch, { cmd = { "true" } })
 raises("option 'cmd' must be a command", herd.launch, { cmd = {}, n = 1 })
 raises("options 'hosts', 'hostfile' and 'slurm' exclude each other", herd.launch,

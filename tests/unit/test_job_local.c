@@ -593,6 +593,208 @@ out:
 	capture_free(&c);
 }
 
+/*
+ * At the time limit the ranks still running are stopped as after a failure:
+ * the job ends with HERD_JOB_EXIT_TIME_LIMIT, state HERD_JOB_TIME_LIMIT, a
+ * summary naming the limit and the ranks, and no restart.
+ */
+static void test_job_time_limit_stops_the_ranks_with_124(void)
+{
+	const char *argv[] = { "sh", "-c", "echo run $HERD_RESTART_COUNT; exec sleep 30", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	herd_job *job = NULL;
+
+	setup(&spec, &c, argv, 2);
+	spec.restarts = 3;
+	spec.time_limit_ms = 500;
+	CHECK_INT(run(&spec, &c, &job), HERD_JOB_EXIT_TIME_LIMIT);
+	if (job != NULL) {
+		CHECK_INT(herd_job_get_state(job), HERD_JOB_TIME_LIMIT);
+		CHECK_STR(herd_job_state_name(herd_job_get_state(job)), "time_limit");
+		CHECK_STR(herd_job_failure(job), "time limit of 0:00.5 reached; ranks 0-1 stopped");
+		CHECK_INT(herd_job_restart_count(job), 0);
+		for (int r = 0; r < 2; r++)
+			check_rank_end(job, r, HERD_JOB_RANK_SIGNALED, SIGTERM);
+		herd_job_free(job);
+	}
+	CHECK_INT(count_lines(&c, 0, HERD_JOB_STDOUT), 1);
+	capture_free(&c);
+}
+
+/* A job that ends before its limit ends as it would without one. */
+static void test_job_time_limit_leaves_a_job_that_ends_before_it(void)
+{
+	const char *fail_argv[] = { "sh", "-c", "exit 3", NULL };
+	const char *ok_argv[] = { "true", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	herd_job *job = NULL;
+
+	setup(&spec, &c, fail_argv, 2);
+	spec.time_limit_ms = 60000;
+	CHECK_INT(run(&spec, &c, &job), 3);
+	if (job != NULL) {
+		CHECK_INT(herd_job_get_state(job), HERD_JOB_FAILED);
+		CHECK(strstr(herd_job_failure(job), "exited with code 3") != NULL);
+		herd_job_free(job);
+	}
+	capture_free(&c);
+	setup(&spec, &c, ok_argv, 2);
+	CHECK_INT(run(&spec, &c, &job), 0);
+	if (job != NULL) {
+		CHECK_INT(herd_job_get_state(job), HERD_JOB_SUCCEEDED);
+		CHECK(herd_job_failure(job) == NULL);
+		herd_job_free(job);
+	}
+	capture_free(&c);
+}
+
+/*
+ * The limit is the whole job's: a run that fails is restarted with what is
+ * left of it, so runs of 1 s that always fail, with 10 restarts and a limit
+ * of 2.5 s, end at the limit after a few runs (a limit per run would let
+ * all eleven fail, status 1).
+ */
+static void test_job_time_limit_is_not_reset_by_restarts(void)
+{
+	const char *argv[] = { "sh", "-c", "echo run $HERD_RESTART_COUNT; sleep 1; exit 1", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	herd_job *job = NULL;
+
+	setup(&spec, &c, argv, 1);
+	spec.restarts = 10;
+	spec.time_limit_ms = 2500;
+	CHECK_INT(run(&spec, &c, &job), HERD_JOB_EXIT_TIME_LIMIT);
+	if (job != NULL) {
+		CHECK_INT(herd_job_get_state(job), HERD_JOB_TIME_LIMIT);
+		CHECK(herd_job_restart_count(job) <= 2);
+		CHECK(strstr(herd_job_failure(job), "time limit of 0:02.5 reached") != NULL);
+		herd_job_free(job);
+	}
+	capture_free(&c);
+}
+
+/*
+ * herd_job_interrupt: the signal reaches every rank, the job ends as
+ * interrupted (128 + the signal, whatever the ranks did with it), and no
+ * restart follows; a signal that is not one of the four is refused.
+ */
+static void test_job_interrupt_ends_the_job_with_128_plus_signal(void)
+{
+	const char *argv[] = { "sh", "-c", "trap 'echo got INT; exit 0' INT; echo ready; "
+			       "while :; do sleep 0.05; done", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	herd_job *job = NULL;
+	int status = -1;
+
+	setup(&spec, &c, argv, 2);
+	spec.restarts = 2;
+	spec.output = capture_line;
+	spec.output_userdata = &c;
+	CHECK_OK(herd_job_launch(&job, &spec));
+	if (job == NULL)
+		goto out;
+	wait_first_lines(&c);
+	CHECK_ERR(herd_job_interrupt(job, SIGUSR1), HERD_EINVAL, "is not SIGINT, SIGTERM, SIGHUP");
+	CHECK_INT(herd_job_get_state(job), HERD_JOB_RUNNING);
+	CHECK_OK(herd_job_interrupt(job, SIGINT));
+	CHECK_OK(herd_job_wait(job, 20000, &status));
+	CHECK_INT(status, 128 + SIGINT);
+	CHECK_INT(herd_job_get_state(job), HERD_JOB_INTERRUPTED);
+	CHECK_STR(herd_job_failure(job), "interrupted by SIGINT; ranks 0-1 stopped");
+	CHECK_INT(herd_job_restart_count(job), 0);
+	CHECK_STR(line_of(&c, 0, HERD_JOB_STDOUT, 1), "got INT");
+	CHECK_STR(line_of(&c, 1, HERD_JOB_STDOUT, 1), "got INT");
+	/* Once over, its end stands. */
+	CHECK_OK(herd_job_interrupt(job, SIGTERM));
+	CHECK_INT(herd_job_get_state(job), HERD_JOB_INTERRUPTED);
+	herd_job_free(job);
+out:
+	capture_free(&c);
+}
+
+/*
+ * Ranks that ignore SIGINT and SIGTERM: one interrupt ends them with
+ * SIGKILL after the grace period; a second one at once, long before it.
+ */
+static void test_job_interrupt_kills_what_ignores_it(void)
+{
+	const char *argv[] = { "sh", "-c", "trap '' INT TERM; echo ready; while :; do sleep 1; done",
+			       NULL };
+
+	for (int twice = 0; twice < 2; twice++) {
+		herd_job_spec spec = HERD_JOB_SPEC_INIT;
+		struct capture c;
+		herd_job *job = NULL;
+		int status = -1;
+
+		setup(&spec, &c, argv, 2);
+		/* once: the grace ends it; twice: the second call, long before */
+		spec.grace_ms = twice ? 600000 : 500;
+		spec.output = capture_line;
+		spec.output_userdata = &c;
+		CHECK_OK(herd_job_launch(&job, &spec));
+		if (job == NULL) {
+			capture_free(&c);
+			continue;
+		}
+		wait_first_lines(&c);
+		CHECK_OK(herd_job_interrupt(job, SIGTERM));
+		if (twice)
+			CHECK_OK(herd_job_interrupt(job, SIGTERM));
+		CHECK_OK(herd_job_wait(job, 30000, &status));
+		CHECK_INT(status, 128 + SIGTERM);
+		CHECK_INT(herd_job_get_state(job), HERD_JOB_INTERRUPTED);
+		for (int r = 0; r < 2; r++)
+			check_rank_end(job, r, HERD_JOB_RANK_SIGNALED, SIGKILL);
+		herd_job_free(job);
+		capture_free(&c);
+	}
+}
+
+/* herd_job_kill: state HERD_JOB_STOPPED, a summary in words. */
+static void test_job_kill_is_a_stop(void)
+{
+	const char *argv[] = { "sleep", "30", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	herd_job *job = NULL;
+
+	setup(&spec, &c, argv, 1);
+	spec.output = capture_line;
+	spec.output_userdata = &c;
+	CHECK_OK(herd_job_launch(&job, &spec));
+	if (job != NULL) {
+		CHECK_OK(herd_job_kill(job));
+		CHECK_INT(herd_job_get_state(job), HERD_JOB_STOPPED);
+		CHECK_STR(herd_job_failure(job), "stopped before it finished");
+		herd_job_free(job);
+	}
+	capture_free(&c);
+}
+
+/* A version 1 spec ends before time_limit_ms, which is not read; a
+ * negative limit is refused. */
+static void test_job_spec_versions_and_time_limit(void)
+{
+	const char *argv[] = { "true", NULL };
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	struct capture c;
+	herd_job *job = NULL;
+
+	setup(&spec, &c, argv, 1);
+	spec.time_limit_ms = -1;
+	spec.output = capture_line;
+	spec.output_userdata = &c;
+	CHECK_ERR(herd_job_launch(&job, &spec), HERD_EINVAL, "herd_job_spec.time_limit_ms is -1");
+	spec.version = 1;
+	CHECK_INT(run(&spec, &c, NULL), 0);
+	capture_free(&c);
+}
+
 static void test_job_restarts_with_restart_count(void)
 {
 	const char *argv[] = { "sh", "-c", "echo run $HERD_RESTART_COUNT "
@@ -762,6 +964,13 @@ int main(void)
 	TEST_RUN(test_job_ranks_ignoring_sigterm_get_sigkill_after_grace);
 	TEST_RUN(test_job_signal_reaches_every_rank);
 	TEST_RUN(test_job_sigterm_ends_the_job_without_a_restart);
+	TEST_RUN(test_job_time_limit_stops_the_ranks_with_124);
+	TEST_RUN(test_job_time_limit_leaves_a_job_that_ends_before_it);
+	TEST_RUN(test_job_time_limit_is_not_reset_by_restarts);
+	TEST_RUN(test_job_interrupt_ends_the_job_with_128_plus_signal);
+	TEST_RUN(test_job_interrupt_kills_what_ignores_it);
+	TEST_RUN(test_job_kill_is_a_stop);
+	TEST_RUN(test_job_spec_versions_and_time_limit);
 	TEST_RUN(test_job_restarts_with_restart_count);
 	TEST_RUN(test_job_restart_succeeds_after_failure);
 	TEST_RUN(test_job_log_dir_gets_per_rank_files);

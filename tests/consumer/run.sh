@@ -22,8 +22,10 @@ for exe in consumer_shared consumer_static; do
 	[[ $out == *"$expect"* ]] || { echo "$exe: expected '$expect'"; exit 1; }
 done
 
-libdir=$(ls -d "$work/prefix"/lib*/pkgconfig | head -n 1)
-export PKG_CONFIG_PATH=$libdir
+# lib/, lib64/ or (Debian) lib/<multiarch>/
+pc=$(find "$work/prefix" -name herd.pc | head -n 1)
+[ -n "$pc" ] || { echo "no herd.pc under $work/prefix"; exit 1; }
+export PKG_CONFIG_PATH=$(dirname "$pc")
 cc -std=c11 -Wall -Wextra -Werror -o "$work/consumer_pc" "$here/consumer.c" \
 	$(pkg-config --cflags --libs herd) -Wl,-rpath,"$(pkg-config --variable=libdir herd)"
 out=$("$work/consumer_pc" "$fixture")

@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "ckpt_test_files.h"
 #include "comm_harness.h"
 
 #include "ckpt/ckpt_internal.h"
@@ -22,45 +23,6 @@ static char root[256];
 static void make_dir(char *buf, size_t cap, const char *name)
 {
 	snprintf(buf, cap, "%s/%s", root, name);
-}
-
-/* Flips one byte of a file at off (from the end when off < 0). */
-static void flip_byte(const char *path, long off)
-{
-	int fd = open(path, O_RDWR);
-	struct stat sb;
-	uint8_t c;
-
-	CHECK(fd >= 0);
-	if (fd < 0)
-		return;
-	fstat(fd, &sb);
-	if (off < 0)
-		off += (long)sb.st_size;
-	CHECK(pread(fd, &c, 1, off) == 1);
-	c ^= 0x5a;
-	CHECK(pwrite(fd, &c, 1, off) == 1);
-	close(fd);
-}
-
-/* Runs fn with stderr captured into buf. */
-static void capture_stderr(void (*fn)(void *), void *arg, char *buf, size_t cap)
-{
-	char path[300];
-	int saved = dup(2), fd;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "%s/stderr.txt", root);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	fflush(stderr);
-	dup2(fd, 2);
-	fn(arg);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	n = pread(fd, buf, cap - 1, 0);
-	buf[n > 0 ? n : 0] = '\0';
-	close(fd);
 }
 
 /* ---- round trips -------------------------------------------------------- */
@@ -469,7 +431,7 @@ static void test_ckpt_corruption_is_named_and_restore_falls_back(void)
 	}
 	/* One byte of step 3's data, in its third chunk. */
 	snprintf(path, sizeof(path), "%s/step-000000000003/rank-00000.data", dir);
-	flip_byte(path, 2 * 4096 + 17);
+	ckpt_test_flip_byte(path, 2 * 4096 + 17);
 	memset(&s, 0, sizeof(s));
 	CHECK_ERR(herd_ckpt_verify(dir, 3, on_problem, &s, NULL), HERD_EFORMAT,
 		  "\"weights\" shard 0 chunk 2");
@@ -482,7 +444,7 @@ static void test_ckpt_corruption_is_named_and_restore_falls_back(void)
 	CHECK(strstr(s.message, "checksum mismatch") != NULL);
 	memset(x, 0, sizeof(x));
 	c.ck = ck;
-	capture_stderr(restore_latest, &c, err, sizeof(err));
+	ckpt_test_capture_stderr(root, restore_latest, &c, err, sizeof(err));
 	CHECK_OK(c.st);
 	CHECK_INT(c.got, 2);
 	CHECK(x[9999] == 209999.0f && x[0] == 200000.0f);
@@ -492,12 +454,12 @@ static void test_ckpt_corruption_is_named_and_restore_falls_back(void)
 
 	/* One byte of step 2's manifest. */
 	snprintf(path, sizeof(path), "%s/step-000000000002/manifest.msgpack", dir);
-	flip_byte(path, 40);
+	ckpt_test_flip_byte(path, 40);
 	memset(&s, 0, sizeof(s));
 	CHECK_ERR(herd_ckpt_verify(dir, 2, on_problem, &s, NULL), HERD_EFORMAT, "checksum mismatch");
 	CHECK(strstr(herd_last_error(), "manifest.msgpack") != NULL);
 	CHECK_STR(s.file, "manifest.msgpack");
-	capture_stderr(restore_latest, &c, err, sizeof(err));
+	ckpt_test_capture_stderr(root, restore_latest, &c, err, sizeof(err));
 	CHECK_OK(c.st);
 	CHECK_INT(c.got, 1);
 	CHECK(x[5] == 100005.0f);
@@ -508,7 +470,7 @@ static void test_ckpt_corruption_is_named_and_restore_falls_back(void)
 	/* Step 1 damaged too: a step exists and does not verify, which is
 	 * not the fresh start HERD_ENOTFOUND means. */
 	snprintf(path, sizeof(path), "%s/step-000000000001/rank-00000.data", dir);
-	flip_byte(path, -1);
+	ckpt_test_flip_byte(path, -1);
 	CHECK_ERR(herd_ckpt_restore(ck, HERD_CKPT_LATEST, NULL), HERD_ECORRUPT,
 		  "the only committed checkpoint step in");
 	CHECK(strstr(herd_last_error(), "does not verify (step 1): restoring checkpoint step 1: ")

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ckpt_test_files.h"
 #include "comm_harness.h"
 
 #include "ckpt/ckpt_internal.h"
@@ -25,41 +26,6 @@ static char root[256];
 static void make_dir(char *buf, size_t cap, const char *name)
 {
 	snprintf(buf, cap, "%s/%s", root, name);
-}
-
-/* Flips one byte of a file at off. */
-static void flip_byte(const char *path, long off)
-{
-	int fd = open(path, O_RDWR);
-	uint8_t c = 0;
-
-	CHECK(fd >= 0);
-	if (fd < 0)
-		return;
-	CHECK(pread(fd, &c, 1, off) == 1);
-	c ^= 0x5a;
-	CHECK(pwrite(fd, &c, 1, off) == 1);
-	close(fd);
-}
-
-/* Runs fn with stderr captured into buf. */
-static void capture_stderr(void (*fn)(void *), void *arg, char *buf, size_t cap)
-{
-	char path[300];
-	int saved = dup(2), fd;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "%s/stderr.txt", root);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	fflush(stderr);
-	dup2(fd, 2);
-	fn(arg);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	n = pread(fd, buf, cap - 1, 0);
-	buf[n > 0 ? n : 0] = '\0';
-	close(fd);
 }
 
 /* The names of the steps of dir moved aside with number step, sorted;
@@ -169,14 +135,14 @@ static void test_ckpt_restore_moves_damaged_step_aside_and_save_reuses_its_numbe
 		CHECK_OK(herd_ckpt_save(o.ck, s));
 	}
 	snprintf(path, sizeof(path), "%s/step-000000000003/rank-00000.data", dir);
-	flip_byte(path, 2 * 4096 + 17);
+	ckpt_test_flip_byte(path, 2 * 4096 + 17);
 
 	/* A reader of step 3, in another program, opened before the move. */
 	CHECK_OK(herd_ckpt_reader_open(&reader, dir, 3));
 
 	/* The restore passes over step 3 to step 2, and moves step 3 aside. */
 	memset(o.x, 0, sizeof(o.x));
-	capture_stderr(restore_latest, &o, err, sizeof(err));
+	ckpt_test_capture_stderr(root, restore_latest, &o, err, sizeof(err));
 	CHECK_OK(o.st);
 	CHECK_INT(o.got, 2);
 	CHECK(o.x[9999] == 209999.0f);
@@ -238,10 +204,10 @@ static void test_ckpt_restore_moves_damaged_step_aside_and_save_reuses_its_numbe
 	/* Damaged again (its manifest this time), and found by a save, not a
 	 * restore: moved aside under a name of its own. */
 	snprintf(path, sizeof(path), "%s/step-000000000003/manifest.msgpack", dir);
-	flip_byte(path, 40);
+	ckpt_test_flip_byte(path, 40);
 	o.step = 3;
 	fill_step(&o, 34);
-	capture_stderr(save_step, &o, err, sizeof(err));
+	ckpt_test_capture_stderr(root, save_step, &o, err, sizeof(err));
 	CHECK_OK(o.st);
 	CHECK(strstr(err, "does not verify") != NULL && strstr(err, "moved it aside to") != NULL);
 	CHECK_INT(aside_names(dir, 3, names, 4), 2);
@@ -294,7 +260,7 @@ static void test_ckpt_second_damage_in_the_same_second_takes_another_name(void)
 		CHECK(mkdir(path, 0700) == 0);
 	}
 	snprintf(path, sizeof(path), "%s/step-000000000005/rank-00000.data", dir);
-	flip_byte(path, 0);
+	ckpt_test_flip_byte(path, 0);
 	herd_log_set_level(HERD_LOG_ERROR);
 	CHECK_OK(herd_ckpt_save(o.ck, 5));
 	herd_log_set_level(HERD_LOG_WARN);
@@ -345,7 +311,7 @@ static void test_ckpt_nothing_moves_when_no_step_verifies(void)
 		fill_step(&o, s);
 		CHECK_OK(herd_ckpt_save(o.ck, s));
 		snprintf(path, sizeof(path), "%s/step-%012d/rank-00000.data", dir, s);
-		flip_byte(path, 100);
+		ckpt_test_flip_byte(path, 100);
 	}
 	herd_log_set_level(HERD_LOG_ERROR);
 	CHECK_ERR(herd_ckpt_restore(o.ck, HERD_CKPT_LATEST, NULL), HERD_ECORRUPT,
@@ -499,7 +465,7 @@ static void test_ckpt_two_ranks_damage_found_by_rank_1_moved_by_rank_0(void)
 	harness_scope(a.scope, sizeof(a.scope), "ckpt-damaged");
 	CHECK_INT(run_ranks(2, ranks_body, &a, 60000, NULL, NULL, 0, NULL), 0);
 	snprintf(path, sizeof(path), "%s/step-000000000004/rank-00001.data", a.dir);
-	flip_byte(path, 123);
+	ckpt_test_flip_byte(path, 123);
 	a.phase = 1;
 	harness_scope(a.scope, sizeof(a.scope), "ckpt-damaged");
 	CHECK_INT(run_ranks(2, ranks_body, &a, 60000, NULL, NULL, 0, NULL), 0);
@@ -510,7 +476,7 @@ static void test_ckpt_two_ranks_damage_found_by_rank_1_moved_by_rank_0(void)
 	CHECK_OK(herd_ckpt_verify(a.dir, 4, NULL, NULL, NULL));
 
 	snprintf(path, sizeof(path), "%s/step-000000000004/rank-00001.data", a.dir);
-	flip_byte(path, 4000);
+	ckpt_test_flip_byte(path, 4000);
 	a.phase = 2;
 	harness_scope(a.scope, sizeof(a.scope), "ckpt-damaged");
 	CHECK_INT(run_ranks(2, ranks_body, &a, 60000, NULL, NULL, 0, NULL), 0);

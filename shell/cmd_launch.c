@@ -158,6 +158,13 @@ static const struct option options[] = {
 	"time, and with --gpus-per-rank G binds each rank to its GPUs' NUMA node"
 #define ALLOC_INSTEAD "run herd launch --slurm inside an allocation that has it (salloc " \
 	"... herd launch --slurm ...)"
+#define CPUS_SAY "srun's CPUs per task; herd launch has no CPU count per rank: with " \
+	"--gpus-per-rank G each rank is bound to its GPUs' NUMA node"
+#define GPUS_SAY "srun's GPU count for the whole job; herd launch takes --gpus-per-rank G"
+#define OUTPUT_SAY "srun's output file; herd launch writes every rank's output to " \
+	"DIR/rank.N.out and .err with --log-dir DIR"
+#define RDZV_SAY "torchrun's rendezvous; herd launch hosts the job's rendezvous itself: " \
+	NODES_GIVE
 
 /* Flags of mpirun, srun and torchrun that herd launch reads as its own
  * (single-dash words that getopt_long would take for -n p), or answers
@@ -175,14 +182,10 @@ static const shell_habit habits[] = {
 	{ "--map-by", true, NULL, "mpirun's placement; " PLACE_INSTEAD },
 	{ "--bind-to", true, NULL, "mpirun's binding; " PLACE_INSTEAD },
 	{ "--rank-by", true, NULL, "mpirun's rank order; " PLACE_INSTEAD },
-	{ "-c", true, NULL, "srun's CPUs per task; herd launch has no CPU count per rank: "
-	  "with --gpus-per-rank G each rank is bound to its GPUs' NUMA node" },
-	{ "--cpus-per-task", true, NULL, "srun's CPUs per task; herd launch has no CPU count "
-	  "per rank: with --gpus-per-rank G each rank is bound to its GPUs' NUMA node" },
-	{ "--gpus", true, NULL, "srun's GPU count for the whole job; herd launch takes "
-	  "--gpus-per-rank G" },
-	{ "-G", true, NULL, "srun's GPU count for the whole job; herd launch takes "
-	  "--gpus-per-rank G" },
+	{ "-c", true, NULL, CPUS_SAY },
+	{ "--cpus-per-task", true, NULL, CPUS_SAY },
+	{ "--gpus", true, NULL, GPUS_SAY },
+	{ "-G", true, NULL, GPUS_SAY },
 	{ "--gpus-per-node", true, NULL, "srun's GPUs per node; herd launch takes "
 	  "--gpus-per-rank G (a node of K ranks gets K*G)" },
 	{ "--gres", true, NULL, "srun's generic resources; herd launch takes --gpus-per-rank G "
@@ -191,18 +194,13 @@ static const shell_habit habits[] = {
 	{ "--partition", true, NULL, "srun's partition; " ALLOC_INSTEAD },
 	{ "-A", true, NULL, "srun's account; " ALLOC_INSTEAD },
 	{ "--account", true, NULL, "srun's account; " ALLOC_INSTEAD },
-	{ "-o", true, NULL, "srun's output file; herd launch writes every rank's output to "
-	  "DIR/rank.N.out and .err with --log-dir DIR" },
-	{ "--output", true, NULL, "srun's output file; herd launch writes every rank's output "
-	  "to DIR/rank.N.out and .err with --log-dir DIR" },
+	{ "-o", true, NULL, OUTPUT_SAY },
+	{ "--output", true, NULL, OUTPUT_SAY },
 	{ "--export", true, NULL, "srun's environment list; herd launch takes --env NAME=VALUE "
 	  "or --env NAME (repeatable), and its ranks inherit this environment" },
-	{ "--rdzv-endpoint", true, NULL, "torchrun's rendezvous; herd launch hosts the job's "
-	  "rendezvous itself: " NODES_GIVE },
-	{ "--rdzv-backend", true, NULL, "torchrun's rendezvous; herd launch hosts the job's "
-	  "rendezvous itself: " NODES_GIVE },
-	{ "--rdzv-id", true, NULL, "torchrun's rendezvous; herd launch hosts the job's "
-	  "rendezvous itself: " NODES_GIVE },
+	{ "--rdzv-endpoint", true, NULL, RDZV_SAY },
+	{ "--rdzv-backend", true, NULL, RDZV_SAY },
+	{ "--rdzv-id", true, NULL, RDZV_SAY },
 	{ "--master-addr", true, NULL, "torchrun's; herd launch sets MASTER_ADDR (the first "
 	  "node) and MASTER_PORT itself, and an exported one or --env MASTER_ADDR=HOST wins" },
 	{ "--master-port", true, NULL, "torchrun's; herd launch sets MASTER_ADDR and "

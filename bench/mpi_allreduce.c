@@ -11,6 +11,12 @@
  * busbw = algbw * 2(n-1)/n (nccl-tests).  With -c 1 one more call is
  * checked against the exact sums of the integer-valued inputs
  * 1 + (index + 3 * rank) % 5 (the values herd bench uses).
+ *
+ * With -j 1 it prints, instead of the table, the JSON lines of
+ * `herd bench --json`, with "median_us" and "p99_us" measured as herd
+ * bench measures them: each timed call timed by itself from the end of the
+ * one before, each rank's median and 99th percentile (nearest rank) of
+ * its calls, the slowest rank's.  bench/busy_compare.sh reads them.
  */
 #include <errno.h>
 #include <mpi.h>
@@ -24,7 +30,7 @@
 struct args {
 	size_t minbytes, maxbytes;
 	long factor;
-	int iters, warmup, check;
+	int iters, warmup, check, json;
 };
 
 static int parse_size(const char *s, size_t *out)
@@ -53,7 +59,7 @@ static int parse_size(const char *s, size_t *out)
 
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	*a = (struct args){ 32u << 20, 32u << 20, 2, 20, 5, 1 };
+	*a = (struct args){ 32u << 20, 32u << 20, 2, 20, 5, 1, 0 };
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (v == NULL || o[0] != '-' || o[1] == '\0' || o[2] != '\0')
@@ -67,6 +73,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'n': a->iters = atoi(v); bad = a->iters < 1; break;
 		case 'w': a->warmup = atoi(v); bad = a->warmup < 0; break;
 		case 'c': a->check = atoi(v); break;
+		case 'j': a->json = atoi(v); break;
 		default: bad = 1; break;
 		}
 		if (bad)
@@ -100,11 +107,35 @@ static long long check(const float *buf, size_t count, int nranks)
 
 struct result {
 	double us, algbw, busbw;
+	double median_us, p99_us;   /* -j 1 */
 	long long wrong;
 };
 
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return (a > b) - (a < b);
+}
+
+/* -j 1: this rank's median and 99th percentile of n call times (sorted
+ * in place), then the slowest rank's of each. */
+static void percentiles(double *t, int n, struct result *res)
+{
+	int k = (int)((double)n * 0.99);
+	double q[2];
+
+	qsort(t, (size_t)n, sizeof(double), cmp_double);
+	if ((double)k < (double)n * 0.99)
+		k++;
+	q[0] = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+	q[1] = t[k > 0 ? k - 1 : 0];
+	MPI_Allreduce(MPI_IN_PLACE, q, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	res->median_us = q[0];
+	res->p99_us = q[1];
+}
+
 static void run(const struct args *a, float *send, float *recv, size_t count, int inplace,
-		int rank, int n, struct result *res)
+		int rank, int n, double *call_us, struct result *res)
 {
 	const void *sb = inplace ? MPI_IN_PLACE : (const void *)send;
 	float *in = inplace ? recv : send;
@@ -113,10 +144,23 @@ static void run(const struct args *a, float *send, float *recv, size_t count, in
 		MPI_Allreduce(sb, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 	MPI_Barrier(MPI_COMM_WORLD);
 	double t0 = MPI_Wtime();
-	for (int i = 0; i < a->iters; i++)
-		MPI_Allreduce(sb, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+	if (call_us != NULL) {
+		double prev = t0;
+		for (int i = 0; i < a->iters; i++) {
+			MPI_Allreduce(sb, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+			double t = MPI_Wtime();
+			call_us[i] = (t - prev) * 1e6;
+			prev = t;
+		}
+	} else {
+		for (int i = 0; i < a->iters; i++)
+			MPI_Allreduce(sb, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+	}
 	double us = (MPI_Wtime() - t0) * 1e6 / a->iters;
 	MPI_Allreduce(MPI_IN_PLACE, &us, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	res->median_us = res->p99_us = -1;
+	if (call_us != NULL)
+		percentiles(call_us, a->iters, res);
 	res->us = us;
 	res->algbw = (double)(count * sizeof(float)) / 1e9 / (us * 1e-6);
 	res->busbw = res->algbw * 2.0 * (n - 1) / n;
@@ -129,6 +173,17 @@ static void run(const struct args *a, float *send, float *recv, size_t count, in
 	MPI_Allreduce(sb, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 	long long wrong = check(recv, count, n);
 	MPI_Allreduce(&wrong, &res->wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+}
+
+static void json_result(const struct args *a, const char *key, const struct result *r)
+{
+	printf(",\"%s\":{\"time_us\":%.3f,\"median_us\":%.3f,\"p99_us\":%.3f,"
+	       "\"algbw\":%.6g,\"busbw\":%.6g,\"wrong\":", key, r->us, r->median_us, r->p99_us,
+	       r->algbw, r->busbw);
+	if (a->check)
+		printf("%lld}", r->wrong);
+	else
+		printf("null}");
 }
 
 static void print_result(const struct args *a, const struct result *r)
@@ -157,7 +212,7 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &a) != 0) {
 		if (rank == 0)
 			fprintf(stderr, "usage: %s [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] "
-				"[-w WARMUP] [-c 0|1]\n", argv[0]);
+				"[-w WARMUP] [-c 0|1] [-j 0|1]\n", argv[0]);
 		MPI_Finalize();
 		return 2;
 	}
@@ -176,8 +231,13 @@ int main(int argc, char **argv)
 	}
 	memset(send, 0, bytes);
 	memset(recv, 0, bytes);
+	double *call_us = NULL;
+	if (a.json && (call_us = calloc((size_t)a.iters, sizeof(double))) == NULL) {
+		fprintf(stderr, "%s: cannot allocate the times of %d calls\n", argv[0], a.iters);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
 
-	if (rank == 0) {
+	if (rank == 0 && !a.json) {
 		char version[MPI_MAX_LIBRARY_VERSION_STRING], host[256] = "?";
 		int len = 0;
 		MPI_Get_library_version(version, &len);
@@ -205,12 +265,20 @@ int main(int argc, char **argv)
 		size_t count = size / sizeof(float);
 		struct result r[2];
 		for (int inplace = 0; inplace < 2; inplace++) {
-			run(&a, send, recv, count, inplace, rank, n, &r[inplace]);
+			run(&a, send, recv, count, inplace, rank, n, call_us, &r[inplace]);
 			bw += r[inplace].busbw;
 			nbw++;
 			wrong += r[inplace].wrong;
 		}
-		if (rank == 0) {
+		if (rank == 0 && a.json) {
+			printf("{\"op\":\"allreduce\",\"ranks\":%d,\"size\":%zu,\"count\":%zu,"
+			       "\"type\":\"float32\",\"redop\":\"sum\",\"root\":-1", n,
+			       count * sizeof(float), count);
+			json_result(&a, "out_of_place", &r[0]);
+			json_result(&a, "in_place", &r[1]);
+			printf("}\n");
+			fflush(stdout);
+		} else if (rank == 0) {
 			printf("%12zu  %12zu  %8s  %6s  %6d", count * sizeof(float), count, "float32",
 			       "sum", -1);
 			print_result(&a, &r[0]);
@@ -221,13 +289,14 @@ int main(int argc, char **argv)
 		if (size == 0)
 			break;
 	}
-	if (rank == 0) {
+	if (rank == 0 && !a.json) {
 		if (a.check)
 			printf("# Out of bounds values : %lld %s\n", wrong, wrong ? "FAILED" : "OK");
 		printf("# Avg bus bandwidth    : %g\n#\n", nbw ? bw / nbw : 0.0);
 	}
 	free(send);
 	free(recv);
+	free(call_us);
 	MPI_Finalize();
 	return wrong ? 1 : 0;
 }

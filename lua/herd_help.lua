@@ -480,11 +480,11 @@ Waits for a save in flight, returns its outcome, and frees the checkpoint.
 
 ## herd.bench(op[, opts]) -> records | nil, msg, status
 Runs `herd bench op --json` (a child of this program) and returns its records: `op`, `ranks`,
-`size`, `count`, `type`, `redop`, `root`, `out_of_place` and `in_place` (`time_us`, `algbw`,
-`busbw`, `wrong`). Options are herd bench's long options: `minbytes`, `maxbytes` (or `size` for
-both), `stepfactor`, `stepbytes`, `iters`, `warmup_iters`, `check`, `datatype`, `op`, `root`,
-`average`, `run_cycles`, `transport`, `algo`, `timeout`; `n` the number of ranks (as `-n`;
-`np` too, not both).
+`size`, `count`, `type`, `redop`, `root`, `out_of_place` and `in_place` (`time_us`,
+`median_us` and `p99_us` per call, `algbw`, `busbw`, `wrong`). Options are herd bench's long
+options: `minbytes`, `maxbytes` (or `size` for both), `stepfactor`, `stepbytes`, `iters`,
+`warmup_iters`, `check`, `datatype`, `op`, `root`, `average`, `run_cycles`, `transport`, `algo`,
+`timeout`; `n` the number of ranks (as `-n`; `np` too, not both).
 
 ## herd.experiment{params =, run =, repeats =, warmup =, order =, name =} -> herd.Experiment
 Runs `run(p)` for every combination `p` of `params` (a table of arrays; names in `order`,

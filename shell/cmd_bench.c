@@ -44,9 +44,17 @@
  * (JSON Lines), with the fields of a row:
  *   {"op":"allreduce","ranks":4,"size":1024,"count":256,"type":"float32",
  *    "redop":"sum","root":-1,
- *    "out_of_place":{"time_us":12.3,"algbw":0.08,"busbw":0.12,"wrong":0},
+ *    "out_of_place":{"time_us":12.3,"median_us":11.9,"p99_us":20.1,
+ *                    "algbw":0.08,"busbw":0.12,"wrong":0},
  *    "in_place":{...}}
  * "wrong" is null without -c 1, "in_place" null where there is none.
+ * With --json each timed call is also timed by itself, from the end of the
+ * one before (a clock read after each, which the table's loop does not
+ * pay): "median_us" and "p99_us" are each rank's median and 99th
+ * percentile (nearest rank) of its iters calls, combined over the ranks as
+ * -a says (by default the slowest rank's), where an average hides a few
+ * slow calls (a busy machine).  They are null for calls queued on a GPU
+ * stream.
  *
  * Exit status: 0; 1 when a call failed, an element was wrong, the ranks
  * ran past the deadline or --device gpu found no GPU; 2 for a usage error;
@@ -118,7 +126,8 @@ static const char bench_usage[] =
 	"                           that have a stream-ordered form and waits once\n"
 	"                           after all, as nccl-tests; 1 waits for each call\n"
 	"                           (every call on host memory does)\n"
-	"  --json                   one JSON object per size and line, not a table\n"
+	"  --json                   one JSON object per size and line, not a table,\n"
+	"                           with each call's median and 99th percentile\n"
 	"  --explain                say, per size, which algorithm runs the call and\n"
 	"                           why (a \"# algorithm\" line above the table)\n"
 	"Without -n or a launcher's variables it runs one rank and says so.  It\n"
@@ -177,6 +186,7 @@ struct bench_ctx {
 	struct bench_shape shape;
 	unsigned char *send, *recv;   /* device memory with --device gpu */
 	int queued;     /* GPU calls on the legacy default stream, stream-ordered */
+	double *call_us; /* --json: [iters] each timed call's time, NULL otherwise */
 };
 
 /* One collective: its sizes, bandwidth factor and its fill, run and check
@@ -718,6 +728,7 @@ static double now_s(void)
 
 struct bench_result {
 	double time_us, algbw, busbw;
+	double median_us, p99_us;   /* --json: per call; negative when not measured */
 	uint64_t wrong;
 };
 
@@ -855,6 +866,44 @@ static herd_status settle(struct bench_ctx *c, herd_status st)
 	return st != HERD_OK ? st : herd_comm_async_error(c->comm);
 }
 
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return (a > b) - (a < b);
+}
+
+/*
+ * --json: the median and 99th percentile of the timed calls.  Each rank
+ * sorts its own calls' times (each from the end of the call before): the
+ * median is the middle one (the mean of the middle two), the 99th
+ * percentile the ceil(0.99 n)-th (nearest rank); both are then combined
+ * over the ranks as -a says, as the average is (by default the slowest
+ * rank's).  Queued GPU calls (no -z 1) have no time of their own: both
+ * stay unmeasured.
+ */
+static herd_status per_call(struct bench_ctx *c, herd_redop how, struct bench_result *res)
+{
+	const struct bench_args *a = c->args;
+	size_t n = (size_t)a->iters, k = (size_t)((double)n * 0.99);
+	double q[2];
+
+	if (c->queued)
+		return HERD_OK;
+	qsort(c->call_us, n, sizeof(double), cmp_double);
+	if ((double)k < (double)n * 0.99)
+		k++;
+	q[0] = n % 2 ? c->call_us[n / 2] : (c->call_us[n / 2 - 1] + c->call_us[n / 2]) / 2;
+	q[1] = c->call_us[k > 0 ? k - 1 : 0];
+	if (a->average == 0 && c->rank != 0)
+		q[0] = q[1] = 0;
+	herd_status st = herd_comm_allreduce(c->comm, q, q, 2, HERD_FLOAT64, how);
+	if (st != HERD_OK)
+		return st;
+	res->median_us = q[0];
+	res->p99_us = q[1];
+	return HERD_OK;
+}
+
 /* Runs and times one size in one placement; the result is every rank's. */
 static herd_status measure(struct bench_ctx *c, int inplace, struct bench_result *res)
 {
@@ -868,8 +917,19 @@ static herd_status measure(struct bench_ctx *c, int inplace, struct bench_result
 	if (st != HERD_OK)
 		return st;
 	double t0 = now_s();
-	for (int i = 0; i < a->iters && st == HERD_OK; i++)
-		st = a->op->run(c, inplace);
+	if (c->call_us != NULL) {
+		/* --json: each call timed by itself as well (per_call). */
+		double prev = t0;
+		for (int i = 0; i < a->iters && st == HERD_OK; i++) {
+			st = a->op->run(c, inplace);
+			double t = now_s();
+			c->call_us[i] = (t - prev) * 1e6;
+			prev = t;
+		}
+	} else {
+		for (int i = 0; i < a->iters && st == HERD_OK; i++)
+			st = a->op->run(c, inplace);
+	}
 	st = settle(c, st);
 	double us = (now_s() - t0) * 1e6 / a->iters;
 	/* -a: rank 0's time (the others add 0), the mean, the fastest, the slowest. */
@@ -878,6 +938,9 @@ static herd_status measure(struct bench_ctx *c, int inplace, struct bench_result
 		us = 0;
 	if (st == HERD_OK)
 		st = herd_comm_allreduce(c->comm, &us, &us, 1, HERD_FLOAT64, how[a->average]);
+	res->median_us = res->p99_us = -1;
+	if (st == HERD_OK && c->call_us != NULL)
+		st = per_call(c, how[a->average], res);
 	if (st != HERD_OK)
 		return st;
 	res->time_us = us;
@@ -1011,8 +1074,12 @@ static void json_result(const struct bench_args *a, const char *key,
 		printf("null");
 		return;
 	}
-	printf("{\"time_us\":%.3f,\"algbw\":%.6g,\"busbw\":%.6g,\"wrong\":", r->time_us,
-	       r->algbw, r->busbw);
+	printf("{\"time_us\":%.3f,", r->time_us);
+	if (r->median_us >= 0)
+		printf("\"median_us\":%.3f,\"p99_us\":%.3f,", r->median_us, r->p99_us);
+	else
+		printf("\"median_us\":null,\"p99_us\":null,");
+	printf("\"algbw\":%.6g,\"busbw\":%.6g,\"wrong\":", r->algbw, r->busbw);
 	if (a->check)
 		printf("%llu}", (unsigned long long)r->wrong);
 	else
@@ -1133,6 +1200,8 @@ static void free_buffers(struct bench_ctx *c)
 		free(c->recv);
 	}
 	c->send = c->recv = NULL;
+	free(c->call_us);
+	c->call_us = NULL;
 }
 
 /* The sweep (-N times), on a joined communicator; the exit status. */
@@ -1157,6 +1226,14 @@ static int sweep(struct bench_ctx *c)
 		fprintf(stderr, "herd bench: rank %d: cannot allocate %zu + %zu bytes\n", c->rank,
 			big.send_count * c->es, big.recv_count * c->es);
 		return SHELL_EXIT_FAILURE;
+	}
+	if (a->json) {
+		c->call_us = calloc((size_t)a->iters, sizeof(double));
+		if (c->call_us == NULL) {
+			fprintf(stderr, "herd bench: rank %d: cannot allocate the times of %d calls\n",
+				c->rank, a->iters);
+			return SHELL_EXIT_FAILURE;
+		}
 	}
 	if (a->gpu && !a->op->has_inplace) {
 		/* alltoall and sendrecv are point-to-point calls in NCCL, which a

@@ -3,7 +3,8 @@
  * Lua, its records as tables.
  *
  *   local recs = assert(herd.bench("allreduce", {n = 4, minbytes = "1K", maxbytes = "1M"}))
- *   recs[1].size, recs[1].out_of_place.busbw, recs[1].in_place.time_us
+ *   recs[1].size, recs[1].out_of_place.busbw, recs[1].in_place.time_us,
+ *   recs[1].out_of_place.p99_us
  *
  * The benchmark runs as `herd bench` does, in a child process of this very
  * program (so its numbers are the command's: same code, same launch of its

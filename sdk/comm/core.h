@@ -153,7 +153,9 @@ struct herd_comm {
 	herd__place place;          /* what tune.c's choice depends on, set at init */
 	int *hosts;                 /* place's host tables, one allocation */
 	herd__coll_state *coll_state; /* place.coll's, for this communicator */
-	int ncpus;                  /* CPUs this process may run on */
+	int ncpus;                  /* CPUs this process may run on, or, with
+				     * shared memory, that the ranks of this
+				     * host may run on together (shm.c) */
 	int nkernel;                /* ranks on this machine's kernel (same boot id),
 				     * this host's and other containers' */
 
@@ -368,24 +370,5 @@ herd_status herd__p2p_left_error(herd_comm *comm, int peer);
 /* p2p.c: scratch space for the exchange, sized for the communicator. */
 herd_status herd__p2p_init(herd_comm *comm);
 void herd__p2p_free(herd_comm *comm);
-
-/* Monotonic time in nanoseconds, for the spin-then-sleep waits. */
-static inline int64_t herd__comm_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* A pause between polls of shared memory in a spin loop. */
-static inline void herd__comm_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
 
 #endif /* HERD_COMM_CORE_H */

@@ -20,10 +20,11 @@
  * collective compares every field of the fingerprint and its collective
  * number, a point-to-point call the dtype and the byte count only.
  *
- * Waiting, when a pass moved nothing: spin for SPIN_NS (a reply a
- * microsecond away costs no system call; with more ranks on the host than
- * CPUs, yielding the CPU on every pass), then sleep on what can wake the
- * exchange: the communicator's doorbell (comm->bell, the shared-memory
+ * Waiting, when a pass moved nothing: spin, then yield (sdk/base/wait.h:
+ * a reply a microsecond away costs no system call; with more ranks on the
+ * host than CPUs, or on a machine busy with other work, the CPU is given
+ * up at once or soon), then sleep on what can wake the exchange: the
+ * communicator's doorbell (comm->bell, the shared-memory
  * transport's futex) when only links without a descriptor are pending
  * (100 ms at most, so `left` peers and the deadline are looked at), poll on
  * the links' sockets and the communicator's wake eventfd otherwise (1 ms
@@ -32,7 +33,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,20 +41,20 @@
 #include "base.h"
 #include "comm/core.h"
 #include "net.h"
+#include "wait.h"
 
-/* Measured on a 2-core VM: without the spin an 8-byte shared-memory
- * ping-pong took 38 us one way (a futex wake-up per hop), with 50 us of
- * spin 0.7-1 us; 7 ranks on 2 cores did ring steps in 10-20 us either way,
- * so the spin does not starve oversubscribed ranks. */
-#define SPIN_NS 50000
-/* With more ranks than CPUs and only TCP between them (HERD_TRANSPORT=tcp
+/* The spin is wait.h's (HERD__WAIT_SPIN_NS).  Measured on a 2-core VM:
+ * without it an 8-byte shared-memory ping-pong took 38 us one way (a
+ * futex wake-up per hop), with 50 us of spin 0.7-1 us; 7 ranks on 2 cores
+ * did ring steps in 10-20 us either way.
+ * With more ranks than CPUs and only TCP between them (HERD_TRANSPORT=tcp
  * on one host), a rank that goes to sleep in poll often leaves its CPU
  * idle while the rank it waits for sits on the other CPU's run queue, and
  * waking an idle virtual CPU is slow: yielding for longer keeps the CPU
  * busy.  4 ranks on 2 cores, 128 MiB allreduce over loopback TCP, medians
  * of 7: 50 us 221 ms, 200 us 210 ms, 500 us 216 ms. */
-#define SPIN_NS_TCP_OVERSUBSCRIBED 200000
-#define SLEEP_MAX_MS 100
+#define SPIN_NS_TCP_CROWDED 200000
+#define SLEEP_MAX_MS HERD__WAIT_SLEEP_MAX_MS
 #define POLL_MAX_MS 1000
 #define MIXED_POLL_MS 1
 /* Passes that moved bytes between two looks at the clock. */
@@ -550,19 +550,31 @@ static nfds_t collect_fds(const exchange *x, bool *bell)
 	return n;
 }
 
+/* Begins a wait (wait.h) for the first pending piece's peer. */
+static void wait_begin(const exchange *x, herd__wait *w, int64_t spin_ns, bool crowded)
+{
+	herd_comm *comm = x->comm;
+	const herd__doorbell *bell = comm->bell;
+
+	herd__wait_start(w, spin_ns, crowded);
+	if (bell != NULL && bell->of != NULL && x->ntact + x->nract > 0)
+		herd__wait_bells(w, bell->of(comm, comm->rank), bell->of(comm, active_peer(x, 0)));
+}
+
 static herd_status run_exchange(exchange *x)
 {
 	herd_comm *comm = x->comm;
 	p2p_scratch *s = comm->p2p_scratch;
 	const herd__doorbell *bell = comm->bell;
-	int64_t idle_since = 0;
-	unsigned int busy_passes = 0, spins = 0;
+	unsigned int busy_passes = 0;
 	uint32_t seen = 0;
 	bool armed = false, left_seen = false;
-	bool oversubscribed = comm->ncpus > 0 && comm->nkernel > comm->ncpus;
+	bool crowded = comm->ncpus > 0 && comm->nkernel > comm->ncpus;
 	/* No doorbell: every link is a socket. */
-	int64_t spin_ns = oversubscribed && bell == NULL ? SPIN_NS_TCP_OVERSUBSCRIBED : SPIN_NS;
+	int64_t spin_ns = crowded && bell == NULL ? SPIN_NS_TCP_CROWDED : HERD__WAIT_SPIN_NS;
+	herd__wait w;
 
+	wait_begin(x, &w, spin_ns, crowded);
 	while (x->ntact + x->nract > 0) {
 		bool progressed = false, on_bell;
 		herd_status st;
@@ -582,7 +594,7 @@ static herd_status run_exchange(exchange *x)
 				bell->disarm(comm);
 				armed = false;
 			}
-			idle_since = 0;
+			wait_begin(x, &w, spin_ns, crowded);
 			if (++busy_passes % DEADLINE_CHECK_EVERY == 0 &&
 			    herd__net_now_ms() >= comm->op_deadline)
 				return herd__comm_timeout(comm, s->waiting, waiting_peers(x, s->waiting));
@@ -593,18 +605,9 @@ static herd_status run_exchange(exchange *x)
 				bell->disarm(comm);
 			return herd__comm_broken(comm);
 		}
-		if (idle_since == 0)
-			idle_since = herd__comm_now_ns();
-		/* The clock every 16 idle passes only: it costs more than a pass.
-		 * With more ranks on this host than CPUs, the peer waited for may
-		 * wait for this CPU: give it away on every pass. */
-		if (!armed && (++spins % 16 != 0 || herd__comm_now_ns() - idle_since < spin_ns)) {
-			if (oversubscribed || spins % 64 == 0)
-				sched_yield();
-			else
-				herd__comm_cpu_relax();
+		/* Spin, then yield (wait.h); past them, sleep below. */
+		if (!armed && !herd__wait_idle(&w))
 			continue;
-		}
 		if (herd__net_now_ms() >= comm->op_deadline) {
 			if (armed)
 				bell->disarm(comm);
@@ -651,7 +654,8 @@ static herd_status run_exchange(exchange *x)
 				return herd__error_errno(HERD_ESYS, errno, "waiting for the peers' "
 							 "data");
 		}
-		idle_since = 0;
+		/* Woken (or a slice of the sleep over): spin again first. */
+		wait_begin(x, &w, spin_ns, crowded);
 	}
 	return HERD_OK;
 }

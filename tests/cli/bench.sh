@@ -7,6 +7,8 @@
 set -u
 HERD=${1:?usage: bench.sh /path/to/herd}
 fail() { echo "FAIL: $*" >&2; exit 1; }
+has() { grep -qF -- "$2" <<<"$1" || fail "output lacks '$2':
+$1"; }
 tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
 # Short per-call deadlines: a hang fails the test in seconds, not minutes.
 export HERD_TIMEOUT=30
@@ -98,6 +100,21 @@ import json, sys
 r = json.loads(open(sys.argv[1]).read())
 assert r["in_place"] is None and r["out_of_place"]["wrong"] is None, r' "$tmp/json" \
   || fail "alltoall -c 0 --json: $(cat "$tmp/json")"
+# per call: median_us <= p99_us, and no call outlasts the whole timed loop
+# (iters times the slowest rank's mean); the table has no such columns
+"$HERD" bench allreduce -b 8 -e 512 -f 8 --iters 101 -w 2 -n 2 --json >"$tmp/json" \
+  || fail "allreduce --iters 101 --json"
+python3 -c '
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["size"] for r in rows] == [8, 64, 512], rows
+for r in rows:
+    for k in ("out_of_place", "in_place"):
+        p = r[k]
+        assert 0 < p["median_us"] <= p["p99_us"] <= p["time_us"] * 101 * (1 + 1e-9), p' "$tmp/json" \
+  || fail "--json median_us and p99_us: $(cat "$tmp/json")"
+"$HERD" bench allreduce -b 8 -e 8 --iters 3 -w 0 -n 2 >"$tmp/out" || fail "allreduce table"
+! grep -q "median\|p99" "$tmp/out" || fail "the table grew columns: $(cat "$tmp/out")"
 
 # --- usage
 out=$("$HERD" bench --help) || fail "bench --help exited $?"

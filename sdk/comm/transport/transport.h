@@ -155,11 +155,16 @@ typedef enum herd__setup_step {
  * Only the thread that runs the calls arms and sleeps; ring is
  * thread-safe.
  */
+typedef struct herd__bell herd__bell;
+
 typedef struct herd__doorbell {
 	uint32_t (*arm)(herd_comm *comm);
 	void (*sleep)(herd_comm *comm, uint32_t seen, int timeout_ms);
 	void (*disarm)(herd_comm *comm);
 	void (*ring)(herd_comm *comm);
+	/* The bell of rank `rank` (this rank's own, or a local peer's), where
+	 * each notes the CPU it waits on (sdk/base/wait.h); NULL if none. */
+	herd__bell *(*of)(const herd_comm *comm, int rank);
 } herd__doorbell;
 
 /*

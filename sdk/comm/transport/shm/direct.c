@@ -78,9 +78,10 @@
  * writes slot[s % 2] again (call s + 2 or later) it waits until every peer
  * has said done for the call that last used it.
  *
- * Waiting: spin (yielding the CPU on every pass when the host's ranks
- * outnumber its CPUs), then sleep on the doorbell futex of shm.c; a rank
- * that publishes something wakes the peers that sleep.  A wait ends with
+ * Waiting (sdk/base/wait.h): spin, yield a few times (at once when the
+ * host's ranks outnumber its CPUs; not at all while the machine is busy
+ * with other work), then sleep on the doorbell futex of shm.c; a rank that
+ * publishes something wakes the peers that sleep.  A wait ends with
  * HERD_EPEER when the monitor breaks the communicator (a peer died: the
  * doorbell is rung) or the peer destroyed its communicator, HERD_EABORTED
  * on abort, HERD_ETIMEDOUT at the call's deadline naming the peer waited
@@ -89,7 +90,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +99,7 @@
 #include "base.h"
 #include "comm/transport/shm/shm.h"
 #include "net.h"
+#include "wait.h"
 
 /*
  * From this many bytes, an out-of-place large allreduce writes its result
@@ -127,20 +128,15 @@
 size_t herd__direct_chunk_bytes = HERD__STAGE_BYTES;
 size_t herd__direct_push_max = HERD__DIRECT_PUSH_MAX;
 /*
- * Spinning before sleeping on the doorbell.  With a CPU per rank, a peer
- * that is late has usually been preempted by some other process of a busy
- * machine: spinning on (without yielding, which would hand this CPU to
- * that process for a whole time slice) keeps the reply a microsecond
- * away, where a sleep costs a wake-up and a trip through the scheduler.
- * With more ranks than CPUs a waiting rank yields on every pass, so that
- * the rank it waits for runs, and sleeps soon.
+ * Spinning before yielding and sleeping on the doorbell: wait.h's, in the
+ * small allreduce as in the large one.  With more ranks than CPUs, or when
+ * the peer waited for last waited on this rank's CPU (each notes its CPU
+ * on its doorbell), a waiting rank yields at once, so that the rank it
+ * waits for runs; on a machine busy with other work it spins briefly and
+ * sleeps without yielding (wait.h).
  */
-#define SPIN_NS 5000000
-#define SPIN_NS_OVERSUBSCRIBED 50000
-/* In a large allreduce the peer waited for has work of its own to do:
- * spinning long would take the CPU it may need. */
-#define SPIN_NS_BULK 50000
-#define SLEEP_MAX_MS 100
+#define SPIN_NS HERD__WAIT_SPIN_NS
+#define SLEEP_MAX_MS HERD__WAIT_SLEEP_MAX_MS
 /* How long a failed read waits for the monitor's word on why. */
 #define SETTLE_MS 200
 
@@ -324,53 +320,65 @@ static int first_ready(const dwant *w, size_t n)
 	return -1;
 }
 
+/* The slower looks at the peers while waiting for them: whether one is in
+ * another call (check) or has left. */
+static herd_status look_at_peers(dcall *c, const dwant *w, size_t n, bool check, int *which)
+{
+	herd_comm *comm = c->comm;
+
+	for (size_t i = 0; i < n; i++) {
+		if (check && check_peer(comm, w[i].peer) != HERD_OK) {
+			/* The peer may have posted, finished this call and gone
+			 * on since the look above: what it posts comes first. */
+			if ((*which = first_ready(w, n)) >= 0)
+				return HERD_OK;
+			return HERD_EMISMATCH;
+		}
+		/* Likewise a peer that posted, finished and destroyed its
+		 * communicator since: what it posted still counts. */
+		if (atomic_load(&comm->peers[w[i].peer].left)) {
+			if ((*which = first_ready(w, n)) >= 0)
+				return HERD_OK;
+			return herd__p2p_left_error(comm, w[i].peer);
+		}
+	}
+	*which = -1;
+	return HERD_OK;
+}
+
 /*
  * Waits until one of w[0..n) holds; returns its index in *which.  check:
  * look for a mismatched call of the peers meanwhile (only where a peer
- * cannot legitimately be past this call).  spin_ns: how long to spin
- * before sleeping, with a CPU per rank (see SPIN_NS).
+ * cannot legitimately be past this call).
  */
-static herd_status wait_any(dcall *c, const dwant *w, size_t n, bool check, int64_t spin_ns,
-			    int *which)
+static herd_status wait_any(dcall *c, const dwant *w, size_t n, bool check, int *which)
 {
 	herd_comm *comm = c->comm;
-	int64_t t0 = 0;
 	unsigned int passes = 0;
+	herd__wait wt;
 
+	herd__wait_start(&wt, SPIN_NS, c->d->oversubscribed);
+	herd__wait_bells(&wt, herd__shm_bell(comm, comm->rank),
+			 n > 0 ? herd__shm_bell(comm, w[0].peer) : NULL);
 	for (;;) {
 		uint32_t seen;
+		bool sleep;
 		int ms;
 
 		if ((*which = first_ready(w, n)) >= 0)
 			return HERD_OK;
 		if (atomic_load_explicit(&comm->status, memory_order_relaxed) != HERD_OK)
 			return herd__comm_broken(comm);
-		if (c->d->oversubscribed)
-			sched_yield();
-		else
-			herd__comm_cpu_relax();
-		/* The slower checks, every 64 spins or every few yields. */
-		if (++passes % (c->d->oversubscribed ? 4 : 64) != 0)
+		sleep = herd__wait_idle(&wt);
+		/* The slower looks every 64 spins or 4 yields (on every yield
+		 * they took 4 ranks on 2 cores from 3.5-5.5 to 8-10 us at 8 B),
+		 * and before every sleep. */
+		if (++passes % (wt.crowded || wt.yields > 0 ? 4 : 64) != 0 && !sleep)
 			continue;
-		for (size_t i = 0; i < n; i++) {
-			if (check && check_peer(comm, w[i].peer) != HERD_OK) {
-				/* The peer may have posted, finished this call and gone
-				 * on since the look above: what it posts comes first. */
-				if ((*which = first_ready(w, n)) >= 0)
-					return HERD_OK;
-				return HERD_EMISMATCH;
-			}
-			/* Likewise a peer that posted, finished and destroyed its
-			 * communicator since: what it posted still counts. */
-			if (atomic_load(&comm->peers[w[i].peer].left)) {
-				if ((*which = first_ready(w, n)) >= 0)
-					return HERD_OK;
-				return herd__p2p_left_error(comm, w[i].peer);
-			}
-		}
-		if (t0 == 0)
-			t0 = herd__comm_now_ns();
-		if (herd__comm_now_ns() - t0 < (c->d->oversubscribed ? SPIN_NS_OVERSUBSCRIBED : spin_ns))
+		HERD_CHECK(look_at_peers(c, w, n, check, which));
+		if (*which >= 0)
+			return HERD_OK;
+		if (!sleep)
 			continue;
 		if (herd__net_now_ms() >= comm->op_deadline) {
 			int *peers = c->d->peers;
@@ -390,14 +398,14 @@ static herd_status wait_any(dcall *c, const dwant *w, size_t n, bool check, int6
 }
 
 static herd_status wait_word(dcall *c, int peer, const _Atomic uint64_t *word, uint64_t value,
-			     bool check, int64_t spin_ns)
+			     bool check)
 {
 	dwant w = { word, value, peer };
 	int which;
 
 	if (atomic_load_explicit(word, memory_order_acquire) >= value)
 		return HERD_OK;
-	return wait_any(c, &w, 1, check, spin_ns, &which);
+	return wait_any(c, &w, 1, check, &which);
 }
 
 /* Waits until peer has finished reading this rank's memory for call t. */
@@ -408,7 +416,7 @@ static herd_status wait_done(dcall *c, int peer, uint64_t t)
 	if (c->d->known_done[peer] >= t)
 		return HERD_OK;
 	w = &herd__shm_board(c->comm, peer)->done;
-	HERD_CHECK(wait_word(c, peer, w, t, false, SPIN_NS_BULK));
+	HERD_CHECK(wait_word(c, peer, w, t, false));
 	c->d->known_done[peer] = atomic_load_explicit(w, memory_order_relaxed);
 	return HERD_OK;
 }
@@ -681,7 +689,7 @@ static herd_status run_rounds(dcall *c)
 		if (!moved) {
 			int which;
 
-			HERD_CHECK(wait_any(c, w, nw, false, SPIN_NS_BULK, &which));
+			HERD_CHECK(wait_any(c, w, nw, false, &which));
 		}
 	}
 	return HERD_OK;
@@ -768,7 +776,7 @@ static herd_status direct_allreduce(herd_comm *comm, const void *in, void *out, 
 		int j = (c.r + k) % c.p;
 		herd__board *b = herd__shm_board(comm, j);
 
-		HERD_CHECK(wait_word(&c, j, &b->addr_cseq, c.s, true, SPIN_NS_BULK));
+		HERD_CHECK(wait_word(&c, j, &b->addr_cseq, c.s, true));
 		/* Same call, same count, or reading its buffers could overrun them. */
 		HERD_CHECK(check_peer(comm, j));
 		if (atomic_load_explicit(&b->addr_cseq, memory_order_acquire) != c.s)
@@ -830,7 +838,7 @@ static herd_status direct_allreduce_small(herd_comm *comm, const void *in, void 
 		if (j == c.r)
 			continue;
 		t = &herd__shm_board(comm, j)->slot[sl];
-		HERD_CHECK(wait_word(&c, j, &t->cseq, c.s, true, SPIN_NS));
+		HERD_CHECK(wait_word(&c, j, &t->cseq, c.s, true));
 		if (atomic_load_explicit(&t->cseq, memory_order_acquire) != c.s ||
 		    t->kind != mine->kind || t->dtype != mine->dtype || t->redop != mine->redop ||
 		    t->count != mine->count || t->len != mine->len) {

@@ -15,21 +15,26 @@
  * destination (herd__rx_deliver), then releases the slot.  Slot payloads
  * are multiples of 64 bytes, so reductions always see whole elements.
  *
- * Waiting: the header holds the rank's doorbell, a futex word, and a
- * `sleeping` flag.  A rank with nothing to do spins a little (p2p.c), then
- * sets `sleeping`, checks its links once more, and sleeps on the doorbell
- * for at most 100 ms.  A sender that publishes a slot, or a receiver that
- * frees one, rings the other rank's doorbell (increment + FUTEX_WAKE) only
- * when that rank sleeps; the flag and the ring positions are ordered with
- * seq_cst fences (Dekker), so no wake-up is lost.  Oversubscribed ranks
- * therefore sleep instead of spinning each other out of the CPU.
+ * Waiting: the header holds the rank's doorbell, a futex word and its
+ * `sleeping` flag (herd__bell, sdk/base/wait.h).  A rank with nothing to
+ * do spins, yields, then (p2p.c, direct.c, as wait.h says) raises the
+ * flag, checks its links once more, and sleeps on the doorbell for at most
+ * 100 ms.  A sender that publishes a slot, or a receiver that frees one,
+ * rings the other rank's doorbell (increment + FUTEX_WAKE) only when that
+ * rank sleeps; the flag and the ring positions are ordered with seq_cst
+ * fences (Dekker), so no wake-up is lost and a wait that never sleeps
+ * costs no system call.  Ranks that share their CPUs with each other or
+ * with other work therefore sleep instead of spinning each other out of
+ * the CPU.
  *
  * The header pages also hold the rank's board, where the direct
  * collectives (direct.c) publish their calls; after the rings come
  * HERD__STAGE_SLOTS staging slots of HERD__STAGE_BYTES, where they put
  * the results that the peers copy out.  At attach each rank probes whether
  * it can read every local peer's memory with process_vm_readv (cma_ok),
- * which those collectives need.
+ * which those collectives need.  The header also holds the owner's CPU
+ * affinity: the ranks of the host count as outnumbering its CPUs only
+ * when they outnumber the union of their affinities (group_cpus).
  *
  * Segment names vanish as soon as every local peer has mapped them (a
  * MAPPED frame on the control connection), so a crash after init leaves
@@ -43,8 +48,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
-#include <linux/futex.h>
 #include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,16 +57,16 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base.h"
 #include "comm/transport/shm/shm.h"
+#include "wait.h"
 
 #define SHM_MAGIC 0x316d687364726568ull   /* "herdshm1" */
-#define SHM_VERSION 5
+#define SHM_VERSION 6
 /* Ring geometry: NSLOTS slots of SLOT_MAX bytes (4 MiB per ring) while an
  * inbox stays within INBOX_BUDGET; with many local peers the slots shrink
  * (down to SLOT_MIN) so that the memory reserved per rank stays bounded.
@@ -76,6 +81,8 @@
 #define HDR_ROOM 64u
 /* The inbox header's pages: the header, with the board's small slots. */
 #define HDR_BYTES ((sizeof(inbox_hdr) + PAGE - 1) / PAGE * PAGE)
+/* The CPUs an inbox header can name: 1024, as a cpu_set_t does. */
+#define CPU_WORDS 16
 
 typedef struct inbox_hdr {
 	_Atomic uint64_t magic;            /* set last, with release */
@@ -85,8 +92,8 @@ typedef struct inbox_hdr {
 	uint64_t owner_pidns;              /* inode of the owner's pid namespace */
 	uint64_t stage_off;                /* where the staging slots start */
 	_Atomic uint32_t cma_ok;           /* attach: 1 = the owner reads every peer */
-	alignas(64) atomic_uint doorbell;  /* the futex word */
-	atomic_uint sleeping;
+	uint64_t cpus[CPU_WORDS];          /* the owner's CPU affinity, a bit per CPU */
+	alignas(64) herd__bell bell;       /* the doorbell (wait.h) */
 	alignas(64) herd__board board;     /* direct.c */
 } inbox_hdr;
 
@@ -122,20 +129,11 @@ typedef struct shm_link {
 	inbox_hdr *peer_hdr;
 } shm_link;
 
-static long futex(atomic_uint *word, int op, unsigned int val, const struct timespec *ts)
-{
-	return syscall(SYS_futex, (unsigned int *)word, op, val, ts, NULL, 0);
-}
-
-/* Wakes the owner of h if it sleeps.  The fence orders the caller's
- * head/tail store before the load of `sleeping`. */
+/* Wakes the owner of h if it sleeps.  The bell's fence orders the
+ * caller's head/tail store before its look at the owner's flag. */
 static void ring_doorbell(inbox_hdr *h)
 {
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&h->sleeping, memory_order_relaxed)) {
-		atomic_fetch_add(&h->doorbell, 1);
-		futex(&h->doorbell, FUTEX_WAKE, INT_MAX, NULL);
-	}
+	herd__bell_ring(&h->bell);
 }
 
 static inbox_hdr *own_hdr(const herd_comm *comm)
@@ -151,23 +149,17 @@ static bool shm_pair(const herd_comm *comm, int peer)
 
 uint32_t herd__shm_arm(herd_comm *comm)
 {
-	inbox_hdr *h = own_hdr(comm);
-
-	atomic_store(&h->sleeping, 1);
-	atomic_thread_fence(memory_order_seq_cst);
-	return atomic_load(&h->doorbell);
+	return herd__bell_arm(&own_hdr(comm)->bell);
 }
 
 void herd__shm_sleep(herd_comm *comm, uint32_t seen, int timeout_ms)
 {
-	struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000 };
-
-	futex(&own_hdr(comm)->doorbell, FUTEX_WAIT, seen, &ts);
+	herd__bell_sleep(&own_hdr(comm)->bell, seen, timeout_ms);
 }
 
 void herd__shm_disarm(herd_comm *comm)
 {
-	atomic_store_explicit(&own_hdr(comm)->sleeping, 0, memory_order_relaxed);
+	herd__bell_disarm(&own_hdr(comm)->bell);
 }
 
 /* Where this process maps the segment of rank `rank`, or NULL. */
@@ -192,6 +184,13 @@ uint8_t *herd__shm_stage(const herd_comm *comm, int rank)
 	uint8_t *m = segment_of(comm, rank);
 
 	return m != NULL ? m + ((inbox_hdr *)m)->stage_off : NULL;
+}
+
+herd__bell *herd__shm_bell(const herd_comm *comm, int rank)
+{
+	uint8_t *m = segment_of(comm, rank);
+
+	return m != NULL ? &((inbox_hdr *)m)->bell : NULL;
 }
 
 void herd__shm_wake(herd_comm *comm, int rank)
@@ -229,8 +228,7 @@ static void shm_ring_self(herd_comm *comm)
 	if (comm->shm == NULL || comm->shm->own == NULL)
 		return;
 	h = own_hdr(comm);
-	atomic_fetch_add(&h->doorbell, 1);
-	futex(&h->doorbell, FUTEX_WAKE, INT_MAX, NULL);
+	herd__bell_wake(&h->bell);
 }
 
 /* ---- the link ------------------------------------------------------------- */
@@ -433,6 +431,44 @@ static void sweep_stale(uint64_t pidns)
 	closedir(d);
 }
 
+/* This process's CPU affinity as bits (none known: empty). */
+static void affinity_words(uint64_t words[CPU_WORDS])
+{
+	cpu_set_t set;
+
+	memset(words, 0, CPU_WORDS * sizeof(uint64_t));
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return;
+	for (int c = 0; c < CPU_WORDS * 64 && c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set))
+			words[c / 64] |= UINT64_C(1) << (c % 64);
+}
+
+/*
+ * The CPUs that this rank and the ranks sharing its memory may run on
+ * together: the union of their affinities.  Ranks that a launcher bound
+ * to a core each (mpirun, srun --cpu-bind) see one CPU apiece, yet do not
+ * outnumber the CPUs; the waits (sdk/base/wait.h) compare the ranks of
+ * this kernel with this count.
+ */
+static int group_cpus(const herd_comm *comm)
+{
+	uint64_t all[CPU_WORDS] = { 0 };
+	int n = 0;
+
+	for (int j = 0; j < comm->size; j++) {
+		const inbox_hdr *h = (const inbox_hdr *)segment_of(comm, j);
+
+		if (h == NULL)
+			continue;
+		for (int w = 0; w < CPU_WORDS; w++)
+			all[w] |= h->cpus[w];
+	}
+	for (int w = 0; w < CPU_WORDS; w++)
+		n += __builtin_popcountll(all[w]);
+	return n;
+}
+
 /* HERD__SETUP_CREATE: this rank's inbox (rings from its local peers),
  * before the mesh. */
 static herd_status shm_create(herd_comm *comm, int64_t deadline)
@@ -500,6 +536,7 @@ static herd_status shm_create(herd_comm *comm, int64_t deadline)
 	h->owner_addr = (uint64_t)(uintptr_t)s->own;
 	h->owner_pidns = comm->peers[comm->rank].pidns;
 	h->stage_off = stage_off;
+	affinity_words(h->cpus);
 	atomic_store_explicit(&h->magic, SHM_MAGIC, memory_order_release);
 	return HERD_OK;
 }
@@ -620,6 +657,8 @@ static herd_status shm_attach(herd_comm *comm, int64_t deadline)
 		if (shm_pair(comm, j))
 			s->cma_all = s->cma_all &&
 				     atomic_load(&((inbox_hdr *)s->maps[j])->cma_ok) != 0;
+	if (group_cpus(comm) > comm->ncpus)
+		comm->ncpus = group_cpus(comm);
 	if (shm_unlink(s->name) != 0)
 		herd__log_warn("cannot remove /dev/shm%s: %s", s->name, strerror(errno));
 	s->linked = false;
@@ -662,6 +701,7 @@ static const herd__doorbell shm_bell = {
 	.sleep = herd__shm_sleep,
 	.disarm = herd__shm_disarm,
 	.ring = shm_ring_self,
+	.of = herd__shm_bell,
 };
 
 const herd__transport herd__shm_transport = {

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "comm/core.h"
+#include "wait.h"
 
 /*
  * shm.c: the board of rank `rank` (this rank's own, or a local peer's), a
@@ -37,6 +38,11 @@ uint8_t *herd__shm_stage(const herd_comm *comm, int rank);
 uint32_t herd__shm_arm(herd_comm *comm);
 void herd__shm_sleep(herd_comm *comm, uint32_t seen, int timeout_ms);
 void herd__shm_disarm(herd_comm *comm);
+
+/* shm.c: the doorbell of rank `rank` (this rank's own, or a local
+ * peer's), where each also notes the CPU it waits on; NULL when the rank
+ * is not local. */
+herd__bell *herd__shm_bell(const herd_comm *comm, int rank);
 
 /* shm.c: wakes local peer `rank` if it sleeps on its doorbell.  The
  * caller's earlier stores are ordered before the look at its flag. */

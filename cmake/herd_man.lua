@@ -90,9 +90,17 @@ local function body(lines)
   local function emit(s)
     out[#out + 1] = s
   end
+  local prev = ""
   for _, line in ipairs(lines) do
     if line == "" then
       mode = nil
+    elseif indent_of(line) == 0 and line:match(":$")
+        and (mode ~= "para" or prev:match("[.:)]$") or indent_of(prev) > 0) then
+      -- a heading of the help ("Exit status:", "Signals ...:"): a
+      -- paragraph of its own, in bold
+      emit(".PP")
+      emit("\\fB" .. esc(line) .. "\\fR")
+      mode = "heading"
     elseif mode == "list" and indent_of(line) >= def_col - 1 then
       -- the definition goes on
       emit(esc((line:gsub("^ +", ""))))
@@ -118,6 +126,7 @@ local function body(lines)
         mode = "para"
       end
     end
+    prev = line
   end
   return out
 end

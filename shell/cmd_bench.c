@@ -1618,8 +1618,8 @@ static int launched(void)
 
 /*
  * -n/--np in a process a launcher started: the number of ranks it was
- * given says nothing new (it joins them), another one is refused, since
- * this process is one rank already (-n of nccl-tests' habit, the
+ * given says nothing new (it joins them), another one is refused where the
+ * launcher started more than one, since this process is one rank already (-n of nccl-tests' habit, the
  * iterations, is --iters).  -1 to go on, else the exit status.
  */
 static int np_under_launcher(struct bench_args *a, int l)
@@ -1631,6 +1631,10 @@ static int np_under_launcher(struct bench_args *a, int l)
 		a->np = 0;
 		return -1;
 	}
+	/* One rank alone (an srun --pty shell, herd launch -n 1 of a
+	 * controller): -n starts its ranks here, as without a launcher. */
+	if (size == NULL || atoi(size) <= 1)
+		return -1;
 	snprintf(msg, sizeof(msg), "-n %d: this process is a rank that %s started (%s=%s); -n "
 		 "and --np start ranks only where no launcher did (timed calls per size: "
 		 "--iters)", a->np, launchers[l].by, launchers[l].size, size != NULL ? size : "?");

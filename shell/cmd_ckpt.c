@@ -231,7 +231,8 @@ static int ckpt_ls(int argc, char **argv)
 		return SHELL_EXIT_FAILURE;
 	}
 	/* --verify: a committed step that looks whole has its checksums read;
-	 * one that does not verify is damaged, with its first problem. */
+	 * one that does not verify (HERD_EFORMAT) is damaged, with its first
+	 * problem. */
 	for (size_t i = 0; i < n; i++) {
 		herd_ckpt_step_info *s = &steps[i];
 
@@ -239,7 +240,16 @@ static int ckpt_ls(int argc, char **argv)
 			continue;
 		if (ls_verify) {
 			verified[i] = true;
-			if (herd_ckpt_verify(argv[0], s->step, NULL, NULL, NULL) != HERD_OK) {
+			herd_status vst = herd_ckpt_verify(argv[0], s->step, NULL, NULL, NULL);
+
+			/* Damaged is what fails verification; a step that cannot be
+			 * read now, is newer than this herd, or went while it was
+			 * listed (a writer's retention) is left as listed. */
+			if (vst != HERD_OK && vst != HERD_EFORMAT) {
+				verified[i] = false;
+				fprintf(stderr, "herd ckpt: step %lld not verified: %s\n",
+					(long long)s->step, shell_last_error());
+			} else if (vst != HERD_OK) {
 				/* Named inside the step, as the other problems are. */
 				const char *msg = herd_last_error();
 				size_t dl = strlen(argv[0]), nl = strlen(s->name);

@@ -104,9 +104,12 @@ const char *shell_nearest(const char *word, const char *const *first, size_t cou
 		const char *name = *(const char *const *)((const char *)first + i * stride);
 		size_t d = distance(word, name);
 
-		if (d < best_d || (strncmp(word, name, strlen(word)) == 0 && best == NULL)) {
+		/* The nearest within two edits; else the first the word begins. */
+		if (d < best_d) {
 			best = name;
 			best_d = d;
+		} else if (best == NULL && strncmp(word, name, strlen(word)) == 0) {
+			best = name;
 		}
 	}
 	return best;
@@ -229,21 +232,27 @@ static void drop(shell_args *a, int i)
 }
 
 /*
- * Argument i, whose option part (len bytes) is habit h: rewritten to the
+ * Argument i, whose option part is habit h: rewritten to the
  * command's option, with an attached value (val, or NULL) kept, or
  * refused.  Sets *skip when the value is the next argument.  0, or the
  * exit status (said).
  */
-static int apply_habit(const char *cmd, shell_args *a, int i, size_t len, const char *val,
+static int apply_habit(const char *cmd, shell_args *a, int i, const char *val,
 		       const shell_habit *h, int *skip)
 {
-	const char *arg = a->argv[i];
-
 	*skip = 0;
 	if (h->with == NULL) {
 		char msg[1024];
 
-		snprintf(msg, sizeof(msg), "%.*s is %s", (int)len, arg, h->why);
+		/* A long flag as typed (--rdzv_backend); a short one by its
+		 * own name: in a cluster (-uo) the typed text begins with
+		 * another. */
+		const char *arg = a->argv[i];
+
+		if (h->name[1] == '-')
+			snprintf(msg, sizeof(msg), "%.*s is %s", (int)strcspn(arg, "="), arg, h->why);
+		else
+			snprintf(msg, sizeof(msg), "%s is %s", h->name, h->why);
 		return shell_usage_error(cmd, "%s", msg);
 	}
 	if (val != NULL && !h->has_arg)
@@ -326,7 +335,7 @@ static int check_long(const char *cmd, shell_args *a, int i, const struct option
 	}
 	h = find_habit(habits, arg, len);
 	if (h != NULL)
-		return apply_habit(cmd, a, i, len, eq != NULL ? eq + 1 : NULL, h, skip);
+		return apply_habit(cmd, a, i, eq != NULL ? eq + 1 : NULL, h, skip);
 	prefixed(longopts, arg + 2, len - 2, near, sizeof(near));
 	if (near[0] != '\0')
 		snprintf(msg, sizeof(msg), "unrecognized option '%.*s' (options are never abbreviated: "
@@ -353,7 +362,7 @@ static int check_short(const char *cmd, shell_args *a, int i, const char *shorto
 			/* A flag of another tool, as the first of its argument
 			 * ("-x FOO", "-xFOO", "-c 4"). */
 			if (h != NULL && (h->with == NULL || (k == 1 && (h->has_arg || arg[2] == '\0'))))
-				return apply_habit(cmd, a, i, 2, k == 1 && arg[2] != '\0' && h->has_arg
+				return apply_habit(cmd, a, i, k == 1 && arg[2] != '\0' && h->has_arg
 						   ? arg + 2 : NULL, h, skip);
 			return shell_usage_error(cmd, "unrecognized option '%s'", name);
 		}
@@ -400,7 +409,7 @@ int shell_args_check(const char *cmd, int argc, char **argv, const char *shortop
 		}
 		/* A whole argument that is another tool's flag: "-np", "-x". */
 		if (arg[1] != '-' && (h = find_habit(habits, arg, strlen(arg))) != NULL)
-			rc = apply_habit(cmd, out, i, strlen(arg), NULL, h, &skip);
+			rc = apply_habit(cmd, out, i, NULL, h, &skip);
 		else if (arg[1] == '-')
 			rc = check_long(cmd, out, i, longopts, habits, &skip);
 		else

@@ -145,8 +145,9 @@ void herd__ckpt_aside_note(const char *dir, int64_t step, char *buf, size_t cap)
 	}
 	closedir(d);
 	if (count == 1)
-		snprintf(buf, cap, "; it did not verify and was moved aside as %s/%s", dir, newest);
+		snprintf(buf, cap, "; a step of that number that did not verify was moved "
+			 "aside as %s/%s", dir, newest);
 	else if (count > 1)
-		snprintf(buf, cap, "; it did not verify and was moved aside %zu times, the last as "
-			 "%s/%s", count, dir, newest);
+		snprintf(buf, cap, "; a step of that number that did not verify was moved "
+			 "aside %zu times, the last as %s/%s", count, dir, newest);
 }

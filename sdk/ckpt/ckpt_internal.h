@@ -196,8 +196,8 @@ herd_status herd__ckpt_move_aside(const char *dir, int64_t step, const char *why
 
 /*
  * What a message about step, absent from dir, adds when steps moved aside
- * carry its number: "; it did not verify and was moved aside as
- * DIR/step-...damaged-..." (the newest such, and how many there are);
+ * carry its number: "; a step of that number that did not verify was moved
+ * aside as DIR/step-...damaged-..." (the newest such, and how many there are);
  * "" when none does.
  */
 void herd__ckpt_aside_note(const char *dir, int64_t step, char *buf, size_t cap);

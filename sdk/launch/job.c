@@ -1540,10 +1540,10 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 		if (job->limit_at > 0 && !job->stopping && !job->int_seen &&
 		    herd__net_now_ms() >= job->limit_at) {
 			pthread_mutex_lock(&job->mu);
-			if (job->interrupted == 0) {
+			/* Ranks that have all ended before the limit are not
+			 * stopped by it, whatever their nodes still say. */
+			if (job->interrupted == 0 && (job->ended_ranks = live_ranks(job)) != NULL)
 				job->limit_hit = true;
-				job->ended_ranks = live_ranks(job);
-			}
 			pthread_mutex_unlock(&job->mu);
 			if (job->limit_hit)
 				stop_all(job, job->spec.grace_ms);
@@ -1570,7 +1570,9 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 			wake = job->stop_deadline;
 		if (job->interrupt_kill_at > 0 && (wake < 0 || job->interrupt_kill_at < wake))
 			wake = job->interrupt_kill_at;
-		if (job->limit_at > 0 && !job->stopping && !job->int_seen &&
+		/* A limit passed with no rank running (they ended, a restart is
+		 * to come) is looked at again when something happens. */
+		if (job->limit_at > herd__net_now_ms() && !job->stopping && !job->int_seen &&
 		    (wake < 0 || job->limit_at < wake))
 			wake = job->limit_at;
 		if (job->candidate >= 0 && job->first_failed < 0 &&

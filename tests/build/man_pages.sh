@@ -49,4 +49,12 @@ for c in $commands; do
 		grep -qF -- "$opt" <<<"$text" || fail "herd-$c(1) lacks $opt, which herd $c --help names"
 	done
 done
+# the help's headings ("Exit status:") start lines of their own, not the
+# end of the paragraph before them
+for c in $commands; do
+	[[ $c == help ]] && continue
+	"$herd" "$c" --help | grep -q "^Exit status" || continue
+	grep -qE "^ *Exit status" <<<"$(render "$man_dir/herd-$c.1.gz")" \
+		|| fail "herd-$c(1): 'Exit status' runs into the text before it"
+done
 echo "man pages: $(wc -w <<<"$want") pages, each rendered clean and holding its help's options"

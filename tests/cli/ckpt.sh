@@ -156,7 +156,7 @@ flip "$aside/step-000000000003/rank-00000.data" 200
 for cmd in verify inspect; do
   "$HERD" ckpt $cmd "$aside" 3 >/dev/null 2>"$tmp/err"; rc=$?
   [[ $rc == 1 ]] || fail "$cmd of a step moved aside: exit $rc"
-  has_re "$(cat "$tmp/err")" "^herd ckpt: checkpoint step 3: there is no $aside/step-000000000003; it did not verify and was moved aside 2 times, the last as $aside/step-000000000003\.damaged-[0-9]{8}T[0-9]{6}Z(-2)?\$"
+  has_re "$(cat "$tmp/err")" "^herd ckpt: checkpoint step 3: there is no $aside/step-000000000003; a step of that number that did not verify was moved aside 2 times, the last as $aside/step-000000000003\.damaged-[0-9]{8}T[0-9]{6}Z(-2)?\$"
 done
 out=$("$HERD" ckpt ls "$aside") || fail "ls exited $?"
 [[ $(grep -c '^3 \+damaged' <<<"$out") == 2 ]] || fail "ls, two moved aside: $out"

@@ -184,18 +184,22 @@ int shell_parse_time_limit(const char *s, int max_ms, int *ms)
 
 /* ---- command lines as getopt_long will read them ---------------------------------- */
 
+/* Whether name begins with the typed name (len bytes), '_' and '-' alike. */
+static bool name_begins(const char *typed, size_t len, const char *name)
+{
+	for (size_t i = 0; i < len; i++) {
+		char a = typed[i] == '_' ? '-' : typed[i], b = name[i] == '_' ? '-' : name[i];
+
+		if (name[i] == '\0' || a != b)
+			return false;
+	}
+	return true;
+}
+
 /* Whether the typed name (len bytes) is name, '_' and '-' alike. */
 static bool same_name(const char *typed, size_t len, const char *name)
 {
-	size_t i;
-
-	for (i = 0; i < len && name[i] != '\0'; i++) {
-		char a = typed[i] == '_' ? '-' : typed[i], b = name[i] == '_' ? '-' : name[i];
-
-		if (a != b)
-			return false;
-	}
-	return i == len && name[i] == '\0';
+	return name_begins(typed, len, name) && name[len] == '\0';
 }
 
 /* The habit whose name is the argument's option part (len bytes), or NULL. */
@@ -280,12 +284,7 @@ static int apply_habit(const char *cmd, shell_args *a, int i, const char *val,
  * and goes on. */
 static bool longer_name(const char *typed, size_t len, const char *name)
 {
-	if (strlen(name) <= len)
-		return false;
-	for (size_t k = 0; k < len; k++)
-		if ((typed[k] == '_' ? '-' : typed[k]) != (name[k] == '_' ? '-' : name[k]))
-			return false;
-	return true;
+	return name_begins(typed, len, name) && name[len] != '\0';
 }
 
 /* "--restarts" or "--hosts or --hostfile": the options that begin with

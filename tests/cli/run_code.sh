@@ -64,7 +64,10 @@ grep -qF "bad.lua:2: attempt to index a nil value (local 't')" "$tmp/err" || fai
 [[ $rc == 1 ]] || fail "missing script exited $rc"
 grep -qF "cannot open $tmp/missing.lua" "$tmp/err" || fail "missing script: $(cat "$tmp/err")"
 
-# SIGINT (Ctrl-C) stops running Lua code with an "interrupted!" error
+# SIGINT (Ctrl-C) stops running Lua code with an "interrupted!" error.
+# The output file is removed first: a stale one from the run before would
+# let the signal go before this herd has started.
+rm -f "$tmp/out"
 "$HERD" -e 'io.stdout:write("running\n"); io.stdout:flush(); while true do end' >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 for _ in $(seq 100); do [[ -s $tmp/out ]] && break; sleep 0.05; done
@@ -74,6 +77,7 @@ wait $pid; rc=$?
 grep -qx "herd: interrupted!" "$tmp/err" || fail "interrupt message: $(cat "$tmp/err")"
 # ... and the message is the same when the signal lands inside a C function
 # (the hook then fires on its return, one level below the chunk)
+rm -f "$tmp/out"
 "$HERD" -e 'io.stdout:write("running\n"); io.stdout:flush(); while true do io.stdout:flush() end' >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 for _ in $(seq 100); do [[ -s $tmp/out ]] && break; sleep 0.05; done

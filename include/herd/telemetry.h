@@ -1,0 +1,230 @@
+/*
+ * herd/telemetry.h - what a node's GPUs, CPUs, memory, network and disks
+ * are doing, sampled on a period, kept in a ring, and streamed from remote
+ * nodes.
+ *
+ * A sample is one plain struct (herd_telemetry_sample): per GPU from NVML
+ * (loaded at run time, as discovery loads it: no GPU or driver leaves the
+ * GPU part empty with a note), per node from /proc and /sys.  Rates
+ * (CPU busy, network and disk bytes per second, PCIe and NVLink
+ * throughput) are over the time since the sampler's previous sample: the
+ * first sample of a sampler has them at -1.  A value the source does not
+ * give (a GPU without power readings, an older driver) is -1; a
+ * sample never holds made-up figures.
+ *
+ *     herd_telemetry *t;
+ *     herd_telemetry_opts o = HERD_TELEMETRY_OPTS_INIT;
+ *     o.period_ms = 1000;
+ *     if (herd_telemetry_start(&t, &o) == HERD_OK) {
+ *         herd_telemetry_sample *s = malloc(sizeof(*s));
+ *         uint64_t seq = 0;
+ *         // poll herd_telemetry_fd(t) in your loop, then:
+ *         while (herd_telemetry_next(t, &seq, s) == HERD_OK)
+ *             printf("%s: %d GPUs\n", s->host, s->ngpus);
+ *         herd_telemetry_free(t);
+ *     }
+ *
+ * A sampler either takes samples when asked (herd_telemetry_take, no
+ * thread) or, once started, on its own thread every period_ms into a ring
+ * of the last ring_size samples; each new sample makes herd_telemetry_fd
+ * readable and calls the callback, if any, on the sampler's thread.
+ *
+ * Which process holds which GPU: NVML's list of compute and graphics
+ * processes of each GPU, each named with its job and rank from its own
+ * environment (HERD_JOB_ID and HERD_RANK, else SLURM_JOB_ID and
+ * SLURM_PROCID, else RANK, when /proc lets this user read it) or, failing
+ * that, from the GPU's lease record (herd/lease.h): job only, rank -1.
+ *
+ * Samples travel as msgpack maps (herd_telemetry_pack) with a "v" key;
+ * herd_telemetry_unpack is the strict decoder (unknown keys ignored,
+ * wrong types and out-of-range values refused with the path named).
+ */
+#ifndef HERD_TELEMETRY_H
+#define HERD_TELEMETRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "node.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The format version of a packed sample. */
+#define HERD_TELEMETRY_FORMAT_VERSION 1
+
+/* The most of each kind one sample holds; more are left out (and counted
+ * in the sample's dropped field). */
+#define HERD_TELEMETRY_MAX_GPUS 16
+#define HERD_TELEMETRY_MAX_CPUS 512
+#define HERD_TELEMETRY_MAX_NETS 16
+#define HERD_TELEMETRY_MAX_DISKS 16
+#define HERD_TELEMETRY_MAX_PROCS 64
+
+/* A process using a GPU. */
+typedef struct herd_telemetry_proc {
+	int gpu;                    /* index into the sample's gpus[] */
+	int64_t pid;
+	int64_t mem_used;           /* bytes of GPU memory; -1: not known */
+	char job[HERD_NAME_LEN];    /* herd or Slurm job id; "" when none found */
+	int rank;                   /* rank in that job; -1 when none found */
+	char comm[32];              /* its command name (/proc/PID/comm) */
+} herd_telemetry_proc;
+
+/* One GPU.  -1 in any number: the driver does not say. */
+typedef struct herd_telemetry_gpu {
+	int index;                  /* NVML's index */
+	char uuid[HERD_NAME_LEN];
+	char bus_id[HERD_PCI_ID_LEN]; /* "0000:1b:00.0" */
+	char name[HERD_NAME_LEN];   /* "NVIDIA H100 80GB HBM3" */
+	double util_gpu;            /* percent of the period a kernel ran (DCGM_FI_DEV_GPU_UTIL) */
+	double util_mem;            /* percent of the period memory was read or written */
+	int64_t mem_used;           /* bytes */
+	int64_t mem_total;          /* bytes */
+	double power_w;             /* watts */
+	double power_limit_w;       /* the enforced limit, watts */
+	int64_t energy_mj;          /* energy since the driver loaded, millijoules */
+	double temp_c;              /* degrees Celsius */
+	double sm_clock_mhz;
+	double mem_clock_mhz;
+	int64_t throttle;           /* NVML's clock event reasons, a bit mask */
+	int64_t ecc_sbe;            /* corrected ECC errors, volatile, total */
+	int64_t ecc_dbe;            /* uncorrected ECC errors, volatile, total */
+	int64_t xid;                /* the last Xid of this GPU in the kernel log; 0: none */
+	int64_t xid_count;          /* Xid events seen for this GPU since the sampler started */
+	double pcie_tx_bps;         /* bytes per second, as NVML counts them */
+	double pcie_rx_bps;
+	double nvlink_tx_bps;       /* all links of the GPU together */
+	double nvlink_rx_bps;
+} herd_telemetry_gpu;
+
+/* One network interface (from /proc/net/dev; loopback left out). */
+typedef struct herd_telemetry_net {
+	char name[HERD_NAME_LEN];
+	uint64_t rx_bytes, tx_bytes;    /* counters since boot */
+	double rx_bps, tx_bps;          /* over the last period; -1 on the first sample */
+} herd_telemetry_net;
+
+/* One block device (from /proc/diskstats; whole disks, no partitions). */
+typedef struct herd_telemetry_disk {
+	char name[HERD_NAME_LEN];
+	uint64_t read_bytes, write_bytes;
+	double read_bps, write_bps;
+	double util;                    /* percent of the period with I/O in flight */
+} herd_telemetry_disk;
+
+/* Which parts a sampler reads (herd_telemetry_opts.parts; 0: all). */
+enum {
+	HERD_TELEMETRY_GPU = 1u << 0,
+	HERD_TELEMETRY_CPU = 1u << 1,   /* CPU per core, load */
+	HERD_TELEMETRY_MEM = 1u << 2,
+	HERD_TELEMETRY_NET = 1u << 3,
+	HERD_TELEMETRY_DISK = 1u << 4,
+	HERD_TELEMETRY_PROCS = 1u << 5  /* GPU processes, with job and rank */
+};
+
+/* One sample of one node.  Plain data: copy it with memcpy. */
+typedef struct herd_telemetry_sample {
+	uint64_t seq;               /* 1, 2, ... within its sampler */
+	int64_t time_ms;            /* wall clock, Unix milliseconds */
+	int64_t period_ms;          /* since the previous sample; 0 on the first */
+	char host[HERD_NAME_LEN];
+	/* CPU: the whole node and each core, percent busy; -1 on the first sample */
+	double cpu_busy;
+	int ncpus;
+	float cpu_core[HERD_TELEMETRY_MAX_CPUS];
+	double load1;               /* /proc/loadavg */
+	int64_t mem_total;          /* bytes, /proc/meminfo */
+	int64_t mem_available;
+	int ngpus;
+	herd_telemetry_gpu gpus[HERD_TELEMETRY_MAX_GPUS];
+	char gpu_note[128];         /* why there are no GPUs ("NVIDIA driver not found ...") */
+	int nprocs;
+	herd_telemetry_proc procs[HERD_TELEMETRY_MAX_PROCS];
+	int nnets;
+	herd_telemetry_net nets[HERD_TELEMETRY_MAX_NETS];
+	int ndisks;
+	herd_telemetry_disk disks[HERD_TELEMETRY_MAX_DISKS];
+	int dropped;                /* items past the caps above, left out */
+} herd_telemetry_sample;
+
+/* A sampler.  Opaque. */
+typedef struct herd_telemetry herd_telemetry;
+
+/* Called on the sampler's thread with each new sample (borrowed for the call). */
+typedef void (*herd_telemetry_fn)(void *userdata, const herd_telemetry_sample *sample);
+
+#define HERD_TELEMETRY_OPTS_VERSION 1
+
+/* Options of a sampler.  A zeroed field means its default. */
+typedef struct herd_telemetry_opts {
+	unsigned int version;       /* HERD_TELEMETRY_OPTS_VERSION */
+	int period_ms;              /* between samples once started; default 1000, at least 10 */
+	size_t ring_size;           /* samples kept; default 300 */
+	unsigned parts;             /* HERD_TELEMETRY_* bits; 0: all */
+	herd_telemetry_fn callback; /* may be NULL */
+	void *userdata;
+	const char *lease_dir;      /* for the GPU processes' jobs; NULL: herd_lease_dir's */
+} herd_telemetry_opts;
+
+#define HERD_TELEMETRY_OPTS_INIT { HERD_TELEMETRY_OPTS_VERSION, 0, 0, 0, NULL, NULL, NULL }
+
+/*
+ * A sampler of this node.  Opens NVML when GPUs are asked for (no NVML is
+ * not an error: samples say why in gpu_note).  Starts no thread.  Free
+ * with herd_telemetry_free.
+ */
+HERD_EXTERN herd_status herd_telemetry_create(herd_telemetry **out, const herd_telemetry_opts *opts);
+
+/*
+ * Takes a sample now into *out (rates since this sampler's previous
+ * sample) and puts it in the ring.  Not with a started sampler (HERD_EINVAL).
+ * Blocks for the reads only (a few milliseconds).
+ */
+HERD_EXTERN herd_status herd_telemetry_take(herd_telemetry *t, herd_telemetry_sample *out);
+
+/* Starts the sampler's thread: a sample at once, then every period_ms. */
+HERD_EXTERN herd_status herd_telemetry_start(herd_telemetry *t);
+
+/*
+ * A descriptor readable while a sample newer than the last one
+ * herd_telemetry_next returned waits in the ring; poll it, do not read it.
+ */
+HERD_EXTERN int herd_telemetry_fd(const herd_telemetry *t);
+
+/*
+ * The oldest sample in the ring with seq greater than *seq, into *out;
+ * *seq becomes its seq.  HERD_ENOTFOUND when there is none yet (a sample
+ * overwritten in the ring is skipped: out->seq tells how many).
+ * Thread-safe; never blocks.
+ */
+HERD_EXTERN herd_status herd_telemetry_next(herd_telemetry *t, uint64_t *seq,
+					    herd_telemetry_sample *out);
+
+/* The newest sample into *out; HERD_ENOTFOUND when there is none yet. */
+HERD_EXTERN herd_status herd_telemetry_latest(herd_telemetry *t, herd_telemetry_sample *out);
+
+/* Stops the thread (if started), closes NVML, frees.  Accepts NULL. */
+HERD_EXTERN void herd_telemetry_free(herd_telemetry *t);
+
+/*
+ * The sample as a msgpack map into *buf (malloc, the caller frees) of *len
+ * bytes: equal samples give equal bytes.
+ */
+HERD_EXTERN herd_status herd_telemetry_pack(const herd_telemetry_sample *s, void **buf,
+					    size_t *len);
+
+/* A packed sample back into *out; HERD_EFORMAT or HERD_EVERSION with the path named. */
+HERD_EXTERN herd_status herd_telemetry_unpack(const void *buf, size_t len,
+					      herd_telemetry_sample *out);
+
+/* The sample as one line of JSON (no newline) into *out (malloc). */
+HERD_EXTERN herd_status herd_telemetry_json(const herd_telemetry_sample *s, char **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HERD_TELEMETRY_H */

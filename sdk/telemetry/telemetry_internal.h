@@ -1,0 +1,50 @@
+/*
+ * sdk/telemetry/telemetry_internal.h - the parts of a sampler, one file
+ * per source: gpu.c (NVML: the GPUs and the processes on them), node.c
+ * (/proc and /sys: CPUs, memory, network, disks), and sampler.c that runs
+ * them on a period into the ring.  Internal to libherd.
+ */
+#ifndef HERD_TELEMETRY_INTERNAL_H
+#define HERD_TELEMETRY_INTERNAL_H
+
+#include "herd/telemetry.h"
+
+/* ---- gpu.c: NVML ---------------------------------------------------------- */
+
+/* An NVML session with the counters of the previous read (for rates). */
+typedef struct herd__tgpu herd__tgpu;
+
+/*
+ * Opens NVML (sdk/topo's loader).  HERD_EUNAVAIL, with why[] set as
+ * discovery says it ("NVIDIA driver not found: ..."), when there is no
+ * NVML or no GPU; other codes are real errors.  lease_dir: NULL for the
+ * default (herd_lease_dir).
+ */
+herd_status herd__tgpu_open(herd__tgpu **out, const char *lease_dir, char *why, size_t cap);
+
+/*
+ * Fills s->gpus and s->ngpus (HERD_TELEMETRY_GPU in parts) and s->procs
+ * and s->nprocs (HERD_TELEMETRY_PROCS), with rates over the time since
+ * the previous read (-1 on the first).  A GPU that stops answering keeps
+ * its identity with -1 figures.  Never fails for a missing figure.
+ */
+herd_status herd__tgpu_read(herd__tgpu *g, herd_telemetry_sample *s, unsigned parts);
+
+/* Closes NVML and frees.  Accepts NULL. */
+void herd__tgpu_close(herd__tgpu *g);
+
+/* ---- node.c: /proc and /sys ---------------------------------------------- */
+
+/* The counters of the previous read, for rates. */
+typedef struct herd__tnode herd__tnode;
+
+/* root: "/" for this machine, else a directory holding proc/ and sys/
+ * (tests give fixed files). */
+herd_status herd__tnode_open(herd__tnode **out, const char *root);
+
+/* Fills the host, CPU, memory, network and disk parts that parts asks for. */
+herd_status herd__tnode_read(herd__tnode *n, herd_telemetry_sample *s, unsigned parts);
+
+void herd__tnode_close(herd__tnode *n);
+
+#endif /* HERD_TELEMETRY_INTERNAL_H */

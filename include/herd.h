@@ -20,6 +20,7 @@
  *   herd/bcast.h     a file to every node, as Slurm's sbcast
  *   herd/ckpt.h      checkpoints: sharded save, verified and resharded restore
  *   herd/health.h    per-GPU health checks in DCGM-style levels
+ *   herd/telemetry.h GPU, CPU, memory, network and disk samples on a period
  *
  * Each header declares the names of its own prefix (docs/api.md, "Names").
  *
@@ -45,5 +46,6 @@
 #include "herd/bcast.h"
 #include "herd/ckpt.h"
 #include "herd/health.h"
+#include "herd/telemetry.h"
 
 #endif /* HERD_H */

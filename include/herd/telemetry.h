@@ -206,7 +206,11 @@ HERD_EXTERN herd_status herd_telemetry_next(herd_telemetry *t, uint64_t *seq,
 /* The newest sample into *out; HERD_ENOTFOUND when there is none yet. */
 HERD_EXTERN herd_status herd_telemetry_latest(herd_telemetry *t, herd_telemetry_sample *out);
 
-/* Stops the thread (if started), closes NVML, frees.  Accepts NULL. */
+/*
+ * Stops the thread (if started) without waiting out its period, closes
+ * NVML, frees.  Accepts NULL.  From the callback too: the thread then
+ * frees the sampler as the callback returns.
+ */
 HERD_EXTERN void herd_telemetry_free(herd_telemetry *t);
 
 /*
@@ -220,7 +224,11 @@ HERD_EXTERN herd_status herd_telemetry_pack(const herd_telemetry_sample *s, void
 HERD_EXTERN herd_status herd_telemetry_unpack(const void *buf, size_t len,
 					      herd_telemetry_sample *out);
 
-/* The sample as one line of JSON (no newline) into *out (malloc). */
+/*
+ * The sample as one line of JSON (no newline) into *out (malloc, the
+ * caller frees), keys as herd_telemetry_pack writes them.  HERD_EFORMAT for
+ * a counter above INT64_MAX, which has no JSON form here.
+ */
 HERD_EXTERN herd_status herd_telemetry_json(const herd_telemetry_sample *s, char **out);
 
 #ifdef __cplusplus

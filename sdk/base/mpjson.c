@@ -211,8 +211,10 @@ static int dump_to_buf(const char *bytes, size_t len, void *buf)
 	return herd__buf_write(buf, bytes, len);
 }
 
-herd_status herd__mpjson_to_json(const void *data, size_t len, size_t max_len,
-				 char **out, size_t *out_len)
+/* The JSON text of one msgpack object, dumped with jansson's flags, and a
+ * newline after it when asked. */
+static herd_status to_json(const void *data, size_t len, size_t max_len, size_t flags,
+			   bool newline, char **out, size_t *out_len)
 {
 	herd_status st = HERD_OK;
 	herd__buf buf;
@@ -229,14 +231,27 @@ herd_status herd__mpjson_to_json(const void *data, size_t len, size_t max_len,
 	HERD_CHECK_GOTO(herd__mpjson_unpack(&u, data, len), st, out);
 	HERD_CHECK_GOTO(json_of(&u.data, 0, &root), st, out);
 	/* A failed dump leaves its reason in buf (too big, or out of memory). */
-	if (json_dump_callback(root, dump_to_buf, &buf, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+	if (json_dump_callback(root, dump_to_buf, &buf, flags | JSON_PRESERVE_ORDER |
 			       JSON_ENCODE_ANY) != 0 && buf.failed == HERD_OK)
 		buf.failed = HERD_ENOMEM;
-	herd__buf_write(&buf, "\n", 1);
+	if (newline)
+		herd__buf_write(&buf, "\n", 1);
 	st = herd__buf_take(&buf, "JSON text", out, out_len);
 out:
 	herd__buf_free(&buf);
 	json_decref(root);
 	msgpack_unpacked_destroy(&u);
 	return st;
+}
+
+herd_status herd__mpjson_to_json(const void *data, size_t len, size_t max_len,
+				 char **out, size_t *out_len)
+{
+	return to_json(data, len, max_len, JSON_INDENT(2), true, out, out_len);
+}
+
+herd_status herd__mpjson_to_json_line(const void *data, size_t len, size_t max_len,
+				      char **out, size_t *out_len)
+{
+	return to_json(data, len, max_len, JSON_COMPACT, false, out, out_len);
 }

@@ -66,4 +66,11 @@ herd_status herd__mpjson_to_msgpack(const char *json, size_t json_len, size_t ma
 herd_status herd__mpjson_to_json(const void *data, size_t len, size_t max_len,
 				 char **out, size_t *out_len);
 
+/*
+ * The same as one line: no spaces between tokens and no newline at the end
+ * (a record of a stream of JSON lines).
+ */
+herd_status herd__mpjson_to_json_line(const void *data, size_t len, size_t max_len,
+				      char **out, size_t *out_len);
+
 #endif /* HERD_BASE_MPJSON_H */

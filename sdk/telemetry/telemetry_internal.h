@@ -42,9 +42,22 @@ typedef struct herd__tnode herd__tnode;
  * (tests give fixed files). */
 herd_status herd__tnode_open(herd__tnode **out, const char *root);
 
-/* Fills the host, CPU, memory, network and disk parts that parts asks for. */
+/*
+ * Fills the host, CPU, memory, network and disk parts that parts asks for
+ * (0: all), the rates over s->period_ms, which the caller sets to the
+ * milliseconds since the previous read (0: none, rates -1).  A malformed
+ * file is HERD_EFORMAT naming it and the line; the next read's rates then
+ * start afresh.
+ */
 herd_status herd__tnode_read(herd__tnode *n, herd_telemetry_sample *s, unsigned parts);
 
 void herd__tnode_close(herd__tnode *n);
+
+/* ---- sampler.c ------------------------------------------------------------ */
+
+/* herd_telemetry_create reading /proc and /sys under root ("/": this
+ * machine's; tests give a tree of fixed files). */
+herd_status herd__telemetry_create_at(herd_telemetry **out, const herd_telemetry_opts *opts,
+				      const char *root);
 
 #endif /* HERD_TELEMETRY_INTERNAL_H */

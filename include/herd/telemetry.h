@@ -8,7 +8,9 @@
  * GPU part empty with a note), per node from /proc and /sys.  Rates
  * (CPU busy, network and disk bytes per second, PCIe and NVLink
  * throughput) are over the time since the sampler's previous sample: the
- * first sample of a sampler has them at -1.  A value the source does not
+ * first sample of a sampler has them at -1 (but for PCIe throughput from a
+ * driver without PCIe byte counters: NVML's own 20 ms count, there from
+ * the first sample; docs/telemetry.md).  A value the source does not
  * give (a GPU without power readings, an older driver) is -1; a
  * sample never holds made-up figures.
  *
@@ -92,7 +94,8 @@ typedef struct herd_telemetry_gpu {
 	int64_t throttle;           /* NVML's clock event reasons, a bit mask */
 	int64_t ecc_sbe;            /* corrected ECC errors, volatile, total */
 	int64_t ecc_dbe;            /* uncorrected ECC errors, volatile, total */
-	int64_t xid;                /* the last Xid of this GPU in the kernel log; 0: none */
+	int64_t xid;                /* the last Xid of this GPU in the kernel log; 0: none;
+				     * -1: the log cannot be read (xid_count too) */
 	int64_t xid_count;          /* Xid events seen for this GPU since the sampler started */
 	double pcie_tx_bps;         /* bytes per second, as NVML counts them */
 	double pcie_rx_bps;

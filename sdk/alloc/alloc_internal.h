@@ -108,6 +108,16 @@ bool herd__alloc_names_gpu(const herd_node *node, const herd_gpu *g, const char 
  */
 bool herd__lease_uuid_ok(const char *uuid);
 
+/*
+ * The lease of each GPU that st[0..n) names by uuid (the rest of each is
+ * filled): its state and its holder's record, as
+ * herd_alloc_gpu_status_query reads them, without NVML's figures
+ * (processes and free memory stay -1).  Reads only; creates nothing.  A
+ * missing directory leaves every GPU free; HERD_ESYS when it exists but
+ * cannot be read, HERD_EUNAVAIL when there is no lease directory at all.
+ */
+herd_status herd__lease_query(const herd_lease_opts *opts, herd_alloc_gpu_status *st, size_t n);
+
 /* The descriptors whose flock(2) locks are the lease: a process that
  * inherits them holds the lease until it closes them too. */
 size_t herd__lease_fds(const herd_lease *lease, const int **fds);

@@ -437,12 +437,35 @@ static void query_one(int dirfd, const char *dir, herd_alloc_gpu_status *s)
 	close(fd);
 }
 
+herd_status herd__lease_query(const herd_lease_opts *opts, herd_alloc_gpu_status *st, size_t n)
+{
+	char dir[4096];
+	herd_status rc;
+	int dirfd = -1;
+
+	for (size_t g = 0; g < n; g++) {
+		char uuid[HERD_NAME_LEN];
+
+		memcpy(uuid, st[g].uuid, sizeof(uuid));
+		uuid[sizeof(uuid) - 1] = '\0';
+		status_init(&st[g], uuid);
+	}
+	HERD_CHECK(herd_lease_dir(opts, dir, sizeof(dir)));
+	rc = open_dir(dir, false, &dirfd);
+	if (rc == HERD_ENOTFOUND)
+		return HERD_OK;
+	if (rc != HERD_OK)
+		return rc;
+	for (size_t g = 0; g < n; g++)
+		query_one(dirfd, dir, &st[g]);
+	close(dirfd);
+	return HERD_OK;
+}
+
 herd_status herd_alloc_gpu_status_query(const herd_node *node, const herd_lease_opts *opts,
 					herd_alloc_gpu_status **out, size_t *n)
 {
-	char dir[4096];
 	herd_alloc_gpu_status *st = NULL;
-	int dirfd = -1;
 	herd_status rc;
 
 	if (out == NULL || n == NULL || node == NULL)
@@ -451,25 +474,15 @@ herd_status herd_alloc_gpu_status_query(const herd_node *node, const herd_lease_
 				   "NULL");
 	*out = NULL;
 	*n = 0;
-	HERD_CHECK(herd_lease_dir(opts, dir, sizeof(dir)));
-	rc = open_dir(dir, false, &dirfd);
-	if (rc != HERD_OK && rc != HERD_ENOTFOUND)
+	if (node->ngpus > 0)
+		HERD_CHECK(herd__calloc(&st, node->ngpus, sizeof(*st), "GPU states"));
+	for (size_t g = 0; g < node->ngpus; g++)
+		herd__strlcpy(st[g].uuid, node->gpus[g].uuid, sizeof(st[g].uuid));
+	rc = herd__lease_query(opts, st, node->ngpus);
+	if (rc != HERD_OK) {
+		free(st);
 		return rc;
-	if (node->ngpus > 0) {
-		rc = herd__calloc(&st, node->ngpus, sizeof(*st), "GPU states");
-		if (rc != HERD_OK) {
-			if (dirfd >= 0)
-				close(dirfd);
-			return rc;
-		}
 	}
-	for (size_t g = 0; g < node->ngpus; g++) {
-		status_init(&st[g], node->gpus[g].uuid);
-		if (dirfd >= 0)
-			query_one(dirfd, dir, &st[g]);
-	}
-	if (dirfd >= 0)
-		close(dirfd);
 	herd__alloc_usage(st, node->ngpus);
 	*out = st;
 	*n = node->ngpus;

@@ -62,7 +62,7 @@ typedef enum herd__param_type {
 	X(LEASE_DIR, STRING, "dir", 0, 0, "(/run/herd)",                                        \
 	  "GPU leases (else $XDG_RUNTIME_DIR/herd)")                                            \
 	X(KERNEL_LOG, STRING, "file", 0, 0, "/dev/kmsg",                                        \
-	  "the kernel log herd health reads")                                                   \
+	  "the kernel log herd health and telemetry read")                                     \
 	X(HISTORY, STRING, "file", 0, 0, "(state dir)",                                         \
 	  "the shell's history; set but empty: none")                                           \
 	X(PROGRAM, STRING, "program", 0, 0, "herd",                                             \

@@ -4,17 +4,13 @@
  * level 2, the burn (kernels/), and last the Xid events the kernel log
  * holds for each GPU (those of the checks just run included).
  */
-#include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
-#include <strings.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "herd_config.h"
+#include "kernel_log.h"
 #include "probe.h"
 
 #if HERD_HAVE_CUDA
@@ -189,31 +185,6 @@ static const char *xid_fatal_what(int code)
 	return NULL;
 }
 
-/*
- * An Xid record of the NVIDIA driver in a kernel log line ("NVRM: Xid
- * (PCI:0000:1b:00): 79, pid=...") for the GPU at bus_id ("0000:1b:00.0"):
- * its code, or -1.
- */
-static int xid_of(const char *line, const char *bus_id)
-{
-	const char *p = strstr(line, "NVRM: Xid (PCI:");
-	size_t n = 0;
-	char *end;
-	long code;
-
-	if (p == NULL || bus_id[0] == '\0')
-		return -1;
-	p += strlen("NVRM: Xid (PCI:");
-	while (p[n] != '\0' && p[n] != ')')
-		n++;
-	/* the log names domain:bus:device; bus_id adds ".function" */
-	if (n == 0 || strncasecmp(p, bus_id, n) != 0 || (bus_id[n] != '.' && bus_id[n] != '\0') ||
-	    strncmp(p + n, "): ", 3) != 0)
-		return -1;
-	code = strtol(p + n + 3, &end, 10);
-	return end != p + n + 3 && code > 0 && code < 100000 ? (int)code : -1;
-}
-
 static void xid_count(xid_tally *t, int code)
 {
 	int i;
@@ -230,62 +201,6 @@ static void xid_count(xid_tally *t, int code)
 	t->count[i]++;
 }
 
-/*
- * The kernel log: /dev/kmsg (every record the ring still holds, read
- * without waiting), or the file HERD_KERNEL_LOG names (a saved `dmesg` of
- * a machine, for instance).  Lines go to fn; *why says why it could not be
- * read.
- */
-static bool read_kernel_log(void (*fn)(const char *line, void *arg), void *arg, char *why,
-			    size_t cap)
-{
-	const char *path = herd__param_str(HERD__P_KERNEL_LOG);
-	bool kmsg = path == NULL;
-	int fd = open(kmsg ? "/dev/kmsg" : path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	char buf[8192], *line = buf;
-	size_t have = 0;
-
-	if (fd < 0) {
-		snprintf(why, cap, "%s: %s", kmsg ? "/dev/kmsg" : path, strerror(errno));
-		return false;
-	}
-	for (int records = 0; records < 1000000; records++) {
-		ssize_t r = read(fd, buf + have, sizeof(buf) - 1 - have);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 && errno == EPIPE)
-			continue;   /* /dev/kmsg: records overwritten since; go on */
-		if (r <= 0)
-			break;
-		have += (size_t)r;
-		buf[have] = '\0';
-		if (kmsg) {
-			/* one record per read: "prio,seq,usec,flags;text\n" */
-			char *text = strchr(buf, ';');
-
-			fn(text != NULL ? text + 1 : buf, arg);
-			have = 0;
-			continue;
-		}
-		line = buf;
-		for (char *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
-			*nl = '\0';
-			fn(line, arg);
-		}
-		have = strlen(line);
-		memmove(buf, line, have);
-		if (have == sizeof(buf) - 1)
-			have = 0;   /* a line longer than the buffer: dropped */
-	}
-	if (!kmsg && have > 0) {
-		buf[have] = '\0';
-		fn(buf, arg);
-	}
-	close(fd);
-	return true;
-}
-
 struct xid_scan {
 	const herd_health_report *r;
 	xid_tally *tally;
@@ -296,7 +211,7 @@ static void xid_line(const char *line, void *arg)
 	struct xid_scan *s = arg;
 
 	for (size_t g = 0; g < s->r->ngpus; g++) {
-		int code = xid_of(line, s->r->gpus[g].bus_id);
+		int code = herd__xid_of(line, s->r->gpus[g].bus_id);
 
 		if (code > 0)
 			xid_count(&s->tally[g], code);
@@ -309,19 +224,23 @@ static herd_status xid_checks(herd_health_report *r)
 {
 	xid_tally *tally = NULL;
 	struct xid_scan s;
+	herd__klog log;
 	char why[300];
 	herd_status st = HERD_OK;
 
 	HERD_CHECK(herd__calloc(&tally, r->ngpus > 0 ? r->ngpus : 1, sizeof(*tally), "Xid counts"));
 	s.r = r;
 	s.tally = tally;
-	if (!read_kernel_log(xid_line, &s, why, sizeof(why))) {
+	if (!herd__klog_open(&log, why, sizeof(why))) {
 		for (size_t g = 0; g < r->ngpus && st == HERD_OK; g++)
 			st = herd__health_add(&r->gpus[g], "xid", HERD_HEALTH_SKIP, 0, "",
 					      "the kernel log cannot be read: %s", why);
 		free(tally);
 		return st;
 	}
+	/* every record /dev/kmsg still holds, or the whole file, read once */
+	herd__klog_read(&log, xid_line, &s, true, 1000000);
+	herd__klog_close(&log);
 	for (size_t g = 0; g < r->ngpus && st == HERD_OK; g++) {
 		const xid_tally *t = &tally[g];
 		herd_health_result res = HERD_HEALTH_PASS;

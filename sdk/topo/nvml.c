@@ -1,7 +1,8 @@
 /*
- * sdk/topo/nvml.c - GPUs and NVLinks from NVML, loaded with dlopen so that
- * libherd has no link-time dependency on the driver and runs where there
- * is none.
+ * sdk/topo/nvml.c - NVML, loaded with dlopen so that libherd has no
+ * link-time dependency on the driver and runs where there is none: the
+ * session every user of NVML opens (nvml.h), then discovery's GPUs and
+ * NVLinks and herd health's driver checks.
  */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -9,94 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nvml.h"
 #include "probe.h"
 
-/*
- * The few NVML types used, with the ABI of nvml.h (NVML API version 12,
- * unchanged since the _v2/_v3 entry points below were introduced).
- */
-typedef enum nvmlReturn_enum { NVML_SUCCESS = 0 } nvmlReturn_t;
-typedef struct nvmlDevice_st *nvmlDevice_t;
-typedef enum nvmlEnableState_enum {
-	NVML_FEATURE_DISABLED = 0,
-	NVML_FEATURE_ENABLED = 1
-} nvmlEnableState_t;
-typedef enum nvmlIntNvLinkDeviceType_enum {
-	NVML_NVLINK_DEVICE_TYPE_GPU = 0x00,
-	NVML_NVLINK_DEVICE_TYPE_IBMNPU = 0x01,
-	NVML_NVLINK_DEVICE_TYPE_SWITCH = 0x02,
-	NVML_NVLINK_DEVICE_TYPE_UNKNOWN = 0xFF
-} nvmlIntNvLinkDeviceType_t;
-
-#define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE 32
-#define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE 16
-#define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
-#define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
-
-typedef struct nvmlPciInfo_st {
-	char busIdLegacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE];
-	unsigned int domain;
-	unsigned int bus;
-	unsigned int device;
-	unsigned int pciDeviceId;
-	unsigned int pciSubSystemId;
-	char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
-} nvmlPciInfo_t;
-
-typedef struct nvmlMemory_st {
-	unsigned long long total;
-	unsigned long long free;
-	unsigned long long used;
-} nvmlMemory_t;
-
-/*
- * NVML_NVLINK_MAX_LINKS is 18 today; links past a device's last one answer
- * NVML_ERROR_INVALID_ARGUMENT, so asking about a few more is harmless and
- * keeps working when a GPU generation adds links.
- */
-#define HERD_NVML_MAX_LINKS 32
-
-#define HERD_NVML_LIBRARY "libnvidia-ml.so.1"
-
-struct nvml_api {
-	nvmlReturn_t (*init)(void);
-	nvmlReturn_t (*shutdown)(void);
-	const char *(*error_string)(nvmlReturn_t);
-	nvmlReturn_t (*device_count)(unsigned int *);
-	nvmlReturn_t (*handle_by_index)(unsigned int, nvmlDevice_t *);
-	nvmlReturn_t (*uuid)(nvmlDevice_t, char *, unsigned int);
-	nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned int);
-	nvmlReturn_t (*pci_info)(nvmlDevice_t, nvmlPciInfo_t *);
-	nvmlReturn_t (*memory_info)(nvmlDevice_t, nvmlMemory_t *);
-	nvmlReturn_t (*cuda_cc)(nvmlDevice_t, int *, int *);
-	/* NVLink entry points; NULL in drivers too old to have them. */
-	nvmlReturn_t (*nvlink_state)(nvmlDevice_t, unsigned int, nvmlEnableState_t *);
-	nvmlReturn_t (*nvlink_remote_pci)(nvmlDevice_t, unsigned int, nvmlPciInfo_t *);
-	nvmlReturn_t (*nvlink_remote_type)(nvmlDevice_t, unsigned int,
-					   nvmlIntNvLinkDeviceType_t *);
-	nvmlReturn_t (*driver_version)(char *, unsigned int);
-	/* for herd health; NULL where the driver lacks them */
-	nvmlReturn_t (*ecc_mode)(nvmlDevice_t, nvmlEnableState_t *, nvmlEnableState_t *);
-	nvmlReturn_t (*ecc_total)(nvmlDevice_t, int, int, unsigned long long *);
-	nvmlReturn_t (*remapped_rows)(nvmlDevice_t, unsigned int *, unsigned int *, unsigned int *,
-				      unsigned int *);
-	nvmlReturn_t (*retired_pending)(nvmlDevice_t, nvmlEnableState_t *);
-	nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned int *);
-	nvmlReturn_t (*temperature_threshold)(nvmlDevice_t, int, unsigned int *);
-	nvmlReturn_t (*power_usage)(nvmlDevice_t, unsigned int *);
-	nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned int *);
-	nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned int *);
-	nvmlReturn_t (*max_clock)(nvmlDevice_t, int, unsigned int *);
-	nvmlReturn_t (*clock_events)(nvmlDevice_t, unsigned long long *);
-	nvmlReturn_t (*throttle_reasons)(nvmlDevice_t, unsigned long long *);
-	nvmlReturn_t (*pcie_gen)(nvmlDevice_t, unsigned int *);
-	nvmlReturn_t (*pcie_width)(nvmlDevice_t, unsigned int *);
-	nvmlReturn_t (*pcie_max_gen)(nvmlDevice_t, unsigned int *);
-	nvmlReturn_t (*pcie_max_width)(nvmlDevice_t, unsigned int *);
-	nvmlReturn_t (*bus_width)(nvmlDevice_t, unsigned int *);
-};
-
-#define NVML_SYM(fn, field, required) HERD__DL_SYM(struct nvml_api, fn, field, required)
+#define NVML_SYM(fn, field, required) HERD__DL_SYM(herd__nvml_api, fn, field, required)
 
 static const herd__dl_symbol nvml_symbols[] = {
 	NVML_SYM(nvmlInit_v2, init, true),
@@ -130,69 +47,66 @@ static const herd__dl_symbol nvml_symbols[] = {
 	NVML_SYM(nvmlDeviceGetMaxPcieLinkGeneration, pcie_max_gen, false),
 	NVML_SYM(nvmlDeviceGetMaxPcieLinkWidth, pcie_max_width, false),
 	NVML_SYM(nvmlDeviceGetMemoryBusWidth, bus_width, false),
+	NVML_SYM(nvmlDeviceGetUtilizationRates, utilization, false),
+	NVML_SYM(nvmlDeviceGetTotalEnergyConsumption, energy, false),
+	NVML_SYM(nvmlDeviceGetPcieThroughput, pcie_throughput, false),
+	NVML_SYM(nvmlDeviceGetFieldValues, field_values, false),
+	NVML_SYM(nvmlDeviceGetComputeRunningProcesses_v3, compute_procs_v3, false),
+	NVML_SYM(nvmlDeviceGetGraphicsRunningProcesses_v3, graphics_procs_v3, false),
+	NVML_SYM(nvmlDeviceGetComputeRunningProcesses_v2, compute_procs_v2, false),
+	NVML_SYM(nvmlDeviceGetGraphicsRunningProcesses_v2, graphics_procs_v2, false),
 };
 
-/* One probe: the loaded library, the topology, and what to tell the caller. */
-struct nvml_probe {
-	void *lib;
-	struct nvml_api api;
-	struct hwloc_topology *topo;
-	char *why;
-	size_t cap;
-};
+/*
+ * NVML_NVLINK_MAX_LINKS is 18 today; links past a device's last one answer
+ * NVML_ERROR_INVALID_ARGUMENT, so asking about a few more is harmless and
+ * keeps working when a GPU generation adds links.
+ */
+#define HERD_NVML_MAX_LINKS 32
 
-static const char *nvml_err(const struct nvml_probe *p, nvmlReturn_t rc)
+/* ---- the session every user of NVML opens ------------------------------------ */
+
+const char *herd__nvml_err(const herd__nvml *n, nvmlReturn_t rc)
 {
-	const char *s = p->api.error_string(rc);
+	const char *s = n->lib != NULL ? n->api.error_string(rc) : NULL;
 
 	return s != NULL ? s : "unknown NVML error";
 }
 
-static bool nvml_load(struct nvml_probe *p)
+bool herd__nvml_open(herd__nvml *n, char *why, size_t cap)
 {
-	char why[256];
-
-	p->lib = herd__dl_open(HERD_NVML_LIBRARY, nvml_symbols,
-			       sizeof(nvml_symbols) / sizeof(nvml_symbols[0]), &p->api, why,
-			       sizeof(why));
-	if (p->lib == NULL)
-		snprintf(p->why, p->cap, "%s: %s", strstr(why, "lacks") != NULL ?
-			 "NVIDIA driver too old" : "NVIDIA driver not found", why);
-	return p->lib != NULL;
-}
-
-/* Loads and initializes NVML; false, with why[] set, when it cannot. */
-static bool nvml_open(struct nvml_probe *p)
-{
+	char text[256];
 	nvmlReturn_t rc;
 
-	if (!nvml_load(p))
+	memset(n, 0, sizeof(*n));
+	n->lib = herd__dl_open(HERD_NVML_LIBRARY, nvml_symbols,
+			       sizeof(nvml_symbols) / sizeof(nvml_symbols[0]), &n->api, text,
+			       sizeof(text));
+	if (n->lib == NULL) {
+		snprintf(why, cap, "%s: %s", strstr(text, "lacks") != NULL ?
+			 "NVIDIA driver too old" : "NVIDIA driver not found", text);
 		return false;
-	rc = p->api.init();
+	}
+	rc = n->api.init();
 	if (rc != NVML_SUCCESS) {
-		snprintf(p->why, p->cap, "NVML cannot start: %s", nvml_err(p, rc));
-		dlclose(p->lib);
-		p->lib = NULL;
+		snprintf(why, cap, "NVML cannot start: %s", herd__nvml_err(n, rc));
+		dlclose(n->lib);
+		n->lib = NULL;
 		return false;
 	}
 	return true;
 }
 
-static void nvml_close(struct nvml_probe *p)
+void herd__nvml_close(herd__nvml *n)
 {
-	p->api.shutdown();
-	dlclose(p->lib);
-	p->lib = NULL;
+	if (n == NULL || n->lib == NULL)
+		return;
+	n->api.shutdown();
+	dlclose(n->lib);
+	n->lib = NULL;
 }
 
-static bool nvml_has_nvlink(const struct nvml_api *api)
-{
-	return api->nvlink_state != NULL && api->nvlink_remote_pci != NULL &&
-	       api->nvlink_remote_type != NULL;
-}
-
-/* A bus id from NVML: the 8-digit busId field, else the legacy one. */
-static bool nvml_bus_id(const nvmlPciInfo_t *pci, char out[HERD_PCI_ID_LEN])
+bool herd__nvml_bus_id(const nvmlPciInfo_t *pci, char out[HERD_PCI_ID_LEN])
 {
 	char legacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE + 1];
 	char full[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE + 1];
@@ -203,6 +117,80 @@ static bool nvml_bus_id(const nvmlPciInfo_t *pci, char out[HERD_PCI_ID_LEN])
 	memcpy(legacy, pci->busIdLegacy, sizeof(pci->busIdLegacy));
 	legacy[sizeof(pci->busIdLegacy)] = '\0';
 	return herd__topo_pci_normalize(full, out) || herd__topo_pci_normalize(legacy, out);
+}
+
+static int gpu_compare(const void *a, const void *b)
+{
+	return herd__topo_pci_compare(((const herd__nvml_gpu *)a)->bus_id,
+				      ((const herd__nvml_gpu *)b)->bus_id);
+}
+
+herd_status herd__nvml_gpus(herd__nvml *n, herd__nvml_gpu **out, size_t *count, char *why,
+			    size_t cap)
+{
+	herd__nvml_gpu *gpus = NULL;
+	unsigned int total = 0;
+	size_t k = 0;
+	nvmlReturn_t rc;
+
+	*out = NULL;
+	*count = 0;
+	rc = n->api.device_count(&total);
+	if (rc != NVML_SUCCESS) {
+		snprintf(why, cap, "NVML cannot count the GPUs: %s", herd__nvml_err(n, rc));
+		return HERD_EUNAVAIL;
+	}
+	if (total == 0) {
+		snprintf(why, cap, "NVML: the NVIDIA driver sees no GPU");
+		return HERD_EUNAVAIL;
+	}
+	HERD_CHECK(herd__calloc(&gpus, total, sizeof(*gpus), "GPUs"));
+	for (unsigned int i = 0; i < total; i++) {
+		nvmlDevice_t dev = NULL;
+		nvmlPciInfo_t pci;
+
+		memset(&pci, 0, sizeof(pci));
+		rc = n->api.handle_by_index(i, &dev);
+		if (rc == NVML_SUCCESS)
+			rc = n->api.pci_info(dev, &pci);
+		if (rc != NVML_SUCCESS || !herd__nvml_bus_id(&pci, gpus[k].bus_id)) {
+			herd__topo_why_append(why, cap, "NVML GPU %u left out: %s", i,
+					      rc != NVML_SUCCESS ? herd__nvml_err(n, rc)
+								 : "no PCI bus id");
+			continue;
+		}
+		gpus[k].index = i;
+		gpus[k++].dev = dev;
+	}
+	if (k == 0) {
+		free(gpus);
+		return HERD_EUNAVAIL;
+	}
+	qsort(gpus, k, sizeof(*gpus), gpu_compare);
+	*out = gpus;
+	*count = k;
+	return HERD_OK;
+}
+
+/* ---- discovery ------------------------------------------------------------------ */
+
+/* One probe: the session, the topology, and what to tell the caller. */
+struct nvml_probe {
+	herd__nvml n;
+	struct hwloc_topology *topo;
+	char *why;
+	size_t cap;
+};
+
+static const char *nvml_err(const struct nvml_probe *p, nvmlReturn_t rc)
+{
+	return herd__nvml_err(&p->n, rc);
+}
+
+static bool nvml_has_nvlink(const herd__nvml_api *api)
+{
+	return api->nvlink_state != NULL && api->nvlink_remote_pci != NULL &&
+	       api->nvlink_remote_type != NULL;
 }
 
 static int nvlink_compare(const void *a, const void *b)
@@ -230,7 +218,7 @@ static void nvlink_count(herd_nvlink *peers, size_t *npeers, const char *peer)
  */
 static herd_status nvml_nvlinks(struct nvml_probe *p, nvmlDevice_t dev, herd_gpu *gpu)
 {
-	const struct nvml_api *api = &p->api;
+	const herd__nvml_api *api = &p->n.api;
 	herd_nvlink peers[HERD_NVML_MAX_LINKS];
 	herd_nvlink *links = NULL;
 	size_t npeers = 0;
@@ -254,7 +242,7 @@ static herd_status nvml_nvlinks(struct nvml_probe *p, nvmlDevice_t dev, herd_gpu
 		memset(&remote, 0, sizeof(remote));
 		if (type != NVML_NVLINK_DEVICE_TYPE_GPU ||
 		    api->nvlink_remote_pci(dev, link, &remote) != NVML_SUCCESS ||
-		    !nvml_bus_id(&remote, peer))
+		    !herd__nvml_bus_id(&remote, peer))
 			continue;
 		nvlink_count(peers, &npeers, peer);
 	}
@@ -269,7 +257,7 @@ static herd_status nvml_nvlinks(struct nvml_probe *p, nvmlDevice_t dev, herd_gpu
 }
 
 /* ECC mode and PCIe link of a GPU, where the driver says (else unknown). */
-static void nvml_gpu_links(const struct nvml_api *api, nvmlDevice_t dev, herd_gpu *gpu)
+static void nvml_gpu_links(const herd__nvml_api *api, nvmlDevice_t dev, herd_gpu *gpu)
 {
 	nvmlEnableState_t cur, pending;
 	unsigned int v;
@@ -288,88 +276,62 @@ static void nvml_gpu_links(const struct nvml_api *api, nvmlDevice_t dev, herd_gp
 		gpu->pcie_max_width = (int)v;
 }
 
-/*
- * Fills *gpu for device index i.  *ok is false when the GPU cannot be
- * keyed by its bus id, and so is left out (why[] says so).
- */
-static herd_status nvml_gpu(struct nvml_probe *p, unsigned int i, herd_gpu *gpu, bool *ok)
+/* Fills *gpu for the GPU NVML knows as g. */
+static herd_status nvml_gpu(struct nvml_probe *p, const herd__nvml_gpu *g, herd_gpu *gpu)
 {
-	const struct nvml_api *api = &p->api;
+	const herd__nvml_api *api = &p->n.api;
 	char text[NVML_DEVICE_UUID_V2_BUFFER_SIZE + NVML_DEVICE_NAME_V2_BUFFER_SIZE];
-	char bus_id[HERD_PCI_ID_LEN];
-	nvmlDevice_t dev = NULL;
-	nvmlPciInfo_t pci;
 	nvmlMemory_t mem;
 	nvmlReturn_t rc;
 
-	*ok = false;
-	memset(&pci, 0, sizeof(pci));
-	rc = api->handle_by_index(i, &dev);
-	if (rc == NVML_SUCCESS)
-		rc = api->pci_info(dev, &pci);
-	if (rc != NVML_SUCCESS || !nvml_bus_id(&pci, bus_id)) {
-		herd__topo_why_append(p->why, p->cap, "NVML GPU %u left out: %s", i,
-				      rc != NVML_SUCCESS ? nvml_err(p, rc) : "no PCI bus id");
-		return HERD_OK;
-	}
-	herd__topo_pci_locate(p->topo, bus_id, &gpu->pci);
-	rc = api->uuid(dev, text, NVML_DEVICE_UUID_V2_BUFFER_SIZE);
+	herd__topo_pci_locate(p->topo, g->bus_id, &gpu->pci);
+	rc = api->uuid(g->dev, text, NVML_DEVICE_UUID_V2_BUFFER_SIZE);
 	if (rc == NVML_SUCCESS)
 		herd__strlcpy(gpu->uuid, text, sizeof(gpu->uuid));
 	else
-		herd__topo_why_append(p->why, p->cap, "GPU %s: no UUID: %s", bus_id,
+		herd__topo_why_append(p->why, p->cap, "GPU %s: no UUID: %s", g->bus_id,
 				      nvml_err(p, rc));
-	if (api->name(dev, text, sizeof(text)) == NVML_SUCCESS)
+	if (api->name(g->dev, text, sizeof(text)) == NVML_SUCCESS)
 		herd__strlcpy(gpu->name, text, sizeof(gpu->name));
-	if (api->memory_info(dev, &mem) == NVML_SUCCESS)
+	if (api->memory_info(g->dev, &mem) == NVML_SUCCESS)
 		gpu->memory_bytes = mem.total;
-	if (api->cuda_cc(dev, &gpu->cc_major, &gpu->cc_minor) != NVML_SUCCESS)
+	if (api->cuda_cc(g->dev, &gpu->cc_major, &gpu->cc_minor) != NVML_SUCCESS)
 		gpu->cc_major = gpu->cc_minor = 0;
-	nvml_gpu_links(api, dev, gpu);
-	*ok = true;
-	return nvml_nvlinks(p, dev, gpu);
+	nvml_gpu_links(api, g->dev, gpu);
+	return nvml_nvlinks(p, g->dev, gpu);
 }
 
 static herd_status nvml_gpus(struct nvml_probe *p, herd_node *node)
 {
-	unsigned int count = 0;
+	herd__nvml_gpu *found = NULL;
 	herd_gpu *gpus = NULL;
-	nvmlReturn_t rc;
-	bool ok;
+	herd_status st;
+	size_t count = 0;
 
-	rc = p->api.device_count(&count);
-	if (rc != NVML_SUCCESS) {
-		snprintf(p->why, p->cap, "NVML cannot count the GPUs: %s", nvml_err(p, rc));
-		return HERD_EUNAVAIL;
-	}
-	if (count == 0) {
-		snprintf(p->why, p->cap, "NVML: the NVIDIA driver sees no GPU");
-		return HERD_EUNAVAIL;
-	}
-	if (!nvml_has_nvlink(&p->api))
+	if (!nvml_has_nvlink(&p->n.api))
 		herd__topo_why_append(p->why, p->cap, "NVLink unknown: %s lacks the NVLink queries",
 				      HERD_NVML_LIBRARY);
-	if (p->api.driver_version != NULL) {
+	HERD_CHECK(herd__nvml_gpus(&p->n, &found, &count, p->why, p->cap));
+	if (p->n.api.driver_version != NULL) {
 		char text[96] = "";
 
-		if (p->api.driver_version(text, sizeof(text)) == NVML_SUCCESS && text[0] != '\0')
-			HERD_CHECK(herd__strdup(&HERD_MUT(char *, node->gpu_driver), text));
+		if (p->n.api.driver_version(text, sizeof(text)) == NVML_SUCCESS && text[0] != '\0' &&
+		    (st = herd__strdup(&HERD_MUT(char *, node->gpu_driver), text)) != HERD_OK)
+			goto out;
 	}
-	HERD_CHECK(herd__calloc(&gpus, count, sizeof(*gpus), "GPUs"));
+	st = herd__calloc(&gpus, count, sizeof(*gpus), "GPUs");
+	if (st != HERD_OK)
+		goto out;
 	HERD_MUT(herd_gpu *, node->gpus) = gpus;
-	for (unsigned int i = 0; i < count; i++) {
-		HERD_CHECK(nvml_gpu(p, i, &gpus[node->ngpus], &ok));
-		if (ok)
-			node->ngpus++;
+	for (size_t i = 0; i < count && st == HERD_OK; i++) {
+		st = nvml_gpu(p, &found[i], &gpus[i]);
+		node->ngpus++;
 	}
-	if (node->ngpus == 0) {
-		/* Leave nothing behind for the CUDA runtime's attempt. */
-		free(gpus);
-		HERD_MUT(herd_gpu *, node->gpus) = NULL;
-		return HERD_EUNAVAIL;
-	}
-	herd__topo_sort_gpus(node);
-	return HERD_OK;
+	if (st == HERD_OK)
+		herd__topo_sort_gpus(node);
+out:
+	free(found);
+	return st;
 }
 
 herd_status herd__topo_probe_nvml(struct hwloc_topology *topo, herd_node *node,
@@ -379,10 +341,10 @@ herd_status herd__topo_probe_nvml(struct hwloc_topology *topo, herd_node *node,
 	herd_status st;
 
 	why[0] = '\0';
-	if (!nvml_open(&p))
+	if (!herd__nvml_open(&p.n, p.why, p.cap))
 		return HERD_EUNAVAIL;
 	st = nvml_gpus(&p, node);
-	nvml_close(&p);
+	herd__nvml_close(&p.n);
 	return st;
 }
 
@@ -393,9 +355,9 @@ bool herd__nvml_driver_version(char *out, size_t cap, char *why, size_t why_cap)
 	nvmlReturn_t rc;
 
 	out[0] = why[0] = '\0';
-	if (!nvml_open(&p))
+	if (!herd__nvml_open(&p.n, p.why, p.cap))
 		return false;
-	rc = p.api.driver_version != NULL ? p.api.driver_version(text, sizeof(text))
+	rc = p.n.api.driver_version != NULL ? p.n.api.driver_version(text, sizeof(text))
 					  : NVML_SUCCESS;
 	if (rc != NVML_SUCCESS)
 		snprintf(why, why_cap, "NVML: %s", nvml_err(&p, rc));
@@ -403,24 +365,12 @@ bool herd__nvml_driver_version(char *out, size_t cap, char *why, size_t why_cap)
 		snprintf(why, why_cap, "%s lacks nvmlSystemGetDriverVersion", HERD_NVML_LIBRARY);
 	else
 		herd__strlcpy(out, text, cap);
-	nvml_close(&p);
+	herd__nvml_close(&p.n);
 	return out[0] != '\0';
 }
 
 /* ---- herd health: the driver's view of each GPU ------------------------------ */
 
-enum {
-	NVML_ERROR_NOT_SUPPORTED = 3,
-	NVML_ERROR_FUNCTION_NOT_FOUND = 13,
-	MEMORY_ERROR_CORRECTED = 0,
-	MEMORY_ERROR_UNCORRECTED = 1,
-	ECC_VOLATILE = 0,
-	ECC_AGGREGATE = 1,
-	TEMPERATURE_GPU = 0,
-	THRESHOLD_SLOWDOWN = 1,
-	CLOCK_SM = 1,
-	CLOCK_MEM = 2
-};
 
 /* The clock event reasons of nvml.h (nvmlClocksEventReason*). */
 static const struct clock_reason {
@@ -440,13 +390,12 @@ static const struct clock_reason {
 };
 
 /* A query's outcome: it answered, the GPU or driver cannot say, or it failed. */
-#define NVML_CALL(p, fn, ...) ((p)->api.fn != NULL ? (p)->api.fn(__VA_ARGS__) \
-						   : (nvmlReturn_t)NVML_ERROR_FUNCTION_NOT_FOUND)
+#define NVML_CALL(p, fn, ...) HERD__NVML_CALL(&(p)->n, fn, __VA_ARGS__)
 
 static bool nvml_unsupported(nvmlReturn_t rc)
 {
-	return rc == (nvmlReturn_t)NVML_ERROR_NOT_SUPPORTED ||
-	       rc == (nvmlReturn_t)NVML_ERROR_FUNCTION_NOT_FOUND;
+	return rc == NVML_ERROR_NOT_SUPPORTED ||
+	       rc == NVML_ERROR_FUNCTION_NOT_FOUND;
 }
 
 /* A check that could not be read: SKIP when the GPU cannot say, FAIL when
@@ -470,13 +419,13 @@ static herd_status health_ecc(struct nvml_probe *p, nvmlDevice_t d, herd_health_
 	if (cur != NVML_FEATURE_ENABLED)
 		return herd__health_add(g, "ecc", HERD_HEALTH_WARN, 0, "", "ECC is off%s",
 					pending == NVML_FEATURE_ENABLED ? " (on after a reset)" : "");
-	rc = NVML_CALL(p, ecc_total, d, MEMORY_ERROR_UNCORRECTED, ECC_VOLATILE, &vu);
+	rc = NVML_CALL(p, ecc_total, d, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &vu);
 	if (rc == NVML_SUCCESS)
-		rc = NVML_CALL(p, ecc_total, d, MEMORY_ERROR_CORRECTED, ECC_VOLATILE, &vc);
+		rc = NVML_CALL(p, ecc_total, d, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &vc);
 	if (rc != NVML_SUCCESS)
 		return health_unread(p, g, "ecc", "the ECC error counts", rc);
-	(void)NVML_CALL(p, ecc_total, d, MEMORY_ERROR_UNCORRECTED, ECC_AGGREGATE, &au);
-	(void)NVML_CALL(p, ecc_total, d, MEMORY_ERROR_CORRECTED, ECC_AGGREGATE, &ac);
+	(void)NVML_CALL(p, ecc_total, d, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC, &au);
+	(void)NVML_CALL(p, ecc_total, d, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC, &ac);
 	return herd__health_add(g, "ecc", vu > 0 ? HERD_HEALTH_FAIL : au > 0 ? HERD_HEALTH_WARN
 									  : HERD_HEALTH_PASS,
 				(double)vu, "errors", "on; uncorrected %llu since the driver "
@@ -512,11 +461,11 @@ static herd_status health_rows(struct nvml_probe *p, nvmlDevice_t d, herd_health
 static herd_status health_temperature(struct nvml_probe *p, nvmlDevice_t d, herd_health_gpu *g)
 {
 	unsigned int t = 0, slow = 0;
-	nvmlReturn_t rc = NVML_CALL(p, temperature, d, TEMPERATURE_GPU, &t);
+	nvmlReturn_t rc = NVML_CALL(p, temperature, d, NVML_TEMPERATURE_GPU, &t);
 
 	if (rc != NVML_SUCCESS)
 		return health_unread(p, g, "temperature", "the temperature", rc);
-	if (NVML_CALL(p, temperature_threshold, d, THRESHOLD_SLOWDOWN, &slow) != NVML_SUCCESS ||
+	if (NVML_CALL(p, temperature_threshold, d, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &slow) != NVML_SUCCESS ||
 	    slow == 0)
 		return herd__health_add(g, "temperature", HERD_HEALTH_PASS, t, "C",
 					"%u C (no slowdown threshold given)", t);
@@ -547,20 +496,20 @@ static herd_status health_clocks(struct nvml_probe *p, nvmlDevice_t d, herd_heal
 	unsigned long long reasons = 0;
 	herd_health_result worst = HERD_HEALTH_PASS;
 	char names[160] = "";
-	nvmlReturn_t rc = NVML_CALL(p, clock, d, CLOCK_SM, &sm);
+	nvmlReturn_t rc = NVML_CALL(p, clock, d, NVML_CLOCK_SM, &sm);
 
 	if (rc != NVML_SUCCESS)
 		HERD_CHECK(health_unread(p, g, "clocks", "the clocks", rc));
 	else {
-		(void)NVML_CALL(p, max_clock, d, CLOCK_SM, &sm_max);
-		(void)NVML_CALL(p, clock, d, CLOCK_MEM, &mem);
-		(void)NVML_CALL(p, max_clock, d, CLOCK_MEM, &mem_max);
+		(void)NVML_CALL(p, max_clock, d, NVML_CLOCK_SM, &sm_max);
+		(void)NVML_CALL(p, clock, d, NVML_CLOCK_MEM, &mem);
+		(void)NVML_CALL(p, max_clock, d, NVML_CLOCK_MEM, &mem_max);
 		HERD_CHECK(herd__health_add(g, "clocks", HERD_HEALTH_PASS, sm, "MHz",
 					    "SM %u of %u MHz, memory %u of %u MHz", sm, sm_max,
 					    mem, mem_max));
 	}
 	rc = NVML_CALL(p, clock_events, d, &reasons);
-	if (rc == (nvmlReturn_t)NVML_ERROR_FUNCTION_NOT_FOUND)
+	if (rc == NVML_ERROR_FUNCTION_NOT_FOUND)
 		rc = NVML_CALL(p, throttle_reasons, d, &reasons);
 	if (rc != NVML_SUCCESS)
 		return health_unread(p, g, "clock-events", "the clock event reasons",
@@ -611,7 +560,7 @@ static double memory_gbps(struct nvml_probe *p, nvmlDevice_t d)
 	unsigned int bits = 0, mhz = 0;
 
 	if (NVML_CALL(p, bus_width, d, &bits) != NVML_SUCCESS ||
-	    NVML_CALL(p, max_clock, d, CLOCK_MEM, &mhz) != NVML_SUCCESS)
+	    NVML_CALL(p, max_clock, d, NVML_CLOCK_MEM, &mhz) != NVML_SUCCESS)
 		return 0;
 	return (double)mhz * 1e6 * 2.0 * bits / 8.0 / 1e9;
 }
@@ -626,13 +575,13 @@ static herd_status health_gpu(struct nvml_probe *p, unsigned int i, herd_health_
 
 	g->index = (int)i;
 	memset(&pci, 0, sizeof(pci));
-	rc = p->api.handle_by_index(i, &d);
+	rc = p->n.api.handle_by_index(i, &d);
 	if (rc != NVML_SUCCESS)
 		return health_unread(p, g, "nvml", "finding the GPU", rc);
-	if (p->api.pci_info(d, &pci) == NVML_SUCCESS && nvml_bus_id(&pci, bus))
+	if (p->n.api.pci_info(d, &pci) == NVML_SUCCESS && herd__nvml_bus_id(&pci, bus))
 		herd__strlcpy(g->bus_id, bus, sizeof(g->bus_id));
-	(void)p->api.uuid(d, g->uuid, sizeof(g->uuid));
-	(void)p->api.name(d, g->name, sizeof(g->name));
+	(void)p->n.api.uuid(d, g->uuid, sizeof(g->uuid));
+	(void)p->n.api.name(d, g->name, sizeof(g->name));
 	ref->memory_gbps = memory_gbps(p, d);
 	HERD_CHECK(health_ecc(p, d, g));
 	HERD_CHECK(health_rows(p, d, g));
@@ -651,9 +600,9 @@ herd_status herd__nvml_health(herd_health_report *r, herd__health_ref **refs, ch
 	nvmlReturn_t rc;
 
 	why[0] = '\0';
-	if (!nvml_open(&p))
+	if (!herd__nvml_open(&p.n, p.why, p.cap))
 		return HERD_EUNAVAIL;
-	rc = p.api.device_count(&count);
+	rc = p.n.api.device_count(&count);
 	if (rc != NVML_SUCCESS || count == 0) {
 		snprintf(why, cap, "NVML: %s", rc != NVML_SUCCESS ? nvml_err(&p, rc)
 							       : "the NVIDIA driver sees no GPU");
@@ -667,6 +616,6 @@ herd_status herd__nvml_health(herd_health_report *r, herd__health_ref **refs, ch
 		r->ngpus++;
 		st = health_gpu(&p, i, &r->gpus[i], &(*refs)[i]);
 	}
-	nvml_close(&p);
+	herd__nvml_close(&p.n);
 	return st;
 }

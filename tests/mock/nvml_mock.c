@@ -7,10 +7,15 @@
  *   index 1  0000:1B:00.0  6 links to 0000:9A:00.0, 12 links to NVSwitches
  *   index 2  0000:5D:00.0  no NVLink
  * The ABI matches nvml.h (API version 12) for the entry points used.  The
- * health queries at the end report healthy idle GPUs unless told a fault.
+ * health queries at the end report healthy idle GPUs unless told a fault;
+ * the telemetry queries report fixed idle figures unless a test gives
+ * others in a state file (HERD_NVML_MOCK_STATE, below).  Built with
+ * NVML_MOCK_OLD it plays an old driver that lacks the newer entry points.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 
 typedef int nvmlReturn_t;
 typedef struct mock_gpu *nvmlDevice_t;
@@ -110,11 +115,19 @@ nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t *p)
 	return OK;
 }
 
+static nvmlReturn_t figure(nvmlDevice_t d, const char *key, unsigned long long dflt,
+			   unsigned long long *out);
+
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 {
+	unsigned long long used;
+	nvmlReturn_t r = figure(d, "mem_used", 0, &used);
+
+	if (r != OK)
+		return r;
 	m->total = 85520809984ull;
-	m->free = m->total;
-	m->used = 0;
+	m->used = used < m->total ? used : m->total;
+	m->free = m->total - m->used;
 	return OK;
 }
 
@@ -151,6 +164,77 @@ nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, unsigned int li
 }
 
 /*
+ * The figures of the GPU at index i, from the file HERD_NVML_MOCK_STATE
+ * names, read at every call so that a test can change them between two
+ * samples.  Lines (later ones win):
+ *   gpu I KEY VALUE [KEY VALUE ...]   VALUE a number (0x.. too), or "na":
+ *                                     that query answers NOT_SUPPORTED
+ *   proc I PID MEMBYTES [graphics]    a process on GPU I (compute unless
+ *                                     "graphics"); MEMBYTES "na": unknown
+ * Keys: util mem_util mem_used power_mw power_limit_mw energy_mj temp
+ * sm_clock mem_clock throttle ecc_sbe ecc_dbe pcie_tx_kbps pcie_rx_kbps
+ * (nvmlDeviceGetPcieThroughput), pcie_tx_bytes pcie_rx_bytes nvlink_tx_kib
+ * nvlink_rx_kib (counters of nvmlDeviceGetFieldValues), counter_time_us
+ * (their timestamp; else the time of the call), lost (nonzero: every
+ * figure query answers GPU_IS_LOST).  A key not given keeps its idle value.
+ */
+enum { NOT_SUPPORTED = 3, INSUFFICIENT_SIZE = 7, GPU_IS_LOST = 15 };
+
+/* 1 and *v when the state gives key for d, -1 for "na", 0 when it does not. */
+static int state(nvmlDevice_t d, const char *key, unsigned long long *v)
+{
+	const char *path = getenv("HERD_NVML_MOCK_STATE");
+	char line[4096];
+	int found = 0;
+	FILE *f;
+
+	if (path == NULL || (f = fopen(path, "r")) == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *save = NULL, *w = strtok_r(line, " \t\n", &save), *k, *val;
+
+		if (w == NULL || strcmp(w, "gpu") != 0 ||
+		    (w = strtok_r(NULL, " \t\n", &save)) == NULL ||
+		    strtol(w, NULL, 10) != (long)(d - gpus))
+			continue;
+		while ((k = strtok_r(NULL, " \t\n", &save)) != NULL &&
+		       (val = strtok_r(NULL, " \t\n", &save)) != NULL) {
+			if (strcmp(k, key) != 0)
+				continue;
+			found = strcmp(val, "na") == 0 ? -1 : 1;
+			if (found > 0)
+				*v = strtoull(val, NULL, 0);
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* A figure query's answer: the state's value for key, else dflt. */
+static nvmlReturn_t figure(nvmlDevice_t d, const char *key, unsigned long long dflt,
+			   unsigned long long *out)
+{
+	unsigned long long lost = 0;
+	int r;
+
+	if (state(d, "lost", &lost) > 0 && lost != 0)
+		return GPU_IS_LOST;
+	*out = dflt;
+	r = state(d, key, out);
+	return r < 0 ? NOT_SUPPORTED : OK;
+}
+
+static nvmlReturn_t figure_u(nvmlDevice_t d, const char *key, unsigned int dflt, unsigned int *out)
+{
+	unsigned long long v;
+	nvmlReturn_t r = figure(d, key, dflt, &v);
+
+	if (r == OK)
+		*out = (unsigned int)v;
+	return r;
+}
+
+/*
  * The health queries: every GPU healthy and idle, unless
  * HERD_NVML_MOCK_FAULT names a fault of the GPU at index 1:
  *   ecc      2 uncorrected errors since the driver loaded
@@ -158,7 +242,6 @@ nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, unsigned int li
  *   thermal  a hardware thermal slowdown, at 90 C of a slowdown at 87 C
  *   pcie     a link of 8 lanes in a slot of 16
  */
-#include <stdlib.h>
 
 static int fault(nvmlDevice_t d, const char *what)
 {
@@ -177,8 +260,11 @@ nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t d, int *cur, int *pending)
 nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int type, int counter,
 					 unsigned long long *n)
 {
-	*n = type == 1 && fault(d, "ecc") ? 2 : type == 0 && counter == 1 ? 5 : 0;
-	return OK;
+	if (counter == 1) {
+		*n = type == 0 ? 5 : 0;
+		return OK;
+	}
+	return figure(d, type == 0 ? "ecc_sbe" : "ecc_dbe", type == 1 && fault(d, "ecc") ? 2 : 0, n);
 }
 
 nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned int *corr, unsigned int *unc,
@@ -194,8 +280,7 @@ nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned int *corr, unsig
 nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned int *t)
 {
 	(void)sensor;
-	*t = fault(d, "thermal") ? 90 : 41;
-	return OK;
+	return figure_u(d, "temp", fault(d, "thermal") ? 90 : 41, t);
 }
 
 nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t d, int which, unsigned int *t)
@@ -207,23 +292,17 @@ nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t d, int which, unsign
 
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int *mw)
 {
-	(void)d;
-	*mw = 72000;
-	return OK;
+	return figure_u(d, "power_mw", 72000, mw);
 }
 
 nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned int *mw)
 {
-	(void)d;
-	*mw = 700000;
-	return OK;
+	return figure_u(d, "power_limit_mw", 700000, mw);
 }
 
 nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned int *mhz)
 {
-	(void)d;
-	*mhz = type == 2 ? 2619 : 345;
-	return OK;
+	return figure_u(d, type == 2 ? "mem_clock" : "sm_clock", type == 2 ? 2619 : 345, mhz);
 }
 
 nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t d, int type, unsigned int *mhz)
@@ -233,10 +312,17 @@ nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t d, int type, unsigned int *m
 	return OK;
 }
 
+#ifndef NVML_MOCK_OLD
 nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsigned long long *r)
 {
-	*r = fault(d, "thermal") ? 0x40 : 0x1;
-	return OK;
+	return figure(d, "throttle", fault(d, "thermal") ? 0x40 : 0x1, r);
+}
+#endif
+
+/* The name before R535, which drivers still export. */
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t d, unsigned long long *r)
+{
+	return figure(d, "throttle", fault(d, "thermal") ? 0x40 : 0x1, r);
 }
 
 nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t d, unsigned int *g)
@@ -272,3 +358,137 @@ nvmlReturn_t nvmlDeviceGetMemoryBusWidth(nvmlDevice_t d, unsigned int *bits)
 	*bits = 5120;
 	return OK;
 }
+
+/* ---- telemetry: utilization, energy, counters, processes ------------------- */
+
+typedef struct {
+	unsigned int gpu, memory;
+} nvmlUtilization_t;
+
+typedef struct {
+	unsigned int fieldId, scopeId;
+	long long timestamp, latencyUsec;
+	int valueType;            /* 3: unsigned long long */
+	nvmlReturn_t nvmlReturn;
+	union {
+		double dVal;
+		unsigned long long ullVal;
+	} value;
+} nvmlFieldValue_t;
+
+typedef struct {
+	unsigned int pid;
+	unsigned long long usedGpuMemory;
+	unsigned int gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_t;
+
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u)
+{
+	nvmlReturn_t r = figure_u(d, "util", 0, &u->gpu);
+
+	return r == OK ? figure_u(d, "mem_util", 0, &u->memory) : r;
+}
+
+/* A process list of GPU d: the state's "proc" lines of that GPU and kind. */
+static nvmlReturn_t procs(nvmlDevice_t d, unsigned int *count, nvmlProcessInfo_t *out,
+			  int graphics)
+{
+	const char *path = getenv("HERD_NVML_MOCK_STATE");
+	unsigned long long lost = 0;
+	unsigned int n = 0;
+	char line[256];
+	FILE *f;
+
+	if (state(d, "lost", &lost) > 0 && lost != 0)
+		return GPU_IS_LOST;
+	f = path != NULL ? fopen(path, "r") : NULL;
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+		char kind[16] = "", mem[32];
+		unsigned int gpu, pid;
+
+		if (sscanf(line, "proc %u %u %31s %15s", &gpu, &pid, mem, kind) < 3 ||
+		    gpu != (unsigned int)(d - gpus) || (strcmp(kind, "graphics") == 0) != graphics)
+			continue;
+		if (n < *count) {
+			out[n].pid = pid;
+			out[n].usedGpuMemory = strcmp(mem, "na") == 0 ? ~0ull : strtoull(mem, NULL, 0);
+			out[n].gpuInstanceId = out[n].computeInstanceId = ~0u;
+		}
+		n++;
+	}
+	if (f != NULL)
+		fclose(f);
+	if (n > *count) {
+		*count = n;
+		return INSUFFICIENT_SIZE;
+	}
+	*count = n;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigned int *count,
+						     nvmlProcessInfo_t *out)
+{
+	return procs(d, count, out, 0);
+}
+
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t d, unsigned int *count,
+						      nvmlProcessInfo_t *out)
+{
+	return procs(d, count, out, 1);
+}
+
+#ifndef NVML_MOCK_OLD
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned int *count,
+						     nvmlProcessInfo_t *out)
+{
+	return procs(d, count, out, 0);
+}
+
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d, unsigned int *count,
+						      nvmlProcessInfo_t *out)
+{
+	return procs(d, count, out, 1);
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long *mj)
+{
+	return figure(d, "energy_mj", 5000000, mj);
+}
+
+nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t d, int counter, unsigned int *kbps)
+{
+	return figure_u(d, counter == 0 ? "pcie_tx_kbps" : "pcie_rx_kbps", 0, kbps);
+}
+
+/* NVLink data counters in KiB (fields 138 and 139, scopeId UINT_MAX: all
+ * links) and PCIe byte counters (197, 198); no NVLink, no NVLink fields. */
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, nvmlFieldValue_t *v)
+{
+	struct timeval tv;
+	unsigned long long now;
+
+	gettimeofday(&tv, NULL);
+	now = (unsigned long long)tv.tv_sec * 1000000ull + (unsigned long long)tv.tv_usec;
+	for (int i = 0; i < n; i++) {
+		const char *key = v[i].fieldId == 138 ? "nvlink_tx_kib" : v[i].fieldId == 139 ?
+				  "nvlink_rx_kib" : v[i].fieldId == 197 ? "pcie_tx_bytes" :
+				  v[i].fieldId == 198 ? "pcie_rx_bytes" : NULL;
+		unsigned long long t = now;
+
+		v[i].valueType = 3;
+		v[i].latencyUsec = 0;
+		if (key == NULL || (v[i].fieldId < 140 && (d->direct_links + d->switch_links == 0 ||
+							    v[i].scopeId != 0xffffffffu))) {
+			v[i].nvmlReturn = NOT_SUPPORTED;
+			continue;
+		}
+		v[i].nvmlReturn = figure(d, key, 0, &v[i].value.ullVal);
+		(void)figure(d, "counter_time_us", now, &t);
+		v[i].timestamp = (long long)t;
+	}
+	return OK;
+}
+
+#endif /* !NVML_MOCK_OLD */

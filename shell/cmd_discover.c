@@ -7,7 +7,10 @@
  * none), and when there are GPUs the topology matrix in the layout of
  * `nvidia-smi topo -m`.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,13 +53,24 @@ static const char discover_usage[] =
 
 static const char probe_usage[] =
 	"usage: herd probe [--text | --json] [--forward HOSTS [--timeout S]] | --links BYTES\n"
+	"       herd probe --watch [--period MS] [--count N] [--text | --json]\n"
 	"  This node's inventory on standard output, for herd discover on other\n"
 	"  nodes: msgpack, or --text (lines of base64, what herd discover --hosts\n"
 	"  runs) or --json.  --forward: also those hosts' (a relay of herd discover\n"
 	"  over an ssh tree).  --links BYTES: one rank of herd discover --links.\n"
+	"  --watch        this node's telemetry instead: a sample every --period\n"
+	"                 MS (default 1000, at least 100), each as a record: a\n"
+	"                 4-byte big-endian length and the msgpack sample, or with\n"
+	"                 --text base64 lines (for srun), with --json a JSON line;\n"
+	"                 until stdin ends, stdout breaks, SIGTERM, SIGINT or SIGHUP,\n"
+	"                 or --count N samples.  A reader that falls behind loses\n"
+	"                 samples (the gaps in seq); one that takes nothing for 10 s\n"
+	"                 (or 10 periods) ends it\n"
 	"Exit status:\n"
-	"  0    the inventory was printed (with --links, the rank's pairs measured)\n"
-	"  1    this node, or a host it relays for, could not be probed\n"
+	"  0    the inventory was printed (with --links, the rank's pairs measured;\n"
+	"       with --watch, the stream ran until one of its ends)\n"
+	"  1    this node, or a host it relays for, could not be probed, or with\n"
+	"       --watch the reader took nothing for 10 s\n"
 	"  2    a usage error\n";
 
 struct discover_args {
@@ -709,6 +723,89 @@ int cmd_discover(int argc, char **argv)
 	return status;
 }
 
+/* The write end of the pipe that tells probe_watch of a signal. */
+static int watch_stop[2] = { -1, -1 };
+
+static void on_watch_signal(int sig)
+{
+	int saved = errno;
+	char c = (char)sig;
+
+	if (write(watch_stop[1], &c, 1) < 0) {
+		/* Full: a stop is pending already. */
+	}
+	errno = saved;
+}
+
+/*
+ * `herd probe --watch [--period MS] [--count N] [--text | --json]`: this
+ * node's samples as records on stdout (herd_agent_telemetry_watch) until
+ * stdin ends, stdout breaks, a signal that asks to end, or N samples.
+ */
+static int probe_watch(int argc, char **argv)
+{
+	static const int stops[] = { SIGTERM, SIGINT, SIGHUP };
+	herd_telemetry_record format = HERD_TELEMETRY_RECORD_FRAME;
+	int period_ms = 1000;
+	unsigned long long count = 0;
+	struct sigaction sa;
+	herd_status st;
+
+	for (int i = 1; i < argc; i++) {
+		const char *v;
+		char *end;
+		int rc;
+
+		if (strcmp(argv[i], "--watch") == 0) {
+			continue;
+		} else if (strcmp(argv[i], "--text") == 0) {
+			format = HERD_TELEMETRY_RECORD_TEXT;
+		} else if (strcmp(argv[i], "--json") == 0) {
+			format = HERD_TELEMETRY_RECORD_JSON;
+		} else if ((rc = shell_option_value(argc, argv, &i, "--period", &v)) != 0) {
+			if (rc < 0)
+				return shell_usage_error("probe", "option '%s' needs a value",
+							 "--period");
+			if (shell_parse_int(v, 100, 24 * 3600 * 1000, &period_ms) != 0)
+				return shell_usage_error("probe", "--period %s: milliseconds from 100 "
+							 "(ten samples a second at most) to 24 h", v);
+		} else if ((rc = shell_option_value(argc, argv, &i, "--count", &v)) != 0) {
+			if (rc < 0)
+				return shell_usage_error("probe", "option '%s' needs a value",
+							 "--count");
+			errno = 0;
+			count = strtoull(v, &end, 10);
+			if (errno != 0 || end == v || *end != '\0' || v[0] == '-' || count == 0)
+				return shell_usage_error("probe", "--count %s: a number of samples, 1 "
+							 "or more", v);
+		} else {
+			return shell_usage_error("probe", argv[i][0] == '-'
+					? "unrecognized option '%s' (with --watch: --period, --count, "
+					  "--text, --json)"
+					: "unexpected argument '%s'", argv[i]);
+		}
+	}
+	/* A reader gone is a failed write (EPIPE), and ends the stream quietly. */
+	signal(SIGPIPE, SIG_IGN);
+	if (pipe2(watch_stop, O_CLOEXEC | O_NONBLOCK) != 0) {
+		fprintf(stderr, "herd probe: cannot create the pipe that tells of signals: %s\n",
+			strerror(errno));
+		return SHELL_EXIT_FAILURE;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_watch_signal;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(stops) / sizeof(*stops); i++)
+		sigaction(stops[i], &sa, NULL);
+	st = herd_agent_telemetry_watch(STDIN_FILENO, STDOUT_FILENO, watch_stop[0], period_ms,
+					(uint64_t)count, format, NULL);
+	if (st != HERD_OK) {
+		shell_message("herd probe", shell_last_error());
+		return SHELL_EXIT_FAILURE;
+	}
+	return SHELL_EXIT_OK;
+}
+
 /* `herd probe`: this node's inventory, for herd discover on another node. */
 int cmd_probe(int argc, char **argv)
 {
@@ -721,6 +818,14 @@ int cmd_probe(int argc, char **argv)
 	const char *forward = NULL, *program = shell_env("HERD_PROGRAM");
 	int secs = 30;
 
+	bool help = false, watch = false;
+
+	for (int i = 1; i < argc; i++) {
+		help |= strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0;
+		watch |= strcmp(argv[i], "--watch") == 0;
+	}
+	if (watch && !help)
+		return probe_watch(argc, argv);
 	for (int i = 1; i < argc; i++) {
 		if (i + 1 < argc && (strcmp(argv[i], "--forward") == 0 ||
 				     strcmp(argv[i], "--program") == 0 || strcmp(argv[i], "--ssh") == 0 ||
@@ -757,6 +862,10 @@ int cmd_probe(int argc, char **argv)
 		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			fputs(probe_usage, stdout);
 			return SHELL_EXIT_OK;
+		} else if (strcmp(argv[i], "--period") == 0 || strcmp(argv[i], "--count") == 0 ||
+			   strncmp(argv[i], "--period=", 9) == 0 || strncmp(argv[i], "--count=", 8) == 0) {
+			return shell_usage_error("probe", "%s is for a stream of samples: add --watch",
+						 argv[i]);
 		} else {
 			return shell_usage_error("probe", "unrecognized argument '%s'", argv[i]);
 		}

@@ -65,8 +65,9 @@ static const struct command {
 	  "bcast [--hosts EXPR | --hostfile F | --slurm] FILE DEST\n"
 	  "                    copy a file to every node, verified, as sbcast" },
 	{ "probe", cmd_probe,
-	  "probe [--text | --json]\n"
-	  "                    this node's inventory, for herd discover elsewhere" },
+	  "probe [--text | --json] [--watch [--period MS] [--count N]]\n"
+	  "                    this node's inventory, for herd discover elsewhere;\n"
+	  "                    --watch: its telemetry, a record per sample" },
 	{ "exec", cmd_exec,
 	  "exec --stdio | --connect HOST:PORT\n"
 	  "                    the node-side helper herd launch starts on each node" },

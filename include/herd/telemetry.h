@@ -234,6 +234,193 @@ HERD_EXTERN herd_status herd_telemetry_unpack(const void *buf, size_t len,
  */
 HERD_EXTERN herd_status herd_telemetry_json(const herd_telemetry_sample *s, char **out);
 
+/* ---- streams from many nodes ---------------------------------------------- */
+
+/*
+ * A watch: the samples of many nodes as they come, for a live view (herd
+ * top) or a job's report (herd launch --monitor).
+ *
+ * Every node runs `herd probe --watch --period MS` (started as discovery
+ * starts `herd probe`: over ssh, one client per node, with the ssh launch
+ * backend's options and HERD_SSH / HERD_SSH_ARGS; in a Slurm allocation
+ * one srun step with a task per node, HERD_SRUN / HERD_SRUN_ARGS), which
+ * samples its node every period and writes each sample on its stdout as a
+ * record (herd_telemetry_record).  The watch decodes every record with
+ * herd_telemetry_unpack and queues the samples for the caller, each with
+ * its host set to the node's name as the watch reached it (the hostlist's
+ * "node07", "127.0.0.2"), so that the host says which node it is.  With no
+ * nodes named it watches this node, with a sampler in this process (no
+ * herd program is run).
+ *
+ *     herd_telemetry_watch *w;
+ *     herd_telemetry_watch_opts o = HERD_TELEMETRY_WATCH_OPTS_INIT;
+ *     o.hosts = "node[01-04]";
+ *     o.period_ms = 1000;
+ *     if (herd_telemetry_watch_start(&w, &o) == HERD_OK) {
+ *         herd_telemetry_sample *s = malloc(sizeof(*s));
+ *         while (herd_telemetry_watch_live(w) > 0) {
+ *             // or poll herd_telemetry_watch_fd(w) in your own loop
+ *             herd_telemetry_watch_wait(w, HERD_TIMEOUT_NONE);
+ *             while (herd_telemetry_watch_next(w, NULL, s) == HERD_OK)
+ *                 printf("%s: CPU %.0f%%\n", s->host, s->cpu_busy);
+ *             // herd_telemetry_watch_node(w, i, &n) says how node i fares
+ *         }
+ *         herd_telemetry_watch_free(w);
+ *     }
+ *
+ * Each node is in one state (herd_telemetry_node_state): starting until
+ * its first sample, then streaming; a node that fails stays failed, with
+ * the reason in words: unreachable (ssh or srun could not reach it: ssh's
+ * own words), not started (no first sample within start_timeout_ms, or
+ * herd probe ended before one: its exit status and last words), stalled
+ * (no sample for stall_ms after one: a node that stops sending is given up
+ * at that deadline, never waited on), ended (its stream ended: herd probe
+ * exited, the channel closed) or bad record (something that is not a
+ * sample: the decoder's message).  A stalled or bad node's helper is
+ * stopped at once; the other nodes stream on.
+ *
+ * Rate and memory are bounded: period_ms is at least 100; the queue holds
+ * at most queue samples (their packed bytes, a few KiB each), the oldest
+ * dropped when a new one finds it full; a node that falls behind its
+ * watcher drops samples itself.  Every sample lost on the way is counted
+ * in its node's lost (from the gaps in seq and the drops here).
+ *
+ * Threads: the watch runs the remote-run engine (ssh and srun clients,
+ * their deadlines) on a thread of its own, started by
+ * herd_telemetry_watch_start and joined by herd_telemetry_watch_free, with
+ * every signal blocked; the helpers it starts get SIGTERM if that thread
+ * dies (a crash of the process included).  All the calls below but free
+ * are thread-safe.
+ */
+
+/* How a node of a watch fares.  From UNREACHABLE on, a node has failed for good. */
+typedef enum herd_telemetry_node_state {
+	HERD_TELEMETRY_NODE_STARTING = 0,   /* its helper is starting; no sample yet */
+	HERD_TELEMETRY_NODE_STREAMING,      /* samples come */
+	HERD_TELEMETRY_NODE_UNREACHABLE,    /* ssh or srun could not reach it or run herd there */
+	HERD_TELEMETRY_NODE_NOT_STARTED,    /* no first sample by the start deadline */
+	HERD_TELEMETRY_NODE_STALLED,        /* no sample for stall_ms after one */
+	HERD_TELEMETRY_NODE_ENDED,          /* its stream ended while watched */
+	HERD_TELEMETRY_NODE_BAD_RECORD      /* it sent something that is not a sample */
+} herd_telemetry_node_state;
+
+/* The state's name: "starting", "streaming", "unreachable", "not started",
+ * "stalled", "ended", "bad record"; "?" for another value. */
+HERD_EXTERN const char *herd_telemetry_node_state_name(herd_telemetry_node_state state);
+
+/* One node of a watch, as herd_telemetry_watch_node copies it. */
+typedef struct herd_telemetry_node {
+	const char *host;           /* as reached; the watch's, valid until free */
+	herd_telemetry_node_state state;
+	char why[512];              /* a failed node's reason: "ssh: connect to host ...",
+				     * "no sample within 30 s", "herd probe exited 127: ..." */
+	uint64_t samples;           /* samples received from it */
+	uint64_t lost;              /* its samples that did not reach the queue's reader:
+				     * gaps in seq, and dropped from a full queue */
+	int64_t last_ms;            /* time_ms of its last sample (its clock); 0: none yet */
+} herd_telemetry_node;
+
+/* A watch.  Opaque. */
+typedef struct herd_telemetry_watch herd_telemetry_watch;
+
+#define HERD_TELEMETRY_WATCH_OPTS_VERSION 1
+
+/* Options of a watch.  A zeroed field means its default. */
+typedef struct herd_telemetry_watch_opts {
+	unsigned int version;       /* HERD_TELEMETRY_WATCH_OPTS_VERSION */
+	/* The nodes, at most one of the three (none: this node, in process). */
+	const char *hosts;          /* a hostlist expression: "node[01-04]" (over ssh) */
+	const char *hostfile;       /* an Open MPI / DeepSpeed hostfile's hosts (over ssh) */
+	bool slurm;                 /* the nodes of this Slurm allocation (SLURM_JOB_NODELIST),
+				     * in one srun step */
+	int period_ms;              /* between samples; default 1000, at least 100 */
+	int start_timeout_ms;       /* per node, from its start to its first sample (0: 30 s) */
+	int stall_ms;               /* a streaming node silent this long has stalled
+				     * (0: three periods and 2 s) */
+	size_t queue;               /* most samples waiting for the caller (0: 64 and 4 a node) */
+	const char *herd_program;   /* `herd` on the nodes; default $HERD_PROGRAM, else "herd" */
+} herd_telemetry_watch_opts;
+
+#define HERD_TELEMETRY_WATCH_OPTS_INIT \
+	{ HERD_TELEMETRY_WATCH_OPTS_VERSION, NULL, NULL, false, 0, 0, 0, 0, NULL }
+
+/*
+ * Starts watching the nodes of opts (NULL: this node, every second) into
+ * *out, freed with herd_telemetry_watch_free.  Returns once the nodes are
+ * resolved and their helpers are being started; it does not wait for
+ * samples.  HERD_EINVAL for a bad option (named: a period under 100 ms,
+ * two kinds of nodes at once), HERD_EFORMAT for a malformed hostlist or
+ * hostfile, HERD_ENOTFOUND for a hostfile that does not exist, HERD_EUNAVAIL
+ * outside a Slurm allocation with slurm set; nothing is left running then
+ * and *out is NULL.  A node that cannot be reached is not an error of the
+ * call: its state says so.
+ */
+HERD_EXTERN herd_status herd_telemetry_watch_start(herd_telemetry_watch **out,
+						   const herd_telemetry_watch_opts *opts);
+
+/*
+ * A descriptor readable while a sample waits in the queue or a node's
+ * state has changed since herd_telemetry_watch_next last returned
+ * HERD_ENOTFOUND: poll it, do not read or close it (the watch's).
+ */
+HERD_EXTERN int herd_telemetry_watch_fd(const herd_telemetry_watch *w);
+
+/*
+ * The oldest queued sample into *out, from node *node (an index into the
+ * watch's nodes; node may be NULL); its host is the node's name as
+ * reached.  HERD_ENOTFOUND when none waits (then read the nodes' states:
+ * the descriptor is readable again at the next change).  Never blocks.
+ */
+HERD_EXTERN herd_status herd_telemetry_watch_next(herd_telemetry_watch *w, size_t *node,
+						  herd_telemetry_sample *out);
+
+/*
+ * Waits until herd_telemetry_watch_fd is readable, at most timeout_ms
+ * (common.h's meaning; HERD_TIMEOUT_DEFAULT waits as HERD_TIMEOUT_NONE).
+ * HERD_OK, or HERD_ETIMEDOUT.
+ */
+HERD_EXTERN herd_status herd_telemetry_watch_wait(herd_telemetry_watch *w, int timeout_ms);
+
+/* The watch's nodes, in the order given (one, this node, without hosts). */
+HERD_EXTERN size_t herd_telemetry_watch_nodes(const herd_telemetry_watch *w);
+
+/* Node i's state, host and counts into *out; HERD_EINVAL for i out of range. */
+HERD_EXTERN herd_status herd_telemetry_watch_node(herd_telemetry_watch *w, size_t i,
+						  herd_telemetry_node *out);
+
+/* The nodes starting or streaming: 0 once every node has failed. */
+HERD_EXTERN size_t herd_telemetry_watch_live(herd_telemetry_watch *w);
+
+/*
+ * Stops the watch and frees it.  Every helper's stdin is closed first, so
+ * that each `herd probe --watch` sees its end of input and exits 0 by
+ * itself; those still there after 2 s (a node gone silent) are ended
+ * (SIGTERM to ssh or srun, SIGKILL half a second later) and reaped: free
+ * returns within 4 s whatever the nodes do.  Accepts NULL.
+ */
+HERD_EXTERN void herd_telemetry_watch_free(herd_telemetry_watch *w);
+
+/*
+ * The record formats of `herd probe --watch` (herd_agent_telemetry_watch
+ * writes them, a watch reads the first two):
+ *   FRAME  a 4-byte big-endian length, then herd_telemetry_pack's msgpack
+ *          map (its "v" the format version) of that many bytes, at most
+ *          HERD_TELEMETRY_RECORD_MAX: the default, over ssh;
+ *   TEXT   the same map as lines for channels that carry lines (srun
+ *          --label): "herd-telemetry 1", the map in base64 lines of 76
+ *          characters, "end", each line ending in a newline;
+ *   JSON   herd_telemetry_json's line and a newline, for people and tools.
+ */
+typedef enum herd_telemetry_record {
+	HERD_TELEMETRY_RECORD_FRAME = 0,
+	HERD_TELEMETRY_RECORD_TEXT = 1,
+	HERD_TELEMETRY_RECORD_JSON = 2
+} herd_telemetry_record;
+
+/* The most bytes of one packed sample in a record. */
+#define HERD_TELEMETRY_RECORD_MAX (1u << 20)
+
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,8 @@
 /*
  * herd/sys/agent.h - the node side of herd's own protocols: what the herd
  * program runs on a node when a launcher, a discovery or a broadcast
- * reaches it (`herd exec`, `herd probe --forward`, `herd bcast --receive`).
+ * reaches it (`herd exec`, `herd probe --forward`, `herd probe --watch`,
+ * `herd bcast --receive`).
  *
  * As libgit2's git2/sys/ headers, this one is not part of herd.h: it is
  * for a program that acts as herd's node-side helper, which is the herd
@@ -22,6 +23,7 @@
 
 #include "herd/cluster.h"
 #include "herd/common.h"
+#include "herd/telemetry.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -101,6 +103,29 @@ HERD_EXTERN herd_status herd_agent_discover_relay(herd_cluster **out, const char
 HERD_EXTERN herd_status herd_agent_bcast_receive(const char *dest, uint64_t bytes, int mode,
 						 const char *forward, const char *program,
 						 int timeout_ms, int stop_fd);
+
+/*
+ * The node side of a telemetry watch (`herd probe --watch`,
+ * herd_telemetry_watch_start): samples this node every period_ms (100 or
+ * more; the sampler's thread) and writes each sample to out_fd as one
+ * record of format (herd_telemetry_record).  It stops and returns HERD_OK
+ * when in_fd reaches its end or fails (the watcher is gone: ssh closed it;
+ * what comes before is read and dropped; -1: no such end), when out_fd
+ * breaks (EPIPE: the caller ignores SIGPIPE), when stop_fd (-1: none)
+ * becomes readable (a signal handler's self-pipe), or once count samples
+ * (0: no limit) have been taken and written.  It never blocks on out_fd:
+ * a sample taken while the record before is not all written is dropped
+ * and counted in *dropped (may be NULL; the watcher sees the gap in seq),
+ * so that one record at most waits beyond what out_fd's pipe holds; when
+ * out_fd takes nothing for 10 s or 10 periods, whichever is longer, while
+ * a record waits, it gives up with HERD_ETIMEDOUT.  out_fd
+ * is non-blocking during the call, its flags restored after.  HERD_EINVAL
+ * for a bad argument, the sampler's error when it cannot start.
+ */
+HERD_EXTERN herd_status herd_agent_telemetry_watch(int in_fd, int out_fd, int stop_fd,
+						   int period_ms, uint64_t count,
+						   herd_telemetry_record format,
+						   uint64_t *dropped);
 
 #ifdef __cplusplus
 }

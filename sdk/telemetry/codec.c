@@ -288,7 +288,7 @@ herd_status herd_telemetry_pack(const herd_telemetry_sample *s, void **buf, size
 		free(out);
 		if (st == HERD_EFORMAT || st == HERD_EVERSION)
 			st = HERD_EINVAL;
-		return herd__error_wrap(st, "herd_telemetry_pack: cannot pack: ");
+		return herd__error_wrap(st, "telemetry sample: cannot pack: ");
 	}
 	*buf = out;
 	*len = n;

@@ -228,8 +228,8 @@ herd_status herd_telemetry_take(herd_telemetry *t, herd_telemetry_sample *out)
 	started = t->started;
 	pthread_mutex_unlock(&t->mu);
 	if (started)
-		return herd__error(HERD_EINVAL, "herd_telemetry_take: the sampler is started (its "
-				   "thread takes the samples: read them with herd_telemetry_next)");
+		return herd__error(HERD_EINVAL, "telemetry: the sampler is started: its thread "
+				   "takes the samples (read them as they come)");
 	pthread_mutex_lock(&t->read_mu);
 	st = sample_into(t, out);
 	if (st == HERD_OK) {

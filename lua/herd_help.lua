@@ -171,7 +171,11 @@ status 124; restarts do not reset it), `start_timeout` (seconds for every rank t
 `log_dir`, `prefix`, `workdir`; `output`:
 `"print"` (default: every line to stdout or stderr with its `[host:rank] ` prefix), `"lines"`
 (kept for `job:lines()`, up to 16 MiB) or `"none"`; `detach = true` keeps the job running when
-Ctrl-C interrupts the session.
+Ctrl-C interrupts the session; `monitor = true` samples the ranks on this node as `herd launch
+--monitor` does (`monitor_period`: seconds between samples, default 1) and prints its summary on
+stderr when the script sees the job end, and `monitor_out = DIR` also writes the files of
+`--monitor-out DIR`. The job is recorded in the accounting log (`herd acct`) when the script sees
+it end (`wait`, `status`, `stop`, `lines`, or its close), that moment taken as its end.
 
 ## herd.Job
 A running or finished job. Closing it, or its collection, stops its ranks (SIGTERM, then SIGKILL
@@ -545,6 +549,14 @@ is a terminal). One mark per series, dots between points, a legend of the series
 The same chart as SVG (axes, ticks, titles with units, grid, legend, caption, title), each point's
 `lo` to `hi` drawn as a shaded band around its series' line (an error bar for a lone point);
 `width`, `height` in pixels (800 x 500), `path` writes the file too (`herd.write_file`).
+
+## herd.report.write(dir) -> paths | nil, msg, status
+The plots and the page of a job report: reads `dir/summary.json` and `dir/series.json` (as `herd
+launch --monitor-out DIR` writes them) and writes beside them `gpu_util.svg`, `gpu_memory.svg`,
+`cpu.svg`, `power.svg` (through `herd.plot.svg`, a line per rank and GPU, at most 1000 points
+each: the means of consecutive samples beyond) and `report.html`, one self-contained page (inline
+CSS and SVG, no script, nothing fetched) with the summary table, the warnings and the plots.
+Returns the paths written.
 
 ## herd.pretty.format(value[, opts]) -> string
 Readable text of a value, tables as Lua constructors.

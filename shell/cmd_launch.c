@@ -58,6 +58,16 @@ static const char usage_text[] =
 	"                          exit code or signal (a new file renamed over\n"
 	"                          FILE; FILE must not be a device, FIFO or link:\n"
 	"                          checked before the job runs)\n"
+	"  --monitor               sample this node's ranks while the job runs (CPU use\n"
+	"                          of each rank's processes; its GPUs' utilization,\n"
+	"                          memory and power) and print a summary at the end:\n"
+	"                          per rank mean and p5/p50/p95 GPU utilization, GPU\n"
+	"                          memory peak, idle time, CPU use; GPU-hours held\n"
+	"                          and used; warnings (docs/telemetry.md)\n"
+	"  --monitor-period MS     milliseconds between samples (default 1000, from 10)\n"
+	"  --monitor-out DIR       --monitor, and write DIR/series.csv, series.json,\n"
+	"                          summary.json, an SVG plot per metric and\n"
+	"                          report.html, a page that needs no network\n"
 	"  -t, --time LIMIT        the job's wall-clock limit as srun writes it:\n"
 	"                          minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or\n"
 	"                          D-HH:MM:SS; it counts from the start of the ranks\n"
@@ -100,18 +110,23 @@ static const char usage_text[] =
 	"           signal S, 255 when its node was lost\n"
 	"  124      the time limit (--time, --timeout) was reached\n"
 	"  125      herd launch itself failed: a usage error, a placement that\n"
-	"           cannot be met, a node that cannot be reached at the start\n"
+	"           cannot be met, a node that cannot be reached at the start;\n"
+	"           or every rank exited 0 but --json-summary or --monitor-out\n"
+	"           could not be written\n"
 	"  126/127  a rank's command is not executable / not found\n"
 	"  128+S    herd launch was interrupted by signal S: 130 SIGINT, 143\n"
 	"           SIGTERM, 129 SIGHUP (unless a rank had failed before)\n"
 	"Every rank sees HERD_RANK, HERD_WORLD_SIZE, HERD_LOCAL_RANK, HERD_NODE_RANK,\n"
 	"HERD_STORE, HERD_JOB_ID, HERD_JOB_SECRET, HERD_RESTART_COUNT and torchrun's\n"
-	"RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (see README.md).\n";
+	"RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (see README.md).\n"
+	"Every job is recorded when it ends in the accounting log that herd acct\n"
+	"lists ($HERD_ACCT_LOG, else ${XDG_STATE_HOME:-~/.local/state}/herd/acct.jsonl).\n";
 
 enum {
 	OPT_PER_NODE = 256, OPT_HOSTS, OPT_HOSTFILE, OPT_SLURM, OPT_GPUS, OPT_RESTARTS,
 	OPT_LOG_DIR, OPT_TIMEOUT, OPT_START_TIMEOUT, OPT_GRACE, OPT_PREFIX, OPT_NO_PREFIX,
-	OPT_ENV, OPT_SUMMARY, OPT_STANDALONE, OPT_TAG_OUTPUT, OPT_NO_PYTHON
+	OPT_ENV, OPT_SUMMARY, OPT_STANDALONE, OPT_TAG_OUTPUT, OPT_NO_PYTHON, OPT_MONITOR,
+	OPT_MONITOR_PERIOD, OPT_MONITOR_OUT
 };
 
 static const char short_options[] = "+n:N:w:t:ulh";
@@ -138,6 +153,9 @@ static const struct option options[] = {
 	{ "unbuffered", no_argument, NULL, 'u' },
 	{ "log-dir", required_argument, NULL, OPT_LOG_DIR },
 	{ "json-summary", required_argument, NULL, OPT_SUMMARY },
+	{ "monitor", no_argument, NULL, OPT_MONITOR },
+	{ "monitor-period", required_argument, NULL, OPT_MONITOR_PERIOD },
+	{ "monitor-out", required_argument, NULL, OPT_MONITOR_OUT },
 	{ "time", required_argument, NULL, 't' },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "start-timeout", required_argument, NULL, OPT_START_TIMEOUT },
@@ -343,6 +361,10 @@ static void on_signal(int sig)
 #define COUNT_MAX 1000000
 /* The longest --timeout and --grace: about 23 days. */
 #define SECONDS_MAX 2.0e6
+/* --monitor-period: the sampler's shortest period, and an hour. */
+#define MONITOR_MS_MIN 10
+#define MONITOR_MS_MAX 3600000
+#define MONITOR_MS_DEFAULT 1000
 
 static int usage_error(const char *fmt, const char *arg);
 
@@ -516,6 +538,26 @@ static int write_summary(const char *path, const herd_job *job, int time_limit_m
 }
 
 /*
+ * The job's end: the monitor's summary and files (a report that cannot be
+ * written turns a status of 0 into LAUNCH_EXIT_OWN, as --json-summary
+ * does), then its record in the accounting log, with the job's own status.
+ */
+static void account(const herd_job *job, const herd_job_spec *spec, shell_monitor *mon,
+		    const char *out_dir, int argc, const char *const *argv, double start,
+		    double elapsed, int job_status, int *status)
+{
+	shell_acct_job a = { .job = job, .argc = argc, .argv = argv,
+			     .gpus = spec->nranks * spec->gpus_per_rank, .start = start,
+			     .elapsed = elapsed, .exit_status = job_status,
+			     .gpu_hours_used = NAN };
+
+	if (mon != NULL && shell_monitor_finish(mon, out_dir, elapsed, a.gpus, &a.gpu_hours_used,
+						&a.gpus) != 0 && *status == 0)
+		*status = LAUNCH_EXIT_OWN;
+	shell_acct_append(&a);
+}
+
+/*
  * libherd's message with the spec's field names as the options that set
  * them ("herd_job_spec.hosts" -> "--hosts"), into buf.
  */
@@ -600,6 +642,9 @@ struct launch_args {
 	const char *summary;
 	int nodes;             /* -N, --nnodes, --standalone; 0 none */
 	const char *limit_opt; /* the option that set the time limit */
+	bool monitor;          /* --monitor, --monitor-out */
+	int monitor_ms;        /* --monitor-period; 0: the default */
+	const char *monitor_out;
 };
 
 /*
@@ -703,6 +748,25 @@ static int parse_args(shell_args *a, herd_job_spec *spec, struct env_list *e,
 				return usage_error("%s", msg);
 			}
 			break;
+		case OPT_MONITOR:
+			la->monitor = true;
+			break;
+		case OPT_MONITOR_PERIOD:
+			if (shell_parse_int(optarg, MONITOR_MS_MIN, MONITOR_MS_MAX,
+					    &la->monitor_ms) != 0) {
+				char msg[160];
+
+				snprintf(msg, sizeof(msg), "%s %s: expected milliseconds from %d to %d",
+					 opt, optarg, MONITOR_MS_MIN, MONITOR_MS_MAX);
+				return usage_error("%s", msg);
+			}
+			break;
+		case OPT_MONITOR_OUT:
+			if (optarg[0] == '\0')
+				return usage_error("%s needs a directory", opt);
+			la->monitor = true;
+			la->monitor_out = optarg;
+			break;
 		case OPT_START_TIMEOUT:
 			if (parse_seconds(opt, optarg, &spec->start_timeout_ms, false) != 0)
 				return -1;
@@ -754,6 +818,8 @@ static int parse_args(shell_args *a, herd_job_spec *spec, struct env_list *e,
 		spec->per_node = (spec->nranks + la->nodes - 1) / la->nodes;
 	if (la->nodes > 0 && spec->nranks > la->nodes * spec->per_node)
 		return usage_error("-n is more than -N/--nodes times --per-node%s", "");
+	if (la->monitor_ms > 0 && !la->monitor)
+		return usage_error("--monitor-period needs --monitor or --monitor-out%s", "");
 	if (spec->nranks == 0)
 		return usage_error("-n N is required (or -N M with --per-node K)%s", "");
 	if (optind >= a->argc)
@@ -766,13 +832,16 @@ int cmd_launch(int argc, char **argv)
 {
 	herd_job_spec spec = HERD_JOB_SPEC_INIT;
 	struct env_list extra = { NULL, { NULL, NULL }, 0, 0, 0 };
-	struct launch_args la = { 0, NULL, 0, NULL };
+	struct launch_args la = { 0 };
 	shell_args args;
 	const char **cmd = NULL;
 	char self[PATH_MAX];
 	int rc, cmd_at = 0, status = LAUNCH_EXIT_OWN;
 	herd_status st;
 	herd_job *job = NULL;
+	shell_monitor *mon = NULL;
+	double start, t0, elapsed;
+	int job_status;
 	struct sigaction sa;
 	static const int forward[] = { SIGINT, SIGTERM, SIGHUP };
 
@@ -798,6 +867,14 @@ int cmd_launch(int argc, char **argv)
 	spec.argv = cmd;
 	spec.env = extra.v;
 	spec.output = herd_job_output_stdio;
+	/* The monitor's directory and sampler before the job: a run is not
+	 * lost to a report that cannot be made. */
+	if (la.monitor_out != NULL && shell_monitor_prepare_dir(la.monitor_out) != 0)
+		goto out;
+	if (la.monitor && shell_monitor_create(&mon, la.monitor_ms > 0 ? la.monitor_ms
+					       : MONITOR_MS_DEFAULT,
+					       spec.where) != 0)
+		goto out;
 
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
 		fprintf(stderr, "herd launch: cannot create the pipe that tells of signals: %s\n",
@@ -812,6 +889,8 @@ int cmd_launch(int argc, char **argv)
 	/* A closed stdout shows as failed writes, not a dead launcher. */
 	signal(SIGPIPE, SIG_IGN);
 
+	start = shell_wall_time();
+	t0 = shell_mono_time();
 	st = herd_job_launch(&job, &spec);
 	if (st != HERD_OK) {
 		char msg[2048];
@@ -822,7 +901,13 @@ int cmd_launch(int argc, char **argv)
 			write_summary(la.summary, NULL, spec.time_limit_ms, status, msg);
 		goto out;
 	}
+	if (mon != NULL && shell_monitor_start(mon, job, start) != 0) {
+		shell_monitor_free(mon);
+		mon = NULL;
+	}
 	status = supervise(job);
+	elapsed = shell_mono_time() - t0;
+	job_status = status;
 	report_failed_starts(job);
 	/* A rank's failure, or how else it ended: the time limit, an
 	 * interrupt, a stop. */
@@ -833,9 +918,12 @@ int cmd_launch(int argc, char **argv)
 	if (la.summary != NULL &&
 	    write_summary(la.summary, job, spec.time_limit_ms, status, NULL) != 0 && status == 0)
 		status = LAUNCH_EXIT_OWN;
+	account(job, &spec, mon, la.monitor_out, args.argc - cmd_at,
+		(const char *const *)args.argv + cmd_at, start, elapsed, job_status, &status);
 	herd_job_free(job);
 	fflush(stdout);
 out:
+	shell_monitor_free(mon);
 	free(cmd);
 	free(extra.v);
 	for (size_t i = 0; i < extra.nowned; i++)

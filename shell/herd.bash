@@ -10,6 +10,11 @@ _herd()
 		return
 	fi
 	cmd=${COMP_WORDS[1]}
+	# herd acct's times: sacct's relative forms and today's date
+	if [[ $cmd == acct && ${COMP_WORDS[COMP_CWORD-1]} =~ ^(--since|--until|--starttime|--endtime|-S|-E)$ ]]; then
+		COMPREPLY=($(compgen -W "now now-1hours now-1days now-7days $(date +%Y-%m-%d)" -- "$cur"))
+		return
+	fi
 	case $cmd in
 	help)
 		words=$("$prog" help 2>/dev/null | sed -n '/^Commands:/,/^[^ ]/s/^  \([a-z]\+\) .*/\1/p')

@@ -20,7 +20,15 @@
  * line to this process's stdout or stderr with its "[host:rank] " prefix),
  * "lines" (kept for job:lines(), up to 16 MiB: beyond, lines are dropped
  * and counted) or "none"; detach = true keeps the job running when Ctrl-C
- * interrupts the session (closing or collecting the Job still stops it).
+ * interrupts the session (closing or collecting the Job still stops it);
+ * monitor = true samples the job's ranks on this node as herd launch
+ * --monitor does (monitor_period: seconds between samples, default 1) and
+ * prints the summary when the script sees the job end; monitor_out = DIR
+ * also writes the files of --monitor-out DIR.
+ *
+ * Every job is recorded in the accounting log (herd acct) once the script
+ * sees it end (job:wait, job:status, job:stop, job:lines, or its close),
+ * with that moment as its end.
  *
  * Values in rank order are arrays: element 1 is rank 0's.  A Job that is
  * closed (job:close(), a <close> variable) or collected stops its ranks
@@ -35,6 +43,7 @@
 #include <lauxlib.h>
 #include <limits.h>
 #include <lua.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -73,6 +82,14 @@ typedef struct ljob {
 	int grace_ms;
 	bool detach;
 	int status;     /* exit status, once over */
+	/* for the job's end: its record and the monitor's summary */
+	bool ended;
+	double start, t0;   /* Unix seconds; CLOCK_MONOTONIC */
+	int gpus;
+	int argc;
+	char **argv;        /* the command as given (malloc) */
+	shell_monitor *mon;
+	char *monitor_out;
 } ljob;
 
 static const lherd_type job_type;
@@ -173,16 +190,63 @@ static ljob *check_job(lua_State *L, int arg)
 	return (ljob *)lherd_check(L, arg, &job_type);
 }
 
+static void free_argv(ljob *j)
+{
+	for (int i = 0; j->argv != NULL && i < j->argc; i++)
+		free(j->argv[i]);
+	free(j->argv);
+	j->argv = NULL;
+}
+
+/*
+ * Once, when the script first sees the job over: the monitor's summary
+ * and files, then the job's record in the accounting log.
+ */
+static void job_ended(ljob *j)
+{
+	shell_acct_job a = { .job = j->job, .argc = j->argc, .argv = (const char *const *)j->argv,
+			     .gpus = j->gpus, .start = j->start,
+			     .elapsed = shell_mono_time() - j->t0, .exit_status = j->status,
+			     .gpu_hours_used = NAN };
+
+	if (j->ended || j->job == NULL)
+		return;
+	j->ended = true;
+	if (j->mon != NULL)
+		(void)shell_monitor_finish(j->mon, j->monitor_out, a.elapsed, j->gpus,
+					   &a.gpu_hours_used, &a.gpus);
+	shell_acct_append(&a);
+}
+
+/* What a Job holds besides its job: the launch's failure paths free it
+ * here, as a Job with no job is never released. */
+static void free_parts(ljob *j)
+{
+	shell_monitor_free(j->mon);
+	j->mon = NULL;
+	jobq_free(j->q);
+	j->q = NULL;
+	free_argv(j);
+	free(j->monitor_out);
+	j->monitor_out = NULL;
+}
+
 /* Stops what still runs and frees it all (close, __close, __gc). */
 static void job_release(lua_State *L)
 {
 	ljob *j = (ljob *)lua_touserdata(L, 1);
 
 	shell_interrupt_remove(j->job);
+	if (j->job != NULL && !j->ended) {
+		herd_job_kill(j->job);
+		(void)herd_job_wait(j->job, 0, &j->status);
+		job_ended(j);
+	}
+	shell_monitor_free(j->mon);
+	j->mon = NULL;
 	herd_job_free(j->job);
 	j->job = NULL;
-	jobq_free(j->q);
-	j->q = NULL;
+	free_parts(j);
 }
 
 static void job_describe(lua_State *L)
@@ -195,7 +259,10 @@ static void job_describe(lua_State *L)
 /* Whether the job is over (without blocking); sets j->status. */
 static bool job_over(ljob *j)
 {
-	return herd_job_wait(j->job, 0, &j->status) == HERD_OK;
+	if (herd_job_wait(j->job, 0, &j->status) != HERD_OK)
+		return false;
+	job_ended(j);
+	return true;
 }
 
 /* Pushes the job's state as a table: the result of wait and status. */
@@ -250,6 +317,7 @@ static int job_wait(lua_State *L)
 
 	if (st != HERD_OK)
 		return lherd_fail(L, st);
+	job_ended(j);
 	push_state(L, j, true);
 	return 1;
 }
@@ -445,7 +513,7 @@ static int job_results(lua_State *L)
 static const char *const launch_options[] = {
 	"cmd", "n", "np", "per_node", "hosts", "hostfile", "slurm", "gpus_per_rank", "restarts",
 	"time", "timeout", "start_timeout", "grace", "env", "log_dir", "prefix", "output",
-	"detach", "workdir", NULL
+	"detach", "workdir", "monitor", "monitor_period", "monitor_out", NULL
 };
 
 /* n, or np as mpirun writes it; both: misuse. */
@@ -590,10 +658,10 @@ static int lherd_launch(lua_State *L)
 {
 	herd_job_spec spec = HERD_JOB_SPEC_INIT;
 	static const char *const modes[] = { "print", "lines", "none", NULL };
-	const char *hosts, *hostfile, *out, **argv;
+	const char *hosts, *hostfile, *out, **argv, *monitor_out;
 	char self[4096];
-	int argc, where = 0, mode = 0;
-	bool detach;
+	int argc, where = 0, mode = 0, monitor_ms;
+	bool detach, monitor;
 	ljob *j;
 	herd_status st;
 
@@ -628,6 +696,15 @@ static int lherd_launch(lua_State *L)
 	lua_getfield(L, 1, "detach");
 	detach = lua_toboolean(L, -1);
 	lua_pop(L, 1);
+	monitor_out = lherd_opt_string(L, 1, "monitor_out");
+	lua_getfield(L, 1, "monitor");
+	monitor = lua_toboolean(L, -1) || monitor_out != NULL;
+	lua_pop(L, 1);
+	monitor_ms = lherd_opt_ms(L, 1, "monitor_period");
+	luaL_argcheck(L, monitor_ms == 0 || monitor, 1, "option 'monitor_period' needs "
+		      "monitor = true or monitor_out");
+	luaL_argcheck(L, monitor_ms == 0 || (monitor_ms >= 10 && monitor_ms <= 3600000), 1,
+		      "option 'monitor_period' is seconds from 0.01 to 3600");
 
 	argv = cmd_option(L, 1, &argc);                     /* stack: ..., argv */
 	spec.env = env_option(L, 1);                        /* ..., argv, env */
@@ -641,19 +718,42 @@ static int lherd_launch(lua_State *L)
 	j->detach = detach;
 	j->grace_ms = spec.grace_ms > 0 ? spec.grace_ms : 5000;
 	j->q = jobq_new(spec.nranks, (enum output_mode)mode, spec.prefix);
-	if (j->q == NULL) {
+	j->gpus = spec.nranks * spec.gpus_per_rank;
+	j->argv = calloc((size_t)argc, sizeof(*j->argv));
+	for (int i = 0; j->argv != NULL && i < argc; i++)
+		if ((j->argv[j->argc++] = strdup(argv[i])) == NULL)
+			j->argc--;
+	if (monitor_out != NULL)
+		j->monitor_out = strdup(monitor_out);
+	if (j->q == NULL || j->argv == NULL || j->argc < argc ||
+	    (monitor_out != NULL && j->monitor_out == NULL)) {
 		free((void *)spec.argv);
+		free_parts(j);
 		return luaL_error(L, "not enough memory");
+	}
+	/* the monitor's directory and sampler before the job, as herd launch */
+	if (monitor && ((monitor_out != NULL && shell_monitor_prepare_dir(monitor_out) != 0) ||
+			shell_monitor_create(&j->mon, monitor_ms > 0 ? monitor_ms : 1000,
+					     spec.where) != 0)) {
+		free((void *)spec.argv);
+		free_parts(j);
+		return lherd_failf(L, HERD_EINVAL, "herd.launch: the monitor cannot start (said "
+				   "on stderr)");
 	}
 	spec.output = on_output;
 	spec.output_userdata = j->q;
+	j->start = shell_wall_time();
+	j->t0 = shell_mono_time();
 	st = herd_job_launch(&j->job, &spec);
 	free((void *)spec.argv);
 	if (st != HERD_OK) {
 		/* no job: the object holds nothing, and its release will not run */
-		jobq_free(j->q);
-		j->q = NULL;
+		free_parts(j);
 		return lherd_fail(L, st);
+	}
+	if (j->mon != NULL && shell_monitor_start(j->mon, j->job, j->start) != 0) {
+		shell_monitor_free(j->mon);
+		j->mon = NULL;
 	}
 	shell_interrupt_add_job(j->job, j->detach);
 	return 1;

@@ -55,6 +55,9 @@ static const struct command {
 	  "launch -n N [--per-node K] [--hosts EXPR | --hostfile F | --slurm]\n"
 	  "        [--gpus-per-rank G] [--restarts R] [--time LIMIT] [--log-dir D] -- CMD\n"
 	  "                    run N ranks of CMD (a .lua CMD: Lua ranks; see launch -h)" },
+	{ "acct", cmd_acct,
+	  "acct [--since T] [--until T] [--json] [--log FILE]\n"
+	  "                    the jobs herd launch ran, with GPU-hours, as sacct" },
 	{ "hostlist", cmd_hostlist,
 	  "hostlist expand EXPR | compress NAMES... | count EXPR\n"
 	  "                    Slurm hostlist expressions, as scontrol prints them" },

@@ -102,6 +102,78 @@ int cmd_gpus(int argc, char **argv);
 /* `herd launch -n N [...] -- CMD` (shell/cmd_launch.c). */
 int cmd_launch(int argc, char **argv);
 
+/* `herd acct [--since T] [--until T] [--json] [--log FILE]` (shell/cmd_acct.c). */
+int cmd_acct(int argc, char **argv);
+
+/*
+ * Accounting (shell/acct.c): one record per job that herd launch or
+ * herd.launch ran, appended to the user's log when it ends (docs/telemetry.md,
+ * "Accounting").
+ */
+#define SHELL_ACCT_VERSION 1
+
+/* What a record says beyond what the job itself tells. */
+typedef struct shell_acct_job {
+	const herd_job *job;       /* over */
+	int argc;
+	const char *const *argv;   /* the command as the user gave it */
+	int gpus;                  /* GPUs the job held */
+	double start;              /* Unix seconds, when it was launched */
+	double elapsed;            /* seconds from then to its end */
+	int exit_status;
+	double gpu_hours_used;     /* NAN when it was not measured (no --monitor) */
+} shell_acct_job;
+
+/*
+ * The log's path (malloc): $HERD_ACCT_LOG, else
+ * ${XDG_STATE_HOME:-$HOME/.local/state}/herd/acct.jsonl; NULL when
+ * HERD_ACCT_LOG is set but empty, or there is no home to put it in.
+ */
+char *shell_acct_path(void);
+
+/*
+ * Appends j's record to the log.  0, or -1 after a warning on stderr
+ * ("herd launch: warning: accounting log ...: ..."); never more.
+ */
+int shell_acct_append(const shell_acct_job *j);
+
+/*
+ * herd launch --monitor (shell/monitor.c): a sampler of this node records,
+ * while the job runs, each local rank's CPU use and its GPUs' figures; at
+ * the end a summary goes to stderr and, with a directory, the series, the
+ * summary, the plots and report.html into it.  Messages start with
+ * shell_command.
+ */
+typedef struct shell_monitor shell_monitor;
+
+/* Makes DIR (mkdir -p) and checks that its files can be written, before
+ * the job runs.  0, or -1 (said). */
+int shell_monitor_prepare_dir(const char *dir);
+
+/* Opens the sampler (NVML when there is one), before the job; where the
+ * job runs (other nodes are watched through herd probe --watch).  0, or -1
+ * (said). */
+int shell_monitor_create(shell_monitor **out, int period_ms, herd_job_where where);
+
+/* Starts sampling job's ranks; start is the job's start (Unix seconds). */
+int shell_monitor_start(shell_monitor *m, herd_job *job, double start);
+
+/*
+ * Stops the sampler, prints the summary, writes dir's files (dir NULL:
+ * none).  gpus_held: GPUs leased (0: those seen in use count).  Sets
+ * *gpu_hours_used (NAN when no utilization was read) and *gpus (held, as
+ * counted).  0, or -1 when a file could not be written (said).
+ */
+int shell_monitor_finish(shell_monitor *m, const char *dir, double elapsed, int gpus_held,
+			 double *gpu_hours_used, int *gpus);
+
+/* Frees (stopping the sampler if still running).  Accepts NULL. */
+void shell_monitor_free(shell_monitor *m);
+
+/* The wall clock (Unix seconds) and CLOCK_MONOTONIC, in seconds. */
+double shell_wall_time(void);
+double shell_mono_time(void);
+
 /*
  * The ranks' argv of a launch (calloc'd array, strings borrowed): a .lua
  * script runs under the herd program, and a command named herd is the herd

@@ -24,6 +24,12 @@ complete_words() {
 [[ $(complete_words bench allreduce --dat) == "--datatype " ]] || fail "bench --dat: $(complete_words bench allreduce --dat)"
 [[ $(complete_words ckpt ve) == "verify " ]] || fail "ckpt ve: $(complete_words ckpt ve)"
 [[ $(complete_words help la) == "launch " ]] || fail "help la: $(complete_words help la)"
+[[ $(complete_words ac) == "acct " ]] || fail "ac: $(complete_words ac)"
+[[ $(complete_words acct --si) == "--since " ]] || fail "acct --si: $(complete_words acct --si)"
+[[ $(complete_words acct --since now-1) == "now-1days now-1hours " ]] \
+	|| fail "acct --since now-1: $(complete_words acct --since now-1)"
+[[ $(complete_words launch --monitor-o) == "--monitor-out " ]] \
+	|| fail "launch --monitor-o: $(complete_words launch --monitor-o)"
 [[ $(complete_words help en) == "env " ]] || fail "help en: $(complete_words help en)"
 
 cmake --install "$(dirname "$(dirname "$HERD")")" --prefix "$tmp/prefix" >/dev/null \

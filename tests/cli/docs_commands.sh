@@ -15,6 +15,8 @@ ln -s "$bin" "$tmp/build/bin"
 for d in tests examples shell; do ln -s "$src/$d" "$tmp/$d"; done
 unset $(env | sed -n 's/^\(HERD_[A-Z_]*\)=.*/\1/p') SLURM_JOB_ID RANK WORLD_SIZE MASTER_ADDR MASTER_PORT
 export HERD_LEASE_DIR=$tmp/leases HERD_TIMEOUT=60
+# the pages' jobs are recorded in an accounting log of the run's own
+export HERD_ACCT_LOG=$tmp/acct.jsonl
 
 # The pages' commands and Lua blocks, one record each: "cmd<TAB>file:line<TAB>text" or
 # "lua<TAB>file:line<TAB>path of the block's file".

@@ -156,6 +156,40 @@ The checks of `herd health` per GPU: `r.level`, `r.note` (why no GPU was checked
 are `"pass"`, `"warn"`, `"fail"` or `"skip"`. Level 2 adds the copy bandwidth and a cuBLAS burn of
 `seconds`.
 
+## herd.telemetry.sample() -> table | nil, msg, status
+This node's sample now, as `herd top` shows it: the fields of the C struct
+`herd_telemetry_sample` under the same names (`seq`, `time_ms`, `period_ms`, `host`, `cpu_busy`,
+`ncpus`, `cpu_core` (an array: element 1 is core 0), `load1`, `mem_total`, `mem_available`,
+`ngpus`, `gpu_note` (why there is no GPU), `nprocs`, `nnets`, `ndisks`, `dropped`) and arrays of
+tables `gpus` (`index`, `uuid`, `bus_id`, `name`, `util_gpu`, `util_mem`, `mem_used`, `mem_total`,
+`power_w`, `power_limit_w`, `energy_mj`, `temp_c`, `sm_clock_mhz`, `mem_clock_mhz`, `throttle`,
+`ecc_sbe`, `ecc_dbe`, `xid`, `xid_count`, `pcie_tx_bps`, `pcie_rx_bps`, `nvlink_tx_bps`,
+`nvlink_rx_bps`), `procs` (`gpu`, `pid`, `mem_used`, `job`, `rank`, `comm`), `nets` (`name`,
+`rx_bytes`, `tx_bytes`, `rx_bps`, `tx_bps`) and `disks` (`name`, `read_bytes`, `write_bytes`,
+`read_bps`, `write_bps`, `util`). Rates are over the time since the previous call (-1 on the
+first); -1 is a figure the source does not give. Bytes, watts, degrees Celsius, MHz, percent.
+
+## herd.telemetry.sampler([{period =, ring =}]) -> herd.Telemetry | nil, msg, status
+Starts a sampler of this node on a thread of its own: a sample at once, then one every `period`
+milliseconds (default 1000, at least 10), the last `ring` (default 300) kept.
+
+## herd.Telemetry
+A started sampler (`herd.telemetry.sampler`). Its samples are tables as `herd.telemetry.sample()`
+returns them.
+
+## herd.Telemetry:next([seconds]) -> table | nil
+The oldest sample newer than the last one `next` returned (a sample overwritten in the ring is
+skipped: `seq` says how many), waiting up to `seconds` (default 0) for one; `nil` when none came.
+
+## herd.Telemetry:latest() -> table | nil
+The newest sample, `nil` before the first.
+
+## herd.Telemetry:fd() -> integer
+A descriptor that polls readable while a sample waits for `next` (poll it, do not read it).
+
+## herd.Telemetry:close() -> true
+Stops the sampler's thread and frees it; closing again does nothing and returns `true`.
+
 # Jobs
 
 ## herd.launch{...} -> herd.Job | nil, msg, status

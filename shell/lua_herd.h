@@ -182,6 +182,10 @@ bool lherd_ckpt_lost(void);
 /* Adds herd.health to the herd table on top of the stack (lua_health.c). */
 void lherd_open_health(lua_State *L);
 
+/* Creates the herd.Telemetry metatable and adds herd.telemetry (sample,
+ * sampler) to the herd table on top of the stack (lua_telemetry.c). */
+void lherd_open_telemetry(lua_State *L);
+
 /* Adds herd.hostlist (expand, compress) to the herd table on top of the
  * stack (lua_hostlist.c). */
 void lherd_open_hostlist(lua_State *L);

@@ -193,6 +193,9 @@ int cmd_ckpt(int argc, char **argv);
 /* herd health (shell/cmd_health.c). */
 int cmd_health(int argc, char **argv);
 
+/* herd top: this node's telemetry, live, once or as JSON (shell/cmd_top.c). */
+int cmd_top(int argc, char **argv);
+
 /* herd hostlist expand|compress|count (shell/cmd_hostlist.c). */
 int cmd_hostlist(int argc, char **argv);
 

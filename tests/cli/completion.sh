@@ -22,6 +22,8 @@ complete_words() {
 [[ $(complete_words launch --un) == "--unbuffered " ]] || fail "launch --un: $(complete_words launch --un)"
 [[ $(complete_words bench all) == "allgather allreduce alltoall " ]] || fail "bench all: $(complete_words bench all)"
 [[ $(complete_words bench allreduce --dat) == "--datatype " ]] || fail "bench --dat: $(complete_words bench allreduce --dat)"
+[[ $(complete_words to) == "top " ]] || fail "to: $(complete_words to)"
+[[ $(complete_words top --) == "--count --json --once --period " ]] || fail "top --: $(complete_words top --)"
 [[ $(complete_words ckpt ve) == "verify " ]] || fail "ckpt ve: $(complete_words ckpt ve)"
 [[ $(complete_words help la) == "launch " ]] || fail "help la: $(complete_words help la)"
 [[ $(complete_words ac) == "acct " ]] || fail "ac: $(complete_words ac)"

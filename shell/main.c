@@ -51,6 +51,9 @@ static const struct command {
 	{ "health", cmd_health,
 	  "health [--level 1|2] [--seconds S] [--json]\n"
 	  "                    per-GPU checks: driver state, bandwidth, burn" },
+	{ "exporter", cmd_exporter,
+	  "exporter [--listen ADDR:PORT] [--period MS]\n"
+	  "                    this node's telemetry for Prometheus (DCGM's names)" },
 	{ "launch", cmd_launch,
 	  "launch -n N [--per-node K] [--hosts EXPR | --hostfile F | --slurm]\n"
 	  "        [--gpus-per-rank G] [--restarts R] [--time LIMIT] [--log-dir D] -- CMD\n"

@@ -121,6 +121,9 @@ int cmd_ckpt(int argc, char **argv);
 /* herd health (shell/cmd_health.c). */
 int cmd_health(int argc, char **argv);
 
+/* herd exporter (shell/cmd_exporter.c). */
+int cmd_exporter(int argc, char **argv);
+
 /* herd hostlist expand|compress|count (shell/cmd_hostlist.c). */
 int cmd_hostlist(int argc, char **argv);
 

@@ -54,6 +54,9 @@ static const struct command {
 	{ "top", cmd_top,
 	  "top [--once] [--json] [--count N] [--period MS]\n"
 	  "                    this node's GPUs, CPUs, memory and network, live" },
+	{ "exporter", cmd_exporter,
+	  "exporter [--listen ADDR:PORT] [--period MS]\n"
+	  "                    this node's telemetry for Prometheus (DCGM's names)" },
 	{ "launch", cmd_launch,
 	  "launch -n N [--per-node K] [--hosts EXPR | --hostfile F | --slurm]\n"
 	  "        [--gpus-per-rank G] [--restarts R] [--time LIMIT] [--log-dir D] -- CMD\n"

@@ -17,7 +17,7 @@
  *     herd_telemetry *t;
  *     herd_telemetry_opts o = HERD_TELEMETRY_OPTS_INIT;
  *     o.period_ms = 1000;
- *     if (herd_telemetry_start(&t, &o) == HERD_OK) {
+ *     if (herd_telemetry_create(&t, &o) == HERD_OK && herd_telemetry_start(t) == HERD_OK) {
  *         herd_telemetry_sample *s = malloc(sizeof(*s));
  *         uint64_t seq = 0;
  *         // poll herd_telemetry_fd(t) in your loop, then:

@@ -22,6 +22,7 @@
 #include <lua.h>
 #include <poll.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "herd/telemetry.h"
@@ -31,162 +32,36 @@
 
 /* ------------------------------------------------------- struct -> table */
 
-enum { F_INT, F_I64, F_U64, F_DBL, F_STR };
-
-typedef struct lfield {
-	const char *name;
-	int kind;
-	size_t off;
-} lfield;
-
-#define FIELD(type, name, kind) { #name, kind, offsetof(type, name) }
-
-static const lfield gpu_fields[] = {
-	FIELD(herd_telemetry_gpu, index, F_INT),
-	FIELD(herd_telemetry_gpu, uuid, F_STR),
-	FIELD(herd_telemetry_gpu, bus_id, F_STR),
-	FIELD(herd_telemetry_gpu, name, F_STR),
-	FIELD(herd_telemetry_gpu, util_gpu, F_DBL),
-	FIELD(herd_telemetry_gpu, util_mem, F_DBL),
-	FIELD(herd_telemetry_gpu, mem_used, F_I64),
-	FIELD(herd_telemetry_gpu, mem_total, F_I64),
-	FIELD(herd_telemetry_gpu, power_w, F_DBL),
-	FIELD(herd_telemetry_gpu, power_limit_w, F_DBL),
-	FIELD(herd_telemetry_gpu, energy_mj, F_I64),
-	FIELD(herd_telemetry_gpu, temp_c, F_DBL),
-	FIELD(herd_telemetry_gpu, sm_clock_mhz, F_DBL),
-	FIELD(herd_telemetry_gpu, mem_clock_mhz, F_DBL),
-	FIELD(herd_telemetry_gpu, throttle, F_I64),
-	FIELD(herd_telemetry_gpu, ecc_sbe, F_I64),
-	FIELD(herd_telemetry_gpu, ecc_dbe, F_I64),
-	FIELD(herd_telemetry_gpu, xid, F_I64),
-	FIELD(herd_telemetry_gpu, xid_count, F_I64),
-	FIELD(herd_telemetry_gpu, pcie_tx_bps, F_DBL),
-	FIELD(herd_telemetry_gpu, pcie_rx_bps, F_DBL),
-	FIELD(herd_telemetry_gpu, nvlink_tx_bps, F_DBL),
-	FIELD(herd_telemetry_gpu, nvlink_rx_bps, F_DBL),
-	{ NULL, 0, 0 }
-};
-
-static const lfield proc_fields[] = {
-	FIELD(herd_telemetry_proc, gpu, F_INT),
-	FIELD(herd_telemetry_proc, pid, F_I64),
-	FIELD(herd_telemetry_proc, mem_used, F_I64),
-	FIELD(herd_telemetry_proc, job, F_STR),
-	FIELD(herd_telemetry_proc, rank, F_INT),
-	FIELD(herd_telemetry_proc, comm, F_STR),
-	{ NULL, 0, 0 }
-};
-
-static const lfield net_fields[] = {
-	FIELD(herd_telemetry_net, name, F_STR),
-	FIELD(herd_telemetry_net, rx_bytes, F_U64),
-	FIELD(herd_telemetry_net, tx_bytes, F_U64),
-	FIELD(herd_telemetry_net, rx_bps, F_DBL),
-	FIELD(herd_telemetry_net, tx_bps, F_DBL),
-	{ NULL, 0, 0 }
-};
-
-static const lfield disk_fields[] = {
-	FIELD(herd_telemetry_disk, name, F_STR),
-	FIELD(herd_telemetry_disk, read_bytes, F_U64),
-	FIELD(herd_telemetry_disk, write_bytes, F_U64),
-	FIELD(herd_telemetry_disk, read_bps, F_DBL),
-	FIELD(herd_telemetry_disk, write_bps, F_DBL),
-	FIELD(herd_telemetry_disk, util, F_DBL),
-	{ NULL, 0, 0 }
-};
-
-/* The sample's own scalars; its arrays follow in push_sample. */
-static const lfield sample_fields[] = {
-	FIELD(herd_telemetry_sample, seq, F_U64),
-	FIELD(herd_telemetry_sample, time_ms, F_I64),
-	FIELD(herd_telemetry_sample, period_ms, F_I64),
-	FIELD(herd_telemetry_sample, host, F_STR),
-	FIELD(herd_telemetry_sample, cpu_busy, F_DBL),
-	FIELD(herd_telemetry_sample, ncpus, F_INT),
-	FIELD(herd_telemetry_sample, load1, F_DBL),
-	FIELD(herd_telemetry_sample, mem_total, F_I64),
-	FIELD(herd_telemetry_sample, mem_available, F_I64),
-	FIELD(herd_telemetry_sample, ngpus, F_INT),
-	FIELD(herd_telemetry_sample, gpu_note, F_STR),
-	FIELD(herd_telemetry_sample, nprocs, F_INT),
-	FIELD(herd_telemetry_sample, nnets, F_INT),
-	FIELD(herd_telemetry_sample, ndisks, F_INT),
-	FIELD(herd_telemetry_sample, dropped, F_INT),
-	{ NULL, 0, 0 }
-};
-
-/* Sets the fields of the struct at p into the table on top of the stack. */
-static void set_fields(lua_State *L, const void *p, const lfield *f)
-{
-	for (; f->name != NULL; f++) {
-		const char *at = (const char *)p + f->off;
-
-		switch (f->kind) {
-		case F_INT: {
-			int v;
-
-			memcpy(&v, at, sizeof(v));
-			lua_pushinteger(L, v);
-			break;
-		}
-		case F_I64: {
-			int64_t v;
-
-			memcpy(&v, at, sizeof(v));
-			lua_pushinteger(L, (lua_Integer)v);
-			break;
-		}
-		case F_U64: {
-			uint64_t v;
-
-			memcpy(&v, at, sizeof(v));
-			lua_pushinteger(L, (lua_Integer)v);
-			break;
-		}
-		case F_DBL: {
-			double v;
-
-			memcpy(&v, at, sizeof(v));
-			lua_pushnumber(L, v);
-			break;
-		}
-		default:
-			lua_pushstring(L, at);
-			break;
-		}
-		lua_setfield(L, -2, f->name);
-	}
-}
-
-/* t[key] = an array of n tables, the structs at first, size bytes apart. */
-static void set_array(lua_State *L, const char *key, const void *first, int n, size_t size,
-		      const lfield *f)
-{
-	lua_createtable(L, n, 0);
-	for (int i = 0; i < n; i++) {
-		lua_createtable(L, 0, 8);
-		set_fields(L, (const char *)first + (size_t)i * size, f);
-		lua_rawseti(L, -2, (lua_Integer)i + 1);
-	}
-	lua_setfield(L, -2, key);
-}
-
+/*
+ * A sample as a table: the codec's msgpack map (herd_telemetry_pack, the
+ * one description of a sample's fields) decoded as herd.msgpack decodes,
+ * less its format version, plus the counts of the C struct (ncpus, ngpus,
+ * ...), which the map's arrays imply.  Raises on failure, leaking nothing.
+ */
 static void push_sample(lua_State *L, const herd_telemetry_sample *s)
 {
-	lua_createtable(L, 0, 20);
-	set_fields(L, s, sample_fields);
-	lua_createtable(L, s->ncpus, 0);
-	for (int i = 0; i < s->ncpus && i < HERD_TELEMETRY_MAX_CPUS; i++) {
-		lua_pushnumber(L, s->cpu_core[i]);
-		lua_rawseti(L, -2, (lua_Integer)i + 1);
-	}
-	lua_setfield(L, -2, "cpu_core");
-	set_array(L, "gpus", s->gpus, s->ngpus, sizeof(s->gpus[0]), gpu_fields);
-	set_array(L, "procs", s->procs, s->nprocs, sizeof(s->procs[0]), proc_fields);
-	set_array(L, "nets", s->nets, s->nnets, sizeof(s->nets[0]), net_fields);
-	set_array(L, "disks", s->disks, s->ndisks, sizeof(s->disks[0]), disk_fields);
+	void **held = lherd_hold(L, free);
+	size_t len;
+	herd_status st = herd_telemetry_pack(s, held, &len);
+
+	if (st != HERD_OK)
+		luaL_error(L, "%s", herd_last_error());
+	if (!lherd_msgpack_decode(L, (const char *)*held, len))
+		luaL_error(L, "telemetry: a packed sample does not decode");
+	lherd_drop(L, -2);
+	lua_remove(L, -2);
+	lua_pushnil(L);
+	lua_setfield(L, -2, "v");
+	lua_pushinteger(L, s->ncpus);
+	lua_setfield(L, -2, "ncpus");
+	lua_pushinteger(L, s->ngpus);
+	lua_setfield(L, -2, "ngpus");
+	lua_pushinteger(L, s->nprocs);
+	lua_setfield(L, -2, "nprocs");
+	lua_pushinteger(L, s->nnets);
+	lua_setfield(L, -2, "nnets");
+	lua_pushinteger(L, s->ndisks);
+	lua_setfield(L, -2, "ndisks");
 }
 
 /* Scratch room for one sample (some tens of kilobytes), collected by Lua. */

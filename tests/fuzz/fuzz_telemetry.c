@@ -33,6 +33,7 @@ static void die(const char *what)
 	abort();
 }
 
+/* mkdtemp fills in the six X of this template with the root of the run. */
 static char dir[] = "/tmp/herd-fuzz-telemetry-XXXXXX";
 static const char *const dirs[] = { "proc", "proc/net", "proc/sys", "proc/sys/kernel",
 				    "sys", "sys/block", "sys/block/sda" };

@@ -453,6 +453,37 @@ static void on_sample(void *userdata, const herd_telemetry_sample *s)
 	pthread_mutex_unlock(&m->mu);
 }
 
+/*
+ * Rank i's rows at sample s: one per GPU of the rank (gpus, a bit per
+ * index in s), or one without a GPU when it has none; cpu is its figure.
+ */
+static void add_rows(shell_monitor *m, const herd_telemetry_sample *s, int i, long pid,
+		     uint32_t gpus, float cpu)
+{
+	for (int g = -1; g < s->ngpus && g < 32; g++) {
+		const herd_telemetry_gpu *x = g >= 0 ? &s->gpus[g] : NULL;
+		struct mon_row *row;
+		int id = -1;
+
+		if (g < 0 ? gpus != 0 : !(gpus & (1u << g)))
+			continue;
+		if (x != NULL && (id = gpu_id(m, x)) < 0)
+			continue;
+		row = add_row(m);
+		if (row == NULL)
+			return;
+		*row = (struct mon_row){ .sample = (uint32_t)m->nsamples, .rank = i,
+					 .pid = (int32_t)pid, .gpu = (int16_t)id, .cpu = cpu,
+					 .util = -1, .mem_util = -1, .power = -1, .mem_used = -1 };
+		if (x != NULL) {
+			row->util = fig(x->util_gpu);
+			row->mem_util = fig(x->util_mem);
+			row->power = fig(x->power_w);
+			row->mem_used = x->mem_used;
+		}
+	}
+}
+
 /* The local ranks at sample s. */
 static void record_local(shell_monitor *m, const herd_telemetry_sample *s)
 {
@@ -479,30 +510,7 @@ static void record_local(shell_monitor *m, const herd_telemetry_sample *s)
 		if (!added && !(added = add_sample(m, s, 0)))
 			return;
 		m->local_rows = true;
-		for (int g = -1; g < s->ngpus && g < 32; g++) {
-			const herd_telemetry_gpu *x = g >= 0 ? &s->gpus[g] : NULL;
-			struct mon_row *row;
-			int id = -1;
-
-			/* a row per GPU of the rank; one without a GPU when it has none */
-			if (g < 0 ? gpus != 0 : !(gpus & (1u << g)))
-				continue;
-			if (x != NULL && (id = gpu_id(m, x)) < 0)
-				continue;
-			row = add_row(m);
-			if (row == NULL)
-				break;
-			*row = (struct mon_row){ .sample = (uint32_t)m->nsamples, .rank = i,
-						 .pid = (int32_t)r.pid, .gpu = (int16_t)id,
-						 .cpu = fig(cpu), .util = -1, .mem_util = -1,
-						 .power = -1, .mem_used = -1 };
-			if (x != NULL) {
-				row->util = fig(x->util_gpu);
-				row->mem_util = fig(x->util_mem);
-				row->power = fig(x->power_w);
-				row->mem_used = x->mem_used;
-			}
-		}
+		add_rows(m, s, i, r.pid, gpus, fig(cpu));
 	}
 	if (added)
 		m->nsamples++;
@@ -532,29 +540,7 @@ static void record_remote(shell_monitor *m, const herd_telemetry_sample *s, size
 				gpus |= 1u << s->procs[k].gpu;
 		if (!added && !(added = add_sample(m, s, (int)node + 1)))
 			return;
-		for (int g = -1; g < s->ngpus && g < 32; g++) {
-			const herd_telemetry_gpu *x = g >= 0 ? &s->gpus[g] : NULL;
-			struct mon_row *row;
-			int gid = -1;
-
-			if (g < 0 ? gpus != 0 : !(gpus & (1u << g)))
-				continue;
-			if (x != NULL && (gid = gpu_id(m, x)) < 0)
-				continue;
-			row = add_row(m);
-			if (row == NULL)
-				break;
-			*row = (struct mon_row){ .sample = (uint32_t)m->nsamples, .rank = i,
-						 .pid = (int32_t)r.pid, .gpu = (int16_t)gid,
-						 .cpu = -1, .util = -1, .mem_util = -1, .power = -1,
-						 .mem_used = -1 };
-			if (x != NULL) {
-				row->util = fig(x->util_gpu);
-				row->mem_util = fig(x->util_mem);
-				row->power = fig(x->power_w);
-				row->mem_used = x->mem_used;
-			}
-		}
+		add_rows(m, s, i, r.pid, gpus, -1);
 	}
 	if (added)
 		m->nsamples++;

@@ -45,23 +45,7 @@ static void test_watch_reads_each_task_of_one_srun_step(void)
 	}
 	CHECK_INT(seen.bad_order + seen.bad_host + seen.bad_node, 0);
 	herd_telemetry_watch_free(w);
-	for (size_t i = 0; i < 2; i++) {
-		char name[64];
-		long pid, status = -1;
-
-		snprintf(name, sizeof(name), "pid.%s", hosts[i]);
-		pid = watch_number(dir, name);
-		CHECK(pid > 0);
-		if (pid > 0 && !watch_gone(pid))
-			TEST_FAIL_("%s: herd probe --watch (pid %ld) is still there", hosts[i], pid);
-		snprintf(name, sizeof(name), "exit.%s", hosts[i]);
-		for (int k = 0; k < 100 && status < 0; k++) {
-			status = watch_number(dir, name);
-			if (status < 0)
-				usleep(50 * 1000);
-		}
-		CHECK_INT(status, 0);
-	}
+	watch_check_helpers_ended(dir, hosts, 2);
 }
 
 /* Starts the cluster and runs this program again inside an allocation. */

@@ -87,24 +87,7 @@ static void test_watch_streams_two_nodes_over_ssh_and_names_the_third_unreachabl
 		herd_telemetry_watch_free(w);
 		printf("     free took %lld ms\n", (long long)(watch_now_ms() - t0));
 		/* Each remote herd ended by itself (exit 0) and is gone. */
-		for (size_t i = 0; i < 2; i++) {
-			char name[64];
-			long pid, status = -1;
-
-			snprintf(name, sizeof(name), "pid.%s", hosts[i]);
-			pid = watch_number(dir, name);
-			CHECK(pid > 0);
-			if (pid > 0 && !watch_gone(pid))
-				TEST_FAIL_("%s: herd probe --watch (pid %ld) is still there", hosts[i],
-					   pid);
-			snprintf(name, sizeof(name), "exit.%s", hosts[i]);
-			for (int k = 0; k < 100 && status < 0; k++) {
-				status = watch_number(dir, name);
-				if (status < 0)
-					usleep(50 * 1000);
-			}
-			CHECK_INT(status, 0);
-		}
+		watch_check_helpers_ended(dir, hosts, 2);
 	}
 	if (asprintf(&cmd, "bash '%s/tests/harness/sshd.sh' stop '%s/sshd'", src, dir) < 0)
 		exit(1);

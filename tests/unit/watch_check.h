@@ -173,4 +173,33 @@ static inline bool watch_gone(long pid)
 	return false;
 }
 
+/*
+ * After a watch's free: the node-side herd of each of hosts[0..n), whose
+ * script wrote pid.HOST and, once it ended, exit.HOST in dir, is gone
+ * and ended by itself with exit 0 (waited for up to 5 s).
+ */
+static inline void watch_check_helpers_ended(const char *dir, const char *const *hosts,
+					     size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char name[64];
+		long pid, status = -1;
+
+		snprintf(name, sizeof(name), "pid.%s", hosts[i]);
+		pid = watch_number(dir, name);
+		CHECK(pid > 0);
+		if (pid > 0 && !watch_gone(pid))
+			TEST_FAIL_("%s: herd probe --watch (pid %ld) is still there", hosts[i], pid);
+		snprintf(name, sizeof(name), "exit.%s", hosts[i]);
+		for (int k = 0; k < 100 && status < 0; k++) {
+			status = watch_number(dir, name);
+			if (status < 0) {
+				struct timespec ts = { 0, 50 * 1000 * 1000 };
+				nanosleep(&ts, NULL);
+			}
+		}
+		CHECK_INT(status, 0);
+	}
+}
+
 #endif /* HERD_WATCH_CHECK_H */

@@ -486,3 +486,28 @@ void herd__schema_free(const herd__schema *s, void *obj)
 	for (size_t i = 0; i < s->nfields; i++)
 		free_value(&s->fields[i], at(obj, s->fields[i].offset), obj);
 }
+
+herd_status herd__schema_version(herd__schema_dec *d, const msgpack_object *root,
+				 const char *what, const char *doc, unsigned newest)
+{
+	herd__mpwalk *w = &d->walk;
+	const msgpack_object *v;
+	int64_t version = 0;
+	herd_status st;
+	size_t mark;
+
+	HERD_CHECK(herd__mpwalk_lookup(w, root, "v", &v));
+	if (v == NULL)
+		return herd__mpwalk_fail(w, HERD_EFORMAT, "missing required key \"v\" (the %s "
+					 "format version): not %s", what, doc);
+	mark = herd__mpwalk_key(w, "v");
+	st = herd__mpwalk_int(w, v, 1, INT64_MAX, &version);
+	if (st == HERD_OK && version > (int64_t)newest)
+		st = herd__mpwalk_fail(w, HERD_EVERSION, "%s format version %" PRId64 " is newer "
+				       "than version %u, the newest this library reads", what,
+				       version, newest);
+	herd__mpwalk_pop(w, mark);
+	HERD_CHECK(st);
+	d->version = (unsigned)version;
+	return HERD_OK;
+}

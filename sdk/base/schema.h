@@ -208,6 +208,16 @@ void herd__schema_pack(msgpack_packer *pk, const herd__schema *s, const void *ob
 herd_status herd__schema_unpack(herd__schema_dec *d, const herd__schema *s,
 				const msgpack_object *o, void *obj);
 
+/*
+ * The root map's format version: its "v" key, read first, since a newer
+ * format may change anything else.  Sets d->version; HERD_EFORMAT when
+ * "v" is missing ("(the <what> format version): not <doc>", doc being "an
+ * inventory", say) or not an integer >= 1, HERD_EVERSION when newer than
+ * newest.
+ */
+herd_status herd__schema_version(herd__schema_dec *d, const msgpack_object *root,
+				 const char *what, const char *doc, unsigned newest);
+
 /* Frees what herd__schema_unpack allocated in obj (not obj) and zeroes those
  * fields. */
 void herd__schema_free(const herd__schema *s, void *obj);

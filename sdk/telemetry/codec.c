@@ -175,26 +175,9 @@ static const herd__schema sample_schema = HERD__SCHEMA(herd_telemetry_sample, sa
 static herd_status unpack_root(herd__schema_dec *d, const msgpack_object *root,
 			       herd_telemetry_sample *out)
 {
-	herd__mpwalk *w = &d->walk;
-	const msgpack_object *v;
-	herd_status st;
-	int64_t version = 0;
-	size_t mark;
-
-	HERD_CHECK(herd__mpwalk_map(w, root, MAX_KEYS));
-	HERD_CHECK(herd__mpwalk_lookup(w, root, "v", &v));
-	if (v == NULL)
-		return herd__mpwalk_fail(w, HERD_EFORMAT, "missing required key \"v\" (the "
-					 "telemetry format version): not a telemetry sample");
-	mark = herd__mpwalk_key(w, "v");
-	st = herd__mpwalk_int(w, v, 1, INT64_MAX, &version);
-	if (st == HERD_OK && version > HERD_TELEMETRY_FORMAT_VERSION)
-		st = herd__mpwalk_fail(w, HERD_EVERSION, "telemetry format version %" PRId64
-				       " is newer than version %d, the newest this library reads",
-				       version, HERD_TELEMETRY_FORMAT_VERSION);
-	herd__mpwalk_pop(w, mark);
-	HERD_CHECK(st);
-	d->version = (unsigned)version;
+	HERD_CHECK(herd__mpwalk_map(&d->walk, root, MAX_KEYS));
+	HERD_CHECK(herd__schema_version(d, root, "telemetry", "a telemetry sample",
+					 HERD_TELEMETRY_FORMAT_VERSION));
 	return herd__schema_unpack(d, &sample_schema, root, out);
 }
 

@@ -31,26 +31,9 @@
 static herd_status decode_root(herd__schema_dec *d, const msgpack_object *root,
 			       herd_cluster *cluster)
 {
-	herd__mpwalk *w = &d->walk;
-	const msgpack_object *v;
-	herd_status st;
-	int64_t version = 0;
-	size_t mark = 0;
-
-	HERD_CHECK(herd__mpwalk_map(w, root, HERD_INVENTORY_MAX_ITEMS));
-	HERD_CHECK(herd__mpwalk_lookup(w, root, "v", &v));
-	if (v == NULL)
-		return herd__mpwalk_fail(w, HERD_EFORMAT, "missing required key \"v\" (the inventory format "
-					 "version): not an inventory");
-	mark = herd__mpwalk_key(w, "v");
-	st = herd__mpwalk_int(w, v, 1, INT64_MAX, &version);
-	if (st == HERD_OK && version > HERD_CLUSTER_INVENTORY_VERSION)
-		st = herd__mpwalk_fail(w, HERD_EVERSION, "inventory format version %" PRId64 " is newer than "
-				       "version %d, the newest this library reads", version,
-				       HERD_CLUSTER_INVENTORY_VERSION);
-	herd__mpwalk_pop(w, mark);
-	HERD_CHECK(st);
-	d->version = (unsigned)version;
+	HERD_CHECK(herd__mpwalk_map(&d->walk, root, HERD_INVENTORY_MAX_ITEMS));
+	HERD_CHECK(herd__schema_version(d, root, "inventory", "an inventory",
+					 HERD_CLUSTER_INVENTORY_VERSION));
 	return herd__schema_unpack(d, &herd__inventory_schema, root, cluster);
 }
 

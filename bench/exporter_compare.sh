@@ -63,7 +63,7 @@ fi
 herd_pid=$!
 unset LD_LIBRARY_PATH
 for ((i = 0; i < 300; i++)); do
-	grep -q '^herd exporter: serving ' "$tmp/herd.err" && break
+	grep -qs '^herd exporter: serving ' "$tmp/herd.err" && break
 	kill -0 "$herd_pid" 2>/dev/null || { cat "$tmp/herd.err" >&2; exit 1; }
 	sleep 0.1
 done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # herd launch --monitor and --monitor-out: a job of a busy rank and an idle
-# one, sampled every 100 ms, prints a summary with both ranks (the busy
-# one's CPU near a core, loosely: this machine is shared), writes the
+# one, sampled every 100 ms, prints a summary with both ranks (the CPU
+# second the busy one burns is seen), writes the
 # series (CSV rows that parse, JSON), the summary (JSON), an SVG per metric
 # (XML) and report.html (self-contained: nothing it would fetch), and the
 # job is in herd acct.  With the NVML stand-in (LD_LIBRARY_PATH, as the
@@ -18,9 +18,21 @@ export HERD_ACCT_LOG=$tmp/acct.jsonl HERD_LEASE_DIR=$tmp/leases
 host=$(hostname -s)
 mock=$(dirname "$(dirname "$HERD")")/tests/mock
 
-# The job: rank 0 busy for 1.5 s (a loop of the shell and the date it
-# forks: the rank's descendants count), rank 1 asleep as long.
-busy='if [ "$HERD_RANK" = 0 ]; then end=$(($(date +%s%N) + 1500000000)); while [ "$(date +%s%N)" -lt "$end" ]; do :; done; else sleep 1.5; fi'
+# The job: rank 0 burns one CPU-second of its own (counted in its
+# /proc/self/stat, so the figure does not depend on how busy this machine
+# is), rank 1 sleeps until rank 0 is done (the file $BUSY_DONE; 30 s at
+# most), so both ranks hold their GPUs as long.  The monitor must see most
+# of that second in rank 0's series and next to none in rank 1's:
+# cpu_seconds integrates a rank's cpu_pct over its series' times (the CPU
+# before the first sample and after the last is not seen: at most a period
+# each).
+busy='hz=$(getconf CLK_TCK); if [ "$HERD_RANK" = 0 ]; then while read -r -a st </proc/self/stat && (( st[13] + st[14] < hz )); do :; done; : >"$BUSY_DONE"; else i=0; while [ ! -e "$BUSY_DONE" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; fi'
+export BUSY_DONE=$tmp/busy.done
+cpu_seconds='
+def cpu_seconds(r):
+    t, c = r["time_s"], r["cpu_pct"]
+    return sum(c[i] / 100 * (t[i] - t[i - 1]) for i in range(1, len(t)) if c[i] is not None)
+'
 
 # check_report DIR RANKS: the files of --monitor-out DIR parse and hold both ranks.
 check_report() {
@@ -63,8 +75,9 @@ PY
 }
 
 # --- no GPU: the CPU part, and why no GPU was sampled
+rm -f "$BUSY_DONE"
 "$HERD" launch -n 2 --monitor --monitor-period 100 --monitor-out "$tmp/cpu" \
-	--json-summary "$tmp/cpu.json" -- sh -c "$busy" >"$tmp/out" 2>"$tmp/err" \
+	--json-summary "$tmp/cpu.json" -- bash -c "$busy" >"$tmp/out" 2>"$tmp/err" \
 	|| fail "the monitored job exited $?: $(cat "$tmp/err")"
 err=$(cat "$tmp/err")
 job=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["job_id"])' "$tmp/cpu.json")
@@ -77,21 +90,24 @@ grep -qE "^ +1 +$host +- +- +- +- +- +- +[0-9]+% +[0-9]+% +[0-9]+%$" <<<"$err" |
 grep -qE "^no GPU was sampled: ." <<<"$err" || fail "no line saying why no GPU was sampled: $err"
 grep -qF "GPU-hours: 0.0000 held (0 GPUs), used not measured" <<<"$err" || fail "GPU-hours: $err"
 grep -q "^warning:" <<<"$err" && fail "warnings without a GPU: $err"
-python3 - "$tmp/cpu/summary.json" <<'PY' || fail "CPU use: $(cat "$tmp/cpu/summary.json")"
-import json, sys
+CPU_SECONDS=$cpu_seconds python3 - "$tmp/cpu/summary.json" <<'PY' || fail "CPU use: $(cat "$tmp/cpu/summary.json" "$tmp/cpu/series.json")"
+import json, os, sys
+exec(os.environ["CPU_SECONDS"])
 s = json.load(open(sys.argv[1]))
+series = json.load(open(sys.argv[1].replace("summary.json", "series.json")))
 busy, idle = s["ranks"]
-assert busy["cpu_mean_pct"] > 30 and busy["cpu_peak_pct"] > 30, busy
-assert idle["cpu_mean_pct"] < 30, idle
+seen = [cpu_seconds(r) for r in series["ranks"]]
+assert 0.4 < seen[0] < 1.3 and seen[1] < 0.1, seen
+assert busy["cpu_peak_pct"] >= busy["cpu_mean_pct"] > idle["cpu_mean_pct"], (busy, idle)
 assert busy["idle_of"] == "cpu" and busy["gpus"] == [] and busy["gpu_util_mean_pct"] is None, busy
 assert s["gpu_hours_used"] is None and s["gpu_hours_held"] == 0 and s["warnings"] == [], s
 assert s["gpu_note"].startswith("no GPU was sampled: "), s
-print("CPU: busy rank %.0f%% (peak %.0f%%), idle rank %.0f%%" % (
-    busy["cpu_mean_pct"], busy["cpu_peak_pct"], idle["cpu_mean_pct"]))
+print("CPU: busy rank %.0f%% (peak %.0f%%, %.2f CPU-s seen), idle rank %.0f%%" % (
+    busy["cpu_mean_pct"], busy["cpu_peak_pct"], seen[0], idle["cpu_mean_pct"]))
 PY
 check_report "$tmp/cpu"
 out=$("$HERD" acct) || fail "herd acct exited $?"
-grep -qE "^$job .* +2 +0 +succeeded +0 +0\.0000 +- +sh -c " <<<"$out" || fail "herd acct: $out"
+grep -qE "^$job .* +2 +0 +succeeded +0 +0\.0000 +- +bash -c " <<<"$out" || fail "herd acct: $out"
 
 # --- from Lua: herd.launch{monitor_out =} writes the same files; herd.report.write
 # draws the plots and the page again from the JSON files
@@ -127,8 +143,9 @@ else
 	echo "proc 2 $$ 2147483648" >>"$HERD_NVML_MOCK_STATE"
 fi
 echo "$idx" >"$0/gpu.$HERD_RANK"'
+	rm -f "$BUSY_DONE"
 	LD_LIBRARY_PATH=$mock "$HERD" launch -n 2 --gpus-per-rank 1 --monitor-out "$tmp/gpu" \
-		--monitor-period 100 --json-summary "$tmp/gpu.json" -- sh -c "$figures
+		--monitor-period 100 --json-summary "$tmp/gpu.json" -- bash -c "$figures
 $busy" "$tmp" >"$tmp/out" 2>"$tmp/err" \
 		|| fail "the job on the stand-in's GPUs exited $?: $(cat "$tmp/err")"
 	err=$(cat "$tmp/err")
@@ -140,8 +157,9 @@ $busy" "$tmp" >"$tmp/out" 2>"$tmp/err" \
 	grep -qE "^GPU-hours: 0\.[0-9]{4} held \(2 GPUs\), 0\.[0-9]{4} used \([0-9]+% of held\)$" <<<"$err" \
 		|| fail "GPU-hours: $err"
 	grep -q "^no GPU was sampled" <<<"$err" && fail "GPUs sampled, yet: $err"
-	python3 - "$tmp/gpu/summary.json" "$HERD_ACCT_LOG" "$g0" "$g1" <<'PY' || fail "GPUs: $err"
-import json, re, sys
+	CPU_SECONDS=$cpu_seconds python3 - "$tmp/gpu/summary.json" "$HERD_ACCT_LOG" "$g0" "$g1" <<'PY' || fail "GPUs: $err"
+import json, os, re, sys
+exec(os.environ["CPU_SECONDS"])
 s = json.load(open(sys.argv[1]))
 g0, g1 = int(sys.argv[3]), int(sys.argv[4])
 r0, r1 = s["ranks"]
@@ -151,13 +169,13 @@ assert sorted(g["index"] for g in r1["gpus"]) == sorted([g1, 2]), r1
 assert r0["gpu_util_p50_pct"] == 20 and r0["gpu_util_p95_pct"] == 20, r0
 assert r0["gpu_util_mean_pct"] <= 20 and r0["gpu_mem_peak_bytes"] == 3221225472, r0
 assert r1["gpu_util_p95_pct"] == 90 and r1["gpu_mem_peak_bytes"] == 3221225472, r1
-assert r0["cpu_mean_pct"] > 30, r0
+series = json.load(open(sys.argv[1].replace("summary.json", "series.json")))
+assert 0.4 < cpu_seconds(series["ranks"][0]) < 1.3, series["ranks"][0]
 w = s["warnings"]
 assert w[0] == "GPU %d (rank 0) sat under 50%% busy for 100%% of the run" % g0, w
 # the saturation warning, as rank 0's series say (this machine is shared:
 # its CPU may not reach 90% of a core in most samples): samples with both
 # figures, and those at 90% of a core or more while the GPU was under 50%
-series = json.load(open(sys.argv[1].replace("summary.json", "series.json")))
 sr = series["ranks"][0]
 util = dict(zip(sr["gpus"][0]["time_s"], sr["gpus"][0]["util_pct"]))
 both = [(c, util[t]) for t, c in zip(sr["time_s"], sr["cpu_pct"])
@@ -205,14 +223,16 @@ render() { # HTML PNG DOM
 }
 render "$tmp/cpu/report.html" "$tmp/cpu.png" "$tmp/cpu.dom"
 [[ -n ${HERD_TEST_KEEP:-} ]] && mkdir -p "$HERD_TEST_KEEP" && cp -r "$tmp/cpu" "$tmp/cpu.png" "$HERD_TEST_KEEP/"
-python3 - "$tmp/cpu.dom" "$tmp/cpu.png" <<'PY' || fail "the rendered page: $(cat "$tmp/cpu.dom" | head -50)"
-import re, struct, sys
+python3 - "$tmp/cpu.dom" "$tmp/cpu.png" "$tmp/cpu/summary.json" <<'PY' || fail "the rendered page: $(cat "$tmp/cpu.dom" | head -50)"
+import json, re, struct, sys
 dom = open(sys.argv[1]).read()
 rows = re.findall(r'<tr data-rank="(\d+)"><td>(\d+)</td><td class="text">([^<]*)</td>((?:<td[^>]*>[^<]*</td>)+)</tr>', dom)
 assert [r[0] for r in rows] == ["0", "1"], rows
 cells = [re.findall(r"<td[^>]*>([^<]*)</td>", r[3]) for r in rows]
 assert all(len(c) == 9 and c[0] == "-" and c[-2].endswith("%") for c in cells), cells
-assert int(cells[0][-2][:-1]) > 30, cells
+# the CPU means the summary holds
+means = [r["cpu_mean_pct"] for r in json.load(open(sys.argv[3]))["ranks"]]
+assert all(abs(int(c[-2][:-1]) - m) <= 1 for c, m in zip(cells, means)), (cells, means)
 assert '<p id="warnings">none</p>' in dom, "warnings"
 assert dom.count("<svg") == 4, "plots"
 png = open(sys.argv[2], "rb").read()

@@ -21,6 +21,7 @@
  *   herd/ckpt.h      checkpoints: sharded save, verified and resharded restore
  *   herd/health.h    per-GPU health checks in DCGM-style levels
  *   herd/telemetry.h GPU, CPU, memory, network and disk samples on a period
+ *   herd/metrics.h   the Prometheus exposition of samples and herd's own counters
  *
  * Each header declares the names of its own prefix (docs/api.md, "Names").
  *
@@ -47,5 +48,6 @@
 #include "herd/ckpt.h"
 #include "herd/health.h"
 #include "herd/telemetry.h"
+#include "herd/metrics.h"
 
 #endif /* HERD_H */

@@ -1,101 +1,83 @@
 /*
- * shell/cmd_exporter.c - herd exporter: this node's telemetry for
- * Prometheus over HTTP (GET /metrics, herd_telemetry_exposition's text).
+ * shell/cmd_exporter.c - herd exporter: this node's telemetry and herd's
+ * own counters over HTTP in Prometheus' text format (herd/metrics.h),
+ * GPU figures under DCGM exporter's names.
  *
- * One thread polls the listening socket, the clients and the sampler's
- * descriptor.  The text is built once per sample and copied into each
- * answer, so a scrape costs a copy and a write.  Every connection answers
- * one request and closes (Connection: close); its head is at most
- * HEAD_MAX bytes and it has CONN_DEADLINE_MS from accept to its last byte
- * sent; at most MAX_CLIENTS are served at once (more wait in the backlog).
+ * One thread serves: a poll loop over the listening socket, a signalfd
+ * for SIGTERM and SIGINT, and at most MAX_CONNS connections, each with a
+ * deadline for the whole exchange and a bounded request; the sampler
+ * (herd/telemetry.h) runs on its own thread on its period, so that a
+ * scrape costs the copy of the latest sample and the reading of herd's
+ * counters, not a sample.  HTTP/1.0 and 1.1, one request per connection
+ * (Connection: close).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <netdb.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "herd.h"
-#include "herd/telemetry.h"
 #include "shell.h"
-
-#define HEAD_MAX 8192
-#define CONN_DEADLINE_MS 5000
-#define MAX_CLIENTS 64
-#define DEFAULT_LISTEN "127.0.0.1:9400"
 
 static const char exporter_usage[] =
 	"usage: herd exporter [--listen ADDR:PORT] [--period MS]\n"
 	"\n"
-	"Serves this node's telemetry in the Prometheus text format: GET /metrics\n"
-	"answers the newest sample (GPUs under the DCGM exporter's names and labels,\n"
-	"DCGM_FI_DEV_GPU_UTIL, ...; the node under herd_node_*; the GPU processes\n"
-	"and their jobs under herd_gpu_*, herd_job_ranks).  Stops at SIGTERM or SIGINT.\n"
-	"  --listen ADDR:PORT  the address to serve on (default 127.0.0.1:9400, the\n"
-	"                      DCGM exporter's port, loopback only; 0.0.0.0:9400 for\n"
-	"                      every interface, [::1]:9400 for IPv6)\n"
-	"  --period MS         milliseconds between samples (default 1000, 10 to 3600000)\n"
+	"Serves this node's GPU and node telemetry and herd's own counters (jobs,\n"
+	"GPU leases, collective calls) over HTTP at /metrics, in Prometheus' text\n"
+	"format, GPU figures under NVIDIA's DCGM exporter names and labels\n"
+	"(DCGM_FI_DEV_GPU_UTIL, DCGM_FI_DEV_FB_USED, ...). It binds to the loopback\n"
+	"address only, unless --listen says otherwise.\n"
+	"  --listen ADDR:PORT  where to listen (default 127.0.0.1:9400, DCGM\n"
+	"                      exporter's port); 0.0.0.0:PORT or :PORT: every IPv4\n"
+	"                      interface, [::]:PORT: every interface; port 0: a free\n"
+	"                      one\n"
+	"  --period MS         milliseconds between samples (default 1000, 100 to\n"
+	"                      3600000); a scrape serves the latest sample\n"
+	"Once listening it prints the address it serves on standard output.\n"
+	"Collective counters come from $HERD_STATS_DIR, else /run/herd/stats (made\n"
+	"here when missing, mode 1777), else $XDG_RUNTIME_DIR/herd/stats.\n"
+	"SIGTERM or SIGINT (Ctrl-C) stops it.\n"
 	"Exit status:\n"
 	"  0    stopped by SIGTERM or SIGINT\n"
-	"  1    the address cannot be listened on, or this node cannot be sampled\n"
+	"  1    it cannot listen (the port is taken, the address is not this\n"
+	"       host's) or cannot sample\n"
 	"  2    a usage error\n";
 
-static const char short_options[] = ":h";
+#define DEFAULT_LISTEN "127.0.0.1:9400"
+/* Connections served at once; more wait in the listen queue. */
+#define MAX_CONNS 16
+/* A request's line and headers; a longer one is answered 431. */
+#define REQUEST_MAX 8192
+/* The whole exchange of one connection, reading and writing. */
+#define CONN_DEADLINE_MS 10000
 
-static const struct option long_options[] = {
-	{ "listen", required_argument, NULL, 'l' },
-	{ "period", required_argument, NULL, 'p' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 }
-};
+typedef struct conn {
+	int fd;                     /* -1: free */
+	char in[REQUEST_MAX];
+	size_t inlen;
+	char *out;                  /* the response, once the request is whole */
+	size_t outlen, outoff;
+	bool draining;              /* sent and shut down: reading to the end */
+	int64_t deadline;
+} conn;
 
-static const char index_page[] =
-	"<!DOCTYPE html>\n<html><head><title>herd exporter</title></head><body>\n"
-	"<h1>herd exporter</h1>\n<p><a href=\"/metrics\">/metrics</a>: this node's telemetry in "
-	"the Prometheus text format.</p>\n</body></html>\n";
-
-typedef struct client {
-	int fd;
-	int64_t deadline;    /* monotonic ms */
-	size_t len;          /* bytes of the head read */
-	char head[HEAD_MAX + 1];
-	int phase;           /* READING the head, WRITING the answer, DRAINING what
-				the client still sends after it (so that closing
-				does not reset the answer away) */
-	char *out;           /* the answer, once the head is read */
-	size_t out_len, out_off;
-} client;
-
-enum { READING, WRITING, DRAINING };
-
-typedef struct exporter {
-	int lfd;
-	herd_telemetry *tel;
-	uint64_t seq;
-	char *text;          /* the exposition of the newest sample */
-	size_t text_len;
+typedef struct server {
+	herd_telemetry *t;
+	herd_metrics *m;
 	herd_telemetry_sample *sample;
-	client *clients[MAX_CLIENTS];
-	int nclients;
-} exporter;
+	conn conns[MAX_CONNS];
+} server;
 
-static volatile sig_atomic_t stop_signal;
-
-static void on_stop(int sig)
-{
-	stop_signal = sig;
-}
-
-static int64_t now_ms(void)
+static int64_t mono_ms(void)
 {
 	struct timespec ts;
 
@@ -103,392 +85,430 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* ADDR:PORT (ADDR may be [IPv6]) into a bound, listening socket; -1 after saying why. */
-static int listen_on(const char *spec)
+static int usage_error(const char *fmt, const char *arg)
 {
-	char host[256];
-	const char *colon = strrchr(spec, ':');
-	const char *h = spec;
-	size_t hlen;
-	struct addrinfo hints, *ai = NULL;
-	int port, fd, one = 1, rc;
-
-	if (colon == NULL || shell_parse_int(colon + 1, 0, 65535, &port) != 0) {
-		shell_usage_error("exporter", "--listen %s: expected ADDR:PORT (127.0.0.1:9400)",
-				  spec);
-		return -2;
-	}
-	hlen = (size_t)(colon - spec);
-	if (hlen >= 2 && spec[0] == '[' && spec[hlen - 1] == ']') {
-		h = spec + 1;
-		hlen -= 2;
-	}
-	if (hlen == 0 || hlen >= sizeof(host)) {
-		shell_usage_error("exporter", "--listen %s: expected ADDR:PORT (127.0.0.1:9400)",
-				  spec);
-		return -2;
-	}
-	memcpy(host, h, hlen);
-	host[hlen] = '\0';
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
-	rc = getaddrinfo(host, colon + 1, &hints, &ai);
-	if (rc != 0) {
-		shell_usage_error("exporter", "--listen %s: expected a numeric address and port "
-				  "(127.0.0.1:9400, [::1]:9400)", spec);
-		return -2;
-	}
-	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-	    bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 128) != 0) {
-		int err = errno;
-
-		fprintf(stderr, "herd exporter: --listen %s: %s\n", spec,
-			err == EADDRINUSE ? "address already in use" : strerror(err));
-		if (fd >= 0)
-			close(fd);
-		freeaddrinfo(ai);
-		return -1;
-	}
-	freeaddrinfo(ai);
-	return fd;
+	return shell_usage_error("exporter", fmt, arg);
 }
 
-/* The address fd listens on, as ADDR:PORT or [ADDR]:PORT (the port --listen's 0 chose). */
-static void bound_address(int fd, char *out, size_t cap)
+/*
+ * "HOST:PORT", "[V6]:PORT" or ":PORT" into *res (getaddrinfo's); 0, or
+ * SHELL_EXIT_USAGE after saying what is wrong.
+ */
+static int parse_listen(const char *arg, struct addrinfo **res)
+{
+	struct addrinfo hints;
+	char host[256], msg[512];
+	const char *colon, *port;
+	char *end;
+	long p;
+	int rc;
+
+	if (arg[0] == '[') {
+		const char *close = strchr(arg, ']');
+
+		if (close == NULL || close[1] != ':' || (size_t)(close - arg - 1) >= sizeof(host))
+			return usage_error("--listen %s: expected ADDR:PORT ([ADDR]:PORT for IPv6)", arg);
+		snprintf(host, sizeof(host), "%.*s", (int)(close - arg - 1), arg + 1);
+		port = close + 2;
+	} else {
+		colon = strrchr(arg, ':');
+		if (colon == NULL || (size_t)(colon - arg) >= sizeof(host) ||
+		    memchr(arg, ':', (size_t)(colon - arg)) != NULL)
+			return usage_error("--listen %s: expected ADDR:PORT ([ADDR]:PORT for IPv6)", arg);
+		snprintf(host, sizeof(host), "%.*s", (int)(colon - arg), arg);
+		port = colon + 1;
+	}
+	errno = 0;
+	p = strtol(port, &end, 10);
+	if (errno != 0 || end == port || *end != '\0' || p < 0 || p > 65535)
+		return usage_error("--listen %s: the port must be a number from 0 to 65535", arg);
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	hints.ai_family = host[0] == '\0' ? AF_INET : AF_UNSPEC;
+	rc = getaddrinfo(host[0] != '\0' ? host : NULL, port, &hints, res);
+	if (rc != 0) {
+		snprintf(msg, sizeof(msg), "--listen %s: %s", arg,
+			 rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+		return usage_error("%s", msg);
+	}
+	return 0;
+}
+
+/* "127.0.0.1:9400" or "[::1]:9400" of a bound socket. */
+static void sock_name(int fd, char *buf, size_t cap)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
-	char host[INET6_ADDRSTRLEN] = "?";
-	int port = 0;
+	char host[NI_MAXHOST], port[NI_MAXSERV];
 
-	if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_INET6) {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-
-		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-		port = ntohs(a->sin6_port);
-		snprintf(out, cap, "[%s]:%d", host, port);
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0 ||
+	    getnameinfo((struct sockaddr *)&ss, len, host, sizeof(host), port, sizeof(port),
+			NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+		snprintf(buf, cap, "?");
 		return;
 	}
-	if (ss.ss_family == AF_INET) {
-		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-
-		inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-		port = ntohs(a->sin_port);
-	}
-	snprintf(out, cap, "%s:%d", host, port);
+	snprintf(buf, cap, ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
 }
 
-/* The newest sample's text, when a newer sample than the one served came. */
-static int refresh(exporter *e)
+/* The listening socket; -1 after saying why on stderr. */
+static int listen_on(const char *arg, const struct addrinfo *ai)
 {
-	uint64_t seq = e->seq;
-	herd_status st;
-	char *text = NULL;
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+	char msg[512];
+
+	if (fd < 0) {
+		snprintf(msg, sizeof(msg), "cannot make a socket for --listen %s: %s", arg,
+			 strerror(errno));
+		shell_message(shell_command, msg);
+		return -1;
+	}
+	/* A restart reuses the port at once, past its old connections'
+	 * TIME_WAIT; a port another socket listens on is still refused. */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 64) != 0) {
+		int err = errno;
+
+		snprintf(msg, sizeof(msg), "cannot listen on %s (--listen): %s%s", arg, strerror(err),
+			 err == EADDRINUSE ? "; another program has that port: give another with "
+					     "--listen ADDR:PORT"
+			 : err == EADDRNOTAVAIL ? "; that address is not one of this host's" : "");
+		shell_message(shell_command, msg);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static const char index_html[] =
+	"<!DOCTYPE html>\n<html><head><title>herd exporter</title></head><body>\n"
+	"<h1>herd exporter</h1>\n"
+	"<p>This node's GPU and node telemetry and herd's counters, in Prometheus' text "
+	"format: <a href=\"/metrics\">/metrics</a>.</p>\n</body></html>\n";
+
+/* The whole response into c->out: status line, headers, body (none for HEAD). */
+static void respond(conn *c, const char *version, int code, const char *reason,
+		    const char *type, const char *extra, const char *body, size_t len, bool head)
+{
+	int n = snprintf(NULL, 0, "%s %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+			 "%sConnection: close\r\n\r\n", version, code, reason, type, len, extra);
+	size_t total = (size_t)n + (head ? 0 : len);
+
+	c->out = malloc(total + 1);
+	if (c->out == NULL) {
+		c->outlen = 0;
+		return;
+	}
+	snprintf(c->out, (size_t)n + 1, "%s %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+		 "%sConnection: close\r\n\r\n", version, code, reason, type, len, extra);
+	if (!head)
+		memcpy(c->out + n, body, len);
+	c->outlen = total;
+	c->outoff = 0;
+}
+
+static void respond_text(conn *c, const char *version, int code, const char *reason,
+			 const char *extra, const char *text, bool head)
+{
+	respond(c, version, code, reason, "text/plain; charset=utf-8", extra, text, strlen(text),
+		head);
+}
+
+/* The scrape: the latest sample (none yet: herd's counters only) and the
+ * counters as they are. */
+static void serve_metrics(server *s, conn *c, const char *version, bool head)
+{
+	herd_status st = herd_telemetry_latest(s->t, s->sample);
+	char *text = NULL, msg[600];
 	size_t len = 0;
-	int got = 0;
 
-	while ((st = herd_telemetry_next(e->tel, &seq, e->sample)) == HERD_OK)
-		got = 1;
-	if (st != HERD_ENOTFOUND) {
-		fprintf(stderr, "herd exporter: %s\n", herd_last_error());
-		return -1;
-	}
-	if (!got)
-		return 0;
-	e->seq = seq;
-	if (herd_telemetry_exposition(e->sample, &text, &len) != HERD_OK) {
-		fprintf(stderr, "herd exporter: %s\n", herd_last_error());
-		return -1;
-	}
-	free(e->text);
-	e->text = text;
-	e->text_len = len;
-	return 0;
-}
-
-static void client_close(exporter *e, int i)
-{
-	client *c = e->clients[i];
-
-	close(c->fd);
-	free(c->out);
-	free(c);
-	e->clients[i] = e->clients[--e->nclients];
-}
-
-/* The answer: status line, headers, and body (left out for HEAD). */
-static void answer(client *c, const char *status, const char *type, const char *extra,
-		   const char *body, size_t body_len, int head_only)
-{
-	char hdr[512];
-	int n = snprintf(hdr, sizeof(hdr),
-			 "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
-			 "Connection: close\r\n\r\n",
-			 status, type, body_len, extra);
-	size_t total = (size_t)n + (head_only ? 0 : body_len);
-
-	c->out = malloc(total);
-	if (c->out == NULL)
-		return; /* still READING: closed as a failed client */
-	c->phase = WRITING;
-	memcpy(c->out, hdr, (size_t)n);
-	if (!head_only)
-		memcpy(c->out + n, body, body_len);
-	c->out_len = total;
-	c->out_off = 0;
-}
-
-static void answer_text(client *c, const char *status, const char *extra, const char *msg)
-{
-	answer(c, status, "text/plain; charset=utf-8", extra, msg, strlen(msg), 0);
-}
-
-/* The head is complete in c->head: the answer to it. */
-static void serve(exporter *e, client *c)
-{
-	char method[16], target[HEAD_MAX], version[16];
-	char *line_end = strpbrk(c->head, "\r\n");
-	int head_only;
-
-	*line_end = '\0';
-	if (sscanf(c->head, "%15s %8191s %15s", method, target, version) != 3 ||
-	    (strcmp(version, "HTTP/1.0") != 0 && strcmp(version, "HTTP/1.1") != 0) ||
-	    target[0] != '/') {
-		answer_text(c, "400 Bad Request", "", "bad request\n");
+	if (herd_metrics_write(s->m, st == HERD_OK ? s->sample : NULL, &text, &len) != HERD_OK) {
+		snprintf(msg, sizeof(msg), "cannot write the metrics: %s\n", shell_last_error());
+		respond_text(c, version, 500, "Internal Server Error", "", msg, head);
 		return;
 	}
-	head_only = strcmp(method, "HEAD") == 0;
-	if (strcmp(method, "GET") != 0 && !head_only) {
-		answer_text(c, "405 Method Not Allowed", "Allow: GET, HEAD\r\n",
-			    "method not allowed: GET /metrics\n");
+	respond(c, version, 200, "OK", HERD_METRICS_CONTENT_TYPE, "", text, len, head);
+	free(text);
+}
+
+/* The request in c->in is whole: the response into c->out. */
+static void handle(server *s, conn *c)
+{
+	char method[16], target[1024], ver[8], version[16];
+	bool head;
+	size_t plen;
+
+	c->in[c->inlen < REQUEST_MAX ? c->inlen : REQUEST_MAX - 1] = '\0';
+	if (sscanf(c->in, "%15[A-Z] %1023[^ \r\n] HTTP/%7[0-9.]", method, target, ver) != 3 ||
+	    (strcmp(ver, "1.0") != 0 && strcmp(ver, "1.1") != 0)) {
+		respond_text(c, "HTTP/1.1", 400, "Bad Request", "",
+			     "a request line METHOD PATH HTTP/1.0 or HTTP/1.1 was expected\n", false);
 		return;
 	}
-	target[strcspn(target, "?#")] = '\0';
-	if (strcmp(target, "/metrics") == 0)
-		answer(c, "200 OK", "text/plain; version=0.0.4; charset=utf-8", "", e->text,
-		       e->text_len, head_only);
-	else if (strcmp(target, "/") == 0)
-		answer(c, "200 OK", "text/html; charset=utf-8", "", index_page,
-		       sizeof(index_page) - 1, head_only);
+	snprintf(version, sizeof(version), "HTTP/%s", ver);
+	head = strcmp(method, "HEAD") == 0;
+	if (!head && strcmp(method, "GET") != 0) {
+		respond_text(c, version, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n",
+			     "only GET and HEAD\n", false);
+		return;
+	}
+	plen = strcspn(target, "?#");
+	if (plen == 8 && strncmp(target, "/metrics", 8) == 0)
+		serve_metrics(s, c, version, head);
+	else if (plen == 1 && target[0] == '/')
+		respond(c, version, 200, "OK", "text/html; charset=utf-8", "", index_html,
+			sizeof(index_html) - 1, head);
 	else
-		answer_text(c, "404 Not Found", "", "not found: GET /metrics\n");
+		respond_text(c, version, 404, "Not Found", "", "not found: the metrics are at "
+			     "/metrics\n", head);
 }
 
-/* Reads what the client sent; 0 to keep it, -1 to close it. */
-static int client_read(exporter *e, client *c)
+static void conn_close(conn *c)
 {
-	char junk[4096];
-	ssize_t n;
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->out);
+	c->fd = -1;
+	c->out = NULL;
+}
 
-	if (c->phase == DRAINING) {
-		n = recv(c->fd, junk, sizeof(junk), 0);
-		return n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)) ? 0 : -1;
+/* Whether the request's header has ended (a blank line). */
+static bool header_done(const conn *c)
+{
+	for (size_t i = 0; i + 1 < c->inlen; i++)
+		if (c->in[i] == '\n' && (c->in[i + 1] == '\n' ||
+					 (c->in[i + 1] == '\r' && i + 2 < c->inlen &&
+					  c->in[i + 2] == '\n')))
+			return true;
+	return false;
+}
+
+static void on_readable(server *s, conn *c)
+{
+	char sink[4096];
+	ssize_t r;
+
+	if (c->draining) {
+		r = recv(c->fd, sink, sizeof(sink), 0);
+		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+			conn_close(c);
+		return;
 	}
-	n = recv(c->fd, c->head + c->len, HEAD_MAX - c->len, 0);
-
-	if (n < 0)
-		return errno == EAGAIN || errno == EINTR ? 0 : -1;
-	if (n == 0)
-		return -1; /* closed before a whole head */
-	c->len += (size_t)n;
-	c->head[c->len] = '\0';
-	if (strstr(c->head, "\r\n\r\n") != NULL || strstr(c->head, "\n\n") != NULL)
-		serve(e, c);
-	else if (c->len == HEAD_MAX)
-		answer_text(c, "431 Request Header Fields Too Large", "",
-			    "request head over 8 KiB\n");
-	else if (memchr(c->head, '\0', c->len) != NULL)
-		answer_text(c, "400 Bad Request", "", "bad request\n");
-	return c->phase == WRITING || c->len < HEAD_MAX ? 0 : -1;
-}
-
-/* Sends what is left of the answer, then drains; 0 to keep the client, -1 to close it. */
-static int client_write(client *c)
-{
-	ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
-
-	if (n < 0)
-		return errno == EAGAIN || errno == EINTR ? 0 : -1;
-	c->out_off += (size_t)n;
-	if (c->out_off == c->out_len) {
-		shutdown(c->fd, SHUT_WR);
-		c->phase = DRAINING;
+	r = recv(c->fd, c->in + c->inlen, REQUEST_MAX - c->inlen, 0);
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0) {
+		conn_close(c); /* gone before asking */
+		return;
 	}
-	return 0;
+	c->inlen += (size_t)r;
+	if (header_done(c))
+		handle(s, c);
+	else if (c->inlen == REQUEST_MAX)
+		respond_text(c, "HTTP/1.1", 431, "Request Header Fields Too Large", "",
+			     "the request is longer than 8192 bytes\n", false);
+	if (c->out == NULL && (header_done(c) || c->inlen == REQUEST_MAX))
+		conn_close(c); /* out of memory for the response */
 }
 
-static void accept_clients(exporter *e)
+static void on_writable(conn *c)
 {
-	while (e->nclients < MAX_CLIENTS) {
-		int fd = accept4(e->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		client *c;
+	ssize_t w = send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_NOSIGNAL);
 
+	if (w < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			conn_close(c);
+		return;
+	}
+	c->outoff += (size_t)w;
+	if (c->outoff < c->outlen)
+		return;
+	/* Sent: let the client read it before the close, even with bytes of
+	 * its request unread here (a close would reset the connection). */
+	shutdown(c->fd, SHUT_WR);
+	free(c->out);
+	c->out = NULL;
+	c->draining = true;
+}
+
+static void accept_all(server *s, int lfd)
+{
+	for (int i = 0; i < MAX_CONNS; i++) {
+		conn *c = &s->conns[i];
+		int fd;
+
+		if (c->fd >= 0)
+			continue;
+		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
-			return; /* EAGAIN, or a connection reset before accept */
-		c = malloc(sizeof(*c));
-		if (c == NULL) {
-			close(fd);
-			return;
-		}
+			return; /* EAGAIN, or a connection that went away */
 		c->fd = fd;
-		c->deadline = now_ms() + CONN_DEADLINE_MS;
-		c->len = 0;
-		c->head[0] = '\0';
-		c->phase = READING;
+		c->inlen = 0;
 		c->out = NULL;
-		c->out_len = c->out_off = 0;
-		e->clients[e->nclients++] = c;
+		c->draining = false;
+		c->deadline = mono_ms() + CONN_DEADLINE_MS;
 	}
 }
 
-static int serve_loop(exporter *e, const sigset_t *unblocked)
+/* Serves until SIGTERM or SIGINT. */
+static int serve(server *s, int lfd, int sfd)
 {
-	struct pollfd pfd[MAX_CLIENTS + 2];
+	struct pollfd pfd[2 + MAX_CONNS];
+	int who[2 + MAX_CONNS];
 
-	while (!stop_signal) {
-		int64_t now = now_ms(), next = now + 60000;
-		int n = 0, tfd = herd_telemetry_fd(e->tel);
-		struct timespec ts;
+	for (;;) {
+		int n = 0, nfree = 0, timeout = -1;
+		int64_t now = mono_ms();
 
-		pfd[n++] = (struct pollfd){ .fd = tfd, .events = POLLIN };
-		pfd[n++] = (struct pollfd){ .fd = e->nclients < MAX_CLIENTS ? e->lfd : -1,
-					    .events = POLLIN };
-		for (int i = 0; i < e->nclients; i++) {
-			client *c = e->clients[i];
+		pfd[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+		for (int i = 0; i < MAX_CONNS; i++) {
+			conn *c = &s->conns[i];
 
+			if (c->fd >= 0 && now >= c->deadline)
+				conn_close(c); /* too slow to ask or to read */
+			if (c->fd < 0) {
+				nfree++;
+				continue;
+			}
+			who[n] = i;
 			pfd[n++] = (struct pollfd){ .fd = c->fd,
-						    .events = c->phase == WRITING ? POLLOUT : POLLIN };
-			if (c->deadline < next)
-				next = c->deadline;
+						    .events = c->out != NULL ? POLLOUT : POLLIN };
+			if (timeout < 0 || c->deadline - now < timeout)
+				timeout = (int)(c->deadline - now);
 		}
-		ts.tv_sec = next > now ? (next - now) / 1000 : 0;
-		ts.tv_nsec = next > now ? (long)((next - now) % 1000) * 1000000 : 0;
-		if (ppoll(pfd, (nfds_t)n, &ts, unblocked) < 0) {
+		/* Full: new connections wait in the listen queue. */
+		if (nfree > 0) {
+			who[n] = -1;
+			pfd[n++] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+		}
+		if (poll(pfd, (nfds_t)n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
-			fprintf(stderr, "herd exporter: waiting for connections and samples: %s\n", strerror(errno));
+			fprintf(stderr, "herd exporter: waiting for connections: %s\n", strerror(errno));
 			return SHELL_EXIT_FAILURE;
 		}
-		if ((pfd[0].revents & POLLIN) && refresh(e) != 0)
-			return SHELL_EXIT_FAILURE;
-		/* Clients first, from the end: client_close moves the last into i. */
-		now = now_ms();
-		for (int i = e->nclients - 1; i >= 0; i--) {
-			client *c = e->clients[i];
-			short rev = pfd[2 + i].revents;
-			int rc = 0;
+		if (pfd[0].revents & POLLIN)
+			return SHELL_EXIT_OK;
+		for (int k = 1; k < n; k++) {
+			conn *c;
 
-			int was = c->phase;
-
-			if (rev & (POLLIN | POLLOUT | POLLERR | POLLHUP))
-				rc = was == WRITING ? client_write(c) : client_read(e, c);
-			if (rc == 0 && was == READING && c->phase == WRITING)
-				rc = client_write(c); /* the answer at once, mostly whole */
-			if (rc != 0 || now >= c->deadline)
-				client_close(e, i);
+			if (pfd[k].revents == 0)
+				continue;
+			if (who[k] < 0) {
+				accept_all(s, lfd);
+				continue;
+			}
+			c = &s->conns[who[k]];
+			if (c->out != NULL && (pfd[k].revents & (POLLOUT | POLLERR | POLLHUP)))
+				on_writable(c);
+			else if (c->out == NULL)
+				on_readable(s, c);
 		}
-		if (pfd[1].revents & POLLIN)
-			accept_clients(e);
 	}
-	return SHELL_EXIT_OK;
+}
+
+static const struct option long_options[] = {
+	{ "listen", required_argument, NULL, 'L' },
+	{ "period", required_argument, NULL, 'p' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* The command line into *listen and *period; -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, const char **listen_arg, int *period)
+{
+	int c;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			fputs(exporter_usage, stdout);
+			return SHELL_EXIT_OK;
+		case 'L':
+			*listen_arg = optarg;
+			break;
+		case 'p':
+			if (shell_parse_int(optarg, 100, 3600000, period) != 0)
+				return usage_error("--period %s: expected milliseconds from 100 to "
+						   "3600000", optarg);
+			break;
+		case ':':
+			return usage_error("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return usage_error("unrecognized option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	return -1;
 }
 
 int cmd_exporter(int argc, char **argv)
 {
-	herd_telemetry_opts o = HERD_TELEMETRY_OPTS_INIT;
-	const char *listen_spec = DEFAULT_LISTEN;
-	exporter e = { .lfd = -1 };
+	herd_telemetry_opts to = HERD_TELEMETRY_OPTS_INIT;
+	const char *listen_arg = DEFAULT_LISTEN, *why, *dir;
+	struct addrinfo *ai = NULL;
+	server *s = NULL;
 	shell_args args;
-	struct sigaction sa;
-	sigset_t block, unblocked, old;
-	char where[INET6_ADDRSTRLEN + 16];
-	int c, status;
+	sigset_t stop;
+	int status, lfd = -1, sfd = -1, period = 1000;
+	char where[300];
 
-	status = shell_args_check("exporter", argc, argv, short_options, long_options, NULL, &args);
-	if (status != 0) {
-		shell_args_free(&args);
-		return status;
-	}
-	opterr = 0;
-	optind = 1;
-	while (status == 0 &&
-	       (c = getopt_long(args.argc, args.argv, short_options, long_options, NULL)) != -1) {
-		if (c == 'h') {
-			fputs(exporter_usage, stdout);
-			shell_args_free(&args);
-			return SHELL_EXIT_OK;
-		} else if (c == 'l') {
-			listen_spec = optarg;
-		} else if (c == 'p') {
-			if (shell_parse_int(optarg, 10, 3600000, &o.period_ms) != 0)
-				status = shell_usage_error("exporter", "--period %s: expected "
-							   "milliseconds from 10 to 3600000", optarg);
-		} else if (c == ':') {
-			status = shell_usage_error("exporter", "option '%s' needs a value",
-						   args.argv[optind - 1]);
-		} else {
-			status = shell_usage_error("exporter", "unrecognized option '%s'",
-						   args.argv[optind - 1]);
-		}
-	}
-	if (status == 0 && optind < args.argc)
-		status = shell_usage_error("exporter", "unexpected argument '%s'", args.argv[optind]);
-	if (status != 0) {
-		shell_args_free(&args);
-		return status;
-	}
-
-	/* SIGTERM and SIGINT only while in ppoll: no stop is lost between checks. */
-	sigemptyset(&block);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGINT);
-	sigprocmask(SIG_BLOCK, &block, &old);
-	unblocked = old;
-	sigdelset(&unblocked, SIGTERM);
-	sigdelset(&unblocked, SIGINT);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
-	status = SHELL_EXIT_FAILURE;
-	e.lfd = listen_on(listen_spec);
-	if (e.lfd < 0) {
-		status = e.lfd == -2 ? SHELL_EXIT_USAGE : SHELL_EXIT_FAILURE;
-		goto out;
-	}
-	o.ring_size = 4;
-	e.sample = malloc(sizeof(*e.sample));
-	if (e.sample == NULL) {
-		fprintf(stderr, "herd exporter: out of memory\n");
-		goto out;
-	}
-	/* The first sample before serving, so that /metrics always has one. */
-	if (herd_telemetry_create(&e.tel, &o) != HERD_OK ||
-	    herd_telemetry_take(e.tel, e.sample) != HERD_OK ||
-	    herd_telemetry_exposition(e.sample, &e.text, &e.text_len) != HERD_OK ||
-	    herd_telemetry_start(e.tel) != HERD_OK) {
-		fprintf(stderr, "herd exporter: %s\n", herd_last_error());
-		goto out;
-	}
-	e.seq = e.sample->seq;
-	bound_address(e.lfd, where, sizeof(where));
-	fprintf(stderr, "herd exporter: serving http://%s/metrics\n", where);
-	status = serve_loop(&e, &unblocked);
-out:
-	while (e.nclients > 0)
-		client_close(&e, e.nclients - 1);
-	herd_telemetry_free(e.tel);
-	if (e.lfd >= 0)
-		close(e.lfd);
-	free(e.text);
-	free(e.sample);
+	status = shell_args_check("exporter", argc, argv, "h", long_options, NULL, &args);
+	if (status == 0)
+		status = parse_args(args.argc, args.argv, &listen_arg, &period);
 	shell_args_free(&args);
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (status >= 0)
+		return status;
+	if ((status = parse_listen(listen_arg, &ai)) != 0)
+		return status;
+	status = SHELL_EXIT_FAILURE;
+	/* Blocked before any thread starts, so that every thread leaves them
+	 * to the signalfd. */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	sfd = signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK);
+	s = calloc(1, sizeof(*s));
+	for (int i = 0; s != NULL && i < MAX_CONNS; i++)
+		s->conns[i].fd = -1;
+	if (sfd < 0 || s == NULL || (s->sample = malloc(sizeof(*s->sample))) == NULL) {
+		shell_message(shell_command, sfd < 0 ? "cannot make a signal descriptor"
+						     : "out of memory");
+		goto out;
+	}
+	lfd = listen_on(listen_arg, ai);
+	if (lfd < 0)
+		goto out;
+	to.period_ms = period;
+	to.ring_size = 2;
+	if (herd_metrics_create(&s->m, NULL) != HERD_OK ||
+	    herd_telemetry_create(&s->t, &to) != HERD_OK || herd_telemetry_start(s->t) != HERD_OK) {
+		shell_message(shell_command, shell_last_error());
+		goto out;
+	}
+	sock_name(lfd, where, sizeof(where));
+	dir = herd_metrics_stats_dir(s->m, &why);
+	printf("herd exporter: serving http://%s/metrics (collective counters: %s%s)\n", where,
+	       dir != NULL ? dir : "off, ", dir != NULL ? "" : why);
+	fflush(stdout);
+	status = serve(s, lfd, sfd);
+out:
+	if (s != NULL) {
+		for (int i = 0; i < MAX_CONNS; i++)
+			conn_close(&s->conns[i]);
+		herd_telemetry_free(s->t);
+		herd_metrics_free(s->m);
+		free(s->sample);
+		free(s);
+	}
+	if (lfd >= 0)
+		close(lfd);
+	if (sfd >= 0)
+		close(sfd);
+	freeaddrinfo(ai);
 	return status;
 }

@@ -195,7 +195,7 @@ int cmd_health(int argc, char **argv);
 
 /* herd top: this node's telemetry, live, once or as JSON (shell/cmd_top.c). */
 int cmd_top(int argc, char **argv);
-/* herd exporter (shell/cmd_exporter.c). */
+/* herd exporter: Prometheus metrics over HTTP (shell/cmd_exporter.c). */
 int cmd_exporter(int argc, char **argv);
 
 /* herd hostlist expand|compress|count (shell/cmd_hostlist.c). */

@@ -420,20 +420,6 @@ typedef enum herd_telemetry_record {
 /* The most bytes of one packed sample in a record. */
 #define HERD_TELEMETRY_RECORD_MAX (1u << 20)
 
-/*
- * The sample in the Prometheus text exposition format 0.0.4 into *out
- * (malloc, NUL-terminated, the caller frees) of *len bytes (len may be
- * NULL): # HELP and # TYPE per family, label values escaped.  GPU figures
- * under the names and labels of NVIDIA's DCGM exporter (DCGM_FI_DEV_GPU_UTIL
- * {gpu, UUID, device="nvidiaN", modelName, Hostname, pciBusID}, ...), the
- * GPU processes and their jobs under herd_gpu_processes, herd_gpu_process
- * and herd_job_ranks, the node under herd_node_*; a figure of -1 (not
- * known) is left out.  docs/telemetry.md lists the families.  HERD_EINVAL
- * for a count outside the caps above.
- */
-HERD_EXTERN herd_status herd_telemetry_exposition(const herd_telemetry_sample *s, char **out,
-						  size_t *len);
-
 #ifdef __cplusplus
 }
 #endif

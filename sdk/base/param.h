@@ -61,6 +61,8 @@ typedef enum herd__param_type {
 	  "a recorded inventory stands for this node")                                          \
 	X(LEASE_DIR, STRING, "dir", 0, 0, "(/run/herd)",                                        \
 	  "GPU leases (else $XDG_RUNTIME_DIR/herd)")                                            \
+	X(STATS_DIR, STRING, "dir", 0, 0, "(herd/stats)",                                       \
+	  "where processes count calls for herd exporter")                                      \
 	X(KERNEL_LOG, STRING, "file", 0, 0, "/dev/kmsg",                                        \
 	  "the kernel log herd health and telemetry read")                                     \
 	X(HISTORY, STRING, "file", 0, 0, "(state dir)",                                         \

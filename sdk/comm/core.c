@@ -21,6 +21,7 @@
 
 #include "base.h"
 #include "comm/core.h"
+#include "comm/stats.h"
 #include "mpjson.h"
 #include "net.h"
 #include "schema.h"
@@ -797,6 +798,7 @@ static void comm_free(herd_comm *comm)
 		close(comm->wake_fd);
 	if (comm->mon_fd >= 0)
 		close(comm->mon_fd);
+	herd__stats_close(comm->stats, comm->stats_fd);
 	herd_store_free(comm->store);
 	herd_store_free(comm->owned_store);
 	herd_store_server_free(comm->owned_server);
@@ -839,6 +841,7 @@ static herd_status comm_alloc(herd_comm **out, int rank, int size, const herd__c
 		comm->peers[j].pidfd = -1;
 		atomic_init(&comm->peers[j].left, 0);
 	}
+	comm->stats_fd = -1;
 	comm->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	comm->mon_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (comm->wake_fd < 0 || comm->mon_fd < 0) {
@@ -920,6 +923,8 @@ herd_status herd__comm_init_cfg(herd_comm **out, herd_store *store, int rank, in
 			comm->peers[rank].host, comm->nlocal,
 			cfg->transport == HERD__TRANSPORT_TCP ? "tcp" : "auto",
 			size > 1 ? comm->peers[rank].addrs : "nothing");
+	/* Counted from here on, where there is a stats directory. */
+	comm->stats = herd__stats_open(&comm->stats_fd);
 	st = HERD_OK;
 out:
 	free(info);
@@ -1014,12 +1019,15 @@ static uint64_t number_call(herd_comm *comm, herd__op *op)
 static herd_status execute(herd_comm *comm, const herd__op *op, uint64_t cseq)
 {
 	herd_status st = herd__comm_broken(comm);
+	uint64_t t0;
 
 	if (st != HERD_OK)
 		return st;
 	comm->op = op;
 	comm->op_cseq = cseq;
-	comm->op_start_ms = herd__net_now_ms();
+	/* One reading of the clock for the deadline and the counters. */
+	t0 = herd__stats_now_ns();
+	comm->op_start_ms = (int64_t)(t0 / 1000000);
 	comm->op_deadline = comm->op_start_ms + comm->cfg.timeout_ms;
 	/* Release stores: the monitor wants a recent state, not a fence (a
 	 * sequentially consistent store costs more than a small allreduce's
@@ -1039,6 +1047,12 @@ static herd_status execute(herd_comm *comm, const herd__op *op, uint64_t cseq)
 	}
 	atomic_store_explicit(&comm->st_busy, 0, memory_order_release);
 	comm->op = NULL;
+	/* The counters of herd exporter; not the link probe before the first
+	 * call (number 0), which no caller made. */
+	if (comm->stats != NULL && op->fp.seq != 0)
+		herd__stats_add(comm->stats, op->fp.kind,
+				op->fp.count * herd_dtype_size((herd_dtype)op->fp.dtype),
+				herd__stats_now_ns() - t0, st);
 	return st;
 }
 

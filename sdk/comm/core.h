@@ -209,6 +209,11 @@ struct herd_comm {
 
 	/* Scratch for p2p.c, sized for the communicator. */
 	void *p2p_scratch;
+
+	/* The collective counters of herd exporter (stats.h); NULL: not
+	 * counting.  stats_fd holds the file's lock. */
+	struct herd__stats_file *stats;
+	int stats_fd;
 };
 
 /* Settles place's link figures, an un-numbered exchange of every rank at

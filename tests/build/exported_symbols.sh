@@ -18,7 +18,7 @@ for want in herd_version herd_last_error herd_status_describe herd_cluster_disco
 	herd_agent_connect herd_agent_discover_relay herd_agent_bcast_receive \
 	herd_job_lines_create herd_job_lines_pop herd_job_output_lines herd_job_interrupt \
 	herd_job_get_state herd_telemetry_create herd_telemetry_next herd_telemetry_pack \
-	herd_telemetry_json; do
+	herd_telemetry_json herd_metrics_create herd_metrics_write; do
 	# A here-string, not a pipe: grep -q leaves at the first match, and
 	# under pipefail the writer's SIGPIPE would fail the check.
 	grep -qx "$want" <<<"$syms" || { echo "missing export: $want"; exit 1; }

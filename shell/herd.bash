@@ -10,6 +10,10 @@ _herd()
 		return
 	fi
 	cmd=${COMP_WORDS[1]}
+	if [[ $cmd == top && ${COMP_WORDS[COMP_CWORD-1]} == --sort ]]; then
+		COMPREPLY=($(compgen -W "index util memory power temp" -- "$cur"))
+		return
+	fi
 	case $cmd in
 	help)
 		words=$("$prog" help 2>/dev/null | sed -n '/^Commands:/,/^[^ ]/s/^  \([a-z]\+\) .*/\1/p')

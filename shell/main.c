@@ -51,6 +51,10 @@ static const struct command {
 	{ "health", cmd_health,
 	  "health [--level 1|2] [--seconds S] [--json]\n"
 	  "                    per-GPU checks: driver state, bandwidth, burn" },
+	{ "top", cmd_top,
+	  "top [--once] [--json [--count N]] [--period MS]\n"
+	  "        [--hosts EXPR | --hostfile F | --slurm] [--sort KEY] [--filter TEXT]\n"
+	  "                    live view of GPUs, CPUs, memory and network (q quits)" },
 	{ "launch", cmd_launch,
 	  "launch -n N [--per-node K] [--hosts EXPR | --hostfile F | --slurm]\n"
 	  "        [--gpus-per-rank G] [--restarts R] [--time LIMIT] [--log-dir D] -- CMD\n"

@@ -156,39 +156,78 @@ The checks of `herd health` per GPU: `r.level`, `r.note` (why no GPU was checked
 are `"pass"`, `"warn"`, `"fail"` or `"skip"`. Level 2 adds the copy bandwidth and a cuBLAS burn of
 `seconds`.
 
-## herd.telemetry.sample() -> table | nil, msg, status
-This node's sample now, as `herd top` shows it: the fields of the C struct
-`herd_telemetry_sample` under the same names (`seq`, `time_ms`, `period_ms`, `host`, `cpu_busy`,
-`ncpus`, `cpu_core` (an array: element 1 is core 0), `load1`, `mem_total`, `mem_available`,
-`ngpus`, `gpu_note` (why there is no GPU), `nprocs`, `nnets`, `ndisks`, `dropped`) and arrays of
-tables `gpus` (`index`, `uuid`, `bus_id`, `name`, `util_gpu`, `util_mem`, `mem_used`, `mem_total`,
-`power_w`, `power_limit_w`, `energy_mj`, `temp_c`, `sm_clock_mhz`, `mem_clock_mhz`, `throttle`,
-`ecc_sbe`, `ecc_dbe`, `xid`, `xid_count`, `pcie_tx_bps`, `pcie_rx_bps`, `nvlink_tx_bps`,
-`nvlink_rx_bps`), `procs` (`gpu`, `pid`, `mem_used`, `job`, `rank`, `comm`), `nets` (`name`,
-`rx_bytes`, `tx_bytes`, `rx_bps`, `tx_bps`) and `disks` (`name`, `read_bytes`, `write_bytes`,
-`read_bps`, `write_bps`, `util`). Rates are over the time since the previous call (-1 on the
-first); -1 is a figure the source does not give. Bytes, watts, degrees Celsius, MHz, percent.
+# Telemetry
+
+## herd.telemetry.sample() -> sample | nil, msg, status
+One sample of this node, taken now, as a table with the fields of the C struct
+(`herd_telemetry_sample`, docs/telemetry.md) under their C names: `seq`, `time_ms` (Unix
+milliseconds), `period_ms`, `host`, `cpu_busy` and `cpu_core` (percent busy, the node and each
+CPU), `load1`, `mem_total`, `mem_available` (bytes), `gpus` (each `{index, uuid, bus_id, name,
+util_gpu, util_mem, mem_used, mem_total, power_w, power_limit_w, energy_mj, temp_c,
+sm_clock_mhz, mem_clock_mhz, throttle, ecc_sbe, ecc_dbe, xid, xid_count, pcie_tx_bps,
+pcie_rx_bps, nvlink_tx_bps, nvlink_rx_bps}`), `gpu_note` (why there are no GPUs), `procs` (the
+processes on the GPUs: `{gpu, pid, mem_used, job, rank, comm}`, where `gpu` is the place of its
+GPU in `gpus` from 0: `s.gpus[p.gpu + 1]`), `nets` (`{name, rx_bytes, tx_bytes, rx_bps,
+tx_bps}`), `disks` (`{name, read_bytes, write_bytes, read_bps, write_bps, util}`) and `dropped`.
+The arrays hold their items (`#s.gpus` GPUs). A figure the source does not give is -1, as in C.
+Rates are over the time since the previous call (the Lua state keeps a sampler for them): -1 on
+the first call.
 
 ## herd.telemetry.sampler([{period =, ring =}]) -> herd.Telemetry | nil, msg, status
-Starts a sampler of this node on a thread of its own: a sample at once, then one every `period`
-milliseconds (default 1000, at least 10), the last `ring` (default 300) kept.
+A sampler of this node on a thread of its own: a sample at once, then one every `period`
+milliseconds (default 1000, at least 10), the last `ring` of them kept (default 300). An unknown
+option raises.
 
 ## herd.Telemetry
-A started sampler (`herd.telemetry.sampler`). Its samples are tables as `herd.telemetry.sample()`
-returns them.
+A running sampler of this node. Closing it (or its collection) stops its thread. Prints its
+period, ring and the last sample `next` gave.
 
-## herd.Telemetry:next([seconds]) -> table | nil
-The oldest sample newer than the last one `next` returned (a sample overwritten in the ring is
-skipped: `seq` says how many), waiting up to `seconds` (default 0) for one; `nil` when none came.
+## herd.Telemetry:next([seconds]) -> sample | nil
+The oldest kept sample newer than the one `next` last gave (a table, as
+`herd.telemetry.sample()`), its rates over the period before it; `nil` when none comes within
+`seconds` (default 0: none waits now). A reader that fell more than `ring` samples behind gets the
+oldest still kept: the jump in `seq` says how many it missed.
 
-## herd.Telemetry:latest() -> table | nil
-The newest sample, `nil` before the first.
+## herd.Telemetry:latest() -> sample | nil
+The newest sample, whatever `next` gave; `nil` before the first.
+
+## herd.Telemetry:samples() -> iterator
+`for s in t:samples() do ... end`: the samples that wait now, oldest first, as `next` gives them.
 
 ## herd.Telemetry:fd() -> integer
-A descriptor that polls readable while a sample waits for `next` (poll it, do not read it).
+A descriptor readable while a sample newer than the last `next` gave waits, for an event loop
+to poll (not to read or close).
 
-## herd.Telemetry:close() -> true
-Stops the sampler's thread and frees it; closing again does nothing and returns `true`.
+## herd.telemetry.watch([{hosts =, hostfile =, slurm =, period =}]) -> herd.TelemetryWatch | nil, msg, status
+The samples of many nodes as they come, as `herd top --hosts` reads them: `hosts` (a hostlist,
+over ssh) | `hostfile` | `slurm = true` (the nodes of this Slurm allocation), each node running
+`herd probe --watch`; none of them: this node. A sample every `period` milliseconds (default
+1000, at least 100). A node that cannot be reached is no failure of the call: `w:nodes()` says
+so.
+
+## herd.TelemetryWatch
+A watch of nodes. Closing it (or its collection) stops every node's `herd probe --watch`
+(their stdin closed; those still there 2 s later ended).
+
+## herd.TelemetryWatch:next([seconds]) -> sample, node | nil
+The oldest sample that came, from any node, as a table (`host` is the node's name as reached),
+and the node's place in `w:nodes()` (from 1); `nil` when none comes within `seconds` (default
+0: none waits now), or once every node has failed.
+
+## herd.TelemetryWatch:samples() -> iterator
+`for s, node in w:samples() do ... end`: the samples that wait now.
+
+## herd.TelemetryWatch:nodes() -> array
+Each node as `{host, state, why, samples, lost, last_ms}`: `state` is `"starting"`,
+`"streaming"`, or how it failed (`"unreachable"`, `"not started"`, `"stalled"`, `"ended"`, `"bad
+record"`) with the reason in `why`; `samples` received, `lost` (gaps in `seq` and samples
+dropped from a full queue), `last_ms` the time of its last sample (0: none yet).
+
+## herd.TelemetryWatch:live() -> integer
+The nodes starting or streaming: 0 once every node has failed.
+
+## herd.TelemetryWatch:fd() -> integer
+A descriptor readable while a sample waits or a node's state changed, to poll.
 
 # Jobs
 

@@ -15,6 +15,11 @@ _herd()
 		COMPREPLY=($(compgen -W "now now-1hours now-1days now-7days $(date +%Y-%m-%d)" -- "$cur"))
 		return
 	fi
+	# herd top's sort keys
+	if [[ $cmd == top && ${COMP_WORDS[COMP_CWORD-1]} == --sort ]]; then
+		COMPREPLY=($(compgen -W "index util memory power temp" -- "$cur"))
+		return
+	fi
 	case $cmd in
 	help)
 		words=$("$prog" help 2>/dev/null | sed -n '/^Commands:/,/^[^ ]/s/^  \([a-z]\+\) .*/\1/p')

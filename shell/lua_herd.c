@@ -407,6 +407,7 @@ int luaopen_herd(lua_State *L)
 	lherd_open_health(L);
 	lherd_open_telemetry(L);
 	lherd_open_hostlist(L);
+	lherd_open_telemetry(L);
 	lherd_open_buffer(L);
 	lherd_open_msgpack(L);
 	lherd_open_store(L);

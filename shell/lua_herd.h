@@ -191,6 +191,15 @@ void lherd_open_telemetry(lua_State *L);
 void lherd_open_hostlist(lua_State *L);
 
 /*
+ * Adds herd.telemetry (sample, sampler, watch) to the herd table on top of
+ * the stack, with the herd.Telemetry and herd.TelemetryWatch metatables
+ * (lua_telemetry.c).  lherd_push_telemetry pushes a sample as a table with
+ * the keys of the packed sample (herd_telemetry_pack), "v" aside.
+ */
+void lherd_open_telemetry(lua_State *L);
+void lherd_push_telemetry(lua_State *L, const herd_telemetry_sample *s);
+
+/*
  * Pushes a new herd.Cluster that holds nothing yet and returns the slot the
  * caller stores its herd_cluster in (liolib's newprefile): the object is
  * safe to collect before the cluster exists, so nothing leaks if creating it

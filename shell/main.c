@@ -52,8 +52,9 @@ static const struct command {
 	  "health [--level 1|2] [--seconds S] [--json]\n"
 	  "                    per-GPU checks: driver state, bandwidth, burn" },
 	{ "top", cmd_top,
-	  "top [--once] [--json] [--count N] [--period MS]\n"
-	  "                    this node's GPUs, CPUs, memory and network, live" },
+	  "top [--once] [--json [--count N]] [--period MS]\n"
+	  "        [--hosts EXPR | --hostfile F | --slurm] [--sort KEY] [--filter TEXT]\n"
+	  "                    live view of GPUs, CPUs, memory and network (q quits)" },
 	{ "exporter", cmd_exporter,
 	  "exporter [--listen ADDR:PORT] [--period MS]\n"
 	  "                    this node's telemetry for Prometheus (DCGM's names)" },

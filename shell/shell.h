@@ -201,6 +201,9 @@ int cmd_exporter(int argc, char **argv);
 /* herd hostlist expand|compress|count (shell/cmd_hostlist.c). */
 int cmd_hostlist(int argc, char **argv);
 
+/* herd top: the live view of telemetry, --once, --json (shell/cmd_top.c). */
+int cmd_top(int argc, char **argv);
+
 /*
  * One element of a dense array of a herd_dtype, widened: integer types to
  * int64_t in i (uint64 values above INT64_MAX wrap to negative numbers,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The bash completion installed with herd (shell/herd.bash): commands at
 # the first word, a command's long options from its own --help, bench's
-# operations, and ckpt's verbs; cmake --install puts it where
+# operations, ckpt's verbs and top's sort keys; cmake --install puts it where
 # bash-completion looks.
 source "$(dirname "$0")/../harness/common.sh" "$@"
 trap 'rm -rf "$tmp"' EXIT
@@ -23,8 +23,10 @@ complete_words() {
 [[ $(complete_words bench all) == "allgather allreduce alltoall " ]] || fail "bench all: $(complete_words bench all)"
 [[ $(complete_words bench allreduce --dat) == "--datatype " ]] || fail "bench --dat: $(complete_words bench allreduce --dat)"
 [[ $(complete_words to) == "top " ]] || fail "to: $(complete_words to)"
-[[ $(complete_words top --) == "--count --json --once --period " ]] || fail "top --: $(complete_words top --)"
+[[ $(complete_words top --) == "--count --filter --hostfile --hosts --json --once --period --slurm --sort " ]] || fail "top --: $(complete_words top --)"
 [[ $(complete_words ckpt ve) == "verify " ]] || fail "ckpt ve: $(complete_words ckpt ve)"
+[[ $(complete_words top --so) == "--sort " ]] || fail "top --so: $(complete_words top --so)"
+[[ $(complete_words top --sort m) == "memory " ]] || fail "top --sort m: $(complete_words top --sort m)"
 [[ $(complete_words help la) == "launch " ]] || fail "help la: $(complete_words help la)"
 [[ $(complete_words ac) == "acct " ]] || fail "ac: $(complete_words ac)"
 [[ $(complete_words acct --si) == "--since " ]] || fail "acct --si: $(complete_words acct --si)"

@@ -1,108 +1,152 @@
 #!/usr/bin/env bash
-# herd top on a terminal, driven through tmux, with the NVML stand-in's
-# three GPUs (HERD_NVML_MOCK_DIR, set by tests/CMakeLists.txt): the view
-# comes up on the alternate screen with the cursor hidden, refreshes (the
-# sample number in the header changes) without writing the lines that did
-# not change (what the pane received holds each GPU's unchanging line
-# once), s moves the sort key on and reorders the GPUs, / with text and
-# Enter filters and Esc clears, ? shows the keys, a narrower terminal
-# gets lines that fit, and q leaves with status
-# 0 and the terminal as it was (primary screen, cursor shown, the shell's
-# line back); SIGTERM gives the terminal back too, with status 143.
-# Reported skipped (exit 77) without tmux.
+# herd top's live view on a terminal, driven through tmux, with the NVML
+# stand-in's three GPUs: the view on the alternate screen with the cursor
+# hidden; it refreshes (a figure the stand-in's state file changes, and the
+# clock), writing again only the lines that changed; s changes the sort key in the header and the order of the GPU
+# lines; / filters, Esc clears the filter; a narrower window drops
+# columns; q ends it with exit status 0, the alternate screen left, the
+# cursor shown and the terminal's settings as they were.  Then Ctrl-C and
+# SIGTERM end it the same way.  Reported skipped (exit 77) without tmux.
 set -u
 HERD=${1:?usage: top_tty.sh /path/to/herd}
 fail() { echo "FAIL: $*" >&2; echo "--- screen:" >&2; screen >&2; exit 1; }
 if ! command -v tmux >/dev/null 2>&1; then
-	echo "top_tty: SKIPPED (tmux not installed)"
-	exit 77
+  echo "top_tty: SKIPPED (tmux not installed)"
+  exit 77
 fi
 HERD=$(cd "$(dirname "$HERD")" && pwd)/$(basename "$HERD")
-mock=${HERD_NVML_MOCK_DIR:?HERD_NVML_MOCK_DIR: the directory of the NVML stand-in}
+mock=$(cd "$(dirname "$HERD")/../tests/mock" && pwd)
+[[ -f $mock/libnvidia-ml.so.1 ]] || { echo "FAIL: no NVML stand-in at $mock" >&2; exit 1; }
 tmp=$(mktemp -d)
-sock="herd-top-test-$$"
-trap 'tmux -L "$sock" kill-server 2>/dev/null; rm -rf "$tmp"' EXIT
+sock="herd-top-$$"
+cleanup() {
+  tmux -L "herd-top-$$" kill-server 2>/dev/null
+  tmux -L "herd-top-$$-2" kill-server 2>/dev/null
+  tmux -L "herd-top-$$-3" kill-server 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
 source "$(dirname "$0")/../harness/tmux.sh"
+host=$(hostname)
+cat >"$tmp/state" <<EOF
+gpu 0 util 10 temp 50
+gpu 1 util 90 temp 71
+gpu 2 util 50 temp 45
+EOF
+# The pane runs sh (no line editing of its own, so it leaves the terminal's
+# settings as herd leaves them): the settings before and after herd top.
+# Ctrl-C goes to the whole foreground group: sh waits it out, as an
+# interactive shell does.
+cat >"$tmp/run.sh" <<EOF
+trap : INT
+for i in \$(seq 100); do [ -e "$tmp/go" ] && break; sleep 0.05; done
+stty -g >"$tmp/before"
+echo \$\$ >"$tmp/pid"
+env LD_LIBRARY_PATH='$mock' HERD_NVML_MOCK_STATE='$tmp/state' HERD_LEASE_DIR='$tmp/leases' \
+	TERM=xterm '$HERD' top --period 200
+echo EXITED=\$?
+stty -g >"$tmp/after"
+exec sleep 60
+EOF
+# What herd writes to the terminal is kept in $tmp/bytes.
+start() {
+  rm -f "$tmp/before" "$tmp/after" "$tmp/pid" "$tmp/go" "$tmp/bytes"
+  tmux -L "$sock" -f /dev/null new-session -d -s repl -x 132 -y 30 "sh $tmp/run.sh"
+  tmux -L "$sock" pipe-pane -o -t repl "cat >>'$tmp/bytes'"
+  touch "$tmp/go"
+}
 pane() { tmux -L "$sock" display-message -p -t repl "$1"; }
-gpu_order() { screen | grep '^GPU' | cut -c1-4 | tr '\n' ' '; }
+# the order of the GPU lines on the screen, as their indices
+order() { screen | grep -o '^    [0-9] H100' | cut -c5 | tr -d '\n'; }
+# ends the view with KEYS (tmux key names) and checks the terminal is as it was
+ends_restored() {
+  wait_for "EXITED=0"
+  [[ $(pane '#{alternate_on}') == 0 ]] || fail "$1: the alternate screen is still on"
+  [[ $(pane '#{cursor_flag}') == 1 ]] || fail "$1: the cursor is still hidden"
+  for _ in $(seq 50); do [[ -s $tmp/after ]] && break; sleep 0.1; done
+  cmp -s "$tmp/before" "$tmp/after" || fail "$1: the terminal's settings changed: $(cat "$tmp/before") -> $(cat "$tmp/after")"
+  screen | grep -q "sort: " && fail "$1: the view is still on the screen"
+}
 
-printf '%s\n' "gpu 0 util 87 mem_used 1073741824 power_mw 312000 temp 55" \
-	"gpu 1 util 12 mem_used 42949672960 power_mw 98000 temp 47" \
-	"gpu 2 util 50" >"$tmp/state"
-# What the pane receives is logged from before herd starts (the sleep).
-tmux -L "$sock" -f /dev/null new-session -d -s repl -x 160 -y 40 \
-	"echo BEFORE; sleep 1; env TERM=xterm LD_LIBRARY_PATH='$mock' HERD_NVML_MOCK_STATE='$tmp/state' '$HERD' top --period 200; echo EXITED=\$?; sleep 30"
-tmux -L "$sock" pipe-pane -o -t repl "cat >'$tmp/bytes'"
-wait_for "herd top  $(hostname)  "
-[[ $(pane '#{alternate_on}') == 1 ]] || fail "not on the alternate screen"
+start
+wait_for "herd top  $host  "
+wait_for "sort: index"
+wait_for "    2 H100 80GB HBM3"
+[[ $(pane '#{alternate_on}') == 1 ]] || fail "the view is not on the alternate screen"
 [[ $(pane '#{cursor_flag}') == 0 ]] || fail "the cursor is shown"
-screen | grep -q '^CPU ' || fail "no node line"
-wait_for "GPU2"
-[[ $(gpu_order) == "GPU0 GPU1 GPU2 " ]] || fail "GPU lines by index: $(gpu_order)"
+[[ $(order) == 012 ]] || fail "index order: $(order)"
+grep -q "^$host *cpu \[" <(screen) || fail "no node line"
 
-# refreshed: the sample number moves on, three frames at least
-first=$(screen | grep -o ' #[0-9]*  ' | head -1)
-for _ in $(seq 100); do
-	[[ $(grep -ao ' #[0-9]*  ' "$tmp/bytes" | sort -u | wc -l) -ge 3 ]] && break
-	sleep 0.1
-done
-now=$(screen | grep -o ' #[0-9]*  ' | head -1)
-[[ -n $now && $now != "$first" ]] || fail "the header stayed at '$first'"
-[[ $(grep -ao ' #[0-9]*  ' "$tmp/bytes" | sort -u | wc -l) -ge 3 ]] || fail "fewer than three frames"
-[[ $(screen | grep -c 'herd top  ') == 1 ]] || fail "more than one header on the screen"
-# each GPU's line, whose figures do not change, was written once
-n=$(grep -ao 'GPU2   H100' "$tmp/bytes" | wc -l)
-[[ $n == 1 ]] || fail "an unchanged line was written $n times"
+# It refreshes: the clock in the header moves, and a figure the stand-in
+# gives changes on the screen.
+first=$(screen | head -1)
+for _ in $(seq 100); do [[ $(screen | head -1) != "$first" ]] && break; sleep 0.1; done
+[[ $(screen | head -1) != "$first" ]] || fail "the header did not change in 10 s: $first"
+# No flicker: the screen was cleared once, and of the lines only those
+# that changed were written again (the header, the node's), not the GPUs'.
+[[ $(grep -o $'\033\[2J' "$tmp/bytes" | wc -l) == 1 ]] || fail "the screen was cleared $(grep -o $'\033\[2J' "$tmp/bytes" | wc -l) times"
+[[ $(grep -o "herd top  $host" "$tmp/bytes" | wc -l) -ge 2 ]] || fail "the header was written once"
+[[ $(grep -o "    0 H100 80GB HBM3" "$tmp/bytes" | wc -l) == 1 ]] ||
+  fail "an unchanged GPU line was written $(grep -o "    0 H100 80GB HBM3" "$tmp/bytes" | wc -l) times"
+sed -i 's/^gpu 1 util 90 temp 71$/gpu 1 util 90 temp 83/' "$tmp/state"
+wait_for " 83C "
 
-wait_for "sort index"
+# s: the next sort key, and the GPUs by it
 keys s
-wait_for "sort util"
-[[ $(gpu_order) == "GPU0 GPU2 GPU1 " ]] || fail "GPU lines by util: $(gpu_order)"
+wait_for "sort: util"
+[[ $(order) == 120 ]] || fail "util order: $(order)"
 keys s
-wait_for "sort memory"
-[[ $(gpu_order) == "GPU1 GPU0 GPU2 " ]] || fail "GPU lines by memory: $(gpu_order)"
-keys '?'
-wait_for "keys: q quit"
-keys '/'
+wait_for "sort: memory"
+keys s s
+wait_for "sort: temp"
+[[ $(order) == 102 ]] || fail "temp order: $(order)"
+
+# / filters as it is typed; Enter keeps it; Esc clears it
+keys /
 wait_for "filter: _"
-type_text "nomatch"
-wait_for "filter: nomatch_"
+type_text "nothing-like"
+wait_for 'no node or GPU matches "nothing-like"'
 keys Enter
-wait_for "filter nomatch"
-wait_for 'no GPU matches "nomatch"'
-screen | grep -q '^GPU' && fail "GPU lines shown through the filter"
-keys '/'
-wait_for "filter: nomatch_"
+wait_for "filter: nothing-like  "
 keys Escape
-wait_for "filter none"
-[[ $(screen | grep -c '^GPU') == 3 ]] || fail "Esc did not clear the filter"
+for _ in $(seq 100); do [[ $(order) == 102 ]] && break; sleep 0.1; done
+[[ $(order) == 102 ]] || fail "Esc did not clear the filter"
+screen | grep -q "filter:" && fail "Esc left the filter in the header"
 
-# a narrower terminal (SIGWINCH): redrawn to fit, the bars left out
-tmux -L "$sock" resize-window -t repl -x 60 -y 40
-for _ in $(seq 150); do
-	screen | grep -q '^GPU.*\[' || break
-	sleep 0.1
-done
-screen | grep -q '^GPU.*\[' && fail "the GPU lines kept their bars at 60 columns"
-[[ $(screen | grep -c '^GPU') == 3 ]] || fail "not three GPU lines at 60 columns"
-screen | awk 'length > 59 { exit 1 }' || fail "a line of 60 columns or more"
+# ? shows the keys; any key goes back
+keys '?'
+wait_for "  s         the next sort key"
+keys x
+for _ in $(seq 100); do [[ $(order) == 102 ]] && break; sleep 0.1; done
+[[ $(order) == 102 ]] || fail "a key did not leave the help"
+
+# A narrower window: drawn anew, the SM clock dropped, no line wider
+wait_for "SM MHz"
+tmux -L "$sock" resize-window -t repl -x 70 -y 30
+for _ in $(seq 100); do ! screen | grep -q "SM MHz" && break; sleep 0.1; done
+screen | grep -q "SM MHz" && fail "at 70 columns the SM clock is still there"
+screen | awk 'length($0) > 70 { bad = 1 } END { exit bad }' || fail "a line wider than 70 columns"
+[[ $(order) == 102 ]] || fail "after the resize: $(order)"
 
 keys q
-wait_for "EXITED=0"
-[[ $(pane '#{alternate_on}') == 0 ]] || fail "still on the alternate screen"
-[[ $(pane '#{cursor_flag}') == 1 ]] || fail "the cursor is still hidden"
-screen | grep -q 'herd top  ' && fail "the view is still on the screen"
-screen | grep -q '^BEFORE$' || fail "the shell's screen did not come back"
+ends_restored "q"
 
-# SIGTERM: the same terminal given back, status 128+15.
-tmux -L "$sock" respawn-pane -k -t repl \
-	"echo AGAIN; env TERM=xterm '$HERD' top --period 200; echo EXITED=\$?; sleep 30"
-wait_for "herd top  $(hostname)  "
-herd_pid=$(ps -o pid= --ppid "$(pane '#{pane_pid}')" | tr -d ' ')
-[[ $herd_pid =~ ^[0-9]+$ ]] || fail "no herd process in the pane: '$herd_pid'"
-kill -TERM "$herd_pid"
-wait_for "EXITED=143"
-[[ $(pane '#{alternate_on}') == 0 ]] || fail "SIGTERM: still on the alternate screen"
-[[ $(pane '#{cursor_flag}') == 1 ]] || fail "SIGTERM: the cursor is still hidden"
-screen | grep -q '^AGAIN$' || fail "SIGTERM: the shell's screen did not come back"
+# Ctrl-C ends it the same way
+tmux -L "$sock" kill-server
+sock="herd-top-$$-2"
+start
+wait_for "sort: index"
+wait_for "    2 H100 80GB HBM3"
+keys C-c
+ends_restored "Ctrl-C"
+
+# and SIGTERM to herd top (the child of the pane's sh)
+tmux -L "$sock" kill-server
+sock="herd-top-$$-3"
+start
+wait_for "sort: index"
+for _ in $(seq 50); do [[ -s $tmp/pid ]] && break; sleep 0.1; done
+top_pid=$(pgrep -P "$(cat "$tmp/pid")" -x herd) || fail "no herd top under the pane's sh"
+kill -TERM "$top_pid"
+ends_restored "SIGTERM"
 echo "top_tty: ok"

@@ -1,9 +1,9 @@
 -- herd.telemetry.watch and the sampler's iteration: one sample of this
--- node as a table with the C struct's fields (this host, its CPUs and memory as /proc says, every rate -1 in
--- a first sample); a sampler's next() gives seq 1, 2, 3 with the rates
--- of the second on, latest(), samples(), a reader that fell behind the
--- ring skips to the oldest kept, close() once; a watch of this node;
--- options checked.
+-- node as a table with the C struct's fields (this host, its CPUs and
+-- memory as /proc says, every rate -1 in a first sample); a sampler's
+-- next() gives seq 1, 2, 3 with the rates of the second on, latest(),
+-- samples(), a reader that fell behind the ring skips to the oldest kept,
+-- close() once; a watch of this node; options checked.
 
 local function read(path)
   local f = assert(io.open(path))

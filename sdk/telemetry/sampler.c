@@ -15,6 +15,13 @@
  * The eventfd is kept at 1 while the newest sample is newer than the last
  * one herd_telemetry_next handed out, and at 0 otherwise, always under the
  * mutex, so that a poll on it says what a call of next would find.
+ *
+ * Stopping: herd_telemetry_free asks the thread to stop and waits for it,
+ * up to STOP_WAIT_MS while the thread is in a read of its sources (a
+ * driver call or a /proc file of a process stuck in the kernel can block
+ * for good); past that it leaves the sampler to the thread ("orphaned"),
+ * which frees it when the read returns and calls the callback no more.
+ * The callback itself is the caller's code and is waited for.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -33,6 +40,7 @@
 #define DEFAULT_PERIOD_MS 1000
 #define MIN_PERIOD_MS 10
 #define DEFAULT_RING 300
+#define STOP_WAIT_MS 5000
 
 #define ALL_PARTS                                                                       \
 	(HERD_TELEMETRY_GPU | HERD_TELEMETRY_CPU | HERD_TELEMETRY_MEM | HERD_TELEMETRY_NET | \
@@ -55,14 +63,16 @@ struct herd_telemetry {
 
 	/* The ring and the thread's state, under mu. */
 	pthread_mutex_t mu;
-	pthread_cond_t cv;               /* stop asked */
+	pthread_cond_t cv;               /* stop asked, or the thread done */
 	herd_telemetry_sample *ring;
 	size_t cap;
 	uint64_t newest;                 /* seq of the newest sample in the ring; 0: none */
 	uint64_t handed;                 /* seq of the last one next handed out */
 	int efd;
 	bool efd_on;
-	bool started, stop, orphaned;
+	bool started, stop, orphaned, detached;
+	bool reading;                    /* the thread is in sample_into */
+	bool done;                       /* the thread has left its loop */
 	pthread_t thread;
 	herd_telemetry_sample *scratch;  /* the thread's sample in the making */
 };
@@ -197,7 +207,10 @@ static herd_status sample_into(herd_telemetry *t, herd_telemetry_sample *s)
 static void store(herd_telemetry *t, const herd_telemetry_sample *s)
 {
 	memcpy(&t->ring[(s->seq - 1) % t->cap], s, sizeof(*s));
-	t->newest = s->seq;
+	/* Only forward: a take that overtook a started thread's store (seq
+	 * numbers are given under read_mu, stores made under mu) is newer. */
+	if (s->seq > t->newest)
+		t->newest = s->seq;
 	if (!t->efd_on && t->newest > t->handed) {
 		(void)eventfd_write(t->efd, 1);
 		t->efd_on = true;
@@ -224,13 +237,15 @@ herd_status herd_telemetry_take(herd_telemetry *t, herd_telemetry_sample *out)
 	if (t == NULL || out == NULL)
 		return herd__error(HERD_EINVAL, "herd_telemetry_take: %s is NULL",
 				   t == NULL ? "t" : "out");
+	pthread_mutex_lock(&t->read_mu);
 	pthread_mutex_lock(&t->mu);
 	started = t->started;
 	pthread_mutex_unlock(&t->mu);
-	if (started)
+	if (started) {
+		pthread_mutex_unlock(&t->read_mu);
 		return herd__error(HERD_EINVAL, "telemetry: the sampler is started: its thread "
 				   "takes the samples (read them as they come)");
-	pthread_mutex_lock(&t->read_mu);
+	}
 	st = sample_into(t, out);
 	if (st == HERD_OK) {
 		pthread_mutex_lock(&t->mu);
@@ -243,14 +258,25 @@ herd_status herd_telemetry_take(herd_telemetry *t, herd_telemetry_sample *out)
 
 /* ---- the thread -------------------------------------------------------- */
 
-/* One sample on the thread: into the ring, then to the callback. */
+/* One sample on the thread: into the ring, then to the callback, unless
+ * the sampler was stopped meanwhile. */
 static void thread_sample(herd_telemetry *t)
 {
 	herd_status st;
+	bool stop;
 
+	pthread_mutex_lock(&t->mu);
+	t->reading = true;
+	pthread_mutex_unlock(&t->mu);
 	pthread_mutex_lock(&t->read_mu);
 	st = sample_into(t, t->scratch);
 	pthread_mutex_unlock(&t->read_mu);
+	pthread_mutex_lock(&t->mu);
+	t->reading = false;
+	stop = t->stop;
+	pthread_mutex_unlock(&t->mu);
+	if (stop)
+		return;
 	if (st != HERD_OK) {
 		/* Said once per run of failures; the samples resume when the source mends. */
 		if (!t->failing)
@@ -261,8 +287,9 @@ static void thread_sample(herd_telemetry *t)
 	t->failing = false;
 	pthread_mutex_lock(&t->mu);
 	store(t, t->scratch);
+	stop = t->stop;
 	pthread_mutex_unlock(&t->mu);
-	if (t->callback != NULL)
+	if (t->callback != NULL && !stop)
 		t->callback(t->userdata, t->scratch);
 }
 
@@ -270,7 +297,7 @@ static void *sampler_main(void *arg)
 {
 	herd_telemetry *t = arg;
 	int64_t period = t->period_ms, next = herd__net_now_ms();
-	bool orphaned;
+	bool orphaned, detached;
 
 	pthread_mutex_lock(&t->mu);
 	while (!t->stop) {
@@ -286,11 +313,16 @@ static void *sampler_main(void *arg)
 		while (!t->stop && herd__net_cond_wait_until(&t->cv, &t->mu, next) != ETIMEDOUT)
 			;
 	}
+	t->done = true;
 	orphaned = t->orphaned;
+	detached = t->detached;
+	pthread_cond_broadcast(&t->cv);
 	pthread_mutex_unlock(&t->mu);
-	/* Freed from its own callback: nobody joins this thread, it frees. */
+	/* Freed from its own callback, or given up on by free: nobody joins
+	 * this thread, it frees. */
 	if (orphaned) {
-		pthread_detach(pthread_self());
+		if (!detached)
+			pthread_detach(pthread_self());
 		destroy(t);
 	}
 	return NULL;
@@ -375,6 +407,7 @@ herd_status herd_telemetry_latest(herd_telemetry *t, herd_telemetry_sample *out)
 
 void herd_telemetry_free(herd_telemetry *t)
 {
+	int64_t deadline = herd__net_now_ms() + STOP_WAIT_MS;
 	bool started;
 
 	if (t == NULL)
@@ -389,6 +422,24 @@ void herd_telemetry_free(herd_telemetry *t)
 		return;
 	}
 	pthread_cond_broadcast(&t->cv);
+	while (started && !t->done) {
+		bool late = herd__net_now_ms() >= deadline;
+
+		if (late && t->reading) {
+			/* A read that does not return: the thread frees when it does. */
+			herd__log_warn("telemetry: the sampler's thread is still reading its "
+				       "sources after %d ms; it is left to end on its own",
+				       STOP_WAIT_MS);
+			t->orphaned = true;
+			t->detached = true;
+			pthread_detach(t->thread);
+			pthread_mutex_unlock(&t->mu);
+			return;
+		}
+		/* Past the deadline in the callback: that is the caller's code, waited for. */
+		(void)herd__net_cond_wait_until(&t->cv, &t->mu,
+						late ? herd__net_now_ms() + 100 : deadline);
+	}
 	pthread_mutex_unlock(&t->mu);
 	if (started)
 		pthread_join(t->thread, NULL);

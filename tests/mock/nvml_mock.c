@@ -12,10 +12,12 @@
  * others in a state file (HERD_NVML_MOCK_STATE, below).  Built with
  * NVML_MOCK_OLD it plays an old driver that lacks the newer entry points.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 
 typedef int nvmlReturn_t;
 typedef struct mock_gpu *nvmlDevice_t;
@@ -176,7 +178,9 @@ nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, unsigned int li
  * (nvmlDeviceGetPcieThroughput), pcie_tx_bytes pcie_rx_bytes nvlink_tx_kib
  * nvlink_rx_kib (counters of nvmlDeviceGetFieldValues), counter_time_us
  * (their timestamp; else the time of the call), lost (nonzero: every
- * figure query answers GPU_IS_LOST).  A key not given keeps its idle value.
+ * figure query answers GPU_IS_LOST), stall_ms (the utilization query
+ * sleeps that long first, as a driver call on a GPU that fell off the bus
+ * can).  A key not given keeps its idle value.
  */
 enum { NOT_SUPPORTED = 3, INSUFFICIENT_SIZE = 7, GPU_IS_LOST = 15 };
 
@@ -384,7 +388,16 @@ typedef struct {
 
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u)
 {
-	nvmlReturn_t r = figure_u(d, "util", 0, &u->gpu);
+	unsigned long long stall = 0;
+	nvmlReturn_t r;
+
+	if (state(d, "stall_ms", &stall) > 0 && stall > 0) {
+		struct timespec ts = { (time_t)(stall / 1000), (long)(stall % 1000) * 1000000 };
+
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+	}
+	r = figure_u(d, "util", 0, &u->gpu);
 
 	return r == OK ? figure_u(d, "mem_util", 0, &u->memory) : r;
 }

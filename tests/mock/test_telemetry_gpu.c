@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "test.h"
 
@@ -534,6 +535,49 @@ static void test_no_driver_is_unavailable(void)
 	herd__tgpu_close(NULL);
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * A started sampler whose driver call does not return (the stand-in's
+ * utilization query sleeping 30 s, as on a GPU fallen off the bus): free
+ * waits its 5 s for the thread and returns, leaving the thread to free
+ * the sampler when the call returns.  Run last: the thread outlives it.
+ */
+static void test_free_gives_up_on_a_stalled_driver_call(void)
+{
+	herd_telemetry_opts o = HERD_TELEMETRY_OPTS_INIT;
+	herd_log_level level = herd_log_get_level();
+	herd_telemetry *t = NULL;
+	struct timespec in_call = { 1, 0 };
+	int64_t t0, ms;
+
+	setenv("HERD_NVML_MOCK_STATE", state_path, 1);
+	setenv("HERD_KERNEL_LOG", log_path, 1);
+	write_text(state_path, "w", "gpu 0 stall_ms 30000\n");
+	o.period_ms = 10;
+	o.parts = HERD_TELEMETRY_GPU;
+	o.lease_dir = lease_dir;
+	CHECK_OK(herd_telemetry_create(&t, &o));
+	CHECK_OK(herd_telemetry_start(t));
+	/* The thread's first sample starts at once and stalls. */
+	nanosleep(&in_call, NULL);
+	herd_log_set_level(HERD_LOG_ERROR);   /* free's warning is expected */
+	t0 = now_ms();
+	herd_telemetry_free(t);
+	ms = now_ms() - t0;
+	herd_log_set_level(level);
+	if (ms < 4500 || ms >= 10000)
+		TEST_FAIL_("herd_telemetry_free took %lld ms; expected its 5 s bound, "
+			   "not the stall's 30 s", (long long)ms);
+	test_checks++;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -552,6 +596,7 @@ int main(int argc, char **argv)
 		TEST_RUN(test_processes_named_by_environment_and_lease);
 		TEST_RUN(test_processes_past_the_cap);
 		TEST_RUN(test_xid_events_counted_since_open);
+		TEST_RUN(test_free_gives_up_on_a_stalled_driver_call);
 	}
 	rm_tree(tmp);
 	return TEST_DONE();

@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,10 +63,11 @@ static const char probe_usage[] =
 	"                 MS (default 1000, at least 100), each as a record: a\n"
 	"                 4-byte big-endian length and the msgpack sample, or with\n"
 	"                 --text base64 lines (for srun), with --json a JSON line;\n"
-	"                 until stdin ends, stdout breaks, SIGTERM, SIGINT or SIGHUP,\n"
-	"                 or --count N samples.  A reader that falls behind loses\n"
-	"                 samples (the gaps in seq); one that takes nothing for 10 s\n"
-	"                 (or 10 periods) ends it\n"
+	"                 until stdin ends (when it is a pipe, a socket or a\n"
+	"                 terminal: ssh's end), stdout breaks, SIGTERM, SIGINT or\n"
+	"                 SIGHUP, or --count N records written.  A reader that falls\n"
+	"                 behind loses samples (the gaps in seq); one that takes\n"
+	"                 nothing for 10 s (or 10 periods) ends it\n"
 	"Exit status:\n"
 	"  0    the inventory was printed (with --links, the rank's pairs measured;\n"
 	"       with --watch, the stream ran until one of its ends)\n"
@@ -738,9 +740,24 @@ static void on_watch_signal(int sig)
 }
 
 /*
+ * Whether stdin's end means the watcher is gone: a pipe or a socket (ssh's,
+ * the engine's), or a terminal (Ctrl-D).  /dev/null or a file (srun's
+ * other tasks, nohup, a batch script) ends at once and says nothing.
+ */
+static bool stdin_tells_the_end(void)
+{
+	struct stat sb;
+
+	if (fstat(STDIN_FILENO, &sb) != 0)
+		return false;
+	return S_ISFIFO(sb.st_mode) || S_ISSOCK(sb.st_mode) || isatty(STDIN_FILENO);
+}
+
+/*
  * `herd probe --watch [--period MS] [--count N] [--text | --json]`: this
  * node's samples as records on stdout (herd_agent_telemetry_watch) until
- * stdin ends, stdout breaks, a signal that asks to end, or N samples.
+ * stdin ends (when it can tell), stdout breaks, a signal that asks to end,
+ * or N records.
  */
 static int probe_watch(int argc, char **argv)
 {
@@ -797,7 +814,8 @@ static int probe_watch(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof(stops) / sizeof(*stops); i++)
 		sigaction(stops[i], &sa, NULL);
-	st = herd_agent_telemetry_watch(STDIN_FILENO, STDOUT_FILENO, watch_stop[0], period_ms,
+	st = herd_agent_telemetry_watch(stdin_tells_the_end() ? STDIN_FILENO : -1, STDOUT_FILENO,
+					watch_stop[0], period_ms,
 					(uint64_t)count, format, NULL);
 	if (st != HERD_OK) {
 		shell_message("herd probe", shell_last_error());

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,6 +56,8 @@
 #define STALL_SLACK_MS 2000
 /* Node side: a stdout that takes nothing this long (or ten periods) is given up. */
 #define OUT_STALL_MS 10000
+/* Asked to stop, how long the record under way may take to be written whole. */
+#define FINISH_MS 1000
 /* The samples a node-side sampler keeps: the writer takes each at once. */
 #define NODE_RING 8
 /* free: how long the helpers get to end by themselves once their stdin is
@@ -204,7 +207,8 @@ typedef struct node_side {
 	herd__buf out;
 	int out_fd;
 	int64_t waiting_since;      /* when out last took bytes or began to wait */
-	uint64_t seq, dropped;
+	uint64_t seq, dropped, written;
+	bool nonblocking;           /* out_fd made non-blocking (a pipe or socket) */
 } node_side;
 
 /* Writes what out_fd takes.  *gone: it broke (EPIPE). */
@@ -231,17 +235,36 @@ static herd_status node_flush(node_side *n, bool *gone)
 	return HERD_OK;
 }
 
+/* Asked to stop: the record under way written whole, so that the reader
+ * (a file of --json lines, say) does not end on half of one; FINISH_MS at
+ * most. */
+static void node_finish(node_side *n, bool *gone)
+{
+	int64_t deadline = herd__net_now_ms() + FINISH_MS;
+
+	while (n->out.len > n->out.off && !*gone) {
+		struct pollfd p = { .fd = n->out_fd, .events = POLLOUT };
+		int left = herd__net_remaining_ms(deadline);
+
+		if (left == 0 || (poll(&p, 1, left) < 0 && errno != EINTR))
+			return;
+		if (node_flush(n, gone) != HERD_OK)
+			return;
+	}
+}
+
 /* The samples that have come: each written, or dropped when too much waits. */
 static herd_status node_take(node_side *n, uint64_t count, herd_telemetry_record format)
 {
-	while ((count == 0 || n->seq < count) && herd_telemetry_next(n->t, &n->seq, n->s) == HERD_OK) {
+	while ((count == 0 || n->written < count) &&
+	       herd_telemetry_next(n->t, &n->seq, n->s) == HERD_OK) {
 		if (n->out.len > n->out.off) {
 			n->dropped++;
 			continue;
 		}
-		if (n->out.len == n->out.off)
-			n->waiting_since = herd__net_now_ms();
+		n->waiting_since = herd__net_now_ms();
 		HERD_CHECK(record_append(&n->out, n->s, format));
+		n->written++;
 	}
 	return HERD_OK;
 }
@@ -265,6 +288,7 @@ herd_status herd_agent_telemetry_watch(int in_fd, int out_fd, int stop_fd, int p
 {
 	herd_telemetry_opts o = HERD_TELEMETRY_OPTS_INIT;
 	node_side n = { .out_fd = out_fd };
+	struct stat sb;
 	int out_flags = -1, stall_ms;
 	bool gone = false, in_watched = in_fd >= 0;
 	herd_status st = HERD_OK;
@@ -285,8 +309,17 @@ herd_status herd_agent_telemetry_watch(int in_fd, int out_fd, int stop_fd, int p
 	o.ring_size = NODE_RING;
 	HERD_CHECK_GOTO(herd__calloc(&n.s, 1, sizeof(*n.s), "a sample"), st, out);
 	HERD_CHECK_GOTO(herd_telemetry_create(&n.t, &o), st, out);
-	out_flags = fcntl(out_fd, F_GETFL);
-	if (out_flags < 0 || fcntl(out_fd, F_SETFL, out_flags | O_NONBLOCK) != 0) {
+	/* Non-blocking only where a reader can stall it and nobody else is
+	 * likely to share it: a pipe or a socket (a terminal's flags are the
+	 * shell's too; a file does not stall). */
+	if (fstat(out_fd, &sb) != 0) {
+		st = herd__error_errno(HERD_EIO, errno, "the descriptor to write records to");
+		goto out;
+	}
+	n.nonblocking = S_ISFIFO(sb.st_mode) || S_ISSOCK(sb.st_mode);
+	out_flags = n.nonblocking ? fcntl(out_fd, F_GETFL) : -1;
+	if (n.nonblocking &&
+	    (out_flags < 0 || fcntl(out_fd, F_SETFL, out_flags | O_NONBLOCK) != 0)) {
 		st = herd__error_errno(HERD_EIO, errno, "the descriptor to write records to");
 		out_flags = -1;
 		goto out;
@@ -302,7 +335,7 @@ herd_status herd_agent_telemetry_watch(int in_fd, int out_fd, int stop_fd, int p
 		pf[k++] = (struct pollfd){ .fd = waiting ? out_fd : -1, .events = POLLOUT };
 		pf[k++] = (struct pollfd){ .fd = in_watched ? in_fd : -1, .events = POLLIN };
 		pf[k++] = (struct pollfd){ .fd = stop_fd, .events = POLLIN };
-		if (count != 0 && n.seq >= count)
+		if (count != 0 && n.written >= count)
 			pf[0].fd = -1;
 		if (waiting) {
 			timeout = herd__net_remaining_ms(n.waiting_since + stall_ms);
@@ -320,8 +353,10 @@ herd_status herd_agent_telemetry_watch(int in_fd, int out_fd, int stop_fd, int p
 			st = herd__error_errno(HERD_ESYS, errno, "waiting for samples");
 			break;
 		}
-		if (pf[3].revents != 0)
+		if (pf[3].revents != 0) {
+			node_finish(&n, &gone);
 			break;
+		}
 		if (pf[2].revents & POLLNVAL)
 			in_watched = false;
 		else if (pf[2].revents != 0 && input_ended(in_fd))
@@ -329,7 +364,7 @@ herd_status herd_agent_telemetry_watch(int in_fd, int out_fd, int stop_fd, int p
 		if (pf[0].revents != 0)
 			HERD_CHECK_GOTO(node_take(&n, count, format), st, out);
 		HERD_CHECK_GOTO(node_flush(&n, &gone), st, out);
-		if (gone || (count != 0 && n.seq >= count && n.out.len == n.out.off))
+		if (gone || (count != 0 && n.written >= count && n.out.len == n.out.off))
 			break;
 	}
 out:

@@ -4,7 +4,9 @@
 # decode to seq 1, 2, 3 of this host, with the format version; --text
 # prints the same samples as base64 lines and --json as JSON lines.  The
 # stream ends with exit status 0 when its stdin ends, when its stdout
-# breaks, on SIGTERM and on SIGHUP; --period under 100 ms is a usage
+# breaks, on SIGTERM and on SIGHUP; with stdin at /dev/null it streams
+# until --count or a signal, and --json into a file ends on a whole line
+# when stopped; --period under 100 ms is a usage
 # error.  A reader that never reads (a FIFO of one page that nobody
 # drains) neither makes it hold more nor keeps it: it drops samples, then
 # gives up with exit status 1, saying so.
@@ -127,6 +129,29 @@ for sig in TERM HUP; do
 	"$HERD" "$tmp/decode.lua" "$tmp/frames" >"$tmp/decoded" 2>&1 || fail "SIG$sig: $(cat "$tmp/decoded")"
 	[[ -s $tmp/decoded ]] || fail "SIG$sig: no record in 0.5 s"
 done
+
+# --- stdin at /dev/null (srun's other tasks, nohup, a batch script): it
+# cannot tell the watcher's end, so it streams until --count records are
+# written, or a signal; --json into a file ends on a whole line
+timeout 20 "$HERD" probe --watch --period 100 --count 3 --json </dev/null >"$tmp/json" 2>"$tmp/err" \
+	|| fail "stdin at /dev/null: exit $?: $(cat "$tmp/err")"
+[[ $(wc -l <"$tmp/json") == 3 ]] || fail "stdin at /dev/null: $(cat "$tmp/json")"
+"$HERD" probe --watch --period 100 --json </dev/null >"$tmp/json" 2>"$tmp/err" &
+pid=$!
+for ((k = 0; k < 100; k++)); do
+	[[ $(wc -l <"$tmp/json") -ge 2 ]] && break
+	sleep 0.1
+done
+kill -TERM $pid
+wait_end $pid "SIGTERM, stdin at /dev/null"
+[[ $rc == 0 ]] || fail "SIGTERM, stdin at /dev/null: exit $rc: $(cat "$tmp/err")"
+python3 - "$tmp/json" <<'PY' || fail "--json into a file, stopped: $(cat "$tmp/json")"
+import json, sys
+text = open(sys.argv[1]).read()
+assert text.endswith("\n"), "a cut line at the end"
+seqs = [json.loads(l)["seq"] for l in text.splitlines()]
+assert len(seqs) >= 2 and seqs == list(range(1, len(seqs) + 1)), seqs
+PY
 
 # --- a reader gone (EPIPE): exit status 0
 timeout 20 "$HERD" probe --watch --period 100 < <(sleep 30) 2>"$tmp/err" | head -c 3 >/dev/null

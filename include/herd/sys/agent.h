@@ -112,15 +112,18 @@ HERD_EXTERN herd_status herd_agent_bcast_receive(const char *dest, uint64_t byte
  * when in_fd reaches its end or fails (the watcher is gone: ssh closed it;
  * what comes before is read and dropped; -1: no such end), when out_fd
  * breaks (EPIPE: the caller ignores SIGPIPE), when stop_fd (-1: none)
- * becomes readable (a signal handler's self-pipe), or once count samples
- * (0: no limit) have been taken and written.  It never blocks on out_fd:
- * a sample taken while the record before is not all written is dropped
- * and counted in *dropped (may be NULL; the watcher sees the gap in seq),
- * so that one record at most waits beyond what out_fd's pipe holds; when
+ * becomes readable (a signal handler's self-pipe; the record under way is
+ * written whole first, within 1 s), or once count records (0: no limit)
+ * have been written.  It never blocks on an out_fd that is a pipe or a
+ * socket (made non-blocking during the call, its flags restored after): a
+ * sample taken while the record before is not all written is dropped and
+ * counted in *dropped (may be NULL; the watcher sees the gap in seq), so
+ * that one record at most waits beyond what out_fd's pipe holds; when
  * out_fd takes nothing for 10 s or 10 periods, whichever is longer, while
- * a record waits, it gives up with HERD_ETIMEDOUT.  out_fd
- * is non-blocking during the call, its flags restored after.  HERD_EINVAL
- * for a bad argument, the sampler's error when it cannot start.
+ * a record waits, it gives up with HERD_ETIMEDOUT.  A terminal or a file
+ * is written to as it is (its flags may be shared with other processes).
+ * HERD_EINVAL for a bad argument, the sampler's error when it cannot
+ * start.
  */
 HERD_EXTERN herd_status herd_agent_telemetry_watch(int in_fd, int out_fd, int stop_fd,
 						   int period_ms, uint64_t count,

@@ -128,7 +128,7 @@ struct shell_monitor {
 	herd_telemetry_sample *remote_sample;
 	char watch_note[512];      /* why the other nodes were not watched */
 	char host[256];            /* this node's short name */
-	char sample_host[HERD_NAME_LEN];
+	char sample_host[HERD_HOST_LEN];
 	char gpu_note[128];
 	int node_gpus;             /* GPUs the node's last sample held */
 	int nranks;

@@ -22,6 +22,7 @@ extern "C" {
 #define HERD_PCI_ID_LEN 16     /* "0000:18:00.0" and its NUL */
 #define HERD_PCI_MAX_SWITCHES 8
 #define HERD_NAME_LEN 64       /* interface, device and UUID strings */
+#define HERD_HOST_LEN 256      /* a host name (Linux allows 64 characters, DNS 253) */
 
 /* Where a PCI device sits, as far as the topology matrix needs it. */
 typedef struct herd_pci_loc {

@@ -133,7 +133,7 @@ typedef struct herd_telemetry_sample {
 	uint64_t seq;               /* 1, 2, ... within its sampler */
 	int64_t time_ms;            /* wall clock, Unix milliseconds */
 	int64_t period_ms;          /* since the previous sample; 0 on the first */
-	char host[HERD_NAME_LEN];
+	char host[HERD_HOST_LEN];   /* the short name (up to the first '.') */
 	/* CPU: the whole node and each core, percent busy; -1 on the first sample */
 	double cpu_busy;
 	int ncpus;
@@ -184,7 +184,10 @@ HERD_EXTERN herd_status herd_telemetry_create(herd_telemetry **out, const herd_t
 /*
  * Takes a sample now into *out (rates since this sampler's previous
  * sample) and puts it in the ring.  Not with a started sampler (HERD_EINVAL).
- * Blocks for the reads only (a few milliseconds).
+ * Blocks for the reads only: well under a millisecond for /proc, and per
+ * GPU NVML's queries, a few milliseconds, or some 40 ms where the driver
+ * has no PCIe byte counters and NVML's throughput query samples for 20 ms
+ * in each direction.
  */
 HERD_EXTERN herd_status herd_telemetry_take(herd_telemetry *t, herd_telemetry_sample *out);
 
@@ -194,6 +197,9 @@ HERD_EXTERN herd_status herd_telemetry_start(herd_telemetry *t);
 /*
  * A descriptor readable while a sample newer than the last one
  * herd_telemetry_next returned waits in the ring; poll it, do not read it.
+ * It follows one reader: with several readers of next (each with its own
+ * *seq), one that catches up clears it for all; others poll with a
+ * timeout, or share one reader's samples.
  */
 HERD_EXTERN int herd_telemetry_fd(const herd_telemetry *t);
 
@@ -212,7 +218,12 @@ HERD_EXTERN herd_status herd_telemetry_latest(herd_telemetry *t, herd_telemetry_
 /*
  * Stops the thread (if started) without waiting out its period, closes
  * NVML, frees.  Accepts NULL.  From the callback too: the thread then
- * frees the sampler as the callback returns.
+ * frees the sampler as the callback returns.  A thread stuck in a read of
+ * its sources (an NVML call on a GPU that fell off the bus, a /proc file
+ * of a process stuck in the kernel) is waited for 5 s at most: then free
+ * returns, says so at warning level, and the thread frees the sampler
+ * when the read returns, calling the callback no more.  A callback under
+ * way is waited for.
  */
 HERD_EXTERN void herd_telemetry_free(herd_telemetry *t);
 

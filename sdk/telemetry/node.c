@@ -285,6 +285,8 @@ static herd_status read_host(herd__tnode *n, herd_telemetry_sample *s)
 		if (gethostname(s->host, sizeof(s->host)) != 0)
 			return herd__error_errno(HERD_ESYS, errno, "cannot get the host name");
 		s->host[sizeof(s->host) - 1] = '\0';
+		/* The short name, as Slurm, hostfiles and herd's launchers write them. */
+		s->host[strcspn(s->host, ".")] = '\0';
 		return HERD_OK;
 	}
 	st = read_file(n, "proc/sys/kernel/hostname", &len);
@@ -297,6 +299,7 @@ static herd_status read_host(herd__tnode *n, herd_telemetry_sample *s)
 		return herd__error(HERD_EFORMAT, "%s: line 1: expected a host name of 1 to %zu "
 				   "characters", n->path, sizeof(s->host) - 1);
 	memcpy(s->host, n->buf, len);
+	s->host[strcspn(s->host, ".")] = '\0';
 	return HERD_OK;
 }
 

@@ -300,6 +300,29 @@ static void test_node_malformed_files_are_named_with_their_line(void)
 			"name");
 }
 
+/* Linux allows 64 characters (HOST_NAME_MAX); a sample keeps the short
+ * name, as Slurm, hostfiles and herd's launchers write it. */
+static void test_node_long_and_qualified_host_names(void)
+{
+	static const char long_name[] = "n234567890123456789012345678901234567890123456789012345678901234";
+	char *dir = make_tmpdir();
+	herd_telemetry_sample *s = new_sample();
+	herd__tnode *n = NULL;
+
+	CHECK_INT(strlen(long_name), 64);
+	put_file(dir, "proc/sys/kernel/hostname", "n234567890123456789012345678901234567890"
+		 "123456789012345678901234\n");
+	CHECK_OK(herd__tnode_open(&n, dir));
+	CHECK_OK(herd__tnode_read(n, s, 0));
+	CHECK_STR(s->host, long_name);
+	put_file(dir, "proc/sys/kernel/hostname", "gpu-node-07.cluster.example.org\n");
+	CHECK_OK(herd__tnode_read(n, s, 0));
+	CHECK_STR(s->host, "gpu-node-07");
+	herd__tnode_close(n);
+	free(s);
+	rm_tree(dir);
+}
+
 static void test_node_failed_read_starts_rates_afresh(void)
 {
 	char *dir = make_tmpdir();
@@ -902,6 +925,7 @@ int main(void)
 	TEST_RUN(test_node_parts_read_only_what_is_asked);
 	TEST_RUN(test_node_missing_files_leave_parts_empty);
 	TEST_RUN(test_node_malformed_files_are_named_with_their_line);
+	TEST_RUN(test_node_long_and_qualified_host_names);
 	TEST_RUN(test_node_failed_read_starts_rates_afresh);
 	TEST_RUN(test_node_items_past_the_caps_are_counted_as_dropped);
 	TEST_RUN(test_node_disk_with_a_slash_is_found_in_sysfs);

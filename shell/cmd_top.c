@@ -114,6 +114,17 @@ static void lb_init(lbuf *b, int cap)
 	b->s[0] = '\0';
 }
 
+/* A figure as whole units and its unit into text, "-" when the source
+ * does not give it (-1); returns text. */
+static const char *figure(char *text, size_t cap, double v, const char *unit)
+{
+	if (v < 0)
+		snprintf(text, cap, "-");
+	else
+		snprintf(text, cap, "%.0f%s", v, unit);
+	return text;
+}
+
 /* text padded or cut to width (left- or right-aligned); what comes from a
  * sample (a job id from some process's environment) may hold anything, so
  * every byte that is not printable ASCII is shown as '?'. */
@@ -471,18 +482,10 @@ static void gpu_line(lines *out, const herd_telemetry_sample *s, int g, const in
 			put(&b, text, w[c], true);
 			break;
 		case G_TEMP:
-			if (gpu->temp_c < 0)
-				snprintf(text, sizeof(text), "-");
-			else
-				snprintf(text, sizeof(text), "%.0fC", gpu->temp_c);
-			put(&b, text, w[c], true);
+			put(&b, figure(text, sizeof(text), gpu->temp_c, "C"), w[c], true);
 			break;
 		case G_SM:
-			if (gpu->sm_clock_mhz < 0)
-				snprintf(text, sizeof(text), "-");
-			else
-				snprintf(text, sizeof(text), "%.0f", gpu->sm_clock_mhz);
-			put(&b, text, w[c], true);
+			put(&b, figure(text, sizeof(text), gpu->sm_clock_mhz, ""), w[c], true);
 			break;
 		case G_JOB:
 			holder(text, sizeof(text), s, g);

@@ -1271,8 +1271,10 @@ int cmd_top(int argc, char **argv)
 
 	memset(&t, 0, sizeof(t));
 	t.period_ms = 1000;
-	if (shell_args_check("top", argc, argv, "+h", longopts, NULL, &a) != 0)
+	if (shell_args_check("top", argc, argv, "+h", longopts, NULL, &a) != 0) {
+		shell_args_free(&a);
 		return SHELL_EXIT_USAGE;
+	}
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(a.argc, a.argv, "+h", longopts, &li)) != -1) {

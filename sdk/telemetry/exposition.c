@@ -10,7 +10,7 @@
  * DCGM_FI_DEV_MEM_CLOCK, DCGM_FI_DEV_GPU_TEMP, DCGM_FI_DEV_POWER_USAGE,
  * DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, DCGM_FI_DEV_GPU_UTIL,
  * DCGM_FI_DEV_MEM_COPY_UTIL, DCGM_FI_DEV_XID_ERRORS, DCGM_FI_DEV_FB_USED,
- * DCGM_FI_DEV_ECC_SBE_VOL_TOTAL, DCGM_FI_DEV_ECC_DBE_VOL_TOTAL), of its
+ * DCGM_FI_DEV_FB_FREE, DCGM_FI_DEV_ECC_SBE_VOL_TOTAL, DCGM_FI_DEV_ECC_DBE_VOL_TOTAL), of its
  * etc/dcp-metrics-included.csv for the rates in bytes per second
  * (DCGM_FI_PROF_PCIE_TX_BYTES, _RX_BYTES, DCGM_FI_PROF_NVLINK_TX_BYTES,
  * _RX_BYTES), and DCGM's field names for the rest (DCGM_FI_DEV_FB_TOTAL,
@@ -293,6 +293,17 @@ static void gpu_families(herd__expo *x, const herd_telemetry_sample *s, const in
 				herd__expo_value(x, &l, v);
 			}
 		}
+	}
+
+	/* default-counters.csv's DCGM_FI_DEV_FB_FREE: the total less the used. */
+	herd__expo_family(x, "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).");
+	for (int i = 0; i < ngpus; i++) {
+		const herd_telemetry_gpu *g = &s->gpus[i];
+
+		if (g->mem_total < 0 || g->mem_used < 0 || g->mem_used > g->mem_total)
+			continue;
+		dcgm_labels(&l, s, g, minors[i]);
+		herd__expo_value(x, &l, (double)(g->mem_total - g->mem_used) / MIB);
 	}
 
 	herd__expo_family(x, "herd_gpu_xid_events_total", "counter",

@@ -22,6 +22,7 @@
  *   herd/health.h    per-GPU health checks in DCGM-style levels
  *   herd/telemetry.h GPU, CPU, memory, network and disk samples on a period
  *   herd/metrics.h   the Prometheus exposition of samples and herd's own counters
+ *   herd/trace.h     the flight recorders of a job read back: the wavefront
  *
  * Each header declares the names of its own prefix (docs/api.md, "Names").
  *
@@ -49,5 +50,6 @@
 #include "herd/health.h"
 #include "herd/telemetry.h"
 #include "herd/metrics.h"
+#include "herd/trace.h"
 
 #endif /* HERD_H */

@@ -10,6 +10,7 @@
  * (herd_job_interrupt); another within KILL_WINDOW_MS kills what is left
  * at once, as srun's second Ctrl-C does.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -828,6 +829,23 @@ static int parse_args(shell_args *a, herd_job_spec *spec, struct env_list *e,
 	return 0;
 }
 
+/* Whether dir holds a flight recorder (*.trace). */
+static bool has_traces(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	bool found = false;
+
+	while (d != NULL && !found && (de = readdir(d)) != NULL) {
+		size_t n = strlen(de->d_name);
+
+		found = n > 6 && strcmp(de->d_name + n - 6, ".trace") == 0;
+	}
+	if (d != NULL)
+		closedir(d);
+	return found;
+}
+
 int cmd_launch(int argc, char **argv)
 {
 	herd_job_spec spec = HERD_JOB_SPEC_INIT;
@@ -915,6 +933,10 @@ int cmd_launch(int argc, char **argv)
 		fprintf(stderr, herd_job_get_state(job) == HERD_JOB_FAILED
 			? "herd launch: job %s failed: %s\n" : "herd launch: job %s: %s\n",
 			herd_job_id(job), herd_job_failure(job));
+	if (herd_job_get_state(job) == HERD_JOB_FAILED && herd_job_trace_dir(job) != NULL &&
+	    has_traces(herd_job_trace_dir(job)))
+		fprintf(stderr, "herd launch: the ranks' flight recorders: herd trace %s\n",
+			herd_job_trace_dir(job));
 	if (la.summary != NULL &&
 	    write_summary(la.summary, job, spec.time_limit_ms, status, NULL) != 0 && status == 0)
 		status = LAUNCH_EXIT_OWN;

@@ -62,6 +62,9 @@ static const struct command {
 	  "launch -n N [--per-node K] [--hosts EXPR | --hostfile F | --slurm]\n"
 	  "        [--gpus-per-rank G] [--restarts R] [--time LIMIT] [--log-dir D] -- CMD\n"
 	  "                    run N ranks of CMD (a .lua CMD: Lua ranks; see launch -h)" },
+	{ "trace", cmd_trace,
+	  "trace [--json] FILE|DIR\n"
+	  "                    the flight recorders of a job: who is missing from a call" },
 	{ "acct", cmd_acct,
 	  "acct [--since T] [--until T] [--json] [--log FILE]\n"
 	  "                    the jobs herd launch ran, with GPU-hours, as sacct" },

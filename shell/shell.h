@@ -102,6 +102,10 @@ int cmd_gpus(int argc, char **argv);
 /* `herd launch -n N [...] -- CMD` (shell/cmd_launch.c). */
 int cmd_launch(int argc, char **argv);
 
+/* `herd trace [--json] FILE|DIR`: the wavefront of a job's flight recorders
+ * (shell/cmd_trace.c). */
+int cmd_trace(int argc, char **argv);
+
 /* `herd acct [--since T] [--until T] [--json] [--log FILE]` (shell/cmd_acct.c). */
 int cmd_acct(int argc, char **argv);
 

@@ -75,7 +75,7 @@ typedef struct herd_comm herd_comm;
 /* A nonblocking operation in flight (herd_comm_i*).  Opaque. */
 typedef struct herd_comm_request herd_comm_request;
 
-#define HERD_COMM_OPTS_VERSION 1
+#define HERD_COMM_OPTS_VERSION 2
 
 /* Options of herd_comm_init and herd_comm_init_env.  Zero means default;
  * HERD_* environment variables override the defaults, not explicit values. */
@@ -126,9 +126,14 @@ typedef struct herd_comm_opts {
 	 * ...) and loopback published last.  Never on every interface when
 	 * the value names one interface. */
 	const char *socket_ifname;
+	/* The calls the flight recorder keeps (version 2 on): 0, the default,
+	 * HERD_TRACE_RING's count, else 1024; a negative count, none.  The
+	 * recorder is in HERD_TRACE_DIR when set (herd launch sets it), else
+	 * in memory (docs/reliability.md, "The flight recorder"). */
+	int trace_ring;
 } herd_comm_opts;
 
-#define HERD_COMM_OPTS_INIT { HERD_COMM_OPTS_VERSION, 0, NULL, NULL, NULL }
+#define HERD_COMM_OPTS_INIT { HERD_COMM_OPTS_VERSION, 0, NULL, NULL, NULL, 0 }
 
 /*
  * Joins the communicator described by the environment, tried in order:

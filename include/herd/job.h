@@ -400,6 +400,17 @@ HERD_EXTERN int herd_job_restart_count(const herd_job *job);
  */
 HERD_EXTERN const char *herd_job_failure(const herd_job *job);
 
+/*
+ * The directory of the ranks' flight recorders (herd/trace.h), HERD_TRACE_DIR
+ * as the ranks get it: BASE/JOB_ID, BASE the job environment's
+ * HERD_TRACE_DIR, else $XDG_RUNTIME_DIR/herd/trace, else
+ * /tmp/herd-trace-UID.  On a failure the summary uses the recorders to name
+ * the rank missing from the call the others waited in, and they stay for
+ * `herd trace DIR`; a job that succeeds removes them (on this node).
+ * Borrowed; NULL for a NULL job.
+ */
+HERD_EXTERN const char *herd_job_trace_dir(const herd_job *job);
+
 /* HERD_JOB_RUNNING until the job is over, then how it ended.  A NULL job
  * gives HERD_JOB_RUNNING. */
 HERD_EXTERN herd_job_state herd_job_get_state(const herd_job *job);

@@ -63,6 +63,10 @@ typedef enum herd__param_type {
 	  "GPU leases (else $XDG_RUNTIME_DIR/herd)")                                            \
 	X(STATS_DIR, STRING, "dir", 0, 0, "(herd/stats)",                                       \
 	  "where processes count calls for herd exporter")                                      \
+	X(TRACE_DIR, STRING, "dir", 0, 0, "(launcher's)",                                       \
+	  "where each rank keeps its flight recorder")                                          \
+	X(TRACE_RING, INT, "", 0, 1048576, "1024",                                              \
+	  "calls a flight recorder keeps; 0: none")                                             \
 	X(KERNEL_LOG, STRING, "file", 0, 0, "/dev/kmsg",                                        \
 	  "the kernel log herd health and telemetry read")                                     \
 	X(HISTORY, STRING, "file", 0, 0, "(state dir)",                                         \

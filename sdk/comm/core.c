@@ -171,6 +171,7 @@ static bool record_failure(herd_comm *comm, herd_status st, bool propagate, cons
 		herd__strlcpy(comm->fail_msg, msg, sizeof(comm->fail_msg));
 		comm->fail_propagate = propagate;
 		atomic_store(&comm->status, (int)st);
+		herd__trace_broken(&comm->trace, st, msg);
 		first = true;
 	}
 	pthread_mutex_unlock(&comm->fail_mu);
@@ -799,6 +800,7 @@ static void comm_free(herd_comm *comm)
 	if (comm->mon_fd >= 0)
 		close(comm->mon_fd);
 	herd__stats_close(comm->stats, comm->stats_fd);
+	herd__trace_close(&comm->trace);
 	herd_store_free(comm->store);
 	herd_store_free(comm->owned_store);
 	herd_store_server_free(comm->owned_server);
@@ -925,6 +927,9 @@ herd_status herd__comm_init_cfg(herd_comm **out, herd_store *store, int rank, in
 			size > 1 ? comm->peers[rank].addrs : "nothing");
 	/* Counted from here on, where there is a stats directory. */
 	comm->stats = herd__stats_open(&comm->stats_fd);
+	/* Recorded from here on. */
+	herd__trace_open(&comm->trace, comm->id_hex, rank, size, comm->peers[rank].host,
+			 cfg->trace_ring);
 	st = HERD_OK;
 out:
 	free(info);
@@ -1019,7 +1024,8 @@ static uint64_t number_call(herd_comm *comm, herd__op *op)
 static herd_status execute(herd_comm *comm, const herd__op *op, uint64_t cseq)
 {
 	herd_status st = herd__comm_broken(comm);
-	uint64_t t0;
+	herd__trace_entry *e;
+	uint64_t t0, t1;
 
 	if (st != HERD_OK)
 		return st;
@@ -1036,6 +1042,13 @@ static herd_status execute(herd_comm *comm, const herd__op *op, uint64_t cseq)
 	atomic_store_explicit(&comm->st_entered_cseq, cseq, memory_order_release);
 	atomic_store_explicit(&comm->st_entered_kind, op->fp.kind, memory_order_release);
 	atomic_store_explicit(&comm->st_busy, 1, memory_order_release);
+	/* The flight recorder; not the link probe (number 0). */
+	e = op->fp.seq != 0 ? herd__trace_begin(&comm->trace, op->fp.seq, cseq, op->fp.kind,
+						op->fp.dtype, op->fp.redop,
+						herd__op_is_p2p(op->fp.kind) ? op->peer
+									     : op->fp.root,
+						op->fp.count, op->device, t0)
+			    : NULL;
 	if (comm->place.coll != NULL)
 		comm->place.coll->enter(comm, op, cseq);
 	st = op->run(comm, op);
@@ -1047,12 +1060,14 @@ static herd_status execute(herd_comm *comm, const herd__op *op, uint64_t cseq)
 	}
 	atomic_store_explicit(&comm->st_busy, 0, memory_order_release);
 	comm->op = NULL;
+	t1 = e != NULL || comm->stats != NULL ? herd__stats_now_ns() : 0;
+	herd__trace_end(e, st, t1);
 	/* The counters of herd exporter; not the link probe before the first
 	 * call (number 0), which no caller made. */
 	if (comm->stats != NULL && op->fp.seq != 0)
 		herd__stats_add(comm->stats, op->fp.kind,
 				op->fp.count * herd_dtype_size((herd_dtype)op->fp.dtype),
-				herd__stats_now_ns() - t0, st);
+				t1 - t0, st);
 	return st;
 }
 

@@ -38,6 +38,7 @@
 #include <time.h>
 
 #include "comm/comm_internal.h"
+#include "comm/trace.h"
 #include "comm/transport/transport.h"
 
 #define HERD__COMM_MSG_MAX 1024
@@ -70,6 +71,7 @@ typedef struct herd__comm_cfg {
 	double net_lat_us;          /* HERD_NET_LINK's latency, 0 when not given */
 	double net_gbit;            /* ... and rate in Gbit/s */
 	bool net_measure;           /* HERD_NET_LINK=measure */
+	uint32_t trace_ring;        /* the flight recorder's entries; 0: none */
 } herd__comm_cfg;
 
 /* Resolves opts (may be NULL) against the environment.  env.c. */
@@ -214,6 +216,10 @@ struct herd_comm {
 	 * counting.  stats_fd holds the file's lock. */
 	struct herd__stats_file *stats;
 	int stats_fd;
+
+	/* The flight recorder (trace.h): its ring, written by the thread
+	 * that runs the calls; broken under fail_mu. */
+	herd__trace trace;
 };
 
 /* Settles place's link figures, an un-numbered exchange of every rank at

@@ -123,6 +123,16 @@ herd_status herd__comm_cfg_resolve(const herd_comm_opts *opts, herd__comm_cfg *o
 
 	HERD_CHECK(herd__param_int(HERD__P_SOCKET_STREAMS, &streams));
 	out->streams = (int)streams;
+	if (opts->version >= 2 && opts->trace_ring != 0) {
+		out->trace_ring = opts->trace_ring < 0 ? 0
+				  : opts->trace_ring > HERD__TRACE_MAX_RING ? HERD__TRACE_MAX_RING
+				  : (uint32_t)opts->trace_ring;
+	} else {
+		long ring = HERD__TRACE_DEFAULT_RING;
+
+		HERD_CHECK(herd__param_int(HERD__P_TRACE_RING, &ring));
+		out->trace_ring = (uint32_t)ring;
+	}
 	HERD_CHECK(parse_net_link(out));
 	return herd__param_bool(HERD__P_DEVICE_CHECK, &out->device_check);
 }

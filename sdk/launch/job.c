@@ -8,8 +8,10 @@
  * of its own on a new port (HERD_STORE changes with it), so a restarted
  * rank never reads what a rank of an earlier run wrote.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
@@ -25,6 +27,7 @@
 #include <unistd.h>
 
 #include "herd/store.h"
+#include "herd/trace.h"
 
 #include "engine.h"
 #include "launch_internal.h"
@@ -82,6 +85,7 @@ struct herd_job {
 	herd__launch_node *nodes;
 	size_t nnodes;
 	char id[64];
+	char trace_dir[PATH_MAX];  /* the ranks' HERD_TRACE_DIR: their flight recorders */
 	char secret[HERD_STORE_SECRET_BUF];
 	int nranks;
 
@@ -722,6 +726,54 @@ static void summarize_paused(herd_job *job, const struct rank_info *ri,
 		job->failure = job->strings[job->nstrings - 1];
 }
 
+/* Removes the job's trace directory and the flight recorders in it. */
+static void trace_dir_remove(herd_job *job)
+{
+	DIR *d = opendir(job->trace_dir);
+	struct dirent *de;
+
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		char path[PATH_MAX + 256];
+
+		if (strstr(de->d_name, ".trace") == NULL)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", job->trace_dir, de->d_name);
+		unlink(path);
+	}
+	closedir(d);
+	rmdir(job->trace_dir);
+}
+
+/*
+ * The ranks' flight recorders name a culprit other than the first rank to
+ * fail (cand), one missing from the call the others waited in: the
+ * summary names it, and what cand said.  false when they name none (or
+ * cand).  The exit status stays cand's.
+ */
+static bool summarize_culprit(herd_job *job, const struct rank_info *cand)
+{
+	herd_trace_culprit c;
+	char said[TAIL_LINE_MAX + 32];
+
+	if (job->trace_dir[0] == '\0' || herd_trace_blame(job->trace_dir, &c) != HERD_OK ||
+	    c.size != job->nranks || c.rank < 0 || c.rank >= job->nranks ||
+	    c.rank == cand->st.rank)
+		return false;
+	if (cand->tail_n > 0)
+		snprintf(said, sizeof(said), "said: %s",
+			 cand->tail[(cand->tail_next - 1 + TAIL_LINES) % TAIL_LINES]);
+	else
+		snprintf(said, sizeof(said), "exited with code %d", cand->st.exit_code);
+	if (keep(job, "rank %d on %s (pid %ld) %s%s; rank %d, the first to fail, %s",
+		 c.rank, job->ranks[c.rank].st.host, job->ranks[c.rank].st.pid, c.what,
+		 c.count > 1 ? " (and other ranks: herd trace)" : "", cand->st.rank, said) == NULL)
+		return false;
+	job->failure = job->strings[job->nstrings - 1];
+	return true;
+}
+
 static void on_paused(herd_job *job, int rank, int sig)
 {
 	pthread_mutex_lock(&job->mu);
@@ -780,7 +832,8 @@ static void settle(herd_job *job, bool force)
 		}
 	}
 	job->first_failed = job->candidate;
-	summarize(job, &job->ranks[job->candidate]);
+	if (!summarize_culprit(job, &job->ranks[job->candidate]))
+		summarize(job, &job->ranks[job->candidate]);
 }
 
 static void settle_locked(herd_job *job, bool force)
@@ -1660,6 +1713,8 @@ static void finish(herd_job *job)
 	} else {
 		job->exit_status = 0;
 		job->state = HERD_JOB_SUCCEEDED;
+		/* Nothing to look into: the flight recorders go. */
+		trace_dir_remove(job);
 	}
 	set_over(job);
 	pthread_mutex_unlock(&job->mu);
@@ -1732,6 +1787,53 @@ static void *supervise(void *arg)
 
 /* ---- the API ------------------------------------------------------------------------ */
 
+/*
+ * The job's trace directory, BASE/JOB_ID, where each rank keeps its
+ * flight recorder (herd/trace.h): BASE is HERD_TRACE_DIR as the job's
+ * environment gives it, else $XDG_RUNTIME_DIR/herd/trace, else
+ * /tmp/herd-trace-UID.  Made here (the ranks of other nodes make theirs);
+ * the ranks get it as HERD_TRACE_DIR in job->env.
+ */
+static herd_status trace_dir(herd_job *job)
+{
+	const char *base = NULL, *xdg = getenv("XDG_RUNTIME_DIR");
+	char dflt[PATH_MAX], entry[PATH_MAX + 32], **env;
+	size_t n = 0, at = SIZE_MAX;
+	int len;
+
+	for (; job->env[n] != NULL; n++)
+		if (strncmp(job->env[n], "HERD_TRACE_DIR=", 15) == 0) {
+			at = n;
+			base = job->env[n] + 15;
+		}
+	if (base == NULL || base[0] == '\0') {
+		if (xdg != NULL && xdg[0] == '/')
+			snprintf(dflt, sizeof(dflt), "%s/herd/trace", xdg);
+		else
+			snprintf(dflt, sizeof(dflt), "/tmp/herd-trace-%u", (unsigned)getuid());
+		base = dflt;
+	}
+	len = snprintf(job->trace_dir, sizeof(job->trace_dir), "%s/%s", base, job->id);
+	if (len < 0 || (size_t)len >= sizeof(job->trace_dir))
+		return herd__error(HERD_EINVAL, "HERD_TRACE_DIR: %.64s...: too long a directory name",
+				   base);
+	snprintf(entry, sizeof(entry), "HERD_TRACE_DIR=%s", job->trace_dir);
+	if (herd__mkdirs(job->trace_dir, 0700) != HERD_OK)
+		herd__log_warn("job %s: no flight recorders kept: %s", job->id, herd_last_error());
+	if (at != SIZE_MAX) {
+		free(job->env[at]);
+		job->env[at] = NULL;
+		return herd__strdup(&job->env[at], entry);
+	}
+	env = realloc(job->env, (n + 2) * sizeof(*env));
+	if (env == NULL)
+		return herd__error(HERD_ENOMEM, "out of memory for the job's environment");
+	env[n + 1] = NULL;
+	job->env = env;
+	job->spec.env = (const char *const *)env;
+	return herd__strdup(&env[n], entry);
+}
+
 static herd_status make_id(herd_job *job)
 {
 	unsigned char r[4];
@@ -1793,6 +1895,7 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 	}
 	HERD_CHECK_GOTO(herd__calloc(&job->batch, BATCH_CAP, 1, "the output batch"), st, fail);
 	HERD_CHECK_GOTO(make_id(job), st, fail);
+	HERD_CHECK_GOTO(trace_dir(job), st, fail);
 	HERD_CHECK_GOTO(herd_store_secret_generate(job->secret), st, fail);
 	if (pipe2(job->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
 		st = herd__error_errno(HERD_ESYS, errno, "cannot create the job's wake-up pipe");
@@ -1970,6 +2073,11 @@ herd_status herd_job_rank(const herd_job *job, int rank, herd_job_rank_status *o
 	*out = job->ranks[rank].st;
 	pthread_mutex_unlock(&j->mu);
 	return HERD_OK;
+}
+
+const char *herd_job_trace_dir(const herd_job *job)
+{
+	return job != NULL && job->trace_dir[0] != '\0' ? job->trace_dir : NULL;
 }
 
 const char *herd_job_id(const herd_job *job)

@@ -1,0 +1,79 @@
+/*
+ * herd/trace.h - the flight recorders of a job read back: which call each
+ * rank of each communicator completed last, which it is in, and who is
+ * missing from the next call (the wavefront).
+ *
+ * Every communicator keeps a ring of its last calls (herd_comm_opts'
+ * trace_ring, HERD_TRACE_RING, 1024 by default); with HERD_TRACE_DIR set,
+ * as `herd launch` sets it for its ranks, the ring is a file of that
+ * directory, ID.RANK.trace, which stays readable when the rank is stopped,
+ * killed or wedged.  The format is in docs/reliability.md ("The flight
+ * recorder").
+ *
+ * The wavefront of a communicator: the next call is the highest
+ * collective number any rank entered.  Each rank is then one of
+ *   entered     in the next call, or past it
+ *   not called  its last call completed and it has not called the next
+ *               one: a hang in the application (it is elsewhere)
+ *   stuck       inside an earlier call
+ *   stopped     its process is stopped (SIGSTOP, a debugger)
+ *   gone        its process ended without closing the communicator
+ *   not read    no file of it was found
+ * and the culprits are the ranks missing from the next call.  When every
+ * rank entered it and none completed it, the hang is in communication (a
+ * link, a peer's transport) and the ranks named are those stopped or gone,
+ * if any.  Process states are known for ranks on this host only.
+ *
+ *     char *text = NULL;
+ *     if (herd_trace_report("/tmp/herd-trace/JOB", HERD_TRACE_TEXT, &text) == HERD_OK)
+ *         fputs(text, stdout);
+ *     free(text);
+ */
+#ifndef HERD_TRACE_H
+#define HERD_TRACE_H
+
+#include <stddef.h>
+
+#include "herd/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum herd_trace_format {
+	HERD_TRACE_TEXT = 0,        /* lines for people */
+	HERD_TRACE_JSON = 1,        /* one JSON document (docs/reliability.md) */
+} herd_trace_format;
+
+/*
+ * The wavefront of every communicator whose rings are in path (a .trace
+ * file, or a directory of them), as text or JSON, into *out (malloc, the
+ * caller frees).  HERD_ENOTFOUND when path holds no ring; HERD_EFORMAT
+ * naming the file when one is not a ring of this format.
+ */
+HERD_EXTERN herd_status herd_trace_report(const char *path, herd_trace_format format,
+					  char **out);
+
+/* Who a job's rings blame. */
+typedef struct herd_trace_culprit {
+	int rank;                   /* the first culprit; -1 when none */
+	int count;                  /* culprits in all */
+	int size;                   /* the ranks of its communicator */
+	long pid;                   /* its pid, 0 when not known */
+	char host[256];
+	char what[512];             /* "did not call allreduce #50: its last completed call
+				     * was allreduce #49, 3.1 s before", ... */
+} herd_trace_culprit;
+
+/*
+ * The first culprit of the communicators of dir (the first communicator
+ * with one, the largest first) into *out.  HERD_ENOTFOUND when dir holds
+ * no ring, or none names a culprit.
+ */
+HERD_EXTERN herd_status herd_trace_blame(const char *dir, herd_trace_culprit *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HERD_TRACE_H */

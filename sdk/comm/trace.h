@@ -1,0 +1,150 @@
+/*
+ * sdk/comm/trace.h - the flight recorder of a communicator: a ring of its
+ * last calls (collective and point-to-point), always on, kept where it
+ * outlives the process.  Internal to libherd; the file format is
+ * documented in docs/reliability.md ("The flight recorder") and read by
+ * herd/trace.h.
+ *
+ * Where: with HERD_TRACE_DIR set (the launcher sets it for every job), a
+ * file of its own in that directory, ID.RANK.trace (ID the communicator's
+ * id in hex), mapped shared: what the rank wrote stays in the file when it
+ * is stopped, killed or wedged, and a reader on its node sees it live.
+ * Without the variable, or when the file cannot be made, the same ring in
+ * anonymous memory, for this process only.
+ *
+ * The file: a header of one page (herd__trace_head), then cap entries
+ * (herd__trace_entry).  Entry number k (from 0, in call order) sits in
+ * slot k % cap; head.next counts the entries started.  The writer is the
+ * one thread that runs the communicator's calls (core.h, rule 2): it sets
+ * a slot's seq to 0, fills it, then stores seq with release; it ends an
+ * entry by storing end_ns, status and then state with release.  A reader
+ * copies a slot and keeps it only when seq reads the same before and
+ * after (the slot was not being rewritten meanwhile).
+ *
+ * The cost of a call: one more monotonic clock read at its end, some
+ * plain stores to one cache line and two release stores (bench/RESULTS.md
+ * has the measurement).
+ */
+#ifndef HERD_COMM_TRACE_H
+#define HERD_COMM_TRACE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "herd/common.h"
+
+#define HERD__TRACE_MAGIC 0x31525448u /* "HTR1" */
+#define HERD__TRACE_VERSION 1
+#define HERD__TRACE_HEAD_SIZE 4096
+/* The entries of a ring by default (HERD_TRACE_RING, herd_comm_opts' trace_ring). */
+#define HERD__TRACE_DEFAULT_RING 1024
+#define HERD__TRACE_MAX_RING (1 << 20)
+
+/* An entry's state. */
+enum { HERD__TRACE_ENTERED = 1, HERD__TRACE_DONE = 2, HERD__TRACE_FAILED = 3 };
+
+/* The communicator's state, in the header. */
+enum { HERD__TRACE_OPEN = 1, HERD__TRACE_CLOSED = 2, HERD__TRACE_BROKEN = 3 };
+
+typedef struct herd__trace_entry {
+	_Atomic uint64_t seq;       /* the call's number (from 1); 0: being written */
+	uint64_t cseq;              /* its collective number (a p2p call: the last one's) */
+	uint64_t count;             /* elements, as the caller gave them */
+	uint64_t start_ns;          /* CLOCK_MONOTONIC of this host */
+	uint64_t end_ns;            /* 0 while in the call */
+	int32_t peer;               /* the peer or root; -1: none */
+	int32_t status;             /* herd_status it ended with */
+	uint8_t kind;               /* herd__op_kind */
+	uint8_t dtype;              /* herd_dtype */
+	uint8_t redop;              /* herd_redop, 0: none */
+	uint8_t device;             /* 1: device buffers (NCCL) */
+	_Atomic uint8_t state;      /* HERD__TRACE_ENTERED, DONE, FAILED */
+	uint8_t pad[11];
+} herd__trace_entry;
+
+typedef struct herd__trace_head {
+	uint32_t magic;             /* HERD__TRACE_MAGIC */
+	uint32_t version;           /* HERD__TRACE_VERSION */
+	uint32_t head_size;         /* HERD__TRACE_HEAD_SIZE */
+	uint32_t entry_size;        /* sizeof(herd__trace_entry) */
+	uint32_t cap;               /* entries in the ring */
+	int32_t rank, size;
+	int32_t pid;
+	int64_t mono_to_real_ns;    /* CLOCK_REALTIME - CLOCK_MONOTONIC at open */
+	char id[64];                /* the communicator's id, hex */
+	char host[256];             /* this rank's host name, short */
+	char job[64];               /* HERD_JOB_ID, "" when none */
+	_Atomic uint64_t next;      /* entries started */
+	_Atomic int32_t state;      /* HERD__TRACE_OPEN, CLOSED, BROKEN */
+	int32_t fail_status;        /* BROKEN: the status it broke with */
+	char fail_msg[1024];        /* BROKEN: its message */
+} herd__trace_head;
+
+_Static_assert(sizeof(herd__trace_entry) == 64, "a trace entry is one cache line");
+_Static_assert(sizeof(herd__trace_head) <= HERD__TRACE_HEAD_SIZE, "the trace header fits a page");
+
+typedef struct herd__trace {
+	herd__trace_head *head;
+	herd__trace_entry *ring;
+	uint32_t cap;
+	size_t map_len;
+	char path[4096];            /* "" when anonymous */
+} herd__trace;
+
+/*
+ * Opens the ring of a communicator, of cap entries (0: no recorder): in
+ * HERD_TRACE_DIR when set, else in memory.  Never fails a communicator:
+ * when nothing can be mapped, t->head stays NULL and nothing is recorded
+ * (a file that cannot be made is said at warning level).
+ */
+void herd__trace_open(herd__trace *t, const char *id, int rank, int size, const char *host,
+		      uint32_t cap);
+
+/* Marks the ring CLOSED (the communicator was freed), unmaps it. */
+void herd__trace_close(herd__trace *t);
+
+/* The communicator broke with st and msg: said in the header. */
+void herd__trace_broken(herd__trace *t, herd_status st, const char *msg);
+
+/* A call starts: its entry, to pass to herd__trace_end; NULL when not recording. */
+static inline herd__trace_entry *herd__trace_begin(herd__trace *t, uint64_t seq, uint64_t cseq,
+						   uint8_t kind, uint8_t dtype, uint8_t redop,
+						   int32_t peer, uint64_t count, int device,
+						   uint64_t now_ns)
+{
+	uint64_t k;
+	herd__trace_entry *e;
+
+	if (t->head == NULL)
+		return NULL;
+	k = atomic_load_explicit(&t->head->next, memory_order_relaxed);
+	e = &t->ring[k % t->cap];
+	atomic_store_explicit(&e->seq, 0, memory_order_relaxed);
+	atomic_store_explicit(&e->state, HERD__TRACE_ENTERED, memory_order_relaxed);
+	e->cseq = cseq;
+	e->count = count;
+	e->start_ns = now_ns;
+	e->end_ns = 0;
+	e->peer = peer;
+	e->status = 0;
+	e->kind = kind;
+	e->dtype = dtype;
+	e->redop = redop;
+	e->device = device >= 0;
+	atomic_store_explicit(&e->seq, seq, memory_order_release);
+	atomic_store_explicit(&t->head->next, k + 1, memory_order_release);
+	return e;
+}
+
+/* The call ended with st at now_ns. */
+static inline void herd__trace_end(herd__trace_entry *e, herd_status st, uint64_t now_ns)
+{
+	if (e == NULL)
+		return;
+	e->end_ns = now_ns;
+	e->status = (int32_t)st;
+	atomic_store_explicit(&e->state, st == HERD_OK ? HERD__TRACE_DONE : HERD__TRACE_FAILED,
+			      memory_order_release);
+}
+
+#endif /* HERD_COMM_TRACE_H */

@@ -1,0 +1,709 @@
+/*
+ * sdk/comm/trace_read.c - flight recorders read back (herd/trace.h): the
+ * rings of a directory grouped by communicator, each rank's place in the
+ * wavefront, and the report as text or JSON.
+ *
+ * A ring is read from its file with plain reads (never mapped: a file cut
+ * short by a full disk must not fault the reader), the header checked
+ * against what this libherd writes, and each entry kept only when its seq
+ * reads the same before and after the copy (trace.h).  The analysis works
+ * on the copies only; the process states come from /proc for the ranks
+ * whose host is this one.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base.h"
+#include "buf.h"
+#include "comm/core.h"
+#include "comm/trace.h"
+#include "herd/dtype.h"
+#include "herd/trace.h"
+
+#define MAX_FILES 65536
+
+/* A rank as its ring says. */
+typedef enum verdict {
+	V_ENTERED,          /* in the next call or past it */
+	V_NOT_CALLED,       /* its last call completed; it has not called the next */
+	V_STUCK,            /* inside an earlier call */
+	V_STOPPED,          /* its process is stopped */
+	V_GONE,             /* its process ended without closing the communicator */
+	V_NOT_READ,         /* no ring of it */
+} verdict;
+
+static const char *const verdict_names[] = { "entered", "not called", "stuck", "stopped",
+					     "gone", "not read" };
+
+typedef struct rank_ring {
+	herd__trace_head head;
+	herd__trace_entry *e;       /* the entries kept, by seq */
+	size_t n;
+	char path[4096];
+} rank_ring;
+
+typedef struct rank_view {
+	const rank_ring *r;         /* NULL: not read */
+	const herd__trace_entry *last;       /* its newest entry */
+	const herd__trace_entry *last_done;  /* its newest completed collective */
+	uint64_t entered_cseq;      /* the highest collective number it entered */
+	char proc;                  /* /proc state: 'R', 'S', 'T', 'D', ...; 0 unknown, 'X' gone */
+	verdict v;
+} rank_view;
+
+typedef struct comm_view {
+	const char *id;
+	int size;
+	rank_view *ranks;
+	uint64_t next;              /* the next call's collective number; 0: none */
+	const herd__trace_entry *next_e;     /* one rank's entry of it */
+	int entered, done_next, culprits;
+	bool in_communication;      /* every rank entered next and none completed it */
+} comm_view;
+
+/* ---- reading ------------------------------------------------------------- */
+
+/* len bytes at offset off of fd into buf. */
+static herd_status read_all(int fd, void *buf, size_t len, size_t off, const char *path)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t r = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return herd__error_errno(HERD_EIO, errno, "reading %s", path);
+		if (r == 0)
+			return herd__error(HERD_EFORMAT, "%s: cut short at byte %zu of %zu", path,
+					   got, len);
+		got += (size_t)r;
+	}
+	return HERD_OK;
+}
+
+static int by_seq(const void *a, const void *b)
+{
+	uint64_t x = ((const herd__trace_entry *)a)->seq, y = ((const herd__trace_entry *)b)->seq;
+
+	return x < y ? -1 : x > y;
+}
+
+/* One ring file into *r. */
+static herd_status read_ring(const char *path, rank_ring *r)
+{
+	herd__trace_entry *raw = NULL;
+	herd_status st = HERD_OK;
+	struct stat sb;
+	size_t len;
+	uint64_t next, first;
+	int fd;
+
+	memset(r, 0, sizeof(*r));
+	herd__strlcpy(r->path, path, sizeof(r->path));
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return herd__error_errno(HERD_EIO, errno, "cannot open %s", path);
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return herd__error(HERD_EFORMAT, "%s: not a regular file", path);
+	}
+	HERD_CHECK_GOTO(read_all(fd, &r->head, sizeof(r->head), 0, path), st, out);
+	if (r->head.magic != HERD__TRACE_MAGIC) {
+		st = herd__error(HERD_EFORMAT, "%s: not a flight recorder (no \"HTR1\" at its "
+				 "start)", path);
+		goto out;
+	}
+	if (r->head.version != HERD__TRACE_VERSION || r->head.head_size != HERD__TRACE_HEAD_SIZE ||
+	    r->head.entry_size != sizeof(herd__trace_entry) || r->head.cap == 0 ||
+	    r->head.cap > HERD__TRACE_MAX_RING || r->head.size <= 0 || r->head.rank < 0 ||
+	    r->head.rank >= r->head.size) {
+		st = herd__error(HERD_EFORMAT, "%s: a flight recorder of version %u, %u-byte "
+				 "entries, %u of them, rank %d of %d: this herd reads version %d, "
+				 "%zu-byte entries", path, r->head.version, r->head.entry_size,
+				 r->head.cap, r->head.rank, r->head.size, HERD__TRACE_VERSION,
+				 sizeof(herd__trace_entry));
+		goto out;
+	}
+	len = (size_t)r->head.cap * sizeof(*raw);
+	if ((uint64_t)sb.st_size < HERD__TRACE_HEAD_SIZE + (uint64_t)len) {
+		st = herd__error(HERD_EFORMAT, "%s: %lld bytes, fewer than its %u entries need",
+				 path, (long long)sb.st_size, r->head.cap);
+		goto out;
+	}
+	r->head.id[sizeof(r->head.id) - 1] = '\0';
+	r->head.host[sizeof(r->head.host) - 1] = '\0';
+	r->head.job[sizeof(r->head.job) - 1] = '\0';
+	r->head.fail_msg[sizeof(r->head.fail_msg) - 1] = '\0';
+	HERD_CHECK_GOTO(herd__calloc(&raw, r->head.cap, sizeof(*raw), "a flight recorder"), st, out);
+	HERD_CHECK_GOTO(herd__calloc(&r->e, r->head.cap, sizeof(*raw), "a flight recorder"), st,
+			out);
+	HERD_CHECK_GOTO(read_all(fd, raw, len, HERD__TRACE_HEAD_SIZE, path), st, out);
+	next = r->head.next;
+	first = next > r->head.cap ? next - r->head.cap : 0;
+	for (uint64_t k = first; k < next; k++) {
+		herd__trace_entry *e = &raw[k % r->head.cap];
+
+		if (e->seq == 0 || e->state < HERD__TRACE_ENTERED || e->state > HERD__TRACE_FAILED)
+			continue;
+		r->e[r->n++] = *e;
+	}
+	qsort(r->e, r->n, sizeof(*r->e), by_seq);
+out:
+	free(raw);
+	close(fd);
+	if (st != HERD_OK) {
+		free(r->e);
+		r->e = NULL;
+	}
+	return st;
+}
+
+typedef struct rings {
+	rank_ring *r;
+	size_t n, cap;
+} rings;
+
+static void rings_free(rings *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->r[i].e);
+	free(s->r);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* The rings of path (a file or a directory) into *s. */
+static herd_status read_rings(const char *path, rings *s)
+{
+	struct stat sb;
+	DIR *d;
+	struct dirent *de;
+	herd_status st = HERD_OK;
+
+	memset(s, 0, sizeof(*s));
+	if (stat(path, &sb) != 0)
+		return herd__error_errno(errno == ENOENT ? HERD_ENOTFOUND : HERD_EIO, errno,
+					 "%s", path);
+	if (!S_ISDIR(sb.st_mode)) {
+		HERD_CHECK(herd__calloc(&s->r, 1, sizeof(*s->r), "a flight recorder"));
+		st = read_ring(path, &s->r[0]);
+		if (st != HERD_OK) {
+			free(s->r);
+			s->r = NULL;
+			return st;
+		}
+		s->n = 1;
+		return HERD_OK;
+	}
+	d = opendir(path);
+	if (d == NULL)
+		return herd__error_errno(HERD_EIO, errno, "cannot read the directory %s", path);
+	while ((de = readdir(d)) != NULL && st == HERD_OK) {
+		char file[4096];
+
+		if (!ends_with(de->d_name, ".trace"))
+			continue;
+		if (s->n == s->cap) {
+			size_t cap = s->cap > 0 ? 2 * s->cap : 16;
+			rank_ring *p;
+
+			if (cap > MAX_FILES) {
+				st = herd__error(HERD_EINVAL, "%s holds more than %d flight recorders",
+						 path, MAX_FILES);
+				break;
+			}
+			p = realloc(s->r, cap * sizeof(*p));
+			if (p == NULL) {
+				st = herd__error(HERD_ENOMEM, "out of memory reading %s", path);
+				break;
+			}
+			s->r = p;
+			s->cap = cap;
+		}
+		snprintf(file, sizeof(file), "%s/%s", path, de->d_name);
+		st = read_ring(file, &s->r[s->n]);
+		if (st == HERD_OK)
+			s->n++;
+	}
+	closedir(d);
+	if (st == HERD_OK && s->n == 0)
+		st = herd__error(HERD_ENOTFOUND, "%s holds no flight recorder (*.trace)", path);
+	if (st != HERD_OK)
+		rings_free(s);
+	return st;
+}
+
+/* ---- the wavefront --------------------------------------------------------- */
+
+/* This host's short name. */
+static void my_host(char *buf, size_t cap)
+{
+	if (gethostname(buf, cap) != 0)
+		buf[0] = '\0';
+	buf[cap - 1] = '\0';
+	buf[strcspn(buf, ".")] = '\0';
+}
+
+/* The state letter of pid here (/proc/PID/stat), 'X' when it is gone. */
+static char proc_state(int pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 'X';
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 'X';
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p != NULL && p[1] == ' ' && p[2] != '\0' ? (p[2] == 'Z' ? 'X' : p[2]) : 0;
+}
+
+static const char *proc_words(char c)
+{
+	switch (c) {
+	case 'R': return "running";
+	case 'S': return "sleeping";
+	case 'D': return "in uninterruptible sleep (D: the kernel, a driver or a file system)";
+	case 'T': return "stopped";
+	case 't': return "stopped by a debugger";
+	case 'X': return "gone";
+	case 0: return NULL;
+	default: return "in another state";
+	}
+}
+
+/* Builds the view of the communicator whose rings are r[0..n) (one id). */
+static herd_status view_comm(comm_view *c, rank_ring **r, size_t n, const char *here)
+{
+	memset(c, 0, sizeof(*c));
+	c->id = r[0]->head.id;
+	c->size = r[0]->head.size;
+	HERD_CHECK(herd__calloc(&c->ranks, (size_t)c->size, sizeof(*c->ranks), "a wavefront"));
+	for (size_t i = 0; i < n; i++) {
+		int k = r[i]->head.rank;
+
+		if (k < c->size && r[i]->head.size == c->size)
+			c->ranks[k].r = r[i];
+	}
+	for (int k = 0; k < c->size; k++) {
+		rank_view *v = &c->ranks[k];
+
+		if (v->r == NULL)
+			continue;
+		for (size_t j = 0; j < v->r->n; j++) {
+			const herd__trace_entry *e = &v->r->e[j];
+
+			v->last = e;
+			if (herd__op_is_p2p(e->kind))
+				continue;
+			if (e->cseq > v->entered_cseq)
+				v->entered_cseq = e->cseq;
+			if (e->state == HERD__TRACE_DONE)
+				v->last_done = e;
+			if (e->cseq > c->next) {
+				c->next = e->cseq;
+				c->next_e = e;
+			}
+		}
+		if (strcmp(v->r->head.host, here) == 0 && v->r->head.pid > 0)
+			v->proc = proc_state(v->r->head.pid);
+	}
+	for (int k = 0; k < c->size; k++) {
+		rank_view *v = &c->ranks[k];
+		bool closed = v->r != NULL && v->r->head.state != HERD__TRACE_OPEN;
+
+		if (v->r == NULL)
+			v->v = V_NOT_READ;
+		else if (v->entered_cseq >= c->next && c->next > 0)
+			v->v = V_ENTERED;
+		else if (v->proc == 'T' || v->proc == 't')
+			v->v = V_STOPPED;
+		else if (v->proc == 'X' && !closed)
+			v->v = V_GONE;
+		else if (v->last != NULL && v->last->state == HERD__TRACE_ENTERED)
+			v->v = V_STUCK;
+		else
+			v->v = V_NOT_CALLED;
+		if (v->v == V_ENTERED) {
+			c->entered++;
+			if (v->last_done != NULL && v->last_done->cseq >= c->next)
+				c->done_next++;
+		} else {
+			c->culprits++;
+		}
+	}
+	/* Everyone is in the next call and nobody got out: the ranks stopped
+	 * or gone there are the culprits. */
+	if (c->culprits == 0 && c->next > 0 && c->done_next == 0) {
+		c->in_communication = true;
+		for (int k = 0; k < c->size; k++) {
+			rank_view *v = &c->ranks[k];
+
+			if (v->proc == 'T' || v->proc == 't') {
+				v->v = V_STOPPED;
+				c->culprits++;
+			} else if (v->proc == 'X' && v->r->head.state == HERD__TRACE_OPEN) {
+				v->v = V_GONE;
+				c->culprits++;
+			}
+		}
+	}
+	return HERD_OK;
+}
+
+/* "allreduce #812" of entry e. */
+static void call_name(const herd__trace_entry *e, char *buf, size_t cap)
+{
+	if (e == NULL)
+		snprintf(buf, cap, "no call");
+	else
+		snprintf(buf, cap, "%s #%llu", herd__op_name((herd__op_kind)e->kind),
+			 (unsigned long long)(herd__op_is_p2p(e->kind) ? e->seq : e->cseq));
+}
+
+/* Seconds from e's end (or start) on rank r's host until now. */
+static double ago(const rank_ring *r, const herd__trace_entry *e, bool from_start)
+{
+	struct timespec now;
+	double at = (double)((int64_t)(from_start ? e->start_ns : e->end_ns) +
+			     r->head.mono_to_real_ns) / 1e9;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (double)now.tv_sec + (double)now.tv_nsec / 1e9 - at;
+}
+
+/* What rank k of c is doing, in words, into buf. */
+static void rank_words(const comm_view *c, int k, char *buf, size_t cap)
+{
+	const rank_view *v = &c->ranks[k];
+	char done[96], cur[96], next[96];
+	const char *proc = proc_words(v->proc);
+	size_t o = 0;
+
+	call_name(c->next_e, next, sizeof(next));
+	call_name(v->last_done, done, sizeof(done));
+	call_name(v->last, cur, sizeof(cur));
+	switch (v->v) {
+	case V_NOT_READ:
+		snprintf(buf, cap, "its flight recorder was not found");
+		return;
+	case V_ENTERED:
+		if (v->last != NULL && v->last->state == HERD__TRACE_ENTERED)
+			o = (size_t)snprintf(buf, cap, "inside %s for %.1f s", cur,
+					     ago(v->r, v->last, true));
+		else if (v->last != NULL && v->last->state == HERD__TRACE_FAILED)
+			o = (size_t)snprintf(buf, cap, "entered %s, which failed (%s) after %.1f s",
+					     cur, herd_status_name((herd_status)v->last->status),
+					     (double)(v->last->end_ns - v->last->start_ns) / 1e9);
+		else
+			o = (size_t)snprintf(buf, cap, "completed %s", done);
+		break;
+	case V_STUCK:
+		o = (size_t)snprintf(buf, cap, "stuck inside %s for %.1f s and has not called %s",
+				     cur, ago(v->r, v->last, true), next);
+		break;
+	default:
+		if (v->last_done != NULL)
+			o = (size_t)snprintf(buf, cap, "last completed %s %.1f s ago and has not "
+					     "called %s", done, ago(v->r, v->last_done, false), next);
+		else
+			o = (size_t)snprintf(buf, cap, "completed no call and has not called %s",
+					     next);
+		if (v->v == V_NOT_CALLED && o < cap)
+			o += (size_t)snprintf(buf + o, cap - o, " (the application did not call)");
+		break;
+	}
+	if (proc != NULL && o < cap)
+		snprintf(buf + o, cap - o, "; its process is %s", proc);
+}
+
+/* Ranks as "0-3,5", of those of c with verdict v (or != V_ENTERED when want < 0). */
+static void rank_list(const comm_view *c, int want, char *buf, size_t cap)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (int k = 0; k < c->size && o < cap; k++) {
+		bool in = want < 0 ? c->ranks[k].v != V_ENTERED : (int)c->ranks[k].v == want;
+		int j = k;
+
+		if (!in)
+			continue;
+		while (j + 1 < c->size && (want < 0 ? c->ranks[j + 1].v != V_ENTERED
+					  : (int)c->ranks[j + 1].v == want))
+			j++;
+		o += (size_t)snprintf(buf + o, cap - o, j == k ? "%s%d" : "%s%d-%d", o ? "," : "",
+				      k, j);
+		k = j;
+	}
+}
+
+/* ---- the views of a set of rings ------------------------------------------- */
+
+typedef struct views {
+	rings rs;
+	rank_ring **order;
+	comm_view *c;
+	size_t n;
+} views;
+
+static void views_free(views *w)
+{
+	for (size_t i = 0; i < w->n; i++)
+		free(w->c[i].ranks);
+	free(w->c);
+	free(w->order);
+	rings_free(&w->rs);
+}
+
+static int by_comm(const void *a, const void *b)
+{
+	const rank_ring *x = *(rank_ring *const *)a, *y = *(rank_ring *const *)b;
+	int d = y->head.size - x->head.size;
+
+	return d != 0 ? d : strcmp(x->head.id, y->head.id);
+}
+
+static herd_status make_views(const char *path, views *w)
+{
+	char here[256];
+	herd_status st;
+
+	memset(w, 0, sizeof(*w));
+	HERD_CHECK(read_rings(path, &w->rs));
+	my_host(here, sizeof(here));
+	st = herd__calloc(&w->order, w->rs.n, sizeof(*w->order), "the flight recorders");
+	if (st == HERD_OK)
+		st = herd__calloc(&w->c, w->rs.n, sizeof(*w->c), "the communicators");
+	if (st != HERD_OK) {
+		views_free(w);
+		return st;
+	}
+	for (size_t i = 0; i < w->rs.n; i++)
+		w->order[i] = &w->rs.r[i];
+	qsort(w->order, w->rs.n, sizeof(*w->order), by_comm);
+	for (size_t i = 0; i < w->rs.n && st == HERD_OK;) {
+		size_t j = i;
+
+		while (j < w->rs.n && strcmp(w->order[j]->head.id, w->order[i]->head.id) == 0)
+			j++;
+		st = view_comm(&w->c[w->n], &w->order[i], j - i, here);
+		if (st == HERD_OK)
+			w->n++;
+		i = j;
+	}
+	if (st != HERD_OK)
+		views_free(w);
+	return st;
+}
+
+/* ---- the report -------------------------------------------------------------- */
+
+/* The summary line of c: who entered the next call and who is missing. */
+static void headline(const comm_view *c, char *buf, size_t cap)
+{
+	char next[96], who[256];
+
+	call_name(c->next_e, next, sizeof(next));
+	if (c->next == 0) {
+		snprintf(buf, cap, "no collective call yet");
+		return;
+	}
+	rank_list(c, V_ENTERED, who, sizeof(who));
+	if (c->in_communication)
+		snprintf(buf, cap, "%s: every rank entered it and none completed it: a hang in "
+			 "communication%s", next, c->culprits > 0 ? "" : " (no rank stopped or gone)");
+	else if (c->culprits == 0)
+		snprintf(buf, cap, "%s: every rank entered it", next);
+	else
+		snprintf(buf, cap, "%s: ranks %s entered", next, who[0] != '\0' ? who : "none");
+}
+
+static json_t *entry_json(const herd__trace_entry *e)
+{
+	if (e == NULL)
+		return json_null();
+	return json_pack("{s:s,s:I,s:I,s:s,s:I,s:i,s:s}", "op",
+			 herd__op_name((herd__op_kind)e->kind), "seq", (json_int_t)e->seq, "cseq",
+			 (json_int_t)e->cseq, "dtype", herd_dtype_name((herd_dtype)e->dtype),
+			 "count", (json_int_t)e->count, "peer", e->peer, "state",
+			 e->state == HERD__TRACE_ENTERED ? "entered"
+			 : e->state == HERD__TRACE_DONE ? "done" : "failed");
+}
+
+static json_t *report_json(const views *w)
+{
+	json_t *comms = json_array();
+
+	for (size_t i = 0; i < w->n; i++) {
+		const comm_view *c = &w->c[i];
+		json_t *ranks = json_array(), *culprits = json_array();
+		char line[1024];
+
+		for (int k = 0; k < c->size; k++) {
+			const rank_view *v = &c->ranks[k];
+			const char *proc = proc_words(v->proc);
+
+			rank_words(c, k, line, sizeof(line));
+			json_array_append_new(ranks, json_pack(
+				"{s:i,s:s?,s:i,s:s,s:s,s:o,s:o,s:s?,s:s?}", "rank", k, "host",
+				v->r ? v->r->head.host : NULL, "pid", v->r ? v->r->head.pid : 0,
+				"verdict", verdict_names[v->v], "says", line, "last", entry_json(v->last),
+				"last_completed", entry_json(v->last_done), "process", proc,
+				"broke", v->r && v->r->head.state == HERD__TRACE_BROKEN
+					? v->r->head.fail_msg : NULL));
+			if (v->v != V_ENTERED)
+				json_array_append_new(culprits, json_integer(k));
+		}
+		headline(c, line, sizeof(line));
+		json_array_append_new(comms, json_pack(
+			"{s:s,s:i,s:s,s:o,s:b,s:o,s:s,s:o}", "id", c->id, "size", c->size, "job",
+			c->ranks[0].r ? c->ranks[0].r->head.job : "", "next", entry_json(c->next_e),
+			"in_communication", c->in_communication, "culprits", culprits, "summary",
+			line, "ranks", ranks));
+	}
+	return json_pack("{s:i,s:o}", "v", 1, "communicators", comms);
+}
+
+static herd_status bprintf(herd__buf *b, const char *fmt, ...) HERD_PRINTF(2, 3);
+
+/* Appends a formatted line to b. */
+static herd_status bprintf(herd__buf *b, const char *fmt, ...)
+{
+	char line[4096];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return herd__error(HERD_EINVAL, "a report line that does not format");
+	return herd__buf_append(b, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+static herd_status report_text(const views *w, char **out)
+{
+	size_t len;
+	herd__buf b;
+	char line[2048], who[256];
+	herd_status st = HERD_OK;
+
+	herd__buf_init(&b, 0);
+	for (size_t i = 0; i < w->n && st == HERD_OK; i++) {
+		const comm_view *c = &w->c[i];
+		const rank_view *r0 = NULL;
+
+		for (int k = 0; k < c->size && r0 == NULL; k++)
+			r0 = c->ranks[k].r != NULL ? &c->ranks[k] : NULL;
+		headline(c, line, sizeof(line));
+		st = bprintf(&b, "communicator %s (%d ranks%s%s): %s\n", c->id, c->size,
+				      r0 && r0->r->head.job[0] ? ", job " : "",
+				      r0 ? r0->r->head.job : "", line);
+		for (int k = 0; k < c->size && st == HERD_OK; k++) {
+			const rank_view *v = &c->ranks[k];
+
+			/* With many ranks entered, those in the next call go on one line. */
+			if (v->v == V_ENTERED && c->culprits > 0 && c->size > 8)
+				continue;
+			rank_words(c, k, line, sizeof(line));
+			if (v->r != NULL)
+				st = bprintf(&b, "  rank %d (%s, pid %d) %s\n", k, v->r->head.host,
+						      v->r->head.pid, line);
+			else
+				st = bprintf(&b, "  rank %d: %s\n", k, line);
+		}
+		if (st == HERD_OK && c->culprits > 0 && c->size > 8 && c->entered > 0) {
+			rank_list(c, V_ENTERED, who, sizeof(who));
+			st = bprintf(&b, "  ranks %s: in the next call\n", who);
+		}
+	}
+	if (st != HERD_OK) {
+		herd__buf_free(&b);
+		return st;
+	}
+	return herd__buf_take(&b, "a report", out, &len);
+}
+
+herd_status herd_trace_report(const char *path, herd_trace_format format, char **out)
+{
+	views w;
+	herd_status st;
+
+	if (out == NULL || path == NULL)
+		return herd__error(HERD_EINVAL, "herd_trace_report: %s is NULL",
+				   out == NULL ? "out" : "path");
+	*out = NULL;
+	if (format != HERD_TRACE_TEXT && format != HERD_TRACE_JSON)
+		return herd__error(HERD_EINVAL, "herd_trace_report: format %d is neither text nor "
+				   "JSON", (int)format);
+	HERD_CHECK(make_views(path, &w));
+	if (format == HERD_TRACE_JSON) {
+		json_t *j = report_json(&w);
+
+		*out = j != NULL ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+		json_decref(j);
+		st = *out != NULL ? HERD_OK : herd__error(HERD_ENOMEM, "out of memory for a report");
+	} else {
+		st = report_text(&w, out);
+	}
+	views_free(&w);
+	return st;
+}
+
+herd_status herd_trace_blame(const char *dir, herd_trace_culprit *out)
+{
+	views w;
+
+	if (out == NULL || dir == NULL)
+		return herd__error(HERD_EINVAL, "herd_trace_blame: %s is NULL",
+				   out == NULL ? "out" : "dir");
+	memset(out, 0, sizeof(*out));
+	out->rank = -1;
+	HERD_CHECK(make_views(dir, &w));
+	for (size_t i = 0; i < w.n && out->rank < 0; i++) {
+		const comm_view *c = &w.c[i];
+
+		for (int k = 0; k < c->size && out->rank < 0; k++) {
+			const rank_view *v = &c->ranks[k];
+			char words[1024];
+
+			if (v->v == V_ENTERED)
+				continue;
+			out->rank = k;
+			out->count = c->culprits;
+			out->size = c->size;
+			out->pid = v->r != NULL ? v->r->head.pid : 0;
+			herd__strlcpy(out->host, v->r != NULL ? v->r->head.host : "", sizeof(out->host));
+			rank_words(c, k, words, sizeof(words));
+			herd__strlcpy(out->what, words, sizeof(out->what));
+		}
+	}
+	views_free(&w);
+	if (out->rank < 0)
+		return herd__error(HERD_ENOTFOUND, "the flight recorders of %s name no rank missing "
+				   "from a call", dir);
+	return HERD_OK;
+}

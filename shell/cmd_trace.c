@@ -1,0 +1,88 @@
+/*
+ * shell/cmd_trace.c - herd trace: the flight recorders of a job read back
+ * (herd/trace.h), as the wavefront of each communicator.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "herd.h"
+#include "shell.h"
+
+static const char trace_usage[] =
+	"usage: herd trace [--json] FILE|DIR\n"
+	"\n"
+	"The flight recorders of a job (each rank's ring of its last calls, the\n"
+	"ID.RANK.trace files herd launch keeps in its trace directory) as the\n"
+	"wavefront of each communicator: the next call, the ranks that entered it,\n"
+	"and for each missing rank the last call it completed, how long ago, and\n"
+	"whether it is stuck inside a call, stopped, gone, or has not called (a\n"
+	"hang in the application).  Process states are read for the ranks of this\n"
+	"host.\n"
+	"  --json    one JSON document instead (docs/reliability.md)\n"
+	"Exit status:\n"
+	"  0    every rank of every communicator entered its next call\n"
+	"  1    some rank is missing from a call (the report names it), or the\n"
+	"       recorders could not be read\n"
+	"  2    a usage error\n";
+
+static const struct option trace_options[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+int cmd_trace(int argc, char **argv)
+{
+	herd_trace_format format = HERD_TRACE_TEXT;
+	herd_trace_culprit who;
+	shell_args args;
+	char *text = NULL;
+	const char *path;
+	int c, status;
+
+	status = shell_args_check("trace", argc, argv, "h", trace_options, NULL, &args);
+	if (status != 0) {
+		shell_args_free(&args);
+		return status;
+	}
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(args.argc, args.argv, "h", trace_options, NULL)) != -1) {
+		if (c == 'h') {
+			shell_args_free(&args);
+			fputs(trace_usage, stdout);
+			return SHELL_EXIT_OK;
+		}
+		if (c == 'j') {
+			format = HERD_TRACE_JSON;
+			continue;
+		}
+		shell_args_free(&args);
+		return shell_usage_error("trace", "unrecognized option '%s'", argv[optind - 1]);
+	}
+	if (optind + 1 != args.argc) {
+		status = optind == args.argc
+			? shell_usage_error("trace", "%s", "name a trace file or directory (herd launch "
+					    "says where it kept them)")
+			: shell_usage_error("trace", "unexpected argument '%s'", args.argv[optind + 1]);
+		shell_args_free(&args);
+		return status;
+	}
+	path = args.argv[optind];
+	if (herd_trace_report(path, format, &text) != HERD_OK) {
+		shell_message("herd trace", shell_last_error());
+		shell_args_free(&args);
+		return SHELL_EXIT_FAILURE;
+	}
+	fputs(text, stdout);
+	if (format == HERD_TRACE_JSON)
+		fputc('\n', stdout);
+	free(text);
+	status = herd_trace_blame(path, &who) == HERD_OK ? SHELL_EXIT_FAILURE : SHELL_EXIT_OK;
+	shell_args_free(&args);
+	if (fflush(stdout) != 0)
+		return SHELL_EXIT_FAILURE;
+	return status;
+}

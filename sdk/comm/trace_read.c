@@ -425,7 +425,10 @@ static void rank_words(const comm_view *c, int k, char *buf, size_t cap)
 				     cur, ago(v->r, v->last, true), next);
 		break;
 	default:
-		if (v->last_done != NULL)
+		if (v->last != NULL && v->last->state == HERD__TRACE_ENTERED)
+			o = (size_t)snprintf(buf, cap, "inside %s for %.1f s and has not called %s",
+					     cur, ago(v->r, v->last, true), next);
+		else if (v->last_done != NULL)
 			o = (size_t)snprintf(buf, cap, "last completed %s %.1f s ago and has not "
 					     "called %s", done, ago(v->r, v->last_done, false), next);
 		else

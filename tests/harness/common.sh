@@ -3,13 +3,15 @@
 #
 #   source "$(dirname "$0")/../harness/common.sh" "$@"
 #
-# Sets HERD (the herd program given as $1, as an absolute path) and tmp (a
-# fresh scratch directory, which the test's own EXIT trap removes), and
-# defines fail, has and harness_start.
+# Sets HERD (the herd program given as $1, as an absolute path), tmp (a
+# fresh scratch directory, which the test's own EXIT trap removes) and
+# HERD_TRACE_DIR (in tmp), and defines fail, has and harness_start.
 set -u
 HERD=${1:?usage: $(basename "$0") /path/to/herd}
 HERD=$(cd "$(dirname "$HERD")" && pwd)/$(basename "$HERD")
 tmp=$(mktemp -d)
+# The flight recorders of the jobs a test launches, removed with $tmp.
+export HERD_TRACE_DIR=$tmp/trace
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 

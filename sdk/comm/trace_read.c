@@ -68,6 +68,8 @@ typedef struct comm_view {
 	const herd__trace_entry *next_e;     /* one rank's entry of it */
 	int entered, done_next, culprits;
 	bool in_communication;      /* every rank entered next and none completed it */
+	bool live;                  /* a rank's process is still there: times are to now */
+	double end_s;               /* else to this: the last time recorded, Unix seconds */
 } comm_view;
 
 /* ---- reading ------------------------------------------------------------- */
@@ -294,6 +296,12 @@ static const char *proc_words(char c)
 	}
 }
 
+/* Unix seconds of ns on rank r's host's monotonic clock. */
+static double real_s(const rank_ring *r, uint64_t ns)
+{
+	return (double)((int64_t)ns + r->head.mono_to_real_ns) / 1e9;
+}
+
 /* Builds the view of the communicator whose rings are r[0..n) (one id). */
 static herd_status view_comm(comm_view *c, rank_ring **r, size_t n, const char *here)
 {
@@ -327,8 +335,17 @@ static herd_status view_comm(comm_view *c, rank_ring **r, size_t n, const char *
 				c->next_e = e;
 			}
 		}
+		for (size_t j = 0; j < v->r->n; j++) {
+			const herd__trace_entry *e = &v->r->e[j];
+			double t = real_s(v->r, e->end_ns != 0 ? e->end_ns : e->start_ns);
+
+			if (t > c->end_s)
+				c->end_s = t;
+		}
 		if (strcmp(v->r->head.host, here) == 0 && v->r->head.pid > 0)
 			v->proc = proc_state(v->r->head.pid);
+		/* Another host's ranks, or one alive here: times are to now. */
+		c->live |= v->proc != 'X';
 	}
 	for (int k = 0; k < c->size; k++) {
 		rank_view *v = &c->ranks[k];
@@ -383,15 +400,19 @@ static void call_name(const herd__trace_entry *e, char *buf, size_t cap)
 			 (unsigned long long)(herd__op_is_p2p(e->kind) ? e->seq : e->cseq));
 }
 
-/* Seconds from e's end (or start) on rank r's host until now. */
-static double ago(const rank_ring *r, const herd__trace_entry *e, bool from_start)
+/* Seconds from e's end (or start) on rank r's host until now, or, when no
+ * rank's process is there any more, until the last time recorded. */
+static double ago(const comm_view *c, const rank_ring *r, const herd__trace_entry *e,
+		  bool from_start)
 {
 	struct timespec now;
-	double at = (double)((int64_t)(from_start ? e->start_ns : e->end_ns) +
-			     r->head.mono_to_real_ns) / 1e9;
+	double to = c->end_s;
 
-	clock_gettime(CLOCK_REALTIME, &now);
-	return (double)now.tv_sec + (double)now.tv_nsec / 1e9 - at;
+	if (c->live) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		to = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+	}
+	return to - real_s(r, from_start ? e->start_ns : e->end_ns);
 }
 
 /* What rank k of c is doing, in words, into buf. */
@@ -412,7 +433,7 @@ static void rank_words(const comm_view *c, int k, char *buf, size_t cap)
 	case V_ENTERED:
 		if (v->last != NULL && v->last->state == HERD__TRACE_ENTERED)
 			o = (size_t)snprintf(buf, cap, "inside %s for %.1f s", cur,
-					     ago(v->r, v->last, true));
+					     ago(c, v->r, v->last, true));
 		else if (v->last != NULL && v->last->state == HERD__TRACE_FAILED)
 			o = (size_t)snprintf(buf, cap, "entered %s, which failed (%s) after %.1f s",
 					     cur, herd_status_name((herd_status)v->last->status),
@@ -422,15 +443,16 @@ static void rank_words(const comm_view *c, int k, char *buf, size_t cap)
 		break;
 	case V_STUCK:
 		o = (size_t)snprintf(buf, cap, "stuck inside %s for %.1f s and has not called %s",
-				     cur, ago(v->r, v->last, true), next);
+				     cur, ago(c, v->r, v->last, true), next);
 		break;
 	default:
 		if (v->last != NULL && v->last->state == HERD__TRACE_ENTERED)
 			o = (size_t)snprintf(buf, cap, "inside %s for %.1f s and has not called %s",
-					     cur, ago(v->r, v->last, true), next);
+					     cur, ago(c, v->r, v->last, true), next);
 		else if (v->last_done != NULL)
-			o = (size_t)snprintf(buf, cap, "last completed %s %.1f s ago and has not "
-					     "called %s", done, ago(v->r, v->last_done, false), next);
+			o = (size_t)snprintf(buf, cap, "last completed %s %.1f s %s and has not "
+					     "called %s", done, ago(c, v->r, v->last_done, false),
+					     c->live ? "ago" : "before the last call recorded", next);
 		else
 			o = (size_t)snprintf(buf, cap, "completed no call and has not called %s",
 					     next);

@@ -57,7 +57,7 @@ dir=$(sed -n "s/^herd launch: the ranks' flight recorders: herd trace //p" <<<"$
 out=$("$HERD" trace "$dir") && fail "herd trace exited 0 with rank 2 missing: $out"
 has "$out" "(4 ranks, job "
 has "$out" "): allreduce #50: ranks 0-1,3 entered"
-grep -qE "^  rank 2 \($host, pid [0-9]+\) last completed allreduce #49 [0-9.]+ s ago and has not called allreduce #50 \(the application did not call\); its process is gone$" <<<"$out" \
+grep -qE "^  rank 2 \($host, pid [0-9]+\) last completed allreduce #49 [0-9.]+ s before the last call recorded and has not called allreduce #50 \(the application did not call\); its process is gone$" <<<"$out" \
 	|| fail "rank 2's line: $out"
 for r in 0 1 3; do
 	grep -qE "^  rank $r \($host, pid [0-9]+\) entered allreduce #50, which failed \(HERD_E[A-Z]+\) after [0-9.]+ s" <<<"$out" \

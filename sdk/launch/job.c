@@ -748,18 +748,26 @@ static void trace_dir_remove(herd_job *job)
 
 /*
  * The ranks' flight recorders name a culprit other than the first rank to
- * fail (cand), one missing from the call the others waited in: the
- * summary names it, and what cand said.  false when they name none (or
- * cand).  The exit status stays cand's.
+ * fail (cand, which exited: it noticed), one whose recorder was read and
+ * is missing from the call the others waited in: the summary names it,
+ * and what cand said.  false when they name none (or cand).  The exit
+ * status stays cand's.
  */
 static bool summarize_culprit(herd_job *job, const struct rank_info *cand)
 {
 	herd_trace_culprit c;
-	char said[TAIL_LINE_MAX + 32];
+	char said[TAIL_LINE_MAX + 32], kept[1024];
+	herd_status st;
 
-	if (job->trace_dir[0] == '\0' || herd_trace_blame(job->trace_dir, &c) != HERD_OK ||
-	    c.size != job->nranks || c.rank < 0 || c.rank >= job->nranks ||
-	    c.rank == cand->st.rank)
+	/* A rank killed, or one that did not start, is the cause itself. */
+	if (job->trace_dir[0] == '\0' || cand->st.state != HERD_JOB_RANK_EXITED)
+		return false;
+	/* The reading's own errors are not the caller's to see. */
+	herd__strlcpy(kept, herd_last_error(), sizeof(kept));
+	st = herd_trace_blame(job->trace_dir, &c);
+	herd__error(HERD_OK, "%s", kept);
+	if (st != HERD_OK || c.size != job->nranks || c.rank < 0 || c.rank >= job->nranks ||
+	    c.rank == cand->st.rank || c.pid == 0)
 		return false;
 	if (cand->tail_n > 0)
 		snprintf(said, sizeof(said), "said: %s",

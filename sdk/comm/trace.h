@@ -21,15 +21,16 @@
  * copies a slot and keeps it only when seq reads the same before and
  * after (the slot was not being rewritten meanwhile).
  *
- * The cost of a call: one more monotonic clock read at its end, some
- * plain stores to one cache line and two release stores (bench/RESULTS.md
- * has the measurement).
+ * The cost of a call: a read of the coarse monotonic clock at its end,
+ * some plain stores to one cache line and three release stores
+ * (bench/trace_cost.sh; bench/RESULTS.md has the measurement).
  */
 #ifndef HERD_COMM_TRACE_H
 #define HERD_COMM_TRACE_H
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "herd/common.h"
 
@@ -51,7 +52,8 @@ typedef struct herd__trace_entry {
 	uint64_t cseq;              /* its collective number (a p2p call: the last one's) */
 	uint64_t count;             /* elements, as the caller gave them */
 	uint64_t start_ns;          /* CLOCK_MONOTONIC of this host */
-	uint64_t end_ns;            /* 0 while in the call */
+	uint64_t end_ns;            /* 0 while in the call; CLOCK_MONOTONIC_COARSE's,
+				     * which may read a little before start_ns */
 	int32_t peer;               /* the peer or root; -1: none */
 	int32_t status;             /* herd_status it ended with */
 	uint8_t kind;               /* herd__op_kind */
@@ -134,6 +136,16 @@ static inline herd__trace_entry *herd__trace_begin(herd__trace *t, uint64_t seq,
 	atomic_store_explicit(&e->seq, seq, memory_order_release);
 	atomic_store_explicit(&t->head->next, k + 1, memory_order_release);
 	return e;
+}
+
+/* CLOCK_MONOTONIC_COARSE in ns: the last tick of CLOCK_MONOTONIC's (up
+ * to a few ms behind it), for the end of an entry. */
+static inline uint64_t herd__trace_now_coarse(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* The call ended with st at now_ns. */

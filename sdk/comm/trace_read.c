@@ -437,7 +437,9 @@ static void rank_words(const comm_view *c, int k, char *buf, size_t cap)
 		else if (v->last != NULL && v->last->state == HERD__TRACE_FAILED)
 			o = (size_t)snprintf(buf, cap, "entered %s, which failed (%s) after %.1f s",
 					     cur, herd_status_name((herd_status)v->last->status),
-					     (double)(v->last->end_ns - v->last->start_ns) / 1e9);
+					     v->last->end_ns > v->last->start_ns
+						     ? (double)(v->last->end_ns - v->last->start_ns) / 1e9
+						     : 0.0);
 		else
 			o = (size_t)snprintf(buf, cap, "completed %s", done);
 		break;

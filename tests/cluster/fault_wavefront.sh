@@ -8,10 +8,12 @@
 #     out, within the deadline and 1 s of the moment it stopped calling;
 #     herd trace on the recorders names rank 5 alone.
 #   - rank 5 stopped with SIGSTOP, HERD_TIMEOUT=2: the summary says rank 5
-#     on h3 was stopped and did not answer, within the deadline and 1 s.
+#     on h3 was stopped and did not answer, and the launcher returns within
+#     the deadline and 1.5 s.
 #   - rank 5 killed (SIGKILL): the summary says rank 5 on h3 was killed.
 #   - 64 ranks on one host (h1, oversubscribed), rank 37 stops calling
-#     before its 20th call, HERD_TIMEOUT=3: the summary names rank 37 and
+#     before its 20th call, HERD_TIMEOUT=3: the summary names rank 37
+#     within the deadline and 1.5 s (64 processes to stop on 2 cores), and
 #     herd trace names it alone.
 # Needs root, iproute2 and openssh-server; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
@@ -122,7 +124,7 @@ secs=$(awk -v a="$t_stop" -v b="$t_end" 'BEGIN { printf "%.3f", b - a }')
 s=$(summary "$tmp/err")
 grep -qE "failed: rank 37 on h1 \(pid [0-9]+\) last completed allreduce #19 [0-9.]+ s ago and has not called allreduce #20 \(the application did not call\); its process is (sleeping|running); rank [0-9]+, the first to fail, said: " <<<"$s" \
 	|| fail "the summary does not name rank 37: $s"
-within "$secs" 4 "the summary naming rank 37 of 64"
+within "$secs" 4.5 "the summary naming rank 37 of 64"
 dir=$(sed -n "s/^herd launch: the ranks' flight recorders: herd trace //p" "$tmp/err")
 "$HERD" trace --json "$dir" >"$tmp/json" && fail "herd trace exited 0"
 python3 - "$tmp/json" <<'PY' || fail "herd trace --json of 64: $(head -c 2000 "$tmp/json")"

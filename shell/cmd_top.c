@@ -9,9 +9,9 @@
  * array of plain lines (render), the same for --once and the live view;
  * the live view keeps the lines it last drew and writes only those that
  * changed, each with cursor addressing, on the terminal's alternate
- * screen.  Signals (SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGTSTP) reach the
- * loop through a pipe, so the terminal is restored on the loop's one way
- * out, whatever ends it.
+ * screen.  Signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGTSTP)
+ * reach the loop through a pipe, so the terminal is restored on the loop's
+ * one way out, whatever ends it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -57,8 +57,8 @@ static const char top_usage[] =
 	"it); Esc no filter; ? or h the keys.  A narrow terminal drops the SM clock,\n"
 	"then the GPU name, power, temperature and job, rather than wrap.\n"
 	"Exit status:\n"
-	"  0    q, or SIGINT, SIGTERM or SIGHUP; --once: every node shown; --json:\n"
-	"       --count samples of every node, or a signal\n"
+	"  0    q, or SIGINT, SIGTERM, SIGHUP or SIGQUIT; --once: every node shown;\n"
+	"       --json: --count samples of every node, or a signal\n"
 	"  1    a node gave no sample or failed (said on stderr), or the terminal\n"
 	"       could not be set up or written\n"
 	"  2    a usage error (the live view without a terminal too), a --hosts or\n"
@@ -748,7 +748,8 @@ static void on_signal(int sig)
 
 static int signals_init(bool live)
 {
-	static const int stops[] = { SIGINT, SIGTERM, SIGHUP };
+	/* SIGQUIT too: Ctrl-\ ends the live view with the terminal given back. */
+	static const int stops[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 	struct sigaction sa;
 
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
@@ -782,7 +783,7 @@ static unsigned long signals_read(void)
 	return mask;
 }
 
-#define STOP_SIGNALS ((1ul << SIGINT) | (1ul << SIGTERM) | (1ul << SIGHUP))
+#define STOP_SIGNALS ((1ul << SIGINT) | (1ul << SIGTERM) | (1ul << SIGHUP) | (1ul << SIGQUIT))
 
 /* ---- --json and --once ------------------------------------------------------------ */
 

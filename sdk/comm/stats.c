@@ -44,8 +44,10 @@ herd_status herd__stats_dir(char *buf, size_t cap, int for_exporter)
 		n = snprintf(buf, cap, "%s", mine);
 	else
 		return herd__error(HERD_EUNAVAIL, "no directory for collective counters: %s does "
-				   "not exist%s, and XDG_RUNTIME_DIR is not set; set HERD_STATS_DIR",
-				   SHARED_DIR, for_exporter ? " and cannot be made" : "");
+				   "not exist%s, and %s%s; set HERD_STATS_DIR", SHARED_DIR,
+				   for_exporter ? " and cannot be made" : "",
+				   mine[0] != '\0' ? mine : "XDG_RUNTIME_DIR is not set",
+				   mine[0] != '\0' ? " does not exist either" : "");
 	if (n < 0 || (size_t)n >= cap)
 		return herd__error(HERD_EINVAL, "the directory for collective counters: name too "
 				   "long (%d bytes)", n);

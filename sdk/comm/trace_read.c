@@ -101,10 +101,20 @@ static int by_seq(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* A header's text field as a string of printable ASCII: the file may hold
+ * anything, and the report is text and JSON. */
+static void printable(char *s, size_t cap)
+{
+	s[cap - 1] = '\0';
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+			*s = '?';
+}
+
 /* One ring file into *r. */
 static herd_status read_ring(const char *path, rank_ring *r)
 {
-	herd__trace_entry *raw = NULL;
+	herd__trace_entry *raw = NULL, *raw2 = NULL;
 	herd_status st = HERD_OK;
 	struct stat sb;
 	size_t len;
@@ -143,26 +153,38 @@ static herd_status read_ring(const char *path, rank_ring *r)
 				 path, (long long)sb.st_size, r->head.cap);
 		goto out;
 	}
-	r->head.id[sizeof(r->head.id) - 1] = '\0';
-	r->head.host[sizeof(r->head.host) - 1] = '\0';
-	r->head.job[sizeof(r->head.job) - 1] = '\0';
-	r->head.fail_msg[sizeof(r->head.fail_msg) - 1] = '\0';
+	printable(r->head.id, sizeof(r->head.id));
+	printable(r->head.host, sizeof(r->head.host));
+	printable(r->head.job, sizeof(r->head.job));
+	printable(r->head.fail_msg, sizeof(r->head.fail_msg));
 	HERD_CHECK_GOTO(herd__calloc(&raw, r->head.cap, sizeof(*raw), "a flight recorder"), st, out);
 	HERD_CHECK_GOTO(herd__calloc(&r->e, r->head.cap, sizeof(*raw), "a flight recorder"), st,
 			out);
+	/* The entries, then their seqs again: a slot the rank rewrote
+	 * meanwhile shows another seq the second time (a seqlock's check). */
 	HERD_CHECK_GOTO(read_all(fd, raw, len, HERD__TRACE_HEAD_SIZE, path), st, out);
+	HERD_CHECK_GOTO(herd__calloc(&raw2, r->head.cap, sizeof(*raw2), "a flight recorder"), st,
+			out);
+	HERD_CHECK_GOTO(read_all(fd, raw2, len, HERD__TRACE_HEAD_SIZE, path), st, out);
 	next = r->head.next;
 	first = next > r->head.cap ? next - r->head.cap : 0;
 	for (uint64_t k = first; k < next; k++) {
 		herd__trace_entry *e = &raw[k % r->head.cap];
+		uint64_t again = raw2[k % r->head.cap].seq;
 
-		if (e->seq == 0 || e->state < HERD__TRACE_ENTERED || e->state > HERD__TRACE_FAILED)
+		if (e->seq == 0 || e->seq != again || e->state < HERD__TRACE_ENTERED ||
+		    e->state > HERD__TRACE_FAILED)
 			continue;
+		/* Its end written, its state not yet, or the other way round
+		 * in the copy: still in the call. */
+		if (e->end_ns == 0)
+			e->state = HERD__TRACE_ENTERED;
 		r->e[r->n++] = *e;
 	}
 	qsort(r->e, r->n, sizeof(*r->e), by_seq);
 out:
 	free(raw);
+	free(raw2);
 	close(fd);
 	if (st != HERD_OK) {
 		free(r->e);

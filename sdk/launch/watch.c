@@ -481,11 +481,21 @@ static void node_arm(wnode *nd, int ms)
 		node_fail(nd, HERD_TELEMETRY_NODE_ENDED, "watching it: %s", herd_last_error());
 }
 
+/* A timer that fires this much after it was due found this process
+ * stopped (Ctrl-Z, SIGSTOP) or starved, not the node late. */
+#define LATE_WAKE_MS 1000
+
 static void on_node_timer(herd__timer *t)
 {
 	wnode *nd = t->data;
 	herd_telemetry_watch *w = nd->w;
 
+	/* What came meanwhile is read first: the node gets its deadline
+	 * again from now. */
+	if (herd__net_now_ms() - t->due > LATE_WAKE_MS) {
+		node_arm(nd, nd->samples == 0 ? w->start_ms : w->stall_ms);
+		return;
+	}
 	if (nd->samples == 0)
 		node_fail(nd, HERD_TELEMETRY_NODE_NOT_STARTED, "no sample within %d.%d s",
 			  w->start_ms / 1000, w->start_ms % 1000 / 100);

@@ -14,7 +14,7 @@
  * etc/dcp-metrics-included.csv for the rates in bytes per second
  * (DCGM_FI_PROF_PCIE_TX_BYTES, _RX_BYTES, DCGM_FI_PROF_NVLINK_TX_BYTES,
  * _RX_BYTES), and DCGM's field names for the rest (DCGM_FI_DEV_FB_TOTAL,
- * DCGM_FI_DEV_ENFORCED_POWER_LIMIT, DCGM_FI_DEV_CLOCK_THROTTLE_REASONS);
+ * DCGM_FI_DEV_ENFORCED_POWER_LIMIT, DCGM_FI_DEV_CLOCKS_EVENT_REASONS);
  * its label set, in its order: gpu (NVML's index), UUID, pci_bus_id
  * (NVML's form, "00000000:1B:00.0"), device ("nvidia0": the device
  * minor number; left out when the driver's /proc does not say), modelName,
@@ -74,6 +74,42 @@ static int labels_put(herd__labels *l, const char *s, size_t n)
 	return 0;
 }
 
+/* The length of the UTF-8 sequence at p (1 to 4), 0 when it is not one:
+ * a stray continuation byte, a sequence cut short, an overlong form, a
+ * surrogate or a code point past U+10FFFF. */
+static size_t utf8_len(const unsigned char *p)
+{
+	size_t n;
+	uint32_t c;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2, c = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3, c = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4, c = p[0] & 0x07;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if ((n == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) ||
+	    (n == 4 && (c < 0x10000 || c > 0x10ffff)))
+		return 0;
+	return n;
+}
+
+/*
+ * A label: its value escaped as the exposition format asks, every byte
+ * that does not begin a valid UTF-8 sequence written as '?' (a value comes
+ * from processes' names, environments and files any user can write, and
+ * Prometheus refuses a whole scrape over one invalid label value), and a
+ * value too long for the room left cut at a character's boundary.
+ */
 void herd__labels_add(herd__labels *l, const char *name, const char *value)
 {
 	size_t mark = l->len;
@@ -82,7 +118,8 @@ void herd__labels_add(herd__labels *l, const char *name, const char *value)
 	if (labels_put(l, l->len == 0 ? "{" : ",", 1) != 0 ||
 	    labels_put(l, name, strlen(name)) != 0 || labels_put(l, "=\"", 2) != 0)
 		goto cut;
-	for (const char *p = value; *p != '\0'; p++) {
+	for (const char *p = value; *p != '\0';) {
+		size_t n = utf8_len((const unsigned char *)p);
 		int r;
 
 		if (*p == '\\' || *p == '"' || *p == '\n') {
@@ -90,10 +127,11 @@ void herd__labels_add(herd__labels *l, const char *name, const char *value)
 			esc[1] = *p == '\n' ? 'n' : *p;
 			r = labels_put(l, esc, 2);
 		} else {
-			r = labels_put(l, p, 1);
+			r = labels_put(l, n > 0 ? p : "?", n > 0 ? n : 1);
 		}
 		if (r != 0)
 			break; /* a value cut short is still a value */
+		p += n > 0 ? n : 1;
 	}
 	if (labels_put(l, "\"", 1) == 0)
 		return;
@@ -201,7 +239,7 @@ static const gpu_family dcgm_families[] = {
 	    "Total number of single-bit volatile ECC errors."),
 	I64("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", ecc_dbe, 1,
 	    "Total number of double-bit volatile ECC errors."),
-	I64("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge", throttle, 1,
+	I64("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge", throttle, 1,
 	    "Clock throttle reasons (NVML's clock event reasons bit mask)."),
 	DBL("DCGM_FI_PROF_PCIE_TX_BYTES", "gauge", pcie_tx_bps, 1,
 	    "The rate of data transmitted over the PCIe bus, in bytes per second."),
@@ -285,8 +323,10 @@ static void gpu_families(herd__expo *x, const herd_telemetry_sample *s, const in
 			if (v < 0)
 				continue;
 			dcgm_labels(&l, s, &s->gpus[i], minors[i]);
-			/* Counts as they are, past 2^53 too. */
-			if (fam->is_int && fam->div == 1) {
+			/* Counts as they are, past 2^53 too; MiB whole, as DCGM's. */
+			if (fam->div == MIB) {
+				herd__expo_int(x, &l, (int64_t)v);
+			} else if (fam->is_int && fam->div == 1) {
 				memcpy(&iv, (const char *)&s->gpus[i] + fam->off, sizeof(iv));
 				herd__expo_int(x, &l, iv);
 			} else {
@@ -303,7 +343,7 @@ static void gpu_families(herd__expo *x, const herd_telemetry_sample *s, const in
 		if (g->mem_total < 0 || g->mem_used < 0 || g->mem_used > g->mem_total)
 			continue;
 		dcgm_labels(&l, s, g, minors[i]);
-		herd__expo_value(x, &l, (double)(g->mem_total - g->mem_used) / MIB);
+		herd__expo_int(x, &l, (int64_t)((g->mem_total - g->mem_used) / (int64_t)MIB));
 	}
 
 	herd__expo_family(x, "herd_gpu_xid_events_total", "counter",

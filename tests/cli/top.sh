@@ -6,6 +6,7 @@
 # of a process on one of them, in the order --sort asks, under --filter,
 # and fitted to a narrow $COLUMNS; --json writes records that parse, one
 # a line, seq 1, 2, 3; nodes over a stand-in ssh, one of them unreachable;
+# stopped 3.5 s and continued, --json streams on;
 # usage errors name the option and exit 2; the live view refuses a
 # standard output that is not a terminal.
 source "$(dirname "$0")/../harness/common.sh" "$@"
@@ -144,6 +145,21 @@ timeout 60 "$HERD" top --json --count 2 --period 100 --hosts h1,h2 >"$tmp/json" 
 [[ $(python3 -c 'import json, sys; print(" ".join(sorted("%s:%d" % (r["host"], r["seq"]) for r in map(json.loads, open(sys.argv[1])))))' "$tmp/json") == "h1:1 h1:2 h2:1 h2:2" ]] ||
 	fail "--json --hosts h1,h2: $(cut -c1-120 "$tmp/json")"
 unset HERD_SSH HERD_PROGRAM
+
+# --- stopped (Ctrl-Z, SIGSTOP) longer than a node's stall deadline (3
+# periods and 2 s): continued, it streams on rather than take its own
+# lateness for a stalled node
+timeout 60 "$HERD" top --json --period 100 --count 40 >"$tmp/json" 2>"$tmp/err" &
+job=$!
+for ((k = 0; k < 100; k++)); do
+	[[ $(wc -l <"$tmp/json") -ge 3 ]] && break
+	sleep 0.1
+done
+kill -STOP $job
+sleep 3.5
+kill -CONT $job
+wait $job || fail "top --json stopped 3.5 s: exit $?: $(cat "$tmp/err")"
+[[ $(wc -l <"$tmp/json") == 40 && ! -s $tmp/err ]] || fail "top --json stopped 3.5 s: $(wc -l <"$tmp/json") lines; $(cat "$tmp/err")"
 
 # --- usage errors: exit 2, the option named
 usage() {

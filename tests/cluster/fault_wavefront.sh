@@ -45,6 +45,21 @@ summary() { grep -m1 "^herd launch: job .* failed: " "$1" || fail "no failure su
 # since T: seconds from T (mono) to now.
 since() { awk -v a="$1" -v b="$(mono)" 'BEGIN { printf "%.3f", b - a }'; }
 
+# start_endless: the job of 8 ranks, calling until stopped, under a 2 s
+# deadline, in the background (job); once it runs, victim is rank 5's pid.
+start_endless() {
+	local p
+	HERD_TIMEOUT=2 timeout 120 "$cluster/run" 1 "$HERD" launch --hosts 'h[1-4]' -n 8 -- \
+		"$HERD" "$tmp/loop.lua" 100000000 -1 0 0 >"$tmp/out" 2>"$tmp/err" &
+	job=$!
+	wait_lines 8 running "$tmp/out" 30
+	victim=
+	for p in $(host_pids 3 "$tmp/loop.lua"); do
+		grep -q "^HERD_RANK=5$" < <(tr '\0' '\n' <"/proc/$p/environ") && victim=$p
+	done
+	[[ -n $victim ]] || fail "no process of rank 5 on h3"
+}
+
 # --- rank 5 does not call #50
 HERD_TIMEOUT=2 timeout 120 "$cluster/run" 1 "$HERD" launch --hosts 'h[1-4]' -n 8 -- \
 	"$HERD" "$tmp/loop.lua" 100000 5 50 30 >"$tmp/out" 2>"$tmp/err" \
@@ -72,15 +87,7 @@ PY
 secs=$(job_gone 10 "$tmp/loop.lua" "exec --stdio") || exit 1
 
 # --- rank 5 stopped with SIGSTOP
-HERD_TIMEOUT=2 timeout 120 "$cluster/run" 1 "$HERD" launch --hosts 'h[1-4]' -n 8 -- \
-	"$HERD" "$tmp/loop.lua" 100000000 -1 0 0 >"$tmp/out" 2>"$tmp/err" &
-job=$!
-wait_lines 8 running "$tmp/out" 30
-victim=
-for p in $(host_pids 3 "$tmp/loop.lua"); do
-	grep -q "^HERD_RANK=5$" < <(tr '\0' '\n' <"/proc/$p/environ") && victim=$p
-done
-[[ -n $victim ]] || fail "no process of rank 5 on h3"
+start_endless
 t_stop=$(mono)
 kill -STOP "$victim"
 wait $job && fail "the job succeeded with rank 5 stopped under a 2 s deadline"
@@ -94,15 +101,7 @@ echo "SIGSTOP: launcher returned $secs s after the stop: ${s#*failed: }" | cut -
 secs=$(job_gone 10 "$tmp/loop.lua" "exec --stdio") || exit 1
 
 # --- rank 5 killed
-HERD_TIMEOUT=2 timeout 120 "$cluster/run" 1 "$HERD" launch --hosts 'h[1-4]' -n 8 -- \
-	"$HERD" "$tmp/loop.lua" 100000000 -1 0 0 >"$tmp/out" 2>"$tmp/err" &
-job=$!
-wait_lines 8 running "$tmp/out" 30
-victim=
-for p in $(host_pids 3 "$tmp/loop.lua"); do
-	grep -q "^HERD_RANK=5$" < <(tr '\0' '\n' <"/proc/$p/environ") && victim=$p
-done
-[[ -n $victim ]] || fail "no process of rank 5 on h3"
+start_endless
 t_stop=$(mono)
 kill -KILL "$victim"
 wait $job && fail "the job succeeded with rank 5 killed"

@@ -82,7 +82,8 @@ static herd_telemetry_sample *make_sample(void)
 	s->procs[0].pid = 4242;
 	s->procs[0].mem_used = -1;
 	s->procs[0].rank = -1;
-	snprintf(s->procs[0].comm, sizeof(s->procs[0].comm), "py");
+	/* /proc's comm cut inside a character: "pé" and half of another */
+	snprintf(s->procs[0].comm, sizeof(s->procs[0].comm), "p\xc3\xa9\xc3");
 	return s;
 }
 
@@ -97,7 +98,8 @@ static void test_sample_text_is_exact_with_unknown_figures_left_out(void)
 	snprintf(line, sizeof(line), "# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %%).\n"
 		 "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL%s 12.5\n", lbl);
 	CHECK_HAS(t, line);
-	snprintf(line, sizeof(line), "\nDCGM_FI_DEV_FB_USED%s 3.5\n", lbl);
+	/* Whole MiB, as DCGM gives them. */
+	snprintf(line, sizeof(line), "\nDCGM_FI_DEV_FB_USED%s 3\n", lbl);
 	CHECK_HAS(t, line);
 	snprintf(line, sizeof(line), "\nDCGM_FI_DEV_POWER_USAGE%s 0.1\n", lbl);
 	CHECK_HAS(t, line);
@@ -115,8 +117,9 @@ static void test_sample_text_is_exact_with_unknown_figures_left_out(void)
 	CHECK(strstr(t, "herd_node_load1") == NULL);
 	CHECK(strstr(t, "herd_node_memory_total_bytes") == NULL);
 	/* A process whose memory is unknown: named, without a memory series. */
-	CHECK_HAS(t, "\nherd_gpu_process_info{gpu=\"2\",UUID=\"GPU-abc\",pid=\"4242\",command=\"py\","
-		     "herd_job=\"\"} 1\n");
+	/* Not UTF-8: '?' for the byte, the rest kept. */
+	CHECK_HAS(t, "\nherd_gpu_process_info{gpu=\"2\",UUID=\"GPU-abc\",pid=\"4242\","
+		     "command=\"p\xc3\xa9?\",herd_job=\"\"} 1\n");
 	CHECK(strstr(t, "herd_gpu_process_memory_bytes") == NULL);
 	CHECK_HAS(t, "\nherd_gpu_processes{gpu=\"2\",UUID=\"GPU-abc\"} 1\n");
 	CHECK_HAS(t, "\nherd_node_gpus 1\n");

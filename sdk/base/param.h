@@ -67,6 +67,8 @@ typedef enum herd__param_type {
 	  "where each rank keeps its flight recorder")                                          \
 	X(TRACE_RING, INT, "", 0, 1048576, "1024",                                              \
 	  "calls a flight recorder keeps; 0: none")                                             \
+	X(STRAGGLER_CHECK, SECONDS, "", 0, 3600, "10",                                          \
+	  "herd launch looks for a straggler this often")                                       \
 	X(KERNEL_LOG, STRING, "file", 0, 0, "/dev/kmsg",                                        \
 	  "the kernel log herd health and telemetry read")                                     \
 	X(HISTORY, STRING, "file", 0, 0, "(state dir)",                                         \

@@ -29,6 +29,8 @@
 #define HERD_COMM_TRACE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -158,5 +160,38 @@ static inline void herd__trace_end(herd__trace_entry *e, herd_status st, uint64_
 	atomic_store_explicit(&e->state, st == HERD_OK ? HERD__TRACE_DONE : HERD__TRACE_FAILED,
 			      memory_order_release);
 }
+
+/*
+ * Straggler detection over a job's rings (trace_read.c), one round at a
+ * time: the collective calls every rank of the job's communicator
+ * completed since the last round, and each rank's mean time inside them.
+ * The rank that arrives last waits least: a rank whose mean is the
+ * lowest, below the others' median by 2 ms and by a tenth of the mean
+ * step (the time from one call to the next), is this round's late rank.
+ * (An entry's end comes from the coarse clock, up to a tick early: the
+ * means are off by as much on every rank, so their differences hold.)
+ * The same rank late in HERD__STRAGGLE_ROUNDS rounds in a row (a round of
+ * fewer than 10 calls does not count either way) is a straggler, said
+ * once until a round finds nobody late.
+ */
+#define HERD__STRAGGLE_ROUNDS 5
+
+typedef struct herd__straggle {
+	uint64_t last_cseq;         /* the calls looked at so far */
+	int rank;                   /* the late rank of the rounds in a row; -1 none */
+	int streak;                 /* rounds in a row it was late */
+	int warned;                 /* the straggler said; -1 none */
+} herd__straggle;
+
+#define HERD__STRAGGLE_INIT { 0, -1, 0, -1 }
+
+/*
+ * One round over the rings of dir, for a job of nranks: true when it
+ * makes a rank a straggler (*rank, host, and why: "it arrived last at the
+ * collectives (allreduce last), 6.0 ms after the others' median, ...").
+ * Raises nothing: a round that cannot read the rings does not count.
+ */
+bool herd__trace_straggle(const char *dir, int nranks, herd__straggle *s, int *rank,
+			  char *host, size_t host_cap, char *why, size_t why_cap);
 
 #endif /* HERD_COMM_TRACE_H */

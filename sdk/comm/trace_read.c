@@ -756,3 +756,133 @@ herd_status herd_trace_blame(const char *dir, herd_trace_culprit *out)
 				   "from a call", dir);
 	return HERD_OK;
 }
+
+/* ---- stragglers --------------------------------------------------------------- */
+
+static int by_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* A rank's completed collectives with cseq in (from, to]: their count, and
+ * the sum of their times inside (ns) and the first and last start. */
+static size_t window(const rank_view *v, uint64_t from, uint64_t to, double *inside_ns,
+		     uint64_t *first_start, uint64_t *last_start)
+{
+	size_t n = 0;
+
+	*inside_ns = 0;
+	for (size_t j = 0; j < v->r->n; j++) {
+		const herd__trace_entry *e = &v->r->e[j];
+
+		if (herd__op_is_p2p(e->kind) || e->state != HERD__TRACE_DONE || e->cseq <= from ||
+		    e->cseq > to)
+			continue;
+		/* Signed: the coarse clock of the end reads up to a tick early,
+		 * as much on every rank on average, so differences stay true. */
+		*inside_ns += (double)((int64_t)e->end_ns - (int64_t)e->start_ns);
+		if (n == 0)
+			*first_start = e->start_ns;
+		*last_start = e->start_ns;
+		n++;
+	}
+	return n;
+}
+
+bool herd__trace_straggle(const char *dir, int nranks, herd__straggle *s, int *rank,
+			  char *host, size_t host_cap, char *why, size_t why_cap)
+{
+	char kept[1024], op[64] = "";
+	const comm_view *c = NULL;
+	double *mean = NULL, *sorted = NULL, median, step = 0;
+	uint64_t to = UINT64_MAX;
+	size_t calls = SIZE_MAX;
+	int late = -1;
+	bool found = false;
+	views w;
+
+	herd__strlcpy(kept, herd_last_error(), sizeof(kept));
+	if (make_views(dir, &w) != HERD_OK) {
+		herd__error(HERD_OK, "%s", kept);
+		return false;
+	}
+	/* The job's world: the communicator of nranks last heard of (a
+	 * restarted job's earlier runs left theirs). */
+	for (size_t i = 0; i < w.n; i++)
+		if (w.c[i].size == nranks && nranks > 1 && (c == NULL || w.c[i].end_s > c->end_s))
+			c = &w.c[i];
+	for (int k = 0; c != NULL && k < c->size && to > 0; k++) {
+		const rank_view *v = &c->ranks[k];
+
+		if (v->r == NULL || v->last_done == NULL)
+			to = 0;
+		else if (v->last_done->cseq < to)
+			to = v->last_done->cseq;
+	}
+	if (c == NULL || to == 0 || to <= s->last_cseq)
+		goto out;
+	mean = calloc((size_t)c->size, sizeof(*mean));
+	sorted = calloc((size_t)c->size, sizeof(*sorted));
+	if (mean == NULL || sorted == NULL)
+		goto out;
+	for (int k = 0; k < c->size; k++) {
+		uint64_t first = 0, last = 0;
+		size_t n = window(&c->ranks[k], s->last_cseq, to, &mean[k], &first, &last);
+
+		/* A ring that no longer holds the whole window: fewer calls here. */
+		if (n < calls)
+			calls = n;
+		mean[k] = n > 0 ? mean[k] / (double)n : 0;
+		if (n > 1)
+			step += (double)(last - first) / (double)(n - 1) / c->size;
+		if (late < 0 || mean[k] < mean[late])
+			late = k;
+	}
+	s->last_cseq = to;
+	if (calls < 10)
+		goto out;               /* too few calls: the round does not count */
+	for (int k = 0, j = 0; k < c->size; k++)
+		if (k != late)
+			sorted[j++] = mean[k];
+	qsort(sorted, (size_t)c->size - 1, sizeof(*sorted), by_double);
+	median = c->size % 2 == 0 ? sorted[(c->size - 1) / 2]
+				  : (sorted[(c->size - 1) / 2 - 1] + sorted[(c->size - 1) / 2]) / 2;
+	herd__log_debug("straggler round over calls %llu..%llu: rank %d inside %.2f ms a call, "
+			"the others' median %.2f ms, a step of %.2f ms",
+			(unsigned long long)s->last_cseq - calls + 1, (unsigned long long)to, late,
+			mean[late] / 1e6, median / 1e6, step / 1e6);
+	if (median - mean[late] < 2e6 || median - mean[late] < step / 10) {
+		s->rank = -1;           /* nobody late this round */
+		s->streak = 0;
+		if (s->warned >= 0)
+			s->warned = -1;
+		goto out;
+	}
+	if (late == s->rank) {
+		s->streak++;
+	} else {
+		s->rank = late;
+		s->streak = 1;
+		s->warned = -1;
+	}
+	if (s->streak < HERD__STRAGGLE_ROUNDS || s->warned == late)
+		goto out;
+	s->warned = late;
+	found = true;
+	*rank = late;
+	herd__strlcpy(host, c->ranks[late].r->head.host, host_cap);
+	if (c->ranks[late].last_done != NULL)
+		herd__strlcpy(op, herd__op_name((herd__op_kind)c->ranks[late].last_done->kind),
+			      sizeof(op));
+	snprintf(why, why_cap, "it arrived last at the collectives (%s last), %.1f ms after the "
+		 "others' median, in %d rounds in a row (%zu calls in the last, a step of %.1f ms)",
+		 op, (median - mean[late]) / 1e6, s->streak, calls, step / 1e6);
+out:
+	free(mean);
+	free(sorted);
+	views_free(&w);
+	herd__error(HERD_OK, "%s", kept);
+	return found;
+}

@@ -28,6 +28,7 @@
 
 #include "herd/store.h"
 #include "herd/trace.h"
+#include "comm/trace.h"
 
 #include "engine.h"
 #include "launch_internal.h"
@@ -86,6 +87,9 @@ struct herd_job {
 	size_t nnodes;
 	char id[64];
 	char trace_dir[PATH_MAX];  /* the ranks' HERD_TRACE_DIR: their flight recorders */
+	herd__straggle straggle;   /* the straggler rounds over them (comm/trace.h) */
+	int straggle_ms;           /* HERD_STRAGGLER_CHECK */
+	int64_t straggle_at;       /* the next round; 0: not yet up */
 	char secret[HERD_STORE_SECRET_BUF];
 	int nranks;
 
@@ -1520,6 +1524,24 @@ static bool node_done(const struct node_rt *nr)
 }
 
 /*
+ * A straggler round over the ranks' flight recorders (comm/trace.h), every
+ * HERD_STRAGGLER_CHECK seconds while the run is up: a rank late in five
+ * rounds in a row is said on the launcher's stderr, once.
+ */
+static void straggle_round(herd_job *job)
+{
+	char host[256], why[512];
+	int rank;
+
+	job->straggle_at = herd__net_now_ms() + job->straggle_ms;
+	if (job->trace_dir[0] == '\0' ||
+	    !herd__trace_straggle(job->trace_dir, job->nranks, &job->straggle, &rank, host,
+				  sizeof(host), why, sizeof(why)))
+		return;
+	herd__log_warn("job %s: rank %d on %s is a straggler: %s", job->id, rank, host, why);
+}
+
+/*
  * Watches a run until every node is done.  *up turns true once every node
  * is up and every rank reported; a node that fails before that ends the
  * run with the error returned (the run is not torn down here).
@@ -1550,8 +1572,12 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 			abort_run(job);
 			break;
 		}
+		if (*up && job->straggle_at > 0 && herd__net_now_ms() >= job->straggle_at &&
+		    !job->stopping && job->first_failed < 0)
+			straggle_round(job);
 		if (!*up && all_up) {
 			*up = true;
+			job->straggle_at = herd__net_now_ms() + job->straggle_ms;
 			/* The time limit counts from the first run's start. */
 			if (job->spec.time_limit_ms > 0 && job->limit_at == 0)
 				job->limit_at = herd__net_deadline(job->spec.time_limit_ms);
@@ -1639,6 +1665,9 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 		if (job->candidate >= 0 && job->first_failed < 0 &&
 		    (wake < 0 || job->candidate_at + SETTLE_MS < wake))
 			wake = job->candidate_at + SETTLE_MS;
+		if (*up && job->straggle_at > 0 && !job->stopping && job->first_failed < 0 &&
+		    (wake < 0 || job->straggle_at < wake))
+			wake = job->straggle_at;
 		if (job->held) {
 			int64_t recheck;
 
@@ -1904,6 +1933,9 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 	HERD_CHECK_GOTO(herd__calloc(&job->batch, BATCH_CAP, 1, "the output batch"), st, fail);
 	HERD_CHECK_GOTO(make_id(job), st, fail);
 	HERD_CHECK_GOTO(trace_dir(job), st, fail);
+	job->straggle = (herd__straggle)HERD__STRAGGLE_INIT;
+	job->straggle_ms = 10000;
+	HERD_CHECK_GOTO(herd__param_ms(HERD__P_STRAGGLER_CHECK, &job->straggle_ms), st, fail);
 	HERD_CHECK_GOTO(herd_store_secret_generate(job->secret), st, fail);
 	if (pipe2(job->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
 		st = herd__error_errno(HERD_ESYS, errno, "cannot create the job's wake-up pipe");

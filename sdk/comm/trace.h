@@ -166,8 +166,9 @@ static inline void herd__trace_end(herd__trace_entry *e, herd_status st, uint64_
  * time: the collective calls every rank of the job's communicator
  * completed since the last round, and each rank's mean time inside them.
  * The rank that arrives last waits least: a rank whose mean is the
- * lowest, below the others' median by 1 ms and by a twentieth of the mean
- * step (the time from one call to the next), is this round's late rank.
+ * lowest, below the others' median by 2.5 ms and by a fifteenth of the
+ * mean step (the time from one call to the next), is this round's late
+ * rank.
  * (An entry's end comes from the coarse clock, up to a tick early: the
  * means are off by as much on every rank, so their differences hold.)
  * The same rank late in HERD__STRAGGLE_ROUNDS rounds in a row (a round of

@@ -853,7 +853,7 @@ bool herd__trace_straggle(const char *dir, int nranks, herd__straggle *s, int *r
 			"the others' median %.2f ms, a step of %.2f ms",
 			(unsigned long long)s->last_cseq - calls + 1, (unsigned long long)to, late,
 			mean[late] / 1e6, median / 1e6, step / 1e6);
-	if (median - mean[late] < 1e6 || median - mean[late] < step / 20) {
+	if (median - mean[late] < 2.5e6 || median - mean[late] < step / 15) {
 		s->rank = -1;           /* nobody late this round */
 		s->streak = 0;
 		if (s->warned >= 0)

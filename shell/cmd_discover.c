@@ -725,20 +725,6 @@ int cmd_discover(int argc, char **argv)
 	return status;
 }
 
-/* The write end of the pipe that tells probe_watch of a signal. */
-static int watch_stop[2] = { -1, -1 };
-
-static void on_watch_signal(int sig)
-{
-	int saved = errno;
-	char c = (char)sig;
-
-	if (write(watch_stop[1], &c, 1) < 0) {
-		/* Full: a stop is pending already. */
-	}
-	errno = saved;
-}
-
 /*
  * Whether stdin's end means the watcher is gone: a pipe or a socket (ssh's,
  * the engine's), or a terminal (Ctrl-D).  /dev/null or a file (srun's
@@ -765,7 +751,7 @@ static int probe_watch(int argc, char **argv)
 	herd_telemetry_record format = HERD_TELEMETRY_RECORD_FRAME;
 	int period_ms = 1000;
 	unsigned long long count = 0;
-	struct sigaction sa;
+	int stop_fd;
 	herd_status st;
 
 	for (int i = 1; i < argc; i++) {
@@ -804,18 +790,11 @@ static int probe_watch(int argc, char **argv)
 	}
 	/* A reader gone is a failed write (EPIPE), and ends the stream quietly. */
 	signal(SIGPIPE, SIG_IGN);
-	if (pipe2(watch_stop, O_CLOEXEC | O_NONBLOCK) != 0) {
-		fprintf(stderr, "herd probe: cannot create the pipe that tells of signals: %s\n",
-			strerror(errno));
+	stop_fd = shell_signals_catch("herd probe", stops, sizeof(stops) / sizeof(*stops));
+	if (stop_fd < 0)
 		return SHELL_EXIT_FAILURE;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_watch_signal;
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof(stops) / sizeof(*stops); i++)
-		sigaction(stops[i], &sa, NULL);
 	st = herd_agent_telemetry_watch(stdin_tells_the_end() ? STDIN_FILENO : -1, STDOUT_FILENO,
-					watch_stop[0], period_ms,
+					stop_fd, period_ms,
 					(uint64_t)count, format, NULL);
 	if (st != HERD_OK) {
 		shell_message("herd probe", shell_last_error());

@@ -345,18 +345,8 @@ static int env_finish(struct env_list *e, int unbuffered)
 	return 0;
 }
 
-static int sig_pipe[2] = { -1, -1 };
-
-static void on_signal(int sig)
-{
-	int saved = errno;
-	char c = (char)sig;
-
-	if (write(sig_pipe[1], &c, 1) < 0) {
-		/* Full: enough signals are pending. */
-	}
-	errno = saved;
-}
+/* The read end of the pipe that tells of the signals forwarded to the job. */
+static int sig_fd = -1;
 
 /* The largest count a launch option takes (ranks, nodes, GPUs, restarts). */
 #define COUNT_MAX 1000000
@@ -442,7 +432,7 @@ static int supervise(herd_job *job)
 	int64_t window = 0;    /* until when another signal kills */
 
 	for (;;) {
-		struct pollfd p[2] = { { .fd = sig_pipe[0], .events = POLLIN },
+		struct pollfd p[2] = { { .fd = sig_fd, .events = POLLIN },
 				       { .fd = herd_job_fd(job), .events = POLLIN } };
 		herd_status st = herd_job_wait(job, 0, &status);
 
@@ -454,7 +444,7 @@ static int supervise(herd_job *job)
 		}
 		if (poll(p, 2, -1) > 0 && (p[0].revents & POLLIN)) {
 			char sigs[16];
-			ssize_t n = read(sig_pipe[0], sigs, sizeof(sigs));
+			ssize_t n = read(sig_fd, sigs, sizeof(sigs));
 
 			for (ssize_t i = 0; i < n; i++) {
 				const char *name = signal_name(sigs[i]);
@@ -860,7 +850,6 @@ int cmd_launch(int argc, char **argv)
 	shell_monitor *mon = NULL;
 	double start, t0, elapsed;
 	int job_status;
-	struct sigaction sa;
 	static const int forward[] = { SIGINT, SIGTERM, SIGHUP };
 
 	/* Every option in full, and other tools' flags read or answered,
@@ -894,16 +883,9 @@ int cmd_launch(int argc, char **argv)
 					       spec.where) != 0)
 		goto out;
 
-	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-		fprintf(stderr, "herd launch: cannot create the pipe that tells of signals: %s\n",
-			strerror(errno));
+	sig_fd = shell_signals_catch("herd launch", forward, sizeof(forward) / sizeof(*forward));
+	if (sig_fd < 0)
 		goto out;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof(forward) / sizeof(*forward); i++)
-		sigaction(forward[i], &sa, NULL);
 	/* A closed stdout shows as failed writes, not a dead launcher. */
 	signal(SIGPIPE, SIG_IGN);
 

@@ -732,41 +732,19 @@ static void top_free(top *t)
 
 /* ---- signals ------------------------------------------------------------------- */
 
-/* The pipe through which the handler tells the loop of a signal. */
-static int sig_pipe[2] = { -1, -1 };
-
-static void on_signal(int sig)
-{
-	int saved = errno;
-	char c = (char)sig;
-
-	if (write(sig_pipe[1], &c, 1) < 0) {
-		/* full: the loop has signals to read already */
-	}
-	errno = saved;
-}
+/* The pipe through which the loop hears of a signal (shell_signals_catch). */
+static int sig_fd = -1;
 
 static int signals_init(bool live)
 {
 	/* SIGQUIT too: Ctrl-\ ends the live view with the terminal given back. */
 	static const int stops[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-	struct sigaction sa;
+	static const int view[] = { SIGWINCH, SIGTSTP };
 
-	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-		fprintf(stderr, "herd top: cannot create the pipe that tells of signals: %s\n",
-			strerror(errno));
-		return -1;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof(stops) / sizeof(*stops); i++)
-		sigaction(stops[i], &sa, NULL);
-	if (live) {
-		sigaction(SIGWINCH, &sa, NULL);
-		sigaction(SIGTSTP, &sa, NULL);
-	}
-	return 0;
+	sig_fd = shell_signals_catch("herd top", stops, sizeof(stops) / sizeof(*stops));
+	if (sig_fd >= 0 && live)
+		sig_fd = shell_signals_catch("herd top", view, sizeof(view) / sizeof(*view));
+	return sig_fd < 0 ? -1 : 0;
 }
 
 /* The signals that came since the last call, as a mask of bits 1 << sig. */
@@ -776,7 +754,7 @@ static unsigned long signals_read(void)
 	char buf[64];
 	ssize_t n;
 
-	while ((n = read(sig_pipe[0], buf, sizeof(buf))) > 0)
+	while ((n = read(sig_fd, buf, sizeof(buf))) > 0)
 		for (ssize_t i = 0; i < n; i++)
 			if (buf[i] > 0 && buf[i] < 64)
 				mask |= 1ul << buf[i];
@@ -809,7 +787,7 @@ static bool all_done(const top *t, uint64_t count, uint64_t *failed)
 static int wait_event(top *t, int timeout_ms)
 {
 	struct pollfd p[2] = { { .fd = herd_telemetry_watch_fd(t->w), .events = POLLIN },
-			       { .fd = sig_pipe[0], .events = POLLIN } };
+			       { .fd = sig_fd, .events = POLLIN } };
 
 	if (poll(p, 2, timeout_ms) < 0 && errno != EINTR)
 		return 0;
@@ -1171,7 +1149,7 @@ static int run_live(top *t)
 	for (;;) {
 		struct pollfd p[3] = { { .fd = herd_telemetry_watch_fd(t->w), .events = POLLIN },
 				       { .fd = STDIN_FILENO, .events = POLLIN },
-				       { .fd = sig_pipe[0], .events = POLLIN } };
+				       { .fd = sig_fd, .events = POLLIN } };
 		unsigned long sigs;
 		bool quit = false;
 

@@ -255,6 +255,14 @@ int shell_json_write(FILE *out, struct json_t *doc);
 /* A JSON string of s, or null when s is NULL. */
 struct json_t *shell_json_str(const char *s);
 
+/*
+ * Catches sigs (n of them) through one self-pipe (shell/signals.c): each
+ * writes its number, a byte, to the pipe.  Returns the pipe's read end
+ * (non-blocking, the same on every call) for the command's loop to poll
+ * and read, or -1 after saying on stderr, as pname, why there is none.
+ */
+int shell_signals_catch(const char *pname, const int *sigs, size_t n);
+
 /* Command lines (shell/options.c). */
 
 /* A size ("40G", "512MiB", "4096") in bytes into *out; 0, or -1 if malformed. */

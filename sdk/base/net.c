@@ -484,3 +484,16 @@ herd_status herd__net_if_addrs(const char *spec, int port, char *out, size_t cap
 	freeifaddrs(ifs);
 	return HERD_OK;
 }
+
+herd_status herd__net_host_short(char *buf, size_t cap)
+{
+	if (cap == 0)
+		return herd__error(HERD_EINVAL, "no room for the host name");
+	if (gethostname(buf, cap) != 0) {
+		buf[0] = '\0';
+		return herd__error_errno(HERD_ESYS, errno, "cannot get the host name");
+	}
+	buf[cap - 1] = '\0';
+	buf[strcspn(buf, ".")] = '\0';
+	return HERD_OK;
+}

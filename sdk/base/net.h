@@ -35,6 +35,13 @@ void herd__net_cond_init(pthread_cond_t *cv);
 int herd__net_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline);
 
 /*
+ * This host's short name (the kernel's, up to the first '.'), as Slurm,
+ * hostfiles and herd's launchers write host names, into buf[cap].
+ * HERD_ESYS, buf empty, when the kernel does not say.
+ */
+herd_status herd__net_host_short(char *buf, size_t cap);
+
+/*
  * Splits "host:port", "[v6addr]:port" into host (NUL-terminated, brackets
  * removed) and port (1..65535).  HERD_EINVAL with a message quoting the text
  * when malformed.

@@ -96,6 +96,7 @@ herd__stats_file *herd__stats_open(int *fdp)
 	*fdp = -1;
 	if (herd__stats_dir(dir, sizeof(dir), 0) != HERD_OK || !is_dir(dir))
 		return NULL;
+	/* mkstemp's template: it puts six random characters in place of the X's. */
 	snprintf(tmp, sizeof(tmp), "%s/.%ld-XXXXXX", dir, (long)getpid());
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
@@ -113,7 +114,7 @@ herd__stats_file *herd__stats_open(int *fdp)
 	/* The magic last: a reader takes a file without it for one not ready. */
 	atomic_thread_fence(memory_order_release);
 	f->magic = HERD__STATS_MAGIC;
-	/* ".PID-XXXXXX" becomes "PID-XXXXXX.stats", the same unique part. */
+	/* ".PID-RANDOM" becomes "PID-RANDOM.stats", the same unique part. */
 	len = strlen(dir) + 2;
 	snprintf(name, sizeof(name), "%s/%s.stats", dir, tmp + len);
 	if (rename(tmp, name) != 0) {

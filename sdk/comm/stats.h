@@ -10,9 +10,9 @@
  * `herd exporter` makes when it starts (or an administrator, mode 1777),
  * so that a node with no exporter collects no files.
  *
- * The file: one per communicator, PID-XXXXXX.stats (mode 0644), one
- * herd__stats_file, mapped shared; made at the end of a successful init
- * under a temporary name, locked with flock(LOCK_SH) on a close-on-exec
+ * The file: one per communicator, PID-RANDOM.stats (RANDOM mkstemp's six
+ * characters; mode 0644), one herd__stats_file, mapped shared; made at
+ * the end of a successful init under a temporary name, locked with flock(LOCK_SH) on a close-on-exec
  * descriptor the communicator keeps, then renamed into place, so that a
  * reader never sees it unlocked while its communicator lives.  Freeing
  * the communicator, or the death of its process, drops the lock: a reader

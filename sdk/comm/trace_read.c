@@ -24,6 +24,7 @@
 
 #include "base.h"
 #include "buf.h"
+#include "net.h"
 #include "comm/core.h"
 #include "comm/trace.h"
 #include "herd/dtype.h"
@@ -274,15 +275,6 @@ static herd_status read_rings(const char *path, rings *s)
 }
 
 /* ---- the wavefront --------------------------------------------------------- */
-
-/* This host's short name. */
-static void my_host(char *buf, size_t cap)
-{
-	if (gethostname(buf, cap) != 0)
-		buf[0] = '\0';
-	buf[cap - 1] = '\0';
-	buf[strcspn(buf, ".")] = '\0';
-}
 
 /* The state letter of pid here (/proc/PID/stat), 'X' when it is gone. */
 static char proc_state(int pid)
@@ -542,7 +534,8 @@ static herd_status make_views(const char *path, views *w)
 
 	memset(w, 0, sizeof(*w));
 	HERD_CHECK(read_rings(path, &w->rs));
-	my_host(here, sizeof(here));
+	/* Unknown, no rank is taken for this host's (their states stay unknown). */
+	(void)herd__net_host_short(here, sizeof(here));
 	st = herd__calloc(&w->order, w->rs.n, sizeof(*w->order), "the flight recorders");
 	if (st == HERD_OK)
 		st = herd__calloc(&w->c, w->rs.n, sizeof(*w->c), "the communicators");

@@ -18,6 +18,7 @@
 
 #include "herd/sys/agent.h"
 #include "launch_internal.h"
+#include "net.h"
 
 extern char **environ;
 
@@ -30,11 +31,8 @@ static herd_status local_resolve(const herd_job_spec *spec, herd__launch_node **
 	(void)spec;
 	*nodes = NULL;
 	*nnodes = 0;
-	if (gethostname(host, sizeof(host)) != 0 || host[0] == '\0')
+	if (herd__net_host_short(host, sizeof(host)) != HERD_OK || host[0] == '\0')
 		herd__strlcpy(host, "localhost", sizeof(host));
-	host[sizeof(host) - 1] = '\0';
-	/* The short name, as Slurm and hostfiles write them. */
-	host[strcspn(host, ".")] = '\0';
 	HERD_CHECK(herd__calloc(nodes, 1, sizeof(**nodes), "the node list"));
 	if (herd__strdup(&(*nodes)[0].host, host) != HERD_OK) {
 		free(*nodes);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "net.h"
 #include "telemetry_internal.h"
 #include "topo/probe.h"
 
@@ -281,14 +282,8 @@ static herd_status read_host(herd__tnode *n, herd_telemetry_sample *s)
 	herd_status st;
 	size_t len = 0;
 
-	if (n->root[0] == '\0') {
-		if (gethostname(s->host, sizeof(s->host)) != 0)
-			return herd__error_errno(HERD_ESYS, errno, "cannot get the host name");
-		s->host[sizeof(s->host) - 1] = '\0';
-		/* The short name, as Slurm, hostfiles and herd's launchers write them. */
-		s->host[strcspn(s->host, ".")] = '\0';
-		return HERD_OK;
-	}
+	if (n->root[0] == '\0')
+		return herd__net_host_short(s->host, sizeof(s->host));
 	st = read_file(n, "proc/sys/kernel/hostname", &len);
 	if (st == HERD_ENOTFOUND)
 		return HERD_OK;

@@ -173,7 +173,7 @@ static inline void herd__trace_end(herd__trace_entry *e, herd_status st, uint64_
  * means are off by as much on every rank, so their differences hold.)
  * The same rank late in HERD__STRAGGLE_ROUNDS rounds in a row (a round of
  * fewer than 10 calls does not count either way) is a straggler, said
- * once until a round finds nobody late.
+ * once until as many rounds in a row find nobody late.
  */
 #define HERD__STRAGGLE_ROUNDS 5
 
@@ -182,9 +182,10 @@ typedef struct herd__straggle {
 	int rank;                   /* the late rank of the rounds in a row; -1 none */
 	int streak;                 /* rounds in a row it was late */
 	int warned;                 /* the straggler said; -1 none */
+	int calm;                   /* since, rounds in a row that found nobody late */
 } herd__straggle;
 
-#define HERD__STRAGGLE_INIT { 0, -1, 0, -1 }
+#define HERD__STRAGGLE_INIT { 0, -1, 0, -1, 0 }
 
 /*
  * One round over the rings of dir, for a job of nranks: true when it

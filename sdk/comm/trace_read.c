@@ -849,16 +849,16 @@ bool herd__trace_straggle(const char *dir, int nranks, herd__straggle *s, int *r
 	if (median - mean[late] < 2.5e6 || median - mean[late] < step / 15) {
 		s->rank = -1;           /* nobody late this round */
 		s->streak = 0;
-		if (s->warned >= 0)
+		if (s->warned >= 0 && ++s->calm >= HERD__STRAGGLE_ROUNDS)
 			s->warned = -1;
 		goto out;
 	}
+	s->calm = 0;
 	if (late == s->rank) {
 		s->streak++;
 	} else {
 		s->rank = late;
 		s->streak = 1;
-		s->warned = -1;
 	}
 	if (s->streak < HERD__STRAGGLE_ROUNDS || s->warned == late)
 		goto out;

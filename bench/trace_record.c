@@ -50,7 +50,7 @@ int main(int argc, char **argv)
 
 		for (long i = 1; i <= n; i++) {
 			herd__trace_entry *e = herd__trace_begin(&t, (uint64_t)i, (uint64_t)i, 1, 8, 1,
-								 -1, 2, -1, (uint64_t)i);
+								 -1, 2, -1, 5, (uint64_t)i);
 
 			herd__trace_end(e, HERD_OK, herd__trace_now_coarse());
 		}

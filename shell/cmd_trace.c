@@ -11,7 +11,7 @@
 #include "shell.h"
 
 static const char trace_usage[] =
-	"usage: herd trace [--json] FILE|DIR\n"
+	"usage: herd trace [--json] [--calls N] FILE|DIR\n"
 	"\n"
 	"The flight recorders of a job (each rank's ring of its last calls, the\n"
 	"ID.RANK.trace files herd launch keeps in its trace directory) as the\n"
@@ -20,7 +20,11 @@ static const char trace_usage[] =
 	"whether it is stuck inside a call, stopped, gone, or has not called (a\n"
 	"hang in the application).  Process states are read for the ranks of this\n"
 	"host.\n"
-	"  --json    one JSON document instead (docs/reliability.md)\n"
+	"  --calls N  each rank's last N calls instead, newest first: the operation\n"
+	"             and its number, datatype and count, reduction, root or peer,\n"
+	"             the algorithm, and how it went (done in how long, how long ago;\n"
+	"             still inside; failed with what)\n"
+	"  --json     one JSON document instead (docs/reliability.md)\n"
 	"Exit status:\n"
 	"  0    every rank of every communicator entered its next call\n"
 	"  1    some rank is missing from a call (the report names it), or the\n"
@@ -29,6 +33,7 @@ static const char trace_usage[] =
 
 static const struct option trace_options[] = {
 	{ "json", no_argument, NULL, 'j' },
+	{ "calls", required_argument, NULL, 'c' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -40,7 +45,7 @@ int cmd_trace(int argc, char **argv)
 	shell_args args;
 	char *text = NULL;
 	const char *path;
-	int c, status;
+	int c, status, ncalls = 0;
 
 	status = shell_args_check("trace", argc, argv, "h", trace_options, NULL, &args);
 	if (status != 0) {
@@ -59,6 +64,13 @@ int cmd_trace(int argc, char **argv)
 			format = HERD_TRACE_JSON;
 			continue;
 		}
+		if (c == 'c') {
+			if (shell_parse_int(optarg, 1, 1 << 20, &ncalls) == 0)
+				continue;
+			shell_args_free(&args);
+			return shell_usage_error("trace", "--calls %s: a count of calls from 1 to "
+						 "1048576", optarg);
+		}
 		shell_args_free(&args);
 		return shell_usage_error("trace", "unrecognized option '%s'", argv[optind - 1]);
 	}
@@ -71,7 +83,8 @@ int cmd_trace(int argc, char **argv)
 		return status;
 	}
 	path = args.argv[optind];
-	if (herd_trace_report(path, format, &text) != HERD_OK) {
+	if ((ncalls > 0 ? herd_trace_calls(path, ncalls, format, &text)
+			: herd_trace_report(path, format, &text)) != HERD_OK) {
 		shell_message("herd trace", shell_last_error());
 		shell_args_free(&args);
 		return SHELL_EXIT_FAILURE;

@@ -54,6 +54,17 @@ typedef enum herd_trace_format {
 HERD_EXTERN herd_status herd_trace_report(const char *path, herd_trace_format format,
 					  char **out);
 
+/*
+ * The last ncalls calls (1 to 1048576) each rank of each communicator in
+ * path recorded, newest first, as text or JSON, into *out (malloc, the
+ * caller frees): each call's operation and number, datatype and count,
+ * reduction, root or peer, the algorithm that ran it, and how it went
+ * ("done in 1.520 ms, 3.1 s ago", "inside for 31.20 s", "failed
+ * (HERD_ETIMEDOUT) after ...").  Errors as herd_trace_report's.
+ */
+HERD_EXTERN herd_status herd_trace_calls(const char *path, int ncalls, herd_trace_format format,
+					 char **out);
+
 /* Who a job's rings blame. */
 typedef struct herd_trace_culprit {
 	int rank;                   /* the first culprit; -1 when none */

@@ -75,6 +75,7 @@ struct herd__op {
 	int peer;             /* send/recv/sendrecv: destination (or source for recv) */
 	int peer2;            /* sendrecv: source */
 	int device;           /* the buffers' GPU, or -1 for host memory */
+	uint8_t algo;         /* run's number (herd__tune_pick), for the flight recorder */
 	bool queued;          /* stream-ordered: queued on stream, not waited for */
 	void *stream;         /* the caller's cudaStream_t (NULL: the legacy default) */
 };
@@ -172,9 +173,19 @@ const herd__place *herd__comm_place(const herd_comm *comm);
 
 /*
  * The algorithm for op, from the one table of tune.c: operation x size x
- * placement.  Every rank of a call picks the same.
+ * placement.  Every rank of a call picks the same.  Its number, as the
+ * flight recorder keeps it, into *algo: 1 + its row in its operation's
+ * table, or HERD__ALGO_LOCAL.
  */
-herd__op_fn herd__tune_pick(const herd_comm *comm, const herd__op *op);
+herd__op_fn herd__tune_pick(const herd_comm *comm, const herd__op *op, uint8_t *algo);
+
+/* The numbers of an algorithm besides its row's: none known, the call
+ * that needs no peer, a device call (NCCL). */
+enum { HERD__ALGO_NONE = 0, HERD__ALGO_LOCAL = 254, HERD__ALGO_NCCL = 255 };
+
+/* The name of algorithm number algo of operation kind ("ring",
+ * "recursive doubling", "NCCL"); NULL when it names none. */
+const char *herd__tune_algo_name(int kind, uint8_t algo);
 
 /*
  * Which algorithm herd__tune_pick takes for op and why, in buf: the call's

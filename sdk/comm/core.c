@@ -1047,7 +1047,7 @@ static herd_status execute(herd_comm *comm, const herd__op *op, uint64_t cseq)
 						op->fp.dtype, op->fp.redop,
 						herd__op_is_p2p(op->fp.kind) ? op->peer
 									     : op->fp.root,
-						op->fp.count, op->device, t0)
+						op->fp.count, op->device, op->algo, t0)
 			    : NULL;
 	if (comm->place.coll != NULL)
 		comm->place.coll->enter(comm, op, cseq);

@@ -172,7 +172,12 @@ static herd_status op_init(herd__op *o, const char *fn, const herd_comm *comm,
 		if (st != HERD_OK)
 			return st;
 	}
-	o->run = o->device >= 0 ? herd__nccl_run : herd__tune_pick(comm, o);
+	if (o->device >= 0) {
+		o->run = herd__nccl_run;
+		o->algo = HERD__ALGO_NCCL;
+	} else {
+		o->run = herd__tune_pick(comm, o, &o->algo);
+	}
 	return HERD_OK;
 }
 

@@ -37,6 +37,16 @@ static void *map_file(herd__trace *t, const char *dir, const char *id, int rank,
 	 * a file without its header. */
 	snprintf(tmp, sizeof(tmp), "%s.new", t->path);
 	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0 && errno == ENOENT) {
+		/* A directory named but not made yet is made, as the launcher
+		 * makes the job's. */
+		if (herd__mkdirs(dir, 0700) != HERD_OK) {
+			herd_clear_error();
+			errno = ENOENT;
+			return NULL;
+		}
+		fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	}
 	if (fd < 0)
 		return NULL;
 	if (ftruncate(fd, (off_t)len) != 0) {

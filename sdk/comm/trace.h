@@ -37,7 +37,7 @@
 #include "herd/common.h"
 
 #define HERD__TRACE_MAGIC 0x31525448u /* "HTR1" */
-#define HERD__TRACE_VERSION 1
+#define HERD__TRACE_VERSION 2
 #define HERD__TRACE_HEAD_SIZE 4096
 /* The entries of a ring by default (HERD_TRACE_RING, herd_comm_opts' trace_ring). */
 #define HERD__TRACE_DEFAULT_RING 1024
@@ -60,10 +60,11 @@ typedef struct herd__trace_entry {
 	int32_t status;             /* herd_status it ended with */
 	uint8_t kind;               /* herd__op_kind */
 	uint8_t dtype;              /* herd_dtype */
-	uint8_t redop;              /* herd_redop, 0: none */
+	uint8_t redop;              /* herd_redop (HERD_SUM is 0) of the reducing operations */
 	uint8_t device;             /* 1: device buffers (NCCL) */
 	_Atomic uint8_t state;      /* HERD__TRACE_ENTERED, DONE, FAILED */
-	uint8_t pad[11];
+	uint8_t algo;               /* the algorithm's number (herd__tune_algo_name); 0: none */
+	uint8_t pad[10];
 } herd__trace_entry;
 
 typedef struct herd__trace_head {
@@ -114,7 +115,7 @@ void herd__trace_broken(herd__trace *t, herd_status st, const char *msg);
 static inline herd__trace_entry *herd__trace_begin(herd__trace *t, uint64_t seq, uint64_t cseq,
 						   uint8_t kind, uint8_t dtype, uint8_t redop,
 						   int32_t peer, uint64_t count, int device,
-						   uint64_t now_ns)
+						   uint8_t algo, uint64_t now_ns)
 {
 	uint64_t k;
 	herd__trace_entry *e;
@@ -135,6 +136,7 @@ static inline herd__trace_entry *herd__trace_begin(herd__trace *t, uint64_t seq,
 	e->dtype = dtype;
 	e->redop = redop;
 	e->device = device >= 0;
+	e->algo = algo;
 	atomic_store_explicit(&e->seq, seq, memory_order_release);
 	atomic_store_explicit(&t->head->next, k + 1, memory_order_release);
 	return e;

@@ -137,12 +137,14 @@ static herd_status read_ring(const char *path, rank_ring *r)
 				 "start)", path);
 		goto out;
 	}
-	if (r->head.version != HERD__TRACE_VERSION || r->head.head_size != HERD__TRACE_HEAD_SIZE ||
+	/* Version 1 is 2 without the algorithm (its byte was padding, 0). */
+	if (r->head.version < 1 || r->head.version > HERD__TRACE_VERSION ||
+	    r->head.head_size != HERD__TRACE_HEAD_SIZE ||
 	    r->head.entry_size != sizeof(herd__trace_entry) || r->head.cap == 0 ||
 	    r->head.cap > HERD__TRACE_MAX_RING || r->head.size <= 0 || r->head.rank < 0 ||
 	    r->head.rank >= r->head.size) {
 		st = herd__error(HERD_EFORMAT, "%s: a flight recorder of version %u, %u-byte "
-				 "entries, %u of them, rank %d of %d: this herd reads version %d, "
+				 "entries, %u of them, rank %d of %d: this herd reads versions 1 to %d, "
 				 "%zu-byte entries", path, r->head.version, r->head.entry_size,
 				 r->head.cap, r->head.rank, r->head.size, HERD__TRACE_VERSION,
 				 sizeof(herd__trace_entry));
@@ -583,16 +585,21 @@ static void headline(const comm_view *c, char *buf, size_t cap)
 		snprintf(buf, cap, "%s: ranks %s entered", next, who[0] != '\0' ? who : "none");
 }
 
+static const char *state_name(const herd__trace_entry *e)
+{
+	return e->state == HERD__TRACE_ENTERED ? "entered"
+	       : e->state == HERD__TRACE_DONE ? "done" : "failed";
+}
+
 static json_t *entry_json(const herd__trace_entry *e)
 {
 	if (e == NULL)
 		return json_null();
-	return json_pack("{s:s,s:I,s:I,s:s,s:I,s:i,s:s}", "op",
+	return json_pack("{s:s,s:I,s:I,s:s,s:I,s:i,s:s?,s:s}", "op",
 			 herd__op_name((herd__op_kind)e->kind), "seq", (json_int_t)e->seq, "cseq",
 			 (json_int_t)e->cseq, "dtype", herd_dtype_name((herd_dtype)e->dtype),
-			 "count", (json_int_t)e->count, "peer", e->peer, "state",
-			 e->state == HERD__TRACE_ENTERED ? "entered"
-			 : e->state == HERD__TRACE_DONE ? "done" : "failed");
+			 "count", (json_int_t)e->count, "peer", e->peer, "algorithm",
+			 herd__tune_algo_name(e->kind, e->algo), "state", state_name(e));
 }
 
 static json_t *report_json(const views *w)
@@ -710,6 +717,183 @@ herd_status herd_trace_report(const char *path, herd_trace_format format, char *
 		st = *out != NULL ? HERD_OK : herd__error(HERD_ENOMEM, "out of memory for a report");
 	} else {
 		st = report_text(&w, out);
+	}
+	views_free(&w);
+	return st;
+}
+
+/* ---- the calls of each rank ------------------------------------------------------- */
+
+/* Seconds e took (to now on the rank's host when it is still inside). */
+static double took(const comm_view *c, const rank_ring *r, const herd__trace_entry *e)
+{
+	if (e->state == HERD__TRACE_ENTERED)
+		return ago(c, r, e, true);
+	/* The end's coarse clock may read a tick before the start. */
+	return e->end_ns > e->start_ns ? (double)(e->end_ns - e->start_ns) / 1e9 : 0.0;
+}
+
+/* Whether e's operation reduces (its redop says how; HERD_SUM is 0). */
+static bool reduces(const herd__trace_entry *e)
+{
+	return e->kind == HERD__OP_ALLREDUCE || e->kind == HERD__OP_REDUCE ||
+	       e->kind == HERD__OP_REDUCE_SCATTER;
+}
+
+/* "float32 x 1024, sum, root 0, ring" of e. */
+static void call_args(const herd__trace_entry *e, char *buf, size_t cap)
+{
+	const char *algo = herd__tune_algo_name(e->kind, e->algo);
+	size_t o;
+
+	o = (size_t)snprintf(buf, cap, "%s x %llu", herd_dtype_name((herd_dtype)e->dtype),
+			     (unsigned long long)e->count);
+	if (reduces(e) && o < cap)
+		o += (size_t)snprintf(buf + o, cap - o, ", %s", herd_redop_name((herd_redop)e->redop));
+	if (e->peer >= 0 && o < cap)
+		o += (size_t)snprintf(buf + o, cap - o, ", %s %d",
+				      herd__op_is_p2p(e->kind) ? "peer" : "root", (int)e->peer);
+	if (e->device && o < cap)
+		o += (size_t)snprintf(buf + o, cap - o, ", on a GPU");
+	if (algo != NULL && o < cap)
+		snprintf(buf + o, cap - o, ", %s", algo);
+}
+
+/* How e went: "done in 1.52 ms, 3.1 s ago", "inside for 31.2 s", ... */
+static void call_outcome(const comm_view *c, const rank_ring *r, const herd__trace_entry *e,
+			 char *buf, size_t cap)
+{
+	double t = took(c, r, e);
+	struct timespec tick = { 0, 0 };
+	char d[32];
+
+	/* An end from the coarse clock says no more than "within a tick". */
+	clock_getres(CLOCK_MONOTONIC_COARSE, &tick);
+	if (e->state != HERD__TRACE_ENTERED && t < (double)tick.tv_nsec / 1e9)
+		snprintf(d, sizeof(d), "under %.0f ms", (double)tick.tv_nsec / 1e6);
+	else if (t < 1)
+		snprintf(d, sizeof(d), "%.1f ms", t * 1e3);
+	else
+		snprintf(d, sizeof(d), "%.2f s", t);
+	if (e->state == HERD__TRACE_ENTERED)
+		snprintf(buf, cap, "inside for %s", d);
+	else if (e->state == HERD__TRACE_DONE)
+		snprintf(buf, cap, "done in %s, %.1f s %s", d, ago(c, r, e, false),
+			 c->live ? "ago" : "before the last call recorded");
+	else
+		snprintf(buf, cap, "failed (%s) after %s, %.1f s %s",
+			 herd_status_name((herd_status)e->status), d, ago(c, r, e, false),
+			 c->live ? "ago" : "before the last call recorded");
+}
+
+/* The first of r's entries among its last ncalls. */
+static size_t calls_from(const rank_ring *r, int ncalls)
+{
+	return r->n > (size_t)ncalls ? r->n - (size_t)ncalls : 0;
+}
+
+static json_t *calls_json(const views *w, int ncalls)
+{
+	json_t *comms = json_array();
+
+	for (size_t i = 0; i < w->n; i++) {
+		const comm_view *c = &w->c[i];
+		json_t *ranks = json_array();
+
+		for (int k = 0; k < c->size; k++) {
+			const rank_ring *r = c->ranks[k].r;
+			json_t *calls = json_array();
+
+			for (size_t j = r != NULL ? r->n : 0; j > (r != NULL ? calls_from(r, ncalls) : 0);
+			     j--) {
+				const herd__trace_entry *e = &r->e[j - 1];
+				json_t *o = entry_json(e);
+
+				json_object_set_new(o, "redop", reduces(e)
+					? json_string(herd_redop_name((herd_redop)e->redop)) : json_null());
+				json_object_set_new(o, "device", json_boolean(e->device));
+				json_object_set_new(o, "status", json_string(
+					herd_status_name((herd_status)e->status)));
+				json_object_set_new(o, "start", json_real(real_s(r, e->start_ns)));
+				json_object_set_new(o, "seconds", json_real(took(c, r, e)));
+				json_array_append_new(calls, o);
+			}
+			json_array_append_new(ranks, json_pack(
+				"{s:i,s:s?,s:i,s:o}", "rank", k, "host", r ? r->head.host : NULL,
+				"pid", r ? r->head.pid : 0, "calls", calls));
+		}
+		json_array_append_new(comms, json_pack(
+			"{s:s,s:i,s:s,s:o}", "id", c->id, "size", c->size, "job",
+			c->ranks[0].r ? c->ranks[0].r->head.job : "", "ranks", ranks));
+	}
+	return json_pack("{s:i,s:o}", "v", 1, "communicators", comms);
+}
+
+static herd_status calls_text(const views *w, int ncalls, char **out)
+{
+	herd_status st = HERD_OK;
+	herd__buf b;
+	size_t len;
+
+	herd__buf_init(&b, 0);
+	for (size_t i = 0; i < w->n && st == HERD_OK; i++) {
+		const comm_view *c = &w->c[i];
+
+		st = bprintf(&b, "communicator %s (%d ranks%s%s), the last %d calls of each rank, "
+			     "newest first:\n", c->id, c->size,
+			     c->ranks[0].r && c->ranks[0].r->head.job[0] ? ", job " : "",
+			     c->ranks[0].r ? c->ranks[0].r->head.job : "", ncalls);
+		for (int k = 0; k < c->size && st == HERD_OK; k++) {
+			const rank_ring *r = c->ranks[k].r;
+
+			if (r == NULL) {
+				st = bprintf(&b, "  rank %d: its flight recorder was not found\n", k);
+				continue;
+			}
+			st = bprintf(&b, "  rank %d (%s, pid %d)%s\n", k, r->head.host, r->head.pid,
+				     r->n == 0 ? ": no call" : ":");
+			for (size_t j = r->n; j > calls_from(r, ncalls) && st == HERD_OK; j--) {
+				char name[96], args[256], how[128];
+
+				call_name(&r->e[j - 1], name, sizeof(name));
+				call_args(&r->e[j - 1], args, sizeof(args));
+				call_outcome(c, r, &r->e[j - 1], how, sizeof(how));
+				st = bprintf(&b, "    %s (%s): %s\n", name, args, how);
+			}
+		}
+	}
+	if (st != HERD_OK) {
+		herd__buf_free(&b);
+		return st;
+	}
+	return herd__buf_take(&b, "the calls", out, &len);
+}
+
+herd_status herd_trace_calls(const char *path, int ncalls, herd_trace_format format,
+			     char **out)
+{
+	views w;
+	herd_status st;
+
+	if (out == NULL || path == NULL)
+		return herd__error(HERD_EINVAL, "herd_trace_calls: %s is NULL",
+				   out == NULL ? "out" : "path");
+	*out = NULL;
+	if (format != HERD_TRACE_TEXT && format != HERD_TRACE_JSON)
+		return herd__error(HERD_EINVAL, "herd_trace_calls: format %d is neither text nor "
+				   "JSON", (int)format);
+	if (ncalls < 1 || ncalls > HERD__TRACE_MAX_RING)
+		return herd__error(HERD_EINVAL, "herd_trace_calls: ncalls %d is not in 1 to %d",
+				   ncalls, HERD__TRACE_MAX_RING);
+	HERD_CHECK(make_views(path, &w));
+	if (format == HERD_TRACE_JSON) {
+		json_t *j = calls_json(&w, ncalls);
+
+		*out = j != NULL ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+		json_decref(j);
+		st = *out != NULL ? HERD_OK : herd__error(HERD_ENOMEM, "out of memory for the calls");
+	} else {
+		st = calls_text(&w, ncalls, out);
 	}
 	views_free(&w);
 	return st;

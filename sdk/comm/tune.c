@@ -432,13 +432,15 @@ static const row *pick(const herd_comm *comm, const herd__place *pl, const herd_
 	return NULL;
 }
 
-herd__op_fn herd__tune_pick(const herd_comm *comm, const herd__op *op)
+herd__op_fn herd__tune_pick(const herd_comm *comm, const herd__op *op, uint8_t *algo)
 {
 	const herd__place *pl = herd__comm_place(comm);
 	const row *w = pick(comm, pl, op);
 
+	*algo = HERD__ALGO_NONE;
 	if (w == NULL)
 		return NULL;
+	*algo = w == &local_row ? HERD__ALGO_LOCAL : (uint8_t)(w - table[op->fp.kind].rows + 1);
 	switch (w->via) {
 	case VIA_COLL_SMALL:
 		return pl->coll->allreduce_small;
@@ -447,6 +449,18 @@ herd__op_fn herd__tune_pick(const herd_comm *comm, const herd__op *op)
 	default:
 		return w->run;
 	}
+}
+
+const char *herd__tune_algo_name(int kind, uint8_t algo)
+{
+	if (algo == HERD__ALGO_LOCAL)
+		return "local";
+	if (algo == HERD__ALGO_NCCL)
+		return "NCCL";
+	if (kind <= 0 || (size_t)kind >= sizeof(table) / sizeof(table[0]) || algo == 0 ||
+	    algo > table[kind].n)
+		return NULL;
+	return table[kind].rows[algo - 1].name;
 }
 
 const char *herd__tune_links_from(const herd__place *pl, char *buf, size_t cap)

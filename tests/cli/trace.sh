@@ -8,7 +8,8 @@
 # SIGSTOP under a 30 s deadline: herd trace, run while the job waits,
 # says it is stopped and the others are inside the call; continued, the
 # job succeeds and its recorders are gone.  HERD_TRACE_RING=16 keeps the
-# last 16 calls.  Bad paths and usage errors.
+# last 16 calls, and herd trace --calls lists them, newest first, with
+# the algorithm that ran each.  Bad paths and usage errors.
 source "$(dirname "$0")/../harness/common.sh" "$@"
 pid=
 trap '[[ -n $pid ]] && kill -CONT "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
@@ -123,6 +124,30 @@ for f in "$dir"/*.trace; do
 	[[ $(stat -c %s "$f") == $((4096 + 16 * 64)) ]] || fail "$f is not a ring of 16: $(stat -c %s "$f")"
 done
 unset HERD_TRACE_RING
+# --calls: each rank's last calls, newest first, with the algorithm
+out=$("$HERD" trace --calls 2 "$dir") && fail "herd trace --calls exited 0 with rank 1 missing"
+has "$out" ", the last 2 calls of each rank, newest first:"
+grep -qE "^  rank 0 \($host, pid [0-9]+\):$" <<<"$out" || fail "rank 0's heading: $out"
+grep -qE "^    allreduce #40 \(float32 x 16, sum, [a-z][a-z, -]+\): failed \(HERD_E[A-Z]+\) after [0-9.]+ (ms|s), [0-9.]+ s before the last call recorded$" <<<"$out" \
+	|| fail "rank 0's failed call: $out"
+grep -qE "^    allreduce #39 \(float32 x 16, sum, [a-z][a-z, -]+\): done in (under )?[0-9.]+ ms, [0-9.]+ s before the last call recorded$" <<<"$out" \
+	|| fail "a call done: $out"
+[[ $(grep -c "^    allreduce #" <<<"$out") == 4 ]] || fail "not two calls of each of two ranks: $out"
+"$HERD" trace --calls 100 --json "$dir" >"$tmp/json"
+python3 - "$tmp/json" <<'PY' || fail "the calls as JSON: $(cat "$tmp/json")"
+import json, sys
+c = json.load(open(sys.argv[1]))["communicators"][0]
+r0, r1 = (x["calls"] for x in c["ranks"])
+assert len(r0) == 16 and len(r1) == 16, (len(r0), len(r1))
+assert [x["cseq"] for x in r0] == list(range(40, 24, -1)), [x["cseq"] for x in r0]
+assert [x["cseq"] for x in r1] == list(range(39, 23, -1)), [x["cseq"] for x in r1]
+assert r0[0]["state"] == "failed" and r0[0]["status"] != "HERD_OK" and r1[0]["state"] == "done", (r0[0], r1[0])
+for x in r0 + r1:
+    assert x["op"] == "allreduce" and x["dtype"] == "float32" and x["count"] == 16 and x["redop"] == "sum", x
+    assert x["algorithm"] == r0[1]["algorithm"] and x["algorithm"], x
+    assert x["device"] is False and x["seconds"] >= 0 and x["start"] > 1.7e9, x
+print("calls: algorithm", r0[1]["algorithm"])
+PY
 
 # --- bad paths and usage errors
 out=$("$HERD" trace "$tmp/none" 2>&1); rc=$?
@@ -138,6 +163,9 @@ has "$out" "holds no flight recorder (*.trace)"
 out=$("$HERD" trace 2>&1); rc=$?
 [[ $rc == 2 ]] || fail "no path: exit $rc: $out"
 has "$out" "herd trace: name a trace file or directory"
+out=$("$HERD" trace --calls 0 "$dir" 2>&1); rc=$?
+[[ $rc == 2 ]] || fail "--calls 0: exit $rc: $out"
+has "$out" "herd trace: --calls 0: a count of calls from 1 to 1048576"
 out=$("$HERD" trace --jsn x 2>&1); rc=$?
 [[ $rc == 2 ]] || fail "--jsn: exit $rc: $out"
 has "$out" "--jsn"

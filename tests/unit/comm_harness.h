@@ -209,6 +209,21 @@ static inline int count_threads(void)
 	return count_dir("/proc/self/task");
 }
 
+/* The threads of this process once those joined have left /proc: a thread
+ * wakes its joiner as it releases its memory, before the kernel removes its
+ * task, so a count just after pthread_join may still see it.  Waits at most
+ * 2 s (40 looks) for the count to come down to `want`. */
+static inline int count_threads_settled(int want)
+{
+	int n = count_threads();
+
+	for (int i = 0; i < 40 && n > want; i++) {
+		usleep(50000);
+		n = count_threads();
+	}
+	return n;
+}
+
 /* Shared memory segments named after one of the pids and made at or after
  * `since` (seconds since the epoch; pids get reused, and what an earlier
  * process of the same pid left is not the ranks' doing). */

@@ -173,7 +173,7 @@ static void *rank_main(void *arg)
 	rank_ctx *c = arg;
 
 	if (c->op.run == NULL)
-		c->op.run = herd__tune_pick(&c->comm, &c->op);
+		c->op.run = herd__tune_pick(&c->comm, &c->op, &c->op.algo);
 	c->st = c->op.run(&c->comm, &c->op);
 	return NULL;
 }
@@ -448,7 +448,7 @@ static int case_allreduce_with(int p, const char *algo, herd_dtype dt, herd_redo
 		herd_comm c = { &w, 0 };
 
 		place_of(algo, &w.place, tables);
-		if (herd__tune_pick(&c, &ops[0]) != herd__algo_allreduce_hier) {
+		if (herd__tune_pick(&c, &ops[0], &ops[0].algo) != herd__algo_allreduce_hier) {
 			TEST_FAIL_("allreduce of %zu elements on %s: auto did not take the "
 				   "two-level algorithm", n, algo);
 			bad++;
@@ -719,7 +719,7 @@ static bool picks(const char *algo, herd__op_kind kind, size_t count, herd__op_f
 	w.size = place_of(algo, &w.place, tables);
 	op_set(&o, kind, HERD_FLOAT32, HERD_SUM, 0, count, NULL, NULL);
 	o.run = NULL;
-	if (herd__tune_pick(&c, &o) == want)
+	if (herd__tune_pick(&c, &o, &o.algo) == want)
 		return true;
 	herd__tune_explain(&c, &o, why, sizeof(why));
 	fprintf(stderr, "  on %s: %s\n", algo, why);

@@ -130,7 +130,7 @@ static void init_rank(int rank, int size, void *arg)
 	CHECK_OK(herd_comm_finalize(comm));
 	herd_comm_free(comm);
 	CHECK_INT(count_fds(), fds0);
-	CHECK_INT(count_threads(), threads0);
+	CHECK_INT(count_threads_settled(threads0), threads0);
 }
 
 static void test_comm_init_1_2_3_4_7_ranks_over_shm_and_tcp(void)
@@ -911,7 +911,7 @@ static void test_comm_ranks_as_threads_of_one_process(void)
 			CHECK_INT(t[i].failures, 0);
 		}
 		CHECK_INT(count_fds(), fds0);
-		CHECK_INT(count_threads(), threads0);
+		CHECK_INT(count_threads_settled(threads0), threads0);
 		CHECK_INT(shm_segments_of(&self, 1, 0), 0);
 	}
 }

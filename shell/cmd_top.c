@@ -39,7 +39,8 @@ static const char top_usage[] =
 	"What the GPUs, CPUs, memory and network of this node, or of many, are doing:\n"
 	"a line per node (CPU busy, load, memory, network rates), then a line per GPU\n"
 	"(utilization, memory, power of its limit, temperature, SM clock, the job:rank\n"
-	"of the process on it), redrawn at every sample until q.\n"
+	"of the process on it, \"late N ms\" while herd launch names that rank a\n"
+	"straggler), redrawn at every sample until q.\n"
 	"  --once          print one snapshot (two samples a period apart; with --json,\n"
 	"                  a line of JSON per node) and exit\n"
 	"  --json          each sample as a line of JSON (as herd probe writes them),\n"
@@ -318,7 +319,7 @@ static const colspec gpu_cols[G_N] = {
 	[G_POWER] = { "POWER", 9, 9, true },
 	[G_TEMP] = { "TEMP", 4, 4, true },
 	[G_SM] = { "SM MHz", 6, 6, true },
-	[G_JOB] = { "JOB:RANK", 8, 24, false },
+	[G_JOB] = { "JOB:RANK", 8, 36, false },
 };
 static const int gpu_drop[] = { G_SM, G_NAME, G_POWER, G_TEMP, G_JOB };
 #define GPU_INDENT 2
@@ -347,22 +348,28 @@ static const char *short_name(const char *name)
 	return name;
 }
 
-/* Who holds GPU g (its place in s->gpus): "job:rank", and "+N" for more
- * processes; "-" when none. */
+/* Who holds GPU g (its place in s->gpus): "job:rank", "+N" for more
+ * processes, and "late N ms" when herd launch names one of them a
+ * straggler; "-" when none. */
 static void holder(char *out, size_t cap, const herd_telemetry_sample *s, int g)
 {
 	const herd_telemetry_proc *first = NULL;
 	int more = 0;
-	char one[HERD_NAME_LEN + 64];
+	double late = 0;
+	char one[HERD_NAME_LEN + 64], mark[32] = "";
 
 	for (int i = 0; i < s->nprocs; i++) {
 		if (s->procs[i].gpu != g)
 			continue;
+		if (s->procs[i].late_ms > late)
+			late = s->procs[i].late_ms;
 		if (first == NULL)
 			first = &s->procs[i];
 		else
 			more++;
 	}
+	if (late > 0)
+		snprintf(mark, sizeof(mark), " late %.*f ms", late < 10 ? 1 : 0, late);
 	if (first == NULL) {
 		snprintf(out, cap, "-");
 		return;
@@ -378,9 +385,9 @@ static void holder(char *out, size_t cap, const herd_telemetry_sample *s, int g)
 	else
 		snprintf(one, sizeof(one), "pid %" PRId64, first->pid);
 	if (more > 0)
-		snprintf(out, cap, "%s +%d", one, more);
+		snprintf(out, cap, "%s +%d%s", one, more, mark);
 	else
-		snprintf(out, cap, "%s", one);
+		snprintf(out, cap, "%s%s", one, mark);
 }
 
 static bool matches(const char *text, const char *filter)

@@ -73,6 +73,10 @@ typedef struct herd_telemetry_proc {
 	char job[HERD_NAME_LEN];    /* herd or Slurm job id; "" when none found */
 	int rank;                   /* rank in that job; -1 when none found */
 	char comm[32];              /* its command name (/proc/PID/comm) */
+	double late_ms;             /* while herd launch names this rank a straggler: how
+				     * much later than the others' median it arrives at the
+				     * job's collectives, ms (its flight recorder's mark);
+				     * 0 otherwise */
 } herd_telemetry_proc;
 
 /* One GPU.  -1 in any number: the driver does not say. */

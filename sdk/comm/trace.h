@@ -83,6 +83,9 @@ typedef struct herd__trace_head {
 	_Atomic int32_t state;      /* HERD__TRACE_OPEN, CLOSED, BROKEN */
 	int32_t fail_status;        /* BROKEN: the status it broke with */
 	char fail_msg[1024];        /* BROKEN: its message */
+	_Atomic int64_t late_ns;    /* written by herd launch while it names this rank a
+				     * straggler: how much later than the others' median it
+				     * arrives at the collectives; 0: not named */
 } herd__trace_head;
 
 _Static_assert(sizeof(herd__trace_entry) == 64, "a trace entry is one cache line");
@@ -185,9 +188,10 @@ typedef struct herd__straggle {
 	int streak;                 /* rounds in a row it was late */
 	int warned;                 /* the straggler said; -1 none */
 	int calm;                   /* since, rounds in a row that found nobody late */
+	double late_ns;             /* how late warned arrived, the last round it was late */
 } herd__straggle;
 
-#define HERD__STRAGGLE_INIT { 0, -1, 0, -1, 0 }
+#define HERD__STRAGGLE_INIT { 0, -1, 0, -1, 0, 0 }
 
 /*
  * One round over the rings of dir, for a job of nranks: true when it
@@ -197,5 +201,20 @@ typedef struct herd__straggle {
  */
 bool herd__trace_straggle(const char *dir, int nranks, herd__straggle *s, int *rank,
 			  char *host, size_t host_cap, char *why, size_t why_cap);
+
+/*
+ * The straggler mark: herd launch writes late_ns (0: no longer named) into
+ * the header of every ring of rank in dir, where the node's readers find
+ * it (herd exporter, the GPU processes of a telemetry sample).  Raises
+ * nothing: a ring that cannot be written goes unmarked.
+ */
+void herd__trace_mark(const char *dir, int rank, int64_t late_ns);
+
+/*
+ * The mark of the rank whose process is pid, from the rings of dir (the
+ * HERD_TRACE_DIR of its environment): the most late_ns of its open rings;
+ * 0 when none is marked, -1 when it has no ring there.  Raises nothing.
+ */
+int64_t herd__trace_marked(const char *dir, int rank, long pid);
 
 #endif /* HERD_COMM_TRACE_H */

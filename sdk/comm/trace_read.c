@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1044,9 +1045,12 @@ bool herd__trace_straggle(const char *dir, int nranks, herd__straggle *s, int *r
 		s->rank = late;
 		s->streak = 1;
 	}
+	if (late == s->warned)
+		s->late_ns = median - mean[late];
 	if (s->streak < HERD__STRAGGLE_ROUNDS || s->warned == late)
 		goto out;
 	s->warned = late;
+	s->late_ns = median - mean[late];
 	found = true;
 	*rank = late;
 	herd__strlcpy(host, c->ranks[late].r->head.host, host_cap);
@@ -1062,4 +1066,86 @@ out:
 	views_free(&w);
 	herd__error(HERD_OK, "%s", kept);
 	return found;
+}
+
+/* ---- the straggler mark ----------------------------------------------------------- */
+
+/* Calls fn(fd, head) for each ring file of rank in dir ("*.RANK.trace"),
+ * opened with flags, its header read; stops when fn returns false. */
+static void each_ring_of(const char *dir, int rank, int flags,
+			 bool (*fn)(int fd, const herd__trace_head *h, void *arg), void *arg)
+{
+	char suffix[32];
+	struct dirent *de;
+	DIR *d;
+
+	if (dir == NULL || dir[0] == '\0' || rank < 0 || (d = opendir(dir)) == NULL)
+		return;
+	snprintf(suffix, sizeof(suffix), ".%d.trace", rank);
+	for (int files = 0; (de = readdir(d)) != NULL && files < MAX_FILES; files++) {
+		herd__trace_head h;
+		char path[4096];
+		int fd, n;
+
+		if (!ends_with(de->d_name, suffix))
+			continue;
+		n = snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (n < 0 || (size_t)n >= sizeof(path))
+			continue;
+		fd = open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		if (pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+		    h.magic == HERD__TRACE_MAGIC && h.version >= 1 && h.version <= HERD__TRACE_VERSION &&
+		    h.head_size == HERD__TRACE_HEAD_SIZE && h.rank == rank && !fn(fd, &h, arg)) {
+			close(fd);
+			break;
+		}
+		close(fd);
+	}
+	closedir(d);
+}
+
+static bool mark_one(int fd, const herd__trace_head *h, void *arg)
+{
+	int64_t late = *(const int64_t *)arg;
+
+	(void)h;
+	/* One aligned 8-byte store: a reader sees the old value or the new. */
+	if (pwrite(fd, &late, sizeof(late), offsetof(herd__trace_head, late_ns)) !=
+	    (ssize_t)sizeof(late))
+		herd__log_debug("cannot mark a flight recorder of a straggler: %s", strerror(errno));
+	return true;
+}
+
+void herd__trace_mark(const char *dir, int rank, int64_t late_ns)
+{
+	each_ring_of(dir, rank, O_RDWR, mark_one, &late_ns);
+}
+
+typedef struct marked_arg {
+	long pid;
+	int64_t late;               /* -1: no ring of the pid yet */
+} marked_arg;
+
+static bool marked_one(int fd, const herd__trace_head *h, void *arg)
+{
+	marked_arg *m = arg;
+
+	(void)fd;
+	if (h->pid != m->pid || h->state != HERD__TRACE_OPEN)
+		return true;
+	if (m->late < 0)
+		m->late = 0;
+	if (h->late_ns > m->late)
+		m->late = h->late_ns;
+	return true;
+}
+
+int64_t herd__trace_marked(const char *dir, int rank, long pid)
+{
+	marked_arg m = { pid, -1 };
+
+	each_ring_of(dir, rank, O_RDONLY, marked_one, &m);
+	return m.late;
 }

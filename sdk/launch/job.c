@@ -1526,19 +1526,26 @@ static bool node_done(const struct node_rt *nr)
 /*
  * A straggler round over the ranks' flight recorders (comm/trace.h), every
  * HERD_STRAGGLER_CHECK seconds while the run is up: a rank late in five
- * rounds in a row is said on the launcher's stderr, once.
+ * rounds in a row is said on the launcher's stderr, once, and marked in
+ * its rings for as long as it stays named (herd exporter, herd top).
  */
 static void straggle_round(herd_job *job)
 {
 	char host[256], why[512];
-	int rank;
+	int rank, before = job->straggle.warned;
 
 	job->straggle_at = herd__net_now_ms() + job->straggle_ms;
-	if (job->trace_dir[0] == '\0' ||
-	    !herd__trace_straggle(job->trace_dir, job->nranks, &job->straggle, &rank, host,
-				  sizeof(host), why, sizeof(why)))
+	if (job->trace_dir[0] == '\0')
 		return;
-	herd__log_warn("job %s: rank %d on %s is a straggler: %s", job->id, rank, host, why);
+	if (herd__trace_straggle(job->trace_dir, job->nranks, &job->straggle, &rank, host,
+				 sizeof(host), why, sizeof(why)))
+		herd__log_warn("job %s: rank %d on %s is a straggler: %s", job->id, rank, host,
+			       why);
+	if (before >= 0 && before != job->straggle.warned)
+		herd__trace_mark(job->trace_dir, before, 0);
+	if (job->straggle.warned >= 0)
+		herd__trace_mark(job->trace_dir, job->straggle.warned,
+				 job->straggle.late_ns > 1 ? (int64_t)job->straggle.late_ns : 1);
 }
 
 /*

@@ -23,6 +23,7 @@
 
 #include "alloc/alloc_internal.h"
 #include "base.h"
+#include "comm/trace.h"
 #include "telemetry_internal.h"
 #include "topo/kernel_log.h"
 #include "topo/nvml.h"
@@ -418,13 +419,15 @@ static int parse_rank(const char *s)
 /*
  * The job and rank in the environment the process started with: HERD_JOB_ID
  * and HERD_RANK, else SLURM_JOB_ID and SLURM_PROCID, else RANK (torchrun)
- * with no job.  False when /proc does not let us read it or it names none.
+ * with no job; and a herd rank's straggler mark, from its flight recorder
+ * in HERD_TRACE_DIR.  False when /proc does not let us read it or it names
+ * none.
  */
 static bool proc_env(herd__tgpu *g, herd_telemetry_proc *p)
 {
 	static const char *const keys[] = { "HERD_JOB_ID=", "HERD_RANK=", "SLURM_JOB_ID=",
-					     "SLURM_PROCID=", "RANK=" };
-	const char *val[5] = { NULL, NULL, NULL, NULL, NULL };
+					     "SLURM_PROCID=", "RANK=", "HERD_TRACE_DIR=" };
+	const char *val[6] = { NULL, NULL, NULL, NULL, NULL, NULL };
 	ssize_t n = read_proc(p->pid, "environ", g->env_buf, ENVIRON_MAX);
 	size_t at = 0;
 
@@ -446,6 +449,11 @@ static bool proc_env(herd__tgpu *g, herd_telemetry_proc *p)
 		if (val[k] != NULL && val[k][0] != '\0') {
 			copy_clean(p->job, sizeof(p->job), val[k], strlen(val[k]));
 			p->rank = parse_rank(val[k + 1]);
+			if (k == 0 && val[5] != NULL && p->rank >= 0) {
+				int64_t late = herd__trace_marked(val[5], p->rank, (long)p->pid);
+
+				p->late_ms = late > 0 ? (double)late / 1e6 : 0;
+			}
 			return true;
 		}
 	}

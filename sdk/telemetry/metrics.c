@@ -22,6 +22,7 @@
 #include "base.h"
 #include "comm/comm_internal.h"
 #include "comm/stats.h"
+#include "comm/trace.h"
 #include "herd/metrics.h"
 #include "telemetry/exposition.h"
 
@@ -458,6 +459,7 @@ static void collective_families(herd_metrics *m, herd__expo *x)
 typedef struct job_rank {
 	char job[HERD_NAME_LEN];
 	long rank;
+	int64_t late_ns;            /* its flight recorder's straggler mark; -1: no ring */
 } job_rank;
 
 static int job_rank_cmp(const void *a, const void *b)
@@ -506,7 +508,9 @@ static ssize_t read_environ(herd_metrics *m, const char *pid)
 }
 
 /* This node's processes with HERD_JOB_ID and HERD_RANK, as (job, rank)
- * pairs in *out (malloc), sorted and without repeats. */
+ * pairs in *out (malloc), sorted and without repeats, each with the
+ * straggler mark of its ring in HERD_TRACE_DIR (the most of its
+ * processes': a rank's children share its environment, not its ring). */
 static size_t scan_jobs(herd_metrics *m, job_rank **out)
 {
 	job_rank *pairs = NULL;
@@ -516,7 +520,7 @@ static size_t scan_jobs(herd_metrics *m, job_rank **out)
 
 	*out = NULL;
 	while (proc != NULL && (d = readdir(proc)) != NULL) {
-		const char *job = NULL, *rank = NULL;
+		const char *job = NULL, *rank = NULL, *trace = NULL;
 		ssize_t len;
 		char *end;
 		long r;
@@ -529,6 +533,8 @@ static size_t scan_jobs(herd_metrics *m, job_rank **out)
 				job = m->env + i + 12;
 			else if (strncmp(m->env + i, "HERD_RANK=", 10) == 0)
 				rank = m->env + i + 10;
+			else if (strncmp(m->env + i, "HERD_TRACE_DIR=", 15) == 0)
+				trace = m->env + i + 15;
 		}
 		if (job == NULL || rank == NULL || job[0] == '\0')
 			continue;
@@ -545,7 +551,9 @@ static size_t scan_jobs(herd_metrics *m, job_rank **out)
 			cap = cap ? 2 * cap : 64;
 		}
 		herd__strlcpy(pairs[n].job, job, sizeof(pairs[n].job));
-		pairs[n++].rank = r;
+		pairs[n].rank = r;
+		pairs[n++].late_ns = trace != NULL
+			? herd__trace_marked(trace, (int)r, strtol(d->d_name, NULL, 10)) : -1;
 	}
 	if (proc != NULL)
 		closedir(proc);
@@ -553,9 +561,12 @@ static size_t scan_jobs(herd_metrics *m, job_rank **out)
 		qsort(pairs, n, sizeof(*pairs), job_rank_cmp);
 	size_t w = 0;
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		if (w == 0 || job_rank_cmp(&pairs[w - 1], &pairs[i]) != 0)
 			pairs[w++] = pairs[i];
+		else if (pairs[i].late_ns > pairs[w - 1].late_ns)
+			pairs[w - 1].late_ns = pairs[i].late_ns;
+	}
 	*out = pairs;
 	return w;
 }
@@ -579,6 +590,18 @@ static void job_families(herd_metrics *m, herd__expo *x)
 		herd__labels_reset(&l);
 		herd__labels_add(&l, "herd_job", pairs[i].job);
 		herd__expo_int(x, &l, (int64_t)(k - i));
+	}
+	herd__expo_family(x, "herd_straggler_seconds", "gauge",
+			  "How much later than the others' median the rank arrives at the job's "
+			  "collectives while herd launch names it a straggler (its flight "
+			  "recorder's mark); 0 when not named.");
+	for (size_t i = 0; i < n; i++) {
+		if (pairs[i].late_ns < 0)
+			continue;
+		herd__labels_reset(&l);
+		herd__labels_add(&l, "herd_job", pairs[i].job);
+		herd__labels_addi(&l, "rank", pairs[i].rank);
+		herd__expo_value(x, &l, (double)pairs[i].late_ns / 1e9);
 	}
 	free(pairs);
 }

@@ -2,7 +2,8 @@
 # examples/lua/sweep_allreduce.lua prints its table and terminal chart and
 # writes an SVG, which headless Chromium renders into a PNG: the picture
 # must be drawn (the expected size, a white page with black axes and text,
-# and the line colour of every series).  Both charts title their axes with
+# and the colour of every series, in its legend swatch at least: measured
+# lines may lie on each other).  Both charts title their axes with
 # units, name the series in words under a heading, draw the spread of the
 # repeats (bars in the terminal, shaded bands in SVG) and say what the
 # lines and bands are in a caption; a chart of known bands renders them in
@@ -102,18 +103,26 @@ for row in rows:
         colors[px] = colors.get(px, 0) + 1
 white = colors.get(b"\xff\xff\xff", 0)
 dark = sum(n for c, n in colors.items() if max(c) < 80)
-assert white > 0.6 * w * h, "not a white page: %d white pixels" % white
+# a white page, where the sweep's bands (tints at 20%, wide where the
+# measurements spread) may cover much of the plot
+light = sum(n for c, n in colors.items() if min(c) >= 150)
+assert white > 0.25 * w * h and light > 0.6 * w * h, \
+    "not a white page: %d white pixels, %d light" % (white, light)
 assert dark > (1000 if len(sys.argv) > 2 else 2000), "no axes or text: %d dark pixels" % dark
 series = [b"\x1f\x77\xb4", b"\xd6\x27\x28", b"\x2c\xa0\x2c", b"\x94\x67\xbd"]
+# The sweep's lines follow measured figures, and one series' line may lie
+# under another's: its legend swatch (a line and a dot, some 60 pixels) is
+# what is sure to show.  The chart of known bands has lines apart.
+least = 100 if len(sys.argv) > 2 else 30
 for s in series[:2 if len(sys.argv) > 2 else 4]:
-    assert colors.get(s, 0) > 100, "series colour %s drawn on %d pixels" % (s.hex(), colors.get(s, 0))
+    assert colors.get(s, 0) > least, "series colour %s drawn on %d pixels" % (s.hex(), colors.get(s, 0))
 if len(sys.argv) > 2:
     for s in series[:2]:
         tint = [255 - 0.2 * (255 - v) for v in s]
         n = sum(k for c, k in colors.items() if all(abs(c[j] - tint[j]) <= 3 for j in range(3)))
         assert n > 20000, "the band of %s: %d pixels of its tint" % (s.hex(), n)
         print("band %s: %d pixels" % (s.hex(), n))
-print("png: %dx%d, %d white, %d dark, %d colours" % (w, h, white, dark, len(colors)))
+print("png: %dx%d, %d white, %d light, %d dark, %d colours" % (w, h, white, light, dark, len(colors)))
 PY
 render() { # SVG PNG
   HOME=$tmp timeout 120 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars \

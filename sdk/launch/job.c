@@ -760,7 +760,8 @@ static void trace_dir_remove(herd_job *job)
 static bool summarize_culprit(herd_job *job, const struct rank_info *cand)
 {
 	herd_trace_culprit c;
-	char said[TAIL_LINE_MAX + 32], kept[1024];
+	char said[TAIL_LINE_MAX + 32], its[TAIL_LINE_MAX + 40] = "", kept[1024];
+	const struct rank_info *ci;
 	herd_status st;
 
 	/* A rank killed, or one that did not start, is the cause itself. */
@@ -778,9 +779,15 @@ static bool summarize_culprit(herd_job *job, const struct rank_info *cand)
 			 cand->tail[(cand->tail_next - 1 + TAIL_LINES) % TAIL_LINES]);
 	else
 		snprintf(said, sizeof(said), "exited with code %d", cand->st.exit_code);
-	if (keep(job, "rank %d on %s (pid %ld) %s%s; rank %d, the first to fail, %s",
-		 c.rank, job->ranks[c.rank].st.host, job->ranks[c.rank].st.pid, c.what,
-		 c.count > 1 ? " (and other ranks: herd trace)" : "", cand->st.rank, said) == NULL)
+	/* What the culprit said last, where it may say why it did not call. */
+	ci = &job->ranks[c.rank];
+	if (ci->tail_n > 0)
+		snprintf(its, sizeof(its), "; its last line on stderr: %s",
+			 ci->tail[(ci->tail_next - 1 + TAIL_LINES) % TAIL_LINES]);
+	if (keep(job, "rank %d on %s (pid %ld) %s%s%s; rank %d, the first to fail, %s",
+		 c.rank, ci->st.host, ci->st.pid, c.what,
+		 c.count > 1 ? " (and other ranks: herd trace)" : "", its, cand->st.rank,
+		 said) == NULL)
 		return false;
 	job->failure = job->strings[job->nstrings - 1];
 	return true;

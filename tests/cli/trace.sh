@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The flight recorder and herd trace.  Four ranks of allreduces where rank
 # 2 stops calling before its 50th (it sleeps): under a 1.5 s deadline the
-# launcher's summary names rank 2, its last completed call and that it has
-# not called #50, not the first rank to time out, and says where the
+# launcher's summary names rank 2, its last completed call, that it has
+# not called #50 and its last line on stderr, not the first rank to time out, and says where the
 # recorders are; herd trace on them prints the wavefront (exit status 1)
 # and its JSON form names rank 2 the one culprit.  A rank stopped with
 # SIGSTOP under a 30 s deadline: herd trace, run while the job waits,
@@ -26,7 +26,10 @@ local b = herd.buffer("float32", 16)
 local i = 0
 while calls == 0 or i < calls do
   i = i + 1
-  if c:rank() == stop_rank and i == stop_at then os.execute("sleep " .. sleep) end
+  if c:rank() == stop_rank and i == stop_at then
+    io.stderr:write("waiting for the data loader\n")
+    os.execute("sleep " .. sleep)
+  end
   local seen = finish ~= nil and io.open(finish) ~= nil
   b:fill(seen and 1 or 0)
   local ok, msg = c:allreduce(b)
@@ -49,7 +52,7 @@ HERD_TIMEOUT=1.5 timeout 60 "$HERD" launch -n 4 -- "$HERD" "$tmp/loop.lua" 100 2
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 err=$(cat "$tmp/err")
 summary=$(grep "^herd launch: job .* failed: " <<<"$err") || fail "no failure summary: $err"
-grep -qE "failed: rank 2 on $host \(pid [0-9]+\) last completed allreduce #49 [0-9.]+ s ago and has not called allreduce #50 \(the application did not call\); its process is (sleeping|running); rank [013], the first to fail, said: allreduce #50 " <<<"$summary" \
+grep -qE "failed: rank 2 on $host \(pid [0-9]+\) last completed allreduce #49 [0-9.]+ s ago and has not called allreduce #50 \(the application did not call\); its process is (sleeping|running); its last line on stderr: waiting for the data loader; rank [013], the first to fail, said: allreduce #50 " <<<"$summary" \
 	|| fail "the summary does not name rank 2: $summary"
 (( ms < 1500 + 3000 )) || fail "the summary came $ms ms after the start, past the 1.5 s deadline and 3 s"
 dir=$(sed -n "s/^herd launch: the ranks' flight recorders: herd trace //p" <<<"$err")

@@ -16,13 +16,19 @@
  *   not called  its last call completed and it has not called the next
  *               one: a hang in the application (it is elsewhere)
  *   stuck       inside an earlier call
+ *   failed      its last call, an earlier one, failed
  *   stopped     its process is stopped (SIGSTOP, a debugger)
  *   gone        its process ended without closing the communicator
  *   not read    no file of it was found
+ *   named       the rank that did not answer the others (below)
  * and the culprits are the ranks missing from the next call.  When every
  * rank entered it and none completed it, the hang is in communication (a
  * link, a peer's transport) and the ranks named are those stopped or gone,
- * if any.  Process states are known for ranks on this host only.
+ * if any.  When no rank is a cause itself (only ranks whose calls failed,
+ * or a hang in communication with nobody stopped or gone), the failed
+ * ranks' messages vote for the host whose ranks did not answer them, and
+ * that host's rank named most is the culprit.  Process states are known
+ * for ranks on this host only.
  *
  *     char *text = NULL;
  *     if (herd_trace_report("/tmp/herd-trace/JOB", HERD_TRACE_TEXT, &text) == HERD_OK)
@@ -77,9 +83,11 @@ typedef struct herd_trace_culprit {
 } herd_trace_culprit;
 
 /*
- * The first culprit of the communicators of dir (the first communicator
- * with one, the largest first) into *out.  HERD_ENOTFOUND when dir holds
- * no ring, or none names a culprit.
+ * The culprit to name first of the communicators of dir (the first
+ * communicator with one, the largest first) into *out: the rank named,
+ * else the first that is a cause itself (not called, stuck, stopped,
+ * gone, not read), else the first whose call failed.  HERD_ENOTFOUND when
+ * dir holds no ring, or none names a culprit.
  */
 HERD_EXTERN herd_status herd_trace_blame(const char *dir, herd_trace_culprit *out);
 

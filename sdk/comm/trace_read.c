@@ -41,10 +41,12 @@ typedef enum verdict {
 	V_STOPPED,          /* its process is stopped */
 	V_GONE,             /* its process ended without closing the communicator */
 	V_NOT_READ,         /* no ring of it */
+	V_NAMED,            /* in the next call, which the others failed on it */
+	V_FAILED,           /* its last call, an earlier one, failed */
 } verdict;
 
 static const char *const verdict_names[] = { "entered", "not called", "stuck", "stopped",
-					     "gone", "not read" };
+					     "gone", "not read", "named", "failed" };
 
 typedef struct rank_ring {
 	herd__trace_head head;
@@ -70,6 +72,8 @@ typedef struct comm_view {
 	const herd__trace_entry *next_e;     /* one rank's entry of it */
 	int entered, done_next, culprits;
 	bool in_communication;      /* every rank entered next and none completed it */
+	int named, votes;           /* the rank the failed ranks failed on (-1 none), by how many */
+	bool named_others;          /* ... on it or on other ranks of its host */
 	bool live;                  /* a rank's process is still there: times are to now */
 	double end_s;               /* else to this: the last time recorded, Unix seconds */
 } comm_view;
@@ -319,9 +323,118 @@ static double real_s(const rank_ring *r, uint64_t ns)
 	return (double)((int64_t)ns + r->head.mono_to_real_ns) / 1e9;
 }
 
+static bool starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* The most peers one failure message is taken to name. */
+#define NAMED_MAX 8
+
+/* Whether rank a's host and rank b's are one (both known). */
+static bool same_host(const comm_view *c, int a, int b)
+{
+	return c->ranks[a].r != NULL && c->ranks[b].r != NULL &&
+	       strcmp(c->ranks[a].r->head.host, c->ranks[b].r->head.host) == 0;
+}
+
+/*
+ * The rank that did not answer: a rank's timeout says so of each peer
+ * that sent nothing ("rank 4 (host h3) did not answer (stopped,
+ * overloaded or unreachable)"), as opposed to one that answered from
+ * elsewhere ("did not arrive"), and so does a control connection that
+ * failed ("rank 2 (host h3, pid 812) died: its control connection failed
+ * (Connection timed out)"); the broken rings keep those messages (their
+ * own, or the one their peers told them).  Each ring votes once for
+ * the host of the ranks it names so (other than itself): a link cut
+ * leaves both sides silent to each other, and the side most ranks found
+ * silent is the culprit; the ranks of one host count together.  The host
+ * with the most votes, at least 2 (1 when a single ring broke) and no
+ * tie, and of it the rank named most (the lowest of a tie).  -1 when
+ * none; *votes the host's votes, *others whether other ranks of it were
+ * named too.
+ */
+static int named_by_peers(const comm_view *c, int *votes_out, bool *others)
+{
+	int (*named)[NAMED_MAX] = calloc((size_t)c->size, sizeof(*named));
+	int *nnamed = calloc((size_t)c->size, sizeof(int)), *votes = calloc((size_t)c->size, sizeof(int));
+	int best = -1, best_host = 0, broken = 0;
+	bool tie = false;
+
+	*votes_out = 0;
+	*others = false;
+	if (named == NULL || nnamed == NULL || votes == NULL)
+		goto out;
+	for (int k = 0; k < c->size; k++) {
+		const rank_ring *r = c->ranks[k].r;
+
+		if (r == NULL || r->head.state != HERD__TRACE_BROKEN)
+			continue;
+		broken++;
+		for (const char *p = strstr(r->head.fail_msg, "rank "); p != NULL && nnamed[k] < NAMED_MAX;
+		     p = strstr(p + 1, "rank ")) {
+			char *end;
+			long n = strtol(p + 5, &end, 10);
+			bool seen = false;
+
+			const char *close;
+
+			if (end == p + 5 || strncmp(end, " (host ", 7) != 0 || n < 0 ||
+			    n >= c->size || n == k || (close = strchr(end + 7, ')')) == NULL ||
+			    (!starts_with(close, ") did not answer") &&
+			     !starts_with(close, ") died: its control connection failed")))
+				continue;
+			for (int i = 0; i < nnamed[k]; i++)
+				seen |= named[k][i] == n;
+			if (!seen) {
+				named[k][nnamed[k]++] = (int)n;
+				votes[n]++;
+			}
+		}
+	}
+	for (int m = 0; m < c->size; m++) {
+		int host = 0;
+
+		if (votes[m] == 0)
+			continue;
+		/* The rings that named some rank of m's host. */
+		for (int k = 0; k < c->size; k++) {
+			bool hit = false;
+
+			for (int i = 0; i < nnamed[k] && !hit; i++)
+				hit = named[k][i] == m || same_host(c, named[k][i], m);
+			host += hit;
+		}
+		if (best < 0 || host > best_host) {
+			best = m;
+			best_host = host;
+			tie = false;
+		} else if (host == best_host && same_host(c, m, best)) {
+			if (votes[m] > votes[best])
+				best = m;
+		} else if (host == best_host) {
+			tie = true;
+		}
+	}
+	if (best >= 0 && (tie || best_host < (broken == 1 ? 1 : 2)))
+		best = -1;
+	if (best >= 0) {
+		*votes_out = best_host;
+		for (int m = 0; m < c->size; m++)
+			*others |= m != best && votes[m] > 0 && same_host(c, m, best);
+	}
+out:
+	free(named);
+	free(nnamed);
+	free(votes);
+	return best;
+}
+
 /* Builds the view of the communicator whose rings are r[0..n) (one id). */
 static herd_status view_comm(comm_view *c, rank_ring **r, size_t n, const char *here)
 {
+	int causes = 0;
+
 	memset(c, 0, sizeof(*c));
 	c->id = r[0]->head.id;
 	c->size = r[0]->head.size;
@@ -378,6 +491,8 @@ static herd_status view_comm(comm_view *c, rank_ring **r, size_t n, const char *
 			v->v = V_GONE;
 		else if (v->last != NULL && v->last->state == HERD__TRACE_ENTERED)
 			v->v = V_STUCK;
+		else if (v->last != NULL && v->last->state == HERD__TRACE_FAILED)
+			v->v = V_FAILED;
 		else
 			v->v = V_NOT_CALLED;
 		if (v->v == V_ENTERED) {
@@ -388,6 +503,7 @@ static herd_status view_comm(comm_view *c, rank_ring **r, size_t n, const char *
 			c->culprits++;
 		}
 	}
+	c->named = -1;
 	/* Everyone is in the next call and nobody got out: the ranks stopped
 	 * or gone there are the culprits. */
 	if (c->culprits == 0 && c->next > 0 && c->done_next == 0) {
@@ -403,6 +519,22 @@ static herd_status view_comm(comm_view *c, rank_ring **r, size_t n, const char *
 				c->culprits++;
 			}
 		}
+	}
+	/* No rank that is the cause itself (only ranks whose calls failed,
+	 * or a hang in communication with nobody stopped or gone: a link
+	 * cut, a host whose processes this one cannot see): the rank that
+	 * did not answer the others. */
+	for (int k = 0; k < c->size; k++)
+		causes += c->ranks[k].v != V_ENTERED && c->ranks[k].v != V_FAILED;
+	if (causes == 0 && (c->culprits > 0 || c->in_communication) &&
+	    (c->named = named_by_peers(c, &c->votes, &c->named_others)) >= 0) {
+		rank_view *v = &c->ranks[c->named];
+
+		if (v->v == V_ENTERED) {
+			c->culprits++;
+			c->entered--;
+		}
+		v->v = V_NAMED;
 	}
 	return HERD_OK;
 }
@@ -448,6 +580,7 @@ static void rank_words(const comm_view *c, int k, char *buf, size_t cap)
 		snprintf(buf, cap, "its flight recorder was not found");
 		return;
 	case V_ENTERED:
+	case V_NAMED:
 		if (v->last != NULL && v->last->state == HERD__TRACE_ENTERED)
 			o = (size_t)snprintf(buf, cap, "inside %s for %.1f s", cur,
 					     ago(c, v->r, v->last, true));
@@ -459,10 +592,22 @@ static void rank_words(const comm_view *c, int k, char *buf, size_t cap)
 						     : 0.0);
 		else
 			o = (size_t)snprintf(buf, cap, "completed %s", done);
+		if (v->v == V_NAMED && o < cap)
+			o += (size_t)snprintf(buf + o, cap - o, "; it%s did not answer %d rank%s (a "
+					      "link to %s, or the host)",
+					      c->named_others ? " and other ranks of its host" : "",
+					      c->votes, c->votes == 1 ? "" : "s", v->r->head.host);
 		break;
 	case V_STUCK:
 		o = (size_t)snprintf(buf, cap, "stuck inside %s for %.1f s and has not called %s",
 				     cur, ago(c, v->r, v->last, true), next);
+		break;
+	case V_FAILED:
+		o = (size_t)snprintf(buf, cap, "failed in %s (%s) after %.1f s and has not called %s",
+				     cur, herd_status_name((herd_status)v->last->status),
+				     v->last->end_ns > v->last->start_ns
+					     ? (double)(v->last->end_ns - v->last->start_ns) / 1e9 : 0.0,
+				     next);
 		break;
 	default:
 		if (v->last != NULL && v->last->state == HERD__TRACE_ENTERED)
@@ -577,7 +722,10 @@ static void headline(const comm_view *c, char *buf, size_t cap)
 		return;
 	}
 	rank_list(c, V_ENTERED, who, sizeof(who));
-	if (c->in_communication)
+	if (c->in_communication && c->named >= 0)
+		snprintf(buf, cap, "%s: every rank entered it and none completed it: a hang in "
+			 "communication, on rank %d (it did not answer the others)", next, c->named);
+	else if (c->in_communication)
 		snprintf(buf, cap, "%s: every rank entered it and none completed it: a hang in "
 			 "communication%s", next, c->culprits > 0 ? "" : " (no rank stopped or gone)");
 	else if (c->culprits == 0)
@@ -900,6 +1048,24 @@ herd_status herd_trace_calls(const char *path, int ncalls, herd_trace_format for
 	return st;
 }
 
+/* The culprit of c to name first: the rank that did not answer the
+ * others, else the first that is a cause itself, else the first whose
+ * call failed; -1 when none. */
+static int culprit_of(const comm_view *c)
+{
+	int failed = -1;
+
+	if (c->named >= 0)
+		return c->named;
+	for (int k = 0; k < c->size; k++) {
+		if (c->ranks[k].v == V_FAILED && failed < 0)
+			failed = k;
+		else if (c->ranks[k].v != V_ENTERED && c->ranks[k].v != V_FAILED)
+			return k;
+	}
+	return failed;
+}
+
 herd_status herd_trace_blame(const char *dir, herd_trace_culprit *out)
 {
 	views w;
@@ -912,13 +1078,12 @@ herd_status herd_trace_blame(const char *dir, herd_trace_culprit *out)
 	HERD_CHECK(make_views(dir, &w));
 	for (size_t i = 0; i < w.n && out->rank < 0; i++) {
 		const comm_view *c = &w.c[i];
+		int k = culprit_of(c);
 
-		for (int k = 0; k < c->size && out->rank < 0; k++) {
+		if (k >= 0) {
 			const rank_view *v = &c->ranks[k];
 			char words[1024];
 
-			if (v->v == V_ENTERED)
-				continue;
 			out->rank = k;
 			out->count = c->culprits;
 			out->size = c->size;

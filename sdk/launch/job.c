@@ -52,6 +52,8 @@
 /* How long the first failure waits for a better one to blame (a rank
  * killed by a signal, whose peers' errors can reach the launcher first). */
 #define SETTLE_MS 250
+/* A failure settled this long with nodes still stopping is said at once. */
+#define ANNOUNCE_MS 200
 
 struct rank_info {
 	herd_job_rank_status st;   /* host points into the node list, error into strings */
@@ -145,6 +147,7 @@ struct herd_job {
 	bool int_seen;                 /* the interrupt was applied */
 	bool int_before_start;         /* ... before this run's ranks were told to start */
 	int64_t stop_deadline;         /* nodes silent past this are given up */
+	int64_t announce_at;           /* a failure said early, if nodes still stop then */
 	char start_err[1024];          /* why a node failed to come up */
 	bool went;                     /* this run's go was sent */
 	herd__outq *outq;              /* the default output's writer, or NULL */
@@ -1166,6 +1169,39 @@ static void command_all(herd_job *job, herd__launch_type type, int arg)
 	}
 }
 
+/*
+ * A failure is said at the end of the job; when nodes are still stopping
+ * their ranks ANNOUNCE_MS after it was settled (a node cut off keeps the
+ * launcher the grace period), it is said at once as well, with the nodes
+ * it waits for.
+ */
+static void announce(herd_job *job)
+{
+	char hosts[512];
+	size_t o = 0;
+	int waiting = 0;
+
+	hosts[0] = '\0';
+	for (size_t i = 0; i < job->nnodes; i++) {
+		if (job->rt[i].closed)
+			continue;
+		if (waiting++ < 4 && o < sizeof(hosts))
+			o += (size_t)snprintf(hosts + o, sizeof(hosts) - o, "%s%s", o ? ", " : "",
+					      job->rt[i].node->host);
+	}
+	if (waiting == 0)
+		return;
+	if (waiting > 4 && o < sizeof(hosts))
+		snprintf(hosts + o, sizeof(hosts) - o, " and %d more", waiting - 4);
+	pthread_mutex_lock(&job->mu);
+	herd__log_warn("job %s failed: %s; waiting up to %.0f s for %s to stop %s ranks",
+		       job->id, job->failure != NULL ? job->failure : "a rank failed",
+		       (double)(job->stop_deadline - herd__net_now_ms()) / 1000 > 0
+			       ? (double)(job->stop_deadline - herd__net_now_ms()) / 1000 : 0.0,
+		       hosts, waiting == 1 ? "its" : "their");
+	pthread_mutex_unlock(&job->mu);
+}
+
 static void stop_all(herd_job *job, int grace_ms)
 {
 	int64_t hard = herd__net_deadline(grace_ms + STOP_SLACK_MS);
@@ -1632,8 +1668,14 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 			break;
 		}
 		settle_locked(job, all_done);
-		if (!job->stopping && job->first_failed >= 0)
+		if (!job->stopping && job->first_failed >= 0) {
 			stop_all(job, job->spec.grace_ms);
+			job->announce_at = herd__net_now_ms() + ANNOUNCE_MS;
+		}
+		if (job->announce_at > 0 && herd__net_now_ms() >= job->announce_at) {
+			job->announce_at = 0;
+			announce(job);
+		}
 		if (job->interrupt_kill_at > 0 && herd__net_now_ms() >= job->interrupt_kill_at) {
 			job->interrupt_kill_at = 0;
 			stop_all(job, 0);
@@ -1669,6 +1711,8 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 			wake = deadline;
 		if (job->stopping && (wake < 0 || job->stop_deadline < wake))
 			wake = job->stop_deadline;
+		if (job->announce_at > 0 && (wake < 0 || job->announce_at < wake))
+			wake = job->announce_at;
 		if (job->interrupt_kill_at > 0 && (wake < 0 || job->interrupt_kill_at < wake))
 			wake = job->interrupt_kill_at;
 		/* A limit passed with no rank running (they ended, a restart is

@@ -3,8 +3,9 @@
 # the namespace cluster, tests/harness/netns.sh; HERD_TIMEOUT=5): every
 # rank on the other hosts fails its call within the deadline plus 1 s,
 # naming host h3 and its rank (itself or through the rank that failed
-# first); the job fails; and once it is over no process of it is left on
-# any host, h3's included.
+# first); the job fails, and the launcher's summary names h3's rank as the
+# one that did not answer the others; and once it is over no process of
+# it is left on any host, h3's included.
 # Needs root, iproute2 and openssh-server; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
 netns_start 4
@@ -24,6 +25,11 @@ for r in 0 1 3; do
 	rank_failure $r "$t_cut" 6 "$tmp/out"
 	grep -q "HERD_E[A-Z]*: .*rank 2 (host h3" <<<"$line" || fail "rank $r does not name h3's rank: $line"
 done
+# The launcher's summary names h3's rank, which did not answer the others.
+s=$(grep -m1 "^herd launch: job .* failed: " "$tmp/err") || fail "no failure summary: $(cat "$tmp/err")"
+grep -qE "failed: rank 2 on h3 \(pid [0-9]+\) .*; it did not answer [0-9]+ ranks \(a link to h3, or the host\)" <<<"$s" \
+	|| fail "the summary does not name h3's rank: $s"
+echo "summary: ${s#*failed: }" | cut -c1-300
 # Nothing of the job is left on any host (h3's rank ends at its own deadline).
 secs=$(job_gone 15 "$loop" "exec --stdio") || exit 1
 echo "job gone after $secs s"

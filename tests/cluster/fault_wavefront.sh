@@ -11,6 +11,10 @@
 #     on h3 was stopped and did not answer, and the launcher returns within
 #     the deadline and 1.5 s.
 #   - rank 5 killed (SIGKILL): the summary says rank 5 on h3 was killed.
+#   - h3's link cut (its ranks 4 and 5 cut off), HERD_TIMEOUT=2: within
+#     the deadline and 1.5 s, while it waits the grace period for h3's
+#     node, the launcher says the job failed, naming a rank of h3 that did
+#     not answer the other ranks; its summary at the end names it too.
 #   - 64 ranks on one host (h1, oversubscribed; not under the sanitizers),
 #     rank 37 stops calling before its 20th call, HERD_TIMEOUT=3: the
 #     summary names rank 37 within the deadline and 1.5 s (64 processes to
@@ -49,6 +53,9 @@ since() { awk -v a="$1" -v b="$(mono)" 'BEGIN { printf "%.3f", b - a }'; }
 # deadline, in the background (job); once it runs, victim is rank 5's pid.
 start_endless() {
 	local p
+	# emptied here: the background job's own truncation may come after
+	# wait_lines has read the last job's lines
+	: >"$tmp/out"
 	HERD_TIMEOUT=2 timeout 120 "$cluster/run" 1 "$HERD" launch --hosts 'h[1-4]' -n 8 -- \
 		"$HERD" "$tmp/loop.lua" 100000000 -1 0 0 >"$tmp/out" 2>"$tmp/err" &
 	job=$!
@@ -111,6 +118,28 @@ has "$s" "failed: rank 5 on h3 (pid $victim) was killed by signal 9"
 within "$secs" 3 "the launcher's return after SIGKILL"
 echo "SIGKILL: launcher returned $secs s after the kill"
 secs=$(job_gone 10 "$tmp/loop.lua" "exec --stdio") || exit 1
+
+# --- h3's link cut: its ranks (4 and 5) are named by the others' failures
+# (at once, while the launcher waits the grace period for h3's node)
+start_endless
+t_stop=$(mono)
+bash tests/harness/netns.sh cut "$cluster" 3
+s=
+for ((k = 0; k < 300; k++)); do
+	s=$(grep -m1 "warn: job .* failed: " "$tmp/err") && break
+	sleep 0.05
+done
+secs=$(since "$t_stop")
+[[ -n $s ]] || fail "no failure said within 15 s of the cut: $(cat "$tmp/err")"
+grep -qE "failed: rank [45] on h3 \(pid [0-9]+\) .*; it( and other ranks of its host)? did not answer [0-9]+ ranks \(a link to h3, or the host\).*; waiting up to [0-9]+ s for h3 to stop its ranks$" <<<"$s" \
+	|| fail "the failure said does not name h3's rank: $s"
+within "$secs" 3.5 "the failure said after the cut"
+echo "link cut: said $secs s after the cut: ${s#*failed: }" | cut -c1-250
+wait $job && fail "the job succeeded with h3 cut off"
+bash tests/harness/netns.sh mend "$cluster" 3
+s=$(summary "$tmp/err")
+grep -qE "failed: rank [45] on h3 " <<<"$s" || fail "the summary does not name h3's rank: $s"
+secs=$(job_gone 15 "$tmp/loop.lua" "exec --stdio") || exit 1
 
 # --- 64 ranks on h1, rank 37 does not call #20.  Not under the sanitizers
 # (CI sets ASAN_OPTIONS for that run): 64 instrumented processes on two

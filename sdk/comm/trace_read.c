@@ -1249,6 +1249,7 @@ static void each_ring_of(const char *dir, int rank, int flags,
 	snprintf(suffix, sizeof(suffix), ".%d.trace", rank);
 	for (int files = 0; (de = readdir(d)) != NULL && files < MAX_FILES; files++) {
 		herd__trace_head h;
+		struct stat sb;
 		char path[4096];
 		int fd, n;
 
@@ -1260,7 +1261,10 @@ static void each_ring_of(const char *dir, int rank, int flags,
 		fd = open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
 		if (fd < 0)
 			continue;
-		if (pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+		/* The directory may be anybody's (an environment's): regular
+		 * files only. */
+		if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+		    pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
 		    h.magic == HERD__TRACE_MAGIC && h.version >= 1 && h.version <= HERD__TRACE_VERSION &&
 		    h.head_size == HERD__TRACE_HEAD_SIZE && h.rank == rank && !fn(fd, &h, arg)) {
 			close(fd);

@@ -27,8 +27,9 @@ static const char trace_usage[] =
 	"  --json     one JSON document instead (docs/reliability.md)\n"
 	"Exit status:\n"
 	"  0    every rank of every communicator entered its next call\n"
-	"  1    some rank is missing from a call (the report names it), or the\n"
-	"       recorders could not be read\n"
+	"  1    some rank is missing from a call, or did not answer the others in\n"
+	"       a hang in communication (the report names it; with --calls too),\n"
+	"       or the recorders could not be read\n"
 	"  2    a usage error\n";
 
 static const struct option trace_options[] = {

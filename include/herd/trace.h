@@ -65,8 +65,10 @@ HERD_EXTERN herd_status herd_trace_report(const char *path, herd_trace_format fo
  * path recorded, newest first, as text or JSON, into *out (malloc, the
  * caller frees): each call's operation and number, datatype and count,
  * reduction, root or peer, the algorithm that ran it, and how it went
- * ("done in 1.520 ms, 3.1 s ago", "inside for 31.20 s", "failed
- * (HERD_ETIMEDOUT) after ...").  Errors as herd_trace_report's.
+ * ("done in 1.5 ms, 3.1 s ago"; "done in under 4 ms" for a call shorter
+ * than a tick of the coarse clock that ends an entry; "inside for 31.20
+ * s"; "failed (HERD_ETIMEDOUT) after ...").  Errors as
+ * herd_trace_report's.
  */
 HERD_EXTERN herd_status herd_trace_calls(const char *path, int ncalls, herd_trace_format format,
 					 char **out);

@@ -60,7 +60,7 @@ typedef struct herd__trace_entry {
 	int32_t status;             /* herd_status it ended with */
 	uint8_t kind;               /* herd__op_kind */
 	uint8_t dtype;              /* herd_dtype */
-	uint8_t redop;              /* herd_redop (HERD_SUM is 0) of the reducing operations */
+	uint8_t redop;              /* of the reducing operations, a herd_redop; HERD_SUM is 0 */
 	uint8_t device;             /* 1: device buffers (NCCL) */
 	_Atomic uint8_t state;      /* HERD__TRACE_ENTERED, DONE, FAILED */
 	uint8_t algo;               /* the algorithm's number (herd__tune_algo_name); 0: none */
@@ -212,8 +212,9 @@ void herd__trace_mark(const char *dir, int rank, int64_t late_ns);
 
 /*
  * The mark of the rank whose process is pid, from the rings of dir (the
- * HERD_TRACE_DIR of its environment): the most late_ns of its open rings;
- * 0 when none is marked, -1 when it has no ring there.  Raises nothing.
+ * HERD_TRACE_DIR of its environment): the most late_ns of its open rings
+ * (regular files its user owns, with its pid); 0 when none is marked, -1
+ * when it has no ring there.  Raises nothing.
  */
 int64_t herd__trace_marked(const char *dir, int rank, long pid);
 

@@ -564,6 +564,18 @@ static double ago(const comm_view *c, const rank_ring *r, const herd__trace_entr
 	return to - real_s(r, from_start ? e->start_ns : e->end_ns);
 }
 
+/* "failed in allreduce #459 (HERD_ETIMEDOUT) after 2.5 s and has not
+ * called allreduce #460" of a rank whose last call, last, failed. */
+static size_t failed_words(const herd__trace_entry *last, const char *cur, const char *next,
+			   char *buf, size_t cap)
+{
+	return (size_t)snprintf(buf, cap, "failed in %s (%s) after %.1f s and has not called %s",
+				cur, herd_status_name((herd_status)last->status),
+				last->end_ns > last->start_ns
+					? (double)(last->end_ns - last->start_ns) / 1e9 : 0.0,
+				next);
+}
+
 /* What rank k of c is doing, in words, into buf. */
 static void rank_words(const comm_view *c, int k, char *buf, size_t cap)
 {
@@ -581,7 +593,10 @@ static void rank_words(const comm_view *c, int k, char *buf, size_t cap)
 		return;
 	case V_ENTERED:
 	case V_NAMED:
-		if (v->last != NULL && v->last->state == HERD__TRACE_ENTERED)
+		if (v->v == V_NAMED && v->entered_cseq < c->next && v->last != NULL &&
+		    v->last->state == HERD__TRACE_FAILED)
+			o = failed_words(v->last, cur, next, buf, cap);
+		else if (v->last != NULL && v->last->state == HERD__TRACE_ENTERED)
 			o = (size_t)snprintf(buf, cap, "inside %s for %.1f s", cur,
 					     ago(c, v->r, v->last, true));
 		else if (v->last != NULL && v->last->state == HERD__TRACE_FAILED)
@@ -603,11 +618,7 @@ static void rank_words(const comm_view *c, int k, char *buf, size_t cap)
 				     cur, ago(c, v->r, v->last, true), next);
 		break;
 	case V_FAILED:
-		o = (size_t)snprintf(buf, cap, "failed in %s (%s) after %.1f s and has not called %s",
-				     cur, herd_status_name((herd_status)v->last->status),
-				     v->last->end_ns > v->last->start_ns
-					     ? (double)(v->last->end_ns - v->last->start_ns) / 1e9 : 0.0,
-				     next);
+		o = failed_words(v->last, cur, next, buf, cap);
 		break;
 	default:
 		if (v->last != NULL && v->last->state == HERD__TRACE_ENTERED)
@@ -1235,10 +1246,13 @@ out:
 
 /* ---- the straggler mark ----------------------------------------------------------- */
 
-/* Calls fn(fd, head) for each ring file of rank in dir ("*.RANK.trace"),
- * opened with flags, its header read; stops when fn returns false. */
+/* Calls fn(fd, sb, head) for each ring file of rank in dir ("*.RANK.trace"),
+ * opened with flags, its header read; stops when fn returns false.  The
+ * directory may be anybody's (named by a process's environment): entries
+ * are opened relative to it, regular files only, links not followed. */
 static void each_ring_of(const char *dir, int rank, int flags,
-			 bool (*fn)(int fd, const herd__trace_head *h, void *arg), void *arg)
+			 bool (*fn)(int fd, const struct stat *sb, const herd__trace_head *h,
+				    void *arg), void *arg)
 {
 	char suffix[32];
 	struct dirent *de;
@@ -1250,37 +1264,34 @@ static void each_ring_of(const char *dir, int rank, int flags,
 	for (int files = 0; (de = readdir(d)) != NULL && files < MAX_FILES; files++) {
 		herd__trace_head h;
 		struct stat sb;
-		char path[4096];
-		int fd, n;
+		bool more = true;
+		int fd;
 
-		if (!ends_with(de->d_name, suffix))
+		if (!ends_with(de->d_name, suffix) || (de->d_type != DT_REG && de->d_type != DT_UNKNOWN))
 			continue;
-		n = snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (n < 0 || (size_t)n >= sizeof(path))
-			continue;
-		fd = open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+		fd = openat(dirfd(d), de->d_name, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
 		if (fd < 0)
 			continue;
-		/* The directory may be anybody's (an environment's): regular
-		 * files only. */
 		if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
 		    pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
 		    h.magic == HERD__TRACE_MAGIC && h.version >= 1 && h.version <= HERD__TRACE_VERSION &&
-		    h.head_size == HERD__TRACE_HEAD_SIZE && h.rank == rank && !fn(fd, &h, arg)) {
-			close(fd);
-			break;
-		}
+		    h.head_size == HERD__TRACE_HEAD_SIZE && h.rank == rank)
+			more = fn(fd, &sb, &h, arg);
 		close(fd);
+		if (!more)
+			break;
 	}
 	closedir(d);
 }
 
-static bool mark_one(int fd, const herd__trace_head *h, void *arg)
+static bool mark_one(int fd, const struct stat *sb, const herd__trace_head *h, void *arg)
 {
 	int64_t late = *(const int64_t *)arg;
 
+	(void)sb;
 	(void)h;
-	/* One aligned 8-byte store: a reader sees the old value or the new. */
+	/* Readers read the header with pread too: a value read while it
+	 * changes is at worst one between two rounds' (it says how late). */
 	if (pwrite(fd, &late, sizeof(late), offsetof(herd__trace_head, late_ns)) !=
 	    (ssize_t)sizeof(late))
 		herd__log_debug("cannot mark a flight recorder of a straggler: %s", strerror(errno));
@@ -1294,15 +1305,16 @@ void herd__trace_mark(const char *dir, int rank, int64_t late_ns)
 
 typedef struct marked_arg {
 	long pid;
+	uid_t uid;                  /* the process's owner: its rings are its user's */
 	int64_t late;               /* -1: no ring of the pid yet */
 } marked_arg;
 
-static bool marked_one(int fd, const herd__trace_head *h, void *arg)
+static bool marked_one(int fd, const struct stat *sb, const herd__trace_head *h, void *arg)
 {
 	marked_arg *m = arg;
 
 	(void)fd;
-	if (h->pid != m->pid || h->state != HERD__TRACE_OPEN)
+	if (h->pid != m->pid || h->state != HERD__TRACE_OPEN || sb->st_uid != m->uid)
 		return true;
 	if (m->late < 0)
 		m->late = 0;
@@ -1313,8 +1325,14 @@ static bool marked_one(int fd, const herd__trace_head *h, void *arg)
 
 int64_t herd__trace_marked(const char *dir, int rank, long pid)
 {
-	marked_arg m = { pid, -1 };
+	marked_arg m = { pid, 0, -1 };
+	struct stat ps;
+	char proc[48];
 
+	snprintf(proc, sizeof(proc), "/proc/%ld", pid);
+	if (stat(proc, &ps) != 0)
+		return -1;
+	m.uid = ps.st_uid;
 	each_ring_of(dir, rank, O_RDONLY, marked_one, &m);
 	return m.late;
 }

@@ -1172,8 +1172,8 @@ static void command_all(herd_job *job, herd__launch_type type, int arg)
 /*
  * A failure is said at the end of the job; when nodes are still stopping
  * their ranks ANNOUNCE_MS after it was settled (a node cut off keeps the
- * launcher the grace period), it is said at once as well, with the nodes
- * it waits for.
+ * launcher up to its grace period; ranks slow to exit, a moment), it is
+ * said at once as well, with the nodes it waits for.
  */
 static void announce(herd_job *job)
 {
@@ -1469,6 +1469,12 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 	job->start_err[0] = '\0';
 	job->stopping = false;
 	job->went = false;
+	job->announce_at = 0;
+	/* A restart's rounds begin afresh; the last run's straggler is
+	 * no longer named. */
+	if (job->straggle.warned >= 0 && job->trace_dir[0] != '\0')
+		herd__trace_mark(job->trace_dir, job->straggle.warned, 0);
+	job->straggle = (herd__straggle)HERD__STRAGGLE_INIT;
 	pthread_mutex_lock(&job->mu);
 	job->first_failed = job->candidate = -1;
 	job->late_signal = false;

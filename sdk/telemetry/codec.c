@@ -92,7 +92,9 @@ static const herd__schema_field proc_fields[] = {
 	{ HERD__SCHEMA_CHARS("job", herd_telemetry_proc, job) },
 	{ HERD__SCHEMA_INT("rank", herd_telemetry_proc, rank, -1, INT32_MAX) },
 	{ HERD__SCHEMA_CHARS("comm", herd_telemetry_proc, comm) },
-	{ HERD__SCHEMA_DOUBLE("late_ms", herd_telemetry_proc, late_ms) },
+	/* Newer than the format: a sample without it (an older herd probe) reads 0. */
+	{ HERD__SCHEMA_DOUBLE("late_ms", herd_telemetry_proc, late_ms),
+	  .flags = HERD__SCHEMA_OPTIONAL },
 };
 static const herd__schema proc_schema = HERD__SCHEMA(herd_telemetry_proc, proc_fields,
 						      MAX_KEYS, NULL);

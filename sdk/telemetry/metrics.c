@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -540,7 +541,7 @@ static size_t scan_jobs(herd_metrics *m, job_rank **out)
 			continue;
 		errno = 0;
 		r = strtol(rank, &end, 10);
-		if (errno != 0 || end == rank || *end != '\0' || r < 0)
+		if (errno != 0 || end == rank || *end != '\0' || r < 0 || r > INT_MAX)
 			continue;
 		if (n == cap) {
 			job_rank *p = realloc(pairs, (cap ? 2 * cap : 64) * sizeof(*p));

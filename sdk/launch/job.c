@@ -53,7 +53,7 @@
  * killed by a signal, whose peers' errors can reach the launcher first). */
 #define SETTLE_MS 250
 /* A failure settled this long with nodes still stopping is said at once. */
-#define ANNOUNCE_MS 200
+#define ANNOUNCE_MS 100
 
 struct rank_info {
 	herd_job_rank_status st;   /* host points into the node list, error into strings */

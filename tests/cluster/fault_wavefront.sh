@@ -12,7 +12,7 @@
 #     the deadline and 1.5 s.
 #   - rank 5 killed (SIGKILL): the summary says rank 5 on h3 was killed.
 #   - h3's link cut (its ranks 4 and 5 cut off), HERD_TIMEOUT=2: within
-#     the deadline and 1.5 s, while it waits the grace period for h3's
+#     the deadline and 2 s, while it waits the grace period for h3's
 #     node, the launcher says the job failed, naming a rank of h3 that did
 #     not answer the other ranks; its summary at the end names it too.
 #   - 64 ranks on one host (h1, oversubscribed; not under the sanitizers),
@@ -133,7 +133,10 @@ secs=$(since "$t_stop")
 [[ -n $s ]] || fail "no failure said within 15 s of the cut: $(cat "$tmp/err")"
 grep -qE "failed: rank [45] on h3 \(pid [0-9]+\) .*; it( and other ranks of its host)? did not answer [0-9]+ ranks \(a link to h3, or the host\).*; waiting up to [0-9]+ s for h3 to stop its ranks$" <<<"$s" \
 	|| fail "the failure said does not name h3's rank: $s"
-within "$secs" 3.5 "the failure said after the cut"
+# the deadline, the timeout report's 0.5 s of asking the peers, the
+# launcher's 0.25 s settling and 0.1 s before it says it early; 4 s leaves
+# room for a loaded machine
+within "$secs" 4 "the failure said after the cut"
 echo "link cut: said $secs s after the cut: ${s#*failed: }" | cut -c1-250
 wait $job && fail "the job succeeded with h3 cut off"
 bash tests/harness/netns.sh mend "$cluster" 3

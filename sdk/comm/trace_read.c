@@ -564,16 +564,20 @@ static double ago(const comm_view *c, const rank_ring *r, const herd__trace_entr
 	return to - real_s(r, from_start ? e->start_ns : e->end_ns);
 }
 
+/* Seconds an ended entry e took; 0 when its end, from the coarse clock,
+ * reads before its start. */
+static double ran_s(const herd__trace_entry *e)
+{
+	return e->end_ns > e->start_ns ? (double)(e->end_ns - e->start_ns) / 1e9 : 0.0;
+}
+
 /* "failed in allreduce #459 (HERD_ETIMEDOUT) after 2.5 s and has not
  * called allreduce #460" of a rank whose last call, last, failed. */
 static size_t failed_words(const herd__trace_entry *last, const char *cur, const char *next,
 			   char *buf, size_t cap)
 {
 	return (size_t)snprintf(buf, cap, "failed in %s (%s) after %.1f s and has not called %s",
-				cur, herd_status_name((herd_status)last->status),
-				last->end_ns > last->start_ns
-					? (double)(last->end_ns - last->start_ns) / 1e9 : 0.0,
-				next);
+				cur, herd_status_name((herd_status)last->status), ran_s(last), next);
 }
 
 /* What rank k of c is doing, in words, into buf. */
@@ -602,9 +606,7 @@ static void rank_words(const comm_view *c, int k, char *buf, size_t cap)
 		else if (v->last != NULL && v->last->state == HERD__TRACE_FAILED)
 			o = (size_t)snprintf(buf, cap, "entered %s, which failed (%s) after %.1f s",
 					     cur, herd_status_name((herd_status)v->last->status),
-					     v->last->end_ns > v->last->start_ns
-						     ? (double)(v->last->end_ns - v->last->start_ns) / 1e9
-						     : 0.0);
+					     ran_s(v->last));
 		else
 			o = (size_t)snprintf(buf, cap, "completed %s", done);
 		if (v->v == V_NAMED && o < cap)
@@ -887,10 +889,7 @@ herd_status herd_trace_report(const char *path, herd_trace_format format, char *
 /* Seconds e took (to now on the rank's host when it is still inside). */
 static double took(const comm_view *c, const rank_ring *r, const herd__trace_entry *e)
 {
-	if (e->state == HERD__TRACE_ENTERED)
-		return ago(c, r, e, true);
-	/* The end's coarse clock may read a tick before the start. */
-	return e->end_ns > e->start_ns ? (double)(e->end_ns - e->start_ns) / 1e9 : 0.0;
+	return e->state == HERD__TRACE_ENTERED ? ago(c, r, e, true) : ran_s(e);
 }
 
 /* Whether e's operation reduces (its redop says how; HERD_SUM is 0). */

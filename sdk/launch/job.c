@@ -1177,6 +1177,7 @@ static void command_all(herd_job *job, herd__launch_type type, int arg)
  */
 static void announce(herd_job *job)
 {
+	int64_t left = job->stop_deadline - herd__net_now_ms();
 	char hosts[512];
 	size_t o = 0;
 	int waiting = 0;
@@ -1196,9 +1197,7 @@ static void announce(herd_job *job)
 	pthread_mutex_lock(&job->mu);
 	herd__log_warn("job %s failed: %s; waiting up to %.0f s for %s to stop %s ranks",
 		       job->id, job->failure != NULL ? job->failure : "a rank failed",
-		       (double)(job->stop_deadline - herd__net_now_ms()) / 1000 > 0
-			       ? (double)(job->stop_deadline - herd__net_now_ms()) / 1000 : 0.0,
-		       hosts, waiting == 1 ? "its" : "their");
+		       left > 0 ? (double)left / 1000 : 0.0, hosts, waiting == 1 ? "its" : "their");
 	pthread_mutex_unlock(&job->mu);
 }
 

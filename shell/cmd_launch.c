@@ -101,7 +101,7 @@ static const char usage_text[] =
 	"--rdzv-endpoint, --rdzv-backend, --rdzv-id, --master-addr, --master-port,\n"
 	"--node-rank, -m/--module; mpirun's -H/--host/-host, --map-by, --bind-to,\n"
 	"--rank-by; srun's -c/--cpus-per-task, -G/--gpus, --gpus-per-node, --gres,\n"
-	"-p/--partition, -A/--account, -o/--output, --export.\n"
+	"-p/--partition, -A/--account, -o/--output, --export, --mpi.\n"
 	"Signals: SIGINT (Ctrl-C), SIGTERM or SIGHUP to herd launch goes to every\n"
 	"rank and ends the job: no restart, and ranks still running after --grace\n"
 	"get SIGKILL; another within 3 s kills them at once.\n"
@@ -215,6 +215,9 @@ static const shell_habit habits[] = {
 	{ "--account", true, NULL, "srun's account; " ALLOC_INSTEAD },
 	{ "-o", true, NULL, OUTPUT_SAY },
 	{ "--output", true, NULL, OUTPUT_SAY },
+	{ "--mpi", true, NULL, "srun's MPI plugin; herd launch needs none: it gives each rank "
+	  "its rendezvous itself (HERD_RANK, HERD_WORLD_SIZE, HERD_STORE and torchrun's RANK, "
+	  "WORLD_SIZE, MASTER_ADDR)" },
 	{ "--export", true, NULL, "srun's environment list; herd launch takes --env NAME=VALUE "
 	  "or --env NAME (repeatable), and its ranks inherit this environment" },
 	{ "--rdzv-endpoint", true, NULL, RDZV_SAY },

@@ -101,6 +101,7 @@ refused -n 2 --cpus-per-task=4 "--cpus-per-task is srun's CPUs per task"
 refused -n 2 --gpus 2 "--gpus is srun's GPU count for the whole job; herd launch takes --gpus-per-rank G"
 refused -n 2 --gpus-per-node 2 "--gpus-per-node is srun's GPUs per node; herd launch takes --gpus-per-rank G"
 refused -n 2 -p gpu "-p is srun's partition; run herd launch --slurm inside an allocation that has it"
+refused -n 2 --mpi=pmix "--mpi is srun's MPI plugin; herd launch needs none"
 refused -n 2 --export ALL "--export is srun's environment list; herd launch takes --env NAME=VALUE"
 
 # --- the job's time limit: srun's forms and mpirun's seconds, as the

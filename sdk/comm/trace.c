@@ -2,6 +2,7 @@
  * sdk/comm/trace.c - a communicator's flight recorder (trace.h): opening
  * its ring in HERD_TRACE_DIR or in memory, and closing it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -140,4 +141,21 @@ void herd__trace_close(herd__trace *t)
 	munmap(t->head, t->map_len);
 	t->head = NULL;
 	t->ring = NULL;
+}
+
+void herd__trace_dir_remove(const char *dir)
+{
+	DIR *d = dir != NULL && dir[0] != '\0' ? opendir(dir) : NULL;
+	struct dirent *de;
+
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		/* ID.RANK.trace, and ID.RANK.trace.new of a rank that
+		 * died while making it. */
+		if (strstr(de->d_name, ".trace") != NULL || strcmp(de->d_name, "launcher") == 0)
+			unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+	rmdir(dir);
 }

@@ -86,6 +86,12 @@ typedef struct herd__trace_head {
 	_Atomic int64_t late_ns;    /* written by herd launch while it names this rank a
 				     * straggler: how much later than the others' median it
 				     * arrives at the collectives; 0: not named */
+	/* A copy (herd__trace_copies), carried to the launcher's node: when
+	 * it was taken (CLOCK_REALTIME, ns) and the state of the rank's
+	 * process that its node saw then ('R', 'S', 'T', 'D', ...; 'X'
+	 * gone).  0 in the rank's own file. */
+	int64_t copied_ns;
+	char copied_proc;
 } herd__trace_head;
 
 _Static_assert(sizeof(herd__trace_entry) == 64, "a trace entry is one cache line");
@@ -108,6 +114,30 @@ typedef struct herd__trace {
 void herd__trace_open(herd__trace *t, const char *id, int rank, int size, const char *host,
 		      uint32_t cap);
 
+/*
+ * The rings of a directory as copies for another node (a node's `herd
+ * exec` sends them to the launcher when the two do not share the
+ * directory): each regular *.trace file of this user in dir, read as
+ * herd_trace_report reads it, is made into one image, the header and its
+ * newest entries (at most HERD__TRACE_COPY_MAX) in call order, with
+ * copied_ns and copied_proc set, and passed to emit.  *count: the images
+ * emitted.  Files that are not rings are passed over; the first error of
+ * emit is returned.
+ */
+#define HERD__TRACE_COPY_MAX 8192
+herd_status herd__trace_copies(const char *dir,
+			       herd_status (*emit)(void *arg, const void *image, size_t len),
+			       void *arg, int *count);
+/*
+ * Keeps a copy another node sent in dir as ID.RANK.trace (replacing an
+ * older copy of it): HERD_EFORMAT when image is not a ring of this format
+ * or its id is not hex, errors of herd__write_file_atomic otherwise.
+ */
+herd_status herd__trace_keep_copy(const char *dir, const void *image, size_t len);
+/* Removes a job's trace directory, dir: its rings (*.trace*), its
+ * "launcher" token (herd launch), then dir itself if nothing else is
+ * left in it. */
+void herd__trace_dir_remove(const char *dir);
 /* Marks the ring CLOSED (the communicator was freed), unmaps it. */
 void herd__trace_close(herd__trace *t);
 

@@ -117,50 +117,43 @@ static void printable(char *s, size_t cap)
 			*s = '?';
 }
 
-/* One ring file into *r. */
-static herd_status read_ring(const char *path, rank_ring *r)
+/* Whether h, the header of path (size bytes), is one this herd reads. */
+static herd_status head_check(const herd__trace_head *h, const char *path, uint64_t size)
+{
+	if (h->magic != HERD__TRACE_MAGIC)
+		return herd__error(HERD_EFORMAT, "%s: not a flight recorder (no \"HTR1\" at its "
+				   "start)", path);
+	/* Version 1 is 2 without the algorithm (its byte was padding, 0). */
+	if (h->version < 1 || h->version > HERD__TRACE_VERSION ||
+	    h->head_size != HERD__TRACE_HEAD_SIZE || h->entry_size != sizeof(herd__trace_entry) ||
+	    h->cap == 0 || h->cap > HERD__TRACE_MAX_RING || h->size <= 0 || h->rank < 0 ||
+	    h->rank >= h->size)
+		return herd__error(HERD_EFORMAT, "%s: a flight recorder of version %u, %u-byte "
+				   "entries, %u of them, rank %d of %d: this herd reads versions 1 "
+				   "to %d, %zu-byte entries", path, h->version, h->entry_size, h->cap,
+				   h->rank, h->size, HERD__TRACE_VERSION, sizeof(herd__trace_entry));
+	if (size < HERD__TRACE_HEAD_SIZE + (uint64_t)h->cap * sizeof(herd__trace_entry))
+		return herd__error(HERD_EFORMAT, "%s: %llu bytes, fewer than its %u entries need",
+				   path, (unsigned long long)size, h->cap);
+	return HERD_OK;
+}
+
+/* One ring file, open on fd, into *r. */
+static herd_status read_ring_fd(int fd, const char *path, rank_ring *r)
 {
 	herd__trace_entry *raw = NULL, *raw2 = NULL;
 	herd_status st = HERD_OK;
 	struct stat sb;
 	size_t len;
 	uint64_t next, first;
-	int fd;
 
 	memset(r, 0, sizeof(*r));
 	herd__strlcpy(r->path, path, sizeof(r->path));
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return herd__error_errno(HERD_EIO, errno, "cannot open %s", path);
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		close(fd);
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
 		return herd__error(HERD_EFORMAT, "%s: not a regular file", path);
-	}
 	HERD_CHECK_GOTO(read_all(fd, &r->head, sizeof(r->head), 0, path), st, out);
-	if (r->head.magic != HERD__TRACE_MAGIC) {
-		st = herd__error(HERD_EFORMAT, "%s: not a flight recorder (no \"HTR1\" at its "
-				 "start)", path);
-		goto out;
-	}
-	/* Version 1 is 2 without the algorithm (its byte was padding, 0). */
-	if (r->head.version < 1 || r->head.version > HERD__TRACE_VERSION ||
-	    r->head.head_size != HERD__TRACE_HEAD_SIZE ||
-	    r->head.entry_size != sizeof(herd__trace_entry) || r->head.cap == 0 ||
-	    r->head.cap > HERD__TRACE_MAX_RING || r->head.size <= 0 || r->head.rank < 0 ||
-	    r->head.rank >= r->head.size) {
-		st = herd__error(HERD_EFORMAT, "%s: a flight recorder of version %u, %u-byte "
-				 "entries, %u of them, rank %d of %d: this herd reads versions 1 to %d, "
-				 "%zu-byte entries", path, r->head.version, r->head.entry_size,
-				 r->head.cap, r->head.rank, r->head.size, HERD__TRACE_VERSION,
-				 sizeof(herd__trace_entry));
-		goto out;
-	}
+	HERD_CHECK_GOTO(head_check(&r->head, path, (uint64_t)sb.st_size), st, out);
 	len = (size_t)r->head.cap * sizeof(*raw);
-	if ((uint64_t)sb.st_size < HERD__TRACE_HEAD_SIZE + (uint64_t)len) {
-		st = herd__error(HERD_EFORMAT, "%s: %lld bytes, fewer than its %u entries need",
-				 path, (long long)sb.st_size, r->head.cap);
-		goto out;
-	}
 	printable(r->head.id, sizeof(r->head.id));
 	printable(r->head.host, sizeof(r->head.host));
 	printable(r->head.job, sizeof(r->head.job));
@@ -193,11 +186,25 @@ static herd_status read_ring(const char *path, rank_ring *r)
 out:
 	free(raw);
 	free(raw2);
-	close(fd);
 	if (st != HERD_OK) {
 		free(r->e);
 		r->e = NULL;
 	}
+	return st;
+}
+
+/* One ring file into *r. */
+static herd_status read_ring(const char *path, rank_ring *r)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	herd_status st;
+
+	if (fd < 0) {
+		memset(r, 0, sizeof(*r));
+		return herd__error_errno(HERD_EIO, errno, "cannot open %s", path);
+	}
+	st = read_ring_fd(fd, path, r);
+	close(fd);
 	return st;
 }
 
@@ -472,7 +479,9 @@ static herd_status view_comm(comm_view *c, rank_ring **r, size_t n, const char *
 			if (t > c->end_s)
 				c->end_s = t;
 		}
-		if (strcmp(v->r->head.host, here) == 0 && v->r->head.pid > 0)
+		if (v->r->head.copied_proc != 0)
+			v->proc = v->r->head.copied_proc;
+		else if (strcmp(v->r->head.host, here) == 0 && v->r->head.pid > 0)
 			v->proc = proc_state(v->r->head.pid);
 		/* Another host's ranks, or one alive here: times are to now. */
 		c->live |= v->proc != 'X';
@@ -1245,21 +1254,23 @@ out:
 
 /* ---- the straggler mark ----------------------------------------------------------- */
 
-/* Calls fn(fd, sb, head) for each ring file of rank in dir ("*.RANK.trace"),
- * opened with flags, its header read; stops when fn returns false.  The
- * directory may be anybody's (named by a process's environment): entries
- * are opened relative to it, regular files only, links not followed. */
+/* Calls fn(fd, sb, head, name) for each ring file of rank in dir
+ * ("*.RANK.trace"; rank -1: every "*.trace"), opened with flags, its header
+ * read; stops when fn returns false.  The directory may be anybody's
+ * (named by a process's environment): entries are opened relative to it,
+ * regular files only, links not followed. */
 static void each_ring_of(const char *dir, int rank, int flags,
 			 bool (*fn)(int fd, const struct stat *sb, const herd__trace_head *h,
-				    void *arg), void *arg)
+				    const char *name, void *arg), void *arg)
 {
-	char suffix[32];
+	char suffix[32] = ".trace";
 	struct dirent *de;
 	DIR *d;
 
-	if (dir == NULL || dir[0] == '\0' || rank < 0 || (d = opendir(dir)) == NULL)
+	if (dir == NULL || dir[0] == '\0' || rank < -1 || (d = opendir(dir)) == NULL)
 		return;
-	snprintf(suffix, sizeof(suffix), ".%d.trace", rank);
+	if (rank >= 0)
+		snprintf(suffix, sizeof(suffix), ".%d.trace", rank);
 	for (int files = 0; (de = readdir(d)) != NULL && files < MAX_FILES; files++) {
 		herd__trace_head h;
 		struct stat sb;
@@ -1274,8 +1285,8 @@ static void each_ring_of(const char *dir, int rank, int flags,
 		if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
 		    pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
 		    h.magic == HERD__TRACE_MAGIC && h.version >= 1 && h.version <= HERD__TRACE_VERSION &&
-		    h.head_size == HERD__TRACE_HEAD_SIZE && h.rank == rank)
-			more = fn(fd, &sb, &h, arg);
+		    h.head_size == HERD__TRACE_HEAD_SIZE && (rank < 0 || h.rank == rank))
+			more = fn(fd, &sb, &h, de->d_name, arg);
 		close(fd);
 		if (!more)
 			break;
@@ -1283,12 +1294,14 @@ static void each_ring_of(const char *dir, int rank, int flags,
 	closedir(d);
 }
 
-static bool mark_one(int fd, const struct stat *sb, const herd__trace_head *h, void *arg)
+static bool mark_one(int fd, const struct stat *sb, const herd__trace_head *h,
+		     const char *name, void *arg)
 {
 	int64_t late = *(const int64_t *)arg;
 
 	(void)sb;
 	(void)h;
+	(void)name;
 	/* Readers read the header with pread too: a value read while it
 	 * changes is at worst one between two rounds' (it says how late). */
 	if (pwrite(fd, &late, sizeof(late), offsetof(herd__trace_head, late_ns)) !=
@@ -1308,11 +1321,13 @@ typedef struct marked_arg {
 	int64_t late;               /* -1: no ring of the pid yet */
 } marked_arg;
 
-static bool marked_one(int fd, const struct stat *sb, const herd__trace_head *h, void *arg)
+static bool marked_one(int fd, const struct stat *sb, const herd__trace_head *h,
+		       const char *name, void *arg)
 {
 	marked_arg *m = arg;
 
 	(void)fd;
+	(void)name;
 	if (h->pid != m->pid || h->state != HERD__TRACE_OPEN || sb->st_uid != m->uid)
 		return true;
 	if (m->late < 0)
@@ -1334,4 +1349,95 @@ int64_t herd__trace_marked(const char *dir, int rank, long pid)
 	m.uid = ps.st_uid;
 	each_ring_of(dir, rank, O_RDONLY, marked_one, &m);
 	return m.late;
+}
+
+/* ---- copies for the launcher's node ----------------------------------------------- */
+
+typedef struct copy_arg {
+	herd_status (*emit)(void *arg, const void *image, size_t len);
+	void *arg;
+	const char *dir;
+	herd_status st;
+	int count;
+} copy_arg;
+
+static bool copy_one(int fd, const struct stat *sb, const herd__trace_head *h, const char *name,
+		     void *arg)
+{
+	copy_arg *c = arg;
+	char path[4096];
+	rank_ring r;
+	herd__trace_head *head;
+	struct timespec now;
+	unsigned char *image = NULL;
+	size_t n, len;
+
+	(void)h;
+	if (sb->st_uid != getuid())
+		return true;
+	snprintf(path, sizeof(path), "%s/%s", c->dir, name);
+	if (read_ring_fd(fd, path, &r) != HERD_OK) {
+		herd__log_debug("not copied: %s", herd_last_error());
+		return true;
+	}
+	n = r.n < HERD__TRACE_COPY_MAX ? r.n : HERD__TRACE_COPY_MAX;
+	len = HERD__TRACE_HEAD_SIZE + (n > 0 ? n : 1) * sizeof(herd__trace_entry);
+	if (herd__calloc(&image, 1, len, "a copy of a flight recorder") != HERD_OK) {
+		c->st = HERD_ENOMEM;
+		free(r.e);
+		return false;
+	}
+	head = (herd__trace_head *)(void *)image;
+	*head = r.head;
+	/* The newest n entries, in call order, in slots 0 to n-1. */
+	head->cap = n > 0 ? (uint32_t)n : 1;
+	head->next = n;
+	if (n > 0)
+		memcpy(image + HERD__TRACE_HEAD_SIZE, r.e + (r.n - n), n * sizeof(*r.e));
+	clock_gettime(CLOCK_REALTIME, &now);
+	head->copied_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	head->copied_proc = r.head.pid > 0 ? proc_state(r.head.pid) : 'X';
+	free(r.e);
+	c->st = c->emit(c->arg, image, len);
+	free(image);
+	if (c->st != HERD_OK)
+		return false;
+	c->count++;
+	return true;
+}
+
+herd_status herd__trace_copies(const char *dir,
+			       herd_status (*emit)(void *arg, const void *image, size_t len),
+			       void *arg, int *count)
+{
+	copy_arg c = { emit, arg, dir, HERD_OK, 0 };
+
+	each_ring_of(dir, -1, O_RDONLY, copy_one, &c);
+	if (count != NULL)
+		*count = c.count;
+	return c.st;
+}
+
+herd_status herd__trace_keep_copy(const char *dir, const void *image, size_t len)
+{
+	herd__trace_head h;
+	char path[4096];
+	size_t i;
+
+	if (len < sizeof(h))
+		return herd__error(HERD_EFORMAT, "a copy of a flight recorder of %zu bytes", len);
+	memcpy(&h, image, sizeof(h));
+	HERD_CHECK(head_check(&h, "a copy of a flight recorder", len));
+	/* Its id names the file: hex, nothing a path could be made of. */
+	for (i = 0; i < sizeof(h.id) && h.id[i] != '\0'; i++)
+		if (!((h.id[i] >= '0' && h.id[i] <= '9') || (h.id[i] >= 'a' && h.id[i] <= 'f')))
+			break;
+	if (i == 0 || i == sizeof(h.id) || h.id[i] != '\0')
+		return herd__error(HERD_EFORMAT, "a copy of a flight recorder whose communicator id "
+				   "is not hex");
+	if (h.copied_proc == 0)
+		return herd__error(HERD_EFORMAT, "a copy of a flight recorder that does not say "
+				   "when it was copied");
+	snprintf(path, sizeof(path), "%s/%s.%d.trace", dir, h.id, h.rank);
+	return herd__write_file_atomic(path, image, len, 0600);
 }

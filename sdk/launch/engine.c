@@ -853,10 +853,23 @@ void herd__engine_deadline(herd__engine *e, size_t h, int64_t at)
 void herd__engine_flush(herd__engine *e, size_t h)
 {
 	helper *p = e->h[h];
+	herd_status st;
 
 	if (p->state != RUNNING)
 		return;
-	if (herd__launch_link_flush(&p->link) != HERD_OK) {
+	st = herd__launch_link_flush(&p->link);
+	if (st == HERD_ECLOSED && p->link.ch.rfd >= 0) {
+		/* It stopped reading (it is ending): what it wrote before may
+		 * still be unread, and the read side says its end once that
+		 * has been taken.  Nothing more is written to it. */
+		herd__buf_free(&p->link.out);
+		herd__loop_unwatch(e->loop, &p->ww);
+		if (p->link.ch.wfd != p->link.ch.rfd)
+			close(p->link.ch.wfd);
+		p->link.ch.wfd = -1;
+		return;
+	}
+	if (st != HERD_OK) {
 		char why[1024];
 
 		snprintf(why, sizeof(why), "%s", herd_last_error());

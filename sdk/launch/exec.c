@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "herd/sys/agent.h"
+#include "comm/trace.h"
 #include "launch_internal.h"
 #include "loop.h"
 #include "net.h"
@@ -42,7 +43,14 @@ typedef struct exec_state {
 	bool broken;          /* wfd failed */
 	bool lines;           /* the launcher takes lines frames */
 	herd_status frame_st; /* first failure encoding an event */
+	const char *trace_dir; /* the ranks' HERD_TRACE_DIR, when the launcher does
+				* not see it: their rings are sent as copies */
+	bool rank_failed;     /* a rank of this node failed: its rings go up before done */
 } exec_state;
+
+_Static_assert(HERD__LAUNCH_RING_MAX ==
+	       HERD__TRACE_HEAD_SIZE + HERD__TRACE_COPY_MAX * sizeof(herd__trace_entry),
+	       "a ring frame holds one copy");
 
 static void queue(exec_state *x, herd_status st)
 {
@@ -82,6 +90,9 @@ static void ev_exited(void *ud, int rank, herd_job_rank_state state, int code, i
 		      const char *err)
 {
 	exec_state *x = ud;
+
+	if (state != HERD_JOB_RANK_EXITED || code != 0)
+		x->rank_failed = true;
 
 	queue(x, herd__launch_enc_exited(&x->out, rank, state, code, sig, err));
 }
@@ -169,6 +180,57 @@ static herd_status read_spec(exec_state *x, herd__node_spec *spec)
 	}
 }
 
+static herd_status emit_ring(void *arg, const void *image, size_t len)
+{
+	exec_state *x = arg;
+
+	return herd__launch_enc_ring(&x->out, image, len);
+}
+
+/* Copies of the rings of this node's ranks to the launcher, when it does
+ * not see their directory. */
+static void send_rings(exec_state *x)
+{
+	int n = 0;
+
+	if (x->trace_dir == NULL || x->broken)
+		return;
+	queue(x, herd__trace_copies(x->trace_dir, emit_ring, x, &n));
+	herd__log_debug("herd exec: %d flight recorders of %s sent to the launcher", n,
+			x->trace_dir);
+}
+
+/*
+ * Whether the launcher sees the ranks' trace directory (spec env's
+ * HERD_TRACE_DIR): it holds the file "launcher" with the spec's token.
+ * When it does not, x->trace_dir is set and the rings travel as copies.
+ */
+static void trace_dir_seen(exec_state *x, const herd__node_spec *spec)
+{
+	const char *dir = NULL;
+	char path[4096], got[80];
+	ssize_t n = -1;
+	int fd;
+
+	for (size_t i = 0; spec->env != NULL && spec->env[i] != NULL; i++)
+		if (strncmp(spec->env[i], "HERD_TRACE_DIR=", 15) == 0)
+			dir = spec->env[i] + 15;
+	if (dir == NULL || dir[0] == '\0' || spec->trace_token == NULL)
+		return;
+	snprintf(path, sizeof(path), "%s/launcher", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd >= 0) {
+		n = read(fd, got, sizeof(got) - 1);
+		close(fd);
+	}
+	if (n >= 0) {
+		got[n] = '\0';
+		if (strcmp(got, spec->trace_token) == 0)
+			return;
+	}
+	x->trace_dir = dir;
+}
+
 /* Obeys the commands that have arrived. */
 static herd_status commands(exec_state *x)
 {
@@ -182,7 +244,8 @@ static herd_status commands(exec_state *x)
 		HERD_CHECK(herd__launch_msg_decode(&m, x->in.data + x->in.off + 4, len));
 		/* Commands go on to the subtree as they came. */
 		if ((m.type == HERD__LAUNCH_T_SIGNAL || m.type == HERD__LAUNCH_T_STOP ||
-		     m.type == HERD__LAUNCH_T_GO) && x->relay != NULL)
+		     m.type == HERD__LAUNCH_T_GO || m.type == HERD__LAUNCH_T_RINGS) &&
+		    x->relay != NULL)
 			herd__relay_command(x->relay, (const char *)x->in.data + x->in.off + 4, len);
 		if (m.type == HERD__LAUNCH_T_GO) {
 			herd_status gst = herd__node_go(x->node);
@@ -196,6 +259,9 @@ static herd_status commands(exec_state *x)
 			herd__node_signal(x->node, (int)m.sig);
 		} else if (m.type == HERD__LAUNCH_T_STOP) {
 			herd__node_stop(x->node, (int)m.grace);
+		} else if (m.type == HERD__LAUNCH_T_RINGS) {
+			send_rings(x);
+			queue(x, herd__launch_enc_rings(&x->out));
 		} else if (m.type == HERD__LAUNCH_T_RELAY && x->relay != NULL) {
 			herd_status st = herd__relay_down(x->relay, &m);
 
@@ -323,6 +389,12 @@ static herd_status serve(exec_state *x, int stop_fd)
 			herd__node_stop(x->node, 0);
 		}
 		if (herd__node_done(x->node) && !sent_done) {
+			/* What the failed ranks' rings say, before their node
+			 * goes (the launcher's request may come too late). */
+			if (x->rank_failed)
+				send_rings(x);
+			else if (x->trace_dir != NULL)
+				herd__trace_dir_remove(x->trace_dir);
 			queue(x, herd__launch_enc_done(&x->out));
 			sent_done = true;
 		}
@@ -382,6 +454,7 @@ herd_status herd_agent_exec(int rfd, int wfd, int stop_fd)
 	}
 	x.grace_ms = spec.grace_ms;
 	x.lines = spec.lines;
+	trace_dir_seen(&x, &spec);
 	if (gethostname(host, sizeof(host)) != 0)
 		herd__strlcpy(host, "?", sizeof(host));
 	host[sizeof(host) - 1] = '\0';
@@ -392,7 +465,8 @@ herd_status herd_agent_exec(int rfd, int wfd, int stop_fd)
 		st = refuse(&x, st);
 		goto out;
 	}
-	HERD_CHECK_GOTO(herd__launch_enc_ready(&x.out, host, (long)getpid()), st, out);
+	HERD_CHECK_GOTO(herd__launch_enc_ready(&x.out, host, (long)getpid(), x.trace_dir != NULL),
+			st, out);
 	flush(&x);
 	/* The subtree's ssh connections go up while the launcher waits. */
 	if (spec.nsub > 0) {

@@ -29,6 +29,7 @@
 #include "herd/store.h"
 #include "herd/trace.h"
 #include "comm/trace.h"
+#include "auth.h"
 
 #include "engine.h"
 #include "launch_internal.h"
@@ -54,6 +55,9 @@
 #define SETTLE_MS 250
 /* A failure settled this long with nodes still stopping is said at once. */
 #define ANNOUNCE_MS 100
+/* How long a failure waits for copies of the rings of nodes that do not
+ * share the trace directory, at most (one cut off never sends them). */
+#define RINGS_WAIT_MS 2000
 
 struct rank_info {
 	herd_job_rank_status st;   /* host points into the node list, error into strings */
@@ -76,6 +80,9 @@ struct node_rt {
 					  itself, or a first-level relay above it */
 	size_t nsub;                   /* nodes it relays to: the next nsub */
 	bool ready, closed, done;
+	bool copies;                   /* it sends copies of its rings (not sharing the
+					  launcher's trace directory) */
+	bool rings_in;                 /* it answered the last rings command */
 	int reported;                  /* ranks started or failed to start */
 	int ended;                     /* ranks that exited */
 };
@@ -89,6 +96,10 @@ struct herd_job {
 	size_t nnodes;
 	char id[64];
 	char trace_dir[PATH_MAX];  /* the ranks' HERD_TRACE_DIR: their flight recorders */
+	char trace_token[40];      /* in trace_dir/launcher: a node that reads it there
+				    * shares the directory; others send copies */
+	bool rings_asked;          /* this run's failure asked the nodes for their rings */
+	int64_t rings_until;       /* the failure settles once they are in, or at this */
 	herd__straggle straggle;   /* the straggler rounds over them (comm/trace.h) */
 	int straggle_ms;           /* HERD_STRAGGLER_CHECK */
 	int64_t straggle_at;       /* the next round; 0: not yet up */
@@ -733,26 +744,6 @@ static void summarize_paused(herd_job *job, const struct rank_info *ri,
 		job->failure = job->strings[job->nstrings - 1];
 }
 
-/* Removes the job's trace directory and the flight recorders in it. */
-static void trace_dir_remove(herd_job *job)
-{
-	DIR *d = opendir(job->trace_dir);
-	struct dirent *de;
-
-	if (d == NULL)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		char path[PATH_MAX + 256];
-
-		if (strstr(de->d_name, ".trace") == NULL)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", job->trace_dir, de->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	rmdir(job->trace_dir);
-}
-
 /*
  * The ranks' flight recorders name a culprit other than the first rank to
  * fail (cand, which exited: it noticed), one whose recorder was read and
@@ -834,11 +825,23 @@ static void on_exited(herd_job *job, struct node_rt *nr, int rank, herd_job_rank
  * Ends the settle window when it has run out (or at once with force):
  * the candidate becomes the failure the job reports.  Under mu.
  */
+/* Copies of rings asked for at the failure that have not all come, and
+ * may still (before job->rings_until): the culprit is looked for in them. */
+static bool rings_due(const herd_job *job)
+{
+	if (!job->rings_asked || herd__net_now_ms() >= job->rings_until)
+		return false;
+	for (size_t i = 0; i < job->nnodes; i++)
+		if (job->rt[i].copies && !job->rt[i].rings_in && !job->rt[i].closed)
+			return true;
+	return false;
+}
+
 static void settle(herd_job *job, bool force)
 {
 	if (job->candidate < 0 || job->first_failed >= 0)
 		return;
-	if (!force && herd__net_now_ms() < job->candidate_at + SETTLE_MS)
+	if (!force && (herd__net_now_ms() < job->candidate_at + SETTLE_MS || rings_due(job)))
 		return;
 	/* Its peers gave up on a stopped rank: that one did not answer. */
 	if (job->ranks[job->candidate].st.state == HERD_JOB_RANK_EXITED) {
@@ -995,6 +998,10 @@ static bool channel_event(herd_job *job, struct node_rt *nr, const herd__launch_
 	switch (m->type) {
 	case HERD__LAUNCH_T_READY:
 		nr->ready = true;
+		nr->copies = m->copies != 0;
+		return true;
+	case HERD__LAUNCH_T_RINGS:
+		nr->rings_in = true;
 		return true;
 	case HERD__LAUNCH_T_ERROR:
 		snprintf(why, cap, "%s: %.*s", herd_status_name((herd_status)m->st),
@@ -1025,6 +1032,14 @@ static bool channel_event(herd_job *job, struct node_rt *nr, const herd__launch_
 		return true;
 	case HERD__LAUNCH_T_DONE:
 		nr->done = true;
+		return true;
+	case HERD__LAUNCH_T_RING:
+		/* A copy that cannot be kept is a ring not read, not a
+		 * node to give up on. */
+		if (job->trace_dir[0] != '\0' &&
+		    herd__trace_keep_copy(job->trace_dir, m->data, m->data_len) != HERD_OK)
+			herd__log_warn("job %s: node %s sent a flight recorder that is not kept: %s",
+				       job->id, nr->node->host, herd_last_error());
 		return true;
 	case HERD__LAUNCH_T_RELAY:
 		if (nr->via == (size_t)(nr - job->rt))
@@ -1151,7 +1166,7 @@ static void channel_write(herd_job *job, struct node_rt *nr)
 
 /* ---- runs ---------------------------------------------------------------------- */
 
-/* One command (stop with grace arg, signal arg, go) to every node the
+/* One command (stop with grace arg, signal arg, go, rings) to every node the
  * launcher talks to directly; relays pass it on to their subtrees. */
 static void command_all(herd_job *job, herd__launch_type type, int arg)
 {
@@ -1163,6 +1178,7 @@ static void command_all(herd_job *job, herd__launch_type type, int arg)
 			continue;
 		st = type == HERD__LAUNCH_T_STOP ? herd__launch_enc_stop(&nr->link->out, arg)
 		     : type == HERD__LAUNCH_T_SIGNAL ? herd__launch_enc_signal(&nr->link->out, arg)
+		     : type == HERD__LAUNCH_T_RINGS ? herd__launch_enc_rings(&nr->link->out)
 		     : herd__launch_enc_go(&nr->link->out);
 		if (st == HERD_OK)
 			channel_write(job, nr);
@@ -1267,6 +1283,7 @@ static void node_spec_of(herd_job *job, const herd__launch_node *node, const cha
 	s->grace_ms = job->spec.grace_ms;
 	s->gpus_per_rank = job->spec.gpus_per_rank;
 	s->lines = true;
+	s->trace_token = job->trace_token[0] != '\0' ? job->trace_token : NULL;
 }
 
 /*
@@ -1474,6 +1491,7 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 	if (job->straggle.warned >= 0 && job->trace_dir[0] != '\0')
 		herd__trace_mark(job->trace_dir, job->straggle.warned, 0);
 	job->straggle = (herd__straggle)HERD__STRAGGLE_INIT;
+	job->rings_asked = false;
 	pthread_mutex_lock(&job->mu);
 	job->first_failed = job->candidate = -1;
 	job->late_signal = false;
@@ -1585,6 +1603,9 @@ static void straggle_round(herd_job *job)
 	job->straggle_at = herd__net_now_ms() + job->straggle_ms;
 	if (job->trace_dir[0] == '\0')
 		return;
+	/* The nodes that do not share the trace directory send copies,
+	 * for the next round. */
+	command_all(job, HERD__LAUNCH_T_RINGS, 0);
 	if (herd__trace_straggle(job->trace_dir, job->nranks, &job->straggle, &rank, host,
 				 sizeof(host), why, sizeof(why)))
 		herd__log_warn("job %s: rank %d on %s is a straggler: %s", job->id, rank, host,
@@ -1672,6 +1693,15 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 			abort_run(job);
 			break;
 		}
+		/* The rings of the nodes that do not share the trace
+		 * directory come while the failure settles. */
+		if (job->candidate >= 0 && !job->rings_asked && job->trace_dir[0] != '\0') {
+			job->rings_asked = true;
+			job->rings_until = herd__net_deadline(RINGS_WAIT_MS);
+			for (size_t i = 0; i < job->nnodes; i++)
+				job->rt[i].rings_in = false;
+			command_all(job, HERD__LAUNCH_T_RINGS, 0);
+		}
 		settle_locked(job, all_done);
 		if (!job->stopping && job->first_failed >= 0) {
 			stop_all(job, job->spec.grace_ms);
@@ -1728,6 +1758,8 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 		if (job->candidate >= 0 && job->first_failed < 0 &&
 		    (wake < 0 || job->candidate_at + SETTLE_MS < wake))
 			wake = job->candidate_at + SETTLE_MS;
+		if (job->first_failed < 0 && rings_due(job) && (wake < 0 || job->rings_until < wake))
+			wake = job->rings_until;
 		if (*up && job->straggle_at > 0 && !job->stopping && job->first_failed < 0 &&
 		    (wake < 0 || job->straggle_at < wake))
 			wake = job->straggle_at;
@@ -1814,7 +1846,7 @@ static void finish(herd_job *job)
 		job->exit_status = 0;
 		job->state = HERD_JOB_SUCCEEDED;
 		/* Nothing to look into: the flight recorders go. */
-		trace_dir_remove(job);
+		herd__trace_dir_remove(job->trace_dir);
 	}
 	set_over(job);
 	pthread_mutex_unlock(&job->mu);
@@ -1887,6 +1919,24 @@ static void *supervise(void *arg)
 
 /* ---- the API ------------------------------------------------------------------------ */
 
+/* A random token in trace_dir/launcher, for the nodes to tell whether
+ * they share the directory (launch_internal.h, "Flight recorders"). */
+static herd_status trace_token(herd_job *job)
+{
+	unsigned char r[16];
+	char path[PATH_MAX + 16];
+	herd_status st;
+
+	HERD_CHECK(herd__auth_random(r, sizeof(r)));
+	for (size_t i = 0; i < sizeof(r); i++)
+		snprintf(job->trace_token + 2 * i, 3, "%02x", r[i]);
+	snprintf(path, sizeof(path), "%s/launcher", job->trace_dir);
+	st = herd__write_file_atomic(path, job->trace_token, strlen(job->trace_token), 0600);
+	if (st != HERD_OK)
+		job->trace_token[0] = '\0';
+	return st;
+}
+
 /*
  * The job's trace directory, BASE/JOB_ID, where each rank keeps its
  * flight recorder (herd/trace.h): BASE is HERD_TRACE_DIR as the job's
@@ -1920,6 +1970,9 @@ static herd_status trace_dir(herd_job *job)
 	snprintf(entry, sizeof(entry), "HERD_TRACE_DIR=%s", job->trace_dir);
 	if (herd__mkdirs(job->trace_dir, 0700) != HERD_OK)
 		herd__log_warn("job %s: no flight recorders kept: %s", job->id, herd_last_error());
+	else if (trace_token(job) != HERD_OK)
+		herd__log_warn("job %s: the flight recorders of other nodes will not be copied "
+			       "here: %s", job->id, herd_last_error());
 	if (at != SIZE_MAX) {
 		free(job->env[at]);
 		job->env[at] = NULL;

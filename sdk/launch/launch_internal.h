@@ -335,18 +335,25 @@ void herd__launch_link_free(herd__launch_link *l);
  *           argv: [str...], env: [str...] ("NAME=value", added last),
  *           maddr, mport (MASTER_ADDR / MASTER_PORT),
  *           workdir?, logdir?, grace (ms), gpus (per rank),
- *           lines? (1: the launcher takes lines frames)}
+ *           lines? (1: the launcher takes lines frames),
+ *           trace? (the token in the launcher's trace directory, below)}
  *          first and once; the secret travels here, never on a command line.
  *   signal {sig}           send sig to every running rank's process group
  *   stop   {grace}         SIGTERM now, SIGKILL after grace ms (0: at once)
  *   go     {}              start the ranks: sent once every node of the job
  *                          has said ready, so that a node that refuses the
  *                          spec leaves no rank started anywhere
+ *   rings  {}              send copies of the flight recorders of the job
+ *                          on this node (ring frames), unless the node sees
+ *                          the launcher's own trace directory
  *
  * exec -> launcher
- *   ready  {host, pid}     spec accepted and checked (host: the node's own
- *                          name, pid: exec's); its ranks start on go (a
- *                          stop first: each is reported exited FAILED_START)
+ *   ready  {host, pid, copies?}  spec accepted and checked (host: the
+ *                          node's own name, pid: exec's); its ranks start on
+ *                          go (a stop first: each is reported exited
+ *                          FAILED_START); copies 1: it does not see the
+ *                          launcher's trace directory and sends ring frames
+ *                          when asked
  *   error  {st, msg}       the spec was refused or the node cannot run it
  *                          (leases busy, bad workdir); exec exits after
  *   started {rank, pid}
@@ -363,8 +370,21 @@ void herd__launch_link_free(herd__launch_link *l);
  *   paused {rank, sig}     the rank was stopped by signal sig (SIGSTOP,
  *                          SIGTSTP...), or continued again (sig 0); seen
  *                          when the node next looks at its ranks
+ *   ring   {data}          a copy of one flight recorder of this node
+ *                          (herd__trace_copies), in answer to rings, and
+ *                          unasked before done when one of its ranks
+ *                          failed; the launcher keeps it in its trace
+ *                          directory (herd__trace_keep_copy)
+ *   rings  {}              the answer to rings is complete (after its ring
+ *                          frames, if any)
  *   done   {}              every rank has ended; exec exits after (a relay:
  *                          once its subtree's channels have closed too)
+ *
+ * Flight recorders.  Each rank keeps its ring in HERD_TRACE_DIR (the
+ * job's trace directory, as the launcher names it), on its own node.  The
+ * launcher writes a random token into that directory as its file
+ * "launcher" and sends it in the spec; a node that finds the same token
+ * there shares the directory (one file system) and sends no copies.
  *
  * Tree fan-out (backend->tree).  Beyond a number of hosts the launcher
  * holds channels only to first-level nodes; each such `herd exec` is also
@@ -421,7 +441,9 @@ void herd__launch_link_free(herd__launch_link *l);
 	X(EXITED, "exited")   \
 	X(PAUSED, "paused")   \
 	X(DONE, "done")       \
-	X(RELAY, "relay")
+	X(RELAY, "relay")     \
+	X(RINGS, "rings")     \
+	X(RING, "ring")
 
 typedef enum herd__launch_type {
 	HERD__LAUNCH_T_UNKNOWN = 0,
@@ -453,6 +475,7 @@ typedef struct herd__node_spec {
 	int grace_ms;
 	int gpus_per_rank;
 	bool lines;            /* the launcher takes lines frames */
+	char *trace_token;     /* NULL: none (the launcher keeps no trace directory) */
 	/* Tree fan-out (a relay); nsub 0: a leaf. */
 	int nsub;
 	char **sub;            /* hosts of nodes node_rank+1..node_rank+nsub */
@@ -474,7 +497,7 @@ bool herd__launch_contract_name(const char *entry);
 typedef struct herd__launch_msg {
 	msgpack_unpacked up;
 	herd__launch_type type;
-	int64_t rank, pid, sig, grace, state, code, st, s, node;
+	int64_t rank, pid, sig, grace, state, code, st, s, node, copies;
 	const char *host, *msg, *err, *data, *frame;
 	size_t host_len, msg_len, err_len, data_len, frame_len;
 } herd__launch_msg;
@@ -527,7 +550,8 @@ herd_status herd__launch_enc_spec(herd__buf *buf, const herd__node_spec *s);
 herd_status herd__launch_enc_signal(herd__buf *buf, int sig);
 herd_status herd__launch_enc_stop(herd__buf *buf, int grace_ms);
 herd_status herd__launch_enc_go(herd__buf *buf);
-herd_status herd__launch_enc_ready(herd__buf *buf, const char *host, long pid);
+/* copies: the node sends copies of its rings (said only when true). */
+herd_status herd__launch_enc_ready(herd__buf *buf, const char *host, long pid, bool copies);
 herd_status herd__launch_enc_error(herd__buf *buf, herd_status st, const char *msg);
 herd_status herd__launch_enc_started(herd__buf *buf, int rank, long pid);
 herd_status herd__launch_enc_out(herd__buf *buf, int rank, herd_job_stream s,
@@ -539,6 +563,10 @@ herd_status herd__launch_enc_exited(herd__buf *buf, int rank, herd_job_rank_stat
 				    int code, int sig, const char *err);
 herd_status herd__launch_enc_paused(herd__buf *buf, int rank, int sig);
 herd_status herd__launch_enc_done(herd__buf *buf);
+herd_status herd__launch_enc_rings(herd__buf *buf);
+herd_status herd__launch_enc_ring(herd__buf *buf, const void *image, size_t len);
+/* The most bytes of a ring frame's copy: a header and HERD__TRACE_COPY_MAX entries. */
+#define HERD__LAUNCH_RING_MAX (4096u + 8192u * 64u)
 /* A relay frame around payload (one whole frame's payload, without its length). */
 herd_status herd__launch_enc_relay(herd__buf *buf, int node, const char *payload, size_t len);
 

@@ -217,6 +217,7 @@ herd_status herd__launch_msg_decode(herd__launch_msg *m, const void *data, size_
 		HERD_CHECK_GOTO(get_bytes(root, t, "host", 255, false, &m->host, &m->host_len), st,
 				fail);
 		HERD_CHECK_GOTO(get_int(root, t, "pid", 1, INT_MAX, false, &m->pid), st, fail);
+		HERD_CHECK_GOTO(get_int(root, t, "copies", 0, 1, true, &m->copies), st, fail);
 		break;
 	case HERD__LAUNCH_T_ERROR:
 		HERD_CHECK_GOTO(get_int(root, t, "st", INT_MIN, -1, false, &m->st), st, fail);
@@ -263,6 +264,11 @@ herd_status herd__launch_msg_decode(herd__launch_msg *m, const void *data, size_
 		break;
 	case HERD__LAUNCH_T_DONE:
 	case HERD__LAUNCH_T_GO:
+	case HERD__LAUNCH_T_RINGS:
+		break;
+	case HERD__LAUNCH_T_RING:
+		HERD_CHECK_GOTO(get_bytes(root, t, "data", HERD__LAUNCH_RING_MAX, false, &m->data,
+					  &m->data_len), st, fail);
 		break;
 	case HERD__LAUNCH_T_RELAY:
 		HERD_CHECK_GOTO(get_int(root, t, "node", 0, INT_MAX - 1, false, &m->node), st,
@@ -380,6 +386,7 @@ static herd_status decode_spec(herd__node_spec *s, const msgpack_object *root)
 	HERD_CHECK(get_str(root, "maddr", 255, false, &s->master_addr));
 	HERD_CHECK(get_str(root, "workdir", PATH_MAX, true, &s->workdir));
 	HERD_CHECK(get_str(root, "logdir", PATH_MAX, true, &s->log_dir));
+	HERD_CHECK(get_str(root, "trace", 64, true, &s->trace_token));
 	HERD_CHECK(get_int_field(root, "mport", 0, 65535, &s->master_port));
 	HERD_CHECK(get_int_field(root, "restart", 0, INT_MAX, &s->restart_count));
 	HERD_CHECK(get_int_field(root, "world", 1, INT_MAX, &s->world_size));
@@ -470,6 +477,7 @@ void herd__node_spec_free(herd__node_spec *s)
 	free(s->master_addr);
 	free(s->workdir);
 	free(s->log_dir);
+	free(s->trace_token);
 	free(s->ranks);
 	free_strv(s->argv);
 	free_strv(s->env);
@@ -537,6 +545,9 @@ herd_status herd__launch_enc_spec(herd__buf *buf, const herd__node_spec *s)
 	herd__frame_int(&e, "gpus", s->gpus_per_rank);
 	enc_str(&e, "workdir", s->workdir);
 	enc_str(&e, "logdir", s->log_dir);
+	/* Only when set, as lines below. */
+	if (s->trace_token != NULL)
+		enc_str(&e, "trace", s->trace_token);
 	enc_strv(&e, "argv", s->argv);
 	enc_strv(&e, "env", s->env);
 	herd__frame_key(&e, "ranks");
@@ -576,13 +587,15 @@ herd_status herd__launch_enc_stop(herd__buf *buf, int grace_ms)
 	return enc_end(&e);
 }
 
-herd_status herd__launch_enc_ready(herd__buf *buf, const char *host, long pid)
+herd_status herd__launch_enc_ready(herd__buf *buf, const char *host, long pid, bool copies)
 {
 	herd__frame_enc e;
 
 	enc_begin(&e, buf, HERD__LAUNCH_T_READY);
 	enc_str(&e, "host", host);
 	herd__frame_int(&e, "pid", pid);
+	if (copies)
+		herd__frame_int(&e, "copies", 1);
 	return enc_end(&e);
 }
 
@@ -662,6 +675,23 @@ herd_status herd__launch_enc_go(herd__buf *buf)
 	herd__frame_enc e;
 
 	enc_begin(&e, buf, HERD__LAUNCH_T_GO);
+	return enc_end(&e);
+}
+
+herd_status herd__launch_enc_rings(herd__buf *buf)
+{
+	herd__frame_enc e;
+
+	enc_begin(&e, buf, HERD__LAUNCH_T_RINGS);
+	return enc_end(&e);
+}
+
+herd_status herd__launch_enc_ring(herd__buf *buf, const void *image, size_t len)
+{
+	herd__frame_enc e;
+
+	enc_begin(&e, buf, HERD__LAUNCH_T_RING);
+	herd__frame_bin(&e, "data", image, len);
 	return enc_end(&e);
 }
 

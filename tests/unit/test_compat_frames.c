@@ -198,7 +198,7 @@ static void encode_launch_stream(herd__buf *b)
 	CHECK_OK(herd__launch_enc_stop(b, 3000));
 	CHECK_OK(herd__launch_enc_stop(b, 0));
 	CHECK_OK(herd__launch_enc_go(b));
-	CHECK_OK(herd__launch_enc_ready(b, "gpu-b", 31337));
+	CHECK_OK(herd__launch_enc_ready(b, "gpu-b", 31337, false));
 	CHECK_OK(herd__launch_enc_error(b, HERD_EBUSY, ERR_MSG));
 	CHECK_OK(herd__launch_enc_started(b, 7, 2147483647L));
 	CHECK_OK(herd__launch_enc_out(b, 7, HERD_JOB_STDERR, out_line, sizeof(out_line) - 1));
@@ -326,7 +326,7 @@ static herd_status reencode_launch(herd__buf *b, const herd__launch_msg *m)
 		return herd__launch_enc_go(b);
 	case HERD__LAUNCH_T_READY:
 		s = dup_bytes(m->host, m->host_len);
-		st = herd__launch_enc_ready(b, s, (long)m->pid);
+		st = herd__launch_enc_ready(b, s, (long)m->pid, m->copies != 0);
 		free(s);
 		return st;
 	case HERD__LAUNCH_T_ERROR:

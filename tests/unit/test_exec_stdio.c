@@ -3,7 +3,8 @@
  * pipes, speaking the node protocol as a launcher does: a spec in, then
  * ready, started, output, exited and done events out; commands obeyed;
  * a closed stdin stops the ranks; a malformed spec is refused with an
- * error frame.
+ * error frame; the node's flight recorders sent as copies when it does
+ * not share the launcher's trace directory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,9 @@
 
 #include "test.h"
 
+#include "comm/comm_internal.h"
+#include "comm/trace.h"
+#include "herd/trace.h"
 #include "launch/launch_internal.h"
 #include "net.h"
 
@@ -351,6 +355,135 @@ static void test_exec_starts_no_rank_before_go(void)
 	rm_tree(dir);
 }
 
+/*
+ * One exec of a rank that sleeps, its node's trace directory dir holding
+ * the ring of "00ab" rank 0 and, when token_there, the launcher's token
+ * file: asked for its rings, it sends each as a ring frame (kept into
+ * keep, when not NULL), unless the token says it shares the directory.
+ * Returns the ring frames seen before done.
+ */
+static int rings_sent(const char *dir, bool token_there, const char *keep)
+{
+	char env_dir[4200], tok[4200];
+	char *env[] = { env_dir, NULL };
+	char *argv[] = { "sh", "-c", "echo up; sleep 5", NULL };
+	int ranks[] = { 0 }, rings = 0, done = 0, answered = 0;
+	herd__node_spec s;
+	struct exec_proc x;
+	herd__buf b = { 0 };
+	herd__launch_msg m;
+
+	snprintf(env_dir, sizeof(env_dir), "HERD_TRACE_DIR=%s", dir);
+	snprintf(tok, sizeof(tok), "%s/launcher", dir);
+	unlink(tok);
+	if (token_there)
+		CHECK_OK(herd__write_file_atomic(tok, "0123abcd", 8, 0600));
+	if (exec_spawn(&x) != 0) {
+		CHECK(0);
+		return -1;
+	}
+	spec_init(&s, argv, ranks, 1);
+	s.env = env;
+	s.trace_token = "0123abcd";
+	CHECK_OK(herd__launch_enc_spec(&b, &s));
+	CHECK_OK(herd__launch_enc_go(&b));
+	send_frame(&x, &b);
+	for (int i = 0; i < 20 && !done; i++) {
+		if (next_event(&x, &m) != HERD_OK) {
+			CHECK(0);
+			break;
+		}
+		if (m.type == HERD__LAUNCH_T_OUT) {
+			/* The rank runs: the rings, then the end. */
+			CHECK_OK(herd__launch_enc_rings(&b));
+			CHECK_OK(herd__launch_enc_stop(&b, 0));
+			send_frame(&x, &b);
+		} else if (m.type == HERD__LAUNCH_T_READY) {
+			/* It says whether it sends copies. */
+			CHECK_INT(m.copies, !token_there);
+		} else if (m.type == HERD__LAUNCH_T_RING) {
+			rings++;
+			if (keep != NULL)
+				CHECK_OK(herd__trace_keep_copy(keep, m.data, m.data_len));
+		} else if (m.type == HERD__LAUNCH_T_RINGS) {
+			/* The answer ends, after its copies. */
+			CHECK(rings > 0 || token_there);
+			answered++;
+		}
+		done += m.type == HERD__LAUNCH_T_DONE;
+		herd__launch_msg_free(&m);
+	}
+	CHECK_INT(done, 1);
+	CHECK_INT(answered, 1);
+	close(x.to);
+	exec_finish(&x, -1);
+	return rings;
+}
+
+static void test_exec_sends_copies_of_its_rings_unless_it_shares_the_directory(void)
+{
+	char *dir = make_tmpdir(), *keep = make_tmpdir(), path[4200];
+	herd__trace t;
+	herd__trace_entry *e;
+	herd__trace_head h;
+	char *text = NULL, junk[8192];
+	int fd;
+
+	/* A ring of this process, rank 0 of 2, in an allreduce since call 3. */
+	setenv("HERD_TRACE_DIR", dir, 1);
+	herd__trace_open(&t, "00ab", 0, 2, "nodeA", 16);
+	unsetenv("HERD_TRACE_DIR");
+	CHECK(t.head != NULL && t.path[0] != '\0');
+	for (uint64_t k = 1; k <= 3 && t.head != NULL; k++) {
+		e = herd__trace_begin(&t, k, k, HERD__OP_ALLREDUCE, HERD_FLOAT32, HERD_SUM, -1, 64,
+				      -1, 0, herd__trace_now_coarse());
+		if (k < 3)
+			herd__trace_end(e, HERD_OK, herd__trace_now_coarse());
+	}
+	/* Asked, and again before done: its rank was stopped. */
+	CHECK_INT(rings_sent(dir, false, keep), 2);
+	snprintf(path, sizeof(path), "%s/00ab.0.trace", keep);
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0 && read(fd, &h, sizeof(h)) == (ssize_t)sizeof(h));
+	if (fd >= 0)
+		close(fd);
+	CHECK_INT(h.rank, 0);
+	CHECK_INT(h.size, 2);
+	CHECK_INT(h.pid, getpid());
+	/* This process, as its node saw it (running, sleeping, or in D
+	 * while it fsyncs the first copy). */
+	CHECK(h.copied_proc >= 'A' && h.copied_proc <= 'Z' && h.copied_proc != 'X');
+	CHECK(h.copied_ns > 0);
+	CHECK_INT((int)h.next, 3);
+	/* The copy reads as the ring does: rank 0 inside allreduce #3, rank 1
+	 * not read. */
+	CHECK_OK(herd_trace_report(keep, HERD_TRACE_TEXT, &text));
+	if (text == NULL || strstr(text, "inside allreduce #3") == NULL ||
+	    strstr(text, "rank 1: its flight recorder was not found") == NULL)
+		fprintf(stderr, "%s\n", text != NULL ? text : herd_last_error());
+	CHECK(text != NULL && strstr(text, "inside allreduce #3") != NULL &&
+	      strstr(text, "rank 1: its flight recorder was not found") != NULL);
+	free(text);
+	/* A node that finds the launcher's token shares its directory. */
+	CHECK_INT(rings_sent(dir, true, NULL), 0);
+
+	/* What is not a copy is not kept. */
+	memset(junk, 0, sizeof(junk));
+	CHECK_INT(herd__trace_keep_copy(keep, junk, 100), HERD_EFORMAT);
+	memcpy(junk, t.head, sizeof(h));
+	CHECK_INT(herd__trace_keep_copy(keep, junk, sizeof(junk)), HERD_EFORMAT);  /* no copied_ns */
+	((herd__trace_head *)(void *)junk)->copied_proc = 'S';
+	((herd__trace_head *)(void *)junk)->cap = 65;
+	CHECK_INT(herd__trace_keep_copy(keep, junk, sizeof(junk)), HERD_EFORMAT);  /* cut short */
+	((herd__trace_head *)(void *)junk)->cap = 1;
+	memcpy(((herd__trace_head *)(void *)junk)->id, "../x", 5);
+	CHECK_INT(herd__trace_keep_copy(keep, junk, sizeof(junk)), HERD_EFORMAT);
+	CHECK(strstr(herd_last_error(), "not hex") != NULL);
+	herd__trace_close(&t);
+	rm_tree(dir);
+	rm_tree(keep);
+}
+
 static void test_exec_refuses_a_malformed_spec(void)
 {
 	/* A stop command where the spec belongs. */
@@ -501,5 +634,6 @@ int main(void)
 	TEST_RUN(test_exec_obeys_signal_command);
 	TEST_RUN(test_exec_starts_no_rank_before_go);
 	TEST_RUN(test_exec_refuses_a_malformed_spec);
+	TEST_RUN(test_exec_sends_copies_of_its_rings_unless_it_shares_the_directory);
 	return TEST_DONE();
 }

@@ -9,6 +9,9 @@
  * quoted, not read as a frame length; its stdout is held up to the
  * buffer's limit, the frames that fill it exactly included, and a helper
  * that prints more than the caller consumes is stopped at the limit.
+ * Through the engine: a helper that ended before the launcher's write
+ * (ssh exits as herd exec ends, a command on its way) still hands over
+ * what it printed last.
  */
 #include <poll.h>
 #include <signal.h>
@@ -17,6 +20,7 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "launch/engine.h"
 #include "launch/launch_internal.h"
 #include "net.h"
 #include "test.h"
@@ -193,11 +197,75 @@ static void test_stdout_is_held_up_to_its_limit(void)
 	herd__launch_link_free(&l);
 }
 
+struct last_words {
+	char got[64];
+	size_t n;
+	bool ended, input_after_end;
+	herd_status st;
+};
+
+static void lw_input(void *userdata, size_t h, herd__buf *in)
+{
+	struct last_words *w = userdata;
+	size_t n = in->len - in->off;
+
+	(void)h;
+	if (w->ended)
+		w->input_after_end = true;
+	if (n > sizeof(w->got) - 1 - w->n)
+		n = sizeof(w->got) - 1 - w->n;
+	memcpy(w->got + w->n, in->data + in->off, n);
+	w->n += n;
+	herd__buf_consume(in, in->len - in->off);
+}
+
+static void lw_ended(void *userdata, size_t h, const herd__engine_end *end)
+{
+	struct last_words *w = userdata;
+
+	(void)h;
+	w->ended = true;
+	w->st = end->st;
+}
+
+/* A helper that printed its last words and ended before the launcher
+ * wrote to it: the write fails (EPIPE), and its words still arrive,
+ * before its end is reported. */
+static void test_engine_takes_what_an_ended_helper_printed_before_a_write(void)
+{
+	const char *argv[] = { "sh", "-c", "printf 'done, and the rings'; exit 0", NULL };
+	struct last_words w = { .st = HERD_OK };
+	herd__engine_client client = { .userdata = &w, .input = lw_input, .ended = lw_ended };
+	herd__launch_channel ch;
+	herd__launch_link probe;
+	herd__engine *e = NULL;
+	size_t h = 0;
+
+	CHECK_OK(herd__launch_spawn_helper(argv, NULL, &ch));
+	/* Its stdin closed: it has ended, its words wait in the pipe. */
+	herd__launch_link_init(&probe);
+	probe.ch.wfd = ch.wfd;
+	CHECK(wait_stdin_closed(&probe));
+	CHECK_OK(herd__engine_create(&e, NULL, &client, NULL));
+	CHECK_OK(herd__engine_attach(e, &ch, 0, 1, 65536, &h));
+	CHECK_OK(herd__buf_append(&herd__engine_link(e, h)->out, "stop", 4));
+	herd__engine_flush(e, h);
+	for (int i = 0; i < 100 && !w.ended; i++)
+		CHECK_OK(herd__engine_run_once(e, herd__net_now_ms() + 100));
+	CHECK(w.ended);
+	CHECK(!w.input_after_end);
+	if (strcmp(w.got, "done, and the rings") != 0)
+		fprintf(stderr, "  got \"%s\" (ended with %s)\n", w.got, herd_status_name(w.st));
+	CHECK(strcmp(w.got, "done, and the rings") == 0);
+	herd__engine_free(e, 5000);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	TEST_RUN(test_flush_after_the_helper_exited_quotes_its_reason);
 	TEST_RUN(test_flush_after_stdin_closed_waits_for_the_reason);
+	TEST_RUN(test_engine_takes_what_an_ended_helper_printed_before_a_write);
 	TEST_RUN(test_flush_to_a_silent_helper_ends_within_the_wait);
 	TEST_RUN(test_text_where_a_frame_starts_is_named_and_quoted);
 	TEST_RUN(test_stdout_is_held_up_to_its_limit);

@@ -825,6 +825,16 @@ static void on_exited(herd_job *job, struct node_rt *nr, int rank, herd_job_rank
  * Ends the settle window when it has run out (or at once with force):
  * the candidate becomes the failure the job reports.  Under mu.
  */
+/* Whether a node of the job sends copies of its rings (it does not share
+ * the launcher's trace directory). */
+static bool copies_from_nodes(const herd_job *job)
+{
+	for (size_t i = 0; i < job->nnodes; i++)
+		if (job->rt[i].copies)
+			return true;
+	return false;
+}
+
 /* Copies of rings asked for at the failure that have not all come, and
  * may still (before job->rings_until): the culprit is looked for in them. */
 static bool rings_due(const herd_job *job)
@@ -1605,7 +1615,8 @@ static void straggle_round(herd_job *job)
 		return;
 	/* The nodes that do not share the trace directory send copies,
 	 * for the next round. */
-	command_all(job, HERD__LAUNCH_T_RINGS, 0);
+	if (copies_from_nodes(job))
+		command_all(job, HERD__LAUNCH_T_RINGS, 0);
 	if (herd__trace_straggle(job->trace_dir, job->nranks, &job->straggle, &rank, host,
 				 sizeof(host), why, sizeof(why)))
 		herd__log_warn("job %s: rank %d on %s is a straggler: %s", job->id, rank, host,
@@ -1695,7 +1706,8 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 		}
 		/* The rings of the nodes that do not share the trace
 		 * directory come while the failure settles. */
-		if (job->candidate >= 0 && !job->rings_asked && job->trace_dir[0] != '\0') {
+		if (job->candidate >= 0 && !job->rings_asked && job->trace_dir[0] != '\0' &&
+		    copies_from_nodes(job)) {
 			job->rings_asked = true;
 			job->rings_until = herd__net_deadline(RINGS_WAIT_MS);
 			for (size_t i = 0; i < job->nnodes; i++)

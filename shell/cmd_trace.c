@@ -6,12 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "herd.h"
 #include "shell.h"
 
 static const char trace_usage[] =
 	"usage: herd trace [--json] [--calls N] FILE|DIR\n"
+	"       herd trace [--json] [--calls N] --live JOB\n"
 	"\n"
 	"The flight recorders of a job (each rank's ring of its last calls, the\n"
 	"ID.RANK.trace files herd launch keeps in its trace directory) as the\n"
@@ -25,6 +27,13 @@ static const char trace_usage[] =
 	"             the algorithm, and how it went (done in how long, how long ago;\n"
 	"             still inside; failed with what)\n"
 	"  --json     one JSON document instead (docs/reliability.md)\n"
+	"  --live JOB the rings of job JOB (its id, as herd launch says it) in the\n"
+	"             trace directory herd launch keeps for it on this node\n"
+	"             (HERD_TRACE_DIR/JOB, else $XDG_RUNTIME_DIR/herd/trace/JOB, else\n"
+	"             /tmp/herd-trace-UID/JOB), while it runs: its ranks here, read\n"
+	"             as they are, and the copies of other nodes' rings the launcher\n"
+	"             was sent (every HERD_STRAGGLER_CHECK seconds, from nodes that do\n"
+	"             not share the directory), said with their age\n"
 	"Exit status:\n"
 	"  0    every rank of every communicator entered its next call\n"
 	"  1    some rank is missing from a call, or did not answer the others in\n"
@@ -35,6 +44,7 @@ static const char trace_usage[] =
 static const struct option trace_options[] = {
 	{ "json", no_argument, NULL, 'j' },
 	{ "calls", required_argument, NULL, 'c' },
+	{ "live", required_argument, NULL, 'l' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -44,7 +54,7 @@ int cmd_trace(int argc, char **argv)
 	herd_trace_format format = HERD_TRACE_TEXT;
 	herd_trace_culprit who;
 	shell_args args;
-	char *text = NULL;
+	char *text = NULL, live[4096] = "";
 	const char *path;
 	int c, status, ncalls = 0;
 
@@ -65,6 +75,13 @@ int cmd_trace(int argc, char **argv)
 			format = HERD_TRACE_JSON;
 			continue;
 		}
+		if (c == 'l') {
+			if (herd_trace_job_dir(optarg, live, sizeof(live)) == HERD_OK)
+				continue;
+			snprintf(live, sizeof(live), "--live %s: %s", optarg, shell_last_error());
+			shell_args_free(&args);
+			return shell_usage_error("trace", "%s", live);
+		}
 		if (c == 'c') {
 			if (shell_parse_int(optarg, 1, 1 << 20, &ncalls) == 0)
 				continue;
@@ -75,7 +92,13 @@ int cmd_trace(int argc, char **argv)
 		shell_args_free(&args);
 		return shell_usage_error("trace", "unrecognized option '%s'", argv[optind - 1]);
 	}
-	if (optind + 1 != args.argc) {
+	if (live[0] != '\0' && optind < args.argc) {
+		status = shell_usage_error("trace", "--live names the job: no FILE|DIR with it "
+					   "('%s')", args.argv[optind]);
+		shell_args_free(&args);
+		return status;
+	}
+	if (live[0] == '\0' && optind + 1 != args.argc) {
 		status = optind == args.argc
 			? shell_usage_error("trace", "%s", "name a trace file or directory (herd launch "
 					    "says where it kept them)")
@@ -83,7 +106,14 @@ int cmd_trace(int argc, char **argv)
 		shell_args_free(&args);
 		return status;
 	}
-	path = args.argv[optind];
+	path = live[0] != '\0' ? live : args.argv[optind];
+	if (live[0] != '\0' && access(live, F_OK) != 0) {
+		fprintf(stderr, "herd trace: --live: no trace directory %s: job %s is not running "
+			"here (or not under this HERD_TRACE_DIR), or it ended and succeeded\n",
+			live, strrchr(live, '/') + 1);
+		shell_args_free(&args);
+		return SHELL_EXIT_FAILURE;
+	}
 	if ((ncalls > 0 ? herd_trace_calls(path, ncalls, format, &text)
 			: herd_trace_report(path, format, &text)) != HERD_OK) {
 		shell_message("herd trace", shell_last_error());

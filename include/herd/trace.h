@@ -73,6 +73,18 @@ HERD_EXTERN herd_status herd_trace_report(const char *path, herd_trace_format fo
 HERD_EXTERN herd_status herd_trace_calls(const char *path, int ncalls, herd_trace_format format,
 					 char **out);
 
+/*
+ * The trace directory herd launch keeps for job job_id on this node, into
+ * out (cap bytes): BASE/JOB_ID, where BASE is HERD_TRACE_DIR as this
+ * process's environment gives it, else $XDG_RUNTIME_DIR/herd/trace, else
+ * /tmp/herd-trace-UID.  While the job runs, it holds the rings of the
+ * job's ranks on this node and the copies the launcher was sent of the
+ * others' (at a failure, and every HERD_STRAGGLER_CHECK seconds, from the
+ * nodes that do not share the directory); a job that failed keeps it.
+ * HERD_EINVAL for a job id that is not one (empty, a path, over 63
+ * characters) or a directory name over cap.
+ */
+HERD_EXTERN herd_status herd_trace_job_dir(const char *job_id, char *out, size_t cap);
 /* Who a job's rings blame. */
 typedef struct herd_trace_culprit {
 	int rank;                   /* the first culprit; -1 when none */

@@ -143,6 +143,18 @@ void herd__trace_close(herd__trace *t)
 	t->ring = NULL;
 }
 
+void herd__trace_base(const char *given, char *out, size_t cap)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+
+	if (given != NULL && given[0] != '\0')
+		snprintf(out, cap, "%s", given);
+	else if (xdg != NULL && xdg[0] == '/')
+		snprintf(out, cap, "%s/herd/trace", xdg);
+	else
+		snprintf(out, cap, "/tmp/herd-trace-%u", (unsigned)getuid());
+}
+
 void herd__trace_dir_remove(const char *dir)
 {
 	DIR *d = dir != NULL && dir[0] != '\0' ? opendir(dir) : NULL;

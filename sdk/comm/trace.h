@@ -134,6 +134,12 @@ herd_status herd__trace_copies(const char *dir,
  * or its id is not hex, errors of herd__write_file_atomic otherwise.
  */
 herd_status herd__trace_keep_copy(const char *dir, const void *image, size_t len);
+/*
+ * The base of the jobs' trace directories, into out (cap bytes): given
+ * (HERD_TRACE_DIR as a job's environment gives it) when set and not
+ * empty, else $XDG_RUNTIME_DIR/herd/trace, else /tmp/herd-trace-UID.
+ */
+void herd__trace_base(const char *given, char *out, size_t cap);
 /* Removes a job's trace directory, dir: its rings (*.trace*), its
  * "launcher" token (herd launch), then dir itself if nothing else is
  * left in it. */

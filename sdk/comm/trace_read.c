@@ -647,7 +647,18 @@ static void rank_words(const comm_view *c, int k, char *buf, size_t cap)
 		break;
 	}
 	if (proc != NULL && o < cap)
-		snprintf(buf + o, cap - o, "; its process is %s", proc);
+		o += (size_t)snprintf(buf + o, cap - o, "; its process is %s", proc);
+	/* A copy its node sent a while ago: what it says is as of then. */
+	if (v->r->head.copied_ns != 0 && c->live && o < cap) {
+		struct timespec now;
+		double age;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		age = (double)now.tv_sec + (double)now.tv_nsec / 1e9 -
+		      (double)v->r->head.copied_ns / 1e9;
+		if (age >= 1.0)
+			snprintf(buf + o, cap - o, " (as %s saw it %.1f s ago)", v->r->head.host, age);
+	}
 }
 
 /* Ranks as "0-3,5", of those of c with verdict v (or != V_ENTERED when want < 0). */
@@ -1440,4 +1451,26 @@ herd_status herd__trace_keep_copy(const char *dir, const void *image, size_t len
 				   "when it was copied");
 	snprintf(path, sizeof(path), "%s/%s.%d.trace", dir, h.id, h.rank);
 	return herd__write_file_atomic(path, image, len, 0600);
+}
+
+herd_status herd_trace_job_dir(const char *job_id, char *out, size_t cap)
+{
+	char base[4096];
+	size_t n = job_id != NULL ? strlen(job_id) : 0;
+	int len;
+
+	if (out == NULL || cap == 0)
+		return herd__error(HERD_EINVAL, "herd_trace_job_dir: out is NULL");
+	out[0] = '\0';
+	if (n == 0 || n > 63 || strchr(job_id, '/') != NULL || strcmp(job_id, ".") == 0 ||
+	    strcmp(job_id, "..") == 0)
+		return herd__error(HERD_EINVAL, "'%.80s' is not a job id (herd launch prints it: "
+				   "job 6b0b9f07-ea5bcbf5)", job_id != NULL ? job_id : "");
+	herd__trace_base(herd__param_str(HERD__P_TRACE_DIR), base, sizeof(base));
+	len = snprintf(out, cap, "%s/%s", base, job_id);
+	if (len < 0 || (size_t)len >= cap) {
+		out[0] = '\0';
+		return herd__error(HERD_EINVAL, "%s/%s: too long a directory name", base, job_id);
+	}
+	return HERD_OK;
 }

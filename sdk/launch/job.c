@@ -1958,23 +1958,17 @@ static herd_status trace_token(herd_job *job)
  */
 static herd_status trace_dir(herd_job *job)
 {
-	const char *base = NULL, *xdg = getenv("XDG_RUNTIME_DIR");
-	char dflt[PATH_MAX], entry[PATH_MAX + 32], **env;
+	const char *given = NULL;
+	char base[PATH_MAX], entry[PATH_MAX + 32], **env;
 	size_t n = 0, at = SIZE_MAX;
 	int len;
 
 	for (; job->env[n] != NULL; n++)
 		if (strncmp(job->env[n], "HERD_TRACE_DIR=", 15) == 0) {
 			at = n;
-			base = job->env[n] + 15;
+			given = job->env[n] + 15;
 		}
-	if (base == NULL || base[0] == '\0') {
-		if (xdg != NULL && xdg[0] == '/')
-			snprintf(dflt, sizeof(dflt), "%s/herd/trace", xdg);
-		else
-			snprintf(dflt, sizeof(dflt), "/tmp/herd-trace-%u", (unsigned)getuid());
-		base = dflt;
-	}
+	herd__trace_base(given, base, sizeof(base));
 	len = snprintf(job->trace_dir, sizeof(job->trace_dir), "%s/%s", base, job->id);
 	if (len < 0 || (size_t)len >= sizeof(job->trace_dir))
 		return herd__error(HERD_EINVAL, "HERD_TRACE_DIR: %.64s...: too long a directory name",

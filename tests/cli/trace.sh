@@ -5,8 +5,8 @@
 # not called #50 and its last line on stderr, not the first rank to time out, and says where the
 # recorders are; herd trace on them prints the wavefront (exit status 1)
 # and its JSON form names rank 2 the one culprit.  A rank stopped with
-# SIGSTOP under a 30 s deadline: herd trace, run while the job waits,
-# says it is stopped and the others are inside the call; continued, the
+# SIGSTOP under a 30 s deadline: herd trace --live JOB, run while the job
+# waits, says it is stopped and the others are inside the call; continued, the
 # job succeeds and its recorders are gone.  HERD_TRACE_RING=16 keeps the
 # last 16 calls, and herd trace --calls lists them, newest first, with
 # the algorithm that ran each.  Bad paths and usage errors.
@@ -96,10 +96,11 @@ pid=$(sed -n 's/^\[[^]]*:1\] running //p' "$tmp/out")
 [[ -n $pid ]] || fail "no pid of rank 1: $(cat "$tmp/out" "$tmp/err")"
 kill -STOP "$pid"
 jobdir=$(ls -d "$HERD_TRACE_DIR"/*/ | grep -v "^$dir/\$" | head -1)
+jobid=$(basename "$jobdir")
 out=
 for ((k = 0; k < 100; k++)); do
 	sleep 0.1
-	out=$("$HERD" trace "$jobdir" 2>&1) && continue
+	out=$("$HERD" trace --live "$jobid" 2>&1) && continue
 	grep -q "inside allreduce" <<<"$out" && break
 done
 kill -CONT "$pid"
@@ -169,6 +170,15 @@ has "$out" "herd trace: name a trace file or directory"
 out=$("$HERD" trace --calls 0 "$dir" 2>&1); rc=$?
 [[ $rc == 2 ]] || fail "--calls 0: exit $rc: $out"
 has "$out" "herd trace: --calls 0: a count of calls from 1 to 1048576"
+out=$("$HERD" trace --live ../x 2>&1); rc=$?
+[[ $rc == 2 ]] || fail "--live ../x: exit $rc: $out"
+has "$out" "herd trace: --live ../x: '../x' is not a job id"
+out=$("$HERD" trace --live 6b0b0000-00000000 2>&1); rc=$?
+[[ $rc == 1 ]] || fail "--live of no job: exit $rc: $out"
+has "$out" "herd trace: --live: no trace directory $HERD_TRACE_DIR/6b0b0000-00000000: job 6b0b0000-00000000 is not running here"
+out=$("$HERD" trace --live "$jobid" "$dir" 2>&1); rc=$?
+[[ $rc == 2 ]] || fail "--live with a path: exit $rc: $out"
+has "$out" "herd trace: --live names the job: no FILE|DIR with it"
 out=$("$HERD" trace --jsn x 2>&1); rc=$?
 [[ $rc == 2 ]] || fail "--jsn: exit $rc: $out"
 has "$out" "--jsn"

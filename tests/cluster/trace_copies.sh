@@ -14,7 +14,8 @@
 #     h3 keeps its own two.
 #   - a straggler on h3 (rank 2 of 3, one per host, computing 1.3 times as
 #     long before each allreduce; rounds every second) is named from the
-#     copies h2 and h3 send at each round.
+#     copies h2 and h3 send at each round; herd trace --live JOB, here,
+#     shows all three ranks while the job runs.
 #   - a job that succeeds leaves no trace directory on any host.
 # Needs root, iproute2 and openssh-server; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
@@ -93,9 +94,19 @@ for ((k = 0; k < 1200; k++)); do
 	kill -0 "$job" 2>/dev/null || break
 	sleep 0.1
 done
+live=
+if [[ -n $line ]]; then
+	jid=$(sed -n 's/.*warn: job \([0-9a-f-]*\): rank .*/\1/p' <<<"$line")
+	live=$(HERD_TRACE_DIR=$base "$HERD" trace --live "$jid" 2>&1)
+fi
 touch "$tmp/finish"
 wait "$job" || fail "the straggler's job failed: $(cat "$tmp/err")"
 [[ -n $line ]] || fail "no straggler named: $(cat "$tmp/err")"
+for k in 0 1 2; do
+	grep -qE "^  rank $k \(h$((k + 1)), pid [0-9]+\) " <<<"$live" \
+		|| fail "herd trace --live $jid does not show rank $k on h$((k + 1)): $live"
+done
+echo "herd trace --live $jid: $(grep -m1 "rank 2 " <<<"$live")" | cut -c1-200
 grep -qE "warn: job [0-9a-f-]+: rank 2 on h3 is a straggler: it arrived last at the collectives" <<<"$line" \
 	|| fail "the straggler named is not rank 2 on h3: $line"
 echo "straggler from copies: ${line#*warn: }" | cut -c1-200

@@ -15,6 +15,7 @@
 #include "herd/sys/agent.h"
 #include "comm/trace.h"
 #include "launch_internal.h"
+#include "telemetry/telemetry_internal.h"
 #include "loop.h"
 #include "net.h"
 
@@ -91,7 +92,7 @@ static void ev_exited(void *ud, int rank, herd_job_rank_state state, int code, i
 {
 	exec_state *x = ud;
 
-	if (state != HERD_JOB_RANK_EXITED || code != 0)
+	if (state == HERD_JOB_RANK_SIGNALED || (state == HERD_JOB_RANK_EXITED && code != 0))
 		x->rank_failed = true;
 
 	queue(x, herd__launch_enc_exited(&x->out, rank, state, code, sig, err));
@@ -187,17 +188,23 @@ static herd_status emit_ring(void *arg, const void *image, size_t len)
 	return herd__launch_enc_ring(&x->out, image, len);
 }
 
-/* Copies of the rings of this node's ranks to the launcher, when it does
- * not see their directory. */
+/* The answer to rings: copies of the rings of this node's ranks, when the
+ * launcher does not see their directory, and what the node says of
+ * itself. */
 static void send_rings(exec_state *x)
 {
+	char words[1024];
 	int n = 0;
 
-	if (x->trace_dir == NULL || x->broken)
+	if (x->broken)
 		return;
-	queue(x, herd__trace_copies(x->trace_dir, emit_ring, x, &n));
-	herd__log_debug("herd exec: %d flight recorders of %s sent to the launcher", n,
-			x->trace_dir);
+	if (x->trace_dir != NULL) {
+		queue(x, herd__trace_copies(x->trace_dir, emit_ring, x, &n));
+		herd__log_debug("herd exec: %d flight recorders of %s sent to the launcher", n,
+				x->trace_dir);
+	}
+	herd__telemetry_node_words(words, sizeof(words));
+	queue(x, herd__launch_enc_rings(&x->out, words[0] != '\0' ? words : NULL));
 }
 
 /*
@@ -261,7 +268,6 @@ static herd_status commands(exec_state *x)
 			herd__node_stop(x->node, (int)m.grace);
 		} else if (m.type == HERD__LAUNCH_T_RINGS) {
 			send_rings(x);
-			queue(x, herd__launch_enc_rings(&x->out));
 		} else if (m.type == HERD__LAUNCH_T_RELAY && x->relay != NULL) {
 			herd_status st = herd__relay_down(x->relay, &m);
 

@@ -83,6 +83,7 @@ struct node_rt {
 	bool copies;                   /* it sends copies of its rings (not sharing the
 					  launcher's trace directory) */
 	bool rings_in;                 /* it answered the last rings command */
+	const char *words;             /* what it said of itself then (job strings); NULL */
 	int reported;                  /* ranks started or failed to start */
 	int ended;                     /* ranks that exited */
 };
@@ -99,6 +100,7 @@ struct herd_job {
 	char trace_token[40];      /* in trace_dir/launcher: a node that reads it there
 				    * shares the directory; others send copies */
 	bool rings_asked;          /* this run's failure asked the nodes for their rings */
+	int blamed;                /* the rank the failure names; -1: none */
 	int64_t rings_until;       /* the failure settles once they are in, or at this */
 	herd__straggle straggle;   /* the straggler rounds over them (comm/trace.h) */
 	int straggle_ms;           /* HERD_STRAGGLER_CHECK */
@@ -723,6 +725,7 @@ static void summarize(herd_job *job, const struct rank_info *ri)
 	}
 	if (keep(job, "%s", s) != NULL)
 		job->failure = job->strings[job->nstrings - 1];
+	job->blamed = r->rank;
 	free(s);
 }
 
@@ -742,6 +745,7 @@ static void summarize_paused(herd_job *job, const struct rank_info *ri,
 		 "answer; rank %d %s", ri->st.rank, ri->st.host, ri->st.pid, ri->paused,
 		 strsignal(ri->paused), peer->st.rank, said) != NULL)
 		job->failure = job->strings[job->nstrings - 1];
+	job->blamed = ri->st.rank;
 }
 
 /*
@@ -784,6 +788,7 @@ static bool summarize_culprit(herd_job *job, const struct rank_info *cand)
 		 said) == NULL)
 		return false;
 	job->failure = job->strings[job->nstrings - 1];
+	job->blamed = c.rank;
 	return true;
 }
 
@@ -1012,6 +1017,11 @@ static bool channel_event(herd_job *job, struct node_rt *nr, const herd__launch_
 		return true;
 	case HERD__LAUNCH_T_RINGS:
 		nr->rings_in = true;
+		if (m->msg_len > 0) {
+			pthread_mutex_lock(&job->mu);
+			nr->words = keep(job, "%.*s", (int)m->msg_len, m->msg);
+			pthread_mutex_unlock(&job->mu);
+		}
 		return true;
 	case HERD__LAUNCH_T_ERROR:
 		snprintf(why, cap, "%s: %.*s", herd_status_name((herd_status)m->st),
@@ -1188,7 +1198,7 @@ static void command_all(herd_job *job, herd__launch_type type, int arg)
 			continue;
 		st = type == HERD__LAUNCH_T_STOP ? herd__launch_enc_stop(&nr->link->out, arg)
 		     : type == HERD__LAUNCH_T_SIGNAL ? herd__launch_enc_signal(&nr->link->out, arg)
-		     : type == HERD__LAUNCH_T_RINGS ? herd__launch_enc_rings(&nr->link->out)
+		     : type == HERD__LAUNCH_T_RINGS ? herd__launch_enc_rings(&nr->link->out, NULL)
 		     : herd__launch_enc_go(&nr->link->out);
 		if (st == HERD_OK)
 			channel_write(job, nr);
@@ -1503,7 +1513,7 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 	job->straggle = (herd__straggle)HERD__STRAGGLE_INIT;
 	job->rings_asked = false;
 	pthread_mutex_lock(&job->mu);
-	job->first_failed = job->candidate = -1;
+	job->first_failed = job->candidate = job->blamed = -1;
 	job->late_signal = false;
 	job->blamed_pause = 0;
 	job->failure = NULL;
@@ -1706,8 +1716,7 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 		}
 		/* The rings of the nodes that do not share the trace
 		 * directory come while the failure settles. */
-		if (job->candidate >= 0 && !job->rings_asked && job->trace_dir[0] != '\0' &&
-		    copies_from_nodes(job)) {
+		if (job->candidate >= 0 && !job->rings_asked) {
 			job->rings_asked = true;
 			job->rings_until = herd__net_deadline(RINGS_WAIT_MS);
 			for (size_t i = 0; i < job->nnodes; i++)
@@ -1864,6 +1873,27 @@ static void finish(herd_job *job)
 	pthread_mutex_unlock(&job->mu);
 }
 
+/*
+ * What the blamed rank's node said of itself when asked at the failure
+ * (its GPUs' last Xid, slowdowns, links down) joins the failure's words.
+ */
+static void say_node_words(herd_job *job)
+{
+	pthread_mutex_lock(&job->mu);
+	for (size_t i = 0; job->blamed >= 0 && job->failure != NULL && i < job->nnodes; i++) {
+		const struct node_rt *nr = &job->rt[i];
+
+		if (nr->words == NULL || !rank_on_node(nr, job->blamed))
+			continue;
+		if (keep(job, "%s%sits node %s: %s", job->failure,
+			 strchr(job->failure, '\n') != NULL ? "\n  " : "; ", nr->node->host,
+			 nr->words) != NULL)
+			job->failure = job->strings[job->nstrings - 1];
+		break;
+	}
+	pthread_mutex_unlock(&job->mu);
+}
+
 static void *supervise(void *arg)
 {
 	herd_job *job = arg;
@@ -1875,6 +1905,8 @@ static void *supervise(void *arg)
 
 		if (st == HERD_OK)
 			st = run_watch(job, deadline, &up);
+		if (st == HERD_OK)
+			say_node_words(job);
 		if (st != HERD_OK) {
 			char msg[1024];
 
@@ -2022,7 +2054,7 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 	HERD_CHECK(herd__calloc(&job, 1, sizeof(*job), "a job"));
 	job->wake[0] = job->wake[1] = -1;
 	job->over_fd = -1;
-	job->first_failed = job->candidate = -1;
+	job->first_failed = job->candidate = job->blamed = -1;
 	pthread_mutex_init(&job->mu, NULL);
 	herd__net_cond_init(&job->cv);
 	HERD_CHECK_GOTO(copy_spec(job, spec), st, fail);

@@ -345,7 +345,8 @@ void herd__launch_link_free(herd__launch_link *l);
  *                          spec leaves no rank started anywhere
  *   rings  {}              send copies of the flight recorders of the job
  *                          on this node (ring frames), unless the node sees
- *                          the launcher's own trace directory
+ *                          the launcher's own trace directory, and say
+ *                          what it knows of itself (rings, below)
  *
  * exec -> launcher
  *   ready  {host, pid, copies?}  spec accepted and checked (host: the
@@ -375,8 +376,11 @@ void herd__launch_link_free(herd__launch_link *l);
  *                          unasked before done when one of its ranks
  *                          failed; the launcher keeps it in its trace
  *                          directory (herd__trace_keep_copy)
- *   rings  {}              the answer to rings is complete (after its ring
- *                          frames, if any)
+ *   rings  {msg?}          the answer to rings is complete (after its ring
+ *                          frames, if any), with what the node says of
+ *                          itself (herd__telemetry_node_words: its GPUs'
+ *                          last Xid, slowdowns, links lost), also sent
+ *                          before done when one of its ranks failed
  *   done   {}              every rank has ended; exec exits after (a relay:
  *                          once its subtree's channels have closed too)
  *
@@ -563,7 +567,8 @@ herd_status herd__launch_enc_exited(herd__buf *buf, int rank, herd_job_rank_stat
 				    int code, int sig, const char *err);
 herd_status herd__launch_enc_paused(herd__buf *buf, int rank, int sig);
 herd_status herd__launch_enc_done(herd__buf *buf);
-herd_status herd__launch_enc_rings(herd__buf *buf);
+/* words: NULL for the command, what the node says for its answer. */
+herd_status herd__launch_enc_rings(herd__buf *buf, const char *words);
 herd_status herd__launch_enc_ring(herd__buf *buf, const void *image, size_t len);
 /* The most bytes of a ring frame's copy: a header and HERD__TRACE_COPY_MAX entries. */
 #define HERD__LAUNCH_RING_MAX (4096u + 8192u * 64u)

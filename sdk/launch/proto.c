@@ -264,7 +264,10 @@ herd_status herd__launch_msg_decode(herd__launch_msg *m, const void *data, size_
 		break;
 	case HERD__LAUNCH_T_DONE:
 	case HERD__LAUNCH_T_GO:
+		break;
 	case HERD__LAUNCH_T_RINGS:
+		HERD_CHECK_GOTO(get_bytes(root, t, "msg", TEXT_MAX, true, &m->msg, &m->msg_len),
+				st, fail);
 		break;
 	case HERD__LAUNCH_T_RING:
 		HERD_CHECK_GOTO(get_bytes(root, t, "data", HERD__LAUNCH_RING_MAX, false, &m->data,
@@ -678,11 +681,13 @@ herd_status herd__launch_enc_go(herd__buf *buf)
 	return enc_end(&e);
 }
 
-herd_status herd__launch_enc_rings(herd__buf *buf)
+herd_status herd__launch_enc_rings(herd__buf *buf, const char *words)
 {
 	herd__frame_enc e;
 
 	enc_begin(&e, buf, HERD__LAUNCH_T_RINGS);
+	if (words != NULL)
+		enc_str(&e, "msg", words);
 	return enc_end(&e);
 }
 

@@ -53,6 +53,18 @@ herd_status herd__tnode_read(herd__tnode *n, herd_telemetry_sample *s, unsigned 
 
 void herd__tnode_close(herd__tnode *n);
 
+/* ---- words.c ---------------------------------------------------------------- */
+
+/*
+ * What this node says of itself when a job fails, into out (cap bytes,
+ * "" when nothing): each GPU's last Xid in the kernel log (with what it
+ * means when it is one of a failing GPU), each GPU slowed down for a fault
+ * (hardware slowdown, thermal slowdowns, the power brake), and each
+ * network card that is up but has lost its link, joined with "; ".  One NVML sample:
+ * milliseconds per GPU.
+ */
+void herd__telemetry_node_words(char *out, size_t cap);
+
 /* ---- sampler.c ------------------------------------------------------------ */
 
 /* herd_telemetry_create reading /proc and /sys under root ("/": this

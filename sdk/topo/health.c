@@ -177,7 +177,7 @@ typedef struct xid_tally {
 	int ncodes, total;
 } xid_tally;
 
-static const char *xid_fatal_what(int code)
+const char *herd__xid_fatal(int code)
 {
 	for (size_t i = 0; i < sizeof(xid_fatal) / sizeof(xid_fatal[0]); i++)
 		if (xid_fatal[i].code == code)
@@ -249,7 +249,7 @@ static herd_status xid_checks(herd_health_report *r)
 
 		detail[0] = '\0';
 		for (int i = 0; i < t->ncodes && o < sizeof(detail); i++) {
-			const char *what = xid_fatal_what(t->code[i]);
+			const char *what = herd__xid_fatal(t->code[i]);
 			int n = snprintf(detail + o, sizeof(detail) - o, "%sXid %d x%d%s%s%s",
 					 i > 0 ? ", " : "", t->code[i], t->count[i],
 					 what != NULL ? " (" : "", what != NULL ? what : "",

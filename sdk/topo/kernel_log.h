@@ -49,6 +49,10 @@ void herd__klog_close(herd__klog *k);
  */
 int herd__xid_of(const char *line, const char *bus_id);
 
+/* What an Xid that says the GPU or its memory failed means ("GPU has
+ * fallen off the bus" for 79); NULL for the others (mostly an
+ * application's faults).  topo/health.c. */
+const char *herd__xid_fatal(int code);
 /* Whether line is an Xid record at all (a cheap test before herd__xid_of). */
 bool herd__xid_line(const char *line);
 

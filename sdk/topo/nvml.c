@@ -389,6 +389,17 @@ static const struct clock_reason {
 	{ 0x100ull, "display clock setting", HERD_HEALTH_PASS },
 };
 
+void herd__nvml_slowdowns(unsigned long long reasons, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < sizeof(clock_reasons) / sizeof(clock_reasons[0]) && n < cap; i++)
+		if ((reasons & clock_reasons[i].bit) && clock_reasons[i].result != HERD_HEALTH_PASS)
+			n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? ", " : "",
+					      clock_reasons[i].name);
+}
+
 /* A query's outcome: it answered, the GPU or driver cannot say, or it failed. */
 #define NVML_CALL(p, fn, ...) HERD__NVML_CALL(&(p)->n, fn, __VA_ARGS__)
 

@@ -210,6 +210,10 @@ void herd__nvml_close(herd__nvml *n);
 
 /* NVML's words for rc. */
 const char *herd__nvml_err(const herd__nvml *n, nvmlReturn_t rc);
+/* The clock event reasons of a mask that slow a GPU down for a fault (a
+ * hardware slowdown, thermal slowdowns, the power brake), as words into
+ * out ("hardware slowdown, hardware power brake"); "" when none. */
+void herd__nvml_slowdowns(unsigned long long reasons, char *out, size_t cap);
 
 /* A bus id from NVML, normalized ("0000:1b:00.0"): the 8-digit busId
  * field, else the legacy one; false when neither is one. */

@@ -9,7 +9,9 @@
 # waits, says it is stopped and the others are inside the call; continued, the
 # job succeeds and its recorders are gone.  HERD_TRACE_RING=16 keeps the
 # last 16 calls, and herd trace --calls lists them, newest first, with
-# the algorithm that ran each.  Bad paths and usage errors.
+# the algorithm that ran each.  The culprit's node says what it knows of
+# itself in the summary (the NVML stand-in: a GPU slowed down, an Xid 79
+# in the kernel log).  Bad paths and usage errors.
 source "$(dirname "$0")/../harness/common.sh" "$@"
 pid=
 trap '[[ -n $pid ]] && kill -CONT "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
@@ -152,6 +154,21 @@ for x in r0 + r1:
     assert x["device"] is False and x["seconds"] >= 0 and x["start"] > 1.7e9, x
 print("calls: algorithm", r0[1]["algorithm"])
 PY
+
+# --- what the culprit's node says of itself: NVML's GPU 1 in a hardware
+# slowdown (the stand-in) and an Xid 79 of the GPU at 0000:9a:00 (NVML's
+# GPU 0) in the kernel log; the GPUs in bus order
+mock=$(cd "$(dirname "$HERD")/../tests/mock" && pwd)
+[[ -f $mock/libnvidia-ml.so.1 ]] || fail "no NVML stand-in at $mock"
+echo "gpu 1 throttle 0x8" >"$tmp/nvml"
+echo "[  812.000001] NVRM: Xid (PCI:0000:9a:00): 79, pid=4242, name=python" >"$tmp/kmsg"
+LD_LIBRARY_PATH=$mock HERD_NVML_MOCK_STATE=$tmp/nvml HERD_KERNEL_LOG=$tmp/kmsg HERD_TIMEOUT=1 \
+	timeout 60 "$HERD" launch -n 2 -- "$HERD" "$tmp/loop.lua" 100 1 20 3 >/dev/null 2>"$tmp/err" \
+	&& fail "the job succeeded with rank 1 asleep"
+s=$(grep -m1 "^herd launch: job .* failed: " "$tmp/err") || fail "no summary: $(cat "$tmp/err")"
+has "$s" "failed: rank 1 on $host (pid "
+has "$s" "; its node $host: GPU 1 (0000:1b:00.0) is slowed down: hardware slowdown; GPU 0 (0000:9a:00.0): its last Xid in the kernel log is 79 (GPU has fallen off the bus)"
+echo "node words: ${s##*; its node }" | cut -c1-200
 
 # --- bad paths and usage errors
 out=$("$HERD" trace "$tmp/none" 2>&1); rc=$?

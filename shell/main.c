@@ -62,8 +62,13 @@ static const struct command {
 	  "launch -n N [--per-node K] [--hosts EXPR | --hostfile F | --slurm]\n"
 	  "        [--gpus-per-rank G] [--restarts R] [--time LIMIT] [--log-dir D] -- CMD\n"
 	  "                    run N ranks of CMD (a .lua CMD: Lua ranks; see launch -h)" },
+	{ "jobs", cmd_jobs,
+	  "jobs [--json]       this user's running jobs on this node, as squeue" },
+	{ "job", cmd_job,
+	  "job status [--json] ID | stop ID\n"
+	  "                    one running job: its ranks and state; stop it as Ctrl-C" },
 	{ "trace", cmd_trace,
-	  "trace [--json] FILE|DIR\n"
+	  "trace [--json] [--calls N] FILE|DIR | --live JOB\n"
 	  "                    the flight recorders of a job: who is missing from a call" },
 	{ "acct", cmd_acct,
 	  "acct [--since T] [--until T] [--json] [--log FILE]\n"

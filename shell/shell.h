@@ -106,6 +106,11 @@ int cmd_launch(int argc, char **argv);
  * (shell/cmd_trace.c). */
 int cmd_trace(int argc, char **argv);
 
+/* `herd jobs [--json]` and `herd job status|stop ID`: this user's running
+ * jobs here (shell/cmd_jobs.c). */
+int cmd_jobs(int argc, char **argv);
+int cmd_job(int argc, char **argv);
+
 /* `herd acct [--since T] [--until T] [--json] [--log FILE]` (shell/cmd_acct.c). */
 int cmd_acct(int argc, char **argv);
 

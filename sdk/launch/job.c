@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <limits.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -165,6 +166,10 @@ struct herd_job {
 	bool went;                     /* this run's go was sent */
 	herd__outq *outq;              /* the default output's writer, or NULL */
 	herd__watcher room_w;          /* the writer has room again (outq) */
+	int ctl_fd;                    /* the control socket (herd jobs); -1: none */
+	char ctl_path[108];
+	herd__watcher ctl_w;
+	double t_start;                /* when it was launched, Unix seconds */
 	bool held;                     /* the nodes' frames are not read: outq is backlogged */
 	size_t resume_next;            /* the node whose held frames are taken first */
 	char *batch;                   /* prefixed lines on their way to outq */
@@ -222,8 +227,19 @@ static void wake(herd_job *job)
 
 /* The job is over (under mu): wakes herd_job_wait and makes herd_job_fd
  * readable for good. */
+/* The control socket goes when the job is over: it no longer runs. */
+static void control_close(herd_job *job)
+{
+	if (job->ctl_fd < 0)
+		return;
+	close(job->ctl_fd);
+	job->ctl_fd = -1;
+	unlink(job->ctl_path);
+}
+
 static void set_over(herd_job *job)
 {
+	control_close(job);
 	job->over = true;
 	pthread_cond_broadcast(&job->cv);
 	if (job->over_fd >= 0 && eventfd_write(job->over_fd, 1) != 0) {
@@ -1437,6 +1453,94 @@ static bool ending_signal(int sig)
 }
 
 /* Requests of the API calls (the wake pipe), applied on the supervisor thread. */
+static double real_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The job's state for herd jobs: what it is doing now. */
+static const char *control_state(const herd_job *job)
+{
+	if (job->interrupted != 0 || job->kill_req)
+		return "stopping";
+	if (job->first_failed >= 0 || job->candidate >= 0 || job->limit_hit)
+		return "failing";
+	return job->launched ? "running" : "starting";
+}
+
+/* The answer to a request on the control socket (control.c). */
+static char *control_answer(void *arg, const char *request)
+{
+	herd_job *job = arg;
+	json_t *o = json_object(), *ranks = json_array();
+	char cmd[512] = "", hosts[512] = "";
+	size_t c = 0, h = 0;
+	char *text;
+
+	if (o == NULL || ranks == NULL) {
+		json_decref(o);
+		json_decref(ranks);
+		return NULL;
+	}
+	if (strcmp(request, "stop") == 0) {
+		json_decref(ranks);
+		herd_job_interrupt(job, SIGINT);
+		json_object_set_new(o, "stopping", json_true());
+		text = json_dumps(o, JSON_COMPACT);
+		json_decref(o);
+		return text;
+	}
+	if (strcmp(request, "status") != 0) {
+		json_decref(ranks);
+		json_object_set_new(o, "error", json_string("unknown request (status, stop)"));
+		text = json_dumps(o, JSON_COMPACT);
+		json_decref(o);
+		return text;
+	}
+	for (size_t i = 0; job->argv[i] != NULL && c < sizeof(cmd); i++)
+		c += (size_t)snprintf(cmd + c, sizeof(cmd) - c, "%s%s", i ? " " : "", job->argv[i]);
+	for (size_t i = 0; i < job->nnodes && h < sizeof(hosts); i++)
+		h += (size_t)snprintf(hosts + h, sizeof(hosts) - h, "%s%s", i ? "," : "",
+				      job->nodes[i].host);
+	pthread_mutex_lock(&job->mu);
+	json_object_set_new(o, "id", json_string(job->id));
+	json_object_set_new(o, "pid", json_integer(getpid()));
+	json_object_set_new(o, "command", json_stringn(cmd, strnlen(cmd, sizeof(cmd))));
+	json_object_set_new(o, "hosts", json_stringn(hosts, strnlen(hosts, sizeof(hosts))));
+	json_object_set_new(o, "nodes", json_integer((json_int_t)job->nnodes));
+	json_object_set_new(o, "ranks", json_integer(job->nranks));
+	json_object_set_new(o, "state", json_string(control_state(job)));
+	json_object_set_new(o, "restarts", json_integer(job->restart_count));
+	json_object_set_new(o, "started", json_real(job->t_start));
+	json_object_set_new(o, "age", json_real(real_now() - job->t_start));
+	for (int r = 0; r < job->nranks; r++) {
+		const herd_job_rank_status *st = &job->ranks[r].st;
+		json_t *one = json_object();
+
+		if (one == NULL)
+			break;
+		json_object_set_new(one, "rank", json_integer(r));
+		json_object_set_new(one, "host", json_string(st->host != NULL ? st->host : ""));
+		json_object_set_new(one, "pid", json_integer(st->pid));
+		json_object_set_new(one, "state", json_string(herd_job_rank_state_name(st->state)));
+		json_array_append_new(ranks, one);
+	}
+	pthread_mutex_unlock(&job->mu);
+	json_object_set_new(o, "rank_states", ranks);
+	text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return text;
+}
+
+static void on_control(herd__watcher *w, short revents)
+{
+	(void)revents;
+	herd__control_serve(w->fd, control_answer, w->data);
+}
+
 static void on_wake(herd__watcher *w, short revents)
 {
 	herd_job *job = w->data;
@@ -1576,6 +1680,11 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 		HERD_CHECK_GOTO(herd__loop_watch(herd__engine_loop(job->engine), &job->wake_w,
 						 POLLIN), st, fail);
 		job->held = false;
+		if (job->ctl_fd >= 0) {
+			herd__watcher_init(&job->ctl_w, job->ctl_fd, on_control, job);
+			HERD_CHECK_GOTO(herd__loop_watch(herd__engine_loop(job->engine),
+							 &job->ctl_w, POLLIN), st, fail);
+		}
 		if (job->outq != NULL) {
 			herd__watcher_init(&job->room_w, herd__outq_fd(job->outq), on_room, job);
 			HERD_CHECK_GOTO(herd__loop_watch(herd__engine_loop(job->engine),
@@ -2054,6 +2163,7 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 	HERD_CHECK(herd__calloc(&job, 1, sizeof(*job), "a job"));
 	job->wake[0] = job->wake[1] = -1;
 	job->over_fd = -1;
+	job->ctl_fd = -1;
 	job->first_failed = job->candidate = job->blamed = -1;
 	pthread_mutex_init(&job->mu, NULL);
 	herd__net_cond_init(&job->cv);
@@ -2087,6 +2197,10 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 	HERD_CHECK_GOTO(herd__calloc(&job->batch, BATCH_CAP, 1, "the output batch"), st, fail);
 	HERD_CHECK_GOTO(make_id(job), st, fail);
 	HERD_CHECK_GOTO(trace_dir(job), st, fail);
+	job->t_start = real_now();
+	if (herd__control_listen(job->id, &job->ctl_fd, job->ctl_path, sizeof(job->ctl_path)) !=
+	    HERD_OK)
+		herd__log_warn("job %s: herd jobs will not list it: %s", job->id, herd_last_error());
 	job->straggle = (herd__straggle)HERD__STRAGGLE_INIT;
 	job->straggle_ms = 10000;
 	HERD_CHECK_GOTO(herd__param_ms(HERD__P_STRAGGLER_CHECK, &job->straggle_ms), st, fail);
@@ -2314,6 +2428,7 @@ void herd_job_free(herd_job *job)
 		pthread_join(job->thread, NULL);
 	}
 	free_rt(job);
+	control_close(job);
 	herd__outq_free(job->outq);
 	for (int r = 0; job->ranks != NULL && r < job->nranks; r++) {
 		for (int k = 0; k < TAIL_LINES; k++)

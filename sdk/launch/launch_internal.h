@@ -575,6 +575,21 @@ herd_status herd__launch_enc_ring(herd__buf *buf, const void *image, size_t len)
 /* A relay frame around payload (one whole frame's payload, without its length). */
 herd_status herd__launch_enc_relay(herd__buf *buf, int node, const char *payload, size_t len);
 
+/* ---- the control socket of a running job (control.c) ------------------------ */
+
+/*
+ * Listens on herd_jobs_dir()/ID.sock for job id (mode 0600, non-blocking):
+ * *fd and its path into path[cap].  On failure *fd is -1.
+ */
+herd_status herd__control_listen(const char *id, int *fd, char *path, size_t cap);
+/*
+ * Serves the requests waiting on the listening lfd (at most 16 a call):
+ * each peer of this user sends a line, answer(arg, line) gives the JSON
+ * to send back (malloc; NULL: none), and the connection closes.  Each
+ * request has 0.5 s to arrive and its answer 1 s to leave.
+ */
+void herd__control_serve(int lfd, char *(*answer)(void *arg, const char *request), void *arg);
+
 /* ---- the relay (a `herd exec` with a subtree, sdk/launch/relay.c) ---------- */
 
 typedef struct herd__relay herd__relay;

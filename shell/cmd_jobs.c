@@ -1,0 +1,212 @@
+/*
+ * shell/cmd_jobs.c - herd jobs and herd job status|stop: this user's
+ * running jobs on this node, as their launchers answer on their control
+ * sockets (herd_jobs_status, herd_jobs_stop; herd/job.h).
+ */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "herd.h"
+#include "shell.h"
+
+static const char jobs_usage[] =
+	"usage: herd jobs [--json]\n"
+	"\n"
+	"This user's running jobs on this node, as squeue lists a user's: each job\n"
+	"that herd launch (or a C program, or herd.launch in Lua) runs here\n"
+	"answers on its control socket in $XDG_RUNTIME_DIR/herd/jobs (else\n"
+	"/tmp/herd-jobs-UID).  Columns: the job's id, its state (starting,\n"
+	"running, failing, stopping), its ranks and nodes, its restarts, how long\n"
+	"it has run (H:MM:SS) and its command.\n"
+	"  --json     one JSON array instead, an object per job (herd job status)\n"
+	"Exit status:\n"
+	"  0    the jobs were listed (none is no error)\n"
+	"  1    the jobs' directory cannot be read\n"
+	"  2    a usage error\n";
+
+static const char job_usage[] =
+	"usage: herd job status [--json] ID\n"
+	"       herd job stop ID\n"
+	"\n"
+	"One running job of this user on this node (herd jobs lists them):\n"
+	"  status    its state, command, nodes, restarts, launcher's pid, and each\n"
+	"            rank's host, pid and state (--json: the launcher's answer)\n"
+	"  stop      stop it as Ctrl-C on its herd launch would: its ranks get\n"
+	"            SIGINT, and SIGKILL after the grace period; the job ends as\n"
+	"            interrupted (its launcher exits 130)\n"
+	"Exit status:\n"
+	"  0    done\n"
+	"  1    no running job ID of this user here, or it did not answer\n"
+	"  2    a usage error\n";
+
+static const struct option jobs_options[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Seconds as H:MM:SS. */
+static void hms(double s, char *buf, size_t cap)
+{
+	long t = s > 0 ? (long)s : 0;
+
+	snprintf(buf, cap, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+}
+
+static const char *str(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s != NULL ? s : "?";
+}
+
+static long long num(const json_t *o, const char *key)
+{
+	return (long long)json_number_value(json_object_get(o, key));
+}
+
+/* --json and the operands left after the options, or a usage status. */
+static int parse(const char *cmd, int argc, char **argv, bool *json, shell_args *args)
+{
+	int c, status = shell_args_check(cmd, argc, argv, "h", jobs_options, NULL, args);
+
+	if (status != 0)
+		return status;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(args->argc, args->argv, "h", jobs_options, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(strcmp(cmd, "jobs") == 0 ? jobs_usage : job_usage, stdout);
+			return -1;
+		}
+		if (c == 'j') {
+			*json = true;
+			continue;
+		}
+		status = shell_usage_error(cmd, "unrecognized option '%s'", args->argv[optind - 1]);
+		return status;
+	}
+	return 0;
+}
+
+int cmd_jobs(int argc, char **argv)
+{
+	shell_args args;
+	bool json = false;
+	char *text = NULL;
+	json_t *all;
+	size_t i;
+	json_t *o;
+	int status = parse("jobs", argc, argv, &json, &args);
+
+	if (status != 0 || optind != args.argc) {
+		if (status == 0)
+			status = shell_usage_error("jobs", "unexpected argument '%s'",
+						   args.argv[optind]);
+		shell_args_free(&args);
+		return status < 0 ? SHELL_EXIT_OK : status;
+	}
+	shell_args_free(&args);
+	if (herd_jobs_status(NULL, &text) != HERD_OK) {
+		shell_message("herd jobs", shell_last_error());
+		return SHELL_EXIT_FAILURE;
+	}
+	if (json) {
+		printf("%s\n", text);
+		herd_free(text);
+		return fflush(stdout) == 0 ? SHELL_EXIT_OK : SHELL_EXIT_FAILURE;
+	}
+	all = json_loads(text, 0, NULL);
+	herd_free(text);
+	printf("%-20s %-9s %5s %5s %8s %9s  %s\n", "ID", "STATE", "RANKS", "NODES", "RESTARTS",
+	       "TIME", "COMMAND");
+	json_array_foreach(all, i, o) {
+		char age[32];
+
+		hms(json_number_value(json_object_get(o, "age")), age, sizeof(age));
+		printf("%-20s %-9s %5lld %5lld %8lld %9s  %s\n", str(o, "id"), str(o, "state"),
+		       num(o, "ranks"), num(o, "nodes"), num(o, "restarts"), age, str(o, "command"));
+	}
+	json_decref(all);
+	return fflush(stdout) == 0 ? SHELL_EXIT_OK : SHELL_EXIT_FAILURE;
+}
+
+static void print_status(const json_t *o)
+{
+	const json_t *ranks = json_object_get(o, "rank_states"), *r;
+	char age[32];
+	size_t i;
+
+	hms(json_number_value(json_object_get(o, "age")), age, sizeof(age));
+	printf("job %s: %s, %lld rank%s on %lld node%s (%s), %lld restart%s, up %s, launcher "
+	       "pid %lld\n", str(o, "id"), str(o, "state"), num(o, "ranks"),
+	       num(o, "ranks") == 1 ? "" : "s", num(o, "nodes"), num(o, "nodes") == 1 ? "" : "s",
+	       str(o, "hosts"), num(o, "restarts"), num(o, "restarts") == 1 ? "" : "s", age,
+	       num(o, "pid"));
+	printf("command: %s\n", str(o, "command"));
+	json_array_foreach(ranks, i, r) {
+		printf("  rank %lld on %s", num(r, "rank"), str(r, "host"));
+		if (num(r, "pid") > 0)
+			printf(", pid %lld", num(r, "pid"));
+		printf(": %s\n", str(r, "state"));
+	}
+}
+
+int cmd_job(int argc, char **argv)
+{
+	shell_args args;
+	bool json = false;
+	char *text = NULL, sub[16] = "", id[80] = "";
+	int status = parse("job", argc, argv, &json, &args);
+	herd_status st;
+
+	if (status != 0) {
+		shell_args_free(&args);
+		return status < 0 ? SHELL_EXIT_OK : status;
+	}
+	if (args.argc - optind != 2 ||
+	    (strcmp(args.argv[optind], "status") != 0 && strcmp(args.argv[optind], "stop") != 0)) {
+		status = args.argc - optind == 0
+			? shell_usage_error("job", "%s", "say status ID or stop ID (herd jobs lists "
+					    "the jobs)")
+			: args.argc - optind == 1 && (strcmp(args.argv[optind], "status") == 0 ||
+						      strcmp(args.argv[optind], "stop") == 0)
+			? shell_usage_error("job", "%s: name the job (herd jobs lists them)",
+					    args.argv[optind])
+			: shell_usage_error("job", "unknown subcommand '%s' (status, stop)",
+					    args.argv[optind]);
+		shell_args_free(&args);
+		return status;
+	}
+	snprintf(sub, sizeof(sub), "%s", args.argv[optind]);
+	snprintf(id, sizeof(id), "%s", args.argv[optind + 1]);
+	shell_args_free(&args);
+	if (strcmp(sub, "stop") == 0) {
+		if (json)
+			return shell_usage_error("job", "%s", "--json goes with status");
+		if (herd_jobs_stop(id) != HERD_OK) {
+			shell_message("herd job stop", shell_last_error());
+			return SHELL_EXIT_FAILURE;
+		}
+		printf("job %s: stopping\n", id);
+		return fflush(stdout) == 0 ? SHELL_EXIT_OK : SHELL_EXIT_FAILURE;
+	}
+	st = herd_jobs_status(id, &text);
+	if (st != HERD_OK) {
+		shell_message("herd job status", shell_last_error());
+		return SHELL_EXIT_FAILURE;
+	}
+	if (json) {
+		printf("%s\n", text);
+	} else {
+		json_t *o = json_loads(text, 0, NULL);
+
+		print_status(o);
+		json_decref(o);
+	}
+	herd_free(text);
+	return fflush(stdout) == 0 ? SHELL_EXIT_OK : SHELL_EXIT_FAILURE;
+}

@@ -298,6 +298,19 @@ The number of ranks.
 On a rank of a job launched from Lua, hands `value` (any msgpack value, up to 32 KiB encoded) to
 the launching script's `job:results()`; elsewhere (under `herd launch`, or alone) prints it.
 
+## herd.jobs.list() -> {status, ...} | nil, msg, status
+This user's running jobs on this node, whoever launched them (`herd launch`, a script, a C
+program), as `herd jobs` lists them: each a table of `id`, `pid` (the launcher's), `command`,
+`hosts`, `nodes`, `ranks`, `state` (`"starting"`, `"running"`, `"failing"`, `"stopping"`),
+`restarts`, `started` and `age` (seconds), and `rank_states` (`{rank, host, pid, state}` each).
+
+## herd.jobs.status(id) -> status | nil, msg, status
+One running job's table, as in `herd.jobs.list()`; `nil, msg, "HERD_ENOTFOUND"` when no job
+`id` of this user runs here.
+
+## herd.jobs.stop(id) -> true | nil, msg, status
+Stops job `id` as Ctrl-C on its launcher would (`herd job stop ID`): it ends as interrupted.
+
 # Rendezvous store
 
 ## herd.store.serve([{host =, port =, secret =}]) -> herd.StoreServer | nil, msg, status

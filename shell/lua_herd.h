@@ -129,7 +129,7 @@ herd_comm *lherd_check_comm(lua_State *L, int arg);
  */
 herd_status lherd_comm_finish(lua_State *L);
 
-/* herd.launch and herd.emit (lua_job.c); Ctrl-C stops the session's jobs
+/* herd.launch, herd.emit and herd.jobs (lua_job.c); Ctrl-C stops the session's jobs
  * but those launched with detach = true (shell/interrupt.c). */
 void lherd_open_job(lua_State *L);
 

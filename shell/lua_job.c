@@ -26,6 +26,10 @@
  * prints the summary when the script sees the job end; monitor_out = DIR
  * also writes the files of --monitor-out DIR.
  *
+ * herd.jobs.list(), herd.jobs.status(id) and herd.jobs.stop(id): this
+ * user's running jobs on this node, whoever launched them, as herd jobs
+ * and herd job status|stop see them (herd_jobs_status, herd_jobs_stop).
+ *
  * Every job is recorded in the accounting log (herd acct) once the script
  * sees it end (job:wait, job:status, job:stop, job:lines, or its close),
  * with that moment as its end.
@@ -819,6 +823,64 @@ static const lherd_type job_type = {
 	.describe = job_describe,
 };
 
+/* ---- herd.jobs: running jobs of this user on this node ---------------------- */
+
+/* The JSON answer text (libherd's) as Lua values on the stack. */
+static int push_answer(lua_State *L, char *text)
+{
+	void **held = lherd_hold(L, herd_free);
+	void **doc;
+
+	*held = text;
+	doc = lherd_hold(L, lherd_json_release);
+	*doc = lherd_json_parse(text, strlen(text));
+	if (*doc == NULL)
+		return lherd_failf(L, HERD_EFORMAT, "a job's answer is not JSON");
+	lherd_push_json(L, *doc);
+	return 1;
+}
+
+/* herd.jobs.list() -> {status, ...} | nil, msg, status */
+static int jobs_list(lua_State *L)
+{
+	char *text = NULL;
+	herd_status st = herd_jobs_status(NULL, &text);
+
+	if (st != HERD_OK)
+		return lherd_fail(L, st);
+	return push_answer(L, text);
+}
+
+/* herd.jobs.status(id) -> status | nil, msg, status */
+static int jobs_status(lua_State *L)
+{
+	const char *id = luaL_checkstring(L, 1);
+	char *text = NULL;
+	herd_status st = herd_jobs_status(id, &text);
+
+	if (st != HERD_OK)
+		return lherd_fail(L, st);
+	return push_answer(L, text);
+}
+
+/* herd.jobs.stop(id) -> true | nil, msg, status */
+static int jobs_stop(lua_State *L)
+{
+	herd_status st = herd_jobs_stop(luaL_checkstring(L, 1));
+
+	if (st != HERD_OK)
+		return lherd_fail(L, st);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static const luaL_Reg jobs_funcs[] = {
+	{ "list", jobs_list },
+	{ "status", jobs_status },
+	{ "stop", jobs_stop },
+	{ NULL, NULL }
+};
+
 void lherd_open_job(lua_State *L)
 {
 	lherd_register(L, &job_type);
@@ -827,4 +889,6 @@ void lherd_open_job(lua_State *L)
 	lua_pushvalue(L, -1);
 	lua_pushcclosure(L, lherd_emit, 1);
 	lua_setfield(L, -2, "emit");
+	luaL_newlib(L, jobs_funcs);
+	lua_setfield(L, -2, "jobs");
 }

@@ -148,4 +148,27 @@ do
   assert(not out:find("[" .. herd.host, 1, true), out)
 end
 
+-- herd.jobs: the job this script launched is listed, its status read, and
+-- stopped as Ctrl-C would
+do
+  local job <close> = assert(herd.launch{ cmd = { "sleep", "30" }, n = 2, output = "none" })
+  local id, mine = job:id(), nil
+  for _ = 1, 100 do
+    for _, j in ipairs(assert(herd.jobs.list())) do
+      if j.id == id and j.state == "running" then mine = j end
+    end
+    if mine then break end
+    os.execute("sleep 0.1")
+  end
+  assert(mine, "herd.jobs.list() does not list " .. id)
+  assert(mine.ranks == 2 and mine.nodes == 1 and mine.command == "sleep 30", mine.command)
+  local st = assert(herd.jobs.status(id))
+  assert(#st.rank_states == 2 and st.rank_states[2].rank == 1 and st.rank_states[2].pid > 0)
+  assert(herd.jobs.stop(id) == true)
+  local res = assert(job:wait(30))
+  assert(res.status == 130 and res.state == "interrupted", res.status)
+  local ok, msg, code = herd.jobs.status(id)
+  assert(ok == nil and code == "HERD_ENOTFOUND" and msg:find("no running job " .. id, 1, true), msg)
+end
+
 print("job.lua: ok")

@@ -42,6 +42,9 @@ static const char usage_text[] =
 	"  --hosts EXPR            run over ssh on a hostlist, e.g. node[01-04]\n"
 	"  --hostfile FILE         run over ssh on the hosts of FILE (host slots=N)\n"
 	"  --slurm                 run on the nodes of this Slurm allocation (srun)\n"
+	"  --exclude EXPR          give no rank to the nodes of EXPR (a hostlist), as\n"
+	"                          srun --exclude; the nodes of herd exclude's list\n"
+	"                          are always left out\n"
 	"  --gpus-per-rank G       lease and bind G GPUs per rank\n"
 	"  --restarts R            restart the whole job up to R times after a failure\n"
 	"                          (not after a signal to herd launch or the time limit)\n"
@@ -127,7 +130,7 @@ enum {
 	OPT_PER_NODE = 256, OPT_HOSTS, OPT_HOSTFILE, OPT_SLURM, OPT_GPUS, OPT_RESTARTS,
 	OPT_LOG_DIR, OPT_TIMEOUT, OPT_START_TIMEOUT, OPT_GRACE, OPT_PREFIX, OPT_NO_PREFIX,
 	OPT_ENV, OPT_SUMMARY, OPT_STANDALONE, OPT_TAG_OUTPUT, OPT_NO_PYTHON, OPT_MONITOR,
-	OPT_MONITOR_PERIOD, OPT_MONITOR_OUT
+	OPT_MONITOR_PERIOD, OPT_MONITOR_OUT, OPT_EXCLUDE
 };
 
 static const char short_options[] = "+n:N:w:t:ulh";
@@ -146,6 +149,7 @@ static const struct option options[] = {
 	{ "standalone", no_argument, NULL, OPT_STANDALONE },
 	{ "hostfile", required_argument, NULL, OPT_HOSTFILE },
 	{ "slurm", no_argument, NULL, OPT_SLURM },
+	{ "exclude", required_argument, NULL, OPT_EXCLUDE },
 	{ "gpus-per-rank", required_argument, NULL, OPT_GPUS },
 	{ "gpus-per-task", required_argument, NULL, OPT_GPUS },
 	{ "restarts", required_argument, NULL, OPT_RESTARTS },
@@ -694,6 +698,9 @@ static int parse_args(shell_args *a, herd_job_spec *spec, struct env_list *e,
 			spec->where = c == OPT_HOSTS ? HERD_JOB_HOSTS
 				      : c == OPT_HOSTFILE ? HERD_JOB_HOSTFILE : HERD_JOB_SLURM;
 			spec->hosts = c == OPT_SLURM ? NULL : optarg;
+			break;
+		case OPT_EXCLUDE:
+			spec->exclude = optarg;
 			break;
 		case OPT_GPUS:
 			if (parse_count(opt, optarg, 0, &spec->gpus_per_rank) != 0)

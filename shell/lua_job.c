@@ -11,7 +11,8 @@
  * Options, with herd launch's meaning and defaults: cmd (a program and its
  * arguments as an array, or one string; a first element ending in .lua
  * runs as a Lua rank under this herd program), n (np too; not both),
- * per_node, hosts | hostfile | slurm = true, gpus_per_rank, restarts, time
+ * per_node, hosts | hostfile | slurm = true, exclude (a hostlist of nodes
+ * to leave out, as --exclude), gpus_per_rank, restarts, time
  * (the job's time limit, as --time: srun's "MM", "MM:SS", "HH:MM:SS",
  * "D-HH[:MM[:SS]]", or a whole number of minutes) or timeout (the same
  * limit in seconds, as --timeout), start_timeout (seconds for every rank
@@ -517,7 +518,7 @@ static int job_results(lua_State *L)
 static const char *const launch_options[] = {
 	"cmd", "n", "np", "per_node", "hosts", "hostfile", "slurm", "gpus_per_rank", "restarts",
 	"time", "timeout", "start_timeout", "grace", "env", "log_dir", "prefix", "output",
-	"detach", "workdir", "monitor", "monitor_period", "monitor_out", NULL
+	"detach", "workdir", "monitor", "monitor_period", "monitor_out", "exclude", NULL
 };
 
 /* n, or np as mpirun writes it; both: misuse. */
@@ -682,6 +683,7 @@ static int lherd_launch(lua_State *L)
 	spec.log_dir = lherd_opt_string(L, 1, "log_dir");
 	spec.prefix = lherd_opt_string(L, 1, "prefix");
 	spec.workdir = lherd_opt_string(L, 1, "workdir");
+	spec.exclude = lherd_opt_string(L, 1, "exclude");
 	hosts = lherd_opt_string(L, 1, "hosts");
 	hostfile = lherd_opt_string(L, 1, "hostfile");
 	lua_getfield(L, 1, "slurm");

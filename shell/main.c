@@ -67,6 +67,9 @@ static const struct command {
 	{ "job", cmd_job,
 	  "job status [--json] ID | stop ID\n"
 	  "                    one running job: its ranks and state; stop it as Ctrl-C" },
+	{ "exclude", cmd_exclude,
+	  "exclude ls [--json] | add [--reason TEXT] EXPR | rm EXPR\n"
+	  "                    the nodes herd launch leaves out, whatever the backend" },
 	{ "trace", cmd_trace,
 	  "trace [--json] [--calls N] FILE|DIR | --live JOB\n"
 	  "                    the flight recorders of a job: who is missing from a call" },

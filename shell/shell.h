@@ -111,6 +111,10 @@ int cmd_trace(int argc, char **argv);
 int cmd_jobs(int argc, char **argv);
 int cmd_job(int argc, char **argv);
 
+/* `herd exclude ls|add|rm`: the nodes herd launch leaves out
+ * (shell/cmd_exclude.c). */
+int cmd_exclude(int argc, char **argv);
+
 /* `herd acct [--since T] [--until T] [--json] [--log FILE]` (shell/cmd_acct.c). */
 int cmd_acct(int argc, char **argv);
 

@@ -201,7 +201,7 @@ HERD_EXTERN void herd_job_lines_free(herd_job_lines *q);
 HERD_EXTERN void herd_job_output_lines(void *userdata, int rank, const char *host,
 				       herd_job_stream stream, const char *line, size_t len);
 
-#define HERD_JOB_SPEC_VERSION 2
+#define HERD_JOB_SPEC_VERSION 3
 
 /*
  * What to run and where.  Strings and arrays are copied by herd_job_launch;
@@ -241,11 +241,16 @@ typedef struct herd_job_spec {
 	 * grace_ms), no restart follows, the job's state is
 	 * HERD_JOB_TIME_LIMIT and its exit status HERD_JOB_EXIT_TIME_LIMIT */
 	int time_limit_ms;
+	/* Version 3.  Nodes to leave out of this job (a hostlist expression;
+	 * NULL: none), with those of the excluded nodes' list
+	 * (herd_exclude_list), which is always honoured: a node on either is
+	 * given no rank, and the job is placed on the nodes that remain */
+	const char *exclude;
 } herd_job_spec;
 
 #define HERD_JOB_SPEC_INIT \
 	{ HERD_JOB_SPEC_VERSION, NULL, NULL, 0, 0, HERD_JOB_LOCAL, NULL, 0, NULL, NULL, \
-	  NULL, 0, 0, 0, NULL, 0, NULL, NULL, 0 }
+	  NULL, 0, 0, 0, NULL, 0, NULL, NULL, 0, NULL }
 
 /* The exit status of a job stopped at its time limit, as timeout(1) gives. */
 #define HERD_JOB_EXIT_TIME_LIMIT 124
@@ -446,6 +451,36 @@ HERD_EXTERN herd_status herd_jobs_dir(char *out, size_t cap);
 HERD_EXTERN herd_status herd_jobs_status(const char *id, char **json);
 /* Stops job id as Ctrl-C on its launcher would.  Errors as herd_jobs_status's. */
 HERD_EXTERN herd_status herd_jobs_stop(const char *id);
+
+/*
+ * Excluded nodes: one list for every backend, which herd_job_launch
+ * leaves out of a job's nodes (a hostlist, a hostfile or a Slurm
+ * allocation alike; srun then gets the nodes that remain), with what the
+ * job's own herd_job_spec.exclude adds.  The list is a file of lines
+ * "HOST<TAB>UNIX_SECONDS<TAB>REASON": HERD_EXCLUDE_FILE, else
+ * ${XDG_STATE_HOME:-~/.local/state}/herd/exclude.  Writers lock it
+ * (flock) and replace it whole.
+ */
+typedef struct herd_exclusion {
+	char host[256];
+	double since;               /* when it was excluded, Unix seconds */
+	char reason[256];           /* why, as given; "" when none */
+} herd_exclusion;
+
+/* The list's path into out (cap bytes).  HERD_EUNAVAIL when neither
+ * HERD_EXCLUDE_FILE, XDG_STATE_HOME nor HOME says where. */
+HERD_EXTERN herd_status herd_exclude_path(char *out, size_t cap);
+/* The excluded nodes, in the order they were added, into *out (free with
+ * herd_free); none (or no file) is *n == 0.  HERD_EFORMAT naming the line
+ * of a malformed file. */
+HERD_EXTERN herd_status herd_exclude_list(herd_exclusion **out, size_t *n);
+/* Excludes the nodes of hosts (a hostlist expression) with reason (NULL:
+ * none); a node already there keeps its first time and reason.  *added
+ * (may be NULL): how many were new. */
+HERD_EXTERN herd_status herd_exclude_add(const char *hosts, const char *reason, size_t *added);
+/* Takes the nodes of hosts (a hostlist expression) back.  *removed (may be
+ * NULL): how many were there. */
+HERD_EXTERN herd_status herd_exclude_remove(const char *hosts, size_t *removed);
 
 #ifdef __cplusplus
 }

@@ -75,6 +75,8 @@ typedef enum herd__param_type {
 	  "the shell's history; set but empty: none")                                           \
 	X(ACCT_LOG, STRING, "file", 0, 0, "(state dir)",                                        \
 	  "the accounting log of jobs; set but empty: none")                                    \
+	X(EXCLUDE_FILE, STRING, "file", 0, 0, "(state dir)",                                    \
+	  "the nodes herd launch leaves out (herd exclude)")                                    \
 	X(PROGRAM, STRING, "program", 0, 0, "herd",                                             \
 	  "the herd that other nodes run")                                                      \
 	X(LAUNCH_ADDR, STRING, "host", 0, 0, "(route)",                                         \

@@ -92,7 +92,7 @@ struct node_rt {
 struct herd_job {
 	herd_job_spec spec;            /* deep copy; strings and arrays below */
 	char **argv, **env;
-	char *hosts, *workdir, *log_dir, *prefix, *herd_program;
+	char *hosts, *workdir, *log_dir, *prefix, *herd_program, *exclude;
 	const herd__launch_backend *backend;
 	herd__launch_node *nodes;
 	size_t nnodes;
@@ -459,15 +459,19 @@ static herd_status copy_spec(herd_job *job, const herd_job_spec *s)
 {
 	const char *prog = s->herd_program;
 
-	/* A version 1 spec ends before time_limit_ms. */
-	if (s->version >= 2)
+	/* A version 1 spec ends before time_limit_ms, a version 2 before
+	 * exclude. */
+	if (s->version >= 3)
 		job->spec = *s;
 	else
-		memcpy(&job->spec, s, offsetof(herd_job_spec, time_limit_ms));
+		memcpy(&job->spec, s, s->version >= 2 ? offsetof(herd_job_spec, exclude)
+						      : offsetof(herd_job_spec, time_limit_ms));
 	job->spec.version = HERD_JOB_SPEC_VERSION;
 	HERD_CHECK(copy_strv(&job->argv, s->argv, "the job's argv"));
 	HERD_CHECK(job_env(&job->env, s->env));
 	HERD_CHECK(herd__strdup(&job->hosts, s->hosts));
+	HERD_CHECK(herd__strdup(&job->exclude, job->spec.exclude));
+	job->spec.exclude = job->exclude;
 	HERD_CHECK(herd__strdup(&job->workdir, s->workdir));
 	HERD_CHECK(herd__strdup(&job->log_dir, s->log_dir));
 	HERD_CHECK(herd__strdup(&job->prefix, s->prefix != NULL ? s->prefix : HERD_JOB_PREFIX_DEFAULT));
@@ -2152,6 +2156,7 @@ static herd_status make_id(herd_job *job)
 herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 {
 	herd_job *job = NULL;
+	char left_out[1024];
 	sigset_t all, old;
 	herd_status st;
 	int rc;
@@ -2171,6 +2176,16 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 	job->nranks = spec->nranks;
 	HERD_CHECK_GOTO(herd__launch_backend_for(spec->where, &job->backend), st, fail);
 	HERD_CHECK_GOTO(job->backend->resolve(&job->spec, &job->nodes, &job->nnodes), st, fail);
+	HERD_CHECK_GOTO(herd__exclude_filter(&job->nodes, &job->nnodes, job->spec.exclude, left_out,
+					     sizeof(left_out)), st, fail);
+	if (left_out[0] != '\0') {
+		herd__log_warn("nodes left out of the job, as excluded: %s", left_out);
+		if (job->nnodes == 0) {
+			st = herd__error(HERD_EUNAVAIL, "every node is excluded: %s (herd exclude "
+					 "ls lists them)", left_out);
+			goto fail;
+		}
+	}
 	HERD_CHECK_GOTO(herd__launch_place(job->nodes, &job->nnodes, spec->nranks, spec->per_node),
 			st, fail);
 	HERD_CHECK_GOTO(herd__calloc(&job->ranks, (size_t)job->nranks, sizeof(*job->ranks),
@@ -2443,6 +2458,7 @@ void herd_job_free(herd_job *job)
 	free_strv(job->argv);
 	free_strv(job->env);
 	free(job->hosts);
+	free(job->exclude);
 	free(job->workdir);
 	free(job->log_dir);
 	free(job->prefix);

@@ -67,6 +67,16 @@ typedef struct herd__launch_node {
 void herd__launch_nodes_free(herd__launch_node *nodes, size_t n);
 
 /*
+ * Leaves out of nodes[0..*nnodes) (before placement) those on the list of
+ * excluded nodes (herd_exclude_list) and those of extra (a hostlist
+ * expression; NULL: none), keeping the others' order; *nnodes shrinks.
+ * said[cap]: the nodes left out with why ("h3 (GPU 2 Xid 79), h4
+ * (excluded for this job)"), "" when none.  exclude.c.
+ */
+herd_status herd__exclude_filter(herd__launch_node **nodes, size_t *nnodes, const char *extra,
+				 char *said, size_t cap);
+
+/*
  * Places ranks 0..nranks-1 on nodes[0..*nnodes), in node order:
  *
  *   - per_node > 0: per_node ranks on each node in turn (the last node may

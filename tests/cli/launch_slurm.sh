@@ -6,7 +6,8 @@
 # GPUs planned only among those Slurm granted the step (another job holds
 # GPU 0 of each node, so Slurm grants GPU 1 and herd must pick GPU 1 of the
 # fixture inventory; a job with GPUs per task still gives the step every
-# GPU of the node), and the failures: outside an allocation, and a herd
+# GPU of the node), a node on the excluded nodes' list given no rank, and
+# the failures: outside an allocation, and a herd
 # program missing on the nodes (srun's words quoted).
 # Needs root, slurm-wlm and munge; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
@@ -41,6 +42,19 @@ out=$(timeout 120 salloc -Q -N2 --ntasks-per-node=2 "$HERD" launch --slurm -n 4 
 [node2:2] 2 1 0 2 node2 2
 [node2:3] 3 1 1 2 node2 2" ]] || fail "ranks on the allocation:
 $out"
+
+# --- node2 on the excluded nodes' list: both ranks on node1, in a step
+# of node1 alone (srun --nodelist=node1), and the launcher says why
+export HERD_EXCLUDE_FILE=$tmp/exclude
+"$HERD" exclude add --reason "drained for repair" node2 >/dev/null || fail "herd exclude add"
+out=$(timeout 120 salloc -Q -N2 --ntasks-per-node=2 "$HERD" launch --slurm -n 2 -- \
+	sh -c 'echo $SLURMD_NODENAME $SLURM_STEP_NUM_NODES' 2>"$tmp/err") \
+	|| fail "launch --slurm with node2 excluded exited $?: $out $(cat "$tmp/err")"
+[[ $(sort <<<"$out") == "[node1:0] node1 1
+[node1:1] node1 1" ]] || fail "ranks with node2 excluded: $out"
+has "$(cat "$tmp/err")" "nodes left out of the job, as excluded: node2 (drained for repair)"
+"$HERD" exclude rm node2 >/dev/null || fail "herd exclude rm"
+unset HERD_EXCLUDE_FILE
 
 # --- a failing rank's exit code comes back through salloc
 timeout 120 salloc -Q -N2 --ntasks-per-node=1 "$HERD" launch --slurm -n 2 -- \

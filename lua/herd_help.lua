@@ -237,6 +237,7 @@ launch's meaning and defaults: `cmd` (an array: program and arguments, or one st
 element ending in `.lua` runs as Lua ranks under this herd program), `n` (required; `np` too,
 not both), `per_node`, `hosts` (a hostlist, over ssh) | `hostfile` | `slurm = true`,
 `exclude` (a hostlist of nodes to leave out, as `--exclude`; those of `herd exclude` always are),
+`health_check` (1 or 2: every node runs `herd health` at that level first, as `--health-check`),
 `gpus_per_rank`, `restarts`, `time` (the job's time limit as `--time`: srun's `"MM"`, `"MM:SS"`,
 `"HH:MM:SS"`, `"D-HH[:MM[:SS]]"`, or a whole number of minutes) or `timeout` (the same limit in
 seconds, as `--timeout`; at the limit the ranks are stopped and the state is `"time_limit"`,

@@ -42,6 +42,10 @@ static const char usage_text[] =
 	"  --hosts EXPR            run over ssh on a hostlist, e.g. node[01-04]\n"
 	"  --hostfile FILE         run over ssh on the hosts of FILE (host slots=N)\n"
 	"  --slurm                 run on the nodes of this Slurm allocation (srun)\n"
+	"  --health-check[=1|2]    before any rank starts, every node runs herd health\n"
+	"                          at that level (default 1) and refuses the job when\n"
+	"                          a GPU of it fails a check; the launch then fails\n"
+	"                          (125) naming the node and the checks\n"
 	"  --exclude EXPR          give no rank to the nodes of EXPR (a hostlist), as\n"
 	"                          srun --exclude; the nodes of herd exclude's list\n"
 	"                          are always left out\n"
@@ -114,7 +118,8 @@ static const char usage_text[] =
 	"           signal S, 255 when its node was lost\n"
 	"  124      the time limit (--time, --timeout) was reached\n"
 	"  125      herd launch itself failed: a usage error, a placement that\n"
-	"           cannot be met, a node that cannot be reached at the start;\n"
+	"           cannot be met, a node that cannot be reached at the start\n"
+	"           or fails --health-check;\n"
 	"           or every rank exited 0 but --json-summary or --monitor-out\n"
 	"           could not be written\n"
 	"  126/127  a rank's command is not executable / not found\n"
@@ -130,7 +135,7 @@ enum {
 	OPT_PER_NODE = 256, OPT_HOSTS, OPT_HOSTFILE, OPT_SLURM, OPT_GPUS, OPT_RESTARTS,
 	OPT_LOG_DIR, OPT_TIMEOUT, OPT_START_TIMEOUT, OPT_GRACE, OPT_PREFIX, OPT_NO_PREFIX,
 	OPT_ENV, OPT_SUMMARY, OPT_STANDALONE, OPT_TAG_OUTPUT, OPT_NO_PYTHON, OPT_MONITOR,
-	OPT_MONITOR_PERIOD, OPT_MONITOR_OUT, OPT_EXCLUDE
+	OPT_MONITOR_PERIOD, OPT_MONITOR_OUT, OPT_EXCLUDE, OPT_HEALTH
 };
 
 static const char short_options[] = "+n:N:w:t:ulh";
@@ -150,6 +155,7 @@ static const struct option options[] = {
 	{ "hostfile", required_argument, NULL, OPT_HOSTFILE },
 	{ "slurm", no_argument, NULL, OPT_SLURM },
 	{ "exclude", required_argument, NULL, OPT_EXCLUDE },
+	{ "health-check", optional_argument, NULL, OPT_HEALTH },
 	{ "gpus-per-rank", required_argument, NULL, OPT_GPUS },
 	{ "gpus-per-task", required_argument, NULL, OPT_GPUS },
 	{ "restarts", required_argument, NULL, OPT_RESTARTS },
@@ -701,6 +707,14 @@ static int parse_args(shell_args *a, herd_job_spec *spec, struct env_list *e,
 			break;
 		case OPT_EXCLUDE:
 			spec->exclude = optarg;
+			break;
+		case OPT_HEALTH:
+			if (optarg == NULL)
+				spec->health_check = 1;
+			else if (strcmp(optarg, "1") == 0 || strcmp(optarg, "2") == 0)
+				spec->health_check = optarg[0] - '0';
+			else
+				return usage_error("--health-check=%s: the level is 1 or 2", optarg);
 			break;
 		case OPT_GPUS:
 			if (parse_count(opt, optarg, 0, &spec->gpus_per_rank) != 0)

@@ -12,7 +12,8 @@
  * arguments as an array, or one string; a first element ending in .lua
  * runs as a Lua rank under this herd program), n (np too; not both),
  * per_node, hosts | hostfile | slurm = true, exclude (a hostlist of nodes
- * to leave out, as --exclude), gpus_per_rank, restarts, time
+ * to leave out, as --exclude), health_check (1 or 2, as --health-check),
+ * gpus_per_rank, restarts, time
  * (the job's time limit, as --time: srun's "MM", "MM:SS", "HH:MM:SS",
  * "D-HH[:MM[:SS]]", or a whole number of minutes) or timeout (the same
  * limit in seconds, as --timeout), start_timeout (seconds for every rank
@@ -518,7 +519,8 @@ static int job_results(lua_State *L)
 static const char *const launch_options[] = {
 	"cmd", "n", "np", "per_node", "hosts", "hostfile", "slurm", "gpus_per_rank", "restarts",
 	"time", "timeout", "start_timeout", "grace", "env", "log_dir", "prefix", "output",
-	"detach", "workdir", "monitor", "monitor_period", "monitor_out", "exclude", NULL
+	"detach", "workdir", "monitor", "monitor_period", "monitor_out", "exclude", "health_check",
+	NULL
 };
 
 /* n, or np as mpirun writes it; both: misuse. */
@@ -684,6 +686,7 @@ static int lherd_launch(lua_State *L)
 	spec.prefix = lherd_opt_string(L, 1, "prefix");
 	spec.workdir = lherd_opt_string(L, 1, "workdir");
 	spec.exclude = lherd_opt_string(L, 1, "exclude");
+	spec.health_check = (int)lherd_opt_integer(L, 1, "health_check", 0, 2, 0);
 	hosts = lherd_opt_string(L, 1, "hosts");
 	hostfile = lherd_opt_string(L, 1, "hostfile");
 	lua_getfield(L, 1, "slurm");

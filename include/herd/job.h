@@ -246,11 +246,17 @@ typedef struct herd_job_spec {
 	 * (herd_exclude_list), which is always honoured: a node on either is
 	 * given no rank, and the job is placed on the nodes that remain */
 	const char *exclude;
+	/* Version 3.  Before any rank starts, every node runs herd health at
+	 * this level (1 or 2, herd/health.h; 0: none) and refuses the job when
+	 * a GPU of it fails a check: herd_job_launch then fails, naming the
+	 * node and the checks, and no rank has started anywhere.  All nodes
+	 * check at once; level 1 takes seconds, level 2 burns each GPU */
+	int health_check;
 } herd_job_spec;
 
 #define HERD_JOB_SPEC_INIT \
 	{ HERD_JOB_SPEC_VERSION, NULL, NULL, 0, 0, HERD_JOB_LOCAL, NULL, 0, NULL, NULL, \
-	  NULL, 0, 0, 0, NULL, 0, NULL, NULL, 0, NULL }
+	  NULL, 0, 0, 0, NULL, 0, NULL, NULL, 0, NULL, 0 }
 
 /* The exit status of a job stopped at its time limit, as timeout(1) gives. */
 #define HERD_JOB_EXIT_TIME_LIMIT 124

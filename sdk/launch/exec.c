@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "herd/health.h"
 #include "herd/sys/agent.h"
 #include "comm/trace.h"
 #include "launch_internal.h"
@@ -238,6 +239,40 @@ static void trace_dir_seen(exec_state *x, const herd__node_spec *spec)
 	x->trace_dir = dir;
 }
 
+/*
+ * herd health at level on this node, before it says ready: HERD_EUNAVAIL
+ * naming each failed check of each GPU when one fails.  A node without a
+ * GPU has nothing to fail.
+ */
+static herd_status health_gate(int level)
+{
+	herd_health_opts o = HERD_HEALTH_OPTS_INIT;
+	herd_health_report *r = NULL;
+	char failed[2048] = "";
+	size_t n = 0;
+	herd_status st;
+
+	o.level = level;
+	st = herd_health_run(&r, &o);
+	if (st != HERD_OK)
+		return herd__error_wrap(st, "the health check (level %d): ", level);
+	for (size_t g = 0; g < r->ngpus; g++)
+		for (size_t c = 0; c < r->gpus[g].nchecks && n < sizeof(failed); c++) {
+			const herd_health_check *k = &r->gpus[g].checks[c];
+
+			if (k->result != HERD_HEALTH_FAIL)
+				continue;
+			n += (size_t)snprintf(failed + n, sizeof(failed) - n, "%sGPU %d (%s) %s: %s",
+					      n ? "; " : "", r->gpus[g].index, r->gpus[g].bus_id,
+					      k->name, k->detail);
+		}
+	herd_health_free(r);
+	if (n > 0)
+		return herd__error(HERD_EUNAVAIL, "the health check (level %d) failed: %s", level,
+				   failed);
+	return HERD_OK;
+}
+
 /* Obeys the commands that have arrived. */
 static herd_status commands(exec_state *x)
 {
@@ -461,6 +496,10 @@ herd_status herd_agent_exec(int rfd, int wfd, int stop_fd)
 	x.grace_ms = spec.grace_ms;
 	x.lines = spec.lines;
 	trace_dir_seen(&x, &spec);
+	if (spec.health > 0 && (st = health_gate(spec.health)) != HERD_OK) {
+		st = refuse(&x, st);
+		goto out;
+	}
 	if (gethostname(host, sizeof(host)) != 0)
 		herd__strlcpy(host, "?", sizeof(host));
 	host[sizeof(host) - 1] = '\0';

@@ -410,6 +410,9 @@ static herd_status check_spec(const herd_job_spec *s)
 				   "default) or more", s->start_timeout_ms < 0 ? "start_timeout_ms"
 				   : s->grace_ms < 0 ? "grace_ms" : s->restarts < 0 ? "restarts"
 				   : "connect_timeout_ms");
+	if (s->version >= 3 && (s->health_check < 0 || s->health_check > 2))
+		return herd__error(HERD_EINVAL, "herd_job_spec.health_check is %d; expected 0 "
+				   "(none), 1 or 2", s->health_check);
 	if (s->version >= 2 && s->time_limit_ms < 0)
 		return herd__error(HERD_EINVAL, "herd_job_spec.time_limit_ms is %d; expected 0 "
 				   "(no limit) or more", s->time_limit_ms);
@@ -1324,6 +1327,7 @@ static void node_spec_of(herd_job *job, const herd__launch_node *node, const cha
 	s->gpus_per_rank = job->spec.gpus_per_rank;
 	s->lines = true;
 	s->trace_token = job->trace_token[0] != '\0' ? job->trace_token : NULL;
+	s->health = job->spec.health_check;
 }
 
 /*

@@ -346,7 +346,9 @@ void herd__launch_link_free(herd__launch_link *l);
  *           maddr, mport (MASTER_ADDR / MASTER_PORT),
  *           workdir?, logdir?, grace (ms), gpus (per rank),
  *           lines? (1: the launcher takes lines frames),
- *           trace? (the token in the launcher's trace directory, below)}
+ *           trace? (the token in the launcher's trace directory, below),
+ *           health? (1, 2: run herd health at that level first, and refuse
+ *           the spec when a GPU fails a check)}
  *          first and once; the secret travels here, never on a command line.
  *   signal {sig}           send sig to every running rank's process group
  *   stop   {grace}         SIGTERM now, SIGKILL after grace ms (0: at once)
@@ -490,6 +492,7 @@ typedef struct herd__node_spec {
 	int gpus_per_rank;
 	bool lines;            /* the launcher takes lines frames */
 	char *trace_token;     /* NULL: none (the launcher keeps no trace directory) */
+	int health;            /* herd health's level before ready; 0: none */
 	/* Tree fan-out (a relay); nsub 0: a leaf. */
 	int nsub;
 	char **sub;            /* hosts of nodes node_rank+1..node_rank+nsub */

@@ -390,6 +390,12 @@ static herd_status decode_spec(herd__node_spec *s, const msgpack_object *root)
 	HERD_CHECK(get_str(root, "workdir", PATH_MAX, true, &s->workdir));
 	HERD_CHECK(get_str(root, "logdir", PATH_MAX, true, &s->log_dir));
 	HERD_CHECK(get_str(root, "trace", 64, true, &s->trace_token));
+	{
+		int64_t health = 0;
+
+		HERD_CHECK(get_int(root, HERD__LAUNCH_T_SPEC, "health", 0, 2, true, &health));
+		s->health = (int)health;
+	}
 	HERD_CHECK(get_int_field(root, "mport", 0, 65535, &s->master_port));
 	HERD_CHECK(get_int_field(root, "restart", 0, INT_MAX, &s->restart_count));
 	HERD_CHECK(get_int_field(root, "world", 1, INT_MAX, &s->world_size));
@@ -551,6 +557,8 @@ herd_status herd__launch_enc_spec(herd__buf *buf, const herd__node_spec *s)
 	/* Only when set, as lines below. */
 	if (s->trace_token != NULL)
 		enc_str(&e, "trace", s->trace_token);
+	if (s->health > 0)
+		herd__frame_int(&e, "health", s->health);
 	enc_strv(&e, "argv", s->argv);
 	enc_strv(&e, "env", s->env);
 	herd__frame_key(&e, "ranks");

@@ -18,6 +18,17 @@ export XDG_RUNTIME_DIR=$tmp/run
 mkdir -m 700 "$XDG_RUNTIME_DIR"
 host=$(hostname -s)
 
+# first_id: the id of the first job herd jobs lists, waited for (at most 10 s).
+first_id() {
+	local id=
+	for ((k = 0; k < 100; k++)); do
+		id=$("$HERD" jobs --json | python3 -c 'import json,sys; a=json.load(sys.stdin); print(a[0]["id"] if a else "")')
+		[[ -n $id ]] && break
+		sleep 0.1
+	done
+	echo "$id"
+}
+
 # listed ID: herd jobs' row of job ID, waited for (at most 10 s).
 listed() {
 	local row=
@@ -36,12 +47,7 @@ out=$("$HERD" jobs) || fail "herd jobs with no job: exit $?: $out"
 timeout 60 "$HERD" launch -n 2 -- sleep 30 >/dev/null 2>"$tmp/err" &
 job=$!
 pids+=("$job")
-id=
-for ((k = 0; k < 100; k++)); do
-	id=$("$HERD" jobs --json | python3 -c 'import json,sys; a=json.load(sys.stdin); print(a[0]["id"] if a else "")')
-	[[ -n $id ]] && break
-	sleep 0.1
-done
+id=$(first_id)
 [[ -n $id ]] || fail "no job listed: $("$HERD" jobs 2>&1); $(cat "$tmp/err")"
 row=$(listed "$id")
 grep -qE "^$id +(starting|running) +2 +1 +0 +0:00:[0-9]{2}  sleep 30$" <<<"$row" \
@@ -90,12 +96,7 @@ echo "stopped in $ms ms"
 "$HERD" launch -n 1 -- sleep 30 >/dev/null 2>&1 &
 job=$!
 pids+=("$job")
-id=
-for ((k = 0; k < 100; k++)); do
-	id=$("$HERD" jobs --json | python3 -c 'import json,sys; a=json.load(sys.stdin); print(a[0]["id"] if a else "")')
-	[[ -n $id ]] && break
-	sleep 0.1
-done
+id=$(first_id)
 [[ -n $id ]] || fail "the second job is not listed"
 kill -KILL "$job"
 wait "$job" 2>/dev/null

@@ -317,7 +317,7 @@ herd_status herd_jobs_status(const char *id, char **json)
 			json_array_append_new(all, one);
 		} else if (st == HERD_ENOTFOUND) {
 			/* A launcher that died left its socket: nobody answers. */
-			char path[sizeof(dir) + 80];
+			char path[sizeof(dir) + 256];
 
 			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 			unlink(path);

@@ -250,7 +250,9 @@ typedef struct herd_job_spec {
 	 * this level (1 or 2, herd/health.h; 0: none) and refuses the job when
 	 * a GPU of it fails a check: herd_job_launch then fails, naming the
 	 * node and the checks, and no rank has started anywhere.  All nodes
-	 * check at once; level 1 takes seconds, level 2 burns each GPU */
+	 * check at once, every GPU of each; level 1 takes seconds, level 2
+	 * burns each GPU.  The start deadline grows by 60 s (level 1) or 300 s
+	 * (level 2) for it */
 	int health_check;
 } herd_job_spec;
 

@@ -119,19 +119,21 @@ void herd__trace_open(herd__trace *t, const char *id, int rank, int size, const 
  * exec` sends them to the launcher when the two do not share the
  * directory): each regular *.trace file of this user in dir, read as
  * herd_trace_report reads it, is made into one image, the header and its
- * newest entries (at most HERD__TRACE_COPY_MAX) in call order, with
+ * newest entries (at most max_calls, and HERD__TRACE_COPY_MAX) in call
+ * order, with
  * copied_ns and copied_proc set, and passed to emit.  *count: the images
  * emitted.  Files that are not rings are passed over; the first error of
  * emit is returned.
  */
 #define HERD__TRACE_COPY_MAX 8192
-herd_status herd__trace_copies(const char *dir,
+herd_status herd__trace_copies(const char *dir, size_t max_calls,
 			       herd_status (*emit)(void *arg, const void *image, size_t len),
 			       void *arg, int *count);
 /*
  * Keeps a copy another node sent in dir as ID.RANK.trace (replacing an
- * older copy of it): HERD_EFORMAT when image is not a ring of this format
- * or its id is not hex, errors of herd__write_file_atomic otherwise.
+ * older copy of it, by rename; not synced: scratch for the next read):
+ * HERD_EFORMAT when image is not a ring of this format or its id is not
+ * hex, HERD_EIO when it cannot be written.
  */
 herd_status herd__trace_keep_copy(const char *dir, const void *image, size_t len);
 /*
@@ -140,6 +142,10 @@ herd_status herd__trace_keep_copy(const char *dir, const void *image, size_t len
  * empty, else $XDG_RUNTIME_DIR/herd/trace, else /tmp/herd-trace-UID.
  */
 void herd__trace_base(const char *given, char *out, size_t cap);
+/* Removes the rings in dir of the processes pids[0..n) (their header's
+ * pid), then dir if nothing else is left in it: a node's own, in a
+ * directory that may hold other nodes' rings too. */
+void herd__trace_remove_of(const char *dir, const long *pids, size_t n);
 /* Removes a job's trace directory, dir: its rings (*.trace*), its
  * "launcher" token (herd launch), then dir itself if nothing else is
  * left in it. */

@@ -1368,6 +1368,7 @@ typedef struct copy_arg {
 	herd_status (*emit)(void *arg, const void *image, size_t len);
 	void *arg;
 	const char *dir;
+	size_t max;
 	herd_status st;
 	int count;
 } copy_arg;
@@ -1391,7 +1392,7 @@ static bool copy_one(int fd, const struct stat *sb, const herd__trace_head *h, c
 		herd__log_debug("not copied: %s", herd_last_error());
 		return true;
 	}
-	n = r.n < HERD__TRACE_COPY_MAX ? r.n : HERD__TRACE_COPY_MAX;
+	n = r.n < c->max ? r.n : c->max;
 	len = HERD__TRACE_HEAD_SIZE + (n > 0 ? n : 1) * sizeof(herd__trace_entry);
 	if (herd__calloc(&image, 1, len, "a copy of a flight recorder") != HERD_OK) {
 		c->st = HERD_ENOMEM;
@@ -1417,16 +1418,54 @@ static bool copy_one(int fd, const struct stat *sb, const herd__trace_head *h, c
 	return true;
 }
 
-herd_status herd__trace_copies(const char *dir,
+herd_status herd__trace_copies(const char *dir, size_t max_calls,
 			       herd_status (*emit)(void *arg, const void *image, size_t len),
 			       void *arg, int *count)
 {
-	copy_arg c = { emit, arg, dir, HERD_OK, 0 };
+	copy_arg c = { emit, arg, dir, max_calls < HERD__TRACE_COPY_MAX ? max_calls
+							: HERD__TRACE_COPY_MAX, HERD_OK, 0 };
 
 	each_ring_of(dir, -1, O_RDONLY, copy_one, &c);
 	if (count != NULL)
 		*count = c.count;
 	return c.st;
+}
+
+/* image to path by a new file renamed over it (never through a link),
+ * without the syncs of a result file: a copy is rewritten every round. */
+static herd_status write_scratch(const char *path, const void *image, size_t len)
+{
+	char tmp[4200];
+	size_t done = 0;
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return herd__error_errno(HERD_EIO, errno, "cannot make %s", tmp);
+	while (done < len) {
+		ssize_t w = write(fd, (const char *)image + done, len - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			herd_status st = herd__error_errno(HERD_EIO, w < 0 ? errno : ENOSPC,
+							   "writing %s", tmp);
+
+			close(fd);
+			unlink(tmp);
+			return st;
+		}
+		done += (size_t)w;
+	}
+	if (close(fd) != 0 || rename(tmp, path) != 0) {
+		herd_status st = herd__error_errno(HERD_EIO, errno, "cannot keep %s", path);
+
+		unlink(tmp);
+		return st;
+	}
+	return HERD_OK;
 }
 
 herd_status herd__trace_keep_copy(const char *dir, const void *image, size_t len)
@@ -1450,7 +1489,7 @@ herd_status herd__trace_keep_copy(const char *dir, const void *image, size_t len
 		return herd__error(HERD_EFORMAT, "a copy of a flight recorder that does not say "
 				   "when it was copied");
 	snprintf(path, sizeof(path), "%s/%s.%d.trace", dir, h.id, h.rank);
-	return herd__write_file_atomic(path, image, len, 0600);
+	return write_scratch(path, image, len);
 }
 
 herd_status herd_trace_job_dir(const char *job_id, char *out, size_t cap)
@@ -1473,4 +1512,40 @@ herd_status herd_trace_job_dir(const char *job_id, char *out, size_t cap)
 		return herd__error(HERD_EINVAL, "%s/%s: too long a directory name", base, job_id);
 	}
 	return HERD_OK;
+}
+
+typedef struct remove_arg {
+	const long *pids;
+	size_t n;
+	int dirfd;
+} remove_arg;
+
+static bool remove_one(int fd, const struct stat *sb, const herd__trace_head *h, const char *name,
+		       void *arg)
+{
+	remove_arg *r = arg;
+
+	(void)fd;
+	if (sb->st_uid != getuid())
+		return true;
+	for (size_t i = 0; i < r->n; i++)
+		if (r->pids[i] == h->pid) {
+			unlinkat(r->dirfd, name, 0);
+			break;
+		}
+	return true;
+}
+
+void herd__trace_remove_of(const char *dir, const long *pids, size_t n)
+{
+	remove_arg r = { pids, n, -1 };
+
+	if (dir == NULL || n == 0)
+		return;
+	r.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (r.dirfd < 0)
+		return;
+	each_ring_of(dir, -1, O_RDONLY, remove_one, &r);
+	close(r.dirfd);
+	rmdir(dir);
 }

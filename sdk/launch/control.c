@@ -26,9 +26,13 @@
 #include "launch_internal.h"
 #include "net.h"
 
-/* How long a request may take to arrive, and an answer to leave. */
-#define REQUEST_MS 500
-#define ANSWER_MS 1000
+/* How long a request may take to arrive, and an answer to leave (a local
+ * client sends at once and reads at once: these bound one that stalls,
+ * which holds up the job's loop that long), and the requests served a
+ * turn of that loop. */
+#define REQUEST_MS 200
+#define ANSWER_MS 500
+#define SERVE_MAX 4
 /* The most bytes of a request line, and of an answer a client reads. */
 #define REQUEST_MAX 64
 #define ANSWER_MAX (4u << 20)
@@ -42,7 +46,9 @@ herd_status herd_jobs_dir(char *out, size_t cap)
 
 	if (out == NULL || cap == 0)
 		return herd__error(HERD_EINVAL, "herd_jobs_dir: out is NULL");
-	if (xdg != NULL && xdg[0] == '/')
+	/* An XDG_RUNTIME_DIR inherited where it does not exist (a Slurm
+	 * node's) falls back to /tmp, as it would unset. */
+	if (xdg != NULL && xdg[0] == '/' && access(xdg, W_OK | X_OK) == 0)
 		len = snprintf(out, cap, "%s/herd/jobs", xdg);
 	else
 		len = snprintf(out, cap, "/tmp/herd-jobs-%u", (unsigned)getuid());
@@ -78,28 +84,36 @@ static herd_status sock_addr(const char *id, struct sockaddr_un *addr)
 
 herd_status herd__control_listen(const char *id, int *fd, char *path, size_t cap)
 {
-	struct sockaddr_un addr;
-	int s;
+	struct sockaddr_un addr, tmp;
+	char final[sizeof(addr.sun_path)];
+	int s, len;
 
 	*fd = -1;
 	path[0] = '\0';
 	HERD_CHECK(sock_addr(id, &addr));
+	/* Bound and listening under a name herd jobs does not look at, then
+	 * renamed into place: a lister never finds it not yet listening. */
+	herd__strlcpy(final, addr.sun_path, sizeof(final));
+	tmp = addr;
+	len = snprintf(tmp.sun_path, sizeof(tmp.sun_path), "%s.new", final);
+	if (len < 0 || (size_t)len >= sizeof(tmp.sun_path))
+		return herd__error(HERD_EINVAL, "%s.new: too long for a Unix socket", final);
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s < 0)
 		return herd__error_errno(HERD_ESYS, errno, "a control socket");
 	/* A job id is new: what has its name is a leftover. */
-	unlink(addr.sun_path);
-	if (bind(s, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
-	    chmod(addr.sun_path, 0600) != 0 || listen(s, 16) != 0) {
-		herd_status st = herd__error_errno(HERD_ESYS, errno, "listening on %s",
-						   addr.sun_path);
+	unlink(tmp.sun_path);
+	if (bind(s, (struct sockaddr *)&tmp, sizeof(tmp)) != 0 ||
+	    chmod(tmp.sun_path, 0600) != 0 || listen(s, 16) != 0 ||
+	    rename(tmp.sun_path, final) != 0) {
+		herd_status st = herd__error_errno(HERD_ESYS, errno, "listening on %s", final);
 
 		close(s);
-		unlink(addr.sun_path);
+		unlink(tmp.sun_path);
 		return st;
 	}
 	*fd = s;
-	herd__strlcpy(path, addr.sun_path, cap);
+	herd__strlcpy(path, final, cap);
 	return HERD_OK;
 }
 
@@ -108,7 +122,8 @@ static bool write_by(int fd, const char *buf, size_t len, int64_t deadline)
 {
 	while (len > 0) {
 		struct pollfd p = { .fd = fd, .events = POLLOUT };
-		ssize_t w = write(fd, buf, len);
+		/* send, not write: a peer gone is EPIPE, never SIGPIPE. */
+		ssize_t w = send(fd, buf, len, MSG_NOSIGNAL);
 
 		if (w > 0) {
 			buf += w;
@@ -126,7 +141,7 @@ static bool write_by(int fd, const char *buf, size_t len, int64_t deadline)
 
 void herd__control_serve(int lfd, char *(*answer)(void *arg, const char *request), void *arg)
 {
-	for (int k = 0; k < 16; k++) {
+	for (int k = 0; k < SERVE_MAX; k++) {
 		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		int64_t deadline = herd__net_deadline(REQUEST_MS);
 		char req[REQUEST_MAX + 1];

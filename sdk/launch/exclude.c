@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -97,19 +98,31 @@ static herd_status parse(FILE *f, const char *path, herd_exclusion **out, size_t
 	return HERD_OK;
 }
 
-/* The list from path; a missing file is an empty list. */
+/* The list from path; a missing file is an empty list.  A link to the
+ * list is followed; what is not a regular file (a FIFO that would block)
+ * is refused. */
 static herd_status load(const char *path, herd_exclusion **out, size_t *n)
 {
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat sb;
 	FILE *f;
 	herd_status st;
 
-	HERD_CHECK(herd_file_check(path));
-	f = fopen(path, "re");
 	*out = NULL;
 	*n = 0;
-	if (f == NULL)
+	if (fd < 0)
 		return errno == ENOENT ? HERD_OK
 				       : herd__error_errno(HERD_EIO, errno, "cannot read %s", path);
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return herd__error(HERD_EINVAL, "%s: not a regular file (a FIFO, a device or a "
+				   "directory); the excluded nodes' list must be one", path);
+	}
+	f = fdopen(fd, "r");
+	if (f == NULL) {
+		close(fd);
+		return herd__error_errno(HERD_EIO, errno, "cannot read %s", path);
+	}
 	st = parse(f, path, out, n);
 	fclose(f);
 	if (st != HERD_OK) {
@@ -199,9 +212,15 @@ static herd_status edit(const char *hosts, bool add, const char *reason, size_t 
 		for (i = 0; i < n && strcmp(v[i].host, names[k]) != 0; i++)
 			;
 		if (add && i == n) {
-			herd_exclusion *grown = realloc(v, (n + 1) * sizeof(*v));
+			herd_exclusion *grown;
 			struct timespec now;
 
+			if (n == EXCLUDE_MAX) {
+				st = herd__error(HERD_EINVAL, "the list would hold over %d nodes",
+						 EXCLUDE_MAX);
+				break;
+			}
+			grown = realloc(v, (n + 1) * sizeof(*v));
 			if (grown == NULL) {
 				st = herd__error(HERD_ENOMEM, "out of memory");
 				break;

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,8 +48,17 @@ typedef struct exec_state {
 	herd_status frame_st; /* first failure encoding an event */
 	const char *trace_dir; /* the ranks' HERD_TRACE_DIR, when the launcher does
 				* not see it: their rings are sent as copies */
-	bool rank_failed;     /* a rank of this node failed: its rings go up before done */
+	bool rank_failed;     /* a rank of this node failed on its own (not stopped by the
+			       * launcher): its rings go up before done */
+	bool stopping;        /* the launcher said stop, or is gone */
+	long *pids;           /* the ranks' pids as they started (0: not yet) */
+	const int *ranks;     /* the spec's global ranks, for pids' index */
+	int nranks;
 } exec_state;
+
+/* How long what the node says of itself may take (NVML at a GPU fault can
+ * hang): past it, the answer goes without. */
+#define WORDS_MS 1500
 
 _Static_assert(HERD__LAUNCH_RING_MAX ==
 	       HERD__TRACE_HEAD_SIZE + HERD__TRACE_COPY_MAX * sizeof(herd__trace_entry),
@@ -64,6 +74,9 @@ static void ev_started(void *ud, int rank, long pid)
 {
 	exec_state *x = ud;
 
+	for (int i = 0; x->pids != NULL && i < x->nranks; i++)
+		if (x->ranks[i] == rank)
+			x->pids[i] = pid;
 	queue(x, herd__launch_enc_started(&x->out, rank, pid));
 }
 
@@ -93,7 +106,8 @@ static void ev_exited(void *ud, int rank, herd_job_rank_state state, int code, i
 {
 	exec_state *x = ud;
 
-	if (state == HERD_JOB_RANK_SIGNALED || (state == HERD_JOB_RANK_EXITED && code != 0))
+	if (!x->stopping &&
+	    (state == HERD_JOB_RANK_SIGNALED || (state == HERD_JOB_RANK_EXITED && code != 0)))
 		x->rank_failed = true;
 
 	queue(x, herd__launch_enc_exited(&x->out, rank, state, code, sig, err));
@@ -189,23 +203,104 @@ static herd_status emit_ring(void *arg, const void *image, size_t len)
 	return herd__launch_enc_ring(&x->out, image, len);
 }
 
-/* The answer to rings: copies of the rings of this node's ranks, when the
- * launcher does not see their directory, and what the node says of
- * itself. */
-static void send_rings(exec_state *x)
-{
+/* What the node says of itself, taken on a thread of its own: NVML at a
+ * GPU fault may take seconds or hang, and the node's loop must not. */
+typedef struct words_job {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	int refs;             /* the waiter's and the thread's */
 	char words[1024];
+} words_job;
+
+static void words_release(words_job *w)
+{
+	bool last;
+
+	pthread_mutex_lock(&w->mu);
+	last = --w->refs == 0;
+	pthread_mutex_unlock(&w->mu);
+	if (last) {
+		pthread_mutex_destroy(&w->mu);
+		pthread_cond_destroy(&w->cv);
+		free(w);
+	}
+}
+
+static void *words_thread(void *arg)
+{
+	words_job *w = arg;
+	char words[sizeof(w->words)];
+
+	herd__telemetry_node_words(words, sizeof(words));
+	pthread_mutex_lock(&w->mu);
+	memcpy(w->words, words, sizeof(words));
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	words_release(w);
+	return NULL;
+}
+
+/* herd__telemetry_node_words into out, within WORDS_MS; "" past it (the
+ * thread finishes on its own). */
+static void node_words(char *out, size_t cap)
+{
+	words_job *w = calloc(1, sizeof(*w));
+	pthread_attr_t attr;
+	pthread_t t;
+	int64_t until = herd__net_deadline(WORDS_MS);
+
+	out[0] = '\0';
+	if (w == NULL)
+		return;
+	pthread_mutex_init(&w->mu, NULL);
+	herd__net_cond_init(&w->cv);
+	w->refs = 2;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, words_thread, w) != 0) {
+		pthread_attr_destroy(&attr);
+		w->refs = 1;
+		words_release(w);
+		return;
+	}
+	pthread_attr_destroy(&attr);
+	pthread_mutex_lock(&w->mu);
+	while (!w->done && herd__net_cond_wait_until(&w->cv, &w->mu, until) == 0)
+		;
+	if (w->done)
+		herd__strlcpy(out, w->words, cap);
+	pthread_mutex_unlock(&w->mu);
+	if (!w->done)
+		herd__log_warn("herd exec: what this node says of itself took over %d ms; sent "
+			       "without it", WORDS_MS);
+	words_release(w);
+}
+
+/*
+ * The answer to rings: copies of the rings of this node's ranks, when the
+ * launcher does not see their directory (whole for a request with seq,
+ * else their newest calls), and, when seq is set or the node's own rank
+ * failed (words), what the node says of itself; then the rings frame.
+ */
+static void send_rings(exec_state *x, int seq, bool words_too)
+{
+	char words[1024] = "";
 	int n = 0;
 
 	if (x->broken)
 		return;
 	if (x->trace_dir != NULL) {
-		queue(x, herd__trace_copies(x->trace_dir, emit_ring, x, &n));
+		queue(x, herd__trace_copies(x->trace_dir, seq > 0 || words_too
+					    ? HERD__TRACE_COPY_MAX : HERD__LAUNCH_ROUND_CALLS,
+					    emit_ring, x, &n));
 		herd__log_debug("herd exec: %d flight recorders of %s sent to the launcher", n,
 				x->trace_dir);
 	}
-	herd__telemetry_node_words(words, sizeof(words));
-	queue(x, herd__launch_enc_rings(&x->out, words[0] != '\0' ? words : NULL));
+	if (seq > 0 || words_too)
+		node_words(words, sizeof(words));
+	queue(x, herd__launch_enc_rings(&x->out, seq, words[0] != '\0' ? words : NULL));
 }
 
 /*
@@ -300,9 +395,10 @@ static herd_status commands(exec_state *x)
 		} else if (m.type == HERD__LAUNCH_T_SIGNAL) {
 			herd__node_signal(x->node, (int)m.sig);
 		} else if (m.type == HERD__LAUNCH_T_STOP) {
+			x->stopping = true;
 			herd__node_stop(x->node, (int)m.grace);
 		} else if (m.type == HERD__LAUNCH_T_RINGS) {
-			send_rings(x);
+			send_rings(x, (int)m.seq, false);
 		} else if (m.type == HERD__LAUNCH_T_RELAY && x->relay != NULL) {
 			herd_status st = herd__relay_down(x->relay, &m);
 
@@ -343,6 +439,7 @@ static herd_status refuse(exec_state *x, herd_status st)
 static void launcher_gone(exec_state *x)
 {
 	x->launcher_gone = true;
+	x->stopping = true;
 	herd__loop_unwatch(&x->loop, &x->chan_r);
 	herd__node_stop(x->node, x->grace_ms);
 	herd__relay_shut(x->relay, x->grace_ms);
@@ -376,6 +473,7 @@ static void on_stop(herd__watcher *w, short revents)
 	(void)revents;
 	while (read(w->fd, c, sizeof(c)) > 0)
 		;
+	x->stopping = true;
 	herd__node_stop(x->node, x->grace_ms);
 	herd__relay_shut(x->relay, x->grace_ms);
 }
@@ -433,9 +531,9 @@ static herd_status serve(exec_state *x, int stop_fd)
 			/* What the failed ranks' rings say, before their node
 			 * goes (the launcher's request may come too late). */
 			if (x->rank_failed)
-				send_rings(x);
+				send_rings(x, 0, true);
 			else if (x->trace_dir != NULL)
-				herd__trace_dir_remove(x->trace_dir);
+				herd__trace_remove_of(x->trace_dir, x->pids, (size_t)x->nranks);
 			queue(x, herd__launch_enc_done(&x->out));
 			sent_done = true;
 		}
@@ -495,6 +593,9 @@ herd_status herd_agent_exec(int rfd, int wfd, int stop_fd)
 	}
 	x.grace_ms = spec.grace_ms;
 	x.lines = spec.lines;
+	x.ranks = spec.ranks;
+	x.nranks = spec.nranks;
+	x.pids = calloc((size_t)(spec.nranks > 0 ? spec.nranks : 1), sizeof(*x.pids));
 	trace_dir_seen(&x, &spec);
 	if (spec.health > 0 && (st = health_gate(spec.health)) != HERD_OK) {
 		st = refuse(&x, st);
@@ -525,6 +626,7 @@ herd_status herd_agent_exec(int rfd, int wfd, int stop_fd)
 	st = serve(&x, stop_fd);
 out:
 	herd__relay_free(x.relay);
+	free(x.pids);
 	herd__loop_free(&x.loop);
 	herd__node_free(x.node);
 	herd__node_spec_free(&spec);

@@ -101,6 +101,7 @@ struct herd_job {
 	char trace_token[40];      /* in trace_dir/launcher: a node that reads it there
 				    * shares the directory; others send copies */
 	bool rings_asked;          /* this run's failure asked the nodes for their rings */
+	int rings_seq;             /* that request's number (the answers echo it) */
 	int blamed;                /* the rank the failure names; -1: none */
 	int64_t rings_until;       /* the failure settles once they are in, or at this */
 	herd__straggle straggle;   /* the straggler rounds over them (comm/trace.h) */
@@ -1039,8 +1040,13 @@ static bool channel_event(herd_job *job, struct node_rt *nr, const herd__launch_
 		nr->copies = m->copies != 0;
 		return true;
 	case HERD__LAUNCH_T_RINGS:
-		nr->rings_in = true;
-		if (m->msg_len > 0) {
+		/* The failure's request answered; a straggler round's answer,
+		 * or one left from before, is not. */
+		if (job->rings_asked && m->seq == job->rings_seq)
+			nr->rings_in = true;
+		/* What the node says of itself: its first words of the run
+		 * (at the failure, or before done), one string a node. */
+		if (m->msg_len > 0 && nr->words == NULL) {
 			pthread_mutex_lock(&job->mu);
 			nr->words = keep(job, "%.*s", (int)m->msg_len, m->msg);
 			pthread_mutex_unlock(&job->mu);
@@ -1209,7 +1215,7 @@ static void channel_write(herd_job *job, struct node_rt *nr)
 
 /* ---- runs ---------------------------------------------------------------------- */
 
-/* One command (stop with grace arg, signal arg, go, rings) to every node the
+/* One command (stop with grace arg, signal arg, go, rings with seq arg) to every node the
  * launcher talks to directly; relays pass it on to their subtrees. */
 static void command_all(herd_job *job, herd__launch_type type, int arg)
 {
@@ -1221,7 +1227,7 @@ static void command_all(herd_job *job, herd__launch_type type, int arg)
 			continue;
 		st = type == HERD__LAUNCH_T_STOP ? herd__launch_enc_stop(&nr->link->out, arg)
 		     : type == HERD__LAUNCH_T_SIGNAL ? herd__launch_enc_signal(&nr->link->out, arg)
-		     : type == HERD__LAUNCH_T_RINGS ? herd__launch_enc_rings(&nr->link->out, NULL)
+		     : type == HERD__LAUNCH_T_RINGS ? herd__launch_enc_rings(&nr->link->out, arg, NULL)
 		     : herd__launch_enc_go(&nr->link->out);
 		if (st == HERD_OK)
 			channel_write(job, nr);
@@ -1836,9 +1842,10 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 		if (job->candidate >= 0 && !job->rings_asked) {
 			job->rings_asked = true;
 			job->rings_until = herd__net_deadline(RINGS_WAIT_MS);
+			job->rings_seq++;
 			for (size_t i = 0; i < job->nnodes; i++)
 				job->rt[i].rings_in = false;
-			command_all(job, HERD__LAUNCH_T_RINGS, 0);
+			command_all(job, HERD__LAUNCH_T_RINGS, job->rings_seq);
 		}
 		settle_locked(job, all_done);
 		if (!job->stopping && job->first_failed >= 0) {
@@ -2016,7 +2023,11 @@ static void *supervise(void *arg)
 	herd_job *job = arg;
 
 	for (;;) {
-		int64_t deadline = herd__net_deadline(job->spec.start_timeout_ms);
+		/* A health check runs before a node says ready: its time is
+		 * added (level 1 checks each GPU in seconds, level 2 burns). */
+		int64_t deadline = herd__net_deadline(job->spec.start_timeout_ms +
+						      (job->spec.health_check == 1 ? 60000
+						       : job->spec.health_check == 2 ? 300000 : 0));
 		bool up = false, restart = false;
 		herd_status st = run_begin(job, deadline);
 
@@ -2262,6 +2273,10 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 	*out = job;
 	return HERD_OK;
 fail:
+	/* A job that did not launch has no recorder worth keeping (its
+	 * error says why); its directory, the token in it, goes. */
+	if (job->trace_dir[0] != '\0')
+		herd__trace_dir_remove(job->trace_dir);
 	herd_job_free(job);
 	return st;
 }

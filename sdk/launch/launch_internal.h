@@ -355,10 +355,13 @@ void herd__launch_link_free(herd__launch_link *l);
  *   go     {}              start the ranks: sent once every node of the job
  *                          has said ready, so that a node that refuses the
  *                          spec leaves no rank started anywhere
- *   rings  {}              send copies of the flight recorders of the job
+ *   rings  {seq?}          send copies of the flight recorders of the job
  *                          on this node (ring frames), unless the node sees
- *                          the launcher's own trace directory, and say
- *                          what it knows of itself (rings, below)
+ *                          the launcher's own trace directory, then rings
+ *                          (below); seq >= 1 (a failure's request): whole
+ *                          copies, and what the node knows of itself;
+ *                          without (a straggler round): the newest
+ *                          HERD__LAUNCH_ROUND_CALLS calls of each ring
  *
  * exec -> launcher
  *   ready  {host, pid, copies?}  spec accepted and checked (host: the
@@ -388,11 +391,13 @@ void herd__launch_link_free(herd__launch_link *l);
  *                          unasked before done when one of its ranks
  *                          failed; the launcher keeps it in its trace
  *                          directory (herd__trace_keep_copy)
- *   rings  {msg?}          the answer to rings is complete (after its ring
- *                          frames, if any), with what the node says of
- *                          itself (herd__telemetry_node_words: its GPUs'
- *                          last Xid, slowdowns, links lost), also sent
- *                          before done when one of its ranks failed
+ *   rings  {seq?, msg?}    the answer to rings is complete (after its ring
+ *                          frames, if any): the request's seq, and what the
+ *                          node says of itself when asked
+ *                          (herd__telemetry_node_words: its GPUs' last Xid,
+ *                          slowdowns, links lost; taken in a child process
+ *                          with a deadline); also sent, without seq, before
+ *                          done when one of its ranks failed on its own
  *   done   {}              every rank has ended; exec exits after (a relay:
  *                          once its subtree's channels have closed too)
  *
@@ -514,7 +519,7 @@ bool herd__launch_contract_name(const char *entry);
 typedef struct herd__launch_msg {
 	msgpack_unpacked up;
 	herd__launch_type type;
-	int64_t rank, pid, sig, grace, state, code, st, s, node, copies;
+	int64_t rank, pid, sig, grace, state, code, st, s, node, copies, seq;
 	const char *host, *msg, *err, *data, *frame;
 	size_t host_len, msg_len, err_len, data_len, frame_len;
 } herd__launch_msg;
@@ -580,8 +585,11 @@ herd_status herd__launch_enc_exited(herd__buf *buf, int rank, herd_job_rank_stat
 				    int code, int sig, const char *err);
 herd_status herd__launch_enc_paused(herd__buf *buf, int rank, int sig);
 herd_status herd__launch_enc_done(herd__buf *buf);
-/* words: NULL for the command, what the node says for its answer. */
-herd_status herd__launch_enc_rings(herd__buf *buf, const char *words);
+/* seq: the request's (0: none); words: NULL, or what the node says of
+ * itself in its answer. */
+herd_status herd__launch_enc_rings(herd__buf *buf, int seq, const char *words);
+/* The newest calls of each ring a straggler round's copies carry. */
+#define HERD__LAUNCH_ROUND_CALLS 512
 herd_status herd__launch_enc_ring(herd__buf *buf, const void *image, size_t len);
 /* The most bytes of a ring frame's copy: a header and HERD__TRACE_COPY_MAX entries. */
 #define HERD__LAUNCH_RING_MAX (4096u + 8192u * 64u)
@@ -596,10 +604,10 @@ herd_status herd__launch_enc_relay(herd__buf *buf, int node, const char *payload
  */
 herd_status herd__control_listen(const char *id, int *fd, char *path, size_t cap);
 /*
- * Serves the requests waiting on the listening lfd (at most 16 a call):
+ * Serves the requests waiting on the listening lfd (at most 4 a call):
  * each peer of this user sends a line, answer(arg, line) gives the JSON
  * to send back (malloc; NULL: none), and the connection closes.  Each
- * request has 0.5 s to arrive and its answer 1 s to leave.
+ * request has 0.2 s to arrive and its answer 0.5 s to leave.
  */
 void herd__control_serve(int lfd, char *(*answer)(void *arg, const char *request), void *arg);
 

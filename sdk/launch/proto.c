@@ -266,6 +266,7 @@ herd_status herd__launch_msg_decode(herd__launch_msg *m, const void *data, size_
 	case HERD__LAUNCH_T_GO:
 		break;
 	case HERD__LAUNCH_T_RINGS:
+		HERD_CHECK_GOTO(get_int(root, t, "seq", 0, INT_MAX, true, &m->seq), st, fail);
 		HERD_CHECK_GOTO(get_bytes(root, t, "msg", TEXT_MAX, true, &m->msg, &m->msg_len),
 				st, fail);
 		break;
@@ -689,11 +690,13 @@ herd_status herd__launch_enc_go(herd__buf *buf)
 	return enc_end(&e);
 }
 
-herd_status herd__launch_enc_rings(herd__buf *buf, const char *words)
+herd_status herd__launch_enc_rings(herd__buf *buf, int seq, const char *words)
 {
 	herd__frame_enc e;
 
 	enc_begin(&e, buf, HERD__LAUNCH_T_RINGS);
+	if (seq > 0)
+		herd__frame_int(&e, "seq", seq);
 	if (words != NULL)
 		enc_str(&e, "msg", words);
 	return enc_end(&e);

@@ -45,6 +45,8 @@
 #include "herd/comm.h"
 #include "herd/device.h"
 #include "herd/job.h"
+#include "herd/jobs.h"
+#include "herd/exclude.h"
 #include "herd/bcast.h"
 #include "herd/ckpt.h"
 #include "herd/health.h"

@@ -1,7 +1,7 @@
 /*
  * shell/cmd_exclude.c - herd exclude ls|add|rm: the nodes herd launch
  * leaves out, whatever the backend (herd_exclude_list, herd_exclude_add,
- * herd_exclude_remove; herd/job.h).
+ * herd_exclude_remove; herd/exclude.h).
  */
 #include <getopt.h>
 #include <jansson.h>
@@ -42,7 +42,7 @@ static const struct option exclude_options[] = {
 
 static int list(bool json)
 {
-	herd_exclusion *v = NULL;
+	herd_exclude_entry *v = NULL;
 	size_t n = 0;
 	json_t *all;
 

@@ -1,7 +1,7 @@
 /*
  * shell/cmd_jobs.c - herd jobs and herd job status|stop: this user's
  * running jobs on this node, as their launchers answer on their control
- * sockets (herd_jobs_status, herd_jobs_stop; herd/job.h).
+ * sockets (herd_jobs_status, herd_jobs_stop; herd/jobs.h).
  */
 #include <getopt.h>
 #include <jansson.h>

@@ -243,7 +243,7 @@ typedef struct herd_job_spec {
 	int time_limit_ms;
 	/* Version 3.  Nodes to leave out of this job (a hostlist expression;
 	 * NULL: none), with those of the excluded nodes' list
-	 * (herd_exclude_list), which is always honoured: a node on either is
+	 * (herd/exclude.h), which is always honoured: a node on either is
 	 * given no rank, and the job is placed on the nodes that remain */
 	const char *exclude;
 	/* Version 3.  Before any rank starts, every node runs herd health at
@@ -434,61 +434,6 @@ HERD_EXTERN herd_job_state herd_job_get_state(const herd_job *job);
  */
 HERD_EXTERN void herd_job_free(herd_job *job);
 
-/*
- * Running jobs.  While a job runs, the process that launched it (herd
- * launch, or any program through herd_job_launch) answers on a control
- * socket of its own, ID.sock in herd_jobs_dir(), to processes of the same
- * user: what the job is and where its ranks are, and a request to stop it
- * as Ctrl-C on herd launch would (the job ends as interrupted by SIGINT).
- */
-
-/* This user's directory of control sockets, made if missing (mode 0700):
- * $XDG_RUNTIME_DIR/herd/jobs, else /tmp/herd-jobs-UID.  HERD_EINVAL when
- * it is not this user's alone. */
-HERD_EXTERN herd_status herd_jobs_dir(char *out, size_t cap);
-/*
- * The status of job id (NULL: of every running job of this user on this
- * node, as a JSON array) as JSON, into *json (malloc, the caller frees):
- *   {"id", "pid" (the launcher's), "command", "hosts", "nodes", "ranks",
- *    "state" ("starting", "running", "failing", "stopping"), "restarts",
- *    "started" (Unix seconds), "age" (seconds),
- *    "rank_states": [{"rank", "host", "pid", "state"}, ...]}
- * HERD_ENOTFOUND when no job id of this user answers here; a socket left
- * by a launcher that died is removed while listing.
- */
-HERD_EXTERN herd_status herd_jobs_status(const char *id, char **json);
-/* Stops job id as Ctrl-C on its launcher would.  Errors as herd_jobs_status's. */
-HERD_EXTERN herd_status herd_jobs_stop(const char *id);
-
-/*
- * Excluded nodes: one list for every backend, which herd_job_launch
- * leaves out of a job's nodes (a hostlist, a hostfile or a Slurm
- * allocation alike; srun then gets the nodes that remain), with what the
- * job's own herd_job_spec.exclude adds.  The list is a file of lines
- * "HOST<TAB>UNIX_SECONDS<TAB>REASON": HERD_EXCLUDE_FILE, else
- * ${XDG_STATE_HOME:-~/.local/state}/herd/exclude.  Writers lock it
- * (flock) and replace it whole.
- */
-typedef struct herd_exclusion {
-	char host[256];
-	double since;               /* when it was excluded, Unix seconds */
-	char reason[256];           /* why, as given; "" when none */
-} herd_exclusion;
-
-/* The list's path into out (cap bytes).  HERD_EUNAVAIL when neither
- * HERD_EXCLUDE_FILE, XDG_STATE_HOME nor HOME says where. */
-HERD_EXTERN herd_status herd_exclude_path(char *out, size_t cap);
-/* The excluded nodes, in the order they were added, into *out (free with
- * herd_free); none (or no file) is *n == 0.  HERD_EFORMAT naming the line
- * of a malformed file. */
-HERD_EXTERN herd_status herd_exclude_list(herd_exclusion **out, size_t *n);
-/* Excludes the nodes of hosts (a hostlist expression) with reason (NULL:
- * none); a node already there keeps its first time and reason.  *added
- * (may be NULL): how many were new. */
-HERD_EXTERN herd_status herd_exclude_add(const char *hosts, const char *reason, size_t *added);
-/* Takes the nodes of hosts (a hostlist expression) back.  *removed (may be
- * NULL): how many were there. */
-HERD_EXTERN herd_status herd_exclude_remove(const char *hosts, size_t *removed);
 
 #ifdef __cplusplus
 }

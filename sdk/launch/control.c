@@ -22,7 +22,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "herd/job.h"
+#include "herd/jobs.h"
 #include "launch_internal.h"
 #include "net.h"
 

@@ -1,5 +1,5 @@
 /*
- * sdk/launch/exclude.c - the excluded nodes (herd/job.h): one list for
+ * sdk/launch/exclude.c - the excluded nodes (herd/exclude.h): one list for
  * every backend, a file of "HOST<TAB>UNIX_SECONDS<TAB>REASON" lines that
  * herd exclude edits and herd_job_launch reads, and the filter that leaves
  * its nodes out of a job's.
@@ -16,7 +16,7 @@
 
 #include "herd/common.h"
 #include "herd/hostlist.h"
-#include "herd/job.h"
+#include "herd/exclude.h"
 #include "launch_internal.h"
 
 /* The most nodes the list holds, and the longest line read. */
@@ -46,7 +46,7 @@ herd_status herd_exclude_path(char *out, size_t cap)
 }
 
 /* Parses the open file f (path for messages) into *out, *n. */
-static herd_status parse(FILE *f, const char *path, herd_exclusion **out, size_t *n)
+static herd_status parse(FILE *f, const char *path, herd_exclude_entry **out, size_t *n)
 {
 	char line[LINE_MAX_ + 2];
 	size_t cap = 0;
@@ -56,7 +56,7 @@ static herd_status parse(FILE *f, const char *path, herd_exclusion **out, size_t
 	*n = 0;
 	while (fgets(line, sizeof(line), f) != NULL) {
 		char *host = line, *since, *reason, *end;
-		herd_exclusion *e;
+		herd_exclude_entry *e;
 
 		lineno++;
 		if (strchr(line, '\n') == NULL && !feof(f))
@@ -78,7 +78,7 @@ static herd_status parse(FILE *f, const char *path, herd_exclusion **out, size_t
 		if (*n == EXCLUDE_MAX)
 			return herd__error(HERD_EFORMAT, "%s: over %d nodes", path, EXCLUDE_MAX);
 		if (*n == cap) {
-			herd_exclusion *grown = realloc(*out, (cap = cap ? 2 * cap : 16) * sizeof(**out));
+			herd_exclude_entry *grown = realloc(*out, (cap = cap ? 2 * cap : 16) * sizeof(**out));
 
 			if (grown == NULL)
 				return herd__error(HERD_ENOMEM, "out of memory reading %s", path);
@@ -101,7 +101,7 @@ static herd_status parse(FILE *f, const char *path, herd_exclusion **out, size_t
 /* The list from path; a missing file is an empty list.  A link to the
  * list is followed; what is not a regular file (a FIFO that would block)
  * is refused. */
-static herd_status load(const char *path, herd_exclusion **out, size_t *n)
+static herd_status load(const char *path, herd_exclude_entry **out, size_t *n)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	struct stat sb;
@@ -133,7 +133,7 @@ static herd_status load(const char *path, herd_exclusion **out, size_t *n)
 	return st;
 }
 
-herd_status herd_exclude_list(herd_exclusion **out, size_t *n)
+herd_status herd_exclude_list(herd_exclude_entry **out, size_t *n)
 {
 	char path[4096];
 
@@ -146,7 +146,7 @@ herd_status herd_exclude_list(herd_exclusion **out, size_t *n)
 }
 
 /* Writes the list to path, whole, by rename. */
-static herd_status save(const char *path, const herd_exclusion *v, size_t n)
+static herd_status save(const char *path, const herd_exclude_entry *v, size_t n)
 {
 	herd__buf b;
 	herd_status st = HERD_OK;
@@ -175,7 +175,7 @@ static herd_status edit(const char *hosts, bool add, const char *reason, size_t 
 	char path[4096], lock[4200];
 	char **names = NULL;
 	size_t nnames = 0, n = 0, count = 0;
-	herd_exclusion *v = NULL;
+	herd_exclude_entry *v = NULL;
 	herd_status st;
 	int fd;
 
@@ -212,7 +212,7 @@ static herd_status edit(const char *hosts, bool add, const char *reason, size_t 
 		for (i = 0; i < n && strcmp(v[i].host, names[k]) != 0; i++)
 			;
 		if (add && i == n) {
-			herd_exclusion *grown;
+			herd_exclude_entry *grown;
 			struct timespec now;
 
 			if (n == EXCLUDE_MAX) {
@@ -270,7 +270,7 @@ herd_status herd_exclude_remove(const char *hosts, size_t *removed)
 herd_status herd__exclude_filter(herd__launch_node **nodes, size_t *nnodes, const char *extra,
 				 char *said, size_t cap)
 {
-	herd_exclusion *v = NULL;
+	herd_exclude_entry *v = NULL;
 	char **names = NULL;
 	size_t n = 0, nnames = 0, kept = 0, o = 0;
 	herd_status st;

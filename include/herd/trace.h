@@ -81,8 +81,8 @@ HERD_EXTERN herd_status herd_trace_calls(const char *path, int ncalls, herd_trac
  * job's ranks on this node and the copies the launcher was sent of the
  * others' (at a failure, and every HERD_STRAGGLER_CHECK seconds, from the
  * nodes that do not share the directory); a job that failed keeps it.
- * HERD_EINVAL for a job id that is not one (empty, a path, over 63
- * characters) or a directory name over cap.
+ * HERD_EINVAL for a job id that is not one (empty, a path, starting
+ * with '.', over 63 characters) or a directory name over cap.
  */
 HERD_EXTERN herd_status herd_trace_job_dir(const char *job_id, char *out, size_t cap);
 /* Who a job's rings blame. */

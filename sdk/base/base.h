@@ -138,6 +138,14 @@ herd_status herd__check_replaceable(const char *path);
  */
 herd_status herd__write_file_atomic(const char *path, const void *data, size_t len,
 				    mode_t mode);
+/* The same without the fsyncs: a reader sees the old file or the whole
+ * new one, but a crash may lose both; for scratch rewritten often. */
+herd_status herd__write_file_scratch(const char *path, const void *data, size_t len,
+				     mode_t mode);
+
+/* Whether id is a job id, usable as one path component: 1 to 63
+ * characters, no '/', not starting with '.'.  HERD_EINVAL saying so. */
+herd_status herd__check_job_id(const char *id);
 
 /*
  * mkdir -p with mode for the directories it creates: dir and those above

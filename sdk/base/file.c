@@ -228,8 +228,10 @@ herd_status herd__check_replaceable(const char *path)
 			   herd__file_kind(sb.st_mode));
 }
 
-herd_status herd__write_file_atomic(const char *path, const void *data, size_t len,
-				    mode_t mode)
+/* The write by rename of both below; durable: the file and its
+ * directory synced. */
+static herd_status write_by_rename(const char *path, const void *data, size_t len, mode_t mode,
+				   bool durable)
 {
 	char tmp[PATH_MAX];
 	herd_status st;
@@ -250,7 +252,7 @@ herd_status herd__write_file_atomic(const char *path, const void *data, size_t l
 		return herd__error_errno(errno == ENOENT ? HERD_ENOTFOUND : HERD_EIO, errno,
 					 "cannot create %s", tmp);
 	st = write_all(fd, data, len, tmp);
-	if (st == HERD_OK && fsync(fd) != 0)
+	if (st == HERD_OK && durable && fsync(fd) != 0)
 		st = herd__error_errno(HERD_EIO, errno, "cannot fsync %s", tmp);
 	if (close(fd) != 0 && st == HERD_OK)
 		st = herd__error_errno(HERD_EIO, errno, "cannot close %s", tmp);
@@ -260,7 +262,30 @@ herd_status herd__write_file_atomic(const char *path, const void *data, size_t l
 		unlink(tmp);
 		return st;
 	}
-	return fsync_parent(path);
+	return durable ? fsync_parent(path) : HERD_OK;
+}
+
+herd_status herd__write_file_atomic(const char *path, const void *data, size_t len,
+				    mode_t mode)
+{
+	return write_by_rename(path, data, len, mode, true);
+}
+
+herd_status herd__write_file_scratch(const char *path, const void *data, size_t len,
+				     mode_t mode)
+{
+	return write_by_rename(path, data, len, mode, false);
+}
+
+herd_status herd__check_job_id(const char *id)
+{
+	size_t n = id != NULL ? strlen(id) : 0;
+
+	if (n == 0 || n > 63 || strchr(id, '/') != NULL || id[0] == '.')
+		return herd__error(HERD_EINVAL, "'%.80s' is not a job id (herd launch prints it: "
+				   "job 6b0b9f07-ea5bcbf5; herd jobs lists them)",
+				   id != NULL ? id : "");
+	return HERD_OK;
 }
 
 herd_status herd_file_check(const char *path)

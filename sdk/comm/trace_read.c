@@ -558,19 +558,21 @@ static void call_name(const herd__trace_entry *e, char *buf, size_t cap)
 			 (unsigned long long)(herd__op_is_p2p(e->kind) ? e->seq : e->cseq));
 }
 
+/* CLOCK_REALTIME in seconds: the clock the rings' times are read in. */
+static double now_real_s(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
 /* Seconds from e's end (or start) on rank r's host until now, or, when no
  * rank's process is there any more, until the last time recorded. */
 static double ago(const comm_view *c, const rank_ring *r, const herd__trace_entry *e,
 		  bool from_start)
 {
-	struct timespec now;
-	double to = c->end_s;
-
-	if (c->live) {
-		clock_gettime(CLOCK_REALTIME, &now);
-		to = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-	}
-	return to - real_s(r, from_start ? e->start_ns : e->end_ns);
+	return (c->live ? now_real_s() : c->end_s) - real_s(r, from_start ? e->start_ns : e->end_ns);
 }
 
 /* Seconds an ended entry e took; 0 when its end, from the coarse clock,
@@ -650,12 +652,8 @@ static void rank_words(const comm_view *c, int k, char *buf, size_t cap)
 		o += (size_t)snprintf(buf + o, cap - o, "; its process is %s", proc);
 	/* A copy its node sent a while ago: what it says is as of then. */
 	if (v->r->head.copied_ns != 0 && c->live && o < cap) {
-		struct timespec now;
-		double age;
+		double age = now_real_s() - (double)v->r->head.copied_ns / 1e9;
 
-		clock_gettime(CLOCK_REALTIME, &now);
-		age = (double)now.tv_sec + (double)now.tv_nsec / 1e9 -
-		      (double)v->r->head.copied_ns / 1e9;
 		if (age >= 1.0)
 			snprintf(buf + o, cap - o, " (as %s saw it %.1f s ago)", v->r->head.host, age);
 	}
@@ -1380,7 +1378,6 @@ static bool copy_one(int fd, const struct stat *sb, const herd__trace_head *h, c
 	char path[4096];
 	rank_ring r;
 	herd__trace_head *head;
-	struct timespec now;
 	unsigned char *image = NULL;
 	size_t n, len;
 
@@ -1406,8 +1403,7 @@ static bool copy_one(int fd, const struct stat *sb, const herd__trace_head *h, c
 	head->next = n;
 	if (n > 0)
 		memcpy(image + HERD__TRACE_HEAD_SIZE, r.e + (r.n - n), n * sizeof(*r.e));
-	clock_gettime(CLOCK_REALTIME, &now);
-	head->copied_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	head->copied_ns = (int64_t)(now_real_s() * 1e9);
 	head->copied_proc = r.head.pid > 0 ? proc_state(r.head.pid) : 'X';
 	free(r.e);
 	c->st = c->emit(c->arg, image, len);
@@ -1431,43 +1427,6 @@ herd_status herd__trace_copies(const char *dir, size_t max_calls,
 	return c.st;
 }
 
-/* image to path by a new file renamed over it (never through a link),
- * without the syncs of a result file: a copy is rewritten every round. */
-static herd_status write_scratch(const char *path, const void *image, size_t len)
-{
-	char tmp[4200];
-	size_t done = 0;
-	int fd;
-
-	snprintf(tmp, sizeof(tmp), "%s.new", path);
-	unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return herd__error_errno(HERD_EIO, errno, "cannot make %s", tmp);
-	while (done < len) {
-		ssize_t w = write(fd, (const char *)image + done, len - done);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			herd_status st = herd__error_errno(HERD_EIO, w < 0 ? errno : ENOSPC,
-							   "writing %s", tmp);
-
-			close(fd);
-			unlink(tmp);
-			return st;
-		}
-		done += (size_t)w;
-	}
-	if (close(fd) != 0 || rename(tmp, path) != 0) {
-		herd_status st = herd__error_errno(HERD_EIO, errno, "cannot keep %s", path);
-
-		unlink(tmp);
-		return st;
-	}
-	return HERD_OK;
-}
-
 herd_status herd__trace_keep_copy(const char *dir, const void *image, size_t len)
 {
 	herd__trace_head h;
@@ -1489,22 +1448,18 @@ herd_status herd__trace_keep_copy(const char *dir, const void *image, size_t len
 		return herd__error(HERD_EFORMAT, "a copy of a flight recorder that does not say "
 				   "when it was copied");
 	snprintf(path, sizeof(path), "%s/%s.%d.trace", dir, h.id, h.rank);
-	return write_scratch(path, image, len);
+	return herd__write_file_scratch(path, image, len, 0600);
 }
 
 herd_status herd_trace_job_dir(const char *job_id, char *out, size_t cap)
 {
 	char base[4096];
-	size_t n = job_id != NULL ? strlen(job_id) : 0;
 	int len;
 
 	if (out == NULL || cap == 0)
 		return herd__error(HERD_EINVAL, "herd_trace_job_dir: out is NULL");
 	out[0] = '\0';
-	if (n == 0 || n > 63 || strchr(job_id, '/') != NULL || strcmp(job_id, ".") == 0 ||
-	    strcmp(job_id, "..") == 0)
-		return herd__error(HERD_EINVAL, "'%.80s' is not a job id (herd launch prints it: "
-				   "job 6b0b9f07-ea5bcbf5)", job_id != NULL ? job_id : "");
+	HERD_CHECK(herd__check_job_id(job_id));
 	herd__trace_base(herd__param_str(HERD__P_TRACE_DIR), base, sizeof(base));
 	len = snprintf(out, cap, "%s/%s", base, job_id);
 	if (len < 0 || (size_t)len >= cap) {

@@ -258,17 +258,6 @@ static herd_status ask(const char *path, const char *request, char **json)
 	return HERD_OK;
 }
 
-/* Whether id is a job id (no path in it). */
-static herd_status check_id(const char *id)
-{
-	size_t n = id != NULL ? strlen(id) : 0;
-
-	if (n == 0 || n > 63 || strchr(id, '/') != NULL || id[0] == '.')
-		return herd__error(HERD_EINVAL, "'%.80s' is not a job id (herd jobs lists them)",
-				   id != NULL ? id : "");
-	return HERD_OK;
-}
-
 static herd_status ask_job(const char *id, const char *request, json_t **out)
 {
 	struct sockaddr_un addr;
@@ -277,7 +266,7 @@ static herd_status ask_job(const char *id, const char *request, json_t **out)
 	herd_status st;
 
 	*out = NULL;
-	HERD_CHECK(check_id(id));
+	HERD_CHECK(herd__check_job_id(id));
 	HERD_CHECK(sock_addr(id, &addr));
 	st = ask(addr.sun_path, request, &text);
 	if (st == HERD_ENOTFOUND)

@@ -279,12 +279,13 @@ static void node_words(char *out, size_t cap)
 }
 
 /*
- * The answer to rings: copies of the rings of this node's ranks, when the
- * launcher does not see their directory (whole for a request with seq,
- * else their newest calls), and, when seq is set or the node's own rank
- * failed (words), what the node says of itself; then the rings frame.
+ * The answer to rings (seq: the request's, 0 when none): copies of the
+ * rings of this node's ranks, when the launcher does not see their
+ * directory, and, for a failure (full: the failure's request, or its own
+ * rank's before done), whole and with what the node says of itself, else
+ * (a straggler round) their newest calls; then the rings frame.
  */
-static void send_rings(exec_state *x, int seq, bool words_too)
+static void send_rings(exec_state *x, int seq, bool full)
 {
 	char words[1024] = "";
 	int n = 0;
@@ -292,13 +293,13 @@ static void send_rings(exec_state *x, int seq, bool words_too)
 	if (x->broken)
 		return;
 	if (x->trace_dir != NULL) {
-		queue(x, herd__trace_copies(x->trace_dir, seq > 0 || words_too
-					    ? HERD__TRACE_COPY_MAX : HERD__LAUNCH_ROUND_CALLS,
+		queue(x, herd__trace_copies(x->trace_dir, full ? HERD__TRACE_COPY_MAX
+								 : HERD__LAUNCH_ROUND_CALLS,
 					    emit_ring, x, &n));
 		herd__log_debug("herd exec: %d flight recorders of %s sent to the launcher", n,
 				x->trace_dir);
 	}
-	if (seq > 0 || words_too)
+	if (full)
 		node_words(words, sizeof(words));
 	queue(x, herd__launch_enc_rings(&x->out, seq, words[0] != '\0' ? words : NULL));
 }
@@ -398,7 +399,7 @@ static herd_status commands(exec_state *x)
 			x->stopping = true;
 			herd__node_stop(x->node, (int)m.grace);
 		} else if (m.type == HERD__LAUNCH_T_RINGS) {
-			send_rings(x, (int)m.seq, false);
+			send_rings(x, (int)m.seq, m.seq > 0);
 		} else if (m.type == HERD__LAUNCH_T_RELAY && x->relay != NULL) {
 			herd_status st = herd__relay_down(x->relay, &m);
 

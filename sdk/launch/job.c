@@ -1485,35 +1485,13 @@ static const char *control_state(const herd_job *job)
 	return job->launched ? "running" : "starting";
 }
 
-/* The answer to a request on the control socket (control.c). */
-static char *control_answer(void *arg, const char *request)
+/* The answer to status: the job, and each rank's host, pid and state. */
+static void control_status(herd_job *job, json_t *o)
 {
-	herd_job *job = arg;
-	json_t *o = json_object(), *ranks = json_array();
+	json_t *ranks = json_array();
 	char cmd[512] = "", hosts[512] = "";
 	size_t c = 0, h = 0;
-	char *text;
 
-	if (o == NULL || ranks == NULL) {
-		json_decref(o);
-		json_decref(ranks);
-		return NULL;
-	}
-	if (strcmp(request, "stop") == 0) {
-		json_decref(ranks);
-		herd_job_interrupt(job, SIGINT);
-		json_object_set_new(o, "stopping", json_true());
-		text = json_dumps(o, JSON_COMPACT);
-		json_decref(o);
-		return text;
-	}
-	if (strcmp(request, "status") != 0) {
-		json_decref(ranks);
-		json_object_set_new(o, "error", json_string("unknown request (status, stop)"));
-		text = json_dumps(o, JSON_COMPACT);
-		json_decref(o);
-		return text;
-	}
 	for (size_t i = 0; job->argv[i] != NULL && c < sizeof(cmd); i++)
 		c += (size_t)snprintf(cmd + c, sizeof(cmd) - c, "%s%s", i ? " " : "", job->argv[i]);
 	for (size_t i = 0; i < job->nnodes && h < sizeof(hosts); i++)
@@ -1530,7 +1508,7 @@ static char *control_answer(void *arg, const char *request)
 	json_object_set_new(o, "restarts", json_integer(job->restart_count));
 	json_object_set_new(o, "started", json_real(job->t_start));
 	json_object_set_new(o, "age", json_real(real_now() - job->t_start));
-	for (int r = 0; r < job->nranks; r++) {
+	for (int r = 0; ranks != NULL && r < job->nranks; r++) {
 		const herd_job_rank_status *st = &job->ranks[r].st;
 		json_t *one = json_object();
 
@@ -1544,6 +1522,25 @@ static char *control_answer(void *arg, const char *request)
 	}
 	pthread_mutex_unlock(&job->mu);
 	json_object_set_new(o, "rank_states", ranks);
+}
+
+/* The answer to a request on the control socket (control.c). */
+static char *control_answer(void *arg, const char *request)
+{
+	herd_job *job = arg;
+	json_t *o = json_object();
+	char *text;
+
+	if (o == NULL)
+		return NULL;
+	if (strcmp(request, "stop") == 0) {
+		herd_job_interrupt(job, SIGINT);
+		json_object_set_new(o, "stopping", json_true());
+	} else if (strcmp(request, "status") == 0) {
+		control_status(job, o);
+	} else {
+		json_object_set_new(o, "error", json_string("unknown request (status, stop)"));
+	}
 	text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return text;

@@ -20,6 +20,22 @@
  * one float64 per line as the hex of its bits, then the loss), and, to
  * demonstrate a failure, --kill-rank R --kill-at T: in the first run only
  * (HERD_RESTART_COUNT 0), rank R kills itself with SIGKILL after step T.
+ * --state-mib M adds M MiB of optimizer-like state (a moving average of
+ * the weights, float64) sharded over the ranks, rank r holding the r-th of
+ * `size` contiguous parts: checkpointed with the weights and, after a
+ * restart on another number of ranks (herd launch --nodes MIN-MAX),
+ * restored resharded; --out then also gets its checksum.  --pace MS makes
+ * every step last at least MS milliseconds, to watch a run or lose a node
+ * in the middle of one.  --resume resumes from the newest checkpoint in
+ * the first run too (a run started from another's checkpoint).
+ *
+ * Elastic: started again on fewer or more ranks, it resumes from the
+ * newest committed checkpoint with the new world size (its batches are
+ * then those of that many ranks), and computes what a run started on that
+ * many ranks from the same checkpoint computes, bit for bit:
+ *
+ *   herd launch --hosts 'node[1-4]' --nodes 3-4 --restarts 2 -- \
+ *       build/bin/example_train_ddp --dir /shared/ckpt --steps 400 --state-mib 256
  *
  * Determinism: the gradient sums are exact.  Each rank rounds its local
  * gradient to 64-bit fixed point (units of 2^-40) and the ranks sum those
@@ -31,10 +47,12 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <herd.h>
@@ -47,8 +65,9 @@
 
 struct options {
 	const char *dir, *out;
-	int64_t steps, every, kill_at;
+	int64_t steps, every, kill_at, state_mib, pace_ms;
 	int kill_rank;
+	bool resume;
 	uint64_t seed;
 };
 
@@ -122,7 +141,8 @@ static int usage(const char *msg)
 {
 	fprintf(stderr, "example_train_ddp: %s\n"
 		"usage: example_train_ddp [--dir DIR] [--steps S] [--every K] [--seed N]\n"
-		"                         [--out FILE] [--kill-rank R --kill-at T]\n", msg);
+		"                         [--out FILE] [--kill-rank R --kill-at T]\n"
+		"                         [--state-mib M] [--pace MS] [--resume]\n", msg);
 	return 2;
 }
 
@@ -135,9 +155,16 @@ static int parse(int argc, char **argv, struct options *o)
 	o->seed = 1;
 	o->kill_rank = -1;
 	o->kill_at = -1;
+	o->state_mib = 0;
+	o->pace_ms = 0;
+	o->resume = false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
+		if (strcmp(a, "--resume") == 0) {
+			o->resume = true;
+			continue;
+		}
 		if (v == NULL)
 			return usage("every option takes a value");
 		i++;
@@ -155,15 +182,57 @@ static int parse(int argc, char **argv, struct options *o)
 			o->kill_rank = atoi(v);
 		else if (strcmp(a, "--kill-at") == 0)
 			o->kill_at = strtoll(v, NULL, 10);
+		else if (strcmp(a, "--state-mib") == 0)
+			o->state_mib = strtoll(v, NULL, 10);
+		else if (strcmp(a, "--pace") == 0)
+			o->pace_ms = strtoll(v, NULL, 10);
 		else
 			return usage("unknown option");
 	}
 	if (o->steps < 1 || o->every < 1)
 		return usage("--steps and --every must be 1 or more");
+	if (o->state_mib < 0 || o->state_mib > 65536 || o->pace_ms < 0 || o->pace_ms > 60000)
+		return usage("--state-mib is 0 to 65536, --pace 0 to 60000");
 	return 0;
 }
 
-static int write_weights(const char *path, const double *w, double loss)
+/* Seconds of CLOCK_REALTIME: the ranks of all nodes and the launcher
+ * read one clock on one machine, and near enough on a cluster. */
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The state's step: an average of the weights, element i following
+ * weight i mod (FEATURES + 1); first is the shard's global index. */
+static void state_step(double *m, size_t n, uint64_t first, const double *w)
+{
+	for (size_t i = 0; i < n; i++)
+		m[i] = 0.9 * m[i] + 0.1 * w[(first + i) % (FEATURES + 1)] +
+		       1e-9 * (double)((first + i) & 1023);
+}
+
+/* The shard's part of the state's checksum: a sum (mod 2^64) of each
+ * element's bits times a hash of its global index, which does not depend
+ * on how the state is sharded. */
+static uint64_t state_sum(const double *m, size_t n, uint64_t first)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t bits;
+
+		memcpy(&bits, &m[i], sizeof(bits));
+		sum += bits * (mix(first + i) | 1);
+	}
+	return sum;
+}
+
+static int write_weights(const char *path, const double *w, double loss, bool state,
+			 uint64_t checksum)
 {
 	FILE *f = fopen(path, "w");
 
@@ -178,6 +247,8 @@ static int write_weights(const char *path, const double *w, double loss)
 		fprintf(f, "%016" PRIx64 "\n", bits);
 	}
 	fprintf(f, "loss %.17g\n", loss);
+	if (state)
+		fprintf(f, "state %016" PRIx64 "\n", checksum);
 	return fclose(f) == 0 ? 0 : 1;
 }
 
@@ -186,7 +257,10 @@ int main(int argc, char **argv)
 	static double x[SAMPLES][FEATURES];
 	double y[SAMPLES], w[FEATURES + 1] = { 0 }, loss = 0, batch_loss = 0;
 	int64_t grad[FEATURES + 2], sum[FEATURES + 2], start = 0;
-	uint64_t shape[1] = { FEATURES + 1 };
+	uint64_t shape[1] = { FEATURES + 1 }, state_len = 0, first = 0, part[1], at[1];
+	uint64_t checksum = 0, local_sum;
+	double *m = NULL, t_main = now_s(), t_restore = 0;
+	bool resumed = false;
 	herd_comm *comm = NULL, *ckcomm = NULL;
 	herd_ckpt_opts co = HERD_CKPT_OPTS_INIT;
 	herd_ckpt *ck = NULL;
@@ -211,14 +285,35 @@ int main(int argc, char **argv)
 	if (herd_ckpt_open(&ck, o.dir, ckcomm, &co) != HERD_OK ||
 	    herd_ckpt_add_tensor(ck, "weights", w, HERD_FLOAT64, 1, shape, NULL, NULL) != HERD_OK)
 		goto fail;
-	if (restarts > 0) {
+	if (o.state_mib > 0) {
+		/* This rank's part of the state: the r-th of size near-equal
+		 * ranges (at least one element, as the checkpoint wants). */
+		state_len = (uint64_t)o.state_mib << 17;
+		first = state_len * (uint64_t)rank / (uint64_t)size;
+		part[0] = state_len * (uint64_t)(rank + 1) / (uint64_t)size - first;
+		at[0] = first;
+		m = calloc(part[0] > 0 ? part[0] : 1, sizeof(*m));
+		if (m == NULL) {
+			fprintf(stderr, "example_train_ddp: out of memory for the state\n");
+			goto out;
+		}
+		if (herd_ckpt_add_tensor(ck, "state", m, HERD_FLOAT64, 1, &state_len, at, part) !=
+		    HERD_OK)
+			goto fail;
+	}
+	if (restarts > 0 || o.resume) {
 		int64_t step;
+		double t0 = now_s();
 
 		st = herd_ckpt_restore(ck, HERD_CKPT_LATEST, &step);
+		t_restore = now_s() - t0;
 		if (st == HERD_OK) {
 			start = step;
+			resumed = true;
 			if (rank == 0)
-				printf("restart %d: resumed from step %" PRId64 "\n", restarts, step);
+				printf("restart %d: resumed from step %" PRId64 " on %d ranks (started "
+				       "at %.3f, restored in %.3f s)\n", restarts, step, size, t_main,
+				       t_restore);
 		} else if (st == HERD_ENOTFOUND) {
 			if (rank == 0)
 				printf("restart %d: no checkpoint yet, starting over\n", restarts);
@@ -230,6 +325,8 @@ int main(int argc, char **argv)
 	}
 
 	for (int64_t step = start + 1; step <= o.steps; step++) {
+		double t_step = now_s();
+
 		local_gradient(w, x, y, step, grad, &batch_loss);
 		/* The loss travels with the gradient, in the same fixed point. */
 		grad[FEATURES + 1] = llround(batch_loss * FIXED_ONE);
@@ -238,8 +335,16 @@ int main(int argc, char **argv)
 		for (int j = 0; j <= FEATURES; j++)
 			w[j] -= LEARNING_RATE * ((double)sum[j] / FIXED_ONE) / (double)(BATCH * size);
 		loss = (double)sum[FEATURES + 1] / FIXED_ONE / (double)(BATCH * size);
+		if (m != NULL)
+			state_step(m, part[0], first, w);
+		while (o.pace_ms > 0 && now_s() - t_step < (double)o.pace_ms / 1000)
+			usleep(1000);
 		if (rank == 0 && step % o.every == 0)
 			printf("step %" PRId64 ": loss %.6f\n", step, loss);
+		if (rank == 0 && resumed && step == start + 1)
+			printf("restart %d: first step done at %.3f\n", restarts, now_s());
+		if (rank == 0)
+			fflush(stdout);
 		if (restarts == 0 && rank == o.kill_rank && step == o.kill_at) {
 			fflush(stdout);
 			raise(SIGKILL);
@@ -251,7 +356,11 @@ int main(int argc, char **argv)
 	}
 	if (herd_ckpt_wait(ck) != HERD_OK)
 		goto fail;
-	if (rank == 0 && o.out != NULL && write_weights(o.out, w, loss) != 0)
+	local_sum = m != NULL ? state_sum(m, part[0], first) : 0;
+	if (m != NULL && herd_comm_allreduce(comm, &local_sum, &checksum, 1, HERD_UINT64, HERD_SUM) !=
+	    HERD_OK)
+		goto fail;
+	if (rank == 0 && o.out != NULL && write_weights(o.out, w, loss, m != NULL, checksum) != 0)
 		goto out;
 	if (rank == 0)
 		printf("done: %" PRId64 " steps on %d ranks, loss %.6f\n", o.steps, size, loss);
@@ -271,5 +380,6 @@ out:
 	}
 	herd_comm_free(ckcomm);
 	herd_comm_free(comm);
+	free(m);
 	return rc;
 }

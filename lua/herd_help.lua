@@ -236,6 +236,8 @@ Starts a job as `herd launch` does and returns once every rank started. Options,
 launch's meaning and defaults: `cmd` (an array: program and arguments, or one string; a first
 element ending in `.lua` runs as Lua ranks under this herd program), `n` (required; `np` too,
 not both), `per_node`, `hosts` (a hostlist, over ssh) | `hostfile` | `slurm = true`,
+`min_nodes` and `max_nodes` (an elastic job, as `--nodes MIN-MAX`: `per_node` ranks on each node
+in, default 1, and no `n`; `min_nodes` defaults to `max_nodes`),
 `exclude` (a hostlist of nodes to leave out, as `--exclude`; those of `herd exclude` always are),
 `health_check` (1 or 2: every node runs `herd health` at that level first, as `--health-check`),
 `gpus_per_rank`, `restarts`, `time` (the job's time limit as `--time`: srun's `"MM"`, `"MM:SS"`,
@@ -265,7 +267,9 @@ Waits until the job is over (no argument: for as long as it takes) and returns i
 `"time_limit"`, `"interrupted"`, `"stopped"`), `id`, `restarts`, `failure` (the first failure: host,
 rank, how it ended, the last lines of its stderr; or how else the job ended, as `"time limit of
 0:05 reached; ranks 0-3 stopped"`) and `ranks` (by rank, element 1 is rank 0:
-`rank`, `host`, `node_rank`, `local_rank`, `pid`, `state`, `exit_code` or `signal`, `error`).
+`rank`, `host`, `node_rank`, `local_rank`, `pid`, `state`, `exit_code` or `signal`, `error`)
+of the current (or last) run, and `nodes` (every node of the job: `host`, `role` `"in"`,
+`"spare"` or `"out"`, `node_rank` when in, `why` when out).
 Still running at the deadline: `nil`, a message, `"HERD_ETIMEDOUT"`.
 
 ## herd.Job:status() -> result

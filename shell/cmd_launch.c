@@ -42,6 +42,12 @@ static const char usage_text[] =
 	"  --hosts EXPR            run over ssh on a hostlist, e.g. node[01-04]\n"
 	"  --hostfile FILE         run over ssh on the hosts of FILE (host slots=N)\n"
 	"  --slurm                 run on the nodes of this Slurm allocation (srun)\n"
+	"  --nodes MIN-MAX         elastic: on MIN to MAX of the nodes, --per-node K\n"
+	"                          ranks each (default 1; no -n: the world size\n"
+	"                          follows the nodes); the nodes beyond MAX are\n"
+	"                          spares; a node at fault is excluded and the job\n"
+	"                          restarts on the rest (--restarts R) while MIN\n"
+	"                          remain (torchrun's --nnodes MIN:MAX too)\n"
 	"  --health-check[=1|2]    before any rank starts, every node runs herd health\n"
 	"                          at that level (default 1) and refuses the job when\n"
 	"                          a GPU of it fails a check; the launch then fails\n"
@@ -491,7 +497,7 @@ static int supervise(herd_job *job)
 static int write_summary(const char *path, const herd_job *job, int time_limit_ms, int status,
 			 const char *error)
 {
-	json_t *ranks = json_array(), *doc;
+	json_t *ranks = json_array(), *nodes = json_array(), *doc;
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f;
@@ -513,7 +519,16 @@ static int write_summary(const char *path, const herd_job *job, int time_limit_m
 			"signal", r.signal > 0 ? json_integer(r.signal) : json_null(),
 			"error", shell_json_str(r.error)));
 	}
-	doc = json_pack("{s:i, s:o, s:b, s:i, s:o, s:o, s:o, s:o, s:o}", "v", 1, "job_id",
+	for (size_t i = 0; job != NULL && i < herd_job_nodes(job); i++) {
+		herd_job_node_status n;
+
+		if (herd_job_node(job, i, &n) != HERD_OK)
+			continue;
+		json_array_append_new(nodes, json_pack("{s:s, s:s, s:o}", "host", n.host, "role",
+						       herd_job_node_role_name(n.role), "why",
+						       shell_json_str(n.why)));
+	}
+	doc = json_pack("{s:i, s:o, s:b, s:i, s:o, s:o, s:o, s:o, s:o, s:o}", "v", 1, "job_id",
 			shell_json_str(job != NULL ? herd_job_id(job) : NULL), "started", job != NULL,
 			"exit_status", status, "state",
 			shell_json_str(job != NULL ? herd_job_state_name(herd_job_get_state(job))
@@ -522,7 +537,7 @@ static int write_summary(const char *path, const herd_job *job, int time_limit_m
 			: json_null(), "restarts",
 			job != NULL ? json_integer(herd_job_restart_count(job)) : json_null(),
 			"failure", shell_json_str(job != NULL ? herd_job_failure(job) : error),
-			"ranks", ranks);
+			"ranks", ranks, "nodes", nodes);
 	f = open_memstream(&text, &len);
 	if (f == NULL) {
 		fprintf(stderr, "herd launch: --json-summary %s: %s\n", path, strerror(errno));
@@ -645,11 +660,43 @@ struct launch_args {
 	int unbuffered;
 	const char *summary;
 	int nodes;             /* -N, --nnodes, --standalone; 0 none */
+	int min_nodes, max_nodes;  /* --nodes MIN-MAX; 0 none */
+	char nodes_opt[64], nodes_arg[64];  /* ... as typed, for messages */
 	const char *limit_opt; /* the option that set the time limit */
 	bool monitor;          /* --monitor, --monitor-out */
 	int monitor_ms;        /* --monitor-period; 0: the default */
 	const char *monitor_out;
 };
+
+/*
+ * -N/--nodes/--nnodes: M nodes, or MIN-MAX (srun) and MIN:MAX (torchrun),
+ * an elastic job; MIN equal to MAX is M nodes.
+ */
+static int nodes_option(const char *opt, const char *v, struct launch_args *la)
+{
+	const char *sep = v[0] != '\0' ? strpbrk(v + 1, "-:") : NULL;
+	char lo[32], msg[256];
+	int min, max;
+
+	if (sep == NULL)
+		return parse_count(opt, v, 1, &la->nodes);
+	snprintf(lo, sizeof(lo), "%.*s", (int)(sep - v) < 31 ? (int)(sep - v) : 31, v);
+	if (shell_parse_int(lo, 1, COUNT_MAX, &min) != 0 ||
+	    shell_parse_int(sep + 1, 1, COUNT_MAX, &max) != 0 || max < min) {
+		snprintf(msg, sizeof(msg), "%s %s: expected M, or MIN-MAX (MIN:MAX) with 1 <= "
+			 "MIN <= MAX <= %d", opt, v, COUNT_MAX);
+		return usage_error("%s", msg);
+	}
+	if (min == max) {
+		la->nodes = min;
+		return 0;
+	}
+	la->min_nodes = min;
+	la->max_nodes = max;
+	snprintf(la->nodes_opt, sizeof(la->nodes_opt), "%s", opt);
+	snprintf(la->nodes_arg, sizeof(la->nodes_arg), "%s", v);
+	return 0;
+}
 
 /*
  * The command line into spec and e; the command is argv + *cmd_at.  0, 1
@@ -686,7 +733,7 @@ static int parse_args(shell_args *a, herd_job_spec *spec, struct env_list *e,
 				return -1;
 			break;
 		case 'N':
-			if (parse_count(opt, optarg, 1, &la->nodes) != 0)
+			if (nodes_option(opt, optarg, la) != 0)
 				return -1;
 			break;
 		case OPT_STANDALONE:
@@ -820,6 +867,31 @@ static int parse_args(shell_args *a, herd_job_spec *spec, struct env_list *e,
 					   a->argv[optind - 1]);
 		}
 	}
+	/* An elastic job: its world size follows its nodes. */
+	if (la->max_nodes > 0) {
+		char msg[256];
+
+		if (spec->nranks != 0) {
+			snprintf(msg, sizeof(msg), "%s %s with -n %d: an elastic job's world size "
+				 "follows its nodes (--per-node K times the nodes in); give "
+				 "--per-node instead of -n", la->nodes_opt, la->nodes_arg,
+				 spec->nranks);
+			return usage_error("%s", msg);
+		}
+		if (spec->where == HERD_JOB_LOCAL) {
+			snprintf(msg, sizeof(msg), "%s %s: an elastic job runs on --hosts, "
+				 "--hostfile or --slurm", la->nodes_opt, la->nodes_arg);
+			return usage_error("%s", msg);
+		}
+		if (spec->per_node == 0)
+			spec->per_node = 1;
+		spec->min_nodes = la->min_nodes;
+		spec->max_nodes = la->max_nodes;
+		if (optind >= a->argc)
+			return usage_error("no command to run%s", "");
+		*cmd_at = optind;
+		return 0;
+	}
 	/* torchrun's --nproc-per-node K alone (its --nnodes is 1 unless
 	 * given): one node of K ranks, on this node. */
 	if (la->nodes == 0 && spec->nranks == 0 && spec->per_node > 0 &&
@@ -939,6 +1011,15 @@ int cmd_launch(int argc, char **argv)
 		fprintf(stderr, herd_job_get_state(job) == HERD_JOB_FAILED
 			? "herd launch: job %s failed: %s\n" : "herd launch: job %s: %s\n",
 			herd_job_id(job), herd_job_failure(job));
+	/* The nodes the job excluded, and why. */
+	for (size_t i = 0; i < herd_job_nodes(job); i++) {
+		herd_job_node_status n;
+
+		if (herd_job_node(job, i, &n) == HERD_OK && n.role == HERD_JOB_NODE_OUT &&
+		    n.since > 0)
+			fprintf(stderr, "herd launch: job %s: node %s was excluded: %s\n",
+				herd_job_id(job), n.host, n.why != NULL ? n.why : "?");
+	}
 	if (herd_job_get_state(job) == HERD_JOB_FAILED && herd_job_trace_dir(job) != NULL &&
 	    has_traces(herd_job_trace_dir(job)))
 		fprintf(stderr, "herd launch: the ranks' flight recorders: herd trace %s\n",

@@ -13,6 +13,10 @@
  * runs as a Lua rank under this herd program), n (np too; not both),
  * per_node, hosts | hostfile | slurm = true, exclude (a hostlist of nodes
  * to leave out, as --exclude), health_check (1 or 2, as --health-check),
+ * min_nodes and max_nodes (an elastic job, as --nodes MIN-MAX: per_node
+ * ranks on each node in, default 1, and no n; min_nodes defaults to
+ * max_nodes), the result's nodes ({host, role = "in" | "spare" | "out",
+ * node_rank, why}: where each stands),
  * gpus_per_rank, restarts, time
  * (the job's time limit, as --time: srun's "MM", "MM:SS", "HH:MM:SS",
  * "D-HH[:MM[:SS]]", or a whole number of minutes) or timeout (the same
@@ -311,6 +315,21 @@ static void push_state(lua_State *L, ljob *j, bool over)
 		lua_rawseti(L, -2, i + 1);
 	}
 	lua_setfield(L, -2, "ranks");
+	lua_createtable(L, (int)herd_job_nodes(j->job), 0);
+	for (size_t i = 0; i < herd_job_nodes(j->job); i++) {
+		herd_job_node_status nd;
+
+		if (herd_job_node(j->job, i, &nd) != HERD_OK)
+			continue;
+		lua_createtable(L, 0, 4);
+		lherd_set_string(L, "host", nd.host);
+		lherd_set_string(L, "role", herd_job_node_role_name(nd.role));
+		if (nd.node_rank >= 0)
+			lherd_set_integer(L, "node_rank", nd.node_rank);
+		lherd_set_string(L, "why", nd.why);
+		lua_rawseti(L, -2, (lua_Integer)i + 1);
+	}
+	lua_setfield(L, -2, "nodes");
 }
 
 /* job:wait([seconds]) -> the result table once over, or nil, msg,
@@ -520,7 +539,7 @@ static const char *const launch_options[] = {
 	"cmd", "n", "np", "per_node", "hosts", "hostfile", "slurm", "gpus_per_rank", "restarts",
 	"time", "timeout", "start_timeout", "grace", "env", "log_dir", "prefix", "output",
 	"detach", "workdir", "monitor", "monitor_period", "monitor_out", "exclude", "health_check",
-	NULL
+	"min_nodes", "max_nodes", NULL
 };
 
 /* n, or np as mpirun writes it; both: misuse. */
@@ -675,8 +694,17 @@ static int lherd_launch(lua_State *L)
 	luaL_checktype(L, 1, LUA_TTABLE);
 	lherd_check_keys(L, 1, launch_options);
 	spec.nranks = ranks_option(L, 1);
-	luaL_argcheck(L, spec.nranks >= 1, 1, "option 'n' (the number of ranks) is required");
 	spec.per_node = (int)lherd_opt_integer(L, 1, "per_node", 1, 1000000, 0);
+	spec.max_nodes = (int)lherd_opt_integer(L, 1, "max_nodes", 1, 65536, 0);
+	spec.min_nodes = (int)lherd_opt_integer(L, 1, "min_nodes", 1, 65536, spec.max_nodes);
+	luaL_argcheck(L, spec.max_nodes == 0 || spec.nranks == 0, 1, "an elastic job (option "
+		      "'max_nodes') takes 'per_node', not 'n': its world size follows its nodes");
+	luaL_argcheck(L, spec.min_nodes <= spec.max_nodes, 1, "option 'min_nodes' is more than "
+		      "'max_nodes' (or 'max_nodes' is missing)");
+	luaL_argcheck(L, spec.nranks >= 1 || spec.max_nodes > 0, 1, "option 'n' (the number of "
+		      "ranks) is required");
+	if (spec.max_nodes > 0 && spec.per_node == 0)
+		spec.per_node = 1;
 	spec.gpus_per_rank = (int)lherd_opt_integer(L, 1, "gpus_per_rank", 0, 1000000, 0);
 	spec.restarts = (int)lherd_opt_integer(L, 1, "restarts", 0, 1000000, 0);
 	spec.start_timeout_ms = lherd_opt_ms(L, 1, "start_timeout");

@@ -24,6 +24,36 @@
  *     incremented; a job with a time limit (spec.time_limit_ms) is stopped
  *     the same way when it runs out.
  *
+ * Elastic membership (spec.min_nodes, spec.max_nodes).  The job runs on at
+ * most max_nodes of its nodes, per_node ranks on each (the world size
+ * follows: per_node times the nodes in), and the nodes beyond are spares.
+ * After a failed run, before restarting, herd judges whether a node is at
+ * fault:
+ *
+ *   - the launcher lost contact with it (its `herd exec` or the link to it
+ *     gone, or it did not stop its ranks when told to);
+ *   - it said at the failure that something of its hardware failed (a
+ *     GPU's Xid or a fault's clock slowdown, a network card that lost its
+ *     link: the words the summary gives);
+ *   - its rank was the one to blame a second time in this job;
+ *   - it failed to come up for a run, or failed the health gate
+ *     (spec.health_check).
+ *
+ * A node at fault is excluded: left out of the job and added to the
+ * excluded nodes' list (herd/exclude.h) with the reason, and the job
+ * restarts on the nodes that remain, a spare taking its place where there
+ * is one, as long as at least min_nodes remain; otherwise it ends, its
+ * failure saying why.  A failure with no node at fault restarts on the same
+ * nodes.  At every restart the nodes this job excluded for losing contact
+ * are asked again (`herd probe`, 3 s; a hostlist or hostfile job): one
+ * that answers is taken off the list and back into the job when there is
+ * room, at the restart, never mid-run.  Ranks are numbered afresh at every
+ * run, contiguously node after node; HERD_WORLD_SIZE, HERD_NNODES and
+ * their torchrun names give the run's; each change of membership is
+ * logged with its reason (herd_set_log_handler), and herd_job_node says
+ * where every node stands.  Start failures that exclude a node do not
+ * count as restarts.
+ *
  * Environment of every rank (DESIGN.md): HERD_RANK, HERD_WORLD_SIZE,
  * HERD_LOCAL_RANK, HERD_LOCAL_WORLD_SIZE, HERD_NODE_RANK, HERD_NNODES,
  * HERD_JOB_ID, HERD_STORE (host:port), HERD_JOB_SECRET, HERD_RESTART_COUNT,
@@ -201,7 +231,7 @@ HERD_EXTERN void herd_job_lines_free(herd_job_lines *q);
 HERD_EXTERN void herd_job_output_lines(void *userdata, int rank, const char *host,
 				       herd_job_stream stream, const char *line, size_t len);
 
-#define HERD_JOB_SPEC_VERSION 3
+#define HERD_JOB_SPEC_VERSION 4
 
 /*
  * What to run and where.  Strings and arrays are copied by herd_job_launch;
@@ -254,11 +284,17 @@ typedef struct herd_job_spec {
 	 * burns each GPU.  The start deadline grows by 60 s (level 1) or 300 s
 	 * (level 2) for it */
 	int health_check;
+	/* Version 4.  Elastic membership (above): at least min_nodes and at
+	 * most max_nodes nodes, per_node ranks each (per_node is required,
+	 * nranks must be 0: the world size follows the nodes).  0 and 0: a
+	 * job of nranks ranks on fixed nodes.  1 <= min_nodes <= max_nodes */
+	int min_nodes;
+	int max_nodes;
 } herd_job_spec;
 
 #define HERD_JOB_SPEC_INIT \
 	{ HERD_JOB_SPEC_VERSION, NULL, NULL, 0, 0, HERD_JOB_LOCAL, NULL, 0, NULL, NULL, \
-	  NULL, 0, 0, 0, NULL, 0, NULL, NULL, 0, NULL, 0 }
+	  NULL, 0, 0, 0, NULL, 0, NULL, NULL, 0, NULL, 0, 0, 0 }
 
 /* The exit status of a job stopped at its time limit, as timeout(1) gives. */
 #define HERD_JOB_EXIT_TIME_LIMIT 124
@@ -388,8 +424,40 @@ HERD_EXTERN herd_status herd_job_interrupt(herd_job *job, int sig);
  */
 HERD_EXTERN herd_status herd_job_kill(herd_job *job);
 
-/* Number of ranks. */
+/* Number of ranks: of the current (or last) run for an elastic job. */
 HERD_EXTERN int herd_job_size(const herd_job *job);
+
+/* Where a node of the job stands (herd_job_node). */
+typedef enum herd_job_node_role {
+	HERD_JOB_NODE_IN = 0,     /* has ranks in the current (or last) run */
+	HERD_JOB_NODE_SPARE,      /* usable, not needed: beyond max_nodes, or
+				     beyond the ranks of a fixed job */
+	HERD_JOB_NODE_OUT         /* excluded; why says why */
+} herd_job_node_role;
+
+/* Name of a role: "in", "spare", "out". */
+HERD_EXTERN const char *herd_job_node_role_name(herd_job_node_role role);
+
+/* A snapshot of one node of the job (herd_job_node); the strings are
+ * borrowed from the job, valid until herd_job_free. */
+typedef struct herd_job_node_status {
+	const char *host;
+	herd_job_node_role role;
+	int node_rank;            /* in the current run; -1 when not in it */
+	int faults;               /* runs whose failure this node's rank was blamed for */
+	const char *why;          /* HERD_JOB_NODE_OUT: the reason; else NULL */
+	double since;             /* HERD_JOB_NODE_OUT by this job: when, Unix
+				     seconds; else 0 */
+} herd_job_node_status;
+
+/*
+ * The job's nodes, in the order given (those of the excluded nodes' list
+ * at launch not among them): how many, and a snapshot of node i
+ * (0..herd_job_nodes - 1) into *out.  HERD_EINVAL naming i and the count
+ * when it is out of range.
+ */
+HERD_EXTERN size_t herd_job_nodes(const herd_job *job);
+HERD_EXTERN herd_status herd_job_node(const herd_job *job, size_t i, herd_job_node_status *out);
 
 /*
  * A snapshot of rank (0..herd_job_size - 1) into *out: a copy, as a

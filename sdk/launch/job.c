@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "herd/cluster.h"
+#include "herd/exclude.h"
 #include "herd/store.h"
 #include "herd/trace.h"
 #include "comm/trace.h"
@@ -38,6 +40,8 @@
 #include "net.h"
 
 #define DEFAULT_START_TIMEOUT_MS 60000
+/* The most nodes of an elastic job, and ranks per node. */
+#define ELASTIC_MAX 65536
 #define DEFAULT_GRACE_MS 5000
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000
 /* Lines of stderr kept per rank for the failure summary, and their length. */
@@ -59,6 +63,9 @@
 /* How long a failure waits for copies of the rings of nodes that do not
  * share the trace directory, at most (one cut off never sends them). */
 #define RINGS_WAIT_MS 2000
+/* How long a node an elastic job excluded for losing contact has to
+ * answer `herd probe` at a restart to be taken back. */
+#define READMIT_PROBE_MS 3000
 
 struct rank_info {
 	herd_job_rank_status st;   /* host points into the node list, error into strings */
@@ -85,8 +92,20 @@ struct node_rt {
 					  launcher's trace directory) */
 	bool rings_in;                 /* it answered the last rings command */
 	const char *words;             /* what it said of itself then (job strings); NULL */
+	const char *fault;             /* why the node itself failed this run: contact
+					  lost, not up in time (job strings); NULL */
 	int reported;                  /* ranks started or failed to start */
 	int ended;                     /* ranks that exited */
+};
+
+/* One of the job's nodes, across its runs (herd_job_node). */
+struct member {
+	herd_job_node_role role;
+	int node_rank;                 /* in the current run; -1 */
+	int faults;                    /* runs whose blamed rank was on it */
+	const char *why;               /* HERD_JOB_NODE_OUT: why (job strings) */
+	double since;                  /* ... when, by this job; 0 */
+	bool lost;                     /* out for losing contact: asked again at restarts */
 };
 
 struct herd_job {
@@ -94,8 +113,15 @@ struct herd_job {
 	char **argv, **env;
 	char *hosts, *workdir, *log_dir, *prefix, *herd_program, *exclude;
 	const herd__launch_backend *backend;
-	herd__launch_node *nodes;
+	herd__launch_node *nodes;      /* the current run's, placed */
 	size_t nnodes;
+	/* Every node of the job (resolved, less the excluded at launch), in
+	 * order, and where each stands; the ranks' hosts point at pool's. */
+	herd__launch_node *pool;
+	struct member *members;
+	size_t npool;
+	bool elastic;                  /* spec.max_nodes > 0 */
+	int rank_cap;                  /* ranks allocated: the largest world size */
 	char id[64];
 	char trace_dir[PATH_MAX];  /* the ranks' HERD_TRACE_DIR: their flight recorders */
 	char trace_token[40];      /* in trace_dir/launcher: a node that reads it there
@@ -171,6 +197,7 @@ struct herd_job {
 	char ctl_path[108];
 	herd__watcher ctl_w;
 	double t_start;                /* when it was launched, Unix seconds */
+	double t_run;                  /* when the current run began */
 	bool held;                     /* the nodes' frames are not read: outq is backlogged */
 	size_t resume_next;            /* the node whose held frames are taken first */
 	char *batch;                   /* prefixed lines on their way to outq */
@@ -215,6 +242,26 @@ static const char *keep(herd_job *job, const char *f, ...)
 	}
 	job->strings[job->nstrings++] = s;
 	return s;
+}
+
+/* keep, from the supervisor thread, taking mu. */
+static const char *keep_locked(herd_job *job, const char *f, ...) HERD_PRINTF(2, 3);
+static const char *keep_locked(herd_job *job, const char *f, ...)
+{
+	va_list ap;
+	char *s;
+	const char *k;
+
+	va_start(ap, f);
+	s = vfmt(f, ap);
+	va_end(ap);
+	if (s == NULL)
+		return NULL;
+	pthread_mutex_lock(&job->mu);
+	k = keep(job, "%s", s);
+	pthread_mutex_unlock(&job->mu);
+	free(s);
+	return k;
 }
 
 static void wake(herd_job *job)
@@ -396,9 +443,27 @@ static herd_status check_spec(const herd_job_spec *s)
 	if (s->argv == NULL || s->argv[0] == NULL || s->argv[0][0] == '\0')
 		return herd__error(HERD_EINVAL, "herd_job_spec.argv: expected a program and its "
 				   "arguments, NULL-terminated");
-	if (s->nranks < 1)
+	if (s->version >= 4 && (s->min_nodes != 0 || s->max_nodes != 0)) {
+		if (s->min_nodes < 1 || s->max_nodes < s->min_nodes)
+			return herd__error(HERD_EINVAL, "herd_job_spec: min_nodes %d, max_nodes %d; "
+					   "expected 1 <= min_nodes <= max_nodes (or both 0: not "
+					   "elastic)", s->min_nodes, s->max_nodes);
+		if (s->per_node < 1)
+			return herd__error(HERD_EINVAL, "herd_job_spec.per_node is %d; an elastic "
+					   "job (max_nodes %d) needs the ranks per node, 1 or more",
+					   s->per_node, s->max_nodes);
+		if (s->nranks != 0)
+			return herd__error(HERD_EINVAL, "herd_job_spec.nranks is %d; an elastic job's "
+					   "world size follows its nodes (per_node times the nodes "
+					   "in), so nranks must be 0", s->nranks);
+		if (s->max_nodes > ELASTIC_MAX || s->per_node > ELASTIC_MAX)
+			return herd__error(HERD_EINVAL, "herd_job_spec: max_nodes %d, per_node %d; "
+					   "expected at most %d each", s->max_nodes, s->per_node,
+					   ELASTIC_MAX);
+	} else if (s->nranks < 1) {
 		return herd__error(HERD_EINVAL, "herd_job_spec.nranks is %d; expected 1 or more",
 				   s->nranks);
+	}
 	if (s->per_node < 0)
 		return herd__error(HERD_EINVAL, "herd_job_spec.per_node is %d; expected 0 (fill "
 				   "each node's slots) or more", s->per_node);
@@ -464,12 +529,13 @@ static herd_status copy_spec(herd_job *job, const herd_job_spec *s)
 	const char *prog = s->herd_program;
 
 	/* A version 1 spec ends before time_limit_ms, a version 2 before
-	 * exclude. */
-	if (s->version >= 3)
+	 * exclude, a version 3 before min_nodes. */
+	if (s->version >= 4)
 		job->spec = *s;
 	else
-		memcpy(&job->spec, s, s->version >= 2 ? offsetof(herd_job_spec, exclude)
-						      : offsetof(herd_job_spec, time_limit_ms));
+		memcpy(&job->spec, s, s->version >= 3 ? offsetof(herd_job_spec, min_nodes)
+				      : s->version >= 2 ? offsetof(herd_job_spec, exclude)
+				      : offsetof(herd_job_spec, time_limit_ms));
 	job->spec.version = HERD_JOB_SPEC_VERSION;
 	HERD_CHECK(copy_strv(&job->argv, s->argv, "the job's argv"));
 	HERD_CHECK(job_env(&job->env, s->env));
@@ -963,8 +1029,12 @@ static void node_fail(herd_job *job, struct node_rt *nr, const char *why)
 			 nr->node->host, why, helper_adds(nr, why, says, sizeof(says)));
 	if (nr->link != NULL)
 		herd__engine_close(job->engine, nr->h, HERD_OK, NULL);
-	if (!nr->done)
+	if (!nr->done) {
 		node_lost(job, nr, why);
+		if (nr->fault == NULL)
+			nr->fault = keep_locked(job, "%s%s", node_up(nr) || job->went ? "lost "
+						"contact with it: " : "it did not come up: ", why);
+	}
 	nr->closed = true;
 	for (size_t i = 0; i < job->nnodes; i++) {
 		struct node_rt *d = &job->rt[i];
@@ -1520,8 +1590,27 @@ static void control_status(herd_job *job, json_t *o)
 		json_object_set_new(one, "state", json_string(herd_job_rank_state_name(st->state)));
 		json_array_append_new(ranks, one);
 	}
-	pthread_mutex_unlock(&job->mu);
 	json_object_set_new(o, "rank_states", ranks);
+	if (job->elastic) {
+		json_t *members = json_array();
+
+		json_object_set_new(o, "min_nodes", json_integer(job->spec.min_nodes));
+		json_object_set_new(o, "max_nodes", json_integer(job->spec.max_nodes));
+		for (size_t i = 0; members != NULL && i < job->npool; i++) {
+			const struct member *m = &job->members[i];
+			json_t *one = json_object();
+
+			if (one == NULL)
+				break;
+			json_object_set_new(one, "host", json_string(job->pool[i].host));
+			json_object_set_new(one, "role", json_string(herd_job_node_role_name(m->role)));
+			if (m->role == HERD_JOB_NODE_OUT && m->why != NULL)
+				json_object_set_new(one, "why", json_string(m->why));
+			json_array_append_new(members, one);
+		}
+		json_object_set_new(o, "members", members);
+	}
+	pthread_mutex_unlock(&job->mu);
 }
 
 /* The answer to a request on the control socket (control.c). */
@@ -1825,6 +1914,10 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 
 				if (nr->ready && nr->reported == nr->node->nranks)
 					continue;
+				if (nr->fault == NULL)
+					nr->fault = keep_locked(job, "it did not come up: its "
+								"supervisor was not up within "
+								"%d ms", job->spec.start_timeout_ms);
 				o += (size_t)snprintf(hosts + o, sizeof(hosts) - o, "%s%s%s",
 						      o ? ", " : "", nr->node->host,
 						      helper_says(nr, says, sizeof(says)));
@@ -1881,6 +1974,10 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 				}
 				node_lost(job, nr, "it did not stop its ranks within the grace "
 					  "period");
+				if (nr->fault == NULL)
+					nr->fault = keep_locked(job, "lost contact with it: it did "
+								"not stop its ranks within "
+								"the grace period");
 			}
 		}
 
@@ -2015,6 +2112,328 @@ static void say_node_words(herd_job *job)
 	pthread_mutex_unlock(&job->mu);
 }
 
+/* ---- membership --------------------------------------------------------------------- */
+
+/*
+ * Every node of the pool starts in the job, an elastic job's beyond
+ * max_nodes as spares; the ranks are allocated for the largest world.
+ */
+static herd_status members_init(herd_job *job)
+{
+	size_t in = 0;
+
+	job->elastic = job->spec.max_nodes > 0;
+	if (job->elastic && job->npool < (size_t)job->spec.min_nodes)
+		return herd__error(HERD_ENORESOURCE, "herd_job_spec.min_nodes is %d, but the job "
+				   "has %zu node%s", job->spec.min_nodes, job->npool,
+				   job->npool == 1 ? "" : "s");
+	HERD_CHECK(herd__calloc(&job->members, job->npool, sizeof(*job->members),
+				"the job's nodes"));
+	for (size_t i = 0; i < job->npool; i++) {
+		struct member *m = &job->members[i];
+
+		m->node_rank = -1;
+		m->role = !job->elastic || in < (size_t)job->spec.max_nodes ? HERD_JOB_NODE_IN
+									   : HERD_JOB_NODE_SPARE;
+		in += m->role == HERD_JOB_NODE_IN;
+	}
+	job->rank_cap = job->elastic ? job->spec.per_node * job->spec.max_nodes : job->spec.nranks;
+	return herd__calloc(&job->ranks, (size_t)job->rank_cap, sizeof(*job->ranks),
+			    "the job's ranks");
+}
+
+/* The pool node a run's node is (by name: a host given twice is one node). */
+static size_t pool_of(const herd_job *job, const char *host)
+{
+	for (size_t i = 0; i < job->npool; i++)
+		if (strcmp(job->pool[i].host, host) == 0)
+			return i;
+	return 0;
+}
+
+static size_t count_role(const herd_job *job, herd_job_node_role role)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < job->npool; i++)
+		n += job->members[i].role == role;
+	return n;
+}
+
+/*
+ * The next run's nodes: a copy of the pool's nodes in the job, the ranks
+ * placed on them (a fixed job's nranks; an elastic one's per_node on
+ * each), and each rank's identity and prefix.  The pool's nodes left
+ * without a rank are spares.
+ */
+static herd_status place_run(herd_job *job)
+{
+	herd__launch_node *nodes = NULL;
+	size_t n = 0;
+	int nranks;
+	herd_status st;
+
+	HERD_CHECK(herd__calloc(&nodes, job->npool, sizeof(*nodes), "the run's nodes"));
+	for (size_t i = 0; i < job->npool; i++) {
+		if (job->members[i].role != HERD_JOB_NODE_IN)
+			continue;
+		nodes[n].slots = job->pool[i].slots;
+		HERD_CHECK_GOTO(herd__strdup(&nodes[n++].host, job->pool[i].host), st, fail);
+	}
+	nranks = job->elastic ? job->spec.per_node * (int)n : job->spec.nranks;
+	HERD_CHECK_GOTO(herd__launch_place(nodes, &n, nranks, job->spec.per_node), st, fail);
+	pthread_mutex_lock(&job->mu);
+	herd__launch_nodes_free(job->nodes, job->nnodes);
+	job->nodes = nodes;
+	job->nnodes = n;
+	job->nranks = nranks;
+	for (size_t i = 0; i < job->npool; i++) {
+		job->members[i].node_rank = -1;
+		if (job->members[i].role == HERD_JOB_NODE_IN)
+			job->members[i].role = HERD_JOB_NODE_SPARE;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t p = pool_of(job, nodes[i].host);
+
+		job->members[p].role = HERD_JOB_NODE_IN;
+		job->members[p].node_rank = nodes[i].node_rank;
+		for (int k = 0; k < nodes[i].nranks; k++) {
+			struct rank_info *ri = &job->ranks[nodes[i].ranks[k]];
+			char prefix[PREFIX_MAX];
+
+			ri->st.rank = nodes[i].ranks[k];
+			ri->st.node_rank = nodes[i].node_rank;
+			ri->st.local_rank = k;
+			ri->st.host = job->pool[p].host;
+			ri->prefix_len = herd_job_format_prefix(prefix, sizeof(prefix), job->prefix,
+								ri->st.host, ri->st.rank);
+			free(ri->prefix);
+			ri->prefix = calloc(ri->prefix_len + 1 + SMALL_COPY, 1);
+			if (ri->prefix == NULL) {
+				pthread_mutex_unlock(&job->mu);
+				return herd__error(HERD_ENOMEM, "out of memory for a rank's prefix");
+			}
+			memcpy(ri->prefix, prefix, ri->prefix_len);
+		}
+	}
+	pthread_mutex_unlock(&job->mu);
+	return HERD_OK;
+fail:
+	herd__launch_nodes_free(nodes, job->npool);
+	return st;
+}
+
+/* The hosts of the nodes in the job, "h1,h2,h4", into out. */
+static void hosts_in(const herd_job *job, char *out, size_t cap)
+{
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < job->npool && o < cap; i++)
+		if (job->members[i].role == HERD_JOB_NODE_IN)
+			o += (size_t)snprintf(out + o, cap - o, "%s%s", o ? "," : "",
+					      job->pool[i].host);
+}
+
+/*
+ * Excludes pool node p for why: out of the job, and onto the excluded
+ * nodes' list with the job's id and the reason (a list that cannot be
+ * written is said; the node is out of this job all the same).  lost: it
+ * is asked again at restarts (refill).
+ */
+static void exclude_member(herd_job *job, size_t p, const char *why, bool lost)
+{
+	struct member *m = &job->members[p];
+	char reason[256];
+
+	snprintf(reason, sizeof(reason), "job %s: %s", job->id, why);
+	pthread_mutex_lock(&job->mu);
+	m->role = HERD_JOB_NODE_OUT;
+	m->node_rank = -1;
+	m->why = keep(job, "%s", why);
+	m->since = real_now();
+	m->lost = lost;
+	pthread_mutex_unlock(&job->mu);
+	herd__log_warn("job %s: node %s excluded: %s", job->id, job->pool[p].host, why);
+	if (herd_exclude_add(job->pool[p].host, reason, NULL) != HERD_OK)
+		herd__log_warn("job %s: node %s is not on the excluded nodes' list: %s", job->id,
+			       job->pool[p].host, herd_last_error());
+}
+
+/* "the first run" or "restart N", for messages. */
+static const char *run_name(const herd_job *job, char *buf, size_t cap)
+{
+	if (job->restart_count == 0)
+		return "the first run";
+	snprintf(buf, cap, "restart %d", job->restart_count);
+	return buf;
+}
+
+/*
+ * After a run that failed (started: its ranks had started; else it did not
+ * come up), the nodes at fault are excluded: those it lost contact with or
+ * that did not come up (nr->fault), and the node of the rank to blame when
+ * it says its hardware failed, or is blamed for the second time.  Returns
+ * how many.
+ */
+static size_t judge(herd_job *job, bool started)
+{
+	size_t out = 0;
+	int blamed = job->blamed >= 0 ? job->blamed : job->first_failed;
+	char buf[32];
+	const char *run = run_name(job, buf, sizeof(buf));
+
+	for (size_t i = 0; i < job->nnodes; i++) {
+		const struct node_rt *nr = &job->rt[i];
+		size_t p = pool_of(job, nr->node->host);
+		bool is_blamed = started && blamed >= 0 && rank_on_node(nr, blamed);
+		char why[1024];
+
+		if (is_blamed)
+			job->members[p].faults++;
+		if (nr->fault != NULL)
+			snprintf(why, sizeof(why), "%s (%s)", nr->fault, run);
+		else if (is_blamed && nr->words != NULL)
+			snprintf(why, sizeof(why), "its rank %d failed the job (%s), and the node "
+				 "says: %s", blamed, run, nr->words);
+		else if (is_blamed && job->members[p].faults >= 2)
+			snprintf(why, sizeof(why), "a rank on it failed the job %d times (rank %d "
+				 "in %s)", job->members[p].faults, blamed, run);
+		else
+			continue;
+		exclude_member(job, p, why, nr->fault != NULL &&
+			       strstr(nr->fault, HERD__HEALTH_REFUSED) == NULL);
+		out++;
+	}
+	return out;
+}
+
+/*
+ * An elastic job's nodes for its next run, after judge: the nodes it
+ * excluded earlier for losing contact (probe) that answer again are taken
+ * off the list and back as spares, and spares fill the job up to
+ * max_nodes.  false, with why, when fewer than min_nodes remain.
+ */
+static bool refill(herd_job *job, char *why, size_t cap)
+{
+	char hosts[4096] = "", was[4096], now[4096];
+	size_t o = 0, in;
+
+	/* The last run's nodes, to say what changes. */
+	was[0] = '\0';
+	for (size_t i = 0, w = 0; i < job->nnodes && w < sizeof(was); i++)
+		w += (size_t)snprintf(was + w, sizeof(was) - w, "%s%s", w ? "," : "",
+				      job->nodes[i].host);
+	for (size_t i = 0; i < job->npool && o < sizeof(hosts); i++)
+		if (job->members[i].role == HERD_JOB_NODE_OUT && job->members[i].lost &&
+		    job->members[i].since < job->t_run)
+			o += (size_t)snprintf(hosts + o, sizeof(hosts) - o, "%s%s", o ? "," : "",
+					      job->pool[i].host);
+	if (o > 0 && o < sizeof(hosts) && job->spec.where != HERD_JOB_SLURM &&
+	    count_role(job, HERD_JOB_NODE_IN) < (size_t)job->spec.max_nodes) {
+		herd_cluster_discover_opts d = HERD_CLUSTER_DISCOVER_OPTS_INIT;
+		herd_cluster *c = NULL;
+		char kept[1024];
+
+		d.hosts = hosts;
+		d.timeout_ms = READMIT_PROBE_MS;
+		d.herd_program = job->herd_program;
+		herd__strlcpy(kept, herd_last_error(), sizeof(kept));
+		if (herd_cluster_discover(&c, &d) == HERD_OK)
+			for (size_t i = 0; i < job->npool; i++) {
+				struct member *m = &job->members[i];
+				bool answered = m->role == HERD_JOB_NODE_OUT && m->lost &&
+						m->since < job->t_run;
+
+				for (size_t f = 0; answered && f < herd_cluster_failure_count(c); f++) {
+					const char *h = NULL, *r = NULL;
+
+					answered = herd_cluster_failure(c, f, &h, &r) != HERD_OK ||
+						   strcmp(h, job->pool[i].host) != 0;
+				}
+				if (!answered)
+					continue;
+				herd__log_warn("job %s: node %s answers again: taken back", job->id,
+					       job->pool[i].host);
+				herd_exclude_remove(job->pool[i].host, NULL);
+				pthread_mutex_lock(&job->mu);
+				m->role = HERD_JOB_NODE_SPARE;
+				m->why = NULL;
+				m->since = 0;
+				m->lost = false;
+				pthread_mutex_unlock(&job->mu);
+			}
+		herd_cluster_free(c);
+		herd__error(HERD_OK, "%s", kept);
+	}
+	in = count_role(job, HERD_JOB_NODE_IN);
+	for (size_t i = 0; i < job->npool && in < (size_t)job->spec.max_nodes; i++)
+		if (job->members[i].role == HERD_JOB_NODE_SPARE) {
+			pthread_mutex_lock(&job->mu);
+			job->members[i].role = HERD_JOB_NODE_IN;
+			pthread_mutex_unlock(&job->mu);
+			in++;
+		}
+	if (in < (size_t)job->spec.min_nodes) {
+		hosts_in(job, now, sizeof(now));
+		snprintf(why, cap, "%zu node%s left (%.900s), fewer than the minimum of %d", in,
+			 in == 1 ? "" : "s", in > 0 ? now : "none", job->spec.min_nodes);
+		return false;
+	}
+	hosts_in(job, now, sizeof(now));
+	if (strcmp(was, now) != 0)
+		herd__log_warn("job %s: nodes now %s (%zu of %d-%d; %zu ranks)", job->id, now, in,
+			       job->spec.min_nodes, job->spec.max_nodes,
+			       in * (size_t)job->spec.per_node);
+	return true;
+}
+
+/* Whether the caller has asked the job to end (no restart, no retry). */
+static bool end_asked(herd_job *job)
+{
+	bool asked;
+
+	pthread_mutex_lock(&job->mu);
+	asked = job->kill_req || job->end_sig != 0 || job->stopped_by != 0 || job->limit_hit ||
+		job->interrupted != 0;
+	pthread_mutex_unlock(&job->mu);
+	return asked;
+}
+
+/* The failure's words end with why the job was not restarted. */
+static void not_restarted(herd_job *job, const char *why)
+{
+	herd__log_warn("job %s: not restarted: %s", job->id, why);
+	pthread_mutex_lock(&job->mu);
+	if (keep(job, "%s; not restarted: %s", job->failure != NULL ? job->failure
+		 : "a rank failed", why) != NULL)
+		job->failure = job->strings[job->nstrings - 1];
+	pthread_mutex_unlock(&job->mu);
+}
+
+/*
+ * A run of an elastic job did not come up: the nodes that failed to are
+ * excluded and the run is tried again without them (not a restart).
+ * false when no node is to blame, the caller asked the job to end, or too
+ * few nodes remain (then why says so).
+ */
+static bool start_again(herd_job *job, char *why, size_t cap)
+{
+	why[0] = '\0';
+	if (job->rt == NULL || end_asked(job))
+		return false;
+	/* A fixed job fails; the nodes the health gate refused go on the
+	 * list all the same. */
+	for (size_t i = 0; !job->elastic && i < job->nnodes; i++)
+		if (job->rt[i].fault != NULL && strstr(job->rt[i].fault, HERD__HEALTH_REFUSED))
+			exclude_member(job, pool_of(job, job->rt[i].node->host), job->rt[i].fault,
+				       false);
+	if (!job->elastic || judge(job, false) == 0)
+		return false;
+	free_rt(job);
+	return refill(job, why, cap) && place_run(job) == HERD_OK;
+}
+
 static void *supervise(void *arg)
 {
 	herd_job *job = arg;
@@ -2026,16 +2445,22 @@ static void *supervise(void *arg)
 						      (job->spec.health_check == 1 ? 60000
 						       : job->spec.health_check == 2 ? 300000 : 0));
 		bool up = false, restart = false;
-		herd_status st = run_begin(job, deadline);
+		char why[1024];
+		herd_status st;
 
+		job->t_run = real_now();
+		st = run_begin(job, deadline);
 		if (st == HERD_OK)
 			st = run_watch(job, deadline, &up);
 		if (st == HERD_OK)
 			say_node_words(job);
 		if (st != HERD_OK) {
-			char msg[1024];
+			char msg[2048], err[1024];
 
-			herd__strlcpy(msg, herd_last_error(), sizeof(msg));
+			herd__strlcpy(err, herd_last_error(), sizeof(err));
+			if (start_again(job, why, sizeof(why)))
+				continue;
+			snprintf(msg, sizeof(msg), "%s%s%s", err, why[0] != '\0' ? "; " : "", why);
 			herd__outq_drain(job->outq, output_give_up, job);
 			pthread_mutex_lock(&job->mu);
 			job->state = HERD_JOB_FAILED;
@@ -2061,7 +2486,6 @@ static void *supervise(void *arg)
 			pthread_mutex_unlock(&job->mu);
 			return NULL;
 		}
-		free_rt(job);
 		pthread_mutex_lock(&job->mu);
 		/* A failure restarts the job, unless the caller asked it to end
 		 * (herd_job_kill, or a signal that ends a program): the ranks'
@@ -2073,14 +2497,29 @@ static void *supervise(void *arg)
 			 * is a line of its own, not read as theirs. */
 			herd__log_warn("job %s: %s", job->id,
 				       job->failure != NULL ? job->failure : "a rank failed");
-			herd__log_warn("job %s: restarting every rank (restart %d of %d)", job->id,
-				       job->restart_count + 1, job->spec.restarts);
-			job->restart_count++;
 			restart = true;
 		}
 		pthread_mutex_unlock(&job->mu);
+		/* An elastic job's nodes at fault go, whatever comes next. */
+		if (job->elastic && job->first_failed >= 0 && !end_asked(job))
+			judge(job, true);
+		free_rt(job);
+		if (restart && job->elastic && !refill(job, why, sizeof(why))) {
+			not_restarted(job, why);
+			restart = false;
+		}
+		if (restart && job->elastic && place_run(job) != HERD_OK) {
+			snprintf(why, sizeof(why), "%s", herd_last_error());
+			not_restarted(job, why);
+			restart = false;
+		}
 		if (!restart)
 			break;
+		pthread_mutex_lock(&job->mu);
+		herd__log_warn("job %s: restarting every rank (restart %d of %d)", job->id,
+			       job->restart_count + 1, job->spec.restarts);
+		job->restart_count++;
+		pthread_mutex_unlock(&job->mu);
 	}
 	finish(job);
 	return NULL;
@@ -2185,42 +2624,20 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 	pthread_mutex_init(&job->mu, NULL);
 	herd__net_cond_init(&job->cv);
 	HERD_CHECK_GOTO(copy_spec(job, spec), st, fail);
-	job->nranks = spec->nranks;
 	HERD_CHECK_GOTO(herd__launch_backend_for(spec->where, &job->backend), st, fail);
-	HERD_CHECK_GOTO(job->backend->resolve(&job->spec, &job->nodes, &job->nnodes), st, fail);
-	HERD_CHECK_GOTO(herd__exclude_filter(&job->nodes, &job->nnodes, job->spec.exclude, left_out,
+	HERD_CHECK_GOTO(job->backend->resolve(&job->spec, &job->pool, &job->npool), st, fail);
+	HERD_CHECK_GOTO(herd__exclude_filter(&job->pool, &job->npool, job->spec.exclude, left_out,
 					     sizeof(left_out)), st, fail);
 	if (left_out[0] != '\0') {
 		herd__log_warn("nodes left out of the job, as excluded: %s", left_out);
-		if (job->nnodes == 0) {
+		if (job->npool == 0) {
 			st = herd__error(HERD_EUNAVAIL, "every node is excluded: %s (herd exclude "
 					 "ls lists them)", left_out);
 			goto fail;
 		}
 	}
-	HERD_CHECK_GOTO(herd__launch_place(job->nodes, &job->nnodes, spec->nranks, spec->per_node),
-			st, fail);
-	HERD_CHECK_GOTO(herd__calloc(&job->ranks, (size_t)job->nranks, sizeof(*job->ranks),
-				     "the job's ranks"), st, fail);
-	for (size_t i = 0; i < job->nnodes; i++)
-		for (int k = 0; k < job->nodes[i].nranks; k++) {
-			herd_job_rank_status *r = &job->ranks[job->nodes[i].ranks[k]].st;
-
-			r->rank = job->nodes[i].ranks[k];
-			r->node_rank = job->nodes[i].node_rank;
-			r->local_rank = k;
-			r->host = job->nodes[i].host;
-		}
-	for (int r = 0; r < job->nranks; r++) {
-		char prefix[PREFIX_MAX];
-		struct rank_info *ri = &job->ranks[r];
-
-		ri->prefix_len = herd_job_format_prefix(prefix, sizeof(prefix), job->prefix,
-							ri->st.host, r);
-		HERD_CHECK_GOTO(herd__calloc(&ri->prefix, ri->prefix_len + 1 + SMALL_COPY, 1,
-					     "a rank's prefix"), st, fail);
-		memcpy(ri->prefix, prefix, ri->prefix_len);
-	}
+	HERD_CHECK_GOTO(members_init(job), st, fail);
+	HERD_CHECK_GOTO(place_run(job), st, fail);
 	HERD_CHECK_GOTO(herd__calloc(&job->batch, BATCH_CAP, 1, "the output batch"), st, fail);
 	HERD_CHECK_GOTO(make_id(job), st, fail);
 	HERD_CHECK_GOTO(trace_dir(job), st, fail);
@@ -2395,7 +2812,53 @@ herd_status herd_job_kill(herd_job *job)
 
 int herd_job_size(const herd_job *job)
 {
-	return job != NULL ? job->nranks : 0;
+	herd_job *j = (herd_job *)job;
+	int n;
+
+	if (job == NULL)
+		return 0;
+	pthread_mutex_lock(&j->mu);
+	n = job->nranks;
+	pthread_mutex_unlock(&j->mu);
+	return n;
+}
+
+size_t herd_job_nodes(const herd_job *job)
+{
+	return job != NULL ? job->npool : 0;
+}
+
+herd_status herd_job_node(const herd_job *job, size_t i, herd_job_node_status *out)
+{
+	herd_job *j = (herd_job *)job;
+	const struct member *m;
+
+	if (job == NULL || out == NULL)
+		return herd__error(HERD_EINVAL, "herd_job_node: %s is NULL",
+				   job == NULL ? "job" : "out");
+	if (i >= job->npool)
+		return herd__error(HERD_EINVAL, "herd_job_node: node %zu of a job of %zu nodes", i,
+				   job->npool);
+	pthread_mutex_lock(&j->mu);
+	m = &job->members[i];
+	out->host = job->pool[i].host;
+	out->role = m->role;
+	out->node_rank = m->node_rank;
+	out->faults = m->faults;
+	out->why = m->role == HERD_JOB_NODE_OUT ? m->why : NULL;
+	out->since = m->role == HERD_JOB_NODE_OUT ? m->since : 0;
+	pthread_mutex_unlock(&j->mu);
+	return HERD_OK;
+}
+
+const char *herd_job_node_role_name(herd_job_node_role role)
+{
+	switch (role) {
+	case HERD_JOB_NODE_IN: return "in";
+	case HERD_JOB_NODE_SPARE: return "spare";
+	case HERD_JOB_NODE_OUT: return "out";
+	}
+	return "?";
 }
 
 herd_status herd_job_rank(const herd_job *job, int rank, herd_job_rank_status *out)
@@ -2405,10 +2868,14 @@ herd_status herd_job_rank(const herd_job *job, int rank, herd_job_rank_status *o
 	if (job == NULL || out == NULL)
 		return herd__error(HERD_EINVAL, "herd_job_rank: %s is NULL",
 				   job == NULL ? "job" : "out");
-	if (rank < 0 || rank >= job->nranks)
-		return herd__error(HERD_EINVAL, "herd_job_rank: rank %d of a job of %d ranks",
-				   rank, job->nranks);
 	pthread_mutex_lock(&j->mu);
+	if (rank < 0 || rank >= job->nranks) {
+		int n = job->nranks;
+
+		pthread_mutex_unlock(&j->mu);
+		return herd__error(HERD_EINVAL, "herd_job_rank: rank %d of a job of %d ranks",
+				   rank, n);
+	}
 	*out = job->ranks[rank].st;
 	pthread_mutex_unlock(&j->mu);
 	return HERD_OK;
@@ -2461,7 +2928,7 @@ void herd_job_free(herd_job *job)
 	free_rt(job);
 	control_close(job);
 	herd__outq_free(job->outq);
-	for (int r = 0; job->ranks != NULL && r < job->nranks; r++) {
+	for (int r = 0; job->ranks != NULL && r < job->rank_cap; r++) {
 		for (int k = 0; k < TAIL_LINES; k++)
 			free(job->ranks[r].tail[k]);
 		free(job->ranks[r].prefix);
@@ -2471,6 +2938,8 @@ void herd_job_free(herd_job *job)
 		free(job->strings[i]);
 	free(job->strings);
 	herd__launch_nodes_free(job->nodes, job->nnodes);
+	herd__launch_nodes_free(job->pool, job->npool);
+	free(job->members);
 	free_strv(job->argv);
 	free_strv(job->env);
 	free(job->hosts);

@@ -63,6 +63,10 @@ typedef struct herd__launch_node {
 	int *ranks;          /* their global ranks, ascending; local rank = index */
 } herd__launch_node;
 
+/* How a node's refusal by the health gate (herd_job_spec.health_check)
+ * begins, for the launcher to tell it from a node that did not answer. */
+#define HERD__HEALTH_REFUSED "the health check"
+
 /* Frees nodes[0..n) and the array.  Accepts NULL. */
 void herd__launch_nodes_free(herd__launch_node *nodes, size_t n);
 

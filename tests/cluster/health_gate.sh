@@ -29,6 +29,9 @@ has "$out" "herd launch: node h3: HERD_EUNAVAIL: the health check (level 1) fail
 ran=$(ls "$tmp" | grep -c '^ran\.')
 [[ $ran == 0 ]] || fail "$ran ranks ran though h3 failed its health check"
 echo "refused in $ms ms: ${out%%$'\n'*}" | cut -c1-200
+# The refused node is on the excluded nodes' list, with the reason.
+grep -q "^h3	[0-9.]*	job .*: it did not come up: HERD_EUNAVAIL: the health check (level 1) failed: GPU 2" \
+	"$HERD_EXCLUDE_FILE" || fail "h3 is not on the excluded nodes' list: $(cat "$HERD_EXCLUDE_FILE" 2>&1)"
 
 out=$(timeout 120 "$cluster/run" 1 "$HERD" launch --hosts 'h[1-4]' --exclude h3 --per-node 1 -n 3 \
 	--health-check -- sh -c "touch $tmp/ran.\$HERD_RANK; hostname" 2>"$tmp/err") \

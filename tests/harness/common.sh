@@ -60,6 +60,8 @@ netns_start() {
 	[[ $rc == 0 ]] || fail "the namespace cluster did not start"
 	id=$(cat "$cluster/id")
 	export HERD_SSH_ARGS="-F $cluster/ssh_config" HERD_PROGRAM=$HERD
+	# What the jobs exclude stays with the test.
+	export HERD_EXCLUDE_FILE=$tmp/exclude
 	unset HERD_LAUNCH_ADDR SLURM_JOB_ID HERD_SOCKET_IFNAME
 }
 

@@ -34,9 +34,17 @@ elastic() {
 	job=$!
 }
 
+# rank_pids I: host I's rank processes (not a launcher naming the program).
+rank_pids() {
+	local p
+	for p in $(host_pids $1 "$train"); do
+		[[ $(tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | head -1) == "$train" ]] && echo "$p"
+	done
+}
+
 # lose I NAME: kills host I's node supervisor and its rank (SIGKILL).
 lose() {
-	local p=$(host_pids $1 "exec --stdio"; host_pids $1 "$train")
+	local p=$(host_pids $1 "exec --stdio"; rank_pids $1)
 	[[ -n $p ]] || fail "$2: nothing of the job on h$1: $(cat "$tmp/$2.out" "$tmp/$2.err")"
 	kill -9 $p
 }
@@ -69,3 +77,69 @@ grep -q "^h3	" "$HERD_EXCLUDE_FILE" || fail "h3 is not on the excluded nodes' li
 cmp "$tmp/lost.w" "$tmp/ref.w" || fail "weights differ from the run on 3 ranks from step $resumed"
 echo "lost: h3 excluded, resumed from step $resumed on 3 ranks, weights and state equal ($(tail -1 "$tmp/ref.w"))"
 rm -f "$HERD_EXCLUDE_FILE"
+
+# --- a spare taken in: h4 waits beyond MAX, h2 is lost, h4 takes its place
+elastic spare 'h[1-4]' 2-3 --json-summary "$tmp/spare.json"
+wait_lines 1 "[h1:0] step 20:" "$tmp/spare.out" 60
+grep -q "^\[h4:" "$tmp/spare.out" && fail "the spare h4 got a rank before it was needed"
+lose 2 spare
+wait $job || fail "the job with a spare did not finish: $(tail -5 "$tmp/spare.out"; cat "$tmp/spare.err")"
+err=$(cat "$tmp/spare.err")
+has "$err" "node h2 excluded: lost contact with it"
+has "$err" "nodes now h1,h3,h4 (3 of 2-3; 3 ranks)"
+grep -q "^\[h1:0\] restart 1: resumed from step [0-9]* on 3 ranks" "$tmp/spare.out" \
+	|| fail "no resume on 3 ranks with the spare: $(grep restart "$tmp/spare.out")"
+echo "spare: h2 excluded, h4 taken in"
+rm -f "$HERD_EXCLUDE_FILE"
+
+# --- a link cut, then mended: the node answers again and is taken back
+elastic back 'h[1-3]' 2-3
+wait_lines 1 "[h1:0] step 20:" "$tmp/back.out" 60
+bash tests/harness/netns.sh cut "$cluster" 3
+wait_lines 1 "nodes now h1,h2 (2 of 2-3; 2 ranks)" "$tmp/back.err" 60
+has "$(cat "$tmp/back.err")" "node h3 excluded: lost contact with it"
+bash tests/harness/netns.sh mend "$cluster" 3
+wait_lines 1 "[h1:0] restart 1: first step done" "$tmp/back.out" 60
+sleep 0.5
+p=$(rank_pids 1)
+[[ -n $p ]] || fail "back: no rank on h1"
+kill -9 $p
+wait $job || fail "the job did not finish after h3 came back: $(tail -5 "$tmp/back.out"; cat "$tmp/back.err")"
+err=$(cat "$tmp/back.err")
+has "$err" "node h3 answers again: taken back"
+has "$err" "nodes now h1,h2,h3 (3 of 2-3; 3 ranks)"
+grep -q "^\[h1:0\] restart 2: resumed from step [0-9]* on 3 ranks" "$tmp/back.out" \
+	|| fail "no resume on 3 ranks once h3 was back: $(grep restart "$tmp/back.out")"
+grep -q "^h3	" "$HERD_EXCLUDE_FILE" 2>/dev/null && fail "h3 is still on the excluded nodes' list"
+echo "back: h3 cut off and excluded, mended and taken back at the next restart"
+rm -f "$HERD_EXCLUDE_FILE"
+
+# --- below the minimum: the job stops and says why
+elastic below 'h[1-3]' 3-4
+wait_lines 1 "[h1:0] step 20:" "$tmp/below.out" 60
+lose 2 below
+wait $job; rc=$?
+[[ $rc != 0 ]] || fail "the job below its minimum succeeded"
+has "$(cat "$tmp/below.err")" "not restarted: 2 nodes left (h1,h3), fewer than the minimum of 3"
+echo "below: stopped with exit $rc: $(grep -m1 'not restarted' "$tmp/below.err" | sed 's/.*not restarted/not restarted/')"
+rm -f "$HERD_EXCLUDE_FILE"
+
+# --- the health gate: h2's GPU has fallen off the bus; h2 never gets a rank
+mock=$(cd "$(dirname "$HERD")/../tests/mock" && pwd)
+cat >"$tmp/herd-node" <<SH
+#!/bin/sh
+export LD_LIBRARY_PATH=$mock HERD_KERNEL_LOG=\$HOME/kmsg
+exec "$HERD" "\$@"
+SH
+chmod +x "$tmp/herd-node"
+echo "[  812.000001] NVRM: Xid (PCI:0000:5d:00): 79, pid=4242, name=python" >"$cluster/home/h2/kmsg"
+out=$(HERD_PROGRAM=$tmp/herd-node timeout 120 "$cluster/run" 1 "$HERD" launch --hosts 'h[1-3]' \
+	--nodes 2-3 --health-check -- sh -c 'echo "rank $HERD_RANK of $HERD_WORLD_SIZE"' 2>&1) \
+	|| fail "the elastic job with h2 failing its health check failed: $out"
+has "$out" "node h2 excluded: it did not come up: HERD_EUNAVAIL: the health check (level 1) failed: GPU 2"
+has "$out" "nodes now h1,h3 (2 of 2-3; 2 ranks)"
+has "$out" "[h3:1] rank 1 of 2"
+grep -q "^\[h2:" <<<"$out" && fail "h2 got a rank: $out"
+grep -q "^h2	" "$HERD_EXCLUDE_FILE" || fail "h2 is not on the excluded nodes' list"
+echo "gate: h2 excluded before any rank started, the job ran on h1 and h3"
+echo "elastic: ok"

@@ -566,7 +566,7 @@ static void account(const herd_job *job, const herd_job_spec *spec, shell_monito
 		    double elapsed, int job_status, int *status)
 {
 	shell_acct_job a = { .job = job, .argc = argc, .argv = argv,
-			     .gpus = spec->nranks * spec->gpus_per_rank, .start = start,
+			     .gpus = herd_job_size(job) * spec->gpus_per_rank, .start = start,
 			     .elapsed = elapsed, .exit_status = job_status,
 			     .gpu_hours_used = NAN };
 
@@ -585,6 +585,8 @@ static const char *in_options(const char *msg, const herd_job_spec *spec, char *
 	static const struct { const char *field, *option; } names[] = {
 		{ "herd_job_spec.nranks", "-n" },
 		{ "herd_job_spec.per_node", "--per-node" },
+		{ "herd_job_spec.min_nodes", "--nodes MIN" },
+		{ "herd_job_spec.max_nodes", "--nodes MAX" },
 		{ "herd_job_spec.gpus_per_rank", "--gpus-per-rank" },
 		{ "herd_job_spec.restarts", "--restarts" },
 		{ "herd_job_spec.time_limit_ms", "--time" },

@@ -754,8 +754,10 @@ static int lherd_launch(lua_State *L)
 	j = (ljob *)lherd_new(L, &job_type, sizeof(*j), 0);
 	j->detach = detach;
 	j->grace_ms = spec.grace_ms > 0 ? spec.grace_ms : 5000;
-	j->q = jobq_new(spec.nranks, (enum output_mode)mode, spec.prefix);
-	j->gpus = spec.nranks * spec.gpus_per_rank;
+	j->q = jobq_new(spec.max_nodes > 0 ? spec.per_node * spec.max_nodes : spec.nranks,
+			(enum output_mode)mode, spec.prefix);
+	j->gpus = (spec.max_nodes > 0 ? spec.per_node * spec.max_nodes : spec.nranks) *
+		  spec.gpus_per_rank;
 	j->argv = calloc((size_t)argc, sizeof(*j->argv));
 	for (int i = 0; j->argv != NULL && i < argc; i++)
 		if ((j->argv[j->argc++] = strdup(argv[i])) == NULL)

@@ -15,7 +15,9 @@
 #     so;
 #   - --nodes 2-3 --health-check with an Xid 79 in h2's kernel log (the
 #     NVML stand-in): h2 is excluded before any rank starts and never
-#     gets one.
+#     gets one;
+#   - examples/lua/elastic_demo.lua on 4 hosts loses h4 and checks its
+#     result against a run on 3 from the same checkpoint.
 # Needs root, iproute2 and openssh-server; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
 netns_start 4
@@ -142,4 +144,13 @@ has "$out" "[h3:1] rank 1 of 2"
 grep -q "^\[h2:" <<<"$out" && fail "h2 got a rank: $out"
 grep -q "^h2	" "$HERD_EXCLUDE_FILE" || fail "h2 is not on the excluded nodes' list"
 echo "gate: h2 excluded before any rank started, the job ran on h1 and h3"
+rm -f "$HERD_EXCLUDE_FILE"
+
+# --- the Lua example: a node lost on 4 hosts, the result checked by it
+out=$(timeout 200 "$cluster/run" 1 "$HERD" "$PWD/examples/lua/elastic_demo.lua" 'h[1-4]' "$tmp/demo" 2>&1) \
+	|| fail "examples/lua/elastic_demo.lua failed: $out"
+has "$out" "elastic: 1 restart, lost h4 (lost contact with it"
+has "$out" "resumed from step 10 on 3 ranks: h1,h2,h3"
+has "$out" "the same weights and state, bit for bit"
+grep "^elastic: \|^reference: " <<<"$out" | cut -c1-200
 echo "elastic: ok"

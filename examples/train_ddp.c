@@ -312,8 +312,8 @@ int main(int argc, char **argv)
 			resumed = true;
 			if (rank == 0)
 				printf("restart %d: resumed from step %" PRId64 " on %d ranks (started "
-				       "at %.3f, restored in %.3f s)\n", restarts, step, size, t_main,
-				       t_restore);
+				       "at %.3f, restore began at %.3f, restored in %.3f s)\n",
+				       restarts, step, size, t_main, t0, t_restore);
 		} else if (st == HERD_ENOTFOUND) {
 			if (rank == 0)
 				printf("restart %d: no checkpoint yet, starting over\n", restarts);

@@ -95,6 +95,8 @@ typedef enum herd__param_type {
 	  "the srun program")                                                                   \
 	X(SRUN_ARGS, WORDS, "words", 0, 0, "",                                                  \
 	  "options added to srun's")                                                            \
+	X(SINFO, STRING, "program", 0, 0, "sinfo",                                              \
+	  "the sinfo program (node states for elastic jobs)")                                   \
 	X(DISCOVER_FANOUT, INT, "", 1, 1000000, "256",                                          \
 	  "ssh clients at once when discovery probes")
 

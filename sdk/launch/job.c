@@ -2272,17 +2272,24 @@ static const char *run_name(const herd_job *job, char *buf, size_t cap)
 /*
  * After a run that failed (started: its ranks had started; else it did not
  * come up), the nodes at fault are excluded: those it lost contact with or
- * that did not come up (nr->fault), and the node of the rank to blame when
- * it says its hardware failed, or is blamed for the second time.  Returns
- * how many.
+ * that did not come up (nr->fault), those Slurm has taken out of service
+ * (an allocation's), and the node of the rank to blame when it says its
+ * hardware failed, or is blamed for the second time.  Returns how many.
  */
 static size_t judge(herd_job *job, bool started)
 {
 	size_t out = 0;
 	int blamed = job->blamed >= 0 ? job->blamed : job->first_failed;
-	char buf[32];
+	char buf[32], **hosts = NULL, **slurm = NULL;
 	const char *run = run_name(job, buf, sizeof(buf));
 
+	if (started && job->spec.where == HERD_JOB_SLURM &&
+	    herd__calloc(&hosts, job->nnodes, sizeof(*hosts), "the nodes' names") == HERD_OK &&
+	    herd__calloc(&slurm, job->nnodes, sizeof(*slurm), "Slurm's words") == HERD_OK) {
+		for (size_t i = 0; i < job->nnodes; i++)
+			hosts[i] = job->nodes[i].host;
+		herd__slurm_unfit(hosts, job->nnodes, slurm);
+	}
 	for (size_t i = 0; i < job->nnodes; i++) {
 		const struct node_rt *nr = &job->rt[i];
 		size_t p = pool_of(job, nr->node->host);
@@ -2293,6 +2300,8 @@ static size_t judge(herd_job *job, bool started)
 			job->members[p].faults++;
 		if (nr->fault != NULL)
 			snprintf(why, sizeof(why), "%s (%s)", nr->fault, run);
+		else if (slurm != NULL && slurm[i] != NULL)
+			snprintf(why, sizeof(why), "%.900s (%s)", slurm[i], run);
 		else if (is_blamed && nr->words != NULL)
 			snprintf(why, sizeof(why), "its rank %d failed the job (%s), and the node "
 				 "says: %s", blamed, run, nr->words);
@@ -2305,6 +2314,10 @@ static size_t judge(herd_job *job, bool started)
 			       strstr(nr->fault, HERD__HEALTH_REFUSED) == NULL);
 		out++;
 	}
+	for (size_t i = 0; slurm != NULL && i < job->nnodes; i++)
+		free(slurm[i]);
+	free(slurm);
+	free(hosts);
 	return out;
 }
 

@@ -63,6 +63,13 @@ typedef struct herd__launch_node {
 	int *ranks;          /* their global ranks, ascending; local rank = index */
 } herd__launch_node;
 
+/*
+ * The nodes of hosts[0..n) that Slurm has taken out of service (drained,
+ * draining, down, failing): why[i] says so with Slurm's reason (the
+ * caller frees it), NULL for the others.  slurm.c.
+ */
+void herd__slurm_unfit(char *const *hosts, size_t n, char **why);
+
 /* How a node's refusal by the health gate (herd_job_spec.health_check)
  * begins, for the launcher to tell it from a node that did not answer. */
 #define HERD__HEALTH_REFUSED "the health check"

@@ -25,11 +25,13 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "connect.h"
@@ -187,8 +189,8 @@ static herd_status env_with_secret(const char *secret, char ***out, char **entry
  * dies, its sockets close, every `herd exec` stops its ranks and exits,
  * and the step ends with them.
  */
-static herd_status spawn_srun(const char *const *argv, char *const *envp, pid_t *pid,
-			      int *outfd)
+static herd_status spawn_piped(const char *const *argv, char *const *envp, pid_t *pid,
+			       int *outfd)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
@@ -220,11 +222,86 @@ static herd_status spawn_srun(const char *const *argv, char *const *envp, pid_t 
 		close(p[0]);
 		*pid = 0;
 		return herd__error_errno(rc == ENOENT ? HERD_ENOTFOUND : HERD_ESYS, rc,
-					 "cannot run \"%s\" (Slurm's srun)", argv[0]);
+					 "cannot run \"%s\" (Slurm's %s)", argv[0],
+					 strstr(argv[0], "sinfo") != NULL ? "sinfo" : "srun");
 	}
 	fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
 	*outfd = p[0];
 	return HERD_OK;
+}
+
+/*
+ * The nodes of hosts[0..n) that Slurm has taken out of service: why[i]
+ * (allocated; the caller frees each) is "Slurm has it drained: REASON"
+ * for a node whose state is drained, draining, down, fail or failing, and
+ * NULL for the others.  sinfo (HERD_SINFO), within 5 s.
+ * An sinfo that cannot run or says nothing useful leaves every why[i]
+ * NULL: the question is asked after a failure, which stands either way.
+ */
+void herd__slurm_unfit(char *const *hosts, size_t n, char **why)
+{
+	const char *prog = herd__param_str(HERD__P_SINFO);
+	char *list = NULL, line[1024];
+	const char *argv[] = { prog != NULL && prog[0] != '\0' ? prog : "sinfo", "-h", "-N",
+			       "-n", NULL, "-o", "%N|%T|%E", NULL };
+	herd__buf out;
+	int64_t deadline = herd__net_deadline(5000);
+	pid_t pid = 0;
+	int fd = -1, status;
+	size_t at = 0;
+
+	for (size_t i = 0; i < n; i++)
+		why[i] = NULL;
+	herd__buf_init(&out, 0);
+	if (n == 0 || herd__hostlist_compress(&list, (const char *const *)hosts, n) != HERD_OK)
+		goto out;
+	argv[4] = list;
+	if (spawn_piped(argv, environ, &pid, &fd) != HERD_OK)
+		goto out;
+	for (;;) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		int64_t left = deadline - herd__net_now_ms();
+		ssize_t got;
+
+		if (left <= 0 || poll(&pf, 1, (int)left) <= 0)
+			break;
+		if (herd__buf_reserve(&out, 4096) != HERD_OK)
+			break;
+		got = read(fd, out.data + out.len, 4096);
+		if (got < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (got <= 0)
+			break;
+		out.len += (size_t)got;
+	}
+	close(fd);
+	kill(-pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	/* "node2|drained|repair" lines; a node's several partitions repeat it. */
+	while (at < out.len) {
+		size_t e = at;
+		char *state, *reason;
+
+		while (e < out.len && out.data[e] != '\n')
+			e++;
+		snprintf(line, sizeof(line), "%.*s", (int)(e - at), (const char *)out.data + at);
+		at = e + 1;
+		if ((state = strchr(line, '|')) == NULL || (reason = strchr(state + 1, '|')) == NULL)
+			continue;
+		*state++ = '\0';
+		*reason++ = '\0';
+		if (strncmp(state, "drain", 5) != 0 && strncmp(state, "down", 4) != 0 &&
+		    strncmp(state, "fail", 4) != 0)
+			continue;
+		for (size_t i = 0; i < n; i++)
+			if (why[i] == NULL && strcmp(hosts[i], line) == 0 &&
+			    asprintf(&why[i], "Slurm has it %s: %s", state,
+				     reason[0] != '\0' ? reason : "no reason given") < 0)
+				why[i] = NULL;
+	}
+out:
+	herd__buf_free(&out);
+	free(list);
 }
 
 /* What srun said, on one line, for a message. */
@@ -385,7 +462,7 @@ static herd_status slurm_start(const herd__launch_ctx *ctx, herd__launch_channel
 				       ctx->herd_program, words, 3), st, out);
 
 	HERD_CHECK_GOTO(env_with_secret(ctx->secret, &envp, &secret_entry), st, out);
-	HERD_CHECK_GOTO(spawn_srun(c->argv, envp, &pid, &outfd), st, out);
+	HERD_CHECK_GOTO(spawn_piped(c->argv, envp, &pid, &outfd), st, out);
 	herd__log_debug("launch: srun step for job %s on %s, nodes connect back to %s",
 			ctx->job_id, c->nodelist, connect);
 	st = herd__connect_accept(lfd, ctx->secret, ctx->nodes, ctx->nnodes, channels, "srun",

@@ -6,8 +6,9 @@
 # GPUs planned only among those Slurm granted the step (another job holds
 # GPU 0 of each node, so Slurm grants GPU 1 and herd must pick GPU 1 of the
 # fixture inventory; a job with GPUs per task still gives the step every
-# GPU of the node), a node on the excluded nodes' list given no rank, and
-# the failures: outside an allocation, and a herd
+# GPU of the node), a node on the excluded nodes' list given no rank, an
+# elastic job going on on node1 when Slurm drains node2 and its rank
+# fails, and the failures: outside an allocation, and a herd
 # program missing on the nodes (srun's words quoted).
 # Needs root, slurm-wlm and munge; exits 77 (skipped) without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
@@ -100,6 +101,35 @@ out=$(timeout 120 salloc -Q -N2 --ntasks-per-node=2 --gpus-per-task=1 "$HERD" la
 [node2:3] 0,1 $gpu1" ]] || fail "GPUs of a --gpus-per-task job:
 $out"
 unset HERD_INVENTORY
+
+# --- an elastic job (--nodes 1-2), one rank per node: node2 is drained
+# while the job runs, then its rank fails; the launcher asks Slurm, which
+# has node2 draining, excludes it with Slurm's reason and restarts on
+# node1 alone, inside the same allocation
+export HERD_EXCLUDE_FILE=$tmp/exclude-elastic
+rank='if [ "$HERD_RESTART_COUNT" = 0 ]; then
+	if [ "$HERD_NODE_RANK" = 1 ]; then
+		touch "$T/up"
+		for i in $(seq 600); do [ -e "$T/drained" ] && exit 3; sleep 0.1; done
+	fi
+	sleep 60
+fi
+echo "rank $HERD_RANK of $HERD_WORLD_SIZE on $SLURMD_NODENAME, restart $HERD_RESTART_COUNT"'
+T=$tmp timeout 120 salloc -Q -N2 --ntasks-per-node=1 "$HERD" launch --slurm --nodes 1-2 --restarts 1 \
+	--env T -- sh -c "$rank" >"$tmp/out" 2>"$tmp/err" &
+job=$!
+for ((k = 0; k < 600; k++)); do [[ -e $tmp/up ]] && break; sleep 0.1; done
+[[ -e $tmp/up ]] || fail "the elastic job's rank on node2 did not start: $(cat "$tmp/out" "$tmp/err")"
+scontrol update NodeName=node2 State=DRAIN Reason="fan failure" || fail "scontrol could not drain node2"
+touch "$tmp/drained"
+wait $job || fail "the elastic job did not go on on node1: $(cat "$tmp/out" "$tmp/err")"
+scontrol update NodeName=node2 State=RESUME || fail "scontrol could not resume node2"
+has "$(cat "$tmp/err")" "node node2 excluded: Slurm has it draining: fan failure (the first run)"
+has "$(cat "$tmp/err")" "nodes now node1 (1 of 1-2; 1 ranks)"
+[[ $(cat "$tmp/out") == "[node1:0] rank 0 of 1 on node1, restart 1" ]] \
+	|| fail "the restart on node1: $(cat "$tmp/out")"
+grep -q "^node2	" "$HERD_EXCLUDE_FILE" || fail "node2 is not on the excluded nodes' list"
+unset HERD_EXCLUDE_FILE
 
 # --- outside an allocation: refused, with what to do
 "$HERD" launch --slurm -n 2 -- true >"$tmp/out" 2>"$tmp/err"; rc=$?

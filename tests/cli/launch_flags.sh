@@ -64,6 +64,13 @@ ranks 3 --standalone --nproc-per-node 3
 ranks 2 --nnodes 1 --nproc-per-node 2
 ranks 2 --nproc-per-node 2 --no-python
 ranks 2 --ntasks-per-node 2
+# an elastic range: srun's MIN-MAX and torchrun's MIN:MAX; MIN equal to
+# MAX is that many nodes; the world size follows the nodes, so no -n
+ranks 2 --nnodes 1:1 --nproc-per-node 2
+refused --hosts h1,h2 --nodes 2-4 -n 4 "--nodes 2-4 with -n 4: an elastic job's world size follows its nodes (--per-node K times the nodes in); give --per-node instead of -n"
+refused --hosts h1,h2 --nnodes 3:2 "--nnodes 3:2: expected M, or MIN-MAX (MIN:MAX) with 1 <= MIN <= MAX"
+refused --hosts h1,h2 -N 0-2 "-N 0-2: expected M, or MIN-MAX"
+refused --nodes 1-2 "--nodes 1-2: an elastic job runs on --hosts, --hostfile or --slurm"
 refused -n 1 --rdzv-endpoint=node01:29400 "--rdzv-endpoint is torchrun's rendezvous; herd launch hosts the job's rendezvous itself: give the nodes with --hosts, --hostfile or --slurm"
 refused -n 1 --rdzv_backend c10d "--rdzv_backend is torchrun's rendezvous"
 refused -n 1 --master-addr node01 "--master-addr is torchrun's; herd launch sets MASTER_ADDR (the first node) and MASTER_PORT itself, and an exported one or --env MASTER_ADDR=HOST wins"

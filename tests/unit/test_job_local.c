@@ -948,6 +948,87 @@ static void test_job_log_dir_gets_per_rank_files(void)
 	capture_free(&c);
 }
 
+/*
+ * An elastic spec: its fields checked; on this one node, per_node ranks;
+ * a rank that fails the job twice gets its node excluded (onto a list of
+ * the test's own), and with none left the job is not restarted again.
+ */
+static void test_job_elastic_spec_and_a_node_blamed_twice(void)
+{
+	const char *argv[] = { "sh", "-c", "echo $HERD_RANK of $HERD_WORLD_SIZE; exit 3", NULL };
+	char list[] = "/tmp/herd-test-exclude-XXXXXX";
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	herd_job_node_status n;
+	struct capture c;
+	herd_job *job = NULL;
+	int fd = mkstemp(list);
+
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	close(fd);
+	setenv("HERD_EXCLUDE_FILE", list, 1);
+	setup(&spec, &c, argv, 2);
+	spec.max_nodes = 1;
+	spec.min_nodes = 1;
+	spec.per_node = 2;
+	CHECK_ERR(herd_job_launch(&job, &spec), HERD_EINVAL, "an elastic job's world size follows");
+	spec.nranks = 0;
+	spec.per_node = 0;
+	CHECK_ERR(herd_job_launch(&job, &spec), HERD_EINVAL, "per_node is 0; an elastic job");
+	spec.per_node = 2;
+	spec.min_nodes = 2;
+	CHECK_ERR(herd_job_launch(&job, &spec), HERD_EINVAL, "min_nodes 2, max_nodes 1");
+	spec.max_nodes = 3;
+	CHECK_ERR(herd_job_launch(&job, &spec), HERD_ENORESOURCE,
+		  "min_nodes is 2, but the job has 1 node");
+	/* A version 3 spec has no such fields: whatever follows is not read. */
+	spec.version = 3;
+	spec.nranks = 1;
+	CHECK_INT(run(&spec, &c, NULL), 3);
+	capture_free(&c);
+	capture_init(&c);
+	spec.version = HERD_JOB_SPEC_VERSION;
+	spec.nranks = 0;
+	spec.min_nodes = 1;
+	spec.restarts = 3;
+	CHECK_INT(run(&spec, &c, &job), 3);
+	if (job == NULL)
+		goto out;
+	CHECK_INT(herd_job_size(job), 2);
+	CHECK_STR(line_of(&c, 1, HERD_JOB_STDOUT, 0), "1 of 2");
+	CHECK_INT(herd_job_restart_count(job), 1);
+	CHECK(strstr(herd_job_failure(job), "not restarted: 0 nodes left (none), fewer than "
+		     "the minimum of 1") != NULL);
+	CHECK_INT((int)herd_job_nodes(job), 1);
+	CHECK_OK(herd_job_node(job, 0, &n));
+	CHECK_INT(n.role, HERD_JOB_NODE_OUT);
+	CHECK_INT(n.faults, 2);
+	CHECK_STR(n.why, "a rank on it failed the job 2 times (rank 0 in restart 1)");
+	CHECK(n.since > 0);
+	CHECK_STR(herd_job_node_role_name(n.role), "out");
+	CHECK_ERR(herd_job_node(job, 1, &n), HERD_EINVAL, "node 1 of a job of 1 nodes");
+	herd_job_free(job);
+	/* A fixed job's node is in, and has no reason. */
+	spec.min_nodes = spec.max_nodes = 0;
+	spec.nranks = 1;
+	spec.restarts = 0;
+	unlink(list);
+	job = NULL;
+	CHECK_INT(run(&spec, &c, &job), 3);
+	if (job == NULL)
+		goto out;
+	CHECK_OK(herd_job_node(job, 0, &n));
+	CHECK_INT(n.role, HERD_JOB_NODE_IN);
+	CHECK_INT(n.node_rank, 0);
+	CHECK(n.why == NULL);
+	herd_job_free(job);
+out:
+	capture_free(&c);
+	unlink(list);
+	unsetenv("HERD_EXCLUDE_FILE");
+}
+
 int main(void)
 {
 	/* The tests' sh, sleep and tr come from PATH. */
@@ -976,5 +1057,6 @@ int main(void)
 	TEST_RUN(test_job_log_dir_gets_per_rank_files);
 	TEST_RUN(test_job_fd_turns_readable_when_the_job_is_over);
 	TEST_RUN(test_job_output_goes_nowhere_unless_asked);
+	TEST_RUN(test_job_elastic_spec_and_a_node_blamed_twice);
 	return TEST_DONE();
 }

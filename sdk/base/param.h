@@ -96,7 +96,7 @@ typedef enum herd__param_type {
 	X(SRUN_ARGS, WORDS, "words", 0, 0, "",                                                  \
 	  "options added to srun's")                                                            \
 	X(SINFO, STRING, "program", 0, 0, "sinfo",                                              \
-	  "the sinfo program (node states for elastic jobs)")                                   \
+	  "the sinfo program (elastic jobs' node states)")                                   \
 	X(DISCOVER_FANOUT, INT, "", 1, 1000000, "256",                                          \
 	  "ssh clients at once when discovery probes")
 

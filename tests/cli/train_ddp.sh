@@ -34,7 +34,7 @@ for np in 2 4; do
   # The restart is a line of its own, not appended to the rank's words.
   grep -qE "^herd\[[0-9]+\] warn: job [^ ]+: restarting every rank \(restart 1 of 1\)$" <<<"$out" \
     || fail "$np ranks: no restart line of its own: $out"
-  grep -qE "restart 1: resumed from step (20|30)$" <<<"$out" \
+  grep -qE "restart 1: resumed from step (20|30) on $np ranks \(" <<<"$out" \
     || fail "$np ranks: the second attempt did not resume from step 20 or 30: $out"
   has "$out" "done: 60 steps on $np ranks"
   cmp "$tmp/ref$np.txt" "$tmp/kill$np.txt" \

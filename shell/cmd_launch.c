@@ -869,6 +869,8 @@ static int parse_args(shell_args *a, herd_job_spec *spec, struct env_list *e,
 					   a->argv[optind - 1]);
 		}
 	}
+	if (la->monitor_ms > 0 && !la->monitor)
+		return usage_error("--monitor-period needs --monitor or --monitor-out%s", "");
 	/* An elastic job: its world size follows its nodes. */
 	if (la->max_nodes > 0) {
 		char msg[256];
@@ -885,18 +887,19 @@ static int parse_args(shell_args *a, herd_job_spec *spec, struct env_list *e,
 				 "--hostfile or --slurm", la->nodes_opt, la->nodes_arg);
 			return usage_error("%s", msg);
 		}
+		if (la->nodes > 0) {
+			snprintf(msg, sizeof(msg), "%s %s and a fixed number of nodes (-N, --nodes, "
+				 "--nnodes, --standalone): give one", la->nodes_opt, la->nodes_arg);
+			return usage_error("%s", msg);
+		}
 		if (spec->per_node == 0)
 			spec->per_node = 1;
 		spec->min_nodes = la->min_nodes;
 		spec->max_nodes = la->max_nodes;
-		if (optind >= a->argc)
-			return usage_error("no command to run%s", "");
-		*cmd_at = optind;
-		return 0;
 	}
 	/* torchrun's --nproc-per-node K alone (its --nnodes is 1 unless
 	 * given): one node of K ranks, on this node. */
-	if (la->nodes == 0 && spec->nranks == 0 && spec->per_node > 0 &&
+	if (la->max_nodes == 0 && la->nodes == 0 && spec->nranks == 0 && spec->per_node > 0 &&
 	    spec->where == HERD_JOB_LOCAL)
 		la->nodes = 1;
 	/* torchrun's --nnodes and srun's -N: so many nodes, the ranks spread
@@ -907,9 +910,7 @@ static int parse_args(shell_args *a, herd_job_spec *spec, struct env_list *e,
 		spec->per_node = (spec->nranks + la->nodes - 1) / la->nodes;
 	if (la->nodes > 0 && spec->nranks > la->nodes * spec->per_node)
 		return usage_error("-n is more than -N/--nodes times --per-node%s", "");
-	if (la->monitor_ms > 0 && !la->monitor)
-		return usage_error("--monitor-period needs --monitor or --monitor-out%s", "");
-	if (spec->nranks == 0)
+	if (spec->nranks == 0 && la->max_nodes == 0)
 		return usage_error("-n N is required (or -N M with --per-node K)%s", "");
 	if (optind >= a->argc)
 		return usage_error("no command to run%s", "");

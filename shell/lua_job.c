@@ -95,7 +95,7 @@ typedef struct ljob {
 	/* for the job's end: its record and the monitor's summary */
 	bool ended;
 	double start, t0;   /* Unix seconds; CLOCK_MONOTONIC */
-	int gpus;
+	int gpus_per_rank;
 	int argc;
 	char **argv;        /* the command as given (malloc) */
 	shell_monitor *mon;
@@ -215,7 +215,7 @@ static void free_argv(ljob *j)
 static void job_ended(ljob *j)
 {
 	shell_acct_job a = { .job = j->job, .argc = j->argc, .argv = (const char *const *)j->argv,
-			     .gpus = j->gpus, .start = j->start,
+			     .gpus = herd_job_size(j->job) * j->gpus_per_rank, .start = j->start,
 			     .elapsed = shell_mono_time() - j->t0, .exit_status = j->status,
 			     .gpu_hours_used = NAN };
 
@@ -223,7 +223,7 @@ static void job_ended(ljob *j)
 		return;
 	j->ended = true;
 	if (j->mon != NULL)
-		(void)shell_monitor_finish(j->mon, j->monitor_out, a.elapsed, j->gpus,
+		(void)shell_monitor_finish(j->mon, j->monitor_out, a.elapsed, a.gpus,
 					   &a.gpu_hours_used, &a.gpus);
 	shell_acct_append(&a);
 }
@@ -701,6 +701,8 @@ static int lherd_launch(lua_State *L)
 		      "'max_nodes') takes 'per_node', not 'n': its world size follows its nodes");
 	luaL_argcheck(L, spec.min_nodes <= spec.max_nodes, 1, "option 'min_nodes' is more than "
 		      "'max_nodes' (or 'max_nodes' is missing)");
+	luaL_argcheck(L, (int64_t)spec.per_node * spec.max_nodes <= 1000000, 1, "options "
+		      "'per_node' times 'max_nodes' give more than 1000000 ranks");
 	luaL_argcheck(L, spec.nranks >= 1 || spec.max_nodes > 0, 1, "option 'n' (the number of "
 		      "ranks) is required");
 	if (spec.max_nodes > 0 && spec.per_node == 0)
@@ -756,8 +758,7 @@ static int lherd_launch(lua_State *L)
 	j->grace_ms = spec.grace_ms > 0 ? spec.grace_ms : 5000;
 	j->q = jobq_new(spec.max_nodes > 0 ? spec.per_node * spec.max_nodes : spec.nranks,
 			(enum output_mode)mode, spec.prefix);
-	j->gpus = (spec.max_nodes > 0 ? spec.per_node * spec.max_nodes : spec.nranks) *
-		  spec.gpus_per_rank;
+	j->gpus_per_rank = spec.gpus_per_rank;
 	j->argv = calloc((size_t)argc, sizeof(*j->argv));
 	for (int i = 0; j->argv != NULL && i < argc; i++)
 		if ((j->argv[j->argc++] = strdup(argv[i])) == NULL)

@@ -4,8 +4,8 @@
 --
 -- HOSTS is a hostlist of 2 or more nodes reached over ssh (their herd as
 -- HERD_PROGRAM names it), DIR a directory they all see (a parallel file
--- system; default: a new one under /tmp, which only nodes that share it
--- see).  Run by hand, the script is the controller.  It launches itself
+-- system; default /tmp, which only nodes that share it see), in which the
+-- demo makes a directory of its own and removes it at the end.  Run by hand, the script is the controller.  It launches itself
 -- as an elastic job, one rank per node, on all the nodes at most and one
 -- fewer at least (min_nodes = N - 1), and at step LOSE_AT of the first run
 -- the rank on the last node kills its node's supervisor (`herd exec`) and
@@ -28,9 +28,9 @@ if not os.getenv("HERD_JOB_ID") then
   assert(hosts, "usage: herd elastic_demo.lua HOSTS [DIR] (a hostlist of 2 or more nodes)")
   local names = assert(herd.hostlist.expand(hosts))
   assert(#names >= 2, "elastic_demo.lua: HOSTS must name 2 or more nodes")
-  local dir = arg[2] or os.tmpname()
-  os.remove(dir)
-  assert(os.execute(("mkdir -p '%s'"):format(dir)))
+  local mktemp = io.popen(("mktemp -d '%s/elastic_demo.XXXXXX'"):format(arg[2] or "/tmp"))
+  local dir = mktemp:read("l")
+  assert(mktemp:close() and dir, "elastic_demo.lua: cannot make a directory in " .. (arg[2] or "/tmp"))
   local resumed_at = LOSE_AT - LOSE_AT % EVERY
   local function run(name, opts)
     opts.cmd = { arg[0] }

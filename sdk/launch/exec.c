@@ -351,7 +351,7 @@ static herd_status health_gate(int level)
 	o.level = level;
 	st = herd_health_run(&r, &o);
 	if (st != HERD_OK)
-		return herd__error_wrap(st, HERD__HEALTH_REFUSED " (level %d): ", level);
+		return herd__error_wrap(st, "herd health could not run (level %d): ", level);
 	for (size_t g = 0; g < r->ngpus; g++)
 		for (size_t c = 0; c < r->gpus[g].nchecks && n < sizeof(failed); c++) {
 			const herd_health_check *k = &r->gpus[g].checks[c];

@@ -40,8 +40,9 @@
 #include "net.h"
 
 #define DEFAULT_START_TIMEOUT_MS 60000
-/* The most nodes of an elastic job, and ranks per node. */
+/* The most nodes of an elastic job, and ranks per node; its most ranks. */
 #define ELASTIC_MAX 65536
+#define ELASTIC_MAX_RANKS 1000000
 #define DEFAULT_GRACE_MS 5000
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000
 /* Lines of stderr kept per rank for the failure summary, and their length. */
@@ -105,6 +106,7 @@ struct member {
 	int faults;                    /* runs whose blamed rank was on it */
 	const char *why;               /* HERD_JOB_NODE_OUT: why (job strings) */
 	double since;                  /* ... when, by this job; 0 */
+	int out_run;                   /* ... after which run (job->runs) */
 	bool lost;                     /* out for losing contact: asked again at restarts */
 };
 
@@ -197,7 +199,7 @@ struct herd_job {
 	char ctl_path[108];
 	herd__watcher ctl_w;
 	double t_start;                /* when it was launched, Unix seconds */
-	double t_run;                  /* when the current run began */
+	int runs;                      /* runs begun, restarts and start retries alike */
 	bool held;                     /* the nodes' frames are not read: outq is backlogged */
 	size_t resume_next;            /* the node whose held frames are taken first */
 	char *batch;                   /* prefixed lines on their way to outq */
@@ -1916,8 +1918,8 @@ static herd_status run_watch(herd_job *job, int64_t deadline, bool *up)
 					continue;
 				if (nr->fault == NULL)
 					nr->fault = keep_locked(job, "it did not come up: its "
-								"supervisor was not up within "
-								"%d ms", job->spec.start_timeout_ms);
+								"supervisor was not up by the "
+								"start deadline");
 				o += (size_t)snprintf(hosts + o, sizeof(hosts) - o, "%s%s%s",
 						      o ? ", " : "", nr->node->host,
 						      helper_says(nr, says, sizeof(says)));
@@ -2137,18 +2139,32 @@ static herd_status members_init(herd_job *job)
 									   : HERD_JOB_NODE_SPARE;
 		in += m->role == HERD_JOB_NODE_IN;
 	}
-	job->rank_cap = job->elastic ? job->spec.per_node * job->spec.max_nodes : job->spec.nranks;
+	if (job->elastic) {
+		int64_t cap = (int64_t)job->spec.per_node *
+			      (int64_t)(job->npool < (size_t)job->spec.max_nodes ? job->npool
+					: (size_t)job->spec.max_nodes);
+
+		if (cap > ELASTIC_MAX_RANKS)
+			return herd__error(HERD_EINVAL, "herd_job_spec: per_node %d on %zu nodes is "
+					   "%lld ranks; expected at most %d", job->spec.per_node,
+					   job->npool, (long long)cap, ELASTIC_MAX_RANKS);
+		job->rank_cap = (int)cap;
+	} else {
+		job->rank_cap = job->spec.nranks;
+	}
 	return herd__calloc(&job->ranks, (size_t)job->rank_cap, sizeof(*job->ranks),
 			    "the job's ranks");
 }
 
-/* The pool node a run's node is (by name: a host given twice is one node). */
+/* The pool node a run's node is (by name: a host given twice is one
+ * node); every run's node is one of them. */
 static size_t pool_of(const herd_job *job, const char *host)
 {
-	for (size_t i = 0; i < job->npool; i++)
-		if (strcmp(job->pool[i].host, host) == 0)
-			return i;
-	return 0;
+	size_t i = 0;
+
+	while (i + 1 < job->npool && strcmp(job->pool[i].host, host) != 0)
+		i++;
+	return i;
 }
 
 static size_t count_role(const herd_job *job, herd_job_node_role role)
@@ -2235,13 +2251,20 @@ static void hosts_in(const herd_job *job, char *out, size_t cap)
 					      job->pool[i].host);
 }
 
+/* How a node left the job (exclude_member). */
+enum out_kind {
+	OUT_LOST,      /* contact lost, or it did not come up: asked again at restarts */
+	OUT_FOR_GOOD,  /* its own failures: out for this job */
+	OUT_SLURM      /* Slurm took it out of service: Slurm says when it is back */
+};
+
 /*
- * Excludes pool node p for why: out of the job, and onto the excluded
- * nodes' list with the job's id and the reason (a list that cannot be
- * written is said; the node is out of this job all the same).  lost: it
- * is asked again at restarts (refill).
+ * Excludes pool node p for why: out of the job and, unless Slurm took it
+ * out (kind), onto the excluded nodes' list with the job's id and the
+ * reason (a list that cannot be written is said; the node is out of this
+ * job all the same).
  */
-static void exclude_member(herd_job *job, size_t p, const char *why, bool lost)
+static void exclude_member(herd_job *job, size_t p, const char *why, enum out_kind kind)
 {
 	struct member *m = &job->members[p];
 	char reason[256];
@@ -2252,11 +2275,35 @@ static void exclude_member(herd_job *job, size_t p, const char *why, bool lost)
 	m->node_rank = -1;
 	m->why = keep(job, "%s", why);
 	m->since = real_now();
-	m->lost = lost;
+	m->out_run = job->runs;
+	m->lost = kind == OUT_LOST;
 	pthread_mutex_unlock(&job->mu);
 	herd__log_warn("job %s: node %s excluded: %s", job->id, job->pool[p].host, why);
-	if (herd_exclude_add(job->pool[p].host, reason, NULL) != HERD_OK)
+	if (kind != OUT_SLURM && herd_exclude_add(job->pool[p].host, reason, NULL) != HERD_OK)
 		herd__log_warn("job %s: node %s is not on the excluded nodes' list: %s", job->id,
+			       job->pool[p].host, herd_last_error());
+}
+
+/*
+ * Takes pool node p back off the excluded nodes' list, if what is there is
+ * still this job's entry (not one the user or another job wrote since).
+ */
+static void unlist_member(herd_job *job, size_t p)
+{
+	herd_exclude_entry *v = NULL;
+	size_t n = 0;
+	char mine[96];
+	bool ours = false;
+
+	snprintf(mine, sizeof(mine), "job %s: ", job->id);
+	if (herd_exclude_list(&v, &n) != HERD_OK)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].host, job->pool[p].host) == 0)
+			ours = strncmp(v[i].reason, mine, strlen(mine)) == 0;
+	herd_free(v);
+	if (ours && herd_exclude_remove(job->pool[p].host, NULL) != HERD_OK)
+		herd__log_warn("job %s: node %s stays on the excluded nodes' list: %s", job->id,
 			       job->pool[p].host, herd_last_error());
 }
 
@@ -2274,16 +2321,28 @@ static const char *run_name(const herd_job *job, char *buf, size_t cap)
  * come up), the nodes at fault are excluded: those it lost contact with or
  * that did not come up (nr->fault), those Slurm has taken out of service
  * (an allocation's), and the node of the rank to blame when it says its
- * hardware failed, or is blamed for the second time.  Returns how many.
+ * hardware failed, or is blamed for the second time.  When every node of
+ * the run lost contact or did not come up, the launcher's side is the
+ * likelier cause (its address, a firewall) and none is excluded.  Returns
+ * how many were.
  */
 static size_t judge(herd_job *job, bool started)
 {
-	size_t out = 0;
+	size_t out = 0, lost = 0;
 	int blamed = job->blamed >= 0 ? job->blamed : job->first_failed;
 	char buf[32], **hosts = NULL, **slurm = NULL;
 	const char *run = run_name(job, buf, sizeof(buf));
 
-	if (started && job->spec.where == HERD_JOB_SLURM &&
+	for (size_t i = 0; i < job->nnodes; i++)
+		lost += job->rt[i].fault != NULL &&
+			strstr(job->rt[i].fault, HERD__HEALTH_REFUSED) == NULL;
+	if (job->nnodes > 1 && lost == job->nnodes) {
+		herd__log_warn("job %s: every node lost contact or did not come up: the launcher's "
+			       "side (HERD_LAUNCH_ADDR, a firewall) is the likelier cause; none is "
+			       "excluded", job->id);
+		return 0;
+	}
+	if (job->spec.where == HERD_JOB_SLURM &&
 	    herd__calloc(&hosts, job->nnodes, sizeof(*hosts), "the nodes' names") == HERD_OK &&
 	    herd__calloc(&slurm, job->nnodes, sizeof(*slurm), "Slurm's words") == HERD_OK) {
 		for (size_t i = 0; i < job->nnodes; i++)
@@ -2294,24 +2353,30 @@ static size_t judge(herd_job *job, bool started)
 		const struct node_rt *nr = &job->rt[i];
 		size_t p = pool_of(job, nr->node->host);
 		bool is_blamed = started && blamed >= 0 && rank_on_node(nr, blamed);
+		enum out_kind kind = OUT_FOR_GOOD;
+		int faults;
 		char why[1024];
 
-		if (is_blamed)
-			job->members[p].faults++;
-		if (nr->fault != NULL)
+		pthread_mutex_lock(&job->mu);
+		faults = job->members[p].faults += is_blamed;
+		pthread_mutex_unlock(&job->mu);
+		if (nr->fault != NULL) {
 			snprintf(why, sizeof(why), "%s (%s)", nr->fault, run);
-		else if (slurm != NULL && slurm[i] != NULL)
+			if (strstr(nr->fault, HERD__HEALTH_REFUSED) == NULL)
+				kind = OUT_LOST;
+		} else if (slurm != NULL && slurm[i] != NULL) {
 			snprintf(why, sizeof(why), "%.900s (%s)", slurm[i], run);
-		else if (is_blamed && nr->words != NULL)
+			kind = OUT_SLURM;
+		} else if (is_blamed && nr->words != NULL) {
 			snprintf(why, sizeof(why), "its rank %d failed the job (%s), and the node "
 				 "says: %s", blamed, run, nr->words);
-		else if (is_blamed && job->members[p].faults >= 2)
+		} else if (is_blamed && faults >= 2) {
 			snprintf(why, sizeof(why), "a rank on it failed the job %d times (rank %d "
-				 "in %s)", job->members[p].faults, blamed, run);
-		else
+				 "in %s)", faults, blamed, run);
+		} else {
 			continue;
-		exclude_member(job, p, why, nr->fault != NULL &&
-			       strstr(nr->fault, HERD__HEALTH_REFUSED) == NULL);
+		}
+		exclude_member(job, p, why, kind);
 		out++;
 	}
 	for (size_t i = 0; slurm != NULL && i < job->nnodes; i++)
@@ -2322,64 +2387,87 @@ static size_t judge(herd_job *job, bool started)
 }
 
 /*
- * An elastic job's nodes for its next run, after judge: the nodes it
- * excluded earlier for losing contact (probe) that answer again are taken
- * off the list and back as spares, and spares fill the job up to
- * max_nodes.  false, with why, when fewer than min_nodes remain.
+ * Asks the nodes this job excluded for losing contact in an earlier run
+ * whether they answer again (`herd probe`, READMIT_PROBE_MS; over ssh, not
+ * in a Slurm allocation or on this node): those that do are taken off the
+ * list and back as spares.
  */
-static bool refill(herd_job *job, char *why, size_t cap)
+static void readmit(herd_job *job)
 {
-	char hosts[4096] = "", was[4096], now[4096];
-	size_t o = 0, in;
+	herd_cluster_discover_opts d = HERD_CLUSTER_DISCOVER_OPTS_INIT;
+	herd_cluster *c = NULL;
+	char hosts[4096] = "", kept[1024];
+	size_t o = 0;
+
+	if (job->spec.where == HERD_JOB_SLURM || job->spec.where == HERD_JOB_LOCAL)
+		return;
+	for (size_t i = 0; i < job->npool && o < sizeof(hosts); i++)
+		if (job->members[i].role == HERD_JOB_NODE_OUT && job->members[i].lost &&
+		    job->members[i].out_run < job->runs)
+			o += (size_t)snprintf(hosts + o, sizeof(hosts) - o, "%s%s", o ? "," : "",
+					      job->pool[i].host);
+	if (o == 0 || o >= sizeof(hosts))
+		return;
+	d.hosts = hosts;
+	d.timeout_ms = READMIT_PROBE_MS;
+	d.herd_program = job->herd_program;
+	herd__strlcpy(kept, herd_last_error(), sizeof(kept));
+	if (herd_cluster_discover(&c, &d) == HERD_OK) {
+		for (size_t i = 0; i < job->npool; i++) {
+			struct member *m = &job->members[i];
+			bool answered = m->role == HERD_JOB_NODE_OUT && m->lost &&
+					m->out_run < job->runs;
+
+			for (size_t f = 0; answered && f < herd_cluster_failure_count(c); f++) {
+				const char *h = NULL, *r = NULL;
+
+				answered = herd_cluster_failure(c, f, &h, &r) != HERD_OK ||
+					   strcmp(h, job->pool[i].host) != 0;
+			}
+			if (!answered)
+				continue;
+			herd__log_warn("job %s: node %s answers again: taken back", job->id,
+				       job->pool[i].host);
+			unlist_member(job, i);
+			pthread_mutex_lock(&job->mu);
+			m->role = HERD_JOB_NODE_SPARE;
+			m->why = NULL;
+			m->since = 0;
+			m->lost = false;
+			pthread_mutex_unlock(&job->mu);
+		}
+	}
+	herd_cluster_free(c);
+	herd__error(HERD_OK, "%s", kept);
+}
+
+/*
+ * An elastic job's nodes for its next run, after judge: with probe, the
+ * nodes excluded earlier for losing contact that answer again come back
+ * as spares (readmit); then spares fill the job up to max_nodes.  false,
+ * with why and no role changed, when fewer than min_nodes would remain.
+ */
+static bool refill(herd_job *job, bool probe, char *why, size_t cap)
+{
+	char was[4096], now[4096];
+	size_t in, spares;
 
 	/* The last run's nodes, to say what changes. */
 	was[0] = '\0';
 	for (size_t i = 0, w = 0; i < job->nnodes && w < sizeof(was); i++)
 		w += (size_t)snprintf(was + w, sizeof(was) - w, "%s%s", w ? "," : "",
 				      job->nodes[i].host);
-	for (size_t i = 0; i < job->npool && o < sizeof(hosts); i++)
-		if (job->members[i].role == HERD_JOB_NODE_OUT && job->members[i].lost &&
-		    job->members[i].since < job->t_run)
-			o += (size_t)snprintf(hosts + o, sizeof(hosts) - o, "%s%s", o ? "," : "",
-					      job->pool[i].host);
-	if (o > 0 && o < sizeof(hosts) && job->spec.where != HERD_JOB_SLURM &&
-	    count_role(job, HERD_JOB_NODE_IN) < (size_t)job->spec.max_nodes) {
-		herd_cluster_discover_opts d = HERD_CLUSTER_DISCOVER_OPTS_INIT;
-		herd_cluster *c = NULL;
-		char kept[1024];
-
-		d.hosts = hosts;
-		d.timeout_ms = READMIT_PROBE_MS;
-		d.herd_program = job->herd_program;
-		herd__strlcpy(kept, herd_last_error(), sizeof(kept));
-		if (herd_cluster_discover(&c, &d) == HERD_OK)
-			for (size_t i = 0; i < job->npool; i++) {
-				struct member *m = &job->members[i];
-				bool answered = m->role == HERD_JOB_NODE_OUT && m->lost &&
-						m->since < job->t_run;
-
-				for (size_t f = 0; answered && f < herd_cluster_failure_count(c); f++) {
-					const char *h = NULL, *r = NULL;
-
-					answered = herd_cluster_failure(c, f, &h, &r) != HERD_OK ||
-						   strcmp(h, job->pool[i].host) != 0;
-				}
-				if (!answered)
-					continue;
-				herd__log_warn("job %s: node %s answers again: taken back", job->id,
-					       job->pool[i].host);
-				herd_exclude_remove(job->pool[i].host, NULL);
-				pthread_mutex_lock(&job->mu);
-				m->role = HERD_JOB_NODE_SPARE;
-				m->why = NULL;
-				m->since = 0;
-				m->lost = false;
-				pthread_mutex_unlock(&job->mu);
-			}
-		herd_cluster_free(c);
-		herd__error(HERD_OK, "%s", kept);
-	}
+	if (probe && count_role(job, HERD_JOB_NODE_IN) < (size_t)job->spec.max_nodes)
+		readmit(job);
 	in = count_role(job, HERD_JOB_NODE_IN);
+	spares = count_role(job, HERD_JOB_NODE_SPARE);
+	if (in + spares < (size_t)job->spec.min_nodes) {
+		hosts_in(job, now, sizeof(now));
+		snprintf(why, cap, "%zu node%s left (%.900s), fewer than the minimum of %d",
+			 in + spares, in + spares == 1 ? "" : "s", in + spares > 0 ? now : "none",
+			 job->spec.min_nodes);
+		return false;
+	}
 	for (size_t i = 0; i < job->npool && in < (size_t)job->spec.max_nodes; i++)
 		if (job->members[i].role == HERD_JOB_NODE_SPARE) {
 			pthread_mutex_lock(&job->mu);
@@ -2387,12 +2475,6 @@ static bool refill(herd_job *job, char *why, size_t cap)
 			pthread_mutex_unlock(&job->mu);
 			in++;
 		}
-	if (in < (size_t)job->spec.min_nodes) {
-		hosts_in(job, now, sizeof(now));
-		snprintf(why, cap, "%zu node%s left (%.900s), fewer than the minimum of %d", in,
-			 in == 1 ? "" : "s", in > 0 ? now : "none", job->spec.min_nodes);
-		return false;
-	}
 	hosts_in(job, now, sizeof(now));
 	if (strcmp(was, now) != 0)
 		herd__log_warn("job %s: nodes now %s (%zu of %d-%d; %zu ranks)", job->id, now, in,
@@ -2416,19 +2498,23 @@ static bool end_asked(herd_job *job)
 /* The failure's words end with why the job was not restarted. */
 static void not_restarted(herd_job *job, const char *why)
 {
+	const char *f;
+
 	herd__log_warn("job %s: not restarted: %s", job->id, why);
 	pthread_mutex_lock(&job->mu);
-	if (keep(job, "%s; not restarted: %s", job->failure != NULL ? job->failure
-		 : "a rank failed", why) != NULL)
-		job->failure = job->strings[job->nstrings - 1];
+	f = keep(job, "%s; not restarted: %s", job->failure != NULL ? job->failure
+		 : "a rank failed", why);
+	if (f != NULL)
+		job->failure = f;
 	pthread_mutex_unlock(&job->mu);
 }
 
 /*
  * A run of an elastic job did not come up: the nodes that failed to are
- * excluded and the run is tried again without them (not a restart).
- * false when no node is to blame, the caller asked the job to end, or too
- * few nodes remain (then why says so).
+ * excluded and the run is tried again without them (not a restart; each
+ * try leaves out one node more, and the nodes left out are asked again
+ * only at a restart).  false when no node is to blame, the caller asked
+ * the job to end, or too few nodes remain (then why says so).
  */
 static bool start_again(herd_job *job, char *why, size_t cap)
 {
@@ -2440,11 +2526,17 @@ static bool start_again(herd_job *job, char *why, size_t cap)
 	for (size_t i = 0; !job->elastic && i < job->nnodes; i++)
 		if (job->rt[i].fault != NULL && strstr(job->rt[i].fault, HERD__HEALTH_REFUSED))
 			exclude_member(job, pool_of(job, job->rt[i].node->host), job->rt[i].fault,
-				       false);
+				       OUT_FOR_GOOD);
 	if (!job->elastic || judge(job, false) == 0)
 		return false;
 	free_rt(job);
-	return refill(job, why, cap) && place_run(job) == HERD_OK;
+	if (!refill(job, false, why, cap))
+		return false;
+	if (place_run(job) != HERD_OK) {
+		snprintf(why, cap, "%s", herd_last_error());
+		return false;
+	}
+	return true;
 }
 
 static void *supervise(void *arg)
@@ -2461,7 +2553,7 @@ static void *supervise(void *arg)
 		char why[1024];
 		herd_status st;
 
-		job->t_run = real_now();
+		job->runs++;
 		st = run_begin(job, deadline);
 		if (st == HERD_OK)
 			st = run_watch(job, deadline, &up);
@@ -2517,7 +2609,7 @@ static void *supervise(void *arg)
 		if (job->elastic && job->first_failed >= 0 && !end_asked(job))
 			judge(job, true);
 		free_rt(job);
-		if (restart && job->elastic && !refill(job, why, sizeof(why))) {
+		if (restart && job->elastic && !refill(job, true, why, sizeof(why))) {
 			not_restarted(job, why);
 			restart = false;
 		}

@@ -189,8 +189,8 @@ static herd_status env_with_secret(const char *secret, char ***out, char **entry
  * dies, its sockets close, every `herd exec` stops its ranks and exits,
  * and the step ends with them.
  */
-static herd_status spawn_piped(const char *const *argv, char *const *envp, pid_t *pid,
-			       int *outfd)
+static herd_status spawn_piped(const char *what, const char *const *argv, char *const *envp,
+			       pid_t *pid, int *outfd)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
@@ -200,7 +200,7 @@ static herd_status spawn_piped(const char *const *argv, char *const *envp, pid_t
 	*pid = 0;
 	*outfd = -1;
 	if (pipe2(p, O_CLOEXEC) != 0)
-		return herd__error_errno(HERD_ESYS, errno, "a pipe for srun");
+		return herd__error_errno(HERD_ESYS, errno, "a pipe for %s", what);
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
@@ -222,8 +222,7 @@ static herd_status spawn_piped(const char *const *argv, char *const *envp, pid_t
 		close(p[0]);
 		*pid = 0;
 		return herd__error_errno(rc == ENOENT ? HERD_ENOTFOUND : HERD_ESYS, rc,
-					 "cannot run \"%s\" (Slurm's %s)", argv[0],
-					 strstr(argv[0], "sinfo") != NULL ? "sinfo" : "srun");
+					 "cannot run \"%s\" (Slurm's %s)", argv[0], what);
 	}
 	fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
 	*outfd = p[0];
@@ -256,7 +255,7 @@ void herd__slurm_unfit(char *const *hosts, size_t n, char **why)
 	if (n == 0 || herd__hostlist_compress(&list, (const char *const *)hosts, n) != HERD_OK)
 		goto out;
 	argv[4] = list;
-	if (spawn_piped(argv, environ, &pid, &fd) != HERD_OK)
+	if (spawn_piped("sinfo", argv, environ, &pid, &fd) != HERD_OK)
 		goto out;
 	for (;;) {
 		struct pollfd pf = { .fd = fd, .events = POLLIN };
@@ -462,7 +461,7 @@ static herd_status slurm_start(const herd__launch_ctx *ctx, herd__launch_channel
 				       ctx->herd_program, words, 3), st, out);
 
 	HERD_CHECK_GOTO(env_with_secret(ctx->secret, &envp, &secret_entry), st, out);
-	HERD_CHECK_GOTO(spawn_piped(c->argv, envp, &pid, &outfd), st, out);
+	HERD_CHECK_GOTO(spawn_piped("srun", c->argv, envp, &pid, &outfd), st, out);
 	herd__log_debug("launch: srun step for job %s on %s, nodes connect back to %s",
 			ctx->job_id, c->nodelist, connect);
 	st = herd__connect_accept(lfd, ctx->secret, ctx->nodes, ctx->nnodes, channels, "srun",

@@ -71,6 +71,8 @@ refused --hosts h1,h2 --nodes 2-4 -n 4 "--nodes 2-4 with -n 4: an elastic job's 
 refused --hosts h1,h2 --nnodes 3:2 "--nnodes 3:2: expected M, or MIN-MAX (MIN:MAX) with 1 <= MIN <= MAX"
 refused --hosts h1,h2 -N 0-2 "-N 0-2: expected M, or MIN-MAX"
 refused --nodes 1-2 "--nodes 1-2: an elastic job runs on --hosts, --hostfile or --slurm"
+refused --hosts h1,h2 --nodes 1-2 -N 2 "--nodes 1-2 and a fixed number of nodes (-N, --nodes, --nnodes, --standalone): give one"
+refused --hosts h1,h2 --nodes 1-2 --monitor-period 100 "--monitor-period needs --monitor or --monitor-out"
 refused -n 1 --rdzv-endpoint=node01:29400 "--rdzv-endpoint is torchrun's rendezvous; herd launch hosts the job's rendezvous itself: give the nodes with --hosts, --hostfile or --slurm"
 refused -n 1 --rdzv_backend c10d "--rdzv_backend is torchrun's rendezvous"
 refused -n 1 --master-addr node01 "--master-addr is torchrun's; herd launch sets MASTER_ADDR (the first node) and MASTER_PORT itself, and an exported one or --env MASTER_ADDR=HOST wins"

@@ -147,7 +147,7 @@ echo "gate: h2 excluded before any rank started, the job ran on h1 and h3"
 rm -f "$HERD_EXCLUDE_FILE"
 
 # --- the Lua example: a node lost on 4 hosts, the result checked by it
-out=$(timeout 200 "$cluster/run" 1 "$HERD" "$PWD/examples/lua/elastic_demo.lua" 'h[1-4]' "$tmp/demo" 2>&1) \
+out=$(timeout 200 "$cluster/run" 1 "$HERD" "$PWD/examples/lua/elastic_demo.lua" 'h[1-4]' "$tmp" 2>&1) \
 	|| fail "examples/lua/elastic_demo.lua failed: $out"
 has "$out" "elastic: 1 restart, lost h4 (lost contact with it"
 has "$out" "resumed from step 10 on 3 ranks: h1,h2,h3"

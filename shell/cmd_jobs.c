@@ -32,8 +32,9 @@ static const char job_usage[] =
 	"       herd job stop ID\n"
 	"\n"
 	"One running job of this user on this node (herd jobs lists them):\n"
-	"  status    its state, command, nodes, restarts, launcher's pid, and each\n"
-	"            rank's host, pid and state (--json: the launcher's answer)\n"
+	"  status    its state, command, nodes, restarts, launcher's pid, each\n"
+	"            rank's host, pid and state, and an elastic job's nodes (in,\n"
+	"            spare, out and why) (--json: the launcher's answer)\n"
 	"  stop      stop it as Ctrl-C on its herd launch would: its ranks get\n"
 	"            SIGINT, and SIGKILL after the grace period; the job ends as\n"
 	"            interrupted (its launcher exits 130)\n"
@@ -152,6 +153,15 @@ static void print_status(const json_t *o)
 		if (num(r, "pid") > 0)
 			printf(", pid %lld", num(r, "pid"));
 		printf(": %s\n", str(r, "state"));
+	}
+	/* An elastic job's nodes: in, spare, or out and why. */
+	if (json_object_get(o, "members") != NULL)
+		printf("nodes (%lld to %lld):\n", num(o, "min_nodes"), num(o, "max_nodes"));
+	json_array_foreach(json_object_get(o, "members"), i, r) {
+		printf("  %s: %s", str(r, "host"), str(r, "role"));
+		if (json_object_get(r, "why") != NULL)
+			printf(" (%s)", str(r, "why"));
+		printf("\n");
 	}
 }
 

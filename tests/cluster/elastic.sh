@@ -83,7 +83,17 @@ rm -f "$HERD_EXCLUDE_FILE"
 # --- a spare taken in: h4 waits beyond MAX, h2 is lost, h4 takes its place
 elastic spare 'h[1-4]' 2-3 --json-summary "$tmp/spare.json"
 wait_lines 1 "[h1:0] step 20:" "$tmp/spare.out" 60
-grep -q "^\[h4:" "$tmp/spare.out" && fail "the spare h4 got a rank before it was needed"
+# herd jobs lists the job, and herd job status shows where each node stands.
+jobs=$("$cluster/run" 1 "$HERD" jobs) || fail "herd jobs: $jobs"
+jid=$(awk -v d="$tmp/spare.ck" 'index($0, d) { print $1; exit }' <<<"$jobs")
+[[ -n $jid ]] || fail "herd jobs does not list the elastic job: $jobs"
+st=$("$cluster/run" 1 "$HERD" job status "$jid") || fail "herd job status $jid: $st"
+has "$st" "nodes (2 to 3):
+  h1: in
+  h2: in
+  h3: in
+  h4: spare"
+echo "$jobs" | cut -c1-120
 lose 2 spare
 wait $job || fail "the job with a spare did not finish: $(tail -5 "$tmp/spare.out"; cat "$tmp/spare.err")"
 err=$(cat "$tmp/spare.err")
@@ -91,6 +101,10 @@ has "$err" "node h2 excluded: lost contact with it"
 has "$err" "nodes now h1,h3,h4 (3 of 2-3; 3 ranks)"
 grep -q "^\[h1:0\] restart 1: resumed from step [0-9]* on 3 ranks" "$tmp/spare.out" \
 	|| fail "no resume on 3 ranks with the spare: $(grep restart "$tmp/spare.out")"
+ranks=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+print(" ".join(r["host"] for r in d["ranks"]), " ".join(n["host"] + ":" + n["role"] for n in d["nodes"]))' \
+	"$tmp/spare.json")
+[[ $ranks == "h1 h3 h4 h1:in h2:out h3:in h4:in" ]] || fail "ranks and nodes with the spare in: $ranks"
 echo "spare: h2 excluded, h4 taken in"
 rm -f "$HERD_EXCLUDE_FILE"
 

@@ -51,8 +51,13 @@ lose() {
 	kill -9 $p
 }
 
-# ranks_on FILE: the hosts of the ranks that printed "done", sorted.
-hosts_of() { sed -n 's/^\[\([^:]*\):[0-9]*\] .*/\1/p' "$1" | sort -u | tr '\n' ' '; }
+# placed NAME: from job NAME's --json-summary, the hosts of its last run's
+# ranks, in rank order, then every node's host:role.
+placed() {
+	python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+print(" ".join(r["host"] for r in d["ranks"]), " ".join(n["host"] + ":" + n["role"] for n in d["nodes"]))' \
+		"$tmp/$1.json"
+}
 
 # --- a node lost: on 3 of 4, weights equal to a run on 3 from the checkpoint
 elastic lost 'h[1-4]' 3-4 --json-summary "$tmp/lost.json"
@@ -66,9 +71,7 @@ has "$err" "herd launch: job "
 has "$err" ": node h3 was excluded: lost contact with it"
 resumed=$(sed -n 's/^\[h1:0\] restart 1: resumed from step \([0-9]*\) on 3 ranks .*/\1/p' "$tmp/lost.out")
 [[ -n $resumed ]] || fail "no resume on 3 ranks: $(grep restart "$tmp/lost.out")"
-ranks=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
-print(" ".join(r["host"] for r in d["ranks"]), " ".join(n["host"] + ":" + n["role"] for n in d["nodes"]))' \
-	"$tmp/lost.json")
+ranks=$(placed lost)
 [[ $ranks == "h1 h2 h4 h1:in h2:in h3:out h4:in" ]] || fail "ranks and nodes after the restart: $ranks"
 grep -q "^h3	" "$HERD_EXCLUDE_FILE" || fail "h3 is not on the excluded nodes' list"
 # The same from that checkpoint: 4 ranks to it, then 3 from it.
@@ -101,9 +104,7 @@ has "$err" "node h2 excluded: lost contact with it"
 has "$err" "nodes now h1,h3,h4 (3 of 2-3; 3 ranks)"
 grep -q "^\[h1:0\] restart 1: resumed from step [0-9]* on 3 ranks" "$tmp/spare.out" \
 	|| fail "no resume on 3 ranks with the spare: $(grep restart "$tmp/spare.out")"
-ranks=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
-print(" ".join(r["host"] for r in d["ranks"]), " ".join(n["host"] + ":" + n["role"] for n in d["nodes"]))' \
-	"$tmp/spare.json")
+ranks=$(placed spare)
 [[ $ranks == "h1 h3 h4 h1:in h2:out h3:in h4:in" ]] || fail "ranks and nodes with the spare in: $ranks"
 echo "spare: h2 excluded, h4 taken in"
 rm -f "$HERD_EXCLUDE_FILE"

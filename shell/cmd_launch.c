@@ -51,7 +51,11 @@ static const char usage_text[] =
 	"  --health-check[=1|2]    before any rank starts, every node runs herd health\n"
 	"                          at that level (default 1) and refuses the job when\n"
 	"                          a GPU of it fails a check; the launch then fails\n"
-	"                          (125) naming the node and the checks\n"
+	"                          (125) naming the node and the checks; with --hosts\n"
+	"                          or --hostfile, first the fabric check of herd\n"
+	"                          discover --links: a node whose every link is slow\n"
+	"                          is refused alike; refused nodes go on herd\n"
+	"                          exclude's list (an elastic job runs without them)\n"
 	"  --exclude EXPR          give no rank to the nodes of EXPR (a hostlist), as\n"
 	"                          srun --exclude; the nodes of herd exclude's list\n"
 	"                          are always left out\n"
@@ -259,6 +263,13 @@ static const char *const kept_exports[] = { "MASTER_ADDR", "MASTER_PORT" };
 /* herd launch's own failures, apart from its ranks' statuses (timeout(1)
  * and env(1) use 125 for theirs). */
 #define LAUNCH_EXIT_OWN 125
+
+/* --health-check's fabric check: herd probe's deadline per node, the bytes
+ * each way per pair (a quick check: a quarter of herd discover --links'),
+ * the seconds per node the check may take. */
+#define GATE_PROBE_MS 10000
+#define GATE_LINK_BYTES ((size_t)16 << 20)
+#define GATE_LINK_S 60
 
 /* What -u adds: coreutils' stdbuf library line-buffers C stdio. */
 #define STDBUF_LIB "/usr/libexec/coreutils/libstdbuf.so"
@@ -918,6 +929,82 @@ static int parse_args(shell_args *a, herd_job_spec *spec, struct env_list *e,
 	return 0;
 }
 
+/* Whether host is among v[0..n) or names[0..nnames). */
+static bool excluded(const char *host, const herd_exclude_entry *v, size_t n, char **names,
+		     size_t nnames)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].host, host) == 0)
+			return true;
+	for (size_t i = 0; i < nnames; i++)
+		if (strcmp(names[i], host) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * --health-check's fabric check, over ssh: the nodes that answer herd
+ * probe and are not excluded measure each other as herd discover --links
+ * does (GATE_LINK_BYTES each way); a node whose every link is slow goes on
+ * the excluded nodes' list, and the check's report to stderr.  A fixed job
+ * is then refused (-1, said); an elastic one runs without it (0).  Fewer
+ * than three nodes name no culprit: nothing is checked.
+ */
+static int fabric_gate(const herd_job_spec *spec)
+{
+	herd_cluster_discover_opts d = HERD_CLUSTER_DISCOVER_OPTS_INIT;
+	herd_cluster *c = NULL;
+	herd_exclude_entry *v = NULL;
+	char **extra = NULL, culprits[1024] = "", *text = NULL;
+	const char **names = NULL;
+	size_t nv = 0, nextra = 0, n = 0, len = 0;
+	FILE *report = NULL;
+	int rc = 0;
+
+	if (spec->where == HERD_JOB_HOSTS)
+		d.hosts = spec->hosts;
+	else
+		d.hostfile = spec->hosts;
+	d.timeout_ms = GATE_PROBE_MS;
+	if (herd_cluster_discover(&c, &d) != HERD_OK)
+		return 0;   /* none answers: the launch says so */
+	if (herd_exclude_list(&v, &nv) != HERD_OK)
+		nv = 0;
+	if (spec->exclude != NULL && herd_hostlist_expand(spec->exclude, &extra, &nextra) != HERD_OK)
+		nextra = 0;
+	names = calloc(herd_cluster_node_count(c) + 1, sizeof(*names));
+	for (size_t i = 0; names != NULL && i < herd_cluster_node_count(c); i++) {
+		const herd_node *node = NULL;
+
+		if (herd_cluster_node(c, i, &node) == HERD_OK &&
+		    !excluded(node->hostname, v, nv, extra, nextra))
+			names[n++] = node->hostname;
+	}
+	if (n >= 3 && (report = open_memstream(&text, &len)) != NULL) {
+		links_run(names, n, false, GATE_LINK_BYTES, GATE_LINK_S, report, culprits,
+			  sizeof(culprits));
+		fclose(report);
+	}
+	if (culprits[0] != '\0') {
+		char reason[1200];
+
+		fprintf(stderr, "herd launch: --health-check: the fabric check:%s", text);
+		snprintf(reason, sizeof(reason), "the fabric check: every link of it is slow");
+		if (herd_exclude_add(culprits, reason, NULL) != HERD_OK)
+			fprintf(stderr, "herd launch: %s\n", herd_last_error());
+		fprintf(stderr, spec->max_nodes > 0 ? "herd launch: node %s excluded: %s\n"
+			: "herd launch: node %s: %s (herd exclude rm takes it back)\n",
+			culprits, reason);
+		rc = spec->max_nodes > 0 ? 0 : -1;
+	}
+	free(text);
+	free(names);
+	herd_free(v);
+	herd_free(extra);
+	herd_cluster_free(c);
+	return rc;
+}
+
 /* Whether dir holds a flight recorder (*.trace). */
 static bool has_traces(const char *dir)
 {
@@ -988,6 +1075,10 @@ int cmd_launch(int argc, char **argv)
 	/* A closed stdout shows as failed writes, not a dead launcher. */
 	signal(SIGPIPE, SIG_IGN);
 
+	if (spec.health_check > 0 &&
+	    (spec.where == HERD_JOB_HOSTS || spec.where == HERD_JOB_HOSTFILE) &&
+	    fabric_gate(&spec) != 0)
+		goto out;
 	start = shell_wall_time();
 	t0 = shell_mono_time();
 	st = herd_job_launch(&job, &spec);

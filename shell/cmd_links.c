@@ -212,19 +212,10 @@ static double median_of(const pair *p, size_t n, bool lat)
 
 int links_check(const herd_cluster *cluster, bool slurm, size_t bytes, int timeout_s)
 {
-	size_t n = herd_cluster_node_count(cluster), npairs = 0;
+	size_t n = herd_cluster_node_count(cluster);
 	const char **names = calloc(n + 1, sizeof(*names));
-	const char *program = shell_env("HERD_PROGRAM");
-	char size[32], *hosts = NULL;
-	const char *argv[5];
-	herd_job_spec spec = HERD_JOB_SPEC_INIT;
-	collect c = { 0 };
-	pair *pairs = NULL;
-	herd_job *job = NULL;
-	int status = SHELL_EXIT_FAILURE, code = -1;
+	int status;
 
-	if (program == NULL || program[0] == '\0')
-		program = "herd";
 	if (names == NULL) {
 		shell_message("herd discover", "out of memory");
 		return SHELL_EXIT_FAILURE;
@@ -239,9 +230,31 @@ int links_check(const herd_cluster *cluster, bool slurm, size_t bytes, int timeo
 
 		names[i] = herd_cluster_node(cluster, i, &node) == HERD_OK ? node->hostname : NULL;
 	}
+	status = links_run(names, n, slurm && herd_cluster_failure_count(cluster) == 0, bytes,
+			   timeout_s, stdout, NULL, 0);
+	free(names);
+	return status;
+}
+
+int links_run(const char *const *names, size_t n, bool slurm, size_t bytes, int timeout_s,
+	      FILE *report, char *culprits, size_t cap)
+{
+	size_t npairs = 0, used = 0;
+	const char *program = shell_env("HERD_PROGRAM");
+	char size[32], *hosts = NULL;
+	const char *argv[5];
+	herd_job_spec spec = HERD_JOB_SPEC_INIT;
+	collect c = { 0 };
+	pair *pairs = NULL;
+	herd_job *job = NULL;
+	int status = SHELL_EXIT_FAILURE, code = -1;
+
+	if (culprits != NULL && cap > 0)
+		culprits[0] = '\0';
+	if (program == NULL || program[0] == '\0')
+		program = "herd";
 	if (herd_hostlist_compress(names, n, &hosts) != HERD_OK) {
 		shell_message("herd discover", shell_last_error());
-		free(names);
 		return SHELL_EXIT_FAILURE;
 	}
 	snprintf(size, sizeof(size), "%zu", bytes);
@@ -253,8 +266,7 @@ int links_check(const herd_cluster *cluster, bool slurm, size_t bytes, int timeo
 	spec.argv = argv;
 	spec.nranks = (int)n;
 	spec.per_node = 1;
-	spec.where = slurm && herd_cluster_failure_count(cluster) == 0 ? HERD_JOB_SLURM
-								     : HERD_JOB_HOSTS;
+	spec.where = slurm ? HERD_JOB_SLURM : HERD_JOB_HOSTS;
 	spec.hosts = hosts;
 	spec.output = on_line;
 	spec.output_userdata = &c;
@@ -295,9 +307,10 @@ int links_check(const herd_cluster *cluster, bool slurm, size_t bytes, int timeo
 		for (size_t i = 0; i < n; i++)
 			if ((int)strlen(names[i]) > wa)
 				wa = (int)strlen(names[i]);
-		printf("\nLINKS  herd TCP, %zu bytes each way at once, 8-byte round trips\n", bytes);
-		printf("%-*s  %-*s  %10s  %8s  %s\n", wa, "A", wa, "B", "latency us", "GB/s",
-		       "of median");
+		fprintf(report, "\nLINKS  herd TCP, %zu bytes each way at once, 8-byte round trips\n",
+			bytes);
+		fprintf(report, "%-*s  %-*s  %10s  %8s  %s\n", wa, "A", wa, "B", "latency us", "GB/s",
+			"of median");
 		for (size_t i = 0; i < npairs; i++) {
 			const pair *p = &pairs[i];
 			bool bad = is_slow(p, mlat, mbw);
@@ -305,13 +318,13 @@ int links_check(const herd_cluster *cluster, bool slurm, size_t bytes, int timeo
 			if (herd_job_rank(job, p->a, &ra) != HERD_OK ||
 			    herd_job_rank(job, p->b, &rb) != HERD_OK)
 				continue;
-			printf("%-*s  %-*s  %10.1f  %8.3f  %5.0f%%%s\n", wa, ra.host, wa, rb.host,
-			       p->lat_us, p->gbps, 100 * p->gbps / mbw, bad ? "  SLOW" : "");
+			fprintf(report, "%-*s  %-*s  %10.1f  %8.3f  %5.0f%%%s\n", wa, ra.host, wa,
+				rb.host, p->lat_us, p->gbps, 100 * p->gbps / mbw, bad ? "  SLOW" : "");
 			slow += bad;
 		}
-		printf("median: %.1f us, %.3f GB/s; %d of %zu pairs slow (under %.0f%% of the median "
-		       "bandwidth, or over %.0fx its latency and %.0f us beyond it)\n", mlat, mbw,
-		       slow, npairs, 100 * SLOW_BW, SLOW_LAT, SLOW_LAT_US);
+		fprintf(report, "median: %.1f us, %.3f GB/s; %d of %zu pairs slow (under %.0f%% of the "
+			"median bandwidth, or over %.0fx its latency and %.0f us beyond it)\n", mlat,
+			mbw, slow, npairs, 100 * SLOW_BW, SLOW_LAT, SLOW_LAT_US);
 		/* A node in every one of its pairs slow is the likely culprit. */
 		for (size_t x = 0; x < n && slow > 0; x++) {
 			int bad = 0;
@@ -320,9 +333,13 @@ int links_check(const herd_cluster *cluster, bool slurm, size_t bytes, int timeo
 				if ((pairs[i].a == (int)x || pairs[i].b == (int)x) &&
 				    is_slow(&pairs[i], mlat, mbw))
 					bad++;
-			if (bad == (int)n - 1 && n > 2 && herd_job_rank(job, (int)x, &ra) == HERD_OK)
-				printf("warning: %s: every link of it is slow (a cable, port or NIC of "
-				       "this node?)\n", ra.host);
+			if (bad != (int)n - 1 || n <= 2 || herd_job_rank(job, (int)x, &ra) != HERD_OK)
+				continue;
+			fprintf(report, "warning: %s: every link of it is slow (a cable, port or NIC "
+				"of this node?)\n", ra.host);
+			if (culprits != NULL && used < cap)
+				used += (size_t)snprintf(culprits + used, cap - used, "%s%s",
+							 used ? "," : "", ra.host);
 		}
 		status = slow > 0 ? SHELL_EXIT_FAILURE : SHELL_EXIT_OK;
 	}
@@ -331,6 +348,5 @@ out:
 	free(pairs);
 	free(c.text);
 	herd_free(hosts);
-	free(names);
 	return status;
 }

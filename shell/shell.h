@@ -88,9 +88,14 @@ int cmd_probe(int argc, char **argv);
 int cmd_bcast(int argc, char **argv);
 /* The fabric check (shell/cmd_links.c): one rank of it (`herd probe
  * --links BYTES`), and the launch of it on a discovered cluster's nodes
- * with its report (`herd discover --links`); exit statuses. */
+ * with its report (`herd discover --links`); exit statuses.  links_run
+ * checks the nodes names[0..n) (over ssh, or slurm: the allocation's),
+ * writes its report to report and, when culprits is not NULL, the nodes
+ * whose every link is slow into it ("h3,h7"; "" for none), cut to cap. */
 int links_rank(size_t bytes);
 int links_check(const herd_cluster *cluster, bool slurm, size_t bytes, int timeout_s);
+int links_run(const char *const *names, size_t n, bool slurm, size_t bytes, int timeout_s,
+	      FILE *report, char *culprits, size_t cap);
 
 /* `herd bench OP [options]`: a collective benchmark (shell/cmd_bench.c). */
 int cmd_bench(int argc, char **argv);

@@ -16,6 +16,8 @@
 #   - --nodes 2-3 --health-check with an Xid 79 in h2's kernel log (the
 #     NVML stand-in): h2 is excluded before any rank starts and never
 #     gets one;
+#   - the health gate's fabric check with h3's link shaped to 400 Mbit/s:
+#     a fixed job is refused naming h3, an elastic one runs without it;
 #   - examples/lua/elastic_demo.lua on 4 hosts loses h4 and checks its
 #     result against a run on 3 from the same checkpoint.
 # Needs root, iproute2 and openssh-server; exits 77 (skipped) without them.
@@ -159,9 +161,33 @@ has "$out" "[h3:1] rank 1 of 2"
 grep -q "^\[h2:" <<<"$out" && fail "h2 got a rank: $out"
 grep -q "^h2	" "$HERD_EXCLUDE_FILE" || fail "h2 is not on the excluded nodes' list"
 echo "gate: h2 excluded before any rank started, the job ran on h1 and h3"
+rm -f "$HERD_EXCLUDE_FILE" "$cluster/home/h2/kmsg"
+
+# --- the gate's fabric check: h3's link shaped to 400 Mbit/s, every link of
+# it is slow; a fixed job is refused, an elastic one runs without h3
+bash tests/harness/netns.sh shape "$cluster" 3 400mbit
+out=$(HERD_PROGRAM=$tmp/herd-node timeout 120 "$cluster/run" 1 "$HERD" launch --hosts 'h[1-4]' \
+	-n 4 --per-node 1 --health-check -- touch "$tmp/fixed-ran" 2>&1); rc=$?
+[[ $rc == 125 ]] || fail "the fixed job with h3's slow link: exit $rc: $out"
+has "$out" "herd launch: node h3: the fabric check: every link of it is slow"
+has "$out" "warning: h3: every link of it is slow"
+[[ ! -e $tmp/fixed-ran ]] || fail "a rank of the refused job ran"
+grep -q "^h3	[0-9.]*	the fabric check: every link of it is slow" "$HERD_EXCLUDE_FILE" \
+	|| fail "h3 is not on the excluded nodes' list: $(cat "$HERD_EXCLUDE_FILE")"
+echo "fabric, fixed: $(grep -m1 'node h3:' <<<"$out")"
 rm -f "$HERD_EXCLUDE_FILE"
+out=$(HERD_PROGRAM=$tmp/herd-node timeout 120 "$cluster/run" 1 "$HERD" launch --hosts 'h[1-4]' \
+	--nodes 3-4 --health-check -- sh -c 'echo "rank $HERD_RANK of $HERD_WORLD_SIZE"' 2>&1) \
+	|| fail "the elastic job with h3's slow link failed: $out"
+has "$out" "herd launch: node h3 excluded: the fabric check: every link of it is slow"
+has "$out" "nodes left out of the job, as excluded: h3 (the fabric check"
+has "$out" "[h4:2] rank 2 of 3"
+grep -q "^\[h3:" <<<"$out" && fail "h3 got a rank: $out"
+echo "fabric, elastic: h3 excluded, the job ran on h1, h2 and h4"
 
 # --- the Lua example: a node lost on 4 hosts, the result checked by it
+rm -f "$HERD_EXCLUDE_FILE"
+bash tests/harness/netns.sh clear "$cluster" 3
 out=$(timeout 200 "$cluster/run" 1 "$HERD" "$PWD/examples/lua/elastic_demo.lua" 'h[1-4]' "$tmp" 2>&1) \
 	|| fail "examples/lua/elastic_demo.lua failed: $out"
 has "$out" "elastic: 1 restart, lost h4 (lost contact with it"

@@ -131,12 +131,15 @@ void herd__alloc_usage(herd_alloc_gpu_status *status, size_t n)
 	if (n == 0)
 		return;
 	lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (lib == NULL)
+	if (lib == NULL) {
+		herd__dl_forget();
 		return;
+	}
 	if (load(lib, &api) && api.init() == NVML_SUCCESS) {
 		for (size_t i = 0; i < n; i++)
 			usage_one(&api, &status[i]);
 		api.shutdown();
 	}
+	herd__dl_forget();   /* a symbol missing */
 	dlclose(lib);
 }

@@ -100,6 +100,11 @@ typedef struct herd__dl_symbol {
 void *herd__dl_open(const char *lib, const herd__dl_symbol *syms, size_t n, void *api,
 		    char *why, size_t cap);
 
+/* Frees the calling thread's dlerror state (glibc keeps it until the
+ * thread ends, which a thread still ending as the process exits never
+ * does): after a dlopen or dlsym that failed. */
+void herd__dl_forget(void);
+
 /* The NCCL that device collectives load, and that discovery reports. */
 #define HERD_NCCL_LIBRARY "libnccl.so.2"
 

@@ -28,12 +28,13 @@ train=$(cd "$(dirname "$HERD")" && pwd)/example_train_ddp
 export HERD_TIMEOUT=5
 
 # elastic NAME HOSTS NODES [herd launch options...]: starts the training
-# job NAME in the background from h1 (its output in $tmp/NAME.out and .err).
+# job NAME in the background from h1 (its output in $tmp/NAME.out and .err):
+# $steps steps (default 50) of at least 60 ms.
 elastic() {
 	local name=$1 hosts=$2 nodes=$3
 	shift 3
 	timeout 150 "$cluster/run" 1 "$HERD" launch --hosts "$hosts" --nodes "$nodes" --restarts 3 "$@" -- \
-		"$train" --dir "$tmp/$name.ck" --steps 80 --every 10 --pace 100 --state-mib 4 \
+		"$train" --dir "$tmp/$name.ck" --steps "${steps:-50}" --every 10 --pace 60 --state-mib 4 \
 		--out "$tmp/$name.w" >"$tmp/$name.out" 2>"$tmp/$name.err" &
 	job=$!
 }
@@ -79,7 +80,7 @@ grep -q "^h3	" "$HERD_EXCLUDE_FILE" || fail "h3 is not on the excluded nodes' li
 # The same from that checkpoint: 4 ranks to it, then 3 from it.
 "$HERD" launch -n 4 -- "$train" --dir "$tmp/ref.ck" --steps "$resumed" --every 10 --state-mib 4 \
 	>/dev/null 2>&1 || fail "the reference run to step $resumed failed"
-"$HERD" launch -n 3 -- "$train" --dir "$tmp/ref.ck" --steps 80 --every 10 --state-mib 4 --resume \
+"$HERD" launch -n 3 -- "$train" --dir "$tmp/ref.ck" --steps 50 --every 10 --state-mib 4 --resume \
 	--out "$tmp/ref.w" >/dev/null 2>&1 || fail "the reference run on 3 ranks failed"
 cmp "$tmp/lost.w" "$tmp/ref.w" || fail "weights differ from the run on 3 ranks from step $resumed"
 echo "lost: h3 excluded, resumed from step $resumed on 3 ranks, weights and state equal ($(tail -1 "$tmp/ref.w"))"
@@ -112,7 +113,7 @@ echo "spare: h2 excluded, h4 taken in"
 rm -f "$HERD_EXCLUDE_FILE"
 
 # --- a link cut, then mended: the node answers again and is taken back
-elastic back 'h[1-3]' 2-3
+steps=100 elastic back 'h[1-3]' 2-3
 wait_lines 1 "[h1:0] step 20:" "$tmp/back.out" 60
 bash tests/harness/netns.sh cut "$cluster" 3
 wait_lines 1 "nodes now h1,h2 (2 of 2-3; 2 ranks)" "$tmp/back.err" 60

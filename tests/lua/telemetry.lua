@@ -24,6 +24,15 @@ if state then
   local p = assert(io.popen("HERD_JOB_ID=job9 HERD_RANK=2 sleep 60 >/dev/null 2>&1 & echo $!"))
   pid = tonumber(p:read("l"))
   p:close()
+  -- sampled once the process is sleep itself, not the shell that starts
+  -- it (without the job's environment yet): 5 s at most
+  for _ = 1, 500 do
+    local c = io.open("/proc/" .. pid .. "/comm")
+    local comm = c and c:read("l")
+    if c then c:close() end
+    if comm == "sleep" then break end
+    os.execute("sleep 0.01")
+  end
   local f = assert(io.open(state, "w"))
   f:write("gpu 1 util 87 mem_util 40 mem_used 1073741824 power_mw 312000 power_limit_mw 650000\n",
           "gpu 1 temp 55 sm_clock 1980 mem_clock 2619 throttle 0x4 ecc_sbe 3 ecc_dbe 1\n",

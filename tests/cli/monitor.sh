@@ -26,7 +26,7 @@ mock=$(dirname "$(dirname "$HERD")")/tests/mock
 # cpu_seconds integrates a rank's cpu_pct over its series' times (the CPU
 # before the first sample and after the last is not seen: at most a period
 # each).
-busy='hz=$(getconf CLK_TCK); if [ "$HERD_RANK" = 0 ]; then while read -r -a st </proc/self/stat && (( st[13] + st[14] < hz )); do :; done; : >"$BUSY_DONE"; else i=0; while [ ! -e "$BUSY_DONE" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; fi'
+busy='hz=$(getconf CLK_TCK); if [ "$HERD_RANK" = 0 ]; then while read -r -a st </proc/self/stat && (( st[13] + st[14] < hz )); do :; done; : >"$BUSY_DONE"; else i=0; while [ ! -e "$BUSY_DONE" ] && [ $i -lt 60 ]; do sleep 0.5; i=$((i + 1)); done; fi'
 export BUSY_DONE=$tmp/busy.done
 cpu_seconds='
 def cpu_seconds(r):

@@ -48,7 +48,7 @@ export HERD_TIMEOUT=${HERD_TIMEOUT:-10}
 HERD=$(cd "$BUILD/bin" 2>/dev/null && pwd)/herd
 TRAIN=$(dirname "$HERD")/example_train_ddp
 [[ -x $HERD && -x $TRAIN ]] || { echo "elastic_recovery.sh: build $BUILD first" >&2; exit 2; }
-work=$(mktemp -d /tmp/herd-elastic.XXXXXX)
+work=$(mktemp -d)
 cluster=$work/cluster
 cleanup() {
 	[[ -n ${job:-} ]] && kill "$job" 2>/dev/null

@@ -986,10 +986,9 @@ static int fabric_gate(const herd_job_spec *spec)
 		fclose(report);
 	}
 	if (culprits[0] != '\0') {
-		char reason[1200];
+		static const char reason[] = "the fabric check: every link of it is slow";
 
 		fprintf(stderr, "herd launch: --health-check: the fabric check:%s", text);
-		snprintf(reason, sizeof(reason), "the fabric check: every link of it is slow");
 		if (herd_exclude_add(culprits, reason, NULL) != HERD_OK)
 			fprintf(stderr, "herd launch: %s\n", herd_last_error());
 		fprintf(stderr, spec->max_nodes > 0 ? "herd launch: node %s excluded: %s\n"

@@ -28,7 +28,7 @@ if not os.getenv("HERD_JOB_ID") then
   assert(hosts, "usage: herd elastic_demo.lua HOSTS [DIR] (a hostlist of 2 or more nodes)")
   local names = assert(herd.hostlist.expand(hosts))
   assert(#names >= 2, "elastic_demo.lua: HOSTS must name 2 or more nodes")
-  local mktemp = io.popen(("mktemp -d '%s/elastic_demo.XXXXXX'"):format(arg[2] or "/tmp"))
+  local mktemp = io.popen(("mktemp -d -p '%s'"):format(arg[2] or "/tmp"))
   local dir = mktemp:read("l")
   assert(mktemp:close() and dir, "elastic_demo.lua: cannot make a directory in " .. (arg[2] or "/tmp"))
   local resumed_at = LOSE_AT - LOSE_AT % EVERY

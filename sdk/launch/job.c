@@ -210,26 +210,13 @@ struct herd_job {
 
 /* ---- small helpers ----------------------------------------------------------- */
 
-static char *vfmt(const char *f, va_list ap)
+/* A string kept until herd_job_free, under mu; NULL when memory ran out. */
+static const char *vkeep(herd_job *job, const char *f, va_list ap) HERD_PRINTF(2, 0);
+static const char *vkeep(herd_job *job, const char *f, va_list ap)
 {
 	char *s = NULL;
 
 	if (vasprintf(&s, f, ap) < 0)
-		s = NULL;
-	return s;
-}
-
-/* A string kept until herd_job_free, under mu; NULL when memory ran out. */
-static const char *keep(herd_job *job, const char *f, ...) HERD_PRINTF(2, 3);
-static const char *keep(herd_job *job, const char *f, ...)
-{
-	va_list ap;
-	char *s;
-
-	va_start(ap, f);
-	s = vfmt(f, ap);
-	va_end(ap);
-	if (s == NULL)
 		return NULL;
 	if (job->nstrings == job->capstrings) {
 		size_t nc = job->capstrings ? 2 * job->capstrings : 16;
@@ -246,24 +233,31 @@ static const char *keep(herd_job *job, const char *f, ...)
 	return s;
 }
 
+static const char *keep(herd_job *job, const char *f, ...) HERD_PRINTF(2, 3);
+static const char *keep(herd_job *job, const char *f, ...)
+{
+	va_list ap;
+	const char *s;
+
+	va_start(ap, f);
+	s = vkeep(job, f, ap);
+	va_end(ap);
+	return s;
+}
+
 /* keep, from the supervisor thread, taking mu. */
 static const char *keep_locked(herd_job *job, const char *f, ...) HERD_PRINTF(2, 3);
 static const char *keep_locked(herd_job *job, const char *f, ...)
 {
 	va_list ap;
-	char *s;
-	const char *k;
+	const char *s;
 
 	va_start(ap, f);
-	s = vfmt(f, ap);
-	va_end(ap);
-	if (s == NULL)
-		return NULL;
 	pthread_mutex_lock(&job->mu);
-	k = keep(job, "%s", s);
+	s = vkeep(job, f, ap);
 	pthread_mutex_unlock(&job->mu);
-	free(s);
-	return k;
+	va_end(ap);
+	return s;
 }
 
 static void wake(herd_job *job)
@@ -1547,6 +1541,16 @@ static double real_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The hosts of the current (or last) run's nodes, "h1,h2,h4", into out. */
+static void run_hosts(const herd_job *job, char *out, size_t cap)
+{
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < job->nnodes && o < cap; i++)
+		o += (size_t)snprintf(out + o, cap - o, "%s%s", i ? "," : "", job->nodes[i].host);
+}
+
 /* The job's state for herd jobs: what it is doing now. */
 static const char *control_state(const herd_job *job)
 {
@@ -1561,14 +1565,12 @@ static const char *control_state(const herd_job *job)
 static void control_status(herd_job *job, json_t *o)
 {
 	json_t *ranks = json_array();
-	char cmd[512] = "", hosts[512] = "";
-	size_t c = 0, h = 0;
+	char cmd[512] = "", hosts[512];
+	size_t c = 0;
 
 	for (size_t i = 0; job->argv[i] != NULL && c < sizeof(cmd); i++)
 		c += (size_t)snprintf(cmd + c, sizeof(cmd) - c, "%s%s", i ? " " : "", job->argv[i]);
-	for (size_t i = 0; i < job->nnodes && h < sizeof(hosts); i++)
-		h += (size_t)snprintf(hosts + h, sizeof(hosts) - h, "%s%s", i ? "," : "",
-				      job->nodes[i].host);
+	run_hosts(job, hosts, sizeof(hosts));
 	pthread_mutex_lock(&job->mu);
 	json_object_set_new(o, "id", json_string(job->id));
 	json_object_set_new(o, "pid", json_integer(getpid()));
@@ -2251,6 +2253,13 @@ static void hosts_in(const herd_job *job, char *out, size_t cap)
 					      job->pool[i].host);
 }
 
+/* Whether a node's fault is the health gate's refusal (a verdict on its
+ * GPUs), not a node that did not answer. */
+static bool refused_by_gate(const char *fault)
+{
+	return fault != NULL && strstr(fault, HERD__HEALTH_REFUSED) != NULL;
+}
+
 /* How a node left the job (exclude_member). */
 enum out_kind {
 	OUT_LOST,      /* contact lost, or it did not come up: asked again at restarts */
@@ -2334,8 +2343,7 @@ static size_t judge(herd_job *job, bool started)
 	const char *run = run_name(job, buf, sizeof(buf));
 
 	for (size_t i = 0; i < job->nnodes; i++)
-		lost += job->rt[i].fault != NULL &&
-			strstr(job->rt[i].fault, HERD__HEALTH_REFUSED) == NULL;
+		lost += job->rt[i].fault != NULL && !refused_by_gate(job->rt[i].fault);
 	if (job->nnodes > 1 && lost == job->nnodes) {
 		herd__log_warn("job %s: every node lost contact or did not come up: the launcher's "
 			       "side (HERD_LAUNCH_ADDR, a firewall) is the likelier cause; none is "
@@ -2362,7 +2370,7 @@ static size_t judge(herd_job *job, bool started)
 		pthread_mutex_unlock(&job->mu);
 		if (nr->fault != NULL) {
 			snprintf(why, sizeof(why), "%s (%s)", nr->fault, run);
-			if (strstr(nr->fault, HERD__HEALTH_REFUSED) == NULL)
+			if (!refused_by_gate(nr->fault))
 				kind = OUT_LOST;
 		} else if (slurm != NULL && slurm[i] != NULL) {
 			snprintf(why, sizeof(why), "%.900s (%s)", slurm[i], run);
@@ -2386,6 +2394,15 @@ static size_t judge(herd_job *job, bool started)
 	return out;
 }
 
+/* Whether pool node i is one to ask again: out for losing contact, in a
+ * run before the one that just ended. */
+static bool asked_again(const herd_job *job, size_t i)
+{
+	const struct member *m = &job->members[i];
+
+	return m->role == HERD_JOB_NODE_OUT && m->lost && m->out_run < job->runs;
+}
+
 /*
  * Asks the nodes this job excluded for losing contact in an earlier run
  * whether they answer again (`herd probe`, READMIT_PROBE_MS; over ssh, not
@@ -2402,8 +2419,7 @@ static void readmit(herd_job *job)
 	if (job->spec.where == HERD_JOB_SLURM || job->spec.where == HERD_JOB_LOCAL)
 		return;
 	for (size_t i = 0; i < job->npool && o < sizeof(hosts); i++)
-		if (job->members[i].role == HERD_JOB_NODE_OUT && job->members[i].lost &&
-		    job->members[i].out_run < job->runs)
+		if (asked_again(job, i))
 			o += (size_t)snprintf(hosts + o, sizeof(hosts) - o, "%s%s", o ? "," : "",
 					      job->pool[i].host);
 	if (o == 0 || o >= sizeof(hosts))
@@ -2415,8 +2431,7 @@ static void readmit(herd_job *job)
 	if (herd_cluster_discover(&c, &d) == HERD_OK) {
 		for (size_t i = 0; i < job->npool; i++) {
 			struct member *m = &job->members[i];
-			bool answered = m->role == HERD_JOB_NODE_OUT && m->lost &&
-					m->out_run < job->runs;
+			bool answered = asked_again(job, i);
 
 			for (size_t f = 0; answered && f < herd_cluster_failure_count(c); f++) {
 				const char *h = NULL, *r = NULL;
@@ -2452,11 +2467,7 @@ static bool refill(herd_job *job, bool probe, char *why, size_t cap)
 	char was[4096], now[4096];
 	size_t in, spares;
 
-	/* The last run's nodes, to say what changes. */
-	was[0] = '\0';
-	for (size_t i = 0, w = 0; i < job->nnodes && w < sizeof(was); i++)
-		w += (size_t)snprintf(was + w, sizeof(was) - w, "%s%s", w ? "," : "",
-				      job->nodes[i].host);
+	run_hosts(job, was, sizeof(was));   /* the last run's, to say what changes */
 	if (probe && count_role(job, HERD_JOB_NODE_IN) < (size_t)job->spec.max_nodes)
 		readmit(job);
 	in = count_role(job, HERD_JOB_NODE_IN);
@@ -2524,7 +2535,7 @@ static bool start_again(herd_job *job, char *why, size_t cap)
 	/* A fixed job fails; the nodes the health gate refused go on the
 	 * list all the same. */
 	for (size_t i = 0; !job->elastic && i < job->nnodes; i++)
-		if (job->rt[i].fault != NULL && strstr(job->rt[i].fault, HERD__HEALTH_REFUSED))
+		if (refused_by_gate(job->rt[i].fault))
 			exclude_member(job, pool_of(job, job->rt[i].node->host), job->rt[i].fault,
 				       OUT_FOR_GOOD);
 	if (!job->elastic || judge(job, false) == 0)

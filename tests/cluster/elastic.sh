@@ -152,9 +152,17 @@ export LD_LIBRARY_PATH=$mock HERD_KERNEL_LOG=\$HOME/kmsg
 exec "$HERD" "\$@"
 SH
 chmod +x "$tmp/herd-node"
+# gated HOSTS ARGS...: herd launch --health-check on HOSTS from h1, the
+# nodes running the herd above; its stdout and stderr together.
+gated() {
+	local hosts=$1
+	shift
+	HERD_PROGRAM=$tmp/herd-node timeout 120 "$cluster/run" 1 "$HERD" launch --hosts "$hosts" \
+		--health-check "$@" 2>&1
+}
+say='echo "rank $HERD_RANK of $HERD_WORLD_SIZE"'
 echo "[  812.000001] NVRM: Xid (PCI:0000:5d:00): 79, pid=4242, name=python" >"$cluster/home/h2/kmsg"
-out=$(HERD_PROGRAM=$tmp/herd-node timeout 120 "$cluster/run" 1 "$HERD" launch --hosts 'h[1-3]' \
-	--nodes 2-3 --health-check -- sh -c 'echo "rank $HERD_RANK of $HERD_WORLD_SIZE"' 2>&1) \
+out=$(gated 'h[1-3]' --nodes 2-3 -- sh -c "$say") \
 	|| fail "the elastic job with h2 failing its health check failed: $out"
 has "$out" "node h2 excluded: it did not come up: HERD_EUNAVAIL: the health check (level 1) failed: GPU 2"
 has "$out" "nodes now h1,h3 (2 of 2-3; 2 ranks)"
@@ -167,8 +175,7 @@ rm -f "$HERD_EXCLUDE_FILE" "$cluster/home/h2/kmsg"
 # --- the gate's fabric check: h3's link shaped to 400 Mbit/s, every link of
 # it is slow; a fixed job is refused, an elastic one runs without h3
 bash tests/harness/netns.sh shape "$cluster" 3 400mbit
-out=$(HERD_PROGRAM=$tmp/herd-node timeout 120 "$cluster/run" 1 "$HERD" launch --hosts 'h[1-4]' \
-	-n 4 --per-node 1 --health-check -- touch "$tmp/fixed-ran" 2>&1); rc=$?
+out=$(gated 'h[1-4]' -n 4 --per-node 1 -- touch "$tmp/fixed-ran"); rc=$?
 [[ $rc == 125 ]] || fail "the fixed job with h3's slow link: exit $rc: $out"
 has "$out" "herd launch: node h3: the fabric check: every link of it is slow"
 has "$out" "warning: h3: every link of it is slow"
@@ -177,8 +184,7 @@ grep -q "^h3	[0-9.]*	the fabric check: every link of it is slow" "$HERD_EXCLUDE_
 	|| fail "h3 is not on the excluded nodes' list: $(cat "$HERD_EXCLUDE_FILE")"
 echo "fabric, fixed: $(grep -m1 'node h3:' <<<"$out")"
 rm -f "$HERD_EXCLUDE_FILE"
-out=$(HERD_PROGRAM=$tmp/herd-node timeout 120 "$cluster/run" 1 "$HERD" launch --hosts 'h[1-4]' \
-	--nodes 3-4 --health-check -- sh -c 'echo "rank $HERD_RANK of $HERD_WORLD_SIZE"' 2>&1) \
+out=$(gated 'h[1-4]' --nodes 3-4 -- sh -c "$say") \
 	|| fail "the elastic job with h3's slow link failed: $out"
 has "$out" "herd launch: node h3 excluded: the fabric check: every link of it is slow"
 has "$out" "nodes left out of the job, as excluded: h3 (the fabric check"

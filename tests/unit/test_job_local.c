@@ -5,6 +5,7 @@
  * kill with a grace period, wait deadlines, restarts and log files.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -956,13 +957,16 @@ static void test_job_log_dir_gets_per_rank_files(void)
 static void test_job_elastic_spec_and_a_node_blamed_twice(void)
 {
 	const char *argv[] = { "sh", "-c", "echo $HERD_RANK of $HERD_WORLD_SIZE; exit 3", NULL };
-	char list[] = "/tmp/herd-test-exclude-XXXXXX";
+	char list[64];
 	herd_job_spec spec = HERD_JOB_SPEC_INIT;
 	herd_job_node_status n;
 	struct capture c;
 	herd_job *job = NULL;
-	int fd = mkstemp(list);
+	int fd;
 
+	/* The test's own list, a new file of this process's. */
+	snprintf(list, sizeof(list), "/tmp/herd-test-exclude.%ld", (long)getpid());
+	fd = open(list, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	CHECK(fd >= 0);
 	if (fd < 0)
 		return;

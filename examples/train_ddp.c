@@ -28,6 +28,9 @@
  * every step last at least MS milliseconds, to watch a run or lose a node
  * in the middle of one.  --resume resumes from the newest checkpoint in
  * the first run too (a run started from another's checkpoint).
+ * --storage-every N: with copies in peers' memory (herd launch
+ * --ckpt-peers K), only every N-th step's save goes to storage too; after
+ * a restart every rank says which tier it restored from, and why.
  *
  * Elastic: started again on fewer or more ranks, it resumes from the
  * newest committed checkpoint with the new world size (its batches are
@@ -68,6 +71,7 @@ struct options {
 	int64_t steps, every, kill_at, state_mib, pace_ms;
 	int kill_rank;
 	bool resume;
+	int storage_every;
 	uint64_t seed;
 };
 
@@ -142,7 +146,8 @@ static int usage(const char *msg)
 	fprintf(stderr, "example_train_ddp: %s\n"
 		"usage: example_train_ddp [--dir DIR] [--steps S] [--every K] [--seed N]\n"
 		"                         [--out FILE] [--kill-rank R --kill-at T]\n"
-		"                         [--state-mib M] [--pace MS] [--resume]\n", msg);
+		"                         [--state-mib M] [--pace MS] [--resume]\n"
+		"                         [--storage-every N]\n", msg);
 	return 2;
 }
 
@@ -158,6 +163,7 @@ static int parse(int argc, char **argv, struct options *o)
 	o->state_mib = 0;
 	o->pace_ms = 0;
 	o->resume = false;
+	o->storage_every = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -186,6 +192,8 @@ static int parse(int argc, char **argv, struct options *o)
 			o->state_mib = strtoll(v, NULL, 10);
 		else if (strcmp(a, "--pace") == 0)
 			o->pace_ms = strtoll(v, NULL, 10);
+		else if (strcmp(a, "--storage-every") == 0)
+			o->storage_every = atoi(v);
 		else
 			return usage("unknown option");
 	}
@@ -193,7 +201,27 @@ static int parse(int argc, char **argv, struct options *o)
 		return usage("--steps and --every must be 1 or more");
 	if (o->state_mib < 0 || o->state_mib > 65536 || o->pace_ms < 0 || o->pace_ms > 60000)
 		return usage("--state-mib is 0 to 65536, --pace 0 to 60000");
+	if (o->storage_every < 0)
+		return usage("--storage-every must be 1 or more");
 	return 0;
+}
+
+/* Which tier this rank restored from, and why: one line per rank. */
+static void say_tier(const herd_ckpt *ck, int restarts, int rank)
+{
+	herd_ckpt_restore_info ri;
+
+	if (herd_ckpt_last_restore(ck, &ri) != HERD_OK)
+		return;
+	if (ri.tier == HERD_CKPT_TIER_PEERS)
+		printf("restart %d: rank %d restored step %" PRId64 " from %s (%s, %.1f MiB) in "
+		       "%.3f s: %s\n", restarts, rank, ri.step, herd_ckpt_tier_name(ri.tier),
+		       ri.from[0] ? ri.from : "nothing to fetch", (double)ri.bytes / 1048576,
+		       ri.seconds, ri.why);
+	else
+		printf("restart %d: rank %d restored step %" PRId64 " from %s in %.3f s: %s\n",
+		       restarts, rank, ri.step, herd_ckpt_tier_name(ri.tier), ri.seconds, ri.why);
+	fflush(stdout);
 }
 
 /* Seconds of CLOCK_REALTIME: the ranks of all nodes and the launcher
@@ -282,6 +310,7 @@ int main(int argc, char **argv)
 	if (herd_comm_split(&ckcomm, comm, 0, rank) != HERD_OK)
 		goto fail;
 	co.keep_last = 3;
+	co.storage_every = o.storage_every;
 	if (herd_ckpt_open(&ck, o.dir, ckcomm, &co) != HERD_OK ||
 	    herd_ckpt_add_tensor(ck, "weights", w, HERD_FLOAT64, 1, shape, NULL, NULL) != HERD_OK)
 		goto fail;
@@ -314,6 +343,8 @@ int main(int argc, char **argv)
 				printf("restart %d: resumed from step %" PRId64 " on %d ranks (started "
 				       "at %.3f, restore began at %.3f, restored in %.3f s)\n",
 				       restarts, step, size, t_main, t0, t_restore);
+			fflush(stdout);
+			say_tier(ck, restarts, rank);
 		} else if (st == HERD_ENOTFOUND) {
 			if (rank == 0)
 				printf("restart %d: no checkpoint yet, starting over\n", restarts);

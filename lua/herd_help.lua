@@ -240,6 +240,7 @@ not both), `per_node`, `hosts` (a hostlist, over ssh) | `hostfile` | `slurm = tr
 in, default 1, and no `n`; `min_nodes` defaults to `max_nodes`),
 `exclude` (a hostlist of nodes to leave out, as `--exclude`; those of `herd exclude` always are),
 `health_check` (1 or 2: every node runs `herd health` at that level first, as `--health-check`),
+`ckpt_peers` (K copies of each rank's checkpoint data in other nodes' memory, as `--ckpt-peers`),
 `gpus_per_rank`, `restarts`, `time` (the job's time limit as `--time`: srun's `"MM"`, `"MM:SS"`,
 `"HH:MM:SS"`, `"D-HH[:MM[:SS]]"`, or a whole number of minutes) or `timeout` (the same limit in
 seconds, as `--timeout`; at the limit the ranks are stopped and the state is `"time_limit"`,

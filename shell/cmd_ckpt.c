@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "herd.h"
+#include "herd/sys/agent.h"
 #include "safetensors.h"
 #include "shell.h"
 
@@ -52,6 +53,7 @@ static const char ckpt_usage[] =
 	"       herd ckpt diff [--json] DIR A B\n"
 	"       herd ckpt export [--format safetensors] DIR STEP OUT\n"
 	"       herd ckpt import [--format safetensors] FILE DIR [STEP]\n"
+	"       herd ckpt hold [--bind ADDR] [--budget SIZE] [--steps N]\n"
 	"  ls        the steps of DIR, oldest first: committed, partial (a save\n"
 	"            that did not finish), corrupt (a manifest that does not\n"
 	"            decode) or damaged (a file missing or of the wrong size, or\n"
@@ -72,6 +74,11 @@ static const char ckpt_usage[] =
 	"  export    writes every tensor of STEP whole to OUT, a safetensors file\n"
 	"  import    reads a safetensors FILE into DIR as step STEP (default 0),\n"
 	"            saved by one rank\n"
+	"  hold      keeps checkpoint copies in this node's memory for a job's\n"
+	"            ranks until its standard input ends: what herd launch\n"
+	"            --ckpt-peers starts on every node.  Prints 'hold PORT TOKEN';\n"
+	"            --budget (default HERD_CKPT_PEER_BYTES, else a quarter of\n"
+	"            the memory), --steps 1 or 2 (default HERD_CKPT_PEER_STEPS)\n"
 	"STEP is a number or 'latest', the newest committed step.  --json prints\n"
 	"what the listing shows as one JSON document, with the same exit status.\n"
 	"Exit status:\n"
@@ -1249,6 +1256,44 @@ static int take_format(int argc, char **argv)
 	return n;
 }
 
+/* ---------------------------------------------------------------- hold */
+
+static int ckpt_hold(int argc, char **argv)
+{
+	const char *bind = NULL, *steps_env = getenv("HERD_CKPT_PEER_STEPS");
+	uint64_t budget = 0;
+	long steps = 2;
+	char *end;
+
+	if (steps_env != NULL && steps_env[0] != '\0') {
+		steps = strtol(steps_env, &end, 10);
+		if (*end != '\0' || steps < 1 || steps > 2)
+			return usage_error("HERD_CKPT_PEER_STEPS='%s' is not 1 or 2", steps_env);
+	}
+	for (int i = 0; i < argc; i++) {
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strcmp(argv[i], "--bind") == 0 && v != NULL) {
+			bind = v;
+		} else if (strcmp(argv[i], "--budget") == 0 && v != NULL) {
+			if (herd_size_parse(v, &budget) != HERD_OK || budget == 0)
+				return usage_error("--budget '%s' is not a size (256M, 4G)", v);
+		} else if (strcmp(argv[i], "--steps") == 0 && v != NULL) {
+			steps = strtol(v, &end, 10);
+			if (*end != '\0' || steps < 1 || steps > 2)
+				return usage_error("--steps '%s' is not 1 or 2", v);
+		} else if (v == NULL && argv[i][0] == '-') {
+			return usage_error("option '%s' needs a value", argv[i]);
+		} else {
+			return usage_error("hold: unrecognized argument '%s'", argv[i]);
+		}
+		i++;
+	}
+	if (herd_agent_ckpt_hold(STDIN_FILENO, STDOUT_FILENO, bind, budget, (int)steps) != HERD_OK)
+		return failure();
+	return SHELL_EXIT_OK;
+}
+
 /* ---------------------------------------------------------------- main */
 
 int cmd_ckpt(int argc, char **argv)
@@ -1256,7 +1301,7 @@ int cmd_ckpt(int argc, char **argv)
 	const char *sub;
 
 	if (argc < 2)
-		return usage_error("which command: ls, verify, inspect, diff, export or import?%s",
+		return usage_error("which command: ls, verify, inspect, diff, export, import or hold?%s",
 				   "");
 	sub = argv[1];
 	for (int i = 1; i < argc; i++)
@@ -1266,6 +1311,8 @@ int cmd_ckpt(int argc, char **argv)
 		}
 	argc -= 2;
 	argv += 2;
+	if (strcmp(sub, "hold") == 0)
+		return ckpt_hold(argc, argv);
 	if (strcmp(sub, "export") == 0 || strcmp(sub, "import") == 0) {
 		argc = take_format(argc, argv);
 		if (argc < 0)
@@ -1306,5 +1353,6 @@ int cmd_ckpt(int argc, char **argv)
 			return usage_error("import takes FILE DIR [STEP]%s", "");
 		return ckpt_import(argv[0], argv[1], argc == 3 ? argv[2] : NULL);
 	}
-	return usage_error("unknown command '%s' (ls, verify, inspect, diff, export, import)", sub);
+	return usage_error("unknown command '%s' (ls, verify, inspect, diff, export, import, hold)",
+			   sub);
 }

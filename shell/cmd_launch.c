@@ -62,6 +62,11 @@ static const char usage_text[] =
 	"  --gpus-per-rank G       lease and bind G GPUs per rank\n"
 	"  --restarts R            restart the whole job up to R times after a failure\n"
 	"                          (not after a signal to herd launch or the time limit)\n"
+	"  --ckpt-peers K          keep K copies of each rank's checkpoint data in\n"
+	"                          other nodes' memory (with --hosts or --hostfile):\n"
+	"                          a holder (herd ckpt hold) runs on every node for\n"
+	"                          the job's life, and a restart restores from it\n"
+	"                          when it holds a newer step than storage\n"
 	"  --env NAME=VALUE        set NAME in every rank's environment (repeatable);\n"
 	"                          it wins over herd's own variables, as an exported\n"
 	"                          MASTER_ADDR or MASTER_PORT does; --env NAME passes\n"
@@ -143,6 +148,7 @@ static const char usage_text[] =
 
 enum {
 	OPT_PER_NODE = 256, OPT_HOSTS, OPT_HOSTFILE, OPT_SLURM, OPT_GPUS, OPT_RESTARTS,
+	OPT_CKPT_PEERS,
 	OPT_LOG_DIR, OPT_TIMEOUT, OPT_START_TIMEOUT, OPT_GRACE, OPT_PREFIX, OPT_NO_PREFIX,
 	OPT_ENV, OPT_SUMMARY, OPT_STANDALONE, OPT_TAG_OUTPUT, OPT_NO_PYTHON, OPT_MONITOR,
 	OPT_MONITOR_PERIOD, OPT_MONITOR_OUT, OPT_EXCLUDE, OPT_HEALTH
@@ -170,6 +176,7 @@ static const struct option options[] = {
 	{ "gpus-per-task", required_argument, NULL, OPT_GPUS },
 	{ "restarts", required_argument, NULL, OPT_RESTARTS },
 	{ "max-restarts", required_argument, NULL, OPT_RESTARTS },
+	{ "ckpt-peers", required_argument, NULL, OPT_CKPT_PEERS },
 	{ "env", required_argument, NULL, OPT_ENV },
 	{ "unbuffered", no_argument, NULL, 'u' },
 	{ "log-dir", required_argument, NULL, OPT_LOG_DIR },
@@ -600,6 +607,7 @@ static const char *in_options(const char *msg, const herd_job_spec *spec, char *
 		{ "herd_job_spec.max_nodes", "--nodes MAX" },
 		{ "herd_job_spec.gpus_per_rank", "--gpus-per-rank" },
 		{ "herd_job_spec.restarts", "--restarts" },
+		{ "herd_job_spec.ckpt_peers", "--ckpt-peers" },
 		{ "herd_job_spec.time_limit_ms", "--time" },
 		{ "herd_job_spec.env", "--env" },
 		{ "herd_job_spec.log_dir", "--log-dir" },
@@ -782,6 +790,10 @@ static int parse_args(shell_args *a, herd_job_spec *spec, struct env_list *e,
 			break;
 		case OPT_RESTARTS:
 			if (parse_count(opt, optarg, 0, &spec->restarts) != 0)
+				return -1;
+			break;
+		case OPT_CKPT_PEERS:
+			if (parse_count(opt, optarg, 1, &spec->ckpt_peers) != 0)
 				return -1;
 			break;
 		case OPT_LOG_DIR:

@@ -17,7 +17,8 @@
  * ranks on each node in, default 1, and no n; min_nodes defaults to
  * max_nodes), the result's nodes ({host, role = "in" | "spare" | "out",
  * node_rank, why}: where each stands),
- * gpus_per_rank, restarts, time
+ * ckpt_peers (K copies of each rank's checkpoint data in other nodes'
+ * memory, as --ckpt-peers), gpus_per_rank, restarts, time
  * (the job's time limit, as --time: srun's "MM", "MM:SS", "HH:MM:SS",
  * "D-HH[:MM[:SS]]", or a whole number of minutes) or timeout (the same
  * limit in seconds, as --timeout), start_timeout (seconds for every rank
@@ -539,7 +540,7 @@ static const char *const launch_options[] = {
 	"cmd", "n", "np", "per_node", "hosts", "hostfile", "slurm", "gpus_per_rank", "restarts",
 	"time", "timeout", "start_timeout", "grace", "env", "log_dir", "prefix", "output",
 	"detach", "workdir", "monitor", "monitor_period", "monitor_out", "exclude", "health_check",
-	"min_nodes", "max_nodes", NULL
+	"min_nodes", "max_nodes", "ckpt_peers", NULL
 };
 
 /* n, or np as mpirun writes it; both: misuse. */
@@ -717,6 +718,7 @@ static int lherd_launch(lua_State *L)
 	spec.workdir = lherd_opt_string(L, 1, "workdir");
 	spec.exclude = lherd_opt_string(L, 1, "exclude");
 	spec.health_check = (int)lherd_opt_integer(L, 1, "health_check", 0, 2, 0);
+	spec.ckpt_peers = (int)lherd_opt_integer(L, 1, "ckpt_peers", 0, 64, 0);
 	hosts = lherd_opt_string(L, 1, "hosts");
 	hostfile = lherd_opt_string(L, 1, "hostfile");
 	lua_getfield(L, 1, "slurm");

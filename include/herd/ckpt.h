@@ -126,7 +126,7 @@ typedef enum herd_ckpt_blob_rule {
 	HERD_CKPT_BLOB_STRICT = 2
 } herd_ckpt_blob_rule;
 
-#define HERD_CKPT_OPTS_VERSION 1
+#define HERD_CKPT_OPTS_VERSION 2
 
 /* Options of herd_ckpt_open.  A zero field means its documented default. */
 typedef struct herd_ckpt_opts {
@@ -146,9 +146,21 @@ typedef struct herd_ckpt_opts {
 	/* Bytes covered by one checksum (default 4 MiB; at least 4 KiB).  A
 	 * restore reads and verifies whole chunks. */
 	size_t chunk_bytes;
+	/* Version 2.  The tier in peers' memory: copies of each rank's data
+	 * of a step kept in the host memory of this many other nodes, by the
+	 * holders that `herd launch --ckpt-peers K` starts on the job's nodes
+	 * (HERD_CKPT_HOLDERS).  0: HERD_CKPT_PEERS (which that option sets;
+	 * default 0); -1: none.  More than the job's other nodes: one copy on
+	 * each of them.  Without holders (a job of one node, a launcher that
+	 * started none) saves go to storage alone. */
+	int peer_copies;
+	/* Version 2.  With peer copies: a save goes to storage too only when
+	 * its step is a multiple of storage_every (0: HERD_CKPT_STORAGE_EVERY,
+	 * default 1: every save).  The other saves are in peers' memory only. */
+	int storage_every;
 } herd_ckpt_opts;
 
-#define HERD_CKPT_OPTS_INIT { HERD_CKPT_OPTS_VERSION, 0, 0, 0, HERD_CKPT_CHECKSUM_DEFAULT, 0 }
+#define HERD_CKPT_OPTS_INIT { HERD_CKPT_OPTS_VERSION, 0, 0, 0, HERD_CKPT_CHECKSUM_DEFAULT, 0, 0, 0 }
 
 /*
  * Opens the checkpoint directory dir (created, with its parents, when
@@ -288,6 +300,57 @@ HERD_EXTERN herd_status herd_ckpt_restore(herd_ckpt *ck, int64_t step, int64_t *
 
 /* The handle's directory; borrowed from the handle. */
 HERD_EXTERN const char *herd_ckpt_dir(const herd_ckpt *ck);
+
+/* ---- the tier in peers' memory ----------------------------------------- */
+
+/*
+ * With peer copies (opts.peer_copies and the job's holders), a save sends
+ * this rank's data of the step, the bytes of its data file, to the holders
+ * of the next peer_copies nodes in node order (never this rank's own
+ * node), after the staging copy of an asynchronous save, from the writer
+ * thread; rank 0 then sends the step's manifest to every holder, and the
+ * step is committed in memory.  A holder keeps the newest one or two
+ * steps (HERD_CKPT_PEER_STEPS) within its budget (HERD_CKPT_PEER_BYTES);
+ * a holder that refuses or cannot be reached fails the save as a write
+ * error would.  Only steps that are multiples of opts.storage_every also
+ * go to storage.
+ *
+ * herd_ckpt_restore of HERD_CKPT_LATEST asks the holders of the job's
+ * nodes which steps they hold.  When a step's manifest and every saved
+ * rank's data are held somewhere, and that step is at least as new as the
+ * newest committed step in storage, the ranks restore from memory: each
+ * fetches the chunks it needs, verifies their checksums as it would read
+ * them from storage, and reshards as from storage.  Otherwise, or when the
+ * restore from memory fails (a holder lost meanwhile, a checksum that
+ * does not match: a warning says so), they restore from storage.
+ */
+
+/* Where a restore read its step from. */
+typedef enum herd_ckpt_tier {
+	HERD_CKPT_TIER_NONE = 0,      /* no restore yet, or none succeeded */
+	HERD_CKPT_TIER_STORAGE = 1,   /* the checkpoint directory */
+	HERD_CKPT_TIER_PEERS = 2      /* other nodes' memory */
+} herd_ckpt_tier;
+
+/* What the last herd_ckpt_restore on this rank did. */
+typedef struct herd_ckpt_restore_info {
+	herd_ckpt_tier tier;
+	int64_t step;            /* the step restored; -1 when none */
+	double seconds;          /* the restore's wall time on this rank */
+	uint64_t bytes;          /* bytes this rank fetched from peers' memory */
+	int64_t storage_step;    /* the newest committed step in storage; -1: none */
+	int64_t peers_step;      /* the newest complete step in peers' memory; -1: none */
+	char why[384];           /* why that tier, in words */
+	char from[256];          /* peers: the hosts whose holders sent data */
+} herd_ckpt_restore_info;
+
+/* The tier name: "storage", "peers' memory", "none". */
+HERD_EXTERN const char *herd_ckpt_tier_name(herd_ckpt_tier tier);
+
+/* What the last herd_ckpt_restore on this rank did (tier NONE before any).
+ * Local. */
+HERD_EXTERN herd_status herd_ckpt_last_restore(const herd_ckpt *ck,
+					       herd_ckpt_restore_info *out);
 
 /* ---- reading a checkpoint directory without a communicator ------------ */
 

@@ -231,7 +231,7 @@ HERD_EXTERN void herd_job_lines_free(herd_job_lines *q);
 HERD_EXTERN void herd_job_output_lines(void *userdata, int rank, const char *host,
 				       herd_job_stream stream, const char *line, size_t len);
 
-#define HERD_JOB_SPEC_VERSION 4
+#define HERD_JOB_SPEC_VERSION 5
 
 /*
  * What to run and where.  Strings and arrays are copied by herd_job_launch;
@@ -290,11 +290,20 @@ typedef struct herd_job_spec {
 	 * job of nranks ranks on fixed nodes.  1 <= min_nodes <= max_nodes */
 	int min_nodes;
 	int max_nodes;
+	/* Version 5.  Checkpoint copies in peers' memory (herd/ckpt.h): before
+	 * the first run, a holder (`herd ckpt hold`) starts on every node of
+	 * the job over ssh and lives until the job ends, so that what it holds
+	 * outlives a failed run; each run's ranks get the holders of its
+	 * nodes, in node order, as HERD_CKPT_HOLDERS, and HERD_CKPT_PEERS set
+	 * to this count (the copies of each rank's data their saves make).  A
+	 * node whose holder ended (the node was lost) gets a new one when it
+	 * runs ranks again.  Needs HERD_JOB_SSH and two nodes or more; 0: none */
+	int ckpt_peers;
 } herd_job_spec;
 
 #define HERD_JOB_SPEC_INIT \
 	{ HERD_JOB_SPEC_VERSION, NULL, NULL, 0, 0, HERD_JOB_LOCAL, NULL, 0, NULL, NULL, \
-	  NULL, 0, 0, 0, NULL, 0, NULL, NULL, 0, NULL, 0, 0, 0 }
+	  NULL, 0, 0, 0, NULL, 0, NULL, NULL, 0, NULL, 0, 0, 0, 0 }
 
 /* The exit status of a job stopped at its time limit, as timeout(1) gives. */
 #define HERD_JOB_EXIT_TIME_LIMIT 124

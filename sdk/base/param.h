@@ -57,6 +57,14 @@ typedef enum herd__param_type {
 	  "compare the ranks' device calls before NCCL's")                                      \
 	X(CKPT_STAGING_BYTES, SIZE, "", 1, INT64_MAX, "256M",                                   \
 	  "host memory staging checkpointed GPU tensors")                                       \
+	X(CKPT_PEERS, INT, "", 0, 64, "0",                                                      \
+	  "checkpoint copies in other nodes' memory")                                           \
+	X(CKPT_STORAGE_EVERY, INT, "", 1, INT32_MAX, "1",                                       \
+	  "with peer copies: steps to storage, multiples")                                      \
+	X(CKPT_PEER_BYTES, SIZE, "", 1, INT64_MAX, "(1/4 of memory)",                           \
+	  "most bytes a node's checkpoint holder keeps")                                        \
+	X(CKPT_PEER_STEPS, INT, "", 1, 2, "2",                                                  \
+	  "steps a checkpoint holder keeps: 1 or 2")                                            \
 	X(INVENTORY, STRING, "file", 0, 0, "",                                                  \
 	  "a recorded inventory stands for this node")                                          \
 	X(LEASE_DIR, STRING, "dir", 0, 0, "(/run/herd)",                                        \
@@ -115,6 +123,7 @@ typedef enum herd__param_type {
 	X(JOB_ID, STRING, "text", 0, 0, "", "the job; leases and checkpoint locks name it")     \
 	X(STORE, STRING, "host:port", 0, 0, "", "the job's store")                              \
 	X(JOB_SECRET, STRING, "text", 0, 0, "", "what every connection of the job proves")      \
+	X(CKPT_HOLDERS, STRING, "list", 0, 0, "", "checkpoint holders of the nodes, in order")  \
 	X(RESTART_COUNT, STRING, "integer", 0, 0, "", "restarts of the job so far")             \
 	X(EMIT, STRING, "1", 0, 0, "", "herd.emit goes to the script of herd.launch")           \
 	X(BENCH_LAUNCHER, STRING, "1", 0, 0, "", "a rank that herd bench -n started")

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +131,70 @@ static herd_status lock_writer(const char *dir, int *out)
 	return HERD_OK;
 }
 
+/*
+ * The tier in peers' memory: on when copies are asked for (opts, else
+ * HERD_CKPT_PEERS) and the launcher named the holders of two nodes or
+ * more; the copies go to at most every other node.
+ */
+static herd_status peer_setup(herd_ckpt *ck, const herd_ckpt_opts *o)
+{
+	const char *list = herd__param_str(HERD__P_CKPT_HOLDERS);
+	const char *node = herd__param_str(HERD__P_NODE_RANK);
+	long k = o->peer_copies, every = o->storage_every;
+	char *stop;
+	long nr;
+
+	if (k == 0)
+		HERD_CHECK(herd__param_int(HERD__P_CKPT_PEERS, &k));
+	if (every == 0)
+		HERD_CHECK(herd__param_int(HERD__P_CKPT_STORAGE_EVERY, &every));
+	ck->storage_every = (int)every;
+	HERD_CHECK(herd__param_ms(HERD__P_TIMEOUT, &ck->peer_timeout_ms));
+	if (k <= 0 || list == NULL || list[0] == '\0')
+		return HERD_OK;
+	if (node == NULL || (nr = strtol(node, &stop, 10), *stop != '\0') || nr < 0)
+		return herd__error(HERD_EINVAL, "HERD_CKPT_HOLDERS is set, but HERD_NODE_RANK (%s) "
+				   "is not a node's number", node != NULL ? node : "unset");
+	HERD_CHECK(herd__peer_parse(list, &ck->holders, &ck->nholders));
+	if ((size_t)nr >= ck->nholders)
+		return herd__error(HERD_EINVAL, "HERD_NODE_RANK %ld is beyond the %zu nodes of "
+				   "HERD_CKPT_HOLDERS", nr, ck->nholders);
+	ck->node_rank = (int)nr;
+	ck->peer_copies = ck->nholders < 2 ? 0 : (int)(k < (long)ck->nholders - 1 ? k
+						       : (long)ck->nholders - 1);
+	return HERD_OK;
+}
+
+bool herd__ckpt_to_peers(const herd_ckpt *ck)
+{
+	return ck->peer_copies > 0;
+}
+
+bool herd__ckpt_to_storage(const herd_ckpt *ck, int64_t step)
+{
+	return !herd__ckpt_to_peers(ck) || ck->storage_every <= 1 || step % ck->storage_every == 0;
+}
+
+const char *herd_ckpt_tier_name(herd_ckpt_tier tier)
+{
+	switch (tier) {
+	case HERD_CKPT_TIER_STORAGE:
+		return "storage";
+	case HERD_CKPT_TIER_PEERS:
+		return "peers' memory";
+	default:
+		return "none";
+	}
+}
+
+herd_status herd_ckpt_last_restore(const herd_ckpt *ck, herd_ckpt_restore_info *out)
+{
+	if (ck == NULL || out == NULL)
+		return herd__error(HERD_EINVAL, "herd_ckpt_last_restore: ck and out must not be NULL");
+	*out = ck->last;
+	return HERD_OK;
+}
+
 herd_status herd_ckpt_open(herd_ckpt **out, const char *dir, herd_comm *comm,
 			   const herd_ckpt_opts *opts)
 {
@@ -143,8 +208,14 @@ herd_status herd_ckpt_open(herd_ckpt **out, const char *dir, herd_comm *comm,
 	*out = NULL;
 	if (opts != NULL) {
 		HERD__CHECK_VERSION("herd_ckpt_open", opts, herd_ckpt_opts, CKPT_OPTS);
-		o = *opts;
+		memcpy(&o, opts, opts->version >= 2 ? sizeof(o)
+				 : offsetof(herd_ckpt_opts, peer_copies));
+		o.version = HERD_CKPT_OPTS_VERSION;
 	}
+	if (o.peer_copies < -1 || o.storage_every < 0)
+		return herd__error(HERD_EINVAL, "herd_ckpt_open: peer_copies (%d) must be -1 or "
+				   "more, storage_every (%d) 0 or more", o.peer_copies,
+				   o.storage_every);
 	if (o.keep_last < 0 || o.keep_every < 0)
 		return herd__error(HERD_EINVAL, "herd_ckpt_open: keep_last (%d) and keep_every (%d) "
 				   "must not be negative", o.keep_last, o.keep_every);
@@ -169,8 +240,10 @@ herd_status herd_ckpt_open(herd_ckpt **out, const char *dir, herd_comm *comm,
 	ck->checksum = o.checksum == HERD_CKPT_CHECKSUM_NONE ? HERD_CKPT_CHECKSUM_NONE
 							     : HERD_CKPT_CHECKSUM_XXH3;
 	ck->chunk_bytes = o.chunk_bytes != 0 ? o.chunk_bytes : HERD__CKPT_CHUNK_DEFAULT;
+	ck->last.step = ck->last.storage_step = ck->last.peers_step = -1;
+	local = peer_setup(ck, &o);
 	/* Rank 0 prepares the directory; the others learn the outcome. */
-	if (ck->rank == 0) {
+	if (ck->rank == 0 && local == HERD_OK) {
 		local = herd__mkdirs(dir, 0700);
 		if (local == HERD_OK)
 			local = lock_writer(dir, &ck->lock_fd);
@@ -184,6 +257,7 @@ out:
 	if (ck != NULL) {
 		if (ck->lock_fd >= 0)
 			close(ck->lock_fd);
+		free(ck->holders);
 		free(ck->dir);
 		free(ck);
 	}
@@ -201,6 +275,7 @@ void herd_ckpt_free(herd_ckpt *ck)
 	free(ck->tensors);
 	free(ck->blobs);
 	free(ck->names);
+	free(ck->holders);
 	free(ck->dir);
 	free(ck);
 }

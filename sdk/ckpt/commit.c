@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "ckpt/save.h"
+#include "net.h"
 
 /* ---- phase 3: the commit ----------------------------------------------- */
 
@@ -163,7 +164,34 @@ static void apply_retention(herd_ckpt *ck, int64_t newest)
 	free(steps);
 }
 
-/* Rank 0's part of the commit, once every file is durable. */
+/*
+ * The commit in peers' memory: the manifest to every node's holder, so
+ * that whichever nodes survive have it.  A holder that does not take it
+ * fails the save.
+ */
+static herd_status commit_peers(herd__ckpt_job *job, const char *data, size_t len)
+{
+	herd_ckpt *ck = job->ck;
+	int64_t deadline = herd__net_deadline(ck->peer_timeout_ms);
+
+	for (size_t i = 0; i < ck->nholders; i++) {
+		herd__peer_conn c;
+		herd_status st;
+
+		if (ck->holders[i].port == 0)
+			continue;
+		st = herd__peer_connect(&c, &ck->holders[i], deadline);
+		if (st == HERD_OK)
+			st = herd__peer_put_manifest(&c, job->step, data, len, deadline);
+		herd__peer_close(&c);
+		if (st != HERD_OK)
+			return herd__error_wrap(st, "the manifest of step %" PRId64 " to peers' "
+						"memory: ", job->step);
+	}
+	return HERD_OK;
+}
+
+/* Rank 0's part of the commit, once every file is durable and every copy held. */
 static herd_status commit(herd__ckpt_job *job, const uint64_t *results, size_t stride)
 {
 	herd_ckpt *ck = job->ck;
@@ -174,13 +202,17 @@ static herd_status commit(herd__ckpt_job *job, const uint64_t *results, size_t s
 	size_t len = 0;
 
 	HERD_CHECK(herd__calloc(&m, 1, sizeof(*m), "a manifest"));
+	HERD_CHECK_GOTO(build_manifest(job, results, stride, m), st, out);
+	HERD_CHECK_GOTO(herd__ckpt_manifest_encode(m, &data, &len), st, out);
+	if (job->to_peers)
+		HERD_CHECK_GOTO(commit_peers(job, data, len), st, out);
+	if (!job->to_storage)
+		goto out;
 	herd__ckpt_step_name(name, sizeof(name), job->step);
 	HERD_CHECK_GOTO(herd__ckpt_path(tmpdir, sizeof(tmpdir), ck->dir, job->tmp), st, out);
 	HERD_CHECK_GOTO(herd__ckpt_path(stepdir, sizeof(stepdir), ck->dir, name), st, out);
 	HERD_CHECK_GOTO(herd__ckpt_path(latest, sizeof(latest), ck->dir, HERD__CKPT_LATEST), st,
 			out);
-	HERD_CHECK_GOTO(build_manifest(job, results, stride, m), st, out);
-	HERD_CHECK_GOTO(herd__ckpt_manifest_encode(m, &data, &len), st, out);
 	/* temp file, fsync, rename, fsync of the step directory */
 	HERD_CHECK_GOTO(herd__ckpt_path(mpath, sizeof(mpath), tmpdir, HERD__CKPT_MANIFEST), st, out);
 	HERD_CHECK_GOTO(herd__write_file_atomic(mpath, data, len, 0600), st, out);
@@ -243,7 +275,7 @@ herd_status herd__save_finish(herd__ckpt_job *job)
 		goto out;
 fail:
 	herd__error_wrap(st, "saving checkpoint step %" PRId64 " in %s: ", job->step, ck->dir);
-	if (ck->rank == 0) {
+	if (ck->rank == 0 && job->tmp[0] != '\0') {
 		herd_status keep = st;
 		char msg[1024];
 

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 
 #include "ckpt_internal.h"
+#include "ckpt/peer.h"
 
 /* A registered tensor: this rank's shard of a global tensor. */
 typedef struct herd__ckpt_reg_tensor {
@@ -66,7 +67,21 @@ struct herd_ckpt {
 	int ring_pin_device;   /* in this GPU's context, when ring_pinned */
 	size_t ring_cap;       /* its usable bytes */
 	size_t ring_map;       /* its mapped bytes */
+
+	/* The tier in peers' memory (peer.h): the holders of the job's nodes
+	 * in node order (HERD_CKPT_HOLDERS), none when nholders is 0. */
+	herd__peer_addr *holders;
+	size_t nholders;
+	int node_rank;         /* this rank's node among them */
+	int peer_copies;       /* copies of a step's data; 0: the tier is off */
+	int storage_every;     /* steps that also go to storage: its multiples */
+	int peer_timeout_ms;   /* a transfer's deadline (HERD_TIMEOUT) */
+	herd_ckpt_restore_info last;   /* the last restore */
 };
+
+/* Whether a save of step goes to peers' memory, and to storage. */
+bool herd__ckpt_to_peers(const herd_ckpt *ck);
+bool herd__ckpt_to_storage(const herd_ckpt *ck, int64_t step);
 
 /* Collectives that degrade to copies in a world of one rank. */
 herd_status herd__ckpt_allgather(herd_ckpt *ck, const void *mine, void *all, size_t bytes);

@@ -349,8 +349,11 @@ herd_status herd__save_begin(herd_ckpt *ck, int64_t step, herd__ckpt_job **out)
 	HERD_CHECK_GOTO(exchange_layout(ck, step, local, &job->p), st, fail);
 	HERD_CHECK_GOTO(herd__save_plan_segments(&job->p, ck->rank, ck, &job->segs, &job->nsegs,
 						 &job->nsums, &job->total), st, fail);
-	HERD_CHECK_GOTO(claim_step(ck, step), st, fail);
-	if (ck->rank == 0) {
+	job->to_peers = herd__ckpt_to_peers(ck);
+	job->to_storage = herd__ckpt_to_storage(ck, step);
+	if (job->to_storage)
+		HERD_CHECK_GOTO(claim_step(ck, step), st, fail);
+	if (ck->rank == 0 && job->to_storage) {
 		char path[4096];
 
 		snprintf(job->tmp, sizeof(job->tmp), "%s%012" PRId64 ".%ld.%lld",

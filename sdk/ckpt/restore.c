@@ -26,11 +26,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "device.h"
 #include "handle.h"
+#include "net.h"
 
 /* An open step: its manifest and its files, opened as they are needed. */
 typedef struct step_files {
@@ -423,74 +425,598 @@ static herd_status read_blob(step_files *sf, const herd__ckpt_blob *b, size_t p,
 
 /* ---- restore ------------------------------------------------------------ */
 
-/* This rank's part of restoring one step. */
-static herd_status restore_step(herd_ckpt *ck, int64_t step)
+/*
+ * The saved part of blob rb that this rank restores (*p), by its rule;
+ * HERD_EMISMATCH when the step has no such blob or the rule forbids it.
+ */
+static herd_status blob_part(const herd_ckpt *ck, const herd__ckpt_manifest *m,
+			     const herd__ckpt_reg_blob *rb, const char *where,
+			     const herd__ckpt_blob **out, size_t *p)
+{
+	const herd__ckpt_blob *b = herd__ckpt_manifest_blob(m, rb->name);
+
+	*out = b;
+	*p = (size_t)ck->rank;
+	if (b == NULL)
+		return herd__error(HERD_EMISMATCH, "checkpoint step %" PRId64 " in %s has no blob "
+				   "\"%s\"", m->step, where, rb->name);
+	if (m->ranks != ck->size) {
+		if (rb->rule == HERD_CKPT_BLOB_STRICT)
+			return herd__error(HERD_EMISMATCH, "blob \"%s\" was saved by %d ranks and "
+					   "may only be restored by as many (its rule is strict), "
+					   "not by %d", rb->name, m->ranks, ck->size);
+		*p = rb->rule == HERD_CKPT_BLOB_RANK0 ? 0 : (size_t)ck->rank % (size_t)m->ranks;
+	}
+	if (b->parts[*p].len != rb->size)
+		return herd__error(HERD_EMISMATCH, "blob \"%s\": saved rank %zu wrote %" PRIu64
+				   " bytes, rank %d registered %zu", rb->name, *p,
+				   b->parts[*p].len, ck->rank, rb->size);
+	return HERD_OK;
+}
+
+/* The manifest's tensor for rt, of the same type and shape; HERD_EMISMATCH otherwise. */
+static herd_status tensor_of(const herd__ckpt_manifest *m, const herd__ckpt_reg_tensor *rt,
+			     const char *where, const herd__ckpt_tensor **out)
+{
+	const herd__ckpt_tensor *t = herd__ckpt_manifest_tensor(m, rt->name);
+
+	*out = t;
+	if (t == NULL)
+		return herd__error(HERD_EMISMATCH, "checkpoint step %" PRId64 " in %s has no "
+				   "tensor \"%s\"", m->step, where, rt->name);
+	if (t->dtype != rt->dtype || t->ndim != rt->box.ndim ||
+	    memcmp(t->shape, rt->shape, sizeof(uint64_t) * (size_t)t->ndim) != 0)
+		return herd__error(HERD_EMISMATCH, "checkpoint step %" PRId64 ": tensor \"%s\" "
+				   "was saved as %s with %d dimensions (first %" PRIu64 "), "
+				   "registered as %s with %d (first %" PRIu64 ")", m->step,
+				   rt->name, herd_dtype_name(t->dtype), t->ndim, t->shape[0],
+				   herd_dtype_name(rt->dtype), rt->box.ndim, rt->shape[0]);
+	return HERD_OK;
+}
+
+/* This rank's part of restoring the step whose files sf holds (where: for messages). */
+static herd_status restore_from(herd_ckpt *ck, step_files *sf, const char *where)
 {
 	herd_status st = HERD_OK;
 	herd__ckpt_hasher hasher;
-	step_files sf;
 	uint8_t *buf = NULL;
 
-	HERD_CHECK(step_open(&sf, ck->dir, step));
 	herd__ckpt_hasher_start(&hasher);
-	HERD_CHECK_GOTO(herd__calloc(&buf, sf.m->chunk_bytes, 1, "a chunk buffer"), st, out);
+	HERD_CHECK_GOTO(herd__calloc(&buf, sf->m->chunk_bytes, 1, "a chunk buffer"), st, out);
 	for (size_t i = 0; i < ck->ntensors; i++) {
 		const herd__ckpt_reg_tensor *rt = &ck->tensors[i];
-		const herd__ckpt_tensor *t = herd__ckpt_manifest_tensor(sf.m, rt->name);
+		const herd__ckpt_tensor *t;
 
-		if (t == NULL) {
-			st = herd__error(HERD_EMISMATCH, "checkpoint step %" PRId64 " in %s has no "
-					 "tensor \"%s\"", step, ck->dir, rt->name);
-			goto out;
-		}
-		if (t->dtype != rt->dtype || t->ndim != rt->box.ndim ||
-		    memcmp(t->shape, rt->shape, sizeof(uint64_t) * (size_t)t->ndim) != 0) {
-			st = herd__error(HERD_EMISMATCH, "checkpoint step %" PRId64 ": tensor \"%s\" "
-					 "was saved as %s with %d dimensions (first %" PRIu64 "), "
-					 "registered as %s with %d (first %" PRIu64 ")", step,
-					 rt->name, herd_dtype_name(t->dtype), t->ndim, t->shape[0],
-					 herd_dtype_name(rt->dtype), rt->box.ndim, rt->shape[0]);
-			goto out;
-		}
-		if (rt->device < 0) {
-			HERD_CHECK_GOTO(fill_box(&sf, t, &rt->box, rt->data, buf, &hasher), st, out);
-			continue;
-		}
-		st = fill_device(ck, &sf, t, rt, buf, &hasher);
+		HERD_CHECK_GOTO(tensor_of(sf->m, rt, where, &t), st, out);
+		if (rt->device < 0)
+			st = fill_box(sf, t, &rt->box, rt->data, buf, &hasher);
+		else
+			st = fill_device(ck, sf, t, rt, buf, &hasher);
 		if (st != HERD_OK)
 			goto out;
 	}
 	for (size_t i = 0; i < ck->nblobs; i++) {
-		const herd__ckpt_reg_blob *rb = &ck->blobs[i];
-		const herd__ckpt_blob *b = herd__ckpt_manifest_blob(sf.m, rb->name);
-		size_t p = (size_t)ck->rank;
+		const herd__ckpt_blob *b;
+		size_t p;
 
-		if (b == NULL) {
-			st = herd__error(HERD_EMISMATCH, "checkpoint step %" PRId64 " in %s has no blob "
-					 "\"%s\"", step, ck->dir, rb->name);
-			goto out;
-		}
-		if (sf.m->ranks != ck->size) {
-			if (rb->rule == HERD_CKPT_BLOB_STRICT) {
-				st = herd__error(HERD_EMISMATCH, "blob \"%s\" was saved by %d ranks and "
-						 "may only be restored by as many (its rule is strict), "
-						 "not by %d", rb->name, sf.m->ranks, ck->size);
-				goto out;
-			}
-			p = rb->rule == HERD_CKPT_BLOB_RANK0 ? 0 : (size_t)ck->rank % (size_t)sf.m->ranks;
-		}
-		if (b->parts[p].len != rb->size) {
-			st = herd__error(HERD_EMISMATCH, "blob \"%s\": saved rank %zu wrote %" PRIu64
-					 " bytes, rank %d registered %zu", rb->name, p,
-					 b->parts[p].len, ck->rank, rb->size);
-			goto out;
-		}
-		HERD_CHECK_GOTO(read_blob(&sf, b, p, rb->data), st, out);
+		HERD_CHECK_GOTO(blob_part(ck, sf->m, &ck->blobs[i], where, &b, &p), st, out);
+		HERD_CHECK_GOTO(read_blob(sf, b, p, ck->blobs[i].data), st, out);
 	}
 out:
 	herd__ckpt_hasher_stop(&hasher);
 	free(buf);
+	return st;
+}
+
+/* This rank's part of restoring one step from storage. */
+static herd_status restore_step(herd_ckpt *ck, int64_t step)
+{
+	herd_status st;
+	step_files sf;
+
+	HERD_CHECK(step_open(&sf, ck->dir, step));
+	st = restore_from(ck, &sf, ck->dir);
 	step_close(&sf);
+	return st;
+}
+
+/* ---- restoring from peers' memory ----------------------------------------- */
+
+/* How long a holder has to answer what it holds. */
+#define SURVEY_MS 3000
+
+/* What rank 0 found in the holders, as it tells the others. */
+typedef struct peer_plan {
+	int64_t step;            /* the step to restore from memory; -1: from storage */
+	int64_t peers_step;      /* the newest complete step in memory; -1: none */
+	int64_t storage_step;    /* the newest committed step in storage; -1: none */
+	uint64_t mlen;           /* the manifest's bytes, broadcast next */
+	int32_t nfiles;          /* then, per saved rank, the holder that serves it */
+	char why[384];
+} peer_plan;
+
+/* What the holders hold: each one's list (NULL: it did not answer). */
+typedef struct survey {
+	herd__peer_step **steps;
+	size_t *nsteps;
+	char unreachable[256];   /* the hosts that did not answer */
+} survey;
+
+static void survey_free(survey *sv, size_t n)
+{
+	for (size_t i = 0; sv->steps != NULL && i < n; i++)
+		herd__peer_steps_free(sv->steps[i], sv->nsteps[i]);
+	free(sv->steps);
+	free(sv->nsteps);
+}
+
+/* Appends item to the list in buf ("a, b, c"), cut short where it does not fit. */
+static void list_add(char *buf, size_t cap, const char *item)
+{
+	size_t o = strlen(buf);
+
+	if (o > 0 && o + 2 < cap)
+		herd__strlcpy(buf + o, ", ", cap - o);
+	o = strlen(buf);
+	if (o + 1 < cap)
+		herd__strlcpy(buf + o, item, cap - o);
+}
+
+/* The holder of step's saved rank `rank` (size bytes) that serves the fewest so far. */
+static int32_t holder_of(const herd_ckpt *ck, const survey *sv, int64_t step, int rank,
+			 uint64_t size, const int *load)
+{
+	int32_t best = -1;
+
+	for (size_t i = 0; i < ck->nholders; i++)
+		for (size_t k = 0; sv->steps[i] != NULL && k < sv->nsteps[i]; k++) {
+			const herd__peer_step *s = &sv->steps[i][k];
+
+			if (s->step != step)
+				continue;
+			for (size_t f = 0; f < s->nfiles; f++)
+				if (s->ranks[f] == rank && s->sizes[f] == size &&
+				    (best < 0 || load[i] < load[best]))
+					best = (int32_t)i;
+		}
+	return best;
+}
+
+/* A holder that holds step's manifest; -1 when none. */
+static int holder_with_manifest(const herd_ckpt *ck, const survey *sv, int64_t step)
+{
+	for (size_t i = 0; i < ck->nholders; i++)
+		for (size_t k = 0; sv->steps[i] != NULL && k < sv->nsteps[i]; k++)
+			if (sv->steps[i][k].step == step && sv->steps[i][k].manifest)
+				return (int)i;
+	return -1;
+}
+
+/*
+ * Rank 0: asks every holder what it holds and finds the newest step whose
+ * manifest and every saved rank's data are held by holders that answered;
+ * *source (per saved rank, the holder to fetch from) and *manifest (its
+ * bytes) for it.  plan->step stays -1 when there is none; why says so.
+ */
+static void survey_holders(herd_ckpt *ck, peer_plan *plan, int32_t **source, char **manifest)
+{
+	int64_t deadline = herd__net_deadline(SURVEY_MS);
+	int64_t *cand = NULL;
+	size_t ncand = 0, answered = 0;
+	int *load = NULL;
+	survey sv = { 0 };
+	char missing[256] = "";
+
+	if (herd__calloc(&sv.steps, ck->nholders, sizeof(*sv.steps), "a survey") != HERD_OK ||
+	    herd__calloc(&sv.nsteps, ck->nholders, sizeof(size_t), "a survey") != HERD_OK ||
+	    herd__calloc(&load, ck->nholders, sizeof(int), "a survey") != HERD_OK) {
+		snprintf(plan->why, sizeof(plan->why), "%s", herd_last_error());
+		goto out;
+	}
+	for (size_t i = 0; i < ck->nholders; i++) {
+		herd__peer_conn c;
+
+		if (ck->holders[i].port == 0)
+			continue;
+		if (herd__peer_connect(&c, &ck->holders[i], deadline) == HERD_OK &&
+		    herd__peer_list(&c, &sv.steps[i], &sv.nsteps[i], deadline) == HERD_OK) {
+			answered++;
+			for (size_t k = 0; k < sv.nsteps[i]; k++) {
+				int64_t *grown;
+
+				if (!sv.steps[i][k].manifest)
+					continue;
+				grown = realloc(cand, (ncand + 1) * sizeof(*cand));
+				if (grown == NULL)
+					break;
+				cand = grown;
+				cand[ncand++] = sv.steps[i][k].step;
+			}
+		} else {
+			herd__log_info("checkpoint restore: %s", herd_last_error());
+			list_add(sv.unreachable, sizeof(sv.unreachable), ck->holders[i].host);
+		}
+		herd__peer_close(&c);
+	}
+	if (answered == 0) {
+		snprintf(plan->why, sizeof(plan->why), "no checkpoint holder answered%s%s",
+			 sv.unreachable[0] ? " (" : "", sv.unreachable[0] ? sv.unreachable : "");
+		if (sv.unreachable[0])
+			herd__strlcpy(plan->why + strlen(plan->why), ")",
+				      sizeof(plan->why) - strlen(plan->why));
+		goto out;
+	}
+	/* Newest first: the first complete one is the one. */
+	for (size_t a = 0; a < ncand; a++)
+		for (size_t b = a + 1; b < ncand; b++)
+			if (cand[b] > cand[a]) {
+				int64_t t = cand[a];
+
+				cand[a] = cand[b];
+				cand[b] = t;
+			}
+	for (size_t a = 0; a < ncand && plan->peers_step < 0; a++) {
+		int h = holder_with_manifest(ck, &sv, cand[a]);
+		herd__ckpt_manifest *m = NULL;
+		herd__peer_conn c;
+		char *data = NULL;
+		size_t len = 0;
+		bool whole = true;
+
+		if ((a > 0 && cand[a] == cand[a - 1]) || h < 0)
+			continue;
+		if (herd__peer_connect(&c, &ck->holders[h], deadline) != HERD_OK ||
+		    herd__peer_fetch_manifest(&c, cand[a], &data, &len, deadline) != HERD_OK ||
+		    herd__ckpt_manifest_decode(&m, data, len, "a manifest in peers' memory") !=
+			    HERD_OK || m->step != cand[a]) {
+			herd__peer_close(&c);
+			herd__log_warn("checkpoint step %" PRId64 " in peers' memory: %s", cand[a],
+				       herd_last_error());
+			free(data);
+			herd__ckpt_manifest_free(m);
+			continue;
+		}
+		herd__peer_close(&c);
+		free(*source);
+		*source = NULL;
+		memset(load, 0, ck->nholders * sizeof(int));
+		if (herd__calloc(source, m->nfiles + 1, sizeof(int32_t), "a survey") != HERD_OK)
+			whole = false;
+		for (size_t f = 0; whole && f < m->nfiles; f++) {
+			int32_t i = holder_of(ck, &sv, cand[a], m->files[f].rank, m->files[f].size, load);
+
+			if (i < 0) {
+				if (missing[0] == '\0')
+					snprintf(missing, sizeof(missing), "step %" PRId64 " in peers' "
+						 "memory lacks saved rank %d's data", cand[a],
+						 m->files[f].rank);
+				whole = false;
+				break;
+			}
+			(*source)[f] = i;
+			load[i]++;
+		}
+		if (whole) {
+			plan->peers_step = cand[a];
+			plan->nfiles = (int32_t)m->nfiles;
+			plan->mlen = len;
+			*manifest = data;
+			data = NULL;
+		}
+		free(data);
+		herd__ckpt_manifest_free(m);
+	}
+	if (plan->peers_step < 0) {
+		snprintf(plan->why, sizeof(plan->why), "peers' memory holds no complete step%s%s%s%s",
+			 missing[0] ? " (" : "", missing, missing[0] ? ")" : "",
+			 sv.unreachable[0] ? "; no answer from the holder on " : "");
+		if (sv.unreachable[0])
+			herd__strlcpy(plan->why + strlen(plan->why), sv.unreachable,
+				      sizeof(plan->why) - strlen(plan->why));
+	} else if (plan->storage_step > plan->peers_step) {
+		snprintf(plan->why, sizeof(plan->why), "storage's step %" PRId64 " is newer than "
+			 "the newest complete step in peers' memory, %" PRId64, plan->storage_step,
+			 plan->peers_step);
+	} else {
+		plan->step = plan->peers_step;
+		if (plan->storage_step < 0)
+			snprintf(plan->why, sizeof(plan->why), "storage holds no step; peers' memory "
+				 "holds step %" PRId64, plan->step);
+		else if (plan->storage_step < plan->step)
+			snprintf(plan->why, sizeof(plan->why), "step %" PRId64 " in peers' memory is "
+				 "newer than storage's newest, step %" PRId64, plan->step,
+				 plan->storage_step);
+		else
+			snprintf(plan->why, sizeof(plan->why), "step %" PRId64 " is in peers' memory "
+				 "and in storage; memory is read first", plan->step);
+	}
+out:
+	if (plan->step < 0) {
+		free(*source);
+		*source = NULL;
+		free(*manifest);
+		*manifest = NULL;
+		plan->nfiles = 0;
+		plan->mlen = 0;
+	}
+	survey_free(&sv, ck->nholders);
+	free(cand);
+	free(load);
+}
+
+/* Byte ranges of one saved file that this rank needs. */
+typedef struct range {
+	uint64_t lo, hi;
+} range;
+
+typedef struct ranges {
+	range *r;
+	size_t n;
+	const herd__ckpt_shard *shard;   /* while collecting a shard's runs */
+	uint64_t chunk;
+	herd_status st;
+} ranges;
+
+static void add_range(ranges *rs, uint64_t lo, uint64_t hi)
+{
+	range *grown;
+
+	if (rs->st != HERD_OK || hi <= lo)
+		return;
+	if (rs->n > 0 && rs->r[rs->n - 1].hi >= lo && rs->r[rs->n - 1].lo <= lo) {
+		if (hi > rs->r[rs->n - 1].hi)
+			rs->r[rs->n - 1].hi = hi;
+		return;
+	}
+	grown = realloc(rs->r, (rs->n + 1) * sizeof(*grown));
+	if (grown == NULL) {
+		rs->st = herd__error(HERD_ENOMEM, "out of memory for the ranges to fetch");
+		return;
+	}
+	rs->r = grown;
+	rs->r[rs->n].lo = lo;
+	rs->r[rs->n++].hi = hi;
+}
+
+/* A run of a shard that this rank reads: the whole chunks around it. */
+static herd_status need_run(uint64_t src_off, uint64_t dst_off, uint64_t len, void *arg)
+{
+	ranges *rs = arg;
+	const herd__ckpt_shard *s = rs->shard;
+	uint64_t lo = src_off / rs->chunk * rs->chunk;
+	uint64_t hi = (src_off + len + rs->chunk - 1) / rs->chunk * rs->chunk;
+
+	(void)dst_off;
+	add_range(rs, s->at + lo, s->at + (hi < s->len ? hi : s->len));
+	return rs->st;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Sorts and merges each file's ranges. */
+static void merge_ranges(ranges *rs)
+{
+	size_t n = 0;
+
+	if (rs->n == 0)
+		return;
+	qsort(rs->r, rs->n, sizeof(range), cmp_range);
+	for (size_t i = 1; i < rs->n; i++) {
+		if (rs->r[i].lo <= rs->r[n].hi) {
+			if (rs->r[i].hi > rs->r[n].hi)
+				rs->r[n].hi = rs->r[i].hi;
+		} else {
+			rs->r[++n] = rs->r[i];
+		}
+	}
+	rs->n = n + 1;
+}
+
+/* What this rank reads of each saved file of m: the chunks its shards and blobs meet. */
+static herd_status needed(const herd_ckpt *ck, const herd__ckpt_manifest *m, ranges *per_file)
+{
+	for (size_t i = 0; i < ck->ntensors; i++) {
+		const herd__ckpt_reg_tensor *rt = &ck->tensors[i];
+		const herd__ckpt_tensor *t;
+
+		HERD_CHECK(tensor_of(m, rt, "peers' memory", &t));
+		for (size_t j = 0; j < t->nshards; j++) {
+			const herd__ckpt_shard *s = &t->shards[j];
+			ranges *rs = &per_file[s->file];
+			herd__ckpt_box part;
+
+			if (!herd__ckpt_box_intersect(&s->box, &rt->box, &part))
+				continue;
+			rs->shard = s;
+			rs->chunk = m->chunk_bytes;
+			HERD_CHECK(herd__ckpt_box_runs(&s->box, &rt->box, &part,
+						       herd_dtype_size(t->dtype), need_run, rs));
+		}
+	}
+	for (size_t i = 0; i < ck->nblobs; i++) {
+		const herd__ckpt_blob *b;
+		size_t p;
+
+		HERD_CHECK(blob_part(ck, m, &ck->blobs[i], "peers' memory", &b, &p));
+		add_range(&per_file[b->parts[p].file], b->parts[p].at,
+			  b->parts[p].at + b->parts[p].len);
+		HERD_CHECK(per_file[b->parts[p].file].st);
+	}
+	for (size_t f = 0; f < m->nfiles; f++) {
+		HERD_CHECK(per_file[f].st);
+		merge_ranges(&per_file[f]);
+	}
+	return HERD_OK;
+}
+
+/*
+ * Fetches the ranges of saved file f from holder h into a memory file of
+ * the file's size (sparse: only what is fetched takes memory).
+ */
+static herd_status fetch_file(herd_ckpt *ck, herd__peer_conn *c, const herd__ckpt_file *file,
+			      int64_t step, const ranges *rs, int fd, uint64_t *bytes,
+			      int64_t deadline)
+{
+	uint8_t *map;
+	herd_status st = HERD_OK;
+
+	(void)ck;
+	if (ftruncate(fd, (off_t)file->size) != 0)
+		return herd__error_errno(HERD_ENOMEM, errno, "cannot size a memory file for %s",
+					 file->name);
+	if (rs->n == 0 || file->size == 0)
+		return HERD_OK;
+	map = mmap(NULL, (size_t)file->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return herd__error_errno(HERD_ENOMEM, errno, "cannot map a memory file for %s",
+					 file->name);
+	for (size_t i = 0; i < rs->n && st == HERD_OK; i++) {
+		st = herd__peer_fetch(c, step, file->rank, rs->r[i].lo, rs->r[i].hi - rs->r[i].lo,
+				      map + rs->r[i].lo, deadline);
+		*bytes += rs->r[i].hi - rs->r[i].lo;
+	}
+	munmap(map, (size_t)file->size);
+	return st;
+}
+
+/*
+ * Every rank: the step of the plan from peers' memory.  The chunks this
+ * rank needs come into memory files standing for the step's data files,
+ * and the restore reads and verifies them as it reads storage.
+ */
+static herd_status restore_peers(herd_ckpt *ck, const peer_plan *plan, const int32_t *source,
+				 const char *mdata)
+{
+	int64_t deadline = herd__net_deadline(ck->peer_timeout_ms);
+	herd__peer_conn *conns = NULL;
+	ranges *per_file = NULL;
+	step_files sf;
+	herd_status st;
+
+	memset(&sf, 0, sizeof(sf));
+	sf.dfd = -1;
+	snprintf(sf.dir, sizeof(sf.dir), "peers' memory (step %" PRId64 ")", plan->step);
+	HERD_CHECK_GOTO(herd__ckpt_manifest_decode(&sf.m, mdata, (size_t)plan->mlen,
+						   "a manifest in peers' memory"), st, out);
+	if (sf.m->nfiles != (size_t)plan->nfiles) {
+		st = herd__error(HERD_EFORMAT, "the manifest of step %" PRId64 " in peers' memory "
+				 "lists %zu files, not %d", plan->step, sf.m->nfiles, plan->nfiles);
+		goto out;
+	}
+	HERD_CHECK_GOTO(herd__calloc(&sf.fds, 2 * sf.m->nfiles + 1, sizeof(int), "files"), st,
+			out);
+	sf.fds2 = sf.fds + sf.m->nfiles;
+	for (size_t f = 0; f < 2 * sf.m->nfiles; f++)
+		sf.fds[f] = -1;
+	HERD_CHECK_GOTO(herd__calloc(&per_file, sf.m->nfiles + 1, sizeof(*per_file), "ranges"),
+			st, out);
+	HERD_CHECK_GOTO(herd__calloc(&conns, ck->nholders + 1, sizeof(*conns), "connections"),
+			st, out);
+	for (size_t i = 0; i < ck->nholders; i++)
+		conns[i].fd = -1;
+	HERD_CHECK_GOTO(needed(ck, sf.m, per_file), st, out);
+	for (size_t f = 0; f < sf.m->nfiles; f++) {
+		int32_t h = source[f];
+		char name[32];
+
+		snprintf(name, sizeof(name), "herd-ckpt-%zu", f);
+		sf.fds[f] = memfd_create(name, MFD_CLOEXEC);
+		if (sf.fds[f] < 0) {
+			st = herd__error_errno(HERD_ENOMEM, errno, "cannot create a memory file");
+			goto out;
+		}
+		if (per_file[f].n > 0 && conns[h].fd < 0) {
+			HERD_CHECK_GOTO(herd__peer_connect(&conns[h], &ck->holders[h], deadline), st,
+					out);
+			list_add(ck->last.from, sizeof(ck->last.from), ck->holders[h].host);
+		}
+		HERD_CHECK_GOTO(fetch_file(ck, &conns[h], &sf.m->files[f], plan->step, &per_file[f],
+					   sf.fds[f], &ck->last.bytes, deadline), st, out);
+	}
+	for (size_t i = 0; i < ck->nholders; i++)
+		herd__peer_close(&conns[i]);
+	st = restore_from(ck, &sf, "peers' memory");
+out:
+	for (size_t i = 0; conns != NULL && i < ck->nholders; i++)
+		herd__peer_close(&conns[i]);
+	free(conns);
+	for (size_t f = 0; per_file != NULL && f < sf.m->nfiles; f++)
+		free(per_file[f].r);
+	free(per_file);
+	step_close(&sf);
+	return st;
+}
+
+/*
+ * The restore of the newest step from peers' memory, when it holds one at
+ * least as new as storage's: HERD_OK with *restored, or HERD_ENOTFOUND
+ * (then ck->last.why says why storage is next).  newest: storage's newest
+ * committed step (rank 0; -1: none).  Collective.
+ */
+static herd_status try_peers(herd_ckpt *ck, int64_t newest, int64_t *restored)
+{
+	peer_plan plan;
+	int32_t *source = NULL;
+	char *mdata = NULL;
+	herd_status st;
+	int failed;
+
+	memset(&plan, 0, sizeof(plan));
+	plan.step = plan.peers_step = -1;
+	plan.storage_step = newest;
+	if (ck->rank == 0)
+		survey_holders(ck, &plan, &source, &mdata);
+	HERD_CHECK_GOTO(herd__ckpt_bcast(ck, &plan, sizeof(plan)), st, out);
+	plan.why[sizeof(plan.why) - 1] = '\0';
+	ck->last.storage_step = plan.storage_step;
+	ck->last.peers_step = plan.peers_step;
+	herd__strlcpy(ck->last.why, plan.why, sizeof(ck->last.why));
+	if (plan.step < 0) {
+		st = HERD_ENOTFOUND;
+		goto out;
+	}
+	if (ck->rank != 0 &&
+	    (herd__calloc(&source, (size_t)plan.nfiles + 1, sizeof(int32_t), "a plan") != HERD_OK ||
+	     herd__calloc(&mdata, (size_t)plan.mlen + 1, 1, "a manifest") != HERD_OK))
+		st = HERD_ENOMEM;
+	else
+		st = HERD_OK;
+	HERD_CHECK_GOTO(herd__ckpt_agree(ck, st, &failed), st, out);
+	HERD_CHECK_GOTO(herd__ckpt_bcast(ck, source, (size_t)plan.nfiles * sizeof(int32_t)), st,
+			out);
+	HERD_CHECK_GOTO(herd__ckpt_bcast(ck, mdata, (size_t)plan.mlen), st, out);
+	for (int32_t f = 0; f < plan.nfiles; f++)
+		if (source[f] < 0 || (size_t)source[f] >= ck->nholders) {
+			st = herd__error(HERD_EINTERNAL, "a restore plan names holder %d of %zu",
+					 source[f], ck->nholders);
+			break;
+		}
+	st = herd__ckpt_agree(ck, st == HERD_OK ? restore_peers(ck, &plan, source, mdata) : st,
+			      &failed);
+	if (st == HERD_OK) {
+		*restored = plan.step;
+		ck->last.tier = HERD_CKPT_TIER_PEERS;
+		goto out;
+	}
+	if (failed < 0)
+		goto out;   /* the communicator failed: nothing more to try */
+	herd__error_wrap(st, "restoring checkpoint step %" PRId64 " from peers' memory: ",
+			 plan.step);
+	if (ck->rank == 0)
+		herd__log_warn("%s; restoring from storage instead", herd_last_error());
+	snprintf(ck->last.why, sizeof(ck->last.why), "the restore of step %" PRId64 " from "
+		 "peers' memory failed: %.300s", plan.step, herd_last_error());
+	ck->last.from[0] = '\0';
+	ck->last.bytes = 0;
+	st = HERD_ENOTFOUND;
+out:
+	free(source);
+	free(mdata);
 	return st;
 }
 
@@ -556,6 +1082,7 @@ herd_status herd_ckpt_restore(herd_ckpt *ck, int64_t step, int64_t *restored)
 	char first_failure[1024] = "", tried[256] = "";
 	passed_over *damaged = NULL;
 	size_t ntried = 0, ndamaged = 0;
+	int64_t t0;
 	int failed;
 
 	if (ck == NULL)
@@ -566,10 +1093,30 @@ herd_status herd_ckpt_restore(herd_ckpt *ck, int64_t step, int64_t *restored)
 	if (step != HERD_CKPT_LATEST && (step < 0 || step > HERD_CKPT_STEP_MAX))
 		return herd__error(HERD_EINVAL, "herd_ckpt_restore: step %" PRId64 " is outside "
 				   "0..%" PRId64, step, HERD_CKPT_STEP_MAX);
+	t0 = herd__net_now_ms();
+	memset(&ck->last, 0, sizeof(ck->last));
+	ck->last.step = ck->last.storage_step = ck->last.peers_step = -1;
 	/* Rank 0 lists the candidates, so that every rank tries the same ones. */
 	if (ck->rank == 0 && step == HERD_CKPT_LATEST)
 		local = herd__ckpt_committed_steps(ck->dir, &steps, &nsteps);
 	HERD_CHECK_GOTO(herd__ckpt_agree(ck, local, &failed), st, out);
+	if (step == HERD_CKPT_LATEST && herd__ckpt_to_peers(ck)) {
+		int64_t got = -1;
+
+		st = try_peers(ck, nsteps > 0 ? steps[nsteps - 1] : -1, &got);
+		if (st == HERD_OK) {
+			if (restored != NULL)
+				*restored = got;
+			ck->last.step = got;
+			goto out;
+		}
+		if (st != HERD_ENOTFOUND)
+			goto out;
+	} else {
+		snprintf(ck->last.why, sizeof(ck->last.why), "%s",
+			 step != HERD_CKPT_LATEST ? "a step was asked for by number"
+			 : "no copies in peers' memory (peer_copies, herd launch --ckpt-peers)");
+	}
 	next = nsteps;
 	for (;;) {
 		int64_t cand = step;
@@ -600,6 +1147,8 @@ herd_status herd_ckpt_restore(herd_ckpt *ck, int64_t step, int64_t *restored)
 		if (st == HERD_OK) {
 			if (restored != NULL)
 				*restored = cand;
+			ck->last.tier = HERD_CKPT_TIER_STORAGE;
+			ck->last.step = cand;
 			if (ck->rank == 0)
 				move_damaged_aside(ck, damaged, ndamaged);
 			goto out;
@@ -629,6 +1178,7 @@ herd_status herd_ckpt_restore(herd_ckpt *ck, int64_t step, int64_t *restored)
 			herd__log_warn("%s; trying the step before", herd_last_error());
 	}
 out:
+	ck->last.seconds = (double)(herd__net_now_ms() - t0) / 1000.0;
 	free(steps);
 	free(damaged);
 	return st;

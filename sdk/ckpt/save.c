@@ -51,6 +51,9 @@ void herd__save_job_free(herd__ckpt_job *job)
 	plan_free(&job->p);
 	free(job->segs);
 	free(job->sk.sums);
+	for (size_t i = 0; i < job->sk.npeers; i++)
+		herd__peer_close(&job->sk.peers[i]);
+	free(job->sk.peers);
 	if (job->sk.hs != NULL)
 		XXH3_freeState(job->sk.hs);
 	if (job->sk.fd >= 0)

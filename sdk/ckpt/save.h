@@ -15,10 +15,6 @@
 
 #include "handle.h"
 
-#include <xxhash.h>
-
-#include "handle.h"
-
 /* The most bytes the writer hands to one pwrite from the staging ring. */
 #define WRITE_PIECE ((size_t)64 << 20)
 
@@ -72,6 +68,10 @@ typedef struct sink {
 	XXH3_state_t *hs;
 	herd_status st;        /* the first failure; later bytes are only counted */
 	char msg[1024];
+	/* Peers' memory: the holders that take a copy of the stream. */
+	herd__peer_conn *peers;
+	size_t npeers;
+	int64_t peer_deadline;
 } sink;
 
 /* A save: what phases 2 and 3 need, on either thread. */
@@ -82,7 +82,9 @@ typedef struct herd__ckpt_job {
 	seg *segs;             /* this rank's */
 	size_t nsegs, nsums;
 	uint64_t total;
-	char tmp[128];         /* the temporary step directory's name */
+	char tmp[128];         /* the temporary step directory's name ("": none) */
+	bool to_storage;       /* the step goes to the directory */
+	bool to_peers;         /* and to peers' memory */
 	sink sk;
 	/* The staging ring of an asynchronous save. */
 	pthread_mutex_t mu;

@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "ckpt/save.h"
+#include "net.h"
 
 /* ---- phase 2: the writer ----------------------------------------------- */
 
@@ -70,7 +71,11 @@ void herd__save_sink_put(herd__ckpt_job *job, const uint8_t *p, size_t n)
 	sink *sk = &job->sk;
 
 	herd__save_check_abort(job);
-	sink_write(sk, p, n, sk->pos);
+	if (sk->fd >= 0)
+		sink_write(sk, p, n, sk->pos);
+	for (size_t i = 0; i < sk->npeers && sk->st == HERD_OK; i++)
+		if (herd__peer_put_bytes(&sk->peers[i], p, n, sk->peer_deadline) != HERD_OK)
+			herd__save_sink_fail(sk, HERD_EIO);
 	while (n > 0) {
 		const seg *s;
 		uint64_t in, left, take;
@@ -99,6 +104,46 @@ void herd__save_sink_put(herd__ckpt_job *job, const uint8_t *p, size_t n)
 	}
 }
 
+/*
+ * Connects to the holders of the next peer_copies nodes after this rank's
+ * (in node order, skipping those without a holder, never its own) and
+ * announces the stream to each.
+ */
+static void peers_open(herd__ckpt_job *job)
+{
+	herd_ckpt *ck = job->ck;
+	sink *sk = &job->sk;
+	size_t n = ck->nholders;
+
+	sk->peer_deadline = herd__net_deadline(ck->peer_timeout_ms);
+	if (herd__calloc(&sk->peers, (size_t)ck->peer_copies, sizeof(*sk->peers),
+			 "the peers' connections") != HERD_OK) {
+		herd__save_sink_fail(sk, HERD_ENOMEM);
+		return;
+	}
+	for (size_t d = 1; d < n && sk->npeers < (size_t)ck->peer_copies; d++) {
+		const herd__peer_addr *a = &ck->holders[((size_t)ck->node_rank + d) % n];
+		herd__peer_conn *c = &sk->peers[sk->npeers];
+
+		if (a->port == 0)
+			continue;
+		if (herd__peer_connect(c, a, sk->peer_deadline) != HERD_OK ||
+		    herd__peer_put_begin(c, job->step, ck->rank, job->total,
+					 sk->peer_deadline) != HERD_OK) {
+			herd__save_sink_fail(sk, herd__error_wrap(HERD_EIO, "a copy of step %" PRId64
+								  " in peers' memory: ", job->step));
+			herd__peer_close(c);
+			return;
+		}
+		sk->npeers++;
+	}
+	if (sk->npeers == 0)
+		herd__save_sink_fail(sk, herd__error(HERD_EUNAVAIL, "a copy of step %" PRId64 " in "
+						     "peers' memory: no other node of the job has a "
+						     "checkpoint holder (HERD_CKPT_HOLDERS)",
+						     job->step));
+}
+
 /* Opens this rank's file in the temporary step directory. */
 void herd__save_sink_open(herd__ckpt_job *job)
 {
@@ -120,14 +165,34 @@ void herd__save_sink_open(herd__ckpt_job *job)
 		herd__save_sink_fail(sk, herd__error(HERD_ENOMEM, "out of memory for a checksum state"));
 		return;
 	}
-	sk->fd = open(sk->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (sk->fd < 0)
-		herd__save_sink_fail(sk, herd__error_errno(HERD_EIO, errno, "cannot create %s", sk->path));
+	if (job->to_storage) {
+		sk->fd = open(sk->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (sk->fd < 0)
+			herd__save_sink_fail(sk, herd__error_errno(HERD_EIO, errno, "cannot create %s",
+								   sk->path));
+	}
+	if (job->to_peers && sk->st == HERD_OK)
+		peers_open(job);
 }
 
-/* Makes the file durable: an fsync error fails the checkpoint. */
+/* The peers' words that they hold the whole stream, and their connections closed. */
+static void peers_close(sink *sk)
+{
+	for (size_t i = 0; i < sk->npeers; i++) {
+		if (sk->st == HERD_OK && herd__peer_put_end(&sk->peers[i], sk->peer_deadline) != HERD_OK)
+			herd__save_sink_fail(sk, HERD_EIO);
+		herd__peer_close(&sk->peers[i]);
+	}
+	free(sk->peers);
+	sk->peers = NULL;
+	sk->npeers = 0;
+}
+
+/* Makes the file durable (an fsync error fails the checkpoint), and
+ * waits for the peers to hold their copies. */
 void herd__save_sink_close(sink *sk)
 {
+	peers_close(sk);
 	if (sk->fd < 0)
 		return;
 	if (sk->st == HERD_OK && fsync(sk->fd) != 0)

@@ -35,6 +35,7 @@
 #include "auth.h"
 
 #include "engine.h"
+#include "holders.h"
 #include "launch_internal.h"
 #include "remote.h"
 #include "net.h"
@@ -181,6 +182,8 @@ struct herd_job {
 	/* The supervisor thread's own. */
 	struct node_rt *rt;
 	herd__engine *engine;          /* the run's channels */
+	herd__holders *holders;        /* spec.ckpt_peers: the nodes' checkpoint holders */
+	char **run_env;                /* env with the run's HERD_CKPT_*; NULL: env */
 	herd__watcher wake_w;
 	herd_store_server *store;
 	bool stopping;
@@ -460,6 +463,14 @@ static herd_status check_spec(const herd_job_spec *s)
 		return herd__error(HERD_EINVAL, "herd_job_spec.nranks is %d; expected 1 or more",
 				   s->nranks);
 	}
+	if (s->version >= 5 && (s->ckpt_peers < 0 || s->ckpt_peers > 64))
+		return herd__error(HERD_EINVAL, "herd_job_spec.ckpt_peers is %d; expected 0 (none) "
+				   "to 64", s->ckpt_peers);
+	if (s->version >= 5 && s->ckpt_peers > 0 && s->where != HERD_JOB_HOSTS &&
+	    s->where != HERD_JOB_HOSTFILE)
+		return herd__error(HERD_EINVAL, "herd_job_spec.ckpt_peers: checkpoint holders start "
+				   "over ssh, on the nodes of hosts or a hostfile (not %s)",
+				   s->where == HERD_JOB_SLURM ? "a Slurm allocation" : "this node alone");
 	if (s->per_node < 0)
 		return herd__error(HERD_EINVAL, "herd_job_spec.per_node is %d; expected 0 (fill "
 				   "each node's slots) or more", s->per_node);
@@ -525,11 +536,12 @@ static herd_status copy_spec(herd_job *job, const herd_job_spec *s)
 	const char *prog = s->herd_program;
 
 	/* A version 1 spec ends before time_limit_ms, a version 2 before
-	 * exclude, a version 3 before min_nodes. */
-	if (s->version >= 4)
+	 * exclude, a version 3 before min_nodes, a version 4 before ckpt_peers. */
+	if (s->version >= 5)
 		job->spec = *s;
 	else
-		memcpy(&job->spec, s, s->version >= 3 ? offsetof(herd_job_spec, min_nodes)
+		memcpy(&job->spec, s, s->version >= 4 ? offsetof(herd_job_spec, ckpt_peers)
+				      : s->version >= 3 ? offsetof(herd_job_spec, min_nodes)
 				      : s->version >= 2 ? offsetof(herd_job_spec, exclude)
 				      : offsetof(herd_job_spec, time_limit_ms));
 	job->spec.version = HERD_JOB_SPEC_VERSION;
@@ -1392,7 +1404,7 @@ static void node_spec_of(herd_job *job, const herd__launch_node *node, const cha
 	s->nranks = node->nranks;
 	s->ranks = node->ranks;
 	s->argv = job->argv;
-	s->env = job->env;
+	s->env = job->run_env != NULL ? job->run_env : job->env;
 	s->workdir = job->workdir;
 	s->log_dir = job->log_dir;
 	s->grace_ms = job->spec.grace_ms;
@@ -1701,6 +1713,56 @@ static void on_wake(herd__watcher *w, short revents)
 }
 
 /* Starts one run: the store, then every node.  Nothing is left on failure. */
+/*
+ * With spec.ckpt_peers: the run's nodes' checkpoint holders (started for
+ * the nodes that have none), and the run's environment that names them.
+ */
+static herd_status holders_for_run(herd_job *job)
+{
+	const char **hosts = NULL;
+	char *list = NULL, notes[1024];
+	size_t nenv = 0;
+	herd_status st;
+
+	free_strv(job->run_env);
+	job->run_env = NULL;
+	if (job->spec.ckpt_peers <= 0 || job->nnodes < 2)
+		return HERD_OK;
+	if (job->holders == NULL)
+		HERD_CHECK(herd__holders_create(&job->holders, job->backend, job->herd_program));
+	HERD_CHECK(herd__calloc(&hosts, job->nnodes + 1, sizeof(*hosts), "the run's nodes"));
+	for (size_t i = 0; i < job->nnodes; i++)
+		hosts[i] = job->nodes[i].host;
+	st = herd__holders_ensure(job->holders, hosts, job->nnodes, job->spec.start_timeout_ms,
+				  &list, notes, sizeof(notes));
+	free(hosts);
+	HERD_CHECK(st);
+	if (notes[0] != '\0')
+		herd__log_warn("job %s: %s", job->id, notes);
+	while (job->env != NULL && job->env[nenv] != NULL)
+		nenv++;
+	st = herd__calloc(&job->run_env, nenv + 3, sizeof(char *), "the run's environment");
+	for (size_t i = 0; st == HERD_OK && i < nenv; i++)
+		st = herd__strdup(&job->run_env[i], job->env[i]);
+	if (st == HERD_OK && (asprintf(&job->run_env[nenv], "HERD_CKPT_PEERS=%d",
+				       job->spec.ckpt_peers) < 0 ||
+			      asprintf(&job->run_env[nenv + 1], "HERD_CKPT_HOLDERS=%s", list) < 0)) {
+		job->run_env[nenv] = job->run_env[nenv + 1] = NULL;
+		st = herd__error(HERD_ENOMEM, "out of memory for the run's environment");
+	}
+	free(list);
+	return st;
+}
+
+/* The holders end with the job (each with its channel). */
+static void stop_holders(herd_job *job)
+{
+	herd__holders_free(job->holders);
+	job->holders = NULL;
+	free_strv(job->run_env);
+	job->run_env = NULL;
+}
+
 static herd_status run_begin(herd_job *job, int64_t deadline)
 {
 	herd_store_server_opts so = HERD_STORE_SERVER_OPTS_INIT;
@@ -1795,6 +1857,7 @@ static herd_status run_begin(herd_job *job, int64_t deadline)
 							 &job->room_w, POLLIN), st, fail);
 		}
 	}
+	HERD_CHECK_GOTO(holders_for_run(job), st, fail);
 	HERD_CHECK_GOTO(start_nodes(job, store, adv, bind, maddr, mport, deadline), st, fail);
 	return HERD_OK;
 fail:
@@ -2587,6 +2650,7 @@ static void *supervise(void *arg)
 				set_over(job);
 				pthread_mutex_unlock(&job->mu);
 				free_rt(job);
+				stop_holders(job);
 				return NULL;
 			}
 			if (job->first_failed < 0)
@@ -2594,6 +2658,7 @@ static void *supervise(void *arg)
 						    job->restart_count, msg);
 			pthread_mutex_unlock(&job->mu);
 			free_rt(job);
+			stop_holders(job);
 			pthread_mutex_lock(&job->mu);
 			job->exit_status = 1;
 			if (job->first_failed >= 0)
@@ -2637,6 +2702,7 @@ static void *supervise(void *arg)
 		job->restart_count++;
 		pthread_mutex_unlock(&job->mu);
 	}
+	stop_holders(job);
 	finish(job);
 	return NULL;
 }

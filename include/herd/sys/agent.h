@@ -130,6 +130,22 @@ HERD_EXTERN herd_status herd_agent_telemetry_watch(int in_fd, int out_fd, int st
 						   herd_telemetry_record format,
 						   uint64_t *dropped);
 
+/*
+ * A node's holder of checkpoint copies (`herd ckpt hold`), which `herd
+ * launch --ckpt-peers K` starts on each node of the job for the job's
+ * whole life, so that the copies outlive a failed run's ranks (herd/ckpt.h,
+ * the tier in peers' memory).  Listens on TCP (bind: an address, NULL:
+ * every interface), writes "hold PORT TOKEN\n" to out_fd (TOKEN: 32 hex
+ * digits that every connection must prove knowing; the launcher passes
+ * both to the ranks in HERD_CKPT_HOLDERS), then keeps the newest `steps`
+ * steps (1 or 2) of the ranks' copies in at most budget bytes of memory
+ * (0: HERD_CKPT_PEER_BYTES, else a quarter of the node's memory) until
+ * in_fd reaches its end: the launcher closed the channel.  Returns HERD_OK
+ * then; HERD_EINVAL for a bad argument, an error when it cannot listen.
+ */
+HERD_EXTERN herd_status herd_agent_ckpt_hold(int in_fd, int out_fd, const char *bind,
+					     uint64_t budget, int steps);
+
 #ifdef __cplusplus
 }
 #endif

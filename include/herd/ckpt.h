@@ -147,9 +147,9 @@ typedef struct herd_ckpt_opts {
 	 * restore reads and verifies whole chunks. */
 	size_t chunk_bytes;
 	/* Version 2.  The tier in peers' memory: copies of each rank's data
-	 * of a step kept in the host memory of this many other nodes, by the
-	 * holders that `herd launch --ckpt-peers K` starts on the job's nodes
-	 * (HERD_CKPT_HOLDERS).  0: HERD_CKPT_PEERS (which that option sets;
+	 * of a step kept in the host memory of its own node and of this many
+	 * other nodes, by the holders that `herd launch --ckpt-peers K`
+	 * starts on the job's nodes (HERD_CKPT_HOLDERS).  0: HERD_CKPT_PEERS (which that option sets;
 	 * default 0); -1: none.  More than the job's other nodes: one copy on
 	 * each of them.  Without holders (a job of one node, a launcher that
 	 * started none) saves go to storage alone. */
@@ -305,11 +305,13 @@ HERD_EXTERN const char *herd_ckpt_dir(const herd_ckpt *ck);
 
 /*
  * With peer copies (opts.peer_copies and the job's holders), a save sends
- * this rank's data of the step, the bytes of its data file, to the holders
- * of the next peer_copies nodes in node order (never this rank's own
- * node), after the staging copy of an asynchronous save, from the writer
+ * this rank's data of the step, the bytes of its data file, to the holder
+ * of its own node and to those of the next peer_copies nodes in node
+ * order, after the staging copy of an asynchronous save, from the writer
  * thread; rank 0 then sends the step's manifest to every holder, and the
- * step is committed in memory.  A holder keeps the newest one or two
+ * step is committed in memory.  Any peer_copies nodes may be lost at once
+ * and every rank's data is still held: by its own node's holder, or by
+ * one of the others'.  A holder keeps the newest one or two
  * steps (HERD_CKPT_PEER_STEPS) within its budget (HERD_CKPT_PEER_BYTES);
  * a holder that refuses or cannot be reached fails the save as a write
  * error would.  Only steps that are multiples of opts.storage_every also

@@ -105,28 +105,31 @@ void herd__save_sink_put(herd__ckpt_job *job, const uint8_t *p, size_t n)
 }
 
 /*
- * Connects to the holders of the next peer_copies nodes after this rank's
- * (in node order, skipping those without a holder, never its own) and
- * announces the stream to each.
+ * Connects to the holder of this rank's node (the local copy, when it has
+ * one) and to those of the next peer_copies nodes after it (in node
+ * order, skipping those without a holder), and announces the stream to
+ * each.  Losing any peer_copies nodes then leaves a copy of every rank's
+ * data: its own node's, or one of the others'.
  */
 static void peers_open(herd__ckpt_job *job)
 {
 	herd_ckpt *ck = job->ck;
 	sink *sk = &job->sk;
-	size_t n = ck->nholders;
+	size_t n = ck->nholders, others = 0;
 
 	sk->peer_deadline = herd__net_deadline(ck->peer_timeout_ms);
-	if (herd__calloc(&sk->peers, (size_t)ck->peer_copies, sizeof(*sk->peers),
+	if (herd__calloc(&sk->peers, (size_t)ck->peer_copies + 1, sizeof(*sk->peers),
 			 "the peers' connections") != HERD_OK) {
 		herd__save_sink_fail(sk, HERD_ENOMEM);
 		return;
 	}
-	for (size_t d = 1; d < n && sk->npeers < (size_t)ck->peer_copies; d++) {
+	for (size_t d = 0; d < n && others < (size_t)ck->peer_copies; d++) {
 		const herd__peer_addr *a = &ck->holders[((size_t)ck->node_rank + d) % n];
 		herd__peer_conn *c = &sk->peers[sk->npeers];
 
 		if (a->port == 0)
 			continue;
+		others += d > 0;
 		if (herd__peer_connect(c, a, sk->peer_deadline) != HERD_OK ||
 		    herd__peer_put_begin(c, job->step, ck->rank, job->total,
 					 sk->peer_deadline) != HERD_OK) {
@@ -137,7 +140,7 @@ static void peers_open(herd__ckpt_job *job)
 		}
 		sk->npeers++;
 	}
-	if (sk->npeers == 0)
+	if (others == 0)
 		herd__save_sink_fail(sk, herd__error(HERD_EUNAVAIL, "a copy of step %" PRId64 " in "
 						     "peers' memory: no other node of the job has a "
 						     "checkpoint holder (HERD_CKPT_HOLDERS)",

@@ -102,9 +102,17 @@ static void on_ended(void *userdata, size_t h, const herd__engine_end *end)
 			 herd__engine_says(b->engine, h, said, sizeof(said)));
 }
 
+/*
+ * `herd ckpt hold`, with the budget and the steps this process's
+ * HERD_CKPT_PEER_BYTES and HERD_CKPT_PEER_STEPS set (ssh carries no
+ * environment): the settings of the launch are the holders'.
+ */
 static herd_status hold_words(void *userdata, const char *forward, const char **words,
 			      size_t max, size_t *n, char *buf, size_t cap)
 {
+	const char *budget = herd__param_str(HERD__P_CKPT_PEER_BYTES);
+	const char *steps = herd__param_str(HERD__P_CKPT_PEER_STEPS);
+
 	(void)userdata;
 	(void)forward;
 	(void)max;
@@ -113,6 +121,14 @@ static herd_status hold_words(void *userdata, const char *forward, const char **
 	*n = 0;
 	words[(*n)++] = "ckpt";
 	words[(*n)++] = "hold";
+	if (budget != NULL && budget[0] != '\0') {
+		words[(*n)++] = "--budget";
+		words[(*n)++] = budget;
+	}
+	if (steps != NULL && steps[0] != '\0') {
+		words[(*n)++] = "--steps";
+		words[(*n)++] = steps;
+	}
 	return HERD_OK;
 }
 

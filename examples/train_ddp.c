@@ -31,6 +31,10 @@
  * --storage-every N: with copies in peers' memory (herd launch
  * --ckpt-peers K), only every N-th step's save goes to storage too; after
  * a restart every rank says which tier it restored from, and why.
+ * --auto-interval: after 10 saves, the interval between saves becomes the
+ * one herd_ckpt_interval chooses from the save stall measured so far and
+ * the job's mean time to failure (HERD_CKPT_MTTF, or this job's failures),
+ * rank 0's choice for all; --stall prints the stall every 10 saves.
  *
  * Elastic: started again on fewer or more ranks, it resumes from the
  * newest committed checkpoint with the new world size (its batches are
@@ -72,6 +76,7 @@ struct options {
 	int kill_rank;
 	bool resume;
 	int storage_every;
+	bool auto_interval, stall;
 	uint64_t seed;
 };
 
@@ -147,7 +152,7 @@ static int usage(const char *msg)
 		"usage: example_train_ddp [--dir DIR] [--steps S] [--every K] [--seed N]\n"
 		"                         [--out FILE] [--kill-rank R --kill-at T]\n"
 		"                         [--state-mib M] [--pace MS] [--resume]\n"
-		"                         [--storage-every N]\n", msg);
+		"                         [--storage-every N] [--auto-interval] [--stall]\n", msg);
 	return 2;
 }
 
@@ -164,11 +169,18 @@ static int parse(int argc, char **argv, struct options *o)
 	o->pace_ms = 0;
 	o->resume = false;
 	o->storage_every = 0;
+	o->auto_interval = o->stall = false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
-		if (strcmp(a, "--resume") == 0) {
-			o->resume = true;
+		if (strcmp(a, "--resume") == 0 || strcmp(a, "--auto-interval") == 0 ||
+		    strcmp(a, "--stall") == 0) {
+			if (a[2] == 'r')
+				o->resume = true;
+			else if (a[2] == 'a')
+				o->auto_interval = true;
+			else
+				o->stall = true;
 			continue;
 		}
 		if (v == NULL)
@@ -222,6 +234,64 @@ static void say_tier(const herd_ckpt *ck, int restarts, int rank)
 		printf("restart %d: rank %d restored step %" PRId64 " from %s in %.3f s: %s\n",
 		       restarts, rank, ri.step, herd_ckpt_tier_name(ri.tier), ri.seconds, ri.why);
 	fflush(stdout);
+}
+
+/* The stall of the saves so far, of the tier the most went to. */
+static void say_stall(const herd_ckpt *ck)
+{
+	herd_ckpt_stats s;
+	const herd_ckpt_tier_stats *t;
+
+	if (herd_ckpt_get_stats(ck, &s) != HERD_OK)
+		return;
+	t = s.peers.saves >= s.storage.saves ? &s.peers : &s.storage;
+	printf("save stall: mean %.4f s over %" PRIu64 " saves to %s (max %.4f s, busy %.3f s a "
+	       "save)\n", t->stall_s / (double)t->saves, t->saves,
+	       t == &s.peers ? "peers' memory" : "storage", t->stall_max_s,
+	       t->busy_s / (double)t->saves);
+	fflush(stdout);
+}
+
+/*
+ * --auto-interval: rank 0 models the saves so far (the tier most of them
+ * went to) and turns the interval herd_ckpt_interval chooses into steps of
+ * step_s; every rank takes rank 0's choice (the saves are collective).
+ */
+static herd_status choose_interval(herd_ckpt *ck, herd_comm *comm, int rank, struct options *o,
+				   double step_s, int restarts)
+{
+	herd_ckpt_interval_model m;
+	herd_ckpt_interval_choice c;
+	herd_ckpt_stats s;
+	herd_ckpt_tier tier;
+	char source[160];
+	int64_t every = 0, chosen;
+	herd_status st;
+
+	if (rank == 0 && herd_ckpt_get_stats(ck, &s) == HERD_OK) {
+		tier = s.peers.saves >= s.storage.saves ? HERD_CKPT_TIER_PEERS : HERD_CKPT_TIER_STORAGE;
+		if (herd_ckpt_model(ck, tier, &m, source, sizeof(source)) == HERD_OK &&
+		    herd_ckpt_interval(&m, &c) == HERD_OK) {
+			every = llround(c.interval_s / (step_s > 0 ? step_s : 1));
+			if (every < 1)
+				every = 1;
+			printf("restart %d: interval: every %" PRId64 " steps (%.1f s of training): a "
+			       "save to %s stalls %.4f s, a failure costs %.1f s, mean time to failure "
+			       "%.0f s (%s); expected ETTR %.4f, set by %s\n", restarts, every,
+			       c.interval_s, herd_ckpt_tier_name(tier), m.save_s, m.lost_s, m.mttf_s,
+			       source, c.ettr, c.bound[0] ? c.bound : "the optimum");
+		} else {
+			printf("restart %d: interval: every %" PRId64 " steps kept: %s\n", restarts,
+			       o->every, herd_last_error());
+		}
+		fflush(stdout);
+	}
+	st = herd_comm_allreduce(comm, &every, &chosen, 1, HERD_INT64, HERD_MAX);
+	if (st != HERD_OK)
+		return st;
+	if (chosen > 0)
+		o->every = chosen;
+	return HERD_OK;
 }
 
 /* Seconds of CLOCK_REALTIME: the ranks of all nodes and the launcher
@@ -284,7 +354,8 @@ int main(int argc, char **argv)
 {
 	static double x[SAMPLES][FEATURES];
 	double y[SAMPLES], w[FEATURES + 1] = { 0 }, loss = 0, batch_loss = 0;
-	int64_t grad[FEATURES + 2], sum[FEATURES + 2], start = 0;
+	int64_t grad[FEATURES + 2], sum[FEATURES + 2], start = 0, saves = 0;
+	double t_loop;
 	uint64_t shape[1] = { FEATURES + 1 }, state_len = 0, first = 0, part[1], at[1];
 	uint64_t checksum = 0, local_sum;
 	double *m = NULL, t_main = now_s(), t_restore = 0;
@@ -355,6 +426,7 @@ int main(int argc, char **argv)
 		}
 	}
 
+	t_loop = now_s();
 	for (int64_t step = start + 1; step <= o.steps; step++) {
 		double t_step = now_s();
 
@@ -382,7 +454,17 @@ int main(int argc, char **argv)
 		}
 		/* herd_ckpt_save_async returns once w is copied, so the next
 		 * update may change it at once. */
-		if (step % o.every == 0 && herd_ckpt_save_async(ck, step) != HERD_OK)
+		if (step % o.every != 0)
+			continue;
+		if (herd_ckpt_save_async(ck, step) != HERD_OK)
+			goto fail;
+		if (++saves % 10 != 0)
+			continue;
+		if (o.stall && rank == 0)
+			say_stall(ck);
+		if (o.auto_interval && saves == 10 &&
+		    choose_interval(ck, comm, rank, &o, (now_s() - t_loop) / (double)(step - start),
+				    restarts) != HERD_OK)
 			goto fail;
 	}
 	if (herd_ckpt_wait(ck) != HERD_OK)

@@ -54,6 +54,8 @@ static const char ckpt_usage[] =
 	"       herd ckpt export [--format safetensors] DIR STEP OUT\n"
 	"       herd ckpt import [--format safetensors] FILE DIR [STEP]\n"
 	"       herd ckpt hold [--bind ADDR] [--budget SIZE] [--steps N]\n"
+	"       herd ckpt interval [--json] --mttf TIME [--max-overhead F]\n"
+	"                          TIER=SAVE,LOST[,BUSY]...\n"
 	"  ls        the steps of DIR, oldest first: committed, partial (a save\n"
 	"            that did not finish), corrupt (a manifest that does not\n"
 	"            decode) or damaged (a file missing or of the wrong size, or\n"
@@ -74,6 +76,16 @@ static const char ckpt_usage[] =
 	"  export    writes every tensor of STEP whole to OUT, a safetensors file\n"
 	"  import    reads a safetensors FILE into DIR as step STEP (default 0),\n"
 	"            saved by one rank\n"
+	"  interval  the checkpoint interval that loses the least expected time\n"
+	"            to failures (Daly's model; Young's sqrt(2 C M) beside it),\n"
+	"            raised to keep saves under --max-overhead of the time\n"
+	"            (default 0.035) and to BUSY, and the expected effective\n"
+	"            training time ratio, for each TIER (a name: peers,\n"
+	"            storage): SAVE the seconds a save stalls training, LOST\n"
+	"            what a failure costs besides lost work (finding it,\n"
+	"            restarting, restoring), BUSY a save's time in the\n"
+	"            background; --mttf the job's mean time to failure (3600,\n"
+	"            90m, 8h, 2d)\n"
 	"  hold      keeps checkpoint copies in this node's memory for a job's\n"
 	"            ranks until its standard input ends: what herd launch\n"
 	"            --ckpt-peers starts on every node.  Prints 'hold PORT TOKEN';\n"
@@ -1256,6 +1268,127 @@ static int take_format(int argc, char **argv)
 	return n;
 }
 
+/* ------------------------------------------------------------ interval */
+
+/* A duration: seconds, or a number with s, m, h or d. */
+static bool parse_duration(const char *s, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || !(v > 0) || !isfinite(v))
+		return false;
+	if (*end == 'h')
+		v *= 3600, end++;
+	else if (*end == 'm')
+		v *= 60, end++;
+	else if (*end == 'd')
+		v *= 86400, end++;
+	else if (*end == 's')
+		end++;
+	*out = v;
+	return *end == '\0';
+}
+
+static int ckpt_interval(int argc, char **argv)
+{
+	herd_ckpt_interval_model m = { 0 };
+	json_t *rows = NULL;
+	int ntiers = 0;
+	bool have_mttf = false;
+
+	for (int i = 0; i < argc; i++) {
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strcmp(argv[i], "--mttf") == 0 && v != NULL) {
+			if (!parse_duration(v, &m.mttf_s))
+				return usage_error("--mttf '%s' is not a duration (3600, 90m, 8h, 2d)", v);
+			have_mttf = true;
+			argv[i] = argv[i + 1] = NULL;
+			i++;
+		} else if (strcmp(argv[i], "--max-overhead") == 0 && v != NULL) {
+			char *end;
+
+			m.max_overhead = strtod(v, &end);
+			if (*end != '\0' || !(m.max_overhead > 0 && m.max_overhead < 1))
+				return usage_error("--max-overhead '%s' is not a fraction between 0 and 1",
+						   v);
+			argv[i] = argv[i + 1] = NULL;
+			i++;
+		} else if (argv[i][0] == '-') {
+			return usage_error("interval: option '%s' is unknown or lacks its value",
+					   argv[i]);
+		}
+	}
+	if (!have_mttf)
+		return usage_error("interval needs --mttf TIME, the job's mean time to failure%s",
+				   "");
+	for (int i = 0; i < argc; i++) {
+		const char *eq = argv[i] != NULL ? strchr(argv[i], '=') : NULL;
+		double a, b, c;
+		char extra;
+		int got;
+
+		if (argv[i] == NULL)
+			continue;
+		got = eq != NULL && eq > argv[i] && eq - argv[i] < 64
+			      ? sscanf(eq + 1, "%lf,%lf,%lf%c", &a, &b, &c, &extra) : 0;
+		if (got != 2 && got != 3)
+			return usage_error("'%s' is not TIER=SAVE,LOST[,BUSY] (seconds: "
+					   "storage=4.2,95)", argv[i]);
+		ntiers++;
+	}
+	if (ntiers == 0)
+		return usage_error("interval: give at least one TIER=SAVE,LOST (peers=0.3,20)%s", "");
+	if (json) {
+		rows = json_array();
+	} else {
+		printf("mean time to failure %.0f s; saves may stall at most %.1f%% of the time\n",
+		       m.mttf_s, 100 * (m.max_overhead > 0 ? m.max_overhead : 0.035));
+		printf("%-10s %8s %8s %9s %11s %9s %8s  %s\n", "tier", "save s", "lost s", "Young s",
+		       "interval s", "overhead", "ETTR", "set by");
+	}
+	for (int i = 0; i < argc; i++) {
+		herd_ckpt_interval_choice c;
+		const char *eq;
+		char name[64], extra;
+
+		if (argv[i] == NULL)
+			continue;
+		eq = strchr(argv[i], '=');
+		m.min_interval_s = 0;
+		(void)sscanf(eq + 1, "%lf,%lf,%lf%c", &m.save_s, &m.lost_s, &m.min_interval_s,
+			     &extra);
+		memcpy(name, argv[i], (size_t)(eq - argv[i]));
+		name[eq - argv[i]] = '\0';
+		if (herd_ckpt_interval(&m, &c) != HERD_OK) {
+			json_decref(rows);
+			return failure();
+		}
+		if (rows != NULL) {
+			json_array_append_new(rows, json_pack(
+				"{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:s?}", "tier", name,
+				"save_s", m.save_s, "lost_s", m.lost_s, "busy_s", m.min_interval_s,
+				"young_s", c.young_s, "optimum_s", c.optimum_s, "interval_s",
+				c.interval_s, "overhead", c.overhead, "ettr", c.ettr, "bound",
+				c.bound[0] ? c.bound : NULL));
+			continue;
+		}
+		printf("%-10s %8.2f %8.1f %9.1f %11.1f %8.2f%% %8.4f  %s\n", name, m.save_s, m.lost_s,
+		       c.young_s, c.interval_s, 100 * c.overhead, c.ettr,
+		       c.bound[0] ? c.bound : "the optimum");
+	}
+	if (rows != NULL) {
+		json_t *doc = json_pack("{s:f, s:f, s:o}", "mttf_s", m.mttf_s, "max_overhead",
+					m.max_overhead > 0 ? m.max_overhead : 0.035, "tiers", rows);
+
+		json_dumpf(doc, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(doc);
+	}
+	return SHELL_EXIT_OK;
+}
+
 /* ---------------------------------------------------------------- hold */
 
 static int ckpt_hold(int argc, char **argv)
@@ -1301,7 +1434,8 @@ int cmd_ckpt(int argc, char **argv)
 	const char *sub;
 
 	if (argc < 2)
-		return usage_error("which command: ls, verify, inspect, diff, export, import or hold?%s",
+		return usage_error("which command: ls, verify, inspect, diff, export, import, hold or "
+				   "interval?%s",
 				   "");
 	sub = argv[1];
 	for (int i = 1; i < argc; i++)
@@ -1313,6 +1447,16 @@ int cmd_ckpt(int argc, char **argv)
 	argv += 2;
 	if (strcmp(sub, "hold") == 0)
 		return ckpt_hold(argc, argv);
+	if (strcmp(sub, "interval") == 0) {
+		int n = 0;
+
+		for (int i = 0; i < argc; i++)
+			if (strcmp(argv[i], "--json") == 0)
+				json = true;
+			else
+				argv[n++] = argv[i];
+		return ckpt_interval(n, argv);
+	}
 	if (strcmp(sub, "export") == 0 || strcmp(sub, "import") == 0) {
 		argc = take_format(argc, argv);
 		if (argc < 0)
@@ -1353,6 +1497,6 @@ int cmd_ckpt(int argc, char **argv)
 			return usage_error("import takes FILE DIR [STEP]%s", "");
 		return ckpt_import(argv[0], argv[1], argc == 3 ? argv[2] : NULL);
 	}
-	return usage_error("unknown command '%s' (ls, verify, inspect, diff, export, import, hold)",
-			   sub);
+	return usage_error("unknown command '%s' (ls, verify, inspect, diff, export, import, hold, "
+			   "interval)", sub);
 }

@@ -346,6 +346,92 @@ typedef struct herd_ckpt_restore_info {
 	char from[256];          /* peers: the hosts whose holders sent data */
 } herd_ckpt_restore_info;
 
+/* ---- what saves cost, and the interval ---------------------------------- */
+
+/* The saves of one tier, as this rank's training loop saw them. */
+typedef struct herd_ckpt_tier_stats {
+	uint64_t saves;
+	/* Seconds the caller spent in herd_ckpt_save, herd_ckpt_save_async
+	 * (the staging copy) and in waiting for these saves to end (the wait
+	 * at the next save, or in herd_ckpt_wait): the stall of training. */
+	double stall_s;
+	double stall_max_s;        /* the longest one save's */
+	/* Seconds from each save's start to its commit, background included:
+	 * a save must end before the next begins. */
+	double busy_s;
+} herd_ckpt_tier_stats;
+
+typedef struct herd_ckpt_stats {
+	herd_ckpt_tier_stats peers;     /* saves to peers' memory only */
+	herd_ckpt_tier_stats storage;   /* saves that went to storage (with or
+					 * without copies in memory) */
+} herd_ckpt_stats;
+
+/* What this rank's saves cost so far, per tier.  Local. */
+HERD_EXTERN herd_status herd_ckpt_get_stats(const herd_ckpt *ck, herd_ckpt_stats *out);
+
+/*
+ * A model of checkpointed training under failures (Young 1974, Daly
+ * 2006): saves that stall training save_s seconds each, every interval
+ * seconds of training; failures at random, mttf_s apart on average; each
+ * costs lost_s (finding it, restarting, restoring) plus the training done
+ * since the last save.
+ */
+typedef struct herd_ckpt_interval_model {
+	double save_s;             /* C: the stall of one save, > 0 */
+	double lost_s;             /* R: a failure's cost besides lost work, >= 0 */
+	double mttf_s;             /* M: the mean time to failure, > 0 */
+	/* The most of the training time that saves may stall (CheckFreq's
+	 * bound on its overhead); 0: 0.035. */
+	double max_overhead;
+	/* The shortest interval: a save's time in the background (busy_s per
+	 * save), since a save waits for the one before; 0: none. */
+	double min_interval_s;
+} herd_ckpt_interval_model;
+
+typedef struct herd_ckpt_interval_choice {
+	double interval_s;         /* seconds of training between saves */
+	double young_s;            /* Young's sqrt(2 C M), for reference */
+	double optimum_s;          /* the interval that minimises Daly's expected time */
+	double overhead;           /* save_s / interval_s */
+	/* The expected effective training time ratio at interval_s: the
+	 * fraction of wall time spent on steps that are kept, Daly's
+	 * interval / (M e^(R/M) (e^((interval + C)/M) - 1)). */
+	double ettr;
+	/* What set the interval when not the optimum: "the overhead bound"
+	 * or "the save's own time"; "" when the optimum did. */
+	char bound[32];
+} herd_ckpt_interval_choice;
+
+/*
+ * The interval that minimises the expected wall time of the model (the
+ * exact optimum of Daly's first-order model, found numerically), raised
+ * to save_s / max_overhead and to min_interval_s when shorter, and its
+ * expected effective training time ratio.  HERD_EINVAL naming a field out
+ * of range.
+ */
+HERD_EXTERN herd_status herd_ckpt_interval(const herd_ckpt_interval_model *m,
+					   herd_ckpt_interval_choice *out);
+
+/* The expected effective training time ratio of the model at any interval
+ * (0 for an interval or model out of range). */
+HERD_EXTERN double herd_ckpt_ettr(const herd_ckpt_interval_model *m, double interval_s);
+
+/*
+ * This job's model for a tier, from what this rank measured: save_s the
+ * mean stall of its saves to the tier, min_interval_s their mean busy
+ * time, lost_s HERD_CKPT_RESTART_COST (default 30 s: finding the failure
+ * and restarting) plus the last restore's time when it was from this
+ * tier; mttf_s from HERD_CKPT_MTTF (a rate the user gives: seconds, or
+ * with m, h, d), else from this job's failures so far (HERD_JOB_START,
+ * which herd launch sets, to now, over HERD_RESTART_COUNT).  source[cap]
+ * says where mttf_s came from.  HERD_ENOTFOUND when there is no save of
+ * the tier yet, or neither a rate nor a failure to measure one from.
+ * Local.
+ */
+HERD_EXTERN herd_status herd_ckpt_model(const herd_ckpt *ck, herd_ckpt_tier tier,
+					herd_ckpt_interval_model *out, char *source, size_t cap);
+
 /* The tier name: "storage", "peers' memory", "none". */
 HERD_EXTERN const char *herd_ckpt_tier_name(herd_ckpt_tier tier);
 

@@ -65,6 +65,10 @@ typedef enum herd__param_type {
 	  "most bytes a node's checkpoint holder keeps")                                        \
 	X(CKPT_PEER_STEPS, INT, "", 1, 2, "2",                                                  \
 	  "steps a checkpoint holder keeps: 1 or 2")                                            \
+	X(CKPT_MTTF, STRING, "duration", 0, 0, "",                                              \
+	  "the job's mean time to failure: 8h, 90m, 3600")                                      \
+	X(CKPT_RESTART_COST, SECONDS, "", -1, 86400, "30",                                      \
+	  "seconds a failure costs before the restore")                                         \
 	X(INVENTORY, STRING, "file", 0, 0, "",                                                  \
 	  "a recorded inventory stands for this node")                                          \
 	X(LEASE_DIR, STRING, "dir", 0, 0, "(/run/herd)",                                        \
@@ -125,6 +129,7 @@ typedef enum herd__param_type {
 	X(JOB_SECRET, STRING, "text", 0, 0, "", "what every connection of the job proves")      \
 	X(CKPT_HOLDERS, STRING, "list", 0, 0, "", "checkpoint holders of the nodes, in order")  \
 	X(RESTART_COUNT, STRING, "integer", 0, 0, "", "restarts of the job so far")             \
+	X(JOB_START, STRING, "seconds", 0, 0, "", "when the job was launched (Unix time)")      \
 	X(EMIT, STRING, "1", 0, 0, "", "herd.emit goes to the script of herd.launch")           \
 	X(BENCH_LAUNCHER, STRING, "1", 0, 0, "", "a rank that herd bench -n started")
 

@@ -116,6 +116,7 @@ static void *writer_main(void *arg)
 	herd__save_check_abort(job);
 	herd__save_sink_close(&job->sk);
 	job->st = herd__save_finish(job);
+	job->t_end = herd__save_now();
 	if (job->st != HERD_OK)
 		herd__strlcpy(job->msg, herd_last_error(), sizeof(job->msg));
 	return NULL;
@@ -244,8 +245,12 @@ herd_status herd_ckpt_save_async(herd_ckpt *ck, int64_t step)
 	}
 	ck->busy = true;
 	ck->job = job;
+	herd__save_tier(ck, job)->saves++;
 	if (job->total > 0)
 		stage(job);
+	/* The caller's stall: the exchange of phase 1 and the staging copy. */
+	job->stall = herd__save_now() - job->t_begin;
+	herd__save_tier(ck, job)->stall_s += job->stall;
 	return HERD_OK;
 }
 
@@ -253,10 +258,13 @@ herd_status herd__ckpt_join(herd_ckpt *ck)
 {
 	herd__ckpt_job *job = ck->job;
 	herd_status st;
+	double t0;
 
 	if (!ck->busy)
 		return HERD_OK;
+	t0 = herd__save_now();
 	pthread_join(ck->writer, NULL);
+	herd__save_ended(ck, job, herd__save_now() - t0);
 	ck->busy = false;
 	ck->job = NULL;
 	st = job->st;

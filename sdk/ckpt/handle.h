@@ -77,6 +77,7 @@ struct herd_ckpt {
 	int storage_every;     /* steps that also go to storage: its multiples */
 	int peer_timeout_ms;   /* a transfer's deadline (HERD_TIMEOUT) */
 	herd_ckpt_restore_info last;   /* the last restore */
+	herd_ckpt_stats stats;         /* what the saves cost (interval.c) */
 };
 
 /* Whether a save of step goes to peers' memory, and to storage. */

@@ -346,6 +346,7 @@ herd_status herd__save_begin(herd_ckpt *ck, int64_t step, herd__ckpt_job **out)
 	job->ck = ck;
 	job->step = step;
 	job->sk.fd = -1;
+	job->t_begin = herd__save_now();
 	HERD_CHECK_GOTO(exchange_layout(ck, step, local, &job->p), st, fail);
 	HERD_CHECK_GOTO(herd__save_plan_segments(&job->p, ck->rank, ck, &job->segs, &job->nsegs,
 						 &job->nsums, &job->total), st, fail);

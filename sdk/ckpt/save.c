@@ -44,6 +44,31 @@ static void plan_free(plan *p)
 	memset(p, 0, sizeof(*p));
 }
 
+double herd__save_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+herd_ckpt_tier_stats *herd__save_tier(herd_ckpt *ck, const herd__ckpt_job *job)
+{
+	return job->to_peers && !job->to_storage ? &ck->stats.peers : &ck->stats.storage;
+}
+
+void herd__save_ended(herd_ckpt *ck, herd__ckpt_job *job, double wait)
+{
+	herd_ckpt_tier_stats *t = herd__save_tier(ck, job);
+
+	job->stall += wait;
+	t->stall_s += wait;
+	if (job->stall > t->stall_max_s)
+		t->stall_max_s = job->stall;
+	if (job->t_end > job->t_begin)
+		t->busy_s += job->t_end - job->t_begin;
+}
+
 void herd__save_job_free(herd__ckpt_job *job)
 {
 	if (job == NULL)
@@ -101,6 +126,12 @@ herd_status herd__save_in_place(herd__ckpt_job *job)
 	herd__save_check_abort(job);
 	herd__save_sink_close(&job->sk);
 	st = herd__save_finish(job);
+	/* The caller waited for all of it. */
+	job->t_end = herd__save_now();
+	herd__save_tier(job->ck, job)->saves++;
+	herd__save_tier(job->ck, job)->stall_s += job->t_end - job->t_begin;
+	job->stall = job->t_end - job->t_begin;
+	herd__save_ended(job->ck, job, 0);
 	herd__save_job_free(job);
 	return st;
 }

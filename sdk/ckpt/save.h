@@ -99,7 +99,20 @@ typedef struct herd__ckpt_job {
 	/* The writer thread's outcome. */
 	herd_status st;
 	char msg[1024];
+	/* What it cost (herd_ckpt_get_stats): from its start to its commit,
+	 * and the caller's stall so far. */
+	double t_begin, t_end, stall;
 } herd__ckpt_job;
+
+/* Seconds on CLOCK_MONOTONIC. */
+double herd__save_now(void);
+
+/* The figures of job's tier (herd_ckpt_stats). */
+herd_ckpt_tier_stats *herd__save_tier(herd_ckpt *ck, const herd__ckpt_job *job);
+
+/* A save that has ended: its busy time and its whole stall, of which
+ * wait seconds the caller has just waited, counted into its tier. */
+void herd__save_ended(herd_ckpt *ck, herd__ckpt_job *job, double wait);
 
 /* save.c */
 void herd__save_job_free(herd__ckpt_job *job);

@@ -1398,6 +1398,7 @@ static void node_spec_of(herd_job *job, const herd__launch_node *node, const cha
 	s->master_addr = (char *)maddr;
 	s->master_port = mport;
 	s->restart_count = job->restart_count;
+	s->job_start_ms = (int64_t)(job->t_start * 1000);
 	s->world_size = job->nranks;
 	s->nnodes = (int)job->nnodes;
 	s->node_rank = node->node_rank;

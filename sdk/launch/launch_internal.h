@@ -499,6 +499,7 @@ typedef struct herd__node_spec {
 	char *master_addr;
 	int master_port;
 	int restart_count, world_size, nnodes, node_rank;
+	int64_t job_start_ms;  /* HERD_JOB_START, in ms of Unix time; 0: unknown */
 	int nranks;
 	int *ranks;            /* global ranks; local rank = index */
 	char **argv;           /* NULL-terminated, at least one */

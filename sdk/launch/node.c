@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <net/if.h>
 #include <sched.h>
@@ -272,6 +273,9 @@ static herd_status rank_env(const herd__node *n, int i, char ***out)
 	PUSHC("HERD_STORE=%s", s->store);
 	PUSHC("HERD_JOB_SECRET=%s", s->secret);
 	PUSHC("HERD_RESTART_COUNT=%d", s->restart_count);
+	if (s->job_start_ms > 0)
+		PUSHC("HERD_JOB_START=%" PRId64 ".%03d", s->job_start_ms / 1000,
+		      (int)(s->job_start_ms % 1000));
 	PUSHC("RANK=%d", rank);
 	PUSHC("LOCAL_RANK=%d", i);
 	PUSHC("WORLD_SIZE=%d", s->world_size);

@@ -396,6 +396,8 @@ static herd_status decode_spec(herd__node_spec *s, const msgpack_object *root)
 
 		HERD_CHECK(get_int(root, HERD__LAUNCH_T_SPEC, "health", 0, 2, true, &health));
 		s->health = (int)health;
+		HERD_CHECK(get_int(root, HERD__LAUNCH_T_SPEC, "start", 0, INT64_MAX, true,
+				   &s->job_start_ms));
 	}
 	HERD_CHECK(get_int_field(root, "mport", 0, 65535, &s->master_port));
 	HERD_CHECK(get_int_field(root, "restart", 0, INT_MAX, &s->restart_count));
@@ -548,6 +550,7 @@ herd_status herd__launch_enc_spec(herd__buf *buf, const herd__node_spec *s)
 	enc_str(&e, "maddr", s->master_addr);
 	herd__frame_int(&e, "mport", s->master_port);
 	herd__frame_int(&e, "restart", s->restart_count);
+	herd__frame_int(&e, "start", s->job_start_ms);
 	herd__frame_int(&e, "world", s->world_size);
 	herd__frame_int(&e, "nnodes", s->nnodes);
 	herd__frame_int(&e, "node", s->node_rank);

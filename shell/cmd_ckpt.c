@@ -90,7 +90,8 @@ static const char ckpt_usage[] =
 	"            ranks until its standard input ends: what herd launch\n"
 	"            --ckpt-peers starts on every node.  Prints 'hold PORT TOKEN';\n"
 	"            --budget (default HERD_CKPT_PEER_BYTES, else a quarter of\n"
-	"            the memory), --steps 1 or 2 (default HERD_CKPT_PEER_STEPS)\n"
+	"            the memory), --steps: the committed steps kept besides those\n"
+	"            arriving, 1 or 2 (default HERD_CKPT_PEER_STEPS, else 1)\n"
 	"STEP is a number or 'latest', the newest committed step.  --json prints\n"
 	"what the listing shows as one JSON document, with the same exit status.\n"
 	"Exit status:\n"
@@ -1395,7 +1396,7 @@ static int ckpt_hold(int argc, char **argv)
 {
 	const char *bind = NULL, *steps_env = getenv("HERD_CKPT_PEER_STEPS");
 	uint64_t budget = 0;
-	long steps = 2;
+	long steps = 1;
 	char *end;
 
 	if (steps_env != NULL && steps_env[0] != '\0') {

@@ -311,10 +311,12 @@ HERD_EXTERN const char *herd_ckpt_dir(const herd_ckpt *ck);
  * thread; rank 0 then sends the step's manifest to every holder, and the
  * step is committed in memory.  Any peer_copies nodes may be lost at once
  * and every rank's data is still held: by its own node's holder, or by
- * one of the others'.  A holder keeps the newest one or two
- * steps (HERD_CKPT_PEER_STEPS) within its budget (HERD_CKPT_PEER_BYTES);
- * a holder that refuses or cannot be reached fails the save as a write
- * error would.  Only steps that are multiples of opts.storage_every also
+ * one of the others' (a node without a holder sends one copy more
+ * elsewhere).  A holder keeps the newest committed step, or two
+ * (HERD_CKPT_PEER_STEPS), and the steps arriving, within its budget
+ * (HERD_CKPT_PEER_BYTES).  A holder that refuses or cannot be reached
+ * fails a save that goes to peers' memory only, as a write error would;
+ * a save that also goes to storage goes there alone, with a warning.  Only steps that are multiples of opts.storage_every also
  * go to storage.
  *
  * herd_ckpt_restore of HERD_CKPT_LATEST asks the holders of the job's

@@ -63,8 +63,8 @@ typedef enum herd__param_type {
 	  "with peer copies: steps to storage, multiples")                                      \
 	X(CKPT_PEER_BYTES, SIZE, "", 1, INT64_MAX, "(1/4 of memory)",                           \
 	  "most bytes a node's checkpoint holder keeps")                                        \
-	X(CKPT_PEER_STEPS, INT, "", 1, 2, "2",                                                  \
-	  "steps a checkpoint holder keeps: 1 or 2")                                            \
+	X(CKPT_PEER_STEPS, INT, "", 1, 2, "1",                                                  \
+	  "committed steps a checkpoint holder keeps")                                          \
 	X(CKPT_MTTF, STRING, "duration", 0, 0, "",                                              \
 	  "the job's mean time to failure: 8h, 90m, 3600")                                      \
 	X(CKPT_RESTART_COST, SECONDS, "", -1, 86400, "30",                                      \

@@ -114,7 +114,7 @@ static void *writer_main(void *arg)
 		pthread_mutex_unlock(&job->mu);
 	}
 	herd__save_check_abort(job);
-	herd__save_sink_close(&job->sk);
+	herd__save_sink_close(job);
 	job->st = herd__save_finish(job);
 	job->t_end = herd__save_now();
 	if (job->st != HERD_OK)

@@ -149,6 +149,7 @@ static herd_status peer_setup(herd_ckpt *ck, const herd_ckpt_opts *o)
 	if (every == 0)
 		HERD_CHECK(herd__param_int(HERD__P_CKPT_STORAGE_EVERY, &every));
 	ck->storage_every = (int)every;
+	ck->peer_ns = XXH3_64bits(ck->dir, strlen(ck->dir));
 	HERD_CHECK(herd__param_ms(HERD__P_TIMEOUT, &ck->peer_timeout_ms));
 	if (k <= 0 || list == NULL || list[0] == '\0')
 		return HERD_OK;
@@ -242,6 +243,20 @@ herd_status herd_ckpt_open(herd_ckpt **out, const char *dir, herd_comm *comm,
 	ck->chunk_bytes = o.chunk_bytes != 0 ? o.chunk_bytes : HERD__CKPT_CHUNK_DEFAULT;
 	ck->last.step = ck->last.storage_step = ck->last.peers_step = -1;
 	local = peer_setup(ck, &o);
+	{
+		/* Every rank saves to the same tiers, or the saves' collectives
+		 * would part ways: rank 0's settings are the job's. */
+		int32_t mine[3] = { ck->peer_copies, ck->storage_every, (int32_t)ck->nholders };
+		int32_t r0[3];
+
+		memcpy(r0, mine, sizeof(r0));
+		HERD_CHECK_GOTO(herd__ckpt_bcast(ck, r0, sizeof(r0)), st, out);
+		if (local == HERD_OK && memcmp(mine, r0, sizeof(r0)) != 0)
+			local = herd__error(HERD_EMISMATCH, "this rank has peer_copies %d, "
+					    "storage_every %d and %d checkpoint holders, rank 0 %d, "
+					    "%d and %d: the ranks' options or HERD_CKPT_* differ",
+					    mine[0], mine[1], mine[2], r0[0], r0[1], r0[2]);
+	}
 	/* Rank 0 prepares the directory; the others learn the outcome. */
 	if (ck->rank == 0 && local == HERD_OK) {
 		local = herd__mkdirs(dir, 0700);

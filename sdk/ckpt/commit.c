@@ -182,7 +182,7 @@ static herd_status commit_peers(herd__ckpt_job *job, const char *data, size_t le
 			continue;
 		st = herd__peer_connect(&c, &ck->holders[i], deadline);
 		if (st == HERD_OK)
-			st = herd__peer_put_manifest(&c, job->step, data, len, deadline);
+			st = herd__peer_put_manifest(&c, &job->key, data, len, deadline);
 		herd__peer_close(&c);
 		if (st != HERD_OK)
 			return herd__error_wrap(st, "the manifest of step %" PRId64 " to peers' "
@@ -204,8 +204,11 @@ static herd_status commit(herd__ckpt_job *job, const uint64_t *results, size_t s
 	HERD_CHECK(herd__calloc(&m, 1, sizeof(*m), "a manifest"));
 	HERD_CHECK_GOTO(build_manifest(job, results, stride, m), st, out);
 	HERD_CHECK_GOTO(herd__ckpt_manifest_encode(m, &data, &len), st, out);
-	if (job->to_peers)
+	if (job->to_peers && !job->to_storage)
 		HERD_CHECK_GOTO(commit_peers(job, data, len), st, out);
+	if (job->to_peers && job->to_storage && commit_peers(job, data, len) != HERD_OK)
+		herd__log_warn("%s; step %" PRId64 " goes to storage alone", herd_last_error(),
+			       job->step);
 	if (!job->to_storage)
 		goto out;
 	herd__ckpt_step_name(name, sizeof(name), job->step);
@@ -250,6 +253,25 @@ herd_status herd__save_finish(herd__ckpt_job *job)
 	st = herd__ckpt_agree(ck, local, &failed);
 	if (st != HERD_OK)
 		goto fail;
+	/* A step that goes to storage goes there without the copies in
+	 * memory that a holder failed to take (on any rank). */
+	if (job->to_peers && job->to_storage) {
+		herd_status peers;
+
+		local = job->sk.peer_st != HERD_OK ? herd__error(job->sk.peer_st, "%s",
+								 job->sk.peer_msg) : HERD_OK;
+		peers = herd__ckpt_agree(ck, local, &failed);
+		if (peers != HERD_OK && failed < 0) {
+			st = peers;   /* the communicator itself failed */
+			goto fail;
+		}
+		if (peers != HERD_OK) {
+			if (ck->rank == 0)
+				herd__log_warn("%s; step %" PRId64 " goes to storage alone",
+					       herd_last_error(), job->step);
+			job->to_peers = false;
+		}
+	}
 	/* Every rank knows how many checksums each rank has: the plan says. */
 	for (int r = 0; r < ck->size; r++) {
 		seg *segs = NULL;

@@ -76,6 +76,7 @@ struct herd_ckpt {
 	int peer_copies;       /* copies of a step's data; 0: the tier is off */
 	int storage_every;     /* steps that also go to storage: its multiples */
 	int peer_timeout_ms;   /* a transfer's deadline (HERD_TIMEOUT) */
+	uint64_t peer_ns;      /* the holders' namespace of this handle: a hash of dir */
 	herd_ckpt_restore_info last;   /* the last restore */
 	herd_ckpt_stats stats;         /* what the saves cost (interval.c) */
 };

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -366,6 +367,15 @@ herd_status herd__save_begin(herd_ckpt *ck, int64_t step, herd__ckpt_job **out)
 	HERD_CHECK_GOTO(herd__ckpt_agree(ck, local, &failed), st, fail);
 	HERD_CHECK_GOTO(herd__ckpt_bcast(ck, job->tmp, sizeof(job->tmp)), st, fail);
 	job->tmp[sizeof(job->tmp) - 1] = '\0';
+	if (job->to_peers) {
+		/* Rank 0's draw names this save to the holders. */
+		job->key.ns = ck->peer_ns;
+		job->key.step = step;
+		if (ck->rank == 0 && getrandom(&job->key.id, sizeof(job->key.id), 0) !=
+		    (ssize_t)sizeof(job->key.id))
+			job->key.id = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+		HERD_CHECK_GOTO(herd__ckpt_bcast(ck, &job->key.id, sizeof(job->key.id)), st, fail);
+	}
 	herd__save_sink_open(job);
 	*out = job;
 	return HERD_OK;

@@ -87,6 +87,24 @@ static herd_status recv_exact(int fd, void *buf, size_t len, int64_t deadline, c
 	return HERD_OK;
 }
 
+/* len bytes, each read given idle_ms: a stream that stalls fails, one that flows does not. */
+static herd_status recv_idle(int fd, void *buf, size_t len, int idle_ms, const char *peer)
+{
+	uint8_t *p = buf;
+
+	while (len > 0) {
+		size_t got = 0;
+
+		HERD_CHECK(herd__net_recv_some(fd, p, len, &got, herd__net_deadline(idle_ms), peer));
+		if (got == 0)
+			return herd__error(HERD_ETIMEDOUT, "%s sent nothing for %d s", peer,
+					   idle_ms / 1000);
+		p += got;
+		len -= got;
+	}
+	return HERD_OK;
+}
+
 static herd_status recv_msg(int fd, msg *m, int64_t deadline, const char *peer)
 {
 	uint8_t head[4];
@@ -187,8 +205,10 @@ static herd_status expect(herd__peer_conn *c, msg *m, int want, int64_t deadline
 	(void)field_int(m, "st", &code);
 	if (code >= HERD_OK || code < -1000)
 		code = HERD_EIO;
+	if (text == NULL)
+		return herd__error((herd_status)code, "%s refused, giving no reason", c->name);
 	return herd__error((herd_status)code, "%s: %.*s", c->name, (int)(n < 900 ? n : 900),
-			   text != NULL ? (const char *)text : "(no reason)");
+			   (const char *)text);
 }
 
 /* ---- the holders' list -------------------------------------------------------- */
@@ -217,7 +237,7 @@ herd_status herd__peer_parse(const char *list, herd__peer_addr **out, size_t *n)
 		colon = slash != NULL ? slash : NULL;
 		while (colon != NULL && colon > p && colon[-1] != ':')
 			colon--;
-		if (slash == NULL || colon == NULL || colon == p ||
+		if (slash == NULL || colon == NULL || colon - 1 == p ||
 		    (size_t)(colon - 1 - p) > HERD__PEER_HOST_MAX ||
 		    (size_t)(slash - colon) >= sizeof(port) || slash == colon ||
 		    (size_t)(p + len - slash - 1) != HERD__PEER_TOKEN_LEN)
@@ -295,8 +315,15 @@ fail:
 	return st;
 }
 
-herd_status herd__peer_put_begin(herd__peer_conn *c, int64_t step, int rank, uint64_t size,
-				 int64_t deadline)
+static void frame_key(herd__frame_enc *e, const herd__peer_key *k)
+{
+	herd__frame_int(e, "ns", (int64_t)k->ns);
+	herd__frame_int(e, "step", k->step);
+	herd__frame_int(e, "id", (int64_t)k->id);
+}
+
+herd_status herd__peer_put_begin(herd__peer_conn *c, const herd__peer_key *k, int rank,
+				 uint64_t size, int64_t deadline)
 {
 	herd__buf b = { 0 };
 	herd__frame_enc e;
@@ -304,7 +331,7 @@ herd_status herd__peer_put_begin(herd__peer_conn *c, int64_t step, int rank, uin
 	msg m;
 
 	herd__wire_begin(&proto, &e, &b, T_PUT);
-	herd__frame_int(&e, "step", step);
+	frame_key(&e, k);
 	herd__frame_int(&e, "rank", rank);
 	herd__frame_int(&e, "size", (int64_t)size);
 	HERD_CHECK(send_msg(c->fd, &e, &b, deadline, c->name));
@@ -327,8 +354,9 @@ herd_status herd__peer_put_end(herd__peer_conn *c, int64_t deadline)
 	return st;
 }
 
-herd_status herd__peer_put_manifest(herd__peer_conn *c, int64_t step, const void *data,
-				    size_t len, int64_t deadline)
+/* A manifest: the holder's word that it takes it, the bytes, its word that it holds them. */
+herd_status herd__peer_put_manifest(herd__peer_conn *c, const herd__peer_key *k,
+				    const void *data, size_t len, int64_t deadline)
 {
 	herd__buf b = { 0 };
 	herd__frame_enc e;
@@ -336,12 +364,17 @@ herd_status herd__peer_put_manifest(herd__peer_conn *c, int64_t step, const void
 	msg m;
 
 	herd__wire_begin(&proto, &e, &b, T_MANIFEST);
-	herd__frame_int(&e, "step", step);
+	frame_key(&e, k);
 	herd__frame_int(&e, "size", (int64_t)len);
 	HERD_CHECK(send_msg(c->fd, &e, &b, deadline, c->name));
-	HERD_CHECK(herd__net_send_all(c->fd, data, len, deadline, c->name));
 	st = expect(c, &m, T_OK, deadline);
 	msg_free(&m);
+	if (st == HERD_OK)
+		st = herd__net_send_all(c->fd, data, len, deadline, c->name);
+	if (st == HERD_OK) {
+		st = expect(c, &m, T_OK, deadline);
+		msg_free(&m);
+	}
 	return st;
 }
 
@@ -365,6 +398,9 @@ static void be64_store(uint8_t *p, uint64_t v)
 	herd__be32_store(p + 4, (uint32_t)v);
 }
 
+/* A listing's records: ns, step, id, manifest (0/1), files, then (rank, size) per file. */
+#define REC_HEAD 40
+
 herd_status herd__peer_list(herd__peer_conn *c, herd__peer_step **out, size_t *n,
 			    int64_t deadline)
 {
@@ -383,12 +419,11 @@ herd_status herd__peer_list(herd__peer_conn *c, herd__peer_step **out, size_t *n
 	HERD_CHECK_GOTO(expect(c, &m, T_LISTING, deadline), st, out);
 	p = field_bin(&m, "steps", &len);
 	end = p + len;
-	/* Records: step, manifest (0/1), files, then (rank, size) per file. */
-	while (p != NULL && end - p >= 24) {
+	while (p != NULL && (size_t)(end - p) >= REC_HEAD) {
 		herd__peer_step *grown, *one;
-		uint64_t nf = be64_load(p + 16);
+		uint64_t nf = be64_load(p + 32);
 
-		if (nf > (uint64_t)(end - p - 24) / 16)
+		if (nf > (uint64_t)(end - p - REC_HEAD) / 16)
 			break;
 		grown = realloc(s, (count + 1) * sizeof(*s));
 		if (grown == NULL) {
@@ -398,10 +433,12 @@ herd_status herd__peer_list(herd__peer_conn *c, herd__peer_step **out, size_t *n
 		s = grown;
 		one = &s[count++];
 		memset(one, 0, sizeof(*one));
-		one->step = (int64_t)be64_load(p);
-		one->manifest = be64_load(p + 8) != 0;
+		one->key.ns = be64_load(p);
+		one->key.step = (int64_t)be64_load(p + 8);
+		one->key.id = be64_load(p + 16);
+		one->manifest = be64_load(p + 24) != 0;
 		one->nfiles = (size_t)nf;
-		p += 24;
+		p += REC_HEAD;
 		if (herd__calloc(&one->ranks, nf + 1, sizeof(int32_t), "a holder's list") != HERD_OK ||
 		    herd__calloc(&one->sizes, nf + 1, sizeof(uint64_t), "a holder's list") != HERD_OK) {
 			st = HERD_ENOMEM;
@@ -413,7 +450,7 @@ herd_status herd__peer_list(herd__peer_conn *c, herd__peer_step **out, size_t *n
 		}
 	}
 	if (p != end) {
-		st = herd__error(HERD_EFORMAT, "%s: its list of steps is malformed", c->name);
+		st = herd__error(HERD_EFORMAT, "%s: its list of saves is malformed", c->name);
 		goto out;
 	}
 	*out = s;
@@ -427,8 +464,8 @@ out:
 }
 
 /* A fetch: rank -1 is the manifest (at, len ignored: all of it). */
-static herd_status fetch(herd__peer_conn *c, int64_t step, int rank, uint64_t at, uint64_t len,
-			 void **dst, size_t *got, int64_t deadline)
+static herd_status fetch(herd__peer_conn *c, const herd__peer_key *k, int rank, uint64_t at,
+			 uint64_t len, void **dst, size_t *got, int64_t deadline)
 {
 	herd__buf b = { 0 };
 	herd__frame_enc e;
@@ -437,7 +474,7 @@ static herd_status fetch(herd__peer_conn *c, int64_t step, int rank, uint64_t at
 	msg m;
 
 	herd__wire_begin(&proto, &e, &b, T_FETCH);
-	herd__frame_int(&e, "step", step);
+	frame_key(&e, k);
 	herd__frame_int(&e, "rank", rank);
 	herd__frame_int(&e, "at", (int64_t)at);
 	herd__frame_int(&e, "len", (int64_t)len);
@@ -457,11 +494,11 @@ static herd_status fetch(herd__peer_conn *c, int64_t step, int rank, uint64_t at
 	return recv_exact(c->fd, *dst, (size_t)size, deadline, c->name);
 }
 
-herd_status herd__peer_fetch_manifest(herd__peer_conn *c, int64_t step, char **data,
+herd_status herd__peer_fetch_manifest(herd__peer_conn *c, const herd__peer_key *k, char **data,
 				      size_t *len, int64_t deadline)
 {
 	void *p = NULL;
-	herd_status st = fetch(c, step, -1, 0, 0, &p, len, deadline);
+	herd_status st = fetch(c, k, -1, 0, 0, &p, len, deadline);
 
 	if (st != HERD_OK) {
 		free(p);
@@ -471,26 +508,28 @@ herd_status herd__peer_fetch_manifest(herd__peer_conn *c, int64_t step, char **d
 	return st;
 }
 
-herd_status herd__peer_fetch(herd__peer_conn *c, int64_t step, int rank, uint64_t at,
+herd_status herd__peer_fetch(herd__peer_conn *c, const herd__peer_key *k, int rank, uint64_t at,
 			     uint64_t len, void *dst, int64_t deadline)
 {
 	size_t got;
 
-	return fetch(c, step, rank, at, len, &dst, &got, deadline);
+	return fetch(c, k, rank, at, len, &dst, &got, deadline);
 }
 
 /* ---- the holder ---------------------------------------------------------------- */
 
-/* Bytes held: a rank's data of a step, or its manifest (rank -1). */
+/* Bytes held: a rank's data of a save, or its manifest (rank -1). */
 typedef struct held {
 	int32_t rank;
 	uint64_t size;
 	uint8_t *data;          /* mmap'ed (size > 0) */
-	int refs;               /* the step's, and each fetch in progress */
+	int refs;               /* the save's, and each fetch in progress */
 } held;
 
+/* One save: its key, and what of it is here. */
 typedef struct held_step {
-	int64_t step;
+	herd__peer_key key;
+	bool manifest;          /* committed */
 	held **items;
 	size_t n;
 } held_step;
@@ -500,12 +539,11 @@ typedef struct holder {
 	pthread_cond_t cv;
 	char token[HERD__PEER_TOKEN_LEN + 1];
 	uint64_t budget, bytes;   /* bytes: held and reserved for puts in progress */
-	int keep;
-	held_step *steps;         /* ascending */
+	int keep;                 /* committed saves kept per namespace */
+	held_step *steps;         /* by namespace, then step */
 	size_t nsteps;
 	int conns[MAX_CONNS];     /* -1: free */
 	size_t live;
-	bool stopping;
 } holder;
 
 typedef struct conn_arg {
@@ -545,98 +583,191 @@ static void drop_step(holder *h, size_t i)
 	h->nsteps--;
 }
 
-static held_step *find_step(holder *h, int64_t step)
+static bool same_key(const herd__peer_key *a, const herd__peer_key *b)
+{
+	return a->ns == b->ns && a->step == b->step && a->id == b->id;
+}
+
+static held_step *find_step(holder *h, const herd__peer_key *k)
 {
 	for (size_t i = 0; i < h->nsteps; i++)
-		if (h->steps[i].step == step)
+		if (same_key(&h->steps[i].key, k))
 			return &h->steps[i];
 	return NULL;
 }
 
+/* The newest committed save of namespace ns; SIZE_MAX when none.  Locked. */
+static size_t newest_committed(const holder *h, uint64_t ns)
+{
+	size_t best = SIZE_MAX;
+
+	for (size_t i = 0; i < h->nsteps; i++)
+		if (h->steps[i].key.ns == ns && h->steps[i].manifest &&
+		    (best == SIZE_MAX || h->steps[i].key.step > h->steps[best].key.step))
+			best = i;
+	return best;
+}
+
 /*
- * Room for size more bytes of step: steps newer than it are a failed
- * run's and go; while `keep` steps are held besides it, the oldest goes.
+ * Drops the first save of k's namespace that drop(save, k, newest) says
+ * to, never the newest committed one; false when none.  Locked.
+ */
+static bool drop_first(holder *h, const herd__peer_key *k,
+		       bool (*drop)(const held_step *s, const herd__peer_key *k))
+{
+	size_t keep = newest_committed(h, k->ns), victim = SIZE_MAX;
+
+	for (size_t i = 0; i < h->nsteps; i++) {
+		const held_step *s = &h->steps[i];
+
+		if (s->key.ns != k->ns || i == keep || same_key(&s->key, k) || !drop(s, k))
+			continue;
+		if (victim == SIZE_MAX || s->key.step < h->steps[victim].key.step)
+			victim = i;
+	}
+	if (victim == SIZE_MAX)
+		return false;
+	drop_step(h, victim);
+	return true;
+}
+
+/* What a restarted run left: newer steps, the same step saved before, saves never committed. */
+static bool left_behind(const held_step *s, const herd__peer_key *k)
+{
+	return s->key.step > k->step || s->key.step == k->step || !s->manifest;
+}
+
+/* Any other save (under the budget's pressure: oldest first). */
+static bool any(const held_step *s, const herd__peer_key *k)
+{
+	(void)s;
+	(void)k;
+	return true;
+}
+
+/* Committed saves older than k's (at a commit, beyond the ones kept). */
+static bool older_committed(const held_step *s, const herd__peer_key *k)
+{
+	return s->manifest && s->key.step < k->step;
+}
+
+/* Uncommitted saves older than k's (a commit: they will never be). */
+static bool older_partial(const held_step *s, const herd__peer_key *k)
+{
+	return !s->manifest && s->key.step < k->step;
+}
+
+/*
+ * Room for size more bytes of save k: what restarted runs left goes, then
+ * older saves while over the budget, never the newest committed one.
  * Locked.  false, with why, when the budget does not allow it even then.
  */
-static bool reserve(holder *h, int64_t step, uint64_t size, char *why, size_t cap)
+static bool reserve(holder *h, const herd__peer_key *k, uint64_t size, char *why, size_t cap)
 {
-	while (h->nsteps > 0 && h->steps[h->nsteps - 1].step > step)
-		drop_step(h, h->nsteps - 1);
-	while (h->nsteps > 0 && find_step(h, step) == NULL && h->nsteps >= (size_t)h->keep)
-		drop_step(h, 0);
-	while (h->nsteps > 0 && h->steps[0].step < step && h->bytes + size > h->budget)
-		drop_step(h, 0);
+	while (drop_first(h, k, left_behind))
+		;
+	while (h->bytes + size > h->budget && drop_first(h, k, any))
+		;
 	if (h->bytes + size > h->budget) {
 		snprintf(why, cap, "holding %" PRIu64 " more bytes of step %" PRId64 " would take "
 			 "%" PRIu64 " bytes, over this holder's budget of %" PRIu64 " "
-			 "(HERD_CKPT_PEER_BYTES)", size, step, h->bytes + size, h->budget);
+			 "(HERD_CKPT_PEER_BYTES)", size, k->step, h->bytes + size, h->budget);
 		return false;
 	}
 	h->bytes += size;
 	return true;
 }
 
-/* Puts x into step's place (a copy of the same rank replaced).  Locked. */
-static bool insert(holder *h, int64_t step, held *x)
+/* Counts the committed saves of k's namespace. */
+static size_t committed(const holder *h, uint64_t ns)
 {
-	held_step *s = find_step(h, step);
-	size_t at = 0;
+	size_t n = 0;
+
+	for (size_t i = 0; i < h->nsteps; i++)
+		n += h->steps[i].key.ns == ns && h->steps[i].manifest;
+	return n;
+}
+
+/*
+ * Puts x into save k (a copy of the same rank replaced); a manifest
+ * commits the save, and the saves it makes obsolete go.  Locked.  false
+ * when it cannot (out of memory: x stays the caller's).
+ */
+static bool insert(holder *h, const herd__peer_key *k, held *x)
+{
+	held_step *s = find_step(h, k);
+	held **grown;
 
 	if (s == NULL) {
-		held_step *grown;
+		held_step *more = realloc(h->steps, (h->nsteps + 1) * sizeof(*more));
 
-		if (h->nsteps >= (size_t)h->keep && h->steps[0].step > step)
-			return false;   /* newer steps came meanwhile */
-		while (h->nsteps >= (size_t)h->keep)
-			drop_step(h, 0);
-		grown = realloc(h->steps, (h->nsteps + 1) * sizeof(*grown));
-		if (grown == NULL)
+		if (more == NULL)
 			return false;
-		h->steps = grown;
-		while (at < h->nsteps && h->steps[at].step < step)
-			at++;
-		memmove(&h->steps[at + 1], &h->steps[at], (h->nsteps - at) * sizeof(*grown));
-		h->nsteps++;
-		s = &h->steps[at];
+		h->steps = more;
+		s = &h->steps[h->nsteps++];
 		memset(s, 0, sizeof(*s));
-		s->step = step;
+		s->key = *k;
 	}
-	for (size_t k = 0; k < s->n; k++)
-		if (s->items[k]->rank == x->rank) {
-			unref(h, s->items[k]);
-			s->items[k] = x;
-			return true;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->items[i]->rank == x->rank) {
+			unref(h, s->items[i]);
+			s->items[i] = x;
+			goto placed;
 		}
-	{
-		held **grown = realloc(s->items, (s->n + 1) * sizeof(*grown));
-
-		if (grown == NULL)
-			return false;
-		s->items = grown;
-		s->items[s->n++] = x;
+	grown = realloc(s->items, (s->n + 1) * sizeof(*grown));
+	if (grown == NULL)
+		return false;
+	s->items = grown;
+	s->items[s->n++] = x;
+placed:
+	if (x->rank < 0) {
+		s->manifest = true;
+		while (drop_first(h, k, older_partial))
+			;
+		while (committed(h, k->ns) > (size_t)h->keep && drop_first(h, k, older_committed))
+			;
 	}
 	return true;
 }
 
-/* A put or a manifest: the bytes come after the frame. */
+static bool field_key(const msg *m, herd__peer_key *k)
+{
+	int64_t ns, id;
+
+	if (!field_int(m, "ns", &ns) || !field_int(m, "step", &k->step) || k->step < 0 ||
+	    !field_int(m, "id", &id))
+		return false;
+	k->ns = (uint64_t)ns;
+	k->id = (uint64_t)id;
+	return true;
+}
+
+/*
+ * A put or a manifest: the holder's word that it takes the bytes, the
+ * bytes, its word that it holds them.  A refusal comes before any byte,
+ * so the stream stays in step.
+ */
 static herd_status serve_put(holder *h, int fd, const msg *m, bool manifest, const char *peer)
 {
-	int64_t step, rank = -1, size;
 	int64_t deadline = herd__net_deadline(PEER_IDLE_MS);
+	int64_t rank = -1, size;
+	herd__peer_key k;
 	char why[512];
 	held *x = NULL;
 	herd_status st;
 	bool ok;
 
-	if (!field_int(m, "step", &step) || step < 0 || !field_int(m, "size", &size) ||
-	    size < 0 || (!manifest && (!field_int(m, "rank", &rank) || rank < 0 ||
-				       rank >= HERD__CKPT_MAX_RANKS)))
-		return send_error(fd, HERD_EFORMAT, "a put without its step, rank or size",
+	if (!field_key(m, &k) || !field_int(m, "size", &size) || size < 0 ||
+	    (!manifest && (!field_int(m, "rank", &rank) || rank < 0 ||
+			   rank >= HERD__CKPT_MAX_RANKS)))
+		return send_error(fd, HERD_EFORMAT, "a put without its save, rank or size",
 				  deadline, peer);
-	if (manifest && (uint64_t)size > HERD__CKPT_MANIFEST_MAX)
-		return send_error(fd, HERD_EFORMAT, "a manifest over 256 MiB", deadline, peer);
+	if ((manifest && (uint64_t)size > HERD__CKPT_MANIFEST_MAX) ||
+	    (uint64_t)size > HERD__CKPT_MAX_BYTES)
+		return send_error(fd, HERD_EFORMAT, "a put larger than a checkpoint's file may be",
+				  deadline, peer);
 	pthread_mutex_lock(&h->mu);
-	ok = reserve(h, step, (uint64_t)size, why, sizeof(why));
+	ok = reserve(h, &k, (uint64_t)size, why, sizeof(why));
 	pthread_mutex_unlock(&h->mu);
 	if (!ok)
 		return send_error(fd, HERD_ENORESOURCE, why, deadline, peer);
@@ -651,19 +782,17 @@ static herd_status serve_put(holder *h, int fd, const msg *m, bool manifest, con
 	x->rank = (int32_t)rank;
 	x->size = (uint64_t)size;
 	x->refs = 1;
-	if (!manifest)
-		HERD_CHECK_GOTO(send_ok(fd, deadline, peer), st, fail);
-	HERD_CHECK_GOTO(recv_exact(fd, x->data, (size_t)size, herd__net_deadline(PEER_IDLE_MS),
-				   peer), st, fail);
+	HERD_CHECK_GOTO(send_ok(fd, deadline, peer), st, fail);
+	HERD_CHECK_GOTO(recv_idle(fd, x->data, (size_t)size, PEER_IDLE_MS, peer), st, fail);
 	pthread_mutex_lock(&h->mu);
-	ok = insert(h, step, x);
+	ok = insert(h, &k, x);
 	if (!ok)
 		unref(h, x);
 	pthread_mutex_unlock(&h->mu);
 	if (!ok)
-		return send_error(fd, HERD_EBUSY, "newer steps came while this one arrived: not "
-				  "kept", deadline, peer);
-	return send_ok(fd, deadline, peer);
+		return send_error(fd, HERD_ENOMEM, "out of memory for the list of saves", deadline,
+				  peer);
+	return send_ok(fd, herd__net_deadline(PEER_IDLE_MS), peer);
 fail:
 	pthread_mutex_lock(&h->mu);
 	unref(h, x);
@@ -682,28 +811,28 @@ static herd_status serve_list(holder *h, int fd, const char *peer)
 
 	pthread_mutex_lock(&h->mu);
 	for (size_t i = 0; i < h->nsteps; i++)
-		cap += 24 + 16 * h->steps[i].n;
-	if (herd__calloc(&rec, cap + 1, 1, "a list of steps") != HERD_OK)
+		cap += REC_HEAD + 16 * h->steps[i].n;
+	if (herd__calloc(&rec, cap + 1, 1, "a list of saves") != HERD_OK)
 		st = HERD_ENOMEM;
 	for (size_t i = 0; st == HERD_OK && i < h->nsteps; i++) {
 		const held_step *s = &h->steps[i];
-		uint64_t files = 0, manifest = 0;
+		uint64_t files = 0;
 		size_t head = len;
 
-		len += 24;
+		len += REC_HEAD;
 		for (size_t k = 0; k < s->n; k++) {
-			if (s->items[k]->rank < 0) {
-				manifest = 1;
+			if (s->items[k]->rank < 0)
 				continue;
-			}
 			be64_store(rec + len, (uint64_t)s->items[k]->rank);
 			be64_store(rec + len + 8, s->items[k]->size);
 			len += 16;
 			files++;
 		}
-		be64_store(rec + head, (uint64_t)s->step);
-		be64_store(rec + head + 8, manifest);
-		be64_store(rec + head + 16, files);
+		be64_store(rec + head, s->key.ns);
+		be64_store(rec + head + 8, (uint64_t)s->key.step);
+		be64_store(rec + head + 16, s->key.id);
+		be64_store(rec + head + 24, s->manifest);
+		be64_store(rec + head + 32, files);
 	}
 	pthread_mutex_unlock(&h->mu);
 	if (st != HERD_OK) {
@@ -713,39 +842,45 @@ static herd_status serve_list(holder *h, int fd, const char *peer)
 	herd__wire_begin(&proto, &e, &b, T_LISTING);
 	herd__frame_bin(&e, "steps", rec, len);
 	free(rec);
+	if (len + 64 > FRAME_MAX) {
+		herd__buf_free(&b);
+		return send_error(fd, HERD_ENORESOURCE, "the list of saves is larger than a frame",
+				  deadline, peer);
+	}
 	return send_msg(fd, &e, &b, deadline, peer);
 }
 
 static herd_status serve_fetch(holder *h, int fd, const msg *m, const char *peer)
 {
 	int64_t deadline = herd__net_deadline(PEER_IDLE_MS);
-	int64_t step, rank, at, len;
+	int64_t rank, at, len;
 	herd__buf b = { 0 };
+	herd__peer_key k;
 	herd__frame_enc e;
 	held_step *s;
 	held *x = NULL;
 	herd_status st;
 	char why[160];
 
-	if (!field_int(m, "step", &step) || !field_int(m, "rank", &rank) ||
-	    !field_int(m, "at", &at) || !field_int(m, "len", &len) || at < 0 || len < 0)
-		return send_error(fd, HERD_EFORMAT, "a fetch without its step, rank or range",
+	if (!field_key(m, &k) || !field_int(m, "rank", &rank) || !field_int(m, "at", &at) ||
+	    !field_int(m, "len", &len) || at < 0 || len < 0)
+		return send_error(fd, HERD_EFORMAT, "a fetch without its save, rank or range",
 				  deadline, peer);
 	pthread_mutex_lock(&h->mu);
-	s = find_step(h, step);
-	for (size_t k = 0; s != NULL && k < s->n; k++)
-		if (s->items[k]->rank == (rank < 0 ? -1 : rank))
-			x = s->items[k];
+	s = find_step(h, &k);
+	for (size_t i = 0; s != NULL && i < s->n; i++)
+		if (s->items[i]->rank == (rank < 0 ? -1 : rank))
+			x = s->items[i];
 	if (x != NULL)
 		x->refs++;
 	pthread_mutex_unlock(&h->mu);
 	if (x == NULL) {
 		if (rank < 0)
 			snprintf(why, sizeof(why), "step %" PRId64 ": its manifest is not held here",
-				 step);
+				 k.step);
 		else
 			snprintf(why, sizeof(why), "step %" PRId64 ": saved rank %" PRId64 " is not "
-				 "held here", step, rank);
+				 "held here", k.step, rank);
 		return send_error(fd, HERD_ENOTFOUND, why, deadline, peer);
 	}
 	if (rank < 0) {
@@ -753,8 +888,8 @@ static herd_status serve_fetch(holder *h, int fd, const msg *m, const char *peer
 		len = (int64_t)x->size;
 	}
 	if ((uint64_t)at > x->size || (uint64_t)len > x->size - (uint64_t)at) {
-		snprintf(why, sizeof(why), "bytes %" PRId64 "..%" PRId64 " are beyond the %" PRIu64
-			 " held", at, at + len, x->size);
+		snprintf(why, sizeof(why), "bytes %" PRId64 " to %" PRId64 " are beyond the %"
+			 PRIu64 " held", at, at + len, x->size);
 		st = send_error(fd, HERD_EINVAL, why, deadline, peer);
 		goto out;
 	}
@@ -762,7 +897,8 @@ static herd_status serve_fetch(holder *h, int fd, const msg *m, const char *peer
 	herd__frame_int(&e, "size", len);
 	st = send_msg(fd, &e, &b, deadline, peer);
 	if (st == HERD_OK)
-		st = herd__net_send_all(fd, x->data + at, (size_t)len, deadline, peer);
+		st = herd__net_send_all(fd, x->data + at, (size_t)len, herd__net_deadline(
+						PEER_IDLE_MS + (int)(len >> 20) * 1000), peer);
 out:
 	pthread_mutex_lock(&h->mu);
 	unref(h, x);
@@ -864,7 +1000,7 @@ static void accept_one(holder *h, int lfd)
 	pthread_t t;
 	conn_arg *a = NULL;
 	size_t slot = MAX_CONNS;
-	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 	if (fd < 0)
 		return;
@@ -955,7 +1091,6 @@ out:
 		close(lfd);
 	/* The connections end; their threads let go of the holder. */
 	pthread_mutex_lock(&h->mu);
-	h->stopping = true;
 	for (size_t i = 0; i < MAX_CONNS; i++)
 		if (h->conns[i] >= 0)
 			shutdown(h->conns[i], SHUT_RDWR);

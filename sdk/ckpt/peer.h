@@ -11,20 +11,30 @@
  * without one).  A connection proves the token as every herd connection
  * proves the job secret (base/auth.h), then asks:
  *
- *   put       step, saved rank, size, then that many raw bytes: the rank's
- *             data file of the step, byte for byte as on disk;
- *   manifest  step, then the step's manifest (as on disk): the step is
- *             committed in memory once its manifest is there;
- *   list      the steps held: for each, whether its manifest is there, and
- *             the saved ranks whose data is there whole, with their sizes;
- *   fetch     the manifest of a step, or bytes [at, at + len) of a saved
+ *   put       a save's key, a saved rank, a size, then that many raw
+ *             bytes: the rank's data file of the step, byte for byte as
+ *             on disk;
+ *   manifest  a save's key, then the step's manifest (as on disk): the
+ *             save is committed in memory once its manifest is there;
+ *   list      the saves held: for each, its key, whether its manifest is
+ *             there, and the saved ranks whose data is there whole, with
+ *             their sizes;
+ *   fetch     the manifest of a save, or bytes [at, at + len) of a saved
  *             rank's data.
  *
- * The holder keeps the newest `steps` steps (1 or 2) and at most `budget`
- * bytes: a put of a newer step drops the oldest steps, except the newest
- * step with a manifest; a put that would still go over the budget is
- * refused, with both figures.  What a restore reads is verified against
- * the manifest's checksums, as a read from storage is.
+ * A save's key is the checkpoint handle's namespace (a hash of its
+ * directory: two handles of one job keep apart), the step, and an id
+ * rank 0 draws at random for each save: the copies of a step saved again
+ * (after a restart) never mix with the earlier save's.
+ *
+ * Per namespace, the holder keeps the newest `steps` (1 or 2) committed
+ * saves and the saves arriving, in at most `budget` bytes: a put drops
+ * the saves a restarted run left behind (newer steps, and the same step
+ * saved before, and saves never committed), and older committed saves
+ * while over the budget, never the newest committed one; a put that would
+ * still go over the budget is refused, with both figures.  A commit
+ * drops the committed saves beyond `steps`.  What a restore reads is
+ * verified against the manifest's checksums, as a read from storage is.
  */
 #ifndef HERD_CKPT_PEER_H
 #define HERD_CKPT_PEER_H
@@ -61,20 +71,28 @@ typedef struct herd__peer_conn {
 herd_status herd__peer_connect(herd__peer_conn *c, const herd__peer_addr *a, int64_t deadline);
 void herd__peer_close(herd__peer_conn *c);
 
+/* A save, as the holders know it. */
+typedef struct herd__peer_key {
+	uint64_t ns;               /* the handle's: a hash of its directory */
+	int64_t step;
+	uint64_t id;               /* rank 0's random draw for this save */
+} herd__peer_key;
+
 /* A put: the header now, the size bytes with herd__peer_put_bytes, then
- * herd__peer_put_end waits for the holder's word that it holds them. */
-herd_status herd__peer_put_begin(herd__peer_conn *c, int64_t step, int rank, uint64_t size,
-				 int64_t deadline);
+ * herd__peer_put_end waits for the holder's word that it holds them.
+ * Each call's deadline is its own: a stream stalls, it does not age. */
+herd_status herd__peer_put_begin(herd__peer_conn *c, const herd__peer_key *k, int rank,
+				 uint64_t size, int64_t deadline);
 herd_status herd__peer_put_bytes(herd__peer_conn *c, const void *p, size_t n, int64_t deadline);
 herd_status herd__peer_put_end(herd__peer_conn *c, int64_t deadline);
 
-/* The manifest of step (its bytes as on disk). */
-herd_status herd__peer_put_manifest(herd__peer_conn *c, int64_t step, const void *data,
-				    size_t len, int64_t deadline);
+/* The manifest of a save (its bytes as on disk): the save is committed. */
+herd_status herd__peer_put_manifest(herd__peer_conn *c, const herd__peer_key *k,
+				    const void *data, size_t len, int64_t deadline);
 
-/* One step a holder holds. */
+/* One save a holder holds. */
 typedef struct herd__peer_step {
-	int64_t step;
+	herd__peer_key key;
 	bool manifest;
 	size_t nfiles;             /* saved ranks held whole */
 	int32_t *ranks;            /* their numbers */
@@ -83,16 +101,16 @@ typedef struct herd__peer_step {
 
 void herd__peer_steps_free(herd__peer_step *s, size_t n);
 
-/* The steps the holder holds, oldest first; *out freed with herd__peer_steps_free. */
+/* The saves the holder holds; *out freed with herd__peer_steps_free. */
 herd_status herd__peer_list(herd__peer_conn *c, herd__peer_step **out, size_t *n,
 			    int64_t deadline);
 
-/* The manifest of step: *data (malloc'ed) and *len. */
-herd_status herd__peer_fetch_manifest(herd__peer_conn *c, int64_t step, char **data,
+/* The manifest of a save: *data (malloc'ed) and *len. */
+herd_status herd__peer_fetch_manifest(herd__peer_conn *c, const herd__peer_key *k, char **data,
 				      size_t *len, int64_t deadline);
 
-/* Bytes [at, at + len) of saved rank's data of step into dst. */
-herd_status herd__peer_fetch(herd__peer_conn *c, int64_t step, int rank, uint64_t at,
+/* Bytes [at, at + len) of saved rank's data of a save into dst. */
+herd_status herd__peer_fetch(herd__peer_conn *c, const herd__peer_key *k, int rank, uint64_t at,
 			     uint64_t len, void *dst, int64_t deadline);
 
 /* ---- the holder ----------------------------------------------------------- */
@@ -106,8 +124,9 @@ typedef struct herd__peer_hold_opts {
 /*
  * Runs a holder: listens, writes "hold PORT TOKEN\n" to out_fd, serves
  * until in_fd reaches its end (the launcher closed the channel), then
- * closes every connection and returns.  HERD_OK at that end; an error when
- * it cannot listen.
+ * shuts every connection down and returns once their threads are done, or
+ * after 5 s without them (the process is ending).  HERD_OK at that end;
+ * an error when it cannot listen.
  */
 herd_status herd__peer_hold(int in_fd, int out_fd, const herd__peer_hold_opts *o);
 

@@ -528,6 +528,7 @@ static herd_status restore_step(herd_ckpt *ck, int64_t step)
 /* What rank 0 found in the holders, as it tells the others. */
 typedef struct peer_plan {
 	int64_t step;            /* the step to restore from memory; -1: from storage */
+	herd__peer_key key;      /* its save */
 	int64_t peers_step;      /* the newest complete step in memory; -1: none */
 	int64_t storage_step;    /* the newest committed step in storage; -1: none */
 	uint64_t mlen;           /* the manifest's bytes, broadcast next */
@@ -562,46 +563,115 @@ static void list_add(char *buf, size_t cap, const char *item)
 		herd__strlcpy(buf + o, item, cap - o);
 }
 
-/* The holder of step's saved rank `rank` (size bytes) that serves the fewest so far. */
-static int32_t holder_of(const herd_ckpt *ck, const survey *sv, int64_t step, int rank,
-			 uint64_t size, const int *load)
+static bool key_is(const herd__peer_key *a, const herd__peer_key *b)
+{
+	return a->ns == b->ns && a->step == b->step && a->id == b->id;
+}
+
+/* Holder i's entry of save k, or NULL. */
+static const herd__peer_step *held_by(const survey *sv, size_t i, const herd__peer_key *k)
+{
+	for (size_t j = 0; sv->steps[i] != NULL && j < sv->nsteps[i]; j++)
+		if (key_is(&sv->steps[i][j].key, k))
+			return &sv->steps[i][j];
+	return NULL;
+}
+
+/* The holder of save k's saved rank `rank` (size bytes) that serves the fewest so far. */
+static int32_t holder_of(const herd_ckpt *ck, const survey *sv, const herd__peer_key *k,
+			 int rank, uint64_t size, const int *load)
 {
 	int32_t best = -1;
 
-	for (size_t i = 0; i < ck->nholders; i++)
-		for (size_t k = 0; sv->steps[i] != NULL && k < sv->nsteps[i]; k++) {
-			const herd__peer_step *s = &sv->steps[i][k];
+	for (size_t i = 0; i < ck->nholders; i++) {
+		const herd__peer_step *s = held_by(sv, i, k);
 
-			if (s->step != step)
-				continue;
-			for (size_t f = 0; f < s->nfiles; f++)
-				if (s->ranks[f] == rank && s->sizes[f] == size &&
-				    (best < 0 || load[i] < load[best]))
-					best = (int32_t)i;
-		}
+		for (size_t f = 0; s != NULL && f < s->nfiles; f++)
+			if (s->ranks[f] == rank && s->sizes[f] == size &&
+			    (best < 0 || load[i] < load[best]))
+				best = (int32_t)i;
+	}
 	return best;
 }
 
-/* A holder that holds step's manifest; -1 when none. */
-static int holder_with_manifest(const herd_ckpt *ck, const survey *sv, int64_t step)
+/* Asks every holder what it holds, each within SURVEY_MS. */
+static void survey_ask(herd_ckpt *ck, survey *sv, herd__peer_key **cand, size_t *ncand,
+		       size_t *answered)
 {
-	for (size_t i = 0; i < ck->nholders; i++)
-		for (size_t k = 0; sv->steps[i] != NULL && k < sv->nsteps[i]; k++)
-			if (sv->steps[i][k].step == step && sv->steps[i][k].manifest)
-				return (int)i;
-	return -1;
+	for (size_t i = 0; i < ck->nholders; i++) {
+		int64_t deadline = herd__net_deadline(SURVEY_MS);
+		herd__peer_conn c;
+
+		if (ck->holders[i].port == 0)
+			continue;
+		if (herd__peer_connect(&c, &ck->holders[i], deadline) == HERD_OK &&
+		    herd__peer_list(&c, &sv->steps[i], &sv->nsteps[i], deadline) == HERD_OK) {
+			(*answered)++;
+			for (size_t k = 0; k < sv->nsteps[i]; k++) {
+				herd__peer_key *grown;
+
+				if (!sv->steps[i][k].manifest || sv->steps[i][k].key.ns != ck->peer_ns)
+					continue;
+				grown = realloc(*cand, (*ncand + 1) * sizeof(**cand));
+				if (grown == NULL)
+					break;
+				*cand = grown;
+				(*cand)[(*ncand)++] = sv->steps[i][k].key;
+			}
+		} else {
+			herd__log_info("checkpoint restore: %s", herd_last_error());
+			list_add(sv->unreachable, sizeof(sv->unreachable), ck->holders[i].host);
+		}
+		herd__peer_close(&c);
+	}
+}
+
+static int cmp_newest(const void *a, const void *b)
+{
+	const herd__peer_key *x = a, *y = b;
+
+	return x->step > y->step ? -1 : x->step < y->step;
+}
+
+/* Save k's manifest from any holder that lists it: *data, *len and decoded *m. */
+static bool survey_manifest(herd_ckpt *ck, const survey *sv, const herd__peer_key *k,
+			    char **data, size_t *len, herd__ckpt_manifest **m)
+{
+	for (size_t i = 0; i < ck->nholders; i++) {
+		const herd__peer_step *s = held_by(sv, i, k);
+		int64_t deadline = herd__net_deadline(ck->peer_timeout_ms);
+		herd__peer_conn c;
+
+		if (s == NULL || !s->manifest)
+			continue;
+		if (herd__peer_connect(&c, &ck->holders[i], deadline) == HERD_OK &&
+		    herd__peer_fetch_manifest(&c, k, data, len, deadline) == HERD_OK &&
+		    herd__ckpt_manifest_decode(m, *data, *len, "a manifest in peers' memory") ==
+			    HERD_OK && (*m)->step == k->step) {
+			herd__peer_close(&c);
+			return true;
+		}
+		herd__log_warn("checkpoint step %" PRId64 " in peers' memory, from %s: %s", k->step,
+			       ck->holders[i].host, herd_last_error());
+		herd__peer_close(&c);
+		free(*data);
+		*data = NULL;
+		herd__ckpt_manifest_free(*m);
+		*m = NULL;
+	}
+	return false;
 }
 
 /*
- * Rank 0: asks every holder what it holds and finds the newest step whose
- * manifest and every saved rank's data are held by holders that answered;
- * *source (per saved rank, the holder to fetch from) and *manifest (its
- * bytes) for it.  plan->step stays -1 when there is none; why says so.
+ * Rank 0: asks every holder what it holds and finds the newest save of
+ * this handle whose manifest and every saved rank's data are held by
+ * holders that answered; *source (per saved rank, the holder to fetch
+ * from) and *manifest (its bytes) for it.  plan->step stays -1 when it
+ * restores from storage; why says why, either way.
  */
 static void survey_holders(herd_ckpt *ck, peer_plan *plan, int32_t **source, char **manifest)
 {
-	int64_t deadline = herd__net_deadline(SURVEY_MS);
-	int64_t *cand = NULL;
+	herd__peer_key *cand = NULL;
 	size_t ncand = 0, answered = 0;
 	int *load = NULL;
 	survey sv = { 0 };
@@ -613,82 +683,37 @@ static void survey_holders(herd_ckpt *ck, peer_plan *plan, int32_t **source, cha
 		snprintf(plan->why, sizeof(plan->why), "%s", herd_last_error());
 		goto out;
 	}
-	for (size_t i = 0; i < ck->nholders; i++) {
-		herd__peer_conn c;
-
-		if (ck->holders[i].port == 0)
-			continue;
-		if (herd__peer_connect(&c, &ck->holders[i], deadline) == HERD_OK &&
-		    herd__peer_list(&c, &sv.steps[i], &sv.nsteps[i], deadline) == HERD_OK) {
-			answered++;
-			for (size_t k = 0; k < sv.nsteps[i]; k++) {
-				int64_t *grown;
-
-				if (!sv.steps[i][k].manifest)
-					continue;
-				grown = realloc(cand, (ncand + 1) * sizeof(*cand));
-				if (grown == NULL)
-					break;
-				cand = grown;
-				cand[ncand++] = sv.steps[i][k].step;
-			}
-		} else {
-			herd__log_info("checkpoint restore: %s", herd_last_error());
-			list_add(sv.unreachable, sizeof(sv.unreachable), ck->holders[i].host);
-		}
-		herd__peer_close(&c);
-	}
+	survey_ask(ck, &sv, &cand, &ncand, &answered);
 	if (answered == 0) {
-		snprintf(plan->why, sizeof(plan->why), "no checkpoint holder answered%s%s",
-			 sv.unreachable[0] ? " (" : "", sv.unreachable[0] ? sv.unreachable : "");
-		if (sv.unreachable[0])
-			herd__strlcpy(plan->why + strlen(plan->why), ")",
-				      sizeof(plan->why) - strlen(plan->why));
+		snprintf(plan->why, sizeof(plan->why), "no checkpoint holder answered (%s)",
+			 sv.unreachable[0] ? sv.unreachable : "none is named");
 		goto out;
 	}
-	/* Newest first: the first complete one is the one. */
-	for (size_t a = 0; a < ncand; a++)
-		for (size_t b = a + 1; b < ncand; b++)
-			if (cand[b] > cand[a]) {
-				int64_t t = cand[a];
-
-				cand[a] = cand[b];
-				cand[b] = t;
-			}
+	if (ncand > 1)
+		qsort(cand, ncand, sizeof(*cand), cmp_newest);
 	for (size_t a = 0; a < ncand && plan->peers_step < 0; a++) {
-		int h = holder_with_manifest(ck, &sv, cand[a]);
 		herd__ckpt_manifest *m = NULL;
-		herd__peer_conn c;
 		char *data = NULL;
 		size_t len = 0;
 		bool whole = true;
 
-		if ((a > 0 && cand[a] == cand[a - 1]) || h < 0)
+		if (a > 0 && key_is(&cand[a], &cand[a - 1]))
 			continue;
-		if (herd__peer_connect(&c, &ck->holders[h], deadline) != HERD_OK ||
-		    herd__peer_fetch_manifest(&c, cand[a], &data, &len, deadline) != HERD_OK ||
-		    herd__ckpt_manifest_decode(&m, data, len, "a manifest in peers' memory") !=
-			    HERD_OK || m->step != cand[a]) {
-			herd__peer_close(&c);
-			herd__log_warn("checkpoint step %" PRId64 " in peers' memory: %s", cand[a],
-				       herd_last_error());
-			free(data);
-			herd__ckpt_manifest_free(m);
+		if (!survey_manifest(ck, &sv, &cand[a], &data, &len, &m))
 			continue;
-		}
-		herd__peer_close(&c);
 		free(*source);
 		*source = NULL;
 		memset(load, 0, ck->nholders * sizeof(int));
 		if (herd__calloc(source, m->nfiles + 1, sizeof(int32_t), "a survey") != HERD_OK)
 			whole = false;
 		for (size_t f = 0; whole && f < m->nfiles; f++) {
-			int32_t i = holder_of(ck, &sv, cand[a], m->files[f].rank, m->files[f].size, load);
+			int32_t i = holder_of(ck, &sv, &cand[a], m->files[f].rank, m->files[f].size,
+					      load);
 
 			if (i < 0) {
 				if (missing[0] == '\0')
 					snprintf(missing, sizeof(missing), "step %" PRId64 " in peers' "
-						 "memory lacks saved rank %d's data", cand[a],
+						 "memory lacks saved rank %d's data", cand[a].step,
 						 m->files[f].rank);
 				whole = false;
 				break;
@@ -697,7 +722,8 @@ static void survey_holders(herd_ckpt *ck, peer_plan *plan, int32_t **source, cha
 			load[i]++;
 		}
 		if (whole) {
-			plan->peers_step = cand[a];
+			plan->peers_step = cand[a].step;
+			plan->key = cand[a];
 			plan->nfiles = (int32_t)m->nfiles;
 			plan->mlen = len;
 			*manifest = data;
@@ -858,14 +884,13 @@ static herd_status needed(const herd_ckpt *ck, const herd__ckpt_manifest *m, ran
  * Fetches the ranges of saved file f from holder h into a memory file of
  * the file's size (sparse: only what is fetched takes memory).
  */
-static herd_status fetch_file(herd_ckpt *ck, herd__peer_conn *c, const herd__ckpt_file *file,
-			      int64_t step, const ranges *rs, int fd, uint64_t *bytes,
-			      int64_t deadline)
+static herd_status fetch_file(herd__peer_conn *c, const herd__ckpt_file *file,
+			      const herd__peer_key *k, const ranges *rs, int fd, uint64_t *bytes,
+			      int timeout_ms)
 {
 	uint8_t *map;
 	herd_status st = HERD_OK;
 
-	(void)ck;
 	if (ftruncate(fd, (off_t)file->size) != 0)
 		return herd__error_errno(HERD_ENOMEM, errno, "cannot size a memory file for %s",
 					 file->name);
@@ -876,9 +901,10 @@ static herd_status fetch_file(herd_ckpt *ck, herd__peer_conn *c, const herd__ckp
 		return herd__error_errno(HERD_ENOMEM, errno, "cannot map a memory file for %s",
 					 file->name);
 	for (size_t i = 0; i < rs->n && st == HERD_OK; i++) {
-		st = herd__peer_fetch(c, step, file->rank, rs->r[i].lo, rs->r[i].hi - rs->r[i].lo,
-				      map + rs->r[i].lo, deadline);
-		*bytes += rs->r[i].hi - rs->r[i].lo;
+		st = herd__peer_fetch(c, k, file->rank, rs->r[i].lo, rs->r[i].hi - rs->r[i].lo,
+				      map + rs->r[i].lo, herd__net_deadline(timeout_ms));
+		if (st == HERD_OK)
+			*bytes += rs->r[i].hi - rs->r[i].lo;
 	}
 	munmap(map, (size_t)file->size);
 	return st;
@@ -892,7 +918,6 @@ static herd_status fetch_file(herd_ckpt *ck, herd__peer_conn *c, const herd__ckp
 static herd_status restore_peers(herd_ckpt *ck, const peer_plan *plan, const int32_t *source,
 				 const char *mdata)
 {
-	int64_t deadline = herd__net_deadline(ck->peer_timeout_ms);
 	herd__peer_conn *conns = NULL;
 	ranges *per_file = NULL;
 	step_files sf;
@@ -931,12 +956,13 @@ static herd_status restore_peers(herd_ckpt *ck, const peer_plan *plan, const int
 			goto out;
 		}
 		if (per_file[f].n > 0 && conns[h].fd < 0) {
-			HERD_CHECK_GOTO(herd__peer_connect(&conns[h], &ck->holders[h], deadline), st,
-					out);
+			HERD_CHECK_GOTO(herd__peer_connect(&conns[h], &ck->holders[h],
+							   herd__net_deadline(ck->peer_timeout_ms)),
+					st, out);
 			list_add(ck->last.from, sizeof(ck->last.from), ck->holders[h].host);
 		}
-		HERD_CHECK_GOTO(fetch_file(ck, &conns[h], &sf.m->files[f], plan->step, &per_file[f],
-					   sf.fds[f], &ck->last.bytes, deadline), st, out);
+		HERD_CHECK_GOTO(fetch_file(&conns[h], &sf.m->files[f], &plan->key, &per_file[f],
+					   sf.fds[f], &ck->last.bytes, ck->peer_timeout_ms), st, out);
 	}
 	for (size_t i = 0; i < ck->nholders; i++)
 		herd__peer_close(&conns[i]);
@@ -986,7 +1012,14 @@ static herd_status try_peers(herd_ckpt *ck, int64_t newest, int64_t *restored)
 		st = HERD_ENOMEM;
 	else
 		st = HERD_OK;
-	HERD_CHECK_GOTO(herd__ckpt_agree(ck, st, &failed), st, out);
+	st = herd__ckpt_agree(ck, st, &failed);
+	if (st != HERD_OK && failed >= 0) {
+		snprintf(ck->last.why, sizeof(ck->last.why), "no memory for the restore from "
+			 "peers' memory: %.300s", herd_last_error());
+		st = HERD_ENOTFOUND;
+	}
+	if (st != HERD_OK)
+		goto out;
 	HERD_CHECK_GOTO(herd__ckpt_bcast(ck, source, (size_t)plan.nfiles * sizeof(int32_t)), st,
 			out);
 	HERD_CHECK_GOTO(herd__ckpt_bcast(ck, mdata, (size_t)plan.mlen), st, out);

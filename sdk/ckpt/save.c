@@ -124,7 +124,7 @@ herd_status herd__save_in_place(herd__ckpt_job *job)
 			herd__save_sink_put(job, job->segs[i].src, (size_t)job->segs[i].len);
 	}
 	herd__save_check_abort(job);
-	herd__save_sink_close(&job->sk);
+	herd__save_sink_close(job);
 	st = herd__save_finish(job);
 	/* The caller waited for all of it. */
 	job->t_end = herd__save_now();

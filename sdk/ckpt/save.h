@@ -68,10 +68,14 @@ typedef struct sink {
 	XXH3_state_t *hs;
 	herd_status st;        /* the first failure; later bytes are only counted */
 	char msg[1024];
-	/* Peers' memory: the holders that take a copy of the stream. */
+	/* Peers' memory: the holders that take a copy of the stream, and
+	 * the first failure of one (the stream then goes on to storage
+	 * alone, when the step goes there; else the sink fails with it). */
 	herd__peer_conn *peers;
 	size_t npeers;
-	int64_t peer_deadline;
+	int peer_timeout_ms;
+	herd_status peer_st;
+	char peer_msg[512];
 } sink;
 
 /* A save: what phases 2 and 3 need, on either thread. */
@@ -85,6 +89,7 @@ typedef struct herd__ckpt_job {
 	char tmp[128];         /* the temporary step directory's name ("": none) */
 	bool to_storage;       /* the step goes to the directory */
 	bool to_peers;         /* and to peers' memory */
+	herd__peer_key key;    /* ... as the holders know it */
 	sink sk;
 	/* The staging ring of an asynchronous save. */
 	pthread_mutex_t mu;
@@ -129,7 +134,7 @@ void herd__save_sink_fail(sink *sk, herd_status st);
 void herd__save_check_abort(herd__ckpt_job *job);
 void herd__save_sink_put(herd__ckpt_job *job, const uint8_t *p, size_t n);
 void herd__save_sink_open(herd__ckpt_job *job);
-void herd__save_sink_close(sink *sk);
+void herd__save_sink_close(herd__ckpt_job *job);
 
 /* commit.c: phase 3 */
 herd_status herd__save_finish(herd__ckpt_job *job);

@@ -64,6 +64,26 @@ void herd__save_check_abort(herd__ckpt_job *job)
 						     sk->pos, job->total));
 }
 
+/*
+ * A holder failed: the copies in memory stop.  A step that goes to
+ * storage goes on there (the commit warns), one that does not fails.
+ */
+static void peer_fail(herd__ckpt_job *job, herd_status st)
+{
+	sink *sk = &job->sk;
+
+	if (sk->peer_st == HERD_OK) {
+		sk->peer_st = herd__error_wrap(st, "a copy of step %" PRId64 " in peers' memory: ",
+					       job->step);
+		herd__strlcpy(sk->peer_msg, herd_last_error(), sizeof(sk->peer_msg));
+	}
+	for (size_t i = 0; i < sk->npeers; i++)
+		herd__peer_close(&sk->peers[i]);
+	sk->npeers = 0;
+	if (!job->to_storage)
+		herd__save_sink_fail(sk, herd__error(sk->peer_st, "%s", sk->peer_msg));
+}
+
 /* Takes the next n bytes of the stream: writes them and hashes each chunk.
  * After herd_ckpt_abort the sink fails, and later bytes are only counted. */
 void herd__save_sink_put(herd__ckpt_job *job, const uint8_t *p, size_t n)
@@ -74,8 +94,9 @@ void herd__save_sink_put(herd__ckpt_job *job, const uint8_t *p, size_t n)
 	if (sk->fd >= 0)
 		sink_write(sk, p, n, sk->pos);
 	for (size_t i = 0; i < sk->npeers && sk->st == HERD_OK; i++)
-		if (herd__peer_put_bytes(&sk->peers[i], p, n, sk->peer_deadline) != HERD_OK)
-			herd__save_sink_fail(sk, HERD_EIO);
+		if (herd__peer_put_bytes(&sk->peers[i], p, n,
+					 herd__net_deadline(sk->peer_timeout_ms)) != HERD_OK)
+			peer_fail(job, HERD_EIO);
 	while (n > 0) {
 		const seg *s;
 		uint64_t in, left, take;
@@ -105,46 +126,44 @@ void herd__save_sink_put(herd__ckpt_job *job, const uint8_t *p, size_t n)
 }
 
 /*
- * Connects to the holder of this rank's node (the local copy, when it has
- * one) and to those of the next peer_copies nodes after it (in node
- * order, skipping those without a holder), and announces the stream to
- * each.  Losing any peer_copies nodes then leaves a copy of every rank's
- * data: its own node's, or one of the others'.
+ * Connects to the holder of this rank's node (the local copy) and to those
+ * of the next peer_copies nodes after it (in node order, skipping those
+ * without a holder; one more when its own node has none), and announces
+ * the stream to each.  Losing any peer_copies nodes then leaves a copy of
+ * every rank's data.
  */
 static void peers_open(herd__ckpt_job *job)
 {
 	herd_ckpt *ck = job->ck;
 	sink *sk = &job->sk;
-	size_t n = ck->nholders, others = 0;
+	size_t n = ck->nholders, want = (size_t)ck->peer_copies + 1, others = 0;
 
-	sk->peer_deadline = herd__net_deadline(ck->peer_timeout_ms);
-	if (herd__calloc(&sk->peers, (size_t)ck->peer_copies + 1, sizeof(*sk->peers),
-			 "the peers' connections") != HERD_OK) {
-		herd__save_sink_fail(sk, HERD_ENOMEM);
+	sk->peer_timeout_ms = ck->peer_timeout_ms;
+	if (herd__calloc(&sk->peers, want, sizeof(*sk->peers), "the peers' connections") !=
+	    HERD_OK) {
+		peer_fail(job, HERD_ENOMEM);
 		return;
 	}
-	for (size_t d = 0; d < n && others < (size_t)ck->peer_copies; d++) {
+	for (size_t d = 0; d < n && sk->npeers < want; d++) {
 		const herd__peer_addr *a = &ck->holders[((size_t)ck->node_rank + d) % n];
 		herd__peer_conn *c = &sk->peers[sk->npeers];
+		int64_t deadline = herd__net_deadline(ck->peer_timeout_ms);
 
 		if (a->port == 0)
-			continue;
+			continue;   /* (its own node: one more elsewhere) */
 		others += d > 0;
-		if (herd__peer_connect(c, a, sk->peer_deadline) != HERD_OK ||
-		    herd__peer_put_begin(c, job->step, ck->rank, job->total,
-					 sk->peer_deadline) != HERD_OK) {
-			herd__save_sink_fail(sk, herd__error_wrap(HERD_EIO, "a copy of step %" PRId64
-								  " in peers' memory: ", job->step));
+		if (herd__peer_connect(c, a, deadline) != HERD_OK ||
+		    herd__peer_put_begin(c, &job->key, ck->rank, job->total, deadline) != HERD_OK) {
 			herd__peer_close(c);
+			peer_fail(job, HERD_EIO);
 			return;
 		}
 		sk->npeers++;
 	}
 	if (others == 0)
-		herd__save_sink_fail(sk, herd__error(HERD_EUNAVAIL, "a copy of step %" PRId64 " in "
-						     "peers' memory: no other node of the job has a "
-						     "checkpoint holder (HERD_CKPT_HOLDERS)",
-						     job->step));
+		peer_fail(job, herd__error(HERD_EUNAVAIL, "no other node of the job's %zu has a "
+					   "checkpoint holder (HERD_CKPT_HOLDERS): no copy can be "
+					   "kept off this rank's node", n));
 }
 
 /* Opens this rank's file in the temporary step directory. */
@@ -179,23 +198,31 @@ void herd__save_sink_open(herd__ckpt_job *job)
 }
 
 /* The peers' words that they hold the whole stream, and their connections closed. */
-static void peers_close(sink *sk)
+static void peers_close(herd__ckpt_job *job)
 {
-	for (size_t i = 0; i < sk->npeers; i++) {
-		if (sk->st == HERD_OK && herd__peer_put_end(&sk->peers[i], sk->peer_deadline) != HERD_OK)
-			herd__save_sink_fail(sk, HERD_EIO);
+	sink *sk = &job->sk;
+
+	for (size_t i = 0; i < sk->npeers; i++)
+		if (sk->st == HERD_OK &&
+		    herd__peer_put_end(&sk->peers[i], herd__net_deadline(sk->peer_timeout_ms)) !=
+			    HERD_OK) {
+			peer_fail(job, HERD_EIO);
+			break;
+		}
+	for (size_t i = 0; i < sk->npeers; i++)
 		herd__peer_close(&sk->peers[i]);
-	}
 	free(sk->peers);
 	sk->peers = NULL;
 	sk->npeers = 0;
 }
 
-/* Makes the file durable (an fsync error fails the checkpoint), and
- * waits for the peers to hold their copies. */
-void herd__save_sink_close(sink *sk)
+/* Waits for the peers to hold their copies, and makes the file durable
+ * (an fsync error fails the checkpoint). */
+void herd__save_sink_close(herd__ckpt_job *job)
 {
-	peers_close(sk);
+	sink *sk = &job->sk;
+
+	peers_close(job);
 	if (sk->fd < 0)
 		return;
 	if (sk->st == HERD_OK && fsync(sk->fd) != 0)

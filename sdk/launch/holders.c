@@ -65,12 +65,14 @@ static void on_input(void *userdata, size_t h, herd__buf *in)
 	struct holder_node *n = node_of(b, h);
 	const char *p = (const char *)in->data + in->off;
 	const char *nl = memchr(p, '\n', in->len - in->off);
-	char token[TOKEN_LEN + 2];
+	char token[TOKEN_LEN + 2], line[128];
 	int port, got;
 
 	if (nl == NULL || n == NULL)
 		return;
-	got = sscanf(p, "hold %d %33s", &port, token);
+	/* The buffer holds no NUL: the line is scanned from a copy. */
+	snprintf(line, sizeof(line), "%.*s", (int)(nl - p), p);
+	got = sscanf(line, "hold %d %33s", &port, token);
 	if (!n->up && got == 2 && port > 0 && port < 65536 && strlen(token) == TOKEN_LEN) {
 		n->up = true;
 		n->port = port;
@@ -293,8 +295,11 @@ herd_status herd__holders_ensure(herd__holders *hs, const char *const *hosts, si
 		int w;
 
 		if (hn->up) {
-			w = snprintf(entry, sizeof(entry), "%s%s:%d/%s", i ? "," : "", hn->host,
-				     hn->port, hn->token);
+			/* ssh's user@host is the ranks' host. */
+			const char *at = strrchr(hn->host, '@');
+
+			w = snprintf(entry, sizeof(entry), "%s%s:%d/%s", i ? "," : "",
+				     at != NULL ? at + 1 : hn->host, hn->port, hn->token);
 		} else {
 			w = snprintf(entry, sizeof(entry), "%s-", i ? "," : "");
 			if (strlen(notes) + strlen(hn->host) + 64 < notes_cap)

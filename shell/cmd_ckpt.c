@@ -1394,16 +1394,11 @@ static int ckpt_interval(int argc, char **argv)
 
 static int ckpt_hold(int argc, char **argv)
 {
-	const char *bind = NULL, *steps_env = getenv("HERD_CKPT_PEER_STEPS");
+	const char *bind = NULL;
 	uint64_t budget = 0;
-	long steps = 1;
+	long steps = 0;
 	char *end;
 
-	if (steps_env != NULL && steps_env[0] != '\0') {
-		steps = strtol(steps_env, &end, 10);
-		if (*end != '\0' || steps < 1 || steps > 2)
-			return usage_error("HERD_CKPT_PEER_STEPS='%s' is not 1 or 2", steps_env);
-	}
 	for (int i = 0; i < argc; i++) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 

@@ -61,7 +61,7 @@ typedef enum herd__param_type {
 	  "checkpoint copies in other nodes' memory")                                           \
 	X(CKPT_STORAGE_EVERY, INT, "", 1, INT32_MAX, "1",                                       \
 	  "with peer copies: steps to storage, multiples")                                      \
-	X(CKPT_PEER_BYTES, SIZE, "", 1, INT64_MAX, "(1/4 of memory)",                           \
+	X(CKPT_PEER_BYTES, SIZE, "", 1, INT64_MAX, "(RAM/4)",                           \
 	  "most bytes a node's checkpoint holder keeps")                                        \
 	X(CKPT_PEER_STEPS, INT, "", 1, 2, "1",                                                  \
 	  "committed steps a checkpoint holder keeps")                                          \

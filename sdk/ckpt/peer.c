@@ -1123,6 +1123,12 @@ herd_status herd_agent_ckpt_hold(int in_fd, int out_fd, const char *bind, uint64
 
 	if (in_fd < 0 || out_fd < 0)
 		return herd__error(HERD_EINVAL, "herd_agent_ckpt_hold: in_fd and out_fd are required");
+	if (o.steps == 0) {
+		long v = 1;
+
+		HERD_CHECK(herd__param_int(HERD__P_CKPT_PEER_STEPS, &v));
+		o.steps = (int)v;
+	}
 	if (o.budget == 0 && herd__param_str(HERD__P_CKPT_PEER_BYTES) != NULL)
 		HERD_CHECK(herd__param_size(HERD__P_CKPT_PEER_BYTES, &o.budget));
 	if (o.budget == 0) {

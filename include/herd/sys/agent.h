@@ -138,7 +138,8 @@ HERD_EXTERN herd_status herd_agent_telemetry_watch(int in_fd, int out_fd, int st
  * every interface), writes "hold PORT TOKEN\n" to out_fd (TOKEN: 32 hex
  * digits that every connection must prove knowing; the launcher passes
  * both to the ranks in HERD_CKPT_HOLDERS), then keeps the newest `steps`
- * committed steps (1 or 2) of the ranks' copies, and the steps arriving,
+ * committed steps (1 or 2; 0: HERD_CKPT_PEER_STEPS, else 1) of the
+ * ranks' copies, and the steps arriving,
  * in at most budget bytes of memory
  * (0: HERD_CKPT_PEER_BYTES, else a quarter of the node's memory) until
  * in_fd reaches its end: the launcher closed the channel.  Returns HERD_OK

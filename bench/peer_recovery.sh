@@ -25,24 +25,29 @@
 #   restore    the checkpoint read, verified and resharded (rank 0's)
 #   total      -> the first step done on the survivors
 #
-# and the save stall the training loop saw per step (the mean of
-# herd_ckpt_save_async's time in the first run, rank 0).  REPEAT runs of
+# and the save stall the training loop saw per save (herd_ckpt_get_stats:
+# the staging copy and any wait for the save before; rank 0's mean over
+# the first run).  STORAGE_MBPS, when set, throttles every read of the
+# hosts' processes from the disk to that many MB/s (a blkio cgroup over
+# their sshd; cgroup v1), as a parallel file system shared by many nodes
+# gives each its share: the restore from storage then reads at that rate.  REPEAT runs of
 # each; the figures are medians.  The targets: resumed within 60 s with at
 # most one step lost, and the restore from memory at least 5 times faster
 # than from storage.  Needs root (namespaces, the page cache), iproute2
 # and openssh-server.  Not in CI.
 #
 # usage: bench/peer_recovery.sh [BUILD_DIR]
-#   environment: REPEAT (3), STATE_MIB (1024), EVERY (10), LOSS_AT (35),
-#                PACE (1500 ms a step), HERD_TIMEOUT (10), MODES ("peers storage")
+#   environment: REPEAT (3), STATE_MIB (1024), EVERY (10), LOSS_AT (20),
+#                PACE (3000 ms a step), HERD_TIMEOUT (10), MODES ("peers storage"),
+#                STORAGE_MBPS (none)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 REPEAT=${REPEAT:-3}
 STATE_MIB=${STATE_MIB:-1024}
 EVERY=${EVERY:-10}
-LOSS_AT=${LOSS_AT:-35}
-PACE=${PACE:-1500}
+LOSS_AT=${LOSS_AT:-20}
+PACE=${PACE:-3000}
 MODES=${MODES:-peers storage}
 export HERD_TIMEOUT=${HERD_TIMEOUT:-10}
 HERD=$(cd "$BUILD/bin" 2>/dev/null && pwd)/herd
@@ -51,9 +56,11 @@ TRAIN=$(dirname "$HERD")/example_train_ddp
 [[ $(id -u) == 0 ]] || { echo "peer_recovery.sh: needs root (namespaces, the page cache)" >&2; exit 77; }
 work=$(mktemp -d)
 cluster=$work/cluster
+cgroup=
 cleanup() {
 	[[ -n ${job:-} ]] && kill "$job" 2>/dev/null
 	bash tests/harness/netns.sh stop "$cluster" >/dev/null 2>&1 || true
+	[[ -n $cgroup ]] && rmdir "$cgroup" 2>/dev/null
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -63,6 +70,17 @@ bash tests/harness/netns.sh start "$cluster" 4 >/dev/null || rc=$?
 [[ $rc == 0 ]] || { echo "peer_recovery.sh: the cluster did not start" >&2; exit 1; }
 id=$(cat "$cluster/id")
 export HERD_SSH_ARGS="-F $cluster/ssh_config" HERD_PROGRAM=$HERD HERD_EXCLUDE_FILE=$work/exclude
+
+disk=$(df --output=source "$work" | tail -1)
+dev=$(lsblk -no MAJ:MIN "$disk" 2>/dev/null | head -1 | tr -d ' ')
+if [[ -n ${STORAGE_MBPS:-} ]]; then
+	cgroup=/sys/fs/cgroup/blkio/herd-pfs-$$
+	mkdir "$cgroup" || { echo "peer_recovery.sh: no blkio cgroup (v1) here" >&2; exit 77; }
+	echo "$dev $((STORAGE_MBPS * 1000000))" >"$cgroup/blkio.throttle.read_bps_device"
+	for i in 1 2 3 4; do
+		for p in $(ip netns pids "herd-$id-h$i"); do echo "$p" >"$cgroup/cgroup.procs"; done
+	done
+fi
 
 # pids I TEXT: the processes of host I whose command line begins with TEXT.
 pids() {
@@ -80,6 +98,7 @@ echo "# $(uname -srm), $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 
 echo "# 4 hosts, one rank each, --nodes 3-4, state ${STATE_MIB} MiB, steps of ${PACE} ms;"
 echo "# peers: every step to memory (own node + 1), every $EVERY to storage; storage: every $EVERY;"
 echo "# h3 lost after step $LOSS_AT, page cache dropped; HERD_TIMEOUT=$HERD_TIMEOUT; seconds from the loss"
+echo "# storage: $disk ($dev), reads ${STORAGE_MBPS:+throttled to $STORAGE_MBPS MB/s a host}${STORAGE_MBPS:-as fast as it reads}"
 printf '%-8s %-3s %8s %5s %9s %9s %9s %9s %9s\n' mode run restored lost detection restart restore total stall
 declare -A sums
 for mode in $MODES; do
@@ -114,8 +133,8 @@ for mode in $MODES; do
 		t_rest=$(sed -E 's/.*restored in ([0-9.]+) s.*/\1/' <<<"$line")
 		t_step=$(sed -n 's/^\[h1:0\] restart 1: first step done at \([0-9.]*\)$/\1/p' "$work/out")
 		t_excl=$(at "$work/err" "node h3 excluded")
-		stall=$(sed -n 's/^\[h1:0\] save stall: mean \([0-9.]*\) s .*/\1/p' "$work/out" | head -1)
-		tier=$(grep -o "^\[h1:0\] restart 1: rank 0 restored step [0-9]* from [a-z' ]*" "$work/out" | sed 's/.* from //')
+		stall=$(sed -n '/restart 1:/q; s/^\[h1:0\] save stall: mean \([0-9.]*\) s .*/\1/p' "$work/out" | tail -1)
+		tier=$(grep -o "^\[h1:0\] restart 1: rank 0 restored step [0-9]* from [a-z' ]*" "$work/out" | sed -e 's/.* from //' -e 's/ *$//')
 		[[ -n $t_excl && -n $t_step ]] || { echo "missing lines: $(cat "$work/err")" >&2; exit 1; }
 		[[ $mode == peers && $tier != "peers' memory" ]] && { echo "run $k restored from $tier: $(grep restored "$work/out")" >&2; exit 1; }
 		read -r d r s tot < <(awk -v l="$t_loss" -v x="$t_excl" -v b="$t_rbeg" -v rs="$t_rest" \

@@ -34,7 +34,8 @@
  * --auto-interval: after 10 saves, the interval between saves becomes the
  * one herd_ckpt_interval chooses from the save stall measured so far and
  * the job's mean time to failure (HERD_CKPT_MTTF, or this job's failures),
- * rank 0's choice for all; --stall prints the stall every 10 saves.
+ * rank 0's choice for all; --stall prints the mean stall so far after
+ * every save.
  *
  * Elastic: started again on fewer or more ranks, it resumes from the
  * newest committed checkpoint with the new world size (its batches are
@@ -458,8 +459,7 @@ int main(int argc, char **argv)
 			continue;
 		if (herd_ckpt_save_async(ck, step) != HERD_OK)
 			goto fail;
-		if (++saves % 10 != 0)
-			continue;
+		saves++;
 		if (o.stall && rank == 0)
 			say_stall(ck);
 		if (o.auto_interval && saves == 10 &&

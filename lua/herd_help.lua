@@ -530,7 +530,9 @@ Nil while the communicator works, else why it broke.
 ## herd.checkpoint(dir[, comm[, opts]]) -> herd.Checkpoint | nil, msg, status
 A checkpoint directory; `comm` is nil (one process) or a `herd.Comm` whose ranks save together.
 Options: `keep_last`, `keep_every`, `staging_bytes`, `chunk_bytes` (bytes or `"64M"`), `checksum`
-(`"xxh3"` or `"none"`).
+(`"xxh3"` or `"none"`), `peer_copies` (copies of each rank's data in other nodes' memory, with the
+holders of `herd launch --ckpt-peers`; -1: none) and `storage_every` (with them, only steps that
+are its multiples also go to storage).
 
 ## herd.Checkpoint
 Every rank calls add, save, restore and close in the same order.
@@ -569,6 +571,16 @@ The number of ranks.
 
 ## herd.Checkpoint:dir() -> string
 The directory.
+
+## herd.Checkpoint:last_restore() -> table
+What the last `restore` on this rank did: `tier` (`"storage"`, `"peers' memory"` or `"none"`),
+`step`, `seconds`, `bytes` (fetched from peers' memory), `storage_step` and `peers_step` (the
+newest step of each tier; -1: none), `why` (in words) and `from` (the hosts that sent data).
+
+## herd.Checkpoint:stats() -> table
+What the saves cost this rank, per tier: `peers` (saves to peers' memory only) and `storage`,
+each `{saves, stall, stall_max, busy}` in seconds: the stall the caller saw (the staging copy and
+waiting for a save to end) and each save's time from start to commit.
 
 ## herd.Checkpoint:close() -> true | nil, msg, status
 Waits for a save in flight, returns its outcome, and frees the checkpoint.

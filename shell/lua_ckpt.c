@@ -31,7 +31,11 @@
  * add, save, restore and close in the same order.
  *
  * Options: keep_last, keep_every (integers), staging_bytes, chunk_bytes
- * (integers or sizes such as "64M"), checksum ("xxh3" or "none").
+ * (integers or sizes such as "64M"), checksum ("xxh3" or "none"),
+ * peer_copies (copies in other nodes' memory, with herd launch
+ * --ckpt-peers; -1: none) and storage_every (integers).
+ * ck:last_restore() says which tier the last restore read and why, and
+ * ck:stats() what the saves cost, per tier.
  *
  * Misuse (a wrong type, an unknown option or dtype, an array whose length
  * or values do not fit, a closed checkpoint) raises; a failure of the
@@ -74,7 +78,8 @@ typedef struct lckpt {
 } lckpt;
 
 static const char *const ckpt_options[] = {
-	"keep_last", "keep_every", "staging_bytes", "chunk_bytes", "checksum", NULL
+	"keep_last", "keep_every", "staging_bytes", "chunk_bytes", "checksum", "peer_copies",
+	"storage_every", NULL
 };
 
 static const char *const add_options[] = { "dtype", "shape", "global", "offset", NULL };
@@ -124,6 +129,18 @@ static void ckpt_opts(lua_State *L, int arg, herd_ckpt_opts *o)
 	o->keep_every = v > INT_MAX ? INT_MAX : (int)v;
 	o->staging_bytes = (size_t)count_option(L, arg, "staging_bytes", true);
 	o->chunk_bytes = (size_t)count_option(L, arg, "chunk_bytes", true);
+	v = count_option(L, arg, "storage_every", false);
+	o->storage_every = v > INT_MAX ? INT_MAX : (int)v;
+	if (lua_getfield(L, arg, "peer_copies") != LUA_TNIL) {
+		lua_Integer k;
+		int isint;
+
+		k = lua_tointegerx(L, -1, &isint);
+		if (!isint || k < -1 || k > 64)
+			luaL_argerror(L, arg, "option 'peer_copies' must be an integer from -1 to 64");
+		o->peer_copies = (int)k;
+	}
+	lua_pop(L, 1);
 	if (lua_getfield(L, arg, "checksum") != LUA_TNIL) {
 		const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
 		int i = 0;
@@ -488,6 +505,62 @@ static int ckpt_restore(lua_State *L)
 	return 1;
 }
 
+/*
+ * ck:last_restore() -> {tier = "storage" | "peers' memory" | "none", step,
+ * seconds, bytes, storage_step, peers_step, why, from}: the last restore
+ * on this rank.
+ */
+static int ckpt_last_restore(lua_State *L)
+{
+	herd_ckpt_restore_info ri;
+
+	(void)herd_ckpt_last_restore(check_open(L, 1)->ck, &ri);
+	lua_createtable(L, 0, 8);
+	lua_pushstring(L, herd_ckpt_tier_name(ri.tier));
+	lua_setfield(L, -2, "tier");
+	lua_pushinteger(L, (lua_Integer)ri.step);
+	lua_setfield(L, -2, "step");
+	lua_pushnumber(L, ri.seconds);
+	lua_setfield(L, -2, "seconds");
+	lua_pushinteger(L, (lua_Integer)ri.bytes);
+	lua_setfield(L, -2, "bytes");
+	lua_pushinteger(L, (lua_Integer)ri.storage_step);
+	lua_setfield(L, -2, "storage_step");
+	lua_pushinteger(L, (lua_Integer)ri.peers_step);
+	lua_setfield(L, -2, "peers_step");
+	lua_pushstring(L, ri.why);
+	lua_setfield(L, -2, "why");
+	lua_pushstring(L, ri.from);
+	lua_setfield(L, -2, "from");
+	return 1;
+}
+
+static void push_tier_stats(lua_State *L, const herd_ckpt_tier_stats *t, const char *name)
+{
+	lua_createtable(L, 0, 4);
+	lua_pushinteger(L, (lua_Integer)t->saves);
+	lua_setfield(L, -2, "saves");
+	lua_pushnumber(L, t->stall_s);
+	lua_setfield(L, -2, "stall");
+	lua_pushnumber(L, t->stall_max_s);
+	lua_setfield(L, -2, "stall_max");
+	lua_pushnumber(L, t->busy_s);
+	lua_setfield(L, -2, "busy");
+	lua_setfield(L, -2, name);
+}
+
+/* ck:stats() -> {peers = {saves, stall, stall_max, busy}, storage = {...}} (seconds). */
+static int ckpt_stats(lua_State *L)
+{
+	herd_ckpt_stats st;
+
+	(void)herd_ckpt_get_stats(check_open(L, 1)->ck, &st);
+	lua_createtable(L, 0, 2);
+	push_tier_stats(L, &st.peers, "peers");
+	push_tier_stats(L, &st.storage, "storage");
+	return 1;
+}
+
 /* herd.checkpoint(dir [, comm [, opts]]) -> a herd.Checkpoint, or nil, msg, status. */
 static int lherd_checkpoint(lua_State *L)
 {
@@ -525,6 +598,8 @@ static const luaL_Reg ckpt_methods[] = {
 	{ "rank", ckpt_rank },
 	{ "size", ckpt_size },
 	{ "dir", ckpt_dir },
+	{ "last_restore", ckpt_last_restore },
+	{ "stats", ckpt_stats },
 	{ NULL, NULL }
 };
 

@@ -35,7 +35,9 @@
  *   - it said at the failure that something of its hardware failed (a
  *     GPU's Xid or a fault's clock slowdown, a network card that lost its
  *     link: the words the summary gives);
- *   - its rank was the one to blame a second time in this job;
+ *   - its rank was the one to blame a second time in this job (a run in
+ *     which a node was lost blames no rank: the others' collectives
+ *     failed because of it);
  *   - it failed to come up for a run, or failed the health gate
  *     (spec.health_check).
  *

@@ -2408,6 +2408,10 @@ static size_t judge(herd_job *job, bool started)
 
 	for (size_t i = 0; i < job->nnodes; i++)
 		lost += job->rt[i].fault != NULL && !refused_by_gate(job->rt[i].fault);
+	/* A node lost explains the failure: the ranks elsewhere that failed
+	 * first (their collective's peer died) are not blamed for it. */
+	if (lost > 0)
+		blamed = -1;
 	if (job->nnodes > 1 && lost == job->nnodes) {
 		herd__log_warn("job %s: every node lost contact or did not come up: the launcher's "
 			       "side (HERD_LAUNCH_ADDR, a firewall) is the likelier cause; none is "

@@ -98,7 +98,11 @@ echo "# $(uname -srm), $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 
 echo "# 4 hosts, one rank each, --nodes 3-4, state ${STATE_MIB} MiB, steps of ${PACE} ms;"
 echo "# peers: every step to memory (own node + 1), every $EVERY to storage; storage: every $EVERY;"
 echo "# h3 lost after step $LOSS_AT, page cache dropped; HERD_TIMEOUT=$HERD_TIMEOUT; seconds from the loss"
-echo "# storage: $disk ($dev), reads ${STORAGE_MBPS:+throttled to $STORAGE_MBPS MB/s a host}${STORAGE_MBPS:-as fast as it reads}"
+if [[ -n ${STORAGE_MBPS:-} ]]; then
+	echo "# storage: $disk ($dev), reads throttled to $STORAGE_MBPS MB/s a host"
+else
+	echo "# storage: $disk ($dev), reads as fast as it reads"
+fi
 printf '%-8s %-3s %8s %5s %9s %9s %9s %9s %9s\n' mode run restored lost detection restart restore total stall
 declare -A sums
 for mode in $MODES; do
@@ -168,5 +172,6 @@ for mode in $MODES; do
 done
 if [[ -n ${med_restore[peers]:-} && -n ${med_restore[storage]:-} ]]; then
 	awk -v p="${med_restore[peers]}" -v s="${med_restore[storage]}" 'BEGIN {
-		printf "# restore from storage / from peers'"'"' memory: %.1fx (%s the target of 5x)\n", s / p, s / p >= 5 ? "within" : "BELOW" }'
+		r = s / p
+		printf "# restore from storage / from peers'"'"' memory: %.1fx (%s the target of 5x)\n", r, (r >= 5) ? "within" : "BELOW" }'
 fi

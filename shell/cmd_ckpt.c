@@ -1271,26 +1271,6 @@ static int take_format(int argc, char **argv)
 
 /* ------------------------------------------------------------ interval */
 
-/* A duration: seconds, or a number with s, m, h or d. */
-static bool parse_duration(const char *s, double *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s || !(v > 0) || !isfinite(v))
-		return false;
-	if (*end == 'h')
-		v *= 3600, end++;
-	else if (*end == 'm')
-		v *= 60, end++;
-	else if (*end == 'd')
-		v *= 86400, end++;
-	else if (*end == 's')
-		end++;
-	*out = v;
-	return *end == '\0';
-}
-
 static int ckpt_interval(int argc, char **argv)
 {
 	herd_ckpt_interval_model m = { 0 };
@@ -1302,7 +1282,7 @@ static int ckpt_interval(int argc, char **argv)
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (strcmp(argv[i], "--mttf") == 0 && v != NULL) {
-			if (!parse_duration(v, &m.mttf_s))
+			if (herd_duration_parse(v, &m.mttf_s) != HERD_OK)
 				return usage_error("--mttf '%s' is not a duration (3600, 90m, 8h, 2d)", v);
 			have_mttf = true;
 			argv[i] = argv[i + 1] = NULL;

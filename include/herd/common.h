@@ -132,6 +132,13 @@ HERD_EXTERN void herd_free(void *ptr);
 HERD_EXTERN herd_status herd_size_parse(const char *text, uint64_t *bytes);
 
 /*
+ * Parses a duration: a number of seconds, more than 0, with an optional
+ * unit: s, m (minutes), h or d ("90m" is 5400, "8h" 28800).  HERD_EINVAL
+ * naming text for anything else.
+ */
+HERD_EXTERN herd_status herd_duration_parse(const char *text, double *seconds);
+
+/*
  * Whether a new file may be written at path: HERD_OK when nothing is there
  * or a regular file is; HERD_EINVAL, naming path and what it is, for
  * anything else (a directory, a device, a FIFO, a socket, a symbolic

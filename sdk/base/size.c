@@ -1,8 +1,11 @@
 /*
  * sdk/base/size.c - herd_size_parse, the one reader of sizes in bytes
- * ("64M", "1.5GiB") for the API, the environment and the herd program.
+ * ("64M", "1.5GiB") for the API, the environment and the herd program,
+ * and herd_duration_parse, of durations ("90m", "8h").
  */
 #include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
 #include <strings.h>
 
 #include "base.h"
@@ -56,4 +59,29 @@ herd_status herd_size_parse(const char *text, uint64_t *bytes)
 bad:
 	return herd__error(HERD_EINVAL, "\"%s\" is not a size in bytes (digits, then B, K, KiB, "
 			   "M, MiB, G, GiB, T or TiB; at most 2^64 - 1 bytes)", text);
+}
+
+herd_status herd_duration_parse(const char *text, double *seconds)
+{
+	char *end;
+	double v;
+
+	if (text == NULL || seconds == NULL)
+		return herd__error(HERD_EINVAL, "herd_duration_parse: text and seconds are required");
+	v = strtod(text, &end);
+	if (end != text && *end != '\0' && end[1] == '\0') {
+		if (*end == 'm')
+			v *= 60, end++;
+		else if (*end == 'h')
+			v *= 3600, end++;
+		else if (*end == 'd')
+			v *= 86400, end++;
+		else if (*end == 's')
+			end++;
+	}
+	if (end == text || *end != '\0' || !(v > 0) || !isfinite(v))
+		return herd__error(HERD_EINVAL, "\"%s\" is not a duration (seconds, or with s, m, h "
+				   "or d: 90m, 8h)", text);
+	*seconds = v;
+	return HERD_OK;
 }

@@ -124,26 +124,6 @@ herd_status herd_ckpt_interval(const herd_ckpt_interval_model *m, herd_ckpt_inte
 	return HERD_OK;
 }
 
-/* A duration: seconds, or a number with s, m, h or d; false when it is not. */
-static bool parse_duration(const char *s, double *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s || !(v > 0) || !isfinite(v))
-		return false;
-	if (*end == 'h')
-		v *= 3600, end++;
-	else if (*end == 'm')
-		v *= 60, end++;
-	else if (*end == 'd')
-		v *= 86400, end++;
-	else if (*end == 's')
-		end++;
-	*out = v;
-	return *end == '\0';
-}
-
 herd_status herd_ckpt_model(const herd_ckpt *ck, herd_ckpt_tier tier,
 			    herd_ckpt_interval_model *out, char *source, size_t cap)
 {
@@ -173,7 +153,7 @@ herd_status herd_ckpt_model(const herd_ckpt *ck, herd_ckpt_tier tier,
 	if (ck->last.tier == tier)
 		out->lost_s += ck->last.seconds;
 	if (rate != NULL && rate[0] != '\0') {
-		if (!parse_duration(rate, &out->mttf_s))
+		if (herd_duration_parse(rate, &out->mttf_s) != HERD_OK)
 			return herd__error(HERD_EINVAL, "HERD_CKPT_MTTF='%s' is not a duration (8h, "
 					   "90m, 3600)", rate);
 		snprintf(source, cap, "HERD_CKPT_MTTF=%s", rate);

@@ -572,6 +572,14 @@ static void unref(holder *h, held *x)
 	free(x);
 }
 
+/* unref, taking the lock. */
+static void release(holder *h, held *x)
+{
+	pthread_mutex_lock(&h->mu);
+	unref(h, x);
+	pthread_mutex_unlock(&h->mu);
+}
+
 static void drop_step(holder *h, size_t i)
 {
 	held_step *s = &h->steps[i];
@@ -794,9 +802,7 @@ static herd_status serve_put(holder *h, int fd, const msg *m, bool manifest, con
 				  peer);
 	return send_ok(fd, herd__net_deadline(PEER_IDLE_MS), peer);
 fail:
-	pthread_mutex_lock(&h->mu);
-	unref(h, x);
-	pthread_mutex_unlock(&h->mu);
+	release(h, x);
 	return st;
 }
 
@@ -900,9 +906,7 @@ static herd_status serve_fetch(holder *h, int fd, const msg *m, const char *peer
 		st = herd__net_send_all(fd, x->data + at, (size_t)len, herd__net_deadline(
 						PEER_IDLE_MS + (int)(len >> 20) * 1000), peer);
 out:
-	pthread_mutex_lock(&h->mu);
-	unref(h, x);
-	pthread_mutex_unlock(&h->mu);
+	release(h, x);
 	return st;
 }
 

@@ -210,5 +210,24 @@ do
   assert(ck:restore(2) == 2)
 end
 
+-- which tier a restore read and why, what saves cost, and the peer options
+-- (no holders here: the saves go to storage, and the restore says why)
+do
+  local ck <close> = assert(herd.checkpoint(dir("tiers"), nil, { peer_copies = 1, storage_every = 5 }))
+  local before = ck:last_restore()
+  assert(before.tier == "none" and before.step == -1, before.tier)
+  assert(ck:add("x", { 1.0, 2.0 }))
+  assert(ck:save(1)); assert(ck:save_async(2)); assert(ck:wait())
+  local s = ck:stats()
+  assert(s.storage.saves == 2 and s.peers.saves == 0, s.storage.saves)
+  assert(s.storage.stall > 0 and s.storage.busy > 0 and s.storage.stall_max > 0)
+  assert(ck:restore() == 2)
+  local r = ck:last_restore()
+  assert(r.tier == "storage" and r.step == 2 and r.seconds >= 0 and r.bytes == 0, r.tier)
+  assert(r.why:find("no copies in peers' memory", 1, true), r.why)
+  raises("option 'peer_copies' must be an integer from -1 to 64", herd.checkpoint, dir("bad"),
+         nil, { peer_copies = 65 })
+end
+
 os.execute("rm -rf '" .. root .. "'")
 print("ckpt.lua: ok")

@@ -550,7 +550,8 @@ herd_status herd__launch_enc_spec(herd__buf *buf, const herd__node_spec *s)
 	enc_str(&e, "maddr", s->master_addr);
 	herd__frame_int(&e, "mport", s->master_port);
 	herd__frame_int(&e, "restart", s->restart_count);
-	herd__frame_int(&e, "start", s->job_start_ms);
+	if (s->job_start_ms > 0)
+		herd__frame_int(&e, "start", s->job_start_ms);
 	herd__frame_int(&e, "world", s->world_size);
 	herd__frame_int(&e, "nnodes", s->nnodes);
 	herd__frame_int(&e, "node", s->node_rank);

@@ -66,7 +66,7 @@ static const char usage_text[] =
 	"                          other nodes' memory (with --hosts or --hostfile):\n"
 	"                          a holder (herd ckpt hold) runs on every node for\n"
 	"                          the job's life, and a restart restores from it\n"
-	"                          when it holds a newer step than storage\n"
+	"                          when it holds a step at least as new as storage's\n"
 	"  --env NAME=VALUE        set NAME in every rank's environment (repeatable);\n"
 	"                          it wins over herd's own variables, as an exported\n"
 	"                          MASTER_ADDR or MASTER_PORT does; --env NAME passes\n"

@@ -352,7 +352,7 @@ typedef struct herd_ckpt_restore_info {
 
 /* The saves of one tier, as this rank's training loop saw them. */
 typedef struct herd_ckpt_tier_stats {
-	uint64_t saves;
+	uint64_t saves;            /* saves that ended (a save in flight: once it has) */
 	/* Seconds the caller spent in herd_ckpt_save, herd_ckpt_save_async
 	 * (the staging copy) and in waiting for these saves to end (the wait
 	 * at the next save, or in herd_ckpt_wait): the stall of training. */

@@ -36,7 +36,7 @@
  *     GPU's Xid or a fault's clock slowdown, a network card that lost its
  *     link: the words the summary gives);
  *   - its rank was the one to blame a second time in this job (a run in
- *     which a node was lost blames no rank: the others' collectives
+ *     which a node was lost counts no blame: the others' collectives
  *     failed because of it);
  *   - it failed to come up for a run, or failed the health gate
  *     (spec.health_check).

@@ -245,12 +245,11 @@ herd_status herd_ckpt_save_async(herd_ckpt *ck, int64_t step)
 	}
 	ck->busy = true;
 	ck->job = job;
-	herd__save_tier(ck, job)->saves++;
 	if (job->total > 0)
 		stage(job);
-	/* The caller's stall: the exchange of phase 1 and the staging copy. */
+	/* The caller's stall so far: the exchange of phase 1 and the staging
+	 * copy (counted, with any wait for the save's end, once it ends). */
 	job->stall = herd__save_now() - job->t_begin;
-	herd__save_tier(ck, job)->stall_s += job->stall;
 	return HERD_OK;
 }
 

@@ -245,17 +245,22 @@ herd_status herd_ckpt_open(herd_ckpt **out, const char *dir, herd_comm *comm,
 	local = peer_setup(ck, &o);
 	{
 		/* Every rank saves to the same tiers, or the saves' collectives
-		 * would part ways: rank 0's settings are the job's. */
-		int32_t mine[3] = { ck->peer_copies, ck->storage_every, (int32_t)ck->nholders };
-		int32_t r0[3];
+		 * would part ways: rank 0's settings are the job's, and so is
+		 * its name for the directory (a rank that spells it otherwise
+		 * keeps its copies under the same namespace). */
+		int64_t mine[4] = { ck->peer_copies, ck->storage_every, (int64_t)ck->nholders,
+				    (int64_t)ck->peer_ns };
+		int64_t r0[4];
 
 		memcpy(r0, mine, sizeof(r0));
 		HERD_CHECK_GOTO(herd__ckpt_bcast(ck, r0, sizeof(r0)), st, out);
-		if (local == HERD_OK && memcmp(mine, r0, sizeof(r0)) != 0)
-			local = herd__error(HERD_EMISMATCH, "this rank has peer_copies %d, "
-					    "storage_every %d and %d checkpoint holders, rank 0 %d, "
-					    "%d and %d: the ranks' options or HERD_CKPT_* differ",
-					    mine[0], mine[1], mine[2], r0[0], r0[1], r0[2]);
+		ck->peer_ns = (uint64_t)r0[3];
+		if (local == HERD_OK && memcmp(mine, r0, 3 * sizeof(int64_t)) != 0)
+			local = herd__error(HERD_EMISMATCH, "this rank has peer_copies %" PRId64
+					    ", storage_every %" PRId64 " and %" PRId64 " checkpoint "
+					    "holders, rank 0 %" PRId64 ", %" PRId64 " and %" PRId64
+					    ": the ranks' options or HERD_CKPT_* differ", mine[0],
+					    mine[1], mine[2], r0[0], r0[1], r0[2]);
 	}
 	/* Rank 0 prepares the directory; the others learn the outcome. */
 	if (ck->rank == 0 && local == HERD_OK) {

@@ -172,9 +172,9 @@ static void apply_retention(herd_ckpt *ck, int64_t newest)
 static herd_status commit_peers(herd__ckpt_job *job, const char *data, size_t len)
 {
 	herd_ckpt *ck = job->ck;
-	int64_t deadline = herd__net_deadline(ck->peer_timeout_ms);
 
 	for (size_t i = 0; i < ck->nholders; i++) {
+		int64_t deadline = herd__net_deadline(ck->peer_timeout_ms);
 		herd__peer_conn c;
 		herd_status st;
 
@@ -204,13 +204,10 @@ static herd_status commit(herd__ckpt_job *job, const uint64_t *results, size_t s
 	HERD_CHECK(herd__calloc(&m, 1, sizeof(*m), "a manifest"));
 	HERD_CHECK_GOTO(build_manifest(job, results, stride, m), st, out);
 	HERD_CHECK_GOTO(herd__ckpt_manifest_encode(m, &data, &len), st, out);
-	if (job->to_peers && !job->to_storage)
-		HERD_CHECK_GOTO(commit_peers(job, data, len), st, out);
-	if (job->to_peers && job->to_storage && commit_peers(job, data, len) != HERD_OK)
-		herd__log_warn("%s; step %" PRId64 " goes to storage alone", herd_last_error(),
-			       job->step);
-	if (!job->to_storage)
+	if (!job->to_storage) {
+		st = commit_peers(job, data, len);
 		goto out;
+	}
 	herd__ckpt_step_name(name, sizeof(name), job->step);
 	HERD_CHECK_GOTO(herd__ckpt_path(tmpdir, sizeof(tmpdir), ck->dir, job->tmp), st, out);
 	HERD_CHECK_GOTO(herd__ckpt_path(stepdir, sizeof(stepdir), ck->dir, name), st, out);
@@ -233,6 +230,11 @@ static herd_status commit(herd__ckpt_job *job, const uint64_t *results, size_t s
 			herd__log_warn("cannot remove %s either: %s", latest, strerror(errno));
 	}
 	apply_retention(ck, job->step);
+	/* In memory once durable in storage: a save that failed is restored
+	 * from neither. */
+	if (job->to_peers && !job->peers_failed && commit_peers(job, data, len) != HERD_OK)
+		herd__log_warn("%s; step %" PRId64 " is in storage alone", herd_last_error(),
+			       job->step);
 out:
 	free(data);
 	herd__ckpt_manifest_free(m);
@@ -269,7 +271,7 @@ herd_status herd__save_finish(herd__ckpt_job *job)
 			if (ck->rank == 0)
 				herd__log_warn("%s; step %" PRId64 " goes to storage alone",
 					       herd_last_error(), job->step);
-			job->to_peers = false;
+			job->peers_failed = true;
 		}
 	}
 	/* Every rank knows how many checksums each rank has: the plan says. */

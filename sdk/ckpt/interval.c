@@ -149,7 +149,7 @@ herd_status herd_ckpt_model(const herd_ckpt *ck, herd_ckpt_tier tier,
 		out->save_s = 1e-6;
 	out->min_interval_s = ts->busy_s / (double)ts->saves;
 	HERD_CHECK(herd__param_ms(HERD__P_CKPT_RESTART_COST, &cost_ms));
-	out->lost_s = cost_ms / 1000.0;
+	out->lost_s = cost_ms > 0 ? cost_ms / 1000.0 : 0;
 	if (ck->last.tier == tier)
 		out->lost_s += ck->last.seconds;
 	if (rate != NULL && rate[0] != '\0') {

@@ -30,6 +30,8 @@
 #include "wire.h"
 
 #define FRAME_MAX (1u << 20)
+/* Before a connection has proved the token: a nonce and a MAC. */
+#define AUTH_FRAME_MAX 512u
 #define LABEL_CLIENT "herd ckpt peer: client"
 #define LABEL_HOLDER "herd ckpt peer: holder"
 /* A connection that sends nothing for this long is dropped by the holder. */
@@ -105,7 +107,8 @@ static herd_status recv_idle(int fd, void *buf, size_t len, int idle_ms, const c
 	return HERD_OK;
 }
 
-static herd_status recv_msg(int fd, msg *m, int64_t deadline, const char *peer)
+/* A frame of at most max bytes. */
+static herd_status recv_msg_max(int fd, msg *m, int64_t deadline, const char *peer, uint32_t max)
 {
 	uint8_t head[4];
 	uint32_t len;
@@ -114,7 +117,7 @@ static herd_status recv_msg(int fd, msg *m, int64_t deadline, const char *peer)
 	memset(m, 0, sizeof(*m));
 	HERD_CHECK(recv_exact(fd, head, sizeof(head), deadline, peer));
 	len = herd__be32_load(head);
-	if (len == 0 || len > FRAME_MAX)
+	if (len == 0 || len > max)
 		return herd__error(HERD_EFORMAT, "%s: %s: a frame of %" PRIu32 " bytes", peer,
 				   proto.name, len);
 	HERD_CHECK(herd__calloc(&m->payload, len, 1, "a frame"));
@@ -124,6 +127,11 @@ static herd_status recv_msg(int fd, msg *m, int64_t deadline, const char *peer)
 	if (st != HERD_OK)
 		return herd__error_wrap(st, "%s: ", peer);
 	return HERD_OK;
+}
+
+static herd_status recv_msg(int fd, msg *m, int64_t deadline, const char *peer)
+{
+	return recv_msg_max(fd, m, deadline, peer, FRAME_MAX);
 }
 
 static herd_status send_msg(int fd, herd__frame_enc *e, herd__buf *b, int64_t deadline,
@@ -530,6 +538,7 @@ typedef struct held {
 typedef struct held_step {
 	herd__peer_key key;
 	bool manifest;          /* committed */
+	uint64_t seq;           /* ... the holder's count of commits then */
 	held **items;
 	size_t n;
 } held_step;
@@ -540,6 +549,7 @@ typedef struct holder {
 	char token[HERD__PEER_TOKEN_LEN + 1];
 	uint64_t budget, bytes;   /* bytes: held and reserved for puts in progress */
 	int keep;                 /* committed saves kept per namespace */
+	uint64_t commits;         /* commits so far: each save's seq */
 	held_step *steps;         /* by namespace, then step */
 	size_t nsteps;
 	int conns[MAX_CONNS];     /* -1: free */
@@ -604,26 +614,26 @@ static held_step *find_step(holder *h, const herd__peer_key *k)
 	return NULL;
 }
 
-/* The newest committed save of namespace ns; SIZE_MAX when none.  Locked. */
+/* The save of namespace ns committed last; SIZE_MAX when none.  Locked. */
 static size_t newest_committed(const holder *h, uint64_t ns)
 {
 	size_t best = SIZE_MAX;
 
 	for (size_t i = 0; i < h->nsteps; i++)
 		if (h->steps[i].key.ns == ns && h->steps[i].manifest &&
-		    (best == SIZE_MAX || h->steps[i].key.step > h->steps[best].key.step))
+		    (best == SIZE_MAX || h->steps[i].seq > h->steps[best].seq))
 			best = i;
 	return best;
 }
 
 /*
- * Drops the first save of k's namespace that drop(save, k, newest) says
- * to, never the newest committed one; false when none.  Locked.
+ * Drops the oldest save of k's namespace that drop(save, k) says to
+ * (never the one committed last, unless any); false when none.  Locked.
  */
-static bool drop_first(holder *h, const herd__peer_key *k,
-		       bool (*drop)(const held_step *s, const herd__peer_key *k))
+static bool drop_first_of(holder *h, const herd__peer_key *k,
+			  bool (*drop)(const held_step *s, const herd__peer_key *k), bool any)
 {
-	size_t keep = newest_committed(h, k->ns), victim = SIZE_MAX;
+	size_t keep = any ? SIZE_MAX : newest_committed(h, k->ns), victim = SIZE_MAX;
 
 	for (size_t i = 0; i < h->nsteps; i++) {
 		const held_step *s = &h->steps[i];
@@ -639,10 +649,25 @@ static bool drop_first(holder *h, const herd__peer_key *k,
 	return true;
 }
 
-/* What a restarted run left: newer steps, the same step saved before, saves never committed. */
+static bool drop_first(holder *h, const herd__peer_key *k,
+		       bool (*drop)(const held_step *s, const herd__peer_key *k))
+{
+	return drop_first_of(h, k, drop, false);
+}
+
+/*
+ * What a restarted run left: newer steps and the same step saved before
+ * (the job has gone back to an older one: they will never be its newest
+ * again, even the one committed last), and saves never committed.
+ */
+static bool stale(const held_step *s, const herd__peer_key *k)
+{
+	return s->key.step >= k->step;
+}
+
 static bool left_behind(const held_step *s, const herd__peer_key *k)
 {
-	return s->key.step > k->step || s->key.step == k->step || !s->manifest;
+	return s->key.step >= k->step || !s->manifest;
 }
 
 /* Any other save (under the budget's pressure: oldest first). */
@@ -672,6 +697,8 @@ static bool older_partial(const held_step *s, const herd__peer_key *k)
  */
 static bool reserve(holder *h, const herd__peer_key *k, uint64_t size, char *why, size_t cap)
 {
+	while (drop_first_of(h, k, stale, true))
+		;
 	while (drop_first(h, k, left_behind))
 		;
 	while (h->bytes + size > h->budget && drop_first(h, k, any))
@@ -730,6 +757,7 @@ static bool insert(holder *h, const herd__peer_key *k, held *x)
 placed:
 	if (x->rank < 0) {
 		s->manifest = true;
+		s->seq = ++h->commits;
 		while (drop_first(h, k, older_partial))
 			;
 		while (committed(h, k->ns) > (size_t)h->keep && drop_first(h, k, older_committed))
@@ -904,7 +932,9 @@ static herd_status serve_fetch(holder *h, int fd, const msg *m, const char *peer
 	st = send_msg(fd, &e, &b, deadline, peer);
 	if (st == HERD_OK)
 		st = herd__net_send_all(fd, x->data + at, (size_t)len, herd__net_deadline(
-						PEER_IDLE_MS + (int)(len >> 20) * 1000), peer);
+						PEER_IDLE_MS + (int)((uint64_t)len >> 20 < 1000000
+								     ? ((uint64_t)len >> 20) * 1000
+								     : 1000000000)), peer);
 out:
 	release(h, x);
 	return st;
@@ -926,7 +956,7 @@ static herd_status serve_auth(holder *h, int fd, const char *peer)
 	herd__wire_begin(&proto, &e, &b, T_HELLO);
 	herd__frame_bin(&e, "nonce", hn, sizeof(hn));
 	HERD_CHECK(send_msg(fd, &e, &b, deadline, peer));
-	st = recv_msg(fd, &m, deadline, peer);
+	st = recv_msg_max(fd, &m, deadline, peer, AUTH_FRAME_MAX);
 	if (st != HERD_OK || m.type != T_AUTH) {
 		msg_free(&m);
 		return st != HERD_OK ? st : herd__error(HERD_EAUTH, "%s did not authenticate", peer);

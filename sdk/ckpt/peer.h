@@ -29,11 +29,11 @@
  *
  * Per namespace, the holder keeps the newest `steps` (1 or 2) committed
  * saves and the saves arriving, in at most `budget` bytes: a put drops
- * the saves a restarted run left behind (newer steps, and the same step
- * saved before, and saves never committed), and older committed saves
- * while over the budget, never the newest committed one; a put that would
- * still go over the budget is refused, with both figures.  A commit
- * drops the committed saves beyond `steps`.  What a restore reads is
+ * the saves a restarted run left behind (every other save of its step or
+ * a later one: the job went back; and saves never committed), then older
+ * committed saves while over the budget, never the one committed last; a
+ * put that would still go over the budget is refused, with both figures.
+ * A commit drops the committed saves beyond `steps`.  What a restore reads is
  * verified against the manifest's checksums, as a read from storage is.
  */
 #ifndef HERD_CKPT_PEER_H

@@ -109,6 +109,9 @@ static herd_status step_fd(step_files *sf, uint32_t f, int *fd)
 		*fd = sf->fds[f];
 		return HERD_OK;
 	}
+	if (sf->dfd < 0)
+		return herd__error(HERD_EINTERNAL, "%s/%s: not fetched from peers' memory", sf->dir,
+				   file->name);
 	if (herd__ckpt_data_open(sf->dfd, file->name, file->size, &sf->fds[f], why,
 				 sizeof(why)) != 0)
 		return herd__error(HERD_EFORMAT, "%s/%s: %s", sf->dir, file->name, why);
@@ -524,6 +527,8 @@ static herd_status restore_step(herd_ckpt *ck, int64_t step)
 
 /* How long a holder has to answer what it holds. */
 #define SURVEY_MS 3000
+/* The most bytes one fetch asks for. */
+#define FETCH_PIECE ((uint64_t)64 << 20)
 
 /* What rank 0 found in the holders, as it tells the others. */
 typedef struct peer_plan {
@@ -626,11 +631,14 @@ static void survey_ask(herd_ckpt *ck, survey *sv, herd__peer_key **cand, size_t 
 	}
 }
 
+/* Newest step first; one save's entries next to each other. */
 static int cmp_newest(const void *a, const void *b)
 {
 	const herd__peer_key *x = a, *y = b;
 
-	return x->step > y->step ? -1 : x->step < y->step;
+	if (x->step != y->step)
+		return x->step > y->step ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
 }
 
 /* Save k's manifest from any holder that lists it: *data, *len and decoded *m. */
@@ -907,10 +915,15 @@ static herd_status fetch_file(herd__peer_conn *c, const herd__ckpt_file *file,
 
 		(void)madvise(map + lo, (size_t)(rs->r[i].hi - lo), MADV_POPULATE_WRITE);
 #endif
-		st = herd__peer_fetch(c, k, file->rank, rs->r[i].lo, rs->r[i].hi - rs->r[i].lo,
-				      map + rs->r[i].lo, herd__net_deadline(timeout_ms));
-		if (st == HERD_OK)
-			*bytes += rs->r[i].hi - rs->r[i].lo;
+		/* In pieces, each with a deadline of its own. */
+		for (uint64_t at = rs->r[i].lo; at < rs->r[i].hi && st == HERD_OK; at += FETCH_PIECE) {
+			uint64_t n = rs->r[i].hi - at < FETCH_PIECE ? rs->r[i].hi - at : FETCH_PIECE;
+
+			st = herd__peer_fetch(c, k, file->rank, at, n, map + at,
+					      herd__net_deadline(timeout_ms));
+			if (st == HERD_OK)
+				*bytes += n;
+		}
 	}
 	munmap(map, (size_t)file->size);
 	return st;
@@ -955,13 +968,16 @@ static herd_status restore_peers(herd_ckpt *ck, const peer_plan *plan, const int
 		int32_t h = source[f];
 		char name[32];
 
+		if (per_file[f].n == 0)
+			continue;   /* no chunk of it is this rank's: no file (1,024 of them would
+				     * be as many descriptors) */
 		snprintf(name, sizeof(name), "herd-ckpt-%zu", f);
 		sf.fds[f] = memfd_create(name, MFD_CLOEXEC);
 		if (sf.fds[f] < 0) {
 			st = herd__error_errno(HERD_ENOMEM, errno, "cannot create a memory file");
 			goto out;
 		}
-		if (per_file[f].n > 0 && conns[h].fd < 0) {
+		if (conns[h].fd < 0) {
 			HERD_CHECK_GOTO(herd__peer_connect(&conns[h], &ck->holders[h],
 							   herd__net_deadline(ck->peer_timeout_ms)),
 					st, out);

@@ -62,7 +62,8 @@ void herd__save_ended(herd_ckpt *ck, herd__ckpt_job *job, double wait)
 	herd_ckpt_tier_stats *t = herd__save_tier(ck, job);
 
 	job->stall += wait;
-	t->stall_s += wait;
+	t->saves++;
+	t->stall_s += job->stall;
 	if (job->stall > t->stall_max_s)
 		t->stall_max_s = job->stall;
 	if (job->t_end > job->t_begin)
@@ -128,8 +129,6 @@ herd_status herd__save_in_place(herd__ckpt_job *job)
 	st = herd__save_finish(job);
 	/* The caller waited for all of it. */
 	job->t_end = herd__save_now();
-	herd__save_tier(job->ck, job)->saves++;
-	herd__save_tier(job->ck, job)->stall_s += job->t_end - job->t_begin;
 	job->stall = job->t_end - job->t_begin;
 	herd__save_ended(job->ck, job, 0);
 	herd__save_job_free(job);

@@ -89,6 +89,7 @@ typedef struct herd__ckpt_job {
 	char tmp[128];         /* the temporary step directory's name ("": none) */
 	bool to_storage;       /* the step goes to the directory */
 	bool to_peers;         /* and to peers' memory */
+	bool peers_failed;     /* ... a holder failed on a rank: storage alone */
 	herd__peer_key key;    /* ... as the holders know it */
 	sink sk;
 	/* The staging ring of an asynchronous save. */

@@ -91,12 +91,18 @@ void herd__save_sink_put(herd__ckpt_job *job, const uint8_t *p, size_t n)
 	sink *sk = &job->sk;
 
 	herd__save_check_abort(job);
-	if (sk->fd >= 0)
-		sink_write(sk, p, n, sk->pos);
-	for (size_t i = 0; i < sk->npeers && sk->st == HERD_OK; i++)
-		if (herd__peer_put_bytes(&sk->peers[i], p, n,
-					 herd__net_deadline(sk->peer_timeout_ms)) != HERD_OK)
-			peer_fail(job, HERD_EIO);
+	/* A piece to the file, then to each peer: neither waits on the other
+	 * for long, and each send has a deadline of its own. */
+	for (size_t o = 0; o < n; o += WRITE_PIECE) {
+		size_t k = n - o < WRITE_PIECE ? n - o : WRITE_PIECE;
+
+		if (sk->fd >= 0)
+			sink_write(sk, p + o, k, sk->pos + o);
+		for (size_t i = 0; i < sk->npeers && sk->st == HERD_OK; i++)
+			if (herd__peer_put_bytes(&sk->peers[i], p + o, k,
+						 herd__net_deadline(sk->peer_timeout_ms)) != HERD_OK)
+				peer_fail(job, HERD_EIO);
+	}
 	while (n > 0) {
 		const seg *s;
 		uint64_t in, left, take;

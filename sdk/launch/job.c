@@ -2408,10 +2408,6 @@ static size_t judge(herd_job *job, bool started)
 
 	for (size_t i = 0; i < job->nnodes; i++)
 		lost += job->rt[i].fault != NULL && !refused_by_gate(job->rt[i].fault);
-	/* A node lost explains the failure: the ranks elsewhere that failed
-	 * first (their collective's peer died) are not blamed for it. */
-	if (lost > 0)
-		blamed = -1;
 	if (job->nnodes > 1 && lost == job->nnodes) {
 		herd__log_warn("job %s: every node lost contact or did not come up: the launcher's "
 			       "side (HERD_LAUNCH_ADDR, a firewall) is the likelier cause; none is "
@@ -2433,8 +2429,11 @@ static size_t judge(herd_job *job, bool started)
 		int faults;
 		char why[1024];
 
+		/* A node lost explains the failure: a rank elsewhere that failed
+		 * first (its collective's peer died) is not counted against its
+		 * node, unless that node says its hardware failed. */
 		pthread_mutex_lock(&job->mu);
-		faults = job->members[p].faults += is_blamed;
+		faults = job->members[p].faults += is_blamed && lost == 0;
 		pthread_mutex_unlock(&job->mu);
 		if (nr->fault != NULL) {
 			snprintf(why, sizeof(why), "%s (%s)", nr->fault, run);
@@ -2446,7 +2445,7 @@ static size_t judge(herd_job *job, bool started)
 		} else if (is_blamed && nr->words != NULL) {
 			snprintf(why, sizeof(why), "its rank %d failed the job (%s), and the node "
 				 "says: %s", blamed, run, nr->words);
-		} else if (is_blamed && faults >= 2) {
+		} else if (is_blamed && lost == 0 && faults >= 2) {
 			snprintf(why, sizeof(why), "a rank on it failed the job %d times (rank %d "
 				 "in %s)", faults, blamed, run);
 		} else {

@@ -192,6 +192,11 @@ static void test_which_saves_are_kept(void)
 	CHECK_OK(commit(&h.addr, (herd__peer_key){ 1, 7, 10 }, "m7"));
 	listing(&h.addr, list, sizeof(list));
 	CHECK_STR(list, "7/10:m:0 3/11:m:0");
+	/* The job went back to step 4 (storage's, say) and saves step 5: step 7,
+	 * even committed last, is of a timeline given up, and goes. */
+	CHECK_OK(put(&h.addr, (herd__peer_key){ 1, 5, 12 }, 0, 10, 6));
+	listing(&h.addr, list, sizeof(list));
+	CHECK_STR(list, "3/11:m:0 5/12:-:0");
 	holder_stop(&h);
 }
 

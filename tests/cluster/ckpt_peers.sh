@@ -35,18 +35,11 @@ peers() {
 	job=$!
 }
 
-rank_pids() {
-	local p
-	for p in $(host_pids $1 "$train"); do
-		[[ $(tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | head -1) == "$train" ]] && echo "$p"
-	done
-}
-
 # lose I...: kills each host's node supervisor, rank and holder at once.
 lose() {
 	local p="" i
 	for i in "$@"; do
-		p+=" $(host_pids $i "exec --stdio"; rank_pids $i; host_pids $i "ckpt hold")"
+		p+=" $(host_pids $i "exec --stdio"; program_pids $i "$train"; host_pids $i "ckpt hold")"
 	done
 	[[ -n ${p// /} ]] || fail "nothing of the job on h$*"
 	kill -9 $p

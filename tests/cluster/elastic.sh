@@ -39,17 +39,9 @@ elastic() {
 	job=$!
 }
 
-# rank_pids I: host I's rank processes (not a launcher naming the program).
-rank_pids() {
-	local p
-	for p in $(host_pids $1 "$train"); do
-		[[ $(tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | head -1) == "$train" ]] && echo "$p"
-	done
-}
-
 # lose I NAME: kills host I's node supervisor and its rank (SIGKILL).
 lose() {
-	local p=$(host_pids $1 "exec --stdio"; rank_pids $1)
+	local p=$(host_pids $1 "exec --stdio"; program_pids $1 "$train")
 	[[ -n $p ]] || fail "$2: nothing of the job on h$1: $(cat "$tmp/$2.out" "$tmp/$2.err")"
 	kill -9 $p
 }
@@ -121,7 +113,7 @@ has "$(cat "$tmp/back.err")" "node h3 excluded: lost contact with it"
 bash tests/harness/netns.sh mend "$cluster" 3
 wait_lines 1 "[h1:0] restart 1: first step done" "$tmp/back.out" 60
 sleep 0.5
-p=$(rank_pids 1)
+p=$(program_pids 1 "$train")
 [[ -n $p ]] || fail "back: no rank on h1"
 kill -9 $p
 wait $job || fail "the job did not finish after h3 came back: $(tail -5 "$tmp/back.out"; cat "$tmp/back.err")"

@@ -78,6 +78,15 @@ host_pids() {
 	done
 }
 
+# program_pids I PROGRAM: the processes of host I that run PROGRAM (their
+# argv[0]; not a launcher naming it among its arguments).
+program_pids() {
+	local p
+	for p in $(host_pids $1 "$2"); do
+		[[ $(tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | head -1) == "$2" ]] && echo "$p"
+	done
+}
+
 # wait_lines N TEXT FILE SECS: until FILE holds N lines with TEXT; fails
 # after SECS seconds (bounded: polled every 0.1 s).
 wait_lines() {

@@ -246,6 +246,8 @@ static void say_stall(const herd_ckpt *ck)
 	if (herd_ckpt_get_stats(ck, &s) != HERD_OK)
 		return;
 	t = s.peers.saves >= s.storage.saves ? &s.peers : &s.storage;
+	if (t->saves == 0)
+		return;   /* none has ended yet */
 	printf("save stall: mean %.4f s over %" PRIu64 " saves to %s (max %.4f s, busy %.3f s a "
 	       "save)\n", t->stall_s / (double)t->saves, t->saves,
 	       t == &s.peers ? "peers' memory" : "storage", t->stall_max_s,

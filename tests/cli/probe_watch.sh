@@ -102,23 +102,26 @@ assert all(d["host"] == sys.argv[2] and d["v"] == 1 for d in docs), docs
 PY
 
 # --- stdin's end stops it: a FIFO whose writer closes
+# (A file of its own: the shell creates it only once the FIFO's open
+# returns, and the file of an earlier case would be seen full before.)
 mkfifo "$tmp/in"
-"$HERD" probe --watch --period 100 <"$tmp/in" >"$tmp/frames" 2>"$tmp/err" &
+"$HERD" probe --watch --period 100 <"$tmp/in" >"$tmp/fifo_frames" 2>"$tmp/err" &
 pid=$!
 exec 4>"$tmp/in"
 # (30 s: the first record waits for a sampler under the sanitizers on a
 # machine the other tests keep busy; once, 10 s was not enough there)
 for ((k = 0; k < 300; k++)); do
-	[[ $(stat -c %s "$tmp/frames") -gt 0 ]] && break
+	[[ $(stat -c %s "$tmp/fifo_frames" 2>/dev/null) -gt 0 ]] && break
 	sleep 0.1
 done
-[[ $(stat -c %s "$tmp/frames") -gt 0 ]] || fail "no record within 30 s: $(cat "$tmp/err")"
+[[ $(stat -c %s "$tmp/fifo_frames" 2>/dev/null) -gt 0 ]] \
+	|| fail "no record within 30 s: $(cat "$tmp/err"; ps -o pid,stat,wchan:32,etime,args -p $pid)"
 echo "input is read and dropped" >&4
 exec 4>&-
 wait_end $pid "after its stdin ended"
 [[ $rc == 0 ]] || fail "its stdin's end: exit $rc, want 0: $(cat "$tmp/err")"
 [[ ! -s $tmp/err ]] || fail "its stdin's end: it said: $(cat "$tmp/err")"
-"$HERD" "$tmp/decode.lua" "$tmp/frames" >"$tmp/decoded" 2>&1 || fail "cut short at the end: $(cat "$tmp/decoded")"
+"$HERD" "$tmp/decode.lua" "$tmp/fifo_frames" >"$tmp/decoded" 2>&1 || fail "cut short at the end: $(cat "$tmp/decoded")"
 
 # --- SIGTERM and SIGHUP stop it, exit status 0, whole records
 for sig in TERM HUP; do

@@ -1271,9 +1271,16 @@ static int take_format(int argc, char **argv)
 
 /* ------------------------------------------------------------ interval */
 
+/* One TIER=SAVE,LOST[,BUSY] of herd ckpt interval. */
+struct tier {
+	char name[64];
+	double save_s, lost_s, busy_s;
+};
+
 static int ckpt_interval(int argc, char **argv)
 {
 	herd_ckpt_interval_model m = { 0 };
+	struct tier *tiers;
 	json_t *rows = NULL;
 	int ntiers = 0;
 	bool have_mttf = false;
@@ -1304,23 +1311,35 @@ static int ckpt_interval(int argc, char **argv)
 	if (!have_mttf)
 		return usage_error("interval needs --mttf TIME, the job's mean time to failure%s",
 				   "");
+	/* TIER=SAVE,LOST[,BUSY], read once. */
+	tiers = calloc((size_t)argc + 1, sizeof(*tiers));
+	if (tiers == NULL) {
+		shell_message("herd ckpt", "out of memory");
+		return SHELL_EXIT_FAILURE;
+	}
 	for (int i = 0; i < argc; i++) {
+		struct tier *t = &tiers[ntiers];
 		const char *eq = argv[i] != NULL ? strchr(argv[i], '=') : NULL;
-		double a, b, c;
 		char extra;
 		int got;
 
 		if (argv[i] == NULL)
 			continue;
-		got = eq != NULL && eq > argv[i] && eq - argv[i] < 64
-			      ? sscanf(eq + 1, "%lf,%lf,%lf%c", &a, &b, &c, &extra) : 0;
-		if (got != 2 && got != 3)
+		got = eq != NULL && eq > argv[i] && eq - argv[i] < (ptrdiff_t)sizeof(t->name)
+			      ? sscanf(eq + 1, "%lf,%lf,%lf%c", &t->save_s, &t->lost_s, &t->busy_s,
+				       &extra) : 0;
+		if (got != 2 && got != 3) {
+			free(tiers);
 			return usage_error("'%s' is not TIER=SAVE,LOST[,BUSY] (seconds: "
 					   "storage=4.2,95)", argv[i]);
+		}
+		memcpy(t->name, argv[i], (size_t)(eq - argv[i]));
 		ntiers++;
 	}
-	if (ntiers == 0)
+	if (ntiers == 0) {
+		free(tiers);
 		return usage_error("interval: give at least one TIER=SAVE,LOST (peers=0.3,20)%s", "");
+	}
 	if (json) {
 		rows = json_array();
 	} else {
@@ -1329,36 +1348,32 @@ static int ckpt_interval(int argc, char **argv)
 		printf("%-10s %8s %8s %9s %11s %9s %8s  %s\n", "tier", "save s", "lost s", "Young s",
 		       "interval s", "overhead", "ETTR", "set by");
 	}
-	for (int i = 0; i < argc; i++) {
+	for (int i = 0; i < ntiers; i++) {
+		const struct tier *t = &tiers[i];
 		herd_ckpt_interval_choice c;
-		const char *eq;
-		char name[64], extra;
 
-		if (argv[i] == NULL)
-			continue;
-		eq = strchr(argv[i], '=');
-		m.min_interval_s = 0;
-		(void)sscanf(eq + 1, "%lf,%lf,%lf%c", &m.save_s, &m.lost_s, &m.min_interval_s,
-			     &extra);
-		memcpy(name, argv[i], (size_t)(eq - argv[i]));
-		name[eq - argv[i]] = '\0';
+		m.save_s = t->save_s;
+		m.lost_s = t->lost_s;
+		m.min_interval_s = t->busy_s;
 		if (herd_ckpt_interval(&m, &c) != HERD_OK) {
 			json_decref(rows);
+			free(tiers);
 			return failure();
 		}
 		if (rows != NULL) {
 			json_array_append_new(rows, json_pack(
-				"{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:s?}", "tier", name,
+				"{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:s?}", "tier", t->name,
 				"save_s", m.save_s, "lost_s", m.lost_s, "busy_s", m.min_interval_s,
 				"young_s", c.young_s, "optimum_s", c.optimum_s, "interval_s",
 				c.interval_s, "overhead", c.overhead, "ettr", c.ettr, "bound",
 				c.bound[0] ? c.bound : NULL));
 			continue;
 		}
-		printf("%-10s %8.2f %8.1f %9.1f %11.1f %8.2f%% %8.4f  %s\n", name, m.save_s, m.lost_s,
-		       c.young_s, c.interval_s, 100 * c.overhead, c.ettr,
+		printf("%-10s %8.2f %8.1f %9.1f %11.1f %8.2f%% %8.4f  %s\n", t->name, m.save_s,
+		       m.lost_s, c.young_s, c.interval_s, 100 * c.overhead, c.ettr,
 		       c.bound[0] ? c.bound : "the optimum");
 	}
+	free(tiers);
 	if (rows != NULL) {
 		json_t *doc = json_pack("{s:f, s:f, s:o}", "mttf_s", m.mttf_s, "max_overhead",
 					m.max_overhead > 0 ? m.max_overhead : 0.035, "tiers", rows);

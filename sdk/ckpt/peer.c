@@ -73,34 +73,25 @@ static void msg_free(msg *m)
 	memset(m, 0, sizeof(*m));
 }
 
-static herd_status recv_exact(int fd, void *buf, size_t len, int64_t deadline, const char *peer)
+/*
+ * len bytes by deadline, or, with idle_ms > 0, each read given idle_ms: a
+ * stream that stalls fails, one that flows does not.
+ */
+static herd_status recv_bytes(int fd, void *buf, size_t len, int64_t deadline, int idle_ms,
+			      const char *peer)
 {
 	uint8_t *p = buf;
 
 	while (len > 0) {
 		size_t got = 0;
 
-		HERD_CHECK(herd__net_recv_some(fd, p, len, &got, deadline, peer));
-		if (got == 0)
-			return herd__error(HERD_ETIMEDOUT, "%s: no answer in time", peer);
-		p += got;
-		len -= got;
-	}
-	return HERD_OK;
-}
-
-/* len bytes, each read given idle_ms: a stream that stalls fails, one that flows does not. */
-static herd_status recv_idle(int fd, void *buf, size_t len, int idle_ms, const char *peer)
-{
-	uint8_t *p = buf;
-
-	while (len > 0) {
-		size_t got = 0;
-
-		HERD_CHECK(herd__net_recv_some(fd, p, len, &got, herd__net_deadline(idle_ms), peer));
-		if (got == 0)
+		HERD_CHECK(herd__net_recv_some(fd, p, len, &got, idle_ms > 0
+					       ? herd__net_deadline(idle_ms) : deadline, peer));
+		if (got == 0 && idle_ms > 0)
 			return herd__error(HERD_ETIMEDOUT, "%s sent nothing for %d s", peer,
 					   idle_ms / 1000);
+		if (got == 0)
+			return herd__error(HERD_ETIMEDOUT, "%s: no answer in time", peer);
 		p += got;
 		len -= got;
 	}
@@ -115,13 +106,13 @@ static herd_status recv_msg_max(int fd, msg *m, int64_t deadline, const char *pe
 	herd_status st;
 
 	memset(m, 0, sizeof(*m));
-	HERD_CHECK(recv_exact(fd, head, sizeof(head), deadline, peer));
+	HERD_CHECK(recv_bytes(fd, head, sizeof(head), deadline, 0, peer));
 	len = herd__be32_load(head);
 	if (len == 0 || len > max)
 		return herd__error(HERD_EFORMAT, "%s: %s: a frame of %" PRIu32 " bytes", peer,
 				   proto.name, len);
 	HERD_CHECK(herd__calloc(&m->payload, len, 1, "a frame"));
-	HERD_CHECK(recv_exact(fd, m->payload, len, deadline, peer));
+	HERD_CHECK(recv_bytes(fd, m->payload, len, deadline, 0, peer));
 	m->opened = true;
 	st = herd__wire_open(&proto, &m->up, m->payload, len, &m->type);
 	if (st != HERD_OK)
@@ -330,22 +321,30 @@ static void frame_key(herd__frame_enc *e, const herd__peer_key *k)
 	herd__frame_int(e, "id", (int64_t)k->id);
 }
 
-herd_status herd__peer_put_begin(herd__peer_conn *c, const herd__peer_key *k, int rank,
-				 uint64_t size, int64_t deadline)
+/* A put or a manifest announced (rank -1: a manifest), and the holder's word that it takes it. */
+static herd_status announce(herd__peer_conn *c, int type, const herd__peer_key *k, int rank,
+			    uint64_t size, int64_t deadline)
 {
 	herd__buf b = { 0 };
 	herd__frame_enc e;
 	herd_status st;
 	msg m;
 
-	herd__wire_begin(&proto, &e, &b, T_PUT);
+	herd__wire_begin(&proto, &e, &b, type);
 	frame_key(&e, k);
-	herd__frame_int(&e, "rank", rank);
+	if (rank >= 0)
+		herd__frame_int(&e, "rank", rank);
 	herd__frame_int(&e, "size", (int64_t)size);
 	HERD_CHECK(send_msg(c->fd, &e, &b, deadline, c->name));
 	st = expect(c, &m, T_OK, deadline);
 	msg_free(&m);
 	return st;
+}
+
+herd_status herd__peer_put_begin(herd__peer_conn *c, const herd__peer_key *k, int rank,
+				 uint64_t size, int64_t deadline)
+{
+	return announce(c, T_PUT, k, rank, size, deadline);
 }
 
 herd_status herd__peer_put_bytes(herd__peer_conn *c, const void *p, size_t n, int64_t deadline)
@@ -366,24 +365,9 @@ herd_status herd__peer_put_end(herd__peer_conn *c, int64_t deadline)
 herd_status herd__peer_put_manifest(herd__peer_conn *c, const herd__peer_key *k,
 				    const void *data, size_t len, int64_t deadline)
 {
-	herd__buf b = { 0 };
-	herd__frame_enc e;
-	herd_status st;
-	msg m;
-
-	herd__wire_begin(&proto, &e, &b, T_MANIFEST);
-	frame_key(&e, k);
-	herd__frame_int(&e, "size", (int64_t)len);
-	HERD_CHECK(send_msg(c->fd, &e, &b, deadline, c->name));
-	st = expect(c, &m, T_OK, deadline);
-	msg_free(&m);
-	if (st == HERD_OK)
-		st = herd__net_send_all(c->fd, data, len, deadline, c->name);
-	if (st == HERD_OK) {
-		st = expect(c, &m, T_OK, deadline);
-		msg_free(&m);
-	}
-	return st;
+	HERD_CHECK(announce(c, T_MANIFEST, k, -1, len, deadline));
+	HERD_CHECK(herd__peer_put_bytes(c, data, len, deadline));
+	return herd__peer_put_end(c, deadline);
 }
 
 void herd__peer_steps_free(herd__peer_step *s, size_t n)
@@ -499,7 +483,7 @@ static herd_status fetch(herd__peer_conn *c, const herd__peer_key *k, int rank, 
 	if (*dst == NULL)
 		HERD_CHECK(herd__calloc(dst, (size_t)size + 1, 1, "a manifest"));
 	*got = (size_t)size;
-	return recv_exact(c->fd, *dst, (size_t)size, deadline, c->name);
+	return recv_bytes(c->fd, *dst, (size_t)size, deadline, 0, c->name);
 }
 
 herd_status herd__peer_fetch_manifest(herd__peer_conn *c, const herd__peer_key *k, char **data,
@@ -819,7 +803,7 @@ static herd_status serve_put(holder *h, int fd, const msg *m, bool manifest, con
 	x->size = (uint64_t)size;
 	x->refs = 1;
 	HERD_CHECK_GOTO(send_ok(fd, deadline, peer), st, fail);
-	HERD_CHECK_GOTO(recv_idle(fd, x->data, (size_t)size, PEER_IDLE_MS, peer), st, fail);
+	HERD_CHECK_GOTO(recv_bytes(fd, x->data, (size_t)size, 0, PEER_IDLE_MS, peer), st, fail);
 	pthread_mutex_lock(&h->mu);
 	ok = insert(h, &k, x);
 	if (!ok)

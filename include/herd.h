@@ -46,6 +46,7 @@
 #include "herd/device.h"
 #include "herd/job.h"
 #include "herd/jobs.h"
+#include "herd/serve.h"
 #include "herd/exclude.h"
 #include "herd/bcast.h"
 #include "herd/ckpt.h"

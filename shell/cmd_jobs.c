@@ -30,14 +30,24 @@ static const char jobs_usage[] =
 static const char job_usage[] =
 	"usage: herd job status [--json] ID\n"
 	"       herd job stop ID\n"
+	"       herd job scale ID N\n"
+	"       herd job restart [--rolling] ID\n"
 	"\n"
-	"One running job of this user on this node (herd jobs lists them):\n"
+	"One running job or service of this user on this node (herd jobs lists\n"
+	"them):\n"
 	"  status    its state, command, nodes, restarts, launcher's pid, each\n"
 	"            rank's host, pid and state, and an elastic job's nodes (in,\n"
-	"            spare, out and why) (--json: the launcher's answer)\n"
+	"            spare, out and why); a service's front door and each\n"
+	"            replica's host, port, state, pid, restarts, requests, errors\n"
+	"            and requests in flight, from HAProxy (--json: the answer)\n"
 	"  stop      stop it as Ctrl-C on its herd launch would: its ranks get\n"
 	"            SIGINT, and SIGKILL after the grace period; the job ends as\n"
-	"            interrupted (its launcher exits 130)\n"
+	"            interrupted (its launcher exits 130); a service drains and\n"
+	"            stops its replicas (herd serve exits 0)\n"
+	"  scale     a service (herd serve): N replicas, within its MIN-MAX\n"
+	"  restart   a service: every replica drained and started again; with\n"
+	"            --rolling one at a time, each back in the balancer before\n"
+	"            the next goes\n"
 	"Exit status:\n"
 	"  0    done\n"
 	"  1    no running job ID of this user here, or it did not answer\n"
@@ -45,6 +55,7 @@ static const char job_usage[] =
 
 static const struct option jobs_options[] = {
 	{ "json", no_argument, NULL, 'j' },
+	{ "rolling", no_argument, NULL, 'r' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -69,8 +80,9 @@ static long long num(const json_t *o, const char *key)
 	return (long long)json_number_value(json_object_get(o, key));
 }
 
-/* --json and the operands left after the options, or a usage status. */
-static int parse(const char *cmd, int argc, char **argv, bool *json, shell_args *args)
+/* --json, --rolling and the operands left after the options, or a usage status. */
+static int parse(const char *cmd, int argc, char **argv, bool *json, bool *rolling,
+		 shell_args *args)
 {
 	int c, status = shell_args_check(cmd, argc, argv, "h", jobs_options, NULL, args);
 
@@ -87,6 +99,10 @@ static int parse(const char *cmd, int argc, char **argv, bool *json, shell_args 
 			*json = true;
 			continue;
 		}
+		if (c == 'r' && strcmp(cmd, "job") == 0) {
+			*rolling = true;
+			continue;
+		}
 		status = shell_usage_error(cmd, "unrecognized option '%s'", args->argv[optind - 1]);
 		return status;
 	}
@@ -101,7 +117,8 @@ int cmd_jobs(int argc, char **argv)
 	json_t *all;
 	size_t i;
 	json_t *o;
-	int status = parse("jobs", argc, argv, &json, &args);
+	bool rolling = false;
+	int status = parse("jobs", argc, argv, &json, &rolling, &args);
 
 	if (status != 0 || optind != args.argc) {
 		if (status == 0)
@@ -135,12 +152,43 @@ int cmd_jobs(int argc, char **argv)
 	return fflush(stdout) == 0 ? SHELL_EXIT_OK : SHELL_EXIT_FAILURE;
 }
 
+/* A service's front door and replicas. */
+static void print_service(const json_t *o)
+{
+	const json_t *r;
+	char age[32];
+	size_t i;
+
+	hms(json_number_value(json_object_get(o, "age")), age, sizeof(age));
+	printf("service %s: %s on %s (HAProxy %s), %lld replica%s wanted of %lld-%lld", str(o, "id"),
+	       str(o, "state"), str(o, "front"), str(o, "haproxy"), num(o, "wanted"),
+	       num(o, "wanted") == 1 ? "" : "s", num(o, "min_replicas"), num(o, "max_replicas"));
+	if (num(o, "target") > 0)
+		printf(" (target %lld in flight each)", num(o, "target"));
+	printf(", up %s, pid %lld\n", age, num(o, "pid"));
+	printf("command: %s\n", str(o, "command"));
+	printf("in flight %lld, queued %lld\n", num(o, "in_flight"), num(o, "queued"));
+	printf("%7s %-16s %5s %-9s %8s %8s %10s %7s %9s\n", "REPLICA", "HOST", "PORT", "STATE",
+	       "PID", "RESTARTS", "REQUESTS", "ERRORS", "IN-FLIGHT");
+	json_array_foreach(json_object_get(o, "replicas"), i, r) {
+		printf("%7lld %-16s %5lld %-9s %8lld %8lld %10lld %7lld %9lld\n", num(r, "index"),
+		       str(r, "host"), num(r, "port"), str(r, "state"), num(r, "pid"),
+		       num(r, "restarts"), num(r, "requests"), num(r, "errors"), num(r, "in_flight"));
+		if (json_object_get(r, "why") != NULL)
+			printf("        last failure: %s\n", str(r, "why"));
+	}
+}
+
 static void print_status(const json_t *o)
 {
 	const json_t *ranks = json_object_get(o, "rank_states"), *r;
 	char age[32];
 	size_t i;
 
+	if (strcmp(str(o, "kind"), "service") == 0) {
+		print_service(o);
+		return;
+	}
 	hms(json_number_value(json_object_get(o, "age")), age, sizeof(age));
 	printf("job %s: %s, %lld rank%s on %lld node%s (%s), %lld restart%s, up %s, launcher "
 	       "pid %lld\n", str(o, "id"), str(o, "state"), num(o, "ranks"),
@@ -165,43 +213,71 @@ static void print_status(const json_t *o)
 	}
 }
 
+static bool is_sub(const char *w)
+{
+	return strcmp(w, "status") == 0 || strcmp(w, "stop") == 0 || strcmp(w, "scale") == 0 ||
+	       strcmp(w, "restart") == 0;
+}
+
 int cmd_job(int argc, char **argv)
 {
 	shell_args args;
-	bool json = false;
-	char *text = NULL, sub[16] = "", id[80] = "";
-	int status = parse("job", argc, argv, &json, &args);
+	bool json = false, rolling = false;
+	char *text = NULL, sub[16] = "", id[80] = "", nword[32] = "";
+	int status = parse("job", argc, argv, &json, &rolling, &args), n = 0, want;
 	herd_status st;
 
 	if (status != 0) {
 		shell_args_free(&args);
 		return status < 0 ? SHELL_EXIT_OK : status;
 	}
-	if (args.argc - optind != 2 ||
-	    (strcmp(args.argv[optind], "status") != 0 && strcmp(args.argv[optind], "stop") != 0)) {
+	want = args.argc - optind >= 1 && strcmp(args.argv[optind], "scale") == 0 ? 3 : 2;
+	if (args.argc - optind != want || !is_sub(args.argv[optind])) {
 		status = args.argc - optind == 0
-			? shell_usage_error("job", "%s", "say status ID or stop ID (herd jobs lists "
-					    "the jobs)")
-			: args.argc - optind == 1 && (strcmp(args.argv[optind], "status") == 0 ||
-						      strcmp(args.argv[optind], "stop") == 0)
+			? shell_usage_error("job", "%s", "say status ID, stop ID, scale ID N or "
+					    "restart ID (herd jobs lists the jobs)")
+			: !is_sub(args.argv[optind])
+			? shell_usage_error("job", "unknown subcommand '%s' (status, stop, scale, "
+					    "restart)", args.argv[optind])
+			: args.argc - optind == 1
 			? shell_usage_error("job", "%s: name the job (herd jobs lists them)",
 					    args.argv[optind])
-			: shell_usage_error("job", "unknown subcommand '%s' (status, stop)",
-					    args.argv[optind]);
+			: want == 3 ? shell_usage_error("job", "%s", "scale ID N: the service and "
+							"its replicas")
+			: shell_usage_error("job", "unexpected argument '%s'", args.argv[optind + 2]);
 		shell_args_free(&args);
 		return status;
 	}
 	snprintf(sub, sizeof(sub), "%s", args.argv[optind]);
 	snprintf(id, sizeof(id), "%s", args.argv[optind + 1]);
+	if (want == 3)
+		snprintf(nword, sizeof(nword), "%s", args.argv[optind + 2]);
 	shell_args_free(&args);
-	if (strcmp(sub, "stop") == 0) {
-		if (json)
-			return shell_usage_error("job", "%s", "--json goes with status");
-		if (herd_jobs_stop(id) != HERD_OK) {
-			shell_message("herd job stop", shell_last_error());
+	if (json && strcmp(sub, "status") != 0)
+		return shell_usage_error("job", "%s", "--json goes with status");
+	if (rolling && strcmp(sub, "restart") != 0)
+		return shell_usage_error("job", "%s", "--rolling goes with restart");
+	if (want == 3 && shell_parse_int(nword, 1, 1024, &n) != 0)
+		return shell_usage_error("job", "scale ID N: N is '%s'; expected a whole number of "
+					 "replicas from 1 to 1024", nword);
+	if (strcmp(sub, "stop") == 0 || strcmp(sub, "scale") == 0 || strcmp(sub, "restart") == 0) {
+		st = strcmp(sub, "stop") == 0 ? herd_jobs_stop(id)
+		     : strcmp(sub, "scale") == 0 ? herd_jobs_scale(id, n)
+		     : herd_jobs_restart(id, rolling);
+		if (st != HERD_OK) {
+			char who[32];
+
+			snprintf(who, sizeof(who), "herd job %s", sub);
+			shell_message(who, shell_last_error());
 			return SHELL_EXIT_FAILURE;
 		}
-		printf("job %s: stopping\n", id);
+		if (strcmp(sub, "stop") == 0)
+			printf("job %s: stopping\n", id);
+		else if (strcmp(sub, "scale") == 0)
+			printf("service %s: scaling to %d replicas\n", id, n);
+		else
+			printf("service %s: %s\n", id, rolling ? "rolling restart begun"
+				: "restarting every replica");
 		return fflush(stdout) == 0 ? SHELL_EXIT_OK : SHELL_EXIT_FAILURE;
 	}
 	st = herd_jobs_status(id, &text);

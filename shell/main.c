@@ -62,11 +62,16 @@ static const struct command {
 	  "launch -n N [--per-node K] [--hosts EXPR | --hostfile F | --slurm]\n"
 	  "        [--gpus-per-rank G] [--restarts R] [--time LIMIT] [--log-dir D] -- CMD\n"
 	  "                    run N ranks of CMD (a .lua CMD: Lua ranks; see launch -h)" },
+	{ "serve", cmd_serve,
+	  "serve --port PORT [--replicas MIN-MAX] [--target N] [--health PATH]\n"
+	  "        [--hosts EXPR | --hostfile F | --slurm] [--gpus-per-replica G] -- CMD\n"
+	  "                    replicas of CMD behind HAProxy, restarted and scaled" },
 	{ "jobs", cmd_jobs,
-	  "jobs [--json]       this user's running jobs on this node, as squeue" },
+	  "jobs [--json]       this user's running jobs and services on this node" },
 	{ "job", cmd_job,
-	  "job status [--json] ID | stop ID\n"
-	  "                    one running job: its ranks and state; stop it as Ctrl-C" },
+	  "job status [--json] ID | stop ID | scale ID N | restart [--rolling] ID\n"
+	  "                    one running job or service: its ranks or replicas; stop\n"
+	  "                    it as Ctrl-C; a service's replicas scaled or restarted" },
 	{ "exclude", cmd_exclude,
 	  "exclude ls [--json] | add [--reason TEXT] EXPR | rm EXPR\n"
 	  "                    the nodes herd launch leaves out, whatever the backend" },

@@ -104,6 +104,8 @@ int cmd_bench(int argc, char **argv);
 int cmd_alloc(int argc, char **argv);
 int cmd_gpus(int argc, char **argv);
 
+/* `herd serve --port PORT [...] -- CMD` (shell/cmd_serve.c). */
+int cmd_serve(int argc, char **argv);
 /* `herd launch -n N [...] -- CMD` (shell/cmd_launch.c). */
 int cmd_launch(int argc, char **argv);
 

@@ -5,6 +5,7 @@
 #ifndef HERD_JOBS_H
 #define HERD_JOBS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common.h"
@@ -28,7 +29,7 @@ HERD_EXTERN herd_status herd_jobs_dir(char *out, size_t cap);
 /*
  * The status of job id (NULL: of every running job of this user on this
  * node, as a JSON array) as JSON, into *json (malloc, the caller frees):
- *   {"id", "pid" (the launcher's), "command", "hosts", "nodes", "ranks",
+ *   {"id", "kind" ("job"), "pid" (the launcher's), "command", "hosts", "nodes", "ranks",
  *    "state" ("starting", "running", "failing", "stopping"), "restarts",
  *    "started" (Unix seconds), "age" (seconds),
  *    "rank_states": [{"rank", "host", "pid", "state"}, ...]}
@@ -38,6 +39,15 @@ HERD_EXTERN herd_status herd_jobs_dir(char *out, size_t cap);
 HERD_EXTERN herd_status herd_jobs_status(const char *id, char **json);
 /* Stops job id as Ctrl-C on its launcher would.  Errors as herd_jobs_status's. */
 HERD_EXTERN herd_status herd_jobs_stop(const char *id);
+/*
+ * A service (herd/serve.h) answers too, as a job whose status has "kind":
+ * "service" and its replicas; these two act on one (a job of ranks
+ * refuses them, HERD_EINVAL):
+ */
+/* Sets service id's replicas to n (herd_serve_scale). */
+HERD_EXTERN herd_status herd_jobs_scale(const char *id, int n);
+/* Restarts service id's replicas, one at a time when rolling (herd_serve_restart). */
+HERD_EXTERN herd_status herd_jobs_restart(const char *id, bool rolling);
 
 #ifdef __cplusplus
 }

@@ -107,6 +107,8 @@ typedef enum herd__param_type {
 	  "the srun program")                                                                   \
 	X(SRUN_ARGS, WORDS, "words", 0, 0, "",                                                  \
 	  "options added to srun's")                                                            \
+	X(HAPROXY, STRING, "program", 0, 0, "haproxy",                                          \
+	  "HAProxy, a service's front door (herd serve)")                                      \
 	X(SINFO, STRING, "program", 0, 0, "sinfo",                                              \
 	  "the sinfo program (elastic jobs' node states)")                                   \
 	X(DISCOVER_FANOUT, INT, "", 1, 1000000, "256",                                          \
@@ -130,6 +132,10 @@ typedef enum herd__param_type {
 	X(CKPT_HOLDERS, STRING, "list", 0, 0, "", "checkpoint holders of the nodes, in order")  \
 	X(RESTART_COUNT, STRING, "integer", 0, 0, "", "restarts of the job so far")             \
 	X(JOB_START, STRING, "seconds", 0, 0, "", "when the job was launched (Unix time)")      \
+	X(REPLICA, STRING, "integer", 0, 0, "", "this replica of a service, from 0")            \
+	X(PORT, STRING, "integer", 0, 0, "", "the port this replica listens on")                \
+	X(LISTEN, STRING, "address", 0, 0, "", "the address this replica listens on")           \
+	X(SERVICE, STRING, "text", 0, 0, "", "the service this replica serves (herd serve)")    \
 	X(EMIT, STRING, "1", 0, 0, "", "herd.emit goes to the script of herd.launch")           \
 	X(BENCH_LAUNCHER, STRING, "1", 0, 0, "", "a rank that herd bench -n started")
 

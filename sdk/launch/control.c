@@ -4,7 +4,8 @@
  * request is served on it, and the client side (herd_jobs_status,
  * herd_jobs_stop; herd/job.h).
  *
- * A request is one line ("status" or "stop"), the answer one JSON
+ * A request is one line ("status", "stop"; a service's also "scale N",
+ * "restart", "restart rolling"), the answer one JSON
  * document and a newline; then the server closes the connection.  Only
  * a peer of the same user is answered (SO_PEERCRED), on top of the
  * directory's and the socket's modes (0700, 0600).
@@ -333,6 +334,26 @@ herd_status herd_jobs_status(const char *id, char **json)
 	*json = json_dumps(all, JSON_COMPACT);
 	json_decref(all);
 	return *json != NULL ? HERD_OK : herd__error(HERD_ENOMEM, "out of memory");
+}
+
+herd_status herd_jobs_scale(const char *id, int n)
+{
+	char req[32];
+	json_t *a = NULL;
+
+	snprintf(req, sizeof(req), "scale %d", n);
+	HERD_CHECK(ask_job(id, req, &a));
+	json_decref(a);
+	return HERD_OK;
+}
+
+herd_status herd_jobs_restart(const char *id, bool rolling)
+{
+	json_t *a = NULL;
+
+	HERD_CHECK(ask_job(id, rolling ? "restart rolling" : "restart", &a));
+	json_decref(a);
+	return HERD_OK;
 }
 
 herd_status herd_jobs_stop(const char *id)

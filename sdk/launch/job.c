@@ -378,7 +378,7 @@ static const char *interrupt_name(int sig)
 
 /* ---- spec ------------------------------------------------------------------ */
 
-static herd_status copy_strv(char ***out, const char *const *v, const char *what)
+herd_status herd__launch_strv_copy(char ***out, const char *const *v, const char *what)
 {
 	size_t n = 0;
 
@@ -427,7 +427,7 @@ static herd_status job_env(char ***out, const char *const *spec_env)
 	return HERD_OK;
 }
 
-static void free_strv(char **v)
+void herd__launch_strv_free(char **v)
 {
 	for (size_t i = 0; v != NULL && v[i] != NULL; i++)
 		free(v[i]);
@@ -545,7 +545,7 @@ static herd_status copy_spec(herd_job *job, const herd_job_spec *s)
 				      : s->version >= 2 ? offsetof(herd_job_spec, exclude)
 				      : offsetof(herd_job_spec, time_limit_ms));
 	job->spec.version = HERD_JOB_SPEC_VERSION;
-	HERD_CHECK(copy_strv(&job->argv, s->argv, "the job's argv"));
+	HERD_CHECK(herd__launch_strv_copy(&job->argv, s->argv, "the job's argv"));
 	HERD_CHECK(job_env(&job->env, s->env));
 	HERD_CHECK(herd__strdup(&job->hosts, s->hosts));
 	HERD_CHECK(herd__strdup(&job->exclude, job->spec.exclude));
@@ -1586,6 +1586,7 @@ static void control_status(herd_job *job, json_t *o)
 	run_hosts(job, hosts, sizeof(hosts));
 	pthread_mutex_lock(&job->mu);
 	json_object_set_new(o, "id", json_string(job->id));
+	json_object_set_new(o, "kind", json_string("job"));
 	json_object_set_new(o, "pid", json_integer(getpid()));
 	json_object_set_new(o, "command", json_stringn(cmd, strnlen(cmd, sizeof(cmd))));
 	json_object_set_new(o, "hosts", json_stringn(hosts, strnlen(hosts, sizeof(hosts))));
@@ -1644,6 +1645,10 @@ static char *control_answer(void *arg, const char *request)
 		json_object_set_new(o, "stopping", json_true());
 	} else if (strcmp(request, "status") == 0) {
 		control_status(job, o);
+	} else if (strncmp(request, "scale", 5) == 0 || strncmp(request, "restart", 7) == 0) {
+		json_object_set_new(o, "error", json_string("a job of ranks, not a service (herd "
+							    "serve): it has no replicas to scale "
+							    "or restart"));
 	} else {
 		json_object_set_new(o, "error", json_string("unknown request (status, stop)"));
 	}
@@ -1725,7 +1730,7 @@ static herd_status holders_for_run(herd_job *job)
 	size_t nenv = 0;
 	herd_status st;
 
-	free_strv(job->run_env);
+	herd__launch_strv_free(job->run_env);
 	job->run_env = NULL;
 	if (job->spec.ckpt_peers <= 0 || job->nnodes < 2)
 		return HERD_OK;
@@ -1760,7 +1765,7 @@ static void stop_holders(herd_job *job)
 {
 	herd__holders_free(job->holders);
 	job->holders = NULL;
-	free_strv(job->run_env);
+	herd__launch_strv_free(job->run_env);
 	job->run_env = NULL;
 }
 
@@ -2775,7 +2780,7 @@ static herd_status trace_dir(herd_job *job)
 	return herd__strdup(&env[n], entry);
 }
 
-static herd_status make_id(herd_job *job)
+herd_status herd__launch_new_id(char *id, size_t cap)
 {
 	unsigned char r[4];
 	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
@@ -2785,12 +2790,13 @@ static herd_status make_id(herd_job *job)
 		close(fd);
 	if (got != (ssize_t)sizeof(r))
 		return herd__error(HERD_ESYS, "reading /dev/urandom for the job id");
-	snprintf(job->id, sizeof(job->id), "%lx-%02x%02x%02x%02x", (unsigned long)time(NULL),
-		 r[0], r[1], r[2], r[3]);
+	snprintf(id, cap, "%lx-%02x%02x%02x%02x", (unsigned long)time(NULL), r[0], r[1], r[2],
+		 r[3]);
 	return HERD_OK;
 }
 
-herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
+/* herd_job_launch, or with member_id a service's replica (launch_internal.h). */
+static herd_status launch(herd_job **out, const herd_job_spec *spec, const char *member_id)
 {
 	herd_job *job = NULL;
 	char left_out[1024];
@@ -2815,7 +2821,8 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 	HERD_CHECK_GOTO(herd__exclude_filter(&job->pool, &job->npool, job->spec.exclude, left_out,
 					     sizeof(left_out)), st, fail);
 	if (left_out[0] != '\0') {
-		herd__log_warn("nodes left out of the job, as excluded: %s", left_out);
+		if (member_id == NULL)
+			herd__log_warn("nodes left out of the job, as excluded: %s", left_out);
 		if (job->npool == 0) {
 			st = herd__error(HERD_EUNAVAIL, "every node is excluded: %s (herd exclude "
 					 "ls lists them)", left_out);
@@ -2825,10 +2832,15 @@ herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
 	HERD_CHECK_GOTO(members_init(job), st, fail);
 	HERD_CHECK_GOTO(place_run(job), st, fail);
 	HERD_CHECK_GOTO(herd__calloc(&job->batch, BATCH_CAP, 1, "the output batch"), st, fail);
-	HERD_CHECK_GOTO(make_id(job), st, fail);
-	HERD_CHECK_GOTO(trace_dir(job), st, fail);
+	if (member_id != NULL) {
+		snprintf(job->id, sizeof(job->id), "%s", member_id);
+	} else {
+		HERD_CHECK_GOTO(herd__launch_new_id(job->id, sizeof(job->id)), st, fail);
+		HERD_CHECK_GOTO(trace_dir(job), st, fail);
+	}
 	job->t_start = real_now();
-	if (herd__control_listen(job->id, &job->ctl_fd, job->ctl_path, sizeof(job->ctl_path)) !=
+	if (member_id == NULL &&
+	    herd__control_listen(job->id, &job->ctl_fd, job->ctl_path, sizeof(job->ctl_path)) !=
 	    HERD_OK)
 		herd__log_warn("job %s: herd jobs will not list it: %s", job->id, herd_last_error());
 	job->straggle = (herd__straggle)HERD__STRAGGLE_INIT;
@@ -2879,6 +2891,16 @@ fail:
 		herd__trace_dir_remove(job->trace_dir);
 	herd_job_free(job);
 	return st;
+}
+
+herd_status herd_job_launch(herd_job **out, const herd_job_spec *spec)
+{
+	return launch(out, spec, NULL);
+}
+
+herd_status herd__job_launch_member(herd_job **out, const herd_job_spec *spec, const char *id)
+{
+	return launch(out, spec, id);
 }
 
 herd_status herd_job_wait(herd_job *job, int timeout_ms, int *exit_status)
@@ -3126,8 +3148,8 @@ void herd_job_free(herd_job *job)
 	herd__launch_nodes_free(job->nodes, job->nnodes);
 	herd__launch_nodes_free(job->pool, job->npool);
 	free(job->members);
-	free_strv(job->argv);
-	free_strv(job->env);
+	herd__launch_strv_free(job->argv);
+	herd__launch_strv_free(job->env);
 	free(job->hosts);
 	free(job->exclude);
 	free(job->workdir);

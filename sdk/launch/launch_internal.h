@@ -263,6 +263,22 @@ extern const herd__launch_backend herd__launch_backend_ssh;
 extern const herd__launch_backend herd__launch_backend_slurm;
 
 /*
+ * Starts argv (searched in PATH) in a process group of its own, stdin from
+ * /dev/null, stdout and stderr into one pipe (*outfd, non-blocking), the
+ * environment envp.  posix_spawn, not fork: the launcher has threads.  No
+ * parent-death signal.  what names the command in messages.
+ */
+herd_status herd__launch_spawn_piped(const char *what, const char *const *argv,
+				     char *const *envp, pid_t *pid, int *outfd);
+/*
+ * Runs argv as herd__launch_spawn_piped does and appends what it prints to
+ * out until it ends, then reaps it (*wstatus: waitpid's).  At timeout_ms
+ * its group gets SIGKILL: HERD_ETIMEDOUT (out keeps what came).
+ */
+herd_status herd__launch_capture(const char *what, const char *const *argv, int timeout_ms,
+				 herd__buf *out, int *wstatus);
+
+/*
  * Starts a helper process (`herd exec --stdio` itself, or ssh that runs
  * it) for a channel: argv[0] searched in PATH, its stdin and stdout pipes
  * to ch->wfd / ch->rfd, its stderr to ch->errfd, in a process group of its
@@ -607,6 +623,18 @@ herd_status herd__launch_enc_ring(herd__buf *buf, const void *image, size_t len)
 #define HERD__LAUNCH_RING_MAX (4096u + 8192u * 64u)
 /* A relay frame around payload (one whole frame's payload, without its length). */
 herd_status herd__launch_enc_relay(herd__buf *buf, int node, const char *payload, size_t len);
+
+/* A copy of the NULL-terminated v (NULL: an empty one), and its freeing (job.c). */
+herd_status herd__launch_strv_copy(char ***out, const char *const *v, const char *what);
+void herd__launch_strv_free(char **v);
+/* A new job id ("TIME-RANDOM") into id (job.c). */
+herd_status herd__launch_new_id(char *id, size_t cap);
+/*
+ * herd_job_launch for a replica of a service (serve.c): the job's id is
+ * id, it has no control socket of its own (the service answers) and no
+ * flight recorders, and the nodes its spec excludes are not logged.
+ */
+herd_status herd__job_launch_member(herd_job **out, const herd_job_spec *spec, const char *id);
 
 /* ---- the control socket of a running job (control.c) ------------------------ */
 

@@ -183,53 +183,6 @@ static herd_status env_with_secret(const char *secret, char ***out, char **entry
 }
 
 /*
- * Starts argv in a process group of its own, stdin from /dev/null, stdout
- * and stderr into one pipe (*outfd, non-blocking).  posix_spawn, not fork:
- * the launcher has threads.  No parent-death signal: when the launcher
- * dies, its sockets close, every `herd exec` stops its ranks and exits,
- * and the step ends with them.
- */
-static herd_status spawn_piped(const char *what, const char *const *argv, char *const *envp,
-			       pid_t *pid, int *outfd)
-{
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none, dfl;
-	int p[2], rc;
-
-	*pid = 0;
-	*outfd = -1;
-	if (pipe2(p, O_CLOEXEC) != 0)
-		return herd__error_errno(HERD_ESYS, errno, "a pipe for %s", what);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
-	posix_spawn_file_actions_adddup2(&fa, p[1], STDERR_FILENO);
-	posix_spawnattr_init(&attr);
-	sigemptyset(&none);
-	sigemptyset(&dfl);
-	sigaddset(&dfl, SIGPIPE);
-	posix_spawnattr_setsigmask(&attr, &none);
-	posix_spawnattr_setsigdefault(&attr, &dfl);
-	posix_spawnattr_setpgroup(&attr, 0);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-					       POSIX_SPAWN_SETSIGDEF);
-	rc = posix_spawnp(pid, argv[0], &fa, &attr, (char *const *)argv, envp);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	close(p[1]);
-	if (rc != 0) {
-		close(p[0]);
-		*pid = 0;
-		return herd__error_errno(rc == ENOENT ? HERD_ENOTFOUND : HERD_ESYS, rc,
-					 "cannot run \"%s\" (Slurm's %s)", argv[0], what);
-	}
-	fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
-	*outfd = p[0];
-	return HERD_OK;
-}
-
-/*
  * The nodes of hosts[0..n) that Slurm has taken out of service: why[i]
  * (allocated; the caller frees each) is "Slurm has it drained: REASON"
  * for a node whose state is drained, draining, down, fail or failing, and
@@ -244,9 +197,7 @@ void herd__slurm_unfit(char *const *hosts, size_t n, char **why)
 	const char *argv[] = { prog != NULL && prog[0] != '\0' ? prog : "sinfo", "-h", "-N",
 			       "-n", NULL, "-o", "%N|%T|%E", NULL };
 	herd__buf out;
-	int64_t deadline = herd__net_deadline(5000);
-	pid_t pid = 0;
-	int fd = -1, status;
+	int status;
 	size_t at = 0;
 
 	for (size_t i = 0; i < n; i++)
@@ -255,27 +206,9 @@ void herd__slurm_unfit(char *const *hosts, size_t n, char **why)
 	if (n == 0 || herd__hostlist_compress(&list, (const char *const *)hosts, n) != HERD_OK)
 		goto out;
 	argv[4] = list;
-	if (spawn_piped("sinfo", argv, environ, &pid, &fd) != HERD_OK)
+	if (herd__launch_capture("sinfo", argv, 5000, &out, &status) != HERD_OK &&
+	    out.len == 0)
 		goto out;
-	for (;;) {
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
-		int64_t left = deadline - herd__net_now_ms();
-		ssize_t got;
-
-		if (left <= 0 || poll(&pf, 1, (int)left) <= 0)
-			break;
-		if (herd__buf_reserve(&out, 4096) != HERD_OK)
-			break;
-		got = read(fd, out.data + out.len, 4096);
-		if (got < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (got <= 0)
-			break;
-		out.len += (size_t)got;
-	}
-	close(fd);
-	kill(-pid, SIGKILL);
-	waitpid(pid, &status, 0);
 	/* "node2|drained|repair" lines; a node's several partitions repeat it. */
 	while (at < out.len) {
 		size_t e = at;
@@ -461,7 +394,7 @@ static herd_status slurm_start(const herd__launch_ctx *ctx, herd__launch_channel
 				       ctx->herd_program, words, 3), st, out);
 
 	HERD_CHECK_GOTO(env_with_secret(ctx->secret, &envp, &secret_entry), st, out);
-	HERD_CHECK_GOTO(spawn_piped("srun", c->argv, envp, &pid, &outfd), st, out);
+	HERD_CHECK_GOTO(herd__launch_spawn_piped("srun", c->argv, envp, &pid, &outfd), st, out);
 	herd__log_debug("launch: srun step for job %s on %s, nodes connect back to %s",
 			ctx->job_id, c->nodelist, connect);
 	st = herd__connect_accept(lfd, ctx->secret, ctx->nodes, ctx->nnodes, channels, "srun",

@@ -153,12 +153,10 @@ static void log_tail(const herd__haproxy *hp, char *out, size_t cap)
 	buf[n] = '\0';
 	while (n > 0 && isspace((unsigned char)buf[n - 1]))
 		buf[--n] = '\0';
-	/* The last [ALERT] when there is one: it says why. */
+	/* The first [ALERT] when there is one (the others follow from it). */
 	{
-		char *alert = NULL, *p = buf, *line;
+		char *alert = strstr(buf, "[ALERT]"), *line;
 
-		while ((p = strstr(p, "[ALERT]")) != NULL)
-			alert = p++;
 		line = alert != NULL ? alert : strrchr(buf, '\n') != NULL ? strrchr(buf, '\n') + 1
 									  : buf;
 		snprintf(out, cap, "%.*s", (int)strcspn(line, "\n"), line);

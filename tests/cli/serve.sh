@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# herd serve: replicas of examples/replica.c behind a real HAProxy, driven
+# by wrk through the front door.
+#   - a replica killed with SIGKILL under a steady load: the requests that
+#     fail are at most those in flight on it (HAProxy retries the rest:
+#     here none fail), none fail after; it is restarted alone, with its own
+#     restart count, and the others serve on;
+#   - a rolling restart of 4 replicas under load: 0 failed requests, every
+#     replica a new process;
+#   - scaling from 2 to 4 with --target under a load 2 cannot hold, the new
+#     replicas serving within 10 s plus their start time, and back to 2
+#     after the cool-down once the load stops; herd job scale within the
+#     range and refused beyond it;
+#   - herd jobs lists the service, herd job status shows each replica;
+#   - a replica that always fails is left down once its restarts are
+#     spent, and a service with every replica down ends, exit 1;
+#   - HAProxy missing or too old, the front door's port taken, usage
+#     errors: exit 125 or 2 with the reason.
+source "$(dirname "$0")/../harness/common.sh" "$@"
+command -v haproxy >/dev/null && command -v wrk >/dev/null || exit 77
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+export XDG_RUNTIME_DIR=$tmp/run
+mkdir -m 700 "$XDG_RUNTIME_DIR"
+replica=$(dirname "$HERD")/example_replica
+[[ -x $replica ]] || fail "no $replica"
+
+# ports N: a base port whose N ports from it are free on 127.0.0.1 now.
+ports() {
+	python3 - "$1" <<'EOF'
+import random, socket, sys
+n = int(sys.argv[1])
+for _ in range(200):
+    base = random.randrange(20000, 60000 - n)
+    socks = []
+    try:
+        for p in range(base, base + n):
+            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
+        print(base); break
+    except OSError:
+        pass
+    finally:
+        for s in socks: s.close()
+EOF
+}
+
+# serve LOG ARGS...: herd serve in the background (its stderr in LOG); id set
+# once herd jobs lists it (10 s at most).
+serve() {
+	local log=$1
+	shift
+	: >"$log"
+	timeout 120 "$HERD" serve "$@" >"$log.out" 2>"$log" &
+	svc=$!
+	pids+=("$svc")
+	id=
+	for ((k = 0; k < 100 && ${#id} == 0; k++)); do
+		id=$(sed -n 's/^herd serve: service \([^ ]*\) .*/\1/p' "$log")
+		[[ -n $id ]] || sleep 0.1
+	done
+	[[ -n $id ]] || fail "herd serve $*: not started: $(cat "$log")"
+}
+
+# ready N: waits until N replicas are ready (at most 20 s); prints the status.
+ready() {
+	local st=
+	for ((k = 0; k < 200; k++)); do
+		st=$("$HERD" job status --json "$id")
+		[[ $(grep -o '"state":"ready"' <<<"$st" | wc -l) -ge $1 ]] && return 0
+		sleep 0.1
+	done
+	fail "$1 replicas not ready within 20 s: $st"
+}
+
+# failed WRK_OUTPUT: requests that failed (socket errors and non-2xx answers).
+failed() {
+	python3 - "$1" <<'EOF'
+import re, sys
+t = open(sys.argv[1]).read()
+n = sum(int(x) for x in re.findall(r"(?:connect|read|write|timeout) (\d+)", t))
+m = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
+print(n + (int(m.group(1)) if m else 0))
+EOF
+}
+
+field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+# stop: herd job stop, and herd serve exits 0 within 30 s.
+stop() {
+	"$HERD" job stop "$id" >/dev/null || fail "herd job stop $id"
+	for ((k = 0; k < 300; k++)); do kill -0 "$svc" 2>/dev/null || break; sleep 0.1; done
+	wait "$svc"
+	rc=$?
+	[[ $rc == 0 ]] || fail "herd serve exited $rc after herd job stop: $(cat "$1")"
+}
+
+# --- usage errors and what keeps a service from starting
+out=$("$HERD" serve -- true 2>&1); rc=$?
+[[ $rc == 2 ]] && has "$out" "--port PORT is required" || fail "no --port: $rc: $out"
+out=$("$HERD" serve --port 9 --replicas 4-2 -- true 2>&1); rc=$?
+[[ $rc == 2 ]] && has "$out" "--replicas 4-2: expected N, or MIN-MAX" || fail "4-2: $rc: $out"
+out=$("$HERD" serve --port 9 --target 3 -- true 2>&1); rc=$?
+[[ $rc == 2 ]] && has "$out" "--target needs a range" || fail "--target: $rc: $out"
+out=$("$HERD" serve --port 9 --health 'a b' -- true 2>&1); rc=$?
+[[ $rc == 2 ]] && has "$out" "--health a b: expected an HTTP path" || fail "--health: $rc: $out"
+out=$(HERD_HAPROXY=$tmp/none "$HERD" serve --port 9 -- true 2>&1); rc=$?
+[[ $rc == 125 ]] && has "$out" "HAProxy is not installed here" || fail "no haproxy: $rc: $out"
+printf '#!/bin/sh\necho "HA-Proxy version 1.8.19 2019/02/11"\n' >"$tmp/old-haproxy"
+chmod +x "$tmp/old-haproxy"
+out=$(HERD_HAPROXY=$tmp/old-haproxy "$HERD" serve --port 9 -- true 2>&1); rc=$?
+[[ $rc == 125 ]] && has "$out" "is HAProxy 1.8.19; herd needs 2.0 or newer" \
+	|| fail "old haproxy: $rc: $out"
+base=$(ports 8)
+python3 -c "import socket,time; s=socket.socket(); s.bind(('127.0.0.1', $base)); s.listen(); time.sleep(30)" &
+pids+=($!)
+for ((k = 0; k < 50; k++)); do
+	python3 -c "import socket; socket.create_connection(('127.0.0.1', $base), 0.2)" 2>/dev/null && break
+	sleep 0.1
+done
+out=$(timeout 30 "$HERD" serve --port "$base" -- "$replica" 2>&1); rc=$?
+[[ $rc == 125 ]] && has "$out" "the front door 127.0.0.1:$base cannot be opened" \
+	|| fail "port taken: $rc: $out"
+
+# --- a replica killed under load
+base=$(ports 8)
+serve "$tmp/kill" --port "$base" --replicas 3 --health /health --grace 5 -- \
+	"$replica" --work-ms 5
+ready 3
+rows=$("$HERD" jobs)
+grep -qE "^$id +serving +3 +1 +0 +" <<<"$rows" || fail "herd jobs: $rows"
+status=$("$HERD" job status "$id")
+has "$status" "service $id: serving on 127.0.0.1:$base (HAProxy"
+has "$status" "REPLICA HOST"
+st=$("$HERD" job status --json "$id")
+victim=$(field 'd["replicas"][1]["pid"]' <<<"$st")
+timeout 30 wrk -t2 -c6 -d6s "http://127.0.0.1:$base/infer" >"$tmp/wrk1" 2>&1 &
+w=$!
+sleep 2
+inflight=$("$HERD" job status --json "$id" | field 'd["replicas"][1]["in_flight"]')
+kill -9 "$victim"
+wait "$w" || fail "wrk: $(cat "$tmp/wrk1")"
+n=$(failed "$tmp/wrk1")
+echo "kill: $n requests failed; $inflight were in flight on replica 1 just before the kill"
+grep -q "requests in" "$tmp/wrk1" || fail "wrk ran no request: $(cat "$tmp/wrk1")"
+# At most those in flight on it (at most all 6 connections' one each).
+((n <= 6)) || fail "$n requests failed after a kill with 6 connections: $(cat "$tmp/wrk1")"
+ready 3
+st=$("$HERD" job status --json "$id")
+[[ $(field 'd["replicas"][1]["restarts"]' <<<"$st") == 1 ]] || fail "restart count: $st"
+[[ $(field 'd["replicas"][0]["restarts"]' <<<"$st") == 0 ]] || fail "others restarted: $st"
+[[ $(field 'd["replicas"][1]["pid"]' <<<"$st") != "$victim" ]] || fail "same pid: $st"
+grep -q "replica 1 on .* failed: .*killed by signal 9.*restarting it in 1 s (restart 1 of 3)" \
+	"$tmp/kill" || fail "no failure event: $(cat "$tmp/kill")"
+timeout 30 wrk -t2 -c6 -d2s "http://127.0.0.1:$base/infer" >"$tmp/wrk2" 2>&1
+[[ $(failed "$tmp/wrk2") == 0 ]] || fail "requests failed after the restart: $(cat "$tmp/wrk2")"
+stop "$tmp/kill"
+has "$(cat "$tmp/kill")" "herd serve: stopped"
+
+# --- a rolling restart of 4 under load: not one request fails
+base=$(ports 8)
+serve "$tmp/roll" --port "$base" --replicas 4 --health /health --grace 5 -- \
+	"$replica" --work-ms 5 --start-delay 300
+ready 4
+before=$("$HERD" job status --json "$id" | field '" ".join(str(r["pid"]) for r in d["replicas"])')
+timeout 60 wrk -t2 -c8 -d30s "http://127.0.0.1:$base/infer" >"$tmp/wrk3" 2>&1 &
+w=$!
+sleep 1
+"$HERD" job restart --rolling "$id" >/dev/null || fail "herd job restart --rolling"
+out=$("$HERD" job restart --rolling "$id" 2>&1) && fail "a second rolling restart: $out"
+has "$out" "a rolling restart is under way"
+for ((k = 0; k < 250; k++)); do
+	grep -q "rolling restart done" "$tmp/roll" && break
+	sleep 0.1
+done
+grep -q "rolling restart done: 4 replicas ready" "$tmp/roll" || fail "not done: $(cat "$tmp/roll")"
+kill -INT "$w"
+wait "$w"
+n=$(failed "$tmp/wrk3")
+echo "rolling restart: $n requests failed of $(grep -o '[0-9]* requests in' "$tmp/wrk3")"
+[[ $n == 0 ]] || fail "$n requests failed in a rolling restart: $(cat "$tmp/wrk3")"
+after=$("$HERD" job status --json "$id" | field '" ".join(str(r["pid"]) for r in d["replicas"])')
+for p in $before; do
+	[[ " $after " != *" $p "* ]] || fail "pid $p still there after the rolling restart: $after"
+done
+stop "$tmp/roll"
+
+# --- scaling with demand, and by request
+base=$(ports 8)
+serve "$tmp/scale" --port "$base" --replicas 2-4 --target 2 --cooldown 3 --health /health \
+	--grace 5 -- "$replica" --work-ms 20 --start-delay 500
+ready 2
+t0=$(mono)
+timeout 60 wrk -t2 -c16 -d30s "http://127.0.0.1:$base/infer" >"$tmp/wrk4" 2>&1 &
+w=$!
+ready 4
+t1=$(mono)
+python3 -c "import sys; sys.exit(0 if $t1 - $t0 < 10.5 else 1)" \
+	|| fail "4 replicas serving $t1 - $t0 s after the load began"
+grep -q "scaling up 2 -> 4 replicas: .* requests in flight .*above the target of 2" \
+	"$tmp/scale" || fail "no scaling event: $(cat "$tmp/scale")"
+kill -INT "$w"
+wait "$w"
+for ((k = 0; k < 200; k++)); do
+	grep -q "scaling down 4 -> 2" "$tmp/scale" && break
+	sleep 0.1
+done
+grep -q "scaling down 4 -> 2 replicas: at most 0 requests in flight over the last 3 s" \
+	"$tmp/scale" || fail "not scaled down: $(cat "$tmp/scale")"
+out=$("$HERD" job scale "$id" 9 2>&1) && fail "scale 9 of 2-4: $out"
+has "$out" "runs 2 to 4 replicas: 9 is beyond them"
+"$HERD" job scale "$id" 3 >/dev/null || fail "herd job scale 3"
+ready 3
+stop "$tmp/scale"
+
+# --- a replica that always fails: down, then the service ends
+base=$(ports 4)
+timeout 60 "$HERD" serve --port "$base" --restarts 1 -- false >/dev/null 2>"$tmp/down"
+rc=$?
+[[ $rc == 1 ]] || fail "a service of failing replicas exited $rc: $(cat "$tmp/down")"
+has "$(cat "$tmp/down")" "restarting it in 1 s (restart 1 of 1)"
+has "$(cat "$tmp/down")" "no restarts left (1 used): left down"
+has "$(cat "$tmp/down")" "every replica is down for good"
+out=$("$HERD" jobs)
+[[ $(wc -l <<<"$out") == 1 ]] || fail "services left listed: $out"
+echo "ok"

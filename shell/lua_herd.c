@@ -413,6 +413,7 @@ int luaopen_herd(lua_State *L)
 	lherd_open_store(L);
 	lherd_open_comm(L);
 	lherd_open_job(L);
+	lherd_open_serve(L);
 	lherd_open_bench(L);
 	lherd_open_json(L);
 	set_identity(L);

@@ -132,6 +132,16 @@ herd_status lherd_comm_finish(lua_State *L);
 /* herd.launch, herd.emit and herd.jobs (lua_job.c); Ctrl-C stops the session's jobs
  * but those launched with detach = true (shell/interrupt.c). */
 void lherd_open_job(lua_State *L);
+/* herd.serve (shell/lua_serve.c). */
+void lherd_open_serve(lua_State *L);
+/*
+ * The options of herd.launch that herd.serve shares (shell/lua_job.c):
+ * cmd (an array of strings or one string) as a NULL-terminated array
+ * pushed on the stack (*argc its length), and env ({NAME = value} or
+ * {"NAME=value"}) likewise, with HERD_EMIT=1 when emit.
+ */
+const char **lherd_cmd_option(lua_State *L, int arg, int *argc);
+const char **lherd_env_option(lua_State *L, int arg, bool emit);
 
 /*
  * herd.json (lua_json.c): lherd_push_json pushes a jansson value (a json_t,

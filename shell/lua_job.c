@@ -606,8 +606,8 @@ static const char *keep_string(lua_State *L, int idx)
 	return s;
 }
 
-/* cmd: an array of strings or one string; pushes the argv array. */
-static const char **cmd_option(lua_State *L, int arg, int *argc)
+/* cmd: an array of strings or one string; pushes the argv array (lua_herd.h). */
+const char **lherd_cmd_option(lua_State *L, int arg, int *argc)
 {
 	const char **v;
 	lua_Integer n = 0;
@@ -639,8 +639,8 @@ static const char **cmd_option(lua_State *L, int arg, int *argc)
 	return v;
 }
 
-/* env: {NAME = value} or {"NAME=value"}; pushes the array, with EMIT_ENV. */
-static const char **env_option(lua_State *L, int arg)
+/* env: {NAME = value} or {"NAME=value"}; pushes the array, with EMIT_ENV when emit. */
+const char **lherd_env_option(lua_State *L, int arg, bool emit)
 {
 	size_t n = 0, k = 0;
 	const char **v;
@@ -675,7 +675,7 @@ static const char **env_option(lua_State *L, int arg)
 			lua_pop(L, 1);
 		}
 	}
-	v[k] = EMIT_ENV "=1";
+	v[k] = emit ? EMIT_ENV "=1" : NULL;
 	lua_remove(L, -2);
 	return v;
 }
@@ -747,8 +747,8 @@ static int lherd_launch(lua_State *L)
 	luaL_argcheck(L, monitor_ms == 0 || (monitor_ms >= 10 && monitor_ms <= 3600000), 1,
 		      "option 'monitor_period' is seconds from 0.01 to 3600");
 
-	argv = cmd_option(L, 1, &argc);                     /* stack: ..., argv */
-	spec.env = env_option(L, 1);                        /* ..., argv, env */
+	argv = lherd_cmd_option(L, 1, &argc);               /* stack: ..., argv */
+	spec.env = lherd_env_option(L, 1, true);            /* ..., argv, env */
 	if (spec.where == HERD_JOB_LOCAL)
 		spec.herd_program = shell_self_program(self, sizeof(self));
 	spec.argv = shell_rank_argv(argc, (char *const *)argv, spec.herd_program);

@@ -309,7 +309,8 @@ the launching script's `job:results()`; elsewhere (under `herd launch`, or alone
 This user's running jobs on this node, whoever launched them (`herd launch`, a script, a C
 program), as `herd jobs` lists them: each a table of `id`, `pid` (the launcher's), `command`,
 `hosts`, `nodes`, `ranks`, `state` (`"starting"`, `"running"`, `"failing"`, `"stopping"`),
-`restarts`, `started` and `age` (seconds), and `rank_states` (`{rank, host, pid, state}` each).
+`restarts`, `started` and `age` (seconds), and `rank_states` (`{rank, host, pid, state}` each);
+a service's (`kind = "service"`) as `herd.Service:status()`.
 
 ## herd.jobs.status(id) -> status | nil, msg, status
 One running job's table, as in `herd.jobs.list()`; `nil, msg, "HERD_ENOTFOUND"` when no job
@@ -317,6 +318,53 @@ One running job's table, as in `herd.jobs.list()`; `nil, msg, "HERD_ENOTFOUND"` 
 
 ## herd.jobs.stop(id) -> true | nil, msg, status
 Stops job `id` as Ctrl-C on its launcher would (`herd job stop ID`): it ends as interrupted.
+
+## herd.serve{...} -> herd.Service | nil, msg, status
+Starts a service as `herd serve` does: replicas of `cmd` behind HAProxy, the front door on
+`bind`:`port`. Returns once HAProxy and the first replicas' launches started. Options, with herd
+serve's meaning and defaults: `cmd` (an array or one string), `port` (required), `bind`
+(`"127.0.0.1"`), `replicas` (a count) or `min_replicas` and `max_replicas` (a range, starting at
+the minimum), `target` (requests in flight per replica that scaling aims at; 0: none),
+`cooldown` (seconds, 30), `replica_port` (replica i listens on it + i; default `port` + 1),
+`replica_conns`, `health` (`"/path"` or `"tcp"`), `start_timeout` (seconds, 60), `grace`
+(seconds, 10), `restarts` (each replica's, 3), `hosts` | `hostfile` | `slurm = true`,
+`gpus_per_replica`, `env`, `prefix` (`"[%h:r%r] "`), `output` (`"print"` or `"none"`) and
+`events` (`"print"`: each decision on stderr; `"none"`: only in `status().events`). The
+front door's port taken: `nil, msg, "HERD_EBUSY"`; HAProxy missing or older than 2.0:
+`"HERD_EUNAVAIL"`.
+
+## herd.Service
+A running service. Closing it, or its collection, drains and stops its replicas and HAProxy.
+
+## herd.Service:status() -> table
+`id`, `kind` (`"service"`), `state` (`"starting"`, `"serving"`, `"stopping"`, `"stopped"`,
+`"failed"`), `front`, `wanted`, `min_replicas`, `max_replicas`, `target`, `in_flight`, `queued`,
+`restarts`, `replicas` (each `index`, `host`, `port`, `state` (`"starting"`, `"ready"`,
+`"draining"`, `"stopping"`, `"backoff"`, `"down"`, `"off"`), `pid`, `restarts`, `requests`,
+`errors`, `in_flight`, `why`) and `events` (the last 32 decisions).
+
+## herd.Service:wait_ready(n [, seconds]) -> true | nil, msg, status
+Waits until `n` replicas are in the balancer; `"HERD_ETIMEDOUT"` at the deadline,
+`"HERD_ECLOSED"` when the service ended.
+
+## herd.Service:scale(n) -> true | nil, msg, status
+Sets the replicas wanted, within `min_replicas`..`max_replicas` (else `"HERD_EINVAL"`).
+
+## herd.Service:restart([{rolling = true}]) -> true | nil, msg, status
+Restarts every replica, one at a time with `rolling` (each drained, stopped, started and back
+in the balancer before the next); `"HERD_EBUSY"` while a restart is under way.
+
+## herd.Service:stop() -> true
+Drains and stops every replica, then HAProxy; returns once all are gone.
+
+## herd.Service:wait([seconds]) -> true, failed | nil, msg, status
+Waits until the service is over; `failed` when every replica went down for good.
+
+## herd.Service:id() -> string
+The service's id, as `herd jobs` lists it.
+
+## herd.Service:failure() -> string | nil
+Why the service failed.
 
 # Rendezvous store
 

@@ -12,8 +12,9 @@
  *     run time through HAProxy's runtime API on an admin socket only this
  *     user may open (no reload per change).  Connection failures are
  *     retried, on another replica where there is one (retries 3, option
- *     redispatch, retry-on conn-failure empty-response): a replica that
- *     dies between requests, or before it answers one, costs no request;
+ *     redispatch, retry-on conn-failure empty-response, and a replica that
+ *     refuses a connection is marked down at once): a replica that dies
+ *     between requests, or before it answers one, costs no request;
  *     HAProxy checks each replica (spec.health: an HTTP GET of a path that
  *     must answer 2xx or 3xx, or a TCP connect) every 500 ms;
  *   - runs each replica as a job of one rank (herd/job.h) on this node, a

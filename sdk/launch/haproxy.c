@@ -123,7 +123,11 @@ static herd_status write_conf(const herd__haproxy *hp, const herd__haproxy_conf 
 		hp->sock, c->queue_ms, v6 ? "[" : "", c->bind, v6 ? "]" : "", c->port);
 	if (c->health != NULL && c->health[0] == '/')
 		fprintf(f, "\toption httpchk GET %s\n", c->health);
-	fprintf(f, "\tdefault-server check inter " CHECK_INTER " fall 2 rise 1");
+	/* A connection a replica refuses marks it down at once: leastconn
+	 * would otherwise send the retries to the dead one, which has no
+	 * connections; its check brings it back. */
+	fprintf(f, "\tdefault-server check inter " CHECK_INTER " fall 2 rise 1 observe layer4 "
+		"error-limit 1 on-error mark-down");
 	if (c->replica_conns > 0)
 		fprintf(f, " maxconn %d", c->replica_conns);
 	fprintf(f, "\n\tserver-template r 1-%d 127.0.0.1:1 disabled\n", c->slots);

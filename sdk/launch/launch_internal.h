@@ -69,6 +69,9 @@ typedef struct herd__launch_node {
  * caller frees it), NULL for the others.  slurm.c.
  */
 void herd__slurm_unfit(char *const *hosts, size_t n, char **why);
+/* Slurm's address of node host (NodeAddr, from sinfo), for a name that
+ * does not resolve here (slurm.c).  HERD_ENOTFOUND. */
+herd_status herd__slurm_node_addr(const char *host, char *addr, size_t cap);
 
 /* How a node's refusal by the health gate (herd_job_spec.health_check)
  * begins, for the launcher to tell it from a node that did not answer. */

@@ -264,6 +264,7 @@ static herd_status resolve_addrs(herd_serve *svc)
 		struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
 		struct addrinfo *ai = NULL;
 		const char *host = svc->nodes[i].host, *at = strrchr(host, '@');
+		char slurm_addr[256];
 		int rc;
 
 		if (svc->spec.where == HERD_JOB_LOCAL) {
@@ -272,9 +273,13 @@ static herd_status resolve_addrs(herd_serve *svc)
 		}
 		host = at != NULL ? at + 1 : host;
 		rc = getaddrinfo(host, NULL, &hints, &ai);
+		if ((rc != 0 || ai == NULL) && svc->spec.where == HERD_JOB_SLURM &&
+		    herd__slurm_node_addr(host, slurm_addr, sizeof(slurm_addr)) == HERD_OK)
+			rc = getaddrinfo(slurm_addr, NULL, &hints, &ai);
 		if (rc != 0 || ai == NULL)
-			return herd__error(HERD_EUNAVAIL, "node %s: its address for HAProxy: %s",
-					   host, gai_strerror(rc));
+			return herd__error(HERD_EUNAVAIL, "node %s: its address for HAProxy: %s%s",
+					   host, gai_strerror(rc), svc->spec.where == HERD_JOB_SLURM
+					   ? " (nor does Slurm's NodeAddr resolve)" : "");
 		/* IPv4 first, as HAProxy's address of a server. */
 		for (struct addrinfo *p = ai; p != NULL; p = p->ai_next)
 			if (p->ai_family == AF_INET || svc->addr[i][0] == '\0')

@@ -236,6 +236,41 @@ out:
 	free(list);
 }
 
+/*
+ * Slurm's address of node host (its NodeAddr, sinfo's %o) into addr, for
+ * a node whose name does not resolve here.  HERD_ENOTFOUND when sinfo
+ * (HERD_SINFO, within 5 s) does not say it.
+ */
+herd_status herd__slurm_node_addr(const char *host, char *addr, size_t cap)
+{
+	const char *prog = herd__param_str(HERD__P_SINFO);
+	const char *argv[] = { prog != NULL && prog[0] != '\0' ? prog : "sinfo", "-h", "-N",
+			       "-n", host, "-o", "%N|%o", NULL };
+	herd__buf out;
+	size_t at = 0;
+	int status;
+
+	addr[0] = '\0';
+	herd__buf_init(&out, 0);
+	(void)herd__launch_capture("sinfo", argv, 5000, &out, &status);
+	while (at < out.len && addr[0] == '\0') {
+		size_t e = at;
+		char line[512], *bar;
+
+		while (e < out.len && out.data[e] != '\n')
+			e++;
+		snprintf(line, sizeof(line), "%.*s", (int)(e - at), (const char *)out.data + at);
+		at = e + 1;
+		bar = strchr(line, '|');
+		if (bar != NULL && (size_t)(bar - line) == strlen(host) &&
+		    strncmp(line, host, strlen(host)) == 0 && bar[1] != '\0')
+			snprintf(addr, cap, "%s", bar + 1);
+	}
+	herd__buf_free(&out);
+	return addr[0] != '\0' ? HERD_OK
+	       : herd__error(HERD_ENOTFOUND, "Slurm's sinfo does not say node %s's address", host);
+}
+
 /* What srun said, on one line, for a message. */
 static void srun_says(herd__buf *out, char *buf, size_t cap)
 {

@@ -12,6 +12,8 @@
 #     after the cool-down once the load stops; herd job scale within the
 #     range and refused beyond it;
 #   - herd jobs lists the service, herd job status shows each replica;
+#   - GPUs per replica: 3 replicas of 2 GPUs on a recorded DGX H100 get
+#     6 distinct GPUs;
 #   - a replica that always fails is left down once its restarts are
 #     spent, and a service with every replica down ends, exit 1;
 #   - HAProxy missing or too old, the front door's port taken, usage
@@ -215,6 +217,17 @@ has "$out" "runs 2 to 4 replicas: 9 is beyond them"
 "$HERD" job scale "$id" 3 >/dev/null || fail "herd job scale 3"
 ready 3
 stop "$tmp/scale"
+
+# --- GPUs per replica, leased and bound as a rank's (a recorded DGX H100)
+base=$(ports 8)
+HERD_INVENTORY=tests/fixtures/inventory/dgx-h100.json HERD_LEASE_DIR=$tmp/leases \
+	serve "$tmp/gpus" --port "$base" --replicas 3 --gpus-per-replica 2 -- \
+	sh -c 'echo "gpus $CUDA_VISIBLE_DEVICES"; exec "$0" --work-ms 1' "$replica"
+ready 3
+gpus=$(grep -E 'gpus GPU-[0-9a-f-]+,GPU-[0-9a-f-]+$' "$tmp/gpus.out")
+[[ $(wc -l <<<"$gpus") == 3 ]] || fail "3 replicas' 2 GPUs: $(cat "$tmp/gpus.out")"
+[[ $(grep -oE 'GPU-[0-9a-f-]+' <<<"$gpus" | sort -u | wc -l) == 6 ]] || fail "GPUs shared: $gpus"
+stop "$tmp/gpus"
 
 # --- a replica that always fails: down, then the service ends
 base=$(ports 4)

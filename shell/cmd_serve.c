@@ -33,8 +33,8 @@ static const char usage_text[] =
 	"                          start, and herd job scale or --target move them\n"
 	"                          within it\n"
 	"  --target N              scale with demand: N requests in flight per\n"
-	"                          replica (at it and queued for one, as HAProxy\n"
-	"                          counts them), within MIN-MAX\n"
+	"                          replica (at replicas and queued for one, as\n"
+	"                          HAProxy counts them), within MIN-MAX\n"
 	"  --cooldown SEC          scale down only when fewer replicas would have\n"
 	"                          done for this long (default 30)\n"
 	"  --replica-port P        replica i listens on P + i (default PORT + 1)\n"
@@ -45,8 +45,9 @@ static const char usage_text[] =
 	"  --start-timeout SEC     start to first passed check (default 60)\n"
 	"  --grace SEC             draining: requests in flight finish within SEC,\n"
 	"                          then SIGTERM, and SIGKILL SEC later (default 10)\n"
-	"  --restarts N            restarts of each replica after failures, with a\n"
-	"                          back-off from 1 s doubling to 30 s (default 3)\n"
+	"  --restarts N            failures in a row after which a replica is left\n"
+	"                          down (default 3); each restarts it after a back-off\n"
+	"                          from 1 s doubling to 30 s; 60 s ready starts a new row\n"
 	"  --hosts EXPR            replicas on a hostlist, over ssh, e.g. node[01-04]\n"
 	"  --hostfile FILE         replicas on the hosts of FILE, over ssh\n"
 	"  --slurm                 replicas on the nodes of this Slurm allocation\n"
@@ -57,7 +58,7 @@ static const char usage_text[] =
 	"  --no-prefix             no prefix\n"
 	"  -h, --help              this help\n"
 	"Signals: SIGINT (Ctrl-C), SIGTERM or SIGHUP drain and stop every\n"
-	"replica, then HAProxy.\n"
+	"replica, then HAProxy; another one kills the replicas at once.\n"
 	"Exit status:\n"
 	"  0    stopped (a signal, herd job stop)\n"
 	"  1    every replica failed for good, or HAProxy ended\n"
@@ -253,6 +254,16 @@ int cmd_serve(int argc, char **argv)
 	if (status == 0 && optind >= args.argc)
 		status = shell_usage_error("serve", "%s", "no command: herd serve [options] -- CMD "
 					   "[ARGS...]");
+	if (status == 0 && (spec.replica_port ? spec.replica_port : spec.port + 1) +
+			   spec.max_replicas - 1 > 65535) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "the ports of %d replica%s from %d go beyond 65535: "
+			 "give a lower --replica-port (default --port + 1)", spec.max_replicas,
+			 spec.max_replicas == 1 ? "" : "s",
+			 spec.replica_port ? spec.replica_port : spec.port + 1);
+		status = shell_usage_error("serve", "%s", msg);
+	}
 	if (status == 0 && spec.target > 0 && spec.min_replicas == spec.max_replicas)
 		status = shell_usage_error("serve", "--target needs a range to scale in: "
 					   "--replicas MIN-MAX (it is %s)", "one count");
@@ -277,7 +288,8 @@ int cmd_serve(int argc, char **argv)
 	}
 	fprintf(stderr, "herd serve: service %s (herd job status %s)\n", herd_serve_id(svc),
 		herd_serve_id(svc));
-	for (;;) {
+	/* Signals: the first drains and stops, another kills the replicas at once. */
+	for (int stops = 0;;) {
 		struct pollfd p[2] = { { .fd = sig_fd, .events = POLLIN },
 				       { .fd = herd_serve_fd(svc), .events = POLLIN } };
 
@@ -287,11 +299,13 @@ int cmd_serve(int argc, char **argv)
 			char s[16];
 			ssize_t n = read(sig_fd, s, sizeof(s));
 
-			if (n > 0) {
-				fprintf(stderr, "herd serve: %s: stopping service %s\n",
-					s[0] == SIGINT ? "SIGINT" : s[0] == SIGTERM ? "SIGTERM" : "SIGHUP",
-					herd_serve_id(svc));
-				herd_serve_stop(svc);
+			for (ssize_t i = 0; i < n; i++, stops++) {
+				fprintf(stderr, "herd serve: %s: %s service %s%s\n",
+					s[i] == SIGINT ? "SIGINT" : s[i] == SIGTERM ? "SIGTERM" : "SIGHUP",
+					stops == 0 ? "stopping" : "killing the replicas of",
+					herd_serve_id(svc), stops == 0 ? " (another signal kills its "
+					"replicas at once)" : "");
+				herd_serve_interrupt(svc);
 			}
 		}
 	}

@@ -9,8 +9,10 @@
  * job of the session not launched with detach = true, as a Ctrl-C on herd
  * launch does (herd_job_interrupt: SIGINT to its ranks, SIGKILL after its
  * grace period, state "interrupted"; another Ctrl-C kills them at once),
- * so that a script blocked in a collective or in job:wait returns and the
- * "interrupted!" error reaches it.  Objects register when they are made
+ * and stops every service of the session (herd_serve_interrupt: drained
+ * and stopped; another Ctrl-C kills its replicas at once), so that a
+ * script blocked in a collective, in job:wait or in svc:wait returns and
+ * the "interrupted!" error reaches it.  Objects register when they are made
  * and leave before they are freed, under the one lock the thread holds
  * while it acts, so it never touches a freed object.
  */
@@ -25,9 +27,11 @@
 #include "herd.h"
 #include "shell.h"
 
+enum kind { COMM, JOB, SERVICE };
+
 struct entry {
 	void *obj;
-	bool is_job;
+	enum kind kind;
 	bool detach;
 };
 
@@ -41,8 +45,10 @@ static void act(void)
 {
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < nentries; i++) {
-		if (!entries[i].is_job)
+		if (entries[i].kind == COMM)
 			herd_comm_abort((herd_comm *)entries[i].obj);
+		else if (entries[i].kind == SERVICE)
+			herd_serve_interrupt((herd_serve *)entries[i].obj);
 		else if (!entries[i].detach)
 			herd_job_interrupt((herd_job *)entries[i].obj, SIGINT);
 	}
@@ -82,7 +88,7 @@ static void start(void)
 	pthread_attr_destroy(&a);
 }
 
-static void add(void *obj, bool is_job, bool detach)
+static void add(void *obj, enum kind kind, bool detach)
 {
 	pthread_once(&once, start);
 	pthread_mutex_lock(&lock);
@@ -97,18 +103,23 @@ static void add(void *obj, bool is_job, bool detach)
 		entries = e;
 		cap = ncap;
 	}
-	entries[nentries++] = (struct entry){ obj, is_job, detach };
+	entries[nentries++] = (struct entry){ obj, kind, detach };
 	pthread_mutex_unlock(&lock);
 }
 
 void shell_interrupt_add_comm(herd_comm *comm)
 {
-	add(comm, false, false);
+	add(comm, COMM, false);
 }
 
 void shell_interrupt_add_job(herd_job *job, bool detach)
 {
-	add(job, true, detach);
+	add(job, JOB, detach);
+}
+
+void shell_interrupt_add_service(herd_serve *svc)
+{
+	add(svc, SERVICE, false);
 }
 
 void shell_interrupt_remove(const void *obj)

@@ -12,8 +12,8 @@
  *
  * Options, with herd serve's meaning and defaults: cmd (an array of
  * strings or one string), port (required), bind ("127.0.0.1"), replicas
- * (a count: min and max alike), or min_replicas and max_replicas (a
- * range; the start at min_replicas), target, cooldown (seconds, 30),
+ * (a count: min and max alike), or min_replicas (default 1) and
+ * max_replicas (default min_replicas): a range, starting at its minimum, target, cooldown (seconds, 30),
  * replica_port, replica_conns, health ("/path" or "tcp"), start_timeout
  * (seconds, 60), grace (seconds, 10), restarts (3), hosts | hostfile |
  * slurm = true, gpus_per_replica, env ({NAME = value} or {"NAME=value"}),
@@ -51,6 +51,7 @@ static void service_release(lua_State *L)
 {
 	lsvc *s = (lsvc *)lua_touserdata(L, 1);
 
+	shell_interrupt_remove(s->svc);
 	herd_serve_free(s->svc);
 	s->svc = NULL;
 }
@@ -201,9 +202,9 @@ static int lherd_serve(lua_State *L)
 	luaL_argcheck(L, spec.port > 0, 1, "option 'port' (the front door's) is required");
 	spec.bind = lherd_opt_string(L, 1, "bind");
 	n = (int)lherd_opt_integer(L, 1, "replicas", 1, 1024, 0);
-	spec.max_replicas = (int)lherd_opt_integer(L, 1, "max_replicas", 1, 1024, n ? n : 1);
-	spec.min_replicas = (int)lherd_opt_integer(L, 1, "min_replicas", 1, 1024,
-						   n ? n : spec.max_replicas);
+	spec.min_replicas = (int)lherd_opt_integer(L, 1, "min_replicas", 1, 1024, n ? n : 1);
+	spec.max_replicas = (int)lherd_opt_integer(L, 1, "max_replicas", 1, 1024,
+						   n ? n : spec.min_replicas);
 	luaL_argcheck(L, n == 0 || (n == spec.min_replicas && n == spec.max_replicas), 1,
 		      "option 'replicas' is a count; a range is 'min_replicas' and "
 		      "'max_replicas'");
@@ -247,6 +248,7 @@ static int lherd_serve(lua_State *L)
 	st = herd_serve_start(&s->svc, &spec);
 	if (st != HERD_OK)
 		return lherd_fail(L, st);
+	shell_interrupt_add_service(s->svc);
 	return 1;
 }
 

@@ -16,6 +16,7 @@
 #include "herd/cluster.h"
 #include "herd/comm.h"
 #include "herd/job.h"
+#include "herd/serve.h"
 
 /* Exit statuses of the herd program. */
 #define SHELL_EXIT_OK 0
@@ -63,12 +64,13 @@ int shell_docall(lua_State *L, int narg, int nres);
 
 /*
  * What Ctrl-C stops besides Lua code (shell/interrupt.c): communicators
- * are aborted and jobs not launched with detach = true are stopped, from a
+ * are aborted, services stopped and jobs not launched with detach = true are stopped, from a
  * thread of the program, when shell_interrupt_signal (async-signal-safe)
  * is called.  Objects are added when made and removed before being freed.
  */
 void shell_interrupt_add_comm(herd_comm *comm);
 void shell_interrupt_add_job(herd_job *job, bool detach);
+void shell_interrupt_add_service(herd_serve *svc);
 void shell_interrupt_remove(const void *obj);
 void shell_interrupt_signal(void);
 

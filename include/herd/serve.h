@@ -29,13 +29,15 @@
  *     start_timeout_ms of its start;
  *   - takes a replica that fails (it exits, or fails its check for 10 s)
  *     out of the balancer at once, and starts it again alone after a
- *     back-off (1 s, doubling to 30 s; back to 1 s after 60 s ready),
- *     while it has restarts left (spec.restarts, its own count); one
- *     without is left down and reported, and the others go on serving.
- *     A service whose every replica is down for good ends, failed;
+ *     back-off (1 s, doubling to 30 s), while it has failed fewer than
+ *     spec.restarts times in a row (a replica ready for 60 s starts a new
+ *     row, and its back-off again at 1 s); one that fails more is left
+ *     down and reported, and the others go on serving.  A service whose
+ *     every wanted replica is down for good ends, failed;
  *   - with spec.target, scales between min_replicas and max_replicas from
  *     HAProxy's own statistics: the requests in flight (at replicas and
- *     queued for one) divided by target gives the replicas wanted; more
+ *     queued for one: the backend's scur) divided by target, rounded up,
+ *     gives the replicas wanted; more
  *     than run start at once, fewer are drained only once the most wanted
  *     over the last cooldown_ms is below what runs (HPA's stabilization
  *     window);
@@ -46,7 +48,15 @@
  *
  * Every decision (a replica ready, failed, restarted or given up; each
  * scaling with its reason) is one line to spec.event, and kept in the
- * status's "events" (the last 32).
+ * status's "events" (the last 32).  spec.event runs on the service's
+ * thread: it must not call herd_serve_stop, _wait, _wait_ready or _free
+ * (they wait for that thread).
+ *
+ * A rolling restart restarts one replica at a time: drained, stopped,
+ * started and back in the balancer before the next is drained.  A
+ * restarted replica that fails stops the roll (the others keep running
+ * what they ran).  With one replica, or none other ready, requests find
+ * no replica while it restarts (HAProxy answers 503).
  *
  * Draining a replica (a rolling restart, a scale down, a stop): HAProxy
  * sends it no new request, the requests in flight on it finish within
@@ -89,7 +99,8 @@ typedef struct herd_serve_spec {
 	const char *health;
 	int start_timeout_ms;        /* start to first passed check; default 60000 */
 	int grace_ms;                /* drain, and SIGTERM to SIGKILL; default 10000 */
-	int restarts;                /* restarts of each replica after failures (INIT: 3) */
+	int restarts;                /* a replica's failures in a row before it is left
+				      * down (HERD_SERVE_SPEC_INIT: 3) */
 	/* Requests in flight per replica that autoscaling aims at; 0: no
 	 * autoscaling (the count changes only on request) */
 	int target;
@@ -128,7 +139,8 @@ HERD_EXTERN herd_status herd_serve_start(herd_serve **out, const herd_serve_spec
 /*
  * Waits until at least n replicas are in the balancer (HERD_OK), the
  * service is over (HERD_ECLOSED) or timeout_ms passes (HERD_ETIMEDOUT,
- * saying how many are ready and why the others are not).
+ * saying how many are ready; herd_serve_status says why the others are
+ * not).
  */
 HERD_EXTERN herd_status herd_serve_wait_ready(herd_serve *svc, int n, int timeout_ms);
 
@@ -137,11 +149,13 @@ HERD_EXTERN herd_status herd_serve_wait_ready(herd_serve *svc, int n, int timeou
  *   {"id", "kind": "service", "pid", "command", "hosts", "nodes", "ranks"
  *    (replicas running), "state" ("starting", "serving", "stopping",
  *    "failed", "stopped"), "restarts" (of all replicas), "started", "age",
- *    "front" (ADDR:PORT), "min_replicas", "max_replicas", "wanted",
- *    "target", "in_flight", "queued",
+ *    "front" (ADDR:PORT), "haproxy" (its version), "min_replicas",
+ *    "max_replicas", "wanted", "target", "in_flight" (at replicas and
+ *    queued), "queued",
  *    "replicas": [{"index", "host", "port", "state" ("starting",
- *      "ready", "draining", "stopping", "backoff", "down"), "pid",
- *      "restarts", "requests", "errors", "in_flight", "why"}, ...],
+ *      "ready", "draining", "stopping", "backoff", "down", "off"), "pid",
+ *      "restarts" (all its restarts), "requests", "errors", "in_flight",
+ *      "why" (its last failure)}, ...]: every slot that ever ran,
  *    "events": ["...", ...]}
  * requests and errors are HAProxy's counts for the replica's slot since
  * the service started (errors: 5xx answers, failed connections and
@@ -153,14 +167,15 @@ HERD_EXTERN herd_status herd_serve_status(herd_serve *svc, char **json);
  * Sets the replicas wanted to n (min_replicas..max_replicas, else
  * HERD_EINVAL naming the range): new ones start, the newest beyond n are
  * drained and stopped.  With autoscaling, it goes on from n.  Returns at
- * once.
+ * once; HERD_ECLOSED when the service is over.
  */
 HERD_EXTERN herd_status herd_serve_scale(herd_serve *svc, int n);
 
 /*
- * Restarts every replica: rolling, one at a time (drain, stop, start,
- * wait for its check, next), or all at once.  Returns at once; HERD_EBUSY
- * while a restart is under way.
+ * Restarts every replica (those down for good too): rolling, one at a
+ * time (drain, stop, start, wait for its check, next), or all at once.
+ * Returns at once; HERD_EBUSY while a rolling restart is under way,
+ * HERD_ECLOSED when the service is over.
  */
 HERD_EXTERN herd_status herd_serve_restart(herd_serve *svc, bool rolling);
 
@@ -169,6 +184,12 @@ HERD_EXTERN herd_status herd_serve_restart(herd_serve *svc, bool rolling);
  * SIGKILL), HAProxy last.  Returns once all are gone.
  */
 HERD_EXTERN herd_status herd_serve_stop(herd_serve *svc);
+/*
+ * The caller was interrupted (a Ctrl-C): the service stops as
+ * herd_serve_stop stops it, without waiting; a call after a stop was
+ * asked kills every replica at once, none drained.  Does not block.
+ */
+HERD_EXTERN herd_status herd_serve_interrupt(herd_serve *svc);
 
 /*
  * Waits until the service is over (stopped, or every replica down for

@@ -5,9 +5,9 @@
  * `set server`, `show stat`), never reloaded.
  *
  * The backend is a fixed set of server slots (server-template r1..rN),
- * all in maintenance at first; a replica's slot gets its address, then
- * "ready" with its health forced down, so that HAProxy sends it requests
- * only once its own check passes.  Drain: no new request; maint: none.
+ * all in maintenance at first; a replica's slot gets its address, and
+ * "ready" once herd's own check of it passed (HAProxy takes a server that
+ * leaves maintenance as up at once).  Drain: no new request; maint: none.
  */
 #include <ctype.h>
 #include <errno.h>

@@ -54,6 +54,7 @@
 #define EVENTS_MAX 32
 #define QUEUE_MS 30000
 #define CHECK_MS 1000
+#define CONNECT_MS 300
 #define CHECK_EVERY_MS 100
 #define PREFIX_DEFAULT "[%h:r%r] "
 
@@ -90,6 +91,7 @@ struct replica {
 	herd_job_spec jspec;
 	char **env;
 	char *exclude;
+	char *prefix;              /* the output prefix, its %r the replica's index */
 	char jid[96];
 	herd_job *launched;        /* its job, when the launch started one */
 	bool healthy;              /* its check passed */
@@ -112,8 +114,9 @@ struct herd_serve {
 	int nslots;
 	int wanted;
 	unsigned gen;
-	bool rolling;
+	bool rolling;              /* under mu: request_restart reads it */
 	bool stopping;
+	bool killing;              /* stop without draining: replicas killed at once */
 	herd__haproxy_stat backend;
 	/* autoscaling: since when fewer replicas would do, and the most wanted since */
 	int64_t low_since;
@@ -136,7 +139,10 @@ struct herd_serve {
 	pthread_cond_t cv;
 	int req_scale;             /* -1: none */
 	int req_restart;           /* 0: none, 1: all at once, 2: rolling */
-	bool req_stop;
+	int req_stop;              /* 0: none, 1: drain and stop, 2: kill at once */
+	bool stopping_seen;        /* a stop was asked: the next interrupt kills */
+	herd_status start_st;      /* HAProxy's start, from the thread */
+	bool start_done;
 	bool over, failed;
 	char failure[1024];
 	char *status_json;
@@ -218,7 +224,8 @@ static herd_status check_spec(const herd_serve_spec *s)
 	if (s->where != HERD_JOB_LOCAL && (s->hosts == NULL || s->hosts[0] == '\0') &&
 	    s->where != HERD_JOB_SLURM)
 		return herd__error(HERD_EINVAL, "herd_serve_spec.hosts: the hostlist or hostfile "
-				   "is required with where %d", (int)s->where);
+				   "of the nodes is required (where is %s)",
+				   s->where == HERD_JOB_HOSTS ? "HERD_JOB_HOSTS" : "HERD_JOB_HOSTFILE");
 	return HERD_OK;
 }
 
@@ -314,7 +321,10 @@ static bool check_health(const herd_serve *svc, const struct replica *r, char *w
 	bool ok = false;
 	int fd;
 
-	if (herd__net_connect(&fd, svc->addr[r->node], r->port, deadline) != HERD_OK) {
+	/* A refused connect is tried again until its deadline: a short one,
+	 * so that a cancelled launch thread sees it soon. */
+	if (herd__net_connect(&fd, svc->addr[r->node], r->port,
+			      herd__net_deadline(CONNECT_MS)) != HERD_OK) {
 		snprintf(why, cap, "%s", herd_last_error());
 		return false;
 	}
@@ -340,7 +350,7 @@ static bool check_health(const herd_serve *svc, const struct replica *r, char *w
 	close(fd);
 	ans[got] = '\0';
 	ans[strcspn(ans, "\r\n")] = '\0';
-	ok = strncmp(ans, "HTTP/1.", 7) == 0 && (ans[9] == '2' || ans[9] == '3');
+	ok = strlen(ans) >= 12 && strncmp(ans, "HTTP/1.", 7) == 0 && (ans[9] == '2' || ans[9] == '3');
 	if (!ok)
 		snprintf(why, cap, "GET %s answered \"%s\"", svc->health,
 			 got > 0 ? ans : "nothing");
@@ -352,6 +362,33 @@ static bool check_health(const herd_serve *svc, const struct replica *r, char *w
  * CHECK_EVERY_MS until it passes, the job ends, the start deadline
  * passes or the service cancels it.
  */
+/* The output prefix of r: the service's, its %r the replica's index. */
+static herd_status replica_prefix(herd_serve *svc, struct replica *r)
+{
+	const char *f = svc->spec.output_userdata != NULL ? svc->spec.output_userdata
+			: PREFIX_DEFAULT;
+	size_t n = strlen(f), len = 0;
+	char *p;
+
+	free(r->prefix);
+	r->prefix = NULL;
+	HERD_CHECK(herd__calloc(&r->prefix, 2 * n + 16, 1, "a replica's prefix"));
+	p = r->prefix;
+	for (size_t i = 0; i < n; i++) {
+		if (f[i] == '%' && f[i + 1] == 'r') {
+			len += (size_t)sprintf(p + len, "%d", r->index);
+			i++;
+		} else if (f[i] == '%' && f[i + 1] == '%') {
+			p[len++] = '%';
+			p[len++] = '%';
+			i++;
+		} else {
+			p[len++] = f[i];
+		}
+	}
+	return HERD_OK;
+}
+
 static void *launch_main(void *arg)
 {
 	struct replica *r = arg;
@@ -482,8 +519,15 @@ static void start_replica(herd_serve *svc, struct replica *r)
 		js->grace_ms = svc->spec.grace_ms;
 		js->herd_program = svc->herd_program;
 		js->connect_timeout_ms = svc->spec.connect_timeout_ms;
-		js->output = replica_output;
-		js->output_userdata = r;
+		if (svc->spec.output == herd_job_output_stdio) {
+			/* The job's own output queue, with the replica's index in the prefix. */
+			st = replica_prefix(svc, r);
+			js->output = herd_job_output_stdio;
+			js->output_userdata = r->prefix;
+		} else {
+			js->output = replica_output;
+			js->output_userdata = r;
+		}
 		js->exclude = r->exclude;
 		st = herd__haproxy_slot_addr(&svc->hp, r->index, svc->addr[r->node], r->port);
 	}
@@ -590,17 +634,26 @@ static void fail_replica(herd_serve *svc, struct replica *r, const char *why)
 {
 	int delay;
 
-	snprintf(r->why, sizeof(r->why), "%s", why);
+	if (why != r->why)
+		snprintf(r->why, sizeof(r->why), "%s", why);
 	r->down_since = 0;
 	if (svc->stopping || r->index >= svc->wanted) {
 		r->st = RS_OFF;
 		return;
 	}
 	r->bad_node = r->node;
-	if (r->restarts >= svc->spec.restarts) {
+	if (svc->rolling && r->gen == svc->gen) {
+		/* The new version fails: the others keep the old one. */
+		pthread_mutex_lock(&svc->mu);
+		svc->rolling = false;
+		pthread_mutex_unlock(&svc->mu);
+		event(svc, "rolling restart stopped: replica %d failed after its restart; the "
+		      "replicas not restarted yet keep running", r->index);
+	}
+	if (r->fails >= svc->spec.restarts) {
 		r->st = RS_DOWN;
-		event(svc, "replica %d on %s failed: %s; no restarts left (%d used): left down",
-		      r->index, host_of(svc, r), why, r->restarts);
+		event(svc, "replica %d on %s failed: %s; %d failures in a row, its restarts spent: "
+		      "left down", r->index, host_of(svc, r), why, r->fails + 1);
 		if (all_down(svc)) {
 			char f[1024];
 
@@ -618,8 +671,9 @@ static void fail_replica(herd_serve *svc, struct replica *r, const char *why)
 	r->st = RS_BACKOFF;
 	r->since = herd__net_now_ms();
 	r->until = r->since + delay;
-	event(svc, "replica %d on %s failed: %s; restarting it in %.0f s (restart %d of %d)",
-	      r->index, host_of(svc, r), why, delay / 1000.0, r->restarts, svc->spec.restarts);
+	event(svc, "replica %d on %s failed: %s; restarting it in %.0f s (restart %d of %d in "
+	      "a row)", r->index, host_of(svc, r), why, delay / 1000.0, r->fails,
+	      svc->spec.restarts);
 }
 
 /* A launch thread is done: its replica ready, or its failure. */
@@ -687,8 +741,12 @@ static void job_over(herd_serve *svc, struct replica *r)
 		return;
 	}
 	r->st = RS_OFF;
-	if (r->then == AFTER_FAIL)
-		fail_replica(svc, r, r->why);
+	if (r->then == AFTER_FAIL) {
+		snprintf(why, sizeof(why), "%s", r->why);
+		r->then = AFTER_OFF;
+		fail_replica(svc, r, why);
+		return;
+	}
 	else if (r->then == AFTER_START && !svc->stopping && r->index < svc->wanted)
 		start_replica(svc, r);
 	r->then = AFTER_OFF;
@@ -718,7 +776,8 @@ static void move_replica(herd_serve *svc, struct replica *r, int64_t now)
 		break;
 	case RS_STOPPING:
 		if (now >= r->until && r->job != NULL) {
-			herd_job_interrupt(r->job, SIGKILL);
+			/* A second interrupt kills what is left at once. */
+			herd_job_interrupt(r->job, SIGTERM);
 			r->until = now + 5000;
 		}
 		break;
@@ -739,7 +798,7 @@ static void roll(herd_serve *svc)
 	for (int i = 0; i < svc->wanted; i++) {
 		rstate s = svc->r[i].st;
 
-		if (s == RS_STARTING || s == RS_DRAINING || s == RS_STOPPING)
+		if (s == RS_STARTING || s == RS_DRAINING || s == RS_STOPPING || s == RS_BACKOFF)
 			return;
 	}
 	for (int i = 0; i < svc->wanted; i++)
@@ -749,14 +808,17 @@ static void roll(herd_serve *svc)
 			drain_replica(svc, &svc->r[i], AFTER_START);
 			return;
 		}
+	pthread_mutex_lock(&svc->mu);
 	svc->rolling = false;
+	pthread_mutex_unlock(&svc->mu);
 	event(svc, "rolling restart done: %d replicas ready", ready_count(svc));
 }
 
 /* Autoscaling from the requests in flight (at replicas and queued). */
 static void autoscale(herd_serve *svc, int64_t now)
 {
-	long long load = svc->backend.scur + svc->backend.qcur;
+	/* The backend's scur counts the queued requests too. */
+	long long load = svc->backend.scur;
 	int t = svc->spec.target, want = (int)((load + t - 1) / t), serving = ready_count(svc);
 
 	if (want < svc->spec.min_replicas)
@@ -837,23 +899,44 @@ static void publish(herd_serve *svc)
 	pthread_mutex_unlock(&svc->mu);
 }
 
+/* Stops every replica at once, none drained (a second interrupt). */
+static void kill_all(herd_serve *svc)
+{
+	svc->killing = true;
+	for (int i = 0; i < svc->nslots; i++) {
+		struct replica *r = &svc->r[i];
+
+		if (r->st == RS_READY || r->st == RS_DRAINING || r->st == RS_STARTING)
+			stop_replica(svc, r, AFTER_OFF);
+		if (r->st == RS_STOPPING && r->job != NULL) {
+			herd_job_interrupt(r->job, SIGTERM);   /* the second: SIGKILL */
+			r->until = herd__net_now_ms() + 5000;
+		}
+	}
+}
+
 /* Requests of the API's calls, taken under the mutex. */
 static void take_requests(herd_serve *svc)
 {
-	int scale, restart;
-	bool stop;
+	int scale, restart, stop;
 
 	pthread_mutex_lock(&svc->mu);
 	scale = svc->req_scale;
-	restart = svc->req_restart;
+	restart = svc->stopping ? 0 : svc->req_restart;
 	stop = svc->req_stop;
 	svc->req_scale = -1;
 	svc->req_restart = 0;
-	svc->req_stop = false;
+	svc->req_stop = 0;
+	if (restart == 2)
+		svc->rolling = true;
 	pthread_mutex_unlock(&svc->mu);
-	if (stop && !svc->stopping) {
+	if (stop != 0 && !svc->stopping) {
 		event(svc, "stopping: draining %d replicas", ready_count(svc));
 		svc->stopping = true;
+	}
+	if (stop == 2 && !svc->killing) {
+		event(svc, "stopping at once: every replica killed");
+		kill_all(svc);
 	}
 	if (scale >= 0 && !svc->stopping && scale != svc->wanted) {
 		event(svc, "scaling %s %d -> %d replicas: asked", scale > svc->wanted ? "up" : "down",
@@ -866,11 +949,10 @@ static void take_requests(herd_serve *svc)
 		for (int i = 0; i < svc->wanted; i++)
 			if (svc->r[i].st == RS_DOWN || svc->r[i].st == RS_BACKOFF) {
 				svc->r[i].st = RS_OFF;
-				svc->r[i].restarts = svc->r[i].fails = 0;
+				svc->r[i].fails = 0;
 			}
 		if (restart == 2) {
 			event(svc, "rolling restart of %d replicas", svc->wanted);
-			svc->rolling = true;
 		} else {
 			event(svc, "restarting all %d replicas at once", svc->wanted);
 			for (int i = 0; i < svc->wanted; i++)
@@ -910,6 +992,14 @@ static void turn(herd_serve *svc)
 	if (!svc->stopping && svc->spec.target > 0)
 		autoscale(svc, now);
 	reconcile(svc);
+	if (!svc->stopping && all_down(svc)) {
+		char f[1024];
+
+		snprintf(f, sizeof(f), "every replica is down for good (replica 0: %.900s)",
+			 svc->r[0].why);
+		end_service(svc, f);
+		reconcile(svc);
+	}
 	publish(svc);
 }
 
@@ -950,6 +1040,10 @@ static herd_status request_scale(herd_serve *svc, int n)
 				   "them", svc->id, svc->spec.min_replicas, svc->spec.max_replicas,
 				   n);
 	pthread_mutex_lock(&svc->mu);
+	if (svc->over) {
+		pthread_mutex_unlock(&svc->mu);
+		return herd__error(HERD_ECLOSED, "service %s is over", svc->id);
+	}
 	svc->req_scale = n;
 	pthread_mutex_unlock(&svc->mu);
 	wake(svc);
@@ -964,8 +1058,7 @@ static herd_status request_restart(herd_serve *svc, bool rolling)
 	if (svc->over)
 		st = herd__error(HERD_ECLOSED, "service %s is over", svc->id);
 	else if (svc->rolling || svc->req_restart != 0)
-		st = herd__error(HERD_EBUSY, "service %s: a rolling restart is under way",
-				 svc->id);
+		st = herd__error(HERD_EBUSY, "service %s: a restart is under way", svc->id);
 	else
 		svc->req_restart = rolling ? 2 : 1;
 	pthread_mutex_unlock(&svc->mu);
@@ -987,10 +1080,7 @@ static char *control_answer(void *arg, const char *request)
 	if (o == NULL)
 		return NULL;
 	if (strcmp(request, "stop") == 0) {
-		pthread_mutex_lock(&svc->mu);
-		svc->req_stop = true;
-		pthread_mutex_unlock(&svc->mu);
-		wake(svc);
+		herd_serve_interrupt(svc);
 		json_object_set_new(o, "stopping", json_true());
 	} else if (sscanf(request, "scale %d", &n) == 1) {
 		if (request_scale(svc, n) == HERD_OK)
@@ -1101,11 +1191,45 @@ static char *status_text(herd_serve *svc)
 
 /* ---- the thread ------------------------------------------------------------------- */
 
+/*
+ * HAProxy is started here, on the thread that outlives it: its
+ * parent-death signal follows the thread that forked it.
+ */
+static herd_status start_haproxy(herd_serve *svc)
+{
+	herd__haproxy_conf hc = { 0 };
+
+	hc.bind = svc->bind;
+	hc.port = svc->spec.port;
+	hc.slots = svc->nslots;
+	hc.health = svc->health;
+	hc.replica_conns = svc->spec.replica_conns;
+	hc.queue_ms = QUEUE_MS;
+	return herd__haproxy_start(&svc->hp, &hc);
+}
+
 static void *serve_main(void *arg)
 {
 	herd_serve *svc = arg;
 	bool haproxy_stopped = false;
+	herd_status st = start_haproxy(svc);
 
+	if (st != HERD_OK)
+		snprintf(svc->failure, sizeof(svc->failure), "%s", herd_last_error());
+	else
+		publish(svc);
+	pthread_mutex_lock(&svc->mu);
+	svc->start_st = st;
+	svc->start_done = true;
+	svc->over = st != HERD_OK;
+	pthread_cond_broadcast(&svc->cv);
+	pthread_mutex_unlock(&svc->mu);
+	if (st != HERD_OK)
+		return NULL;
+	event(svc, "front door %s:%d (HAProxy %s), %d replica%s of %d-%d starting on %s",
+	      svc->bind, svc->spec.port, svc->hp.version, svc->wanted,
+	      svc->wanted == 1 ? "" : "s", svc->spec.min_replicas, svc->spec.max_replicas,
+	      svc->hostlist);
 	turn(svc);
 	(void)herd__loop_timer(&svc->loop, &svc->tick, herd__net_now_ms() + TICK_MS);
 	for (;;) {
@@ -1138,7 +1262,6 @@ static void *serve_main(void *arg)
 
 herd_status herd_serve_start(herd_serve **out, const herd_serve_spec *spec)
 {
-	herd__haproxy_conf hc = { 0 };
 	herd_job_spec js = HERD_JOB_SPEC_INIT;
 	herd_serve *svc = NULL;
 	char left_out[1024];
@@ -1186,13 +1309,9 @@ herd_status herd_serve_start(herd_serve **out, const herd_serve_spec *spec)
 		svc->r[i].index = i;
 		svc->r[i].bad_node = SIZE_MAX;
 	}
-	hc.bind = svc->bind;
-	hc.port = spec->port;
-	hc.slots = svc->nslots;
-	hc.health = svc->health;
-	hc.replica_conns = spec->replica_conns;
-	hc.queue_ms = QUEUE_MS;
-	HERD_CHECK_GOTO(herd__haproxy_start(&svc->hp, &hc), st, fail);
+	/* HAProxy's version, before anything starts. */
+	HERD_CHECK_GOTO(herd__haproxy_check(NULL, svc->hp.version, sizeof(svc->hp.version)), st,
+			fail);
 	if (pipe2(svc->wake, O_CLOEXEC | O_NONBLOCK) != 0 ||
 	    (svc->over_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		st = herd__error_errno(HERD_ESYS, errno, "cannot make the service's descriptors");
@@ -1213,9 +1332,6 @@ herd_status herd_serve_start(herd_serve **out, const herd_serve_spec *spec)
 	}
 	svc->t_start = herd__net_now_ms();
 	svc->started = time(NULL);
-	event(svc, "front door %s:%d (HAProxy %s), %d replica%s of %d-%d starting on %s",
-	      svc->bind, spec->port, svc->hp.version, svc->wanted, svc->wanted == 1 ? "" : "s",
-	      spec->min_replicas, spec->max_replicas, svc->hostlist);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rc = pthread_create(&svc->thread, NULL, serve_main, svc);
@@ -1225,6 +1341,15 @@ herd_status herd_serve_start(herd_serve **out, const herd_serve_spec *spec)
 		goto fail;
 	}
 	svc->thread_started = true;
+	pthread_mutex_lock(&svc->mu);
+	while (!svc->start_done)
+		pthread_cond_wait(&svc->cv, &svc->mu);
+	st = svc->start_st;
+	pthread_mutex_unlock(&svc->mu);
+	if (st != HERD_OK) {
+		st = herd__error(st, "%s", svc->failure);
+		goto fail;
+	}
 	free(names);
 	*out = svc;
 	return HERD_OK;
@@ -1307,12 +1432,26 @@ herd_status herd_serve_wait(herd_serve *svc, int timeout_ms, bool *failed)
 	return st;
 }
 
+herd_status herd_serve_interrupt(herd_serve *svc)
+{
+	if (svc == NULL)
+		return herd__error(HERD_EINVAL, "herd_serve_interrupt: svc is NULL");
+	pthread_mutex_lock(&svc->mu);
+	svc->req_stop = svc->req_stop != 0 || svc->stopping_seen ? 2 : 1;
+	svc->stopping_seen = true;
+	pthread_mutex_unlock(&svc->mu);
+	wake(svc);
+	return HERD_OK;
+}
+
 herd_status herd_serve_stop(herd_serve *svc)
 {
 	if (svc == NULL)
 		return herd__error(HERD_EINVAL, "herd_serve_stop: svc is NULL");
 	pthread_mutex_lock(&svc->mu);
-	svc->req_stop = true;
+	if (svc->req_stop == 0)
+		svc->req_stop = 1;
+	svc->stopping_seen = true;
 	pthread_mutex_unlock(&svc->mu);
 	wake(svc);
 	return herd_serve_wait(svc, HERD_TIMEOUT_NONE, NULL);
@@ -1342,8 +1481,10 @@ void herd_serve_free(herd_serve *svc)
 		pthread_join(svc->thread, NULL);
 	}
 	herd__haproxy_stop(&svc->hp);
-	for (int i = 0; svc->r != NULL && i < svc->nslots; i++)
+	for (int i = 0; svc->r != NULL && i < svc->nslots; i++) {
 		free_launch(&svc->r[i]);
+		free(svc->r[i].prefix);
+	}
 	if (svc->ctl_fd >= 0) {
 		close(svc->ctl_fd);
 		unlink(svc->ctl_path);

@@ -14,6 +14,9 @@
 #   - herd jobs lists the service, herd job status shows each replica;
 #   - GPUs per replica: 3 replicas of 2 GPUs on a recorded DGX H100 get
 #     6 distinct GPUs;
+#   - a rolling restart onto a failing version stops at its first replica,
+#     the others serving on; replicas scaled down or stopped while still
+#     starting leave no process;
 #   - a replica that always fails is left down once its restarts are
 #     spent, and a service with every replica down ends, exit 1;
 #   - HAProxy missing or too old, the front door's port taken, usage
@@ -129,8 +132,10 @@ out=$(timeout 30 "$HERD" serve --port "$base" -- "$replica" 2>&1); rc=$?
 
 # --- a replica killed under load
 base=$(ports 8)
-serve "$tmp/kill" --port "$base" --replicas 3 --health /health --grace 5 -- \
+serve "$tmp/kill" --port "$base" --replicas 3-4 --health /health --grace 5 -- \
 	"$replica" --work-ms 5
+st=$("$HERD" job status --json "$id")
+[[ $(field 'd["kind"]' <<<"$st") == service ]] || fail "status at the start: $st"
 ready 3
 rows=$("$HERD" jobs)
 grep -qE "^$id +serving +3 +1 +0 +" <<<"$rows" || fail "herd jobs: $rows"
@@ -155,10 +160,14 @@ st=$("$HERD" job status --json "$id")
 [[ $(field 'd["replicas"][1]["restarts"]' <<<"$st") == 1 ]] || fail "restart count: $st"
 [[ $(field 'd["replicas"][0]["restarts"]' <<<"$st") == 0 ]] || fail "others restarted: $st"
 [[ $(field 'd["replicas"][1]["pid"]' <<<"$st") != "$victim" ]] || fail "same pid: $st"
-grep -q "replica 1 on .* failed: .*killed by signal 9.*restarting it in 1 s (restart 1 of 3)" \
+grep -q "replica 1 on .* failed: .*killed by signal 9.*restarting it in 1 s (restart 1 of 3 in a row)" \
 	"$tmp/kill" || fail "no failure event: $(cat "$tmp/kill")"
 timeout 30 wrk -t2 -c6 -d2s "http://127.0.0.1:$base/infer" >"$tmp/wrk2" 2>&1
 [[ $(failed "$tmp/wrk2") == 0 ]] || fail "requests failed after the restart: $(cat "$tmp/wrk2")"
+out=$("$HERD" job scale "$id" 9 2>&1) && fail "scale 9 of 3-4: $out"
+has "$out" "runs 3 to 4 replicas: 9 is beyond them"
+"$HERD" job scale "$id" 4 >/dev/null || fail "herd job scale 4"
+ready 4
 stop "$tmp/kill"
 has "$(cat "$tmp/kill")" "herd serve: stopped"
 
@@ -173,7 +182,7 @@ w=$!
 sleep 1
 "$HERD" job restart --rolling "$id" >/dev/null || fail "herd job restart --rolling"
 out=$("$HERD" job restart --rolling "$id" 2>&1) && fail "a second rolling restart: $out"
-has "$out" "a rolling restart is under way"
+has "$out" "a restart is under way"
 for ((k = 0; k < 250; k++)); do
 	grep -q "rolling restart done" "$tmp/roll" && break
 	sleep 0.1
@@ -189,6 +198,56 @@ for p in $before; do
 	[[ " $after " != *" $p "* ]] || fail "pid $p still there after the rolling restart: $after"
 done
 stop "$tmp/roll"
+
+# --- a rolling restart onto a version that fails: it stops at the first
+# replica, and the others go on serving what they ran
+base=$(ports 8)
+serve "$tmp/badroll" --port "$base" --replicas 3 --restarts 1 --health /health --grace 2 -- \
+	sh -c 'test -e "$1" && exit 1; exec "$0" --work-ms 1' "$replica" "$tmp/broken"
+ready 3
+before=$("$HERD" job status --json "$id" | field '" ".join(str(r["pid"]) for r in d["replicas"][1:])')
+touch "$tmp/broken"
+"$HERD" job restart --rolling "$id" >/dev/null || fail "herd job restart --rolling"
+for ((k = 0; k < 200; k++)); do
+	grep -q "rolling restart stopped" "$tmp/badroll" && break
+	sleep 0.1
+done
+has "$(cat "$tmp/badroll")" "rolling restart stopped: replica 0 failed after its restart"
+has "$(cat "$tmp/badroll")" "exited with code 1"
+sleep 1
+st=$("$HERD" job status --json "$id")
+[[ $(field '" ".join(str(r["pid"]) for r in d["replicas"][1:])' <<<"$st") == "$before" ]] \
+	|| fail "replicas 1 and 2 restarted by a roll that failed: $st"
+[[ $(field '" ".join(r["state"] for r in d["replicas"][1:])' <<<"$st") == "ready ready" ]] \
+	|| fail "replicas 1 and 2 not serving: $st"
+timeout 30 wrk -t1 -c2 -d1s "http://127.0.0.1:$base/infer" >"$tmp/wrk5" 2>&1
+[[ $(failed "$tmp/wrk5") == 0 ]] || fail "requests failed while 2 serve: $(cat "$tmp/wrk5")"
+stop "$tmp/badroll"
+
+# --- scaled down, and stopped, while replicas are still starting
+base=$(ports 8)
+serve "$tmp/early" --port "$base" --replicas 1-3 --health /health --grace 2 -- \
+	"$replica" --start-delay 3000 --work-ms 1
+ready 1
+"$HERD" job scale "$id" 3 >/dev/null && "$HERD" job scale "$id" 1 >/dev/null || fail "scale 3, 1"
+for ((k = 0; k < 50; k++)); do
+	st=$("$HERD" job status --json "$id")
+	[[ $(field '" ".join(r["state"] for r in d["replicas"])' <<<"$st") =~ ^ready(\ off)*$ ]] && break
+	sleep 0.1
+done
+[[ $(field '" ".join(r["state"] for r in d["replicas"])' <<<"$st") =~ ^ready(\ off)*$ ]] \
+	|| fail "scaled down while starting: $st"
+"$HERD" job scale "$id" 3 >/dev/null || fail "scale 3"
+sleep 0.5
+t0=$(mono)
+stop "$tmp/early"
+t1=$(mono)
+python3 -c "import sys; sys.exit(0 if $t1 - $t0 < 10 else 1)" || fail "stopped in $t1 - $t0 s"
+for ((k = 0; k < 50; k++)); do
+	pgrep -f -- "$replica --start-delay 3000" >/dev/null || break
+	sleep 0.1
+done
+pgrep -f -- "$replica --start-delay 3000" >/dev/null && fail "replicas left running"
 
 # --- scaling with demand, and by request
 base=$(ports 8)
@@ -210,12 +269,8 @@ for ((k = 0; k < 200; k++)); do
 	grep -q "scaling down 4 -> 2" "$tmp/scale" && break
 	sleep 0.1
 done
-grep -q "scaling down 4 -> 2 replicas: at most 0 requests in flight over the last 3 s" \
+grep -qE "scaling down 4 -> 2 replicas: at most [0-9]+ requests in flight over the last 3 s" \
 	"$tmp/scale" || fail "not scaled down: $(cat "$tmp/scale")"
-out=$("$HERD" job scale "$id" 9 2>&1) && fail "scale 9 of 2-4: $out"
-has "$out" "runs 2 to 4 replicas: 9 is beyond them"
-"$HERD" job scale "$id" 3 >/dev/null || fail "herd job scale 3"
-ready 3
 stop "$tmp/scale"
 
 # --- GPUs per replica, leased and bound as a rank's (a recorded DGX H100)
@@ -231,11 +286,12 @@ stop "$tmp/gpus"
 
 # --- a replica that always fails: down, then the service ends
 base=$(ports 4)
-timeout 60 "$HERD" serve --port "$base" --restarts 1 -- false >/dev/null 2>"$tmp/down"
+timeout 60 "$HERD" serve --port "$base" --restarts 2 -- false >/dev/null 2>"$tmp/down"
 rc=$?
 [[ $rc == 1 ]] || fail "a service of failing replicas exited $rc: $(cat "$tmp/down")"
-has "$(cat "$tmp/down")" "restarting it in 1 s (restart 1 of 1)"
-has "$(cat "$tmp/down")" "no restarts left (1 used): left down"
+has "$(cat "$tmp/down")" "exited with code 1"
+has "$(cat "$tmp/down")" "restarting it in 1 s (restart 1 of 2 in a row)"
+has "$(cat "$tmp/down")" "3 failures in a row, its restarts spent: left down"
 has "$(cat "$tmp/down")" "every replica is down for good"
 out=$("$HERD" jobs)
 [[ $(wc -l <<<"$out") == 1 ]] || fail "services left listed: $out"

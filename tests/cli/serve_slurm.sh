@@ -19,8 +19,22 @@ unset SLURM_JOB_ID SLURM_JOBID SLURM_JOB_NODELIST SLURM_NODELIST SLURM_TASKS_PER
 export HERD_PROGRAM=$HERD XDG_RUNTIME_DIR=$tmp/run
 mkdir -m 700 "$XDG_RUNTIME_DIR"
 replica=$(dirname "$HERD")/example_replica
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# Three free ports in a row: the front door's and the 2 replicas'.
+port=$(python3 -c '
+import random, socket
+for _ in range(200):
+    base = random.randrange(20000, 60000)
+    socks = []
+    try:
+        for p in range(base, base + 3):
+            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
+        print(base); break
+    except OSError:
+        pass
+    finally:
+        for s in socks: s.close()
+')
+rport=$((port + 1))
 
 timeout 120 salloc -Q -N2 --ntasks-per-node=1 "$HERD" serve --slurm --replicas 2 --port "$port" \
 	--replica-port "$rport" --health /health --grace 2 -- "$replica" --work-ms 1 \

@@ -2,9 +2,9 @@
 # herd serve across hosts: from host h1 of the namespace cluster, four
 # replicas of examples/replica.c on h1 and h2 (over ssh, two each) behind
 # one front door on h1; wrk through it reaches replicas on both hosts
-# with no failed request, and h2's replicas killed at once (its herd
-# exec's ranks, as a lost node's) cost no request either: HAProxy retries
-# on h1's, and herd restarts them on h2.
+# with no failed request, and h2's replicas killed at once (as a lost
+# node's) cost no request either: HAProxy retries on h1's, and herd
+# restarts them away from the node they failed on, on h1.
 # Needs root, iproute2, openssh-server, HAProxy and wrk; exits 77 without them.
 source "$(dirname "$0")/../harness/common.sh" "$@"
 command -v haproxy >/dev/null && command -v wrk >/dev/null || exit 77
@@ -52,6 +52,9 @@ for ((k = 0; k < 200; k++)); do
 	sleep 0.1
 done
 [[ $(grep -c ' ready ' "$tmp/err") -ge 6 ]] || fail "h2's replicas not back: $(cat "$tmp/err")"
+st=$(on1 "$HERD" job status --json "$id")
+python3 -c "import json,sys; d=json.loads(sys.argv[1]); h=sorted(r['host'] for r in d['replicas']); assert h == ['h1'] * 4, h" "$st" \
+	|| fail "restarted where they failed: $st"
 on1 "$HERD" job stop "$id" >/dev/null
 wait "$svc" || fail "herd serve exited $?: $(cat "$tmp/err")"
 cat "$tmp/err"

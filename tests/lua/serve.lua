@@ -14,9 +14,24 @@ raises("option 'replicas' is a count", herd.serve, { cmd = replica, port = 9, re
 raises("unknown option 'replica'", herd.serve, { cmd = replica, port = 9, replica = 2 })
 
 -- a free port: the front door's start says HERD_EBUSY when another took it
+-- a front door and 3 replicas' ports in a row, free now
+local function free_ports(n)
+  local f = io.popen("python3 -c \"import random, socket\n" ..
+    "for _ in range(200):\n" ..
+    "    b = random.randrange(20000, 60000); ss = []\n" ..
+    "    try:\n" ..
+    "        for p in range(b, b + " .. n .. "):\n" ..
+    "            s = socket.socket(); s.bind(('127.0.0.1', p)); ss.append(s)\n" ..
+    "        print(b); break\n" ..
+    "    except OSError: pass\n" ..
+    "    finally:\n" ..
+    "        [s.close() for s in ss]\n\"")
+  local b = tonumber(f:read("l")); f:close()
+  return assert(b, "no free ports")
+end
 local svc, msg, st
 for _ = 1, 5 do
-  local port = 20000 + math.random(0, 39000)
+  local port = free_ports(4)
   svc, msg, st = herd.serve{ cmd = { replica, "--work-ms", "1" }, port = port,
                              min_replicas = 1, max_replicas = 3, health = "/health",
                              output = "none", events = "none", grace = 2 }
@@ -26,6 +41,7 @@ end
 assert(svc, msg)
 do
   local s <close> = svc
+  assert(s:status().kind == "service")   -- there from the start
   assert(s:wait_ready(1, 30))
   local status = s:status()
   assert(status.kind == "service" and status.state == "serving" and status.wanted == 1)

@@ -141,6 +141,9 @@ void lherd_open_serve(lua_State *L);
  * {"NAME=value"}) likewise, with HERD_EMIT=1 when emit.
  */
 const char **lherd_cmd_option(lua_State *L, int arg, int *argc);
+/* hosts (a hostlist) | hostfile | slurm = true, exclusive: where, and in
+ * *hosts the hostlist or hostfile (NULL for this node and Slurm). */
+herd_job_where lherd_where_option(lua_State *L, int arg, const char **hosts);
 const char **lherd_env_option(lua_State *L, int arg, bool emit);
 
 /*

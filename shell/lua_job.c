@@ -606,6 +606,25 @@ static const char *keep_string(lua_State *L, int idx)
 	return s;
 }
 
+/* hosts | hostfile | slurm = true: where, and its hostlist or hostfile (lua_herd.h). */
+herd_job_where lherd_where_option(lua_State *L, int arg, const char **hosts)
+{
+	const char *list = lherd_opt_string(L, arg, "hosts");
+	const char *file = lherd_opt_string(L, arg, "hostfile");
+	herd_job_where where;
+	int n;
+
+	lua_getfield(L, arg, "slurm");
+	n = (list != NULL) + (file != NULL) + lua_toboolean(L, -1);
+	luaL_argcheck(L, n <= 1, arg, "options 'hosts', 'hostfile' and 'slurm' exclude each "
+		      "other");
+	where = list ? HERD_JOB_HOSTS : file ? HERD_JOB_HOSTFILE
+	      : lua_toboolean(L, -1) ? HERD_JOB_SLURM : HERD_JOB_LOCAL;
+	lua_pop(L, 1);
+	*hosts = list ? list : file;
+	return where;
+}
+
 /* cmd: an array of strings or one string; pushes the argv array (lua_herd.h). */
 const char **lherd_cmd_option(lua_State *L, int arg, int *argc)
 {
@@ -685,9 +704,9 @@ static int lherd_launch(lua_State *L)
 {
 	herd_job_spec spec = HERD_JOB_SPEC_INIT;
 	static const char *const modes[] = { "print", "lines", "none", NULL };
-	const char *hosts, *hostfile, *out, **argv, *monitor_out;
+	const char *out, **argv, *monitor_out;
 	char self[4096];
-	int argc, where = 0, mode = 0, monitor_ms;
+	int argc, mode = 0, monitor_ms;
 	bool detach, monitor;
 	ljob *j;
 	herd_status st;
@@ -719,16 +738,7 @@ static int lherd_launch(lua_State *L)
 	spec.exclude = lherd_opt_string(L, 1, "exclude");
 	spec.health_check = (int)lherd_opt_integer(L, 1, "health_check", 0, 2, 0);
 	spec.ckpt_peers = (int)lherd_opt_integer(L, 1, "ckpt_peers", 0, 64, 0);
-	hosts = lherd_opt_string(L, 1, "hosts");
-	hostfile = lherd_opt_string(L, 1, "hostfile");
-	lua_getfield(L, 1, "slurm");
-	where = (hosts != NULL) + (hostfile != NULL) + lua_toboolean(L, -1);
-	luaL_argcheck(L, where <= 1, 1, "options 'hosts', 'hostfile' and 'slurm' exclude "
-		      "each other");
-	spec.where = hosts ? HERD_JOB_HOSTS : hostfile ? HERD_JOB_HOSTFILE
-		   : lua_toboolean(L, -1) ? HERD_JOB_SLURM : HERD_JOB_LOCAL;
-	spec.hosts = hosts ? hosts : hostfile;
-	lua_pop(L, 1);
+	spec.where = lherd_where_option(L, 1, &spec.hosts);
 	out = lherd_opt_string(L, 1, "output");
 	for (mode = 0; out != NULL && modes[mode] != NULL && strcmp(modes[mode], out) != 0; mode++)
 		;

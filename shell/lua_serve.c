@@ -191,8 +191,8 @@ static const char *const serve_options[] = {
 static int lherd_serve(lua_State *L)
 {
 	herd_serve_spec spec = HERD_SERVE_SPEC_INIT;
-	const char *hosts, *hostfile, *out, *events, **argv;
-	int argc, n, where;
+	const char *out, *events, **argv;
+	int argc, n;
 	lsvc *s;
 	herd_status st;
 
@@ -219,16 +219,7 @@ static int lherd_serve(lua_State *L)
 	spec.grace_ms = lherd_opt_ms(L, 1, "grace");
 	spec.restarts = (int)lherd_opt_integer(L, 1, "restarts", 0, 1000000, 3);
 	spec.gpus_per_replica = (int)lherd_opt_integer(L, 1, "gpus_per_replica", 0, 1024, 0);
-	hosts = lherd_opt_string(L, 1, "hosts");
-	hostfile = lherd_opt_string(L, 1, "hostfile");
-	lua_getfield(L, 1, "slurm");
-	where = (hosts != NULL) + (hostfile != NULL) + lua_toboolean(L, -1);
-	luaL_argcheck(L, where <= 1, 1, "options 'hosts', 'hostfile' and 'slurm' exclude "
-		      "each other");
-	spec.where = hosts ? HERD_JOB_HOSTS : hostfile ? HERD_JOB_HOSTFILE
-		   : lua_toboolean(L, -1) ? HERD_JOB_SLURM : HERD_JOB_LOCAL;
-	spec.hosts = hosts ? hosts : hostfile;
-	lua_pop(L, 1);
+	spec.where = lherd_where_option(L, 1, &spec.hosts);
 	out = lherd_opt_string(L, 1, "output");
 	luaL_argcheck(L, out == NULL || strcmp(out, "print") == 0 || strcmp(out, "none") == 0, 1,
 		      "option 'output' must be \"print\" or \"none\"");

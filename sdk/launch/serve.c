@@ -467,6 +467,20 @@ static size_t place(herd_serve *svc, const struct replica *r)
 }
 
 static void fail_replica(herd_serve *svc, struct replica *r, const char *why);
+
+/* A thread of the service's, taking no process signals (the program's
+ * handlers run elsewhere).  pthread_create's error number, or 0. */
+static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
 static void on_over(herd__watcher *w, short revents);
 
 /* Starts r's job on a thread of its own: launching. */
@@ -476,7 +490,6 @@ static void start_replica(herd_serve *svc, struct replica *r)
 	const char **others = NULL;
 	char entry[4][96];
 	size_t n = 0, nother = 0;
-	sigset_t all, old;
 	herd_status st;
 	int rc;
 
@@ -543,10 +556,7 @@ static void start_replica(herd_serve *svc, struct replica *r)
 	r->gen = svc->gen;
 	r->st = RS_STARTING;
 	r->since = r->launched_at = herd__net_now_ms();
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&r->thread, NULL, launch_main, r);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = start_thread(&r->thread, launch_main, r);
 	if (rc != 0) {
 		free_launch(r);
 		r->st = RS_OFF;
@@ -1266,7 +1276,6 @@ herd_status herd_serve_start(herd_serve **out, const herd_serve_spec *spec)
 	herd_serve *svc = NULL;
 	char left_out[1024];
 	const char **names = NULL;
-	sigset_t all, old;
 	herd_status st;
 	int rc;
 
@@ -1332,10 +1341,7 @@ herd_status herd_serve_start(herd_serve **out, const herd_serve_spec *spec)
 	}
 	svc->t_start = herd__net_now_ms();
 	svc->started = time(NULL);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&svc->thread, NULL, serve_main, svc);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = start_thread(&svc->thread, serve_main, svc);
 	if (rc != 0) {
 		st = herd__error_errno(HERD_ESYS, rc, "cannot start the service's thread");
 		goto fail;
@@ -1359,20 +1365,30 @@ fail:
 	return st;
 }
 
-herd_status herd_serve_wait_ready(herd_serve *svc, int n, int timeout_ms)
+/*
+ * Waits, the mutex held on return, until the service is over or has n
+ * replicas ready (n < 0: only over), or timeout_ms passes.
+ */
+static herd_status wait_for(herd_serve *svc, const char *fn, int n, int timeout_ms)
 {
 	int64_t deadline;
-	herd_status st = HERD_OK;
 
 	if (svc == NULL)
-		return herd__error(HERD_EINVAL, "herd_serve_wait_ready: svc is NULL");
-	HERD_CHECK(herd__check_timeout("herd_serve_wait_ready", timeout_ms));
+		return herd__error(HERD_EINVAL, "%s: svc is NULL", fn);
+	HERD_CHECK(herd__check_timeout(fn, timeout_ms));
 	deadline = timeout_ms < 0 ? INT64_MAX : herd__net_deadline(timeout_ms);
 	pthread_mutex_lock(&svc->mu);
-	while (svc->nready < n && !svc->over) {
+	while (!svc->over && (n < 0 || svc->nready < n))
 		if (herd__net_cond_wait_until(&svc->cv, &svc->mu, deadline) == ETIMEDOUT)
 			break;
-	}
+	return HERD_OK;
+}
+
+herd_status herd_serve_wait_ready(herd_serve *svc, int n, int timeout_ms)
+{
+	herd_status st = HERD_OK;
+
+	HERD_CHECK(wait_for(svc, "herd_serve_wait_ready", n, timeout_ms));
 	if (svc->over)
 		st = herd__error(HERD_ECLOSED, "service %s is over%s%s", svc->id,
 				 svc->failed ? ": " : "", svc->failed ? svc->failure : "");
@@ -1412,17 +1428,9 @@ herd_status herd_serve_restart(herd_serve *svc, bool rolling)
 
 herd_status herd_serve_wait(herd_serve *svc, int timeout_ms, bool *failed)
 {
-	int64_t deadline;
 	herd_status st = HERD_OK;
 
-	if (svc == NULL)
-		return herd__error(HERD_EINVAL, "herd_serve_wait: svc is NULL");
-	HERD_CHECK(herd__check_timeout("herd_serve_wait", timeout_ms));
-	deadline = timeout_ms < 0 ? INT64_MAX : herd__net_deadline(timeout_ms);
-	pthread_mutex_lock(&svc->mu);
-	while (!svc->over)
-		if (herd__net_cond_wait_until(&svc->cv, &svc->mu, deadline) == ETIMEDOUT)
-			break;
+	HERD_CHECK(wait_for(svc, "herd_serve_wait", -1, timeout_ms));
 	if (!svc->over)
 		st = herd__error(HERD_ETIMEDOUT, "service %s still running after %d ms", svc->id,
 				 timeout_ms);

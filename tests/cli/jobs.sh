@@ -108,13 +108,13 @@ grep -q "^$id " <<<"$out" && fail "a dead launcher's job is listed: $out"
 # --- usage errors
 out=$("$HERD" job 2>&1); rc=$?
 [[ $rc == 2 ]] || fail "herd job: exit $rc: $out"
-has "$out" "herd job: say status ID or stop ID"
+has "$out" "herd job: say status ID, stop ID, scale ID N or restart ID"
 out=$("$HERD" job status 2>&1); rc=$?
 [[ $rc == 2 ]] || fail "herd job status: exit $rc: $out"
 has "$out" "herd job: status: name the job"
 out=$("$HERD" job frob x 2>&1); rc=$?
 [[ $rc == 2 ]] || fail "herd job frob: exit $rc: $out"
-has "$out" "herd job: unknown subcommand 'frob' (status, stop)"
+has "$out" "herd job: unknown subcommand 'frob' (status, stop, scale, restart)"
 out=$("$HERD" job status ../x 2>&1); rc=$?
 [[ $rc == 1 ]] || fail "herd job status ../x: exit $rc: $out"
 has "$out" "'../x' is not a job id"

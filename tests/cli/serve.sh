@@ -34,25 +34,6 @@ mkdir -m 700 "$XDG_RUNTIME_DIR"
 replica=$(dirname "$HERD")/example_replica
 [[ -x $replica ]] || fail "no $replica"
 
-# ports N: a base port whose N ports from it are free on 127.0.0.1 now.
-ports() {
-	python3 - "$1" <<'EOF'
-import random, socket, sys
-n = int(sys.argv[1])
-for _ in range(200):
-    base = random.randrange(20000, 60000 - n)
-    socks = []
-    try:
-        for p in range(base, base + n):
-            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
-        print(base); break
-    except OSError:
-        pass
-    finally:
-        for s in socks: s.close()
-EOF
-}
-
 # serve LOG ARGS...: herd serve in the background (its stderr in LOG); id set
 # once herd jobs lists it (10 s at most).
 serve() {
@@ -119,7 +100,7 @@ chmod +x "$tmp/old-haproxy"
 out=$(HERD_HAPROXY=$tmp/old-haproxy "$HERD" serve --port 9 -- true 2>&1); rc=$?
 [[ $rc == 125 ]] && has "$out" "is HAProxy 1.8.19; herd needs 2.0 or newer" \
 	|| fail "old haproxy: $rc: $out"
-base=$(ports 8)
+base=$(free_ports 8)
 python3 -c "import socket,time; s=socket.socket(); s.bind(('127.0.0.1', $base)); s.listen(); time.sleep(30)" &
 pids+=($!)
 for ((k = 0; k < 50; k++)); do
@@ -131,7 +112,7 @@ out=$(timeout 30 "$HERD" serve --port "$base" -- "$replica" 2>&1); rc=$?
 	|| fail "port taken: $rc: $out"
 
 # --- a replica killed under load
-base=$(ports 8)
+base=$(free_ports 8)
 serve "$tmp/kill" --port "$base" --replicas 3-4 --health /health --grace 5 -- \
 	"$replica" --work-ms 5
 st=$("$HERD" job status --json "$id")
@@ -172,7 +153,7 @@ stop "$tmp/kill"
 has "$(cat "$tmp/kill")" "herd serve: stopped"
 
 # --- a rolling restart of 4 under load: not one request fails
-base=$(ports 8)
+base=$(free_ports 8)
 serve "$tmp/roll" --port "$base" --replicas 4 --health /health --grace 5 -- \
 	"$replica" --work-ms 5 --start-delay 300
 ready 4
@@ -201,7 +182,7 @@ stop "$tmp/roll"
 
 # --- a rolling restart onto a version that fails: it stops at the first
 # replica, and the others go on serving what they ran
-base=$(ports 8)
+base=$(free_ports 8)
 serve "$tmp/badroll" --port "$base" --replicas 3 --restarts 1 --health /health --grace 2 -- \
 	sh -c 'test -e "$1" && exit 1; exec "$0" --work-ms 1' "$replica" "$tmp/broken"
 ready 3
@@ -225,7 +206,7 @@ timeout 30 wrk -t1 -c2 -d1s "http://127.0.0.1:$base/infer" >"$tmp/wrk5" 2>&1
 stop "$tmp/badroll"
 
 # --- scaled down, and stopped, while replicas are still starting
-base=$(ports 8)
+base=$(free_ports 8)
 serve "$tmp/early" --port "$base" --replicas 1-3 --health /health --grace 2 -- \
 	"$replica" --start-delay 3000 --work-ms 1
 ready 1
@@ -250,7 +231,7 @@ done
 pgrep -f -- "$replica --start-delay 3000" >/dev/null && fail "replicas left running"
 
 # --- scaling with demand, and by request
-base=$(ports 8)
+base=$(free_ports 8)
 serve "$tmp/scale" --port "$base" --replicas 2-4 --target 2 --cooldown 3 --health /health \
 	--grace 5 -- "$replica" --work-ms 20 --start-delay 500
 ready 2
@@ -274,7 +255,7 @@ grep -qE "scaling down 4 -> 2 replicas: at most [0-9]+ requests in flight over t
 stop "$tmp/scale"
 
 # --- GPUs per replica, leased and bound as a rank's (a recorded DGX H100)
-base=$(ports 8)
+base=$(free_ports 8)
 HERD_INVENTORY=tests/fixtures/inventory/dgx-h100.json HERD_LEASE_DIR=$tmp/leases \
 	serve "$tmp/gpus" --port "$base" --replicas 3 --gpus-per-replica 2 -- \
 	sh -c 'echo "gpus $CUDA_VISIBLE_DEVICES"; exec "$0" --work-ms 1' "$replica"
@@ -285,7 +266,7 @@ gpus=$(grep -E 'gpus GPU-[0-9a-f-]+,GPU-[0-9a-f-]+$' "$tmp/gpus.out")
 stop "$tmp/gpus"
 
 # --- a replica that always fails: down, then the service ends
-base=$(ports 4)
+base=$(free_ports 4)
 timeout 60 "$HERD" serve --port "$base" --restarts 2 -- false >/dev/null 2>"$tmp/down"
 rc=$?
 [[ $rc == 1 ]] || fail "a service of failing replicas exited $rc: $(cat "$tmp/down")"

@@ -20,20 +20,7 @@ export HERD_PROGRAM=$HERD XDG_RUNTIME_DIR=$tmp/run
 mkdir -m 700 "$XDG_RUNTIME_DIR"
 replica=$(dirname "$HERD")/example_replica
 # Three free ports in a row: the front door's and the 2 replicas'.
-port=$(python3 -c '
-import random, socket
-for _ in range(200):
-    base = random.randrange(20000, 60000)
-    socks = []
-    try:
-        for p in range(base, base + 3):
-            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
-        print(base); break
-    except OSError:
-        pass
-    finally:
-        for s in socks: s.close()
-')
+port=$(free_ports 3)
 rport=$((port + 1))
 
 timeout 120 salloc -Q -N2 --ntasks-per-node=1 "$HERD" serve --slurm --replicas 2 --port "$port" \

@@ -65,6 +65,25 @@ netns_start() {
 	unset HERD_LAUNCH_ADDR SLURM_JOB_ID HERD_SOCKET_IFNAME
 }
 
+# free_ports N: a port whose N ports from it are free on 127.0.0.1 now.
+free_ports() {
+	python3 - "$1" <<'EOF'
+import random, socket, sys
+n = int(sys.argv[1])
+for _ in range(200):
+    base = random.randrange(20000, 60000 - n)
+    socks = []
+    try:
+        for p in range(base, base + n):
+            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
+        print(base); break
+    except OSError:
+        pass
+    finally:
+        for s in socks: s.close()
+EOF
+}
+
 # The helpers of the fault tests (tests/cluster), after netns_start.
 
 # mono: CLOCK_MONOTONIC in seconds, as herd.clock() gives it to the ranks.

@@ -723,7 +723,7 @@ static void launched(herd_serve *svc, struct replica *r)
 	}
 	r->since = herd__net_now_ms();
 	r->down_since = 0;
-	event(svc, "replica %d on %s ready %.1f s after its start (port %d, pid %ld)", r->index,
+	event(svc, "replica %d on %s ready %.2f s after its start (port %d, pid %ld)", r->index,
 	      host_of(svc, r), (double)(r->since - r->launched_at) / 1000.0, r->port, r->pid);
 	if (svc->stopping || r->index >= svc->wanted)
 		drain_replica(svc, r, AFTER_OFF);

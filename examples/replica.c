@@ -14,7 +14,9 @@
  *       -- build/bin/example_replica --work-ms 20
  *
  * Endpoints: GET /health (200 once the model is loaded), anything else:
- * an inference.  It listens on $HERD_LISTEN:$HERD_PORT (herd serve sets
+ * an inference (HEAD: its headers).  Keep-alive unless the client says
+ * close (or speaks HTTP/1.0); a body over 64 KiB gets 413, a chunked one
+ * 501, and the connection closes.  It listens on $HERD_LISTEN:$HERD_PORT (herd serve sets
  * them; --bind and --port override; defaults 127.0.0.1:8000).
  * --start-delay MS: the model takes that long to load before the port
  * opens.  SIGTERM: it stops accepting, finishes the requests it has (10 s
@@ -37,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -90,6 +93,23 @@ static double infer(const char *in, size_t len)
 	return y;
 }
 
+/* What read_request found besides a request. */
+#define REQ_CLOSED 0         /* the peer closed, or idle at a stop */
+#define REQ_BROKEN (-1)      /* a read failed */
+#define REQ_TOO_BIG (-2)     /* over REQ_MAX: 413 */
+#define REQ_CHUNKED (-3)     /* a chunked body, which this server does not take: 501 */
+#define REQ_BAD (-4)         /* a Content-Length that is not a number: 400 */
+
+/* A header's value (name with its colon, lower case) within the headers, or NULL. */
+static const char *header(const char *buf, const char *end, const char *name)
+{
+	for (const char *h = strcasestr(buf, name); h != NULL && h < end;
+	     h = strcasestr(h + 1, name))
+		if (h > buf && h[-1] == '\n')
+			return h + strlen(name);
+	return NULL;
+}
+
 /* Reads until a whole request (headers and Content-Length body) is in buf. */
 static ssize_t read_request(int fd, char *buf, size_t *have, size_t *body_at, size_t *body_len)
 {
@@ -97,49 +117,80 @@ static ssize_t read_request(int fd, char *buf, size_t *have, size_t *body_at, si
 		char *end = memmem(buf, *have, "\r\n\r\n", 4);
 
 		if (end != NULL) {
-			const char *cl = strcasestr(buf, "\r\ncontent-length:");
-			size_t need;
+			const char *cl = header(buf, end, "content-length:");
+			const char *te = header(buf, end, "transfer-encoding:");
+			unsigned long long n = 0;
+			char *stop = NULL;
 
+			if (te != NULL)
+				return REQ_CHUNKED;
 			*body_at = (size_t)(end + 4 - buf);
-			*body_len = cl != NULL && cl < end ? strtoul(cl + 17, NULL, 10) : 0;
-			need = *body_at + *body_len;
-			if (need > REQ_MAX - 1)
-				return -1;
-			if (*have >= need)
-				return (ssize_t)need;
+			if (cl != NULL) {
+				errno = 0;
+				n = strtoull(cl, &stop, 10);
+				if (errno != 0 || stop == cl || (*stop != '\r' && *stop != ' '))
+					return REQ_BAD;
+			}
+			if (n > REQ_MAX - 1 - *body_at)
+				return REQ_TOO_BIG;
+			*body_len = (size_t)n;
+			if (*have >= *body_at + *body_len)
+				return (ssize_t)(*body_at + *body_len);
 		}
 		if (*have >= REQ_MAX - 1)
-			return -1;
+			return REQ_TOO_BIG;
 		{
 			struct pollfd p = { .fd = fd, .events = POLLIN };
 			int rc = poll(&p, 1, 200);
 			ssize_t n;
 
-			if (rc == 0) {
+			if (rc == 0 || (rc < 0 && errno == EINTR)) {
 				if (atomic_load(&stopping) && *have == 0)
-					return 0;   /* idle at a stop: close */
+					return REQ_CLOSED;   /* idle at a stop: close */
 				continue;
 			}
 			n = read(fd, buf + *have, REQ_MAX - 1 - *have);
+			if (n < 0 && errno == EINTR)
+				continue;
 			if (n <= 0)
-				return n < 0 && errno == EINTR ? 0 : -1;
+				return n == 0 ? REQ_CLOSED : REQ_BROKEN;
 			*have += (size_t)n;
 			buf[*have] = '\0';
 		}
 	}
 }
 
-static void answer(int fd, int code, const char *body, bool close_after)
+static const char *reason(int code)
+{
+	return code == 200 ? "OK" : code == 400 ? "Bad Request" : code == 413
+	       ? "Content Too Large" : code == 501 ? "Not Implemented" : "Error";
+}
+
+/* The answer; with_body false for a HEAD (its headers say the length all the same). */
+static void answer(int fd, int code, const char *body, bool with_body, bool close_after)
 {
 	char head[256];
 	int n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
-			 "Content-Length: %zu\r\nConnection: %s\r\n\r\n", code,
-			 code == 200 ? "OK" : "Bad Request", strlen(body),
-			 close_after ? "close" : "keep-alive");
+			 "Content-Length: %zu\r\nConnection: %s\r\n\r\n", code, reason(code),
+			 strlen(body), close_after ? "close" : "keep-alive");
 
-	if (send(fd, head, (size_t)n, MSG_NOSIGNAL | MSG_MORE) < 0 ||
-	    send(fd, body, strlen(body), MSG_NOSIGNAL) < 0)
+	if (send(fd, head, (size_t)n, MSG_NOSIGNAL | (with_body ? MSG_MORE : 0)) < 0 ||
+	    (with_body && send(fd, body, strlen(body), MSG_NOSIGNAL) < 0))
 		return;
+}
+
+/* Whether the client asked to close after this request (HTTP/1.0 unless keep-alive). */
+static bool wants_close(const char *buf, size_t head_len)
+{
+	const char *end = buf + head_len, *c = header(buf, end, "connection:");
+	const char *line_end = memchr(buf, '\r', head_len);
+	bool v10 = line_end != NULL && line_end - buf >= 8 && memcmp(line_end - 8, "HTTP/1.0", 8) == 0;
+
+	while (c != NULL && *c == ' ')
+		c++;
+	if (c != NULL && strncasecmp(c, "close", 5) == 0)
+		return true;
+	return v10 && (c == NULL || strncasecmp(c, "keep-alive", 10) != 0);
 }
 
 static void *connection(void *arg)
@@ -152,11 +203,21 @@ static void *connection(void *arg)
 		size_t body_at = 0, body_len = 0;
 		ssize_t used = read_request(fd, buf, &have, &body_at, &body_len);
 		char out[256];
-		bool health;
+		bool health, head, close_after;
 
+		if (used == REQ_TOO_BIG || used == REQ_CHUNKED || used == REQ_BAD) {
+			int code = used == REQ_TOO_BIG ? 413 : used == REQ_CHUNKED ? 501 : 400;
+
+			snprintf(out, sizeof(out), "{\"replica\":%d,\"error\":\"%s\"}", replica,
+				 reason(code));
+			answer(fd, code, out, true, true);
+			break;
+		}
 		if (used <= 0)
 			break;
-		health = strncmp(buf, "GET /health ", 12) == 0;
+		head = strncmp(buf, "HEAD ", 5) == 0;
+		health = strncmp(buf, head ? "HEAD /health " : "GET /health ", head ? 13 : 12) == 0;
+		close_after = wants_close(buf, body_at);
 		atomic_fetch_add(&active, 1);
 		if (health) {
 			snprintf(out, sizeof(out), "{\"replica\":%d,\"ok\":true}", replica);
@@ -165,7 +226,8 @@ static void *connection(void *arg)
 			const char *in = body_len > 0 ? buf + body_at : buf;
 			size_t len = body_len > 0 ? body_len : strcspn(buf, "\r");
 
-			sem_wait(&slots);
+			while (sem_wait(&slots) != 0 && errno == EINTR)
+				;
 			t0 = now_s();
 			y = infer(in, len);
 			while (now_s() - t0 < work_ms / 1000.0)
@@ -173,11 +235,12 @@ static void *connection(void *arg)
 			sem_post(&slots);
 			snprintf(out, sizeof(out), "{\"replica\":%d,\"y\":%.6f}", replica, y);
 		}
-		answer(fd, 200, out, atomic_load(&stopping));
+		close_after = close_after || atomic_load(&stopping);
+		answer(fd, 200, out, !head, close_after);
 		atomic_fetch_sub(&active, 1);
 		memmove(buf, buf + used, have - (size_t)used);
 		have -= (size_t)used;
-		if (atomic_load(&stopping))
+		if (close_after)
 			break;
 	}
 	free(buf);
@@ -197,7 +260,7 @@ int main(int argc, char **argv)
 	const char *rep = getenv("HERD_REPLICA");
 	int port = port_env != NULL ? atoi(port_env) : 8000, concurrency = 1, start_delay = 0;
 	struct sockaddr_in sa = { .sin_family = AF_INET };
-	struct sigaction act = { .sa_handler = on_term };
+	struct sigaction act = { .sa_handler = on_term, .sa_flags = SA_RESTART };
 	int one = 1, lfd;
 	double stop_at;
 

@@ -45,9 +45,10 @@ static const char usage_text[] =
 	"  --start-timeout SEC     start to first passed check (default 60)\n"
 	"  --grace SEC             draining: requests in flight finish within SEC,\n"
 	"                          then SIGTERM, and SIGKILL SEC later (default 10)\n"
-	"  --restarts N            failures in a row after which a replica is left\n"
-	"                          down (default 3); each restarts it after a back-off\n"
-	"                          from 1 s doubling to 30 s; 60 s ready starts a new row\n"
+	"  --restarts N            restarts of a replica in a row, each after a\n"
+	"                          back-off from 1 s doubling to 30 s (default 3);\n"
+	"                          failing again after them, it is left down; 60 s\n"
+	"                          ready starts a new row\n"
 	"  --hosts EXPR            replicas on a hostlist, over ssh, e.g. node[01-04]\n"
 	"  --hostfile FILE         replicas on the hosts of FILE, over ssh\n"
 	"  --slurm                 replicas on the nodes of this Slurm allocation\n"
@@ -262,6 +263,15 @@ int cmd_serve(int argc, char **argv)
 			 "give a lower --replica-port (default --port + 1)", spec.max_replicas,
 			 spec.max_replicas == 1 ? "" : "s",
 			 spec.replica_port ? spec.replica_port : spec.port + 1);
+		status = shell_usage_error("serve", "%s", msg);
+	}
+	if (status == 0 && spec.replica_port > 0 && spec.port >= spec.replica_port &&
+	    spec.port < spec.replica_port + spec.max_replicas) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "--port %d is among the replicas' ports, %d to %d "
+			 "(--replica-port)", spec.port, spec.replica_port,
+			 spec.replica_port + spec.max_replicas - 1);
 		status = shell_usage_error("serve", "%s", msg);
 	}
 	if (status == 0 && spec.target > 0 && spec.min_replicas == spec.max_replicas)

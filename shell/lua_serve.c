@@ -51,6 +51,9 @@ static void service_release(lua_State *L)
 {
 	lsvc *s = (lsvc *)lua_touserdata(L, 1);
 
+	/* Drained while Ctrl-C can still kill it at once, then forgotten. */
+	if (s->svc != NULL)
+		(void)herd_serve_stop(s->svc);
 	shell_interrupt_remove(s->svc);
 	herd_serve_free(s->svc);
 	s->svc = NULL;
@@ -169,6 +172,12 @@ static void print_event(void *userdata, const char *line)
 	fprintf(stderr, "herd serve: %s\n", line);
 }
 
+static void no_event(void *userdata, const char *line)
+{
+	(void)userdata;
+	(void)line;
+}
+
 static void no_output(void *userdata, int rank, const char *host, herd_job_stream stream,
 		      const char *line, size_t len)
 {
@@ -231,7 +240,7 @@ static int lherd_serve(lua_State *L)
 	spec.output_userdata = (void *)lherd_opt_string(L, 1, "prefix");
 	if (spec.output_userdata == NULL)
 		spec.output_userdata = (void *)"[%h:r%r] ";
-	spec.event = events != NULL && strcmp(events, "none") == 0 ? NULL : print_event;
+	spec.event = events != NULL && strcmp(events, "none") == 0 ? no_event : print_event;
 	argv = lherd_cmd_option(L, 1, &argc);               /* stack: ..., argv */
 	spec.env = lherd_env_option(L, 1, false);           /* ..., argv, env */
 	spec.argv = argv;

@@ -29,11 +29,13 @@
  *     start_timeout_ms of its start;
  *   - takes a replica that fails (it exits, or fails its check for 10 s)
  *     out of the balancer at once, and starts it again alone after a
- *     back-off (1 s, doubling to 30 s), while it has failed fewer than
- *     spec.restarts times in a row (a replica ready for 60 s starts a new
- *     row, and its back-off again at 1 s); one that fails more is left
- *     down and reported, and the others go on serving.  A service whose
- *     every wanted replica is down for good ends, failed;
+ *     back-off (1 s, doubling to 30 s), at most spec.restarts times in a
+ *     row (a replica ready for 60 s starts a new row, and its back-off
+ *     again at 1 s); one that fails again after them is left down and
+ *     reported, and the others go on serving.  A service whose every
+ *     wanted replica is down for good ends, failed; a count lowered
+ *     (herd_serve_scale, autoscaling) gives the slots that stay and are
+ *     down a new start;
  *   - with spec.target, scales between min_replicas and max_replicas from
  *     HAProxy's own statistics: the requests in flight (at replicas and
  *     queued for one: the backend's scur) divided by target, rounded up,
@@ -92,15 +94,15 @@ typedef struct herd_serve_spec {
 	int replicas;                /* replicas at the start; 0: min_replicas */
 	int gpus_per_replica;        /* GPUs leased and bound per replica; 0: none */
 	const char *bind;            /* the front door's address; default "127.0.0.1" */
-	int port;                    /* the front door's port; required */
+	int port;                    /* the front door's port; required, not a replica's */
 	int replica_port;            /* replica i listens on replica_port + i; default port + 1 */
 	/* "/path": an HTTP GET that must answer 2xx or 3xx; "tcp" or NULL: a
 	 * TCP connect */
 	const char *health;
 	int start_timeout_ms;        /* start to first passed check; default 60000 */
 	int grace_ms;                /* drain, and SIGTERM to SIGKILL; default 10000 */
-	int restarts;                /* a replica's failures in a row before it is left
-				      * down (HERD_SERVE_SPEC_INIT: 3) */
+	int restarts;                /* a replica's restarts in a row; failing again after
+				      * them, it is left down (HERD_SERVE_SPEC_INIT: 3) */
 	/* Requests in flight per replica that autoscaling aims at; 0: no
 	 * autoscaling (the count changes only on request) */
 	int target;
@@ -112,7 +114,8 @@ typedef struct herd_serve_spec {
 	const char *workdir;         /* the replicas' working directory; default this one's */
 	/* Replicas' output lines, rank being the replica's index (as
 	 * herd_job_spec's); NULL: herd_job_output_stdio with the prefix
-	 * "[%h:r%r] " */
+	 * "[%h:r%r] ".  herd_job_output_stdio takes its prefix format
+	 * (%h host, %r the replica's index, %%) as output_userdata */
 	herd_job_output_fn output;
 	void *output_userdata;
 	/* Each decision of the service, one line without a newline; NULL: the
@@ -155,7 +158,7 @@ HERD_EXTERN herd_status herd_serve_wait_ready(herd_serve *svc, int n, int timeou
  *    "replicas": [{"index", "host", "port", "state" ("starting",
  *      "ready", "draining", "stopping", "backoff", "down", "off"), "pid",
  *      "restarts" (all its restarts), "requests", "errors", "in_flight",
- *      "why" (its last failure)}, ...]: every slot that ever ran,
+ *      "why" (its last failure)}, ...]: every slot that runs, ran or failed,
  *    "events": ["...", ...]}
  * requests and errors are HAProxy's counts for the replica's slot since
  * the service started (errors: 5xx answers, failed connections and
@@ -167,7 +170,7 @@ HERD_EXTERN herd_status herd_serve_status(herd_serve *svc, char **json);
  * Sets the replicas wanted to n (min_replicas..max_replicas, else
  * HERD_EINVAL naming the range): new ones start, the newest beyond n are
  * drained and stopped.  With autoscaling, it goes on from n.  Returns at
- * once; HERD_ECLOSED when the service is over.
+ * once; HERD_ECLOSED when the service is over or stopping.
  */
 HERD_EXTERN herd_status herd_serve_scale(herd_serve *svc, int n);
 
@@ -175,7 +178,7 @@ HERD_EXTERN herd_status herd_serve_scale(herd_serve *svc, int n);
  * Restarts every replica (those down for good too): rolling, one at a
  * time (drain, stop, start, wait for its check, next), or all at once.
  * Returns at once; HERD_EBUSY while a rolling restart is under way,
- * HERD_ECLOSED when the service is over.
+ * HERD_ECLOSED when the service is over or stopping.
  */
 HERD_EXTERN herd_status herd_serve_restart(herd_serve *svc, bool rolling);
 
@@ -202,7 +205,7 @@ HERD_EXTERN herd_status herd_serve_wait(herd_serve *svc, int timeout_ms, bool *f
 HERD_EXTERN int herd_serve_fd(const herd_serve *svc);
 
 HERD_EXTERN const char *herd_serve_id(const herd_serve *svc);
-/* Why the service failed; NULL while it has not. */
+/* Why the service failed; NULL while it has not (the text stays until herd_serve_free). */
 HERD_EXTERN const char *herd_serve_failure(const herd_serve *svc);
 
 /* Stops the service if it runs and frees it.  Accepts NULL. */

@@ -504,11 +504,16 @@ static herd_status check_spec(const herd_job_spec *s)
 			return herd__error(HERD_EINVAL, "herd_job_spec.env[%zu] is \"%s\"; expected "
 					   "NAME=value", i, s->env[i]);
 	}
+	return herd__launch_check_prefix(s->prefix, "herd_job_spec.prefix");
+}
+
+herd_status herd__launch_check_prefix(const char *prefix, const char *field)
+{
 	/* Only %h, %r and %% mean something; any other % is a typo that
 	 * would otherwise print as it is.  The message quotes what follows
 	 * the % as it was written: nothing at the end, a whole UTF-8
 	 * character, a control byte as \xNN. */
-	for (const char *p = s->prefix; p != NULL && (p = strchr(p, '%')) != NULL; p += 2) {
+	for (const char *p = prefix; p != NULL && (p = strchr(p, '%')) != NULL; p += 2) {
 		const unsigned char *c = (const unsigned char *)p + 1;
 		char what[16] = "";
 		size_t n = 1;
@@ -524,9 +529,9 @@ static herd_status check_spec(const herd_job_spec *s)
 			snprintf(what, sizeof(what), "\\x%02x", *c);
 		else
 			snprintf(what, sizeof(what), "%.*s", (int)n, (const char *)c);
-		return herd__error(HERD_EINVAL, "herd_job_spec.prefix \"%s\": '%%%s' at column %zu "
-				   "is not %%h (host), %%r (rank) or %%%% (a %%)", s->prefix, what,
-				   (size_t)(p - s->prefix) + 1);
+		return herd__error(HERD_EINVAL, "%s \"%s\": '%%%s' at column %zu is not %%h "
+				   "(host), %%r (rank) or %%%% (a %%)", field, prefix, what,
+				   (size_t)(p - prefix) + 1);
 	}
 	return HERD_OK;
 }

@@ -630,6 +630,8 @@ herd_status herd__launch_enc_relay(herd__buf *buf, int node, const char *payload
 /* A copy of the NULL-terminated v (NULL: an empty one), and its freeing (job.c). */
 herd_status herd__launch_strv_copy(char ***out, const char *const *v, const char *what);
 void herd__launch_strv_free(char **v);
+/* An output prefix: only %h, %r and %% in it, else HERD_EINVAL naming field (job.c). */
+herd_status herd__launch_check_prefix(const char *prefix, const char *field);
 /* A new job id ("TIME-RANDOM") into id (job.c). */
 herd_status herd__launch_new_id(char *id, size_t cap);
 /*

@@ -211,6 +211,17 @@ static herd_status check_spec(const herd_serve_spec *s)
 		return herd__error(HERD_EINVAL, "herd_serve_spec.replica_port is %d: the ports of "
 				   "%d replicas from it (default port + 1) go beyond 65535",
 				   s->replica_port, s->max_replicas);
+	{
+		int first = s->replica_port ? s->replica_port : s->port + 1;
+
+		if (s->port >= first && s->port < first + s->max_replicas)
+			return herd__error(HERD_EINVAL, "herd_serve_spec.port %d is among the "
+					   "replicas' ports, %d to %d (replica_port)", s->port,
+					   first, first + s->max_replicas - 1);
+	}
+	if (s->output == herd_job_output_stdio)
+		HERD_CHECK(herd__launch_check_prefix(s->output_userdata, "herd_serve_spec's "
+						     "prefix (output_userdata)"));
 	if (s->health != NULL && strcmp(s->health, "tcp") != 0 &&
 	    (s->health[0] != '/' || strpbrk(s->health, " \t\r\n#") != NULL))
 		return herd__error(HERD_EINVAL, "herd_serve_spec.health is \"%s\"; expected an "
@@ -536,14 +547,19 @@ static void start_replica(herd_serve *svc, struct replica *r)
 			/* The job's own output queue, with the replica's index in the prefix. */
 			st = replica_prefix(svc, r);
 			js->output = herd_job_output_stdio;
-			js->output_userdata = r->prefix;
+			js->prefix = r->prefix;
 		} else {
 			js->output = replica_output;
 			js->output_userdata = r;
 		}
 		js->exclude = r->exclude;
-		st = herd__haproxy_slot_addr(&svc->hp, r->index, svc->addr[r->node], r->port);
 	}
+	/* Out of the balancer before its address changes (a maint that did
+	 * not take would leave the slot live at a replica not listening yet). */
+	if (st == HERD_OK)
+		st = herd__haproxy_slot_state(&svc->hp, r->index, "maint");
+	if (st == HERD_OK)
+		st = herd__haproxy_slot_addr(&svc->hp, r->index, svc->addr[r->node], r->port);
 	if (st != HERD_OK) {
 		free_launch(r);
 		fail_replica(svc, r, herd_last_error());
@@ -707,6 +723,18 @@ static void launched(herd_serve *svc, struct replica *r)
 	r->pid = herd_job_rank(r->job, 0, &rs) == HERD_OK ? rs.pid : 0;
 	herd__watcher_init(&r->over, herd_job_fd(r->job), on_over, r);
 	st = herd__loop_watch(&svc->loop, &r->over, POLLIN);
+	if (st != HERD_OK) {
+		/* Nobody would see its end: it ends now. */
+		snprintf(r->launch_err, sizeof(r->launch_err), "%s", herd_last_error());
+		herd_job_kill(r->job);
+		herd_job_free(r->job);
+		r->job = NULL;
+		r->pid = 0;
+		r->st = RS_OFF;
+		if (!cancelled)
+			fail_replica(svc, r, r->launch_err);
+		return;
+	}
 	r->st = RS_READY;   /* as stop_replica needs it */
 	if (st == HERD_OK && r->healthy && !cancelled)
 		st = herd__haproxy_slot_state(&svc->hp, r->index, "ready");
@@ -714,6 +742,8 @@ static void launched(herd_serve *svc, struct replica *r)
 		snprintf(r->launch_err, sizeof(r->launch_err), "%s", herd_last_error());
 	if (cancelled) {
 		stop_replica(svc, r, r->then);
+		if (svc->killing && r->job != NULL)
+			herd_job_interrupt(r->job, SIGTERM);   /* the second: SIGKILL */
 		return;
 	}
 	if (st != HERD_OK || !r->healthy) {
@@ -824,6 +854,23 @@ static void roll(herd_serve *svc)
 	event(svc, "rolling restart done: %d replicas ready", ready_count(svc));
 }
 
+/*
+ * The replicas wanted become n.  Lowered, the slots that stay but are
+ * down for good get a fresh start: the highest slots go, and a service
+ * must not keep its dead ones and drain its live ones.
+ */
+static void set_wanted(herd_serve *svc, int n)
+{
+	if (n < svc->wanted)
+		for (int i = 0; i < n; i++)
+			if (svc->r[i].st == RS_DOWN) {
+				svc->r[i].st = RS_OFF;
+				svc->r[i].fails = 0;
+			}
+	svc->wanted = n;
+	svc->low_since = 0;
+}
+
 /* Autoscaling from the requests in flight (at replicas and queued). */
 static void autoscale(herd_serve *svc, int64_t now)
 {
@@ -839,8 +886,7 @@ static void autoscale(herd_serve *svc, int64_t now)
 		event(svc, "scaling up %d -> %d replicas: %lld requests in flight (%lld queued) "
 		      "over %d serving, %.1f each, above the target of %d", svc->wanted, want, load,
 		      svc->backend.qcur, serving, serving ? (double)load / serving : (double)load, t);
-		svc->wanted = want;
-		svc->low_since = 0;
+		set_wanted(svc, want);
 		return;
 	}
 	if (want == svc->wanted) {
@@ -863,8 +909,7 @@ static void autoscale(herd_serve *svc, int64_t now)
 	      "last %.0f s, %.1f each of %d, below the target of %d", svc->wanted, svc->low_peak,
 	      svc->low_peak_load, svc->spec.cooldown_ms / 1000.0,
 	      (double)svc->low_peak_load / svc->wanted, svc->wanted, t);
-	svc->wanted = svc->low_peak;
-	svc->low_since = 0;
+	set_wanted(svc, svc->low_peak);
 }
 
 /* Replicas in [0, wanted) run; those beyond are drained and stopped. */
@@ -951,8 +996,7 @@ static void take_requests(herd_serve *svc)
 	if (scale >= 0 && !svc->stopping && scale != svc->wanted) {
 		event(svc, "scaling %s %d -> %d replicas: asked", scale > svc->wanted ? "up" : "down",
 		      svc->wanted, scale);
-		svc->wanted = scale;
-		svc->low_since = 0;
+		set_wanted(svc, scale);
 	}
 	if (restart != 0 && !svc->stopping) {
 		svc->gen++;
@@ -974,7 +1018,7 @@ static void take_requests(herd_serve *svc)
 static void turn(herd_serve *svc)
 {
 	int64_t now = herd__net_now_ms();
-	herd__haproxy_stat *st = NULL;
+	herd__haproxy_stat *st = NULL, backend;
 	char why[600];
 
 	for (int i = 0; i < svc->nslots; i++) {
@@ -989,11 +1033,14 @@ static void turn(herd_serve *svc)
 	take_requests(svc);
 	if (svc->hp.pid > 0 && !herd__haproxy_running(&svc->hp, why, sizeof(why)))
 		end_service(svc, why);
+	/* Figures that could not be read are not zeros: the last ones stand. */
 	if (svc->hp.pid > 0 &&
 	    herd__calloc(&st, (size_t)svc->nslots, sizeof(*st), "the statistics") == HERD_OK &&
-	    herd__haproxy_stats(&svc->hp, st, svc->nslots, &svc->backend) == HERD_OK)
+	    herd__haproxy_stats(&svc->hp, st, svc->nslots, &backend) == HERD_OK) {
+		svc->backend = backend;
 		for (int i = 0; i < svc->nslots; i++)
 			svc->r[i].stat = st[i];
+	}
 	free(st);
 	for (int i = 0; i < svc->nslots; i++)
 		move_replica(svc, &svc->r[i], now);
@@ -1050,9 +1097,10 @@ static herd_status request_scale(herd_serve *svc, int n)
 				   "them", svc->id, svc->spec.min_replicas, svc->spec.max_replicas,
 				   n);
 	pthread_mutex_lock(&svc->mu);
-	if (svc->over) {
+	if (svc->over || svc->stopping_seen) {
 		pthread_mutex_unlock(&svc->mu);
-		return herd__error(HERD_ECLOSED, "service %s is over", svc->id);
+		return herd__error(HERD_ECLOSED, "service %s is %s", svc->id,
+				   svc->over ? "over" : "stopping");
 	}
 	svc->req_scale = n;
 	pthread_mutex_unlock(&svc->mu);
@@ -1065,8 +1113,9 @@ static herd_status request_restart(herd_serve *svc, bool rolling)
 	herd_status st = HERD_OK;
 
 	pthread_mutex_lock(&svc->mu);
-	if (svc->over)
-		st = herd__error(HERD_ECLOSED, "service %s is over", svc->id);
+	if (svc->over || svc->stopping_seen)
+		st = herd__error(HERD_ECLOSED, "service %s is %s", svc->id,
+				 svc->over ? "over" : "stopping");
 	else if (svc->rolling || svc->req_restart != 0)
 		st = herd__error(HERD_EBUSY, "service %s: a restart is under way", svc->id);
 	else
@@ -1477,7 +1526,14 @@ const char *herd_serve_id(const herd_serve *svc)
 
 const char *herd_serve_failure(const herd_serve *svc)
 {
-	return svc != NULL && svc->failed ? svc->failure : NULL;
+	bool failed;
+
+	if (svc == NULL)
+		return NULL;
+	pthread_mutex_lock((pthread_mutex_t *)&svc->mu);
+	failed = svc->failed;
+	pthread_mutex_unlock((pthread_mutex_t *)&svc->mu);
+	return failed ? svc->failure : NULL;   /* written once, before failed */
 }
 
 void herd_serve_free(herd_serve *svc)

@@ -20,7 +20,9 @@
 #   - a replica that always fails is left down once its restarts are
 #     spent, and a service with every replica down ends, exit 1;
 #   - HAProxy missing or too old, the front door's port taken, usage
-#     errors: exit 125 or 2 with the reason.
+#     errors: exit 125 or 2 with the reason;
+#   - examples/replica.c answers keep-alive, pipelined, HTTP/1.0, HEAD, and
+#     refuses what it does not take (413, 501, 400).
 source "$(dirname "$0")/../harness/common.sh" "$@"
 command -v haproxy >/dev/null && command -v wrk >/dev/null || exit 77
 pids=()
@@ -111,6 +113,51 @@ out=$(timeout 30 "$HERD" serve --port "$base" -- "$replica" 2>&1); rc=$?
 [[ $rc == 125 ]] && has "$out" "the front door 127.0.0.1:$base cannot be opened" \
 	|| fail "port taken: $rc: $out"
 
+out=$("$HERD" serve --port 9 --prefix '[%h:%x] ' -- true 2>&1); rc=$?
+[[ $rc == 125 ]] && has "$out" "'%x' at column 5 is not %h (host), %r (rank) or %% (a %)" \
+	|| fail "a bad prefix: $rc: $out"
+out=$("$HERD" serve --port 9 --replica-port 8 --replicas 2 -- true 2>&1); rc=$?
+[[ $rc == 2 ]] && has "$out" "--port 9 is among the replicas' ports, 8 to 9 (--replica-port)" \
+	|| fail "the front door among the replicas' ports: $rc: $out"
+
+# --- examples/replica.c as an HTTP/1.1 server: keep-alive, pipelined
+# requests, HTTP/1.0 and Connection: close, HEAD, and bodies it refuses
+base=$(free_ports 1)
+"$replica" --port "$base" --work-ms 0 >"$tmp/alone.out" 2>&1 &
+pids+=($!)
+python3 - "$base" <<'EOF' || fail "examples/replica.c over HTTP"
+import socket, sys, time
+port = int(sys.argv[1])
+for _ in range(50):
+    try:
+        socket.create_connection(("127.0.0.1", port), 0.2).close(); break
+    except OSError:
+        time.sleep(0.1)
+def ask(req):
+    s = socket.create_connection(("127.0.0.1", port)); s.sendall(req); s.settimeout(1)
+    out = b""
+    try:
+        while True:
+            d = s.recv(4096)
+            if not d: return out, True
+            out += d
+    except socket.timeout:
+        return out, False
+out, closed = ask(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+assert out.startswith(b"HTTP/1.1 200 OK") and b'"ok":true' in out and not closed, out
+out, closed = ask(b"GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\nConnection: close\r\n\r\n")
+assert out.count(b"HTTP/1.1 200 OK") == 2 and closed, out
+out, closed = ask(b"GET /infer HTTP/1.0\r\n\r\n")
+assert b"Connection: close" in out and closed, out
+out, closed = ask(b"HEAD /infer HTTP/1.1\r\nConnection: close\r\n\r\n")
+assert out.endswith(b"\r\n\r\n") and b"Content-Length: " in out, out
+for req, code in ((b"POST /i HTTP/1.1\r\nContent-Length: 18446744073709551615\r\n\r\n", b"413"),
+                  (b"POST /i HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", b"501"),
+                  (b"POST /i HTTP/1.1\r\nContent-Length: x\r\n\r\n", b"400")):
+    out, closed = ask(req)
+    assert out.startswith(b"HTTP/1.1 " + code) and closed, (req, out)
+EOF
+
 # --- a replica killed under load
 base=$(free_ports 8)
 serve "$tmp/kill" --port "$base" --replicas 3-4 --health /health --grace 5 -- \
@@ -118,6 +165,8 @@ serve "$tmp/kill" --port "$base" --replicas 3-4 --health /health --grace 5 -- \
 st=$("$HERD" job status --json "$id")
 [[ $(field 'd["kind"]' <<<"$st") == service ]] || fail "status at the start: $st"
 ready 3
+grep -q '^\[[^]]*:r1\] replica 1 listening on 127.0.0.1:' "$tmp/kill.out" \
+	|| fail "replica 1's lines: $(cat "$tmp/kill.out")"
 rows=$("$HERD" jobs)
 grep -qE "^$id +serving +3 +1 +0 +" <<<"$rows" || fail "herd jobs: $rows"
 status=$("$HERD" job status "$id")

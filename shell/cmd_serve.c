@@ -150,8 +150,10 @@ int cmd_serve(int argc, char **argv)
 	char opt[64];
 
 	status = shell_args_check("serve", argc, argv, "+h", options, NULL, &args);
-	if (status != 0)
+	if (status != 0) {
+		shell_args_free(&args);
 		return status;
+	}
 	env = calloc((size_t)argc + 1, sizeof(*env));
 	if (env == NULL) {
 		shell_args_free(&args);

@@ -15,8 +15,11 @@
  *   herd/alloc.h     GPU allocation: the planner, Slurm's grant, this node
  *   herd/store.h     rendezvous key-value store: TCP server and client, file store
  *   herd/comm.h      collectives between ranks on host and device memory
+ *   herd/grid.h      a parallel job's grid: named dimensions laid on nodes
  *   herd/device.h    GPU memory and nccl-tests' data, for device benchmarks
  *   herd/job.h       job launch: N ranks over nodes, watched and stopped cleanly
+ *   herd/jobs.h      this user's running jobs and services here
+ *   herd/serve.h     services: replicas behind HAProxy, restarted and scaled
  *   herd/bcast.h     a file to every node, as Slurm's sbcast
  *   herd/ckpt.h      checkpoints: sharded save, verified and resharded restore
  *   herd/health.h    per-GPU health checks in DCGM-style levels
@@ -43,6 +46,7 @@
 #include "herd/alloc.h"
 #include "herd/store.h"
 #include "herd/comm.h"
+#include "herd/grid.h"
 #include "herd/device.h"
 #include "herd/job.h"
 #include "herd/jobs.h"

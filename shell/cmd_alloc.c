@@ -27,7 +27,7 @@ static const char alloc_usage[] =
 	"                  [--near-nic] [--shared] [--pack|--spread]\n"
 	"                  [--exclude LIST] [--include LIST] [--inventory FILE]\n"
 	"                  [--lease-dir DIR] [--ignore-slurm] [--explain] [--env]\n"
-	"                  [--json]\n"
+	"                  [--grid tp=T,pp=P,...] [--json]\n"
 	"  -g, --gpus N         GPUs in all (one per rank)\n"
 	"  --per-node K         GPUs on each node used\n"
 	"  --nodes M            nodes to use\n"
@@ -50,8 +50,14 @@ static const char alloc_usage[] =
 	"  --explain            say why these GPUs\n"
 	"  --env                print each rank's environment (CUDA_VISIBLE_DEVICES,\n"
 	"                       NCCL hints)\n"
-	"  --json               the plan as one JSON document (with --explain and\n"
-	"                       --env, their text and variables in it)\n"
+	"  --grid SPEC          the parallel grid the planned ranks would get\n"
+	"                       (tp=8,pp=2: dimensions innermost first, as\n"
+	"                       Megatron's tp-cp-ep-dp-pp; a missing dp is what\n"
+	"                       the rest makes): each dimension's groups and the\n"
+	"                       worst link in them (NV18, PIX, SYS, NET), and a\n"
+	"                       warning when the innermost one crosses nodes\n"
+	"  --json               the plan as one JSON document (with --explain,\n"
+	"                       --env and --grid, their text, variables and grid)\n"
 	"Plans against the GPUs' current leases and Slurm's grant and takes no\n"
 	"lease (\"holds_leases\": false): it ends with this command.  herd.alloc in\n"
 	"Lua takes the leases and holds them while its plan lives, unless\n"
@@ -88,6 +94,8 @@ struct alloc_args {
 	int env;
 	int json;
 	int ignore_slurm;
+	herd_grid_dim grid[HERD_GRID_MAX_DIMS];
+	size_t ngrid;
 	struct name_list exclude, include;
 };
 
@@ -209,6 +217,12 @@ static int parse_alloc(int argc, char **argv, struct alloc_args *a)
 				shell_message(shell_command, "out of memory");
 				return SHELL_EXIT_FAILURE;
 			}
+		} else if ((r = shell_option_value(argc, argv, &i, "--grid", &v)) != 0) {
+			if (r < 0)
+				return shell_usage_error("alloc", "option '%s' needs a grid (tp=8,pp=2)",
+							 arg);
+			if (herd_grid_parse(v, a->grid, HERD_GRID_MAX_DIMS, &a->ngrid) != HERD_OK)
+				return shell_usage_error("alloc", "--grid: %s", shell_last_error());
 		} else if ((r = shell_option_value(argc, argv, &i, "--inventory", &a->inventory)) != 0) {
 			if (r < 0 || a->inventory[0] == '\0')
 				return shell_usage_error("alloc", "option '%s' needs a file name", "--inventory");
@@ -426,8 +440,11 @@ static json_t *json_rank(const herd_plan *plan, size_t i, int env)
 	return o;
 }
 
-static int print_plan_json(const herd_plan *plan, int explain, int env)
+static int print_grid(const herd_plan *plan, const struct alloc_args *a, json_t **doc);
+
+static int print_plan_json(const herd_plan *plan, const struct alloc_args *a)
 {
+	int explain = a->explain, env = a->env;
 	json_t *ranks = json_array(), *warnings = json_array(), *doc;
 
 	for (size_t i = 0; ranks != NULL && i < herd_plan_rank_count(plan); i++) {
@@ -454,7 +471,213 @@ static int print_plan_json(const herd_plan *plan, int explain, int env)
 			warnings);
 	if (doc != NULL && explain)
 		json_object_set_new(doc, "explain", json_string(herd_plan_explain(plan)));
+	if (doc != NULL && a->ngrid > 0) {
+		json_t *grid = NULL;
+		int status = print_grid(plan, a, &grid);
+
+		if (status != SHELL_EXIT_OK) {
+			json_decref(doc);
+			return status;
+		}
+		json_object_set_new(doc, "grid", grid);
+	}
 	return shell_json_emit(doc) == 0 ? SHELL_EXIT_OK : SHELL_EXIT_FAILURE;
+}
+
+/* ---- --grid: the planned ranks' parallel grid ---- */
+
+/* How bad a link is: NET worst, then SYS ... PIX, NV# with fewer links, X best. */
+static int link_badness(const herd_plan *plan, size_t i, size_t j)
+{
+	herd_link l;
+
+	if (herd_plan_link(plan, i, j, &l) != HERD_OK)
+		return 100000;   /* different nodes */
+	return (int)l.kind * 1000 - (l.kind == HERD_LINK_NVLINK ? l.nvlinks : 0);
+}
+
+/* The first GPU of each rank in the plan's GPU order. */
+static size_t first_gpu(const herd_plan *plan, int rank)
+{
+	size_t k = 0;
+
+	for (int r = 0; r < rank; r++) {
+		const herd_plan_rank_info *ri = NULL;
+
+		if (herd_plan_rank(plan, (size_t)r, &ri) == HERD_OK)
+			k += ri->ngpus;
+	}
+	return k;
+}
+
+/* The worst link between the GPUs of ranks[0..n), as a code, and its badness. */
+static int group_link(const herd_plan *plan, const int *ranks, int n, char *code)
+{
+	int worst = -1;
+	size_t wi = 0, wj = 0;
+
+	strcpy(code, "X");
+	for (int a = 0; a < n; a++)
+		for (int b = a + 1; b < n; b++) {
+			const herd_plan_rank_info *ra = NULL, *rb = NULL;
+			size_t ga = first_gpu(plan, ranks[a]), gb = first_gpu(plan, ranks[b]);
+
+			herd_plan_rank(plan, (size_t)ranks[a], &ra);
+			herd_plan_rank(plan, (size_t)ranks[b], &rb);
+			for (size_t x = 0; ra != NULL && x < ra->ngpus; x++)
+				for (size_t y = 0; rb != NULL && y < rb->ngpus; y++) {
+					int bad = link_badness(plan, ga + x, gb + y);
+
+					if (bad > worst) {
+						worst = bad;
+						wi = ga + x;
+						wj = gb + y;
+					}
+				}
+		}
+	if (worst >= 0)
+		herd_plan_link_code(plan, wi, wj, code);
+	return worst;
+}
+
+/* "0-7" or "0,8,16": a group's ranks, and "dgx01,dgx02": its hosts. */
+static void group_text(const herd_plan *plan, const int *ranks, int n, char *rbuf, size_t rcap,
+		       char *hbuf, size_t hcap)
+{
+	bool run = true;
+	size_t rl = 0, hl = 0;
+
+	for (int k = 1; k < n; k++)
+		run = run && ranks[k] == ranks[k - 1] + 1;
+	if (run && n > 2)
+		snprintf(rbuf, rcap, "%d-%d", ranks[0], ranks[n - 1]);
+	else
+		for (int k = 0; k < n && rl + 12 < rcap; k++)
+			rl += (size_t)snprintf(rbuf + rl, rcap - rl, "%s%d", k ? "," : "", ranks[k]);
+	hbuf[0] = '\0';
+	for (int k = 0; k < n; k++) {
+		const herd_plan_rank_info *ri = NULL;
+		bool dup = false;
+
+		if (herd_plan_rank(plan, (size_t)ranks[k], &ri) != HERD_OK)
+			continue;
+		for (int j = 0; j < k && !dup; j++) {
+			const herd_plan_rank_info *rj = NULL;
+
+			dup = herd_plan_rank(plan, (size_t)ranks[j], &rj) == HERD_OK &&
+			      strcmp(rj->hostname, ri->hostname) == 0;
+		}
+		if (!dup && hl + strlen(ri->hostname) + 2 < hcap)
+			hl += (size_t)snprintf(hbuf + hl, hcap - hl, "%s%s", hl ? "," : "",
+					       ri->hostname);
+	}
+}
+
+/* The grid of --grid over the plan's ranks, their nodes the plan's; a usage status when it does not fit. */
+static int make_grid(const herd_plan *plan, const struct alloc_args *a, herd_grid **g)
+{
+	int n = (int)herd_plan_rank_count(plan), *node = calloc((size_t)n + 1, sizeof(int));
+	herd_status st;
+
+	*g = NULL;
+	if (node == NULL) {
+		shell_message(shell_command, "out of memory");
+		return SHELL_EXIT_FAILURE;
+	}
+	for (int r = 0; r < n; r++) {
+		const herd_plan_rank_info *ri = NULL;
+
+		node[r] = herd_plan_rank(plan, (size_t)r, &ri) == HERD_OK ? ri->node_rank : 0;
+	}
+	st = herd_grid_create(g, a->grid, a->ngrid, n, node);
+	free(node);
+	return st == HERD_OK ? SHELL_EXIT_OK
+	       : shell_usage_error("alloc", "--grid: %s", shell_last_error());
+}
+
+/*
+ * The grid over the plan's ranks: a line per dimension (its groups, the
+ * worst link in any of them and that group), warnings for an innermost
+ * dimension across nodes; with json, an object instead (*doc).
+ */
+static int print_grid(const herd_plan *plan, const struct alloc_args *a, json_t **doc)
+{
+	int n = (int)herd_plan_rank_count(plan), *ranks = NULL, status;
+	herd_grid *g = NULL;
+	json_t *dims = NULL;
+	char spec[256] = "";
+
+	if ((status = make_grid(plan, a, &g)) != SHELL_EXIT_OK)
+		return status;
+	ranks = calloc((size_t)n, sizeof(int));
+	dims = doc != NULL ? json_array() : NULL;
+	if (ranks == NULL || (doc != NULL && dims == NULL)) {
+		herd_grid_free(g);
+		free(ranks);
+		json_decref(dims);
+		shell_message(shell_command, "out of memory");
+		return SHELL_EXIT_FAILURE;
+	}
+	for (size_t d = 0; d < herd_grid_ndims(g); d++)
+		snprintf(spec + strlen(spec), sizeof(spec) - strlen(spec), "%s%s=%d", d ? " x " : "",
+			 herd_grid_dim_at(g, d)->name, herd_grid_dim_at(g, d)->size);
+	if (doc == NULL)
+		printf("\nGrid %s over %d ranks on %zu node%s (innermost first):\n%-8s %5s %7s  "
+		       "%-10s %s\n", spec, n, herd_plan_node_count(plan),
+		       herd_plan_node_count(plan) == 1 ? "" : "s", "dim", "size", "groups",
+		       "worst link", "in the group of");
+	for (size_t d = 0; d < herd_grid_ndims(g); d++) {
+		const herd_grid_dim *dim = herd_grid_dim_at(g, d);
+		int worst = -1, worst_rank = 0, ngroups = n / dim->size, group;
+		char code[HERD_NODE_LINK_CODE_LEN], wcode[HERD_NODE_LINK_CODE_LEN] = "X";
+		char rtext[160], htext[256];
+		json_t *groups = doc != NULL ? json_array() : NULL;
+
+		for (int r = 0; r < n; r++) {
+			int bad;
+
+			herd_grid_group(g, d, r, ranks, &group);
+			if (ranks[0] != r)
+				continue;   /* each group once, at its first rank */
+			bad = group_link(plan, ranks, dim->size, code);
+			group_text(plan, ranks, dim->size, rtext, sizeof(rtext), htext, sizeof(htext));
+			if (bad > worst) {
+				worst = bad;
+				worst_rank = r;
+				strcpy(wcode, code);
+			}
+			if (d == 0 && bad >= 100000 && dim->size > 1) {
+				fflush(stdout);
+				fprintf(stderr, "%s: warning: %s group %d (ranks %s) spans %s: its links "
+					"are NET, not a node's\n", shell_command, dim->name, group, rtext,
+					htext);
+			}
+			if (groups != NULL)
+				json_array_append_new(groups, json_pack("{s:i, s:o, s:s}", "group",
+					group, "ranks", json_array(), "link", code));
+			if (groups != NULL) {
+				json_t *arr = json_object_get(json_array_get(groups,
+							json_array_size(groups) - 1), "ranks");
+
+				for (int k = 0; k < dim->size; k++)
+					json_array_append_new(arr, json_integer(ranks[k]));
+			}
+		}
+		herd_grid_group(g, d, worst_rank, ranks, NULL);
+		group_text(plan, ranks, dim->size, rtext, sizeof(rtext), htext, sizeof(htext));
+		if (doc == NULL)
+			printf("%-8s %5d %7d  %-10s ranks %s on %s\n", dim->name, dim->size, ngroups,
+			       dim->size > 1 ? wcode : "-", rtext, htext);
+		else
+			json_array_append_new(dims, json_pack("{s:s, s:i, s:s, s:o}", "name",
+				dim->name, "size", dim->size, "worst_link", dim->size > 1 ? wcode
+				: "-", "groups", groups));
+	}
+	if (doc != NULL)
+		*doc = json_pack("{s:s, s:o}", "spec", spec, "dims", dims);
+	herd_grid_free(g);
+	free(ranks);
+	return SHELL_EXIT_OK;
 }
 
 /* The exit status of a failed library call: bad input is a usage error. */
@@ -502,6 +725,15 @@ int cmd_alloc(int argc, char **argv)
 		status = failure(st);
 		goto out;
 	}
+	if (a.ngrid > 0) {
+		/* A grid that does not fit is refused before anything is printed. */
+		herd_grid *g = NULL;
+
+		status = make_grid(plan, &a, &g);
+		herd_grid_free(g);
+		if (status != SHELL_EXIT_OK)
+			goto out;
+	}
 	for (size_t i = 0; i < herd_plan_warning_count(plan); i++) {
 		const char *w = NULL;
 
@@ -509,11 +741,13 @@ int cmd_alloc(int argc, char **argv)
 			fprintf(stderr, "%s: warning: %s\n", shell_command, w);
 	}
 	if (a.json) {
-		status = print_plan_json(plan, a.explain, a.env);
+		status = print_plan_json(plan, &a);
 		goto out;
 	}
 	print_plan(plan);
-	status = SHELL_EXIT_OK;
+	status = a.ngrid > 0 ? print_grid(plan, &a, NULL) : SHELL_EXIT_OK;
+	if (status != SHELL_EXIT_OK)
+		goto out;
 	if (a.explain)
 		printf("\nWhy:\n%s", herd_plan_explain(plan));
 	if (a.env)

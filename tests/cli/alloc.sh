@@ -155,4 +155,36 @@ HERD_LEASE_DIR=$tmp/not-a-dir "$HERD" gpus --inventory $dgx >"$tmp/out" 2>"$tmp/
 has "$(cat "$tmp/err")" "herd gpus: cannot use lease directory $tmp/not-a-dir (not a directory)"
 "$HERD" alloc -g 1 --inventory $dgx --lease-dir "$tmp/not-a-dir" >"$tmp/out" 2>"$tmp/err"; rc=$?
 [[ $rc == 1 ]] || fail "alloc with a bad lease dir: exit $rc"
+# --- --grid: tp=8 inside each DGX H100 (NV18), dp and pp across (NET); a
+# tp across nodes is a warning naming its groups; a grid that does not
+# fit is a usage error before anything is printed
+x4=$fixtures/dgx-h100-x4.json
+out=$("$HERD" alloc --inventory "$x4" -g 32 --grid tp=8,pp=2 2>"$tmp/err") || fail "--grid: $?"
+has "$out" "Grid tp=8 x dp=2 x pp=2 over 32 ranks on 4 nodes (innermost first):"
+grep -qE '^tp +8 +4 +NV18 +ranks 0-7 on dgx01$' <<<"$out" || fail "tp row: $out"
+grep -qE '^dp +2 +16 +NET +ranks 0,8 on dgx01,dgx02$' <<<"$out" || fail "dp row: $out"
+grep -qE '^pp +2 +16 +NET +ranks 0,16 on dgx01,dgx03$' <<<"$out" || fail "pp row: $out"
+[[ -s $tmp/err ]] && fail "--grid warned: $(cat "$tmp/err")"
+"$HERD" alloc --inventory "$x4" -g 32 --grid tp=16 >/dev/null 2>"$tmp/err" || fail "tp=16: $?"
+has "$(cat "$tmp/err")" "herd alloc: warning: tp group 0 (ranks 0-15) spans dgx01,dgx02: its links are NET, not a node's"
+has "$(cat "$tmp/err")" "herd alloc: warning: tp group 1 (ranks 16-31) spans dgx03,dgx04"
+out=$("$HERD" alloc --inventory $dgx -g 8 --grid tp=4,pp=2 --json) || fail "--grid --json: $?"
+python3 - "$out" <<'EOF' || fail "--grid --json: $out"
+import json, sys
+g = json.loads(sys.argv[1])["grid"]
+assert g["spec"] == "tp=4 x pp=2", g["spec"]
+tp, pp = g["dims"]
+assert tp["name"] == "tp" and tp["worst_link"] == "NV18", tp
+assert [x["ranks"] for x in tp["groups"]] == [[0, 1, 2, 3], [4, 5, 6, 7]], tp
+assert [x["ranks"] for x in pp["groups"]] == [[0, 4], [1, 5], [2, 6], [3, 7]], pp
+EOF
+out=$("$HERD" alloc --inventory $fixtures/pcie-4gpu.json -g 4 --grid tp=2) || fail "pcie grid: $?"
+grep -qE '^dp +2 +2 +SYS ' <<<"$out" || fail "a PCIe node's dp across its NUMA nodes: $out"
+out=$("$HERD" alloc --inventory $dgx -g 8 --grid tp=3 2>&1); rc=$?
+[[ $rc == 2 ]] || fail "tp=3 of 8: exit $rc"
+[[ $(wc -l <<<"$out") == 2 ]] || fail "tp=3 of 8 printed more than its error: $out"
+has "$out" "herd alloc: --grid: grid tp=3 multiplies to 3 ranks; the job has 8"
+out=$("$HERD" alloc --inventory $dgx -g 8 --grid tp=0 2>&1); rc=$?
+[[ $rc == 2 ]] && has "$out" "the size of tp is \"0\"; expected a whole number of 1 or more" \
+	|| fail "tp=0: $rc: $out"
 echo "alloc.sh: ok"

@@ -162,8 +162,9 @@ static ssize_t read_request(int fd, char *buf, size_t *have, size_t *body_at, si
 
 static const char *reason(int code)
 {
-	return code == 200 ? "OK" : code == 400 ? "Bad Request" : code == 413
-	       ? "Content Too Large" : code == 501 ? "Not Implemented" : "Error";
+	/* The codes this server answers: 200, 413, 501, and 400. */
+	return code == 200 ? "OK" : code == 413 ? "Content Too Large"
+	       : code == 501 ? "Not Implemented" : "Bad Request";
 }
 
 /* The answer; with_body false for a HEAD (its headers say the length all the same). */

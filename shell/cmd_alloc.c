@@ -486,32 +486,24 @@ static int print_plan_json(const herd_plan *plan, const struct alloc_args *a)
 
 /* ---- --grid: the planned ranks' parallel grid ---- */
 
+#define NET_BADNESS 100000   /* GPUs on different nodes */
+
 /* How bad a link is: NET worst, then SYS ... PIX, NV# with fewer links, X best. */
 static int link_badness(const herd_plan *plan, size_t i, size_t j)
 {
 	herd_link l;
 
 	if (herd_plan_link(plan, i, j, &l) != HERD_OK)
-		return 100000;   /* different nodes */
+		return NET_BADNESS;
 	return (int)l.kind * 1000 - (l.kind == HERD_LINK_NVLINK ? l.nvlinks : 0);
 }
 
-/* The first GPU of each rank in the plan's GPU order. */
-static size_t first_gpu(const herd_plan *plan, int rank)
-{
-	size_t k = 0;
-
-	for (int r = 0; r < rank; r++) {
-		const herd_plan_rank_info *ri = NULL;
-
-		if (herd_plan_rank(plan, (size_t)r, &ri) == HERD_OK)
-			k += ri->ngpus;
-	}
-	return k;
-}
-
-/* The worst link between the GPUs of ranks[0..n), as a code, and its badness. */
-static int group_link(const herd_plan *plan, const int *ranks, int n, char *code)
+/*
+ * The worst link between the GPUs of ranks[0..n), as a code, and its
+ * badness; base[r]: rank r's first GPU in the plan's GPU order.
+ */
+static int group_link(const herd_plan *plan, const size_t *base, const int *ranks, int n,
+		      char *code)
 {
 	int worst = -1;
 	size_t wi = 0, wj = 0;
@@ -520,7 +512,7 @@ static int group_link(const herd_plan *plan, const int *ranks, int n, char *code
 	for (int a = 0; a < n; a++)
 		for (int b = a + 1; b < n; b++) {
 			const herd_plan_rank_info *ra = NULL, *rb = NULL;
-			size_t ga = first_gpu(plan, ranks[a]), gb = first_gpu(plan, ranks[b]);
+			size_t ga = base[ranks[a]], gb = base[ranks[b]];
 
 			herd_plan_rank(plan, (size_t)ranks[a], &ra);
 			herd_plan_rank(plan, (size_t)ranks[b], &rb);
@@ -603,6 +595,7 @@ static int make_grid(const herd_plan *plan, const struct alloc_args *a, herd_gri
 static int print_grid(const herd_plan *plan, const struct alloc_args *a, json_t **doc)
 {
 	int n = (int)herd_plan_rank_count(plan), *ranks = NULL, status;
+	size_t *base = NULL, k = 0;
 	herd_grid *g = NULL;
 	json_t *dims = NULL;
 	char spec[256] = "";
@@ -610,13 +603,22 @@ static int print_grid(const herd_plan *plan, const struct alloc_args *a, json_t 
 	if ((status = make_grid(plan, a, &g)) != SHELL_EXIT_OK)
 		return status;
 	ranks = calloc((size_t)n, sizeof(int));
+	base = calloc((size_t)n, sizeof(size_t));
 	dims = doc != NULL ? json_array() : NULL;
-	if (ranks == NULL || (doc != NULL && dims == NULL)) {
+	if (ranks == NULL || base == NULL || (doc != NULL && dims == NULL)) {
 		herd_grid_free(g);
 		free(ranks);
+		free(base);
 		json_decref(dims);
 		shell_message(shell_command, "out of memory");
 		return SHELL_EXIT_FAILURE;
+	}
+	for (int r = 0; r < n; r++) {
+		const herd_plan_rank_info *ri = NULL;
+
+		base[r] = k;
+		if (herd_plan_rank(plan, (size_t)r, &ri) == HERD_OK)
+			k += ri->ngpus;
 	}
 	for (size_t d = 0; d < herd_grid_ndims(g); d++)
 		snprintf(spec + strlen(spec), sizeof(spec) - strlen(spec), "%s%s=%d", d ? " x " : "",
@@ -639,28 +641,26 @@ static int print_grid(const herd_plan *plan, const struct alloc_args *a, json_t 
 			herd_grid_group(g, d, r, ranks, &group);
 			if (ranks[0] != r)
 				continue;   /* each group once, at its first rank */
-			bad = group_link(plan, ranks, dim->size, code);
+			bad = group_link(plan, base, ranks, dim->size, code);
 			group_text(plan, ranks, dim->size, rtext, sizeof(rtext), htext, sizeof(htext));
 			if (bad > worst) {
 				worst = bad;
 				worst_rank = r;
 				strcpy(wcode, code);
 			}
-			if (d == 0 && bad >= 100000 && dim->size > 1) {
+			if (d == 0 && bad >= NET_BADNESS && dim->size > 1) {
 				fflush(stdout);
 				fprintf(stderr, "%s: warning: %s group %d (ranks %s) spans %s: its links "
 					"are NET, not a node's\n", shell_command, dim->name, group, rtext,
 					htext);
 			}
-			if (groups != NULL)
-				json_array_append_new(groups, json_pack("{s:i, s:o, s:s}", "group",
-					group, "ranks", json_array(), "link", code));
 			if (groups != NULL) {
-				json_t *arr = json_object_get(json_array_get(groups,
-							json_array_size(groups) - 1), "ranks");
+				json_t *members = json_array();
 
-				for (int k = 0; k < dim->size; k++)
-					json_array_append_new(arr, json_integer(ranks[k]));
+				for (int m = 0; m < dim->size; m++)
+					json_array_append_new(members, json_integer(ranks[m]));
+				json_array_append_new(groups, json_pack("{s:i, s:o, s:s}", "group",
+					group, "ranks", members, "link", code));
 			}
 		}
 		herd_grid_group(g, d, worst_rank, ranks, NULL);
@@ -677,6 +677,7 @@ static int print_grid(const herd_plan *plan, const struct alloc_args *a, json_t 
 		*doc = json_pack("{s:s, s:o}", "spec", spec, "dims", dims);
 	herd_grid_free(g);
 	free(ranks);
+	free(base);
 	return SHELL_EXIT_OK;
 }
 

@@ -246,6 +246,7 @@ herd_status herd__haproxy_start(herd__haproxy *hp, const herd__haproxy_conf *c)
 	memset(hp, 0, sizeof(*hp));
 	HERD_CHECK(herd__haproxy_check(NULL, hp->version, sizeof(hp->version)));
 	HERD_CHECK(herd_jobs_dir(jobs, sizeof(jobs)));
+	/* A fresh directory of this user's, named by mkdtemp from its template. */
 	if ((size_t)snprintf(hp->dir, sizeof(hp->dir), "%s/haproxy-XXXXXX", jobs) >=
 	    sizeof(hp->dir) || mkdtemp(hp->dir) == NULL) {
 		st = herd__error_errno(HERD_EIO, errno, "cannot make a directory for HAProxy "

@@ -84,7 +84,7 @@ struct replica {
 	int restarts, fails;
 	unsigned gen;              /* the restart generation it was started in */
 	char why[600];             /* why it failed last */
-	herd__haproxy_stat stat;
+	herd__haproxy_stat stat;   /* HAProxy's figures of its slot, last read */
 	/* The launch thread's: set before it starts, read after it is done. */
 	bool launching;
 	pthread_t thread;
@@ -118,6 +118,7 @@ struct herd_serve {
 	bool stopping;
 	bool killing;              /* stop without draining: replicas killed at once */
 	herd__haproxy_stat backend;
+	herd__haproxy_stat *stats;  /* nslots: where each turn reads the slots' figures */
 	/* autoscaling: since when fewer replicas would do, and the most wanted since */
 	int64_t low_since;
 	int low_peak;
@@ -1018,7 +1019,7 @@ static void take_requests(herd_serve *svc)
 static void turn(herd_serve *svc)
 {
 	int64_t now = herd__net_now_ms();
-	herd__haproxy_stat *st = NULL, backend;
+	herd__haproxy_stat backend;
 	char why[600];
 
 	for (int i = 0; i < svc->nslots; i++) {
@@ -1035,13 +1036,11 @@ static void turn(herd_serve *svc)
 		end_service(svc, why);
 	/* Figures that could not be read are not zeros: the last ones stand. */
 	if (svc->hp.pid > 0 &&
-	    herd__calloc(&st, (size_t)svc->nslots, sizeof(*st), "the statistics") == HERD_OK &&
-	    herd__haproxy_stats(&svc->hp, st, svc->nslots, &backend) == HERD_OK) {
+	    herd__haproxy_stats(&svc->hp, svc->stats, svc->nslots, &backend) == HERD_OK) {
 		svc->backend = backend;
 		for (int i = 0; i < svc->nslots; i++)
-			svc->r[i].stat = st[i];
+			svc->r[i].stat = svc->stats[i];
 	}
-	free(st);
 	for (int i = 0; i < svc->nslots; i++)
 		move_replica(svc, &svc->r[i], now);
 	if (!svc->stopping && svc->rolling)
@@ -1362,14 +1361,13 @@ herd_status herd_serve_start(herd_serve **out, const herd_serve_spec *spec)
 	svc->nslots = spec->max_replicas;
 	HERD_CHECK_GOTO(herd__calloc(&svc->r, (size_t)svc->nslots, sizeof(*svc->r), "the "
 				     "replicas"), st, fail);
+	HERD_CHECK_GOTO(herd__calloc(&svc->stats, (size_t)svc->nslots, sizeof(*svc->stats),
+				     "the replicas' statistics"), st, fail);
 	for (int i = 0; i < svc->nslots; i++) {
 		svc->r[i].svc = svc;
 		svc->r[i].index = i;
 		svc->r[i].bad_node = SIZE_MAX;
 	}
-	/* HAProxy's version, before anything starts. */
-	HERD_CHECK_GOTO(herd__haproxy_check(NULL, svc->hp.version, sizeof(svc->hp.version)), st,
-			fail);
 	if (pipe2(svc->wake, O_CLOEXEC | O_NONBLOCK) != 0 ||
 	    (svc->over_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		st = herd__error_errno(HERD_ESYS, errno, "cannot make the service's descriptors");
@@ -1566,6 +1564,7 @@ void herd_serve_free(herd_serve *svc)
 	free(svc->addr);
 	free(svc->hostlist);
 	free(svc->r);
+	free(svc->stats);
 	free(svc->status_json);
 	herd__launch_strv_free(svc->argv);
 	herd__launch_strv_free(svc->env);

@@ -27,7 +27,7 @@ static const char alloc_usage[] =
 	"                  [--near-nic] [--shared] [--pack|--spread]\n"
 	"                  [--exclude LIST] [--include LIST] [--inventory FILE]\n"
 	"                  [--lease-dir DIR] [--ignore-slurm] [--explain] [--env]\n"
-	"                  [--grid tp=T,pp=P,...] [--json]\n"
+	"                  [--grid tp=T,pp=P,...] [--grid-order ORDER] [--json]\n"
 	"  -g, --gpus N         GPUs in all (one per rank)\n"
 	"  --per-node K         GPUs on each node used\n"
 	"  --nodes M            nodes to use\n"
@@ -51,11 +51,13 @@ static const char alloc_usage[] =
 	"  --env                print each rank's environment (CUDA_VISIBLE_DEVICES,\n"
 	"                       NCCL hints)\n"
 	"  --grid SPEC          the parallel grid the planned ranks would get\n"
-	"                       (tp=8,pp=2: dimensions innermost first, as\n"
-	"                       Megatron's tp-cp-ep-dp-pp; a missing dp is what\n"
-	"                       the rest makes): each dimension's groups and the\n"
-	"                       worst link in them (NV18, PIX, SYS, NET), and a\n"
-	"                       warning when the innermost one crosses nodes\n"
+	"                       (tp=8,pp=2; a missing dp is what the rest makes):\n"
+	"                       each dimension's groups, the worst link in each\n"
+	"                       (NV18, PIX, SYS, NET), each rank's coordinates,\n"
+	"                       and a warning for a tp or innermost group across\n"
+	"                       nodes\n"
+	"  --grid-order ORDER   the dimensions' order, innermost first (default\n"
+	"                       Megatron's tp-cp-ep-dp-pp)\n"
 	"  --json               the plan as one JSON document (with --explain,\n"
 	"                       --env and --grid, their text, variables and grid)\n"
 	"Plans against the GPUs' current leases and Slurm's grant and takes no\n"
@@ -96,6 +98,7 @@ struct alloc_args {
 	int ignore_slurm;
 	herd_grid_dim grid[HERD_GRID_MAX_DIMS];
 	size_t ngrid;
+	const char *grid_order;
 	struct name_list exclude, include;
 };
 
@@ -223,6 +226,10 @@ static int parse_alloc(int argc, char **argv, struct alloc_args *a)
 							 arg);
 			if (herd_grid_parse(v, a->grid, HERD_GRID_MAX_DIMS, &a->ngrid) != HERD_OK)
 				return shell_usage_error("alloc", "--grid: %s", shell_last_error());
+		} else if ((r = shell_option_value(argc, argv, &i, "--grid-order", &a->grid_order)) != 0) {
+			if (r < 0 || a->grid_order[0] == '\0')
+				return shell_usage_error("alloc", "option '%s' needs an order (tp-dp-pp)",
+							 "--grid-order");
 		} else if ((r = shell_option_value(argc, argv, &i, "--inventory", &a->inventory)) != 0) {
 			if (r < 0 || a->inventory[0] == '\0')
 				return shell_usage_error("alloc", "option '%s' needs a file name", "--inventory");
@@ -441,6 +448,7 @@ static json_t *json_rank(const herd_plan *plan, size_t i, int env)
 }
 
 static int print_grid(const herd_plan *plan, const struct alloc_args *a, json_t **doc);
+static int failure(herd_status st);
 
 static int print_plan_json(const herd_plan *plan, const struct alloc_args *a)
 {
@@ -486,199 +494,118 @@ static int print_plan_json(const herd_plan *plan, const struct alloc_args *a)
 
 /* ---- --grid: the planned ranks' parallel grid ---- */
 
-#define NET_BADNESS 100000   /* GPUs on different nodes */
+/* The plan's ranks' GPUs: rank r's first in the plan's GPU order. */
+struct plan_links {
+	const herd_plan *plan;
+	size_t *base;
+};
 
-/* How bad a link is: NET worst, then SYS ... PIX, NV# with fewer links, X best. */
-static int link_badness(const herd_plan *plan, size_t i, size_t j)
+/* The worst link between the GPUs of ranks a and b of the plan. */
+static int plan_link(void *arg, int a, int b, char code[HERD_GRID_LINK_LEN])
 {
-	herd_link l;
-
-	if (herd_plan_link(plan, i, j, &l) != HERD_OK)
-		return NET_BADNESS;
-	return (int)l.kind * 1000 - (l.kind == HERD_LINK_NVLINK ? l.nvlinks : 0);
-}
-
-/*
- * The worst link between the GPUs of ranks[0..n), as a code, and its
- * badness; base[r]: rank r's first GPU in the plan's GPU order.
- */
-static int group_link(const herd_plan *plan, const size_t *base, const int *ranks, int n,
-		      char *code)
-{
+	const struct plan_links *p = arg;
+	const herd_plan_rank_info *ra = NULL, *rb = NULL;
 	int worst = -1;
-	size_t wi = 0, wj = 0;
 
-	strcpy(code, "X");
-	for (int a = 0; a < n; a++)
-		for (int b = a + 1; b < n; b++) {
-			const herd_plan_rank_info *ra = NULL, *rb = NULL;
-			size_t ga = base[ranks[a]], gb = base[ranks[b]];
+	herd_plan_rank(p->plan, (size_t)a, &ra);
+	herd_plan_rank(p->plan, (size_t)b, &rb);
+	if (ra == NULL || rb == NULL || ra->node_rank != rb->node_rank)
+		return herd_grid_link_class(NULL, false, code);
+	for (size_t x = 0; x < ra->ngpus; x++)
+		for (size_t y = 0; y < rb->ngpus; y++) {
+			herd_link l;
+			char c[HERD_GRID_LINK_LEN];
+			int bad;
 
-			herd_plan_rank(plan, (size_t)ranks[a], &ra);
-			herd_plan_rank(plan, (size_t)ranks[b], &rb);
-			for (size_t x = 0; ra != NULL && x < ra->ngpus; x++)
-				for (size_t y = 0; rb != NULL && y < rb->ngpus; y++) {
-					int bad = link_badness(plan, ga + x, gb + y);
-
-					if (bad > worst) {
-						worst = bad;
-						wi = ga + x;
-						wj = gb + y;
-					}
-				}
+			if (herd_plan_link(p->plan, p->base[a] + x, p->base[b] + y, &l) != HERD_OK)
+				continue;
+			bad = herd_grid_link_class(&l, true, c);
+			if (bad > worst) {
+				worst = bad;
+				memcpy(code, c, HERD_GRID_LINK_LEN);
+			}
 		}
-	if (worst >= 0)
-		herd_plan_link_code(plan, wi, wj, code);
-	return worst;
-}
-
-/* "0-7" or "0,8,16": a group's ranks, and "dgx01,dgx02": its hosts. */
-static void group_text(const herd_plan *plan, const int *ranks, int n, char *rbuf, size_t rcap,
-		       char *hbuf, size_t hcap)
-{
-	bool run = true;
-	size_t rl = 0, hl = 0;
-
-	for (int k = 1; k < n; k++)
-		run = run && ranks[k] == ranks[k - 1] + 1;
-	if (run && n > 2)
-		snprintf(rbuf, rcap, "%d-%d", ranks[0], ranks[n - 1]);
-	else
-		for (int k = 0; k < n && rl + 12 < rcap; k++)
-			rl += (size_t)snprintf(rbuf + rl, rcap - rl, "%s%d", k ? "," : "", ranks[k]);
-	hbuf[0] = '\0';
-	for (int k = 0; k < n; k++) {
-		const herd_plan_rank_info *ri = NULL;
-		bool dup = false;
-
-		if (herd_plan_rank(plan, (size_t)ranks[k], &ri) != HERD_OK)
-			continue;
-		for (int j = 0; j < k && !dup; j++) {
-			const herd_plan_rank_info *rj = NULL;
-
-			dup = herd_plan_rank(plan, (size_t)ranks[j], &rj) == HERD_OK &&
-			      strcmp(rj->hostname, ri->hostname) == 0;
-		}
-		if (!dup && hl + strlen(ri->hostname) + 2 < hcap)
-			hl += (size_t)snprintf(hbuf + hl, hcap - hl, "%s%s", hl ? "," : "",
-					       ri->hostname);
-	}
+	return worst >= 0 ? worst : herd_grid_link_class(NULL, true, code);
 }
 
 /* The grid of --grid over the plan's ranks, their nodes the plan's; a usage status when it does not fit. */
 static int make_grid(const herd_plan *plan, const struct alloc_args *a, herd_grid **g)
 {
-	int n = (int)herd_plan_rank_count(plan), *node = calloc((size_t)n + 1, sizeof(int));
+	int n = (int)herd_plan_rank_count(plan);
+	herd_grid_place *place = calloc((size_t)n + 1, sizeof(*place));
 	herd_status st;
 
 	*g = NULL;
-	if (node == NULL) {
+	if (place == NULL) {
 		shell_message(shell_command, "out of memory");
 		return SHELL_EXIT_FAILURE;
 	}
 	for (int r = 0; r < n; r++) {
 		const herd_plan_rank_info *ri = NULL;
 
-		node[r] = herd_plan_rank(plan, (size_t)r, &ri) == HERD_OK ? ri->node_rank : 0;
+		place[r].node = herd_plan_rank(plan, (size_t)r, &ri) == HERD_OK ? ri->node_rank : 0;
 	}
-	st = herd_grid_create(g, a->grid, a->ngrid, n, node);
-	free(node);
+	st = herd_grid_create(g, a->grid, a->ngrid, a->grid_order, n, place);
+	free(place);
 	return st == HERD_OK ? SHELL_EXIT_OK
 	       : shell_usage_error("alloc", "--grid: %s", shell_last_error());
 }
 
 /*
- * The grid over the plan's ranks: a line per dimension (its groups, the
- * worst link in any of them and that group), warnings for an innermost
- * dimension across nodes; with json, an object instead (*doc).
+ * The grid over the plan's ranks, explained (herd_grid_explain), its
+ * warnings on stderr; with json, the object instead (*doc).
  */
 static int print_grid(const herd_plan *plan, const struct alloc_args *a, json_t **doc)
 {
-	int n = (int)herd_plan_rank_count(plan), *ranks = NULL, status;
-	size_t *base = NULL, k = 0;
+	int n = (int)herd_plan_rank_count(plan), status;
+	size_t k = 0;
+	struct plan_links links = { plan, calloc((size_t)n + 1, sizeof(size_t)) };
+	const char **hosts = calloc((size_t)n + 1, sizeof(char *));
+	char *text = NULL, *warnings = NULL;
 	herd_grid *g = NULL;
-	json_t *dims = NULL;
-	char spec[256] = "";
+	herd_status st;
 
-	if ((status = make_grid(plan, a, &g)) != SHELL_EXIT_OK)
-		return status;
-	ranks = calloc((size_t)n, sizeof(int));
-	base = calloc((size_t)n, sizeof(size_t));
-	dims = doc != NULL ? json_array() : NULL;
-	if (ranks == NULL || base == NULL || (doc != NULL && dims == NULL)) {
-		herd_grid_free(g);
-		free(ranks);
-		free(base);
-		json_decref(dims);
+	if (links.base == NULL || hosts == NULL) {
+		free(links.base);
+		free(hosts);
 		shell_message(shell_command, "out of memory");
 		return SHELL_EXIT_FAILURE;
 	}
 	for (int r = 0; r < n; r++) {
 		const herd_plan_rank_info *ri = NULL;
 
-		base[r] = k;
-		if (herd_plan_rank(plan, (size_t)r, &ri) == HERD_OK)
+		links.base[r] = k;
+		hosts[r] = "?";
+		if (herd_plan_rank(plan, (size_t)r, &ri) == HERD_OK) {
 			k += ri->ngpus;
-	}
-	for (size_t d = 0; d < herd_grid_ndims(g); d++)
-		snprintf(spec + strlen(spec), sizeof(spec) - strlen(spec), "%s%s=%d", d ? " x " : "",
-			 herd_grid_dim_at(g, d)->name, herd_grid_dim_at(g, d)->size);
-	if (doc == NULL)
-		printf("\nGrid %s over %d ranks on %zu node%s (innermost first):\n%-8s %5s %7s  "
-		       "%-10s %s\n", spec, n, herd_plan_node_count(plan),
-		       herd_plan_node_count(plan) == 1 ? "" : "s", "dim", "size", "groups",
-		       "worst link", "in the group of");
-	for (size_t d = 0; d < herd_grid_ndims(g); d++) {
-		const herd_grid_dim *dim = herd_grid_dim_at(g, d);
-		int worst = -1, worst_rank = 0, ngroups = n / dim->size, group;
-		char code[HERD_NODE_LINK_CODE_LEN], wcode[HERD_NODE_LINK_CODE_LEN] = "X";
-		char rtext[160], htext[256];
-		json_t *groups = doc != NULL ? json_array() : NULL;
-
-		for (int r = 0; r < n; r++) {
-			int bad;
-
-			herd_grid_group(g, d, r, ranks, &group);
-			if (ranks[0] != r)
-				continue;   /* each group once, at its first rank */
-			bad = group_link(plan, base, ranks, dim->size, code);
-			group_text(plan, ranks, dim->size, rtext, sizeof(rtext), htext, sizeof(htext));
-			if (bad > worst) {
-				worst = bad;
-				worst_rank = r;
-				strcpy(wcode, code);
-			}
-			if (d == 0 && bad >= NET_BADNESS && dim->size > 1) {
-				fflush(stdout);
-				fprintf(stderr, "%s: warning: %s group %d (ranks %s) spans %s: its links "
-					"are NET, not a node's\n", shell_command, dim->name, group, rtext,
-					htext);
-			}
-			if (groups != NULL) {
-				json_t *members = json_array();
-
-				for (int m = 0; m < dim->size; m++)
-					json_array_append_new(members, json_integer(ranks[m]));
-				json_array_append_new(groups, json_pack("{s:i, s:o, s:s}", "group",
-					group, "ranks", members, "link", code));
-			}
+			hosts[r] = ri->hostname;
 		}
-		herd_grid_group(g, d, worst_rank, ranks, NULL);
-		group_text(plan, ranks, dim->size, rtext, sizeof(rtext), htext, sizeof(htext));
-		if (doc == NULL)
-			printf("%-8s %5d %7d  %-10s ranks %s on %s\n", dim->name, dim->size, ngroups,
-			       dim->size > 1 ? wcode : "-", rtext, htext);
-		else
-			json_array_append_new(dims, json_pack("{s:s, s:i, s:s, s:o}", "name",
-				dim->name, "size", dim->size, "worst_link", dim->size > 1 ? wcode
-				: "-", "groups", groups));
 	}
-	if (doc != NULL)
-		*doc = json_pack("{s:s, s:o}", "spec", spec, "dims", dims);
+	status = make_grid(plan, a, &g);
+	if (status == SHELL_EXIT_OK) {
+		st = herd_grid_explain(g, hosts, plan_link, &links, doc != NULL, &text, &warnings);
+		if (st != HERD_OK)
+			status = failure(st);
+	}
+	if (status == SHELL_EXIT_OK) {
+		for (const char *p = warnings; *p != '\0';) {
+			size_t len = strcspn(p, "\n");
+
+			fprintf(stderr, "%s: warning: %.*s\n", shell_command, (int)len, p);
+			p += len + (p[len] == '\n');
+		}
+		if (doc != NULL && (*doc = json_loads(text, 0, NULL)) == NULL) {
+			shell_message(shell_command, "out of memory");
+			status = SHELL_EXIT_FAILURE;
+		} else if (doc == NULL)
+			printf("\n%s", text);
+	}
 	herd_grid_free(g);
-	free(ranks);
-	free(base);
-	return SHELL_EXIT_OK;
+	free(text);
+	free(warnings);
+	free(links.base);
+	free(hosts);
+	return status;
 }
 
 /* The exit status of a failed library call: bad input is a usage error. */

@@ -27,26 +27,6 @@
 #include "base.h"
 #include "topo/inventory.h"
 
-/* ------------------------------------------------------------- text */
-
-/*
- * A growing NUL-terminated string.  herd__text_printf remembers the first
- * failure (out of memory) rather than making every call checked;
- * herd__text_take raises it.  A zeroed herd__text is empty and ready.
- */
-typedef struct herd__text {
-	char *s;
-	size_t len, cap;
-	bool failed;
-} herd__text;
-
-void herd__text_printf(herd__text *t, const char *fmt, ...) HERD_PRINTF(2, 3);
-
-/* Hands the string over (*out, malloc'ed) or raises HERD_ENOMEM. */
-herd_status herd__text_take(herd__text *t, char **out);
-
-void herd__text_free(herd__text *t);
-
 /* ------------------------------------------------------------- plan */
 
 /* The links between the plan's GPUs on one node: a count x count matrix. */

@@ -163,4 +163,22 @@ herd_status herd__mkdirs(const char *dir, mode_t mode);
 /* fsync of a directory, so that renames and creations in it are durable. */
 herd_status herd__fsync_dir(const char *dir);
 
+/*
+ * A growing NUL-terminated string.  herd__text_printf remembers the first
+ * failure (out of memory) rather than making every call checked;
+ * herd__text_take raises it.  A zeroed herd__text is empty and ready.
+ */
+typedef struct herd__text {
+	char *s;
+	size_t len, cap;
+	bool failed;
+} herd__text;
+
+void herd__text_printf(herd__text *t, const char *fmt, ...) HERD_PRINTF(2, 3);
+
+/* Hands the string over (*out, malloc'ed) or raises HERD_ENOMEM. */
+herd_status herd__text_take(herd__text *t, char **out);
+
+void herd__text_free(herd__text *t);
+
 #endif /* HERD_BASE_H */

@@ -122,11 +122,21 @@ void herd__fp_format(const herd__fp *fp, char *buf, size_t cap)
 
 const char *herd__comm_who(const herd_comm *comm, int rank, char *buf, size_t cap)
 {
-	if (rank >= 0 && rank < comm->size)
+	if (rank >= 0 && rank < comm->size && comm->name[0] != '\0' && comm->parent != NULL)
+		snprintf(buf, cap, "rank %d (host %s, in %s, rank %d of its parent)", rank,
+			 comm->peers[rank].host, comm->name, comm->parent[rank]);
+	else if (rank >= 0 && rank < comm->size)
 		snprintf(buf, cap, "rank %d (host %s)", rank, comm->peers[rank].host);
 	else
 		snprintf(buf, cap, "rank %d", rank);
 	return buf;
+}
+
+void herd__comm_set_name(herd_comm *comm, const char *name)
+{
+	herd__strlcpy(comm->name, name, sizeof(comm->name));
+	herd__trace_name(&comm->trace, comm->name,
+			 comm->parent != NULL ? comm->parent[comm->rank] : -1);
 }
 
 /* "rank 3", "ranks 2, 3, 5", "ranks 0, 1, ... (40 in all)". */
@@ -812,6 +822,7 @@ static void comm_free(herd_comm *comm)
 	pthread_cond_destroy(&comm->mon_cv);
 	free(comm->peers);
 	free(comm->hosts);
+	free(comm->parent);
 	free(comm);
 }
 
@@ -1379,6 +1390,20 @@ herd_status herd_comm_split(herd_comm **out, herd_comm *comm, int color, int key
 	HERD_CHECK_GOTO(herd_store_prefix(&sub, comm->store, prefix), st, out);
 	st = herd__comm_init_cfg(out, sub, newrank, newsize, &comm->cfg);
 	herd_store_free(sub);
+	if (st == HERD_OK && herd__calloc(&(*out)->parent, (size_t)newsize, sizeof(int),
+					  "a split") == HERD_OK)
+		/* Each new rank's old one: by (key, old rank), as above. */
+		for (int j = 0; j < comm->size; j++) {
+			int at = 0;
+
+			if (sc.all[2 * j] != color)
+				continue;
+			for (int i = 0; i < comm->size; i++)
+				at += sc.all[2 * i] == color &&
+				      (sc.all[2 * i + 1] < sc.all[2 * j + 1] ||
+				       (sc.all[2 * i + 1] == sc.all[2 * j + 1] && i < j));
+			(*out)->parent[at] = j;
+		}
 out:
 	free(sc.all);
 	return st;

@@ -220,6 +220,12 @@ struct herd_comm {
 	/* The flight recorder (trace.h): its ring, written by the thread
 	 * that runs the calls; broken under fail_mu. */
 	herd__trace trace;
+
+	/* What it is ("tp group 1"; "" unnamed), and each rank's rank in
+	 * the communicator it was split from (NULL: not split), for the
+	 * messages (herd__comm_who) and the flight recorder. */
+	char name[64];
+	int *parent;
 };
 
 /* Settles place's link figures, an un-numbered exchange of every rank at
@@ -278,6 +284,11 @@ herd_status herd__comm_thread_start(pthread_t *t, void *(*fn)(void *), void *arg
 
 /* "rank 3 (host node7)" into buf. */
 const char *herd__comm_who(const herd_comm *comm, int rank, char *buf, size_t cap);
+
+/* Names comm ("tp group 1"): its messages name the group and each rank's
+ * rank in the communicator it was split from, and so does its flight
+ * recorder.  Before its first call. */
+void herd__comm_set_name(herd_comm *comm, const char *name);
 
 /* "#7 allreduce" or "idle after #6 barrier": what this rank is doing. */
 void herd__comm_doing(herd_comm *comm, char *buf, size_t cap);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "base.h"
 #include "herd/grid.h"
 
@@ -89,18 +91,64 @@ void herd_grid_free(herd_grid *grid)
 	free(grid);
 }
 
-/* The dims, with dp added where it is missing and the sizes leave room for it. */
+/* The place of name in order ("tp-cp-ep-dp-pp"), -1 when it is not there. */
+static int order_index(const char *order, const char *name)
+{
+	size_t len = strlen(name);
+	int k = 0;
+
+	for (const char *p = order; *p != '\0'; k++) {
+		size_t n = strcspn(p, "-");
+
+		if (n == len && strncmp(p, name, len) == 0)
+			return k;
+		p += n;
+		p += *p == '-';
+	}
+	return -1;
+}
+
+/* Checks order: names joined by '-', none twice. */
+static herd_status check_order(const char *order)
+{
+	char names[HERD_GRID_MAX_DIMS * 4][HERD_GRID_NAME_MAX];
+	int k = 0;
+
+	for (const char *p = order;; k++) {
+		size_t n = strcspn(p, "-");
+
+		HERD_CHECK(check_name(p, n, "grid order"));
+		if (k == (int)(sizeof(names) / sizeof(names[0])))
+			return herd__error(HERD_EINVAL, "grid order \"%s\": more than %zu names", order,
+					   sizeof(names) / sizeof(names[0]));
+		snprintf(names[k], sizeof(names[k]), "%.*s", (int)n, p);
+		for (int j = 0; j < k; j++)
+			if (strcmp(names[j], names[k]) == 0)
+				return herd__error(HERD_EINVAL, "grid order \"%s\": %s is given twice",
+						   order, names[k]);
+		p += n;
+		if (*p == '\0')
+			return HERD_OK;
+		p++;
+	}
+}
+
+/* The dims in order, with dp added where it is missing and the sizes leave room for it. */
 static herd_status complete_dims(herd_grid *g, const herd_grid_dim *dims, size_t ndims,
-				 int nranks)
+				 const char *order, int nranks)
 {
 	long long product = 1;
-	size_t pp = ndims, k = 0;
+	size_t k = 0;
 	bool has_dp = false;
+	int at[HERD_GRID_MAX_DIMS + 1], dp_at;
 	char names[HERD_GRID_MAX_DIMS * (HERD_GRID_NAME_MAX + 4)] = "";
 
 	if (ndims == 0 || ndims > HERD_GRID_MAX_DIMS)
 		return herd__error(HERD_EINVAL, "herd_grid_create: %zu dimensions; expected 1 to %d",
 				   ndims, HERD_GRID_MAX_DIMS);
+	if (order == NULL)
+		order = HERD_GRID_MEGATRON_ORDER;
+	HERD_CHECK(check_order(order));
 	for (size_t i = 0; i < ndims; i++) {
 		HERD_CHECK(check_name(dims[i].name, strnlen(dims[i].name, HERD_GRID_NAME_MAX),
 				      "herd_grid_create"));
@@ -111,45 +159,69 @@ static herd_status complete_dims(herd_grid *g, const herd_grid_dim *dims, size_t
 			if (strcmp(dims[i].name, dims[j].name) == 0)
 				return herd__error(HERD_EINVAL, "herd_grid_create: %s is given twice",
 						   dims[i].name);
+		at[i] = order_index(order, dims[i].name);
+		if (at[i] < 0)
+			return herd__error(HERD_EINVAL, "grid: %s is not a dimension of the order %s "
+					   "(name it in the order, innermost first)", dims[i].name,
+					   order);
 		product *= dims[i].size;
 		if (product > (1ll << 30))
 			return herd__error(HERD_EINVAL, "herd_grid_create: the sizes multiply to "
 					   "more than 2^30");
 		has_dp = has_dp || strcmp(dims[i].name, "dp") == 0;
-		if (strcmp(dims[i].name, "pp") == 0)
-			pp = i;
-		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s=%d",
-			 i ? "," : "", dims[i].name, dims[i].size);
 	}
-	if (!has_dp && product < nranks && nranks % product == 0) {
-		if (ndims == HERD_GRID_MAX_DIMS)
-			return herd__error(HERD_EINVAL, "herd_grid_create: no room for dp beside %s",
-					   names);
-		for (size_t i = 0; i <= ndims; i++) {
-			if (i == pp) {
-				snprintf(g->dims[k].name, sizeof(g->dims[k].name), "dp");
-				g->dims[k++].size = (int)(nranks / product);
+	/* Insertion by the place in the order: at most 8 dimensions. */
+	dp_at = order_index(order, "dp");
+	for (size_t n = 0; n < ndims; n++) {
+		size_t best = 0;
+		int best_at = -1;
+
+		for (size_t i = 0; i < ndims; i++)
+			if (at[i] >= 0 && (best_at < 0 || at[i] < best_at)) {
+				best = i;
+				best_at = at[i];
 			}
-			if (i < ndims)
-				g->dims[k++] = dims[i];
+		if (!has_dp && dp_at >= 0 && dp_at < best_at && product < nranks &&
+		    nranks % product == 0) {
+			if (ndims == HERD_GRID_MAX_DIMS)
+				return herd__error(HERD_EINVAL, "herd_grid_create: no room for dp");
+			snprintf(g->dims[k].name, sizeof(g->dims[k].name), "dp");
+			g->dims[k++].size = (int)(nranks / product);
+			has_dp = true;
+			product = nranks;
 		}
-		g->ndims = k;
-		return HERD_OK;
+		g->dims[k++] = dims[best];
+		at[best] = -1;
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s=%d",
+			 n ? "," : "", dims[best].name, dims[best].size);
 	}
+	if (!has_dp && dp_at >= 0 && product < nranks && nranks % product == 0) {
+		if (ndims == HERD_GRID_MAX_DIMS)
+			return herd__error(HERD_EINVAL, "herd_grid_create: no room for dp");
+		snprintf(g->dims[k].name, sizeof(g->dims[k].name), "dp");
+		g->dims[k++].size = (int)(nranks / product);
+		product = nranks;
+	}
+	g->ndims = k;
 	if (product != nranks)
 		return herd__error(HERD_EINVAL, "grid %s multiplies to %lld ranks; the job has %d%s",
-				   names, product, nranks, has_dp ? "" : " (and dp cannot make up "
-				   "the rest: it does not divide)");
-	memcpy(g->dims, dims, ndims * sizeof(*dims));
-	g->ndims = ndims;
+				   names, product, nranks, has_dp || dp_at < 0 ? ""
+				   : " (and dp cannot make up the rest: it does not divide)");
 	return HERD_OK;
 }
 
+/* Whether ranks a and b are in one node (sets: and one set). */
+static bool same_place(const herd_grid_place *place, int a, int b, bool sets)
+{
+	return place == NULL || (place[a].node == place[b].node &&
+				 (!sets || place[a].nvset == place[b].nvset));
+}
+
 herd_status herd_grid_create(herd_grid **out, const herd_grid_dim *dims, size_t ndims,
-			     int nranks, const int *node)
+			     const char *order, int nranks, const herd_grid_place *place)
 {
 	herd_grid *g = NULL;
-	int *seen = NULL, *nodes = NULL, nnodes = 0, at = 0;
+	int *seen = NULL, *firsts = NULL, nfirst = 0, at = 0;
 	herd_status st;
 
 	if (out == NULL || dims == NULL)
@@ -159,28 +231,36 @@ herd_status herd_grid_create(herd_grid **out, const herd_grid_dim *dims, size_t 
 		return herd__error(HERD_EINVAL, "herd_grid_create: %d ranks; expected 1 or more",
 				   nranks);
 	HERD_CHECK(herd__calloc(&g, 1, sizeof(*g), "a grid"));
-	HERD_CHECK_GOTO(complete_dims(g, dims, ndims, nranks), st, fail);
+	HERD_CHECK_GOTO(complete_dims(g, dims, ndims, order, nranks), st, fail);
 	g->nranks = nranks;
 	HERD_CHECK_GOTO(herd__calloc(&g->order, (size_t)nranks, sizeof(int), "a grid"), st, fail);
 	HERD_CHECK_GOTO(herd__calloc(&g->pos, (size_t)nranks, sizeof(int), "a grid"), st, fail);
 	HERD_CHECK_GOTO(herd__calloc(&seen, (size_t)nranks, sizeof(int), "a grid"), st, fail);
-	HERD_CHECK_GOTO(herd__calloc(&nodes, (size_t)nranks, sizeof(int), "a grid"), st, fail);
-	/* The nodes in the order of their first rank, each node's ranks in order. */
+	HERD_CHECK_GOTO(herd__calloc(&firsts, (size_t)nranks, sizeof(int), "a grid"), st, fail);
+	/* The first rank of each set, in rank order; then for each node (at
+	 * its first rank's set), its sets in that order, each set's ranks. */
 	for (int r = 0; r < nranks; r++) {
 		int k;
 
-		for (k = 0; k < nnodes && (node != NULL ? node[nodes[k]] != node[r] : false); k++)
+		for (k = 0; k < nfirst && !same_place(place, firsts[k], r, true); k++)
 			;
-		if (k == nnodes)
-			nodes[nnodes++] = r;   /* the node's first rank stands for it */
+		if (k == nfirst)
+			firsts[nfirst++] = r;
 	}
-	for (int k = 0; k < nnodes; k++)
-		for (int r = nodes[k]; r < nranks; r++)
-			if (!seen[r] && (node == NULL || node[r] == node[nodes[k]])) {
-				seen[r] = 1;
-				g->pos[r] = at;
-				g->order[at++] = r;
-			}
+	for (int k = 0; k < nfirst; k++) {
+		if (seen[firsts[k]])
+			continue;   /* its node was taken whole already */
+		for (int j = k; j < nfirst; j++) {
+			if (!same_place(place, firsts[j], firsts[k], false))
+				continue;
+			for (int r = firsts[j]; r < nranks; r++)
+				if (!seen[r] && same_place(place, r, firsts[j], true)) {
+					seen[r] = 1;
+					g->pos[r] = at;
+					g->order[at++] = r;
+				}
+		}
+	}
 	for (size_t d = 0; d < g->ndims; d++) {
 		int ngroups = 0, *first = NULL;
 
@@ -204,12 +284,12 @@ herd_status herd_grid_create(herd_grid **out, const herd_grid_dim *dims, size_t 
 		free(first);
 	}
 	free(seen);
-	free(nodes);
+	free(firsts);
 	*out = g;
 	return HERD_OK;
 fail:
 	free(seen);
-	free(nodes);
+	free(firsts);
 	herd_grid_free(g);
 	return st;
 }
@@ -302,4 +382,258 @@ herd_status herd_grid_group(const herd_grid *grid, size_t d, int rank, int *rank
 	if (group != NULL)
 		*group = grid->group[d][rank];
 	return HERD_OK;
+}
+
+/* ---- explanation ---------------------------------------------------------- */
+
+#define NET_BADNESS 100000
+#define SHM_BADNESS 90000
+
+int herd_grid_link_class(const herd_link *link, bool same_node, char code[HERD_GRID_LINK_LEN])
+{
+	if (!same_node) {
+		snprintf(code, HERD_GRID_LINK_LEN, "NET");
+		return NET_BADNESS;
+	}
+	if (link == NULL) {
+		snprintf(code, HERD_GRID_LINK_LEN, "SHM");
+		return SHM_BADNESS;
+	}
+	herd_node_link_code(*link, code);
+	return (int)link->kind * 1000 - (link->kind == HERD_LINK_NVLINK ? link->nvlinks : 0);
+}
+
+typedef struct explainer {
+	const herd_grid *g;
+	const char *const *hosts;
+	herd_grid_link_fn link;
+	void *arg;
+	int *ranks;          /* a group's, size of the largest dimension */
+	int *node;           /* rank -> its host's number */
+	int nnodes;
+} explainer;
+
+/* The worst link in ranks[0..n) into code, and its badness. */
+static int group_link(const explainer *x, const int *ranks, int n, char *code)
+{
+	int worst = -1;
+
+	snprintf(code, HERD_GRID_LINK_LEN, "-");
+	for (int a = 0; a < n; a++)
+		for (int b = a + 1; b < n; b++) {
+			char c[HERD_GRID_LINK_LEN];
+			int bad = x->link(x->arg, ranks[a], ranks[b], c);
+
+			if (bad > worst) {
+				worst = bad;
+				memcpy(code, c, HERD_GRID_LINK_LEN);
+			}
+		}
+	return worst;
+}
+
+/* "0-7" or "0,8,16" into t; and "dgx01,dgx02", the hosts, into h. */
+static void group_words(const explainer *x, const int *ranks, int n, herd__text *t,
+			herd__text *h)
+{
+	bool run = n > 2;
+
+	for (int k = 1; k < n; k++)
+		run = run && ranks[k] == ranks[k - 1] + 1;
+	if (run)
+		herd__text_printf(t, "%d-%d", ranks[0], ranks[n - 1]);
+	else
+		for (int k = 0; k < n; k++)
+			herd__text_printf(t, "%s%d", k ? "," : "", ranks[k]);
+	for (int k = 0; k < n; k++) {
+		bool dup = false;
+
+		for (int j = 0; j < k && !dup; j++)
+			dup = x->node[ranks[j]] == x->node[ranks[k]];
+		if (!dup)
+			herd__text_printf(h, "%s%s", k ? "," : "", x->hosts[ranks[k]]);
+	}
+}
+
+/* Builds the text (or the JSON object in *doc) and the warnings. */
+static herd_status explain(explainer *x, herd__text *out, json_t *doc, herd__text *warn)
+{
+	const herd_grid *g = x->g;
+	int n = g->nranks;
+	herd__text spec = { 0 };
+	json_t *dims = NULL, *coords = NULL, *warns = NULL;
+	herd_status st = HERD_OK;
+
+	for (size_t d = 0; d < g->ndims; d++)
+		herd__text_printf(&spec, "%s%s=%d", d ? " x " : "", g->dims[d].name,
+				  g->dims[d].size);
+	if (spec.failed) {
+		herd__text_free(&spec);
+		return herd__error(HERD_ENOMEM, "out of memory for a grid's explanation");
+	}
+	if (doc != NULL) {
+		dims = json_array();
+		coords = json_array();
+		warns = json_array();
+		json_object_set_new(doc, "spec", json_string(spec.s));
+		json_object_set_new(doc, "ranks", json_integer(n));
+		json_object_set_new(doc, "nodes", json_integer(x->nnodes));
+		json_object_set_new(doc, "dims", dims);
+		json_object_set_new(doc, "coords", coords);
+		json_object_set_new(doc, "warnings", warns);
+	} else {
+		herd__text_printf(out, "grid %s over %d ranks on %d node%s (innermost first)\n"
+				  "%-8s %5s %7s  %-10s %s\n", spec.s, n, x->nnodes,
+				  x->nnodes == 1 ? "" : "s", "dim", "size", "groups", "worst link",
+				  "in the group of");
+	}
+	herd__text_free(&spec);
+	for (size_t d = 0; d < g->ndims; d++) {
+		const herd_grid_dim *dim = &g->dims[d];
+		int worst = -1, worst_rank = 0, group;
+		char code[HERD_GRID_LINK_LEN], wcode[HERD_GRID_LINK_LEN] = "-";
+		herd__text lines = { 0 }, rt = { 0 }, ht = { 0 };
+		json_t *groups = doc != NULL ? json_array() : NULL;
+
+		for (int r = 0; r < n; r++) {
+			int bad;
+
+			herd_grid_group(g, d, r, x->ranks, &group);
+			if (x->ranks[0] != r)
+				continue;   /* each group once, at its first rank */
+			bad = group_link(x, x->ranks, dim->size, code);
+			rt.len = ht.len = 0;
+			group_words(x, x->ranks, dim->size, &rt, &ht);
+			if (rt.failed || ht.failed)
+				break;
+			if (bad > worst) {
+				worst = bad;
+				worst_rank = r;
+				memcpy(wcode, code, sizeof(wcode));
+			}
+			if ((d == 0 || strcmp(dim->name, "tp") == 0) && bad >= NET_BADNESS &&
+			    dim->size > 1)
+				herd__text_printf(warn, "%s group %d (ranks %s) spans %s: its links are "
+						  "NET, not a node's\n", dim->name, group, rt.s, ht.s);
+			if (groups != NULL) {
+				json_t *members = json_array();
+
+				for (int m = 0; m < dim->size; m++)
+					json_array_append_new(members, json_integer(x->ranks[m]));
+				json_array_append_new(groups, json_pack("{s:i, s:o, s:s, s:s}", "group",
+					group, "ranks", members, "hosts", ht.s, "link", code));
+			} else {
+				herd__text_printf(&lines, "  %s group %d: ranks %s on %s: %s\n",
+						  dim->name, group, rt.s, ht.s, code);
+			}
+		}
+		herd_grid_group(g, d, worst_rank, x->ranks, NULL);
+		rt.len = ht.len = 0;
+		group_words(x, x->ranks, dim->size, &rt, &ht);
+		if (doc != NULL)
+			json_array_append_new(dims, json_pack("{s:s, s:i, s:s, s:o}", "name",
+				dim->name, "size", dim->size, "worst_link", dim->size > 1 ? wcode : "-",
+				"groups", groups));
+		else if (!rt.failed && !ht.failed)
+			herd__text_printf(out, "%-8s %5d %7d  %-10s ranks %s on %s\n%s", dim->name,
+					  dim->size, n / dim->size, dim->size > 1 ? wcode : "-", rt.s,
+					  ht.s, lines.s != NULL ? lines.s : "");
+		if (rt.failed || ht.failed || lines.failed)
+			st = herd__error(HERD_ENOMEM, "out of memory for a grid's explanation");
+		herd__text_free(&rt);
+		herd__text_free(&ht);
+		herd__text_free(&lines);
+		if (st != HERD_OK)
+			return st;
+	}
+	if (doc == NULL) {
+		herd__text_printf(out, "%-6s %-16s", "rank", "host");
+		for (size_t d = 0; d < g->ndims; d++)
+			herd__text_printf(out, " %4s", g->dims[d].name);
+		herd__text_printf(out, "\n");
+	}
+	for (int r = 0; r < n; r++) {
+		int c[HERD_GRID_MAX_DIMS];
+		json_t *row = coords != NULL ? json_array() : NULL;
+
+		herd_grid_coords(g, r, c);
+		if (doc == NULL)
+			herd__text_printf(out, "%-6d %-16s", r, x->hosts[r]);
+		for (size_t d = 0; d < g->ndims; d++)
+			if (row != NULL)
+				json_array_append_new(row, json_integer(c[d]));
+			else
+				herd__text_printf(out, " %4d", c[d]);
+		if (row != NULL)
+			json_array_append_new(coords, row);
+		else
+			herd__text_printf(out, "\n");
+	}
+	if (warns != NULL && warn->s != NULL)
+		for (const char *p = warn->s; *p != '\0';) {
+			size_t len = strcspn(p, "\n");
+
+			json_array_append_new(warns, json_stringn(p, len));
+			p += len + (p[len] == '\n');
+		}
+	return st;
+}
+
+herd_status herd_grid_explain(const herd_grid *grid, const char *const *hosts,
+			      herd_grid_link_fn link, void *arg, bool json, char **out,
+			      char **warnings)
+{
+	explainer x = { grid, hosts, link, arg, NULL, NULL, 0 };
+	herd__text text = { 0 }, warn = { 0 };
+	json_t *doc = NULL;
+	int maxsize = 1;
+	herd_status st;
+
+	if (out != NULL)
+		*out = NULL;
+	if (warnings != NULL)
+		*warnings = NULL;
+	if (grid == NULL || hosts == NULL || link == NULL || out == NULL)
+		return herd__error(HERD_EINVAL, "herd_grid_explain: grid, hosts, link or out is NULL");
+	for (size_t d = 0; d < grid->ndims; d++)
+		if (grid->dims[d].size > maxsize)
+			maxsize = grid->dims[d].size;
+	HERD_CHECK_GOTO(herd__calloc(&x.ranks, (size_t)maxsize, sizeof(int), "a grid"), st, out);
+	HERD_CHECK_GOTO(herd__calloc(&x.node, (size_t)grid->nranks, sizeof(int), "a grid"), st,
+			out);
+	for (int r = 0; r < grid->nranks; r++) {
+		int q;
+
+		for (q = 0; q < r && strcmp(hosts[q], hosts[r]) != 0; q++)
+			;
+		x.node[r] = q == r ? x.nnodes++ : x.node[q];
+	}
+	if (json && (doc = json_object()) == NULL) {
+		st = herd__error(HERD_ENOMEM, "out of memory for a grid's explanation");
+		goto out;
+	}
+	HERD_CHECK_GOTO(explain(&x, &text, doc, &warn), st, out);
+	if (doc != NULL) {
+		*out = json_dumps(doc, JSON_COMPACT);
+		if (*out == NULL) {
+			st = herd__error(HERD_ENOMEM, "out of memory for a grid's explanation");
+			goto out;
+		}
+	} else {
+		HERD_CHECK_GOTO(herd__text_take(&text, out), st, out);
+	}
+	if (warnings != NULL) {
+		st = herd__text_take(&warn, warnings);
+		if (st != HERD_OK) {
+			free(*out);
+			*out = NULL;
+		}
+	}
+out:
+	json_decref(doc);
+	herd__text_free(&text);
+	herd__text_free(&warn);
+	free(x.ranks);
+	free(x.node);
+	return st;
 }

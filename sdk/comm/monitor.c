@@ -224,8 +224,13 @@ static void peer_dead(herd_comm *comm, int j, const char *why)
 	herd__comm_doing(comm, doing, sizeof(doing));
 	/* Passed on: a peer that has not seen it yet learns the cause from this
 	 * rank rather than only that this rank left. */
-	herd__comm_fail_msg(comm, HERD_EPEER, true, "%s: rank %d (host %s, pid %d) died: %s",
-			    doing, j, p->host, (int)p->pid, why);
+	if (comm->name[0] != '\0' && comm->parent != NULL)
+		herd__comm_fail_msg(comm, HERD_EPEER, true, "%s: rank %d (host %s, pid %d, in %s, "
+				    "rank %d of its parent) died: %s", doing, j, p->host, (int)p->pid,
+				    comm->name, comm->parent[j], why);
+	else
+		herd__comm_fail_msg(comm, HERD_EPEER, true, "%s: rank %d (host %s, pid %d) died: %s",
+				    doing, j, p->host, (int)p->pid, why);
 }
 
 static void on_frame(herd_comm *comm, int j, const ctl_hdr *h, const uint8_t *payload)

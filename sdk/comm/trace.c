@@ -132,6 +132,14 @@ void herd__trace_broken(herd__trace *t, herd_status st, const char *msg)
 	atomic_store_explicit(&t->head->state, HERD__TRACE_BROKEN, memory_order_release);
 }
 
+void herd__trace_name(herd__trace *t, const char *name, int parent_rank)
+{
+	if (t->head == NULL)
+		return;
+	t->head->parent_rank = parent_rank;
+	herd__strlcpy(t->head->name, name, sizeof(t->head->name));
+}
+
 void herd__trace_close(herd__trace *t)
 {
 	if (t->head == NULL)

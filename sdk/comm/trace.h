@@ -92,6 +92,12 @@ typedef struct herd__trace_head {
 	 * gone).  0 in the rank's own file. */
 	int64_t copied_ns;
 	char copied_proc;
+	/* What the communicator is, when it was named (a grid's group:
+	 * "tp group 1"), and this rank's rank in the communicator it was
+	 * split from (-1: none).  "" and 0 in a ring written before the
+	 * names were kept: a reader takes parent_rank only with a name. */
+	char name[64];
+	int32_t parent_rank;
 } herd__trace_head;
 
 _Static_assert(sizeof(herd__trace_entry) == 64, "a trace entry is one cache line");
@@ -150,6 +156,9 @@ void herd__trace_remove_of(const char *dir, const long *pids, size_t n);
  * "launcher" token (herd launch), then dir itself if nothing else is
  * left in it. */
 void herd__trace_dir_remove(const char *dir);
+/* Names the communicator in the header (herd__comm_set_name). */
+void herd__trace_name(herd__trace *t, const char *name, int parent_rank);
+
 /* Marks the ring CLOSED (the communicator was freed), unmaps it. */
 void herd__trace_close(herd__trace *t);
 

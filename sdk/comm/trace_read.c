@@ -797,8 +797,9 @@ static json_t *report_json(const views *w)
 
 			rank_words(c, k, line, sizeof(line));
 			json_array_append_new(ranks, json_pack(
-				"{s:i,s:s?,s:i,s:s,s:s,s:o,s:o,s:s?,s:s?}", "rank", k, "host",
+				"{s:i,s:s?,s:i,s:i,s:s,s:s,s:o,s:o,s:s?,s:s?}", "rank", k, "host",
 				v->r ? v->r->head.host : NULL, "pid", v->r ? v->r->head.pid : 0,
+				"parent_rank", v->r && v->r->head.name[0] ? v->r->head.parent_rank : -1,
 				"verdict", verdict_names[v->v], "says", line, "last", entry_json(v->last),
 				"last_completed", entry_json(v->last_done), "process", proc,
 				"broke", v->r && v->r->head.state == HERD__TRACE_BROKEN
@@ -808,8 +809,9 @@ static json_t *report_json(const views *w)
 		}
 		headline(c, line, sizeof(line));
 		json_array_append_new(comms, json_pack(
-			"{s:s,s:i,s:s,s:o,s:b,s:o,s:s,s:o}", "id", c->id, "size", c->size, "job",
-			c->ranks[0].r ? c->ranks[0].r->head.job : "", "next", entry_json(c->next_e),
+			"{s:s,s:i,s:s,s:s,s:o,s:b,s:o,s:s,s:o}", "id", c->id, "size", c->size, "job",
+			c->ranks[0].r ? c->ranks[0].r->head.job : "", "name",
+			c->ranks[0].r ? c->ranks[0].r->head.name : "", "next", entry_json(c->next_e),
 			"in_communication", c->in_communication, "culprits", culprits, "summary",
 			line, "ranks", ranks));
 	}
@@ -833,6 +835,15 @@ static herd_status bprintf(herd__buf *b, const char *fmt, ...)
 	return herd__buf_append(b, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
+/* ", parent rank 3" for a rank of a named communicator split from another; "". */
+static const char *parent_words(const rank_ring *r, char *buf, size_t cap)
+{
+	buf[0] = '\0';
+	if (r->head.name[0] != '\0' && r->head.parent_rank >= 0)
+		snprintf(buf, cap, ", parent rank %d", r->head.parent_rank);
+	return buf;
+}
+
 static herd_status report_text(const views *w, char **out)
 {
 	size_t len;
@@ -848,9 +859,10 @@ static herd_status report_text(const views *w, char **out)
 		for (int k = 0; k < c->size && r0 == NULL; k++)
 			r0 = c->ranks[k].r != NULL ? &c->ranks[k] : NULL;
 		headline(c, line, sizeof(line));
-		st = bprintf(&b, "communicator %s (%d ranks%s%s): %s\n", c->id, c->size,
+		st = bprintf(&b, "communicator %s (%d ranks%s%s%s%s): %s\n", c->id, c->size,
 				      r0 && r0->r->head.job[0] ? ", job " : "",
-				      r0 ? r0->r->head.job : "", line);
+				      r0 ? r0->r->head.job : "", r0 && r0->r->head.name[0] ? ", " : "",
+				      r0 ? r0->r->head.name : "", line);
 		for (int k = 0; k < c->size && st == HERD_OK; k++) {
 			const rank_view *v = &c->ranks[k];
 
@@ -859,8 +871,9 @@ static herd_status report_text(const views *w, char **out)
 				continue;
 			rank_words(c, k, line, sizeof(line));
 			if (v->r != NULL)
-				st = bprintf(&b, "  rank %d (%s, pid %d) %s\n", k, v->r->head.host,
-						      v->r->head.pid, line);
+				st = bprintf(&b, "  rank %d (%s, pid %d%s) %s\n", k, v->r->head.host,
+						      v->r->head.pid, parent_words(v->r, who, sizeof(who)),
+						      line);
 			else
 				st = bprintf(&b, "  rank %d: %s\n", k, line);
 		}
@@ -1000,8 +1013,9 @@ static json_t *calls_json(const views *w, int ncalls)
 				"pid", r ? r->head.pid : 0, "calls", calls));
 		}
 		json_array_append_new(comms, json_pack(
-			"{s:s,s:i,s:s,s:o}", "id", c->id, "size", c->size, "job",
-			c->ranks[0].r ? c->ranks[0].r->head.job : "", "ranks", ranks));
+			"{s:s,s:i,s:s,s:s,s:o}", "id", c->id, "size", c->size, "job",
+			c->ranks[0].r ? c->ranks[0].r->head.job : "", "name",
+			c->ranks[0].r ? c->ranks[0].r->head.name : "", "ranks", ranks));
 	}
 	return json_pack("{s:i,s:o}", "v", 1, "communicators", comms);
 }
@@ -1011,15 +1025,18 @@ static herd_status calls_text(const views *w, int ncalls, char **out)
 	herd_status st = HERD_OK;
 	herd__buf b;
 	size_t len;
+	char who[64];
 
 	herd__buf_init(&b, 0);
 	for (size_t i = 0; i < w->n && st == HERD_OK; i++) {
 		const comm_view *c = &w->c[i];
 
-		st = bprintf(&b, "communicator %s (%d ranks%s%s), the last %d calls of each rank, "
-			     "newest first:\n", c->id, c->size,
+		st = bprintf(&b, "communicator %s (%d ranks%s%s%s%s), the last %d calls of each "
+			     "rank, newest first:\n", c->id, c->size,
 			     c->ranks[0].r && c->ranks[0].r->head.job[0] ? ", job " : "",
-			     c->ranks[0].r ? c->ranks[0].r->head.job : "", ncalls);
+			     c->ranks[0].r ? c->ranks[0].r->head.job : "",
+			     c->ranks[0].r && c->ranks[0].r->head.name[0] ? ", " : "",
+			     c->ranks[0].r ? c->ranks[0].r->head.name : "", ncalls);
 		for (int k = 0; k < c->size && st == HERD_OK; k++) {
 			const rank_ring *r = c->ranks[k].r;
 
@@ -1027,7 +1044,8 @@ static herd_status calls_text(const views *w, int ncalls, char **out)
 				st = bprintf(&b, "  rank %d: its flight recorder was not found\n", k);
 				continue;
 			}
-			st = bprintf(&b, "  rank %d (%s, pid %d)%s\n", k, r->head.host, r->head.pid,
+			st = bprintf(&b, "  rank %d (%s, pid %d%s)%s\n", k, r->head.host, r->head.pid,
+				     parent_words(r, who, sizeof(who)),
 				     r->n == 0 ? ": no call" : ":");
 			for (size_t j = r->n; j > calls_from(r, ncalls) && st == HERD_OK; j--) {
 				char name[96], args[256], how[128];

@@ -66,6 +66,18 @@ static void check_layout(const herd_grid *g, const herd_grid_dim *dims, size_t n
 	}
 }
 
+/* The places of node[0..n) (NULL: one node), one set each. */
+static const herd_grid_place *places(const int *node, int n, herd_grid_place *place)
+{
+	if (node == NULL)
+		return NULL;
+	for (int r = 0; r < n; r++) {
+		place[r].node = node[r];
+		place[r].nvset = 0;
+	}
+	return place;
+}
+
 /* Every order of the dims of sizes, on n ranks placed by node. */
 static void all_orders(const int *sizes, const char *const *names, size_t nd, int n,
 		       const int *node)
@@ -77,13 +89,17 @@ static void all_orders(const int *sizes, const char *const *names, size_t nd, in
 		perm[k] = (int)k;
 	for (;;) {
 		herd_grid_dim dims[HERD_GRID_MAX_DIMS];
+		herd_grid_place place[64];
 		herd_grid *g = NULL;
+		char order[64] = "";
 
 		for (size_t k = 0; k < nd; k++) {
 			snprintf(dims[k].name, sizeof(dims[k].name), "%s", names[perm[k]]);
 			dims[k].size = sizes[perm[k]];
+			snprintf(order + strlen(order), sizeof(order) - strlen(order), "%s%s",
+				 k ? "-" : "", names[perm[k]]);
 		}
-		CHECK_OK(herd_grid_create(&g, dims, nd, n, node));
+		CHECK_OK(herd_grid_create(&g, dims, nd, order, n, places(node, n, place)));
 		if (g != NULL)
 			check_layout(g, dims, nd, n, node);
 		herd_grid_free(g);
@@ -130,9 +146,10 @@ static void test_inner_on_a_node(void)
 {
 	herd_grid_dim dims[2] = { { "tp", 4 }, { "pp", 2 } };
 	int node[8] = { 0, 1, 0, 1, 0, 1, 0, 1 }, ranks[4], group;
+	herd_grid_place place[8];
 	herd_grid *g = NULL;
 
-	CHECK_OK(herd_grid_create(&g, dims, 2, 8, node));
+	CHECK_OK(herd_grid_create(&g, dims, 2, NULL, 8, places(node, 8, place)));
 	if (g == NULL)
 		return;
 	CHECK_OK(herd_grid_group(g, 0, 3, ranks, &group));
@@ -155,7 +172,7 @@ static void test_dp_made_up(void)
 
 	CHECK_OK(herd_grid_parse("tp=8,pp=2", dims, HERD_GRID_MAX_DIMS, &nd));
 	CHECK_INT((int)nd, 2);
-	CHECK_OK(herd_grid_create(&g, dims, nd, 32, NULL));
+	CHECK_OK(herd_grid_create(&g, dims, nd, NULL, 32, NULL));
 	if (g == NULL)
 		return;
 	CHECK_INT((int)herd_grid_ndims(g), 3);
@@ -167,7 +184,7 @@ static void test_dp_made_up(void)
 	CHECK_ERR(herd_grid_find(g, "ep", &d), HERD_ENOTFOUND, "no dimension ep (it has tp, dp, pp)");
 	herd_grid_free(g);
 	CHECK_OK(herd_grid_parse("tp=2,cp=2", dims, HERD_GRID_MAX_DIMS, &nd));
-	CHECK_OK(herd_grid_create(&g, dims, nd, 8, NULL));
+	CHECK_OK(herd_grid_create(&g, dims, nd, NULL, 8, NULL));
 	CHECK(g != NULL && strcmp(herd_grid_dim_at(g, 2)->name, "dp") == 0);
 	herd_grid_free(g);
 }
@@ -189,15 +206,15 @@ static void test_bad_grids(void)
 	CHECK_ERR(herd_grid_parse("", dims, 8, &nd), HERD_EINVAL, "no dimension");
 	CHECK_ERR(herd_grid_parse("a=1,b=1,c=1", dims, 2, &nd), HERD_EINVAL, "more than 2");
 	CHECK_OK(herd_grid_parse("tp=3,pp=2", dims, 8, &nd));
-	CHECK_ERR(herd_grid_create(&g, dims, nd, 8, NULL), HERD_EINVAL,
+	CHECK_ERR(herd_grid_create(&g, dims, nd, NULL, 8, NULL), HERD_EINVAL,
 		  "grid tp=3,pp=2 multiplies to 6 ranks; the job has 8");
 	CHECK_OK(herd_grid_parse("tp=4,dp=4", dims, 8, &nd));
-	CHECK_ERR(herd_grid_create(&g, dims, nd, 8, NULL), HERD_EINVAL, "multiplies to 16 ranks");
+	CHECK_ERR(herd_grid_create(&g, dims, nd, NULL, 8, NULL), HERD_EINVAL, "multiplies to 16 ranks");
 	dims[0].size = 0;
-	CHECK_ERR(herd_grid_create(&g, dims, nd, 8, NULL), HERD_EINVAL, "tp is 0");
+	CHECK_ERR(herd_grid_create(&g, dims, nd, NULL, 8, NULL), HERD_EINVAL, "tp is 0");
 	CHECK(g == NULL);
 	CHECK_OK(herd_grid_parse("tp=2,pp=2", dims, 8, &nd));
-	CHECK_OK(herd_grid_create(&g, dims, nd, 4, NULL));
+	CHECK_OK(herd_grid_create(&g, dims, nd, NULL, 4, NULL));
 	CHECK_ERR(herd_grid_coords(g, 4, coords), HERD_EINVAL, "rank 4 of a grid of 4");
 	CHECK_ERR(herd_grid_rank(g, coords, &r), HERD_EINVAL, "pp coordinate 5 of 2");
 	herd_grid_free(g);

@@ -1,13 +1,12 @@
 /*
- * sdk/alloc/text.c - a growing string for the planner's messages and
- * explanations.
+ * sdk/base/text.c - a growing string for messages and explanations.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc_internal.h"
+#include "base.h"
 
 void herd__text_printf(herd__text *t, const char *fmt, ...)
 {
@@ -48,12 +47,12 @@ herd_status herd__text_take(herd__text *t, char **out)
 	*out = NULL;
 	if (t->failed) {
 		herd__text_free(t);
-		return herd__error(HERD_ENOMEM, "out of memory writing a plan's text");
+		return herd__error(HERD_ENOMEM, "out of memory writing a text");
 	}
 	if (t->s == NULL) {
 		t->s = calloc(1, 1);
 		if (t->s == NULL)
-			return herd__error(HERD_ENOMEM, "out of memory writing a plan's text");
+			return herd__error(HERD_ENOMEM, "out of memory writing a text");
 	}
 	*out = t->s;
 	memset(t, 0, sizeof(*t));

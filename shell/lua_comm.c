@@ -43,6 +43,7 @@
 
 #define LHERD_COMM "herd.Comm"
 #define LHERD_REQUEST "herd.Request"
+#define LHERD_GRID "herd.Grid"
 
 /* The registry key of the world communicator, herd.comm(). */
 static const char world_key = 'w';
@@ -60,7 +61,14 @@ typedef struct lrequest {
 	lherd_block *blocks[2];
 } lrequest;
 
-static const lherd_type comm_type, request_type;
+/* A grid (c:grid): its layout and explanation; user value 1, its groups'
+ * herd.Comm objects by dimension name. */
+typedef struct lgrid {
+	herd_comm_grid *grid;    /* NULL once closed; holds no group */
+	int rank;                /* this rank's, in the communicator it was laid on */
+} lgrid;
+
+static const lherd_type comm_type, request_type, grid_type;
 
 /* The open communicator at arg, for what stays local (rank, size, host,
  * error, abort): allowed after finalize too. */
@@ -576,6 +584,76 @@ static int comm_split(lua_State *L)
 	return 1;
 }
 
+/* The dimensions of c:grid's table into dims, and its order. */
+static size_t grid_dims(lua_State *L, int arg, herd_grid_dim *dims, const char **order)
+{
+	size_t n = 0;
+
+	luaL_checktype(L, arg, LUA_TTABLE);
+	*order = NULL;
+	lua_pushnil(L);
+	while (lua_next(L, arg) != 0) {
+		const char *name = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+		lua_Integer size;
+		int isint;
+
+		if (name == NULL)
+			luaL_argerror(L, arg, "a grid's keys are dimension names (tp = 4) and order");
+		if (strcmp(name, "order") == 0) {
+			*order = luaL_checkstring(L, -1);   /* anchored in the table */
+			lua_pop(L, 1);
+			continue;
+		}
+		size = lua_tointegerx(L, -1, &isint);
+		if (!isint || strlen(name) >= HERD_GRID_NAME_MAX)
+			luaL_argerror(L, arg, lua_pushfstring(L, "%s = %s: a dimension is a short "
+				      "name and a whole number", name, luaL_typename(L, -1)));
+		if (n == HERD_GRID_MAX_DIMS)
+			luaL_argerror(L, arg, lua_pushfstring(L, "more than %d dimensions",
+							      HERD_GRID_MAX_DIMS));
+		snprintf(dims[n].name, sizeof(dims[n].name), "%s", name);
+		dims[n++].size = size < INT32_MIN ? INT32_MIN : size > INT32_MAX ? INT32_MAX
+										 : (int)size;
+		lua_pop(L, 1);
+	}
+	return n;
+}
+
+/* c:grid{tp = 4, pp = 2[, order = "tp-cp-ep-dp-pp"]} -> a herd.Grid, its
+ * groups herd.Comm objects split from c; the failure triple on a grid that
+ * does not fit or differs between ranks (on every rank). */
+static int comm_grid(lua_State *L)
+{
+	herd_comm *comm = check_comm(L, 1);
+	herd_grid_dim dims[HERD_GRID_MAX_DIMS];
+	const char *order;
+	size_t n = grid_dims(L, 2, dims, &order);
+	const herd_grid *layout;
+	lgrid *g;
+	herd_status st;
+
+	g = (lgrid *)lherd_new(L, &grid_type, sizeof(lgrid), 1);
+	g->rank = herd_comm_rank(comm);
+	st = herd_comm_grid_create(&g->grid, comm, dims, n, order);
+	if (st != HERD_OK)
+		return lherd_fail(L, st);
+	layout = herd_comm_grid_layout(g->grid);
+	lua_createtable(L, 0, (int)herd_grid_ndims(layout));
+	for (size_t d = 0; d < herd_grid_ndims(layout); d++) {
+		const char *name = herd_grid_dim_at(layout, d)->name;
+		lcomm *c = (lcomm *)lherd_new(L, &comm_type, sizeof(lcomm), 1);
+
+		herd_comm_grid_take(g->grid, name, &c->comm);
+		shell_interrupt_add_comm(c->comm);
+		lua_pushvalue(L, 1);
+		lua_setiuservalue(L, -2, 1);
+		((lcomm *)lua_touserdata(L, 1))->children++;
+		lua_setfield(L, -2, name);
+	}
+	lua_setiuservalue(L, -2, 1);
+	return 1;
+}
+
 /* c:finalize() -> true, or the failure triple; either way only close and
  * the local calls remain (a collective after it raises). */
 static int comm_finalize(lua_State *L)
@@ -886,6 +964,7 @@ static const luaL_Reg comm_methods[] = {
 	{ "send", comm_send },
 	{ "recv", comm_recv },
 	{ "split", comm_split },
+	{ "grid", comm_grid },
 	{ "iallreduce", comm_iallreduce },
 	{ "ireduce", comm_ireduce },
 	{ "ibroadcast", comm_ibroadcast },
@@ -904,6 +983,139 @@ static const luaL_Reg request_methods[] = {
 	{ "wait", request_wait },
 	{ "test", request_test },
 	{ NULL, NULL }
+};
+
+/* ---------------------------------------------------------------- grids */
+
+static const herd_grid *check_grid(lua_State *L, int arg)
+{
+	return herd_comm_grid_layout(((lgrid *)lherd_check(L, arg, &grid_type))->grid);
+}
+
+/* The dimension named at arg of g. */
+static size_t grid_dim(lua_State *L, const herd_grid *g, int arg)
+{
+	size_t d;
+
+	if (herd_grid_find(g, luaL_checkstring(L, arg), &d) != HERD_OK)
+		luaL_argerror(L, arg, herd_last_error());
+	return d;
+}
+
+/* A rank of g at arg, default this one's. */
+static int grid_rank_arg(lua_State *L, const herd_grid *g, int arg)
+{
+	lua_Integer r = luaL_optinteger(L, arg, ((lgrid *)lua_touserdata(L, 1))->rank);
+
+	luaL_argcheck(L, r >= 0 && r < herd_grid_size(g), arg, "a rank of the grid");
+	return (int)r;
+}
+
+/* g:group(name) -> the herd.Comm of this rank's group along name. */
+static int grid_group(lua_State *L)
+{
+	const herd_grid *g = check_grid(L, 1);
+
+	grid_dim(L, g, 2);
+	lua_getiuservalue(L, 1, 1);
+	lua_getfield(L, -1, lua_tostring(L, 2));
+	return 1;
+}
+
+/* g:coords([rank]) -> {tp = 0, dp = 1, ...}: a rank's coordinates. */
+static int grid_coords(lua_State *L)
+{
+	const herd_grid *g = check_grid(L, 1);
+	int coords[HERD_GRID_MAX_DIMS];
+
+	herd_grid_coords(g, grid_rank_arg(L, g, 2), coords);
+	lua_createtable(L, 0, (int)herd_grid_ndims(g));
+	for (size_t d = 0; d < herd_grid_ndims(g); d++) {
+		lua_pushinteger(L, coords[d]);
+		lua_setfield(L, -2, herd_grid_dim_at(g, d)->name);
+	}
+	return 1;
+}
+
+/* g:ranks(name[, rank]) -> the ranks of a rank's group along name, by coordinate. */
+static int grid_ranks(lua_State *L)
+{
+	const herd_grid *g = check_grid(L, 1);
+	size_t d = grid_dim(L, g, 2);
+	int size = herd_grid_dim_at(g, d)->size, ranks[1 << 12];
+
+	luaL_argcheck(L, size <= (int)(sizeof(ranks) / sizeof(ranks[0])), 2, "a group too large");
+	herd_grid_group(g, d, grid_rank_arg(L, g, 3), ranks, NULL);
+	lua_createtable(L, size, 0);
+	for (int k = 0; k < size; k++) {
+		lua_pushinteger(L, ranks[k]);
+		lua_rawseti(L, -2, k + 1);
+	}
+	return 1;
+}
+
+/* g:dims() -> {{name = "tp", size = 4}, ...}, innermost first. */
+static int grid_dims_list(lua_State *L)
+{
+	const herd_grid *g = check_grid(L, 1);
+
+	lua_createtable(L, (int)herd_grid_ndims(g), 0);
+	for (size_t d = 0; d < herd_grid_ndims(g); d++) {
+		lua_createtable(L, 0, 2);
+		lua_pushstring(L, herd_grid_dim_at(g, d)->name);
+		lua_setfield(L, -2, "name");
+		lua_pushinteger(L, herd_grid_dim_at(g, d)->size);
+		lua_setfield(L, -2, "size");
+		lua_rawseti(L, -2, (lua_Integer)d + 1);
+	}
+	return 1;
+}
+
+/* g:explain() -> the grid's groups, links and warnings as text. */
+static int grid_explain(lua_State *L)
+{
+	lgrid *g = (lgrid *)lherd_check(L, 1, &grid_type);
+
+	lua_pushstring(L, herd_comm_grid_explain(g->grid));
+	return 1;
+}
+
+static void grid_release(lua_State *L)
+{
+	lgrid *g = (lgrid *)lua_touserdata(L, 1);
+
+	herd_comm_grid_free(g->grid);
+	g->grid = NULL;
+}
+
+static void grid_describe(lua_State *L)
+{
+	const herd_grid *g = herd_comm_grid_layout(((lgrid *)lua_touserdata(L, 1))->grid);
+	luaL_Buffer b;
+
+	luaL_buffinit(L, &b);
+	for (size_t d = 0; d < herd_grid_ndims(g); d++) {
+		lua_pushfstring(L, "%s%s=%d", d ? "," : "", herd_grid_dim_at(g, d)->name,
+				herd_grid_dim_at(g, d)->size);
+		luaL_addvalue(&b);
+	}
+	luaL_pushresult(&b);
+}
+
+static const luaL_Reg grid_methods[] = {
+	{ "group", grid_group },
+	{ "coords", grid_coords },
+	{ "ranks", grid_ranks },
+	{ "dims", grid_dims_list },
+	{ "explain", grid_explain },
+	{ NULL, NULL }
+};
+
+static const lherd_type grid_type = {
+	.name = LHERD_GRID,
+	.methods = grid_methods,
+	.release = grid_release,
+	.describe = grid_describe,
 };
 
 static const lherd_type comm_type = {
@@ -942,6 +1154,7 @@ void lherd_open_comm(lua_State *L)
 {
 	lherd_register(L, &comm_type);
 	lherd_register(L, &request_type);
+	lherd_register(L, &grid_type);
 	lua_pushcfunction(L, lherd_comm);
 	lua_setfield(L, -2, "comm");
 }

@@ -546,6 +546,33 @@ Sends a buffer to rank `peer`, or any msgpack value for `c:recv(peer)`.
 The ranks of the same `color` in a new communicator, ordered by `key` (default the rank); nil for
 a `color` of nil. The parent cannot be closed while such communicators are open.
 
+## herd.Comm:grid{tp = T, pp = P, ...[, order = "tp-cp-ep-dp-pp"]} -> herd.Grid | nil, msg, status
+Lays a grid of named dimensions on the ranks (C: `herd_comm_grid_create`), innermost first in
+`order` (default Megatron's; a missing `dp` is what the rest makes), node by node and NVLink set by
+set, and makes a communicator for this rank's group along each dimension. A grid that does not fit
+the ranks, and grids that differ between ranks, return nil and the message on every rank. The
+groups are `herd.Comm` objects split from `c`, which cannot be closed while they are open.
+
+## herd.Grid
+A grid laid on a communicator's ranks (`c:grid{...}`).
+
+## herd.Grid:group(name) -> herd.Comm
+This rank's group along the dimension `name`; its rank is the coordinate along it.
+
+## herd.Grid:coords([rank]) -> table
+A rank's coordinates (default this rank's), by dimension name: `{tp = 1, dp = 0, pp = 1}`.
+
+## herd.Grid:ranks(name[, rank]) -> array
+The ranks of a rank's group along `name` (default this rank's), by their coordinate.
+
+## herd.Grid:dims() -> array
+The dimensions, innermost first, as `{name = "tp", size = 4}`.
+
+## herd.Grid:explain() -> string
+Each dimension's groups with the worst link in each (`NV18`, `PIX`, `SYS`, `NET` between nodes,
+`SHM` on a node whose GPUs are not known), each rank's coordinates, and a warning for a `tp` or
+innermost group across nodes; the same text on every rank.
+
 ## herd.Comm:iallreduce(buf[, out][, op]) -> herd.Request
 Starts an allreduce and returns at once; also `ireduce(buf[, out], op, root)`,
 `ibroadcast(buf, root)`, `iallgather(buf[, out])`, `ireduce_scatter(buf[, out][, op])`,

@@ -160,7 +160,19 @@ has "$(cat "$tmp/err")" "herd gpus: cannot use lease directory $tmp/not-a-dir (n
 # fit is a usage error before anything is printed
 x4=$fixtures/dgx-h100-x4.json
 out=$("$HERD" alloc --inventory "$x4" -g 32 --grid tp=8,pp=2 2>"$tmp/err") || fail "--grid: $?"
-has "$out" "Grid tp=8 x dp=2 x pp=2 over 32 ranks on 4 nodes (innermost first):"
+has "$out" "grid tp=8 x dp=2 x pp=2 over 32 ranks on 4 nodes (innermost first)"
+has "$out" "  tp group 3: ranks 24-31 on dgx04: NV18"
+has "$out" "  pp group 15: ranks 15,31 on dgx02,dgx04: NET"
+grep -qE '^31 +dgx04 +7 +1 +1$' <<<"$out" || fail "rank 31's coordinates: $out"
+# Megatron's order whatever the order written; another on request
+out2=$("$HERD" alloc --inventory "$x4" -g 32 --grid pp=2,tp=8 2>&1) || fail "pp=2,tp=8: $?"
+[[ $out2 == "$out" ]] || fail "pp=2,tp=8 is not tp=8,pp=2: $out2"
+out2=$("$HERD" alloc --inventory "$x4" -g 32 --grid tp=8,pp=2 --grid-order pp-tp-dp 2>&1) \
+	|| fail "--grid-order: $?"
+grep -qE '^pp +2 +16 +NV18 +ranks 0,1 on dgx01$' <<<"$out2" || fail "pp innermost: $out2"
+has "$out2" "warning: tp group 0 (ranks 0,2,4,6,8,10,12,14) spans dgx01,dgx02: its links are NET"
+out2=$("$HERD" alloc --inventory "$x4" -g 32 --grid tp=8,sp=2,pp=2 2>&1) && fail "sp without an order: $out2"
+has "$out2" "herd alloc: --grid: grid: sp is not a dimension of the order tp-cp-ep-dp-pp"
 grep -qE '^tp +8 +4 +NV18 +ranks 0-7 on dgx01$' <<<"$out" || fail "tp row: $out"
 grep -qE '^dp +2 +16 +NET +ranks 0,8 on dgx01,dgx02$' <<<"$out" || fail "dp row: $out"
 grep -qE '^pp +2 +16 +NET +ranks 0,16 on dgx01,dgx03$' <<<"$out" || fail "pp row: $out"

@@ -14,6 +14,7 @@ local srv <close> = assert(herd.store.serve{})
 local store <close> = assert(herd.store.connect(srv:address(), srv.secret, { timeout = 5 }))
 local comm = assert(herd.comm{ store = store, rank = 0, size = 1, timeout = 10 })
 local request = comm:iallreduce(herd.buffer("float32", 2):fill(1))
+local grid = assert(comm:grid{ tp = 1 })
 local cluster = assert(herd.discover{ inventory = "tests/fixtures/inventory/dgx-h100.json" })
 local dir = os.tmpname()
 os.remove(dir)
@@ -25,6 +26,7 @@ local objects = {
   ["herd.Store"] = store,
   ["herd.Comm"] = comm,
   ["herd.Request"] = request,
+  ["herd.Grid"] = grid,
   ["herd.Cluster"] = cluster,
   ["herd.Node"] = cluster.nodes[1],
   ["herd.Checkpoint"] = ckpt,
@@ -56,6 +58,30 @@ for name, obj in pairs(objects) do
 end
 assert(checked > 40, "only " .. checked .. " functions checked")
 
+-- a grid on one rank: its layout, its group, its refusals
+assert(grid:coords().tp == 0 and grid:ranks("tp")[1] == 0 and #grid:ranks("tp") == 1)
+assert(grid:dims()[1].name == "tp" and grid:dims()[1].size == 1)
+assert(grid:explain():find("grid tp=1 over 1 ranks on 1 node", 1, true), grid:explain())
+assert(grid:group("tp"):size() == 1 and grid:group("tp"):allreduce(5) == 5)
+raises("no dimension zz (it has tp)", grid.group, grid, "zz")
+raises("a rank of the grid", grid.ranks, grid, "tp", 5)
+raises("tp = string: a dimension is a short name and a whole number", comm.grid, comm, { tp = "x" })
+raises("a grid's keys are dimension names", comm.grid, comm, { 2 })
+do
+  local g, msg, st = comm:grid{ tp = 2 }
+  assert(g == nil and st == "HERD_EINVAL", msg)
+  assert(msg:find("grid: rank 0: grid tp=2 multiplies to 2 ranks; the job has 1", 1, true), msg)
+  g, msg = comm:grid{ sp = 1 }
+  assert(g == nil and msg:find("sp is not a dimension of the order tp-cp-ep-dp-pp", 1, true), msg)
+  g = assert(comm:grid{ sp = 1, order = "sp-dp" })
+  assert(g:group("sp"):size() == 1)
+  g:group("sp"):close()
+end
+raises("1 communicator split from this one is open: close it first", comm.close, comm)
+grid:group("tp"):close()
+assert(grid:close() == true)
+raises("attempt to use a closed herd.Grid", grid.explain, grid)
+
 -- finalize: what talks to the peers raises, as after close; local calls remain
 assert(request:wait())
 assert(comm:allreduce(3) == 3)
@@ -64,6 +90,7 @@ raises("attempt to use a finalized herd.Comm", comm.allreduce, comm, 3)
 raises("attempt to use a finalized herd.Comm", comm.barrier, comm)
 raises("attempt to use a finalized herd.Comm", comm.iallreduce, comm, herd.buffer("int32", 1))
 raises("attempt to use a finalized herd.Comm", comm.split, comm, 0)
+raises("attempt to use a finalized herd.Comm", comm.grid, comm, { tp = 1 })
 raises("attempt to use a finalized herd.Comm", comm.finalize, comm)
 assert(comm:rank() == 0 and comm:size() == 1 and comm:host() and comm:error() == nil)
 assert(comm:close() == true)

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Parallelism grids across two hosts of four ranks each (network and UTS
+# namespaces, tests/harness/netns.sh): tp=4 stays on each host (shared
+# memory) and dp goes across (NET), and the TP x DP block matches one
+# rank; the 1F1B pipeline's two stages go across the hosts (pp NET, dp on
+# each host) and match one rank; a tp of 8 is warned of, naming its
+# group and hosts, and still computes right.
+# Needs root, iproute2 and openssh-server; exits 77 (skipped) without them.
+source "$(dirname "$0")/../harness/common.sh" "$@"
+netns_start 2
+bin=$(dirname "$HERD")
+on1() { timeout 120 "$cluster/run" 1 "$@"; }
+launch() { on1 "$HERD" launch --hosts 'h[1-2]' -n 8 --per-node 4 --start-timeout 60 "$@" 2>&1; }
+
+out=$(launch -- "$bin/example_grid_tp_dp" --tp 4) || fail "grid_tp_dp --tp 4 exited $?: $out"
+has "$out" "[h1:0] grid tp=4 x dp=2 over 8 ranks on 2 nodes (innermost first)"
+has "$out" "[h1:0] tp           4       2  SHM        ranks 0-3 on h1"
+has "$out" "[h1:0]   tp group 1: ranks 4-7 on h2: SHM"
+has "$out" "[h1:0] dp           2       4  NET        ranks 0,4 on h1,h2"
+has "$out" "[h1:0] tp=4 x dp=2: after 5 steps every weight is within "
+has "$out" "of one rank's (match)"
+
+out=$(launch -- "$bin/example_pipeline_1f1b" --stages 2 --micro 4 --work-ms 5) \
+	|| fail "pipeline_1f1b --stages 2 exited $?: $out"
+has "$out" "[h1:0] dp           4       2  SHM        ranks 0-3 on h1"
+has "$out" "[h1:0] pp           2       4  NET        ranks 0,4 on h1,h2"
+has "$out" "[h1:0] pp=2 x dp=4, 4 micro-batches of 4 rows per replica, 1F1B"
+has "$out" "of one rank's (match)"
+
+out=$(launch -- "$bin/example_grid_tp_dp" --tp 8) || fail "grid_tp_dp --tp 8 exited $?: $out"
+has "$out" "[h1:0] warning: tp group 0 (ranks 0-7) spans h1,h2: its links are NET, not a node's"
+has "$out" "grid: tp group 0 (ranks 0-7) spans h1,h2: its links are NET, not a node's"
+has "$out" "[h1:0] tp=8 x dp=1: after 5 steps every weight is within "

@@ -556,8 +556,9 @@ groups are `herd.Comm` objects split from `c`, which cannot be closed while they
 ## herd.Grid
 A grid laid on a communicator's ranks (`c:grid{...}`).
 
-## herd.Grid:group(name) -> herd.Comm
-This rank's group along the dimension `name`; its rank is the coordinate along it.
+## herd.Grid:group(name) -> herd.Comm | nil, msg, status
+This rank's group along the dimension `name`; its rank is the coordinate along it. Nil and the
+message when the grid has no such dimension (a `dp` of 1 is not made up).
 
 ## herd.Grid:coords([rank]) -> table
 A rank's coordinates (default this rank's), by dimension name: `{tp = 1, dp = 0, pp = 1}`.

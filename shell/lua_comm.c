@@ -600,7 +600,10 @@ static size_t grid_dims(lua_State *L, int arg, herd_grid_dim *dims, const char *
 		if (name == NULL)
 			luaL_argerror(L, arg, "a grid's keys are dimension names (tp = 4) and order");
 		if (strcmp(name, "order") == 0) {
-			*order = luaL_checkstring(L, -1);   /* anchored in the table */
+			if (lua_type(L, -1) != LUA_TSTRING)
+				luaL_argerror(L, arg, "order is a string of names, innermost first "
+					      "(\"tp-dp-pp\")");
+			*order = lua_tostring(L, -1);   /* a string of the table: anchored there */
 			lua_pop(L, 1);
 			continue;
 		}
@@ -1011,12 +1014,15 @@ static int grid_rank_arg(lua_State *L, const herd_grid *g, int arg)
 	return (int)r;
 }
 
-/* g:group(name) -> the herd.Comm of this rank's group along name. */
+/* g:group(name) -> the herd.Comm of this rank's group along name; nil and
+ * the message when the grid has no such dimension. */
 static int grid_group(lua_State *L)
 {
 	const herd_grid *g = check_grid(L, 1);
+	size_t d;
 
-	grid_dim(L, g, 2);
+	if (herd_grid_find(g, luaL_checkstring(L, 2), &d) != HERD_OK)
+		return lherd_fail(L, HERD_ENOTFOUND);
 	lua_getiuservalue(L, 1, 1);
 	lua_getfield(L, -1, lua_tostring(L, 2));
 	return 1;

@@ -1,18 +1,20 @@
--- grid_tp_dp.lua: examples/grid_tp_dp.c in Lua. A residual MLP block,
--- h' = h + tanh(h A) B, trained on a grid of tensor (tp) times data (dp)
--- parallelism: A split by columns and B by rows over tp, one allreduce over
--- tp per block forward and one backward, the gradients summed over dp;
+-- grid_tp_dp.lua: examples/grid_tp_dp.c in Lua, one block. A residual MLP
+-- block, h' = h + tanh(h A) B, trained on a grid of tensor (tp) times data
+-- (dp) parallelism: A split by columns and B by rows over tp, one
+-- allreduce over tp forward (the input is data: its gradient is not
+-- needed, so backward needs none), the gradients summed over dp;
 -- every rank also trains the whole model on the whole batch alone, and the
 -- two must agree.
 --
 --   herd launch -n 4 examples/lua/grid_tp_dp.lua            (tp=2, dp=2)
 --   herd launch -n 8 examples/lua/grid_tp_dp.lua 4          (tp=4, dp=2)
 local D, H, N, LR, STEPS = 4, 8, 3, 0.2, 4
-local TP = tonumber(arg and arg[1]) or 2
+local TP = math.tointeger(tonumber(arg and arg[1]) or 2)
+if not TP or TP < 1 or H % TP ~= 0 then error("tp must divide " .. H, 0) end
 
 local c = assert(herd.comm())
 local g = assert(c:grid{ tp = TP })
-local tp, dp = g:group("tp"), g:group("dp")
+local tp, dp = g:group("tp"), g:group("dp")   -- dp nil: one replica
 local ndp = dp and dp:size() or 1
 if herd.rank == 0 then io.write(g:explain()) end
 

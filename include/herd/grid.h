@@ -162,9 +162,11 @@ typedef struct herd_comm_grid herd_comm_grid;
  * Placement: the ranks are taken node by node (herd_comm_host), and
  * within a node by the sets of GPUs NVLink joins, so that the innermost
  * dimension stays inside a node and an NVLink set when the sizes allow.
- * A rank's GPU is the first of its CUDA_VISIBLE_DEVICES (a UUID or an
- * index), found in this node's inventory (herd_cluster_discover, which
- * honours HERD_INVENTORY); without one, ranks are grouped by host alone.
+ * A rank's GPU is the first of its CUDA_VISIBLE_DEVICES (a UUID, as herd
+ * launch sets it, or an index in PCI bus order), found in this node's
+ * inventory (herd_cluster_discover, which honours HERD_INVENTORY); a rank
+ * without one, or whose GPU another rank of its host claims too (ranks
+ * that each see every GPU), is placed and linked by its host alone.
  *
  * Every rank learns every rank's grid, GPU and links in one exchange
  * first, so that a grid which does not fit (sizes that do not multiply to

@@ -136,7 +136,7 @@ static void find_places(const grid_links *x, int size, herd_grid_place *place)
 {
 	for (int r = 0; r < size; r++) {
 		place[r].node = x->node[r];
-		place[r].nvset = r;
+		place[r].nvset = x->rec[r].gpu >= 0 ? r : -1;   /* -1: one set of the unknown */
 	}
 	/* Union by the smaller: a set is named by its smallest rank. */
 	for (bool changed = true; changed;) {
@@ -198,8 +198,9 @@ herd_status herd_comm_grid_create(herd_comm_grid **out, herd_comm *comm,
 	grid_links x;
 	herd_status st;
 
-	if (out == NULL || comm == NULL || (dims == NULL && ndims > 0))
-		return herd__error(HERD_EINVAL, "herd_comm_grid_create: out, comm or dims is NULL");
+	/* dims NULL is refused with the others' knowledge, in the exchange. */
+	if (out == NULL || comm == NULL)
+		return herd__error(HERD_EINVAL, "herd_comm_grid_create: out or comm is NULL");
 	*out = NULL;
 	size = herd_comm_size(comm);
 	rank = herd_comm_rank(comm);
@@ -222,6 +223,17 @@ herd_status herd_comm_grid_create(herd_comm_grid **out, herd_comm *comm,
 			;
 		node[r] = q == r ? n++ : node[q];
 	}
+	/* Ranks of a host that each see every GPU claim the same first one:
+	 * which each uses is not known then. */
+	for (int a = 0; a < size; a++) {
+		ranks[a] = 0;   /* scratch here: whether another rank claims its GPU */
+		for (int b = 0; b < size; b++)
+			ranks[a] |= b != a && node[a] == node[b] && all[a].gpu >= 0 &&
+				    all[a].gpu == all[b].gpu;
+	}
+	for (int a = 0; a < size; a++)
+		if (ranks[a])
+			all[a].gpu = -1;
 	x.rec = all;
 	x.node = node;
 	find_places(&x, size, place);
@@ -233,10 +245,10 @@ herd_status herd_comm_grid_create(herd_comm_grid **out, herd_comm *comm,
 
 		herd_grid_coords(g->layout, rank, coords);
 		herd_grid_group(g->layout, d, rank, ranks, &group);
-		HERD_CHECK_GOTO(herd_comm_split(&g->group[d], comm, group, coords[d]), st, out);
 		snprintf(name, sizeof(name), "%s group %d", herd_grid_dim_at(g->layout, d)->name,
 			 group);
-		herd__comm_set_name(g->group[d], name);
+		HERD_CHECK_GOTO(herd__comm_split_named(&g->group[d], comm, group, coords[d], name),
+				st, out);
 	}
 	HERD_CHECK_GOTO(explain(g, hosts, &x, rank), st, out);
 	*out = g;

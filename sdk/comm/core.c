@@ -132,12 +132,6 @@ const char *herd__comm_who(const herd_comm *comm, int rank, char *buf, size_t ca
 	return buf;
 }
 
-void herd__comm_set_name(herd_comm *comm, const char *name)
-{
-	herd__strlcpy(comm->name, name, sizeof(comm->name));
-	herd__trace_name(&comm->trace, comm->name,
-			 comm->parent != NULL ? comm->parent[comm->rank] : -1);
-}
 
 /* "rank 3", "ranks 2, 3, 5", "ranks 0, 1, ... (40 in all)". */
 static void format_ranks(char *buf, size_t cap, const int *ranks, size_t n)
@@ -834,6 +828,8 @@ static herd_status comm_alloc(herd_comm **out, int rank, int size, const herd__c
 	comm->rank = rank;
 	comm->size = size;
 	comm->cfg = *cfg;
+	comm->cfg.name = NULL;
+	comm->cfg.parent = NULL;
 	comm->wake_fd = comm->mon_fd = comm->listen_fd = -1;
 	atomic_init(&comm->status, HERD_OK);
 	atomic_init(&comm->aborted, false);
@@ -848,6 +844,14 @@ static herd_status comm_alloc(herd_comm **out, int rank, int size, const herd__c
 	    HERD_OK) {
 		comm_free(comm);
 		return HERD_ENOMEM;
+	}
+	if (cfg->name != NULL && cfg->parent != NULL) {
+		if (herd__calloc(&comm->parent, (size_t)size, sizeof(int), "a split") != HERD_OK) {
+			comm_free(comm);
+			return HERD_ENOMEM;
+		}
+		memcpy(comm->parent, cfg->parent, (size_t)size * sizeof(int));
+		herd__strlcpy(comm->name, cfg->name, sizeof(comm->name));
 	}
 	for (int j = 0; j < size; j++) {
 		comm->peers[j].ctl_fd = -1;
@@ -941,6 +945,8 @@ herd_status herd__comm_init_cfg(herd_comm **out, herd_store *store, int rank, in
 	/* Recorded from here on. */
 	herd__trace_open(&comm->trace, comm->id_hex, rank, size, comm->peers[rank].host,
 			 cfg->trace_ring);
+	if (comm->name[0] != '\0')
+		herd__trace_name(&comm->trace, comm->name, comm->parent[rank]);
 	st = HERD_OK;
 out:
 	free(info);
@@ -1349,12 +1355,14 @@ static herd_status split_run(herd_comm *comm, const herd__op *op)
 	return st;
 }
 
-herd_status herd_comm_split(herd_comm **out, herd_comm *comm, int color, int key)
+herd_status herd__comm_split_named(herd_comm **out, herd_comm *comm, int color, int key,
+				   const char *name)
 {
 	split_call sc;
 	herd_store *sub = NULL;
+	herd__comm_cfg cfg;
 	char prefix[64];
-	int newrank = 0, newsize = 0;
+	int newrank = 0, newsize = 0, *parent = NULL;
 	herd_status st;
 
 	if (out == NULL)
@@ -1385,14 +1393,11 @@ herd_status herd_comm_split(herd_comm **out, herd_comm *comm, int color, int key
 		if (sc.all[2 * j + 1] < key || (sc.all[2 * j + 1] == key && j < comm->rank))
 			newrank++;
 	}
-	/* The collective number is the same on every rank, so is the namespace. */
-	snprintf(prefix, sizeof(prefix), "split/%" PRIu64 "/%d/", comm->cseq, color);
-	HERD_CHECK_GOTO(herd_store_prefix(&sub, comm->store, prefix), st, out);
-	st = herd__comm_init_cfg(out, sub, newrank, newsize, &comm->cfg);
-	herd_store_free(sub);
-	if (st == HERD_OK && herd__calloc(&(*out)->parent, (size_t)newsize, sizeof(int),
-					  "a split") == HERD_OK)
-		/* Each new rank's old one: by (key, old rank), as above. */
+	cfg = comm->cfg;
+	if (name != NULL) {
+		/* Each new rank's old one, by (key, old rank) as above. */
+		HERD_CHECK_GOTO(herd__calloc(&parent, (size_t)newsize, sizeof(int), "a split"), st,
+				out);
 		for (int j = 0; j < comm->size; j++) {
 			int at = 0;
 
@@ -1402,11 +1407,25 @@ herd_status herd_comm_split(herd_comm **out, herd_comm *comm, int color, int key
 				at += sc.all[2 * i] == color &&
 				      (sc.all[2 * i + 1] < sc.all[2 * j + 1] ||
 				       (sc.all[2 * i + 1] == sc.all[2 * j + 1] && i < j));
-			(*out)->parent[at] = j;
+			parent[at] = j;
 		}
+		cfg.name = name;
+		cfg.parent = parent;
+	}
+	/* The collective number is the same on every rank, so is the namespace. */
+	snprintf(prefix, sizeof(prefix), "split/%" PRIu64 "/%d/", comm->cseq, color);
+	HERD_CHECK_GOTO(herd_store_prefix(&sub, comm->store, prefix), st, out);
+	st = herd__comm_init_cfg(out, sub, newrank, newsize, &cfg);
+	herd_store_free(sub);
 out:
+	free(parent);
 	free(sc.all);
 	return st;
+}
+
+herd_status herd_comm_split(herd_comm **out, herd_comm *comm, int color, int key)
+{
+	return herd__comm_split_named(out, comm, color, key, NULL);
 }
 
 herd_status herd_comm_abort(herd_comm *comm)

@@ -72,6 +72,12 @@ typedef struct herd__comm_cfg {
 	double net_gbit;            /* ... and rate in Gbit/s */
 	bool net_measure;           /* HERD_NET_LINK=measure */
 	uint32_t trace_ring;        /* the flight recorder's entries; 0: none */
+	/* A named split's (herd__comm_split_named): the name and each new
+	 * rank's rank in the parent, copied into the communicator as it is
+	 * made, before any thread of it runs; NULL in the communicator's
+	 * own cfg. */
+	const char *name;
+	const int *parent;
 } herd__comm_cfg;
 
 /* Resolves opts (may be NULL) against the environment.  env.c. */
@@ -285,10 +291,11 @@ herd_status herd__comm_thread_start(pthread_t *t, void *(*fn)(void *), void *arg
 /* "rank 3 (host node7)" into buf. */
 const char *herd__comm_who(const herd_comm *comm, int rank, char *buf, size_t cap);
 
-/* Names comm ("tp group 1"): its messages name the group and each rank's
- * rank in the communicator it was split from, and so does its flight
- * recorder.  Before its first call. */
-void herd__comm_set_name(herd_comm *comm, const char *name);
+/* herd_comm_split, the new communicator named ("tp group 1"): its
+ * messages name the group and each rank's rank in comm, and so does its
+ * flight recorder. */
+herd_status herd__comm_split_named(herd_comm **out, herd_comm *comm, int color, int key,
+				   const char *name);
 
 /* "#7 allreduce" or "idle after #6 barrier": what this rank is doing. */
 void herd__comm_doing(herd_comm *comm, char *buf, size_t cap);

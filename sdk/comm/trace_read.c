@@ -158,6 +158,7 @@ static herd_status read_ring_fd(int fd, const char *path, rank_ring *r)
 	printable(r->head.host, sizeof(r->head.host));
 	printable(r->head.job, sizeof(r->head.job));
 	printable(r->head.fail_msg, sizeof(r->head.fail_msg));
+	printable(r->head.name, sizeof(r->head.name));
 	HERD_CHECK_GOTO(herd__calloc(&raw, r->head.cap, sizeof(*raw), "a flight recorder"), st, out);
 	HERD_CHECK_GOTO(herd__calloc(&r->e, r->head.cap, sizeof(*raw), "a flight recorder"), st,
 			out);

@@ -4,8 +4,9 @@
  * of allreduce checked by the verify kernel, in place and out of place;
  * reduce_scatter, allgather and broadcast by their results; the
  * stream-ordered form on the default stream; a group of a blocking and a
- * stream-ordered allreduce; a split's own NCCL communicator; the caller's
- * own context left current; and a hung peer (one rank that never calls)
+ * stream-ordered allreduce; a split's and a grid group's own NCCL
+ * communicator; the caller's own context left current; and a hung peer
+ * (one rank that never calls)
  * timing out with the report.  Without a GPU or NCCL it exits with ctest's
  * skip code and says why.
  */
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "comm_harness.h"
+#include "herd/grid.h"
 #include "herd_config.h"
 #include "kernels.h"
 #include "mock_gpu.h"
@@ -170,6 +172,23 @@ static void extra_rank(int rank, int size, void *arg)
 		CHECK_OK(herd__k_fill(x, COUNT, HERD_FLOAT32, HERD_SUM, hr, hs, 13, NULL));
 		CHECK_OK(herd_comm_allreduce(half, x, x, COUNT, HERD_FLOAT32, HERD_SUM));
 		CHECK_INT(wrong_in(x, HERD_SUM, hs, 13), 0);
+	}
+	/* a grid's group: an NCCL communicator of its own, as a split's */
+	{
+		herd_grid_dim tp[1] = { { "tp", 1 } };
+		herd_comm_grid *g = NULL;
+		herd_comm *group = NULL;
+
+		tp[0].size = size;
+		CHECK_OK(herd_comm_grid_create(&g, comm, tp, 1, NULL));
+		CHECK_OK(herd_comm_grid_group(g, "tp", &group));
+		if (group != NULL) {
+			CHECK_OK(herd__k_fill(x, COUNT, HERD_FLOAT32, HERD_SUM, herd_comm_rank(group),
+					      size, 14, NULL));
+			CHECK_OK(herd_comm_allreduce(group, x, x, COUNT, HERD_FLOAT32, HERD_SUM));
+			CHECK_INT(wrong_in(x, HERD_SUM, size, 14), 0);
+		}
+		herd_comm_grid_free(g);
 	}
 	/* a context of the program's own, current during a call, stays current;
 	 * then the primary one again, which the kernels here use */

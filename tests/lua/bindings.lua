@@ -63,7 +63,10 @@ assert(grid:coords().tp == 0 and grid:ranks("tp")[1] == 0 and #grid:ranks("tp") 
 assert(grid:dims()[1].name == "tp" and grid:dims()[1].size == 1)
 assert(grid:explain():find("grid tp=1 over 1 ranks on 1 node", 1, true), grid:explain())
 assert(grid:group("tp"):size() == 1 and grid:group("tp"):allreduce(5) == 5)
-raises("no dimension zz (it has tp)", grid.group, grid, "zz")
+do
+  local none, msg, st = grid:group("zz")
+  assert(none == nil and st == "HERD_ENOTFOUND" and msg:find("no dimension zz (it has tp)", 1, true), msg)
+end
 raises("a rank of the grid", grid.ranks, grid, "tp", 5)
 raises("tp = string: a dimension is a short name and a whole number", comm.grid, comm, { tp = "x" })
 raises("a grid's keys are dimension names", comm.grid, comm, { 2 })

@@ -448,7 +448,6 @@ static json_t *json_rank(const herd_plan *plan, size_t i, int env)
 }
 
 static int print_grid(const herd_plan *plan, const struct alloc_args *a, json_t **doc);
-static int failure(herd_status st);
 
 static int print_plan_json(const herd_plan *plan, const struct alloc_args *a)
 {
@@ -494,117 +493,53 @@ static int print_plan_json(const herd_plan *plan, const struct alloc_args *a)
 
 /* ---- --grid: the planned ranks' parallel grid ---- */
 
-/* The plan's ranks' GPUs: rank r's first in the plan's GPU order. */
-struct plan_links {
-	const herd_plan *plan;
-	size_t *base;
-};
-
-/* The worst link between the GPUs of ranks a and b of the plan. */
-static int plan_link(void *arg, int a, int b, char code[HERD_GRID_LINK_LEN])
+/* A grid that does not fit the plan's ranks, refused before anything is printed. */
+static int check_grid(const herd_plan *plan, const struct alloc_args *a)
 {
-	const struct plan_links *p = arg;
-	const herd_plan_rank_info *ra = NULL, *rb = NULL;
-	int worst = -1;
+	herd_grid *g = NULL;
 
-	herd_plan_rank(p->plan, (size_t)a, &ra);
-	herd_plan_rank(p->plan, (size_t)b, &rb);
-	if (ra == NULL || rb == NULL || ra->node_rank != rb->node_rank)
-		return herd_grid_link_class(NULL, false, code);
-	for (size_t x = 0; x < ra->ngpus; x++)
-		for (size_t y = 0; y < rb->ngpus; y++) {
-			herd_link l;
-			char c[HERD_GRID_LINK_LEN];
-			int bad;
-
-			if (herd_plan_link(p->plan, p->base[a] + x, p->base[b] + y, &l) != HERD_OK)
-				continue;
-			bad = herd_grid_link_class(&l, true, c);
-			if (bad > worst) {
-				worst = bad;
-				memcpy(code, c, HERD_GRID_LINK_LEN);
-			}
-		}
-	return worst >= 0 ? worst : herd_grid_link_class(NULL, true, code);
+	if (herd_grid_create(&g, a->grid, a->ngrid, a->grid_order,
+			     (int)herd_plan_rank_count(plan), NULL) != HERD_OK)
+		return shell_usage_error("alloc", "--grid: %s", shell_last_error());
+	herd_grid_free(g);
+	return SHELL_EXIT_OK;
 }
 
-/* The grid of --grid over the plan's ranks, their nodes the plan's; a usage status when it does not fit. */
-static int make_grid(const herd_plan *plan, const struct alloc_args *a, herd_grid **g)
-{
-	int n = (int)herd_plan_rank_count(plan);
-	herd_grid_place *place = calloc((size_t)n + 1, sizeof(*place));
-	herd_status st;
-
-	*g = NULL;
-	if (place == NULL) {
-		shell_message(shell_command, "out of memory");
-		return SHELL_EXIT_FAILURE;
-	}
-	for (int r = 0; r < n; r++) {
-		const herd_plan_rank_info *ri = NULL;
-
-		place[r].node = herd_plan_rank(plan, (size_t)r, &ri) == HERD_OK ? ri->node_rank : 0;
-	}
-	st = herd_grid_create(g, a->grid, a->ngrid, a->grid_order, n, place);
-	free(place);
-	return st == HERD_OK ? SHELL_EXIT_OK
-	       : shell_usage_error("alloc", "--grid: %s", shell_last_error());
-}
-
-/*
- * The grid over the plan's ranks, explained (herd_grid_explain), its
- * warnings on stderr; with json, the object instead (*doc).
- */
+/* The grid over the plan's ranks (shell_grid_print); with json, into *doc. */
 static int print_grid(const herd_plan *plan, const struct alloc_args *a, json_t **doc)
 {
 	int n = (int)herd_plan_rank_count(plan), status;
-	size_t k = 0;
-	struct plan_links links = { plan, calloc((size_t)n + 1, sizeof(size_t)) };
 	const char **hosts = calloc((size_t)n + 1, sizeof(char *));
-	char *text = NULL, *warnings = NULL;
-	herd_grid *g = NULL;
-	herd_status st;
+	const herd_plan **plans = calloc((size_t)n + 1, sizeof(*plans));
+	size_t *index = calloc((size_t)n + 1, sizeof(size_t));
+	size_t *base = calloc((size_t)n + 1, sizeof(size_t)), k = 0;
+	shell_grid_ranks g = { n, hosts, plans, index, base };
 
-	if (links.base == NULL || hosts == NULL) {
-		free(links.base);
-		free(hosts);
+	if (hosts == NULL || plans == NULL || index == NULL || base == NULL) {
 		shell_message(shell_command, "out of memory");
-		return SHELL_EXIT_FAILURE;
+		status = SHELL_EXIT_FAILURE;
+		goto out;
 	}
 	for (int r = 0; r < n; r++) {
 		const herd_plan_rank_info *ri = NULL;
 
-		links.base[r] = k;
 		hosts[r] = "?";
+		plans[r] = plan;
+		index[r] = (size_t)r;
+		base[r] = k;
 		if (herd_plan_rank(plan, (size_t)r, &ri) == HERD_OK) {
 			k += ri->ngpus;
 			hosts[r] = ri->hostname;
 		}
 	}
-	status = make_grid(plan, a, &g);
-	if (status == SHELL_EXIT_OK) {
-		st = herd_grid_explain(g, hosts, plan_link, &links, doc != NULL, &text, &warnings);
-		if (st != HERD_OK)
-			status = failure(st);
-	}
-	if (status == SHELL_EXIT_OK) {
-		for (const char *p = warnings; *p != '\0';) {
-			size_t len = strcspn(p, "\n");
-
-			fprintf(stderr, "%s: warning: %.*s\n", shell_command, (int)len, p);
-			p += len + (p[len] == '\n');
-		}
-		if (doc != NULL && (*doc = json_loads(text, 0, NULL)) == NULL) {
-			shell_message(shell_command, "out of memory");
-			status = SHELL_EXIT_FAILURE;
-		} else if (doc == NULL)
-			printf("\n%s", text);
-	}
-	herd_grid_free(g);
-	free(text);
-	free(warnings);
-	free(links.base);
+	if (doc == NULL)
+		printf("\n");
+	status = shell_grid_print("alloc", "--grid: %s", a->grid, a->ngrid, a->grid_order, &g, doc);
+out:
 	free(hosts);
+	free(plans);
+	free(index);
+	free(base);
 	return status;
 }
 
@@ -653,15 +588,8 @@ int cmd_alloc(int argc, char **argv)
 		status = failure(st);
 		goto out;
 	}
-	if (a.ngrid > 0) {
-		/* A grid that does not fit is refused before anything is printed. */
-		herd_grid *g = NULL;
-
-		status = make_grid(plan, &a, &g);
-		herd_grid_free(g);
-		if (status != SHELL_EXIT_OK)
-			goto out;
-	}
+	if (a.ngrid > 0 && (status = check_grid(plan, &a)) != SHELL_EXIT_OK)
+		goto out;
 	for (size_t i = 0; i < herd_plan_warning_count(plan); i++) {
 		const char *w = NULL;
 

@@ -60,6 +60,13 @@ static const char usage_text[] =
 	"                          srun --exclude; the nodes of herd exclude's list\n"
 	"                          are always left out\n"
 	"  --gpus-per-rank G       lease and bind G GPUs per rank\n"
+	"  --grid SPEC             print the parallel grid the ranks would get\n"
+	"                          (tp=4,pp=2; herd_comm_grid_create's layout, the\n"
+	"                          worst link of each group, --gpus-per-rank planned\n"
+	"                          on this node's inventory for every node) and run\n"
+	"                          nothing\n"
+	"  --grid-order ORDER      its dimensions' order, innermost first (default\n"
+	"                          Megatron's tp-cp-ep-dp-pp)\n"
 	"  --restarts R            restart the whole job up to R times after a failure\n"
 	"                          (not after a signal to herd launch or the time limit)\n"
 	"  --ckpt-peers K          keep K copies of each rank's checkpoint data in\n"
@@ -151,7 +158,7 @@ enum {
 	OPT_CKPT_PEERS,
 	OPT_LOG_DIR, OPT_TIMEOUT, OPT_START_TIMEOUT, OPT_GRACE, OPT_PREFIX, OPT_NO_PREFIX,
 	OPT_ENV, OPT_SUMMARY, OPT_STANDALONE, OPT_TAG_OUTPUT, OPT_NO_PYTHON, OPT_MONITOR,
-	OPT_MONITOR_PERIOD, OPT_MONITOR_OUT, OPT_EXCLUDE, OPT_HEALTH
+	OPT_MONITOR_PERIOD, OPT_MONITOR_OUT, OPT_EXCLUDE, OPT_HEALTH, OPT_GRID, OPT_GRID_ORDER
 };
 
 static const char short_options[] = "+n:N:w:t:ulh";
@@ -174,6 +181,8 @@ static const struct option options[] = {
 	{ "health-check", optional_argument, NULL, OPT_HEALTH },
 	{ "gpus-per-rank", required_argument, NULL, OPT_GPUS },
 	{ "gpus-per-task", required_argument, NULL, OPT_GPUS },
+	{ "grid", required_argument, NULL, OPT_GRID },
+	{ "grid-order", required_argument, NULL, OPT_GRID_ORDER },
 	{ "restarts", required_argument, NULL, OPT_RESTARTS },
 	{ "max-restarts", required_argument, NULL, OPT_RESTARTS },
 	{ "ckpt-peers", required_argument, NULL, OPT_CKPT_PEERS },
@@ -687,6 +696,9 @@ struct launch_args {
 	bool monitor;          /* --monitor, --monitor-out */
 	int monitor_ms;        /* --monitor-period; 0: the default */
 	const char *monitor_out;
+	herd_grid_dim grid[HERD_GRID_MAX_DIMS];  /* --grid: print it, run nothing */
+	size_t ngrid;
+	const char *grid_order;
 };
 
 /*
@@ -775,6 +787,13 @@ static int parse_args(shell_args *a, herd_job_spec *spec, struct env_list *e,
 			break;
 		case OPT_EXCLUDE:
 			spec->exclude = optarg;
+			break;
+		case OPT_GRID:
+			if (herd_grid_parse(optarg, la->grid, HERD_GRID_MAX_DIMS, &la->ngrid) != HERD_OK)
+				return usage_error("--grid: %s", shell_last_error());
+			break;
+		case OPT_GRID_ORDER:
+			la->grid_order = optarg;
 			break;
 		case OPT_HEALTH:
 			if (optarg == NULL)
@@ -941,6 +960,102 @@ static int parse_args(shell_args *a, herd_job_spec *spec, struct env_list *e,
 	return 0;
 }
 
+/* ---- --grid ---------------------------------------------------------------- */
+
+/*
+ * Each rank's GPUs where --gpus-per-rank is given: planned, as each node
+ * plans its own ranks' (herd launch leases them the same way), on this
+ * node's inventory (HERD_INVENTORY, else this node) taken for every
+ * node's; a plan per number of ranks on a node.  -1 after saying why when
+ * they cannot be planned, as the launch would fail.
+ */
+static int grid_gpus(const herd_job_spec *spec, shell_grid_ranks *g, herd_plan **plans,
+		     const herd_plan **plan, size_t *index, size_t *base)
+{
+	herd_cluster *cluster = NULL;
+	int rc = 0;
+
+	if (spec->gpus_per_rank <= 0)
+		return 0;
+	if (herd_cluster_discover(&cluster, NULL) != HERD_OK) {
+		fprintf(stderr, "herd launch: --grid: GPUs for the ranks: %s\n", shell_last_error());
+		return -1;
+	}
+	for (int r = 0; r < g->n && rc == 0; r++) {
+		int k = 0, local = 0;
+
+		for (int q = 0; q < g->n; q++)
+			if (strcmp(g->hosts[q], g->hosts[r]) == 0) {
+				local += q < r;
+				k++;
+			}
+		if (plans[k] == NULL) {
+			herd_alloc_request req = HERD_ALLOC_REQUEST_INIT;
+			herd_alloc_opts ao = HERD_ALLOC_OPTS_INIT;
+
+			req.gpus_per_rank = spec->gpus_per_rank;
+			req.gpus = spec->gpus_per_rank * k;
+			req.link = HERD_ALLOC_LINK_SAME_NODE;
+			ao.plan_only = true;
+			if (herd_alloc(&plans[k], cluster, &req, &ao) != HERD_OK) {
+				fprintf(stderr, "herd launch: --grid: %d GPUs for %d ranks on %s: %s\n",
+					req.gpus, k, g->hosts[r], shell_last_error());
+				rc = -1;
+				continue;
+			}
+		}
+		plan[r] = plans[k];
+		index[r] = (size_t)local;
+		base[r] = (size_t)local * (size_t)spec->gpus_per_rank;
+	}
+	g->plan = plan;
+	g->index = index;
+	g->base = base;
+	herd_cluster_free(cluster);
+	return rc;
+}
+
+/* herd launch --grid: the grid the job's ranks would get; nothing runs. */
+static int print_launch_grid(const herd_job_spec *spec, const struct launch_args *la)
+{
+	char **hosts = NULL, msg[2048];
+	herd_plan **plans = NULL;
+	const herd_plan **plan = NULL;
+	size_t *index = NULL, *base = NULL;
+	shell_grid_ranks g = { 0 };
+	int n = 0, status = LAUNCH_EXIT_OWN;
+
+	if (herd_job_place(spec, &hosts, &n) != HERD_OK) {
+		fprintf(stderr, "herd launch: %s\n", in_options(herd_last_error(), spec, msg,
+								sizeof(msg)));
+		return LAUNCH_EXIT_OWN;
+	}
+	g.n = n;
+	g.hosts = (const char **)hosts;
+	plans = calloc((size_t)n + 1, sizeof(*plans));
+	plan = calloc((size_t)n + 1, sizeof(*plan));
+	index = calloc((size_t)n + 1, sizeof(*index));
+	base = calloc((size_t)n + 1, sizeof(*base));
+	if (plans == NULL || plan == NULL || index == NULL || base == NULL) {
+		fprintf(stderr, "herd launch: out of memory\n");
+		goto out;
+	}
+	if (grid_gpus(spec, &g, plans, plan, index, base) != 0)
+		goto out;
+	if (shell_grid_print("launch", "--grid: %s", la->grid, la->ngrid, la->grid_order, &g,
+			     NULL) == SHELL_EXIT_OK)
+		status = SHELL_EXIT_OK;
+out:
+	for (int k = 0; plans != NULL && k <= n; k++)
+		herd_plan_free(plans[k]);
+	free(plans);
+	free(plan);
+	free(index);
+	free(base);
+	free(hosts);
+	return status;
+}
+
 /* Whether host is among v[0..n) or names[0..nnames). */
 static bool excluded(const char *host, const herd_exclude_entry *v, size_t n, char **names,
 		     size_t nnames)
@@ -1071,6 +1186,10 @@ int cmd_launch(int argc, char **argv)
 	spec.argv = cmd;
 	spec.env = extra.v;
 	spec.output = herd_job_output_stdio;
+	if (la.ngrid > 0) {
+		status = print_launch_grid(&spec, &la);
+		goto out;
+	}
 	/* The monitor's directory and sampler before the job: a run is not
 	 * lost to a report that cannot be made. */
 	if (la.monitor_out != NULL && shell_monitor_prepare_dir(la.monitor_out) != 0)

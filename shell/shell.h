@@ -15,7 +15,9 @@
 
 #include "herd/cluster.h"
 #include "herd/comm.h"
+#include "herd/grid.h"
 #include "herd/job.h"
+#include "herd/plan.h"
 #include "herd/serve.h"
 
 /* Exit statuses of the herd program. */
@@ -280,6 +282,30 @@ struct json_t *shell_json_str(const char *s);
  * and read, or -1 after saying on stderr, as pname, why there is none.
  */
 int shell_signals_catch(const char *pname, const int *sigs, size_t n);
+
+/* Grids (shell/grid_print.c). */
+
+/* The ranks of a planned job: rank r on hosts[r]; where GPUs are planned
+ * (plan not NULL), plan[r] holds its GPUs (NULL: none known), as its rank
+ * index[r], the first of them at base[r] in the plan's GPU order. */
+typedef struct shell_grid_ranks {
+	int n;
+	const char **hosts;
+	const herd_plan **plan;
+	const size_t *index, *base;
+} shell_grid_ranks;
+
+/*
+ * The grid of dims[0..nd) in order over g's ranks, laid as
+ * herd_comm_grid_create lays a running job's (node by node, NVLink set by
+ * set) and explained (herd_grid_explain) on stdout, its warnings on stderr
+ * ("herd CMD: warning: ..."); with doc, the JSON object into *doc instead
+ * of the text.  A grid that does not fit is a usage error, fmt ("--grid:
+ * %s") saying it.  Returns the exit status.
+ */
+struct json_t;
+int shell_grid_print(const char *cmd, const char *fmt, const herd_grid_dim *dims, size_t nd,
+		     const char *order, const shell_grid_ranks *g, struct json_t **doc);
 
 /* Command lines (shell/options.c). */
 

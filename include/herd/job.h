@@ -362,6 +362,18 @@ typedef struct herd_job_rank_status {
 } herd_job_rank_status;
 
 /*
+ * Where herd_job_launch would place spec's ranks, starting nothing and
+ * reaching no node: the nodes as the launch resolves them (the hostlist,
+ * the hostfile, the Slurm allocation's, this node; excluded nodes left
+ * out; an elastic job's first max_nodes), the ranks on them as the launch
+ * places them.  *hosts: one block from malloc (free it with free), rank
+ * r's host at hosts[r]; *nranks its length.  The launch's errors before
+ * it starts anything: a bad spec, a malformed hostlist or hostfile, no
+ * Slurm allocation, more ranks than slots.
+ */
+HERD_EXTERN herd_status herd_job_place(const herd_job_spec *spec, char ***hosts, int *nranks);
+
+/*
  * Starts a job and returns once every rank has been started, or fails:
  * HERD_EINVAL for a bad spec (the message names the field), HERD_EFORMAT for
  * a malformed hostlist or hostfile (line and column), HERD_ENORESOURCE for

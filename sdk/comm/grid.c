@@ -55,8 +55,8 @@ herd_status herd_grid_parse(const char *text, herd_grid_dim *dims, size_t max, s
 		size = strtol(eq + 1, &end, 10);
 		if (end == eq + 1 || end != p + len || size < 1 || size > 1 << 24)
 			return herd__error(HERD_EINVAL, "grid \"%s\": the size of %.*s is \"%.*s\"; "
-					   "expected a whole number of 1 or more", text,
-					   (int)(eq - p), p, (int)(p + len - eq - 1), eq + 1);
+					   "expected a whole number from 1 to %d", text,
+					   (int)(eq - p), p, (int)(p + len - eq - 1), eq + 1, 1 << 24);
 		if (*ndims == max)
 			return herd__error(HERD_EINVAL, "grid \"%s\": more than %zu dimensions", text,
 					   max);
@@ -203,11 +203,18 @@ static herd_status complete_dims(herd_grid *g, const herd_grid_dim *dims, size_t
 		product = nranks;
 	}
 	g->ndims = k;
-	if (product != nranks)
-		return herd__error(HERD_EINVAL, "grid %s multiplies to %lld ranks; the job has %d%s",
-				   names, product, nranks, has_dp || dp_at < 0 ? ""
-				   : " (and dp cannot make up the rest: it does not divide)");
-	return HERD_OK;
+	if (product == nranks)
+		return HERD_OK;
+	if (product > nranks || has_dp)
+		return herd__error(HERD_EINVAL, "grid %s multiplies to %lld ranks; the job has %d",
+				   names, product, nranks);
+	if (dp_at < 0)
+		return herd__error(HERD_EINVAL, "grid %s multiplies to %lld ranks; the job has %d "
+				   "(and the order %s names no dp to make up the rest)", names,
+				   product, nranks, order);
+	return herd__error(HERD_EINVAL, "grid %s multiplies to %lld ranks; the job has %d (and dp "
+			   "cannot make up the rest: %d is not a multiple of %lld)", names, product,
+			   nranks, nranks, product);
 }
 
 /* Whether ranks a and b are in one node (sets: and one set). */

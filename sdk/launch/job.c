@@ -2800,6 +2800,66 @@ herd_status herd__launch_new_id(char *id, size_t cap)
 	return HERD_OK;
 }
 
+herd_status herd_job_place(const herd_job_spec *spec, char ***hosts, int *nranks)
+{
+	const herd__launch_backend *backend = NULL;
+	herd__launch_node *nodes = NULL;
+	size_t n = 0, bytes = 0;
+	char left_out[1024], **block, *p;
+	int count;
+	herd_status st;
+
+	if (hosts == NULL || nranks == NULL)
+		return herd__error(HERD_EINVAL, "herd_job_place: hosts or nranks is NULL");
+	*hosts = NULL;
+	*nranks = 0;
+	HERD_CHECK(check_spec(spec));
+	HERD_CHECK(herd__launch_backend_for(spec->where, &backend));
+	HERD_CHECK(backend->resolve(spec, &nodes, &n));
+	HERD_CHECK_GOTO(herd__exclude_filter(&nodes, &n, spec->exclude, left_out,
+					     sizeof(left_out)), st, out);
+	if (n == 0) {
+		st = herd__error(HERD_EUNAVAIL, "every node is excluded: %s (herd exclude ls lists "
+				 "them)", left_out);
+		goto out;
+	}
+	if (spec->max_nodes > 0) {
+		if (n < (size_t)spec->min_nodes) {
+			st = herd__error(HERD_ENORESOURCE, "herd_job_spec.min_nodes is %d, but the "
+					 "job has %zu node%s", spec->min_nodes, n, n == 1 ? "" : "s");
+			goto out;
+		}
+		for (size_t i = (size_t)spec->max_nodes; i < n; i++) {
+			free(nodes[i].host);
+			nodes[i].host = NULL;
+		}
+		n = n < (size_t)spec->max_nodes ? n : (size_t)spec->max_nodes;
+	}
+	count = spec->max_nodes > 0 ? spec->per_node * (int)n : spec->nranks;
+	HERD_CHECK_GOTO(herd__launch_place(nodes, &n, count, spec->per_node), st, out);
+	for (size_t i = 0; i < n; i++)
+		bytes += (size_t)nodes[i].nranks * (strlen(nodes[i].host) + 1);
+	block = malloc((size_t)count * sizeof(char *) + bytes);
+	if (block == NULL) {
+		st = herd__error(HERD_ENOMEM, "out of memory for %d ranks' hosts", count);
+		goto out;
+	}
+	p = (char *)(block + count);
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; k < nodes[i].nranks; k++) {
+			size_t len = strlen(nodes[i].host) + 1;
+
+			block[nodes[i].ranks[k]] = memcpy(p, nodes[i].host, len);
+			p += len;
+		}
+	*hosts = block;
+	*nranks = count;
+	st = HERD_OK;
+out:
+	herd__launch_nodes_free(nodes, n);
+	return st;
+}
+
 /* herd_job_launch, or with member_id a service's replica (launch_internal.h). */
 static herd_status launch(herd_job **out, const herd_job_spec *spec, const char *member_id)
 {

@@ -197,6 +197,6 @@ out=$("$HERD" alloc --inventory $dgx -g 8 --grid tp=3 2>&1); rc=$?
 [[ $(wc -l <<<"$out") == 2 ]] || fail "tp=3 of 8 printed more than its error: $out"
 has "$out" "herd alloc: --grid: grid tp=3 multiplies to 3 ranks; the job has 8"
 out=$("$HERD" alloc --inventory $dgx -g 8 --grid tp=0 2>&1); rc=$?
-[[ $rc == 2 ]] && has "$out" "the size of tp is \"0\"; expected a whole number of 1 or more" \
+[[ $rc == 2 ]] && has "$out" "the size of tp is \"0\"; expected a whole number from 1 to 16777216" \
 	|| fail "tp=0: $rc: $out"
 echo "alloc.sh: ok"

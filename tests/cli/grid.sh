@@ -55,3 +55,33 @@ done
 # dp inside tp: a tp group is every other rank.
 has "$out" ":0] rank 0: ranks 0,2"
 has "$out" ":1] rank 1: ranks 1,3"
+
+# herd launch --grid: the grid the job would get, and nothing runs.
+out=$("$HERD" launch -n 8 --hosts 'h[1-2]' --per-node 4 --grid tp=4,pp=2 -- touch "$tmp/ran" 2>&1) \
+	|| fail "launch --grid: $out"
+[[ -e $tmp/ran ]] && fail "launch --grid ran the command"
+grep -qE '^tp +4 +2 +SHM +ranks 0-3 on h1$' <<<"$out" || fail "launch --grid, tp: $out"
+grep -qE '^pp +2 +4 +NET +ranks 0,4 on h1,h2$' <<<"$out" || fail "launch --grid, pp: $out"
+grep -qE '^7 +h2 +3 +1$' <<<"$out" || fail "launch --grid, rank 7: $out"
+# GPUs planned on the recorded DGX H100 for each node: tp on NV18, pp across
+dgx=tests/fixtures/inventory/dgx-h100.json
+out=$(HERD_INVENTORY=$dgx "$HERD" launch -n 32 --hosts 'dgx[1-4]' --per-node 8 --gpus-per-rank 1 \
+	--grid tp=8,pp=2 -- true 2>&1) || fail "launch --grid on DGX H100s: $out"
+has "$out" "grid tp=8 x dp=2 x pp=2 over 32 ranks on 4 nodes (innermost first)"
+grep -qE '^tp +8 +4 +NV18 +ranks 0-7 on dgx1$' <<<"$out" || fail "DGX tp: $out"
+grep -qE '^pp +2 +16 +NET +ranks 0,16 on dgx1,dgx3$' <<<"$out" || fail "DGX pp: $out"
+out=$(HERD_INVENTORY=$dgx "$HERD" launch -n 16 --hosts 'dgx[1-2]' --per-node 8 --gpus-per-rank 2 \
+	--grid tp=4 -- true 2>&1); rc=$?
+[[ $rc == 125 ]] || fail "16 ranks of 2 GPUs on 8-GPU nodes: exit $rc: $out"
+[[ $out == "herd launch: --grid: 16 GPUs for 8 ranks on dgx1: "* ]] || fail "too many GPUs: $out"
+# an elastic job: its first MAX nodes, --per-node each
+out=$("$HERD" launch --nodes 2-3 --per-node 2 --hosts 'e[1-4]' --grid tp=2 -- true 2>&1) \
+	|| fail "elastic --grid: $out"
+has "$out" "grid tp=2 x dp=3 over 6 ranks on 3 nodes (innermost first)"
+out=$("$HERD" launch -n 8 --hosts 'h[1-2]' --per-node 4 --grid tp=8 -- true 2>&1) || fail "tp=8: $out"
+has "$out" "herd launch: warning: tp group 0 (ranks 0-7) spans h1,h2: its links are NET, not a node's"
+out=$("$HERD" launch -n 8 --grid tp=3 -- true 2>&1); rc=$?
+[[ $rc == 125 ]] || fail "launch --grid tp=3: exit $rc: $out"
+has "$out" "herd launch: --grid: grid tp=3 multiplies to 3 ranks; the job has 8 (and dp cannot make up the rest: 8 is not a multiple of 3)"
+out=$("$HERD" launch -n 8 --grid tp=2,xx=2 -- true 2>&1) && fail "xx: $out"
+has "$out" "grid: xx is not a dimension of the order tp-cp-ep-dp-pp"

@@ -507,7 +507,7 @@ static herd_status explain(explainer *x, herd__text *out, json_t *doc, herd__tex
 
 			herd_grid_group(g, d, r, x->ranks, &group);
 			if (x->ranks[0] != r)
-				continue;   /* each group once, at its first rank */
+				continue;   /* each group once, at its rank of coordinate 0 */
 			bad = group_link(x, x->ranks, dim->size, code);
 			rt.len = ht.len = 0;
 			group_words(x, x->ranks, dim->size, &rt, &ht);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Parallelism grids across two hosts of four ranks each (network and UTS
 # namespaces, tests/harness/netns.sh): tp=4 stays on each host (shared
-# memory) and dp goes across (NET), and the TP x DP block matches one
+# memory) and dp goes across (NET), and the TP x DP block (C and Lua) matches one
 # rank; the 1F1B pipeline's two stages go across the hosts (pp NET, dp on
 # each host) and match one rank; a tp of 8 is warned of, naming its
 # group and hosts, and still computes right; every order of tp=2,pp=2,dp=2
@@ -60,3 +60,6 @@ if herd.rank == 0 then print("every order: ok") end
 LUA
 out=$(launch -- "$HERD" "$tmp/orders.lua") || fail "every order across the hosts exited $?: $out"
 has "$out" "[h1:0] every order: ok"
+out=$(launch -- "$HERD" "$PWD/examples/lua/grid_tp_dp.lua" 4) || fail "grid_tp_dp.lua across the hosts exited $?: $out"
+has "$out" "[h1:0] tp           4       2  SHM        ranks 0-3 on h1"
+has "$out" "[h1:0] tp=4 x dp=2: after 4 steps every weight is within "

@@ -275,8 +275,8 @@ static herd_status find_dim(const herd_comm_grid *g, const char *name, const cha
 		return herd__error(HERD_EINVAL, "%s: g or name is NULL", fn);
 	HERD_CHECK(herd_grid_find(g->layout, name, d));
 	if (g->taken[*d])
-		return herd__error(HERD_ENOTFOUND, "%s: the %s group was taken out of the grid "
-				   "(herd_comm_grid_take)", fn, name);
+		return herd__error(HERD_ENOTFOUND, "the grid's %s group was taken out of it: the "
+				   "caller that took it holds it", name);
 	return HERD_OK;
 }
 

@@ -256,7 +256,7 @@ static void bad_rank(int rank, int size, void *arg)
 	CHECK_OK(herd_comm_grid_create(&g, comm, two, 1, NULL));
 	CHECK_OK(herd_comm_grid_take(g, "tp", &tp));
 	CHECK_ERR(herd_comm_grid_group(g, "tp", &(herd_comm *){ NULL }), HERD_ENOTFOUND,
-		  "the tp group was taken out");
+		  "the grid's tp group was taken out of it");
 	CHECK_ERR(herd_comm_grid_group(g, "pp", &(herd_comm *){ NULL }), HERD_ENOTFOUND,
 		  "no dimension pp (it has tp, dp)");
 	herd_comm_grid_free(g);

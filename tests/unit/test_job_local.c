@@ -956,7 +956,9 @@ static void test_job_log_dir_gets_per_rank_files(void)
  */
 static void test_job_elastic_spec_and_a_node_blamed_twice(void)
 {
-	const char *argv[] = { "sh", "-c", "echo $HERD_RANK of $HERD_WORLD_SIZE; exit 3", NULL };
+	/* Rank 0 fails first, so that it is the one blamed (rank 1 is then stopped). */
+	const char *argv[] = { "sh", "-c", "echo $HERD_RANK of $HERD_WORLD_SIZE; "
+			       "[ $HERD_RANK = 0 ] || sleep 2; exit 3", NULL };
 	char list[64];
 	herd_job_spec spec = HERD_JOB_SPEC_INIT;
 	herd_job_node_status n;

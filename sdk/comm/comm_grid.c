@@ -11,6 +11,7 @@
 
 #include "base.h"
 #include "comm/core.h"
+#include "comm/grid_internal.h"
 #include "herd/alloc.h"
 #include "herd/cluster.h"
 #include "herd/grid.h"
@@ -131,36 +132,64 @@ static herd_status agree(const grid_record *all, int size)
 	return HERD_OK;
 }
 
-/* Each rank's place: its host's number, and its NVLink set there. */
-static void find_places(const grid_links *x, int size, herd_grid_place *place)
+/* Whether ranks a and b of one host have GPUs that NVLink joins (or one GPU). */
+static bool nvlinked(const grid_links *x, int a, int b)
+{
+	const grid_record *ra = &x->rec[a], *rb = &x->rec[b];
+
+	return ra->gpu >= 0 && rb->gpu >= 0 && rb->gpu < ra->ngpus &&
+	       (ra->gpu == rb->gpu || ra->kind[rb->gpu] == HERD_LINK_NVLINK);
+}
+
+/*
+ * Each rank's place: its host, and its NVLink set there, named by its
+ * smallest rank (-1: the ranks whose GPU is not known).  order: the ranks
+ * host by host (herd__grid_hosts); the sets are found within each host.
+ */
+static void find_places(const grid_links *x, int size, const int *order,
+			herd_grid_place *place)
 {
 	for (int r = 0; r < size; r++) {
 		place[r].node = x->node[r];
-		place[r].nvset = x->rec[r].gpu >= 0 ? r : -1;   /* -1: one set of the unknown */
+		place[r].nvset = x->rec[r].gpu >= 0 ? r : -1;
 	}
-	/* Union by the smaller: a set is named by its smallest rank. */
-	for (bool changed = true; changed;) {
-		changed = false;
-		for (int a = 0; a < size; a++)
-			for (int b = a + 1; b < size; b++) {
-				const grid_record *ra = &x->rec[a];
-				int lo, hi;
+	for (int s = 0, e; s < size; s = e) {
+		for (e = s + 1; e < size && x->node[order[e]] == x->node[order[s]]; e++)
+			;
+		/* A host's ranks: join the sets of every linked pair. */
+		for (int i = s; i < e; i++)
+			for (int j = i + 1; j < e; j++) {
+				int a = order[i], b = order[j], lo, hi;
 
-				if (x->node[a] != x->node[b] || ra->gpu < 0 || x->rec[b].gpu < 0 ||
-				    x->rec[b].gpu >= ra->ngpus ||
-				    (ra->gpu != x->rec[b].gpu &&
-				     ra->kind[x->rec[b].gpu] != HERD_LINK_NVLINK))
+				if (!nvlinked(x, a, b) || place[a].nvset == place[b].nvset)
 					continue;
 				lo = place[a].nvset < place[b].nvset ? place[a].nvset : place[b].nvset;
 				hi = place[a].nvset < place[b].nvset ? place[b].nvset : place[a].nvset;
-				if (lo == hi)
-					continue;
-				for (int r = 0; r < size; r++)
-					if (place[r].nvset == hi)
-						place[r].nvset = lo;
-				changed = true;
+				for (int k = s; k < e; k++)
+					if (place[order[k]].nvset == hi)
+						place[order[k]].nvset = lo;
 			}
 	}
+}
+
+/* Ranks of a host that each see every GPU claim the same first one: which
+ * each uses is not known then.  order: the ranks host by host. */
+static void forget_shared_gpus(grid_record *all, const int *node, const int *order, int size,
+			       int *shared)
+{
+	for (int r = 0; r < size; r++)
+		shared[r] = 0;
+	for (int s = 0, e; s < size; s = e) {
+		for (e = s + 1; e < size && node[order[e]] == node[order[s]]; e++)
+			;
+		for (int i = s; i < e; i++)
+			for (int j = i + 1; j < e; j++)
+				if (all[order[i]].gpu >= 0 && all[order[i]].gpu == all[order[j]].gpu)
+					shared[order[i]] = shared[order[j]] = 1;
+	}
+	for (int r = 0; r < size; r++)
+		if (shared[r])
+			all[r].gpu = -1;
 }
 
 /* The explanation, and its warnings said at rank 0. */
@@ -194,7 +223,7 @@ herd_status herd_comm_grid_create(herd_comm_grid **out, herd_comm *comm,
 	grid_record mine, *all = NULL;
 	herd_grid_place *place = NULL;
 	const char **hosts = NULL;
-	int *node = NULL, *ranks = NULL, size, rank;
+	int *node = NULL, *ranks = NULL, *byhost = NULL, size, rank, nhosts = 0;
 	grid_links x;
 	herd_status st;
 
@@ -213,30 +242,16 @@ herd_status herd_comm_grid_create(herd_comm_grid **out, herd_comm *comm,
 	HERD_CHECK_GOTO(herd__calloc(&hosts, (size_t)size, sizeof(char *), "a grid"), st, out);
 	HERD_CHECK_GOTO(herd__calloc(&place, (size_t)size, sizeof(*place), "a grid"), st, out);
 	HERD_CHECK_GOTO(herd__calloc(&ranks, (size_t)size, sizeof(int), "a grid"), st, out);
+	HERD_CHECK_GOTO(herd__calloc(&byhost, (size_t)size, sizeof(int), "a grid"), st, out);
 	HERD_CHECK_GOTO(herd_comm_allgather(comm, &mine, all, sizeof(mine), HERD_UINT8), st, out);
 	HERD_CHECK_GOTO(agree(all, size), st, out);
-	for (int r = 0, n = 0; r < size; r++) {
-		int q;
-
+	for (int r = 0; r < size; r++)
 		herd_comm_host(comm, r, &hosts[r]);
-		for (q = 0; q < r && strcmp(hosts[q], hosts[r]) != 0; q++)
-			;
-		node[r] = q == r ? n++ : node[q];
-	}
-	/* Ranks of a host that each see every GPU claim the same first one:
-	 * which each uses is not known then. */
-	for (int a = 0; a < size; a++) {
-		ranks[a] = 0;   /* scratch here: whether another rank claims its GPU */
-		for (int b = 0; b < size; b++)
-			ranks[a] |= b != a && node[a] == node[b] && all[a].gpu >= 0 &&
-				    all[a].gpu == all[b].gpu;
-	}
-	for (int a = 0; a < size; a++)
-		if (ranks[a])
-			all[a].gpu = -1;
+	HERD_CHECK_GOTO(herd__grid_hosts(hosts, size, node, byhost, &nhosts), st, out);
+	forget_shared_gpus(all, node, byhost, size, ranks);   /* ranks: scratch here */
 	x.rec = all;
 	x.node = node;
-	find_places(&x, size, place);
+	find_places(&x, size, byhost, place);
 	HERD_CHECK_GOTO(herd__calloc(&g, 1, sizeof(*g), "a grid"), st, out);
 	HERD_CHECK_GOTO(herd_grid_create(&g->layout, dims, ndims, order, size, place), st, out);
 	for (size_t d = 0; d < herd_grid_ndims(g->layout); d++) {
@@ -258,6 +273,7 @@ out:
 	free(all);
 	free(node);
 	free(ranks);
+	free(byhost);
 	free(hosts);
 	free(place);
 	return st;

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "base.h"
+#include "comm/grid_internal.h"
 #include "herd/grid.h"
 
 struct herd_grid {
@@ -391,6 +392,64 @@ herd_status herd_grid_group(const herd_grid *grid, size_t d, int rank, int *rank
 	return HERD_OK;
 }
 
+/* ---- hosts ------------------------------------------------------------------ */
+
+typedef struct host_rank {
+	const char *host;
+	int rank;
+} host_rank;
+
+static int by_host_then_rank(const void *a, const void *b)
+{
+	const host_rank *x = a, *y = b;
+	int c = strcmp(x->host, y->host);
+
+	return c != 0 ? c : (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int by_first_rank(const void *a, const void *b)
+{
+	const int *x = a, *y = b;
+
+	return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+herd_status herd__grid_hosts(const char *const *hosts, int n, int *node, int *order,
+			     int *nhosts)
+{
+	host_rank *v = NULL;
+	int *spans = NULL, nspans = 0, at = 0;
+
+	HERD_CHECK(herd__calloc(&v, (size_t)n + 1, sizeof(*v), "a grid's hosts"));
+	if (herd__calloc(&spans, 2 * (size_t)n + 2, sizeof(int), "a grid's hosts") != HERD_OK) {
+		free(v);
+		return HERD_ENOMEM;
+	}
+	for (int r = 0; r < n; r++)
+		v[r] = (host_rank){ hosts[r], r };
+	qsort(v, (size_t)n, sizeof(*v), by_host_then_rank);
+	/* Each host's run: its smallest rank and where the run starts. */
+	for (int i = 0; i < n; i++) {
+		if (i == 0 || strcmp(v[i].host, v[i - 1].host) != 0) {
+			spans[2 * nspans] = v[i].rank;
+			spans[2 * nspans + 1] = i;
+			nspans++;
+		}
+		node[v[i].rank] = spans[2 * (nspans - 1)];
+	}
+	if (order != NULL) {
+		qsort(spans, (size_t)nspans, 2 * sizeof(int), by_first_rank);
+		for (int k = 0; k < nspans; k++)
+			for (int i = spans[2 * k + 1]; i < n && v[i].rank >= 0 &&
+			     node[v[i].rank] == spans[2 * k]; i++)
+				order[at++] = v[i].rank;
+	}
+	*nhosts = nspans;
+	free(v);
+	free(spans);
+	return HERD_OK;
+}
+
 /* ---- explanation ---------------------------------------------------------- */
 
 #define NET_BADNESS 100000
@@ -608,13 +667,7 @@ herd_status herd_grid_explain(const herd_grid *grid, const char *const *hosts,
 	HERD_CHECK_GOTO(herd__calloc(&x.ranks, (size_t)maxsize, sizeof(int), "a grid"), st, out);
 	HERD_CHECK_GOTO(herd__calloc(&x.node, (size_t)grid->nranks, sizeof(int), "a grid"), st,
 			out);
-	for (int r = 0; r < grid->nranks; r++) {
-		int q;
-
-		for (q = 0; q < r && strcmp(hosts[q], hosts[r]) != 0; q++)
-			;
-		x.node[r] = q == r ? x.nnodes++ : x.node[q];
-	}
+	HERD_CHECK_GOTO(herd__grid_hosts(hosts, grid->nranks, x.node, NULL, &x.nnodes), st, out);
 	if (json && (doc = json_object()) == NULL) {
 		st = herd__error(HERD_ENOMEM, "out of memory for a grid's explanation");
 		goto out;

@@ -3,10 +3,12 @@
  * over ranks taken node by node, checked against a reference enumeration
  * for every order of the dimensions on 8 and 12 ranks (one node, nodes of
  * 4 in rank order, nodes whose ranks interleave), the groups along each
- * dimension, dp made up where it is missing, and every bad grid refused
- * by name.
+ * dimension, dp made up where it is missing, every bad grid refused by
+ * name, and ranks grouped by host.
  */
 #include "test.h"
+
+#include "comm/grid_internal.h"
 
 /* The ranks node by node, as the grid must take them. */
 static void node_order(int n, const int *node, int *order)
@@ -220,11 +222,27 @@ static void test_bad_grids(void)
 	herd_grid_free(g);
 }
 
+/* The hosts of ranks: each numbered by its smallest rank, the ranks host by host. */
+static void test_hosts_grouped(void)
+{
+	const char *hosts[7] = { "b", "a", "b", "c", "a", "b", "c" };
+	int node[7], order[7], n = 0;
+	const int want_node[7] = { 0, 1, 0, 3, 1, 0, 3 }, want_order[7] = { 0, 2, 5, 1, 4, 3, 6 };
+
+	CHECK_OK(herd__grid_hosts(hosts, 7, node, order, &n));
+	CHECK_INT(n, 3);
+	for (int r = 0; r < 7; r++) {
+		CHECK_INT(node[r], want_node[r]);
+		CHECK_INT(order[r], want_order[r]);
+	}
+}
+
 int main(void)
 {
 	TEST_RUN(test_every_order);
 	TEST_RUN(test_inner_on_a_node);
 	TEST_RUN(test_dp_made_up);
 	TEST_RUN(test_bad_grids);
+	TEST_RUN(test_hosts_grouped);
 	return TEST_DONE();
 }

@@ -19,6 +19,7 @@
  *   herd/device.h    GPU memory and nccl-tests' data, for device benchmarks
  *   herd/job.h       job launch: N ranks over nodes, watched and stopped cleanly
  *   herd/jobs.h      this user's running jobs and services here
+ *   herd/k8s.h       a job as the Kubernetes objects that run it
  *   herd/serve.h     services: replicas behind HAProxy, restarted and scaled
  *   herd/bcast.h     a file to every node, as Slurm's sbcast
  *   herd/ckpt.h      checkpoints: sharded save, verified and resharded restore
@@ -49,6 +50,7 @@
 #include "herd/grid.h"
 #include "herd/device.h"
 #include "herd/job.h"
+#include "herd/k8s.h"
 #include "herd/jobs.h"
 #include "herd/serve.h"
 #include "herd/exclude.h"

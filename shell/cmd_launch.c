@@ -27,6 +27,7 @@
 #include <jansson.h>
 
 #include "herd.h"
+#include "herd/k8s.h"
 #include "shell.h"
 
 static const char usage_text[] =
@@ -42,6 +43,20 @@ static const char usage_text[] =
 	"  --hosts EXPR            run over ssh on a hostlist, e.g. node[01-04]\n"
 	"  --hostfile FILE         run over ssh on the hosts of FILE (host slots=N)\n"
 	"  --slurm                 run on the nodes of this Slurm allocation (srun)\n"
+	"  --k8s --dry-run         print the job as Kubernetes objects (a Secret, a\n"
+	"                          headless Service, an Indexed Job of -n / --per-node\n"
+	"                          pods) for kubectl apply -f -, and run nothing\n"
+	"  --image IMAGE           with --k8s: the pods' image, with herd in it\n"
+	"  --namespace NS          with --k8s: the objects' namespace\n"
+	"  --job-name NAME         with --k8s: their name (default herd-XXXXXXXX)\n"
+	"  --k8s-set PATH=VALUE    with --k8s: nodeSelector.KEY=V,\n"
+	"                          toleration=KEY[=V]:EFFECT, requests.NAME=Q,\n"
+	"                          limits.NAME=Q, serviceAccountName=N,\n"
+	"                          priorityClassName=N, schedulerName=N, label.KEY=V,\n"
+	"                          annotation.KEY=V (repeatable)\n"
+	"  --pods EXPR             the pods of a Kubernetes Job, a hostlist of their\n"
+	"                          names, each of which connects back (herd k8s node\n"
+	"                          runs this in pod 0; herd k8s manifest)\n"
 	"  --nodes MIN-MAX         elastic: on MIN to MAX of the nodes, --per-node K\n"
 	"                          ranks each (default 1; no -n: the world size\n"
 	"                          follows the nodes); the nodes beyond MAX are\n"
@@ -158,7 +173,8 @@ enum {
 	OPT_CKPT_PEERS,
 	OPT_LOG_DIR, OPT_TIMEOUT, OPT_START_TIMEOUT, OPT_GRACE, OPT_PREFIX, OPT_NO_PREFIX,
 	OPT_ENV, OPT_SUMMARY, OPT_STANDALONE, OPT_TAG_OUTPUT, OPT_NO_PYTHON, OPT_MONITOR,
-	OPT_MONITOR_PERIOD, OPT_MONITOR_OUT, OPT_EXCLUDE, OPT_HEALTH, OPT_GRID, OPT_GRID_ORDER
+	OPT_MONITOR_PERIOD, OPT_MONITOR_OUT, OPT_EXCLUDE, OPT_HEALTH, OPT_GRID, OPT_GRID_ORDER,
+	OPT_PODS, OPT_K8S, OPT_DRY_RUN, OPT_IMAGE, OPT_NAMESPACE, OPT_K8S_SET, OPT_JOB_NAME
 };
 
 static const char short_options[] = "+n:N:w:t:ulh";
@@ -177,6 +193,13 @@ static const struct option options[] = {
 	{ "standalone", no_argument, NULL, OPT_STANDALONE },
 	{ "hostfile", required_argument, NULL, OPT_HOSTFILE },
 	{ "slurm", no_argument, NULL, OPT_SLURM },
+	{ "pods", required_argument, NULL, OPT_PODS },
+	{ "k8s", no_argument, NULL, OPT_K8S },
+	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+	{ "image", required_argument, NULL, OPT_IMAGE },
+	{ "namespace", required_argument, NULL, OPT_NAMESPACE },
+	{ "k8s-set", required_argument, NULL, OPT_K8S_SET },
+	{ "job-name", required_argument, NULL, OPT_JOB_NAME },
 	{ "exclude", required_argument, NULL, OPT_EXCLUDE },
 	{ "health-check", optional_argument, NULL, OPT_HEALTH },
 	{ "gpus-per-rank", required_argument, NULL, OPT_GPUS },
@@ -686,6 +709,8 @@ static int env_option(struct env_list *e, const char *opt, const char *v)
 }
 
 /* What the command line says beside the spec. */
+#define K8S_SET_MAX 256
+
 struct launch_args {
 	int unbuffered;
 	const char *summary;
@@ -699,6 +724,11 @@ struct launch_args {
 	herd_grid_dim grid[HERD_GRID_MAX_DIMS];  /* --grid: print it, run nothing */
 	size_t ngrid;
 	const char *grid_order;
+	/* --k8s: the job's Kubernetes objects (--dry-run: printed) */
+	bool k8s, dry_run;
+	const char *image, *namespace_, *job_name;
+	const char *k8s_set[K8S_SET_MAX + 1];
+	size_t nk8s_set;
 };
 
 /*
@@ -778,11 +808,13 @@ static int parse_args(shell_args *a, herd_job_spec *spec, struct env_list *e,
 		case OPT_HOSTS:
 		case OPT_HOSTFILE:
 		case OPT_SLURM:
+		case OPT_PODS:
 			if (where_set++)
-				return usage_error("give one of --hosts (-w), --hostfile and "
-						   "--slurm%s", "");
+				return usage_error("give one of --hosts (-w), --hostfile, --slurm and "
+						   "--pods%s", "");
 			spec->where = c == OPT_HOSTS ? HERD_JOB_HOSTS
-				      : c == OPT_HOSTFILE ? HERD_JOB_HOSTFILE : HERD_JOB_SLURM;
+				      : c == OPT_HOSTFILE ? HERD_JOB_HOSTFILE
+				      : c == OPT_PODS ? HERD_JOB_K8S : HERD_JOB_SLURM;
 			spec->hosts = c == OPT_SLURM ? NULL : optarg;
 			break;
 		case OPT_EXCLUDE:
@@ -794,6 +826,26 @@ static int parse_args(shell_args *a, herd_job_spec *spec, struct env_list *e,
 			break;
 		case OPT_GRID_ORDER:
 			la->grid_order = optarg;
+			break;
+		case OPT_K8S:
+			la->k8s = true;
+			break;
+		case OPT_DRY_RUN:
+			la->dry_run = true;
+			break;
+		case OPT_IMAGE:
+			la->image = optarg;
+			break;
+		case OPT_NAMESPACE:
+			la->namespace_ = optarg;
+			break;
+		case OPT_JOB_NAME:
+			la->job_name = optarg;
+			break;
+		case OPT_K8S_SET:
+			if (la->nk8s_set == K8S_SET_MAX)
+				return usage_error("--k8s-set: at most %s", "256");
+			la->k8s_set[la->nk8s_set++] = optarg;
 			break;
 		case OPT_HEALTH:
 			if (optarg == NULL)
@@ -954,6 +1006,23 @@ static int parse_args(shell_args *a, herd_job_spec *spec, struct env_list *e,
 		return usage_error("-n is more than -N/--nodes times --per-node%s", "");
 	if (spec->nranks == 0 && la->max_nodes == 0)
 		return usage_error("-n N is required (or -N M with --per-node K)%s", "");
+	if (!la->k8s && (la->dry_run || la->image || la->namespace_ || la->job_name ||
+			 la->nk8s_set > 0))
+		return usage_error("%s goes with --k8s", la->dry_run ? "--dry-run"
+				   : la->image ? "--image" : la->namespace_ ? "--namespace"
+				   : la->job_name ? "--job-name" : "--k8s-set");
+	if (la->k8s && where_set)
+		return usage_error("--k8s runs the ranks in a Kubernetes Job's pods: --hosts, "
+				   "--hostfile, --slurm and --pods do not go with it%s", "");
+	if (la->k8s && la->max_nodes > 0)
+		return usage_error("--k8s: an elastic job (%s MIN-MAX) is not one Indexed Job",
+				   la->nodes_opt);
+	if (la->k8s && !la->dry_run)
+		return usage_error("--k8s prints the job's objects with --dry-run; submit them "
+				   "with kubectl apply -f -%s", "");
+	if (la->k8s && la->image == NULL)
+		return usage_error("--k8s needs --image IMAGE, the pods' image with herd in it%s",
+				   "");
 	if (optind >= a->argc)
 		return usage_error("no command to run%s", "");
 	*cmd_at = optind;
@@ -1054,6 +1123,60 @@ out:
 	free(base);
 	free(hosts);
 	return status;
+}
+
+/* ---- --k8s ------------------------------------------------------------------ */
+
+/* herd launch --k8s --dry-run: the job's Kubernetes objects, printed. */
+static int print_k8s(const herd_job_spec *spec, const struct env_list *e,
+		     const struct launch_args *la, const char *const *argv)
+{
+	herd_k8s_opts o = HERD_K8S_OPTS_INIT;
+	char name[64], id[HERD_STORE_SECRET_BUF], *yaml = NULL;
+	const char **env = calloc(e->n + 1, sizeof(*env));
+	int per_node = spec->per_node > 0 ? spec->per_node : 1;
+
+	if (env == NULL) {
+		fprintf(stderr, "herd launch: out of memory\n");
+		return LAUNCH_EXIT_OWN;
+	}
+	for (size_t i = 0; i < e->n; i++)
+		env[i] = e->v[i];
+	if (spec->nranks % per_node != 0) {
+		free(env);
+		usage_error("--k8s: -n %s is not a multiple of --per-node: a pod holds --per-node "
+			    "ranks", "N");
+		return LAUNCH_EXIT_OWN;
+	}
+	o.nodes = spec->nranks / per_node;
+	o.per_node = per_node;
+	o.gpus_per_rank = spec->gpus_per_rank;
+	o.restarts = spec->restarts;
+	o.image = la->image;
+	o.namespace_ = la->namespace_;
+	o.argv = argv;
+	o.env = env;
+	o.set = la->k8s_set;
+	o.name = la->job_name;
+	if (o.name == NULL) {
+		/* herd-XXXXXXXX, drawn: a name Kubernetes takes. */
+		if (herd_store_secret_generate(id) != HERD_OK) {
+			free(env);
+			fprintf(stderr, "herd launch: %s\n", shell_last_error());
+			return LAUNCH_EXIT_OWN;
+		}
+		snprintf(name, sizeof(name), "herd-%.8s", id);
+		o.name = name;
+	}
+	if (herd_k8s_manifest(&o, &yaml) != HERD_OK) {
+		free(env);
+		usage_error("--k8s: %s", shell_last_error());
+		return LAUNCH_EXIT_OWN;
+	}
+	fputs(yaml, stdout);
+	free(yaml);
+	free(env);
+	return SHELL_EXIT_OK;
 }
 
 /* Whether host is among v[0..n) or names[0..nnames). */
@@ -1173,6 +1296,10 @@ int cmd_launch(int argc, char **argv)
 		rc = -1;
 	if (rc != 0) {
 		status = rc > 0 ? SHELL_EXIT_OK : LAUNCH_EXIT_OWN;
+		goto out;
+	}
+	if (la.k8s) {
+		status = print_k8s(&spec, &extra, &la, (const char *const *)args.argv + cmd_at);
 		goto out;
 	}
 	/* Local nodes run this very program (`herd exec`, Lua ranks). */

@@ -94,6 +94,9 @@ static const struct command {
 	  "probe [--text | --json] [--watch [--period MS] [--count N]]\n"
 	  "                    this node's inventory, for herd discover elsewhere;\n"
 	  "                    --watch: its telemetry, a record per sample" },
+	{ "k8s", cmd_k8s,
+	  "k8s manifest [herd launch's options] -- CMD | node ... -- CMD\n"
+	  "                    a job as Kubernetes objects; what each of their pods runs" },
 	{ "exec", cmd_exec,
 	  "exec --stdio | --connect HOST:PORT\n"
 	  "                    the node-side helper herd launch starts on each node" },

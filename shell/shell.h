@@ -208,6 +208,9 @@ const char **shell_rank_argv(int argc, char *const *argv, const char *herd_progr
 /* This program's path (/proc/self/exe) in buf, or NULL. */
 const char *shell_self_program(char *buf, size_t cap);
 
+/* `herd k8s manifest|node` (shell/cmd_k8s.c). */
+int cmd_k8s(int argc, char **argv);
+
 /* `herd exec --stdio`, the node side of herd launch (shell/cmd_exec.c). */
 int cmd_exec(int argc, char **argv);
 

@@ -101,7 +101,12 @@ typedef enum herd_job_where {
 	HERD_JOB_LOCAL = 0,  /* this node (fork/exec) */
 	HERD_JOB_HOSTS,      /* spec->hosts is a hostlist expression; ssh */
 	HERD_JOB_HOSTFILE,   /* spec->hosts is a hostfile path; ssh */
-	HERD_JOB_SLURM       /* the Slurm allocation this process is in; srun */
+	HERD_JOB_SLURM,      /* the Slurm allocation this process is in; srun */
+	/* spec->hosts is a hostlist of pods that start themselves, a
+	 * Kubernetes Job's (herd/k8s.h): each pod's `herd exec` connects
+	 * back to this launcher at HERD_K8S_PORT, naming itself; the job's
+	 * secret is the file HERD_JOB_SECRET_FILE's */
+	HERD_JOB_K8S
 } herd_job_where;
 
 /* Longest piece of a line handed to the output callback, in bytes. */

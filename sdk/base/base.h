@@ -123,6 +123,15 @@ void herd__strlcpy(char *dst, const char *src, size_t cap);
  */
 herd_status herd__read_file(const char *path, size_t max_len, char **out, size_t *len);
 
+/*
+ * A job's secret from a file (a Kubernetes Secret mounted as one, named
+ * by HERD_JOB_SECRET_FILE): 64 hex digits, a newline after them allowed,
+ * into out (cap at least 65).  HERD_EINVAL naming the variable when path
+ * is NULL or empty, and the file when it cannot be read or holds
+ * something else.
+ */
+herd_status herd__read_secret_file(const char *path, char *out, size_t cap);
+
 /* "a FIFO", "a directory", "a character device"... for a st_mode, in
  * messages that say why a path is not the regular file expected. */
 const char *herd__file_kind(unsigned int mode);
@@ -180,5 +189,14 @@ void herd__text_printf(herd__text *t, const char *fmt, ...) HERD_PRINTF(2, 3);
 herd_status herd__text_take(herd__text *t, char **out);
 
 void herd__text_free(herd__text *t);
+
+/*
+ * A JSON object (jansson's json_t) written into out as block-style YAML
+ * (sdk/base/yaml.c): mappings and sequences in blocks, strings
+ * double-quoted.  HERD_EINVAL for a document that is not an object,
+ * HERD_ENOMEM.
+ */
+struct json_t;
+herd_status herd__yaml(const struct json_t *doc, herd__text *out);
 
 #endif /* HERD_BASE_H */

@@ -304,3 +304,29 @@ herd_status herd_file_write(const char *path, const void *data, size_t len, unsi
 				   mode);
 	return herd__write_file_atomic(path, data, len, (mode_t)mode);
 }
+
+herd_status herd__read_secret_file(const char *path, char *out, size_t cap)
+{
+	char *text = NULL;
+	size_t len = 0, n;
+	herd_status st;
+
+	if (path == NULL || path[0] == '\0')
+		return herd__error(HERD_EINVAL, "HERD_JOB_SECRET_FILE is not set: a Kubernetes "
+				   "job's secret is read from the file its Secret is mounted as");
+	st = herd__read_file(path, 4096, &text, &len);
+	if (st != HERD_OK)
+		return herd__error_wrap(HERD_EINVAL, "the job's secret (HERD_JOB_SECRET_FILE): ");
+	n = strspn(text, "0123456789abcdef");
+	if (n != 64 || (len != 64 && !(len == 65 && text[64] == '\n')) || cap < 65) {
+		explicit_bzero(text, len);
+		free(text);
+		return herd__error(HERD_EINVAL, "the job's secret in %s (HERD_JOB_SECRET_FILE): "
+				   "expected 64 lower-case hex digits", path);
+	}
+	memcpy(out, text, 64);
+	out[64] = '\0';
+	explicit_bzero(text, len);
+	free(text);
+	return HERD_OK;
+}

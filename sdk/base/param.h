@@ -95,6 +95,10 @@ typedef enum herd__param_type {
 	  "the launcher's address as the nodes reach it")                                       \
 	X(LAUNCH_BIND, STRING, "host", 0, 0, "(LAUNCH_ADDR)",                                   \
 	  "where the launcher listens (0.0.0.0: all)")                                          \
+	X(K8S_PORT, INT, "", 1, 65535, "29400",                                                 \
+	  "pod 0's port for a Kubernetes job's pods")                                    \
+	X(JOB_SECRET_FILE, STRING, "file", 0, 0, "",                                            \
+	  "the file of a Kubernetes job's secret")                                 \
 	X(SSH, STRING, "program", 0, 0, "ssh",                                                  \
 	  "the ssh client")                                                                     \
 	X(SSH_ARGS, WORDS, "words", 0, 0, "",                                                   \

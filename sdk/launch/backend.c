@@ -21,6 +21,9 @@ herd_status herd__launch_backend_for(herd_job_where where, const herd__launch_ba
 	case HERD_JOB_SLURM:
 		*out = &herd__launch_backend_slurm;
 		break;
+	case HERD_JOB_K8S:
+		*out = &herd__launch_backend_pods;
+		break;
 	}
 	if (*out == NULL)
 		return herd__error(HERD_EUNAVAIL, "launch: no backend for %s in this build",

@@ -50,6 +50,7 @@ typedef struct exec_state {
 				* not see it: their rings are sent as copies */
 	bool rank_failed;     /* a rank of this node failed on its own (not stopped by the
 			       * launcher): its rings go up before done */
+	bool rank_not_ok;     /* a rank ended otherwise than exiting 0, stopped or not */
 	bool stopping;        /* the launcher said stop, or is gone */
 	long *pids;           /* the ranks' pids as they started (0: not yet) */
 	const int *ranks;     /* the spec's global ranks, for pids' index */
@@ -109,6 +110,8 @@ static void ev_exited(void *ud, int rank, herd_job_rank_state state, int code, i
 	if (!x->stopping &&
 	    (state == HERD_JOB_RANK_SIGNALED || (state == HERD_JOB_RANK_EXITED && code != 0)))
 		x->rank_failed = true;
+	if (state != HERD_JOB_RANK_EXITED || code != 0)
+		x->rank_not_ok = true;
 
 	queue(x, herd__launch_enc_exited(&x->out, rank, state, code, sig, err));
 }
@@ -570,6 +573,11 @@ static herd_status serve(exec_state *x, int stop_fd)
 
 herd_status herd_agent_exec(int rfd, int wfd, int stop_fd)
 {
+	return herd_agent_exec_ranks(rfd, wfd, stop_fd, NULL);
+}
+
+herd_status herd_agent_exec_ranks(int rfd, int wfd, int stop_fd, bool *ranks_ok)
+{
 	exec_state x = { .rfd = rfd, .wfd = wfd };
 	herd__node_spec spec;
 	herd__node_events ev = { .userdata = &x, .started = ev_started, .output = ev_output,
@@ -577,6 +585,8 @@ herd_status herd_agent_exec(int rfd, int wfd, int stop_fd)
 	char host[256];
 	herd_status st;
 
+	if (ranks_ok != NULL)
+		*ranks_ok = false;
 	if (rfd < 0 || wfd < 0)
 		return herd__error(HERD_EINVAL, "herd exec: bad channel fds %d, %d", rfd, wfd);
 	herd__buf_init(&x.in, HERD__LAUNCH_FRAME_MAX + 4);
@@ -625,6 +635,8 @@ herd_status herd_agent_exec(int rfd, int wfd, int stop_fd)
 	}
 	flush(&x);
 	st = serve(&x, stop_fd);
+	if (ranks_ok != NULL)
+		*ranks_ok = st == HERD_OK && !x.rank_not_ok;
 out:
 	herd__relay_free(x.relay);
 	free(x.pids);

@@ -470,7 +470,9 @@ static herd_status check_spec(const herd_job_spec *s)
 	    s->where != HERD_JOB_HOSTFILE)
 		return herd__error(HERD_EINVAL, "herd_job_spec.ckpt_peers: checkpoint holders start "
 				   "over ssh, on the nodes of hosts or a hostfile (not %s)",
-				   s->where == HERD_JOB_SLURM ? "a Slurm allocation" : "this node alone");
+				   s->where == HERD_JOB_SLURM ? "a Slurm allocation"
+				   : s->where == HERD_JOB_K8S ? "a Kubernetes job's pods"
+				   : "this node alone");
 	if (s->per_node < 0)
 		return herd__error(HERD_EINVAL, "herd_job_spec.per_node is %d; expected 0 (fill "
 				   "each node's slots) or more", s->per_node);
@@ -489,13 +491,14 @@ static herd_status check_spec(const herd_job_spec *s)
 	if (s->version >= 2 && s->time_limit_ms < 0)
 		return herd__error(HERD_EINVAL, "herd_job_spec.time_limit_ms is %d; expected 0 "
 				   "(no limit) or more", s->time_limit_ms);
-	if ((unsigned)s->where > HERD_JOB_SLURM)
+	if ((unsigned)s->where > HERD_JOB_K8S)
 		return herd__error(HERD_EINVAL, "herd_job_spec.where is %d; expected a "
 				   "herd_job_where", (int)s->where);
-	if ((s->where == HERD_JOB_HOSTS || s->where == HERD_JOB_HOSTFILE) &&
-	    (s->hosts == NULL || s->hosts[0] == '\0'))
+	if ((s->where == HERD_JOB_HOSTS || s->where == HERD_JOB_HOSTFILE ||
+	     s->where == HERD_JOB_K8S) && (s->hosts == NULL || s->hosts[0] == '\0'))
 		return herd__error(HERD_EINVAL, "herd_job_spec.hosts: expected a %s",
 				   s->where == HERD_JOB_HOSTS ? "hostlist expression"
+				   : s->where == HERD_JOB_K8S ? "hostlist of the pods' names"
 				   : "hostfile path");
 	for (size_t i = 0; s->env != NULL && s->env[i] != NULL; i++) {
 		const char *eq = strchr(s->env[i], '=');
@@ -2493,7 +2496,7 @@ static void readmit(herd_job *job)
 	char hosts[4096] = "", kept[1024];
 	size_t o = 0;
 
-	if (job->spec.where == HERD_JOB_SLURM || job->spec.where == HERD_JOB_LOCAL)
+	if (job->spec.where != HERD_JOB_HOSTS && job->spec.where != HERD_JOB_HOSTFILE)
 		return;
 	for (size_t i = 0; i < job->npool && o < sizeof(hosts); i++)
 		if (asked_again(job, i))
@@ -2911,7 +2914,11 @@ static herd_status launch(herd_job **out, const herd_job_spec *spec, const char 
 	job->straggle = (herd__straggle)HERD__STRAGGLE_INIT;
 	job->straggle_ms = 10000;
 	HERD_CHECK_GOTO(herd__param_ms(HERD__P_STRAGGLER_CHECK, &job->straggle_ms), st, fail);
-	HERD_CHECK_GOTO(herd_store_secret_generate(job->secret), st, fail);
+	if (spec->where == HERD_JOB_K8S)
+		HERD_CHECK_GOTO(herd__read_secret_file(herd__param_str(HERD__P_JOB_SECRET_FILE),
+						       job->secret, sizeof(job->secret)), st, fail);
+	else
+		HERD_CHECK_GOTO(herd_store_secret_generate(job->secret), st, fail);
 	if (pipe2(job->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
 		st = herd__error_errno(HERD_ESYS, errno, "cannot create the job's wake-up pipe");
 		goto fail;

@@ -264,6 +264,7 @@ extern const herd__launch_backend herd__launch_backend_local;
 extern const herd__launch_backend herd__launch_backend_ssh;
 /* HERD_JOB_SLURM through srun (sdk/launch/slurm.c). */
 extern const herd__launch_backend herd__launch_backend_slurm;
+extern const herd__launch_backend herd__launch_backend_pods;
 
 /*
  * Starts argv (searched in PATH) in a process group of its own, stdin from

@@ -144,7 +144,7 @@ for cmd in sorted(helps):
 short = {}
 cur = None
 for line in helps['herd'].split('\n')[helps['herd'].split('\n').index('Commands:') + 1:]:
-    m = re.match(r'  ([a-z]+)\b(.*)', line)
+    m = re.match(r'  ([a-z][a-z0-9]*)\b(.*)', line)
     if m:
         cur = m.group(1)
         short.setdefault(('herd --help', cur), set()).update(re.findall(OPT, m.group(2).split('  ')[0]))
@@ -158,7 +158,7 @@ for line in page_lines[i + 1:]:
     if line.startswith('```'):
         break
     line = re.sub(r'\([^)]*\)', '', line)
-    m = re.match(r'herd ([a-z]+)\b(.*)', line)
+    m = re.match(r'herd ([a-z][a-z0-9]*)\b(.*)', line)
     if m:
         cur = m.group(1)
         short.setdefault(('docs/cli.md', cur), set()).update(re.findall(OPT, m.group(2)))

@@ -50,6 +50,14 @@ extern "C" {
 HERD_EXTERN herd_status herd_agent_exec(int rfd, int wfd, int stop_fd);
 
 /*
+ * herd_agent_exec, and *ranks_ok (may be NULL) true when every rank of
+ * this node exited 0: false when one failed or was stopped because the
+ * job failed elsewhere (a Kubernetes pod then fails too, so that its Job
+ * retries it with the others).
+ */
+HERD_EXTERN herd_status herd_agent_exec_ranks(int rfd, int wfd, int stop_fd, bool *ranks_ok);
+
+/*
  * The node's end of a connect-back channel, for launchers that start
  * `herd exec` where its stdio cannot be the channel (Slurm: srun merges
  * every task's output into one stream).  Connects to the launcher at addr

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,9 +45,10 @@ static const char k8s_usage[] =
 	"  --start-timeout S    how long the pods have to come up and join\n"
 	"                       (default 600: images are pulled)\n"
 	"Exit status:\n"
-	"  0    the manifest was printed; node: every rank exited 0\n"
-	"  1    node: the job failed (pod 0: as herd launch says), or this pod\n"
-	"       could not join it\n"
+	"  0    the manifest was printed; node: every rank of the pod exited 0\n"
+	"  1    node: a rank of the pod failed or was stopped, or the pod could\n"
+	"       not join the job (pod 0 exits with herd launch's statuses: the\n"
+	"       first failed rank's, 125, 126/127, 128+S)\n"
 	"  2    a usage error, or a job Kubernetes would refuse (said before any\n"
 	"       YAML is printed)\n";
 
@@ -72,6 +74,7 @@ static int manifest(int argc, char **argv)
 		largv[3 + i] = argv[i];
 	rc = cmd_launch(argc + 3, largv);
 	free(largv);
+	/* herd launch's own failures are 125: a bad job, said before any YAML. */
 	return rc == SHELL_EXIT_OK ? SHELL_EXIT_OK : SHELL_EXIT_USAGE;
 }
 
@@ -79,18 +82,30 @@ static int manifest(int argc, char **argv)
  * resolve or it does not listen yet), then runs its ranks. */
 static int run_node(const char *addr, const char *secret, const char *me, int start_s)
 {
-	struct timespec pause = { 1, 0 };
 	time_t until = time(NULL) + start_s;
 	static const int stops[] = { SIGTERM, SIGINT, SIGHUP };
 	herd_status st;
 	bool ok = false;
 	int fd = -1, stop_fd;
 
+	/* Kubernetes stops a pod with SIGTERM (to its first process, which
+	 * has no default actions): while it waits for pod 0, it ends; after,
+	 * its ranks are stopped as a launcher's stop would stop them. */
+	stop_fd = shell_signals_catch("herd k8s node", stops, sizeof(stops) / sizeof(*stops));
 	for (;;) {
+		struct pollfd pf = { .fd = stop_fd, .events = POLLIN };
+
 		st = herd_agent_connect(&fd, addr, secret, me, 10000);
+		/* Pod 0 not up yet (its name not known yet, or not listening):
+		 * again, until the start timeout; another secret: no. */
 		if (st == HERD_OK || st == HERD_EAUTH || time(NULL) >= until)
 			break;
-		nanosleep(&pause, NULL);
+		if (stop_fd >= 0 && poll(&pf, 1, 1000) > 0) {
+			fprintf(stderr, "herd k8s node: %s: stopped while waiting for pod 0\n", me);
+			return SHELL_EXIT_FAILURE;
+		}
+		if (stop_fd < 0)
+			sleep(1);
 	}
 	if (st != HERD_OK) {
 		fprintf(stderr, "herd k8s node: %s cannot join the job at %s: %s\n", me, addr,
@@ -98,10 +113,6 @@ static int run_node(const char *addr, const char *secret, const char *me, int st
 		return SHELL_EXIT_FAILURE;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	/* Kubernetes stops a pod with SIGTERM (to its first process, which
-	 * has no default actions): the ranks are stopped as a launcher's stop
-	 * would. */
-	stop_fd = shell_signals_catch("herd k8s node", stops, sizeof(stops) / sizeof(*stops));
 	st = herd_agent_exec_ranks(fd, fd, stop_fd, &ok);
 	close(fd);
 	if (st == HERD_OK && ok)
@@ -183,6 +194,8 @@ static int node(int argc, char **argv)
 	first = node_options(argc, argv, &a);
 	if (first < 0)
 		return SHELL_EXIT_USAGE;
+	if (shell_parse_int(a.port, 1, 65535, &i) != 0)
+		return usage("--port %s: expected a port from 1 to 65535", a.port);
 	if (first >= argc)
 		return usage("%s", "no command for the ranks (herd k8s node ... -- CMD)");
 	if (a.job == NULL || a.nodes == 0 || a.per_node == 0 || a.secret_file == NULL)
@@ -214,9 +227,15 @@ static int node(int argc, char **argv)
 	if (pid == 0)
 		_exit(run_node(addr, secret, me, a.start_s));
 	{
-		char np[32], st[32], *largv[16 + 256];
+		char np[32], st[32], **largv = calloc((size_t)argc + 16, sizeof(char *));
 		int la = 0, status = 0, rc;
 
+		if (largv == NULL) {
+			fprintf(stderr, "herd k8s node: out of memory\n");
+			kill(pid, SIGTERM);
+			waitpid(pid, &status, 0);
+			return SHELL_EXIT_FAILURE;
+		}
 		snprintf(pods, sizeof(pods), "%s-[0-%d].%s", a.job, a.nodes - 1, a.job);
 		snprintf(np, sizeof(np), "%d", a.nodes * a.per_node);
 		snprintf(nr, sizeof(nr), "%d", a.per_node);
@@ -237,10 +256,14 @@ static int node(int argc, char **argv)
 			largv[la++] = (char *)a.gpus;
 		}
 		largv[la++] = "--";
-		for (int k = first; k < argc && la < (int)(sizeof(largv) / sizeof(*largv)) - 1; k++)
+		for (int k = first; k < argc; k++)
 			largv[la++] = argv[k];
 		largv[la] = NULL;
 		rc = cmd_launch(la, largv);
+		free(largv);
+		/* The launcher is done: pod 0's node too, even one still waiting
+		 * to join a launcher that failed before it listened. */
+		kill(pid, SIGTERM);
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
 		explicit_bzero(secret, sizeof(secret));

@@ -1014,6 +1014,25 @@ static int parse_args(shell_args *a, herd_job_spec *spec, struct env_list *e,
 	if (la->k8s && where_set)
 		return usage_error("--k8s runs the ranks in a Kubernetes Job's pods: --hosts, "
 				   "--hostfile, --slurm and --pods do not go with it%s", "");
+	/* What the pods' command does not carry is refused, not dropped. */
+	if (la->k8s) {
+		const char *no = la->limit_opt != NULL ? la->limit_opt
+				 : spec->log_dir != NULL ? "--log-dir"
+				 : la->summary != NULL ? "--json-summary"
+				 : la->monitor ? "--monitor"
+				 : spec->start_timeout_ms > 0 ? "--start-timeout"
+				 : spec->grace_ms > 0 ? "--grace"
+				 : spec->prefix != NULL ? "--prefix, --no-prefix or -l"
+				 : la->unbuffered ? "-u"
+				 : spec->ckpt_peers > 0 ? "--ckpt-peers"
+				 : spec->health_check > 0 ? "--health-check"
+				 : spec->exclude != NULL ? "--exclude"
+				 : la->ngrid > 0 ? "--grid" : NULL;
+
+		if (no != NULL)
+			return usage_error("--k8s: %s is not carried into the Job's pods (herd k8s "
+					   "node runs them with herd's defaults)", no);
+	}
 	if (la->k8s && la->max_nodes > 0)
 		return usage_error("--k8s: an elastic job (%s MIN-MAX) is not one Indexed Job",
 				   la->nodes_opt);
@@ -1144,8 +1163,11 @@ static int print_k8s(const herd_job_spec *spec, const struct env_list *e,
 		env[i] = e->v[i];
 	if (spec->nranks % per_node != 0) {
 		free(env);
-		usage_error("--k8s: -n %s is not a multiple of --per-node: a pod holds --per-node "
-			    "ranks", "N");
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "--k8s: -n %d is not a multiple of --per-node %d: a pod "
+			 "holds --per-node ranks", spec->nranks, per_node);
+		usage_error("%s", msg);
 		return LAUNCH_EXIT_OWN;
 	}
 	o.nodes = spec->nranks / per_node;

@@ -3,8 +3,10 @@
  * cluster with NVIDIA's GPU operator:
  *
  *   - a Secret holding the job's secret, mounted into every pod as the
- *     file /var/run/herd/secret (never in the environment or on the
- *     command line);
+ *     file /var/run/herd/secret (mode 0444, so that an image that runs
+ *     as another user reads it), not in the manifest's environment or
+ *     command line (inside the pod herd gives it to the ranks as
+ *     HERD_JOB_SECRET, as every herd job's ranks get it);
  *   - a headless Service whose name is the pods' subdomain, so that pod i
  *     is JOB-i.JOB (Kubernetes' name for an Indexed Job's pod i), and pod 0
  *     is where every pod reaches the job's store;
@@ -20,7 +22,9 @@
  * Each pod runs `herd k8s node --job JOB --nodes N --per-node K
  * [--gpus-per-rank G] --port P --secret-file /var/run/herd/secret -- CMD`
  * with opts->env's variables; Kubernetes adds JOB_COMPLETION_INDEX, the
- * pod's node index.  Pod 0 runs the job's launcher, whose nodes connect
+ * pod's node index.  Kubernetes expands $(NAME) in a command and in
+ * variables' values and takes $$ for $: every $ of opts->argv and
+ * opts->env is written $$, so that the ranks get what was given.  Pod 0 runs the job's launcher, whose nodes connect
  * back (herd_job_spec.where HERD_JOB_K8S), beside its own node.
  */
 #ifndef HERD_K8S_H

@@ -7,18 +7,26 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
 #include "base.h"
 
-/* A key that needs no quotes: letters, digits and "_./-", not from '-'. */
+/* A key that needs no quotes: letters, digits and "_./-", from a letter,
+ * and not a word YAML 1.1 reads as a boolean or null (yes, on, y...). */
 static bool plain_key(const char *k)
 {
-	if (k[0] == '\0' || k[0] == '-')
+	static const char *const words[] = { "y", "yes", "n", "no", "on", "off", "true",
+					     "false", "null" };
+
+	if (!isalpha((unsigned char)k[0]))
 		return false;
 	for (const char *p = k; *p != '\0'; p++)
 		if (!isalnum((unsigned char)*p) && strchr("_./-", *p) == NULL)
+			return false;
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcasecmp(k, words[i]) == 0)
 			return false;
 	return true;
 }
@@ -28,12 +36,15 @@ static void scalar(herd__text *t, const json_t *v)
 	char *s;
 
 	if (json_is_string(v) || json_is_number(v) || json_is_boolean(v) || json_is_null(v)) {
-		s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+		/* ASCII only (\uXXXX beyond it, which YAML's double quotes
+		 * take); DEL, which YAML does not print, as \x7F. */
+		s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_ENSURE_ASCII);
 		if (s == NULL) {
 			t->failed = true;
 			return;
 		}
-		herd__text_printf(t, "%s", s);
+		for (const char *p = s; *p != '\0'; p++)
+			herd__text_printf(t, *p == 0x7f ? "\\x7F" : "%c", *p);
 		free(s);
 	}
 }

@@ -20,11 +20,12 @@
 
 /* A DNS label of at most max characters: lower-case letters, digits, '-'; from a letter
  * (a DNS-1035 label, as a Service's name must be), not ending in '-'. */
-static herd_status check_label(const char *what, const char *s, size_t max)
+static herd_status check_label(const char *what, const char *s, size_t max, bool digit_first)
 {
 	size_t n = s != NULL ? strlen(s) : 0;
 
-	if (n == 0 || n > max || !islower((unsigned char)s[0]) || s[n - 1] == '-')
+	if (n == 0 || n > max || s[n - 1] == '-' ||
+	    !(islower((unsigned char)s[0]) || (digit_first && isdigit((unsigned char)s[0]))))
 		goto bad;
 	for (size_t i = 0; i < n; i++)
 		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && s[i] != '-')
@@ -32,8 +33,8 @@ static herd_status check_label(const char *what, const char *s, size_t max)
 	return HERD_OK;
 bad:
 	return herd__error(HERD_EINVAL, "%s \"%s\": Kubernetes takes a name of 1 to %zu lower-case "
-			   "letters, digits and '-', from a letter, not ending in '-'", what,
-			   s != NULL ? s : "", max);
+			   "letters, digits and '-', from a letter%s, not ending in '-'", what,
+			   s != NULL ? s : "", max, digit_first ? " or digit" : "");
 }
 
 /* "NAME=VALUE" with NAME a variable's name; *eq at the '='. */
@@ -54,14 +55,18 @@ static herd_status check_opts(const herd_k8s_opts *o)
 	if (o == NULL)
 		return herd__error(HERD_EINVAL, "herd_k8s_manifest: opts is NULL");
 	HERD__CHECK_VERSION("herd_k8s_manifest", o, herd_k8s_opts, K8S_OPTS);
-	HERD_CHECK(check_label("the job's name", o->name, NAME_MAX_LEN));
+	HERD_CHECK(check_label("the job's name", o->name, NAME_MAX_LEN, false));
 	if (o->namespace_ != NULL)
-		HERD_CHECK(check_label("the namespace", o->namespace_, 63));
+		HERD_CHECK(check_label("the namespace", o->namespace_, 63, true));
+	if (o->secret != NULL && (strlen(o->secret) != 64 ||
+				  strspn(o->secret, "0123456789abcdef") != 64))
+		return herd__error(HERD_EINVAL, "the job's secret: expected 64 lower-case hex digits "
+				   "(as a drawn secret is)");
 	if (o->image == NULL || o->image[0] == '\0' || strpbrk(o->image, " \t\n") != NULL)
 		return herd__error(HERD_EINVAL, "the image \"%s\": expected an image reference "
 				   "(registry/name:tag)", o->image != NULL ? o->image : "");
-	if (o->nodes < 1 || o->nodes > 100000)
-		return herd__error(HERD_EINVAL, "the nodes: %d; expected 1 to 100000", o->nodes);
+	if (o->nodes < 1 || o->nodes > 65536)
+		return herd__error(HERD_EINVAL, "the nodes: %d; expected 1 to 65536", o->nodes);
 	if (o->per_node < 1 || o->per_node > 1024)
 		return herd__error(HERD_EINVAL, "the ranks per node: %d; expected 1 to 1024",
 				   o->per_node);
@@ -81,6 +86,23 @@ static herd_status check_opts(const herd_k8s_opts *o)
 		HERD_CHECK(check_var("the variable", o->env[i], &eq));
 	}
 	return HERD_OK;
+}
+
+/* A string of a command or a variable's value, as Kubernetes reads it:
+ * it expands $(NAME) there and takes $$ for $, so every $ is doubled. */
+static json_t *k8s_text(const char *s, size_t len)
+{
+	herd__text t = { 0 };
+	char *out = NULL;
+	json_t *j;
+
+	for (size_t i = 0; i < len; i++)
+		herd__text_printf(&t, s[i] == '$' ? "$$" : "%c", s[i]);
+	if (herd__text_take(&t, &out) != HERD_OK)
+		return NULL;
+	j = json_string(out);
+	free(out);
+	return j;
 }
 
 static json_t *metadata(const herd_k8s_opts *o, const char *name)
@@ -110,11 +132,19 @@ static herd_status apply_set(const char *entry, json_t *pod, json_t *container, 
 	const char *eq = strchr(entry, '='), *dot;
 	char path[128];
 
-	if (eq == NULL || eq == entry || (size_t)(eq - entry) >= sizeof(path))
+	if (eq != NULL && (size_t)(eq - entry) >= sizeof(path))
+		return herd__error(HERD_EINVAL, "\"%.40s...\": a path of %zu characters; at most %zu",
+				   entry, (size_t)(eq - entry), sizeof(path) - 1);
+	if (eq == NULL || eq == entry)
 		return herd__error(HERD_EINVAL, "\"%s\": expected PATH=VALUE (nodeSelector.KEY=V, "
 				   "toleration=KEY[=V]:EFFECT, requests.cpu=8, limits.memory=64Gi, "
 				   "serviceAccountName=NAME, label.KEY=V, annotation.KEY=V)", entry);
 	snprintf(path, sizeof(path), "%.*s", (int)(eq - entry), entry);
+	if (strcmp(path, "label.herd.dev/job") == 0 || strcmp(path, "requests.nvidia.com/gpu") == 0 ||
+	    strcmp(path, "limits.nvidia.com/gpu") == 0)
+		return herd__error(HERD_EINVAL, "\"%s\": herd sets %s itself (%s)", entry, path,
+				   path[0] == 'l' && path[1] == 'a' ? "the Service selects the pods by it"
+				   : "--gpus-per-rank x --per-node");
 	dot = strchr(path, '.');
 	if (dot != NULL && dot[1] != '\0') {
 		const char *sub = dot + 1;
@@ -208,12 +238,13 @@ static herd_status make_job(const herd_k8s_opts *o, int port, json_t **out)
 	json_array_append_new(cmd, json_string(SECRET_DIR "/secret"));
 	json_array_append_new(cmd, json_string("--"));
 	for (size_t i = 0; o->argv[i] != NULL; i++)
-		json_array_append_new(cmd, json_string(o->argv[i]));
+		json_array_append_new(cmd, k8s_text(o->argv[i], strlen(o->argv[i])));
 	for (size_t i = 0; o->env != NULL && o->env[i] != NULL; i++) {
 		const char *eq = strchr(o->env[i], '=');
 
-		json_array_append_new(env, json_pack("{s:s%, s:s}", "name", o->env[i],
-						     (size_t)(eq - o->env[i]), "value", eq + 1));
+		json_array_append_new(env, json_pack("{s:s%, s:o}", "name", o->env[i],
+						     (size_t)(eq - o->env[i]), "value",
+						     k8s_text(eq + 1, strlen(eq + 1))));
 	}
 	container = json_pack("{s:s, s:s, s:o, s:o, s:[{s:s, s:i, s:s}], s:{}, "
 			      "s:[{s:s, s:s, s:b}]}", "name", "herd", "image", o->image, "command",
@@ -230,12 +261,12 @@ static herd_status make_job(const herd_k8s_opts *o, int port, json_t **out)
 	snprintf(secret_name, sizeof(secret_name), "%s-secret", o->name);
 	pod = json_pack("{s:s, s:s, s:[o], s:[{s:s, s:{s:s, s:i}}]}", "subdomain", o->name,
 			"restartPolicy", "Never", "containers", container, "volumes", "name",
-			"herd-secret", "secret", "secretName", secret_name, "defaultMode", 0400);
+			"herd-secret", "secret", "secretName", secret_name, "defaultMode", 0444);
 	meta = json_pack("{s:{s:s}}", "labels", "herd.dev/job", o->name);
 	if (pod == NULL || meta == NULL) {
 		json_decref(pod);
 		json_decref(meta);
-		return herd__error(HERD_ENOMEM, "out of memory for a job's manifest");
+		return herd__error(HERD_EINVAL, "a job's manifest: a name, argument or value that is not UTF-8, or out of memory");
 	}
 	for (size_t i = 0; o->set != NULL && o->set[i] != NULL && st == HERD_OK; i++)
 		st = apply_set(o->set[i], pod, container, meta);
@@ -254,7 +285,7 @@ static herd_status make_job(const herd_k8s_opts *o, int port, json_t **out)
 			"Ignore", "onPodConditions", "type", "DisruptionTarget", "status", "True",
 			"template", "metadata", meta, "spec", pod);
 	if (job == NULL)
-		return herd__error(HERD_ENOMEM, "out of memory for a job's manifest");
+		return herd__error(HERD_EINVAL, "a job's manifest: a name, argument or value that is not UTF-8, or out of memory");
 	*out = job;
 	return HERD_OK;
 }
@@ -286,7 +317,7 @@ herd_status herd_k8s_manifest(const herd_k8s_opts *o, char **yaml)
 			    "herd.dev/job", o->name, "ports", "name", "store", "port", port,
 			    "targetPort", port, "protocol", "TCP");
 	if (docs[0] == NULL || docs[1] == NULL)
-		st = herd__error(HERD_ENOMEM, "out of memory for a job's manifest");
+		st = herd__error(HERD_EINVAL, "a job's manifest: a name, argument or value that is not UTF-8, or out of memory");
 	if (st == HERD_OK)
 		st = make_job(o, port, &docs[2]);
 	for (int i = 0; i < 3 && st == HERD_OK; i++) {

@@ -64,6 +64,22 @@ one = list(yaml.safe_load_all(open(sys.argv[2])))[2]
 assert "nvidia.com/gpu" not in str(one) and one["spec"]["backoffLimit"] == 0 and one["spec"]["completions"] == 1
 PY
 
+# Kubernetes expands $(NAME) and takes $$ for $ in a command and in values:
+# every $ is doubled; keys YAML 1.1 reads as booleans are quoted.
+"$HERD" k8s manifest -n 2 --image x --job-name dollars --env 'PRICE=$5' \
+	--k8s-set nodeSelector.on=yes -- sh -c 'echo $HERD_RANK $(hostname)' >"$tmp/d.yaml" \
+	|| fail "dollars: $?"
+validate "$tmp/d.yaml"
+"$py" - "$tmp/d.yaml" <<'PY' || fail "dollars: $(cat "$tmp/d.yaml")"
+import sys, yaml
+job = list(yaml.safe_load_all(open(sys.argv[1])))[2]
+c = job["spec"]["template"]["spec"]["containers"][0]
+assert c["command"][-1] == "echo $$HERD_RANK $$(hostname)", c["command"]
+assert c["env"] == [{"name": "PRICE", "value": "$$5"}], c["env"]
+assert job["spec"]["template"]["spec"]["nodeSelector"] == {"on": "yes"}
+PY
+grep -q '^        "on": "yes"$' "$tmp/d.yaml" || fail "the key on is not quoted: $(grep -n on: "$tmp/d.yaml")"
+
 # Bad input: said before any YAML, exit 125 (herd launch) or 2 (herd k8s manifest)
 bad() {
 	local want=$1 rc=$2 got; shift 2
@@ -75,7 +91,7 @@ bad() {
 bad "the job's name \"Train_1\": Kubernetes takes a name of 1 to 50 lower-case letters" 125 \
 	"$HERD" launch --k8s --dry-run -n 2 --image x --job-name Train_1 -- ./t
 bad "-n -2: expected a whole number from 1" 125 "$HERD" launch --k8s --dry-run -n -2 --image x -- ./t
-bad "-n N is not a multiple of --per-node" 125 "$HERD" launch --k8s --dry-run -n 6 --per-node 4 --image x -- ./t
+bad "-n 6 is not a multiple of --per-node 4" 125 "$HERD" launch --k8s --dry-run -n 6 --per-node 4 --image x -- ./t
 bad "--k8s needs --image IMAGE" 125 "$HERD" launch --k8s --dry-run -n 2 -- ./t
 bad "--k8s prints the job's objects with --dry-run" 125 "$HERD" launch --k8s -n 2 --image x -- ./t
 bad "--image goes with --k8s" 125 "$HERD" launch -n 2 --image x -- ./t
@@ -84,6 +100,14 @@ bad "--hosts, --hostfile, --slurm and --pods do not go with it" 125 \
 bad "\"gpu=h100\": gpu is not one herd sets" 2 "$HERD" k8s manifest -n 2 --image x --k8s-set gpu=h100 -- ./t
 bad "the effect \"Never\" is not NoSchedule, PreferNoSchedule or NoExecute" 2 \
 	"$HERD" k8s manifest -n 2 --image x --k8s-set toleration=a:Never -- ./t
+bad "--k8s: --time is not carried into the Job's pods" 125 \
+	"$HERD" launch --k8s --dry-run -n 2 --image x --time 60 -- ./t
+bad "--k8s: --log-dir is not carried into the Job's pods" 125 \
+	"$HERD" launch --k8s --dry-run -n 2 --image x --log-dir /tmp/l -- ./t
+bad "herd sets limits.nvidia.com/gpu itself (--gpus-per-rank x --per-node)" 2 \
+	"$HERD" k8s manifest -n 2 --image x --k8s-set limits.nvidia.com/gpu=2 -- ./t
+bad "herd sets label.herd.dev/job itself (the Service selects the pods by it)" 2 \
+	"$HERD" k8s manifest -n 2 --image x --k8s-set label.herd.dev/job=y -- ./t
 bad "the namespace \"ML\"" 2 "$HERD" k8s manifest -n 2 --image x --namespace ML -- ./t
 bad "--restarts -1: expected a whole number from 0" 2 "$HERD" k8s manifest -n 2 --image x --restarts -1 -- ./t
 out=$("$HERD" k8s manifest -n 2 --image x -- ./t 2>&1; echo "rc=$?")

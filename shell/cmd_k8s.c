@@ -7,7 +7,6 @@
  * file and runs its ranks as herd exec does.
  */
 #include <errno.h>
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -183,18 +182,65 @@ static int node_options(int argc, char **argv, struct node_args *a)
 	return i;
 }
 
+/*
+ * Pod 0's launcher, here, over the pods that join it: herd launch --pods;
+ * then pod 0's own node (pid) is ended too, even one still waiting to join
+ * a launcher that failed before it listened.  herd launch's status.
+ */
+static int launch_pods(const struct node_args *a, const char *pod0, char **cmd, int ncmd,
+		       pid_t pid)
+{
+	char pods[300], np[32], nr[32], st[32];
+	char **largv = calloc((size_t)ncmd + 16, sizeof(char *));
+	int la = 0, status = 0, rc = SHELL_EXIT_FAILURE;
+
+	if (largv == NULL) {
+		fprintf(stderr, "herd k8s node: out of memory\n");
+	} else {
+		snprintf(pods, sizeof(pods), "%s-[0-%d].%s", a->job, a->nodes - 1, a->job);
+		snprintf(np, sizeof(np), "%d", a->nodes * a->per_node);
+		snprintf(nr, sizeof(nr), "%d", a->per_node);
+		snprintf(st, sizeof(st), "%d", a->start_s);
+		setenv("HERD_LAUNCH_ADDR", pod0, 1);
+		setenv("HERD_LAUNCH_BIND", "0.0.0.0", 0);
+		largv[la++] = "launch";
+		largv[la++] = "--pods";
+		largv[la++] = pods;
+		largv[la++] = "-n";
+		largv[la++] = np;
+		largv[la++] = "--per-node";
+		largv[la++] = nr;
+		largv[la++] = "--start-timeout";
+		largv[la++] = st;
+		if (a->gpus != NULL) {
+			largv[la++] = "--gpus-per-rank";
+			largv[la++] = (char *)a->gpus;
+		}
+		largv[la++] = "--";
+		for (int k = 0; k < ncmd; k++)
+			largv[la++] = cmd[k];
+		largv[la] = NULL;
+		rc = cmd_launch(la, largv);
+		free(largv);
+	}
+	kill(pid, SIGTERM);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return rc;
+}
+
 static int node(int argc, char **argv)
 {
 	struct node_args a = { .start_s = 600, .port = "29400" };
 	const char *index = getenv("JOB_COMPLETION_INDEX");
-	char secret[HERD_STORE_SECRET_BUF], me[256], pod0[256], addr[300], pods[300], nr[32];
-	int i = 0, first;
+	char secret[HERD_STORE_SECRET_BUF], me[256], pod0[256], addr[300];
+	int i = 0, port, first, rc;
 	pid_t pid;
 
 	first = node_options(argc, argv, &a);
 	if (first < 0)
 		return SHELL_EXIT_USAGE;
-	if (shell_parse_int(a.port, 1, 65535, &i) != 0)
+	if (shell_parse_int(a.port, 1, 65535, &port) != 0)
 		return usage("--port %s: expected a port from 1 to 65535", a.port);
 	if (first >= argc)
 		return usage("%s", "no command for the ranks (herd k8s node ... -- CMD)");
@@ -226,49 +272,9 @@ static int node(int argc, char **argv)
 	}
 	if (pid == 0)
 		_exit(run_node(addr, secret, me, a.start_s));
-	{
-		char np[32], st[32], **largv = calloc((size_t)argc + 16, sizeof(char *));
-		int la = 0, status = 0, rc;
-
-		if (largv == NULL) {
-			fprintf(stderr, "herd k8s node: out of memory\n");
-			kill(pid, SIGTERM);
-			waitpid(pid, &status, 0);
-			return SHELL_EXIT_FAILURE;
-		}
-		snprintf(pods, sizeof(pods), "%s-[0-%d].%s", a.job, a.nodes - 1, a.job);
-		snprintf(np, sizeof(np), "%d", a.nodes * a.per_node);
-		snprintf(nr, sizeof(nr), "%d", a.per_node);
-		snprintf(st, sizeof(st), "%d", a.start_s);
-		setenv("HERD_LAUNCH_ADDR", pod0, 1);
-		setenv("HERD_LAUNCH_BIND", "0.0.0.0", 0);
-		largv[la++] = "launch";
-		largv[la++] = "--pods";
-		largv[la++] = pods;
-		largv[la++] = "-n";
-		largv[la++] = np;
-		largv[la++] = "--per-node";
-		largv[la++] = nr;
-		largv[la++] = "--start-timeout";
-		largv[la++] = st;
-		if (a.gpus != NULL) {
-			largv[la++] = "--gpus-per-rank";
-			largv[la++] = (char *)a.gpus;
-		}
-		largv[la++] = "--";
-		for (int k = first; k < argc; k++)
-			largv[la++] = argv[k];
-		largv[la] = NULL;
-		rc = cmd_launch(la, largv);
-		free(largv);
-		/* The launcher is done: pod 0's node too, even one still waiting
-		 * to join a launcher that failed before it listened. */
-		kill(pid, SIGTERM);
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
-		explicit_bzero(secret, sizeof(secret));
-		return rc;
-	}
+	rc = launch_pods(&a, pod0, argv + first, argc - first, pid);
+	explicit_bzero(secret, sizeof(secret));
+	return rc;
 }
 
 int cmd_k8s(int argc, char **argv)

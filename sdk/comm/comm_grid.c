@@ -198,7 +198,6 @@ static herd_status explain(herd_comm_grid *g, const char *const *hosts, const gr
 {
 	char *text = NULL, *warn = NULL;
 	herd__text all = { 0 };
-	herd_status st;
 
 	HERD_CHECK(herd_grid_explain(g->layout, hosts, rank_link, (void *)x, false, &text, &warn));
 	herd__text_printf(&all, "%s", text);
@@ -212,8 +211,7 @@ static herd_status explain(herd_comm_grid *g, const char *const *hosts, const gr
 	}
 	free(text);
 	free(warn);
-	st = herd__text_take(&all, &g->explanation);
-	return st;
+	return herd__text_take(&all, &g->explanation);
 }
 
 herd_status herd_comm_grid_create(herd_comm_grid **out, herd_comm *comm,
@@ -224,6 +222,7 @@ herd_status herd_comm_grid_create(herd_comm_grid **out, herd_comm *comm,
 	herd_grid_place *place = NULL;
 	const char **hosts = NULL;
 	int *node = NULL, *ranks = NULL, *byhost = NULL, size, rank, nhosts = 0;
+	int coords[HERD_GRID_MAX_DIMS];
 	grid_links x;
 	herd_status st;
 
@@ -254,11 +253,11 @@ herd_status herd_comm_grid_create(herd_comm_grid **out, herd_comm *comm,
 	find_places(&x, size, byhost, place);
 	HERD_CHECK_GOTO(herd__calloc(&g, 1, sizeof(*g), "a grid"), st, out);
 	HERD_CHECK_GOTO(herd_grid_create(&g->layout, dims, ndims, order, size, place), st, out);
+	herd_grid_coords(g->layout, rank, coords);
 	for (size_t d = 0; d < herd_grid_ndims(g->layout); d++) {
-		int coords[HERD_GRID_MAX_DIMS], group = 0;
+		int group = 0;
 		char name[64];
 
-		herd_grid_coords(g->layout, rank, coords);
 		herd_grid_group(g->layout, d, rank, ranks, &group);
 		snprintf(name, sizeof(name), "%s group %d", herd_grid_dim_at(g->layout, d)->name,
 			 group);
